@@ -1,0 +1,37 @@
+"""Data: corpus readers, encoded-split cache, batching. `prepare_splits` is the builder."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Callable, Optional
+
+from data.pipeline import EncodedSplit, cache_key, load_or_encode
+from data.readers import corpus_fingerprint, read_corpus
+
+
+def make_corpus_loader(data_cfg) -> Callable[[], dict]:
+    """A memoised reader: the raw corpus is read at most once, and only if something needs it."""
+    return functools.lru_cache(maxsize=1)(lambda: read_corpus(data_cfg))
+
+
+def prepare_splits(data_cfg, tokenizer, splits: tuple[str, ...] = ("train", "valid", "test"),
+                   corpus: Optional[Callable[[], dict]] = None, log: Callable[[str], None] = print
+                   ) -> dict[str, EncodedSplit]:
+    """Encode (or load from cache) the requested splits with `tokenizer`, logging dropped pairs."""
+    corpus = corpus or make_corpus_loader(data_cfg)
+    info = corpus_fingerprint(data_cfg)
+    cache_dir = Path(data_cfg.cache_dir) if data_cfg.cache_dir else None
+    out = {}
+    for split in splits:
+        max_src_len = data_cfg.train_max_src_len if split == "train" else None
+        key = cache_key(info, split, tokenizer.fingerprint, data_cfg.max_len, max_src_len)
+        encoded, hit = load_or_encode(lambda s=split: corpus()[s], cache_dir, key, tokenizer,
+                                      data_cfg.max_len, max_src_len)
+        dropped = ", ".join(f"{k}={v}" for k, v in encoded.dropped.items() if v) or "none"
+        log(f"data: {split}: {len(encoded):,} pairs ({'cached' if hit else 'encoded'}; dropped: {dropped})")
+        if len(encoded) == 0:
+            raise ValueError(f"the {split} split is empty after filtering (dropped: {dropped}); "
+                             f"check data.max_len / data.train_max_src_len and the corpus files")
+        out[split] = encoded
+    return out

@@ -1,0 +1,192 @@
+"""Encoded splits (cached on disk), length filtering, batch samplers and collation.
+
+The cache key is a hash of everything that changes the encoded tensors: the corpus source and
+its files, the split settings, the tokenizer (its full serialisation) and the length limits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+import torch
+from torch import Tensor
+from torch.utils.data import Dataset, Sampler
+
+CACHE_VERSION = 1
+
+
+@dataclass
+class EncodedSplit:
+    """Token ids (no BOS/EOS) and the original text of one split, after filtering."""
+
+    src: list[list[int]]
+    tgt: list[list[int]]
+    raw_src: list[str]
+    raw_tgt: list[str]
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+def encode_split(pairs: list[tuple[str, str]], tokenizer, max_len: int,
+                 max_src_len: Optional[int] = None) -> EncodedSplit:
+    """Tokenize and drop empty pairs and pairs longer than the limits, counting each reason."""
+    srcs = tokenizer.encode_src_batch([s for s, _ in pairs])
+    tgts = tokenizer.encode_tgt_batch([t for _, t in pairs])
+    out = EncodedSplit([], [], [], [], {"empty": 0, "too_long": 0, "above_train_max_src_len": 0})
+    for (raw_s, raw_t), s, t in zip(pairs, srcs, tgts):
+        if not s or not t:
+            out.dropped["empty"] += 1
+        elif len(s) > max_len or len(t) > max_len:
+            out.dropped["too_long"] += 1
+        elif max_src_len is not None and len(s) > max_src_len:
+            out.dropped["above_train_max_src_len"] += 1
+        else:
+            out.src.append(s)
+            out.tgt.append(t)
+            out.raw_src.append(raw_s)
+            out.raw_tgt.append(raw_t)
+    return out
+
+
+def cache_key(corpus_info: dict, split: str, tokenizer_fingerprint: str, max_len: int,
+              max_src_len: Optional[int]) -> str:
+    payload = json.dumps({"v": CACHE_VERSION, "corpus": corpus_info, "split": split, "tok": tokenizer_fingerprint,
+                          "max_len": max_len, "max_src_len": max_src_len}, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+def load_or_encode(pairs_fn: Callable[[], list[tuple[str, str]]], cache_dir: Optional[Path], key: str,
+                   tokenizer, max_len: int, max_src_len: Optional[int] = None) -> tuple[EncodedSplit, bool]:
+    """Return the cached split for `key` or encode it (and write the cache atomically)."""
+    path = cache_dir / f"{key}.pt" if cache_dir is not None else None
+    if path is not None and path.is_file():
+        try:
+            return EncodedSplit(**torch.load(path, weights_only=True)), True
+        except Exception:  # a corrupt cache file is simply rebuilt
+            path.unlink(missing_ok=True)
+    split = encode_split(pairs_fn(), tokenizer, max_len, max_src_len)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        torch.save(split.__dict__, tmp)
+        os.replace(tmp, path)
+    return split, False
+
+
+class PairDataset(Dataset):
+    def __init__(self, split: EncodedSplit) -> None:
+        self.split = split
+
+    def __len__(self) -> int:
+        return len(self.split)
+
+    def __getitem__(self, i: int) -> tuple[list[int], list[int]]:
+        return self.split.src[i], self.split.tgt[i]
+
+
+class Collator:
+    """Right-pad sources; build decoder input `<s> y` and output `y </s>`."""
+
+    def __init__(self, pad_id: int, bos_id: int, eos_id: int) -> None:
+        self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
+
+    def __call__(self, items: list[tuple[list[int], list[int]]]) -> dict[str, Tensor]:
+        src_len = max(len(s) for s, _ in items)
+        tgt_len = max(len(t) for _, t in items) + 1
+        src = torch.full((len(items), src_len), self.pad_id, dtype=torch.long)  # [batch, src_len]
+        tgt_in = torch.full((len(items), tgt_len), self.pad_id, dtype=torch.long)  # [batch, tgt_len]
+        tgt_out = torch.full((len(items), tgt_len), self.pad_id, dtype=torch.long)
+        for i, (s, t) in enumerate(items):
+            src[i, : len(s)] = torch.tensor(s)
+            tgt_in[i, : len(t) + 1] = torch.tensor([self.bos_id, *t])
+            tgt_out[i, : len(t) + 1] = torch.tensor([*t, self.eos_id])
+        return {"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out}
+
+
+class EpochBatchSampler(Sampler[list[int]]):
+    """Deterministic batches: shuffled with `seed + epoch`; call `set_epoch()` before iterating.
+
+    With `max_tokens`, sentences are grouped by length (fairseq-style) so that
+    `batch_size * longest side (+1) <= max_tokens`, then the batch order is shuffled; otherwise
+    the sentences are shuffled and cut into batches of `batch_size`. `num_replicas`/`rank` give
+    every data-parallel rank its own share of the batches.
+    """
+
+    def __init__(self, src_lens: list[int], tgt_lens: list[int], batch_size: Optional[int] = None,
+                 max_tokens: Optional[int] = None, shuffle: bool = True, seed: int = 0,
+                 num_replicas: int = 1, rank: int = 0) -> None:
+        if (batch_size is None) == (max_tokens is None):
+            raise ValueError("give exactly one of batch_size and max_tokens")
+        self.src_lens, self.tgt_lens = src_lens, tgt_lens
+        self.batch_size, self.max_tokens = batch_size, max_tokens
+        self.shuffle, self.seed = shuffle, seed
+        self.num_replicas, self.rank = num_replicas, rank
+        self.epoch = 0
+        self.start_batch = 0
+        self._pending: Optional[tuple[int, int]] = None
+        self._length = len(self._batches())
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the epoch's permutation (a pending `resume_at` for this epoch also skips batches)."""
+        self.epoch = epoch
+        self.start_batch = 0
+        if self._pending is not None and self._pending[0] == epoch:
+            self.start_batch = self._pending[1]
+            self._pending = None
+
+    def resume_at(self, epoch: int, start_batch: int) -> None:
+        """When `epoch` starts, skip its first `start_batch` batches (already trained on before a resume)."""
+        self._pending = (epoch, start_batch)
+
+    def _batches(self) -> list[list[int]]:
+        rng = random.Random(self.seed * 1_000_003 + self.epoch)
+        n = len(self.src_lens)
+        order = list(range(n))
+        if self.max_tokens is None:
+            if self.shuffle:
+                rng.shuffle(order)
+            batches = [order[i: i + self.batch_size] for i in range(0, n, self.batch_size)]
+        else:
+            if self.shuffle:
+                rng.shuffle(order)  # random tie-breaking among equal lengths
+            order.sort(key=lambda i: (self.tgt_lens[i], self.src_lens[i]))
+            batches, current, longest = [], [], 0
+            for i in order:
+                size = max(self.src_lens[i], self.tgt_lens[i]) + 1
+                if current and (len(current) + 1) * max(longest, size) > self.max_tokens:
+                    batches.append(current)
+                    current, longest = [], 0
+                current.append(i)
+                longest = max(longest, size)
+            if current:
+                batches.append(current)
+            if self.shuffle:
+                rng.shuffle(batches)
+        if self.num_replicas > 1:
+            usable = len(batches) - len(batches) % self.num_replicas
+            batches = batches[self.rank: usable: self.num_replicas]
+        return batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self._batches()[self.start_batch:])
+
+    def __len__(self) -> int:
+        return self._length
+
+
+def padding_fraction(batches: list[list[int]], lens: list[int]) -> float:
+    """Fraction of padded positions on one side over a list of batches (+1 for BOS/EOS)."""
+    total = real = 0
+    for b in batches:
+        longest = max(lens[i] for i in b) + 1
+        total += longest * len(b)
+        real += sum(lens[i] + 1 for i in b)
+    return 1.0 - real / total if total else 0.0

@@ -1,0 +1,98 @@
+"""Corpus readers behind one interface: `read_corpus(data_cfg) -> {"train", "valid", "test"}` of (src, tgt) pairs.
+
+Sources:
+- `tatoeba`: the shipped manythings.org export (English<TAB>French<TAB>attribution), split by a
+  seeded shuffle (the file is sorted by length, so never split by position);
+- `iwslt2017`: IWSLT 2017 fr-en from the Hugging Face hub, or a local parquet copy (data/iwslt.py);
+- `parallel_text`: local line-aligned files, TSV, or the raw WIT3 release (data/parallel_text.py).
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+from pathlib import Path
+
+from data.parallel_text import CorpusError, read_split
+
+# French typography puts (narrow) no-break spaces before ; : ! ? and inside guillemets.
+_SPACE_TRANSLATION = str.maketrans({"\u00a0": " ", "\u202f": " ", "\u2007": " ", "\u2009": " "})
+
+Pairs = list[tuple[str, str]]
+
+
+def normalize_text(text: str) -> str:
+    """Replace no-break and thin spaces by plain spaces, collapse whitespace runs, strip."""
+    return " ".join(text.translate(_SPACE_TRANSLATION).split()) if text else ""
+
+
+def _normalize_pairs(pairs: Pairs) -> Pairs:
+    return [(normalize_text(src), normalize_text(tgt)) for src, tgt in pairs]
+
+
+def read_tatoeba(path: str | Path, src_lang: str, tgt_lang: str, valid_size: int, test_size: int,
+                 seed: int) -> dict[str, Pairs]:
+    """The manythings.org Tatoeba export: English first, then the other language."""
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusError(f"Tatoeba corpus not found: {path}. It ships in data/corpora/tatoeba-fr-en/; "
+                          f"run from the repository root or set data.path.")
+    columns = {"en": 0, "fr": 1}
+    if src_lang not in columns or tgt_lang not in columns or src_lang == tgt_lang:
+        raise CorpusError(f"the Tatoeba file holds en and fr; got src_lang={src_lang!r}, tgt_lang={tgt_lang!r}")
+    opener = gzip.open if path.suffix == ".gz" else open
+    pairs: Pairs = []
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) < 2:
+                raise CorpusError(f"{path}:{line_no}: expected English<TAB>French, found {len(fields)} field(s)")
+            pairs.append((fields[columns[src_lang]], fields[columns[tgt_lang]]))
+    if valid_size + test_size >= len(pairs):
+        raise CorpusError(f"{path} has {len(pairs)} pairs: too few for valid_size={valid_size} + test_size={test_size}")
+    order = list(range(len(pairs)))
+    random.Random(seed).shuffle(order)
+    test = [pairs[i] for i in order[:test_size]]
+    valid = [pairs[i] for i in order[test_size:test_size + valid_size]]
+    train = [pairs[i] for i in order[test_size + valid_size:]]
+    return {"train": train, "valid": valid, "test": test}
+
+
+def read_corpus(cfg) -> dict[str, Pairs]:
+    """Builder: read the configured source, normalise spaces, cap the training pairs."""
+    if cfg.source == "tatoeba":
+        splits = read_tatoeba(cfg.path, cfg.src_lang, cfg.tgt_lang, cfg.valid_size, cfg.test_size, cfg.split_seed)
+    elif cfg.source == "iwslt2017":
+        from data.iwslt import read_iwslt2017_hf
+        splits = read_iwslt2017_hf(cfg.hf_name, cfg.hf_config, cfg.hf_revision, cfg.src_lang, cfg.tgt_lang)
+    elif cfg.source == "parallel_text":
+        splits = {split: read_split(getattr(cfg, split), cfg.src_lang, cfg.tgt_lang)
+                  for split in ("train", "valid", "test")}
+    else:
+        raise CorpusError(f"unknown data.source {cfg.source!r}; valid: tatoeba, iwslt2017, parallel_text")
+    splits = {name: _normalize_pairs(pairs) for name, pairs in splits.items()}
+    if cfg.max_train_pairs is not None and len(splits["train"]) > cfg.max_train_pairs:
+        rng = random.Random(cfg.split_seed)
+        keep = sorted(rng.sample(range(len(splits["train"])), cfg.max_train_pairs))
+        splits["train"] = [splits["train"][i] for i in keep]
+    return splits
+
+
+def corpus_fingerprint(cfg) -> dict:
+    """Everything about the corpus source that changes what `read_corpus` returns (for cache keys)."""
+    def file_id(p: str) -> str:
+        path = Path(p)
+        if not path.exists():
+            return p
+        st = path.stat()
+        return f"{path.resolve()}:{st.st_size}:{int(st.st_mtime)}"
+
+    info = {k: getattr(cfg, k) for k in ("source", "src_lang", "tgt_lang", "max_train_pairs", "split_seed")}
+    if cfg.source == "tatoeba":
+        info.update(path=file_id(cfg.path), valid_size=cfg.valid_size, test_size=cfg.test_size)
+    elif cfg.source == "iwslt2017":
+        info.update(hf_name=cfg.hf_name, hf_config=cfg.hf_config, hf_revision=cfg.hf_revision)
+    else:
+        info.update({split: {k: file_id(v) if isinstance(v, str) else v for k, v in getattr(cfg, split).items()}
+                     for split in ("train", "valid", "test")})
+    return info

@@ -1,0 +1,106 @@
+"""Multi-head attention over `F.scaled_dot_product_attention`, with a key/value cache.
+
+Positional information arrives as an `AttentionPositions` computed once per stack:
+rotary tables are applied to q and k after the head split; score biases are already
+folded into `attn_mask` by the stack. This module never looks at an encoding's name.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from models.positional_encodings import AttentionPositions, apply_rotary
+
+# A per-layer cache entry: {"k": [batch, heads, len, head_dim], "v": ...}
+LayerCache = dict[str, Tensor]
+
+
+class MultiHeadAttention(nn.Module):
+    """Self-attention (fused q/k/v projection) or cross-attention (fused k/v over the memory)."""
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, cross: bool = False) -> None:
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.head_dim = d_model // num_heads
+        self.dropout = dropout
+        self.cross = cross
+        if cross:
+            self.q_proj = nn.Linear(d_model, d_model)
+            self.kv_proj = nn.Linear(d_model, 2 * d_model)
+        else:
+            self.qkv_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def _split_heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
+        batch, length, _ = x.shape
+        x = x.view(batch, length, parts, self.num_heads, self.head_dim)  # [batch, len, parts, heads, head_dim]
+        return x.permute(2, 0, 3, 1, 4).unbind(0)  # parts x [batch, heads, len, head_dim]
+
+    def forward(self, x: Tensor, memory: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
+                is_causal: bool = False, positions: Optional[AttentionPositions] = None,
+                cache: Optional[LayerCache] = None) -> Tensor:
+        """x: `[batch, q_len, d_model]`; memory: `[batch, src_len, d_model]` for cross-attention.
+
+        attn_mask: bool (True = attend) or float (added to scores), broadcastable to
+        `[batch, heads, q_len, k_len]`. With `cache`, self-attention appends this call's keys and
+        values; cross-attention computes them from `memory` once and reuses them afterwards.
+        """
+        batch, q_len, _ = x.shape
+        rotary_q = positions.rotary_q if positions is not None else None
+        rotary_k = positions.rotary_k if positions is not None else None
+        layout = positions.rotary_layout if positions is not None else "half"
+        if self.cross:
+            (q,) = self._split_heads(self.q_proj(x), 1)  # [batch, heads, q_len, head_dim]
+            if cache is not None and "k" in cache:
+                k, v = cache["k"], cache["v"]
+            else:
+                if memory is None:
+                    raise ValueError("cross-attention needs the encoder memory")
+                k, v = self._split_heads(self.kv_proj(memory), 2)  # [batch, heads, src_len, head_dim]
+                if rotary_k is not None:
+                    k = apply_rotary(k, *rotary_k, layout)
+                if cache is not None:
+                    cache["k"], cache["v"] = k, v
+        else:
+            q, k, v = self._split_heads(self.qkv_proj(x), 3)  # [batch, heads, q_len, head_dim]
+            if rotary_k is not None:
+                k = apply_rotary(k, *rotary_k, layout)
+            if cache is not None:
+                if "k" in cache:
+                    k = torch.cat([cache["k"], k], dim=2)  # [batch, heads, k_len, head_dim]
+                    v = torch.cat([cache["v"], v], dim=2)
+                cache["k"], cache["v"] = k, v
+        if rotary_q is not None:
+            q = apply_rotary(q, *rotary_q, layout)
+        if attn_mask is not None and attn_mask.dtype != torch.bool:
+            attn_mask = attn_mask.to(q.dtype)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, is_causal=is_causal and attn_mask is None,
+            dropout_p=self.dropout if self.training else 0.0)  # [batch, heads, q_len, head_dim]
+        out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)  # [batch, q_len, d_model]
+        return self.out_proj(out)
+
+    def attention_weights(self, x: Tensor, memory: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
+                          positions: Optional[AttentionPositions] = None) -> Tensor:
+        """The softmax attention matrix `[batch, heads, q_len, k_len]` (for plots; no cache, no dropout)."""
+        layout = positions.rotary_layout if positions is not None else "half"
+        if self.cross:
+            (q,) = self._split_heads(self.q_proj(x), 1)
+            k, _ = self._split_heads(self.kv_proj(memory), 2)
+        else:
+            q, k, _ = self._split_heads(self.qkv_proj(x), 3)
+        if positions is not None and positions.rotary_q is not None:
+            q = apply_rotary(q, *positions.rotary_q, layout)
+            k = apply_rotary(k, *positions.rotary_k, layout)
+        scores = q @ k.transpose(-1, -2) / self.head_dim ** 0.5  # [batch, heads, q_len, k_len]
+        if attn_mask is not None:
+            scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
+                else scores + attn_mask
+        return scores.softmax(dim=-1)

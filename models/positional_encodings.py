@@ -1,0 +1,203 @@
+"""Positional encodings, selected by name through a registry.
+
+Three hook families (DESIGN.md); the attention code never branches on a name:
+
+1. additive absolute (sinusoidal, learnable, none): `add_to_embeddings(x, positions)`;
+2. rotary (rope): `self_attention()` / `cross_attention()` return cos/sin tables that
+   the attention layer applies to q and k *after* the head split;
+3. score bias (alibi, t5_bias, shaw; issue 3): the same hooks return a float bias
+   `[heads, q_len, k_len]` added to the attention scores.
+
+Positions are always explicit (`[len]` or `[batch, len]` integer tensors) so incremental
+decoding with an offset is exact. One instance serves one stack (encoder or decoder);
+its tables are computed once per forward and shared by all layers of the stack.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+from torch import Tensor, nn
+
+POSITIONAL_ENCODINGS: dict[str, type["PositionalEncoding"]] = {}
+
+
+def register(name: str) -> Callable[[type], type]:
+    """Class decorator: make an encoding selectable as `model.positional.name: <name>`."""
+    def wrap(cls: type) -> type:
+        POSITIONAL_ENCODINGS[name] = cls
+        cls.registry_name = name
+        return cls
+    return wrap
+
+
+@dataclass
+class AttentionPositions:
+    """What a positional encoding contributes to one attention call.
+
+    rotary_q / rotary_k: (cos, sin), each `[q_len or k_len, rot_dim]` or `[batch, len, rot_dim]`,
+      applied to the queries and to the *new* keys of this call (cached keys are stored rotated).
+    bias: float scores `[heads, q_len, k_len]` (or with a leading batch dim), over all keys.
+    """
+
+    rotary_q: Optional[tuple[Tensor, Tensor]] = None
+    rotary_k: Optional[tuple[Tensor, Tensor]] = None
+    rotary_layout: str = "half"
+    bias: Optional[Tensor] = None
+
+
+class PositionalEncoding(nn.Module):
+    """Base class: contributes nothing. Subclasses override the hooks they need."""
+
+    registry_name = "base"
+
+    def __init__(self, d_model: int, num_heads: int, causal: bool) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.head_dim = d_model // num_heads
+        self.causal = causal  # decoder stack (unidirectional relative families)
+
+    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
+        """x: `[batch, len, d_model]` scaled token embeddings; positions `[len]` or `[batch, len]`."""
+        return x
+
+    def self_attention(self, q_positions: Tensor, k_positions: Tensor) -> Optional[AttentionPositions]:
+        """Hook for self-attention. k_positions covers all keys (cached ones included)."""
+        return None
+
+    def cross_attention(self, q_positions: Tensor, k_positions: Tensor) -> Optional[AttentionPositions]:
+        """Hook for cross-attention (target queries over source keys); off unless asked for."""
+        return None
+
+    @classmethod
+    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "PositionalEncoding":
+        """Build from the `model.positional` config section; encodings with options override this."""
+        return cls(d_model, num_heads, causal)
+
+    def training_positions(self, positions: Tensor, batch_size: int) -> Tensor:
+        """Lets an encoding perturb positions in training mode (SHAPE). Default: unchanged."""
+        return positions
+
+
+@register("none")
+class NoPositionalEncoding(PositionalEncoding):
+    """NoPE: no positional signal. The encoder is then permutation-equivariant."""
+
+
+def sinusoidal_table(positions: Tensor, d_model: int, base: float = 10000.0) -> Tensor:
+    """Vaswani et al. (2017): PE[p, 2i] = sin(p / base^(2i/d)), PE[p, 2i+1] = cos(p / base^(2i/d)).
+
+    Interleaved sin/cos, computed for any positions: `[...]` -> `[..., d_model]`.
+    """
+    half = torch.arange(0, d_model, 2, device=positions.device, dtype=torch.float32)
+    inv_freq = torch.exp(-math.log(base) * half / d_model)  # [d_model/2]
+    angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq  # [..., d_model/2]
+    table = torch.stack([angles.sin(), angles.cos()], dim=-1)  # [..., d_model/2, 2]
+    return table.flatten(-2)[..., :d_model]  # [..., d_model]
+
+
+@register("sinusoidal")
+class SinusoidalPositionalEncoding(PositionalEncoding):
+    """Fixed sinusoidal absolute encoding added to the embeddings; defined for any length."""
+
+    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
+        return x + sinusoidal_table(positions, self.d_model).to(x.dtype)
+
+
+@register("learnable")
+class LearnablePositionalEncoding(PositionalEncoding):
+    """A trained absolute position table of `max_positions` rows (GPT/BERT style)."""
+
+    def __init__(self, d_model: int, num_heads: int, causal: bool, max_positions: int) -> None:
+        super().__init__(d_model, num_heads, causal)
+        self.max_positions = max_positions
+        self.table = nn.Embedding(max_positions, d_model)
+        nn.init.normal_(self.table.weight, std=0.02)
+
+    @classmethod
+    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "LearnablePositionalEncoding":
+        return cls(d_model, num_heads, causal, max_positions=cfg.max_positions)
+
+    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
+        longest = int(positions.max()) + 1 if positions.numel() else 0
+        if longest > self.max_positions:
+            raise ValueError(
+                f"input needs position {longest - 1} but the learnable positional encoding has only "
+                f"{self.max_positions} positions (model.positional.max_positions). Shorten the input "
+                f"or train a model with a larger max_positions.")
+        return x + self.table(positions).to(x.dtype)
+
+
+def rope_tables(positions: Tensor, rot_dim: int, theta: float, layout: str) -> tuple[Tensor, Tensor]:
+    """cos/sin for rotary embeddings: positions `[...]` -> two `[..., rot_dim]` tensors.
+
+    `half` pairs dimension i with i + rot_dim/2 (GPT-NeoX/LLaMA); `interleaved` pairs 2i with
+    2i+1 (RoFormer). Frequency of pair i: theta^(-2i/rot_dim).
+    """
+    inv_freq = theta ** (-torch.arange(0, rot_dim, 2, device=positions.device, dtype=torch.float32) / rot_dim)
+    angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq  # [..., rot_dim/2]
+    if layout == "half":
+        angles = torch.cat([angles, angles], dim=-1)  # [..., rot_dim]
+    else:
+        angles = angles.repeat_interleave(2, dim=-1)  # [..., rot_dim]
+    return angles.cos(), angles.sin()
+
+
+def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
+    """Rotate the first `rot_dim` dims of each head. x: `[batch, heads, len, head_dim]`."""
+    if cos.dim() == 3:  # per-sequence positions
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # [batch, 1, len, rot_dim]
+    rot_dim = cos.size(-1)
+    x_rot, x_pass = x[..., :rot_dim], x[..., rot_dim:]
+    if layout == "half":
+        x1, x2 = x_rot.chunk(2, dim=-1)
+        rotated = torch.cat([-x2, x1], dim=-1)  # [batch, heads, len, rot_dim]
+    else:
+        x_pairs = x_rot.unflatten(-1, (-1, 2))  # [batch, heads, len, rot_dim/2, 2]
+        rotated = torch.stack([-x_pairs[..., 1], x_pairs[..., 0]], dim=-1).flatten(-2)  # [batch, heads, len, rot_dim]
+    out = x_rot * cos.to(x.dtype) + rotated * sin.to(x.dtype)
+    return torch.cat([out, x_pass], dim=-1) if x_pass.numel() else out
+
+
+@register("rope")
+class RotaryPositionalEncoding(PositionalEncoding):
+    """RoPE (Su et al. 2021), per head, in self-attention; in cross-attention only if asked."""
+
+    def __init__(self, d_model: int, num_heads: int, causal: bool, theta: float = 10000.0,
+                 fraction: float = 1.0, layout: str = "half", cross_attention: bool = False) -> None:
+        super().__init__(d_model, num_heads, causal)
+        self.theta = theta
+        self.layout = layout
+        self.rot_dim = max(2, int(self.head_dim * fraction) // 2 * 2)
+        self.use_in_cross_attention = cross_attention
+
+    @classmethod
+    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "RotaryPositionalEncoding":
+        return cls(d_model, num_heads, causal, theta=cfg.rope_theta, fraction=cfg.rope_fraction,
+                   layout=cfg.rope_layout, cross_attention=cfg.cross_attention)
+
+    def _tables(self, positions: Tensor) -> tuple[Tensor, Tensor]:
+        return rope_tables(positions, self.rot_dim, self.theta, self.layout)
+
+    def self_attention(self, q_positions: Tensor, k_positions: Tensor) -> AttentionPositions:
+        tables = self._tables(q_positions)
+        # New keys in self-attention sit at the query positions; cached keys are already rotated.
+        return AttentionPositions(rotary_q=tables, rotary_k=tables, rotary_layout=self.layout)
+
+    def cross_attention(self, q_positions: Tensor, k_positions: Tensor) -> Optional[AttentionPositions]:
+        if not self.use_in_cross_attention:
+            return None
+        return AttentionPositions(rotary_q=self._tables(q_positions), rotary_k=self._tables(k_positions),
+                                  rotary_layout=self.layout)
+
+
+def build_positional_encoding(cfg, d_model: int, num_heads: int, causal: bool) -> PositionalEncoding:
+    """Builder: the only place that reads the positional config."""
+    name = cfg.name
+    if name not in POSITIONAL_ENCODINGS:
+        raise ValueError(f"unknown positional encoding {name!r}; valid: {', '.join(sorted(POSITIONAL_ENCODINGS))}")
+    return POSITIONAL_ENCODINGS[name].from_config(cfg, d_model, num_heads, causal)

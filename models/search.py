@@ -1,0 +1,153 @@
+"""Greedy and beam search: pure functions over `model.encode()` and `model.decode_step()`.
+
+Both are batched and use the decoder's key/value cache. Scores are sums of token
+log-probabilities; beam search ranks finished hypotheses with a length penalty, keeps
+finished hypotheses per sentence, and drops finished sentences from the batch. The output
+length is capped at `max_len_a * src_len + max_len_b` tokens (EOS included), where only EOS
+is allowed at the last step, identically in both searches, so beam size 1 equals greedy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]  # without BOS and EOS
+    score: float  # sum of log-probabilities (EOS included)
+    normalized_score: float  # score after the length penalty (used for ranking)
+
+
+def length_penalty(score: Tensor | float, length: int, kind: str, alpha: float) -> Tensor | float:
+    """Length-normalised score. `wu`: GNMT's ((5 + len) / 6) ** alpha; `avg`: per token; `none`."""
+    if kind == "none":
+        return score
+    if kind == "avg":
+        return score / length
+    if kind == "wu":
+        return score / (((5.0 + length) / 6.0) ** alpha)
+    raise ValueError(f"unknown length penalty {kind!r}; valid: none, avg, wu")
+
+
+def _max_lengths(src_mask: Tensor, max_len_a: float, max_len_b: int) -> Tensor:
+    src_lens = src_mask.sum(dim=1)  # [batch]
+    return (src_lens.float() * max_len_a + max_len_b).long().clamp(min=1)
+
+
+def _mask_specials(logp: Tensor, step: int, limits: Tensor, eos: int, banned: tuple[int, ...]) -> Tensor:
+    """Forbid banned ids (pad, bos); allow only EOS for rows at their length limit."""
+    logp[:, list(banned)] = float("-inf")
+    at_limit = limits.le(step + 1)  # [rows]
+    if at_limit.any():
+        eos_logp = logp[at_limit, eos].clone()
+        logp[at_limit] = float("-inf")
+        logp[at_limit, eos] = eos_logp
+    return logp
+
+
+@torch.no_grad()
+def greedy_search(model, src: Tensor, bos: int, eos: int, pad: int, max_len_a: float = 1.5,
+                  max_len_b: int = 10) -> list[Hypothesis]:
+    """Pick the most likely token at each step, for a batch `src` `[batch, src_len]`."""
+    enc = model.encode(src)
+    batch = src.size(0)
+    limits = _max_lengths(enc.src_mask, max_len_a, max_len_b)  # [batch]
+    tokens = torch.full((batch, 1), bos, dtype=torch.long, device=src.device)  # [batch, 1]
+    scores = torch.zeros(batch, device=src.device)
+    lengths = torch.zeros(batch, dtype=torch.long, device=src.device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+    cache = model.new_cache()
+    banned = tuple(sorted({pad, bos} - {eos}))
+    for step in range(int(limits.max())):
+        logits = model.decode_step(tokens[:, -1:], enc, cache, offset=step)  # [batch, vocab]
+        logp = _mask_specials(torch.log_softmax(logits.float(), dim=-1), step, limits, eos, banned)
+        next_logp, next_tok = logp.max(dim=-1)  # [batch]
+        next_tok = next_tok.masked_fill(finished, pad)
+        scores += next_logp.masked_fill(finished, 0.0)
+        lengths += (~finished).long()
+        tokens = torch.cat([tokens, next_tok[:, None]], dim=1)  # [batch, step + 2]
+        finished |= next_tok.eq(eos)
+        if finished.all():
+            break
+    out = []
+    for row, score, length in zip(tokens[:, 1:].tolist(), scores.tolist(), lengths.tolist()):
+        seq = row[:length]
+        if seq and seq[-1] == eos:
+            seq = seq[:-1]
+        out.append(Hypothesis(seq, score, score))
+    return out
+
+
+@torch.no_grad()
+def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int = 5, max_len_a: float = 1.5,
+                max_len_b: int = 10, penalty: str = "wu", alpha: float = 0.6, nbest: int = 1) -> list[list[Hypothesis]]:
+    """Batched beam search; returns the `nbest` hypotheses per sentence, best first.
+
+    Rows are laid out `[batch * beam]`. At each step the top `2 * beam` continuations of each
+    sentence are taken; those ending in EOS among the top `beam` are finished (scored with the
+    length penalty), and the best `beam` others continue. A sentence is done when it has `beam`
+    finished hypotheses or reaches its length limit; done sentences leave the batch.
+    """
+    if not 1 <= nbest <= beam_size:
+        raise ValueError(f"nbest ({nbest}) must be between 1 and beam_size ({beam_size})")
+    device = src.device
+    batch, k = src.size(0), beam_size
+    enc = model.encode(src)
+    limits_all = _max_lengths(enc.src_mask, max_len_a, max_len_b)  # [batch]
+    enc = enc.index_select(torch.arange(batch, device=device).repeat_interleave(k))  # [batch * beam] rows
+    active = torch.arange(batch, device=device)  # sentence id of each active group
+    tokens = torch.full((batch * k, 1), bos, dtype=torch.long, device=device)  # [batch * beam, 1]
+    beam_scores = torch.zeros(batch, k, device=device)
+    beam_scores[:, 1:] = float("-inf")  # all beams start identical: expand only the first
+    cache = model.new_cache()
+    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    banned = tuple(sorted({pad, bos} - {eos}))
+    cand_order = torch.arange(2 * k, device=device)
+
+    for step in range(int(limits_all.max())):
+        n = active.numel()
+        limits = limits_all[active].repeat_interleave(k)  # [n * beam]
+        logits = model.decode_step(tokens[:, -1:], enc, cache, offset=step)  # [n * beam, vocab]
+        logp = _mask_specials(torch.log_softmax(logits.float(), dim=-1), step, limits, eos, banned)
+        vocab = logp.size(-1)
+        cand = (beam_scores.view(-1, 1) + logp).view(n, k * vocab)  # [n, beam * vocab]
+        top_scores, top_idx = cand.topk(min(2 * k, k * vocab), dim=1)  # [n, 2 * beam]
+        top_beam, top_tok = top_idx // vocab, top_idx % vocab  # [n, 2 * beam]
+        is_eos = top_tok.eq(eos) | top_scores.isneginf()
+
+        # Finish EOS candidates that rank among the top `beam` of their sentence.
+        for i, j in (top_tok[:, :k].eq(eos) & top_scores[:, :k].isfinite()).nonzero().tolist():
+            sid = int(active[i])
+            if len(finished[sid]) < k:
+                seq = tokens[i * k + int(top_beam[i, j]), 1:].tolist()
+                raw = float(top_scores[i, j])
+                finished[sid].append(Hypothesis(seq, raw, float(length_penalty(raw, step + 1, penalty, alpha))))
+
+        # The best `beam` non-EOS candidates continue (each beam adds at most one EOS, so enough remain).
+        order = (is_eos.long() * (2 * k) + cand_order[: is_eos.size(1)]).argsort(dim=1)[:, :k]  # [n, beam]
+        next_scores = top_scores.gather(1, order)  # [n, beam]
+        next_beam = top_beam.gather(1, order)
+        next_tok = top_tok.gather(1, order)
+
+        done = torch.tensor([len(finished[int(s)]) >= k for s in active], device=device)
+        done |= limits_all[active].le(step + 1) | next_scores[:, 0].isneginf()
+        keep = (~done).nonzero().squeeze(1)  # [n_keep]
+        if keep.numel() == 0:
+            break
+        rows = (keep[:, None] * k + next_beam[keep]).view(-1)  # [n_keep * beam] rows of the current batch
+        tokens = torch.cat([tokens.index_select(0, rows), next_tok[keep].view(-1, 1)], dim=1)  # [n_keep * beam, step + 2]
+        beam_scores = next_scores[keep]
+        model.reorder_cache(cache, rows)
+        if keep.numel() < n:
+            enc = enc.index_select(rows)
+        active = active[keep]
+
+    results = []
+    for hyps in finished:
+        hyps.sort(key=lambda h: h.normalized_score, reverse=True)
+        results.append(hyps[:nbest])
+    return results

@@ -1,0 +1,221 @@
+"""Encoder-decoder Transformer with pluggable positional encodings and cached decoding.
+
+`encode()` runs the encoder once; `decode()` runs the decoder over a target prefix (all of it
+in training, one new token per call with a cache when searching). Positions are explicit:
+the decoder's positions start at `offset`, the length of what is already cached.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from models.attention import LayerCache, MultiHeadAttention
+from models.positional_encodings import PositionalEncoding
+
+DecoderCache = list[dict[str, LayerCache]]  # per layer: {"self": {...}, "cross": {...}}
+
+
+@dataclass
+class EncoderOutput:
+    memory: Tensor  # [batch, src_len, d_model]
+    src_mask: Tensor  # [batch, src_len], True at real tokens
+    positions: Tensor  # [src_len] or [batch, src_len]
+
+    def index_select(self, index: Tensor) -> "EncoderOutput":
+        """Rows for beams / surviving sentences: index `[new_batch]` into the batch."""
+        positions = self.positions.index_select(0, index) if self.positions.dim() == 2 else self.positions
+        return EncoderOutput(self.memory.index_select(0, index), self.src_mask.index_select(0, index), positions)
+
+
+def merge_mask(bool_mask: Optional[Tensor], bias: Optional[Tensor]) -> Optional[Tensor]:
+    """Fold a score bias into a boolean attention mask (True = attend) as one float mask."""
+    if bias is None:
+        return bool_mask
+    if bool_mask is None:
+        return bias
+    return bias.masked_fill(~bool_mask, float("-inf"))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d_model: int, ffn_dim: int, dropout: float, activation: str) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, ffn_dim)
+        self.fc2 = nn.Linear(ffn_dim, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.activation = F.gelu if activation == "gelu" else F.relu
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc2(self.dropout(self.activation(self.fc1(x))))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, ffn_dim: int, dropout: float, attention_dropout: float,
+                 activation: str, norm_first: bool) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout)
+        self.ffn = FeedForward(d_model, ffn_dim, dropout, activation)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x: Tensor, attn_mask: Optional[Tensor], positions) -> Tensor:
+        if self.norm_first:
+            x = x + self.dropout(self.self_attn(self.norm1(x), attn_mask=attn_mask, positions=positions))
+            return x + self.dropout(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.dropout(self.self_attn(x, attn_mask=attn_mask, positions=positions)))
+        return self.norm2(x + self.dropout(self.ffn(x)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, ffn_dim: int, dropout: float, attention_dropout: float,
+                 activation: str, norm_first: bool) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, attention_dropout, cross=True)
+        self.ffn = FeedForward(d_model, ffn_dim, dropout, activation)
+        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d_model), nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x: Tensor, memory: Tensor, self_mask: Optional[Tensor], is_causal: bool,
+                cross_mask: Optional[Tensor], self_pos, cross_pos,
+                cache: Optional[dict[str, LayerCache]] = None) -> Tensor:
+        self_cache = cache["self"] if cache is not None else None
+        cross_cache = cache["cross"] if cache is not None else None
+
+        def sa(h: Tensor) -> Tensor:
+            return self.self_attn(h, attn_mask=self_mask, is_causal=is_causal, positions=self_pos, cache=self_cache)
+
+        def ca(h: Tensor) -> Tensor:
+            return self.cross_attn(h, memory, attn_mask=cross_mask, positions=cross_pos, cache=cross_cache)
+
+        if self.norm_first:
+            x = x + self.dropout(sa(self.norm1(x)))
+            x = x + self.dropout(ca(self.norm2(x)))
+            return x + self.dropout(self.ffn(self.norm3(x)))
+        x = self.norm1(x + self.dropout(sa(x)))
+        x = self.norm2(x + self.dropout(ca(x)))
+        return self.norm3(x + self.dropout(self.ffn(x)))
+
+
+class Seq2SeqTransformer(nn.Module):
+    """Encoder-decoder Transformer (Vaswani et al. 2017) with a pluggable positional encoding."""
+
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, pad_id: int, encoder_pe: PositionalEncoding,
+                 decoder_pe: PositionalEncoding, d_model: int = 512, num_heads: int = 8,
+                 num_encoder_layers: int = 6, num_decoder_layers: int = 6, ffn_dim: int = 2048,
+                 dropout: float = 0.1, attention_dropout: float = 0.0, activation: str = "relu",
+                 norm_first: bool = False, share_embeddings: bool = True, tie_output: bool = True) -> None:
+        super().__init__()
+        if share_embeddings and src_vocab_size != tgt_vocab_size:
+            raise ValueError("share_embeddings needs one joint vocabulary (same source and target size)")
+        self.pad_id = pad_id
+        self.d_model = d_model
+        self.embed_scale = math.sqrt(d_model)
+        self.src_embed = nn.Embedding(src_vocab_size, d_model, padding_idx=pad_id)
+        self.tgt_embed = self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size, d_model, padding_idx=pad_id)
+        self.encoder_pe, self.decoder_pe = encoder_pe, decoder_pe
+        layer_args = (d_model, num_heads, ffn_dim, dropout, attention_dropout, activation, norm_first)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(num_encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(num_decoder_layers))
+        self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.dropout = nn.Dropout(dropout)
+        self.output_proj = nn.Linear(d_model, tgt_vocab_size, bias=False)
+        self._reset_parameters()
+        if tie_output:
+            self.output_proj.weight = self.tgt_embed.weight
+
+    def _reset_parameters(self) -> None:
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and "embed" not in name and "pe." not in name:
+                nn.init.xavier_uniform_(p)
+            elif name.endswith(".bias"):
+                nn.init.zeros_(p)
+        for emb in {self.src_embed, self.tgt_embed}:
+            nn.init.normal_(emb.weight, mean=0.0, std=self.d_model ** -0.5)
+            with torch.no_grad():
+                emb.weight[self.pad_id].zero_()
+
+    # ------------------------------------------------------------------ encoder
+
+    def encode(self, src: Tensor) -> EncoderOutput:
+        """src: `[batch, src_len]` token ids, right-padded with pad_id."""
+        batch, src_len = src.shape
+        src_mask = src.ne(self.pad_id)  # [batch, src_len]
+        positions = torch.arange(src_len, device=src.device)  # [src_len]
+        if self.training:
+            positions = self.encoder_pe.training_positions(positions, batch)
+        x = self.src_embed(src) * self.embed_scale  # [batch, src_len, d_model]
+        x = self.dropout(self.encoder_pe.add_to_embeddings(x, positions))
+        pos = self.encoder_pe.self_attention(positions, positions)
+        key_mask = src_mask[:, None, None, :]  # [batch, 1, 1, src_len]
+        attn_mask = merge_mask(key_mask, pos.bias if pos is not None else None)
+        for layer in self.encoder_layers:
+            x = layer(x, attn_mask, pos)
+        return EncoderOutput(self.encoder_norm(x), src_mask, positions)
+
+    # ------------------------------------------------------------------ decoder
+
+    def decode(self, tgt: Tensor, enc: EncoderOutput, cache: Optional[DecoderCache] = None,
+               offset: int = 0) -> Tensor:
+        """Logits `[batch, tgt_len, vocab]` for target prefix `tgt` `[batch, tgt_len]` starting at `offset`.
+
+        With a cache (from `new_cache()`), `tgt` holds only the new tokens and `offset` the number
+        already decoded; keys and values of earlier positions come from the cache.
+        """
+        batch, tgt_len = tgt.shape
+        positions = torch.arange(offset, offset + tgt_len, device=tgt.device)  # [tgt_len]
+        if self.training:
+            positions = self.decoder_pe.training_positions(positions, batch)
+        k_positions = torch.arange(offset + tgt_len, device=tgt.device)  # [k_len]
+        if positions.dim() == 2:  # per-sequence shift: keys share the same shift
+            k_positions = k_positions + (positions[:, :1] - offset)  # [batch, k_len]
+        x = self.tgt_embed(tgt) * self.embed_scale  # [batch, tgt_len, d_model]
+        x = self.dropout(self.decoder_pe.add_to_embeddings(x, positions))
+
+        self_pos = self.decoder_pe.self_attention(positions, k_positions)
+        bias = self_pos.bias if self_pos is not None else None
+        is_causal = False
+        if tgt_len == 1:
+            causal = None  # one new query sees every cached key
+        elif offset == 0 and bias is None:
+            causal, is_causal = None, True  # let SDPA use its fused causal kernel
+        else:
+            causal = torch.ones(tgt_len, offset + tgt_len, dtype=torch.bool, device=tgt.device).tril(offset)
+        self_mask = merge_mask(causal, bias)
+
+        cross_pos = self.decoder_pe.cross_attention(positions, enc.positions)
+        cross_mask = merge_mask(enc.src_mask[:, None, None, :], cross_pos.bias if cross_pos is not None else None)
+        for i, layer in enumerate(self.decoder_layers):
+            x = layer(x, enc.memory, self_mask, is_causal, cross_mask, self_pos, cross_pos,
+                      cache[i] if cache is not None else None)
+        return self.output_proj(self.decoder_norm(x))  # [batch, tgt_len, vocab]
+
+    def new_cache(self) -> DecoderCache:
+        return [{"self": {}, "cross": {}} for _ in self.decoder_layers]
+
+    @staticmethod
+    def reorder_cache(cache: DecoderCache, index: Tensor) -> None:
+        """Keep/reorder cached rows in place (beam reordering, dropping finished sentences)."""
+        for layer in cache:
+            for part in layer.values():
+                for key in part:
+                    part[key] = part[key].index_select(0, index)
+
+    def decode_step(self, tokens: Tensor, enc: EncoderOutput, cache: DecoderCache, offset: int) -> Tensor:
+        """Logits `[batch, vocab]` for the next token after `tokens` `[batch, 1]` at position `offset`."""
+        return self.decode(tokens, enc, cache=cache, offset=offset)[:, -1]
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits `[batch, tgt_len, vocab]`."""
+        return self.decode(tgt_in, self.encode(src))
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

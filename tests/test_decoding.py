@@ -1,0 +1,408 @@
+"""Cached decoding, padding invariance, greedy and beam search (models/transformer.py, models/search.py)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
+from models.search import Hypothesis, beam_search, greedy_search, length_penalty
+from models.transformer import Seq2SeqTransformer
+from utils.config import PositionalConfig
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+VOCAB = 50
+D_MODEL, HEADS = 32, 4
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_thread():
+    """Tiny models gain nothing from intra-op threads, and thread contention with other jobs on a
+    2-core machine makes them ~20x slower; restore the setting afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def make_model(name: str, seed: int = 0, **options) -> Seq2SeqTransformer:
+    """A small eval-mode model whose encoder and decoder use the registered encoding `name`."""
+    cfg = PositionalConfig(name=name, max_positions=64, **options)
+    torch.manual_seed(seed)
+    model = Seq2SeqTransformer(
+        src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=PAD,
+        encoder_pe=build_positional_encoding(cfg, D_MODEL, HEADS, causal=False),
+        decoder_pe=build_positional_encoding(cfg, D_MODEL, HEADS, causal=True),
+        d_model=D_MODEL, num_heads=HEADS, num_encoder_layers=2, num_decoder_layers=2, ffn_dim=64, dropout=0.0)
+    return model.eval()
+
+
+def encoding_cases():
+    """Every registered encoding (future ones included), plus RoPE variants."""
+    cases = [pytest.param(name, {}, id=name) for name in sorted(POSITIONAL_ENCODINGS)]
+    cases.append(pytest.param("rope", {"cross_attention": True}, id="rope-cross"))
+    cases.append(pytest.param("rope", {"rope_layout": "interleaved", "rope_fraction": 0.5},
+                              id="rope-interleaved-half"))
+    return cases
+
+
+def mixed_batch(lengths: list[int], seed: int) -> torch.Tensor:
+    """Right-padded source batch `[batch, max(lengths)]` of random real tokens."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.full((len(lengths), max(lengths)), PAD, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        src[i, :n] = torch.randint(4, VOCAB, (n,), generator=g)
+    return src
+
+
+def trim(row: torch.Tensor) -> torch.Tensor:
+    """One padded source row as an unpadded `[1, len]` batch."""
+    return row[row.ne(PAD)][None]
+
+
+def rescore(model, src_row: torch.Tensor, tokens: list[int]) -> float:
+    """Sum of teacher-forced log-probabilities of `tokens` + EOS given one source sentence."""
+    tgt_in = torch.tensor([[BOS] + tokens])
+    target = torch.tensor([tokens + [EOS]])
+    with torch.no_grad():
+        logp = torch.log_softmax(model.decode(tgt_in, model.encode(trim(src_row))).double(), dim=-1)
+    return float(logp.gather(-1, target[..., None]).sum())
+
+
+# ---------------------------------------------------------------------------- cached decoding
+
+
+@pytest.mark.parametrize("name, options", encoding_cases())
+def test_cached_step_by_step_equals_full_decode(name, options):
+    model = make_model(name, seed=1, **options)
+    src = mixed_batch([9, 4, 6], seed=1)
+    g = torch.Generator().manual_seed(2)
+    tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 11), generator=g)], dim=1)  # [3, 12]
+    with torch.no_grad():
+        enc = model.encode(src)
+        full = model.decode(tgt, enc)  # [3, 12, vocab], teacher forced
+        cache = model.new_cache()
+        for step in range(tgt.size(1)):
+            logits = model.decode_step(tgt[:, step:step + 1], enc, cache, offset=step)
+            assert logits.shape == (3, VOCAB)
+            torch.testing.assert_close(logits, full[:, step], atol=1e-5, rtol=0,
+                                       msg=lambda m: f"{name} {options} step {step}: {m}")
+    # The cache grew one position per step in every layer; the cross-attention cache covers the source.
+    for layer in cache:
+        assert layer["self"]["k"].shape == (3, HEADS, 12, D_MODEL // HEADS)
+        assert layer["cross"]["k"].shape == (3, HEADS, 9, D_MODEL // HEADS)
+
+
+@pytest.mark.parametrize("name", ["sinusoidal", "rope"])
+def test_cached_decoding_pre_norm_gelu_untied(name):
+    """The same equality for the other architecture switches (pre-norm, GELU, separate embeddings)."""
+    cfg = PositionalConfig(name=name)
+    torch.manual_seed(4)
+    model = Seq2SeqTransformer(
+        src_vocab_size=40, tgt_vocab_size=VOCAB, pad_id=PAD,
+        encoder_pe=build_positional_encoding(cfg, D_MODEL, HEADS, causal=False),
+        decoder_pe=build_positional_encoding(cfg, D_MODEL, HEADS, causal=True),
+        d_model=D_MODEL, num_heads=HEADS, num_encoder_layers=1, num_decoder_layers=3, ffn_dim=48,
+        dropout=0.0, activation="gelu", norm_first=True, share_embeddings=False, tie_output=False).eval()
+    src = mixed_batch([5, 8], seed=4).clamp(max=39)
+    g = torch.Generator().manual_seed(5)
+    tgt = torch.cat([torch.full((2, 1), BOS), torch.randint(4, VOCAB, (2, 7), generator=g)], dim=1)
+    with torch.no_grad():
+        enc = model.encode(src)
+        full = model.decode(tgt, enc)
+        cache = model.new_cache()
+        steps = torch.stack([model.decode_step(tgt[:, s:s + 1], enc, cache, offset=s) for s in range(8)], dim=1)
+    assert full.shape == steps.shape == (2, 8, VOCAB)
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name, options", encoding_cases())
+def test_reorder_cache_follows_rows(name, options):
+    """Reordering the cache (as beam search does) equals decoding the reordered batch."""
+    model = make_model(name, seed=3, **options)
+    src = mixed_batch([5, 7, 3], seed=3)
+    g = torch.Generator().manual_seed(4)
+    tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 5), generator=g)], dim=1)
+    index = torch.tensor([2, 0, 0])
+    with torch.no_grad():
+        enc = model.encode(src)
+        cache = model.new_cache()
+        model.decode(tgt[:, :4], enc, cache)
+        model.reorder_cache(cache, index)
+        step = model.decode_step(tgt[index, 4:5], enc.index_select(index), cache, offset=4)
+        full = model.decode(tgt[index], model.encode(src[index]))
+    torch.testing.assert_close(step, full[:, 4], atol=1e-5, rtol=0)
+
+
+# ---------------------------------------------------------------------------- padding
+
+
+@pytest.mark.parametrize("name, options", encoding_cases())
+def test_padding_does_not_change_other_rows(name, options):
+    model = make_model(name, seed=5, **options)
+    src = mixed_batch([10, 3, 7], seed=5)  # short sentences padded to the longest
+    g = torch.Generator().manual_seed(6)
+    tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 6), generator=g)], dim=1)
+    tgt_lens = [7, 4, 2]
+    for i, n in enumerate(tgt_lens):
+        tgt[i, n:] = PAD  # padded targets too
+    with torch.no_grad():
+        enc = model.encode(src)
+        batch_logits = model.decode(tgt, enc)
+        for i in range(3):
+            alone_src = trim(src[i])
+            alone = model.encode(alone_src)
+            n_src = alone_src.size(1)
+            torch.testing.assert_close(enc.memory[i, :n_src], alone.memory[0], atol=1e-5, rtol=1e-5)
+            alone_logits = model.decode(tgt[i:i + 1, :tgt_lens[i]], alone)
+            torch.testing.assert_close(batch_logits[i, :tgt_lens[i]], alone_logits[0], atol=1e-5, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------- greedy / beam on the real model
+
+
+@pytest.mark.parametrize("name", sorted(POSITIONAL_ENCODINGS))
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_beam_size_one_equals_greedy(name, seed):
+    model = make_model(name, seed=seed)
+    src = mixed_batch([6, 2, 9, 4], seed=10 + seed)
+    greedy = greedy_search(model, src, BOS, EOS, PAD, max_len_a=1, max_len_b=5)
+    beam = beam_search(model, src, BOS, EOS, PAD, beam_size=1, max_len_a=1, max_len_b=5, penalty="none")
+    assert len(greedy) == len(beam) == 4
+    assert any(h.tokens for h in greedy)  # not a degenerate all-empty comparison
+    for i, (g_hyp, b_hyps) in enumerate(zip(greedy, beam)):
+        assert len(b_hyps) == 1
+        assert b_hyps[0].tokens == g_hyp.tokens, f"sentence {i}"
+        assert b_hyps[0].score == pytest.approx(g_hyp.score, abs=1e-4)
+        limit = int(src[i].ne(PAD).sum()) * 1 + 5
+        assert len(g_hyp.tokens) + 1 <= limit  # EOS included in the length cap
+        assert not {PAD, BOS, EOS} & set(g_hyp.tokens)
+        assert g_hyp.score == pytest.approx(rescore(model, src[i], g_hyp.tokens), abs=1e-4)
+
+
+@pytest.mark.parametrize("name", sorted(POSITIONAL_ENCODINGS))
+def test_beam_search_batch_equals_each_sentence_alone(name):
+    model = make_model(name, seed=7)
+    src = mixed_batch([3, 8, 5, 1], seed=7)
+    kwargs = dict(beam_size=3, max_len_a=1, max_len_b=5, penalty="wu", alpha=0.6, nbest=3)
+    batched = beam_search(model, src, BOS, EOS, PAD, **kwargs)
+    assert len(batched) == 4
+    for i in range(4):
+        alone = beam_search(model, trim(src[i]), BOS, EOS, PAD, **kwargs)[0]
+        assert [h.tokens for h in batched[i]] == [h.tokens for h in alone], f"sentence {i}"
+        for b, a in zip(batched[i], alone):
+            assert b.score == pytest.approx(a.score, abs=1e-4)
+            assert b.normalized_score == pytest.approx(a.normalized_score, abs=1e-4)
+
+
+@pytest.mark.parametrize("penalty, alpha", [("none", 0.0), ("avg", 0.0), ("wu", 0.6), ("wu", 1.5)])
+def test_nbest_sorted_and_raw_scores_match_teacher_forced_rescoring(penalty, alpha):
+    model = make_model("sinusoidal", seed=8)
+    src = mixed_batch([4, 7], seed=8)
+    results = beam_search(model, src, BOS, EOS, PAD, beam_size=4, max_len_a=1, max_len_b=5,
+                          penalty=penalty, alpha=alpha, nbest=4)
+    assert len(results) == 2
+    for i, hyps in enumerate(results):
+        assert len(hyps) == 4
+        assert all(isinstance(h, Hypothesis) for h in hyps)
+        normalized = [h.normalized_score for h in hyps]
+        assert normalized == sorted(normalized, reverse=True)
+        assert len({tuple(h.tokens) for h in hyps}) == 4  # distinct hypotheses
+        for h in hyps:
+            assert not {PAD, BOS, EOS} & set(h.tokens)
+            assert h.score == pytest.approx(rescore(model, src[i], h.tokens), abs=1e-4)
+            assert h.normalized_score == pytest.approx(
+                length_penalty(h.score, len(h.tokens) + 1, penalty, alpha), abs=1e-5)
+
+
+def test_beam_search_rejects_bad_nbest():
+    model = make_model("none")
+    with pytest.raises(ValueError, match="nbest"):
+        beam_search(model, mixed_batch([3], seed=0), BOS, EOS, PAD, beam_size=2, nbest=3)
+
+
+# ---------------------------------------------------------------------------- hand-built model
+
+A, B, C = 4, 5, 6  # ordinary target tokens of the fake model; vocabulary size 7
+FAKE_VOCAB = 7
+
+# Next-token distributions, by the last token, for two "sentences" (picked by the first source token).
+# Tokens not listed (pad, unk, bos) have probability 0, i.e. logit -inf.
+GREEDY_TRAP = {
+    BOS: {A: 0.5, B: 0.4, EOS: 0.1},
+    A: {A: 0.25, B: 0.15, EOS: 0.6},
+    B: {A: 0.06, B: 0.04, EOS: 0.9},
+    C: {A: 0.3, B: 0.3, EOS: 0.4},  # never reached
+}
+AVG_FLIP = {
+    BOS: {A: 0.65, EOS: 0.30, B: 0.05},
+    A: {B: 0.5, C: 0.45, EOS: 0.05},
+    B: {EOS: 0.4, A: 0.35, C: 0.25},
+    C: {A: 0.45, EOS: 0.3, B: 0.25},
+}
+TABLES = {11: GREEDY_TRAP, 12: AVG_FLIP}
+UNIFORM = {A: 0.25, B: 0.25, C: 0.25, EOS: 0.25}  # after pad (finished greedy rows)
+
+
+@dataclass
+class FakeEncoderOutput:
+    src_mask: torch.Tensor  # [batch, src_len] bool
+    table: torch.Tensor  # [batch] which transition table
+
+    def index_select(self, index: torch.Tensor) -> "FakeEncoderOutput":
+        return FakeEncoderOutput(self.src_mask.index_select(0, index), self.table.index_select(0, index))
+
+
+class TransitionModel:
+    """A model whose next-token log-probabilities are a fixed table lookup on the last token.
+
+    Its cache stores every row's token history; `decode_step` checks it against `offset` and the
+    current rows, so wrong cache reordering or offsets in the search fail loudly.
+    """
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode(self, src: torch.Tensor) -> FakeEncoderOutput:
+        return FakeEncoderOutput(src.ne(PAD), src[:, 0].clone())
+
+    def new_cache(self) -> dict:
+        return {}
+
+    @staticmethod
+    def reorder_cache(cache: dict, index: torch.Tensor) -> None:
+        cache["history"] = cache["history"].index_select(0, index)
+
+    def decode_step(self, tokens: torch.Tensor, enc: FakeEncoderOutput, cache: dict, offset: int) -> torch.Tensor:
+        self.calls += 1
+        rows = tokens.size(0)
+        assert tokens.shape == (rows, 1) and enc.src_mask.size(0) == rows
+        history = cache.get("history", torch.empty(rows, 0, dtype=torch.long))
+        assert history.shape == (rows, offset)
+        if offset == 0:
+            assert torch.all(tokens == BOS)
+        cache["history"] = torch.cat([history, tokens], dim=1)
+        logits = torch.full((rows, FAKE_VOCAB), float("-inf"), dtype=torch.float64)
+        for r in range(rows):
+            dist = TABLES[int(enc.table[r])].get(int(tokens[r, 0]), UNIFORM)
+            for tok, p in dist.items():
+                logits[r, tok] = math.log(p)
+        return logits
+
+
+TRAP_SRC = torch.tensor([[11, 20, 21]])
+FLIP_SRC = torch.tensor([[12, 20, 21]])
+
+# GREEDY_TRAP, beam 2 (scores are products of probabilities; the search keeps their logs):
+#   step 0 from BOS: A .5, B .4, EOS .1 -> top 2 = A, B (no EOS among them): beams [A] .5, [B] .4
+#   step 1: [B]+EOS .4*.9 = .36, [A]+EOS .5*.6 = .30, [A,A] .125, [A,B] .075, [B,A] .024, [B,B] .016
+#           -> top 2 are both EOS: finished [B] (.36) and [A] (.30); 2 = beam finished, done.
+#   greedy: A (.5) then EOS (.6): [A] with .30 -- beam 2 finds the better [B] (.36).
+#   length (EOS included) is 2 for both, so "avg" keeps the order: log(.36)/2, log(.30)/2.
+TRAP_BEAM = [([B], math.log(0.4) + math.log(0.9)), ([A], math.log(0.5) + math.log(0.6))]
+TRAP_GREEDY = ([A], math.log(0.5) + math.log(0.6))
+
+# AVG_FLIP, beam 2:
+#   step 0 from BOS: A .65, EOS .30, B .05 -> EOS is in the top 2: finished [] (.30, length 1);
+#           the best 2 non-EOS continue: [A] .65, [B] .05
+#   step 1: [A,B] .325, [A,C] .2925, [A]+EOS .0325, [B]+EOS .02, [B,A] .0175, [B,C] .0125
+#           -> top 2 = [A,B], [A,C] (no EOS): both continue
+#   step 2: [A,C,A] .2925*.45 = .131625, [A,B]+EOS .325*.4 = .13, [A,B,A] .11375, [A,C]+EOS .08775, ...
+#           -> top 2 = [A,C,A] (continues), [A,B]+EOS (finished, .13, length 3); 2 finished, done.
+#   none: [] (log .30 = -1.204) beats [A,B] (log .13 = -2.040).
+#   avg:  [A,B] (log(.13)/3 = -0.680) beats [] (log(.30)/1 = -1.204).
+#   greedy: A (.65), B (.5), EOS (.4): [A,B] with .13.
+FLIP_EMPTY = ([], math.log(0.30))
+FLIP_AB = ([A, B], math.log(0.65) + math.log(0.5) + math.log(0.4))
+FLIP_GREEDY = FLIP_AB
+
+
+def assert_hyps(hyps, expected, penalty):
+    assert [h.tokens for h in hyps] == [tokens for tokens, _ in expected]
+    for h, (tokens, score) in zip(hyps, expected):
+        assert h.score == pytest.approx(score, abs=1e-6)
+        assert h.normalized_score == pytest.approx(length_penalty(score, len(tokens) + 1, penalty, 1.0), abs=1e-6)
+
+
+@pytest.mark.parametrize("penalty", ["none", "avg"])
+def test_beam_search_hand_computed_greedy_trap(penalty):
+    model = TransitionModel()
+    hyps = beam_search(model, TRAP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10,
+                       penalty=penalty, nbest=2)[0]
+    assert_hyps(hyps, TRAP_BEAM, penalty)
+    if penalty == "avg":
+        assert hyps[0].normalized_score == pytest.approx((math.log(0.4) + math.log(0.9)) / 2, abs=1e-6)
+    assert model.calls == 2  # stopped as soon as 2 hypotheses finished
+
+    greedy = greedy_search(TransitionModel(), TRAP_SRC, BOS, EOS, PAD, max_len_a=0, max_len_b=10)[0]
+    assert (greedy.tokens, pytest.approx(greedy.score, abs=1e-6)) == (TRAP_GREEDY[0], TRAP_GREEDY[1])
+    assert hyps[0].score > greedy.score + 0.1  # beam 2 beats greedy
+    beam1 = beam_search(TransitionModel(), TRAP_SRC, BOS, EOS, PAD, beam_size=1, max_len_a=0, max_len_b=10,
+                        penalty=penalty)[0]
+    assert beam1[0].tokens == greedy.tokens and beam1[0].score == pytest.approx(greedy.score, abs=1e-6)
+
+
+@pytest.mark.parametrize("penalty, expected", [("none", [FLIP_EMPTY, FLIP_AB]), ("avg", [FLIP_AB, FLIP_EMPTY])])
+def test_beam_search_hand_computed_length_penalty_reorders(penalty, expected):
+    model = TransitionModel()
+    hyps = beam_search(model, FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10,
+                       penalty=penalty, nbest=2)[0]
+    assert_hyps(hyps, expected, penalty)
+    assert model.calls == 3
+    best = beam_search(TransitionModel(), FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10,
+                       penalty=penalty, nbest=1)[0]
+    assert [h.tokens for h in best] == [expected[0][0]]
+    greedy = greedy_search(TransitionModel(), FLIP_SRC, BOS, EOS, PAD, max_len_a=0, max_len_b=10)[0]
+    assert greedy.tokens == FLIP_GREEDY[0] and greedy.score == pytest.approx(FLIP_GREEDY[1], abs=1e-6)
+
+
+def test_beam_search_hand_computed_batch_drops_finished_sentences():
+    """Both sentences in one batch: the first finishes at step 1 and leaves; the second goes on."""
+    src = torch.cat([TRAP_SRC, FLIP_SRC, TRAP_SRC])
+    model = TransitionModel()
+    results = beam_search(model, src, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10,
+                          penalty="none", nbest=2)
+    assert len(results) == 3
+    assert_hyps(results[0], TRAP_BEAM, "none")
+    assert_hyps(results[1], [FLIP_EMPTY, FLIP_AB], "none")
+    assert_hyps(results[2], TRAP_BEAM, "none")
+    assert model.calls == 3
+
+
+def test_beam_search_hand_computed_length_limit():
+    """max_len_b=1: only EOS may be produced at the first (and last) step."""
+    hyps = beam_search(TransitionModel(), TRAP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=1,
+                       penalty="none", nbest=1)[0]
+    assert_hyps(hyps, [([], math.log(0.1))], "none")
+    # max_len_b=2: [A] and [B] must end at step 1 -> same as the unlimited search here.
+    hyps = beam_search(TransitionModel(), FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=2,
+                       penalty="none", nbest=2)[0]
+    # AVG_FLIP capped at 2 tokens: finished [] (.30) at step 0; at step 1 only EOS is allowed:
+    # [A]+EOS .65*.05 = .0325 and [B]+EOS .05*.4 = .02 -> the second best is [A] (.0325).
+    assert_hyps(hyps, [FLIP_EMPTY, ([A], math.log(0.65) + math.log(0.05))], "none")
+
+
+# ---------------------------------------------------------------------------- length penalty
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0, 2.0])
+def test_length_penalty_wu(alpha):
+    for length in (1, 2, 5, 13, 40):
+        expected = -7.5 / (((5 + length) / 6) ** alpha)
+        assert length_penalty(-7.5, length, "wu", alpha) == pytest.approx(expected, rel=1e-12)
+    assert length_penalty(-7.5, 1, "wu", alpha) == pytest.approx(-7.5)  # ((5+1)/6)^alpha = 1
+    scores = torch.tensor([-1.0, -4.0])
+    torch.testing.assert_close(length_penalty(scores, 7, "wu", alpha), scores / (2.0 ** alpha))
+
+
+def test_length_penalty_avg_and_none():
+    assert length_penalty(-6.0, 4, "avg", 0.6) == pytest.approx(-1.5)
+    assert length_penalty(-6.0, 1, "avg", 0.6) == pytest.approx(-6.0)
+    torch.testing.assert_close(length_penalty(torch.tensor([-6.0, -3.0]), 3, "avg", 0.0), torch.tensor([-2.0, -1.0]))
+    for length in (1, 4, 100):
+        assert length_penalty(-6.0, length, "none", 0.6) == -6.0
+    with pytest.raises(ValueError, match="length penalty"):
+        length_penalty(-1.0, 3, "bogus", 0.6)

@@ -1,0 +1,246 @@
+"""One tokenizer interface for source and target text.
+
+- `BPETokenizer`: a joint (French+English) BPE trained on the training split with Hugging Face
+  `tokenizers` (SentencePiece-style `▁` word boundaries, NFC normalisation), saved as one JSON file.
+- `PretrainedTokenizer`: any Hugging Face tokenizer by name or local directory through
+  `transformers` (e.g. `Helsinki-NLP/opus-mt-fr-en`, the original report's choice, which has
+  separate source/target SentencePiece vocabularies).
+
+Both expose: `encode_src`, `encode_tgt` (lists of ids, no BOS/EOS), `decode` (target ids -> text),
+`pad_id`, `bos_id`, `eos_id`, `unk_id`, vocabulary sizes, and `state_dict()` so a checkpoint
+can carry the tokenizer and be used with no other file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+SPECIAL_TOKENS = ["<pad>", "<unk>", "<s>", "</s>"]
+
+
+class BaseTokenizer:
+    pad_id: int
+    unk_id: int
+    bos_id: int
+    eos_id: int
+    src_vocab_size: int
+    tgt_vocab_size: int
+    kind: str
+
+    def encode_src(self, text: str) -> list[int]:
+        raise NotImplementedError
+
+    def encode_tgt(self, text: str) -> list[int]:
+        raise NotImplementedError
+
+    def decode(self, ids: Iterable[int]) -> str:
+        raise NotImplementedError
+
+    def encode_src_batch(self, texts: list[str]) -> list[list[int]]:
+        return [self.encode_src(t) for t in texts]
+
+    def encode_tgt_batch(self, texts: list[str]) -> list[list[int]]:
+        return [self.encode_tgt(t) for t in texts]
+
+    def decode_batch(self, batch: Iterable[Iterable[int]]) -> list[str]:
+        return [self.decode(ids) for ids in batch]
+
+    def tokens(self, ids: Iterable[int], side: str = "tgt") -> list[str]:
+        """Subword strings for ids (plot labels)."""
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        raise NotImplementedError
+
+    def save(self, directory: str | Path) -> Path:
+        raise NotImplementedError
+
+    @property
+    def fingerprint(self) -> str:
+        """A stable hash of the tokenizer (keys the encoded-data cache)."""
+        import hashlib
+        return hashlib.sha256(json.dumps(self.state_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+class BPETokenizer(BaseTokenizer):
+    """Joint BPE from Hugging Face `tokenizers`; ids 0-3 are <pad>, <unk>, <s>, </s>."""
+
+    kind = "bpe"
+    filename = "tokenizer.json"
+
+    def __init__(self, hf_tokenizer) -> None:
+        self._tok = hf_tokenizer
+        self.pad_id, self.unk_id, self.bos_id, self.eos_id = (hf_tokenizer.token_to_id(t) for t in SPECIAL_TOKENS)
+        if None in (self.pad_id, self.unk_id, self.bos_id, self.eos_id):
+            raise ValueError(f"tokenizer lacks one of the special tokens {SPECIAL_TOKENS}")
+        self.src_vocab_size = self.tgt_vocab_size = hf_tokenizer.get_vocab_size()
+
+    @classmethod
+    def train(cls, texts: Iterator[str] | list[str], vocab_size: int, min_frequency: int = 2) -> "BPETokenizer":
+        from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+        tok = Tokenizer(models.BPE(unk_token="<unk>"))
+        tok.normalizer = normalizers.NFC()
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+        tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                      special_tokens=SPECIAL_TOKENS, show_progress=False)
+        tok.train_from_iterator(texts, trainer=trainer)
+        return cls(tok)
+
+    @classmethod
+    def from_json(cls, text: str) -> "BPETokenizer":
+        from tokenizers import Tokenizer
+        return cls(Tokenizer.from_str(text))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "BPETokenizer":
+        path = Path(path)
+        if path.is_dir():
+            path = path / cls.filename
+        return cls.from_json(path.read_text(encoding="utf-8"))
+
+    def encode_src(self, text: str) -> list[int]:
+        return self._tok.encode(text, add_special_tokens=False).ids
+
+    encode_tgt = encode_src
+
+    def encode_src_batch(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self._tok.encode_batch(texts, add_special_tokens=False)]
+
+    encode_tgt_batch = encode_src_batch
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self._tok.decode(list(ids), skip_special_tokens=True)
+
+    def decode_batch(self, batch: Iterable[Iterable[int]]) -> list[str]:
+        return self._tok.decode_batch([list(b) for b in batch], skip_special_tokens=True)
+
+    def tokens(self, ids: Iterable[int], side: str = "tgt") -> list[str]:
+        return [self._tok.id_to_token(int(i)) or "<?>" for i in ids]
+
+    def state_dict(self) -> dict:
+        return {"kind": self.kind, "json": self._tok.to_str()}
+
+    def save(self, directory: str | Path) -> Path:
+        path = Path(directory) / self.filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(self._tok.to_str(pretty=False), encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+
+
+class PretrainedTokenizer(BaseTokenizer):
+    """A Hugging Face `transformers` tokenizer (e.g. Marian's separate source/target SentencePiece)."""
+
+    kind = "pretrained"
+    dirname = "tokenizer"
+
+    def __init__(self, hf_tokenizer, name: str) -> None:
+        self._tok = hf_tokenizer
+        self.name = name
+        self.pad_id = hf_tokenizer.pad_token_id
+        self.eos_id = hf_tokenizer.eos_token_id
+        self.unk_id = hf_tokenizer.unk_token_id
+        # Marian has no BOS: its decoder starts from <pad> (decoder_start_token_id).
+        self.bos_id = hf_tokenizer.bos_token_id if hf_tokenizer.bos_token_id is not None else self.pad_id
+        self.src_vocab_size = self.tgt_vocab_size = len(hf_tokenizer)
+
+    @classmethod
+    def from_pretrained(cls, name: str) -> "PretrainedTokenizer":
+        from transformers import AutoTokenizer
+        try:
+            tok = AutoTokenizer.from_pretrained(name)
+        except OSError as e:
+            raise RuntimeError(
+                f"could not load the pretrained tokenizer {name!r}: {e}\n"
+                f"Without Hugging Face hub access, download it elsewhere "
+                f"(`AutoTokenizer.from_pretrained({name!r}).save_pretrained('DIR')`), copy DIR here and set "
+                f"tokenizer.name: DIR; or use tokenizer.type: bpe, which trains on the corpus.") from e
+        return cls(tok, name)
+
+    def encode_src(self, text: str) -> list[int]:
+        return self._strip(self._tok(text, add_special_tokens=False)["input_ids"])
+
+    def encode_tgt(self, text: str) -> list[int]:
+        return self._strip(self._tok(text_target=text, add_special_tokens=False)["input_ids"])
+
+    def _strip(self, ids: list[int]) -> list[int]:
+        return [i for i in ids if i not in (self.eos_id, self.pad_id)]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self._tok.decode(list(ids), skip_special_tokens=True)
+
+    def tokens(self, ids: Iterable[int], side: str = "tgt") -> list[str]:
+        return self._tok.convert_ids_to_tokens([int(i) for i in ids])
+
+    def state_dict(self) -> dict:
+        """All tokenizer files packed as a tar archive (bytes), so a checkpoint is self-contained."""
+        with tempfile.TemporaryDirectory() as tmp:
+            self._tok.save_pretrained(tmp)
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w") as tar:
+                tar.add(tmp, arcname=".")
+        return {"kind": self.kind, "name": self.name, "archive": buf.getvalue()}
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> "PretrainedTokenizer":
+        from transformers import AutoTokenizer
+        with tempfile.TemporaryDirectory() as tmp:
+            with tarfile.open(fileobj=io.BytesIO(state["archive"]), mode="r") as tar:
+                tar.extractall(tmp, filter="data")
+            return cls(AutoTokenizer.from_pretrained(tmp), state["name"])
+
+    def save(self, directory: str | Path) -> Path:
+        path = Path(directory) / self.dirname
+        self._tok.save_pretrained(path)
+        return path
+
+    @property
+    def fingerprint(self) -> str:
+        import hashlib
+        return hashlib.sha256(self.state_dict()["archive"]).hexdigest()[:16]
+
+
+def tokenizer_from_state_dict(state: dict) -> BaseTokenizer:
+    if state.get("kind") == "bpe":
+        return BPETokenizer.from_json(state["json"])
+    if state.get("kind") == "pretrained":
+        return PretrainedTokenizer.from_state_dict(state)
+    raise ValueError(f"unknown tokenizer kind in checkpoint: {state.get('kind')!r}")
+
+
+def load_or_train_tokenizer(cfg, train_pairs: Optional[list[tuple[str, str]]], run_dir: Path,
+                            log=print) -> BaseTokenizer:
+    """Builder: reuse the run's saved tokenizer, else train a BPE on the training split (or load a pretrained one)."""
+    if cfg.type == "pretrained":
+        saved = run_dir / PretrainedTokenizer.dirname
+        if saved.is_dir():
+            from transformers import AutoTokenizer
+            return PretrainedTokenizer(AutoTokenizer.from_pretrained(saved), cfg.name)
+        tok = PretrainedTokenizer.from_pretrained(cfg.name)
+        tok.save(run_dir)
+        return tok
+    saved = run_dir / BPETokenizer.filename
+    if saved.is_file():
+        log(f"tokenizer: reusing {saved}")
+        return BPETokenizer.load(saved)
+    if not train_pairs:
+        raise ValueError("cannot train the BPE tokenizer: the training split is empty")
+    log(f"tokenizer: training a joint BPE (vocab {cfg.vocab_size}) on {len(train_pairs):,} training pairs")
+
+    def texts() -> Iterator[str]:
+        for src, tgt in train_pairs:
+            yield src
+            yield tgt
+
+    tok = BPETokenizer.train(texts(), cfg.vocab_size, cfg.min_frequency)
+    tok.save(run_dir)
+    return tok

@@ -1,0 +1,245 @@
+#!/usr/bin/env python
+"""Train an encoder-decoder Transformer from a YAML config (PyTorch-Ignite engine).
+
+Examples:
+  python train.py --config configs/demo/sinusoidal.yaml
+  python train.py --config configs/iwslt2017/transformer_512dh8_e6d6_epochbased_rope.yaml
+  python train.py --config configs/demo/rope.yaml --set training.max_steps=100 --set run_dir=runs/try
+  python train.py --run runs/demo/rope --resume        # continue exactly where it stopped
+
+A run folder gets: config.yaml (resolved), tokenizer.json, checkpoints/ (best-k + last,
+self-contained), TensorBoard events (tb/), metrics.jsonl (machine-readable log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import torch
+from ignite.engine import Engine, Events
+from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, global_step_from_engine
+from torch.utils.data import DataLoader
+
+from data import make_corpus_loader, prepare_splits
+from data.pipeline import Collator, EpochBatchSampler, PairDataset, padding_fraction
+from models import build_model
+from tokenizer import load_or_train_tokenizer
+from utils.checkpoint import RNGState, RunMeta, find_last_checkpoint, read_checkpoint
+from utils.cli import add_config_args, main_guard
+from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
+from utils.engine import create_evaluator, create_trainer
+from utils.metrics import score_translations
+from utils.runtime import JsonlLogger, log, pick_device, seed_everything
+from utils.schedules import build_scheduler
+from utils.translate import SearchSettings, translate
+
+METRIC_SIGN = {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config_args(parser)
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--resume", action="store_true",
+                       help="continue the run in the config's run folder from its last checkpoint")
+    group.add_argument("--overwrite", action="store_true", help="delete an existing run folder and start over")
+    return parser.parse_args(argv)
+
+
+def resolve_config(args: argparse.Namespace) -> ExperimentConfig:
+    if args.run:
+        saved = Path(args.run) / "config.yaml"
+        if not saved.is_file():
+            raise ConfigError(f"{args.run} is not a run folder (no config.yaml)")
+        return load_config(saved, [*args.overrides, f"run_dir={args.run}"])
+    return load_config(args.config, args.overrides)
+
+
+def prepare_run_dir(cfg: ExperimentConfig, resume: bool, overwrite: bool) -> Path:
+    """Create the run folder; refuse to reuse a non-empty one unless --resume or --overwrite."""
+    run_dir = cfg.resolved_run_dir
+    used = run_dir.is_dir() and any(run_dir.iterdir())
+    if used and not (resume or overwrite):
+        raise FileExistsError(f"run folder {run_dir} already exists. Use --resume to continue it, --overwrite to "
+                              f"delete it and start over, or --set run_dir=<new folder>.")
+    if resume and not used:
+        raise FileExistsError(f"--resume: nothing to resume in {run_dir}; start without --resume")
+    if overwrite and used:
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer) -> tuple[DataLoader, DataLoader, EpochBatchSampler]:
+    t = cfg.training
+    collate = Collator(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
+    train = splits["train"]
+    sampler = EpochBatchSampler([len(s) for s in train.src], [len(s) for s in train.tgt], t.batch_size,
+                                t.max_tokens, shuffle=True, seed=cfg.seed)
+    train_loader = DataLoader(PairDataset(train), batch_sampler=sampler, collate_fn=collate,
+                              num_workers=t.num_workers)
+    valid = splits["valid"]
+    valid_sampler = EpochBatchSampler([len(s) for s in valid.src], [len(s) for s in valid.tgt], t.batch_size,
+                                      t.max_tokens, shuffle=False)
+    valid_loader = DataLoader(PairDataset(valid), batch_sampler=valid_sampler, collate_fn=collate)
+    return train_loader, valid_loader, sampler
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    if args.resume and args.run is None and args.config is None:
+        raise ConfigError("--resume needs --run runs/<name> or --config <file.yaml>")
+    if args.run and not args.resume:
+        args.resume = True  # `--run` names an existing run: continue it
+    cfg = resolve_config(args)
+    if args.resume and (cfg.resolved_run_dir / "config.yaml").is_file():
+        cfg = load_config(cfg.resolved_run_dir / "config.yaml", args.overrides)  # the run's own config
+    run_dir = prepare_run_dir(cfg, args.resume, args.overwrite)
+    dump_config(cfg, run_dir / "config.yaml")
+    t = cfg.training
+    seed_everything(cfg.seed)
+    if t.num_threads:
+        torch.set_num_threads(t.num_threads)
+    device = pick_device(t.device)
+    log(f"run folder: {run_dir}  device: {device}  positional encoding: {cfg.model.positional.name}")
+
+    corpus = make_corpus_loader(cfg.data)
+    tokenizer = load_or_train_tokenizer(cfg.tokenizer, None if (run_dir / "tokenizer.json").is_file()
+                                        else corpus()["train"], run_dir, log)
+    splits = prepare_splits(cfg.data, tokenizer, ("train", "valid"), corpus, log)
+    train_loader, valid_loader, sampler = build_loaders(cfg, splits, tokenizer)
+    pad = tokenizer.pad_id
+    log(f"data: {len(train_loader):,} batches per epoch; target padding "
+        f"{padding_fraction(list(sampler), [len(x) for x in splits['train'].tgt]):.1%}")
+
+    model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, pad).to(device)
+    num_params = model.num_parameters()
+    log(f"model: {num_params:,} parameters")
+    opt_cls = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
+    optimizer = opt_cls(model.parameters(), lr=t.lr, betas=t.betas, eps=t.eps, weight_decay=t.weight_decay)
+    scheduler = build_scheduler(optimizer, t.schedule, len(train_loader))
+
+    trainer = create_trainer(model, optimizer, scheduler, pad, device, t.label_smoothing, t.clip_grad_norm)
+    evaluator = create_evaluator(model, pad, device)
+    metrics_log = JsonlLogger(run_dir / "metrics.jsonl")
+    meta = RunMeta(to_dict(cfg), tokenizer.state_dict())
+    to_save = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "trainer": trainer,
+               "rng": RNGState(), "meta": meta}
+
+    @trainer.on(Events.EPOCH_STARTED)
+    def set_epoch(engine: Engine) -> None:
+        sampler.set_epoch(engine.state.epoch)
+
+    # ---- logging: console progress, JSON lines, TensorBoard
+    from torch.utils.tensorboard import SummaryWriter
+    tb = SummaryWriter(log_dir=str(run_dir / "tb"))
+    if sys.stderr.isatty():  # a live bar on terminals; logs and CI get the periodic lines below
+        ProgressBar(persist=False).attach(trainer, output_transform=lambda out: {"loss": out["loss"]})
+    window = {"loss": 0.0, "n": 0, "tokens": 0, "start": time.time()}
+    train_losses: list[float] = []
+
+    @trainer.on(Events.ITERATION_COMPLETED)
+    def accumulate(engine: Engine) -> None:
+        out = engine.state.output
+        window["loss"] += out["loss"] * out["ntokens"]
+        window["n"] += out["ntokens"]
+        window["tokens"] += out["ntokens"]
+        if engine.state.iteration % t.log_every == 0:
+            elapsed = max(1e-9, time.time() - window["start"])
+            loss = window["loss"] / max(1, window["n"])
+            train_losses.append(loss)
+            record = {"step": engine.state.iteration, "epoch": engine.state.epoch, "loss": loss,
+                      "lr": optimizer.param_groups[0]["lr"], "tokens_per_sec": window["tokens"] / elapsed}
+            metrics_log.write("train", **record)
+            tb.add_scalar("train/loss", loss, record["step"])
+            tb.add_scalar("train/lr", record["lr"], record["step"])
+            tb.add_scalar("train/tokens_per_sec", record["tokens_per_sec"], record["step"])
+            window.update(loss=0.0, n=0, tokens=0, start=time.time())
+            if not sys.stderr.isatty():
+                log(f"step {record['step']} epoch {record['epoch']}: loss={loss:.3f} lr={record['lr']:.2e} "
+                    f"tokens/s={record['tokens_per_sec']:.0f}")
+
+    # ---- validation: loss/ppl/accuracy, and greedy BLEU every `bleu_every` validations
+    settings = SearchSettings.from_config(cfg.decoding)
+    settings.strategy = "greedy"
+    valid = splits["valid"]
+    n_bleu = len(valid) if t.bleu_sentences is None else min(t.bleu_sentences, len(valid))
+    state = {"validations": 0, "last_step": -1}
+
+    def validate(engine: Engine) -> None:
+        step = engine.state.iteration
+        if step == state["last_step"]:
+            return
+        state["last_step"] = step
+        evaluator.run(valid_loader)
+        m = {k: evaluator.state.metrics[k] for k in ("valid_loss", "valid_ppl", "valid_accuracy")}
+        state["validations"] += 1
+        if n_bleu and (state["validations"] % t.bleu_every == 0 or engine.should_terminate
+                       or t.checkpoint_metric == "valid_bleu"):
+            outs = translate(model, tokenizer, valid.raw_src[:n_bleu], settings, device)
+            m["valid_bleu"] = score_translations([o.text for o in outs], valid.raw_tgt[:n_bleu]).sacrebleu
+            for i, o in enumerate(outs[: t.num_sample_translations]):
+                tb.add_text(f"samples/{i}", f"**src:** {o.source}  \n**hyp:** {o.text}  \n"
+                                            f"**ref:** {valid.raw_tgt[i]}", step)
+        evaluator.state.metrics.update(m)
+        metrics_log.write("valid", step=step, epoch=engine.state.epoch, **m)
+        for k, v in m.items():
+            tb.add_scalar(f"valid/{k.removeprefix('valid_')}", v, step)
+        tb.flush()
+        log(f"validation @ step {step} (epoch {engine.state.epoch}): "
+            + "  ".join(f"{k}={v:.4f}" for k, v in m.items()))
+        best(evaluator)  # after BLEU is known, so any metric can select checkpoints
+        if stopper is not None:
+            stopper(evaluator)
+
+    every = Events.ITERATION_COMPLETED(every=t.validate_every_steps) if t.validate_every_steps \
+        else Events.EPOCH_COMPLETED
+    trainer.add_event_handler(every | Events.COMPLETED, validate)
+
+    # ---- checkpoints: best k by the chosen metric, plus the last
+    saver = DiskSaver(run_dir / "checkpoints", require_empty=False, atomic=True)
+    sign = METRIC_SIGN[t.checkpoint_metric]
+
+    def score(engine: Engine) -> float:
+        value = engine.state.metrics.get(t.checkpoint_metric)
+        return sign * value if value is not None else float("-inf")
+
+    best = Checkpoint(to_save, saver, filename_prefix="best", score_function=score,
+                      score_name=t.checkpoint_metric, n_saved=t.keep_best,
+                      global_step_transform=global_step_from_engine(trainer))
+    last = Checkpoint(to_save, saver, filename_prefix="last", n_saved=1,
+                      global_step_transform=global_step_from_engine(trainer, Events.ITERATION_COMPLETED))
+    trainer.add_event_handler(every | Events.COMPLETED, last)
+    stopper = EarlyStopping(t.early_stopping_patience, score, trainer) if t.early_stopping_patience else None
+
+    # ---- resume
+    if args.resume:
+        path = find_last_checkpoint(run_dir)
+        Checkpoint.load_objects({k: v for k, v in to_save.items() if k != "meta"}, read_checkpoint(path))
+        log(f"resumed from {path} at step {trainer.state.iteration} (epoch {trainer.state.epoch})")
+        # Mid-epoch: the interrupted epoch's batches continue where they stopped.
+        sampler.resume_at(trainer.state.iteration // len(train_loader) + 1, trainer.state.iteration % len(train_loader))
+
+    metrics_log.write("start", params=num_params, resume=bool(args.resume), step=trainer.state.iteration)
+    start = time.time()
+    if t.max_steps is not None:
+        trainer.run(train_loader, max_iters=t.max_steps)
+    else:
+        trainer.run(train_loader, max_epochs=t.epochs)
+    tb.close()
+    elapsed = time.time() - start
+    previous = sum(r.get("train_seconds", 0.0) for r in metrics_log.read("end"))
+    metrics_log.write("end", step=trainer.state.iteration, epoch=trainer.state.epoch, train_seconds=elapsed,
+                      total_train_seconds=previous + elapsed, params=num_params,
+                      final_train_loss=train_losses[-1] if train_losses else None)
+    log(f"done: {trainer.state.iteration} steps in {elapsed / 60:.1f} min; checkpoints in {run_dir / 'checkpoints'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_guard(main))

@@ -1,0 +1,1 @@
+"""Configuration, LR schedules, metrics, checkpoints and small runtime helpers (one concern per module)."""

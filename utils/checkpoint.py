@@ -1,0 +1,110 @@
+"""Self-contained checkpoints: model, optimizer, scheduler, engine, RNG, config and tokenizer.
+
+Training writes them through Ignite's `Checkpoint`/`DiskSaver` (atomic: temporary file, then
+rename). `best_*.pt` files carry the validation score in their name; `last_*.pt` is the newest.
+`load_for_inference()` rebuilds config, tokenizer and model from one file.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+
+FORMAT_VERSION = 1
+_SCORE = re.compile(r"=(-?\d+(?:\.\d+)?(?:e-?\d+)?)\.pt$")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, unreadable or does not fit; the message names the file."""
+
+
+class RunMeta:
+    """Checkpointable holder of the resolved config and the tokenizer (so a checkpoint stands alone)."""
+
+    def __init__(self, config: dict, tokenizer_state: dict) -> None:
+        self.config, self.tokenizer_state = config, tokenizer_state
+
+    def state_dict(self) -> dict:
+        return {"format_version": FORMAT_VERSION, "config": self.config, "tokenizer": self.tokenizer_state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.config, self.tokenizer_state = state["config"], state["tokenizer"]
+
+
+class RNGState:
+    """Checkpointable random-number-generator state (python, torch CPU, CUDA)."""
+
+    def state_dict(self) -> dict:
+        state: dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
+        if torch.cuda.is_available():
+            state["cuda"] = torch.cuda.get_rng_state_all()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        random.setstate(state["python"])
+        torch.set_rng_state(state["torch"])
+        if "cuda" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def read_checkpoint(path: str | Path) -> dict:
+    """torch.load with a clear error for a missing, truncated or foreign file."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as e:  # truncated zip, not a torch file, ...
+        raise CheckpointError(f"checkpoint {path} is unreadable (truncated or corrupted?): "
+                              f"{type(e).__name__}: {e}") from None
+    if not isinstance(ckpt, dict) or "model" not in ckpt or "meta" not in ckpt:
+        raise CheckpointError(f"{path} is not a checkpoint of this project (no 'model'/'meta' entries)")
+    return ckpt
+
+
+def checkpoint_score(path: Path) -> Optional[float]:
+    match = _SCORE.search(path.name)
+    return float(match.group(1)) if match else None
+
+
+def find_best_checkpoint(run_dir: str | Path) -> Path:
+    """The `best_*.pt` with the highest score (scores are 'higher is better'), else the last one."""
+    ckpt_dir = Path(run_dir) / "checkpoints"
+    best = [p for p in ckpt_dir.glob("best_*.pt") if checkpoint_score(p) is not None]
+    if best:
+        return max(best, key=lambda p: (checkpoint_score(p), p.stat().st_mtime))
+    return find_last_checkpoint(run_dir)
+
+
+def find_last_checkpoint(run_dir: str | Path) -> Path:
+    ckpt_dir = Path(run_dir) / "checkpoints"
+    last = sorted(ckpt_dir.glob("last_*.pt"), key=lambda p: p.stat().st_mtime)
+    if not last:
+        raise CheckpointError(f"no checkpoint in {ckpt_dir}: has this run trained for at least one epoch?")
+    return last[-1]
+
+
+def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, device: str = "cpu"):
+    """(config, tokenizer, model in eval mode) from one checkpoint file; `overrides` may change
+    decoding/data settings (not the model's shape)."""
+    from models import build_model
+    from tokenizer import tokenizer_from_state_dict
+    from utils.config import load_config
+
+    ckpt = read_checkpoint(path)
+    meta = ckpt["meta"]
+    cfg = load_config(raw=meta["config"], overrides=overrides)
+    tokenizer = tokenizer_from_state_dict(meta["tokenizer"])
+    model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)
+    try:
+        model.load_state_dict(ckpt["model"])
+    except RuntimeError as e:
+        raise CheckpointError(f"{path}: the weights do not fit the model built from its config "
+                              f"(was model.* overridden?): {e}") from None
+    model.to(device).eval()
+    return cfg, tokenizer, model
+

@@ -1,0 +1,398 @@
+"""Experiment configuration: YAML (with `base:` inheritance) -> validated nested dataclasses.
+
+A config file may name a `base:` file (path relative to itself); its keys are merged
+recursively under the child's. Dotted overrides (`--set model.positional.name=rope`) are
+applied last. Every key is checked against the dataclass schema below: an unknown key or
+an invalid value raises `ConfigError` naming the key and listing the valid choices.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional, Union, get_args, get_origin
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A config key or value is invalid; the message names the key and the fix."""
+
+
+# ----------------------------------------------------------------------------- schema
+
+
+@dataclass
+class DataConfig:
+    """Where the parallel corpus comes from and how it is split and filtered."""
+
+    source: Literal["tatoeba", "iwslt2017", "parallel_text"] = "tatoeba"
+    # tatoeba: path of the manythings.org TSV (English<TAB>French[<TAB>attribution]), may be .gz
+    path: str = "data/corpora/tatoeba-fr-en/fra-eng.tsv.gz"
+    src_lang: str = "fr"
+    tgt_lang: str = "en"
+    # tatoeba: sizes of the held-out splits, drawn by a seeded shuffle (the file is sorted by length)
+    valid_size: int = 2000
+    test_size: int = 2000
+    split_seed: int = 1
+    # parallel_text: one entry per split. A dict with `src` and `tgt` (line-aligned files,
+    # raw WIT3 `train.tags.*` or `IWSLT17.TED.*.xml` files are recognised) or a `tsv` path.
+    train: Optional[dict] = None
+    valid: Optional[dict] = None
+    test: Optional[dict] = None
+    # iwslt2017: Hugging Face dataset id, config and revision (the parquet conversion)
+    hf_name: str = "IWSLT/iwslt2017"
+    hf_config: str = "iwslt2017-fr-en"
+    hf_revision: str = "refs/convert/parquet"
+    # Caps: number of training pairs kept (seeded sample), and lengths in subword tokens
+    # (BOS/EOS excluded). Longer or empty pairs are dropped and counted, never crash.
+    max_train_pairs: Optional[int] = None
+    max_len: int = 256
+    # Only for training pairs: drop pairs whose source has more than this many tokens
+    # (length-generalisation experiments); valid/test keep all lengths up to `max_len`.
+    train_max_src_len: Optional[int] = None
+    cache_dir: str = "data/cache"
+
+
+@dataclass
+class TokenizerConfig:
+    """Subword tokenizer: a joint BPE trained on the training split, or a pretrained one."""
+
+    type: Literal["bpe", "pretrained"] = "bpe"
+    vocab_size: int = 8000
+    min_frequency: int = 2
+    # pretrained: a Hugging Face name or local directory (e.g. Helsinki-NLP/opus-mt-fr-en)
+    name: Optional[str] = None
+
+
+@dataclass
+class PositionalConfig:
+    """Positional-encoding strategy, chosen by name from the registry in models/positional_encodings.py."""
+
+    name: str = "sinusoidal"
+    max_positions: int = 1024  # learnable: table size; a longer input is an error
+    rope_theta: float = 10000.0
+    rope_fraction: float = 1.0  # fraction of each head's dimensions that are rotated
+    rope_layout: Literal["half", "interleaved"] = "half"
+    # Relative families (rope, bias): also apply in cross-attention (query = target
+    # positions, key = source positions). An ablation: the original report did this for RoPE.
+    cross_attention: bool = False
+    # Score-bias families (issue 3): ALiBi, T5 buckets, Shaw clipping distance.
+    num_buckets: int = 32
+    max_distance: int = 128
+    clip_distance: int = 16
+    shape_max_shift: int = 100  # SHAPE: largest random offset during training
+
+
+@dataclass
+class ModelConfig:
+    """Encoder-decoder Transformer. Defaults are the report's base model."""
+
+    d_model: int = 512
+    num_heads: int = 8
+    num_encoder_layers: int = 6
+    num_decoder_layers: int = 6
+    ffn_dim: int = 2048
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    activation: Literal["relu", "gelu"] = "relu"
+    norm_first: bool = False  # pre-norm (True) or post-norm as in the paper (False)
+    # Share source/target embeddings (needs a joint vocabulary) and tie the output projection.
+    share_embeddings: bool = True
+    tie_output: bool = True
+    positional: PositionalConfig = field(default_factory=PositionalConfig)
+
+
+@dataclass
+class ScheduleConfig:
+    """Learning-rate factor applied to `optimizer.lr`, evaluated every step.
+
+    warmup_exponential: factor = (t+1)/(warmup+1) for t < warmup, 1.0 for `hold` more units,
+      then exp(-decay * (t - warmup - hold)). With unit=epoch, warmup=6, hold=1, decay=0.35
+      this is exactly the report's epoch-based schedule.
+    inverse_sqrt: factor = min((t+1)/warmup, sqrt(warmup/(t+1))) (Vaswani et al. with lr as peak).
+    constant: factor = 1.
+    """
+
+    name: Literal["warmup_exponential", "inverse_sqrt", "constant"] = "warmup_exponential"
+    unit: Literal["step", "epoch"] = "epoch"
+    warmup: int = 6
+    hold: int = 1
+    decay: float = 0.35
+    min_factor: float = 0.0
+
+
+@dataclass
+class TrainingConfig:
+    """Optimisation, batching, validation and checkpointing."""
+
+    epochs: int = 20
+    max_steps: Optional[int] = None  # stop after this many updates (overrides epochs when reached)
+    batch_size: Optional[int] = 56  # sentences per batch; or use max_tokens
+    max_tokens: Optional[int] = None  # token budget per batch (target+source max), length-bucketed
+    optimizer: Literal["adam", "adamw"] = "adam"
+    lr: float = 3e-4
+    betas: tuple[float, float] = (0.9, 0.98)
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    label_smoothing: float = 0.0
+    clip_grad_norm: Optional[float] = None
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    # Validation: loss/perplexity/accuracy every `validate_every_steps` (or every epoch if None),
+    # greedy sacreBLEU on `bleu_sentences` validation pairs every `bleu_every` validations.
+    validate_every_steps: Optional[int] = None
+    bleu_every: int = 1
+    bleu_sentences: Optional[int] = 500
+    # Checkpoints: the best `keep_best` by `checkpoint_metric`, plus the last one.
+    checkpoint_metric: Literal["valid_loss", "valid_bleu", "valid_accuracy"] = "valid_loss"
+    keep_best: int = 1
+    early_stopping_patience: Optional[int] = None
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    num_threads: Optional[int] = None  # torch CPU threads (None: torch default)
+    num_workers: int = 0
+    log_every: int = 50
+    num_sample_translations: int = 3
+
+
+@dataclass
+class DecodingConfig:
+    """Search used by validation BLEU, test.py and inference.py."""
+
+    strategy: Literal["greedy", "beam"] = "beam"
+    beam_size: int = 5
+    length_penalty: Literal["none", "avg", "wu"] = "wu"
+    alpha: float = 0.6  # exponent of the `wu` (GNMT) length penalty
+    max_len_a: float = 1.5  # max output length = a * src_len + b
+    max_len_b: int = 10
+    nbest: int = 1
+    max_tokens: int = 4000  # token budget per decoding batch (source tokens x beam)
+
+
+@dataclass
+class ExperimentConfig:
+    """One experiment: everything needed to reproduce a run."""
+
+    name: str = "experiment"
+    run_dir: Optional[str] = None  # default: runs/<name>
+    seed: int = 1234
+    data: DataConfig = field(default_factory=DataConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    decoding: DecodingConfig = field(default_factory=DecodingConfig)
+
+    @property
+    def resolved_run_dir(self) -> Path:
+        return Path(self.run_dir) if self.run_dir else Path("runs") / self.name
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """Read a YAML file and merge it over its `base:` chain."""
+    path = path.resolve()
+    if path in seen:
+        raise ConfigError(f"config inheritance loop: {' -> '.join(str(p) for p in (*seen, path))}")
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    with open(path, encoding="utf-8") as f:
+        try:
+            raw = yaml.safe_load(f) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: invalid YAML: {e}") from e
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: top level must be a mapping of keys, got {type(raw).__name__}")
+    base = raw.pop("base", None)
+    if base is None:
+        return raw
+    bases = base if isinstance(base, list) else [base]
+    merged: dict = {}
+    for b in bases:
+        merged = _deep_merge(merged, _read_yaml(path.parent / b, (*seen, path)))
+    return _deep_merge(merged, raw)
+
+
+def _deep_merge(base: dict, override: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """`model.positional.name=rope` -> (['model', 'positional', 'name'], 'rope'); values parsed as YAML."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r} must look like key.sub=value (e.g. model.positional.name=rope)")
+    key, value = text.split("=", 1)
+    keys = [k for k in key.strip().split(".") if k]
+    if not keys:
+        raise ConfigError(f"override {text!r} has an empty key")
+    return keys, yaml.safe_load(value) if value.strip() else None
+
+
+def apply_overrides(raw: dict, overrides: list[str]) -> dict:
+    out = copy.deepcopy(raw)
+    for text in overrides:
+        keys, value = parse_override(text)
+        node = out
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"override {text!r}: {k} is not a section")
+        node[keys[-1]] = value
+    return out
+
+
+def load_config(path: Optional[str | Path] = None, overrides: Optional[list[str]] = None,
+                raw: Optional[dict] = None) -> ExperimentConfig:
+    """Load a YAML file (or an already-read mapping), apply overrides, validate."""
+    if raw is None:
+        if path is None:
+            raise ConfigError("no config given: pass --config <file.yaml> (see configs/) or --run <run folder>")
+        raw = _read_yaml(Path(path))
+    else:
+        raw = copy.deepcopy(raw)
+        raw.pop("base", None)
+    raw = apply_overrides(raw, overrides or [])
+    cfg = from_dict(ExperimentConfig, raw, "")
+    validate(cfg)
+    return cfg
+
+
+def to_dict(cfg: Any) -> dict:
+    """Dataclass -> plain dict (tuples become lists) suitable for YAML/JSON."""
+    def conv(v: Any) -> Any:
+        if dataclasses.is_dataclass(v):
+            return {f.name: conv(getattr(v, f.name)) for f in dataclasses.fields(v)}
+        if isinstance(v, (list, tuple)):
+            return [conv(x) for x in v]
+        if isinstance(v, dict):
+            return {k: conv(x) for k, x in v.items()}
+        return v
+    return conv(cfg)
+
+
+def dump_config(cfg: ExperimentConfig, path: str | Path) -> None:
+    Path(path).write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False), encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _suggest(name: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=1)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def from_dict(cls: type, raw: Any, prefix: str) -> Any:
+    """Build dataclass `cls` from a mapping, checking keys and value types."""
+    where = prefix or "config"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping of keys, got {raw!r}")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    kwargs = {}
+    for key, value in raw.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        if key not in names:
+            raise ConfigError(f"unknown config key '{dotted}'.{_suggest(str(key), names)} "
+                              f"Valid keys{' in ' + prefix if prefix else ''}: {', '.join(names)}")
+        kwargs[key] = _convert(hints[key], value, dotted)
+    return cls(**kwargs)
+
+
+def _convert(tp: Any, value: Any, key: str) -> Any:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if value is None:
+            if type(None) in get_args(tp):
+                return None
+            raise ConfigError(f"config key '{key}' may not be empty")
+        return _convert(args[0], value, key)
+    if origin is Literal:
+        choices = list(get_args(tp))
+        if value not in choices:
+            raise ConfigError(f"invalid value {value!r} for config key '{key}'. "
+                              f"Valid choices: {', '.join(map(str, choices))}")
+        return value
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, key)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)) or len(value) != len(get_args(tp)):
+            raise ConfigError(f"config key '{key}' must be a list of {len(get_args(tp))} numbers, got {value!r}")
+        return tuple(_convert(a, v, key) for a, v in zip(get_args(tp), value))
+    if tp is dict or origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"config key '{key}' must be a mapping, got {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"config key '{key}' must be true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"config key '{key}' must be a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"config key '{key}' must be a string, got {value!r}")
+        return value
+    return value
+
+
+def validate(cfg: ExperimentConfig) -> None:
+    """Cross-field checks that types alone cannot express."""
+    from models.positional_encodings import POSITIONAL_ENCODINGS
+
+    m = cfg.model
+    pe = m.positional.name
+    if pe not in POSITIONAL_ENCODINGS:
+        raise ConfigError(f"invalid value {pe!r} for config key 'model.positional.name'. "
+                          f"Valid choices: {', '.join(sorted(POSITIONAL_ENCODINGS))}")
+    if m.d_model % m.num_heads:
+        raise ConfigError(f"model.d_model ({m.d_model}) must be divisible by model.num_heads ({m.num_heads})")
+    if (m.d_model // m.num_heads) % 2 and pe == "rope":
+        raise ConfigError("rope needs an even head dimension (model.d_model / model.num_heads)")
+    if not 0.0 < m.positional.rope_fraction <= 1.0:
+        raise ConfigError("model.positional.rope_fraction must be in (0, 1]")
+    for key in ("dropout", "attention_dropout"):
+        if not 0.0 <= getattr(m, key) < 1.0:
+            raise ConfigError(f"model.{key} must be in [0, 1)")
+    t = cfg.training
+    if (t.batch_size is None) == (t.max_tokens is None):
+        raise ConfigError("set exactly one of training.batch_size (sentences) and training.max_tokens "
+                          "(token budget); set the other to null")
+    if not 0.0 <= t.label_smoothing < 1.0:
+        raise ConfigError("training.label_smoothing must be in [0, 1)")
+    if t.lr <= 0:
+        raise ConfigError("training.lr must be positive")
+    if cfg.tokenizer.type == "pretrained" and not cfg.tokenizer.name:
+        raise ConfigError("tokenizer.type=pretrained needs tokenizer.name (e.g. Helsinki-NLP/opus-mt-fr-en)")
+    if cfg.tokenizer.type == "pretrained" and m.share_embeddings:
+        raise ConfigError("tokenizer.type=pretrained has separate source/target vocabularies: "
+                          "set model.share_embeddings=false")
+    d = cfg.data
+    if d.source == "parallel_text":
+        for split in ("train", "valid", "test"):
+            spec = getattr(d, split)
+            if spec is None:
+                raise ConfigError(f"data.source=parallel_text needs data.{split}: "
+                                  f"{{src: path, tgt: path}} or {{tsv: path}}")
+            if not ({"src", "tgt"} <= set(spec) or "tsv" in spec):
+                raise ConfigError(f"data.{split} must have keys src and tgt, or tsv; got {sorted(spec)}")
+    if cfg.decoding.beam_size < 1 or cfg.decoding.nbest < 1 or cfg.decoding.nbest > cfg.decoding.beam_size:
+        raise ConfigError("decoding needs beam_size >= 1 and 1 <= nbest <= beam_size")

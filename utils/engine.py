@@ -1,0 +1,77 @@
+"""Ignite engines: a short train step, an evaluator with token-level metrics, and the loss."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import torch
+import torch.nn.functional as F
+from ignite.engine import Engine
+from ignite.metrics import Metric
+from torch import Tensor
+
+
+def sequence_loss(logits: Tensor, target: Tensor, pad_id: int, label_smoothing: float = 0.0) -> Tensor:
+    """Summed token cross-entropy over non-pad targets. logits `[batch, len, vocab]`, target `[batch, len]`."""
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1), ignore_index=pad_id,
+                           label_smoothing=label_smoothing, reduction="sum")
+
+
+def create_trainer(model, optimizer, scheduler, pad_id: int, device: torch.device, label_smoothing: float,
+                   clip_grad_norm: Optional[float]) -> Engine:
+    """Trainer engine: one optimizer update per batch; returns the mean token loss and token count."""
+
+    def train_step(engine: Engine, batch: dict[str, Tensor]) -> dict[str, Any]:
+        model.train()
+        src, tgt_in, tgt_out = (batch[k].to(device, non_blocking=True) for k in ("src", "tgt_in", "tgt_out"))
+        ntokens = int(tgt_out.ne(pad_id).sum())
+        loss = sequence_loss(model(src, tgt_in), tgt_out, pad_id, label_smoothing) / ntokens
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"loss is {loss.item()} at iteration {engine.state.iteration}")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm) if clip_grad_norm else None
+        optimizer.step()
+        scheduler.step()
+        return {"loss": loss.item(), "ntokens": ntokens, "src_tokens": int(src.ne(pad_id).sum()),
+                "grad_norm": float(grad_norm) if grad_norm is not None else None}
+
+    return Engine(train_step)
+
+
+class TokenMetrics(Metric):
+    """Validation loss (mean token NLL, no smoothing), perplexity and token accuracy, over non-pad targets."""
+
+    def __init__(self, pad_id: int, device: str | torch.device = "cpu") -> None:
+        self.pad_id = pad_id
+        super().__init__(output_transform=lambda out: out, device=device)
+
+    def reset(self) -> None:
+        self._nll = 0.0
+        self._tokens = 0
+        self._correct = 0
+
+    def update(self, output: tuple[Tensor, Tensor]) -> None:
+        logits, target = output
+        mask = target.ne(self.pad_id)
+        self._nll += float(sequence_loss(logits, target, self.pad_id))
+        self._tokens += int(mask.sum())
+        self._correct += int((logits.argmax(-1).eq(target) & mask).sum())
+
+    def compute(self) -> dict[str, float]:
+        loss = self._nll / max(1, self._tokens)
+        return {"valid_loss": loss, "valid_ppl": math.exp(min(loss, 50.0)),
+                "valid_accuracy": self._correct / max(1, self._tokens)}
+
+
+def create_evaluator(model, pad_id: int, device: torch.device) -> Engine:
+    @torch.no_grad()
+    def eval_step(engine: Engine, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        model.eval()
+        src, tgt_in, tgt_out = (batch[k].to(device) for k in ("src", "tgt_in", "tgt_out"))
+        return model(src, tgt_in), tgt_out
+
+    evaluator = Engine(eval_step)
+    TokenMetrics(pad_id).attach(evaluator, "token_metrics")
+    return evaluator

@@ -1,0 +1,68 @@
+"""Translation metrics from the standard libraries, computed the same way for every run.
+
+- sacreBLEU (Post 2018): cased, on detokenized text, 13a tokenization; its signature is reported.
+- chrF (Popović 2015) through sacreBLEU.
+- nltk corpus BLEU-4 on *word tokens*: hypotheses and references are tokenized with nltk's
+  Treebank word tokenizer (rule-based, no download), cased, uniform 4-gram weights, no
+  smoothing; reported in [0, 1]. It is never computed on raw strings (which nltk would
+  score as characters, the original report's mistake).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+NLTK_TOKENIZATION = "nltk TreebankWordTokenizer, cased"
+
+
+@dataclass
+class TranslationScores:
+    sacrebleu: float
+    sacrebleu_signature: str
+    chrf: float
+    chrf_signature: str
+    nltk_bleu4: float
+    nltk_tokenization: str
+    num_sentences: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def word_tokenize(text: str) -> list[str]:
+    from nltk.tokenize import TreebankWordTokenizer
+    return TreebankWordTokenizer().tokenize(text)
+
+
+def nltk_corpus_bleu4(hypotheses: list[str], references: list[str]) -> float:
+    """Corpus BLEU-4 over Treebank word tokens (one reference per sentence)."""
+    from nltk.translate.bleu_score import corpus_bleu
+    from nltk.tokenize import TreebankWordTokenizer
+
+    tok = TreebankWordTokenizer()
+    hyps = [tok.tokenize(h) for h in hypotheses]
+    refs = [[tok.tokenize(r)] for r in references]
+    if not any(hyps):
+        return 0.0
+    return float(corpus_bleu(refs, hyps, weights=(0.25, 0.25, 0.25, 0.25)))
+
+
+def score_translations(hypotheses: list[str], references: list[str]) -> TranslationScores:
+    """sacreBLEU, chrF and nltk BLEU-4 of detokenized hypotheses against one reference each."""
+    import warnings
+
+    from sacrebleu.metrics import BLEU, CHRF
+
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    bleu, chrf = BLEU(), CHRF()
+    bleu_score = bleu.corpus_score(hypotheses, [references])
+    chrf_score = chrf.corpus_score(hypotheses, [references])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nltk warns when a higher-order n-gram has no match
+        nltk_score = nltk_corpus_bleu4(hypotheses, references)
+    return TranslationScores(
+        sacrebleu=round(bleu_score.score, 2), sacrebleu_signature=str(bleu.get_signature()),
+        chrf=round(chrf_score.score, 2), chrf_signature=str(chrf.get_signature()),
+        nltk_bleu4=round(nltk_score, 4), nltk_tokenization=NLTK_TOKENIZATION,
+        num_sentences=len(hypotheses))

@@ -1,0 +1,62 @@
+"""Small runtime helpers: seeding, device choice, logging to the console and to JSON lines."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy as np
+        np.random.seed(seed % 2**32)
+    except ImportError:  # numpy is optional
+        pass
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    """`auto` picks cuda, then mps, then cpu; an explicit device that is missing is an error."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("training.device=cuda but no CUDA GPU is visible; use --set training.device=auto")
+    if name == "mps" and not torch.backends.mps.is_available():
+        raise RuntimeError("training.device=mps but MPS is not available; use --set training.device=auto")
+    return torch.device(name)
+
+
+def log(message: str) -> None:
+    """Print without breaking tqdm progress bars."""
+    from tqdm import tqdm
+    tqdm.write(message)
+
+
+class JsonlLogger:
+    """Append one JSON object per line (machine-readable metrics log of a run)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, event: str, **fields: Any) -> None:
+        record = {"event": event, "time": round(time.time(), 3), **fields}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def read(self, event: Optional[str] = None) -> list[dict]:
+        if not self.path.is_file():
+            return []
+        with open(self.path, encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        return [r for r in rows if event is None or r["event"] == event]

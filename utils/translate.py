@@ -1,0 +1,104 @@
+"""Translate lists of sentences: tokenize, batch by token budget (sorted by length), search, detokenize.
+
+Used by inference.py, test.py and validation BLEU, so every path decodes the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+
+from models.search import Hypothesis, beam_search, greedy_search
+
+
+@dataclass
+class SearchSettings:
+    """Plain decoding settings (built from the `decoding` config section by `from_config`)."""
+
+    strategy: str = "beam"
+    beam_size: int = 5
+    length_penalty: str = "wu"
+    alpha: float = 0.6
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    nbest: int = 1
+    max_tokens: int = 4000
+
+    @classmethod
+    def from_config(cls, cfg) -> "SearchSettings":
+        return cls(cfg.strategy, cfg.beam_size, cfg.length_penalty, cfg.alpha, cfg.max_len_a, cfg.max_len_b,
+                   cfg.nbest, cfg.max_tokens)
+
+
+@dataclass
+class Translation:
+    source: str
+    hypotheses: list[tuple[str, float]]  # (text, length-normalised score), best first
+    error: Optional[str] = None
+
+    @property
+    def text(self) -> str:
+        return self.hypotheses[0][0] if self.hypotheses else ""
+
+
+def search_batch(model, src: torch.Tensor, tokenizer, settings: SearchSettings) -> list[list[Hypothesis]]:
+    """Run the configured search on one padded batch `[batch, src_len]`."""
+    if settings.strategy == "greedy":
+        return [[h] for h in greedy_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id,
+                                           settings.max_len_a, settings.max_len_b)]
+    return beam_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id, settings.beam_size,
+                       settings.max_len_a, settings.max_len_b, settings.length_penalty, settings.alpha,
+                       settings.nbest)
+
+
+def make_batches(lengths: list[int], max_tokens: int, beam: int) -> list[list[int]]:
+    """Indices sorted by length, cut so that batch * longest * beam <= max_tokens (at least one each)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        longest = max(lengths[i], 1)
+        if current and (len(current) + 1) * longest * beam > max_tokens:
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
+@torch.no_grad()
+def translate(model, tokenizer, sentences: list[str], settings: SearchSettings,
+              device: torch.device | str = "cpu", max_src_len: Optional[int] = None,
+              progress: Optional[Callable] = None) -> list[Translation]:
+    """Translate `sentences` in input order. Empty input gives an empty translation; a sentence
+    the model cannot take (e.g. longer than a learnable encoding) gets an error message instead
+    of stopping the others."""
+    from data.readers import normalize_text
+
+    model.eval()
+    ids = tokenizer.encode_src_batch([normalize_text(s) for s in sentences])
+    results: list[Optional[Translation]] = [None] * len(sentences)
+    todo = []
+    for i, (sentence, src) in enumerate(zip(sentences, ids)):
+        if not src:
+            results[i] = Translation(sentence, [("", 0.0)])
+        elif max_src_len is not None and len(src) > max_src_len:
+            results[i] = Translation(sentence, [], error=f"input has {len(src)} tokens; this model takes at most "
+                                                         f"{max_src_len} (model.positional.max_positions)")
+        else:
+            todo.append(i)
+    batches = make_batches([len(ids[i]) for i in todo], settings.max_tokens,
+                           1 if settings.strategy == "greedy" else settings.beam_size)
+    iterator = progress(batches) if progress is not None else batches
+    for batch in iterator:
+        rows = [todo[j] for j in batch]
+        longest = max(len(ids[i]) for i in rows)
+        src = torch.full((len(rows), longest), tokenizer.pad_id, dtype=torch.long)  # [batch, src_len]
+        for r, i in enumerate(rows):
+            src[r, : len(ids[i])] = torch.tensor(ids[i])
+        for i, hyps in zip(rows, search_batch(model, src.to(device), tokenizer, settings)):
+            results[i] = Translation(sentences[i], [(tokenizer.decode(h.tokens), h.normalized_score) for h in hyps])
+    return results  # type: ignore[return-value]
