@@ -57,7 +57,11 @@ def resolve_config(args: argparse.Namespace) -> ExperimentConfig:
         if not saved.is_file():
             raise ConfigError(f"{args.run} is not a run folder (no config.yaml)")
         return load_config(saved, [*args.overrides, f"run_dir={args.run}"])
-    return load_config(args.config, args.overrides)
+    cfg = load_config(args.config, args.overrides)
+    saved = cfg.resolved_run_dir / "config.yaml"
+    if args.resume and saved.is_file():  # continue with the run's own resolved config
+        return load_config(saved, [*args.overrides, f"run_dir={cfg.resolved_run_dir}"])
+    return cfg
 
 
 def prepare_run_dir(cfg: ExperimentConfig, resume: bool, overwrite: bool) -> Path:
@@ -97,8 +101,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.run and not args.resume:
         args.resume = True  # `--run` names an existing run: continue it
     cfg = resolve_config(args)
-    if args.resume and (cfg.resolved_run_dir / "config.yaml").is_file():
-        cfg = load_config(cfg.resolved_run_dir / "config.yaml", args.overrides)  # the run's own config
     run_dir = prepare_run_dir(cfg, args.resume, args.overwrite)
     dump_config(cfg, run_dir / "config.yaml")
     t = cfg.training
@@ -225,12 +227,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         # Mid-epoch: the interrupted epoch's batches continue where they stopped.
         sampler.resume_at(trainer.state.iteration // len(train_loader) + 1, trainer.state.iteration % len(train_loader))
 
+    target = {"max_iters": t.max_steps} if t.max_steps is not None else {"max_epochs": t.epochs}
+    done = (trainer.state.iteration >= t.max_steps) if t.max_steps is not None else (trainer.state.epoch >= t.epochs)
+    if args.resume and done:
+        log(f"{run_dir} already finished training ({trainer.state.iteration} steps); raise training.max_steps "
+            f"or training.epochs with --set to train longer")
+        return 0
     metrics_log.write("start", params=num_params, resume=bool(args.resume), step=trainer.state.iteration)
     start = time.time()
-    if t.max_steps is not None:
-        trainer.run(train_loader, max_iters=t.max_steps)
-    else:
-        trainer.run(train_loader, max_epochs=t.epochs)
+    trainer.run(train_loader, **target)
     tb.close()
     elapsed = time.time() - start
     previous = sum(r.get("train_seconds", 0.0) for r in metrics_log.read("end"))

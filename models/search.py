@@ -3,13 +3,15 @@
 Both are batched and use the decoder's key/value cache. Scores are sums of token
 log-probabilities; beam search ranks finished hypotheses with a length penalty, keeps
 finished hypotheses per sentence, and drops finished sentences from the batch. The output
-length is capped at `max_len_a * src_len + max_len_b` tokens (EOS included), where only EOS
+length is capped at `max_len_a * src_len + max_len_b` tokens (EOS included; and at `max_len_cap`,
+e.g. a learnable encoding's table size), where only EOS
 is allowed at the last step, identically in both searches, so beam size 1 equals greedy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 from torch import Tensor
@@ -33,9 +35,9 @@ def length_penalty(score: Tensor | float, length: int, kind: str, alpha: float) 
     raise ValueError(f"unknown length penalty {kind!r}; valid: none, avg, wu")
 
 
-def _max_lengths(src_mask: Tensor, max_len_a: float, max_len_b: int) -> Tensor:
+def _max_lengths(src_mask: Tensor, max_len_a: float, max_len_b: int, max_len_cap: Optional[int]) -> Tensor:
     src_lens = src_mask.sum(dim=1)  # [batch]
-    return (src_lens.float() * max_len_a + max_len_b).long().clamp(min=1)
+    return (src_lens.float() * max_len_a + max_len_b).long().clamp(min=1, max=max_len_cap)
 
 
 def _mask_specials(logp: Tensor, step: int, limits: Tensor, eos: int, banned: tuple[int, ...]) -> Tensor:
@@ -51,11 +53,11 @@ def _mask_specials(logp: Tensor, step: int, limits: Tensor, eos: int, banned: tu
 
 @torch.no_grad()
 def greedy_search(model, src: Tensor, bos: int, eos: int, pad: int, max_len_a: float = 1.5,
-                  max_len_b: int = 10) -> list[Hypothesis]:
+                  max_len_b: int = 10, max_len_cap: Optional[int] = None) -> list[Hypothesis]:
     """Pick the most likely token at each step, for a batch `src` `[batch, src_len]`."""
     enc = model.encode(src)
     batch = src.size(0)
-    limits = _max_lengths(enc.src_mask, max_len_a, max_len_b)  # [batch]
+    limits = _max_lengths(enc.src_mask, max_len_a, max_len_b, max_len_cap)  # [batch]
     tokens = torch.full((batch, 1), bos, dtype=torch.long, device=src.device)  # [batch, 1]
     scores = torch.zeros(batch, device=src.device)
     lengths = torch.zeros(batch, dtype=torch.long, device=src.device)
@@ -84,7 +86,8 @@ def greedy_search(model, src: Tensor, bos: int, eos: int, pad: int, max_len_a: f
 
 @torch.no_grad()
 def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int = 5, max_len_a: float = 1.5,
-                max_len_b: int = 10, penalty: str = "wu", alpha: float = 0.6, nbest: int = 1) -> list[list[Hypothesis]]:
+                max_len_b: int = 10, penalty: str = "wu", alpha: float = 0.6, nbest: int = 1,
+                max_len_cap: Optional[int] = None) -> list[list[Hypothesis]]:
     """Batched beam search; returns the `nbest` hypotheses per sentence, best first.
 
     Rows are laid out `[batch * beam]`. At each step the top `2 * beam` continuations of each
@@ -97,7 +100,7 @@ def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int
     device = src.device
     batch, k = src.size(0), beam_size
     enc = model.encode(src)
-    limits_all = _max_lengths(enc.src_mask, max_len_a, max_len_b)  # [batch]
+    limits_all = _max_lengths(enc.src_mask, max_len_a, max_len_b, max_len_cap)  # [batch]
     enc = enc.index_select(torch.arange(batch, device=device).repeat_interleave(k))  # [batch * beam] rows
     active = torch.arange(batch, device=device)  # sentence id of each active group
     tokens = torch.full((batch * k, 1), bos, dtype=torch.long, device=device)  # [batch * beam, 1]
@@ -127,9 +130,10 @@ def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int
                 raw = float(top_scores[i, j])
                 finished[sid].append(Hypothesis(seq, raw, float(length_penalty(raw, step + 1, penalty, alpha))))
 
-        # The best `beam` non-EOS candidates continue (each beam adds at most one EOS, so enough remain).
+        # The best `beam` non-EOS candidates continue.
         order = (is_eos.long() * (2 * k) + cand_order[: is_eos.size(1)]).argsort(dim=1)[:, :k]  # [n, beam]
-        next_scores = top_scores.gather(1, order)  # [n, beam]
+        # A slot that still holds an EOS (or an impossible) candidate is a dead beam: never extended.
+        next_scores = top_scores.gather(1, order).masked_fill(is_eos.gather(1, order), float("-inf"))  # [n, beam]
         next_beam = top_beam.gather(1, order)
         next_tok = top_tok.gather(1, order)
 

@@ -171,6 +171,8 @@ class Seq2SeqTransformer(nn.Module):
         already decoded; keys and values of earlier positions come from the cache.
         """
         batch, tgt_len = tgt.shape
+        if offset and cache is None:
+            raise ValueError("decode(offset > 0) continues a cached prefix: pass the cache from new_cache()")
         positions = torch.arange(offset, offset + tgt_len, device=tgt.device)  # [tgt_len]
         if self.training:
             positions = self.decoder_pe.training_positions(positions, batch)

@@ -385,6 +385,29 @@ def test_beam_search_hand_computed_length_limit():
     assert_hyps(hyps, [FLIP_EMPTY, ([A], math.log(0.65) + math.log(0.05))], "none")
 
 
+# AVG_FLIP with a beam wider than the number of allowed non-EOS continuations at step 0 (A and B
+# only). A finished (EOS) candidate must never continue as a live beam; the spare beams are dead.
+#   beam 3, step 0: top 3 = A .65, EOS .30, B .05 -> finished [] (.30); live [A] .65, [B] .05, (dead)
+#   step 1: [A,B] .325, [A,C] .2925, [A]+EOS .0325, [B]+EOS .02, [B,A] .0175, [B,C] .0125
+#           top 3 = [A,B], [A,C], [A]+EOS -> finished [A] (.0325); live [A,B], [A,C], [B,A]
+#   step 2: [A,C,A] .131625, [A,B]+EOS .13, [A,B,A] .11375, [A,C]+EOS .08775, ...
+#           top 3 = [A,C,A], [A,B]+EOS, [A,B,A] -> finished [A,B] (.13); 3 finished, done.
+#   beam 4: step 1 finishes [A] (.0325) and [B] (.02) (both in the top 4); live [A,B], [A,C], [B,A], [B,C];
+#           step 2 top 4 = [A,C,A], [A,B]+EOS, [A,B,A], [A,C]+EOS -> finished [A,B] (.13): 4 finished, done.
+FLIP_A = ([A], math.log(0.65) + math.log(0.05))
+FLIP_B = ([B], math.log(0.05) + math.log(0.4))
+
+
+@pytest.mark.parametrize("beam, expected", [(3, [FLIP_EMPTY, FLIP_AB, FLIP_A]),
+                                            (4, [FLIP_EMPTY, FLIP_AB, FLIP_A, FLIP_B])])
+def test_beam_search_never_continues_a_finished_hypothesis(beam, expected):
+    hyps = beam_search(TransitionModel(), FLIP_SRC, BOS, EOS, PAD, beam_size=beam, max_len_a=0, max_len_b=6,
+                       penalty="none", nbest=beam)[0]
+    for h in hyps:
+        assert EOS not in h.tokens, f"hypothesis continued after EOS: {h}"
+    assert_hyps(hyps, expected, "none")
+
+
 # ---------------------------------------------------------------------------- length penalty
 
 

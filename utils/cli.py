@@ -50,3 +50,28 @@ def main_guard(main, argv: Optional[list[str]] = None) -> int:
     except (ConfigError, CheckpointError, CorpusError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def check_model_matches(config_path: str, overrides: list[str], ckpt_cfg, ckpt_path: Path):
+    """A --config given beside a checkpoint must describe the same model; its data/decoding settings win."""
+    from utils.config import load_config, to_dict
+
+    given = load_config(config_path, overrides)
+    ckpt_model, given_model = _flatten(to_dict(ckpt_cfg.model)), _flatten(to_dict(given.model))
+    diff = sorted(k for k in set(ckpt_model) | set(given_model) if ckpt_model.get(k) != given_model.get(k))
+    if diff:
+        details = "; ".join(f"model.{k}: checkpoint={ckpt_model.get(k)!r} config={given_model.get(k)!r}" for k in diff)
+        raise CheckpointError(f"{ckpt_path} was trained with a different model than {config_path}: {details}. "
+                              f"Drop --config (the checkpoint carries its own) or pick the matching config.")
+    given.model = ckpt_cfg.model
+    return given
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out

@@ -367,6 +367,9 @@ def validate(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"model.d_model ({m.d_model}) must be divisible by model.num_heads ({m.num_heads})")
     if (m.d_model // m.num_heads) % 2 and pe == "rope":
         raise ConfigError("rope needs an even head dimension (model.d_model / model.num_heads)")
+    if pe == "learnable" and m.positional.max_positions < cfg.data.max_len + 1:
+        raise ConfigError(f"model.positional.max_positions ({m.positional.max_positions}) must be at least "
+                          f"data.max_len + 1 ({cfg.data.max_len + 1}: the longest input plus BOS)")
     if not 0.0 < m.positional.rope_fraction <= 1.0:
         raise ConfigError("model.positional.rope_fraction must be in (0, 1]")
     for key in ("dropout", "attention_dropout"):

@@ -43,14 +43,20 @@ class Translation:
         return self.hypotheses[0][0] if self.hypotheses else ""
 
 
+def max_positions(model) -> Optional[int]:
+    """Longest input/output a model takes (a learnable encoding's table size), or None."""
+    return getattr(model.encoder_pe, "max_positions", None)
+
+
 def search_batch(model, src: torch.Tensor, tokenizer, settings: SearchSettings) -> list[list[Hypothesis]]:
     """Run the configured search on one padded batch `[batch, src_len]`."""
+    cap = max_positions(model)
     if settings.strategy == "greedy":
         return [[h] for h in greedy_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id,
-                                           settings.max_len_a, settings.max_len_b)]
+                                           settings.max_len_a, settings.max_len_b, cap)]
     return beam_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id, settings.beam_size,
                        settings.max_len_a, settings.max_len_b, settings.length_penalty, settings.alpha,
-                       settings.nbest)
+                       settings.nbest, cap)
 
 
 def make_batches(lengths: list[int], max_tokens: int, beam: int) -> list[list[int]]:
@@ -71,14 +77,14 @@ def make_batches(lengths: list[int], max_tokens: int, beam: int) -> list[list[in
 
 @torch.no_grad()
 def translate(model, tokenizer, sentences: list[str], settings: SearchSettings,
-              device: torch.device | str = "cpu", max_src_len: Optional[int] = None,
-              progress: Optional[Callable] = None) -> list[Translation]:
+              device: torch.device | str = "cpu", progress: Optional[Callable] = None) -> list[Translation]:
     """Translate `sentences` in input order. Empty input gives an empty translation; a sentence
     the model cannot take (e.g. longer than a learnable encoding) gets an error message instead
     of stopping the others."""
     from data.readers import normalize_text
 
     model.eval()
+    max_src_len = max_positions(model)
     ids = tokenizer.encode_src_batch([normalize_text(s) for s in sentences])
     results: list[Optional[Translation]] = [None] * len(sentences)
     todo = []

@@ -1,0 +1,77 @@
+#!/usr/bin/env python
+"""Translate French sentences with a trained checkpoint (greedy or beam search, n-best).
+
+Examples:
+  python inference.py --model_path runs/demo/rope/checkpoints/best_....pt --src_text "Je t'aime."
+  python inference.py --run runs/demo/rope --src_text "Bonjour !" "Où est la gare ?" --nbest 3
+  python inference.py --run runs/demo/rope --input sentences.fr > out.en
+  echo "Merci beaucoup." | python inference.py --run runs/demo/rope
+
+One output line per input line (the best translation); with --nbest N, N lines
+"<index>\t<score>\t<translation>" per input. The checkpoint is self-contained: no config needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional
+
+from utils.checkpoint import load_for_inference
+from utils.cli import add_config_args, check_model_matches, main_guard, resolve_checkpoint
+from utils.runtime import pick_device
+from utils.translate import SearchSettings, translate
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config_args(parser, model_path=True)
+    parser.add_argument("--src_text", nargs="+", action="extend", help="sentence(s) to translate")
+    parser.add_argument("--input", help="a file with one sentence per line ('-' for stdin)")
+    parser.add_argument("--strategy", choices=["greedy", "beam"], help="search (default: the config's)")
+    parser.add_argument("--beam_size", type=int, help="beam width (default: the config's)")
+    parser.add_argument("--nbest", type=int, help="print the N best translations with their scores")
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    if args.src_text:
+        sentences = list(args.src_text)
+    elif args.input and args.input != "-":
+        with open(args.input, encoding="utf-8") as f:
+            sentences = [line.rstrip("\n") for line in f]
+    elif args.input == "-" or not sys.stdin.isatty():
+        sentences = [line.rstrip("\n") for line in sys.stdin]
+    else:
+        print("error: nothing to translate: give --src_text \"...\", --input FILE, or pipe text on stdin",
+              file=sys.stderr)
+        return 2
+    overrides = list(args.overrides)
+    for key, value in (("strategy", args.strategy), ("beam_size", args.beam_size), ("nbest", args.nbest)):
+        if value is not None:
+            overrides.append(f"decoding.{key}={value}")
+    if args.nbest and args.nbest > 1 and not args.strategy:
+        overrides.append("decoding.strategy=beam")
+        if not args.beam_size:
+            overrides.append(f"decoding.beam_size={max(args.nbest, 5)}")
+    ckpt = resolve_checkpoint(args)
+    device = pick_device(args.device)
+    cfg, tokenizer, model = load_for_inference(ckpt, overrides, device=str(device))
+    if args.config:
+        cfg = check_model_matches(args.config, overrides, cfg, ckpt)
+    settings = SearchSettings.from_config(cfg.decoding)
+    for i, out in enumerate(translate(model, tokenizer, sentences, settings, device)):
+        if out.error:
+            print(f"warning: line {i + 1}: {out.error}", file=sys.stderr)
+        if settings.nbest > 1 and settings.strategy == "beam":
+            for text, score in out.hypotheses:
+                print(f"{i}\t{score:.4f}\t{text}")
+        else:
+            print(out.text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_guard(main))
