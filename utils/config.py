@@ -344,6 +344,11 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
             raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")
         return value
     if tp is float:
+        if isinstance(value, str):  # YAML 1.1 reads `1e-3` (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                pass
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"config key '{key}' must be a number, got {value!r}")
         return float(value)
