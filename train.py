@@ -25,7 +25,7 @@ from ignite.engine import Engine, Events
 from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, global_step_from_engine
 from torch.utils.data import DataLoader
 
-from data import make_corpus_loader, prepare_splits
+from data import make_corpus_loader, prepare_splits, tokenizer_cache_path
 from data.pipeline import Collator, EpochBatchSampler, PairDataset, padding_fraction
 from models import build_model
 from tokenizer import load_or_train_tokenizer
@@ -111,8 +111,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     log(f"run folder: {run_dir}  device: {device}  positional encoding: {cfg.model.positional.name}")
 
     corpus = make_corpus_loader(cfg.data)
-    tokenizer = load_or_train_tokenizer(cfg.tokenizer, None if (run_dir / "tokenizer.json").is_file()
-                                        else corpus()["train"], run_dir, log)
+    tokenizer = load_or_train_tokenizer(cfg.tokenizer, lambda: corpus()["train"], run_dir, log,
+                                        tokenizer_cache_path(cfg))
     splits = prepare_splits(cfg.data, tokenizer, ("train", "valid"), corpus, log)
     train_loader, valid_loader, sampler = build_loaders(cfg, splits, tokenizer)
     pad = tokenizer.pad_id

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from pathlib import Path
 from typing import Callable, Optional
 
-from data.pipeline import EncodedSplit, cache_key, load_or_encode
+from data.pipeline import CACHE_VERSION, EncodedSplit, cache_key, load_or_encode
 from data.readers import corpus_fingerprint, read_corpus
 
 
 def make_corpus_loader(data_cfg) -> Callable[[], dict]:
     """A memoised reader: the raw corpus is read at most once, and only if something needs it."""
     return functools.lru_cache(maxsize=1)(lambda: read_corpus(data_cfg))
+
+
+def tokenizer_cache_path(cfg) -> Optional[Path]:
+    """Where a BPE trained on this corpus with these tokenizer settings is shared between runs."""
+    if not cfg.data.cache_dir or cfg.tokenizer.type != "bpe":
+        return None
+    payload = json.dumps({"corpus": corpus_fingerprint(cfg.data), "tokenizer": vars(cfg.tokenizer),
+                          "v": CACHE_VERSION}, sort_keys=True, default=str)
+    return Path(cfg.data.cache_dir) / f"tokenizer-{hashlib.sha256(payload.encode()).hexdigest()[:20]}.json"
 
 
 def prepare_splits(data_cfg, tokenizer, splits: tuple[str, ...] = ("train", "valid", "test"),

@@ -13,13 +13,12 @@ can carry the tokenizer and be used with no other file.
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import tarfile
+import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 SPECIAL_TOKENS = ["<pad>", "<unk>", "<s>", "</s>"]
 
@@ -182,20 +181,18 @@ class PretrainedTokenizer(BaseTokenizer):
         return self._tok.convert_ids_to_tokens([int(i) for i in ids])
 
     def state_dict(self) -> dict:
-        """All tokenizer files packed as a tar archive (bytes), so a checkpoint is self-contained."""
+        """All tokenizer files as bytes (name -> content), so a checkpoint is self-contained."""
         with tempfile.TemporaryDirectory() as tmp:
             self._tok.save_pretrained(tmp)
-            buf = io.BytesIO()
-            with tarfile.open(fileobj=buf, mode="w") as tar:
-                tar.add(tmp, arcname=".")
-        return {"kind": self.kind, "name": self.name, "archive": buf.getvalue()}
+            files = {p.name: p.read_bytes() for p in sorted(Path(tmp).iterdir()) if p.is_file()}
+        return {"kind": self.kind, "name": self.name, "files": files}
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "PretrainedTokenizer":
         from transformers import AutoTokenizer
         with tempfile.TemporaryDirectory() as tmp:
-            with tarfile.open(fileobj=io.BytesIO(state["archive"]), mode="r") as tar:
-                tar.extractall(tmp, filter="data")
+            for name, content in state["files"].items():
+                (Path(tmp) / Path(name).name).write_bytes(content)
             return cls(AutoTokenizer.from_pretrained(tmp), state["name"])
 
     def save(self, directory: str | Path) -> Path:
@@ -206,7 +203,10 @@ class PretrainedTokenizer(BaseTokenizer):
     @property
     def fingerprint(self) -> str:
         import hashlib
-        return hashlib.sha256(self.state_dict()["archive"]).hexdigest()[:16]
+        digest = hashlib.sha256()
+        for name, content in sorted(self.state_dict()["files"].items()):
+            digest.update(name.encode() + b"\0" + content)
+        return digest.hexdigest()[:16]
 
 
 def tokenizer_from_state_dict(state: dict) -> BaseTokenizer:
@@ -217,9 +217,13 @@ def tokenizer_from_state_dict(state: dict) -> BaseTokenizer:
     raise ValueError(f"unknown tokenizer kind in checkpoint: {state.get('kind')!r}")
 
 
-def load_or_train_tokenizer(cfg, train_pairs: Optional[list[tuple[str, str]]], run_dir: Path,
-                            log=print) -> BaseTokenizer:
-    """Builder: reuse the run's saved tokenizer, else train a BPE on the training split (or load a pretrained one)."""
+def load_or_train_tokenizer(cfg, train_pairs: Optional[list[tuple[str, str]] | Callable[[], list]], run_dir: Path,
+                            log=print, cache_path: Optional[Path] = None) -> BaseTokenizer:
+    """Builder: reuse the run's saved tokenizer, else train a BPE on the training split (or load a pretrained one).
+
+    `train_pairs` may be a callable (read only if training is needed). `cache_path`, keyed by the
+    caller on the corpus and tokenizer settings, lets runs on the same data share one trained BPE.
+    """
     if cfg.type == "pretrained":
         saved = run_dir / PretrainedTokenizer.dirname
         if saved.is_dir():
@@ -232,6 +236,13 @@ def load_or_train_tokenizer(cfg, train_pairs: Optional[list[tuple[str, str]]], r
     if saved.is_file():
         log(f"tokenizer: reusing {saved}")
         return BPETokenizer.load(saved)
+    if cache_path is not None and cache_path.is_file():
+        log(f"tokenizer: reusing {cache_path} (same corpus and tokenizer settings)")
+        tok = BPETokenizer.load(cache_path)
+        tok.save(run_dir)
+        return tok
+    if callable(train_pairs):
+        train_pairs = train_pairs()
     if not train_pairs:
         raise ValueError("cannot train the BPE tokenizer: the training split is empty")
     log(f"tokenizer: training a joint BPE (vocab {cfg.vocab_size}) on {len(train_pairs):,} training pairs")
@@ -243,4 +254,9 @@ def load_or_train_tokenizer(cfg, train_pairs: Optional[list[tuple[str, str]]], r
 
     tok = BPETokenizer.train(texts(), cfg.vocab_size, cfg.min_frequency)
     tok.save(run_dir)
+    if cache_path is not None:
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_path.with_suffix(f".{os.getpid()}.tmp")
+        shutil.copyfile(run_dir / BPETokenizer.filename, tmp)
+        os.replace(tmp, cache_path)
     return tok
