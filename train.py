@@ -14,6 +14,7 @@ self-contained), TensorBoard events (tb/), metrics.jsonl (machine-readable log).
 from __future__ import annotations
 
 import argparse
+import collections
 import shutil
 import sys
 import time
@@ -143,7 +144,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if sys.stderr.isatty():  # a live bar on terminals; logs and CI get the periodic lines below
         ProgressBar(persist=False).attach(trainer, output_transform=lambda out: {"loss": out["loss"]})
     window = {"loss": 0.0, "n": 0, "tokens": 0, "start": time.time()}
-    train_losses: list[float] = []
+    recent: collections.deque = collections.deque(maxlen=t.log_every)  # (loss, tokens) of the last steps
 
     @trainer.on(Events.ITERATION_COMPLETED)
     def accumulate(engine: Engine) -> None:
@@ -151,10 +152,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         window["loss"] += out["loss"] * out["ntokens"]
         window["n"] += out["ntokens"]
         window["tokens"] += out["ntokens"]
+        recent.append((out["loss"], out["ntokens"]))
         if engine.state.iteration % t.log_every == 0:
             elapsed = max(1e-9, time.time() - window["start"])
             loss = window["loss"] / max(1, window["n"])
-            train_losses.append(loss)
             record = {"step": engine.state.iteration, "epoch": engine.state.epoch, "loss": loss,
                       "lr": optimizer.param_groups[0]["lr"], "tokens_per_sec": window["tokens"] / elapsed}
             metrics_log.write("train", **record)
@@ -241,7 +242,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     previous = sum(r.get("train_seconds", 0.0) for r in metrics_log.read("end"))
     metrics_log.write("end", step=trainer.state.iteration, epoch=trainer.state.epoch, train_seconds=elapsed,
                       total_train_seconds=previous + elapsed, params=num_params,
-                      final_train_loss=train_losses[-1] if train_losses else None)
+                      final_train_loss=sum(l * n for l, n in recent) / max(1, sum(n for _, n in recent)) if recent
+                      else None)
     log(f"done: {trainer.state.iteration} steps in {elapsed / 60:.1f} min; checkpoints in {run_dir / 'checkpoints'}")
     return 0
 
