@@ -1,14 +1,16 @@
 # The two commands of the README:
 #   make demo   train, test and compare the three demo encodings on the shipped corpus (CPU, < 30 min)
 #   make test   run the test suite
+#   make length the length-generalisation study over all encodings (CPU, < 40 min)
 # Both create the virtual environment (.venv) from requirements.txt when it is missing.
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 DEMO_CONFIGS := configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs/demo/rope.yaml
+LENGTH_CONFIGS := $(addprefix configs/length/,sinusoidal.yaml learnable.yaml rope.yaml alibi.yaml t5_bias.yaml shaw.yaml none.yaml shape.yaml)
 
-.PHONY: demo test test-slow venv clean-demo
+.PHONY: demo length test test-slow venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +22,10 @@ venv: $(VENV)/.installed
 
 demo: venv
 	$(PY) sweep.py $(DEMO_CONFIGS) --output runs/demo/summary
+
+# Length generalisation: every encoding trained on short sources, tested on all lengths (< 40 min, CPU)
+length: venv
+	$(PY) sweep.py $(LENGTH_CONFIGS) --output runs/length/summary
 
 test: venv
 	$(PY) -m pytest -q

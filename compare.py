@@ -23,7 +23,7 @@ import yaml
 COLUMNS = [
     ("run", "run"), ("encoding", "encoding"), ("train_loss", "train loss"), ("valid_loss", "valid loss"),
     ("valid_accuracy", "valid acc"), ("sacrebleu", "test sacreBLEU"), ("chrf", "test chrF"),
-    ("nltk_bleu4", "test nltk BLEU-4"), ("params", "params"), ("train_minutes", "train min"),
+    ("nltk_bleu4", "test nltk BLEU-4"), ("longer_bleu", "BLEU longer-than-training"), ("params", "params"), ("train_minutes", "train min"),
     ("steps", "steps"),
 ]
 
@@ -54,6 +54,8 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
     scores = json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
     for key in ("sacrebleu", "chrf", "nltk_bleu4", "sacrebleu_signature", "nltk_tokenization"):
         row[key] = scores.get(key)
+    row["longer_bleu"] = (scores.get("longer_than_training") or {}).get("sacrebleu")
+    row["by_source_length"] = scores.get("by_source_length")
     return row
 
 
@@ -62,7 +64,7 @@ def fmt(key: str, value) -> str:
         return "–"
     if key in ("train_loss", "valid_loss", "nltk_bleu4", "valid_accuracy"):
         return f"{value:.4f}"
-    if key in ("sacrebleu", "chrf", "train_minutes"):
+    if key in ("sacrebleu", "chrf", "train_minutes", "longer_bleu"):
         return f"{value:.2f}" if key != "train_minutes" else f"{value:.1f}"
     if key == "params":
         return f"{value / 1e6:.2f}M"
@@ -82,6 +84,22 @@ def markdown_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def bucket_table(rows: list[dict]) -> str:
+    """Test sacreBLEU per source-length bucket (subword tokens), one row per run; empty if none has buckets."""
+    runs = [r for r in rows if r.get("by_source_length")]
+    if not runs:
+        return ""
+    labels = [b["bucket"] for b in runs[0]["by_source_length"]]
+    counts = {b["bucket"]: b["num_sentences"] for b in runs[0]["by_source_length"]}
+    lines = ["| run | encoding | " + " | ".join(f"{lab} (n={counts[lab]})" for lab in labels) + " |",
+             "|---|---|" + "|".join("---" for _ in labels) + "|"]
+    for r in runs:
+        by = {b["bucket"]: b["sacrebleu"] for b in r["by_source_length"]}
+        lines.append(f"| {r['run']} | {r['encoding']} | "
+                     + " | ".join(fmt("sacrebleu", by.get(lab)) for lab in labels) + " |")
+    return "Test sacreBLEU by source length (subword tokens):\n\n" + "\n".join(lines)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="run folders or glob patterns (quote them)")
@@ -96,6 +114,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"error: no run folders (with config.yaml) among {', '.join(args.runs)}")
         return 2
     table = markdown_table(rows)
+    buckets = bucket_table(rows)
+    if buckets:
+        table += "\n\n" + buckets
     print(table)
     if args.output:
         out = Path(args.output)

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from data import prepare_splits
 from utils.checkpoint import load_for_inference
 from utils.cli import add_config_args, check_model_matches, main_guard, resolve_checkpoint, run_dir_of_checkpoint
-from utils.metrics import score_translations
+from utils.metrics import score_by_length, score_subset, score_translations
 from utils.runtime import log, pick_device
 from utils.translate import SearchSettings, translate
 
@@ -63,6 +63,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                   decoding=vars(settings), translate_seconds=round(seconds, 2),
                   sentences_per_second=round(len(hyps) / max(seconds, 1e-9), 2),
                   failed=[i for i, o in enumerate(outputs) if o.error])
+    lengths = [len(ids) for ids in split.src]
+    scores["by_source_length"] = score_by_length(hyps, split.raw_tgt, lengths, cfg.evaluation.length_buckets)
+    if cfg.data.train_max_src_len is not None:
+        longer = score_subset(hyps, split.raw_tgt, [n > cfg.data.train_max_src_len for n in lengths])
+        scores["longer_than_training"] = {"train_max_src_len": cfg.data.train_max_src_len, **longer}
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, lines in (("hypotheses.txt", hyps), ("references.txt", split.raw_tgt), ("sources.txt", split.raw_src)):
         (out_dir / name).write_text("".join(line.replace("\n", " ") + "\n" for line in lines), encoding="utf-8")
@@ -70,6 +75,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"sacreBLEU {scores['sacrebleu']:.2f}  chrF {scores['chrf']:.2f}  nltk BLEU-4 {scores['nltk_bleu4']:.4f} "
           f"({scores['nltk_tokenization']})  on {scores['num_sentences']} sentences")
     print(f"signature: {scores['sacrebleu_signature']}")
+    print("by source length (subword tokens): " + "  ".join(
+        f"{b['bucket']}: {b['sacrebleu'] if b['sacrebleu'] is not None else '-'} (n={b['num_sentences']})"
+        for b in scores["by_source_length"]))
+    if "longer_than_training" in scores:
+        lt = scores["longer_than_training"]
+        print(f"longer than training (> {lt['train_max_src_len']} tokens): sacreBLEU {lt['sacrebleu']} "
+              f"chrF {lt['chrf']} (n={lt['num_sentences']})")
     print(f"outputs: {out_dir}")
     return 0
 

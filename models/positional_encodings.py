@@ -195,6 +195,155 @@ class RotaryPositionalEncoding(PositionalEncoding):
                                   rotary_layout=self.layout)
 
 
+# ----------------------------------------------------------------------------- score-bias families
+
+
+class ScoreBiasEncoding(PositionalEncoding):
+    """Base of the relative families that add a `[heads, q_len, k_len]` bias to attention scores.
+
+    Subclasses implement `relative_bias(relative, bidirectional, cross)` where `relative = k_pos - q_pos`
+    (`[q_len, k_len]` or `[batch, q_len, k_len]`). The encoder is bidirectional, the decoder causal;
+    cross-attention (an ablation) is bidirectional and may use its own parameters (`cross=True`).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, causal: bool, cross_attention: bool = False) -> None:
+        super().__init__(d_model, num_heads, causal)
+        self.use_in_cross_attention = cross_attention
+
+    def relative_bias(self, relative: Tensor, bidirectional: bool, cross: bool) -> Tensor:
+        raise NotImplementedError
+
+    def _bias(self, q_positions: Tensor, k_positions: Tensor, bidirectional: bool, cross: bool = False) -> Tensor:
+        relative = k_positions.unsqueeze(-2) - q_positions.unsqueeze(-1)  # [(batch,) q_len, k_len]
+        bias = self.relative_bias(relative, bidirectional, cross)  # [(batch,) q_len, k_len, heads]
+        return bias.movedim(-1, -3)  # [(batch,) heads, q_len, k_len]
+
+    def self_attention(self, q_positions: Tensor, k_positions: Tensor) -> AttentionPositions:
+        return AttentionPositions(bias=self._bias(q_positions, k_positions, bidirectional=not self.causal))
+
+    def cross_attention(self, q_positions: Tensor, k_positions: Tensor) -> Optional[AttentionPositions]:
+        if not self.use_in_cross_attention:
+            return None
+        return AttentionPositions(bias=self._bias(q_positions, k_positions, bidirectional=True, cross=True))
+
+    @classmethod
+    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "ScoreBiasEncoding":
+        return cls(d_model, num_heads, causal, cross_attention=cfg.cross_attention)
+
+
+def alibi_slopes(num_heads: int) -> Tensor:
+    """Press et al. (2022): geometric slopes 2^(-8/n), 2^(-16/n), ... for n a power of two; otherwise
+    the slopes of the closest smaller power of two, then every other slope of the next one."""
+    def power_of_two(n: int) -> list[float]:
+        start = 2.0 ** (-8.0 / n)
+        return [start ** (i + 1) for i in range(n)]
+
+    if math.log2(num_heads).is_integer():
+        return torch.tensor(power_of_two(num_heads))
+    closest = 2 ** math.floor(math.log2(num_heads))
+    extra = power_of_two(2 * closest)[0::2][: num_heads - closest]
+    return torch.tensor(power_of_two(closest) + extra)
+
+
+@register("alibi")
+class ALiBiPositionalEncoding(ScoreBiasEncoding):
+    """ALiBi: bias -slope_h * |i - j| (symmetric in the encoder; the decoder's causal mask hides j > i)."""
+
+    def __init__(self, d_model: int, num_heads: int, causal: bool, cross_attention: bool = False) -> None:
+        super().__init__(d_model, num_heads, causal, cross_attention)
+        self.register_buffer("slopes", alibi_slopes(num_heads), persistent=False)
+
+    def relative_bias(self, relative: Tensor, bidirectional: bool, cross: bool) -> Tensor:
+        return -relative.abs().unsqueeze(-1).to(self.slopes.dtype) * self.slopes  # [..., q_len, k_len, heads]
+
+
+def t5_relative_bucket(relative: Tensor, bidirectional: bool, num_buckets: int, max_distance: int) -> Tensor:
+    """T5's bucketing of `relative = k_pos - q_pos` (Raffel et al. 2020): exact buckets for small
+    distances, logarithmic ones up to `max_distance`, the last bucket beyond. Bidirectional
+    buckets give half of the buckets to keys after the query."""
+    bucket = torch.zeros_like(relative)
+    if bidirectional:
+        num_buckets //= 2
+        bucket = bucket + (relative > 0).long() * num_buckets
+        distance = relative.abs()
+    else:
+        distance = (-relative).clamp(min=0)  # only keys at or before the query
+    max_exact = num_buckets // 2
+    is_small = distance < max_exact
+    log_ratio = torch.log(distance.float().clamp(min=1) / max_exact) / math.log(max_distance / max_exact)
+    large = max_exact + (log_ratio * (num_buckets - max_exact)).long()
+    large = large.clamp(max=num_buckets - 1)
+    return bucket + torch.where(is_small, distance, large)
+
+
+@register("t5_bias")
+class T5RelativeBias(ScoreBiasEncoding):
+    """T5 relative position bias: a learned scalar per head and distance bucket, shared by a stack's layers."""
+
+    def __init__(self, d_model: int, num_heads: int, causal: bool, num_buckets: int = 32, max_distance: int = 128,
+                 cross_attention: bool = False) -> None:
+        super().__init__(d_model, num_heads, causal, cross_attention)
+        self.num_buckets, self.max_distance = num_buckets, max_distance
+        self.bias_table = nn.Embedding(num_buckets, num_heads)
+        nn.init.zeros_(self.bias_table.weight)
+        self.cross_table = nn.Embedding(num_buckets, num_heads) if cross_attention else None
+        if self.cross_table is not None:
+            nn.init.zeros_(self.cross_table.weight)
+
+    @classmethod
+    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "T5RelativeBias":
+        return cls(d_model, num_heads, causal, cfg.num_buckets, cfg.max_distance, cfg.cross_attention)
+
+    def relative_bias(self, relative: Tensor, bidirectional: bool, cross: bool) -> Tensor:
+        table = self.cross_table if cross else self.bias_table
+        buckets = t5_relative_bucket(relative, bidirectional, self.num_buckets, self.max_distance)
+        return table(buckets)  # [..., q_len, k_len, heads]
+
+
+@register("shaw")
+class ShawRelativeBias(ScoreBiasEncoding):
+    """Shaw et al. (2018) relative positions with clipping distance k, in score-bias form: a learned
+    scalar per head for each clipped offset clip(j - i, -k, k) (2k + 1 values; the decoder only
+    uses offsets <= 0). Shaw's query-dependent key term and value term are not included."""
+
+    def __init__(self, d_model: int, num_heads: int, causal: bool, clip_distance: int = 16,
+                 cross_attention: bool = False) -> None:
+        super().__init__(d_model, num_heads, causal, cross_attention)
+        self.clip_distance = clip_distance
+        self.bias_table = nn.Embedding(2 * clip_distance + 1, num_heads)
+        nn.init.zeros_(self.bias_table.weight)
+        self.cross_table = nn.Embedding(2 * clip_distance + 1, num_heads) if cross_attention else None
+        if self.cross_table is not None:
+            nn.init.zeros_(self.cross_table.weight)
+
+    @classmethod
+    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "ShawRelativeBias":
+        return cls(d_model, num_heads, causal, cfg.clip_distance, cfg.cross_attention)
+
+    def relative_bias(self, relative: Tensor, bidirectional: bool, cross: bool) -> Tensor:
+        table = self.cross_table if cross else self.bias_table
+        index = relative.clamp(-self.clip_distance, self.clip_distance) + self.clip_distance
+        return table(index)  # [..., q_len, k_len, heads]
+
+
+@register("shape")
+class ShapePositionalEncoding(SinusoidalPositionalEncoding):
+    """SHAPE (Kiyono et al. 2021): sinusoidal positions shifted by a random offset k ~ U{0..K} per
+    sequence in training (independently for source and target), unshifted at inference."""
+
+    def __init__(self, d_model: int, num_heads: int, causal: bool, max_shift: int = 100) -> None:
+        super().__init__(d_model, num_heads, causal)
+        self.max_shift = max_shift
+
+    @classmethod
+    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "ShapePositionalEncoding":
+        return cls(d_model, num_heads, causal, cfg.shape_max_shift)
+
+    def training_positions(self, positions: Tensor, batch_size: int) -> Tensor:
+        shift = torch.randint(0, self.max_shift + 1, (batch_size, 1), device=positions.device)
+        return positions.unsqueeze(0) + shift  # [batch, len]
+
+
 def build_positional_encoding(cfg, d_model: int, num_heads: int, causal: bool) -> PositionalEncoding:
     """Builder: the only place that reads the positional config."""
     name = cfg.name

@@ -174,6 +174,14 @@ class DecodingConfig:
 
 
 @dataclass
+class EvaluationConfig:
+    """How test.py breaks scores down."""
+
+    # Edges of source-length buckets in subword tokens: [e0, e1), [e1, e2), ..., [e_last, inf).
+    length_buckets: list[int] = field(default_factory=lambda: [1, 10, 15, 20, 30, 40])
+
+
+@dataclass
 class ExperimentConfig:
     """One experiment: everything needed to reproduce a run."""
 
@@ -185,6 +193,7 @@ class ExperimentConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
 
     @property
     def resolved_run_dir(self) -> Path:
@@ -327,6 +336,10 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
         return value
     if dataclasses.is_dataclass(tp):
         return from_dict(tp, value, key)
+    if origin is list:
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"config key '{key}' must be a list, got {value!r}")
+        return [_convert(get_args(tp)[0], v, key) for v in value]
     if origin is tuple:
         if not isinstance(value, (list, tuple)) or len(value) != len(get_args(tp)):
             raise ConfigError(f"config key '{key}' must be a list of {len(get_args(tp))} numbers, got {value!r}")
@@ -402,5 +415,8 @@ def validate(cfg: ExperimentConfig) -> None:
                                   f"{{src: path, tgt: path}} or {{tsv: path}}")
             if not ({"src", "tgt"} <= set(spec) or "tsv" in spec):
                 raise ConfigError(f"data.{split} must have keys src and tgt, or tsv; got {sorted(spec)}")
+    edges = cfg.evaluation.length_buckets
+    if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ConfigError(f"evaluation.length_buckets must be increasing bucket edges, got {edges}")
     if cfg.decoding.beam_size < 1 or cfg.decoding.nbest < 1 or cfg.decoding.nbest > cfg.decoding.beam_size:
         raise ConfigError("decoding needs beam_size >= 1 and 1 <= nbest <= beam_size")

@@ -66,3 +66,37 @@ def score_translations(hypotheses: list[str], references: list[str]) -> Translat
         chrf=round(chrf_score.score, 2), chrf_signature=str(chrf.get_signature()),
         nltk_bleu4=round(nltk_score, 4), nltk_tokenization=NLTK_TOKENIZATION,
         num_sentences=len(hypotheses))
+
+
+def bucket_label(lo: int, hi: int | None) -> str:
+    return f"{lo}-{hi - 1}" if hi is not None else f"{lo}+"
+
+
+def score_by_length(hypotheses: list[str], references: list[str], lengths: list[int], edges: list[int]) -> list[dict]:
+    """sacreBLEU and chrF per source-length bucket [e_i, e_i+1) (the last bucket is open-ended)."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    rows = []
+    bounds = list(zip(edges, [*edges[1:], None]))
+    for lo, hi in bounds:
+        idx = [i for i, n in enumerate(lengths) if n >= lo and (hi is None or n < hi)]
+        row = {"bucket": bucket_label(lo, hi), "min_len": lo, "max_len": None if hi is None else hi - 1,
+               "num_sentences": len(idx), "sacrebleu": None, "chrf": None}
+        if idx:
+            hyps, refs = [hypotheses[i] for i in idx], [references[i] for i in idx]
+            row["sacrebleu"] = round(BLEU().corpus_score(hyps, [refs]).score, 2)
+            row["chrf"] = round(CHRF().corpus_score(hyps, [refs]).score, 2)
+        rows.append(row)
+    return rows
+
+
+def score_subset(hypotheses: list[str], references: list[str], keep: list[bool]) -> dict:
+    """sacreBLEU and chrF over the sentences where `keep` is true (e.g. longer than any training source)."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    hyps = [h for h, k in zip(hypotheses, keep) if k]
+    refs = [r for r, k in zip(references, keep) if k]
+    if not hyps:
+        return {"num_sentences": 0, "sacrebleu": None, "chrf": None}
+    return {"num_sentences": len(hyps), "sacrebleu": round(BLEU().corpus_score(hyps, [refs]).score, 2),
+            "chrf": round(CHRF().corpus_score(hyps, [refs]).score, 2)}
