@@ -1,12 +1,20 @@
 #!/usr/bin/env python
-"""Summarise run folders into one table: training and validation figures plus test scores.
+"""Summarise run folders into one results table: one row per configuration, mean ± std over its
+seeds, paired bootstrap significance against a baseline, scores per source length, and plots.
 
 Examples:
   python compare.py runs/demo/sinusoidal runs/demo/learnable runs/demo/rope
-  python compare.py "runs/demo/*" --output runs/demo/summary     # writes summary.md and summary.csv
+  python compare.py "runs/demo/*" --output runs/demo/summary     # summary.md/.csv/.json + summary_*.png
+  python compare.py "runs/seeds/*/*" --baseline rope --output runs/seeds/summary
+
+Runs whose resolved config.yaml files are equal except for `seed`, `name` and `run_dir` are one
+configuration (the seeds of one experiment): one row, labelled by the run name without a seed
+suffix (`_seed2`, `-s2`, `/seed2`), numbers as `mean ± std` (sample std) with the number of seeds.
+`p vs baseline` is a paired bootstrap resampling test of test sacreBLEU (sacrebleu.significance,
+1,000 resamples) of each configuration's first seed against the baseline's first seed.
 
 Numbers come from each run's own files: metrics.jsonl (training/validation log) and
-test/scores.json (written by test.py).
+test/scores.json, test/hypotheses.txt, test/references.txt (written by test.py).
 """
 
 from __future__ import annotations
@@ -15,17 +23,33 @@ import argparse
 import csv
 import glob
 import json
+import re
+import statistics
+import sys
+from collections import Counter
 from pathlib import Path
 from typing import Optional
 
 import yaml
 
-COLUMNS = [
-    ("run", "run"), ("encoding", "encoding"), ("train_loss", "train loss"), ("valid_loss", "valid loss"),
-    ("valid_accuracy", "valid acc"), ("sacrebleu", "test sacreBLEU"), ("chrf", "test chrF"),
-    ("nltk_bleu4", "test nltk BLEU-4"), ("longer_bleu", "BLEU longer-than-training"), ("params", "params"), ("train_minutes", "train min"),
-    ("steps", "steps"),
-]
+# numeric columns: key -> table title (means and stds over a configuration's seeds)
+NUMERIC = {
+    "train_loss": "train loss", "valid_loss": "valid loss", "valid_accuracy": "valid acc",
+    "sacrebleu": "test sacreBLEU", "chrf": "test chrF", "nltk_bleu4": "test nltk BLEU-4",
+    "longer_bleu": "BLEU longer-than-training", "params": "params", "train_minutes": "train min",
+    "tokens_per_sec": "tgt tokens/s", "steps": "steps",
+}
+COLUMNS = [("label", "config"), ("encoding", "encoding"), ("n", "seeds"), *NUMERIC.items(),
+           ("p_value", "p vs baseline")]
+GROUPING_IGNORES = ("seed", "name", "run_dir")
+SEED_SUFFIX = re.compile(r"[_\-/.](?:seed|s)[_\-=]?\d+$", re.IGNORECASE)
+
+
+class CompareError(Exception):
+    """Runs that cannot be compared (e.g. scored on different test sets)."""
+
+
+# ----------------------------------------------------------------------------- reading runs
 
 
 def summarise_run(run_dir: Path) -> Optional[dict]:
@@ -37,19 +61,23 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
                if line.strip()] if (run_dir / "metrics.jsonl").is_file() else []
     valid = [r for r in records if r["event"] == "valid"]
     ends = [r for r in records if r["event"] == "end"]
+    speeds = [r["tokens_per_sec"] for r in records if r["event"] == "train" and r.get("tokens_per_sec") is not None]
     metric = cfg["training"]["checkpoint_metric"]
     best = None
     if valid:
         sign = -1.0 if metric == "valid_loss" else 1.0
         scored = [r for r in valid if r.get(metric) is not None]
         best = max(scored, key=lambda r: sign * r[metric]) if scored else valid[-1]
-    row = {"run": str(run_dir), "encoding": cfg["model"]["positional"]["name"],
+    row = {"run": str(run_dir), "name": cfg.get("name") or run_dir.name, "seed": cfg.get("seed"), "config": cfg,
+           "encoding": cfg["model"]["positional"]["name"],
            "train_loss": ends[-1].get("final_train_loss") if ends else None,
            "valid_loss": best.get("valid_loss") if best else None,
            "valid_accuracy": best.get("valid_accuracy") if best else None,
            "params": ends[-1]["params"] if ends else None,
            "train_minutes": ends[-1]["total_train_seconds"] / 60 if ends else None,
-           "steps": ends[-1]["step"] if ends else None}
+           "tokens_per_sec": statistics.fmean(speeds) if speeds else None,
+           "steps": ends[-1]["step"] if ends else None,
+           "valid_events": valid}
     scores_path = run_dir / "test" / "scores.json"
     scores = json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
     for key in ("sacrebleu", "chrf", "nltk_bleu4", "sacrebleu_signature", "nltk_tokenization"):
@@ -59,62 +87,314 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
     return row
 
 
+def read_lines(path: Path) -> Optional[list[str]]:
+    return path.read_text(encoding="utf-8").splitlines() if path.is_file() else None
+
+
+# ----------------------------------------------------------------------------- grouping and statistics
+
+
+def config_label(name: str) -> str:
+    """A run name without its seed suffix: demo/rope_seed2 -> demo/rope."""
+    return SEED_SUFFIX.sub("", name) or name
+
+
+def mean_std(values: list) -> tuple[Optional[float], Optional[float], int]:
+    """Mean and sample std of the values that are not None (std needs two), and their count."""
+    xs = [float(v) for v in values if v is not None]
+    if not xs:
+        return None, None, 0
+    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else None), len(xs)
+
+
+def group_runs(rows: list[dict]) -> list[dict]:
+    """One group per configuration (config equal except seed/name/run_dir), in order of first appearance."""
+    groups: dict[str, dict] = {}
+    for row in rows:
+        key = json.dumps({k: v for k, v in row["config"].items() if k not in GROUPING_IGNORES}, sort_keys=True)
+        groups.setdefault(key, {"runs": []})["runs"].append(row)
+    out = list(groups.values())
+    for g in out:
+        g["runs"].sort(key=lambda r: (r["seed"] is None, r["seed"] if r["seed"] is not None else 0, r["run"]))
+        first = g["runs"][0]
+        g.update(label=config_label(first["name"]), encoding=first["encoding"], n=len(g["runs"]),
+                 seeds=[r["seed"] for r in g["runs"]], mean={}, std={}, p_value=None, is_baseline=False)
+        for key in NUMERIC:
+            g["mean"][key], g["std"][key], _ = mean_std([r.get(key) for r in g["runs"]])
+        g["by_source_length"] = bucket_stats(g["runs"])
+    counts = Counter(g["label"] for g in out)
+    for g in out:  # two configurations with one name (e.g. different --set): tell them apart by folder
+        if counts[g["label"]] > 1:
+            g["label"] = f"{g['label']} ({config_label(g['runs'][0]['run'])})"
+    for i, g in enumerate(out):
+        if [h["label"] for h in out].count(g["label"]) > 1:
+            g["label"] += f" #{i + 1}"
+    return out
+
+
+def bucket_stats(runs: list[dict]) -> Optional[list[dict]]:
+    """Mean/std test sacreBLEU per source-length bucket over a group's runs (None if no run has buckets)."""
+    with_buckets = [r["by_source_length"] for r in runs if r.get("by_source_length")]
+    if not with_buckets:
+        return None
+    out = []
+    for b in with_buckets[0]:
+        vals = [next((x["sacrebleu"] for x in bs if x["bucket"] == b["bucket"]), None) for bs in with_buckets]
+        mean, std, _ = mean_std(vals)
+        out.append({"bucket": b["bucket"], "num_sentences": b["num_sentences"], "mean": mean, "std": std})
+    return out
+
+
+def pick_baseline(groups: list[dict], wanted: Optional[str]) -> dict:
+    """The group named `wanted` (label, then encoding); default: the sinusoidal group, else the first."""
+    if wanted:
+        for field in ("label", "encoding"):
+            match = [g for g in groups if g[field] == wanted]
+            if match:
+                return match[0]
+        raise CompareError(f"--baseline {wanted!r} matches no configuration; choose a label "
+                           f"({', '.join(g['label'] for g in groups)}) or an encoding "
+                           f"({', '.join(sorted({g['encoding'] for g in groups}))})")
+    return next((g for g in groups if g["encoding"] == "sinusoidal"), groups[0])
+
+
+def paired_bootstrap(named_systems: list[tuple[str, list[str]]], references: list[str],
+                     n_samples: int = 1000) -> list[Optional[float]]:
+    """p-values of paired bootstrap resampling (sacreBLEU) of each system against the first one (None for it).
+
+    Uses sacrebleu.significance.PairedTest (Koehn 2004; fixed seed SACREBLEU_SEED, default 12345).
+    sacreBLEU counts resampled differences strictly above the observed one, so a zero observed
+    difference (e.g. identical outputs) would get p = 1/(n+1); no test can reject "no difference"
+    when none is observed, so that case is reported as p = 1.
+    """
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    for name, hyps in named_systems:
+        if len(hyps) != len(references):
+            raise CompareError(f"{name}: {len(hyps)} hypotheses for {len(references)} references")
+    if len(named_systems) < 2:
+        return [None] * len(named_systems)
+    _, scores = PairedTest(named_systems, {"BLEU": BLEU()}, references=[references], test_type="bs",
+                           n_samples=n_samples)()
+    results = scores["BLEU"]
+    return [None] + [1.0 if r.score == results[0].score else r.p_value for r in results[1:]]
+
+
+def add_significance(groups: list[dict], baseline: dict, n_samples: int) -> None:
+    """Set each group's p_value against the baseline (first run of each group; same references required)."""
+    refs_by_run = {r["run"]: read_lines(Path(r["run"]) / "test" / "references.txt") for g in groups for r in g["runs"]}
+    have = [(run, refs) for run, refs in refs_by_run.items() if refs is not None]
+    for run, refs in have[1:]:
+        if refs != have[0][1]:
+            raise CompareError(f"test references differ between {have[0][0]} and {run}: runs scored on different "
+                               f"test sets cannot be compared (pass --no_significance to tabulate them anyway)")
+    ordered = [baseline] + [g for g in groups if g is not baseline]
+    systems = [(g, read_lines(Path(g["runs"][0]["run"]) / "test" / "hypotheses.txt")) for g in ordered]
+    refs = refs_by_run[baseline["runs"][0]["run"]]
+    systems = [(g, h) for g, h in systems if h is not None]
+    if refs is None or not systems or systems[0][0] is not baseline:
+        return  # the baseline has no test outputs: nothing to test against
+    p_values = paired_bootstrap([(g["label"], h) for g, h in systems], refs, n_samples)
+    for (g, _), p in zip(systems, p_values):
+        g["p_value"] = p
+
+
+# ----------------------------------------------------------------------------- tables
+
+
 def fmt(key: str, value) -> str:
     if value is None:
         return "–"
     if key in ("train_loss", "valid_loss", "nltk_bleu4", "valid_accuracy"):
         return f"{value:.4f}"
-    if key in ("sacrebleu", "chrf", "train_minutes", "longer_bleu"):
-        return f"{value:.2f}" if key != "train_minutes" else f"{value:.1f}"
+    if key in ("sacrebleu", "chrf", "longer_bleu"):
+        return f"{value:.2f}"
+    if key == "train_minutes":
+        return f"{value:.1f}"
+    if key in ("tokens_per_sec", "steps"):
+        return f"{value:.0f}"
     if key == "params":
         return f"{value / 1e6:.2f}M"
+    if key == "p_value":
+        return f"{value:.3f}"
     return str(value)
 
 
-def markdown_table(rows: list[dict]) -> str:
-    lines = ["| " + " | ".join(title for _, title in COLUMNS) + " |",
-             "|" + "|".join("---" for _ in COLUMNS) + "|"]
-    lines += ["| " + " | ".join(fmt(k, r.get(k)) for k, _ in COLUMNS) + " |" for r in rows]
-    signatures = sorted({r["sacrebleu_signature"] for r in rows if r.get("sacrebleu_signature")})
+def cell(key: str, mean, std) -> str:
+    if std is None or mean is None or (std == 0 and key in ("params", "steps")):  # same model size/length
+        return fmt(key, mean)
+    return f"{fmt(key, mean)} ± {fmt(key, std)}"
+
+
+def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_samples: int = 1000) -> str:
+    lines = ["| " + " | ".join(title for _, title in COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
+    for g in groups:
+        cells = [g["label"], g["encoding"], str(g["n"])]
+        cells += [cell(k, g["mean"][k], g["std"][k]) for k in NUMERIC]
+        cells.append("baseline" if g["is_baseline"] else fmt("p_value", g["p_value"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    runs = [r for g in groups for r in g["runs"]]
+    lines.append("")
+    if any(g["n"] > 1 for g in groups):
+        lines.append("Figures are mean ± sample standard deviation over a configuration's seeds (`seeds`).")
+    if baseline is not None and any(g["p_value"] is not None for g in groups):
+        lines.append(f"p vs baseline: paired bootstrap resampling of test sacreBLEU ({n_samples:,} resamples, "
+                     f"sacrebleu.significance), first seed of each configuration against `{baseline['label']}`; "
+                     f"p < 0.05 means the difference is unlikely to be chance on this test set.")
+    signatures = sorted({r["sacrebleu_signature"] for r in runs if r.get("sacrebleu_signature")})
     if signatures:
-        lines += ["", "sacreBLEU signature: " + "; ".join(f"`{s}`" for s in signatures)]
-    tokenizations = sorted({r["nltk_tokenization"] for r in rows if r.get("nltk_tokenization")})
+        lines.append("sacreBLEU signature: " + "; ".join(f"`{s}`" for s in signatures))
+    tokenizations = sorted({r["nltk_tokenization"] for r in runs if r.get("nltk_tokenization")})
     if tokenizations:
-        lines += ["nltk BLEU-4 is corpus BLEU on word tokens (" + "; ".join(tokenizations) + "), in [0, 1]."]
-    return "\n".join(lines)
+        lines.append("nltk BLEU-4 is corpus BLEU on word tokens (" + "; ".join(tokenizations) + "), in [0, 1].")
+    return "\n".join(lines).rstrip()
 
 
-def bucket_table(rows: list[dict]) -> str:
-    """Test sacreBLEU per source-length bucket (subword tokens), one row per run; empty if none has buckets."""
-    runs = [r for r in rows if r.get("by_source_length")]
-    if not runs:
+def bucket_table(groups: list[dict]) -> str:
+    """Test sacreBLEU per source-length bucket (subword tokens), one row per configuration; empty if none."""
+    rows = [g for g in groups if g["by_source_length"]]
+    if not rows:
         return ""
-    labels = [b["bucket"] for b in runs[0]["by_source_length"]]
-    counts = {b["bucket"]: b["num_sentences"] for b in runs[0]["by_source_length"]}
-    lines = ["| run | encoding | " + " | ".join(f"{lab} (n={counts[lab]})" for lab in labels) + " |",
+    labels = [b["bucket"] for b in rows[0]["by_source_length"]]
+    counts = {b["bucket"]: b["num_sentences"] for b in rows[0]["by_source_length"]}
+    lines = ["| config | encoding | " + " | ".join(f"{lab} (n={counts[lab]})" for lab in labels) + " |",
              "|---|---|" + "|".join("---" for _ in labels) + "|"]
-    for r in runs:
-        by = {b["bucket"]: b["sacrebleu"] for b in r["by_source_length"]}
-        lines.append(f"| {r['run']} | {r['encoding']} | "
-                     + " | ".join(fmt("sacrebleu", by.get(lab)) for lab in labels) + " |")
+    for g in rows:
+        by = {b["bucket"]: b for b in g["by_source_length"]}
+        lines.append(f"| {g['label']} | {g['encoding']} | " + " | ".join(
+            cell("sacrebleu", by[lab]["mean"], by[lab]["std"]) if lab in by else "–" for lab in labels) + " |")
     return "Test sacreBLEU by source length (subword tokens):\n\n" + "\n".join(lines)
+
+
+def csv_rows(groups: list[dict]) -> tuple[list[str], list[dict]]:
+    fields = ["label", "encoding", "n"] + [f for k in NUMERIC for f in (k, f"{k}_std")] + \
+             ["p_value", "is_baseline", "runs", "sacrebleu_signature"]
+    rows = []
+    for g in groups:
+        row = {"label": g["label"], "encoding": g["encoding"], "n": g["n"], "p_value": g["p_value"],
+               "is_baseline": g["is_baseline"], "runs": ";".join(r["run"] for r in g["runs"]),
+               "sacrebleu_signature": g["runs"][0].get("sacrebleu_signature")}
+        for k in NUMERIC:
+            row[k], row[f"{k}_std"] = g["mean"][k], g["std"][k]
+        rows.append(row)
+    return fields, rows
+
+
+def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) -> dict:
+    per_run = ("run", "seed", *NUMERIC)
+    return {
+        "baseline": baseline["label"] if baseline else None,
+        "significance": {"test": "paired bootstrap resampling (sacrebleu.significance.PairedTest)",
+                         "metric": "sacreBLEU", "n_samples": n_samples, "systems": "first seed of each configuration"},
+        "groups": [{"label": g["label"], "encoding": g["encoding"], "n": g["n"], "seeds": g["seeds"],
+                    "runs": [r["run"] for r in g["runs"]], "mean": g["mean"], "std": g["std"],
+                    "p_value": g["p_value"], "is_baseline": g["is_baseline"],
+                    "by_source_length": g["by_source_length"],
+                    "per_run": [{k: r.get(k) for k in per_run} for r in g["runs"]]} for g in groups],
+    }
+
+
+# ----------------------------------------------------------------------------- plots
+
+
+def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
+    """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_curves.png (each only when there is data for it)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stem = prefix.with_suffix("") if prefix.suffix in (".md", ".csv", ".json") else prefix
+    written = []
+
+    def save(fig, suffix: str) -> None:
+        path = stem.with_name(stem.name + suffix)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+
+    scored = [g for g in groups if g["mean"]["sacrebleu"] is not None]
+    if scored:
+        fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(scored) + 2), 3.5))
+        x = range(len(scored))
+        ax.bar(x, [g["mean"]["sacrebleu"] for g in scored], yerr=[g["std"]["sacrebleu"] or 0.0 for g in scored],
+               capsize=4, color=[f"C{i}" for i in x])
+        ax.set_xticks(list(x), [f"{g['label']}\n(n={g['n']})" for g in scored], fontsize=8)
+        ax.set_ylabel("test sacreBLEU")
+        ax.set_title("Test sacreBLEU (mean ± std over seeds)")
+        save(fig, "_bleu.png")
+
+    bucketed = [g for g in groups if g["by_source_length"]]
+    if bucketed:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        labels = [b["bucket"] for b in bucketed[0]["by_source_length"]]
+        for g in bucketed:
+            by = {b["bucket"]: b["mean"] for b in g["by_source_length"]}
+            ax.plot(labels, [by.get(lab) if by.get(lab) is not None else float("nan") for lab in labels],
+                    marker="o", label=g["label"])
+        ax.set_xlabel("source length (subword tokens)")
+        ax.set_ylabel("test sacreBLEU")
+        ax.legend(fontsize=7)
+        save(fig, "_length_buckets.png")
+
+    runs = [(i, j, g, r) for i, g in enumerate(groups) for j, r in enumerate(g["runs"]) if r["valid_events"]]
+    if runs:
+        fig, (loss_ax, bleu_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
+        for i, j, g, r in runs:  # one colour per configuration, one line style per seed
+            style = {"marker": ".", "color": f"C{i % 10}", "linestyle": ("-", "--", ":", "-.")[j % 4],
+                     "label": f"{g['label']} seed {r['seed']}"}
+            loss = [(e["step"], e["valid_loss"]) for e in r["valid_events"] if e.get("valid_loss") is not None]
+            bleu = [(e["step"], e["valid_bleu"]) for e in r["valid_events"] if e.get("valid_bleu") is not None]
+            if loss:
+                loss_ax.plot(*zip(*loss), **style)
+            if bleu:
+                bleu_ax.plot(*zip(*bleu), **style)
+        loss_ax.set(xlabel="step", ylabel="valid loss", title="Validation loss")
+        bleu_ax.set(xlabel="step", ylabel="valid sacreBLEU (greedy)", title="Validation BLEU")
+        loss_ax.legend(fontsize=7)
+        save(fig, "_curves.png")
+    return written
+
+
+# ----------------------------------------------------------------------------- command line
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="run folders or glob patterns (quote them)")
-    parser.add_argument("--output", help="path prefix for <prefix>.md and <prefix>.csv")
+    parser.add_argument("--output", help="path prefix: writes <prefix>.md, .csv, .json and <prefix>_*.png plots")
+    parser.add_argument("--baseline", metavar="NAME_OR_ENCODING",
+                        help="configuration the others are tested against: a config label or an encoding "
+                             "(default: the sinusoidal configuration if present, else the first)")
+    parser.add_argument("--bootstrap_samples", type=int, default=1000, help="paired bootstrap resamples")
+    parser.add_argument("--no_significance", action="store_true",
+                        help="skip the paired bootstrap test (and the same-references check)")
     args = parser.parse_args(argv)
     paths: list[Path] = []
     for pattern in args.runs:
         matches = sorted(glob.glob(pattern)) or [pattern]
         paths += [Path(m) for m in matches]
-    rows = [r for r in (summarise_run(p) for p in paths if p.is_dir()) if r is not None]
+    seen: set = set()
+    rows = []
+    for p in paths:
+        if p.is_dir() and p.resolve() not in seen and (row := summarise_run(p)) is not None:
+            seen.add(p.resolve())
+            rows.append(row)
     if not rows:
-        print(f"error: no run folders (with config.yaml) among {', '.join(args.runs)}")
+        print(f"error: no run folders (with config.yaml) among {', '.join(args.runs)}", file=sys.stderr)
         return 2
-    table = markdown_table(rows)
-    buckets = bucket_table(rows)
+    groups = group_runs(rows)
+    try:
+        baseline = pick_baseline(groups, args.baseline)
+        baseline["is_baseline"] = True
+        if not args.no_significance:
+            add_significance(groups, baseline, args.bootstrap_samples)
+    except CompareError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    table = markdown_table(groups, baseline, args.bootstrap_samples)
+    buckets = bucket_table(groups)
     if buckets:
         table += "\n\n" + buckets
     print(table)
@@ -122,12 +402,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         out = Path(args.output)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.with_suffix(".md").write_text(table + "\n", encoding="utf-8")
+        fields, csv_data = csv_rows(groups)
         with open(out.with_suffix(".csv"), "w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=[k for k, _ in COLUMNS] + ["sacrebleu_signature"],
-                                    extrasaction="ignore")
+            writer = csv.DictWriter(f, fieldnames=fields)
             writer.writeheader()
-            writer.writerows(rows)
-        print(f"\nwrote {out.with_suffix('.md')} and {out.with_suffix('.csv')}")
+            writer.writerows(csv_data)
+        out.with_suffix(".json").write_text(json.dumps(json_report(groups, baseline, args.bootstrap_samples),
+                                                       indent=2) + "\n", encoding="utf-8")
+        plots = write_plots(groups, out)
+        print(f"\nwrote {out.with_suffix('.md')}, {out.with_suffix('.csv')}, {out.with_suffix('.json')}"
+              + "".join(f", {p}" for p in plots))
     return 0
 
 

@@ -1,9 +1,15 @@
 #!/usr/bin/env python
 """Train, test and compare a list of configs in one command (sequential and resumable).
 
-Example (what `make demo` runs):
+Examples:
   python sweep.py configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs/demo/rope.yaml \
-      --output runs/demo/summary
+      --output runs/demo/summary                                   # what `make demo` runs
+  python sweep.py configs/demo/sinusoidal.yaml configs/demo/rope.yaml --seeds 1 2 3 \
+      --output runs/demo/seeds_summary          # runs/demo/<encoding>_seed<N>, one row per config
+
+With --seeds, every config runs once per seed into <run folder>_seed<N> (run folder: runs/<name>,
+or --runs_root/<name>, or the config's own run_dir); without it, once with the config's own seed,
+into its own run folder, as before.
 
 A run whose test/scores.json exists is skipped; a run folder with checkpoints but no scores
 is resumed (training continues from its last checkpoint, then it is tested). Pass --set
@@ -24,19 +30,40 @@ from utils.config import load_config
 from utils.runtime import log
 
 
+def expand_runs(configs: list[str], overrides: list[str], seeds: Optional[list[int]],
+                runs_root: Optional[str]) -> list[tuple[str, list[str]]]:
+    """(config, overrides) per run: one per config, or one per config and seed with its own run folder."""
+    runs = []
+    for config in configs:
+        cfg = load_config(config, overrides)
+        base = Path(cfg.run_dir) if cfg.run_dir else Path(runs_root or "runs") / cfg.name
+        if not seeds:
+            runs.append((config, overrides if cfg.run_dir or not runs_root else [*overrides, f"run_dir={base}"]))
+            continue
+        for seed in seeds:
+            runs.append((config, [*overrides, f"seed={seed}", f"run_dir={base}_seed{seed}"]))
+    return runs
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("configs", nargs="+", help="YAML configs to run, in order")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override applied to every config (repeatable)")
-    parser.add_argument("--output", help="path prefix of the summary table (.md and .csv)")
+    parser.add_argument("--output", help="path prefix of the summary (.md, .csv, .json and plots: see compare.py)")
+    parser.add_argument("--seeds", type=int, nargs="+", metavar="N",
+                        help="run every config once per seed, into <run folder>_seed<N> (default: the config's "
+                             "own seed, into its own run folder)")
+    parser.add_argument("--runs_root", metavar="DIR",
+                        help="put run folders under DIR/<name> instead of runs/<name> (ignored for a config "
+                             "whose run_dir is set)")
     args = parser.parse_args(argv)
     run_dirs = []
-    for config in args.configs:
-        cfg = load_config(config, args.overrides)
+    for config, overrides in expand_runs(args.configs, args.overrides, args.seeds, args.runs_root):
+        cfg = load_config(config, overrides)
         run_dir = cfg.resolved_run_dir
         run_dirs.append(run_dir)
-        sets = [x for o in args.overrides for x in ("--set", o)]
+        sets = [x for o in overrides for x in ("--set", o)]
         if (run_dir / "test" / "scores.json").is_file():
             log(f"sweep: {run_dir} is finished (test/scores.json exists): skipped")
             continue

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Optional
 
+import ignite.distributed as idist
 import torch
 from ignite.engine import Engine, Events
 from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, global_step_from_engine
@@ -30,7 +33,7 @@ from data import make_corpus_loader, prepare_splits, tokenizer_cache_path
 from data.pipeline import Collator, EpochBatchSampler, PairDataset, padding_fraction
 from models import build_model
 from tokenizer import load_or_train_tokenizer
-from utils.checkpoint import RNGState, RunMeta, find_last_checkpoint, read_checkpoint
+from utils.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint, restore_checkpointer
 from utils.cli import add_config_args, main_guard
 from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
 from utils.engine import create_evaluator, create_trainer
@@ -80,19 +83,34 @@ def prepare_run_dir(cfg: ExperimentConfig, resume: bool, overwrite: bool) -> Pat
     return run_dir
 
 
-def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer) -> tuple[DataLoader, DataLoader, EpochBatchSampler]:
+def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1,
+                  rank: int = 0) -> tuple[DataLoader, DataLoader, EpochBatchSampler]:
     t = cfg.training
     collate = Collator(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
     train = splits["train"]
     sampler = EpochBatchSampler([len(s) for s in train.src], [len(s) for s in train.tgt], t.batch_size,
-                                t.max_tokens, shuffle=True, seed=cfg.seed)
+                                t.max_tokens, shuffle=True, seed=cfg.seed, num_replicas=world, rank=rank)
+    # Its own generator: creating an iterator must not draw from the global RNG (exact resume).
     train_loader = DataLoader(PairDataset(train), batch_sampler=sampler, collate_fn=collate,
-                              num_workers=t.num_workers)
+                              num_workers=t.num_workers, generator=torch.Generator().manual_seed(cfg.seed))
     valid = splits["valid"]
     valid_sampler = EpochBatchSampler([len(s) for s in valid.src], [len(s) for s in valid.tgt], t.batch_size,
                                       t.max_tokens, shuffle=False)
-    valid_loader = DataLoader(PairDataset(valid), batch_sampler=valid_sampler, collate_fn=collate)
+    valid_loader = DataLoader(PairDataset(valid), batch_sampler=valid_sampler, collate_fn=collate,
+                              generator=torch.Generator().manual_seed(cfg.seed))
     return train_loader, valid_loader, sampler
+
+
+class Rank0Only:
+    """Forward calls to `target` on rank 0; do nothing on the other ranks (logs, TensorBoard)."""
+
+    def __init__(self, target, active: bool) -> None:
+        self._target, self._active = target, active
+
+    def __getattr__(self, name: str):
+        if self._active:
+            return getattr(self._target, name)
+        return lambda *args, **kwargs: None
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -102,48 +120,79 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.run and not args.resume:
         args.resume = True  # `--run` names an existing run: continue it
     cfg = resolve_config(args)
-    run_dir = prepare_run_dir(cfg, args.resume, args.overwrite)
-    dump_config(cfg, run_dir / "config.yaml")
+    # Under torchrun (WORLD_SIZE > 1): one process per device, nccl on GPUs, gloo on CPUs.
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    backend = None
+    if world > 1:
+        backend = "nccl" if torch.cuda.is_available() and cfg.training.device != "cpu" else "gloo"
+    result: list[int] = []
+    with idist.Parallel(backend=backend) as parallel:
+        parallel.run(train_worker, args, cfg, result)
+    return result[0] if result else 0
+
+
+def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfig, result: list[int]) -> None:
+    """The training run of one process (rank); rank 0 alone writes logs, TensorBoard and checkpoints."""
+    rank, world = idist.get_rank(), idist.get_world_size()
+    is_main = rank == 0
+    say = log if is_main else (lambda message: None)
+    if is_main:
+        run_dir = prepare_run_dir(cfg, args.resume, args.overwrite)
+        dump_config(cfg, run_dir / "config.yaml")
+    idist.barrier()
+    run_dir = cfg.resolved_run_dir
     t = cfg.training
     seed_everything(cfg.seed)
     if t.num_threads:
         torch.set_num_threads(t.num_threads)
-    device = pick_device(t.device)
-    log(f"run folder: {run_dir}  device: {device}  positional encoding: {cfg.model.positional.name}")
+    device = idist.device() if world > 1 else pick_device(t.device)
+    say(f"run folder: {run_dir}  device: {device}  positional encoding: {cfg.model.positional.name}"
+        + (f"  processes: {world} ({idist.backend()})" if world > 1 else ""))
 
+    if not is_main:
+        idist.barrier()  # rank 0 trains the tokenizer and writes the data cache first
     corpus = make_corpus_loader(cfg.data)
-    tokenizer = load_or_train_tokenizer(cfg.tokenizer, lambda: corpus()["train"], run_dir, log,
+    tokenizer = load_or_train_tokenizer(cfg.tokenizer, lambda: corpus()["train"], run_dir, say,
                                         tokenizer_cache_path(cfg))
-    splits = prepare_splits(cfg.data, tokenizer, ("train", "valid"), corpus, log)
-    train_loader, valid_loader, sampler = build_loaders(cfg, splits, tokenizer)
+    splits = prepare_splits(cfg.data, tokenizer, ("train", "valid"), corpus, say)
+    if is_main:
+        idist.barrier()
+    train_loader, valid_loader, sampler = build_loaders(cfg, splits, tokenizer, world, rank)
     pad = tokenizer.pad_id
-    log(f"data: {len(train_loader):,} batches per epoch; target padding "
+    say(f"data: {len(train_loader):,} batches per epoch{' per process' if world > 1 else ''}; target padding "
         f"{padding_fraction(list(sampler), [len(x) for x in splits['train'].tgt]):.1%}")
 
     model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, pad).to(device)
     num_params = model.num_parameters()
-    log(f"model: {num_params:,} parameters")
+    say(f"model: {num_params:,} parameters")
     opt_cls = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
     optimizer = opt_cls(model.parameters(), lr=t.lr, betas=t.betas, eps=t.eps, weight_decay=t.weight_decay)
-    scheduler = build_scheduler(optimizer, t.schedule, len(train_loader))
+    scheduler = build_scheduler(optimizer, t.schedule, max(1, len(train_loader) // t.update_freq))
 
-    trainer = create_trainer(model, optimizer, scheduler, pad, device, t.label_smoothing, t.clip_grad_norm)
+    scaler = torch.amp.GradScaler(device.type) if t.precision == "fp16" else None
+    train_model = idist.auto_model(model) if world > 1 else model  # DistributedDataParallel
+    if t.compile:
+        train_model = torch.compile(train_model)
+    trainer = create_trainer(train_model, optimizer, scheduler, pad, device, t.label_smoothing, t.clip_grad_norm,
+                             t.precision, t.update_freq, scaler, world)
     evaluator = create_evaluator(model, pad, device)
-    metrics_log = JsonlLogger(run_dir / "metrics.jsonl")
+    metrics_log = Rank0Only(JsonlLogger(run_dir / "metrics.jsonl"), is_main)
     meta = RunMeta(to_dict(cfg), tokenizer.state_dict())
     to_save = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "trainer": trainer,
                "rng": RNGState(), "meta": meta}
+    if scaler is not None:
+        to_save["scaler"] = scaler
 
     @trainer.on(Events.EPOCH_STARTED)
     def set_epoch(engine: Engine) -> None:
         sampler.set_epoch(engine.state.epoch)
 
-    # ---- logging: console progress, JSON lines, TensorBoard
+    # ---- logging: console progress, JSON lines, TensorBoard (rank 0)
     from torch.utils.tensorboard import SummaryWriter
-    tb = SummaryWriter(log_dir=str(run_dir / "tb"))
-    if sys.stderr.isatty():  # a live bar on terminals; logs and CI get the periodic lines below
+    tb = Rank0Only(SummaryWriter(log_dir=str(run_dir / "tb")) if is_main else None, is_main)
+    if sys.stderr.isatty() and is_main:  # a live bar on terminals; logs and CI get the periodic lines below
         ProgressBar(persist=False).attach(trainer, output_transform=lambda out: {"loss": out["loss"]})
-    window = {"loss": 0.0, "n": 0, "tokens": 0, "start": time.time()}
+    window = {"loss": 0.0, "n": 0, "tokens": 0, "padded": 0, "start": time.time()}
     recent: collections.deque = collections.deque(maxlen=t.log_every)  # (loss, tokens) of the last steps
 
     @trainer.on(Events.ITERATION_COMPLETED)
@@ -151,23 +200,25 @@ def main(argv: Optional[list[str]] = None) -> int:
         out = engine.state.output
         window["loss"] += out["loss"] * out["ntokens"]
         window["n"] += out["ntokens"]
-        window["tokens"] += out["ntokens"]
+        window["tokens"] += out["ntokens"] * world  # every rank trains on a batch of its own
+        window["padded"] += out["padded_tgt"] * world
         recent.append((out["loss"], out["ntokens"]))
         if engine.state.iteration % t.log_every == 0:
             elapsed = max(1e-9, time.time() - window["start"])
             loss = window["loss"] / max(1, window["n"])
             record = {"step": engine.state.iteration, "epoch": engine.state.epoch, "loss": loss,
-                      "lr": optimizer.param_groups[0]["lr"], "tokens_per_sec": window["tokens"] / elapsed}
+                      "lr": optimizer.param_groups[0]["lr"], "tokens_per_sec": window["tokens"] / elapsed,
+                      "tgt_padding": 1.0 - window["tokens"] / max(1, window["padded"])}
             metrics_log.write("train", **record)
-            tb.add_scalar("train/loss", loss, record["step"])
-            tb.add_scalar("train/lr", record["lr"], record["step"])
-            tb.add_scalar("train/tokens_per_sec", record["tokens_per_sec"], record["step"])
-            window.update(loss=0.0, n=0, tokens=0, start=time.time())
+            for key in ("loss", "lr", "tokens_per_sec", "tgt_padding"):
+                tb.add_scalar(f"train/{key}", record[key], record["step"])
+            window.update(loss=0.0, n=0, tokens=0, padded=0, start=time.time())
             if not sys.stderr.isatty():
-                log(f"step {record['step']} epoch {record['epoch']}: loss={loss:.3f} lr={record['lr']:.2e} "
+                say(f"step {record['step']} epoch {record['epoch']}: loss={loss:.3f} lr={record['lr']:.2e} "
                     f"tokens/s={record['tokens_per_sec']:.0f}")
 
-    # ---- validation: loss/ppl/accuracy, and greedy BLEU every `bleu_every` validations
+    # ---- validation: loss/ppl/accuracy, and greedy BLEU every `bleu_every` validations.
+    # Every rank validates on the whole set (identical results), so checkpoint decisions agree.
     settings = SearchSettings.from_config(cfg.decoding)
     settings.strategy = "greedy"
     valid = splits["valid"]
@@ -194,7 +245,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         for k, v in m.items():
             tb.add_scalar(f"valid/{k.removeprefix('valid_')}", v, step)
         tb.flush()
-        log(f"validation @ step {step} (epoch {engine.state.epoch}): "
+        say(f"validation @ step {step} (epoch {engine.state.epoch}): "
             + "  ".join(f"{k}={v:.4f}" for k, v in m.items()))
         best(evaluator)  # after BLEU is known, so any metric can select checkpoints
         if stopper is not None:
@@ -204,7 +255,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         else Events.EPOCH_COMPLETED
     trainer.add_event_handler(every | Events.COMPLETED, validate)
 
-    # ---- checkpoints: best k by the chosen metric, plus the last
+    # ---- checkpoints: best k by the chosen metric, plus the last ones (DiskSaver writes on rank 0 only)
     saver = DiskSaver(run_dir / "checkpoints", require_empty=False, atomic=True)
     sign = METRIC_SIGN[t.checkpoint_metric]
 
@@ -212,40 +263,51 @@ def main(argv: Optional[list[str]] = None) -> int:
         value = engine.state.metrics.get(t.checkpoint_metric)
         return sign * value if value is not None else float("-inf")
 
+    step_of = global_step_from_engine(trainer, Events.ITERATION_COMPLETED)
     best = Checkpoint(to_save, saver, filename_prefix="best", score_function=score,
-                      score_name=t.checkpoint_metric, n_saved=t.keep_best,
-                      global_step_transform=global_step_from_engine(trainer))
-    last = Checkpoint(to_save, saver, filename_prefix="last", n_saved=1,
-                      global_step_transform=global_step_from_engine(trainer, Events.ITERATION_COMPLETED))
+                      score_name=t.checkpoint_metric, n_saved=t.keep_best, global_step_transform=step_of)
+    last = Checkpoint(to_save, saver, filename_prefix="last", n_saved=t.keep_last, global_step_transform=step_of)
     trainer.add_event_handler(every | Events.COMPLETED, last)
     stopper = EarlyStopping(t.early_stopping_patience, score, trainer) if t.early_stopping_patience else None
 
     # ---- resume
     if args.resume:
-        path = find_last_checkpoint(run_dir)
-        Checkpoint.load_objects({k: v for k, v in to_save.items() if k != "meta"}, read_checkpoint(path))
-        log(f"resumed from {path} at step {trainer.state.iteration} (epoch {trainer.state.epoch})")
+        path, state_dict = read_newest_good_checkpoint(run_dir, say)
+        Checkpoint.load_objects({k: v for k, v in to_save.items() if k != "meta"}, state_dict)
+        say(f"resumed from {path} at step {trainer.state.iteration} (epoch {trainer.state.epoch})")
+        restore_checkpointer(best, run_dir / "checkpoints", "best")
+        restore_checkpointer(last, run_dir / "checkpoints", "last")
         # Mid-epoch: the interrupted epoch's batches continue where they stopped.
         sampler.resume_at(trainer.state.iteration // len(train_loader) + 1, trainer.state.iteration % len(train_loader))
 
     target = {"max_iters": t.max_steps} if t.max_steps is not None else {"max_epochs": t.epochs}
     done = (trainer.state.iteration >= t.max_steps) if t.max_steps is not None else (trainer.state.epoch >= t.epochs)
     if args.resume and done:
-        log(f"{run_dir} already finished training ({trainer.state.iteration} steps); raise training.max_steps "
+        say(f"{run_dir} already finished training ({trainer.state.iteration} steps); raise training.max_steps "
             f"or training.epochs with --set to train longer")
-        return 0
-    metrics_log.write("start", params=num_params, resume=bool(args.resume), step=trainer.state.iteration)
+        return
+
+    def stop_cleanly(signum, frame) -> None:
+        say(f"received signal {signum}: stopping after this step and saving a checkpoint "
+            f"(continue with: python train.py --run {run_dir})")
+        trainer.terminate()
+        signal.signal(signum, signal.SIG_DFL)  # a second signal stops at once
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop_cleanly)
+    metrics_log.write("start", params=num_params, resume=bool(args.resume), step=trainer.state.iteration,
+                      world_size=world)
     start = time.time()
     trainer.run(train_loader, **target)
     tb.close()
     elapsed = time.time() - start
-    previous = sum(r.get("train_seconds", 0.0) for r in metrics_log.read("end"))
+    previous = sum(r.get("train_seconds", 0.0) for r in (metrics_log.read("end") or []))
     metrics_log.write("end", step=trainer.state.iteration, epoch=trainer.state.epoch, train_seconds=elapsed,
                       total_train_seconds=previous + elapsed, params=num_params,
                       final_train_loss=sum(l * n for l, n in recent) / max(1, sum(n for _, n in recent)) if recent
                       else None)
-    log(f"done: {trainer.state.iteration} steps in {elapsed / 60:.1f} min; checkpoints in {run_dir / 'checkpoints'}")
-    return 0
+    say(f"done: {trainer.state.iteration} steps in {elapsed / 60:.1f} min; checkpoints in {run_dir / 'checkpoints'}")
+    result.append(0)
 
 
 if __name__ == "__main__":

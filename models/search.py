@@ -6,6 +6,8 @@ finished hypotheses per sentence, and drops finished sentences from the batch. T
 length is capped at `max_len_a * src_len + max_len_b` tokens (EOS included; and at `max_len_cap`,
 e.g. a learnable encoding's table size), where only EOS
 is allowed at the last step, identically in both searches, so beam size 1 equals greedy.
+`min_len` forbids EOS before that many tokens; `no_repeat_ngram` forbids repeating an n-gram.
+`FullPrefixDecoder` wraps a model to decode without the cache (the whole prefix every step).
 """
 
 from __future__ import annotations
@@ -40,9 +42,24 @@ def _max_lengths(src_mask: Tensor, max_len_a: float, max_len_b: int, max_len_cap
     return (src_lens.float() * max_len_a + max_len_b).long().clamp(min=1, max=max_len_cap)
 
 
-def _mask_specials(logp: Tensor, step: int, limits: Tensor, eos: int, banned: tuple[int, ...]) -> Tensor:
-    """Forbid banned ids (pad, bos); allow only EOS for rows at their length limit."""
+def _ban_repeated_ngrams(logp: Tensor, tokens: Tensor, n: int) -> None:
+    """Forbid tokens that would repeat an n-gram already in the row's prefix (in place).
+    tokens: `[rows, len]` prefix (BOS first); logp: `[rows, vocab]`."""
+    if n <= 0 or tokens.size(1) < n:
+        return
+    windows = tokens.unfold(1, n, 1)  # [rows, num_windows, n]
+    prefix = tokens[:, tokens.size(1) - (n - 1):] if n > 1 else tokens[:, :0]  # [rows, n - 1]
+    match = (windows[:, :, : n - 1] == prefix[:, None, :]).all(dim=-1)  # [rows, num_windows]
+    rows, cols = match.nonzero(as_tuple=True)
+    logp[rows, windows[rows, cols, n - 1]] = float("-inf")
+
+
+def _mask_specials(logp: Tensor, step: int, limits: Tensor, eos: int, banned: tuple[int, ...],
+                   min_len: int = 0) -> Tensor:
+    """Forbid banned ids (pad, bos) and EOS before `min_len`; allow only EOS for rows at their length limit."""
     logp[:, list(banned)] = float("-inf")
+    if step + 1 < min_len:
+        logp[:, eos] = float("-inf")
     at_limit = limits.le(step + 1)  # [rows]
     if at_limit.any():
         eos_logp = logp[at_limit, eos].clone()
@@ -53,7 +70,8 @@ def _mask_specials(logp: Tensor, step: int, limits: Tensor, eos: int, banned: tu
 
 @torch.no_grad()
 def greedy_search(model, src: Tensor, bos: int, eos: int, pad: int, max_len_a: float = 1.5,
-                  max_len_b: int = 10, max_len_cap: Optional[int] = None) -> list[Hypothesis]:
+                  max_len_b: int = 10, max_len_cap: Optional[int] = None, min_len: int = 0,
+                  no_repeat_ngram: int = 0) -> list[Hypothesis]:
     """Pick the most likely token at each step, for a batch `src` `[batch, src_len]`."""
     enc = model.encode(src)
     batch = src.size(0)
@@ -66,7 +84,8 @@ def greedy_search(model, src: Tensor, bos: int, eos: int, pad: int, max_len_a: f
     banned = tuple(sorted({pad, bos} - {eos}))
     for step in range(int(limits.max())):
         logits = model.decode_step(tokens[:, -1:], enc, cache, offset=step)  # [batch, vocab]
-        logp = _mask_specials(torch.log_softmax(logits.float(), dim=-1), step, limits, eos, banned)
+        logp = _mask_specials(torch.log_softmax(logits.float(), dim=-1), step, limits, eos, banned, min_len)
+        _ban_repeated_ngrams(logp, tokens, no_repeat_ngram)
         next_logp, next_tok = logp.max(dim=-1)  # [batch]
         next_tok = next_tok.masked_fill(finished, pad)
         scores += next_logp.masked_fill(finished, 0.0)
@@ -87,7 +106,8 @@ def greedy_search(model, src: Tensor, bos: int, eos: int, pad: int, max_len_a: f
 @torch.no_grad()
 def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int = 5, max_len_a: float = 1.5,
                 max_len_b: int = 10, penalty: str = "wu", alpha: float = 0.6, nbest: int = 1,
-                max_len_cap: Optional[int] = None) -> list[list[Hypothesis]]:
+                max_len_cap: Optional[int] = None, min_len: int = 0,
+                no_repeat_ngram: int = 0) -> list[list[Hypothesis]]:
     """Batched beam search; returns the `nbest` hypotheses per sentence, best first.
 
     Rows are laid out `[batch * beam]`. At each step the top `2 * beam` continuations of each
@@ -115,7 +135,8 @@ def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int
         n = active.numel()
         limits = limits_all[active].repeat_interleave(k)  # [n * beam]
         logits = model.decode_step(tokens[:, -1:], enc, cache, offset=step)  # [n * beam, vocab]
-        logp = _mask_specials(torch.log_softmax(logits.float(), dim=-1), step, limits, eos, banned)
+        logp = _mask_specials(torch.log_softmax(logits.float(), dim=-1), step, limits, eos, banned, min_len)
+        _ban_repeated_ngrams(logp, tokens, no_repeat_ngram)
         vocab = logp.size(-1)
         cand = (beam_scores.view(-1, 1) + logp).view(n, k * vocab)  # [n, beam * vocab]
         top_scores, top_idx = cand.topk(min(2 * k, k * vocab), dim=1)  # [n, 2 * beam]
@@ -155,3 +176,28 @@ def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int
         hyps.sort(key=lambda h: h.normalized_score, reverse=True)
         results.append(hyps[:nbest])
     return results
+
+
+class FullPrefixDecoder:
+    """Decoding without a key/value cache: every step re-runs the decoder on the whole prefix
+    (what the original report did). Same interface as the model, so the same searches run on it;
+    its "cache" only remembers the prefix tokens. For benchmarks and equivalence tests."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def encode(self, src: Tensor):
+        return self.model.encode(src)
+
+    def new_cache(self) -> dict:
+        return {}
+
+    @staticmethod
+    def reorder_cache(cache: dict, index: Tensor) -> None:
+        if "tokens" in cache:
+            cache["tokens"] = cache["tokens"].index_select(0, index)
+
+    def decode_step(self, tokens: Tensor, enc, cache: dict, offset: int) -> Tensor:
+        prefix = tokens if "tokens" not in cache else torch.cat([cache["tokens"], tokens], dim=1)  # [rows, offset + 1]
+        cache["tokens"] = prefix
+        return self.model.decode(prefix, enc)[:, -1]  # [rows, vocab]

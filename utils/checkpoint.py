@@ -71,6 +71,23 @@ def checkpoint_score(path: Path) -> Optional[float]:
     return float(match.group(1)) if match else None
 
 
+_STEP = re.compile(r"_(\d+)(?:_[^_]+=[^_]+)?\.pt$")
+
+
+def checkpoint_step(path: Path) -> Optional[int]:
+    """The training step in a checkpoint's file name (`last_checkpoint_600.pt` -> 600)."""
+    match = _STEP.search(path.name)
+    return int(match.group(1)) if match else None
+
+
+def restore_checkpointer(handler, ckpt_dir: Path, prefix: str) -> None:
+    """Let an Ignite `Checkpoint` handler know the files it wrote before a resume, so that it keeps
+    rotating them (best by the score in the name, last by step) instead of leaving them behind."""
+    rank = checkpoint_score if prefix == "best" else checkpoint_step
+    items = sorted((rank(p), p.name) for p in ckpt_dir.glob(f"{prefix}_*.pt") if rank(p) is not None)
+    handler.load_state_dict({"_saved": items})
+
+
 def find_best_checkpoint(run_dir: str | Path) -> Path:
     """The `best_*.pt` with the highest score (scores are 'higher is better'), else the last one."""
     ckpt_dir = Path(run_dir) / "checkpoints"
@@ -86,6 +103,21 @@ def find_last_checkpoint(run_dir: str | Path) -> Path:
     if not last:
         raise CheckpointError(f"no checkpoint in {ckpt_dir}: has this run trained for at least one epoch?")
     return last[-1]
+
+
+def read_newest_good_checkpoint(run_dir: str | Path, log=print) -> tuple[Path, dict]:
+    """The newest readable `last_*.pt` (then `best_*.pt`); an unreadable one is reported and skipped."""
+    ckpt_dir = Path(run_dir) / "checkpoints"
+    candidates = sorted(ckpt_dir.glob("last_*.pt"), key=lambda p: p.stat().st_mtime, reverse=True)
+    candidates += sorted(ckpt_dir.glob("best_*.pt"), key=lambda p: p.stat().st_mtime, reverse=True)
+    if not candidates:
+        raise CheckpointError(f"no checkpoint in {ckpt_dir}: nothing to resume")
+    for path in candidates:
+        try:
+            return path, read_checkpoint(path)
+        except CheckpointError as e:
+            log(f"warning: {e}; falling back to an older checkpoint")
+    raise CheckpointError(f"no readable checkpoint in {ckpt_dir}")
 
 
 def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, device: str = "cpu"):

@@ -50,6 +50,10 @@ def main_guard(main, argv: Optional[list[str]] = None) -> int:
     except (ConfigError, CheckpointError, CorpusError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except FloatingPointError as e:
+        print(f"error: training diverged ({e}). The checkpoints written before are kept; try a lower "
+              f"training.lr, training.clip_grad_norm, or more warmup, and resume or restart.", file=sys.stderr)
+        return 3
 
 
 def check_model_matches(config_path: str, overrides: list[str], ckpt_cfg, ckpt_path: Path):

@@ -141,7 +141,10 @@ class TrainingConfig:
     eps: float = 1e-8
     weight_decay: float = 0.0
     label_smoothing: float = 0.0
-    clip_grad_norm: Optional[float] = None
+    clip_grad_norm: Optional[float] = None  # applied after unscaling (fp16)
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # autocast dtype (bf16 also runs on CPU)
+    update_freq: int = 1  # gradient accumulation: batches per optimizer update
+    compile: bool = False  # torch.compile the model for training
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     # Validation: loss/perplexity/accuracy every `validate_every_steps` (or every epoch if None),
     # greedy sacreBLEU on `bleu_sentences` validation pairs every `bleu_every` validations.
@@ -151,6 +154,7 @@ class TrainingConfig:
     # Checkpoints: the best `keep_best` by `checkpoint_metric`, plus the last one.
     checkpoint_metric: Literal["valid_loss", "valid_bleu", "valid_accuracy"] = "valid_loss"
     keep_best: int = 1
+    keep_last: int = 2  # newest checkpoints kept (resume falls back to an older one; averaging)
     early_stopping_patience: Optional[int] = None
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     num_threads: Optional[int] = None  # torch CPU threads (None: torch default)
@@ -171,6 +175,8 @@ class DecodingConfig:
     max_len_b: int = 10
     nbest: int = 1
     max_tokens: int = 4000  # token budget per decoding batch (source tokens x beam)
+    min_len: int = 0  # no EOS before this many output tokens
+    no_repeat_ngram: int = 0  # forbid repeating any n-gram of this size (0: off)
 
 
 @dataclass
@@ -397,6 +403,8 @@ def validate(cfg: ExperimentConfig) -> None:
     if (t.batch_size is None) == (t.max_tokens is None):
         raise ConfigError("set exactly one of training.batch_size (sentences) and training.max_tokens "
                           "(token budget); set the other to null")
+    if t.update_freq < 1:
+        raise ConfigError("training.update_freq must be at least 1")
     if not 0.0 <= t.label_smoothing < 1.0:
         raise ConfigError("training.label_smoothing must be in [0, 1)")
     if t.lr <= 0:

@@ -18,24 +18,51 @@ def sequence_loss(logits: Tensor, target: Tensor, pad_id: int, label_smoothing: 
                            label_smoothing=label_smoothing, reduction="sum")
 
 
+AMP_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
 def create_trainer(model, optimizer, scheduler, pad_id: int, device: torch.device, label_smoothing: float,
-                   clip_grad_norm: Optional[float]) -> Engine:
-    """Trainer engine: one optimizer update per batch; returns the mean token loss and token count."""
+                   clip_grad_norm: Optional[float], precision: str = "fp32", update_freq: int = 1,
+                   scaler: Optional["torch.amp.GradScaler"] = None, world_size: int = 1) -> Engine:
+    """Trainer engine. One iteration = one batch; every `update_freq` batches the accumulated
+    gradients are unscaled (fp16), clipped and applied, and the LR schedule advances one update.
+    With several processes (DistributedDataParallel averages gradients over ranks) the summed
+    loss is divided by the tokens of *all* ranks' batches, so a step equals one process on the
+    union of the batches. Returns the batch's mean token loss and token counts."""
+    amp_dtype = AMP_DTYPES[precision]
 
     def train_step(engine: Engine, batch: dict[str, Tensor]) -> dict[str, Any]:
         model.train()
         src, tgt_in, tgt_out = (batch[k].to(device, non_blocking=True) for k in ("src", "tgt_in", "tgt_out"))
         ntokens = int(tgt_out.ne(pad_id).sum())
-        loss = sequence_loss(model(src, tgt_in), tgt_out, pad_id, label_smoothing) / ntokens
+        with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+            logits = model(src, tgt_in)
+        loss_sum = sequence_loss(logits, tgt_out, pad_id, label_smoothing)
+        loss = loss_sum / ntokens
         if not torch.isfinite(loss):
             raise FloatingPointError(f"loss is {loss.item()} at iteration {engine.state.iteration}")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm) if clip_grad_norm else None
-        optimizer.step()
-        scheduler.step()
+        if world_size > 1:
+            import ignite.distributed as idist
+            all_tokens = int(idist.all_reduce(torch.tensor(float(ntokens), device=device)))
+            scaled = loss_sum * world_size / all_tokens / update_freq
+        else:
+            scaled = loss / update_freq
+        (scaler.scale(scaled) if scaler is not None else scaled).backward()
+        grad_norm = None
+        if engine.state.iteration % update_freq == 0:
+            if scaler is not None:
+                scaler.unscale_(optimizer)
+            if clip_grad_norm:
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm))
+            if scaler is not None:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            scheduler.step()
         return {"loss": loss.item(), "ntokens": ntokens, "src_tokens": int(src.ne(pad_id).sum()),
-                "grad_norm": float(grad_norm) if grad_norm is not None else None}
+                "padded_tgt": tgt_out.numel(), "grad_norm": grad_norm}
 
     return Engine(train_step)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -40,6 +41,7 @@ def log(message: str) -> None:
     """Print without breaking tqdm progress bars."""
     from tqdm import tqdm
     tqdm.write(message)
+    sys.stdout.flush()  # lines appear at once in redirected logs too
 
 
 class JsonlLogger:

@@ -25,11 +25,13 @@ class SearchSettings:
     max_len_b: int = 10
     nbest: int = 1
     max_tokens: int = 4000
+    min_len: int = 0
+    no_repeat_ngram: int = 0
 
     @classmethod
     def from_config(cls, cfg) -> "SearchSettings":
         return cls(cfg.strategy, cfg.beam_size, cfg.length_penalty, cfg.alpha, cfg.max_len_a, cfg.max_len_b,
-                   cfg.nbest, cfg.max_tokens)
+                   cfg.nbest, cfg.max_tokens, cfg.min_len, cfg.no_repeat_ngram)
 
 
 @dataclass
@@ -53,10 +55,11 @@ def search_batch(model, src: torch.Tensor, tokenizer, settings: SearchSettings) 
     cap = max_positions(model)
     if settings.strategy == "greedy":
         return [[h] for h in greedy_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id,
-                                           settings.max_len_a, settings.max_len_b, cap)]
+                                           settings.max_len_a, settings.max_len_b, cap, settings.min_len,
+                                           settings.no_repeat_ngram)]
     return beam_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id, settings.beam_size,
                        settings.max_len_a, settings.max_len_b, settings.length_penalty, settings.alpha,
-                       settings.nbest, cap)
+                       settings.nbest, cap, settings.min_len, settings.no_repeat_ngram)
 
 
 def make_batches(lengths: list[int], max_tokens: int, beam: int) -> list[list[int]]:

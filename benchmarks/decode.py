@@ -1,0 +1,187 @@
+#!/usr/bin/env python
+"""Decoding speed and memory: this project's cached search vs no cache vs Hugging Face generate().
+
+All contenders decode the same random source sentences with equal-sized models (6+6 layers,
+d_model 512, 8 heads, FFN 2048, the same vocabulary size, random weights) and the same
+forced output length (EOS forbidden before it, so the work is equal):
+
+  ours greedy / beam-5, with the key/value cache   (models/search.py)
+  ours greedy / beam-5, without the cache           (FullPrefixDecoder: whole prefix each step, as the report did)
+  MarianMTModel.generate(), greedy / num_beams=5    (transformers)
+
+Each case runs in a fresh process so that its peak memory (resident set, or CUDA peak
+allocation on a GPU) is its own. Prints a table and writes benchmarks/results/decode.json with
+`greedy_cached_over_uncached` and `beam5_over_hf_generate` (ratios of sentences/second).
+
+  python benchmarks/decode.py            # full: 32 sentences, 50-token outputs, 3 repeats
+  python benchmarks/decode.py --quick    # under 2 minutes on a 2-core CPU: 8 sentences, 1 repeat
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import platform
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+VOCAB, PAD, BOS, EOS = 8000, 0, 2, 3
+SIZES = dict(d_model=512, num_heads=8, layers=6, ffn_dim=2048)
+
+
+def make_sources(num: int, seed: int = 0):
+    """Random token ids, source lengths 10..30 (the demo corpus' range), right-padded."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(10, 31, (num,), generator=g)
+    src = torch.full((num, int(lengths.max())), PAD, dtype=torch.long)
+    for i, n in enumerate(lengths.tolist()):
+        src[i, :n] = torch.randint(4, VOCAB, (n,), generator=g)
+    return src
+
+
+def build_ours(device: str):
+    import torch
+
+    from models.positional_encodings import SinusoidalPositionalEncoding
+    from models.transformer import Seq2SeqTransformer
+
+    torch.manual_seed(0)
+    d, h = SIZES["d_model"], SIZES["num_heads"]
+    return Seq2SeqTransformer(VOCAB, VOCAB, PAD, SinusoidalPositionalEncoding(d, h, False),
+                              SinusoidalPositionalEncoding(d, h, True), d_model=d, num_heads=h,
+                              num_encoder_layers=SIZES["layers"], num_decoder_layers=SIZES["layers"],
+                              ffn_dim=SIZES["ffn_dim"], dropout=0.1).to(device).eval()
+
+
+def build_marian(device: str):
+    import torch
+    from transformers import MarianConfig, MarianMTModel
+
+    torch.manual_seed(0)
+    cfg = MarianConfig(vocab_size=VOCAB, d_model=SIZES["d_model"], encoder_layers=SIZES["layers"],
+                       decoder_layers=SIZES["layers"], encoder_attention_heads=SIZES["num_heads"],
+                       decoder_attention_heads=SIZES["num_heads"], encoder_ffn_dim=SIZES["ffn_dim"],
+                       decoder_ffn_dim=SIZES["ffn_dim"], max_position_embeddings=512, pad_token_id=PAD,
+                       eos_token_id=EOS, decoder_start_token_id=BOS, forced_eos_token_id=None,
+                       scale_embedding=True, activation_function="relu")
+    return MarianMTModel(cfg).to(device).eval()
+
+
+def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, device: str, queue) -> None:
+    """One contender in its own process: time `repeats` decodes, report throughput and peak memory."""
+    import torch
+
+    from models.search import FullPrefixDecoder, beam_search, greedy_search
+
+    torch.set_num_threads(threads)
+    src = make_sources(num).to(device)
+    beam = 5 if "beam" in case else 1
+    if case.startswith("hf"):
+        model = build_marian(device)
+        mask = src.ne(PAD)
+
+        def decode():
+            out = model.generate(input_ids=src, attention_mask=mask, num_beams=beam, do_sample=False,
+                                 max_new_tokens=out_len, min_new_tokens=out_len, length_penalty=1.0,
+                                 early_stopping=False)
+            return out[:, 1:].ne(PAD).sum().item()  # generated tokens (the start token excluded)
+    else:
+        model = build_ours(device)
+        runner = FullPrefixDecoder(model) if "uncached" in case else model
+        kw = dict(max_len_a=0.0, max_len_b=out_len, min_len=out_len)
+
+        def decode():
+            if beam == 1:
+                hyps = greedy_search(runner, src, BOS, EOS, PAD, **kw)
+            else:
+                hyps = [h[0] for h in beam_search(runner, src, BOS, EOS, PAD, beam_size=beam, **kw)]
+            return sum(len(h.tokens) + 1 for h in hyps)  # + EOS
+
+    with torch.inference_mode():
+        decode()  # warm-up
+        if device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+            torch.cuda.synchronize()
+        times, tokens = [], 0
+        for _ in range(repeats):
+            start = time.perf_counter()
+            tokens = decode()
+            if device == "cuda":
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+    seconds = statistics.median(times)
+    peak = (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    queue.put({"case": case, "beam": beam, "sentences": num, "output_tokens": tokens, "seconds": seconds,
+               "sentences_per_sec": num / seconds, "tokens_per_sec": tokens / seconds, "peak_memory_mb": peak,
+               "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss"})
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small version (< 2 min on 2 CPU cores)")
+    parser.add_argument("--sentences", type=int, help="sentences per decode (default 32, quick 8)")
+    parser.add_argument("--out_len", type=int, default=50, help="forced output length in tokens")
+    parser.add_argument("--repeats", type=int, help="timed repeats per case (median; default 3, quick 1)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--output", default=str(ROOT / "benchmarks" / "results" / "decode.json"))
+    args = parser.parse_args(argv)
+    import torch
+
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    num = args.sentences or (8 if args.quick else 32)
+    repeats = args.repeats or (1 if args.quick else 3)
+    threads = args.threads or torch.get_num_threads()
+    cases = ["ours_greedy_cached", "ours_greedy_uncached", "hf_greedy", "ours_beam5_cached",
+             "ours_beam5_uncached", "hf_beam5"]
+    ctx = mp.get_context("spawn")
+    results = []
+    for case in cases:
+        queue = ctx.Queue()
+        proc = ctx.Process(target=run_case, args=(case, num, args.out_len, repeats, threads, device, queue))
+        proc.start()
+        result = queue.get()
+        proc.join()
+        results.append(result)
+        print(f"  {case:22s} {result['sentences_per_sec']:8.2f} sent/s", flush=True)
+    by = {r["case"]: r for r in results}
+    ratios = {
+        "greedy_cached_over_uncached": by["ours_greedy_cached"]["sentences_per_sec"] / by["ours_greedy_uncached"]["sentences_per_sec"],
+        "beam5_cached_over_uncached": by["ours_beam5_cached"]["sentences_per_sec"] / by["ours_beam5_uncached"]["sentences_per_sec"],
+        "beam5_over_hf_generate": by["ours_beam5_cached"]["sentences_per_sec"] / by["hf_beam5"]["sentences_per_sec"],
+        "greedy_over_hf_generate": by["ours_greedy_cached"]["sentences_per_sec"] / by["hf_greedy"]["sentences_per_sec"],
+    }
+    print(f"\nDecoding {num} sentences, {args.out_len} output tokens each, {device} ({threads} threads)\n")
+    print("| case | beam | sentences/s | target tokens/s | peak memory (MB) |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['case']} | {r['beam']} | {r['sentences_per_sec']:.2f} | {r['tokens_per_sec']:.0f} | "
+              f"{r['peak_memory_mb']:.0f} |")
+    print()
+    for k, v in ratios.items():
+        print(f"{k}: {v:.2f}x")
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    import transformers
+    payload = {"settings": {"sentences": num, "out_len": args.out_len, "repeats": repeats, "threads": threads,
+                            "device": device, "quick": args.quick, **SIZES, "vocab": VOCAB,
+                            "torch": torch.__version__, "transformers": transformers.__version__,
+                            "machine": platform.processor() or platform.machine()},
+               "results": results, **ratios}
+    out.write_text(json.dumps(payload, indent=2) + "\n")
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,227 @@
+#!/usr/bin/env python
+"""Training-step throughput and memory: this project's model vs Hugging Face Marian vs nn.Transformer.
+
+Every contender has the same sizes (6+6 layers, d_model 512, 8 heads, FFN 2048, the same
+vocabulary) and trains on the same random batches: token-budget batches (length-bucketed, as
+train.py builds them) whose sentence lengths follow the shipped corpus (subword lengths
+approximated as 1.3 x whitespace words). A step is forward, token cross-entropy, backward and
+an Adam update. Each case runs in a fresh process (its own peak memory).
+
+Also measured: the machine's dense matmul peak (FLOP/s of a large fp32 matmul) and the FLOPs of
+one training step of this project's model (torch.utils.flop_counter), giving the achieved
+fraction of that peak. Prints a table and writes benchmarks/results/train.json with
+`ratio_vs_marian`, `ratio_vs_nn_transformer` and `fraction_of_matmul_peak`.
+
+  python benchmarks/train.py           # 3,000-token batches, 8 timed steps per case
+  python benchmarks/train.py --quick   # under 2 minutes on 2 CPU cores: 1,000-token batches, 3 steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import multiprocessing as mp
+import platform
+import random
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+VOCAB, PAD, BOS, EOS = 8000, 0, 2, 3
+SIZES = dict(d_model=512, num_heads=8, layers=6, ffn_dim=2048)
+CORPUS = ROOT / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"
+
+
+def make_batches(max_tokens: int, count: int, seed: int = 0):
+    """`count` token-budget batches of random ids with the corpus' length distribution."""
+    import torch
+
+    from data.pipeline import EpochBatchSampler
+
+    rng = random.Random(seed)
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        pairs = [line.rstrip("\n").split("\t")[:2] for line in f]
+    sample = rng.sample(pairs, 20000)
+    tgt_lens = [max(1, round(1.3 * len(en.split()))) for en, _ in sample]
+    src_lens = [max(1, round(1.3 * len(fr.split()))) for _, fr in sample]
+    sampler = EpochBatchSampler(src_lens, tgt_lens, max_tokens=max_tokens, shuffle=True, seed=seed)
+    g = torch.Generator().manual_seed(seed)
+    batches = []
+    for idx in list(sampler)[:count]:
+        s_len, t_len = max(src_lens[i] for i in idx), max(tgt_lens[i] for i in idx) + 1
+        src = torch.full((len(idx), s_len), PAD, dtype=torch.long)
+        tgt = torch.full((len(idx), t_len), PAD, dtype=torch.long)
+        for r, i in enumerate(idx):
+            src[r, : src_lens[i]] = torch.randint(4, VOCAB, (src_lens[i],), generator=g)
+            tgt[r, : tgt_lens[i] + 1] = torch.randint(4, VOCAB, (tgt_lens[i] + 1,), generator=g)
+        tgt_in, tgt_out = tgt.clone(), tgt.clone()
+        tgt_in[:, 0] = BOS
+        batches.append((src, tgt_in[:, :-1], tgt_out[:, 1:]))
+    return batches
+
+
+def build(case: str):
+    """A model and `step_loss(src, tgt_in, tgt_out) -> loss` for each contender."""
+    import torch
+    import torch.nn.functional as F
+
+    d, h, n, ffn = SIZES["d_model"], SIZES["num_heads"], SIZES["layers"], SIZES["ffn_dim"]
+    torch.manual_seed(0)
+
+    def ce(logits, tgt_out):
+        return F.cross_entropy(logits.reshape(-1, VOCAB).float(), tgt_out.reshape(-1), ignore_index=PAD)
+
+    if case.startswith("ours"):
+        from models import build_model
+        from utils.config import ModelConfig, PositionalConfig
+
+        name = case.split("_", 1)[1]
+        model = build_model(ModelConfig(d_model=d, num_heads=h, num_encoder_layers=n, num_decoder_layers=n,
+                                        ffn_dim=ffn, positional=PositionalConfig(name=name)), VOCAB, VOCAB, PAD)
+        return model, lambda s, ti, to: ce(model(s, ti), to)
+    if case == "hf_marian":
+        from transformers import MarianConfig, MarianMTModel
+
+        cfg = MarianConfig(vocab_size=VOCAB, d_model=d, encoder_layers=n, decoder_layers=n, encoder_attention_heads=h,
+                           decoder_attention_heads=h, encoder_ffn_dim=ffn, decoder_ffn_dim=ffn,
+                           max_position_embeddings=512, pad_token_id=PAD, eos_token_id=EOS,
+                           decoder_start_token_id=BOS, activation_function="relu", scale_embedding=True,
+                           dropout=0.1, attention_dropout=0.0, activation_dropout=0.0)
+        model = MarianMTModel(cfg)
+        return model, lambda s, ti, to: ce(model(input_ids=s, attention_mask=s.ne(PAD), decoder_input_ids=ti).logits, to)
+    if case == "nn_transformer":
+        from models.positional_encodings import sinusoidal_table
+
+        class Plain(torch.nn.Module):
+            """nn.Transformer with embeddings, sinusoidal positions and a tied output layer."""
+
+            def __init__(self):
+                super().__init__()
+                self.embed = torch.nn.Embedding(VOCAB, d, padding_idx=PAD)
+                self.core = torch.nn.Transformer(d, h, n, n, ffn, dropout=0.1, batch_first=True)
+
+            def forward(self, src, tgt_in):
+                def emb(x):
+                    return self.embed(x) * math.sqrt(d) + sinusoidal_table(torch.arange(x.size(1)), d)
+                causal = torch.nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1))
+                out = self.core(emb(src), emb(tgt_in), tgt_mask=causal, src_key_padding_mask=src.eq(PAD),
+                                memory_key_padding_mask=src.eq(PAD), tgt_is_causal=True)
+                return out @ self.embed.weight.t()
+
+        model = Plain()
+        return model, lambda s, ti, to: ce(model(s, ti), to)
+    raise ValueError(case)
+
+
+def run_case(case: str, max_tokens: int, steps: int, threads: int, queue) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    batches = make_batches(max_tokens, steps + 1)
+    model, step_loss = build(case)
+    model.train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+
+    def step(batch) -> None:
+        loss = step_loss(*batch)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    step(batches[0])  # warm-up (allocations, kernels)
+    times, tokens = [], 0
+    for batch in batches[1:]:
+        start = time.perf_counter()
+        step(batch)
+        times.append(time.perf_counter() - start)
+        tokens += int(batch[2].ne(PAD).sum())
+    flops = None
+    if case == "ours_sinusoidal":
+        from torch.utils.flop_counter import FlopCounterMode
+        with FlopCounterMode(display=False) as counter:
+            step(batches[1])
+        flops = counter.get_total_flops() / int(batches[1][2].ne(PAD).sum())  # per target token
+    total = sum(times)
+    queue.put({"case": case, "params": sum(p.numel() for p in model.parameters()), "steps": steps,
+               "target_tokens": tokens, "seconds": total, "median_step_seconds": statistics.median(times),
+               "tokens_per_sec": tokens / total, "flops_per_target_token": flops,
+               "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+
+
+def matmul_peak(threads: int, n: int = 2048, repeats: int = 5) -> float:
+    import torch
+
+    torch.set_num_threads(threads)
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * n ** 3 / best
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small version (< 2 min on 2 CPU cores)")
+    parser.add_argument("--max_tokens", type=int, help="token budget per batch (default 3000, quick 1000)")
+    parser.add_argument("--steps", type=int, help="timed steps per case (default 8, quick 3)")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--output", default=str(ROOT / "benchmarks" / "results" / "train.json"))
+    args = parser.parse_args(argv)
+    import torch
+
+    max_tokens = args.max_tokens or (1000 if args.quick else 3000)
+    steps = args.steps or (3 if args.quick else 8)
+    threads = args.threads or torch.get_num_threads()
+    cases = ["ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer"]
+    ctx = mp.get_context("spawn")
+    results = []
+    for case in cases:
+        queue = ctx.Queue()
+        proc = ctx.Process(target=run_case, args=(case, max_tokens, steps, threads, queue))
+        proc.start()
+        results.append(queue.get())
+        proc.join()
+        print(f"  {case:16s} {results[-1]['tokens_per_sec']:8.0f} target tokens/s", flush=True)
+    peak = matmul_peak(threads)
+    by = {r["case"]: r for r in results}
+    ours = by["ours_sinusoidal"]
+    achieved = ours["flops_per_target_token"] * ours["tokens_per_sec"]
+    summary = {"ratio_vs_marian": ours["tokens_per_sec"] / by["hf_marian"]["tokens_per_sec"],
+               "ratio_vs_nn_transformer": ours["tokens_per_sec"] / by["nn_transformer"]["tokens_per_sec"],
+               "rope_ratio_vs_marian": by["ours_rope"]["tokens_per_sec"] / by["hf_marian"]["tokens_per_sec"],
+               "matmul_peak_gflops": peak / 1e9, "achieved_gflops": achieved / 1e9,
+               "fraction_of_matmul_peak": achieved / peak}
+    print(f"\nTraining steps, {max_tokens}-token batches, {steps} timed steps, {threads} threads\n")
+    print("| model | params | target tokens/s | median step (s) | peak RSS (MB) |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['case']} | {r['params'] / 1e6:.1f}M | {r['tokens_per_sec']:.0f} | "
+              f"{r['median_step_seconds']:.2f} | {r['peak_rss_mb']:.0f} |")
+    print()
+    for k, v in summary.items():
+        print(f"{k}: {v:.3f}")
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    import transformers
+    payload = {"settings": {"max_tokens": max_tokens, "steps": steps, "threads": threads, "quick": args.quick,
+                            **SIZES, "vocab": VOCAB, "torch": torch.__version__,
+                            "transformers": transformers.__version__,
+                            "machine": platform.processor() or platform.machine()},
+               "results": results, **summary}
+    out.write_text(json.dumps(payload, indent=2) + "\n")
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,54 @@
+"""Helper for test_distributed.py, launched by torchrun: one training step of the real train step
+(`utils.engine.create_trainer`) under DistributedDataParallel, each rank on its half of a batch."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import ignite.distributed as idist
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from data.pipeline import Collator  # noqa: E402
+from utils.engine import create_trainer  # noqa: E402
+
+
+def tiny_model():
+    from models.positional_encodings import RotaryPositionalEncoding
+    from models.transformer import Seq2SeqTransformer
+
+    torch.manual_seed(0)
+    return Seq2SeqTransformer(30, 30, 0, RotaryPositionalEncoding(16, 2, False), RotaryPositionalEncoding(16, 2, True),
+                              d_model=16, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, ffn_dim=32,
+                              dropout=0.0)
+
+
+def fixed_pairs() -> list[tuple[list[int], list[int]]]:
+    g = torch.Generator().manual_seed(1)
+    lengths = [3, 7, 5, 2, 6, 4, 8, 3]
+    return [(torch.randint(4, 30, (n,), generator=g).tolist(), torch.randint(4, 30, (n + 1,), generator=g).tolist())
+            for n in lengths]
+
+
+def one_step(model, pairs, world_size: int = 1):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    trainer = create_trainer(model, optimizer, scheduler, 0, torch.device("cpu"), 0.1, None, "fp32", 1, None,
+                             world_size)
+    trainer.run([Collator(0, 2, 3)(pairs)], max_epochs=1)
+
+
+def worker(local_rank: int, out: str) -> None:
+    rank, world = idist.get_rank(), idist.get_world_size()
+    model = tiny_model()
+    ddp = idist.auto_model(model)
+    one_step(ddp, fixed_pairs()[rank::world], world)
+    if rank == 0:
+        torch.save(model.state_dict(), out)
+
+
+if __name__ == "__main__":
+    with idist.Parallel(backend="gloo") as parallel:
+        parallel.run(worker, sys.argv[1])

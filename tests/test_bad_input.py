@@ -1,0 +1,66 @@
+"""Odd translation input never crashes a batch, and the tokenizer round-trips arbitrary text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from models.positional_encodings import LearnablePositionalEncoding
+from models.transformer import Seq2SeqTransformer
+from tokenizer import BPETokenizer
+from utils.translate import SearchSettings, translate
+
+FR = ["Bonjour le monde.", "Je t'aime beaucoup.", "Où est la gare ?", "Il fait beau aujourd'hui !",
+      "Hello world.", "I love you very much.", "Where is the station?", "The weather is nice today."]
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> BPETokenizer:
+    return BPETokenizer.train(FR * 20, vocab_size=120)
+
+
+@pytest.fixture(scope="module")
+def model(tokenizer) -> Seq2SeqTransformer:
+    torch.manual_seed(0)
+    v = tokenizer.src_vocab_size
+    return Seq2SeqTransformer(v, v, tokenizer.pad_id, LearnablePositionalEncoding(32, 4, False, 40),
+                              LearnablePositionalEncoding(32, 4, True, 40), d_model=32, num_heads=4,
+                              num_encoder_layers=1, num_decoder_layers=1, ffn_dim=64, dropout=0.0).eval()
+
+
+def test_odd_lines_in_one_batch(tokenizer, model) -> None:
+    torch.set_num_threads(1)
+    lines = ["", "   ", "\t\x00\x07 contrôle", "😀🇫🇷 emoji", "x" * 10_000, "Bonjour le monde. " * 30, "Où est la gare ?"]
+    settings = SearchSettings(strategy="beam", beam_size=2, max_len_a=1.0, max_len_b=5)
+    out = translate(model, tokenizer, lines, settings)
+    assert len(out) == len(lines)
+    assert out[0].text == "" and out[0].error is None  # empty -> empty
+    assert out[1].text == ""  # whitespace only -> empty after normalisation
+    too_long = [o for o in out if o.error]
+    assert too_long and all("max_positions" in o.error for o in too_long)  # a message, not a crash
+    assert out[-1].error is None and out[-1].hypotheses  # the normal line is still translated
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(min_size=0, max_size=60))
+def test_tokenizer_round_trip_never_crashes(tokenizer, text: str) -> None:
+    ids = tokenizer.encode_src(text)
+    assert all(0 <= i < tokenizer.src_vocab_size for i in ids)
+    decoded = tokenizer.decode(ids)
+    assert isinstance(decoded, str)
+    known = set("".join(FR))
+    if text and set(text) <= known and text == " ".join(text.split()):
+        assert decoded == text  # text made of known characters round-trips exactly
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(max_size=30), min_size=1, max_size=4))
+def test_translation_of_random_unicode_never_crashes(tokenizer, model, lines: list[str]) -> None:
+    torch.set_num_threads(1)
+    out = translate(model, tokenizer, lines, SearchSettings(strategy="greedy", max_len_a=0.5, max_len_b=3))
+    assert len(out) == len(lines)
+    assert all(isinstance(o.text, str) for o in out)

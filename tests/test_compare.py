@@ -1,0 +1,156 @@
+"""compare.py over real run folders: two demo configs x two seeds trained and tested by sweep.py.
+
+The runs are tiny (a few training steps on a few hundred pairs), so their scores mean nothing;
+what is checked is that the table reports exactly the runs' own numbers, groups seeds into one
+row per configuration, writes agreeing Markdown/CSV/JSON files and real plots, and that the
+paired bootstrap test behaves (a system against itself is not significant).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+
+import compare
+from test_end_to_end import read_jsonl, run, tiny_overrides
+
+CONFIGS = {"demo/sinusoidal": "configs/demo/sinusoidal.yaml", "demo/rope": "configs/demo/rope.yaml"}
+SEEDS = (1, 2)
+SCORE_KEYS = ("sacrebleu", "chrf", "nltk_bleu4")
+
+
+def sweep_overrides(cache_dir: Path) -> list[str]:
+    """The end-to-end test's tiny settings, minus run_dir (sweep derives one folder per seed)."""
+    sets = tiny_overrides(Path("unused"), cache_dir)
+    values = sets[1::2]
+    return [x for v in values if not v.startswith("run_dir=") for x in ("--set", v)]
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("sweep")
+    proc = run(["sweep.py", *CONFIGS.values(), "--seeds", *map(str, SEEDS), "--runs_root", str(base / "runs"),
+                *sweep_overrides(base / "cache"), "--output", str(base / "summary")])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (base / "stdout.txt").write_text(proc.stdout)
+    return base
+
+
+def run_dir(base: Path, name: str, seed: int) -> Path:
+    return base / "runs" / f"{name}_seed{seed}"
+
+
+def scores_of(base: Path, name: str) -> list[dict]:
+    return [json.loads((run_dir(base, name, s) / "test" / "scores.json").read_text()) for s in SEEDS]
+
+
+def md_row(markdown: str, label: str) -> dict[str, str]:
+    lines = markdown.splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    row = next(line for line in lines if line.startswith(f"| {label} |"))
+    return dict(zip(header, (c.strip() for c in row.strip("|").split("|"))))
+
+
+def test_sweep_trains_each_config_once_per_seed(swept: Path) -> None:
+    for name in CONFIGS:
+        for seed in SEEDS:
+            folder = run_dir(swept, name, seed)
+            assert (folder / "test" / "scores.json").is_file(), folder
+            cfg = (folder / "config.yaml").read_text()
+            assert f"seed: {seed}\n" in cfg and f"run_dir: {folder}" in cfg
+
+
+def test_one_row_per_config_holds_the_runs_own_numbers(swept: Path) -> None:
+    report = json.loads((swept / "summary.json").read_text())
+    groups = {g["label"]: g for g in report["groups"]}
+    assert set(groups) == set(CONFIGS)
+    markdown = (swept / "summary.md").read_text()
+    assert markdown.split("\n\n")[0] in (swept / "stdout.txt").read_text()  # the terminal shows the same table
+    for name, g in groups.items():
+        assert g["n"] == 2 and g["seeds"] == list(SEEDS)
+        assert g["runs"] == [str(run_dir(swept, name, s)) for s in SEEDS]
+        scores = scores_of(swept, name)
+        row = md_row(markdown, name)
+        assert row["seeds"] == "2"
+        for key in SCORE_KEYS:
+            values = [s[key] for s in scores]
+            mean, std = statistics.mean(values), statistics.stdev(values)
+            assert g["mean"][key] == pytest.approx(mean) and g["std"][key] == pytest.approx(std)
+            assert [r[key] for r in g["per_run"]] == values
+        bleu = [s["sacrebleu"] for s in scores]
+        assert row["test sacreBLEU"] == f"{statistics.mean(bleu):.2f} ± {statistics.stdev(bleu):.2f}"
+        speeds = [statistics.mean(r["tokens_per_sec"] for r in read_jsonl(run_dir(swept, name, s) / "metrics.jsonl")
+                                  if r["event"] == "train") for s in SEEDS]
+        assert g["mean"]["tokens_per_sec"] == pytest.approx(statistics.mean(speeds))
+        assert g["std"]["tokens_per_sec"] == pytest.approx(statistics.stdev(speeds))
+        buckets = g["by_source_length"]
+        assert [b["bucket"] for b in buckets] == [b["bucket"] for b in scores[0]["by_source_length"]]
+    # sinusoidal is the default baseline; the other row carries a p-value in (0, 1]
+    assert report["baseline"] == "demo/sinusoidal" and groups["demo/sinusoidal"]["p_value"] is None
+    assert 0.0 < groups["demo/rope"]["p_value"] <= 1.0
+    assert md_row(markdown, "demo/sinusoidal")["p vs baseline"] == "baseline"
+    assert md_row(markdown, "demo/rope")["p vs baseline"] == f"{groups['demo/rope']['p_value']:.3f}"
+    assert "Test sacreBLEU by source length" in markdown
+
+
+def test_csv_and_json_agree(swept: Path) -> None:
+    report = json.loads((swept / "summary.json").read_text())
+    with open(swept / "summary.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["label"] for r in rows] == [g["label"] for g in report["groups"]]
+    for r, g in zip(rows, report["groups"]):
+        assert int(r["n"]) == g["n"] and r["runs"].split(";") == g["runs"]
+        for key in ("sacrebleu", "chrf", "nltk_bleu4", "valid_loss", "params", "tokens_per_sec"):
+            assert float(r[key]) == pytest.approx(g["mean"][key]), key
+            assert float(r[f"{key}_std"]) == pytest.approx(g["std"][key]), key
+        assert (r["p_value"] == "") == (g["p_value"] is None)
+        if g["p_value"] is not None:
+            assert float(r["p_value"]) == pytest.approx(g["p_value"])
+
+
+def test_plots_are_real_images(swept: Path) -> None:
+    import matplotlib.image as mpimg
+
+    for suffix in ("_bleu.png", "_length_buckets.png", "_curves.png"):
+        pixels = mpimg.imread(swept / f"summary{suffix}")
+        assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100, suffix
+        assert pixels[..., :3].std() > 0.01, f"{suffix} is blank"
+
+
+def test_bootstrap_of_a_system_against_itself_is_not_significant(swept: Path) -> None:
+    test_dir = run_dir(swept, "demo/rope", 1) / "test"
+    hyps = (test_dir / "hypotheses.txt").read_text().splitlines()
+    refs = (test_dir / "references.txt").read_text().splitlines()
+    baseline_p, p_same = compare.paired_bootstrap([("run", hyps), ("same run", hyps)], refs)
+    assert baseline_p is None and p_same > 0.05
+    # and the test can tell: the references themselves are far better than a 6-step model
+    _, p_perfect = compare.paired_bootstrap([("run", hyps), ("references", refs)], refs)
+    assert p_perfect < 0.05
+
+
+def test_baseline_option_and_refusal_on_different_references(swept: Path, tmp_path: Path, capsys) -> None:
+    runs = [str(run_dir(swept, n, s)) for n in CONFIGS for s in SEEDS]
+    assert compare.main([*runs, "--baseline", "rope", "--output", str(tmp_path / "by_rope")]) == 0
+    report = json.loads((tmp_path / "by_rope.json").read_text())
+    groups = {g["label"]: g for g in report["groups"]}
+    assert report["baseline"] == "demo/rope" and groups["demo/rope"]["is_baseline"]
+    assert groups["demo/sinusoidal"]["p_value"] is not None
+    assert compare.main([*runs, "--baseline", "alibi"]) == 2
+    assert "matches no configuration" in capsys.readouterr().err
+
+    other = tmp_path / "other_test_set"
+    shutil.copytree(run_dir(swept, "demo/rope", 2), other)
+    refs = (other / "test" / "references.txt").read_text().splitlines()
+    (other / "test" / "references.txt").write_text("\n".join(["A different sentence.", *refs[1:]]) + "\n")
+    assert compare.main([runs[0], str(other)]) == 2
+    assert "references differ" in capsys.readouterr().err
+
+
+def test_seed_suffixes_are_dropped_from_labels() -> None:
+    for name in ("demo/rope_seed2", "demo/rope-s2", "demo/rope/seed2", "demo/rope_seed_12", "demo/rope"):
+        assert compare.config_label(name) == "demo/rope", name

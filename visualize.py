@@ -1,0 +1,245 @@
+#!/usr/bin/env python
+"""Plots of positional encodings and attention, written as PNG files.
+
+Subcommands:
+  pe-heatmap     positions x dimensions of an additive encoding: sinusoidal (computed), or the
+                 trained table of a learnable model (--model_path / --run)
+  pe-mds         2-D classical MDS projection of the learned position vectors, coloured by position
+  pe-similarity  similarity of position i to all others against distance: dot products of
+                 sinusoidal encodings; RoPE's rotated q.k for a constant vector; the bias per head
+                 of ALiBi (computed) or of a trained T5/Shaw model
+  attention      attention maps of a trained model for one sentence pair: encoder self-attention,
+                 decoder self-attention and cross-attention, one grid (layers x heads) each
+
+Examples:
+  python visualize.py pe-heatmap --encoding sinusoidal --out plots/sinusoidal.png
+  python visualize.py pe-heatmap --run runs/demo/learnable --out plots/learnable.png
+  python visualize.py pe-similarity --encoding rope --out plots/rope_similarity.png
+  python visualize.py attention --run runs/demo/rope --src "Je t'aime." --out plots/attention
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+
+from models.positional_encodings import (alibi_slopes, apply_rotary, rope_tables,  # noqa: E402
+                                         sinusoidal_table)
+from utils.cli import main_guard  # noqa: E402
+
+
+def _load(args):
+    from utils.checkpoint import find_best_checkpoint, load_for_inference
+    path = args.model_path or (find_best_checkpoint(args.run) if args.run else None)
+    if path is None:
+        raise SystemExit("error: this plot needs a trained model: --model_path <ckpt.pt> or --run <run folder>")
+    return load_for_inference(path)
+
+
+def _save(fig, out: str) -> None:
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    print(f"wrote {out}")
+
+
+def position_table(args) -> tuple[torch.Tensor, str]:
+    """[positions, d_model] of the chosen additive encoding."""
+    if args.model_path or args.run:
+        _, _, model = _load(args)
+        pe = model.encoder_pe if args.stack == "encoder" else model.decoder_pe
+        if not hasattr(pe, "table"):
+            raise SystemExit(f"error: the model's encoding is {pe.registry_name}: it has no learned table "
+                             f"(use --encoding sinusoidal for the computed one)")
+        n = min(args.positions, pe.max_positions)
+        return pe.table.weight[:n].detach(), f"learnable ({args.stack})"
+    if args.encoding != "sinusoidal":
+        raise SystemExit("error: without a model only --encoding sinusoidal can be computed")
+    return sinusoidal_table(torch.arange(args.positions), args.d_model), "sinusoidal"
+
+
+def cmd_pe_heatmap(args) -> None:
+    table, title = position_table(args)
+    fig, ax = plt.subplots(figsize=(10, 5))
+    im = ax.imshow(table.numpy(), aspect="auto", cmap="RdBu_r", interpolation="nearest")
+    ax.set(xlabel="dimension", ylabel="position", title=f"{title} positional encoding")
+    fig.colorbar(im, ax=ax)
+    _save(fig, args.out)
+
+
+def classical_mds(x: torch.Tensor, dims: int = 2) -> torch.Tensor:
+    """Torgerson MDS: embed points so that Euclidean distances are preserved as well as possible."""
+    d2 = torch.cdist(x.double(), x.double()) ** 2  # [n, n]
+    n = d2.size(0)
+    centering = torch.eye(n, dtype=torch.double) - 1.0 / n
+    gram = -0.5 * centering @ d2 @ centering
+    values, vectors = torch.linalg.eigh(gram)  # ascending
+    values, vectors = values.flip(0)[:dims], vectors.flip(1)[:, :dims]
+    return (vectors * values.clamp(min=0).sqrt()).float()  # [n, dims]
+
+
+def cmd_pe_mds(args) -> None:
+    table, title = position_table(args)
+    coords = classical_mds(table)
+    fig, ax = plt.subplots(figsize=(6, 5))
+    sc = ax.scatter(coords[:, 0], coords[:, 1], c=range(len(coords)), cmap="viridis", s=12)
+    fig.colorbar(sc, ax=ax, label="position")
+    ax.set(title=f"MDS of {title} position vectors", xlabel="MDS 1", ylabel="MDS 2")
+    _save(fig, args.out)
+
+
+def similarity_curves(args) -> tuple[torch.Tensor, dict[str, torch.Tensor], str]:
+    """Distances j - i and one curve per label (heads for the bias families)."""
+    n, i = args.positions, args.position
+    positions = torch.arange(n)
+    rel = positions - i
+    if args.model_path or args.run:
+        _, _, model = _load(args)
+        pe = model.encoder_pe
+        name = pe.registry_name
+        if hasattr(pe, "relative_bias"):
+            bias = pe.self_attention(torch.tensor([i]), positions).bias[:, 0]  # [heads, n]
+            return rel, {f"head {h}": bias[h].detach() for h in range(bias.size(0))}, f"trained {name} bias"
+        if hasattr(pe, "table"):
+            table = pe.table.weight[:n].detach()
+            return rel, {"dot product": table @ table[i]}, "trained learnable"
+        args.encoding = name
+    if args.encoding in ("sinusoidal", "shape"):
+        table = sinusoidal_table(positions, args.d_model)
+        return rel, {"PE(i)·PE(j)": table @ table[i]}, "sinusoidal"
+    if args.encoding == "rope":
+        head_dim = args.d_model // args.heads
+        ones = torch.ones(1, 1, n, head_dim)
+        cos, sin = rope_tables(positions, head_dim, 10000.0, "half")
+        rotated = apply_rotary(ones, cos, sin, "half")[0, 0]  # [n, head_dim]
+        return rel, {"RoPE q·k (q = k = 1)": rotated @ rotated[i]}, "rope"
+    if args.encoding == "alibi":
+        slopes = alibi_slopes(args.heads)
+        return rel, {f"head {h}": -slopes[h] * rel.abs() for h in range(args.heads)}, "alibi"
+    raise SystemExit(f"error: --encoding {args.encoding} needs a trained model (--model_path / --run)")
+
+
+def cmd_pe_similarity(args) -> None:
+    rel, curves, title = similarity_curves(args)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for label, values in curves.items():
+        ax.plot(rel.numpy(), values.numpy(), label=label, linewidth=1.2)
+    ax.set(xlabel=f"relative position j − i (i = {args.position})", ylabel="similarity / bias",
+           title=f"{title}: position {args.position} against all others")
+    ax.legend(fontsize=7, ncol=2)
+    _save(fig, args.out)
+
+
+@torch.no_grad()
+def attention_maps(model, src: torch.Tensor, tgt_in: torch.Tensor) -> dict[str, list[torch.Tensor]]:
+    """Softmax attention of every layer, by kind: each `[heads, q_len, k_len]` (batch of one)."""
+    captured: dict[str, list] = {"encoder self-attention": [], "decoder self-attention": [], "cross-attention": []}
+    hooks = []
+
+    def capture(kind):
+        def hook(module, args, kwargs):
+            captured[kind].append((module, args, kwargs))
+        return hook
+
+    for layer in model.encoder_layers:
+        hooks.append(layer.self_attn.register_forward_pre_hook(capture("encoder self-attention"), with_kwargs=True))
+    for layer in model.decoder_layers:
+        hooks.append(layer.self_attn.register_forward_pre_hook(capture("decoder self-attention"), with_kwargs=True))
+        hooks.append(layer.cross_attn.register_forward_pre_hook(capture("cross-attention"), with_kwargs=True))
+    try:
+        model.decode(tgt_in, model.encode(src))
+    finally:
+        for h in hooks:
+            h.remove()
+    maps: dict[str, list[torch.Tensor]] = {}
+    for kind, calls in captured.items():
+        maps[kind] = []
+        for module, args, kwargs in calls:
+            x = args[0]
+            memory = args[1] if len(args) > 1 else kwargs.get("memory")
+            mask = kwargs.get("attn_mask")
+            if kwargs.get("is_causal") and mask is None:
+                mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
+            weights = module.attention_weights(x, memory, mask, kwargs.get("positions"))
+            maps[kind].append(weights[0])
+    return maps
+
+
+def cmd_attention(args) -> None:
+    from models.search import greedy_search
+
+    cfg, tokenizer, model = _load(args)
+    src_ids = tokenizer.encode_src(args.src)
+    if not src_ids:
+        raise SystemExit("error: --src is empty")
+    src = torch.tensor([src_ids])
+    if args.tgt:
+        tgt_ids = tokenizer.encode_tgt(args.tgt)
+    else:
+        tgt_ids = greedy_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id)[0].tokens
+    tgt_in = torch.tensor([[tokenizer.bos_id, *tgt_ids]])
+    maps = attention_maps(model, src, tgt_in)
+    src_labels = tokenizer.tokens(src_ids, "src")
+    tgt_labels = ["<s>", *tokenizer.tokens(tgt_ids)]
+    axes_labels = {"encoder self-attention": (src_labels, src_labels),
+                   "decoder self-attention": (tgt_labels, tgt_labels), "cross-attention": (tgt_labels, src_labels)}
+    out_dir = Path(args.out)
+    for kind, layers in maps.items():
+        heads = layers[0].size(0)
+        fig, grid = plt.subplots(len(layers), heads, figsize=(2.6 * heads, 2.6 * len(layers)), squeeze=False)
+        rows, cols = axes_labels[kind]
+        for li, weights in enumerate(layers):
+            for h in range(heads):
+                ax = grid[li][h]
+                ax.imshow(weights[h].numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+                ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=5)
+                ax.set_yticks(range(len(rows)), rows, fontsize=5)
+                ax.set_title(f"layer {li + 1} head {h + 1}", fontsize=7)
+        fig.suptitle(f"{kind} ({cfg.model.positional.name})")
+        _save(fig, str(out_dir / f"{kind.replace(' ', '_').replace('-', '_')}.png"))
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p, needs_out: str) -> None:
+        p.add_argument("--model_path", help="a checkpoint (.pt)")
+        p.add_argument("--run", help="a run folder (its best checkpoint)")
+        p.add_argument("--out", default=needs_out, help=f"output PNG (default {needs_out})")
+
+    for name, fn, help_text in (("pe-heatmap", cmd_pe_heatmap, "positions x dimensions heatmap"),
+                                ("pe-mds", cmd_pe_mds, "2-D MDS of position vectors"),
+                                ("pe-similarity", cmd_pe_similarity, "similarity against distance")):
+        p = sub.add_parser(name, help=help_text)
+        common(p, f"plots/{name}.png")
+        p.add_argument("--encoding", default="sinusoidal", choices=["sinusoidal", "shape", "rope", "alibi"],
+                       help="computed encoding when no model is given")
+        p.add_argument("--positions", type=int, default=100, help="number of positions")
+        p.add_argument("--position", type=int, default=50, help="reference position i (pe-similarity)")
+        p.add_argument("--d_model", type=int, default=128)
+        p.add_argument("--heads", type=int, default=8)
+        p.add_argument("--stack", choices=["encoder", "decoder"], default="encoder")
+        p.set_defaults(func=fn)
+    p = sub.add_parser("attention", help="attention maps for a sentence pair")
+    common(p, "plots/attention")
+    p.add_argument("--src", required=True, help="French sentence")
+    p.add_argument("--tgt", help="English sentence (default: the model's greedy translation)")
+    p.set_defaults(func=cmd_attention)
+    args = parser.parse_args(argv)
+    if getattr(args, "position", 0) >= getattr(args, "positions", 1):
+        parser.error("--position must be smaller than --positions")
+    args.func(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_guard(main))
