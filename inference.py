@@ -20,7 +20,7 @@ from typing import Optional
 from utils.checkpoint import load_for_inference
 from utils.cli import add_config_args, check_model_matches, main_guard, resolve_checkpoint
 from utils.runtime import pick_device
-from utils.translate import SearchSettings, translate
+from utils.translate import translate
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -61,7 +61,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     cfg, tokenizer, model = load_for_inference(ckpt, overrides, device=str(device))
     if args.config:
         cfg = check_model_matches(args.config, overrides, cfg, ckpt)
-    settings = SearchSettings.from_config(cfg.decoding)
+    settings = cfg.decoding
     for i, out in enumerate(translate(model, tokenizer, sentences, settings, device)):
         if out.error:
             print(f"warning: line {i + 1}: {out.error}", file=sys.stderr)

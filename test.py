@@ -24,8 +24,9 @@ from data import prepare_splits
 from utils.checkpoint import load_for_inference
 from utils.cli import add_config_args, check_model_matches, main_guard, resolve_checkpoint, run_dir_of_checkpoint
 from utils.metrics import score_by_length, score_subset, score_translations
+from utils.config import to_dict
 from utils.runtime import log, pick_device
-from utils.translate import SearchSettings, translate
+from utils.translate import translate
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -50,7 +51,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it "
                               f"or --output_dir <folder> to keep both")
     split = prepare_splits(cfg.data, tokenizer, (args.split,), log=log)[args.split]
-    settings = SearchSettings.from_config(cfg.decoding)
+    settings = cfg.decoding
     log(f"translating {len(split):,} {args.split} sentences with {ckpt} "
         f"({settings.strategy}, beam {settings.beam_size if settings.strategy == 'beam' else 1})")
     start = time.time()
@@ -60,7 +61,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     hyps = [o.text for o in outputs]
     scores = score_translations(hyps, split.raw_tgt).as_dict()
     scores.update(split=args.split, checkpoint=str(ckpt), positional=cfg.model.positional.name,
-                  decoding=vars(settings), translate_seconds=round(seconds, 2),
+                  decoding=to_dict(settings), translate_seconds=round(seconds, 2),
                   sentences_per_second=round(len(hyps) / max(seconds, 1e-9), 2),
                   failed=[i for i, o in enumerate(outputs) if o.error])
     lengths = [len(ids) for ids in split.src]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import os
 import shutil
 import signal
@@ -40,7 +41,7 @@ from utils.engine import create_evaluator, create_trainer
 from utils.metrics import score_translations
 from utils.runtime import JsonlLogger, log, pick_device, seed_everything
 from utils.schedules import build_scheduler
-from utils.translate import SearchSettings, translate
+from utils.translate import translate
 
 METRIC_SIGN = {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}
 
@@ -219,8 +220,7 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
 
     # ---- validation: loss/ppl/accuracy, and greedy BLEU every `bleu_every` validations.
     # Every rank validates on the whole set (identical results), so checkpoint decisions agree.
-    settings = SearchSettings.from_config(cfg.decoding)
-    settings.strategy = "greedy"
+    settings = dataclasses.replace(cfg.decoding, strategy="greedy")
     valid = splits["valid"]
     n_bleu = len(valid) if t.bleu_sentences is None else min(t.bleu_sentences, len(valid))
     state = {"validations": 0, "last_step": -1}

@@ -19,3 +19,14 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread():
+    """Tiny models run fastest single-threaded (and leave the other core to subprocess runs)."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

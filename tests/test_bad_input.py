@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from models.positional_encodings import LearnablePositionalEncoding
 from models.transformer import Seq2SeqTransformer
 from tokenizer import BPETokenizer
-from utils.translate import SearchSettings, translate
+from utils.config import DecodingConfig
+from utils.translate import translate
 
 FR = ["Bonjour le monde.", "Je t'aime beaucoup.", "Où est la gare ?", "Il fait beau aujourd'hui !",
       "Hello world.", "I love you very much.", "Where is the station?", "The weather is nice today."]
@@ -33,9 +34,8 @@ def model(tokenizer) -> Seq2SeqTransformer:
 
 
 def test_odd_lines_in_one_batch(tokenizer, model) -> None:
-    torch.set_num_threads(1)
     lines = ["", "   ", "\t\x00\x07 contrôle", "😀🇫🇷 emoji", "x" * 10_000, "Bonjour le monde. " * 30, "Où est la gare ?"]
-    settings = SearchSettings(strategy="beam", beam_size=2, max_len_a=1.0, max_len_b=5)
+    settings = DecodingConfig(strategy="beam", beam_size=2, max_len_a=1.0, max_len_b=5)
     out = translate(model, tokenizer, lines, settings)
     assert len(out) == len(lines)
     assert out[0].text == "" and out[0].error is None  # empty -> empty
@@ -60,7 +60,6 @@ def test_tokenizer_round_trip_never_crashes(tokenizer, text: str) -> None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.text(max_size=30), min_size=1, max_size=4))
 def test_translation_of_random_unicode_never_crashes(tokenizer, model, lines: list[str]) -> None:
-    torch.set_num_threads(1)
-    out = translate(model, tokenizer, lines, SearchSettings(strategy="greedy", max_len_a=0.5, max_len_b=3))
+    out = translate(model, tokenizer, lines, DecodingConfig(strategy="greedy", max_len_a=0.5, max_len_b=3))
     assert len(out) == len(lines)
     assert all(isinstance(o.text, str) for o in out)

@@ -20,14 +20,6 @@ ALL_CONFIGS = sorted(list(CONFIG_DIR.rglob("*.yaml")) + list(CONFIG_DIR.rglob("*
 V = 1000
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path

@@ -22,14 +22,6 @@ SHIPPED = ROOT / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"
 ATTRIBUTION = "CC-BY 2.0 (France) Attribution: tatoeba.org #{a} (someone) & #{b} (someone else)"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 # ----------------------------------------------------------------------------- fixtures
 
 

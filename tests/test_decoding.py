@@ -18,16 +18,6 @@ VOCAB = 50
 D_MODEL, HEADS = 32, 4
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    """Tiny models gain nothing from intra-op threads, and thread contention with other jobs on a
-    2-core machine makes them ~20x slower; restore the setting afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def make_model(name: str, seed: int = 0, **options) -> Seq2SeqTransformer:
     """A small eval-mode model whose encoder and decoder use the registered encoding `name`."""
     cfg = PositionalConfig(name=name, max_positions=64, **options)

@@ -19,14 +19,6 @@ from models.transformer import Seq2SeqTransformer
 from utils.config import PositionalConfig
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def test_alibi_slopes_match_the_paper() -> None:
     # Press et al. (2022): for n heads (a power of two) the slopes are 2^(-8/n * i), i = 1..n.
     assert alibi_slopes(8).tolist() == pytest.approx([2 ** -(i + 1) for i in range(8)])

@@ -15,14 +15,6 @@ from utils.metrics import NLTK_TOKENIZATION, nltk_corpus_bleu4, score_translatio
 from utils.schedules import build_scheduler, inverse_sqrt, schedule_factor, warmup_exponential
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 # ----------------------------------------------------------------------------- schedules
 
 

@@ -11,14 +11,6 @@ from models.transformer import Seq2SeqTransformer
 from utils.config import PositionalConfig
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 def tiny(name: str, seed: int = 0) -> Seq2SeqTransformer:
     torch.manual_seed(seed)
     cfg = PositionalConfig(name=name, max_positions=64)

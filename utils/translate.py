@@ -1,6 +1,7 @@
 """Translate lists of sentences: tokenize, batch by token budget (sorted by length), search, detokenize.
 
-Used by inference.py, test.py and validation BLEU, so every path decodes the same way.
+Used by inference.py, test.py and validation BLEU, so every path decodes the same way. The
+settings are the plain `DecodingConfig` dataclass (`decoding:` section of a config).
 """
 
 from __future__ import annotations
@@ -11,27 +12,7 @@ from typing import Callable, Optional
 import torch
 
 from models.search import Hypothesis, beam_search, greedy_search
-
-
-@dataclass
-class SearchSettings:
-    """Plain decoding settings (built from the `decoding` config section by `from_config`)."""
-
-    strategy: str = "beam"
-    beam_size: int = 5
-    length_penalty: str = "wu"
-    alpha: float = 0.6
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-    nbest: int = 1
-    max_tokens: int = 4000
-    min_len: int = 0
-    no_repeat_ngram: int = 0
-
-    @classmethod
-    def from_config(cls, cfg) -> "SearchSettings":
-        return cls(cfg.strategy, cfg.beam_size, cfg.length_penalty, cfg.alpha, cfg.max_len_a, cfg.max_len_b,
-                   cfg.nbest, cfg.max_tokens, cfg.min_len, cfg.no_repeat_ngram)
+from utils.config import DecodingConfig
 
 
 @dataclass
@@ -50,7 +31,7 @@ def max_positions(model) -> Optional[int]:
     return getattr(model.encoder_pe, "max_positions", None)
 
 
-def search_batch(model, src: torch.Tensor, tokenizer, settings: SearchSettings) -> list[list[Hypothesis]]:
+def search_batch(model, src: torch.Tensor, tokenizer, settings: DecodingConfig) -> list[list[Hypothesis]]:
     """Run the configured search on one padded batch `[batch, src_len]`."""
     cap = max_positions(model)
     if settings.strategy == "greedy":
@@ -79,7 +60,7 @@ def make_batches(lengths: list[int], max_tokens: int, beam: int) -> list[list[in
 
 
 @torch.no_grad()
-def translate(model, tokenizer, sentences: list[str], settings: SearchSettings,
+def translate(model, tokenizer, sentences: list[str], settings: DecodingConfig,
               device: torch.device | str = "cpu", progress: Optional[Callable] = None) -> list[Translation]:
     """Translate `sentences` in input order. Empty input gives an empty translation; a sentence
     the model cannot take (e.g. longer than a learnable encoding) gets an error message instead
