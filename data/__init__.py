@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Callable, Optional
 
+from data.parallel_text import CorpusError
 from data.pipeline import CACHE_VERSION, EncodedSplit, cache_key, load_or_encode
 from data.readers import corpus_fingerprint, read_corpus
 
@@ -42,7 +43,7 @@ def prepare_splits(data_cfg, tokenizer, splits: tuple[str, ...] = ("train", "val
         dropped = ", ".join(f"{k}={v}" for k, v in encoded.dropped.items() if v) or "none"
         log(f"data: {split}: {len(encoded):,} pairs ({'cached' if hit else 'encoded'}; dropped: {dropped})")
         if len(encoded) == 0:
-            raise ValueError(f"the {split} split is empty after filtering (dropped: {dropped}); "
+            raise CorpusError(f"the {split} split is empty after filtering (dropped: {dropped}); "
                              f"check data.max_len / data.train_max_src_len and the corpus files")
         out[split] = encoded
     return out

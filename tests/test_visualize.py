@@ -66,3 +66,36 @@ def test_attention_rows_are_distributions(trained_run: Path) -> None:
             assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5), kind
     dec = maps["decoder self-attention"][0]
     assert torch.all(dec.triu(1) == 0)  # causal: no weight on future positions
+
+
+@pytest.fixture(scope="module")
+def trained_family_runs(tmp_path_factory) -> dict[str, Path]:
+    """Tiny trained runs with a learned position table (learnable) and a learned bias (t5_bias)."""
+    from test_end_to_end import run, tiny_overrides
+
+    base = tmp_path_factory.mktemp("families")
+    runs = {}
+    for name in ("learnable", "t5_bias"):
+        run_dir = base / name
+        proc = run(["train.py", "--config", "configs/demo/sinusoidal.yaml", *tiny_overrides(run_dir, base / "cache"),
+                    "--set", f"model.positional.name={name}", "--set", "model.positional.max_positions=130"])
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs[name] = run_dir
+    return runs
+
+
+def test_plots_of_trained_learned_encodings(trained_family_runs: dict[str, Path], tmp_path: Path) -> None:
+    learnable = str(trained_family_runs["learnable"])
+    for command in ("pe-heatmap", "pe-mds", "pe-similarity"):
+        out = tmp_path / f"learnable-{command}.png"
+        assert visualize.main([command, "--run", learnable, "--positions", "40", "--position", "10",
+                               "--out", str(out)]) == 0
+        assert_real_png(out)
+    out = tmp_path / "t5-similarity.png"
+    assert visualize.main(["pe-similarity", "--run", str(trained_family_runs["t5_bias"]), "--positions", "40",
+                           "--position", "10", "--out", str(out)]) == 0
+    assert_real_png(out)
+    attention = tmp_path / "t5-attention"
+    assert visualize.main(["attention", "--run", str(trained_family_runs["t5_bias"]), "--src", "Bonjour !",
+                           "--out", str(attention)]) == 0
+    assert_real_png(attention / "encoder_self_attention.png")
