@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 DEMO_CONFIGS := configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs/demo/rope.yaml
 LENGTH_CONFIGS := $(addprefix configs/length/,sinusoidal.yaml learnable.yaml rope.yaml alibi.yaml t5_bias.yaml shaw.yaml none.yaml shape.yaml)
 
-.PHONY: demo length test test-slow venv clean-demo
+.PHONY: demo length test bench venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +30,10 @@ length: venv
 test: venv
 	$(PY) -m pytest -q
 
-test-slow: venv
-	$(PY) -m pytest -q -m slow
+# Speed benchmarks against peer implementations (tables + benchmarks/results/*.json)
+bench: venv
+	$(PY) benchmarks/decode.py
+	$(PY) benchmarks/train.py
 
 clean-demo:
 	rm -rf runs/demo
