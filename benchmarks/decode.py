@@ -15,13 +15,13 @@ allocation on a GPU) is its own. Prints a table and writes benchmarks/results/de
 
   python benchmarks/decode.py            # full: 32 sentences, 50-token outputs, 3 repeats
   python benchmarks/decode.py --quick    # under 2 minutes on a 2-core CPU: 8 sentences, 1 repeat
+  python benchmarks/decode.py --quick --rounds 3   # every case in 3 fresh processes, medians
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import platform
 import resource
 import statistics
@@ -31,6 +31,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from common import ratio_spread, run_rounds  # noqa: E402
 
 VOCAB, PAD, BOS, EOS = 8000, 0, 2, 3
 SIZES = dict(d_model=512, num_heads=8, layers=6, ffn_dim=2048)
@@ -132,6 +135,9 @@ def main(argv=None) -> int:
     parser.add_argument("--sentences", type=int, help="sentences per decode (default 32, quick 8)")
     parser.add_argument("--out_len", type=int, default=50, help="forced output length in tokens")
     parser.add_argument("--repeats", type=int, help="timed repeats per case (median; default 3, quick 1)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every case this many times, each in a fresh process, order alternating; "
+                             "figures are medians over rounds (default 1)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--output", default=str(ROOT / "benchmarks" / "results" / "decode.json"))
@@ -144,23 +150,15 @@ def main(argv=None) -> int:
     threads = args.threads or torch.get_num_threads()
     cases = ["ours_greedy_cached", "ours_greedy_uncached", "hf_greedy", "ours_beam5_cached",
              "ours_beam5_uncached", "hf_beam5"]
-    ctx = mp.get_context("spawn")
-    results = []
-    for case in cases:
-        queue = ctx.Queue()
-        proc = ctx.Process(target=run_case, args=(case, num, args.out_len, repeats, threads, device, queue))
-        proc.start()
-        result = queue.get()
-        proc.join()
-        results.append(result)
-        print(f"  {case:22s} {result['sentences_per_sec']:8.2f} sent/s", flush=True)
-    by = {r["case"]: r for r in results}
-    ratios = {
-        "greedy_cached_over_uncached": by["ours_greedy_cached"]["sentences_per_sec"] / by["ours_greedy_uncached"]["sentences_per_sec"],
-        "beam5_cached_over_uncached": by["ours_beam5_cached"]["sentences_per_sec"] / by["ours_beam5_uncached"]["sentences_per_sec"],
-        "beam5_over_hf_generate": by["ours_beam5_cached"]["sentences_per_sec"] / by["hf_beam5"]["sentences_per_sec"],
-        "greedy_over_hf_generate": by["ours_greedy_cached"]["sentences_per_sec"] / by["hf_greedy"]["sentences_per_sec"],
-    }
+    by = run_rounds(cases, run_case, (num, args.out_len, repeats, threads, device), args.rounds,
+                    "sentences_per_sec", "sent/s")
+    results = [by[c] for c in cases]
+    pairs = {"greedy_cached_over_uncached": ("ours_greedy_cached", "ours_greedy_uncached"),
+             "beam5_cached_over_uncached": ("ours_beam5_cached", "ours_beam5_uncached"),
+             "beam5_over_hf_generate": ("ours_beam5_cached", "hf_beam5"),
+             "greedy_over_hf_generate": ("ours_greedy_cached", "hf_greedy")}
+    spreads = {name: ratio_spread(by, a, b, "sentences_per_sec") for name, (a, b) in pairs.items()}
+    ratios = {name: sp["ratio"] for name, sp in spreads.items()}
     print(f"\nDecoding {num} sentences, {args.out_len} output tokens each, {device} ({threads} threads)\n")
     print("| case | beam | sentences/s | target tokens/s | peak memory (MB) |")
     print("|---|---|---|---|---|")
@@ -169,15 +167,18 @@ def main(argv=None) -> int:
               f"{r['peak_memory_mb']:.0f} |")
     print()
     for k, v in ratios.items():
-        print(f"{k}: {v:.2f}x")
+        rounds = ", ".join(f"{x:.2f}" for x in spreads[k]["per_round"])
+        print(f"{k}: {v:.2f}x" + (f"   (per round: {rounds})" if args.rounds > 1 else ""))
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     import transformers
-    payload = {"settings": {"sentences": num, "out_len": args.out_len, "repeats": repeats, "threads": threads,
+    payload = {"settings": {"sentences": num, "out_len": args.out_len, "repeats": repeats, "rounds": args.rounds,
+                            "threads": threads,
                             "device": device, "quick": args.quick, **SIZES, "vocab": VOCAB,
                             "torch": torch.__version__, "transformers": transformers.__version__,
                             "machine": platform.processor() or platform.machine()},
-               "results": results, **ratios}
+               "results": results, **ratios,
+               "ratios_per_round": {k: sp["per_round"] for k, sp in spreads.items()}}
     out.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"\nwrote {out}")
     return 0

@@ -5,7 +5,11 @@ Every contender has the same sizes (6+6 layers, d_model 512, 8 heads, FFN 2048, 
 vocabulary) and trains on the same random batches: token-budget batches (length-bucketed, as
 train.py builds them) whose sentence lengths follow the shipped corpus (subword lengths
 approximated as 1.3 x whitespace words). A step is forward, token cross-entropy, backward and
-an Adam update. Each case runs in a fresh process (its own peak memory).
+an Adam update. Each case runs in a fresh process (its own peak memory). Dropout is placed alike:
+p = 0.1 on embeddings, on each sub-layer output and inside the feed-forward block, none on
+attention weights (ours: model defaults; Marian: dropout = activation_dropout = 0.1,
+attention_dropout = 0); nn.Transformer cannot switch off its attention-weight dropout, so it
+does a little more work.
 
 Also measured: the machine's dense matmul peak (FLOP/s of a large fp32 matmul) and the FLOPs of
 one training step of this project's model (torch.utils.flop_counter), giving the achieved
@@ -14,6 +18,7 @@ fraction of that peak. Prints a table and writes benchmarks/results/train.json w
 
   python benchmarks/train.py           # 3,000-token batches, 8 timed steps per case
   python benchmarks/train.py --quick   # under 2 minutes on 2 CPU cores: 1,000-token batches, 3 steps
+  python benchmarks/train.py --rounds 3  # every case in 3 fresh processes, medians (timings vary ~10%)
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ import argparse
 import gzip
 import json
 import math
-import multiprocessing as mp
 import platform
 import random
 import resource
@@ -33,6 +37,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from common import ratio_spread, run_rounds  # noqa: E402
 
 VOCAB, PAD, BOS, EOS = 8000, 0, 2, 3
 SIZES = dict(d_model=512, num_heads=8, layers=6, ffn_dim=2048)
@@ -93,7 +100,7 @@ def build(case: str):
                            decoder_attention_heads=h, encoder_ffn_dim=ffn, decoder_ffn_dim=ffn,
                            max_position_embeddings=512, pad_token_id=PAD, eos_token_id=EOS,
                            decoder_start_token_id=BOS, activation_function="relu", scale_embedding=True,
-                           dropout=0.1, attention_dropout=0.0, activation_dropout=0.0)
+                           dropout=0.1, attention_dropout=0.0, activation_dropout=0.1)
         model = MarianMTModel(cfg)
         return model, lambda s, ti, to: ce(model(input_ids=s, attention_mask=s.ne(PAD), decoder_input_ids=ti).logits, to)
     if case == "nn_transformer":
@@ -174,6 +181,9 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small version (< 2 min on 2 CPU cores)")
     parser.add_argument("--max_tokens", type=int, help="token budget per batch (default 3000, quick 1000)")
     parser.add_argument("--steps", type=int, help="timed steps per case (default 8, quick 3)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every case this many times, each in a fresh process, order alternating; "
+                             "figures are medians over rounds (default 1)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--output", default=str(ROOT / "benchmarks" / "results" / "train.json"))
     args = parser.parse_args(argv)
@@ -183,22 +193,16 @@ def main(argv=None) -> int:
     steps = args.steps or (3 if args.quick else 8)
     threads = args.threads or torch.get_num_threads()
     cases = ["ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer"]
-    ctx = mp.get_context("spawn")
-    results = []
-    for case in cases:
-        queue = ctx.Queue()
-        proc = ctx.Process(target=run_case, args=(case, max_tokens, steps, threads, queue))
-        proc.start()
-        results.append(queue.get())
-        proc.join()
-        print(f"  {case:16s} {results[-1]['tokens_per_sec']:8.0f} target tokens/s", flush=True)
+    by = run_rounds(cases, run_case, (max_tokens, steps, threads), args.rounds, "tokens_per_sec", "target tokens/s")
+    results = [by[c] for c in cases]
     peak = matmul_peak(threads)
-    by = {r["case"]: r for r in results}
     ours = by["ours_sinusoidal"]
     achieved = ours["flops_per_target_token"] * ours["tokens_per_sec"]
-    summary = {"ratio_vs_marian": ours["tokens_per_sec"] / by["hf_marian"]["tokens_per_sec"],
-               "ratio_vs_nn_transformer": ours["tokens_per_sec"] / by["nn_transformer"]["tokens_per_sec"],
-               "rope_ratio_vs_marian": by["ours_rope"]["tokens_per_sec"] / by["hf_marian"]["tokens_per_sec"],
+    pairs = {"ratio_vs_marian": ("ours_sinusoidal", "hf_marian"),
+             "ratio_vs_nn_transformer": ("ours_sinusoidal", "nn_transformer"),
+             "rope_ratio_vs_marian": ("ours_rope", "hf_marian")}
+    spreads = {name: ratio_spread(by, a, b, "tokens_per_sec") for name, (a, b) in pairs.items()}
+    summary = {**{name: sp["ratio"] for name, sp in spreads.items()},
                "matmul_peak_gflops": peak / 1e9, "achieved_gflops": achieved / 1e9,
                "fraction_of_matmul_peak": achieved / peak}
     print(f"\nTraining steps, {max_tokens}-token batches, {steps} timed steps, {threads} threads\n")
@@ -209,15 +213,18 @@ def main(argv=None) -> int:
               f"{r['median_step_seconds']:.2f} | {r['peak_rss_mb']:.0f} |")
     print()
     for k, v in summary.items():
-        print(f"{k}: {v:.3f}")
+        rounds = ", ".join(f"{x:.3f}" for x in spreads[k]["per_round"]) if k in spreads else ""
+        print(f"{k}: {v:.3f}" + (f"   (per round: {rounds})" if rounds and args.rounds > 1 else ""))
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     import transformers
-    payload = {"settings": {"max_tokens": max_tokens, "steps": steps, "threads": threads, "quick": args.quick,
+    payload = {"settings": {"max_tokens": max_tokens, "steps": steps, "rounds": args.rounds, "threads": threads,
+                            "quick": args.quick,
                             **SIZES, "vocab": VOCAB, "torch": torch.__version__,
                             "transformers": transformers.__version__,
                             "machine": platform.processor() or platform.machine()},
-               "results": results, **summary}
+               "results": results, **summary,
+               "ratios_per_round": {k: sp["per_round"] for k, sp in spreads.items()}}
     out.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"\nwrote {out}")
     return 0

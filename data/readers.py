@@ -9,7 +9,9 @@ Sources:
 
 from __future__ import annotations
 
+import functools
 import gzip
+import hashlib
 import random
 from pathlib import Path
 
@@ -78,14 +80,29 @@ def read_corpus(cfg) -> dict[str, Pairs]:
     return splits
 
 
+@functools.lru_cache(maxsize=64)
+def _content_hash(path: str, size: int, mtime_ns: int, ctime_ns: int, inode: int) -> str:
+    """sha256 of a file's bytes, memoised per file state within a process. The state includes
+    the inode change time, which every write updates and `touch`/`utime` cannot set back."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_id(p: str) -> str:
+    """A file's identity for cache keys: its content hash, so an edit that keeps the size and
+    the timestamp still invalidates the cache, and a moved checkout still reuses it."""
+    path = Path(p)
+    if not path.is_file():
+        return p
+    st = path.stat()
+    return "sha256:" + _content_hash(str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
 def corpus_fingerprint(cfg) -> dict:
     """Everything about the corpus source that changes what `read_corpus` returns (for cache keys)."""
-    def file_id(p: str) -> str:
-        path = Path(p)
-        if not path.exists():
-            return p
-        st = path.stat()
-        return f"{path.resolve()}:{st.st_size}:{int(st.st_mtime)}"
 
     info = {k: getattr(cfg, k) for k in ("source", "src_lang", "tgt_lang", "max_train_pairs", "split_seed")}
     if cfg.source == "tatoeba":

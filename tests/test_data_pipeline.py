@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import random
 from collections import Counter
 from pathlib import Path
@@ -211,6 +212,22 @@ def test_corpus_fingerprint_tracks_the_file(tatoeba_file):
     with gzip.open(path, "at", encoding="utf-8") as f:
         f.write("One more.\tEncore une.\tx\n")
     assert corpus_fingerprint(cfg) != fp
+
+
+def test_corpus_fingerprint_sees_edits_that_keep_size_and_timestamp(tmp_path: Path):
+    """The report's stale cache: an edited corpus must never reuse encodings of the old one."""
+    path = tmp_path / "pairs.tsv"
+    path.write_text("Hello.\tBonjour.\n", encoding="utf-8")
+    cfg = DataConfig(source="tatoeba", path=str(path), valid_size=1, test_size=1)
+    before, stat = corpus_fingerprint(cfg), path.stat()
+    path.write_text("Hellp.\tBonjour.\n", encoding="utf-8")  # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same timestamp
+    assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+    after = corpus_fingerprint(cfg)
+    assert after != before
+    moved = tmp_path / "moved.tsv"
+    path.rename(moved)  # a moved (or re-cloned) corpus keeps its identity: caches are reused
+    assert corpus_fingerprint(DataConfig(source="tatoeba", path=str(moved), valid_size=1, test_size=1)) == after
 
 
 def test_load_or_encode_writes_once_then_reuses(tmp_path: Path):

@@ -1,0 +1,43 @@
+"""Shared by the benchmark scripts: run each case in its own process, over several rounds.
+
+Timings of one process on a shared 2-core machine vary by 10-15% from process to process, so
+a case is run once per round in a fresh process, the case order alternating between rounds
+(forward, reversed, ...) so that slow drifts hit every case alike; a case's figure is the
+median over rounds, and each ratio is also reported per round (its spread shows the noise).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import statistics
+from typing import Callable
+
+
+def run_rounds(cases: list[str], target: Callable, args: tuple, rounds: int, key: str,
+               unit: str) -> dict[str, dict]:
+    """`target(case, *args, queue)` puts one result dict; returns per case the median-`key` result
+    (the round whose `key` is the median, plus `rounds_<key>`: every round's value)."""
+    ctx = mp.get_context("spawn")
+    per_case: dict[str, list[dict]] = {c: [] for c in cases}
+    for r in range(rounds):
+        order = cases if r % 2 == 0 else cases[::-1]
+        for case in order:
+            queue = ctx.Queue()
+            proc = ctx.Process(target=target, args=(case, *args, queue))
+            proc.start()
+            result = queue.get()
+            proc.join()
+            per_case[case].append(result)
+            print(f"  round {r + 1}/{rounds}  {case:22s} {result[key]:9.2f} {unit}", flush=True)
+    out = {}
+    for case, results in per_case.items():
+        values = [res[key] for res in results]
+        median = statistics.median_low(values)
+        out[case] = {**results[values.index(median)], f"rounds_{key}": values}
+    return out
+
+
+def ratio_spread(by: dict[str, dict], num: str, den: str, key: str) -> dict:
+    """Median-over-median ratio and the per-round ratios of two cases."""
+    per_round = [a / b for a, b in zip(by[num][f"rounds_{key}"], by[den][f"rounds_{key}"])]
+    return {"ratio": by[num][key] / by[den][key], "per_round": per_round}
