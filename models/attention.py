@@ -19,6 +19,21 @@ from models.positional_encodings import AttentionPositions, apply_rotary
 LayerCache = dict[str, Tensor]
 
 
+def _fold_groups(q: Tensor, memory_rows: int, attn_mask: Optional[Tensor]) -> tuple[Tensor, Optional[Tensor], int]:
+    """Cross-attention when consecutive query rows share a memory row (the beams of a sentence):
+    fold each group into the query axis, so keys and values are stored and read once per
+    sentence. q `[rows, heads, q_len, d]` -> `[memory_rows, heads, groups * q_len, d]`; a mask
+    that varies along the query axis is repeated to match."""
+    rows, heads, q_len, head_dim = q.shape
+    if rows % memory_rows:
+        raise ValueError(f"{rows} query rows cannot share {memory_rows} memory rows evenly")
+    groups = rows // memory_rows
+    q = q.unflatten(0, (memory_rows, groups)).transpose(1, 2).reshape(memory_rows, heads, groups * q_len, head_dim)
+    if attn_mask is not None and attn_mask.size(-2) > 1:  # one mask row per query position
+        attn_mask = attn_mask.repeat(*([1] * (attn_mask.dim() - 2)), groups, 1)
+    return q, attn_mask, groups
+
+
 class MultiHeadAttention(nn.Module):
     """Self-attention (fused q/k/v projection) or cross-attention (fused k/v over the memory)."""
 
@@ -46,7 +61,9 @@ class MultiHeadAttention(nn.Module):
     def forward(self, x: Tensor, memory: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
                 is_causal: bool = False, positions: Optional[AttentionPositions] = None,
                 cache: Optional[LayerCache] = None) -> Tensor:
-        """x: `[batch, q_len, d_model]`; memory: `[batch, src_len, d_model]` for cross-attention.
+        """x: `[batch, q_len, d_model]`; memory: `[batch, src_len, d_model]` for cross-attention, or
+        `[batch / beams, src_len, d_model]` with the beams of a sentence in consecutive rows
+        (their keys and values are then computed and cached once per sentence).
 
         attn_mask: bool (True = attend) or float (added to scores), broadcastable to
         `[batch, heads, q_len, k_len]`. With `cache`, self-attention appends this call's keys and
@@ -81,9 +98,14 @@ class MultiHeadAttention(nn.Module):
             q = apply_rotary(q, *rotary_q, layout)
         if attn_mask is not None and attn_mask.dtype != torch.bool:
             attn_mask = attn_mask.to(q.dtype)
+        groups = 1
+        if self.cross and k.size(0) != batch:  # beam search: `groups` query rows share one memory row
+            q, attn_mask, groups = _fold_groups(q, k.size(0), attn_mask)  # [sentences, heads, groups * q_len, head_dim]
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=attn_mask, is_causal=is_causal and attn_mask is None,
             dropout_p=self.dropout if self.training else 0.0)  # [batch, heads, q_len, head_dim]
+        if groups > 1:
+            out = out.unflatten(2, (groups, q_len)).transpose(1, 2).flatten(0, 1)  # [batch, heads, q_len, head_dim]
         out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)  # [batch, q_len, d_model]
         return self.out_proj(out)
 

@@ -121,7 +121,7 @@ def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int
     batch, k = src.size(0), beam_size
     enc = model.encode(src)
     limits_all = _max_lengths(enc.src_mask, max_len_a, max_len_b, max_len_cap)  # [batch]
-    enc = enc.index_select(torch.arange(batch, device=device).repeat_interleave(k))  # [batch * beam] rows
+    # enc keeps one row per sentence: the decoder reads it once for the sentence's `beam` rows.
     active = torch.arange(batch, device=device)  # sentence id of each active group
     tokens = torch.full((batch * k, 1), bos, dtype=torch.long, device=device)  # [batch * beam, 1]
     beam_scores = torch.zeros(batch, k, device=device)
@@ -166,9 +166,11 @@ def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int
         rows = (keep[:, None] * k + next_beam[keep]).view(-1)  # [n_keep * beam] rows of the current batch
         tokens = torch.cat([tokens.index_select(0, rows), next_tok[keep].view(-1, 1)], dim=1)  # [n_keep * beam, step + 2]
         beam_scores = next_scores[keep]
-        model.reorder_cache(cache, rows)
-        if keep.numel() < n:
-            enc = enc.index_select(rows)
+        if keep.numel() < n:  # finished sentences leave the batch, with their encoder rows
+            model.reorder_cache(cache, rows, keep)
+            enc = enc.index_select(keep)
+        else:  # beams reordered within their sentences: the cross-attention cache stays as it is
+            model.reorder_cache(cache, rows)
         active = active[keep]
 
     results = []
@@ -193,7 +195,7 @@ class FullPrefixDecoder:
         return {}
 
     @staticmethod
-    def reorder_cache(cache: dict, index: Tensor) -> None:
+    def reorder_cache(cache: dict, index: Tensor, memory_index: Optional[Tensor] = None) -> None:
         if "tokens" in cache:
             cache["tokens"] = cache["tokens"].index_select(0, index)
 

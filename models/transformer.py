@@ -167,6 +167,9 @@ class Seq2SeqTransformer(nn.Module):
                offset: int = 0) -> Tensor:
         """Logits `[batch, tgt_len, vocab]` for target prefix `tgt` `[batch, tgt_len]` starting at `offset`.
 
+        `enc` has one row per target row, or one per group of consecutive target rows (the beams
+        of a sentence): cross-attention then reads each sentence's memory once for its group.
+
         With a cache (from `new_cache()`), `tgt` holds only the new tokens and `offset` the number
         already decoded; keys and values of earlier positions come from the cache.
         """
@@ -204,12 +207,16 @@ class Seq2SeqTransformer(nn.Module):
         return [{"self": {}, "cross": {}} for _ in self.decoder_layers]
 
     @staticmethod
-    def reorder_cache(cache: DecoderCache, index: Tensor) -> None:
-        """Keep/reorder cached rows in place (beam reordering, dropping finished sentences)."""
+    def reorder_cache(cache: DecoderCache, index: Tensor, memory_index: Optional[Tensor] = None) -> None:
+        """Keep/reorder cached rows in place. Self-attention rows follow `index` (beam reordering,
+        dropping finished sentences). The cross-attention cache has one row per encoder row: it
+        follows `memory_index` if given (pass `index` again when the memory has one row per
+        decoder row) and is left as it is otherwise (beams reordered within their sentence)."""
         for layer in cache:
-            for part in layer.values():
-                for key in part:
-                    part[key] = part[key].index_select(0, index)
+            for part, rows in ((layer["self"], index), (layer["cross"], memory_index)):
+                if rows is not None:
+                    for key in part:
+                        part[key] = part[key].index_select(0, rows)
 
     def decode_step(self, tokens: Tensor, enc: EncoderOutput, cache: DecoderCache, offset: int) -> Tensor:
         """Logits `[batch, vocab]` for the next token after `tokens` `[batch, 1]` at position `offset`."""

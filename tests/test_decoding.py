@@ -86,6 +86,35 @@ def test_cached_step_by_step_equals_full_decode(name, options):
         assert layer["cross"]["k"].shape == (3, HEADS, 9, D_MODEL // HEADS)
 
 
+def grouped_cases():
+    """Every encoding, and each family that can also act in cross-attention with that switched on."""
+    cases = encoding_cases()
+    cases += [pytest.param(name, {"cross_attention": True}, id=f"{name}-cross") for name in ("alibi", "t5_bias", "shaw")]
+    return cases
+
+
+@pytest.mark.parametrize("name, options", grouped_cases())
+def test_beams_share_one_memory_row(name, options):
+    """Beam rows read their sentence's single encoder row (cross-attention keys/values computed and
+    cached once per sentence) and get exactly what a memory copied for every beam gives."""
+    model = make_model(name, seed=6, **options)
+    src = mixed_batch([7, 4], seed=6)
+    beams = 3
+    g = torch.Generator().manual_seed(7)
+    tgt = torch.cat([torch.full((6, 1), BOS), torch.randint(4, VOCAB, (6, 5), generator=g)], dim=1)  # [2 * 3, 6]
+    with torch.no_grad():
+        enc = model.encode(src)
+        expanded = enc.index_select(torch.arange(2).repeat_interleave(beams))
+        reference = model.decode(tgt, expanded)
+        torch.testing.assert_close(model.decode(tgt, enc), reference, atol=1e-5, rtol=0)
+        cache = model.new_cache()
+        steps = torch.stack([model.decode_step(tgt[:, s:s + 1], enc, cache, offset=s) for s in range(6)], dim=1)
+        torch.testing.assert_close(steps, reference, atol=1e-5, rtol=0)
+        assert cache[0]["cross"]["k"].size(0) == 2  # one row per sentence, not per beam
+        with pytest.raises(ValueError, match="cannot share"):
+            model.decode(tgt[:5], enc)
+
+
 @pytest.mark.parametrize("name", ["sinusoidal", "rope"])
 def test_cached_decoding_pre_norm_gelu_untied(name):
     """The same equality for the other architecture switches (pre-norm, GELU, separate embeddings)."""
@@ -121,7 +150,7 @@ def test_reorder_cache_follows_rows(name, options):
         enc = model.encode(src)
         cache = model.new_cache()
         model.decode(tgt[:, :4], enc, cache)
-        model.reorder_cache(cache, index)
+        model.reorder_cache(cache, index, index)
         step = model.decode_step(tgt[index, 4:5], enc.index_select(index), cache, offset=4)
         full = model.decode(tgt[index], model.encode(src[index]))
     torch.testing.assert_close(step, full[:, 4], atol=1e-5, rtol=0)
@@ -263,13 +292,14 @@ class TransitionModel:
         return {}
 
     @staticmethod
-    def reorder_cache(cache: dict, index: torch.Tensor) -> None:
+    def reorder_cache(cache: dict, index: torch.Tensor, memory_index=None) -> None:
         cache["history"] = cache["history"].index_select(0, index)
 
     def decode_step(self, tokens: torch.Tensor, enc: FakeEncoderOutput, cache: dict, offset: int) -> torch.Tensor:
         self.calls += 1
         rows = tokens.size(0)
-        assert tokens.shape == (rows, 1) and enc.src_mask.size(0) == rows
+        group = rows // enc.src_mask.size(0)  # beams share their sentence's encoder row
+        assert tokens.shape == (rows, 1) and rows == group * enc.src_mask.size(0)
         history = cache.get("history", torch.empty(rows, 0, dtype=torch.long))
         assert history.shape == (rows, offset)
         if offset == 0:
@@ -277,7 +307,7 @@ class TransitionModel:
         cache["history"] = torch.cat([history, tokens], dim=1)
         logits = torch.full((rows, FAKE_VOCAB), float("-inf"), dtype=torch.float64)
         for r in range(rows):
-            dist = TABLES[int(enc.table[r])].get(int(tokens[r, 0]), UNIFORM)
+            dist = TABLES[int(enc.table[r // group])].get(int(tokens[r, 0]), UNIFORM)
             for tok, p in dist.items():
                 logits[r, tok] = math.log(p)
         return logits
