@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from models.dropout import Dropout
 from models.attention import LayerCache, MultiHeadAttention
 from models.positional_encodings import PositionalEncoding
 
@@ -47,7 +48,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.fc1 = nn.Linear(d_model, ffn_dim)
         self.fc2 = nn.Linear(ffn_dim, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.activation = F.gelu if activation == "gelu" else F.relu
 
     def forward(self, x: Tensor) -> Tensor:
@@ -61,7 +62,7 @@ class EncoderLayer(nn.Module):
         self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout)
         self.ffn = FeedForward(d_model, ffn_dim, dropout, activation)
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, attn_mask: Optional[Tensor], positions) -> Tensor:
@@ -80,7 +81,7 @@ class DecoderLayer(nn.Module):
         self.cross_attn = MultiHeadAttention(d_model, num_heads, attention_dropout, cross=True)
         self.ffn = FeedForward(d_model, ffn_dim, dropout, activation)
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d_model), nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Optional[Tensor], is_causal: bool,
@@ -126,7 +127,7 @@ class Seq2SeqTransformer(nn.Module):
         self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(num_decoder_layers))
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output_proj = nn.Linear(d_model, tgt_vocab_size, bias=False)
         self._reset_parameters()
         if tie_output:
