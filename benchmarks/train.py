@@ -19,6 +19,8 @@ fraction of that peak. Prints a table and writes benchmarks/results/train.json w
   python benchmarks/train.py           # 3,000-token batches, 8 timed steps per case
   python benchmarks/train.py --quick   # under 2 minutes on 2 CPU cores: 1,000-token batches, 3 steps
   python benchmarks/train.py --rounds 3  # every case in 3 fresh processes, medians (timings vary ~10%)
+  python benchmarks/train.py --device cuda --precision bf16 --max_tokens 16000 --steps 30
+      # on a GPU: bf16 autocast, peak memory from torch.cuda, results in train_cuda.json
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def make_batches(max_tokens: int, count: int, seed: int = 0):
     return batches
 
 
-def build(case: str):
+def build(case: str, device: str = "cpu"):
     """A model and `step_loss(src, tgt_in, tgt_out) -> loss` for each contender."""
     import torch
     import torch.nn.functional as F
@@ -92,6 +94,7 @@ def build(case: str):
         name = case.split("_", 1)[1]
         model = build_model(ModelConfig(d_model=d, num_heads=h, num_encoder_layers=n, num_decoder_layers=n,
                                         ffn_dim=ffn, positional=PositionalConfig(name=name)), VOCAB, VOCAB, PAD)
+        model.to(device)
         return model, lambda s, ti, to: ce(model(s, ti), to)
     if case == "hf_marian":
         from transformers import MarianConfig, MarianMTModel
@@ -101,7 +104,7 @@ def build(case: str):
                            max_position_embeddings=512, pad_token_id=PAD, eos_token_id=EOS,
                            decoder_start_token_id=BOS, activation_function="relu", scale_embedding=True,
                            dropout=0.1, attention_dropout=0.0, activation_dropout=0.1)
-        model = MarianMTModel(cfg)
+        model = MarianMTModel(cfg).to(device)
         return model, lambda s, ti, to: ce(model(input_ids=s, attention_mask=s.ne(PAD), decoder_input_ids=ti).logits, to)
     if case == "nn_transformer":
         from models.positional_encodings import sinusoidal_table
@@ -116,37 +119,50 @@ def build(case: str):
 
             def forward(self, src, tgt_in):
                 def emb(x):
-                    return self.embed(x) * math.sqrt(d) + sinusoidal_table(torch.arange(x.size(1)), d)
-                causal = torch.nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1))
+                    pos = sinusoidal_table(torch.arange(x.size(1), device=x.device), d)
+                    return self.embed(x) * math.sqrt(d) + pos.to(x.device)
+                causal = torch.nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1), device=tgt_in.device)
                 out = self.core(emb(src), emb(tgt_in), tgt_mask=causal, src_key_padding_mask=src.eq(PAD),
                                 memory_key_padding_mask=src.eq(PAD), tgt_is_causal=True)
                 return out @ self.embed.weight.t()
 
-        model = Plain()
+        model = Plain().to(device)
         return model, lambda s, ti, to: ce(model(s, ti), to)
     raise ValueError(case)
 
 
-def run_case(case: str, max_tokens: int, steps: int, threads: int, queue) -> None:
+def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, precision: str, queue) -> None:
     import torch
 
     torch.set_num_threads(threads)
-    batches = make_batches(max_tokens, steps + 1)
-    model, step_loss = build(case)
+    batches = [tuple(t.to(device) for t in b) for b in make_batches(max_tokens, steps + 3)]
+    model, step_loss = build(case, device)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    dtype = {"fp32": None, "bf16": torch.bfloat16}[precision]
+
+    def sync() -> None:
+        if device == "cuda":
+            torch.cuda.synchronize()
 
     def step(batch) -> None:
-        loss = step_loss(*batch)
+        with torch.autocast(device, dtype=dtype, enabled=dtype is not None):
+            loss = step_loss(*batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
 
-    step(batches[0])  # warm-up (allocations, kernels)
+    warmup = 3 if device == "cuda" else 1  # allocations, kernels (and cuBLAS heuristics on a GPU)
+    for batch in batches[:warmup]:
+        step(batch)
+    sync()
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
     times, tokens = [], 0
-    for batch in batches[1:]:
+    for batch in batches[warmup:warmup + steps]:
         start = time.perf_counter()
         step(batch)
+        sync()
         times.append(time.perf_counter() - start)
         tokens += int(batch[2].ne(PAD).sum())
     flops = None
@@ -159,19 +175,27 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, queue) -> Non
     queue.put({"case": case, "params": sum(p.numel() for p in model.parameters()), "steps": steps,
                "target_tokens": tokens, "seconds": total, "median_step_seconds": statistics.median(times),
                "tokens_per_sec": tokens / total, "flops_per_target_token": flops,
-               "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+               "peak_mb": (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
+                           else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+               "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss"})
 
 
-def matmul_peak(threads: int, n: int = 2048, repeats: int = 5) -> float:
+def matmul_peak(threads: int, device: str, precision: str, repeats: int = 5) -> float:
+    """FLOP/s of the best of `repeats` large square matmuls in the benchmark's precision."""
     import torch
 
     torch.set_num_threads(threads)
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    a @ b
+    n = 8192 if device == "cuda" else 2048
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
     best = math.inf
-    for _ in range(repeats):
+    for _ in range(repeats + 1):
+        if device == "cuda":
+            torch.cuda.synchronize()
         start = time.perf_counter()
         a @ b
+        if device == "cuda":
+            torch.cuda.synchronize()
         best = min(best, time.perf_counter() - start)
     return 2 * n ** 3 / best
 
@@ -185,17 +209,28 @@ def main(argv=None) -> int:
                         help="run every case this many times, each in a fresh process, order alternating; "
                              "figures are medians over rounds (default 1)")
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--output", default=str(ROOT / "benchmarks" / "results" / "train.json"))
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="cpu (default, the figures in the README) or cuda")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                        help="fp32, or bf16 autocast as training.precision: bf16 does")
+    parser.add_argument("--output", default=None,
+                        help="JSON file (default benchmarks/results/train.json, train_cuda.json on cuda)")
     args = parser.parse_args(argv)
     import torch
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device is visible to torch (install a CUDA build of torch)")
+    args.output = args.output or str(ROOT / "benchmarks" / "results" /
+                                     ("train_cuda.json" if args.device == "cuda" else "train.json"))
 
     max_tokens = args.max_tokens or (1000 if args.quick else 3000)
     steps = args.steps or (3 if args.quick else 8)
     threads = args.threads or torch.get_num_threads()
     cases = ["ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer"]
-    by = run_rounds(cases, run_case, (max_tokens, steps, threads), args.rounds, "tokens_per_sec", "target tokens/s")
+    by = run_rounds(cases, run_case, (max_tokens, steps, threads, args.device, args.precision), args.rounds,
+                    "tokens_per_sec", "target tokens/s")
     results = [by[c] for c in cases]
-    peak = matmul_peak(threads)
+    peak = matmul_peak(threads, args.device, args.precision)
     ours = by["ours_sinusoidal"]
     achieved = ours["flops_per_target_token"] * ours["tokens_per_sec"]
     pairs = {"ratio_vs_marian": ("ours_sinusoidal", "hf_marian"),
@@ -205,12 +240,14 @@ def main(argv=None) -> int:
     summary = {**{name: sp["ratio"] for name, sp in spreads.items()},
                "matmul_peak_gflops": peak / 1e9, "achieved_gflops": achieved / 1e9,
                "fraction_of_matmul_peak": achieved / peak}
-    print(f"\nTraining steps, {max_tokens}-token batches, {steps} timed steps, {threads} threads\n")
-    print("| model | params | target tokens/s | median step (s) | peak RSS (MB) |")
+    where = "cuda" if args.device == "cuda" else f"cpu, {threads} threads"
+    print(f"\nTraining steps, {max_tokens}-token batches, {steps} timed steps, {args.precision}, {where}\n")
+    memory = "peak CUDA memory (MB)" if args.device == "cuda" else "peak RSS (MB)"
+    print(f"| model | params | target tokens/s | median step (s) | {memory} |")
     print("|---|---|---|---|---|")
     for r in results:
         print(f"| {r['case']} | {r['params'] / 1e6:.1f}M | {r['tokens_per_sec']:.0f} | "
-              f"{r['median_step_seconds']:.2f} | {r['peak_rss_mb']:.0f} |")
+              f"{r['median_step_seconds']:.3f} | {r['peak_mb']:.0f} |")
     print()
     for k, v in summary.items():
         rounds = ", ".join(f"{x:.3f}" for x in spreads[k]["per_round"]) if k in spreads else ""
@@ -218,8 +255,10 @@ def main(argv=None) -> int:
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     import transformers
+    device_name = torch.cuda.get_device_name() if args.device == "cuda" else None
     payload = {"settings": {"max_tokens": max_tokens, "steps": steps, "rounds": args.rounds, "threads": threads,
-                            "quick": args.quick,
+                            "quick": args.quick, "device": args.device, "device_name": device_name,
+                            "precision": args.precision,
                             **SIZES, "vocab": VOCAB, "torch": torch.__version__,
                             "transformers": transformers.__version__,
                             "machine": platform.processor() or platform.machine()},
