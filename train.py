@@ -39,7 +39,7 @@ from utils.cli import add_config_args, main_guard
 from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
 from utils.engine import create_evaluator, create_trainer
 from utils.metrics import score_translations
-from utils.runtime import JsonlLogger, log, pick_device, seed_everything
+from utils.runtime import JsonlLogger, log, pick_device, seed_everything, skip_cudnn_attention
 from utils.schedules import build_scheduler
 from utils.translate import translate
 
@@ -147,6 +147,8 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     if t.num_threads:
         torch.set_num_threads(t.num_threads)
     device = idist.device() if world > 1 else pick_device(t.device)
+    if device.type == "cuda":
+        skip_cudnn_attention()
     say(f"run folder: {run_dir}  device: {device}  positional encoding: {cfg.model.positional.name}"
         + (f"  processes: {world} ({idist.backend()})" if world > 1 else ""))
 

@@ -86,6 +86,9 @@ def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, devi
     from models.search import FullPrefixDecoder, beam_search, greedy_search
 
     torch.set_num_threads(threads)
+    if device == "cuda":  # as inference.py does, for both contenders (both attend through SDPA)
+        from utils.runtime import skip_cudnn_attention
+        skip_cudnn_attention()
     src = make_sources(num).to(device)
     beam = 5 if "beam" in case else 1
     if case.startswith("hf"):

@@ -135,6 +135,9 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
     import torch
 
     torch.set_num_threads(threads)
+    if device == "cuda":  # as train.py does, for every contender alike (all three attend through SDPA)
+        from utils.runtime import skip_cudnn_attention
+        skip_cudnn_attention()
     batches = [tuple(t.to(device) for t in b) for b in make_batches(max_tokens, steps + 3)]
     model, step_loss = build(case, device)
     model.train()

@@ -62,3 +62,18 @@ def test_accumulating_two_halves_equals_one_update_on_both() -> None:
     for (name, a), b in zip(accumulated.state_dict().items(), single.state_dict().values()):
         assert torch.allclose(a, b, atol=1e-6), name
     assert not torch.equal(single.state_dict()["output_proj.weight"], tiny_model().state_dict()["output_proj.weight"])
+
+
+def test_cuda_attention_skips_the_cudnn_backend() -> None:
+    """cuDNN attention re-plans on every new batch shape (~0.4 s each on an H100): train.py,
+    test.py and inference.py turn it off on cuda; the flash / efficient kernels stay on."""
+    from utils.runtime import skip_cudnn_attention
+
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    try:
+        torch.backends.cuda.enable_cudnn_sdp(True)
+        skip_cudnn_attention()
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(before)

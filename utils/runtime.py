@@ -22,16 +22,34 @@ def seed_everything(seed: int) -> None:
         pass
 
 
+def skip_cudnn_attention() -> None:
+    """Keep `scaled_dot_product_attention` off its cuDNN backend (flash / memory-efficient instead).
+
+    cuDNN attention builds an execution plan for every new (batch, length) shape: measured on an
+    H100 (torch 2.11, bf16, 6+6 layers, 12k-token batches) about 0.4 s per new shape against a
+    50 ms training step. Token-budget batches have a new shape almost every step of the first
+    epochs, so that backend made training ~9x slower there; without it the first pass over new
+    shapes runs at full speed and repeated shapes are no slower (45 vs 50 ms).
+    """
+    torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 def pick_device(name: str = "auto") -> torch.device:
-    """`auto` picks cuda, then mps, then cpu; an explicit device that is missing is an error."""
+    """`auto` picks cuda, then mps, then cpu; an explicit device that is missing is an error.
+
+    On cuda, attention is kept off the cuDNN backend (see `skip_cudnn_attention`).
+    """
     if name == "auto":
         if torch.cuda.is_available():
+            skip_cudnn_attention()
             return torch.device("cuda")
         if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
             return torch.device("mps")
         return torch.device("cpu")
     if name == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("training.device=cuda but no CUDA GPU is visible; use --set training.device=auto")
+    if name.startswith("cuda"):
+        skip_cudnn_attention()
     if name == "mps" and not torch.backends.mps.is_available():
         raise RuntimeError("training.device=mps but MPS is not available; use --set training.device=auto")
     return torch.device(name)
