@@ -41,3 +41,29 @@ def ratio_spread(by: dict[str, dict], num: str, den: str, key: str) -> dict:
     """Median-over-median ratio and the per-round ratios of two cases."""
     per_round = [a / b for a, b in zip(by[num][f"rounds_{key}"], by[den][f"rounds_{key}"])]
     return {"ratio": by[num][key] / by[den][key], "per_round": per_round}
+
+
+def environment(device: str) -> dict:
+    """Versions and hardware that a result depends on (stored with every results file)."""
+    import platform
+
+    import torch
+    import transformers
+
+    return {"device": device, "device_name": torch.cuda.get_device_name() if device == "cuda" else None,
+            "torch": torch.__version__, "transformers": transformers.__version__,
+            "machine": platform.processor() or platform.machine()}
+
+
+def write_results(path, settings: dict, results: list[dict], summary: dict, spreads: dict) -> None:
+    """The JSON results file: settings (+ environment), per-case results, headline figures and
+    the per-round ratios behind them."""
+    import json
+    from pathlib import Path
+
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"settings": settings, "results": results, **summary,
+               "ratios_per_round": {k: sp["per_round"] for k, sp in spreads.items()}}
+    out.write_text(json.dumps(payload, indent=2) + "\n")
+    print(f"\nwrote {out}")

@@ -21,8 +21,6 @@ allocation on a GPU) is its own. Prints a table and writes benchmarks/results/de
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import resource
 import statistics
 import sys
@@ -33,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import ratio_spread, run_rounds  # noqa: E402
+from common import environment, ratio_spread, run_rounds, write_results  # noqa: E402
 
 VOCAB, PAD, BOS, EOS = 8000, 0, 2, 3
 SIZES = dict(d_model=512, num_heads=8, layers=6, ffn_dim=2048)
@@ -143,11 +141,16 @@ def main(argv=None) -> int:
                              "figures are medians over rounds (default 1)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    parser.add_argument("--output", default=str(ROOT / "benchmarks" / "results" / "decode.json"))
+    parser.add_argument("--output", default=None,
+                        help="JSON file (default benchmarks/results/decode.json, decode_cuda.json on cuda)")
     args = parser.parse_args(argv)
     import torch
 
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    if device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device is visible to torch (install a CUDA build of torch)")
+    args.output = args.output or str(ROOT / "benchmarks" / "results" /
+                                     ("decode_cuda.json" if device == "cuda" else "decode.json"))
     num = args.sentences or (8 if args.quick else 32)
     repeats = args.repeats or (1 if args.quick else 3)
     threads = args.threads or torch.get_num_threads()
@@ -172,18 +175,9 @@ def main(argv=None) -> int:
     for k, v in ratios.items():
         rounds = ", ".join(f"{x:.2f}" for x in spreads[k]["per_round"])
         print(f"{k}: {v:.2f}x" + (f"   (per round: {rounds})" if args.rounds > 1 else ""))
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    import transformers
-    payload = {"settings": {"sentences": num, "out_len": args.out_len, "repeats": repeats, "rounds": args.rounds,
-                            "threads": threads,
-                            "device": device, "quick": args.quick, **SIZES, "vocab": VOCAB,
-                            "torch": torch.__version__, "transformers": transformers.__version__,
-                            "machine": platform.processor() or platform.machine()},
-               "results": results, **ratios,
-               "ratios_per_round": {k: sp["per_round"] for k, sp in spreads.items()}}
-    out.write_text(json.dumps(payload, indent=2) + "\n")
-    print(f"\nwrote {out}")
+    settings = {"sentences": num, "out_len": args.out_len, "repeats": repeats, "rounds": args.rounds,
+                "threads": threads, "quick": args.quick, **SIZES, "vocab": VOCAB, **environment(device)}
+    write_results(args.output, settings, results, ratios, spreads)
     return 0
 
 

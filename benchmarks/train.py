@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import math
-import platform
 import random
 import resource
 import statistics
@@ -41,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import ratio_spread, run_rounds  # noqa: E402
+from common import environment, ratio_spread, run_rounds, write_results  # noqa: E402
 
 VOCAB, PAD, BOS, EOS = 8000, 0, 2, 3
 SIZES = dict(d_model=512, num_heads=8, layers=6, ffn_dim=2048)
@@ -255,20 +253,10 @@ def main(argv=None) -> int:
     for k, v in summary.items():
         rounds = ", ".join(f"{x:.3f}" for x in spreads[k]["per_round"]) if k in spreads else ""
         print(f"{k}: {v:.3f}" + (f"   (per round: {rounds})" if rounds and args.rounds > 1 else ""))
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    import transformers
-    device_name = torch.cuda.get_device_name() if args.device == "cuda" else None
-    payload = {"settings": {"max_tokens": max_tokens, "steps": steps, "rounds": args.rounds, "threads": threads,
-                            "quick": args.quick, "device": args.device, "device_name": device_name,
-                            "precision": args.precision,
-                            **SIZES, "vocab": VOCAB, "torch": torch.__version__,
-                            "transformers": transformers.__version__,
-                            "machine": platform.processor() or platform.machine()},
-               "results": results, **summary,
-               "ratios_per_round": {k: sp["per_round"] for k, sp in spreads.items()}}
-    out.write_text(json.dumps(payload, indent=2) + "\n")
-    print(f"\nwrote {out}")
+    settings = {"max_tokens": max_tokens, "steps": steps, "rounds": args.rounds, "threads": threads,
+                "quick": args.quick, "precision": args.precision, **SIZES, "vocab": VOCAB,
+                **environment(args.device)}
+    write_results(args.output, settings, results, summary, spreads)
     return 0
 
 
