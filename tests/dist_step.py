@@ -32,23 +32,31 @@ def fixed_pairs() -> list[tuple[list[int], list[int]]]:
             for n in lengths]
 
 
-def one_step(model, pairs, world_size: int = 1):
+def one_step(model, batches: list[list[tuple[list[int], list[int]]]], world_size: int = 1) -> None:
+    """One optimizer update accumulated over `batches` (update_freq = len(batches))."""
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-    trainer = create_trainer(model, optimizer, scheduler, 0, torch.device("cpu"), 0.1, None, "fp32", 1, None,
-                             world_size)
-    trainer.run([Collator(0, 2, 3)(pairs)], max_epochs=1)
+    trainer = create_trainer(model, optimizer, scheduler, 0, torch.device("cpu"), 0.1, None, "fp32", len(batches),
+                             None, world_size)
+    trainer.run([Collator(0, 2, 3)(pairs) for pairs in batches], max_epochs=1)
 
 
-def worker(local_rank: int, out: str) -> None:
+def split(pairs: list, rank: int, world: int, update_freq: int) -> list[list]:
+    """Rank `rank`'s share of `pairs`, cut into `update_freq` consecutive micro-batches."""
+    mine = pairs[rank::world]
+    size = len(mine) // update_freq
+    return [mine[i * size: (i + 1) * size] for i in range(update_freq)]
+
+
+def worker(local_rank: int, out: str, update_freq: int) -> None:
     rank, world = idist.get_rank(), idist.get_world_size()
     model = tiny_model()
     ddp = idist.auto_model(model)
-    one_step(ddp, fixed_pairs()[rank::world], world)
+    one_step(ddp, split(fixed_pairs(), rank, world, update_freq), world)
     if rank == 0:
         torch.save(model.state_dict(), out)
 
 
 if __name__ == "__main__":
     with idist.Parallel(backend="gloo") as parallel:
-        parallel.run(worker, sys.argv[1])
+        parallel.run(worker, sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1)

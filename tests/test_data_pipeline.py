@@ -397,14 +397,21 @@ def test_sampler_replicas_get_disjoint_shares(mode):
 
 
 def test_shipped_corpus_token_batches_have_little_target_padding(shipped_corpus):
-    """Whitespace words as a proxy for subword lengths: bucketing keeps target padding low."""
+    """The demo's setting on the real length distribution: a joint 8k BPE trained on the training
+    split (as train.py does), 1,500-token batches; bucketing keeps target padding under 10%."""
+    from tokenizer import BPETokenizer
+
     train = shipped_corpus["train"]
-    src = [len(s.split()) for s, _ in train]
-    tgt = [len(t.split()) for _, t in train]
-    sampler = EpochBatchSampler(src, tgt, max_tokens=1500, seed=1)
-    batches = epoch_batches(sampler, 1)
-    assert sum(len(b) for b in batches) == len(train)
-    assert padding_fraction(batches, tgt) <= 0.10
+    tok = BPETokenizer.train((text for pair in train for text in pair), vocab_size=8000)
+    src = [len(ids) for ids in tok.encode_src_batch([s for s, _ in train])]
+    tgt = [len(ids) for ids in tok.encode_tgt_batch([t for _, t in train])]
+    assert sum(tgt) > 1.1 * sum(len(t.split()) for _, t in train)  # subwords, not words
+    for seed in (1, 2):
+        sampler = EpochBatchSampler(src, tgt, max_tokens=1500, seed=seed)
+        batches = epoch_batches(sampler, 1)
+        assert sorted(i for b in batches for i in b) == list(range(len(train)))
+        assert all(len(b) * (max(max(src[i], tgt[i]) for i in b) + 1) <= 1500 for b in batches if len(b) > 1)
+        assert padding_fraction(batches, tgt) <= 0.10
 
 
 def test_padding_fraction_by_hand():

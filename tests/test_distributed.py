@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from test_end_to_end import ROOT, read_jsonl, tiny_overrides
@@ -19,16 +20,21 @@ def torchrun(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([*TORCHRUN, *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
 
 
-def test_two_ranks_on_half_batches_equal_one_process_on_the_whole_batch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("update_freq", [1, 2])
+def test_two_ranks_on_half_batches_equal_one_process_on_the_whole_batch(tmp_path: Path, update_freq: int) -> None:
+    """One update of 2 gloo ranks = one process on the union of their batches; with update_freq 2
+    each rank accumulates two micro-batches (locally, under DDP's no_sync) before the all-reduce."""
     import dist_step
 
     out = tmp_path / "ddp.pt"
-    proc = torchrun(["tests/dist_step.py", str(out)])
+    proc = torchrun(["tests/dist_step.py", str(out), str(update_freq)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     ddp_state = torch.load(out)
     model = dist_step.tiny_model()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    dist_step.one_step(model, dist_step.fixed_pairs())
+    shares = [dist_step.split(dist_step.fixed_pairs(), rank, 2, update_freq) for rank in range(2)]
+    union = [shares[0][i] + shares[1][i] for i in range(update_freq)]  # micro-batch i of every rank
+    dist_step.one_step(model, union)
     single = model.state_dict()
     changed = [k for k in single if not torch.equal(single[k], before[k])]
     assert changed  # the step did something

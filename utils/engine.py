@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any, Optional
 
@@ -28,28 +29,31 @@ def create_trainer(model, optimizer, scheduler, pad_id: int, device: torch.devic
     gradients are unscaled (fp16), clipped and applied, and the LR schedule advances one update.
     With several processes (DistributedDataParallel averages gradients over ranks) the summed
     loss is divided by the tokens of *all* ranks' batches, so a step equals one process on the
-    union of the batches. Returns the batch's mean token loss and token counts."""
+    union of the batches. Between updates a DistributedDataParallel model accumulates locally
+    (`no_sync`): gradients are all-reduced once per update, not once per batch.
+    Returns the batch's mean token loss and token counts."""
     amp_dtype = AMP_DTYPES[precision]
 
     def train_step(engine: Engine, batch: dict[str, Tensor]) -> dict[str, Any]:
         model.train()
         src, tgt_in, tgt_out = (batch[k].to(device, non_blocking=True) for k in ("src", "tgt_in", "tgt_out"))
         ntokens = int(tgt_out.ne(pad_id).sum())
-        with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
-            logits = model(src, tgt_in)
-        loss_sum = sequence_loss(logits, tgt_out, pad_id, label_smoothing)
-        loss = loss_sum / ntokens
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss is {loss.item()} at iteration {engine.state.iteration}")
+        update = engine.state.iteration % update_freq == 0
         if world_size > 1:
             import ignite.distributed as idist
             all_tokens = int(idist.all_reduce(torch.tensor(float(ntokens), device=device)))
-            scaled = loss_sum * world_size / all_tokens / update_freq
-        else:
-            scaled = loss / update_freq
-        (scaler.scale(scaled) if scaler is not None else scaled).backward()
+        accumulate = model.no_sync() if not update and hasattr(model, "no_sync") else contextlib.nullcontext()
+        with accumulate:
+            with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+                logits = model(src, tgt_in)
+            loss_sum = sequence_loss(logits, tgt_out, pad_id, label_smoothing)
+            loss = loss_sum / ntokens
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"loss is {loss.item()} at iteration {engine.state.iteration}")
+            scaled = loss_sum * world_size / all_tokens / update_freq if world_size > 1 else loss / update_freq
+            (scaler.scale(scaled) if scaler is not None else scaled).backward()
         grad_norm = None
-        if engine.state.iteration % update_freq == 0:
+        if update:
             if scaler is not None:
                 scaler.unscale_(optimizer)
             if clip_grad_norm:
