@@ -13,6 +13,16 @@ import statistics
 from typing import Callable
 
 
+# Model sizes of the benchmark models. "report" is the original report's 6-layer model (the
+# figures in the README); "tiny" exists so that the test suite can run the scripts end to end.
+MODEL_SIZES = {
+    "report": dict(d_model=512, num_heads=8, layers=6, ffn_dim=2048, vocab=8000),
+    "tiny": dict(d_model=32, num_heads=2, layers=1, ffn_dim=64, vocab=500),
+}
+SIZE_HELP = ("model sizes: report = 6+6 layers, d_model 512, 8 heads, FFN 2048, 8k vocabulary (the README's figures); "
+             "tiny = a 1+1-layer d_model 32 model, only to check that the script runs")
+
+
 def run_rounds(cases: list[str], target: Callable, args: tuple, rounds: int, key: str,
                unit: str) -> dict[str, dict]:
     """`target(case, *args, queue)` puts one result dict; returns per case the median-`key` result

@@ -31,13 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import environment, ratio_spread, run_rounds, write_results  # noqa: E402
+from common import MODEL_SIZES, SIZE_HELP, environment, ratio_spread, run_rounds, write_results  # noqa: E402
 
-VOCAB, PAD, BOS, EOS = 8000, 0, 2, 3
-SIZES = dict(d_model=512, num_heads=8, layers=6, ffn_dim=2048)
+PAD, BOS, EOS = 0, 2, 3
 
 
-def make_sources(num: int, seed: int = 0):
+def make_sources(num: int, vocab: int, seed: int = 0):
     """Random token ids, source lengths 10..30 (the demo corpus' range), right-padded."""
     import torch
 
@@ -45,39 +44,40 @@ def make_sources(num: int, seed: int = 0):
     lengths = torch.randint(10, 31, (num,), generator=g)
     src = torch.full((num, int(lengths.max())), PAD, dtype=torch.long)
     for i, n in enumerate(lengths.tolist()):
-        src[i, :n] = torch.randint(4, VOCAB, (n,), generator=g)
+        src[i, :n] = torch.randint(4, vocab, (n,), generator=g)
     return src
 
 
-def build_ours(device: str):
+def build_ours(device: str, sizes: dict):
     import torch
 
     from models.positional_encodings import SinusoidalPositionalEncoding
     from models.transformer import Seq2SeqTransformer
 
     torch.manual_seed(0)
-    d, h = SIZES["d_model"], SIZES["num_heads"]
-    return Seq2SeqTransformer(VOCAB, VOCAB, PAD, SinusoidalPositionalEncoding(d, h, False),
+    d, h, vocab = sizes["d_model"], sizes["num_heads"], sizes["vocab"]
+    return Seq2SeqTransformer(vocab, vocab, PAD, SinusoidalPositionalEncoding(d, h, False),
                               SinusoidalPositionalEncoding(d, h, True), d_model=d, num_heads=h,
-                              num_encoder_layers=SIZES["layers"], num_decoder_layers=SIZES["layers"],
-                              ffn_dim=SIZES["ffn_dim"], dropout=0.1).to(device).eval()
+                              num_encoder_layers=sizes["layers"], num_decoder_layers=sizes["layers"],
+                              ffn_dim=sizes["ffn_dim"], dropout=0.1).to(device).eval()
 
 
-def build_marian(device: str):
+def build_marian(device: str, sizes: dict):
     import torch
     from transformers import MarianConfig, MarianMTModel
 
     torch.manual_seed(0)
-    cfg = MarianConfig(vocab_size=VOCAB, d_model=SIZES["d_model"], encoder_layers=SIZES["layers"],
-                       decoder_layers=SIZES["layers"], encoder_attention_heads=SIZES["num_heads"],
-                       decoder_attention_heads=SIZES["num_heads"], encoder_ffn_dim=SIZES["ffn_dim"],
-                       decoder_ffn_dim=SIZES["ffn_dim"], max_position_embeddings=512, pad_token_id=PAD,
+    cfg = MarianConfig(vocab_size=sizes["vocab"], d_model=sizes["d_model"], encoder_layers=sizes["layers"],
+                       decoder_layers=sizes["layers"], encoder_attention_heads=sizes["num_heads"],
+                       decoder_attention_heads=sizes["num_heads"], encoder_ffn_dim=sizes["ffn_dim"],
+                       decoder_ffn_dim=sizes["ffn_dim"], max_position_embeddings=512, pad_token_id=PAD,
                        eos_token_id=EOS, decoder_start_token_id=BOS, forced_eos_token_id=None,
                        scale_embedding=True, activation_function="relu")
     return MarianMTModel(cfg).to(device).eval()
 
 
-def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, device: str, queue) -> None:
+def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, device: str, size: str,
+             queue) -> None:
     """One contender in its own process: time `repeats` decodes, report throughput and peak memory."""
     import torch
 
@@ -87,10 +87,11 @@ def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, devi
     if device == "cuda":  # as inference.py does, for both contenders (both attend through SDPA)
         from utils.runtime import skip_cudnn_attention
         skip_cudnn_attention()
-    src = make_sources(num).to(device)
+    sizes = MODEL_SIZES[size]
+    src = make_sources(num, sizes["vocab"]).to(device)
     beam = 5 if "beam" in case else 1
     if case.startswith("hf"):
-        model = build_marian(device)
+        model = build_marian(device, sizes)
         mask = src.ne(PAD)
 
         def decode():
@@ -99,7 +100,7 @@ def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, devi
                                  early_stopping=False)
             return out[:, 1:].ne(PAD).sum().item()  # generated tokens (the start token excluded)
     else:
-        model = build_ours(device)
+        model = build_ours(device, sizes)
         runner = FullPrefixDecoder(model) if "uncached" in case else model
         kw = dict(max_len_a=0.0, max_len_b=out_len, min_len=out_len)
 
@@ -141,6 +142,7 @@ def main(argv=None) -> int:
                              "figures are medians over rounds (default 1)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--size", default="report", choices=sorted(MODEL_SIZES), help=SIZE_HELP)
     parser.add_argument("--output", default=None,
                         help="JSON file (default benchmarks/results/decode.json, decode_cuda.json on cuda)")
     args = parser.parse_args(argv)
@@ -156,7 +158,7 @@ def main(argv=None) -> int:
     threads = args.threads or torch.get_num_threads()
     cases = ["ours_greedy_cached", "ours_greedy_uncached", "hf_greedy", "ours_beam5_cached",
              "ours_beam5_uncached", "hf_beam5"]
-    by = run_rounds(cases, run_case, (num, args.out_len, repeats, threads, device), args.rounds,
+    by = run_rounds(cases, run_case, (num, args.out_len, repeats, threads, device, args.size), args.rounds,
                     "sentences_per_sec", "sent/s")
     results = [by[c] for c in cases]
     pairs = {"greedy_cached_over_uncached": ("ours_greedy_cached", "ours_greedy_uncached"),
@@ -176,7 +178,7 @@ def main(argv=None) -> int:
         rounds = ", ".join(f"{x:.2f}" for x in spreads[k]["per_round"])
         print(f"{k}: {v:.2f}x" + (f"   (per round: {rounds})" if args.rounds > 1 else ""))
     settings = {"sentences": num, "out_len": args.out_len, "repeats": repeats, "rounds": args.rounds,
-                "threads": threads, "quick": args.quick, **SIZES, "vocab": VOCAB, **environment(device)}
+                "threads": threads, "quick": args.quick, "size": args.size, **MODEL_SIZES[args.size], **environment(device)}
     write_results(args.output, settings, results, ratios, spreads)
     return 0
 

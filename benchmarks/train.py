@@ -39,14 +39,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import environment, ratio_spread, run_rounds, write_results  # noqa: E402
+from common import MODEL_SIZES, SIZE_HELP, environment, ratio_spread, run_rounds, write_results  # noqa: E402
 
-VOCAB, PAD, BOS, EOS = 8000, 0, 2, 3
-SIZES = dict(d_model=512, num_heads=8, layers=6, ffn_dim=2048)
+PAD, BOS, EOS = 0, 2, 3
 CORPUS = ROOT / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"
 
 
-def make_batches(max_tokens: int, count: int, seed: int = 0):
+def make_batches(max_tokens: int, count: int, vocab: int, seed: int = 0):
     """`count` token-budget batches of random ids with the corpus' length distribution."""
     import torch
 
@@ -66,24 +65,24 @@ def make_batches(max_tokens: int, count: int, seed: int = 0):
         src = torch.full((len(idx), s_len), PAD, dtype=torch.long)
         tgt = torch.full((len(idx), t_len), PAD, dtype=torch.long)
         for r, i in enumerate(idx):
-            src[r, : src_lens[i]] = torch.randint(4, VOCAB, (src_lens[i],), generator=g)
-            tgt[r, : tgt_lens[i] + 1] = torch.randint(4, VOCAB, (tgt_lens[i] + 1,), generator=g)
+            src[r, : src_lens[i]] = torch.randint(4, vocab, (src_lens[i],), generator=g)
+            tgt[r, : tgt_lens[i] + 1] = torch.randint(4, vocab, (tgt_lens[i] + 1,), generator=g)
         tgt_in, tgt_out = tgt.clone(), tgt.clone()
         tgt_in[:, 0] = BOS
         batches.append((src, tgt_in[:, :-1], tgt_out[:, 1:]))
     return batches
 
 
-def build(case: str, device: str = "cpu"):
+def build(case: str, sizes: dict, device: str = "cpu"):
     """A model and `step_loss(src, tgt_in, tgt_out) -> loss` for each contender."""
     import torch
     import torch.nn.functional as F
 
-    d, h, n, ffn = SIZES["d_model"], SIZES["num_heads"], SIZES["layers"], SIZES["ffn_dim"]
+    d, h, n, ffn, vocab = (sizes[k] for k in ("d_model", "num_heads", "layers", "ffn_dim", "vocab"))
     torch.manual_seed(0)
 
     def ce(logits, tgt_out):
-        return F.cross_entropy(logits.reshape(-1, VOCAB).float(), tgt_out.reshape(-1), ignore_index=PAD)
+        return F.cross_entropy(logits.reshape(-1, vocab).float(), tgt_out.reshape(-1), ignore_index=PAD)
 
     if case.startswith("ours"):
         from models import build_model
@@ -91,13 +90,13 @@ def build(case: str, device: str = "cpu"):
 
         name = case.split("_", 1)[1]
         model = build_model(ModelConfig(d_model=d, num_heads=h, num_encoder_layers=n, num_decoder_layers=n,
-                                        ffn_dim=ffn, positional=PositionalConfig(name=name)), VOCAB, VOCAB, PAD)
+                                        ffn_dim=ffn, positional=PositionalConfig(name=name)), vocab, vocab, PAD)
         model.to(device)
         return model, lambda s, ti, to: ce(model(s, ti), to)
     if case == "hf_marian":
         from transformers import MarianConfig, MarianMTModel
 
-        cfg = MarianConfig(vocab_size=VOCAB, d_model=d, encoder_layers=n, decoder_layers=n, encoder_attention_heads=h,
+        cfg = MarianConfig(vocab_size=vocab, d_model=d, encoder_layers=n, decoder_layers=n, encoder_attention_heads=h,
                            decoder_attention_heads=h, encoder_ffn_dim=ffn, decoder_ffn_dim=ffn,
                            max_position_embeddings=512, pad_token_id=PAD, eos_token_id=EOS,
                            decoder_start_token_id=BOS, activation_function="relu", scale_embedding=True,
@@ -112,7 +111,7 @@ def build(case: str, device: str = "cpu"):
 
             def __init__(self):
                 super().__init__()
-                self.embed = torch.nn.Embedding(VOCAB, d, padding_idx=PAD)
+                self.embed = torch.nn.Embedding(vocab, d, padding_idx=PAD)
                 self.core = torch.nn.Transformer(d, h, n, n, ffn, dropout=0.1, batch_first=True)
 
             def forward(self, src, tgt_in):
@@ -129,15 +128,17 @@ def build(case: str, device: str = "cpu"):
     raise ValueError(case)
 
 
-def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, precision: str, queue) -> None:
+def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, precision: str, size: str,
+             queue) -> None:
     import torch
 
     torch.set_num_threads(threads)
     if device == "cuda":  # as train.py does, for every contender alike (all three attend through SDPA)
         from utils.runtime import skip_cudnn_attention
         skip_cudnn_attention()
-    batches = [tuple(t.to(device) for t in b) for b in make_batches(max_tokens, steps + 3)]
-    model, step_loss = build(case, device)
+    sizes = MODEL_SIZES[size]
+    batches = [tuple(t.to(device) for t in b) for b in make_batches(max_tokens, steps + 3, sizes["vocab"])]
+    model, step_loss = build(case, sizes, device)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
     dtype = {"fp32": None, "bf16": torch.bfloat16}[precision]
@@ -214,6 +215,7 @@ def main(argv=None) -> int:
                         help="cpu (default, the figures in the README) or cuda")
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
                         help="fp32, or bf16 autocast as training.precision: bf16 does")
+    parser.add_argument("--size", default="report", choices=sorted(MODEL_SIZES), help=SIZE_HELP)
     parser.add_argument("--output", default=None,
                         help="JSON file (default benchmarks/results/train.json, train_cuda.json on cuda)")
     args = parser.parse_args(argv)
@@ -228,7 +230,7 @@ def main(argv=None) -> int:
     steps = args.steps or (3 if args.quick else 8)
     threads = args.threads or torch.get_num_threads()
     cases = ["ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer"]
-    by = run_rounds(cases, run_case, (max_tokens, steps, threads, args.device, args.precision), args.rounds,
+    by = run_rounds(cases, run_case, (max_tokens, steps, threads, args.device, args.precision, args.size), args.rounds,
                     "tokens_per_sec", "target tokens/s")
     results = [by[c] for c in cases]
     peak = matmul_peak(threads, args.device, args.precision)
@@ -254,7 +256,7 @@ def main(argv=None) -> int:
         rounds = ", ".join(f"{x:.3f}" for x in spreads[k]["per_round"]) if k in spreads else ""
         print(f"{k}: {v:.3f}" + (f"   (per round: {rounds})" if rounds and args.rounds > 1 else ""))
     settings = {"max_tokens": max_tokens, "steps": steps, "rounds": args.rounds, "threads": threads,
-                "quick": args.quick, "precision": args.precision, **SIZES, "vocab": VOCAB,
+                "quick": args.quick, "precision": args.precision, "size": args.size, **MODEL_SIZES[args.size],
                 **environment(args.device)}
     write_results(args.output, settings, results, summary, spreads)
     return 0

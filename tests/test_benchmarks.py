@@ -1,0 +1,66 @@
+"""The benchmark scripts run end to end (tiny models, one step or one short decode per case).
+
+Timings are never asserted here: only that every contender ran, did the same amount of work,
+and that the JSON carries the ratios the README and the issues quote.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_script(script: str, args: list[str]) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=ROOT, capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def positive(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> None:
+    out = tmp_path / "decode.json"
+    proc = run_script("decode.py", ["--size", "tiny", "--sentences", "3", "--out_len", "6", "--repeats", "1",
+                                    "--threads", "1", "--device", "cpu", "--output", str(out)])
+    data = json.loads(out.read_text())
+    cases = {r["case"]: r for r in data["results"]}
+    assert set(cases) == {"ours_greedy_cached", "ours_greedy_uncached", "hf_greedy", "ours_beam5_cached",
+                          "ours_beam5_uncached", "hf_beam5"}
+    for r in cases.values():
+        # Equal work: every contender emits exactly out_len tokens for every sentence (EOS forced at the end).
+        assert r["output_tokens"] in (3 * 6, 3 * 7), r  # ours counts the final EOS, generate() may too
+        assert positive(r["sentences_per_sec"]) and positive(r["peak_memory_mb"])
+    assert cases["ours_greedy_cached"]["output_tokens"] == cases["ours_greedy_uncached"]["output_tokens"]
+    for key in ("greedy_cached_over_uncached", "beam5_over_hf_generate", "beam5_cached_over_uncached",
+                "greedy_over_hf_generate"):
+        assert positive(data[key]) and key in proc.stdout
+    assert data["settings"]["size"] == "tiny" and data["settings"]["d_model"] == 32
+    assert data["settings"]["device"] == "cpu"
+
+
+def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path) -> None:
+    out = tmp_path / "train.json"
+    proc = run_script("train.py", ["--size", "tiny", "--max_tokens", "300", "--steps", "1", "--threads", "1",
+                                   "--output", str(out)])
+    data = json.loads(out.read_text())
+    cases = {r["case"]: r for r in data["results"]}
+    assert set(cases) == {"ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer"}
+    tokens = {r["target_tokens"] for r in cases.values()}
+    assert len(tokens) == 1 and tokens.pop() > 0  # the same batches for every model
+    for r in cases.values():
+        assert positive(r["tokens_per_sec"]) and positive(r["peak_mb"]) and r["params"] > 0
+    assert cases["ours_sinusoidal"]["params"] == cases["ours_rope"]["params"]  # neither encoding has weights
+    assert positive(cases["ours_sinusoidal"]["flops_per_target_token"])
+    for key in ("ratio_vs_marian", "ratio_vs_nn_transformer", "fraction_of_matmul_peak", "matmul_peak_gflops"):
+        assert positive(data[key]) and key in proc.stdout
+    assert data["settings"]["size"] == "tiny"
