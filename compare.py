@@ -11,7 +11,10 @@ Runs whose resolved config.yaml files are equal except for `seed`, `name` and `r
 configuration (the seeds of one experiment): one row, labelled by the run name without a seed
 suffix (`_seed2`, `-s2`, `/seed2`), numbers as `mean ± std` (sample std) with the number of seeds.
 `p vs baseline` is a paired bootstrap resampling test of test sacreBLEU (sacrebleu.significance,
-1,000 resamples) of each configuration's first seed against the baseline's first seed.
+1,000 resamples) of each configuration's first seed against the baseline's first seed. It measures
+test-set sampling noise for one pair of models; `seeds above baseline` counts, over the seeds both
+configurations were run with, how often this configuration's test sacreBLEU beat the baseline's
+with the same seed (e.g. `3/3`) — the check against seed noise.
 
 Numbers come from each run's own files: metrics.jsonl (training/validation log) and
 test/scores.json, test/hypotheses.txt, test/references.txt (written by test.py).
@@ -40,7 +43,7 @@ NUMERIC = {
     "tokens_per_sec": "tgt tokens/s", "steps": "steps",
 }
 COLUMNS = [("label", "config"), ("encoding", "encoding"), ("n", "seeds"), *NUMERIC.items(),
-           ("p_value", "p vs baseline")]
+           ("p_value", "p vs baseline"), ("seeds_above", "seeds above baseline")]
 GROUPING_IGNORES = ("seed", "name", "run_dir")
 SEED_SUFFIX = re.compile(r"[_\-/.](?:seed|s)[_\-=]?\d+$", re.IGNORECASE)
 
@@ -118,7 +121,8 @@ def group_runs(rows: list[dict]) -> list[dict]:
         g["runs"].sort(key=lambda r: (r["seed"] is None, r["seed"] if r["seed"] is not None else 0, r["run"]))
         first = g["runs"][0]
         g.update(label=config_label(first["name"]), encoding=first["encoding"], n=len(g["runs"]),
-                 seeds=[r["seed"] for r in g["runs"]], mean={}, std={}, p_value=None, is_baseline=False)
+                 seeds=[r["seed"] for r in g["runs"]], mean={}, std={}, p_value=None, seeds_above=None,
+                 is_baseline=False)
         for key in NUMERIC:
             g["mean"][key], g["std"][key], _ = mean_std([r.get(key) for r in g["runs"]])
         g["by_source_length"] = bucket_stats(g["runs"])
@@ -200,6 +204,19 @@ def add_significance(groups: list[dict], baseline: dict, n_samples: int) -> None
         g["p_value"] = p
 
 
+def add_seed_wins(groups: list[dict], baseline: dict) -> None:
+    """Set each group's `seeds_above` = [wins, pairs]: over the seeds it shares with the baseline,
+    how many of its runs have a higher test sacreBLEU than the baseline's run with the same seed
+    (None when no seed is shared or no run is scored)."""
+    base = {r["seed"]: r.get("sacrebleu") for r in baseline["runs"] if r["seed"] is not None}
+    for g in groups:
+        if g is baseline:
+            continue
+        pairs = [(r["sacrebleu"], base[r["seed"]]) for r in g["runs"]
+                 if r["seed"] in base and r.get("sacrebleu") is not None and base[r["seed"]] is not None]
+        g["seeds_above"] = [sum(a > b for a, b in pairs), len(pairs)] if pairs else None
+
+
 # ----------------------------------------------------------------------------- tables
 
 
@@ -218,6 +235,8 @@ def fmt(key: str, value) -> str:
         return f"{value / 1e6:.2f}M"
     if key == "p_value":
         return f"{value:.3f}"
+    if key == "seeds_above":
+        return f"{value[0]}/{value[1]}"
     return str(value)
 
 
@@ -233,6 +252,7 @@ def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_sample
         cells = [g["label"], g["encoding"], str(g["n"])]
         cells += [cell(k, g["mean"][k], g["std"][k]) for k in NUMERIC]
         cells.append("baseline" if g["is_baseline"] else fmt("p_value", g["p_value"]))
+        cells.append("baseline" if g["is_baseline"] else fmt("seeds_above", g["seeds_above"]))
         lines.append("| " + " | ".join(cells) + " |")
     runs = [r for g in groups for r in g["runs"]]
     lines.append("")
@@ -242,6 +262,10 @@ def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_sample
         lines.append(f"p vs baseline: paired bootstrap resampling of test sacreBLEU ({n_samples:,} resamples, "
                      f"sacrebleu.significance), first seed of each configuration against `{baseline['label']}`; "
                      f"p < 0.05 means the difference is unlikely to be chance on this test set.")
+    if baseline is not None and any(g["seeds_above"] is not None for g in groups):
+        lines.append(f"seeds above baseline: runs whose test sacreBLEU beat `{baseline['label']}` run with the "
+                     f"same seed, out of the seeds both were run with; a seed moves every configuration, so this "
+                     f"is the check that a difference is not seed noise.")
     signatures = sorted({r["sacrebleu_signature"] for r in runs if r.get("sacrebleu_signature")})
     if signatures:
         lines.append("sacreBLEU signature: " + "; ".join(f"`{s}`" for s in signatures))
@@ -269,10 +293,12 @@ def bucket_table(groups: list[dict]) -> str:
 
 def csv_rows(groups: list[dict]) -> tuple[list[str], list[dict]]:
     fields = ["label", "encoding", "n"] + [f for k in NUMERIC for f in (k, f"{k}_std")] + \
-             ["p_value", "is_baseline", "runs", "sacrebleu_signature"]
+             ["p_value", "seeds_above", "seeds_compared", "is_baseline", "runs", "sacrebleu_signature"]
     rows = []
     for g in groups:
+        wins = g["seeds_above"]
         row = {"label": g["label"], "encoding": g["encoding"], "n": g["n"], "p_value": g["p_value"],
+               "seeds_above": wins[0] if wins else None, "seeds_compared": wins[1] if wins else None,
                "is_baseline": g["is_baseline"], "runs": ";".join(r["run"] for r in g["runs"]),
                "sacrebleu_signature": g["runs"][0].get("sacrebleu_signature")}
         for k in NUMERIC:
@@ -289,7 +315,7 @@ def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) ->
                          "metric": "sacreBLEU", "n_samples": n_samples, "systems": "first seed of each configuration"},
         "groups": [{"label": g["label"], "encoding": g["encoding"], "n": g["n"], "seeds": g["seeds"],
                     "runs": [r["run"] for r in g["runs"]], "mean": g["mean"], "std": g["std"],
-                    "p_value": g["p_value"], "is_baseline": g["is_baseline"],
+                    "p_value": g["p_value"], "seeds_above": g["seeds_above"], "is_baseline": g["is_baseline"],
                     "by_source_length": g["by_source_length"],
                     "per_run": [{k: r.get(k) for k in per_run} for r in g["runs"]]} for g in groups],
     }
@@ -388,6 +414,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         baseline = pick_baseline(groups, args.baseline)
         baseline["is_baseline"] = True
+        add_seed_wins(groups, baseline)
         if not args.no_significance:
             add_significance(groups, baseline, args.bootstrap_samples)
     except CompareError as e:

@@ -95,7 +95,30 @@ def test_one_row_per_config_holds_the_runs_own_numbers(swept: Path) -> None:
     assert 0.0 < groups["demo/rope"]["p_value"] <= 1.0
     assert md_row(markdown, "demo/sinusoidal")["p vs baseline"] == "baseline"
     assert md_row(markdown, "demo/rope")["p vs baseline"] == f"{groups['demo/rope']['p_value']:.3f}"
+    # same-seed comparison against the baseline, from the runs' own scores
+    wins = sum(r["sacrebleu"] > b["sacrebleu"] for r, b in zip(scores_of(swept, "demo/rope"),
+                                                                scores_of(swept, "demo/sinusoidal")))
+    assert groups["demo/rope"]["seeds_above"] == [wins, len(SEEDS)]
+    assert md_row(markdown, "demo/rope")["seeds above baseline"] == f"{wins}/{len(SEEDS)}"
+    assert md_row(markdown, "demo/sinusoidal")["seeds above baseline"] == "baseline"
     assert "Test sacreBLEU by source length" in markdown
+
+
+def test_seeds_above_baseline_pairs_runs_by_seed() -> None:
+    def group(*runs):
+        return {"runs": [{"seed": seed, "sacrebleu": bleu} for seed, bleu in runs]}
+
+    baseline = group((1, 20.0), (2, 25.0), (3, 30.0))
+    better_on_shared = group((2, 26.0), (3, 29.0), (4, 99.0))  # seed 4 has no partner: not counted
+    tie = group((1, 20.0))  # a tie is not "above"
+    unpaired = group((7, 50.0))
+    unscored = group((1, None))
+    groups = [baseline, better_on_shared, tie, unpaired, unscored]
+    compare.add_seed_wins(groups, baseline)
+    assert better_on_shared["seeds_above"] == [1, 2]
+    assert tie["seeds_above"] == [0, 1]
+    assert unpaired["seeds_above"] is None and unscored["seeds_above"] is None
+    assert "seeds_above" not in baseline
 
 
 def test_csv_and_json_agree(swept: Path) -> None:
@@ -109,6 +132,8 @@ def test_csv_and_json_agree(swept: Path) -> None:
             assert float(r[key]) == pytest.approx(g["mean"][key]), key
             assert float(r[f"{key}_std"]) == pytest.approx(g["std"][key]), key
         assert (r["p_value"] == "") == (g["p_value"] is None)
+        if g["seeds_above"] is not None:
+            assert [int(r["seeds_above"]), int(r["seeds_compared"])] == g["seeds_above"]
         if g["p_value"] is not None:
             assert float(r["p_value"]) == pytest.approx(g["p_value"])
 
