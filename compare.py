@@ -35,6 +35,8 @@ from typing import Optional
 
 import yaml
 
+from utils.comparison_plots import write_plots
+
 # numeric columns: key -> table title (means and stds over a configuration's seeds)
 NUMERIC = {
     "train_loss": "train loss", "valid_loss": "valid loss", "valid_accuracy": "valid acc",
@@ -319,68 +321,6 @@ def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) ->
                     "by_source_length": g["by_source_length"],
                     "per_run": [{k: r.get(k) for k in per_run} for r in g["runs"]]} for g in groups],
     }
-
-
-# ----------------------------------------------------------------------------- plots
-
-
-def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
-    """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_curves.png (each only when there is data for it)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    stem = prefix.with_suffix("") if prefix.suffix in (".md", ".csv", ".json") else prefix
-    written = []
-
-    def save(fig, suffix: str) -> None:
-        path = stem.with_name(stem.name + suffix)
-        fig.tight_layout()
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
-
-    scored = [g for g in groups if g["mean"]["sacrebleu"] is not None]
-    if scored:
-        fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(scored) + 2), 3.5))
-        x = range(len(scored))
-        ax.bar(x, [g["mean"]["sacrebleu"] for g in scored], yerr=[g["std"]["sacrebleu"] or 0.0 for g in scored],
-               capsize=4, color=[f"C{i}" for i in x])
-        ax.set_xticks(list(x), [f"{g['label']}\n(n={g['n']})" for g in scored], fontsize=8)
-        ax.set_ylabel("test sacreBLEU")
-        ax.set_title("Test sacreBLEU (mean ± std over seeds)")
-        save(fig, "_bleu.png")
-
-    bucketed = [g for g in groups if g["by_source_length"]]
-    if bucketed:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        labels = [b["bucket"] for b in bucketed[0]["by_source_length"]]
-        for g in bucketed:
-            by = {b["bucket"]: b["mean"] for b in g["by_source_length"]}
-            ax.plot(labels, [by.get(lab) if by.get(lab) is not None else float("nan") for lab in labels],
-                    marker="o", label=g["label"])
-        ax.set_xlabel("source length (subword tokens)")
-        ax.set_ylabel("test sacreBLEU")
-        ax.legend(fontsize=7)
-        save(fig, "_length_buckets.png")
-
-    runs = [(i, j, g, r) for i, g in enumerate(groups) for j, r in enumerate(g["runs"]) if r["valid_events"]]
-    if runs:
-        fig, (loss_ax, bleu_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
-        for i, j, g, r in runs:  # one colour per configuration, one line style per seed
-            style = {"marker": ".", "color": f"C{i % 10}", "linestyle": ("-", "--", ":", "-.")[j % 4],
-                     "label": f"{g['label']} seed {r['seed']}"}
-            loss = [(e["step"], e["valid_loss"]) for e in r["valid_events"] if e.get("valid_loss") is not None]
-            bleu = [(e["step"], e["valid_bleu"]) for e in r["valid_events"] if e.get("valid_bleu") is not None]
-            if loss:
-                loss_ax.plot(*zip(*loss), **style)
-            if bleu:
-                bleu_ax.plot(*zip(*bleu), **style)
-        loss_ax.set(xlabel="step", ylabel="valid loss", title="Validation loss")
-        bleu_ax.set(xlabel="step", ylabel="valid sacreBLEU (greedy)", title="Validation BLEU")
-        loss_ax.legend(fontsize=7)
-        save(fig, "_curves.png")
-    return written
 
 
 # ----------------------------------------------------------------------------- command line
