@@ -8,8 +8,11 @@ median over rounds, and each ratio is also reported per round (its spread shows 
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
+import platform
 import statistics
+from pathlib import Path
 from typing import Callable
 
 
@@ -55,8 +58,6 @@ def ratio_spread(by: dict[str, dict], num: str, den: str, key: str) -> dict:
 
 def environment(device: str) -> dict:
     """Versions and hardware that a result depends on (stored with every results file)."""
-    import platform
-
     import torch
     import transformers
 
@@ -68,9 +69,6 @@ def environment(device: str) -> dict:
 def write_results(path, settings: dict, results: list[dict], summary: dict, spreads: dict) -> None:
     """The JSON results file: settings (+ environment), per-case results, headline figures and
     the per-round ratios behind them."""
-    import json
-    from pathlib import Path
-
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {"settings": settings, "results": results, **summary,
