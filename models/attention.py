@@ -13,9 +13,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from models.cache import SelfAttentionCache
 from models.positional_encodings import AttentionPositions, apply_rotary
 
-# A per-layer cache entry: {"k": [batch, heads, len, head_dim], "v": ...}
+# Cross-attention's cache entry: {"k": [memory_rows, heads, src_len, head_dim], "v": ...}
 LayerCache = dict[str, Tensor]
 
 
@@ -32,6 +33,23 @@ def _fold_groups(q: Tensor, memory_rows: int, attn_mask: Optional[Tensor]) -> tu
     if attn_mask is not None and attn_mask.size(-2) > 1:  # one mask row per query position
         attn_mask = attn_mask.repeat(*([1] * (attn_mask.dim() - 2)), groups, 1)
     return q, attn_mask, groups
+
+
+SHORT_QUERY = 16  # query lengths up to this use plain matmul-softmax-matmul on CPU (see `attend`)
+
+
+def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_causal: bool, dropout_p: float) -> Tensor:
+    """Scaled dot-product attention. On CPU, a few queries per row (a decoding step: one token, or
+    the folded beams of a sentence) go through two batched matmuls and a softmax, which are 1.5-3x
+    faster there than SDPA's flash kernel at these shapes (`benchmarks/decode.py` measures the
+    search end to end); everything else is `F.scaled_dot_product_attention`."""
+    if q.device.type != "cpu" or q.size(-2) > SHORT_QUERY or is_causal or dropout_p > 0.0:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p)
+    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(q.size(-1) ** -0.5)  # [batch, heads, q_len, k_len]
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
+            else scores.add_(attn_mask)
+    return torch.matmul(scores.softmax(dim=-1), v)
 
 
 class MultiHeadAttention(nn.Module):
@@ -60,14 +78,16 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: Tensor, memory: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
                 is_causal: bool = False, positions: Optional[AttentionPositions] = None,
-                cache: Optional[LayerCache] = None) -> Tensor:
+                cache: Optional[LayerCache | SelfAttentionCache] = None) -> Tensor:
         """x: `[batch, q_len, d_model]`; memory: `[batch, src_len, d_model]` for cross-attention, or
         `[batch / beams, src_len, d_model]` with the beams of a sentence in consecutive rows
         (their keys and values are then computed and cached once per sentence).
 
         attn_mask: bool (True = attend) or float (added to scores), broadcastable to
         `[batch, heads, q_len, k_len]`. With `cache`, self-attention appends this call's keys and
-        values; cross-attention computes them from `memory` once and reuses them afterwards.
+        values to its `SelfAttentionCache` and attends over all of them (with several rows per cached
+        sentence, `attn_mask` must be the folded one the cache builds); cross-attention computes
+        them from `memory` once and reuses them afterwards.
         """
         batch, q_len, _ = x.shape
         rotary_q = positions.rotary_q if positions is not None else None
@@ -83,27 +103,26 @@ class MultiHeadAttention(nn.Module):
                 k, v = self._split_heads(self.kv_proj(memory), 2)  # [batch, heads, src_len, head_dim]
                 if rotary_k is not None:
                     k = apply_rotary(k, *rotary_k, layout)
-                if cache is not None:
+                if cache is not None:  # contiguous once, so that every step reads them without a copy
+                    k, v = k.contiguous(), v.contiguous()
                     cache["k"], cache["v"] = k, v
         else:
             q, k, v = self._split_heads(self.qkv_proj(x), 3)  # [batch, heads, q_len, head_dim]
             if rotary_k is not None:
                 k = apply_rotary(k, *rotary_k, layout)
-            if cache is not None:
-                if "k" in cache:
-                    k = torch.cat([cache["k"], k], dim=2)  # [batch, heads, k_len, head_dim]
-                    v = torch.cat([cache["v"], v], dim=2)
-                cache["k"], cache["v"] = k, v
+            if cache is not None:  # every cached key of the sentence: [sentences, heads, k_len * groups, head_dim]
+                k, v = cache.append(k, v)
         if rotary_q is not None:
             q = apply_rotary(q, *rotary_q, layout)
         if attn_mask is not None and attn_mask.dtype != torch.bool:
             attn_mask = attn_mask.to(q.dtype)
         groups = 1
-        if self.cross and k.size(0) != batch:  # beam search: `groups` query rows share one memory row
-            q, attn_mask, groups = _fold_groups(q, k.size(0), attn_mask)  # [sentences, heads, groups * q_len, head_dim]
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, is_causal=is_causal and attn_mask is None,
-            dropout_p=self.dropout if self.training else 0.0)  # [batch, heads, q_len, head_dim]
+        if k.size(0) != batch:  # beam search: `groups` query rows share one memory row / one cache sentence
+            # Self-attention's mask comes folded already (DecoderCache.self_attention_mask).
+            q, folded_mask, groups = _fold_groups(q, k.size(0), attn_mask if self.cross else None)
+            attn_mask = folded_mask if self.cross else attn_mask  # q: [sentences, heads, groups * q_len, head_dim]
+        out = attend(q, k, v, attn_mask, is_causal and attn_mask is None,
+                     self.dropout if self.training else 0.0)  # [batch, heads, q_len, head_dim]
         if groups > 1:
             out = out.unflatten(2, (groups, q_len)).transpose(1, 2).flatten(0, 1)  # [batch, heads, q_len, head_dim]
         out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)  # [batch, q_len, d_model]

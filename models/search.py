@@ -80,7 +80,7 @@ def greedy_search(model, src: Tensor, bos: int, eos: int, pad: int, max_len_a: f
     scores = torch.zeros(batch, device=src.device)
     lengths = torch.zeros(batch, dtype=torch.long, device=src.device)
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
-    cache = model.new_cache()
+    cache = model.new_cache(capacity=int(limits.max()))
     banned = tuple(sorted({pad, bos} - {eos}))
     for step in range(int(limits.max())):
         logits = model.decode_step(tokens[:, -1:], enc, cache, offset=step)  # [batch, vocab]
@@ -126,7 +126,7 @@ def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int
     tokens = torch.full((batch * k, 1), bos, dtype=torch.long, device=device)  # [batch * beam, 1]
     beam_scores = torch.zeros(batch, k, device=device)
     beam_scores[:, 1:] = float("-inf")  # all beams start identical: expand only the first
-    cache = model.new_cache()
+    cache = model.new_cache(capacity=int(limits_all.max()))
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     banned = tuple(sorted({pad, bos} - {eos}))
     cand_order = torch.arange(2 * k, device=device)
@@ -191,7 +191,7 @@ class FullPrefixDecoder:
     def encode(self, src: Tensor):
         return self.model.encode(src)
 
-    def new_cache(self) -> dict:
+    def new_cache(self, capacity: Optional[int] = None) -> dict:
         return {}
 
     @staticmethod

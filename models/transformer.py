@@ -15,11 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from models.attention import MultiHeadAttention
+from models.cache import DecoderCache
 from models.dropout import Dropout
-from models.attention import LayerCache, MultiHeadAttention
 from models.positional_encodings import PositionalEncoding
-
-DecoderCache = list[dict[str, LayerCache]]  # per layer: {"self": {...}, "cross": {...}}
 
 
 @dataclass
@@ -86,7 +85,7 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Optional[Tensor], is_causal: bool,
                 cross_mask: Optional[Tensor], self_pos, cross_pos,
-                cache: Optional[dict[str, LayerCache]] = None) -> Tensor:
+                cache: Optional[dict] = None) -> Tensor:
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
 
@@ -175,7 +174,9 @@ class Seq2SeqTransformer(nn.Module):
         already decoded; keys and values of earlier positions come from the cache.
         """
         batch, tgt_len = tgt.shape
-        if offset and cache is None:
+        if cache is not None:
+            cache.extend(batch, enc.memory.size(0), tgt_len, offset, tgt.device)
+        elif offset:
             raise ValueError("decode(offset > 0) continues a cached prefix: pass the cache from new_cache()")
         positions = torch.arange(offset, offset + tgt_len, device=tgt.device)  # [tgt_len]
         if self.training:
@@ -189,13 +190,14 @@ class Seq2SeqTransformer(nn.Module):
         self_pos = self.decoder_pe.self_attention(positions, k_positions)
         bias = self_pos.bias if self_pos is not None else None
         is_causal = False
+        grouped = cache is not None and cache.groups > 1  # beams: rows of a sentence share its cache
         if tgt_len == 1:
             causal = None  # one new query sees every cached key
-        elif offset == 0 and bias is None:
+        elif offset == 0 and bias is None and not grouped:
             causal, is_causal = None, True  # let SDPA use its fused causal kernel
         else:
             causal = torch.ones(tgt_len, offset + tgt_len, dtype=torch.bool, device=tgt.device).tril(offset)
-        self_mask = merge_mask(causal, bias)
+        self_mask = cache.self_attention_mask(causal, bias) if grouped else merge_mask(causal, bias)
 
         cross_pos = self.decoder_pe.cross_attention(positions, enc.positions)
         cross_mask = merge_mask(enc.src_mask[:, None, None, :], cross_pos.bias if cross_pos is not None else None)
@@ -204,20 +206,18 @@ class Seq2SeqTransformer(nn.Module):
                       cache[i] if cache is not None else None)
         return self.output_proj(self.decoder_norm(x))  # [batch, tgt_len, vocab]
 
-    def new_cache(self) -> DecoderCache:
-        return [{"self": {}, "cross": {}} for _ in self.decoder_layers]
+    def new_cache(self, capacity: Optional[int] = None) -> DecoderCache:
+        """An empty cache; `capacity` (target positions, e.g. the search's length limit) preallocates it."""
+        return DecoderCache(len(self.decoder_layers), capacity)
 
     @staticmethod
     def reorder_cache(cache: DecoderCache, index: Tensor, memory_index: Optional[Tensor] = None) -> None:
         """Keep/reorder cached rows in place. Self-attention rows follow `index` (beam reordering,
-        dropping finished sentences). The cross-attention cache has one row per encoder row: it
-        follows `memory_index` if given (pass `index` again when the memory has one row per
-        decoder row) and is left as it is otherwise (beams reordered within their sentence)."""
-        for layer in cache:
-            for part, rows in ((layer["self"], index), (layer["cross"], memory_index)):
-                if rows is not None:
-                    for key in part:
-                        part[key] = part[key].index_select(0, rows)
+        dropping finished sentences; beams of a sentence only move a bool ancestry map). The
+        cross-attention cache has one row per encoder row: it follows `memory_index` if given (pass
+        `index` again when the memory has one row per decoder row) and is left as it is otherwise
+        (beams reordered within their sentence)."""
+        cache.reorder(index, memory_index)
 
     def decode_step(self, tokens: Tensor, enc: EncoderOutput, cache: DecoderCache, offset: int) -> Tensor:
         """Logits `[batch, vocab]` for the next token after `tokens` `[batch, 1]` at position `offset`."""

@@ -82,7 +82,7 @@ def test_cached_step_by_step_equals_full_decode(name, options):
                                        msg=lambda m: f"{name} {options} step {step}: {m}")
     # The cache grew one position per step in every layer; the cross-attention cache covers the source.
     for layer in cache:
-        assert layer["self"]["k"].shape == (3, HEADS, 12, D_MODEL // HEADS)
+        assert layer["self"].keys.shape == (3, HEADS, 12, D_MODEL // HEADS)
         assert layer["cross"]["k"].shape == (3, HEADS, 9, D_MODEL // HEADS)
 
 
@@ -288,7 +288,7 @@ class TransitionModel:
     def encode(self, src: torch.Tensor) -> FakeEncoderOutput:
         return FakeEncoderOutput(src.ne(PAD), src[:, 0].clone())
 
-    def new_cache(self) -> dict:
+    def new_cache(self, capacity=None) -> dict:
         return {}
 
     @staticmethod

@@ -1,0 +1,180 @@
+"""Key/value cache for incremental decoding, in which beams never move.
+
+Self-attention keys and values of each decoder layer live in buffers laid out
+`[sentences, heads, capacity, groups, head_dim]`: the `groups` rows of a sentence (its beams)
+each own a slot, and the keys of a new position are written in place into the slot of the row
+that produced them. Beam search reorders its hypotheses every step. Copying every layer's cache
+to follow them (`index_select` over `[rows, heads, len, head_dim]`, then `cat` to append) moves
+the whole cache twice per step. Instead this cache keeps an *ancestry* map — for each
+hypothesis and position, the slot that holds its token — and self-attention reads all slots
+of the sentence at once, through a mask that lets each hypothesis see only its own ancestors.
+Reordering beams moves a `[sentences, groups, capacity, groups]` bool map; the keys stay put.
+Only sentences that leave the batch cost an `index_select` of the buffers.
+
+With one row per sentence (greedy search, plain batches) there is one slot per row and no map.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+
+class SelfAttentionCache:
+    """One decoder layer's self-attention keys and values (owned by a `DecoderCache`)."""
+
+    def __init__(self, owner: "DecoderCache") -> None:
+        self.owner = owner
+        self.k: Optional[Tensor] = None  # [sentences, heads, capacity, groups, head_dim]
+        self.v: Optional[Tensor] = None
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store this call's keys/values `[rows, heads, new, head_dim]` at the positions the owner
+        reserved; return every cached key/value of each sentence, `[sentences, heads, len * groups, head_dim]`
+        (key axis ordered position-major, slot-minor, as `DecoderCache.self_attention_mask` expects)."""
+        owner = self.owner
+        sentences, groups, start, end = owner.sentences, owner.groups, owner.start, owner.length
+        rows, heads, new, head_dim = k.shape
+        if self.k is None:
+            shape = (sentences, heads, owner.capacity, groups, head_dim)
+            self.k, self.v = k.new_empty(shape), v.new_empty(shape)
+        elif self.k.size(2) < owner.capacity:
+            self.k, self.v = (owner.grown(buf, dim=2) for buf in (self.k, self.v))
+        for buf, new_kv in ((self.k, k), (self.v, v)):
+            buf[:, :, start:end] = new_kv.view(sentences, groups, heads, new, head_dim).permute(0, 2, 3, 1, 4)
+        return self.k[:, :, :end].flatten(2, 3), self.v[:, :, :end].flatten(2, 3)
+
+    def select_sentences(self, index: Tensor) -> None:
+        if self.k is not None:
+            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+
+    @property
+    def keys(self) -> Optional[Tensor]:
+        """The cached keys per row, `[rows, heads, len, head_dim]` (a gathered copy: for tests and inspection)."""
+        return None if self.k is None else self.owner.gather_rows(self.k)
+
+
+class DecoderCache:
+    """Per-layer caches of a decoder: `cache[i]` is `{"self": SelfAttentionCache, "cross": {"k", "v"}}`.
+
+    `capacity` (positions) preallocates the self-attention buffers; they grow (doubling) past it.
+    """
+
+    def __init__(self, num_layers: int, capacity: Optional[int] = None) -> None:
+        self.layers = [{"self": SelfAttentionCache(self), "cross": {}} for _ in range(num_layers)]
+        self.capacity = int(capacity) if capacity else 0
+        self.length = 0  # positions held
+        self.start = 0  # first position written by the current decode call
+        self.sentences = 0
+        self.groups = 0  # rows per sentence; 0 until the first call
+        self.ancestry: Optional[Tensor] = None  # [sentences, groups, capacity, groups] bool, when groups > 1
+
+    def __getitem__(self, i: int) -> dict:
+        return self.layers[i]
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def extend(self, rows: int, memory_rows: int, new: int, offset: int, device: torch.device) -> None:
+        """Reserve `new` positions for a decode call over `rows` rows whose memory has `memory_rows`."""
+        if offset != self.length:
+            raise ValueError(f"decoding at offset {offset}, but the cache holds {self.length} positions: "
+                             f"pass offset={self.length} (the number of tokens already decoded into this cache)")
+        if rows % memory_rows:
+            raise ValueError(f"{rows} query rows cannot share {memory_rows} memory rows evenly")
+        groups = rows // memory_rows
+        if self.groups == 0:
+            self.sentences, self.groups = memory_rows, groups
+        elif (memory_rows, groups) != (self.sentences, self.groups):
+            raise ValueError(f"the cache holds {self.sentences} sentences x {self.groups} rows, but this call has "
+                             f"{memory_rows} x {groups}: use reorder_cache() when rows are dropped or reordered")
+        self.start, self.length = self.length, self.length + new
+        if self.length > self.capacity:
+            self.capacity = max(self.length, 2 * self.capacity)
+        if groups > 1:
+            if self.ancestry is None:
+                self.ancestry = torch.zeros(memory_rows, groups, self.capacity, groups, dtype=torch.bool, device=device)
+            elif self.ancestry.size(2) < self.capacity:
+                self.ancestry = self.grown(self.ancestry, dim=2)
+            own_slot = torch.eye(groups, dtype=torch.bool, device=device)[:, None, :]  # row g's new tokens sit in slot g
+            self.ancestry[:, :, self.start:self.length] = own_slot
+
+    def grown(self, buf: Tensor, dim: int) -> Tensor:
+        """`buf` with its position axis `dim` enlarged to the capacity, the held positions copied."""
+        shape = list(buf.shape)
+        shape[dim] = self.capacity
+        out = buf.new_zeros(shape) if buf.dtype == torch.bool else buf.new_empty(shape)
+        out.narrow(dim, 0, self.start).copy_(buf.narrow(dim, 0, self.start))
+        return out
+
+    def self_attention_mask(self, causal: Optional[Tensor], bias: Optional[Tensor]) -> Tensor:
+        """Mask for the folded self-attention of `groups > 1` rows per sentence: queries
+        `[sentences, heads, groups * new, ...]` (row-major) against keys `[..., len * groups]`
+        (position-major). causal: bool `[new, len]` or None; bias: float `[(rows,) heads, new, len]` or None.
+        Returns bool (True = attend) `[sentences, 1, groups * new, len * groups]`, or a float mask with
+        `heads` when there is a bias."""
+        sentences, groups, length = self.sentences, self.groups, self.length
+        new = length - self.start
+        allowed = self.ancestry[:, None, :, None, :length, :]  # [S, 1, G, 1, len, G]
+        if causal is not None:
+            allowed = allowed & causal[:, :, None]  # [S, 1, G, new, len, G]
+        allowed = allowed.expand(sentences, 1, groups, new, length, groups)
+        allowed = allowed.reshape(sentences, 1, groups * new, length * groups)
+        if bias is None:
+            return allowed
+        heads = bias.size(-3)
+        if bias.dim() == 3:
+            bias = bias[None, :, None]  # [1, heads, 1, new, len]
+        else:  # one bias per row
+            bias = bias.view(sentences, groups, heads, new, length).transpose(1, 2)  # [S, heads, G, new, len]
+        bias = bias[..., None].expand(sentences, heads, groups, new, length, groups)
+        return bias.reshape(sentences, heads, groups * new, length * groups).masked_fill(~allowed, float("-inf"))
+
+    def reorder(self, index: Tensor, memory_index: Optional[Tensor] = None) -> None:
+        """Rows follow `index` (into the current rows). With several rows per sentence (beams),
+        `index` must keep each sentence's rows together: `groups` consecutive entries from one
+        sentence. The cross-attention cache follows `memory_index` if given (pass `index` again
+        when there is one row per sentence) and is left as it is otherwise."""
+        if memory_index is not None:
+            for layer in self.layers:
+                for key in layer["cross"]:
+                    layer["cross"][key] = layer["cross"][key].index_select(0, memory_index)
+        if self.groups == 0:
+            return
+        groups = self.groups
+        if index.numel() % groups:
+            raise ValueError(f"reorder index of {index.numel()} rows does not fill groups of {groups}")
+        if groups == 1:
+            sentences, parents = index, None
+        else:
+            sentence_of = index.view(-1, groups) // groups  # [new_sentences, groups]
+            if not sentence_of.eq(sentence_of[:, :1]).all():
+                raise ValueError("reorder index mixes sentences inside a group of beams: each group of "
+                                 f"{groups} rows must come from one sentence")
+            sentences, parents = sentence_of[:, 0], index.view(-1, groups) % groups
+            if memory_index is None and not torch.equal(sentences, torch.arange(self.sentences, device=index.device)):
+                raise ValueError("reorder index moves rows across sentences: pass memory_index too")
+        if sentences.numel() != self.sentences or not torch.equal(
+                sentences, torch.arange(self.sentences, device=sentences.device)):
+            for layer in self.layers:
+                layer["self"].select_sentences(sentences)
+            if self.ancestry is not None:
+                self.ancestry = self.ancestry.index_select(0, sentences.to(self.ancestry.device))
+            self.sentences = sentences.numel()
+        if parents is not None:
+            parents = parents.to(self.ancestry.device)
+            self.ancestry = self.ancestry.gather(1, parents[:, :, None, None].expand_as(self.ancestry))
+
+    def gather_rows(self, buf: Tensor) -> Tensor:
+        """Per-row view of a slot buffer: `[rows, heads, len, head_dim]`, each row's keys along its ancestry."""
+        sentences, heads, _, groups, head_dim = buf.shape
+        held = buf[:, :, :self.length]  # [S, heads, len, G, head_dim]
+        if groups == 1:
+            return held.squeeze(3)
+        slot = self.ancestry[:, :, :self.length].long().argmax(-1).to(buf.device)  # [S, G, len]
+        index = slot[:, None, :, :, None, None].expand(sentences, heads, groups, self.length, 1, head_dim)
+        per_row = held[:, :, None].expand(sentences, heads, groups, self.length, groups, head_dim)
+        out = per_row.gather(4, index).squeeze(4)  # [S, heads, G, len, head_dim]
+        return out.transpose(1, 2).reshape(sentences * groups, heads, self.length, head_dim)

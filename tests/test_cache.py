@@ -1,0 +1,120 @@
+"""The decoder's key/value cache (models/cache.py): beams that never move, an ancestry map instead.
+
+Reference for every check: the uncached decoder run on each row's whole token history, with the
+encoder memory copied for every row — no cache, no grouping, nothing shared.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from models.cache import DecoderCache
+from test_decoding import BOS, D_MODEL, HEADS, VOCAB, encoding_cases, make_model, mixed_batch
+
+
+def reference_step(model, history: torch.Tensor, enc, sentence_of_row: torch.Tensor) -> torch.Tensor:
+    """Next-token logits `[rows, vocab]` of each row's history, decoded from scratch."""
+    return model.decode(history, enc.index_select(sentence_of_row))[:, -1]
+
+
+@pytest.mark.parametrize("name, options", encoding_cases())
+def test_grouped_cache_follows_beam_reorders_and_dropped_sentences(name, options):
+    """3 sentences x 4 beams, 7 steps: each step the beams of a sentence are re-drawn from its
+    current beams (with repeats, as beam search does); at step 4 the middle sentence leaves.
+    The cached step equals decoding every row's history from scratch, at every step."""
+    model = make_model(name, seed=11, **options)
+    for pname, p in model.named_parameters():
+        if "_pe." in pname:  # learned bias tables start at zero: give them a signal
+            torch.nn.init.normal_(p, generator=torch.Generator().manual_seed(11))
+    beams, g = 4, torch.Generator().manual_seed(12)
+    src = mixed_batch([6, 3, 8], seed=12)
+    with torch.no_grad():
+        enc = model.encode(src)
+        sentences = torch.arange(3)  # original sentence of each active group
+        history = torch.full((3 * beams, 1), BOS)
+        cache = model.new_cache(capacity=3)  # too small on purpose: the buffers must grow
+        for step in range(7):
+            rows_sentence = sentences.repeat_interleave(beams)
+            got = model.decode_step(history[:, -1:], enc.index_select(sentences), cache, offset=step)
+            torch.testing.assert_close(got, reference_step(model, history, enc, rows_sentence), atol=1e-5, rtol=0,
+                                       msg=lambda m: f"{name} {options} step {step}: {m}")
+            parents = torch.randint(0, beams, (sentences.numel(), beams), generator=g)
+            keep = torch.tensor([0, 2]) if step == 4 else torch.arange(sentences.numel())
+            index = (keep[:, None] * beams + parents[keep]).view(-1)
+            model.reorder_cache(cache, index, keep if keep.numel() < sentences.numel() else None)
+            sentences = sentences[keep]
+            new_tokens = torch.randint(4, VOCAB, (index.numel(), 1), generator=g)
+            history = torch.cat([history.index_select(0, index), new_tokens], dim=1)
+        assert cache.sentences == 2 and cache.capacity >= 7
+        # Each row's cached keys, gathered along its ancestry, are the keys of its own history.
+        fresh = model.new_cache()
+        model.decode(history[:, :-1], enc.index_select(sentences.repeat_interleave(beams)), fresh)
+        torch.testing.assert_close(cache[1]["self"].keys, fresh[1]["self"].keys, atol=1e-5, rtol=0)
+
+
+def test_cache_moves_only_the_ancestry_when_beams_reorder():
+    """A within-sentence reorder leaves the key buffers untouched (same storage, same values)."""
+    model = make_model("sinusoidal", seed=13)
+    src = mixed_batch([5, 4], seed=13)
+    with torch.no_grad():
+        enc = model.encode(src)
+        cache = model.new_cache(capacity=4)
+        model.decode_step(torch.full((6, 1), BOS), enc, cache, offset=0)
+        before = cache[0]["self"].k
+        snapshot = before.clone()
+        model.reorder_cache(cache, torch.tensor([2, 2, 0, 4, 3, 3]))
+        assert cache[0]["self"].k is before and torch.equal(before, snapshot)
+        assert cache.ancestry[:, :, 0].long().argmax(-1).tolist() == [[2, 2, 0], [1, 0, 0]]
+
+
+def test_cache_refuses_inconsistent_calls():
+    """Clear errors for what would silently corrupt a cache."""
+    model = make_model("rope", seed=14)
+    src = mixed_batch([5, 4], seed=14)
+    with torch.no_grad():
+        enc = model.encode(src)
+        cache = model.new_cache()
+        model.decode_step(torch.full((6, 1), BOS), enc, cache, offset=0)
+        with pytest.raises(ValueError, match="pass offset=1"):
+            model.decode_step(torch.full((6, 1), BOS), enc, cache, offset=3)
+        with pytest.raises(ValueError, match="use reorder_cache"):
+            model.decode_step(torch.full((4, 1), BOS), enc, cache, offset=1)
+        with pytest.raises(ValueError, match="mixes sentences"):
+            model.reorder_cache(cache, torch.tensor([0, 1, 3, 3, 4, 5]))
+        with pytest.raises(ValueError, match="pass memory_index"):
+            model.reorder_cache(cache, torch.tensor([3, 4, 5, 0, 1, 2]))
+        with pytest.raises(ValueError, match="cannot share"):
+            model.decode(torch.full((5, 1), BOS), enc, model.new_cache())
+
+
+def test_one_row_per_sentence_has_no_ancestry_and_reorders_rows():
+    """Greedy-style caches (one row per sentence) keep plain per-row buffers."""
+    cache = DecoderCache(num_layers=1, capacity=2)
+    cache.extend(rows=3, memory_rows=3, new=1, offset=0, device=torch.device("cpu"))
+    k = torch.randn(3, HEADS, 1, D_MODEL // HEADS)
+    keys, _ = cache[0]["self"].append(k, k)
+    assert cache.ancestry is None and torch.equal(keys, k)
+    cache.reorder(torch.tensor([2, 0]), torch.tensor([2, 0]))
+    torch.testing.assert_close(cache[0]["self"].keys, k[[2, 0]])
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "bool", "float"])
+@pytest.mark.parametrize("q_len", [1, 5, 16])
+def test_short_query_attention_equals_sdpa(mask_kind, q_len):
+    """`attend`'s matmul path (decoding steps on CPU) computes what SDPA computes."""
+    import torch.nn.functional as F
+
+    from models.attention import SHORT_QUERY, attend
+
+    assert q_len <= SHORT_QUERY
+    g = torch.Generator().manual_seed(q_len)
+    q, k, v = (torch.randn(3, 4, n, 8, generator=g) for n in (q_len, 21, 21))
+    mask = None
+    if mask_kind != "none":
+        allowed = torch.rand(3, 1, q_len, 21, generator=g) < 0.6
+        allowed[..., 0] = True  # no fully masked row
+        mask = allowed if mask_kind == "bool" else \
+            torch.randn(3, 4, q_len, 21, generator=g).masked_fill(~allowed, float("-inf"))
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    torch.testing.assert_close(attend(q, k, v, mask, False, 0.0), expected, atol=1e-6, rtol=1e-5)
