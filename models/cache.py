@@ -23,47 +23,55 @@ from torch import Tensor
 
 
 class SelfAttentionCache:
-    """One decoder layer's self-attention keys and values (owned by a `DecoderCache`)."""
+    """One decoder layer's self-attention keys and values: views into its `DecoderCache`'s storage."""
 
-    def __init__(self, owner: "DecoderCache") -> None:
+    def __init__(self, owner: "DecoderCache", layer: int) -> None:
         self.owner = owner
-        self.k: Optional[Tensor] = None  # [sentences, heads, capacity, groups, head_dim]
-        self.v: Optional[Tensor] = None
+        self.layer = layer
+
+    @property
+    def k(self) -> Optional[Tensor]:
+        """`[sentences, heads, capacity, groups, head_dim]` buffer (None before the first call)."""
+        return None if self.owner.kv is None else self.owner.kv[self.layer, 0]
+
+    @property
+    def v(self) -> Optional[Tensor]:
+        return None if self.owner.kv is None else self.owner.kv[self.layer, 1]
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Store this call's keys/values `[rows, heads, new, head_dim]` at the positions the owner
         reserved; return every cached key/value of each sentence, `[sentences, heads, len * groups, head_dim]`
         (key axis ordered position-major, slot-minor, as `DecoderCache.self_attention_mask` expects)."""
+        if k.requires_grad or v.requires_grad:
+            raise RuntimeError("the decoder cache is for inference (keys are written in place): "
+                               "decode under torch.no_grad() or torch.inference_mode()")
         owner = self.owner
+        owner.ensure_storage(k)
         sentences, groups, start, end = owner.sentences, owner.groups, owner.start, owner.length
-        rows, heads, new, head_dim = k.shape
-        if self.k is None:
-            shape = (sentences, heads, owner.capacity, groups, head_dim)
-            self.k, self.v = k.new_empty(shape), v.new_empty(shape)
-        elif self.k.size(2) < owner.capacity:
-            self.k, self.v = (owner.grown(buf, dim=2) for buf in (self.k, self.v))
-        for buf, new_kv in ((self.k, k), (self.v, v)):
+        _, heads, new, head_dim = k.shape
+        buf_k, buf_v = owner.kv[self.layer, 0], owner.kv[self.layer, 1]
+        for buf, new_kv in ((buf_k, k), (buf_v, v)):
             buf[:, :, start:end] = new_kv.view(sentences, groups, heads, new, head_dim).permute(0, 2, 3, 1, 4)
-        return self.k[:, :, :end].flatten(2, 3), self.v[:, :, :end].flatten(2, 3)
-
-    def select_sentences(self, index: Tensor) -> None:
-        if self.k is not None:
-            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+        return buf_k[:, :, :end].flatten(2, 3), buf_v[:, :, :end].flatten(2, 3)
 
     @property
     def keys(self) -> Optional[Tensor]:
         """The cached keys per row, `[rows, heads, len, head_dim]` (a gathered copy: for tests and inspection)."""
-        return None if self.k is None else self.owner.gather_rows(self.k)
+        return None if self.owner.kv is None else self.owner.gather_rows(self.k)
 
 
 class DecoderCache:
     """Per-layer caches of a decoder: `cache[i]` is `{"self": SelfAttentionCache, "cross": {"k", "v"}}`.
 
     `capacity` (positions) preallocates the self-attention buffers; they grow (doubling) past it.
+    All layers' keys and values are one allocation, `kv` `[layers, 2, sentences, heads, capacity,
+    groups, head_dim]`: one block the allocator returns whole when the search ends.
     """
 
     def __init__(self, num_layers: int, capacity: Optional[int] = None) -> None:
-        self.layers = [{"self": SelfAttentionCache(self), "cross": {}} for _ in range(num_layers)]
+        self.num_layers = num_layers
+        self.cross: list[dict[str, Tensor]] = [{} for _ in range(num_layers)]  # per layer {"k", "v"}
+        self.kv: Optional[Tensor] = None
         self.capacity = int(capacity) if capacity else 0
         self.length = 0  # positions held
         self.start = 0  # first position written by the current decode call
@@ -72,10 +80,14 @@ class DecoderCache:
         self.ancestry: Optional[Tensor] = None  # [sentences, groups, capacity, groups] bool, when groups > 1
 
     def __getitem__(self, i: int) -> dict:
-        return self.layers[i]
+        if not -self.num_layers <= i < self.num_layers:
+            raise IndexError(f"layer {i} of a {self.num_layers}-layer cache")
+        # Made on access, not stored: a stored back-reference would make the cache a reference
+        # cycle, kept alive (with its buffers) until the garbage collector happens to run.
+        return {"self": SelfAttentionCache(self, i % self.num_layers), "cross": self.cross[i]}
 
     def __len__(self) -> int:
-        return len(self.layers)
+        return self.num_layers
 
     def extend(self, rows: int, memory_rows: int, new: int, offset: int, device: torch.device) -> None:
         """Reserve `new` positions for a decode call over `rows` rows whose memory has `memory_rows`."""
@@ -100,6 +112,14 @@ class DecoderCache:
                 self.ancestry = self.grown(self.ancestry, dim=2)
             own_slot = torch.eye(groups, dtype=torch.bool, device=device)[:, None, :]  # row g's new tokens sit in slot g
             self.ancestry[:, :, self.start:self.length] = own_slot
+
+    def ensure_storage(self, k: Tensor) -> None:
+        """Allocate (or grow to the capacity) the key/value storage, shaped after keys `k` `[rows, heads, new, head_dim]`."""
+        if self.kv is None:
+            _, heads, _, head_dim = k.shape
+            self.kv = k.new_empty(self.num_layers, 2, self.sentences, heads, self.capacity, self.groups, head_dim)
+        elif self.kv.size(4) < self.capacity:
+            self.kv = self.grown(self.kv, dim=4)
 
     def grown(self, buf: Tensor, dim: int) -> Tensor:
         """`buf` with its position axis `dim` enlarged to the capacity, the held positions copied."""
@@ -138,9 +158,9 @@ class DecoderCache:
         sentence. The cross-attention cache follows `memory_index` if given (pass `index` again
         when there is one row per sentence) and is left as it is otherwise."""
         if memory_index is not None:
-            for layer in self.layers:
-                for key in layer["cross"]:
-                    layer["cross"][key] = layer["cross"][key].index_select(0, memory_index)
+            for layer in self.cross:
+                for key in layer:
+                    layer[key] = layer[key].index_select(0, memory_index)
         if self.groups == 0:
             return
         groups = self.groups
@@ -158,8 +178,8 @@ class DecoderCache:
                 raise ValueError("reorder index moves rows across sentences: pass memory_index too")
         if sentences.numel() != self.sentences or not torch.equal(
                 sentences, torch.arange(self.sentences, device=sentences.device)):
-            for layer in self.layers:
-                layer["self"].select_sentences(sentences)
+            if self.kv is not None:
+                self.kv = self.kv.index_select(2, sentences)
             if self.ancestry is not None:
                 self.ancestry = self.ancestry.index_select(0, sentences.to(self.ancestry.device))
             self.sentences = sentences.numel()

@@ -61,10 +61,9 @@ def test_cache_moves_only_the_ancestry_when_beams_reorder():
         enc = model.encode(src)
         cache = model.new_cache(capacity=4)
         model.decode_step(torch.full((6, 1), BOS), enc, cache, offset=0)
-        before = cache[0]["self"].k
-        snapshot = before.clone()
+        storage, snapshot = cache.kv, cache.kv.clone()
         model.reorder_cache(cache, torch.tensor([2, 2, 0, 4, 3, 3]))
-        assert cache[0]["self"].k is before and torch.equal(before, snapshot)
+        assert cache.kv is storage and torch.equal(cache.kv, snapshot)
         assert cache.ancestry[:, :, 0].long().argmax(-1).tolist() == [[2, 2, 0], [1, 0, 0]]
 
 

@@ -235,9 +235,13 @@ def test_learnable_limits_in_model_encoder_and_decoder():
     with pytest.raises(ValueError, match="max_positions"):
         model.decode(random_tokens(2, 7), enc)
     cache = model.new_cache()
-    model.decode(random_tokens(2, 6), enc, cache)
-    with pytest.raises(ValueError, match="max_positions"):  # position 6 through the cached path
-        model.decode_step(random_tokens(2, 1), enc, cache, offset=6)
+    with pytest.raises(RuntimeError, match="torch.no_grad"):  # the cache is for inference
+        model.decode(random_tokens(2, 6), enc, cache)
+    cache = model.new_cache()
+    with torch.no_grad():
+        model.decode(random_tokens(2, 6), enc, cache)
+        with pytest.raises(ValueError, match="max_positions"):  # position 6 through the cached path
+            model.decode_step(random_tokens(2, 1), enc, cache, offset=6)
 
 
 # ---------------------------------------------------------------------------- NoPE
