@@ -34,6 +34,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import MODEL_SIZES, SIZE_HELP, environment, ratio_spread, run_rounds, write_results  # noqa: E402
 
 PAD, BOS, EOS = 0, 2, 3
+CASES = ["ours_greedy_cached", "ours_greedy_uncached", "hf_greedy", "ours_beam5_cached", "ours_beam5_uncached",
+         "hf_beam5"]
 
 
 def make_sources(num: int, vocab: int, seed: int = 0):
@@ -140,6 +142,10 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every case this many times, each in a fresh process, order alternating; "
                              "figures are medians over rounds (default 1)")
+    parser.add_argument("--cases", nargs="+", choices=CASES, metavar="CASE",
+                        help="run only these cases (default: all; ratios need both of their cases). "
+                             "E.g. --cases ours_beam5_cached hf_beam5 skips the slow uncached ones. "
+                             f"Cases: {', '.join(CASES)}")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--size", default="report", choices=sorted(MODEL_SIZES), help=SIZE_HELP)
@@ -156,8 +162,7 @@ def main(argv=None) -> int:
     num = args.sentences or (8 if args.quick else 32)
     repeats = args.repeats or (1 if args.quick else 3)
     threads = args.threads or torch.get_num_threads()
-    cases = ["ours_greedy_cached", "ours_greedy_uncached", "hf_greedy", "ours_beam5_cached",
-             "ours_beam5_uncached", "hf_beam5"]
+    cases = [c for c in CASES if c in (args.cases or CASES)]
     by = run_rounds(cases, run_case, (num, args.out_len, repeats, threads, device, args.size), args.rounds,
                     "sentences_per_sec", "sent/s")
     results = [by[c] for c in cases]
@@ -165,7 +170,8 @@ def main(argv=None) -> int:
              "beam5_cached_over_uncached": ("ours_beam5_cached", "ours_beam5_uncached"),
              "beam5_over_hf_generate": ("ours_beam5_cached", "hf_beam5"),
              "greedy_over_hf_generate": ("ours_greedy_cached", "hf_greedy")}
-    spreads = {name: ratio_spread(by, a, b, "sentences_per_sec") for name, (a, b) in pairs.items()}
+    spreads = {name: ratio_spread(by, a, b, "sentences_per_sec") for name, (a, b) in pairs.items()
+               if a in by and b in by}
     ratios = {name: sp["ratio"] for name, sp in spreads.items()}
     print(f"\nDecoding {num} sentences, {args.out_len} output tokens each, {device} ({threads} threads)\n")
     print("| case | beam | sentences/s | target tokens/s | peak memory (MB) |")
@@ -177,7 +183,7 @@ def main(argv=None) -> int:
     for k, v in ratios.items():
         rounds = ", ".join(f"{x:.2f}" for x in spreads[k]["per_round"])
         print(f"{k}: {v:.2f}x" + (f"   (per round: {rounds})" if args.rounds > 1 else ""))
-    settings = {"sentences": num, "out_len": args.out_len, "repeats": repeats, "rounds": args.rounds,
+    settings = {"cases": cases, "sentences": num, "out_len": args.out_len, "repeats": repeats, "rounds": args.rounds,
                 "threads": threads, "quick": args.quick, "size": args.size, **MODEL_SIZES[args.size], **environment(device)}
     write_results(args.output, settings, results, ratios, spreads)
     return 0

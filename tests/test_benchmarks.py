@@ -48,6 +48,19 @@ def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> 
     assert data["settings"]["device"] == "cpu"
 
 
+def test_decode_benchmark_runs_only_the_chosen_cases(tmp_path: Path) -> None:
+    """`--cases` skips the others; only the ratios whose two cases ran are reported."""
+    out = tmp_path / "decode.json"
+    proc = run_script("decode.py", ["--size", "tiny", "--sentences", "2", "--out_len", "4", "--repeats", "1",
+                                    "--threads", "1", "--device", "cpu", "--cases", "hf_beam5", "ours_beam5_cached",
+                                    "--output", str(out)])
+    data = json.loads(out.read_text())
+    assert [r["case"] for r in data["results"]] == ["ours_beam5_cached", "hf_beam5"]
+    assert data["settings"]["cases"] == ["ours_beam5_cached", "hf_beam5"]
+    assert positive(data["beam5_over_hf_generate"]) and "beam5_over_hf_generate" in proc.stdout
+    assert "greedy_cached_over_uncached" not in data and "greedy_cached_over_uncached" not in proc.stdout
+
+
 def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path) -> None:
     out = tmp_path / "train.json"
     proc = run_script("train.py", ["--size", "tiny", "--max_tokens", "300", "--steps", "1", "--threads", "1",

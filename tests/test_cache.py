@@ -18,11 +18,15 @@ def reference_step(model, history: torch.Tensor, enc, sentence_of_row: torch.Ten
     return model.decode(history, enc.index_select(sentence_of_row))[:, -1]
 
 
+@pytest.mark.parametrize("kernel", ["matmul", "sdpa"])
 @pytest.mark.parametrize("name, options", encoding_cases())
-def test_grouped_cache_follows_beam_reorders_and_dropped_sentences(name, options):
+def test_grouped_cache_follows_beam_reorders_and_dropped_sentences(name, options, kernel, monkeypatch):
     """3 sentences x 4 beams, 7 steps: each step the beams of a sentence are re-drawn from its
     current beams (with repeats, as beam search does); at step 4 the middle sentence leaves.
-    The cached step equals decoding every row's history from scratch, at every step."""
+    The cached step equals decoding every row's history from scratch, at every step — through
+    the CPU's short-query matmul path and through SDPA with the folded mask (what a GPU runs)."""
+    if kernel == "sdpa":
+        monkeypatch.setattr("models.attention.SHORT_QUERY", 0)
     model = make_model(name, seed=11, **options)
     for pname, p in model.named_parameters():
         if "_pe." in pname:  # learned bias tables start at zero: give them a signal
