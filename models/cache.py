@@ -178,8 +178,10 @@ class DecoderCache:
                 raise ValueError("reorder index moves rows across sentences: pass memory_index too")
         if sentences.numel() != self.sentences or not torch.equal(
                 sentences, torch.arange(self.sentences, device=sentences.device)):
-            if self.kv is not None:
-                self.kv = self.kv.index_select(2, sentences)
+            if self.kv is not None:  # copy only the positions held: the rest of the block stays untouched
+                kept = self.kv.new_empty(self.kv.shape[:2] + (sentences.numel(),) + self.kv.shape[3:])
+                kept[:, :, :, :, :self.length] = self.kv[:, :, :, :, :self.length].index_select(2, sentences)
+                self.kv = kept
             if self.ancestry is not None:
                 self.ancestry = self.ancestry.index_select(0, sentences.to(self.ancestry.device))
             self.sentences = sentences.numel()

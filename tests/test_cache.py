@@ -6,6 +6,8 @@ encoder memory copied for every row — no cache, no grouping, nothing shared.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -121,3 +123,27 @@ def test_short_query_attention_equals_sdpa(mask_kind, q_len):
             torch.randn(3, 4, q_len, 21, generator=g).masked_fill(~allowed, float("-inf"))
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     torch.testing.assert_close(attend(q, k, v, mask, False, 0.0), expected, atol=1e-6, rtol=1e-5)
+
+
+def resident_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def test_dropping_a_sentence_copies_only_the_positions_held():
+    """The block is preallocated for the longest output a search allows, and its untouched pages
+    cost no memory; dropping a finished sentence must not copy (and so touch) the unused capacity."""
+    sentences, groups, heads, head_dim, layers = 8, 2, 4, 32, 2
+    cache = DecoderCache(layers, capacity=8000)  # 2 x 2 x 8 x 4 x 8000 x 2 x 32 floats: 250 MB, 10 positions held
+    with torch.no_grad():
+        for step in range(10):
+            cache.extend(sentences * groups, sentences, 1, step, torch.device("cpu"))
+            for layer in range(layers):
+                k = torch.randn(sentences * groups, heads, 1, head_dim)
+                cache[layer]["self"].append(k, k)
+        before = resident_mb()
+        keep = torch.arange(1, sentences)
+        cache.reorder((keep[:, None] * groups + torch.arange(groups)).view(-1), keep)
+        grown_by = resident_mb() - before
+    assert cache.kv.numel() * 4 / 2**20 > 200  # the new block (7 sentences) is as large as the old one ...
+    assert grown_by < 40, f"dropping a sentence touched {grown_by:.0f} MB"  # ... but only the held part is written
