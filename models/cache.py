@@ -29,15 +29,6 @@ class SelfAttentionCache:
         self.owner = owner
         self.layer = layer
 
-    @property
-    def k(self) -> Optional[Tensor]:
-        """`[sentences, heads, capacity, groups, head_dim]` buffer (None before the first call)."""
-        return None if self.owner.kv is None else self.owner.kv[self.layer, 0]
-
-    @property
-    def v(self) -> Optional[Tensor]:
-        return None if self.owner.kv is None else self.owner.kv[self.layer, 1]
-
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Store this call's keys/values `[rows, heads, new, head_dim]` at the positions the owner
         reserved; return every cached key/value of each sentence, `[sentences, heads, len * groups, head_dim]`
@@ -57,7 +48,7 @@ class SelfAttentionCache:
     @property
     def keys(self) -> Optional[Tensor]:
         """The cached keys per row, `[rows, heads, len, head_dim]` (a gathered copy: for tests and inspection)."""
-        return None if self.owner.kv is None else self.owner.gather_rows(self.k)
+        return None if self.owner.kv is None else self.owner.gather_rows(self.owner.kv[self.layer, 0])
 
 
 class DecoderCache:
@@ -174,10 +165,11 @@ class DecoderCache:
                 raise ValueError("reorder index mixes sentences inside a group of beams: each group of "
                                  f"{groups} rows must come from one sentence")
             sentences, parents = sentence_of[:, 0], index.view(-1, groups) % groups
-            if memory_index is None and not torch.equal(sentences, torch.arange(self.sentences, device=index.device)):
-                raise ValueError("reorder index moves rows across sentences: pass memory_index too")
-        if sentences.numel() != self.sentences or not torch.equal(
-                sentences, torch.arange(self.sentences, device=sentences.device)):
+        moved = sentences.numel() != self.sentences or not torch.equal(
+            sentences, torch.arange(self.sentences, device=sentences.device))
+        if moved and parents is not None and memory_index is None:
+            raise ValueError("reorder index moves rows across sentences: pass memory_index too")
+        if moved:
             if self.kv is not None:  # copy only the positions held: the rest of the block stays untouched
                 kept = self.kv.new_empty(self.kv.shape[:2] + (sentences.numel(),) + self.kv.shape[3:])
                 kept[:, :, :, :, :self.length] = self.kv[:, :, :, :, :self.length].index_select(2, sentences)
