@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.cache import SelfAttentionCache
+from models.linear import Linear
 from models.positional_encodings import AttentionPositions, apply_rotary
 
 # Cross-attention's cache entry: {"k": [memory_rows, heads, src_len, head_dim], "v": ...}
@@ -65,11 +66,11 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.cross = cross
         if cross:
-            self.q_proj = nn.Linear(d_model, d_model)
-            self.kv_proj = nn.Linear(d_model, 2 * d_model)
+            self.q_proj = Linear(d_model, d_model)
+            self.kv_proj = Linear(d_model, 2 * d_model)
         else:
-            self.qkv_proj = nn.Linear(d_model, 3 * d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+            self.qkv_proj = Linear(d_model, 3 * d_model)
+        self.out_proj = Linear(d_model, d_model)
 
     def _split_heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
         batch, length, _ = x.shape

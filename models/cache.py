@@ -143,16 +143,23 @@ class DecoderCache:
         bias = bias[..., None].expand(sentences, heads, groups, new, length, groups)
         return bias.reshape(sentences, heads, groups * new, length * groups).masked_fill(~allowed, float("-inf"))
 
-    def reorder(self, index: Tensor, memory_index: Optional[Tensor] = None) -> None:
+    def reorder(self, index: Tensor, memory_index: Optional[Tensor] = None, groups: Optional[int] = None) -> None:
         """Rows follow `index` (into the current rows). With several rows per sentence (beams),
         `index` must keep each sentence's rows together: `groups` consecutive entries from one
         sentence. The cross-attention cache follows `memory_index` if given (pass `index` again
-        when there is one row per sentence) and is left as it is otherwise."""
+        when there is one row per sentence) and is left as it is otherwise.
+
+        `groups` changes the number of rows per sentence from then on (default: unchanged), e.g.
+        from one row per sentence after a beam search's first step, when its beams were all alike,
+        to `beam` rows: each new row then gets its own slot, holding a copy of its source row's keys."""
         if memory_index is not None:
             for layer in self.cross:
                 for key in layer:
                     layer[key] = layer[key].index_select(0, memory_index)
-        if self.groups == 0:
+        if self.groups == 0:  # nothing cached yet: the next call sets the grouping
+            return
+        if groups is not None and groups != self.groups:
+            self._regroup(index, memory_index, groups)
             return
         groups = self.groups
         if index.numel() % groups:
@@ -180,6 +187,34 @@ class DecoderCache:
         if parents is not None:
             parents = parents.to(self.ancestry.device)
             self.ancestry = self.ancestry.gather(1, parents[:, :, None, None].expand_as(self.ancestry))
+
+    def _regroup(self, index: Tensor, memory_index: Optional[Tensor], groups: int) -> None:
+        """`reorder` to `groups` rows per sentence: a new block in which each new row's history
+        (its source row's keys along its ancestry) sits in the row's own slot."""
+        if groups < 1 or index.numel() % groups:
+            raise ValueError(f"reorder index of {index.numel()} rows does not fill groups of {groups}")
+        sentence_of = index.view(-1, groups) // self.groups  # [new_sentences, groups]
+        if not sentence_of.eq(sentence_of[:, :1]).all():
+            raise ValueError("reorder index mixes sentences inside a group of beams: each group of "
+                             f"{groups} rows must come from one sentence")
+        sentences = sentence_of[:, 0]
+        if memory_index is None and not torch.equal(sentences, torch.arange(self.sentences, device=sentences.device)):
+            raise ValueError("reorder index moves rows across sentences: pass memory_index too")
+        if self.kv is not None:
+            layers, kinds, _, heads, _, old_groups, head_dim = self.kv.shape
+            held = self.kv[:, :, :, :, :self.length]  # [layers, 2, S, heads, len, G, head_dim]
+            held = held.permute(2, 0, 1, 3, 4, 5, 6).reshape(self.sentences, layers * kinds * heads, self.length,
+                                                              old_groups, head_dim)
+            rows = self.gather_rows(held).index_select(0, index)  # [new_rows, layers * 2 * heads, len, head_dim]
+            rows = rows.view(sentences.numel(), groups, layers, kinds, heads, self.length, head_dim)
+            self.kv = self.kv.new_empty(layers, kinds, sentences.numel(), heads, self.capacity, groups, head_dim)
+            self.kv[:, :, :, :, :self.length] = rows.permute(2, 3, 0, 4, 5, 1, 6)
+        self.sentences, self.groups = sentences.numel(), groups
+        self.ancestry = None
+        if groups > 1:  # every row's history is in its own slot
+            device = index.device
+            self.ancestry = torch.zeros(self.sentences, groups, self.capacity, groups, dtype=torch.bool, device=device)
+            self.ancestry[:, :, :self.length] = torch.eye(groups, dtype=torch.bool, device=device)[:, None, :]
 
     def gather_rows(self, buf: Tensor) -> Tensor:
         """Per-row view of a slot buffer: `[rows, heads, len, head_dim]`, each row's keys along its ancestry."""

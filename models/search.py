@@ -133,12 +133,15 @@ def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int
 
     for step in range(int(limits_all.max())):
         n = active.numel()
-        limits = limits_all[active].repeat_interleave(k)  # [n * beam]
-        logits = model.decode_step(tokens[:, -1:], enc, cache, offset=step)  # [n * beam, vocab]
+        # The first step decodes one row per sentence (its beams are all BOS); then one per beam.
+        rows_per = 1 if step == 0 else k
+        decoded = tokens if rows_per == k else tokens[::k]  # [n * rows_per, step + 1]
+        limits = limits_all[active].repeat_interleave(rows_per)  # [n * rows_per]
+        logits = model.decode_step(decoded[:, -1:], enc, cache, offset=step)  # [n * rows_per, vocab]
         logp = _mask_specials(torch.log_softmax(logits.float(), dim=-1), step, limits, eos, banned, min_len)
-        _ban_repeated_ngrams(logp, tokens, no_repeat_ngram)
+        _ban_repeated_ngrams(logp, decoded, no_repeat_ngram)
         vocab = logp.size(-1)
-        cand = (beam_scores.view(-1, 1) + logp).view(n, k * vocab)  # [n, beam * vocab]
+        cand = (beam_scores[:, :, None] + logp.view(n, rows_per, vocab)).view(n, k * vocab)  # [n, beam * vocab]
         top_scores, top_idx = cand.topk(min(2 * k, k * vocab), dim=1)  # [n, 2 * beam]
         top_beam, top_tok = top_idx // vocab, top_idx % vocab  # [n, 2 * beam]
         is_eos = top_tok.eq(eos) | top_scores.isneginf()
@@ -166,11 +169,13 @@ def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int
         rows = (keep[:, None] * k + next_beam[keep]).view(-1)  # [n_keep * beam] rows of the current batch
         tokens = torch.cat([tokens.index_select(0, rows), next_tok[keep].view(-1, 1)], dim=1)  # [n_keep * beam, step + 2]
         beam_scores = next_scores[keep]
-        if keep.numel() < n:  # finished sentences leave the batch, with their encoder rows
-            model.reorder_cache(cache, rows, keep)
+        # Beams reordered within their sentences: the cross-attention cache stays as it is;
+        # finished sentences leave the batch, with their encoder rows.
+        cache_rows = rows if rows_per == k else keep.repeat_interleave(k)  # rows of the decoded batch
+        memory_index = keep if keep.numel() < n else None
+        model.reorder_cache(cache, cache_rows, memory_index, groups=None if rows_per == k else k)
+        if memory_index is not None:
             enc = enc.index_select(keep)
-        else:  # beams reordered within their sentences: the cross-attention cache stays as it is
-            model.reorder_cache(cache, rows)
         active = active[keep]
 
     results = []
@@ -195,7 +200,8 @@ class FullPrefixDecoder:
         return {}
 
     @staticmethod
-    def reorder_cache(cache: dict, index: Tensor, memory_index: Optional[Tensor] = None) -> None:
+    def reorder_cache(cache: dict, index: Tensor, memory_index: Optional[Tensor] = None,
+                      groups: Optional[int] = None) -> None:
         if "tokens" in cache:
             cache["tokens"] = cache["tokens"].index_select(0, index)
 

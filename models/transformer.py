@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from models.attention import MultiHeadAttention
 from models.cache import DecoderCache
 from models.dropout import Dropout
+from models.linear import Linear
 from models.positional_encodings import PositionalEncoding
 
 
@@ -45,8 +46,8 @@ def merge_mask(bool_mask: Optional[Tensor], bias: Optional[Tensor]) -> Optional[
 class FeedForward(nn.Module):
     def __init__(self, d_model: int, ffn_dim: int, dropout: float, activation: str) -> None:
         super().__init__()
-        self.fc1 = nn.Linear(d_model, ffn_dim)
-        self.fc2 = nn.Linear(ffn_dim, d_model)
+        self.fc1 = Linear(d_model, ffn_dim)
+        self.fc2 = Linear(ffn_dim, d_model)
         self.dropout = Dropout(dropout)
         self.activation = F.gelu if activation == "gelu" else F.relu
 
@@ -211,13 +212,15 @@ class Seq2SeqTransformer(nn.Module):
         return DecoderCache(len(self.decoder_layers), capacity)
 
     @staticmethod
-    def reorder_cache(cache: DecoderCache, index: Tensor, memory_index: Optional[Tensor] = None) -> None:
+    def reorder_cache(cache: DecoderCache, index: Tensor, memory_index: Optional[Tensor] = None,
+                      groups: Optional[int] = None) -> None:
         """Keep/reorder cached rows in place. Self-attention rows follow `index` (beam reordering,
         dropping finished sentences; beams of a sentence only move a bool ancestry map). The
         cross-attention cache has one row per encoder row: it follows `memory_index` if given (pass
         `index` again when the memory has one row per decoder row) and is left as it is otherwise
-        (beams reordered within their sentence)."""
-        cache.reorder(index, memory_index)
+        (beams reordered within their sentence). `groups` changes the number of rows per
+        sentence (beam search's first step decodes one row per sentence, then `beam`)."""
+        cache.reorder(index, memory_index, groups)
 
     def decode_step(self, tokens: Tensor, enc: EncoderOutput, cache: DecoderCache, offset: int) -> Tensor:
         """Logits `[batch, vocab]` for the next token after `tokens` `[batch, 1]` at position `offset`."""

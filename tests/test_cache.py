@@ -59,6 +59,48 @@ def test_grouped_cache_follows_beam_reorders_and_dropped_sentences(name, options
         torch.testing.assert_close(cache[1]["self"].keys, fresh[1]["self"].keys, atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("kernel", ["matmul", "sdpa"])
+@pytest.mark.parametrize("name, options", encoding_cases())
+def test_cache_changes_rows_per_sentence(name, options, kernel, monkeypatch):
+    """Beam search decodes its first step with one row per sentence, then regroups the cache to
+    `beam` rows. Here rows per sentence go 1, 1, 4 (with a sentence leaving), 4, 2, 2: the cached
+    step equals decoding every row's history from scratch, at every step."""
+    if kernel == "sdpa":
+        monkeypatch.setattr("models.attention.SHORT_QUERY", 0)
+    model = make_model(name, seed=21, **options)
+    for pname, p in model.named_parameters():
+        if "_pe." in pname:
+            torch.nn.init.normal_(p, generator=torch.Generator().manual_seed(21))
+    groups_after = [1, 4, 4, 2, 2, 2]  # rows per sentence after each step's reorder
+    g = torch.Generator().manual_seed(22)
+    src = mixed_batch([6, 3, 8], seed=22)
+    with torch.no_grad():
+        enc = model.encode(src)
+        sentences, groups = torch.arange(3), 1
+        history = torch.full((3, 1), BOS)
+        cache = model.new_cache(capacity=8)
+        for step, new_groups in enumerate(groups_after):
+            got = model.decode_step(history[:, -1:], enc.index_select(sentences), cache, offset=step)
+            expected = reference_step(model, history, enc, sentences.repeat_interleave(groups))
+            torch.testing.assert_close(got, expected, atol=1e-5, rtol=0, msg=lambda m: f"{name} step {step}: {m}")
+            keep = torch.tensor([0, 2]) if step == 1 else torch.arange(sentences.numel())
+            if new_groups < groups:  # distinct parents: each kept row's own history must move into its slot
+                parents = torch.stack([torch.randperm(groups, generator=g)[:new_groups] for _ in sentences])
+            else:
+                parents = torch.randint(0, groups, (sentences.numel(), new_groups), generator=g)
+            index = (keep[:, None] * groups + parents[keep]).view(-1)
+            model.reorder_cache(cache, index, keep if keep.numel() < sentences.numel() else None,
+                                groups=new_groups)
+            sentences, groups = sentences[keep], new_groups
+            history = torch.cat([history.index_select(0, index),
+                                 torch.randint(4, VOCAB, (index.numel(), 1), generator=g)], dim=1)
+        assert (cache.sentences, cache.groups) == (2, 2)
+        with pytest.raises(ValueError, match="mixes sentences"):
+            model.reorder_cache(cache, torch.tensor([0, 2, 1, 3]), torch.tensor([0, 1]), groups=4)
+        with pytest.raises(ValueError, match="does not fill groups of 3"):
+            model.reorder_cache(cache, torch.tensor([0, 1, 2, 3]), torch.tensor([0, 1]), groups=3)
+
+
 def test_cache_moves_only_the_ancestry_when_beams_reorder():
     """A within-sentence reorder leaves the key buffers untouched (same storage, same values)."""
     model = make_model("sinusoidal", seed=13)

@@ -284,6 +284,7 @@ class TransitionModel:
 
     def __init__(self) -> None:
         self.calls = 0
+        self.rows: list[int] = []  # rows decoded by each call
 
     def encode(self, src: torch.Tensor) -> FakeEncoderOutput:
         return FakeEncoderOutput(src.ne(PAD), src[:, 0].clone())
@@ -292,12 +293,13 @@ class TransitionModel:
         return {}
 
     @staticmethod
-    def reorder_cache(cache: dict, index: torch.Tensor, memory_index=None) -> None:
+    def reorder_cache(cache: dict, index: torch.Tensor, memory_index=None, groups=None) -> None:
         cache["history"] = cache["history"].index_select(0, index)
 
     def decode_step(self, tokens: torch.Tensor, enc: FakeEncoderOutput, cache: dict, offset: int) -> torch.Tensor:
         self.calls += 1
         rows = tokens.size(0)
+        self.rows.append(rows)
         group = rows // enc.src_mask.size(0)  # beams share their sentence's encoder row
         assert tokens.shape == (rows, 1) and rows == group * enc.src_mask.size(0)
         history = cache.get("history", torch.empty(rows, 0, dtype=torch.long))
@@ -390,6 +392,9 @@ def test_beam_search_hand_computed_batch_drops_finished_sentences():
     assert_hyps(results[1], [FLIP_EMPTY, FLIP_AB], "none")
     assert_hyps(results[2], TRAP_BEAM, "none")
     assert model.calls == 3
+    # The first step decodes one row per sentence (its beams are all BOS), then one per beam;
+    # after step 1 only the second sentence is left.
+    assert model.rows == [3, 6, 2]
 
 
 def test_beam_search_hand_computed_length_limit():
