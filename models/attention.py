@@ -39,18 +39,47 @@ def _fold_groups(q: Tensor, memory_rows: int, attn_mask: Optional[Tensor]) -> tu
 SHORT_QUERY = 16  # query lengths up to this use plain matmul-softmax-matmul on CPU (see `attend`)
 
 
+def short_query_path(device: torch.device, q_len: int) -> bool:
+    """Whether `attend` computes attention of `q_len` queries per row with batched matmuls (CPU decoding steps)."""
+    return device.type == "cpu" and q_len <= SHORT_QUERY
+
+
+def per_head_mask(attn_mask: Optional[Tensor], rows: int, heads: int) -> Optional[Tensor]:
+    """`attn_mask` (bool, True = attend, or float added to the scores; broadcastable to
+    `[rows, heads, q_len, k_len]`) as one float tensor laid out `[rows, heads, q_len or 1, k_len]`.
+    `attend` adds a mask in this form inside the score product, instead of masking the scores
+    afterwards in every layer; a decoding step builds it once for all its layers."""
+    if attn_mask is None:
+        return None
+    if attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros(attn_mask.shape, device=attn_mask.device).masked_fill_(~attn_mask, float("-inf"))
+    return attn_mask.expand(rows, heads, *attn_mask.shape[-2:]).contiguous()
+
+
 def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_causal: bool, dropout_p: float) -> Tensor:
     """Scaled dot-product attention. On CPU, a few queries per row (a decoding step: one token, or
     the folded beams of a sentence) go through two batched matmuls and a softmax, which are 1.5-3x
     faster there than SDPA's flash kernel at these shapes (`benchmarks/decode.py` measures the
-    search end to end); everything else is `F.scaled_dot_product_attention`."""
-    if q.device.type != "cpu" or q.size(-2) > SHORT_QUERY or is_causal or dropout_p > 0.0:
+    search end to end); a float mask laid out by `per_head_mask` is added within the first
+    product. Everything else is `F.scaled_dot_product_attention`."""
+    if not short_query_path(q.device, q.size(-2)) or is_causal or dropout_p > 0.0:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p)
-    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(q.size(-1) ** -0.5)  # [batch, heads, q_len, k_len]
-    if attn_mask is not None:
-        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
-            else scores.add_(attn_mask)
-    return torch.matmul(scores.softmax(dim=-1), v)
+    batch, heads, q_len, head_dim = q.shape
+    k_len = k.size(-2)
+    q3, k3, v3 = q.reshape(-1, q_len, head_dim), k.reshape(-1, k_len, head_dim), v.reshape(-1, k_len, head_dim)
+    scale = head_dim ** -0.5
+    if (attn_mask is not None and attn_mask.dtype != torch.bool and attn_mask.dim() == 4
+            and tuple(attn_mask.shape[:2]) == (batch, heads) and attn_mask.is_contiguous()):
+        scores = torch.baddbmm(attn_mask.view(-1, attn_mask.size(-2), k_len), q3, k3.transpose(1, 2), alpha=scale)
+    else:
+        scores = torch.bmm(q3, k3.transpose(1, 2)).mul_(scale)  # [batch * heads, q_len, k_len]
+        if attn_mask is not None:
+            scores4 = scores.view(batch, heads, q_len, k_len)
+            if attn_mask.dtype == torch.bool:
+                scores4.masked_fill_(~attn_mask, float("-inf"))
+            else:
+                scores4.add_(attn_mask)
+    return torch.bmm(torch.softmax(scores, dim=-1), v3).view(batch, heads, q_len, head_dim)
 
 
 class MultiHeadAttention(nn.Module):

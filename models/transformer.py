@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from models.attention import MultiHeadAttention
+from models.attention import MultiHeadAttention, per_head_mask, short_query_path
 from models.cache import DecoderCache
 from models.dropout import Dropout
 from models.linear import Linear
@@ -202,6 +202,11 @@ class Seq2SeqTransformer(nn.Module):
 
         cross_pos = self.decoder_pe.cross_attention(positions, enc.positions)
         cross_mask = merge_mask(enc.src_mask[:, None, None, :], cross_pos.bias if cross_pos is not None else None)
+        groups = batch // enc.memory.size(0)  # query rows per memory row (beams)
+        if cache is not None and not self.training and short_query_path(tgt.device, groups * tgt_len):
+            heads = self.decoder_layers[0].self_attn.num_heads if self.decoder_layers else 1
+            self_mask = per_head_mask(self_mask, cache.sentences if grouped else batch, heads)
+            cross_mask = per_head_mask(cross_mask, enc.memory.size(0), heads)
         for i, layer in enumerate(self.decoder_layers):
             x = layer(x, enc.memory, self_mask, is_causal, cross_mask, self_pos, cross_pos,
                       cache[i] if cache is not None else None)

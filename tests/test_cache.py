@@ -109,9 +109,10 @@ def test_cache_moves_only_the_ancestry_when_beams_reorder():
         enc = model.encode(src)
         cache = model.new_cache(capacity=4)
         model.decode_step(torch.full((6, 1), BOS), enc, cache, offset=0)
-        storage, snapshot = cache.kv, cache.kv.clone()
+        held = slice(0, cache.length)  # positions past it are uninitialised memory (may hold NaNs)
+        storage, snapshot = cache.kv, cache.kv[:, :, :, :, held].clone()
         model.reorder_cache(cache, torch.tensor([2, 2, 0, 4, 3, 3]))
-        assert cache.kv is storage and torch.equal(cache.kv, snapshot)
+        assert cache.kv is storage and torch.equal(cache.kv[:, :, :, :, held], snapshot)
         assert cache.ancestry[:, :, 0].long().argmax(-1).tolist() == [[2, 2, 0], [1, 0, 0]]
 
 
@@ -146,23 +147,29 @@ def test_one_row_per_sentence_has_no_ancestry_and_reorders_rows():
     torch.testing.assert_close(cache[0]["self"].keys, k[[2, 0]])
 
 
-@pytest.mark.parametrize("mask_kind", ["none", "bool", "float"])
+@pytest.mark.parametrize("mask_kind", ["none", "bool", "float", "float_shared_by_heads", "per_head_from_bool",
+                                       "per_head_one_query_row"])
 @pytest.mark.parametrize("q_len", [1, 5, 16])
 def test_short_query_attention_equals_sdpa(mask_kind, q_len):
-    """`attend`'s matmul path (decoding steps on CPU) computes what SDPA computes."""
+    """`attend`'s matmul path (decoding steps on CPU) computes what SDPA computes, for masks added
+    within the score product (`per_head_mask` layout) and masks applied after it."""
     import torch.nn.functional as F
 
-    from models.attention import SHORT_QUERY, attend
+    from models.attention import SHORT_QUERY, attend, per_head_mask
 
     assert q_len <= SHORT_QUERY
     g = torch.Generator().manual_seed(q_len)
     q, k, v = (torch.randn(3, 4, n, 8, generator=g) for n in (q_len, 21, 21))
     mask = None
     if mask_kind != "none":
-        allowed = torch.rand(3, 1, q_len, 21, generator=g) < 0.6
+        rows = 1 if mask_kind == "per_head_one_query_row" else q_len
+        allowed = torch.rand(3, 1, rows, 21, generator=g) < 0.6
         allowed[..., 0] = True  # no fully masked row
-        mask = allowed if mask_kind == "bool" else \
-            torch.randn(3, 4, q_len, 21, generator=g).masked_fill(~allowed, float("-inf"))
+        heads = 1 if mask_kind == "float_shared_by_heads" else 4
+        mask = {"bool": allowed,
+                "per_head_from_bool": per_head_mask(allowed, 3, 4),
+                "per_head_one_query_row": per_head_mask(allowed, 3, 4)}.get(
+            mask_kind, torch.randn(3, heads, rows, 21, generator=g).masked_fill(~allowed, float("-inf")))
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     torch.testing.assert_close(attend(q, k, v, mask, False, 0.0), expected, atol=1e-6, rtol=1e-5)
 
