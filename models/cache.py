@@ -158,24 +158,15 @@ class DecoderCache:
                     layer[key] = layer[key].index_select(0, memory_index)
         if self.groups == 0:  # nothing cached yet: the next call sets the grouping
             return
-        if groups is not None and groups != self.groups:
-            self._regroup(index, memory_index, groups)
-            return
-        groups = self.groups
-        if index.numel() % groups:
-            raise ValueError(f"reorder index of {index.numel()} rows does not fill groups of {groups}")
-        if groups == 1:
-            sentences, parents = index, None
-        else:
-            sentence_of = index.view(-1, groups) // groups  # [new_sentences, groups]
-            if not sentence_of.eq(sentence_of[:, :1]).all():
-                raise ValueError("reorder index mixes sentences inside a group of beams: each group of "
-                                 f"{groups} rows must come from one sentence")
-            sentences, parents = sentence_of[:, 0], index.view(-1, groups) % groups
+        new_groups = self.groups if groups is None else groups
+        sentences, parents = self._split(index, new_groups)
         moved = sentences.numel() != self.sentences or not torch.equal(
             sentences, torch.arange(self.sentences, device=sentences.device))
-        if moved and parents is not None and memory_index is None:
+        if moved and memory_index is None and (self.groups > 1 or new_groups > 1):
             raise ValueError("reorder index moves rows across sentences: pass memory_index too")
+        if new_groups != self.groups:
+            self._regroup(index, sentences, new_groups)
+            return
         if moved:
             if self.kv is not None:  # copy only the positions held: the rest of the block stays untouched
                 kept = self.kv.new_empty(self.kv.shape[:2] + (sentences.numel(),) + self.kv.shape[3:])
@@ -184,22 +175,24 @@ class DecoderCache:
             if self.ancestry is not None:
                 self.ancestry = self.ancestry.index_select(0, sentences.to(self.ancestry.device))
             self.sentences = sentences.numel()
-        if parents is not None:
+        if self.ancestry is not None:
             parents = parents.to(self.ancestry.device)
             self.ancestry = self.ancestry.gather(1, parents[:, :, None, None].expand_as(self.ancestry))
 
-    def _regroup(self, index: Tensor, memory_index: Optional[Tensor], groups: int) -> None:
-        """`reorder` to `groups` rows per sentence: a new block in which each new row's history
-        (its source row's keys along its ancestry) sits in the row's own slot."""
+    def _split(self, index: Tensor, groups: int) -> tuple[Tensor, Tensor]:
+        """A reorder index into `groups` rows per sentence: the current sentence of each new
+        group `[new_sentences]` and the current slot each new row comes from `[new_sentences, groups]`."""
         if groups < 1 or index.numel() % groups:
             raise ValueError(f"reorder index of {index.numel()} rows does not fill groups of {groups}")
-        sentence_of = index.view(-1, groups) // self.groups  # [new_sentences, groups]
-        if not sentence_of.eq(sentence_of[:, :1]).all():
+        sentence_of = (index // self.groups).view(-1, groups)  # [new_sentences, groups]
+        if groups > 1 and not sentence_of.eq(sentence_of[:, :1]).all():
             raise ValueError("reorder index mixes sentences inside a group of beams: each group of "
                              f"{groups} rows must come from one sentence")
-        sentences = sentence_of[:, 0]
-        if memory_index is None and not torch.equal(sentences, torch.arange(self.sentences, device=sentences.device)):
-            raise ValueError("reorder index moves rows across sentences: pass memory_index too")
+        return sentence_of[:, 0], (index % self.groups).view(-1, groups)
+
+    def _regroup(self, index: Tensor, sentences: Tensor, groups: int) -> None:
+        """`reorder` to `groups` rows per sentence: a new block in which each new row's history
+        (its source row's keys along its ancestry) sits in the row's own slot."""
         if self.kv is not None:
             layers, kinds, _, heads, _, old_groups, head_dim = self.kv.shape
             held = self.kv[:, :, :, :, :self.length]  # [layers, 2, S, heads, len, G, head_dim]
