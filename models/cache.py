@@ -22,6 +22,11 @@ import torch
 from torch import Tensor
 
 
+def own_slots(groups: int, device: torch.device) -> Tensor:
+    """Ancestry of rows whose tokens sit in their own slots: `[groups, 1, groups]` (row g -> slot g, any position)."""
+    return torch.eye(groups, dtype=torch.bool, device=device)[:, None, :]
+
+
 class SelfAttentionCache:
     """One decoder layer's self-attention keys and values: views into its `DecoderCache`'s storage."""
 
@@ -101,8 +106,7 @@ class DecoderCache:
                 self.ancestry = torch.zeros(memory_rows, groups, self.capacity, groups, dtype=torch.bool, device=device)
             elif self.ancestry.size(2) < self.capacity:
                 self.ancestry = self.grown(self.ancestry, dim=2)
-            own_slot = torch.eye(groups, dtype=torch.bool, device=device)[:, None, :]  # row g's new tokens sit in slot g
-            self.ancestry[:, :, self.start:self.length] = own_slot
+            self.ancestry[:, :, self.start:self.length] = own_slots(groups, device)  # row g's new tokens sit in slot g
 
     def ensure_storage(self, k: Tensor) -> None:
         """Allocate (or grow to the capacity) the key/value storage, shaped after keys `k` `[rows, heads, new, head_dim]`."""
@@ -207,7 +211,7 @@ class DecoderCache:
         if groups > 1:  # every row's history is in its own slot
             device = index.device
             self.ancestry = torch.zeros(self.sentences, groups, self.capacity, groups, dtype=torch.bool, device=device)
-            self.ancestry[:, :, :self.length] = torch.eye(groups, dtype=torch.bool, device=device)[:, None, :]
+            self.ancestry[:, :, :self.length] = own_slots(groups, device)
 
     def gather_rows(self, buf: Tensor) -> Tensor:
         """Per-row view of a slot buffer: `[rows, heads, len, head_dim]`, each row's keys along its ancestry."""

@@ -118,6 +118,7 @@ class Seq2SeqTransformer(nn.Module):
             raise ValueError("share_embeddings needs one joint vocabulary (same source and target size)")
         self.pad_id = pad_id
         self.d_model = d_model
+        self.num_heads = num_heads
         self.embed_scale = math.sqrt(d_model)
         self.src_embed = nn.Embedding(src_vocab_size, d_model, padding_idx=pad_id)
         self.tgt_embed = self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size, d_model, padding_idx=pad_id)
@@ -202,11 +203,9 @@ class Seq2SeqTransformer(nn.Module):
 
         cross_pos = self.decoder_pe.cross_attention(positions, enc.positions)
         cross_mask = merge_mask(enc.src_mask[:, None, None, :], cross_pos.bias if cross_pos is not None else None)
-        groups = batch // enc.memory.size(0)  # query rows per memory row (beams)
-        if cache is not None and not self.training and short_query_path(tgt.device, groups * tgt_len):
-            heads = self.decoder_layers[0].self_attn.num_heads if self.decoder_layers else 1
-            self_mask = per_head_mask(self_mask, cache.sentences if grouped else batch, heads)
-            cross_mask = per_head_mask(cross_mask, enc.memory.size(0), heads)
+        if cache is not None and not self.training and short_query_path(tgt.device, cache.groups * tgt_len):
+            self_mask = per_head_mask(self_mask, cache.sentences if grouped else batch, self.num_heads)
+            cross_mask = per_head_mask(cross_mask, enc.memory.size(0), self.num_heads)
         for i, layer in enumerate(self.decoder_layers):
             x = layer(x, enc.memory, self_mask, is_causal, cross_mask, self_pos, cross_pos,
                       cache[i] if cache is not None else None)
