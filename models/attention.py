@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from models import cpu_kernel
 from models.cache import SelfAttentionCache
 from models.linear import Linear
 from models.positional_encodings import AttentionPositions, apply_rotary
@@ -58,16 +59,20 @@ def per_head_mask(attn_mask: Optional[Tensor], rows: int, heads: int) -> Optiona
 
 def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_causal: bool, dropout_p: float) -> Tensor:
     """Scaled dot-product attention. On CPU, a few queries per row (a decoding step: one token, or
-    the folded beams of a sentence) go through two batched matmuls and a softmax, which are 1.5-3x
-    faster there than SDPA's flash kernel at these shapes (`benchmarks/decode.py` measures the
-    search end to end); a float mask laid out by `per_head_mask` is added within the first
-    product. Everything else is `F.scaled_dot_product_attention`."""
+    the folded beams of a sentence) go through the C kernel of `models.cpu_kernel` where it
+    applies (fp32, AVX2; 1.5-2x faster than the matmuls at beam-search shapes), else through two
+    batched matmuls and a softmax, which are 1.5-3x faster there than SDPA's flash kernel at
+    these shapes (`benchmarks/decode.py` measures the search end to end); a float mask laid out by
+    `per_head_mask` is added within the first product. Everything else is
+    `F.scaled_dot_product_attention`."""
     if not short_query_path(q.device, q.size(-2)) or is_causal or dropout_p > 0.0:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p)
     batch, heads, q_len, head_dim = q.shape
+    scale = head_dim ** -0.5
+    if cpu_kernel.usable(q, k, v, attn_mask):  # fp32 on an AVX2 CPU: the C kernel, one pass over keys and values
+        return cpu_kernel.attention(q, k, v, attn_mask, scale)
     k_len = k.size(-2)
     q3, k3, v3 = q.reshape(-1, q_len, head_dim), k.reshape(-1, k_len, head_dim), v.reshape(-1, k_len, head_dim)
-    scale = head_dim ** -0.5
     if (attn_mask is not None and attn_mask.dtype != torch.bool and attn_mask.dim() == 4
             and tuple(attn_mask.shape[:2]) == (batch, heads) and attn_mask.is_contiguous()):
         scores = torch.baddbmm(attn_mask.view(-1, attn_mask.size(-2), k_len), q3, k3.transpose(1, 2), alpha=scale)
