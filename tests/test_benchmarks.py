@@ -77,3 +77,26 @@ def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path
     for key in ("ratio_vs_marian", "ratio_vs_nn_transformer", "fraction_of_matmul_peak", "matmul_peak_gflops"):
         assert positive(data[key]) and key in proc.stdout
     assert data["settings"]["size"] == "tiny"
+
+
+def test_attention_benchmark_compares_the_kernel_with_its_peers(tmp_path: Path) -> None:
+    """benchmarks/attention.py: every contender on every shape, outputs checked equal, ratios in the JSON."""
+    sys.path.insert(0, str(ROOT))
+    from models import cpu_kernel
+
+    out = tmp_path / "attention.json"
+    proc = run_script("attention.py", ["--sentences", "2", "--heads", "2", "--head_dim", "16", "--lengths", "2", "5",
+                                       "--src_len", "7", "--repeats", "1", "--layers", "2", "--threads", "1",
+                                       "--output", str(out)])
+    data = json.loads(out.read_text())
+    rows = data["results"]
+    assert [(r["shape"], r["keys"]) for r in rows] == [("self", 10), ("self", 25), ("cross", 7)]
+    contenders = ["kernel", "matmul", "sdpa"] if cpu_kernel.available() else ["matmul", "sdpa"]
+    assert data["settings"]["kernel"] == ("kernel" in contenders)
+    for r in rows:
+        assert r["max_abs_diff"] < 1e-5, r
+        assert all(positive(r[f"{name}_us"]) for name in contenders), r
+    if "kernel" in contenders:
+        assert all(positive(v) for v in data["kernel_over_matmul"].values())
+        assert all(positive(v) for v in data["kernel_over_sdpa"].values())
+        assert "kernel / matmul" in proc.stdout
