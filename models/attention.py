@@ -57,14 +57,44 @@ def per_head_mask(attn_mask: Optional[Tensor], rows: int, heads: int) -> Optiona
     return attn_mask.expand(rows, heads, *attn_mask.shape[-2:]).contiguous()
 
 
-def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_causal: bool, dropout_p: float) -> Tensor:
+def ancestor_index_path(device: torch.device, dtype: torch.dtype, head_dim: int) -> bool:
+    """Whether a beam-search step's self-attention on this device/dtype runs through the C kernel
+    with each beam's ancestors as a key index (`attend(key_index=...)`) instead of an ancestry mask."""
+    return (device.type == "cpu" and dtype == torch.float32 and head_dim % 16 == 0
+            and not torch.is_autocast_enabled("cpu") and cpu_kernel.available())
+
+
+def index_mask(key_index: Tensor, k_len: int, attn_mask: Optional[Tensor]) -> Tensor:
+    """`attn_mask` restricted to the keys of `key_index` `[batch, q_len, n]`: bool `[batch, 1, q_len, k_len]`
+    (True = attend), or the float mask with -inf elsewhere."""
+    batch, q_len, _ = key_index.shape
+    allowed = torch.zeros(batch, 1, q_len, k_len, dtype=torch.bool, device=key_index.device)
+    allowed.scatter_(-1, key_index[:, None].long(), True)
+    if attn_mask is None:
+        return allowed
+    if attn_mask.dtype == torch.bool:
+        return attn_mask & allowed
+    return attn_mask.masked_fill(~allowed, float("-inf"))
+
+
+def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_causal: bool, dropout_p: float,
+           key_index: Optional[Tensor] = None) -> Tensor:
     """Scaled dot-product attention. On CPU, a few queries per row (a decoding step: one token, or
     the folded beams of a sentence) go through the C kernel of `models.cpu_kernel` where it
     applies (fp32, AVX2; 1.5-2x faster than the matmuls at beam-search shapes), else through two
     batched matmuls and a softmax, which are 1.5-3x faster there than SDPA's flash kernel at
     these shapes (`benchmarks/decode.py` measures the search end to end); a float mask laid out by
     `per_head_mask` is added within the first product. Everything else is
-    `F.scaled_dot_product_attention`."""
+    `F.scaled_dot_product_attention`.
+
+    key_index: optional int32 `[batch, q_len, n]`, the only keys each query may attend to (on top
+    of `attn_mask`): a beam's ancestors in the folded self-attention of a beam-search step. The
+    kernel then reads just those keys; the other paths turn the index into a mask."""
+    if key_index is not None:
+        if (short_query_path(q.device, q.size(-2)) and not is_causal and dropout_p == 0.0
+                and cpu_kernel.usable(q, k, v, attn_mask)):
+            return cpu_kernel.attention(q, k, v, attn_mask, q.size(-1) ** -0.5, key_index)
+        attn_mask = index_mask(key_index, k.size(-2), attn_mask)
     if not short_query_path(q.device, q.size(-2)) or is_causal or dropout_p > 0.0:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p)
     batch, heads, q_len, head_dim = q.shape
@@ -113,7 +143,7 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: Tensor, memory: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
                 is_causal: bool = False, positions: Optional[AttentionPositions] = None,
-                cache: Optional[LayerCache | SelfAttentionCache] = None) -> Tensor:
+                cache: Optional[LayerCache | SelfAttentionCache] = None, key_index: Optional[Tensor] = None) -> Tensor:
         """x: `[batch, q_len, d_model]`; memory: `[batch, src_len, d_model]` for cross-attention, or
         `[batch / beams, src_len, d_model]` with the beams of a sentence in consecutive rows
         (their keys and values are then computed and cached once per sentence).
@@ -123,6 +153,9 @@ class MultiHeadAttention(nn.Module):
         values to its `SelfAttentionCache` and attends over all of them (with several rows per cached
         sentence, `attn_mask` must be the folded one the cache builds); cross-attention computes
         them from `memory` once and reuses them afterwards.
+
+        key_index: for self-attention of beams over their sentence's cache, each folded query's
+        keys, int32 `[sentences, groups * q_len, n]` (`DecoderCache.ancestor_keys`); see `attend`.
         """
         batch, q_len, _ = x.shape
         rotary_q = positions.rotary_q if positions is not None else None
@@ -157,7 +190,7 @@ class MultiHeadAttention(nn.Module):
             q, folded_mask, groups = _fold_groups(q, k.size(0), attn_mask if self.cross else None)
             attn_mask = folded_mask if self.cross else attn_mask  # q: [sentences, heads, groups * q_len, head_dim]
         out = attend(q, k, v, attn_mask, is_causal and attn_mask is None,
-                     self.dropout if self.training else 0.0)  # [batch, heads, q_len, head_dim]
+                     self.dropout if self.training else 0.0, key_index)  # [batch, heads, q_len, head_dim]
         if groups > 1:
             out = out.unflatten(2, (groups, q_len)).transpose(1, 2).flatten(0, 1)  # [batch, heads, q_len, head_dim]
         out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)  # [batch, q_len, d_model]

@@ -147,6 +147,19 @@ class DecoderCache:
         bias = bias[..., None].expand(sentences, heads, groups, new, length, groups)
         return bias.reshape(sentences, heads, groups * new, length * groups).masked_fill(~allowed, float("-inf"))
 
+    def ancestor_keys(self) -> Tensor:
+        """For a decode call of one new position with `groups > 1` rows per sentence: the keys each
+        row may attend to, as indices into the folded key axis of `SelfAttentionCache.append`
+        (position-major, slot-minor), int32 `[sentences, groups, length]`: at every position the
+        slot that holds the row's ancestor (or its own new token). `attend(key_index=...)` then
+        reads one key per position instead of masking `groups - 1` of every `groups`."""
+        if self.ancestry is None or self.length - self.start != 1:
+            raise ValueError("ancestor_keys() is for decode calls of one new position with several rows per sentence")
+        length, groups = self.length, self.groups
+        slot = self.ancestry[:, :, :length].to(torch.uint8).argmax(-1)  # [S, G, len]: the one True per position
+        base = torch.arange(0, length * groups, groups, device=slot.device)  # [len]
+        return (slot + base).to(torch.int32)
+
     def reorder(self, index: Tensor, memory_index: Optional[Tensor] = None, groups: Optional[int] = None) -> None:
         """Rows follow `index` (into the current rows). With several rows per sentence (beams),
         `index` must keep each sentence's rows together: `groups` consecutive entries from one

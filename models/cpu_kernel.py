@@ -4,7 +4,8 @@ Built on first use with the system C compiler (`cc -O3 -mavx2 -mfma -fopenmp`, a
 into a per-user cache directory, loaded with ctypes, and used by `models.attention.attend` for
 fp32 decoding steps on x86-64 CPUs with AVX2. Where it cannot be had (another CPU, no compiler,
 `PE_CPU_KERNEL=0` in the environment) `attend` keeps its batched-matmul path, with a one-time
-warning if a build was tried and failed. Both paths give the same attention up to float rounding
+warning if a build was tried and failed. `attention(key_index=...)` restricts each query to listed
+keys (a beam's ancestors at a beam-search step), which are then the only keys read. Both paths give the same attention up to float rounding
 (tests/test_cpu_kernel.py); `benchmarks/decode.py` measures the search with it.
 """
 
@@ -83,6 +84,9 @@ def _load() -> Optional[ctypes.CDLL]:
                 fn = lib.decode_attention
                 fn.restype = ctypes.c_int
                 fn.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int64] * 12 + [ctypes.c_float, ctypes.c_int]
+                fn = lib.decode_attention_indexed
+                fn.restype = ctypes.c_int
+                fn.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_int64] * 13 + [ctypes.c_float, ctypes.c_int]
             except (OSError, RuntimeError, AttributeError) as exc:
                 lib, error = None, str(exc)
                 warnings.warn(f"the CPU decoding attention kernel could not be built, so decoding on CPU uses "
@@ -122,18 +126,36 @@ def usable(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor]) -> bool:
     return available()
 
 
-def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], scale: float) -> Tensor:
-    """softmax(scale · q kᵀ + mask) v for inputs that pass `usable()`; `[batch, heads, q_len, head_dim]`."""
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], scale: float,
+              key_index: Optional[Tensor] = None) -> Tensor:
+    """softmax(scale · q kᵀ + mask) v for inputs that pass `usable()`; `[batch, heads, q_len, head_dim]`.
+
+    key_index: optional int32 `[batch, q_len, n]`: query i of row b attends only to keys
+    `key_index[b, i]` (the same for every head; all other keys weigh zero and are never read). A
+    beam-search step passes each beam's ancestors (`DecoderCache.ancestor_keys`)."""
     lib = _load()
     if lib is None:
         raise RuntimeError(f"the CPU attention kernel is not available: {_state['error']}")
     q = q.contiguous()
     out = torch.empty_like(q)
     batch, heads, q_len, head_dim = q.shape
-    status = lib.decode_attention(
-        q.data_ptr(), k.data_ptr(), v.data_ptr(), mask.data_ptr() if mask is not None else None, out.data_ptr(),
-        batch, heads, q_len, k.size(2), head_dim, *k.stride()[:3], *v.stride()[:3],
-        mask.size(2) if mask is not None else 1, float(scale), torch.get_num_threads())
+    mask_ptr, mask_rows = (mask.data_ptr(), mask.size(2)) if mask is not None else (None, 1)
+    if key_index is None:
+        status = lib.decode_attention(
+            q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr, out.data_ptr(),
+            batch, heads, q_len, k.size(2), head_dim, *k.stride()[:3], *v.stride()[:3],
+            mask_rows, float(scale), torch.get_num_threads())
+    else:
+        if (key_index.dtype != torch.int32 or key_index.device.type != "cpu" or key_index.dim() != 3
+                or tuple(key_index.shape[:2]) != (batch, q_len) or key_index.size(2) == 0):
+            raise ValueError(f"key_index must be int32 [batch, q_len, n] = [{batch}, {q_len}, n >= 1] on the CPU, "
+                             f"got {key_index.dtype} {tuple(key_index.shape)} on {key_index.device}")
+        key_index = key_index.contiguous()
+        status = lib.decode_attention_indexed(
+            q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr, key_index.data_ptr(), out.data_ptr(),
+            batch, heads, q_len, k.size(2), key_index.size(2), head_dim, *k.stride()[:3], *v.stride()[:3],
+            mask_rows, float(scale), torch.get_num_threads())
     if status != 0:
-        raise RuntimeError(f"the CPU attention kernel failed on q {tuple(q.shape)}, k {tuple(k.shape)}")
+        raise RuntimeError(f"the CPU attention kernel failed on q {tuple(q.shape)}, k {tuple(k.shape)}"
+                           + ("" if key_index is None else f", key_index {tuple(key_index.shape)} (out of range?)"))
     return out

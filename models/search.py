@@ -54,6 +54,15 @@ def _ban_repeated_ngrams(logp: Tensor, tokens: Tensor, n: int) -> None:
     logp[rows, windows[rows, cols, n - 1]] = float("-inf")
 
 
+def _log_probs(logits: Tensor) -> Tensor:
+    """Log-probabilities `[rows, vocab]` in fp32, computed in place in the step's logits (which the
+    search owns): no new 8k-wide tensor per step. Logits in the feature-major layout of
+    `models.linear.Linear` are first made row-major (a blocked transpose copy), since softmax and
+    top-k over a row are several times slower on a strided row."""
+    logits = logits.float().contiguous()
+    return torch.log_softmax(logits, dim=-1, out=logits)
+
+
 def _mask_specials(logp: Tensor, step: int, limits: Tensor, eos: int, banned: tuple[int, ...],
                    min_len: int = 0) -> Tensor:
     """Forbid banned ids (pad, bos) and EOS before `min_len`; allow only EOS for rows at their length limit."""
@@ -84,7 +93,7 @@ def greedy_search(model, src: Tensor, bos: int, eos: int, pad: int, max_len_a: f
     banned = tuple(sorted({pad, bos} - {eos}))
     for step in range(int(limits.max())):
         logits = model.decode_step(tokens[:, -1:], enc, cache, offset=step)  # [batch, vocab]
-        logp = _mask_specials(torch.log_softmax(logits.float(), dim=-1), step, limits, eos, banned, min_len)
+        logp = _mask_specials(_log_probs(logits), step, limits, eos, banned, min_len)
         _ban_repeated_ngrams(logp, tokens, no_repeat_ngram)
         next_logp, next_tok = logp.max(dim=-1)  # [batch]
         next_tok = next_tok.masked_fill(finished, pad)
@@ -138,10 +147,13 @@ def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int
         decoded = tokens if rows_per == k else tokens[::k]  # [n * rows_per, step + 1]
         limits = limits_all[active].repeat_interleave(rows_per)  # [n * rows_per]
         logits = model.decode_step(decoded[:, -1:], enc, cache, offset=step)  # [n * rows_per, vocab]
-        logp = _mask_specials(torch.log_softmax(logits.float(), dim=-1), step, limits, eos, banned, min_len)
+        logp = _mask_specials(_log_probs(logits), step, limits, eos, banned, min_len)
         _ban_repeated_ngrams(logp, decoded, no_repeat_ngram)
         vocab = logp.size(-1)
-        cand = (beam_scores[:, :, None] + logp.view(n, rows_per, vocab)).view(n, k * vocab)  # [n, beam * vocab]
+        if rows_per == k:  # add each beam's score in place (logp is not needed afterwards)
+            cand = logp.view(n, k, vocab).add_(beam_scores[:, :, None]).view(n, k * vocab)  # [n, beam * vocab]
+        else:
+            cand = (beam_scores[:, :, None] + logp.view(n, rows_per, vocab)).view(n, k * vocab)
         top_scores, top_idx = cand.topk(min(2 * k, k * vocab), dim=1)  # [n, 2 * beam]
         top_beam, top_tok = top_idx // vocab, top_idx % vocab  # [n, 2 * beam]
         is_eos = top_tok.eq(eos) | top_scores.isneginf()

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from models.attention import MultiHeadAttention, per_head_mask, short_query_path
+from models.attention import MultiHeadAttention, ancestor_index_path, per_head_mask, short_query_path
 from models.cache import DecoderCache
 from models.dropout import Dropout
 from models.linear import Linear
@@ -86,12 +86,13 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Optional[Tensor], is_causal: bool,
                 cross_mask: Optional[Tensor], self_pos, cross_pos,
-                cache: Optional[dict] = None) -> Tensor:
+                cache: Optional[dict] = None, self_index: Optional[Tensor] = None) -> Tensor:
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
 
         def sa(h: Tensor) -> Tensor:
-            return self.self_attn(h, attn_mask=self_mask, is_causal=is_causal, positions=self_pos, cache=self_cache)
+            return self.self_attn(h, attn_mask=self_mask, is_causal=is_causal, positions=self_pos, cache=self_cache,
+                                  key_index=self_index)
 
         def ca(h: Tensor) -> Tensor:
             return self.cross_attn(h, memory, attn_mask=cross_mask, positions=cross_pos, cache=cross_cache)
@@ -129,7 +130,7 @@ class Seq2SeqTransformer(nn.Module):
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.dropout = Dropout(dropout)
-        self.output_proj = nn.Linear(d_model, tgt_vocab_size, bias=False)
+        self.output_proj = Linear(d_model, tgt_vocab_size, bias=False)  # W @ xᵀ at decoding steps on CPU
         self._reset_parameters()
         if tie_output:
             self.output_proj.weight = self.tgt_embed.weight
@@ -199,7 +200,15 @@ class Seq2SeqTransformer(nn.Module):
             causal, is_causal = None, True  # let SDPA use its fused causal kernel
         else:
             causal = torch.ones(tgt_len, offset + tgt_len, dtype=torch.bool, device=tgt.device).tril(offset)
-        self_mask = cache.self_attention_mask(causal, bias) if grouped else merge_mask(causal, bias)
+        # A beam-search step on CPU: each beam's self-attention reads only its ancestors' keys (an
+        # index into the sentence's cache) instead of every beam's keys under an ancestry mask.
+        self_index = None
+        if (grouped and tgt_len == 1 and not self.training
+                and ancestor_index_path(tgt.device, self.tgt_embed.weight.dtype, self.d_model // self.num_heads)):
+            self_index = cache.ancestor_keys()  # [sentences, groups, offset + 1]
+            self_mask = cache.self_attention_mask(None, bias) if bias is not None else None
+        else:
+            self_mask = cache.self_attention_mask(causal, bias) if grouped else merge_mask(causal, bias)
 
         cross_pos = self.decoder_pe.cross_attention(positions, enc.positions)
         cross_mask = merge_mask(enc.src_mask[:, None, None, :], cross_pos.bias if cross_pos is not None else None)
@@ -208,7 +217,7 @@ class Seq2SeqTransformer(nn.Module):
             cross_mask = per_head_mask(cross_mask, enc.memory.size(0), self.num_heads)
         for i, layer in enumerate(self.decoder_layers):
             x = layer(x, enc.memory, self_mask, is_causal, cross_mask, self_pos, cross_pos,
-                      cache[i] if cache is not None else None)
+                      cache[i] if cache is not None else None, self_index)
         return self.output_proj(self.decoder_norm(x))  # [batch, tgt_len, vocab]
 
     def new_cache(self, capacity: Optional[int] = None) -> DecoderCache:

@@ -116,6 +116,25 @@ def test_cache_moves_only_the_ancestry_when_beams_reorder():
         assert cache.ancestry[:, :, 0].long().argmax(-1).tolist() == [[2, 2, 0], [1, 0, 0]]
 
 
+def test_ancestor_keys_point_at_each_rows_ancestors():
+    """`ancestor_keys()`: per row and position, the index `position * groups + slot` of the slot
+    holding the row's token there, following reorders; refused where it has no meaning."""
+    model = make_model("sinusoidal", seed=13)
+    src = mixed_batch([5, 4], seed=13)
+    with torch.no_grad():
+        enc = model.encode(src)
+        cache = model.new_cache(capacity=4)
+        model.decode_step(torch.full((6, 1), BOS), enc, cache, offset=0)
+        model.reorder_cache(cache, torch.tensor([2, 2, 0, 4, 3, 3]))  # parents: [2, 2, 0], [1, 0, 0]
+        cache.extend(6, 2, 1, 1, torch.device("cpu"))  # what the next decode call reserves
+        keys = cache.ancestor_keys()
+        assert keys.dtype == torch.int32 and keys.shape == (2, 3, 2)
+        assert keys[..., 0].tolist() == [[2, 2, 0], [1, 0, 0]]  # position 0: the parent's slot
+        assert keys[..., 1].tolist() == [[3, 4, 5], [3, 4, 5]]  # position 1: the row's own slot, 1 * 3 + g
+        with pytest.raises(ValueError, match="one new position"):
+            model.new_cache().ancestor_keys()
+
+
 def test_cache_refuses_inconsistent_calls():
     """Clear errors for what would silently corrupt a cache."""
     model = make_model("rope", seed=14)

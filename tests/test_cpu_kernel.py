@@ -222,3 +222,130 @@ def test_searches_through_the_kernel_match_the_matmul_path(kernel_built, monkeyp
     assert [[h.tokens for h in n] for n in beams] == [[h.tokens for h in n] for n in beams_ref]
     for got, ref in zip(beams, beams_ref):
         assert [h.score for h in got] == pytest.approx([h.score for h in ref], abs=1e-4)
+
+
+# ------------------------------------------------------------ beams reading only their ancestors
+
+
+def ancestor_index(batch, q_len, positions, groups, seed):
+    """Like DecoderCache.ancestor_keys: for each query one key per position, `position * groups + slot`."""
+    g = torch.Generator().manual_seed(seed)
+    slot = torch.randint(0, groups, (batch, q_len, positions), generator=g)
+    return (slot + torch.arange(positions) * groups).to(torch.int32)
+
+
+@needs_avx2
+@pytest.mark.parametrize("mask_kind", ["none", "shared", "per_query"])
+@pytest.mark.parametrize("q_len, positions, groups", [(1, 1, 1), (5, 1, 5), (5, 3, 5), (5, 50, 5), (4, 9, 4),
+                                                      (6, 17, 3), (7, 40, 7)])
+@pytest.mark.parametrize("head_dim", [16, 64, 128, 80])
+def test_indexed_kernel_equals_reference(kernel_built, mask_kind, q_len, positions, groups, head_dim):
+    """Each query attends to its indexed keys only: the same as the reference with -inf elsewhere."""
+    batch, heads, k_len = 3, 2, positions * groups
+    q, k, v, _ = inputs(batch, heads, q_len, k_len, head_dim, "none", seed=positions * 100 + q_len)
+    index = ancestor_index(batch, q_len, positions, groups, seed=positions)
+    mask = None
+    if mask_kind != "none":  # a score bias (ALiBi-like), read at the indexed keys only
+        rows = 1 if mask_kind == "shared" else q_len
+        mask = (torch.randn(batch, heads, rows, k_len, generator=torch.Generator().manual_seed(7)) * 2).contiguous()
+    allowed = torch.zeros(batch, 1, q_len, k_len, dtype=torch.bool).scatter_(-1, index[:, None].long(), True)
+    full = torch.zeros(batch, heads, q_len, k_len).masked_fill(~allowed, float("-inf"))
+    if mask is not None:
+        full = full + mask
+    scale = head_dim ** -0.5
+    torch.testing.assert_close(cpu_kernel.attention(q, k, v, mask, scale, index), reference(q, k, v, full, scale),
+                               atol=2e-6, rtol=1e-5)
+
+
+@needs_avx2
+def test_indexed_kernel_never_reads_other_keys(kernel_built):
+    """Keys outside the index are never read: NaN there changes nothing."""
+    q, k, v, _ = inputs(2, 2, 5, 30, 16, "none", seed=8)
+    index = ancestor_index(2, 5, 6, 5, seed=8)
+    expected = cpu_kernel.attention(q, k, v, None, 0.25, index)
+    outside = torch.ones(2, 30, dtype=torch.bool)
+    outside.scatter_(1, index.flatten(1).long(), False)
+    k[outside[:, None, :, None].expand_as(k)] = float("nan")
+    v[outside[:, None, :, None].expand_as(v)] = float("nan")
+    assert torch.isnan(k).any()
+    torch.testing.assert_close(cpu_kernel.attention(q, k, v, None, 0.25, index), expected, atol=0, rtol=0)
+
+
+@needs_avx2
+def test_indexed_kernel_rejects_a_bad_index(kernel_built):
+    q, k, v, _ = inputs(2, 2, 5, 30, 16, "none", seed=1)
+    index = ancestor_index(2, 5, 6, 5, seed=1)
+    with pytest.raises(ValueError, match="int32"):
+        cpu_kernel.attention(q, k, v, None, 0.25, index.long())
+    with pytest.raises(ValueError, match=r"\[2, 5, n >= 1\]"):
+        cpu_kernel.attention(q, k, v, None, 0.25, index[:, :4])
+    index[1, 2, 3] = 30  # one past the last key
+    with pytest.raises(RuntimeError, match="out of range"):
+        cpu_kernel.attention(q, k, v, None, 0.25, index)
+
+
+@pytest.mark.parametrize("path", ["kernel", "matmul", "sdpa"])
+def test_attend_with_a_key_index_equals_the_mask_it_stands_for(path, monkeypatch):
+    """`attend(key_index=...)` through the kernel, or turned into a mask on the other paths."""
+    if path == "kernel" and not cpu_kernel.available():
+        pytest.skip(f"kernel unavailable: {cpu_kernel.unavailable_reason()}")
+    q, k, v, mask = inputs(3, 4, 5, 40, 16, "none", seed=9)
+    bias = torch.randn(3, 4, 5, 40, generator=torch.Generator().manual_seed(9)).contiguous()
+    index = ancestor_index(3, 5, 8, 5, seed=9)
+    calls = []
+    real = cpu_kernel.attention
+    monkeypatch.setattr(cpu_kernel, "attention", lambda *a: calls.append(len(a)) or real(*a))
+    if path != "kernel":
+        monkeypatch.setitem(cpu_kernel._state, "lib", None)
+    if path == "sdpa":
+        monkeypatch.setattr("models.attention.SHORT_QUERY", 0)
+    allowed = torch.zeros(3, 1, 5, 40, dtype=torch.bool).scatter_(-1, index[:, None].long(), True)
+    for attn_mask in (None, bias):
+        full = torch.zeros(3, 4, 5, 40).masked_fill(~allowed, float("-inf")) + (0 if attn_mask is None else attn_mask)
+        with torch.no_grad():
+            got = attend(q, k, v, attn_mask, False, 0.0, key_index=index)
+        torch.testing.assert_close(got, reference(q, k, v, full, 0.25), atol=2e-6, rtol=1e-5)
+    assert calls == ([6, 6] if path == "kernel" else [])  # the kernel got the index
+
+
+@needs_avx2
+@pytest.mark.parametrize("name, options", encoding_cases())
+def test_beam_steps_through_the_ancestor_index_equal_histories_decoded_from_scratch(kernel_built, monkeypatch,
+                                                                                   name, options):
+    """3 sentences x 4 beams, 7 steps of random beam reorders (a sentence leaves at step 4): every
+    cached step, with each beam reading only its ancestors' keys, equals decoding each row's history
+    from scratch; and a whole beam search is the same with the index as with the ancestry mask."""
+    model = model_with_head_dim_16(name, options, seed=11)
+    for pname, p in model.named_parameters():
+        if "_pe." in pname:  # learned bias tables start at zero: give them a signal
+            torch.nn.init.normal_(p, generator=torch.Generator().manual_seed(11))
+    indexed = []
+    real = cpu_kernel.attention
+    monkeypatch.setattr(cpu_kernel, "attention",
+                        lambda *a: indexed.append(len(a) == 6 and a[5] is not None) or real(*a))
+    beams, g = 4, torch.Generator().manual_seed(12)
+    src = mixed_batch([6, 3, 8], seed=12)
+    with torch.no_grad():
+        enc = model.encode(src)
+        sentences = torch.arange(3)
+        history = torch.full((3 * beams, 1), BOS)
+        cache = model.new_cache(capacity=3)
+        for step in range(7):
+            got = model.decode_step(history[:, -1:], enc.index_select(sentences), cache, offset=step)
+            expected = model.decode(history, enc.index_select(sentences.repeat_interleave(beams)))[:, -1]
+            torch.testing.assert_close(got, expected, atol=1e-5, rtol=0, msg=lambda m: f"step {step}: {m}")
+            parents = torch.randint(0, beams, (sentences.numel(), beams), generator=g)
+            keep = torch.tensor([0, 2]) if step == 4 else torch.arange(sentences.numel())
+            index = (keep[:, None] * beams + parents[keep]).view(-1)
+            model.reorder_cache(cache, index, keep if keep.numel() < sentences.numel() else None)
+            sentences = sentences[keep]
+            history = torch.cat([history.index_select(0, index), torch.randint(4, VOCAB, (index.numel(), 1),
+                                                                               generator=g)], dim=1)
+    assert any(indexed), "no step went through the ancestor index"
+    kw = dict(max_len_a=1.0, max_len_b=5, beam_size=4, nbest=4)
+    with_index = beam_search(model, src, BOS, EOS, PAD, **kw)
+    monkeypatch.setattr("models.transformer.ancestor_index_path", lambda *a: False)
+    with_mask = beam_search(model, src, BOS, EOS, PAD, **kw)
+    assert [[h.tokens for h in n] for n in with_index] == [[h.tokens for h in n] for n in with_mask]
+    for got, ref in zip(with_index, with_mask):
+        assert [h.score for h in got] == pytest.approx([h.score for h in ref], abs=1e-4)

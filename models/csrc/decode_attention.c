@@ -9,6 +9,10 @@
  * streams its values once. Masked positions (-inf) get exactly zero weight; a query whose
  * positions are all masked gets NaN, as softmax gives. fp32 only; head_dim a multiple of 16.
  *
+ * decode_attention_indexed is the beam-search form: each query (a beam) attends only to the keys
+ * listed for it (its ancestors, one per position), so it reads and multiplies those alone instead
+ * of every beam's keys under a -inf mask.
+ *
  * Built on first use by models/cpu_kernel.py (cc -O3 -mavx2 -mfma -fopenmp) and called through
  * ctypes; tests/test_cpu_kernel.py checks it against the matmul-softmax-matmul reference.
  */
@@ -179,6 +183,118 @@ int decode_attention(const float *q, const float *k, const float *v, const float
                 for (int64_t i = 0; i < n_queries; i += 6) {
                     const int64_t tile = n_queries - i < 6 ? n_queries - i : 6;
                     WEIGHTED_SUMS[tile](scores + i * padded, padded, vb, v_stride2, n_keys, d, ob + i * dim, dim, ahead);
+                }
+            }
+        }
+        free(scores);
+    }
+    return failed ? -1 : 0;
+}
+
+/* Softmax of one query's scores over the keys it may attend to: k[index[j]] for j < n_index. */
+static void indexed_softmax_scores(const float *q, const float *k, int64_t k_stride, const float *v,
+                                   int64_t v_stride, const int32_t *index, int64_t n_index, int64_t dim, float scale, const float *mask, float *s,
+                                   int64_t padded) {
+    const int64_t row_bytes = dim * (int64_t)sizeof(float);
+    int64_t j = 0;
+    for (; j + 8 <= n_index; j += 8) {
+        if (j + 16 <= n_index)
+            for (int r = 0; r < 8; ++r) fetch_row(k + (int64_t)index[j + 8 + r] * k_stride, row_bytes, 1);
+        for (int r = 0; r < 8; ++r) fetch_row(v + (int64_t)index[j + r] * v_stride, row_bytes, 0); /* for the sum */
+        const float *rows[8];
+        for (int r = 0; r < 8; ++r) rows[r] = k + (int64_t)index[j + r] * k_stride;
+        __m256 acc[8];
+        for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
+        for (int64_t d = 0; d < dim; d += 8) {
+            const __m256 qd = _mm256_loadu_ps(q + d);
+            for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(rows[r] + d), acc[r]);
+        }
+        _mm256_storeu_ps(s + j, sum_each8(acc));
+    }
+    for (; j < n_index; ++j) {
+        const float *row = k + (int64_t)index[j] * k_stride;
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t d = 0; d < dim; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(row + d), acc);
+        s[j] = sum8(acc);
+    }
+    float mx = -INFINITY;
+    for (j = 0; j < n_index; ++j) {
+        const float x = s[j] * scale + (mask ? mask[index[j]] : 0.0f);
+        s[j] = x;
+        mx = x > mx ? x : mx;
+    }
+    for (j = n_index; j < padded; ++j) s[j] = -INFINITY;
+    if (mx == -INFINITY) {
+        for (j = 0; j < padded; ++j) s[j] = NAN;
+        return;
+    }
+    const __m256 mxv = _mm256_set1_ps(mx);
+    __m256 total = _mm256_setzero_ps();
+    for (j = 0; j < padded; j += 8) {
+        const __m256 e = exp_nonpos(_mm256_sub_ps(_mm256_loadu_ps(s + j), mxv));
+        _mm256_storeu_ps(s + j, e);
+        total = _mm256_add_ps(total, e);
+    }
+    const __m256 inv = _mm256_set1_ps(1.0f / sum8(total));
+    for (j = 0; j < padded; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), inv));
+}
+
+/* out[d0:d0+16*CH] = sum_j p[j] v[index[j], d0:...] for one query, CH (1..4) chunks of 16 floats in registers. */
+#define INDEXED_SUM(CH)                                                                                      \
+    static void indexed_sum_##CH(const float *p, const float *v, int64_t v_stride, const int32_t *index,     \
+                                 int64_t n_index, int64_t d0, float *out) {                                  \
+        __m256 acc[2 * CH];                                                                                  \
+        for (int c = 0; c < 2 * CH; ++c) acc[c] = _mm256_setzero_ps();                                      \
+        for (int64_t j = 0; j < n_index; ++j) {                                                              \
+            const float *vj = v + (int64_t)index[j] * v_stride + d0;                                         \
+            const __m256 pj = _mm256_broadcast_ss(p + j);                                                    \
+            for (int c = 0; c < 2 * CH; ++c) acc[c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * c), acc[c]); \
+        }                                                                                                    \
+        for (int c = 0; c < 2 * CH; ++c) _mm256_storeu_ps(out + d0 + 8 * c, acc[c]);                         \
+    }
+INDEXED_SUM(1)
+INDEXED_SUM(2)
+INDEXED_SUM(3)
+INDEXED_SUM(4)
+
+typedef void (*indexed_sum_fn)(const float *, const float *, int64_t, const int32_t *, int64_t, int64_t, float *);
+static const indexed_sum_fn INDEXED_SUMS[5] = {0, indexed_sum_1, indexed_sum_2, indexed_sum_3, indexed_sum_4};
+
+/* As decode_attention, but query i of row b attends only to the keys index[b, i, :n_index] (int32,
+ * contiguous [batch, n_queries, n_index], each in [0, n_keys)); every other key weighs zero and is
+ * never read. At a beam-search step the beams of a sentence are the queries and each one's keys are
+ * its ancestors: one key per position instead of one per position and beam. The mask, if any, is
+ * read at the indexed keys only. Returns 0, or -1 on bad sizes, an index out of range, or no memory. */
+int decode_attention_indexed(const float *q, const float *k, const float *v, const float *mask, const int32_t *index,
+                             float *out, int64_t batch, int64_t heads, int64_t n_queries, int64_t n_keys,
+                             int64_t n_index, int64_t dim, int64_t k_stride0, int64_t k_stride1, int64_t k_stride2,
+                             int64_t v_stride0, int64_t v_stride1, int64_t v_stride2, int64_t mask_rows,
+                             float scale, int threads) {
+    if (dim % 16 != 0 || n_queries < 1 || n_keys < 1 || n_index < 1) return -1;
+    for (int64_t i = 0; i < batch * n_queries * n_index; ++i)
+        if (index[i] < 0 || index[i] >= n_keys) return -1;
+    const int64_t padded = (n_index + 7) / 8 * 8;
+    const int64_t tasks = batch * heads;
+    int failed = 0;
+#pragma omp parallel num_threads(threads) reduction(| : failed)
+    {
+        float *scores = (float *)malloc((size_t)padded * sizeof(float));
+        if (!scores) failed = 1;
+#pragma omp for schedule(static)
+        for (int64_t task = 0; task < tasks; ++task) {
+            if (!scores) continue;
+            const int64_t b = task / heads, h = task % heads;
+            const float *kb = k + b * k_stride0 + h * k_stride1;
+            const float *vb = v + b * v_stride0 + h * v_stride1;
+            for (int64_t i = 0; i < n_queries; ++i) {
+                const int32_t *ix = index + (b * n_queries + i) * n_index;
+                const float *mi = mask ? mask + (task * mask_rows + (mask_rows == 1 ? 0 : i)) * n_keys : 0;
+                float *oi = out + (task * n_queries + i) * dim;
+                indexed_softmax_scores(q + (task * n_queries + i) * dim, kb, k_stride2, vb, v_stride2, ix, n_index, dim, scale, mi,
+                                       scores, padded);
+                for (int64_t d0 = 0; d0 < dim; d0 += 64) {
+                    const int64_t chunks = (dim - d0) / 16 < 4 ? (dim - d0) / 16 : 4;
+                    INDEXED_SUMS[chunks](scores, vb, v_stride2, ix, n_index, d0, oi);
                 }
             }
         }
