@@ -91,12 +91,16 @@ def test_attention_benchmark_compares_the_kernel_with_its_peers(tmp_path: Path) 
     data = json.loads(out.read_text())
     rows = data["results"]
     assert [(r["shape"], r["keys"]) for r in rows] == [("self", 10), ("self", 25), ("cross", 7)]
-    contenders = ["kernel", "matmul", "sdpa"] if cpu_kernel.available() else ["matmul", "sdpa"]
+    contenders = ["kernel", "indexed", "matmul", "sdpa"] if cpu_kernel.available() else ["matmul", "sdpa"]
     assert data["settings"]["kernel"] == ("kernel" in contenders)
     for r in rows:
         assert r["max_abs_diff"] < 1e-5, r
-        assert all(positive(r[f"{name}_us"]) for name in contenders), r
+        timed = [name for name in contenders if not (name == "indexed" and r["shape"] == "cross")]
+        assert all(positive(r[f"{name}_us"]) for name in timed), r
+        assert ("indexed_us" in r) == ("indexed" in timed)  # the index is for self-attention only
     if "kernel" in contenders:
         assert all(positive(v) for v in data["kernel_over_matmul"].values())
         assert all(positive(v) for v in data["kernel_over_sdpa"].values())
-        assert "kernel / matmul" in proc.stdout
+        assert sorted(data["indexed_over_kernel"]) == ["self_2", "self_5"]
+        assert all(positive(v) for v in data["indexed_over_kernel"].values())
+        assert "kernel / matmul" in proc.stdout and "indexed / kernel" in proc.stdout

@@ -286,6 +286,15 @@ int decode_attention_indexed(const float *q, const float *k, const float *v, con
             const int64_t b = task / heads, h = task % heads;
             const float *kb = k + b * k_stride0 + h * k_stride1;
             const float *vb = v + b * v_stride0 + h * v_stride1;
+            if (task + 1 < tasks) { /* fetch the next task's keys and values (first query's list) into L2 */
+                const int64_t nb = (task + 1) / heads, nh = (task + 1) % heads;
+                const float *kn = k + nb * k_stride0 + nh * k_stride1, *vn = v + nb * v_stride0 + nh * v_stride1;
+                const int32_t *ixn = index + nb * n_queries * n_index;
+                for (int64_t j = 0; j < n_index; ++j) {
+                    fetch_row(kn + (int64_t)ixn[j] * k_stride2, dim * (int64_t)sizeof(float), 0);
+                    fetch_row(vn + (int64_t)ixn[j] * v_stride2, dim * (int64_t)sizeof(float), 0);
+                }
+            }
             for (int64_t i = 0; i < n_queries; ++i) {
                 const int32_t *ix = index + (b * n_queries + i) * n_index;
                 const float *mi = mask ? mask + (task * mask_rows + (mask_rows == 1 ? 0 : i)) * n_keys : 0;
