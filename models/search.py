@@ -8,6 +8,8 @@ e.g. a learnable encoding's table size), where only EOS
 is allowed at the last step, identically in both searches, so beam size 1 equals greedy.
 `min_len` forbids EOS before that many tokens; `no_repeat_ngram` forbids repeating an n-gram.
 `FullPrefixDecoder` wraps a model to decode without the cache (the whole prefix every step).
+A model's `decode_step()` must return new logits at every call: the searches turn them into
+log-probabilities in place.
 """
 
 from __future__ import annotations
