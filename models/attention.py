@@ -90,17 +90,15 @@ def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_caus
     key_index: optional int32 `[batch, q_len, n]`, the only keys each query may attend to (on top
     of `attn_mask`): a beam's ancestors in the folded self-attention of a beam-search step. The
     kernel then reads just those keys; the other paths turn the index into a mask."""
-    if key_index is not None:
-        if (short_query_path(q.device, q.size(-2)) and not is_causal and dropout_p == 0.0
-                and cpu_kernel.usable(q, k, v, attn_mask)):
-            return cpu_kernel.attention(q, k, v, attn_mask, q.size(-1) ** -0.5, key_index)
-        attn_mask = index_mask(key_index, k.size(-2), attn_mask)
-    if not short_query_path(q.device, q.size(-2)) or is_causal or dropout_p > 0.0:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p)
+    short = short_query_path(q.device, q.size(-2)) and not is_causal and dropout_p == 0.0
     batch, heads, q_len, head_dim = q.shape
     scale = head_dim ** -0.5
-    if cpu_kernel.usable(q, k, v, attn_mask):  # fp32 on an AVX2 CPU: the C kernel, one pass over keys and values
-        return cpu_kernel.attention(q, k, v, attn_mask, scale)
+    if short and cpu_kernel.usable(q, k, v, attn_mask):  # fp32 on an AVX2 CPU: the C kernel, one pass over keys
+        return cpu_kernel.attention(q, k, v, attn_mask, scale, key_index)
+    if key_index is not None:
+        attn_mask = index_mask(key_index, k.size(-2), attn_mask)
+    if not short:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p)
     k_len = k.size(-2)
     q3, k3, v3 = q.reshape(-1, q_len, head_dim), k.reshape(-1, k_len, head_dim), v.reshape(-1, k_len, head_dim)
     if (attn_mask is not None and attn_mask.dtype != torch.bool and attn_mask.dim() == 4

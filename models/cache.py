@@ -155,10 +155,14 @@ class DecoderCache:
         reads one key per position instead of masking `groups - 1` of every `groups`."""
         if self.ancestry is None or self.length - self.start != 1:
             raise ValueError("ancestor_keys() is for decode calls of one new position with several rows per sentence")
-        length, groups = self.length, self.groups
-        slot = self.ancestry[:, :, :length].to(torch.uint8).argmax(-1)  # [S, G, len]: the one True per position
-        base = torch.arange(0, length * groups, groups, device=slot.device)  # [len]
+        slot = self.ancestor_slots()  # [S, G, len]
+        base = torch.arange(0, self.length * self.groups, self.groups, device=slot.device)  # [len]
         return (slot + base).to(torch.int32)
+
+    def ancestor_slots(self) -> Tensor:
+        """Per row and held position, the slot holding the row's token there: `[sentences, groups, length]`
+        (the one True per position of the ancestry map)."""
+        return self.ancestry[:, :, :self.length].to(torch.uint8).argmax(-1)
 
     def reorder(self, index: Tensor, memory_index: Optional[Tensor] = None, groups: Optional[int] = None) -> None:
         """Rows follow `index` (into the current rows). With several rows per sentence (beams),
@@ -232,7 +236,7 @@ class DecoderCache:
         held = buf[:, :, :self.length]  # [S, heads, len, G, head_dim]
         if groups == 1:
             return held.squeeze(3)
-        slot = self.ancestry[:, :, :self.length].long().argmax(-1).to(buf.device)  # [S, G, len]
+        slot = self.ancestor_slots().to(buf.device)  # [S, G, len]
         index = slot[:, None, :, :, None, None].expand(sentences, heads, groups, self.length, 1, head_dim)
         per_row = held[:, :, None].expand(sentences, heads, groups, self.length, groups, head_dim)
         out = per_row.gather(4, index).squeeze(4)  # [S, heads, G, len, head_dim]

@@ -20,31 +20,31 @@ def reference_step(model, history: torch.Tensor, enc, sentence_of_row: torch.Ten
     return model.decode(history, enc.index_select(sentence_of_row))[:, -1]
 
 
-@pytest.mark.parametrize("kernel", ["matmul", "sdpa"])
-@pytest.mark.parametrize("name, options", encoding_cases())
-def test_grouped_cache_follows_beam_reorders_and_dropped_sentences(name, options, kernel, monkeypatch):
-    """3 sentences x 4 beams, 7 steps: each step the beams of a sentence are re-drawn from its
-    current beams (with repeats, as beam search does); at step 4 the middle sentence leaves.
-    The cached step equals decoding every row's history from scratch, at every step — through
-    the CPU's short-query matmul path and through SDPA with the folded mask (what a GPU runs)."""
-    if kernel == "sdpa":
-        monkeypatch.setattr("models.attention.SHORT_QUERY", 0)
-    model = make_model(name, seed=11, **options)
+def give_bias_tables_a_signal(model, seed: int):
+    """Learned positional bias tables start at zero: draw them at random so that they matter."""
     for pname, p in model.named_parameters():
-        if "_pe." in pname:  # learned bias tables start at zero: give them a signal
-            torch.nn.init.normal_(p, generator=torch.Generator().manual_seed(11))
-    beams, g = 4, torch.Generator().manual_seed(12)
+        if "_pe." in pname:
+            torch.nn.init.normal_(p, generator=torch.Generator().manual_seed(seed))
+    return model
+
+
+def check_random_beam_steps(model, label: str, beams: int = 4, steps: int = 7):
+    """3 sentences x `beams` beams, `steps` cached steps: each step the beams of a sentence are
+    re-drawn from its current beams (with repeats, as beam search does); at step 4 the middle
+    sentence leaves. Asserts that every cached step equals decoding every row's history from
+    scratch; returns (cache, enc, sentences, history) after the last reorder."""
+    g = torch.Generator().manual_seed(12)
     src = mixed_batch([6, 3, 8], seed=12)
     with torch.no_grad():
         enc = model.encode(src)
         sentences = torch.arange(3)  # original sentence of each active group
         history = torch.full((3 * beams, 1), BOS)
         cache = model.new_cache(capacity=3)  # too small on purpose: the buffers must grow
-        for step in range(7):
+        for step in range(steps):
             rows_sentence = sentences.repeat_interleave(beams)
             got = model.decode_step(history[:, -1:], enc.index_select(sentences), cache, offset=step)
             torch.testing.assert_close(got, reference_step(model, history, enc, rows_sentence), atol=1e-5, rtol=0,
-                                       msg=lambda m: f"{name} {options} step {step}: {m}")
+                                       msg=lambda m: f"{label} step {step}: {m}")
             parents = torch.randint(0, beams, (sentences.numel(), beams), generator=g)
             keep = torch.tensor([0, 2]) if step == 4 else torch.arange(sentences.numel())
             index = (keep[:, None] * beams + parents[keep]).view(-1)
@@ -52,6 +52,22 @@ def test_grouped_cache_follows_beam_reorders_and_dropped_sentences(name, options
             sentences = sentences[keep]
             new_tokens = torch.randint(4, VOCAB, (index.numel(), 1), generator=g)
             history = torch.cat([history.index_select(0, index), new_tokens], dim=1)
+    return cache, enc, sentences, history
+
+
+@pytest.mark.parametrize("kernel", ["matmul", "sdpa"])
+@pytest.mark.parametrize("name, options", encoding_cases())
+def test_grouped_cache_follows_beam_reorders_and_dropped_sentences(name, options, kernel, monkeypatch):
+    """3 sentences x 4 beams, 7 steps of random beam reorders, a sentence leaving at step 4
+    (`check_random_beam_steps`): the cached step equals decoding every row's history from
+    scratch, at every step — through the CPU's short-query matmul path and through SDPA with the
+    folded mask (what a GPU runs)."""
+    if kernel == "sdpa":
+        monkeypatch.setattr("models.attention.SHORT_QUERY", 0)
+    model = give_bias_tables_a_signal(make_model(name, seed=11, **options), seed=11)
+    beams = 4
+    cache, enc, sentences, history = check_random_beam_steps(model, f"{name} {options}", beams)
+    with torch.no_grad():
         assert cache.sentences == 2 and cache.capacity >= 7
         # Each row's cached keys, gathered along its ancestry, are the keys of its own history.
         fresh = model.new_cache()
@@ -67,10 +83,7 @@ def test_cache_changes_rows_per_sentence(name, options, kernel, monkeypatch):
     step equals decoding every row's history from scratch, at every step."""
     if kernel == "sdpa":
         monkeypatch.setattr("models.attention.SHORT_QUERY", 0)
-    model = make_model(name, seed=21, **options)
-    for pname, p in model.named_parameters():
-        if "_pe." in pname:
-            torch.nn.init.normal_(p, generator=torch.Generator().manual_seed(21))
+    model = give_bias_tables_a_signal(make_model(name, seed=21, **options), seed=21)
     groups_after = [1, 4, 4, 2, 2, 2]  # rows per sentence after each step's reorder
     g = torch.Generator().manual_seed(22)
     src = mixed_batch([6, 3, 8], seed=22)
@@ -101,14 +114,19 @@ def test_cache_changes_rows_per_sentence(name, options, kernel, monkeypatch):
             model.reorder_cache(cache, torch.tensor([0, 1, 2, 3]), torch.tensor([0, 1]), groups=3)
 
 
+def one_step_of_two_sentences_by_three_beams():
+    """A model and its cache after decoding BOS for 2 sentences x 3 beams (capacity 4)."""
+    model = make_model("sinusoidal", seed=13)
+    with torch.no_grad():
+        cache = model.new_cache(capacity=4)
+        model.decode_step(torch.full((6, 1), BOS), model.encode(mixed_batch([5, 4], seed=13)), cache, offset=0)
+    return model, cache
+
+
 def test_cache_moves_only_the_ancestry_when_beams_reorder():
     """A within-sentence reorder leaves the key buffers untouched (same storage, same values)."""
-    model = make_model("sinusoidal", seed=13)
-    src = mixed_batch([5, 4], seed=13)
+    model, cache = one_step_of_two_sentences_by_three_beams()
     with torch.no_grad():
-        enc = model.encode(src)
-        cache = model.new_cache(capacity=4)
-        model.decode_step(torch.full((6, 1), BOS), enc, cache, offset=0)
         held = slice(0, cache.length)  # positions past it are uninitialised memory (may hold NaNs)
         storage, snapshot = cache.kv, cache.kv[:, :, :, :, held].clone()
         model.reorder_cache(cache, torch.tensor([2, 2, 0, 4, 3, 3]))
@@ -119,12 +137,8 @@ def test_cache_moves_only_the_ancestry_when_beams_reorder():
 def test_ancestor_keys_point_at_each_rows_ancestors():
     """`ancestor_keys()`: per row and position, the index `position * groups + slot` of the slot
     holding the row's token there, following reorders; refused where it has no meaning."""
-    model = make_model("sinusoidal", seed=13)
-    src = mixed_batch([5, 4], seed=13)
+    model, cache = one_step_of_two_sentences_by_three_beams()
     with torch.no_grad():
-        enc = model.encode(src)
-        cache = model.new_cache(capacity=4)
-        model.decode_step(torch.full((6, 1), BOS), enc, cache, offset=0)
         model.reorder_cache(cache, torch.tensor([2, 2, 0, 4, 3, 3]))  # parents: [2, 2, 0], [1, 0, 0]
         cache.extend(6, 2, 1, 1, torch.device("cpu"))  # what the next decode call reserves
         keys = cache.ancestor_keys()

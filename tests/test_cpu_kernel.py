@@ -13,6 +13,7 @@ from models.attention import attend, per_head_mask
 from models.positional_encodings import build_positional_encoding
 from models.search import beam_search, greedy_search
 from models.transformer import Seq2SeqTransformer
+from test_cache import check_random_beam_steps, give_bias_tables_a_signal
 from test_decoding import BOS, EOS, PAD, VOCAB, encoding_cases, mixed_batch
 from utils.config import PositionalConfig
 
@@ -315,33 +316,14 @@ def test_beam_steps_through_the_ancestor_index_equal_histories_decoded_from_scra
     """3 sentences x 4 beams, 7 steps of random beam reorders (a sentence leaves at step 4): every
     cached step, with each beam reading only its ancestors' keys, equals decoding each row's history
     from scratch; and a whole beam search is the same with the index as with the ancestry mask."""
-    model = model_with_head_dim_16(name, options, seed=11)
-    for pname, p in model.named_parameters():
-        if "_pe." in pname:  # learned bias tables start at zero: give them a signal
-            torch.nn.init.normal_(p, generator=torch.Generator().manual_seed(11))
+    model = give_bias_tables_a_signal(model_with_head_dim_16(name, options, seed=11), seed=11)
     indexed = []
     real = cpu_kernel.attention
     monkeypatch.setattr(cpu_kernel, "attention",
                         lambda *a: indexed.append(len(a) == 6 and a[5] is not None) or real(*a))
-    beams, g = 4, torch.Generator().manual_seed(12)
-    src = mixed_batch([6, 3, 8], seed=12)
-    with torch.no_grad():
-        enc = model.encode(src)
-        sentences = torch.arange(3)
-        history = torch.full((3 * beams, 1), BOS)
-        cache = model.new_cache(capacity=3)
-        for step in range(7):
-            got = model.decode_step(history[:, -1:], enc.index_select(sentences), cache, offset=step)
-            expected = model.decode(history, enc.index_select(sentences.repeat_interleave(beams)))[:, -1]
-            torch.testing.assert_close(got, expected, atol=1e-5, rtol=0, msg=lambda m: f"step {step}: {m}")
-            parents = torch.randint(0, beams, (sentences.numel(), beams), generator=g)
-            keep = torch.tensor([0, 2]) if step == 4 else torch.arange(sentences.numel())
-            index = (keep[:, None] * beams + parents[keep]).view(-1)
-            model.reorder_cache(cache, index, keep if keep.numel() < sentences.numel() else None)
-            sentences = sentences[keep]
-            history = torch.cat([history.index_select(0, index), torch.randint(4, VOCAB, (index.numel(), 1),
-                                                                               generator=g)], dim=1)
+    check_random_beam_steps(model, f"{name} {options}")
     assert any(indexed), "no step went through the ancestor index"
+    src = mixed_batch([6, 3, 8], seed=12)
     kw = dict(max_len_a=1.0, max_len_b=5, beam_size=4, nbest=4)
     with_index = beam_search(model, src, BOS, EOS, PAD, **kw)
     monkeypatch.setattr("models.transformer.ancestor_index_path", lambda *a: False)

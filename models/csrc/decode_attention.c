@@ -66,6 +66,43 @@ static inline void fetch_row(const float *row, int64_t bytes, int hint_l1) {
     }
 }
 
+/* Lane r holds q . rows[r] (dim floats each), for 8 key rows. */
+static inline __m256 dot8(const float *q, const float *const *rows, int64_t dim) {
+    __m256 acc[8];
+    for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < dim; d += 8) {
+        const __m256 qd = _mm256_loadu_ps(q + d);
+        for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(rows[r] + d), acc[r]);
+    }
+    return sum_each8(acc);
+}
+
+static inline float dot1(const float *q, const float *row, int64_t dim) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t d = 0; d < dim; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(row + d), acc);
+    return sum8(acc);
+}
+
+/* Softmax in place of scores s[0:n] (scaled and masked already; mx is their maximum); s[n:padded]
+ * get zero weight. All of a row masked (mx = -inf): NaN, as softmax gives. */
+static void softmax_in_place(float *s, int64_t n, int64_t padded, float mx) {
+    int64_t j;
+    for (j = n; j < padded; ++j) s[j] = -INFINITY;
+    if (mx == -INFINITY) { /* nothing to attend to */
+        for (j = 0; j < padded; ++j) s[j] = NAN;
+        return;
+    }
+    const __m256 mxv = _mm256_set1_ps(mx);
+    __m256 total = _mm256_setzero_ps();
+    for (j = 0; j < padded; j += 8) {
+        const __m256 e = exp_nonpos(_mm256_sub_ps(_mm256_loadu_ps(s + j), mxv));
+        _mm256_storeu_ps(s + j, e);
+        total = _mm256_add_ps(total, e);
+    }
+    const __m256 inv = _mm256_set1_ps(1.0f / sum8(total));
+    for (j = 0; j < padded; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), inv));
+}
+
 /* Scores of one query against n_keys keys, scaled, masked (mask may be NULL), then softmax in place.
  * `first` marks the first pass over these keys: fetch keys (and values, for later) ahead. */
 static void softmax_scores(const float *q, const float *k, int64_t k_stride, const float *v, int64_t v_stride,
@@ -80,19 +117,13 @@ static void softmax_scores(const float *q, const float *k, int64_t k_stride, con
                 fetch_row(v + (n + r) * v_stride, row_bytes, 0);
             }
         }
-        __m256 acc[8];
-        for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
-        for (int64_t d = 0; d < dim; d += 8) {
-            const __m256 qd = _mm256_loadu_ps(q + d);
-            for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k + (n + r) * k_stride + d), acc[r]);
-        }
-        _mm256_storeu_ps(s + n, sum_each8(acc));
+        const float *rows[8];
+        for (int r = 0; r < 8; ++r) rows[r] = k + (n + r) * k_stride;
+        _mm256_storeu_ps(s + n, dot8(q, rows, dim));
     }
     for (; n < n_keys; ++n) {
         if (first) fetch_row(v + n * v_stride, row_bytes, 0);
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t d = 0; d < dim; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + n * k_stride + d), acc);
-        s[n] = sum8(acc);
+        s[n] = dot1(q, k + n * k_stride, dim);
     }
     float mx = -INFINITY;
     for (n = 0; n < n_keys; ++n) {
@@ -100,20 +131,7 @@ static void softmax_scores(const float *q, const float *k, int64_t k_stride, con
         s[n] = x;
         mx = x > mx ? x : mx;
     }
-    for (n = n_keys; n < padded; ++n) s[n] = -INFINITY;
-    if (mx == -INFINITY) { /* nothing to attend to */
-        for (n = 0; n < padded; ++n) s[n] = NAN;
-        return;
-    }
-    const __m256 mxv = _mm256_set1_ps(mx);
-    __m256 total = _mm256_setzero_ps();
-    for (n = 0; n < padded; n += 8) {
-        const __m256 e = exp_nonpos(_mm256_sub_ps(_mm256_loadu_ps(s + n), mxv));
-        _mm256_storeu_ps(s + n, e);
-        total = _mm256_add_ps(total, e);
-    }
-    const __m256 inv = _mm256_set1_ps(1.0f / sum8(total));
-    for (n = 0; n < padded; n += 8) _mm256_storeu_ps(s + n, _mm256_mul_ps(_mm256_loadu_ps(s + n), inv));
+    softmax_in_place(s, n_keys, padded, mx);
 }
 
 /* out[i, d:d+16] = sum_n p[i, n] v[n, d:d+16] for QT queries at once (accumulators stay in registers). */
@@ -193,8 +211,8 @@ int decode_attention(const float *q, const float *k, const float *v, const float
 
 /* Softmax of one query's scores over the keys it may attend to: k[index[j]] for j < n_index. */
 static void indexed_softmax_scores(const float *q, const float *k, int64_t k_stride, const float *v,
-                                   int64_t v_stride, const int32_t *index, int64_t n_index, int64_t dim, float scale, const float *mask, float *s,
-                                   int64_t padded) {
+                                   int64_t v_stride, const int32_t *index, int64_t n_index, int64_t dim,
+                                   float scale, const float *mask, float *s, int64_t padded) {
     const int64_t row_bytes = dim * (int64_t)sizeof(float);
     int64_t j = 0;
     for (; j + 8 <= n_index; j += 8) {
@@ -203,40 +221,16 @@ static void indexed_softmax_scores(const float *q, const float *k, int64_t k_str
         for (int r = 0; r < 8; ++r) fetch_row(v + (int64_t)index[j + r] * v_stride, row_bytes, 0); /* for the sum */
         const float *rows[8];
         for (int r = 0; r < 8; ++r) rows[r] = k + (int64_t)index[j + r] * k_stride;
-        __m256 acc[8];
-        for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
-        for (int64_t d = 0; d < dim; d += 8) {
-            const __m256 qd = _mm256_loadu_ps(q + d);
-            for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(rows[r] + d), acc[r]);
-        }
-        _mm256_storeu_ps(s + j, sum_each8(acc));
+        _mm256_storeu_ps(s + j, dot8(q, rows, dim));
     }
-    for (; j < n_index; ++j) {
-        const float *row = k + (int64_t)index[j] * k_stride;
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t d = 0; d < dim; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(row + d), acc);
-        s[j] = sum8(acc);
-    }
+    for (; j < n_index; ++j) s[j] = dot1(q, k + (int64_t)index[j] * k_stride, dim);
     float mx = -INFINITY;
     for (j = 0; j < n_index; ++j) {
         const float x = s[j] * scale + (mask ? mask[index[j]] : 0.0f);
         s[j] = x;
         mx = x > mx ? x : mx;
     }
-    for (j = n_index; j < padded; ++j) s[j] = -INFINITY;
-    if (mx == -INFINITY) {
-        for (j = 0; j < padded; ++j) s[j] = NAN;
-        return;
-    }
-    const __m256 mxv = _mm256_set1_ps(mx);
-    __m256 total = _mm256_setzero_ps();
-    for (j = 0; j < padded; j += 8) {
-        const __m256 e = exp_nonpos(_mm256_sub_ps(_mm256_loadu_ps(s + j), mxv));
-        _mm256_storeu_ps(s + j, e);
-        total = _mm256_add_ps(total, e);
-    }
-    const __m256 inv = _mm256_set1_ps(1.0f / sum8(total));
-    for (j = 0; j < padded; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), inv));
+    softmax_in_place(s, n_index, padded, mx);
 }
 
 /* out[d0:d0+16*CH] = sum_j p[j] v[index[j], d0:...] for one query, CH (1..4) chunks of 16 floats in registers. */
@@ -299,8 +293,8 @@ int decode_attention_indexed(const float *q, const float *k, const float *v, con
                 const int32_t *ix = index + (b * n_queries + i) * n_index;
                 const float *mi = mask ? mask + (task * mask_rows + (mask_rows == 1 ? 0 : i)) * n_keys : 0;
                 float *oi = out + (task * n_queries + i) * dim;
-                indexed_softmax_scores(q + (task * n_queries + i) * dim, kb, k_stride2, vb, v_stride2, ix, n_index, dim, scale, mi,
-                                       scores, padded);
+                indexed_softmax_scores(q + (task * n_queries + i) * dim, kb, k_stride2, vb, v_stride2, ix, n_index,
+                                       dim, scale, mi, scores, padded);
                 for (int64_t d0 = 0; d0 < dim; d0 += 64) {
                     const int64_t chunks = (dim - d0) / 16 < 4 ? (dim - d0) / 16 : 4;
                     INDEXED_SUMS[chunks](scores, vb, v_stride2, ix, n_index, d0, oi);
