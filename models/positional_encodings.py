@@ -78,9 +78,15 @@ class PositionalEncoding(nn.Module):
         """Build from the `model.positional` config section; encodings with options override this."""
         return cls(d_model, num_heads, causal)
 
-    def training_positions(self, positions: Tensor, batch_size: int) -> Tensor:
-        """Lets an encoding perturb positions in training mode (SHAPE). Default: unchanged."""
-        return positions
+    def position_shift(self, batch_size: int, training: bool, device: torch.device) -> Optional[Tensor | int]:
+        """Lets an encoding shift a stack's positions (SHAPE), in training and at inference.
+
+        Returns None (no shift, the default), an int (one shift for every sequence) or a
+        `[batch_size, 1]` tensor (one shift per sequence). The model adds it to the query positions
+        and to the key positions alike (cached keys included), so a decoder's cached steps see
+        the same shift as a full forward.
+        """
+        return None
 
 
 @register("none")
@@ -328,20 +334,30 @@ class ShawRelativeBias(ScoreBiasEncoding):
 
 @register("shape")
 class ShapePositionalEncoding(SinusoidalPositionalEncoding):
-    """SHAPE (Kiyono et al. 2021): sinusoidal positions shifted by a random offset k ~ U{0..K} per
-    sequence in training (independently for source and target), unshifted at inference."""
+    """SHAPE (Kiyono et al. 2021): sinusoidal positions shifted by a random offset k ~ U{0..K-1}
+    (K = `max_shift`, excluded) per sequence in training, independently for source and target,
+    and by the fixed shift K at inference, as in the authors' code (butsugiri/shape,
+    onmt/modules/embeddings.py). `inference_shift` overrides the inference shift (None: K;
+    0: unshifted)."""
 
-    def __init__(self, d_model: int, num_heads: int, causal: bool, max_shift: int = 100) -> None:
+    def __init__(self, d_model: int, num_heads: int, causal: bool, max_shift: int = 100,
+                 inference_shift: Optional[int] = None) -> None:
         super().__init__(d_model, num_heads, causal)
+        if max_shift < 1:
+            raise ValueError(f"SHAPE needs max_shift >= 1, got {max_shift}")
+        if inference_shift is not None and inference_shift < 0:
+            raise ValueError(f"SHAPE needs inference_shift >= 0, got {inference_shift}")
         self.max_shift = max_shift
+        self.inference_shift = max_shift if inference_shift is None else inference_shift
 
     @classmethod
     def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "ShapePositionalEncoding":
-        return cls(d_model, num_heads, causal, cfg.shape_max_shift)
+        return cls(d_model, num_heads, causal, cfg.shape_max_shift, cfg.shape_inference_shift)
 
-    def training_positions(self, positions: Tensor, batch_size: int) -> Tensor:
-        shift = torch.randint(0, self.max_shift + 1, (batch_size, 1), device=positions.device)
-        return positions.unsqueeze(0) + shift  # [batch, len]
+    def position_shift(self, batch_size: int, training: bool, device: torch.device) -> Optional[Tensor | int]:
+        if training:
+            return torch.randint(0, self.max_shift, (batch_size, 1), device=device)  # [batch, 1]
+        return self.inference_shift or None
 
 
 def build_positional_encoding(cfg, d_model: int, num_heads: int, causal: bool) -> PositionalEncoding:

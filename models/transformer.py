@@ -153,8 +153,9 @@ class Seq2SeqTransformer(nn.Module):
         batch, src_len = src.shape
         src_mask = src.ne(self.pad_id)  # [batch, src_len]
         positions = torch.arange(src_len, device=src.device)  # [src_len]
-        if self.training:
-            positions = self.encoder_pe.training_positions(positions, batch)
+        shift = self.encoder_pe.position_shift(batch, self.training, src.device)
+        if shift is not None:
+            positions = positions + shift  # [src_len] or [batch, src_len]
         x = self.src_embed(src) * self.embed_scale  # [batch, src_len, d_model]
         x = self.dropout(self.encoder_pe.add_to_embeddings(x, positions))
         pos = self.encoder_pe.self_attention(positions, positions)
@@ -182,11 +183,10 @@ class Seq2SeqTransformer(nn.Module):
         elif offset:
             raise ValueError("decode(offset > 0) continues a cached prefix: pass the cache from new_cache()")
         positions = torch.arange(offset, offset + tgt_len, device=tgt.device)  # [tgt_len]
-        if self.training:
-            positions = self.decoder_pe.training_positions(positions, batch)
         k_positions = torch.arange(offset + tgt_len, device=tgt.device)  # [k_len]
-        if positions.dim() == 2:  # per-sequence shift: keys share the same shift
-            k_positions = k_positions + (positions[:, :1] - offset)  # [batch, k_len]
+        shift = self.decoder_pe.position_shift(batch, self.training, tgt.device)
+        if shift is not None:  # queries and keys (cached ones included) share the shift
+            positions, k_positions = positions + shift, k_positions + shift  # [(batch,) tgt_len], [(batch,) k_len]
         x = self.tgt_embed(tgt) * self.embed_scale  # [batch, tgt_len, d_model]
         x = self.dropout(self.decoder_pe.add_to_embeddings(x, positions))
 

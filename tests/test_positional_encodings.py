@@ -18,6 +18,7 @@ from models.positional_encodings import (
     LearnablePositionalEncoding,
     NoPositionalEncoding,
     RotaryPositionalEncoding,
+    ShapePositionalEncoding,
     SinusoidalPositionalEncoding,
     apply_rotary,
     build_positional_encoding,
@@ -25,7 +26,7 @@ from models.positional_encodings import (
     sinusoidal_table,
 )
 from models.transformer import Seq2SeqTransformer
-from utils.config import PositionalConfig
+from utils.config import ConfigError, PositionalConfig, load_config
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 VOCAB = 50
@@ -339,6 +340,112 @@ def test_rope_self_attention_equals_sdpa_on_reference_rotation(layout):
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
+# ---------------------------------------------------------------------------- SHAPE
+
+
+def record_added_embeddings(pe, log: list) -> None:
+    """Wrap `pe.add_to_embeddings` to log (positions, what it added) on each call."""
+    original = pe.add_to_embeddings
+
+    def wrapped(x, positions):
+        out = original(x, positions)
+        log.append((positions, out - x))
+        return out
+    pe.add_to_embeddings = wrapped
+
+
+def test_shape_training_shifts_cover_exactly_0_to_k_minus_1():
+    """Kiyono et al. (2021) / butsugiri/shape: k ~ U{0..K-1} per sequence (torch.randint(0, K)):
+    K itself is never drawn. The shifted positions reach the sinusoidal table, with independent
+    shifts for source and target."""
+    K, batch = 3, 2000
+    model = make_model(make_pe("shape", False, shape_max_shift=K), make_pe("shape", True, shape_max_shift=K), seed=12)
+    enc_log, dec_log = [], []
+    record_added_embeddings(model.encoder_pe, enc_log)
+    record_added_embeddings(model.decoder_pe, dec_log)
+    g = torch.Generator().manual_seed(12)
+    model.train()
+    torch.manual_seed(12)
+    with torch.no_grad():
+        model(random_tokens(batch, 5, g), random_tokens(batch, 4, g))
+    shifts = []
+    for log, length in ((enc_log, 5), (dec_log, 4)):
+        (positions, added), = log
+        assert positions.shape == (batch, length)
+        shift = positions[:, :1]  # [batch, 1]
+        assert torch.equal(positions, torch.arange(length) + shift)  # one shift per sequence
+        assert set(shift.unique().tolist()) == set(range(K))  # 0 and K-1 drawn, K never
+        torch.testing.assert_close(added, sinusoidal_table(positions, D_MODEL), atol=1e-5, rtol=0)
+        shifts.append(shift)
+    assert not torch.equal(shifts[0], shifts[1])  # source and target drawn independently
+    # The hook on its own, over many draws.
+    drawn = model.encoder_pe.position_shift(batch, True, torch.device("cpu"))
+    assert drawn.shape == (batch, 1) and set(drawn.unique().tolist()) == set(range(K))
+
+
+@pytest.mark.parametrize("inference_shift, expected", [(None, 5), (0, 0), (7, 7)])
+def test_shape_inference_adds_table_at_positions_plus_fixed_shift(inference_shift, expected):
+    """Eval mode: encoder and decoder add sinusoidal_table(positions + s), s = K by default (the
+    authors' code), 0 or an explicit value; identical for a full decode and cached steps, whose
+    self-attention keys (cached ones included) carry the same shift."""
+    options = dict(shape_max_shift=5, shape_inference_shift=inference_shift)
+    model = make_model(make_pe("shape", False, **options), make_pe("shape", True, **options), seed=13)
+    enc_log, dec_log, key_log = [], [], []
+    record_added_embeddings(model.encoder_pe, enc_log)
+    record_added_embeddings(model.decoder_pe, dec_log)
+    self_attention = model.decoder_pe.self_attention
+    model.decoder_pe.self_attention = lambda q, k: key_log.append((q, k)) or self_attention(q, k)
+    g = torch.Generator().manual_seed(13)
+    src, tgt = random_tokens(2, 6, g), random_tokens(2, 5, g)
+    with torch.no_grad():
+        enc = model.encode(src)
+        full = model.decode(tgt, enc)
+        cache = model.new_cache()
+        steps = [model.decode_step(tgt[:, t:t + 1], enc, cache, offset=t) for t in range(5)]
+    (positions, added), = enc_log
+    assert torch.equal(positions, torch.arange(6) + expected)
+    torch.testing.assert_close(added, sinusoidal_table(torch.arange(6) + expected, D_MODEL).expand(2, 6, D_MODEL),
+                               atol=1e-5, rtol=0)
+    (positions, added), *step_logs = dec_log
+    torch.testing.assert_close(added, sinusoidal_table(torch.arange(5) + expected, D_MODEL).expand(2, 5, D_MODEL),
+                               atol=1e-5, rtol=0)
+    assert torch.equal(key_log[0][1], torch.arange(5) + expected)
+    for t, ((positions, added), (q, k), logits) in enumerate(zip(step_logs, key_log[1:], steps)):
+        assert torch.equal(positions, torch.tensor([t + expected])) and torch.equal(q, positions)
+        assert torch.equal(k, torch.arange(t + 1) + expected)  # cached keys share the shift
+        torch.testing.assert_close(added, sinusoidal_table(positions, D_MODEL).expand(2, 1, D_MODEL), atol=1e-5, rtol=0)
+        torch.testing.assert_close(logits, full[:, t], atol=1e-5, rtol=0)
+    # With the same weights, plain sinusoidal gives the same output exactly when the shift is 0.
+    sinus = make_model(SinusoidalPositionalEncoding(D_MODEL, HEADS, False),
+                       SinusoidalPositionalEncoding(D_MODEL, HEADS, True), seed=13)
+    sinus.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        same = torch.allclose(sinus.decode(tgt, sinus.encode(src)), full, atol=1e-5)
+    assert same == (expected == 0)
+
+
+def test_shape_config_keys_and_validation():
+    def load(**positional):
+        return load_config(raw={"model": {"d_model": 32, "num_heads": 4,
+                                          "positional": {"name": "shape", **positional}}})
+
+    assert load().model.positional.shape_inference_shift is None
+    for value, expected in ((None, 100), (0, 0), (3, 3)):
+        pe = build_positional_encoding(load(shape_inference_shift=value).model.positional, 32, 4, False)
+        assert isinstance(pe, ShapePositionalEncoding) and pe.max_shift == 100 and pe.inference_shift == expected
+        assert pe.position_shift(2, False, torch.device("cpu")) == (expected or None)
+    assert load(shape_max_shift=1).model.positional.shape_max_shift == 1  # k always 0 in training
+    for key, value in (("shape_max_shift", 0), ("shape_max_shift", -2), ("shape_inference_shift", -1)):
+        with pytest.raises(ConfigError, match=f"model.positional.{key}"):
+            load(**{key: value})
+    with pytest.raises(ConfigError, match="model.positional.shape_inference_shift"):
+        load(shape_inference_shift="far")
+    with pytest.raises(ValueError, match="max_shift"):
+        ShapePositionalEncoding(D_MODEL, HEADS, False, max_shift=0)
+    with pytest.raises(ValueError, match="inference_shift"):
+        ShapePositionalEncoding(D_MODEL, HEADS, False, max_shift=4, inference_shift=-1)
+
+
 # ---------------------------------------------------------------------------- explicit positions / cache
 
 
@@ -402,7 +509,7 @@ def test_every_registered_encoding_forward_backward(name):
     torch.manual_seed(11)
     model = Seq2SeqTransformer(VOCAB, VOCAB, PAD, enc_pe, dec_pe, d_model=D_MODEL, num_heads=HEADS,
                                num_encoder_layers=2, num_decoder_layers=2, ffn_dim=64, dropout=0.1)
-    model.train()  # training path (dropout, training_positions)
+    model.train()  # training path (dropout, position_shift in training mode)
     g = torch.Generator().manual_seed(11)
     src, tgt = random_tokens(3, 7, g), random_tokens(3, 6, g)
     src[2, 4:] = PAD

@@ -113,9 +113,11 @@ def _tiny(pe_enc, pe_dec) -> Seq2SeqTransformer:
                               num_decoder_layers=1, ffn_dim=64, dropout=0.0)
 
 
-def test_shape_shifts_positions_only_in_training() -> None:
+def test_shape_shifts_positions_randomly_in_training() -> None:
     torch.manual_seed(0)
-    shape = _tiny(ShapePositionalEncoding(32, 4, False, 50), ShapePositionalEncoding(32, 4, True, 50))
+    # inference_shift=0: unshifted at inference (the default K is tested in test_positional_encodings.py)
+    shape = _tiny(ShapePositionalEncoding(32, 4, False, 50, inference_shift=0),
+                  ShapePositionalEncoding(32, 4, True, 50, inference_shift=0))
     sinus = _tiny(SinusoidalPositionalEncoding(32, 4, False), SinusoidalPositionalEncoding(32, 4, True))
     sinus.load_state_dict(shape.state_dict())
     src, tgt = torch.randint(4, 40, (3, 6)), torch.randint(4, 40, (3, 5))
@@ -125,10 +127,10 @@ def test_shape_shifts_positions_only_in_training() -> None:
     first, second = shape(src, tgt), shape(src, tgt)
     assert not torch.allclose(first, second)  # a new random offset per call (dropout is 0)
     pe = shape.encoder_pe
-    shifted = pe.training_positions(torch.arange(6), batch_size=64)  # [batch, len]
+    shifted = torch.arange(6) + pe.position_shift(64, True, torch.device("cpu"))  # [batch, len]
     offsets = shifted[:, 0]
     assert shifted.shape == (64, 6) and torch.equal(shifted - offsets[:, None], torch.arange(6).expand(64, 6))
-    assert offsets.min() >= 0 and offsets.max() <= 50 and offsets.unique().numel() > 1
+    assert offsets.min() >= 0 and offsets.max() < 50 and offsets.unique().numel() > 1
 
 
 def test_every_encoding_in_the_study_is_registered() -> None:
