@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 DEMO_CONFIGS := configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs/demo/rope.yaml
-LENGTH_CONFIGS := $(addprefix configs/length/,sinusoidal.yaml learnable.yaml rope.yaml alibi.yaml t5_bias.yaml shaw.yaml none.yaml shape.yaml)
+LENGTH_CONFIGS := $(addprefix configs/length/,sinusoidal.yaml learnable.yaml rope.yaml alibi.yaml t5_bias.yaml shaw.yaml none.yaml shape.yaml sinusoidal_concat.yaml rope_concat.yaml)
 
 .PHONY: demo length test bench venv clean-demo
 

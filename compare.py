@@ -36,6 +36,8 @@ from typing import Optional
 import yaml
 
 from utils.comparison_plots import write_plots
+from utils.length_report import add_concat_stats, concat_tables
+from utils.metrics import paired_bootstrap
 
 # numeric columns: key -> table title (means and stds over a configuration's seeds)
 NUMERIC = {
@@ -89,6 +91,7 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
         row[key] = scores.get(key)
     row["longer_bleu"] = (scores.get("longer_than_training") or {}).get("sacrebleu")
     row["by_source_length"] = scores.get("by_source_length")
+    row["concat"] = {c["k"]: c for c in scores.get("concat") or []}
     return row
 
 
@@ -162,29 +165,6 @@ def pick_baseline(groups: list[dict], wanted: Optional[str]) -> dict:
                            f"({', '.join(g['label'] for g in groups)}) or an encoding "
                            f"({', '.join(sorted({g['encoding'] for g in groups}))})")
     return next((g for g in groups if g["encoding"] == "sinusoidal"), groups[0])
-
-
-def paired_bootstrap(named_systems: list[tuple[str, list[str]]], references: list[str],
-                     n_samples: int = 1000) -> list[Optional[float]]:
-    """p-values of paired bootstrap resampling (sacreBLEU) of each system against the first one (None for it).
-
-    Uses sacrebleu.significance.PairedTest (Koehn 2004; fixed seed SACREBLEU_SEED, default 12345).
-    sacreBLEU counts resampled differences strictly above the observed one, so a zero observed
-    difference (e.g. identical outputs) would get p = 1/(n+1); no test can reject "no difference"
-    when none is observed, so that case is reported as p = 1.
-    """
-    from sacrebleu.metrics import BLEU
-    from sacrebleu.significance import PairedTest
-
-    for name, hyps in named_systems:
-        if len(hyps) != len(references):
-            raise CompareError(f"{name}: {len(hyps)} hypotheses for {len(references)} references")
-    if len(named_systems) < 2:
-        return [None] * len(named_systems)
-    _, scores = PairedTest(named_systems, {"BLEU": BLEU()}, references=[references], test_type="bs",
-                           n_samples=n_samples)()
-    results = scores["BLEU"]
-    return [None] + [1.0 if r.score == results[0].score else r.p_value for r in results[1:]]
 
 
 def add_significance(groups: list[dict], baseline: dict, n_samples: int) -> None:
@@ -318,7 +298,7 @@ def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) ->
         "groups": [{"label": g["label"], "encoding": g["encoding"], "n": g["n"], "seeds": g["seeds"],
                     "runs": [r["run"] for r in g["runs"]], "mean": g["mean"], "std": g["std"],
                     "p_value": g["p_value"], "seeds_above": g["seeds_above"], "is_baseline": g["is_baseline"],
-                    "by_source_length": g["by_source_length"],
+                    "by_source_length": g["by_source_length"], "concat": g.get("concat") or None,
                     "per_run": [{k: r.get(k) for k in per_run} for r in g["runs"]]} for g in groups],
     }
 
@@ -357,13 +337,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         add_seed_wins(groups, baseline)
         if not args.no_significance:
             add_significance(groups, baseline, args.bootstrap_samples)
-    except CompareError as e:
+        add_concat_stats(groups, baseline, args.bootstrap_samples, not args.no_significance)
+    except (CompareError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     table = markdown_table(groups, baseline, args.bootstrap_samples)
-    buckets = bucket_table(groups)
-    if buckets:
-        table += "\n\n" + buckets
+    for extra in (bucket_table(groups), concat_tables(groups, baseline, args.bootstrap_samples)):
+        if extra:
+            table += "\n\n" + extra
     print(table)
     if args.output:
         out = Path(args.output)

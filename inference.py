@@ -20,7 +20,7 @@ from typing import Optional
 from utils.checkpoint import load_for_inference
 from utils.cli import add_config_args, check_model_matches, main_guard, resolve_checkpoint
 from utils.runtime import pick_device
-from utils.translate import translate
+from utils.translate import max_positions, translate
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -63,8 +63,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         cfg = check_model_matches(args.config, overrides, cfg, ckpt)
     settings = cfg.decoding
     for i, out in enumerate(translate(model, tokenizer, sentences, settings, device)):
-        if out.error:
-            print(f"warning: line {i + 1}: {out.error}", file=sys.stderr)
+        if out.truncated_from is not None:
+            print(f"warning: line {i + 1}: the input has {out.truncated_from} tokens; this model takes at most "
+                  f"{max_positions(model)} (model.positional.max_positions), so it was truncated", file=sys.stderr)
         if settings.nbest > 1 and settings.strategy == "beam":
             for text, score in out.hypotheses:
                 print(f"{i}\t{score:.4f}\t{text}")

@@ -1,39 +1,48 @@
 #!/usr/bin/env python
-"""Translate a test split and score it: sacreBLEU (with signature), chrF, nltk BLEU-4 on word tokens.
+"""Translate a test set and score it whole: sacreBLEU (with signature), chrF, nltk BLEU-4 on word
+tokens, the hypothesis/reference length ratio, scores per source length, and optionally the
+length-extrapolation protocol (--concat).
 
 Examples:
   python test.py --run runs/demo/rope                       # the run's best checkpoint, its test split
+  python test.py --run runs/demo/rope --src tst2017.fr.xml --ref tst2017.en.xml --output_dir runs/demo/rope/tst2017
+  python test.py --run runs/length/rope --concat 1 2 4 8    # inputs of k consecutive test pairs joined
   python test.py --config configs/demo/rope.yaml --model_path runs/demo/rope/checkpoints/best_....pt
   python test.py --model_path ckpt.pt --set decoding.beam_size=1 --output_dir /tmp/greedy --overwrite
 
-Writes into <run>/test/ (or --output_dir): hypotheses.txt (one detokenized line per test
-sentence, in test order), references.txt, sources.txt and scores.json.
+Writes into <run>/test/ (or --output_dir): hypotheses.txt (exactly one detokenized line per test
+pair, in test order), references.txt, sources.txt and scores.json; with --concat (or the config's
+evaluation.concat) also concat/k<K>/ for each K. Every pair is scored: an empty source gets an
+empty hypothesis, a source longer than the model can represent is truncated and counted.
+--src/--ref take plain text (.gz allowed), raw WIT3 train.tags files or WIT3 XML (aligned by
+document and segment id; documents keep --concat inputs within one talk).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 from typing import Optional
 
-from tqdm import tqdm
-
-from data import prepare_splits
 from utils.checkpoint import load_for_inference
 from utils.cli import add_config_args, check_model_matches, main_guard, resolve_checkpoint, run_dir_of_checkpoint
-from utils.metrics import score_by_length, score_subset, score_translations
-from utils.config import to_dict
+from utils.config import ConfigError, to_dict
+from utils.evaluation import check_writable, evaluate, read_config_split, read_file_pair
 from utils.runtime import log, pick_device
-from utils.translate import translate
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_args(parser, model_path=True)
-    parser.add_argument("--split", default="test", choices=["test", "valid"], help="which split to translate")
-    parser.add_argument("--output_dir", help="where to write the outputs (default: <run>/<split>/)")
+    parser.add_argument("--split", default="test", choices=["test", "valid"], help="which split of the config")
+    parser.add_argument("--src", metavar="FILE", help="score this source file instead of a split (needs --ref)")
+    parser.add_argument("--ref", metavar="FILE", help="the reference translations of --src, line by line")
+    parser.add_argument("--concat", type=int, nargs="+", metavar="K",
+                        help="also score inputs of K consecutive pairs joined, for each K (e.g. 1 2 4 8); "
+                             "default: the config's evaluation.concat")
+    parser.add_argument("--output_dir", help="where to write the outputs (default: <run>/<split>/, or "
+                                             "<run>/test_<src file name>/ with --src)")
     parser.add_argument("--overwrite", action="store_true", help="replace earlier outputs in the output folder")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     return parser.parse_args(argv)
@@ -41,40 +50,46 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
+    if (args.src is None) != (args.ref is None):
+        raise ConfigError("give both --src FILE and --ref FILE (source and reference translations), or neither")
     ckpt = resolve_checkpoint(args)
+    if args.output_dir:
+        out_dir = Path(args.output_dir)
+    elif args.src:
+        out_dir = run_dir_of_checkpoint(ckpt) / f"test_{Path(args.src).name}"
+    else:
+        out_dir = run_dir_of_checkpoint(ckpt) / args.split
+    if (out_dir / "scores.json").exists() and not args.overwrite:
+        raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it "
+                              f"or --output_dir <folder> to keep both")
     device = pick_device(args.device)
     cfg, tokenizer, model = load_for_inference(ckpt, args.overrides, device=str(device))
     if args.config:
         cfg = check_model_matches(args.config, args.overrides, cfg, ckpt)
-    out_dir = Path(args.output_dir) if args.output_dir else run_dir_of_checkpoint(ckpt) / args.split
-    if (out_dir / "scores.json").exists() and not args.overwrite:
-        raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it "
-                              f"or --output_dir <folder> to keep both")
-    split = prepare_splits(cfg.data, tokenizer, (args.split,), log=log)[args.split]
-    settings = cfg.decoding
-    log(f"translating {len(split):,} {args.split} sentences with {ckpt} "
-        f"({settings.strategy}, beam {settings.beam_size if settings.strategy == 'beam' else 1})")
-    start = time.time()
-    outputs = translate(model, tokenizer, split.raw_src, settings, device,
-                        progress=lambda b: tqdm(b, desc="translating", unit="batch", mininterval=5))
-    seconds = time.time() - start
-    hyps = [o.text for o in outputs]
-    scores = score_translations(hyps, split.raw_tgt).as_dict()
-    scores.update(split=args.split, checkpoint=str(ckpt), positional=cfg.model.positional.name,
-                  decoding=to_dict(settings), translate_seconds=round(seconds, 2),
-                  sentences_per_second=round(len(hyps) / max(seconds, 1e-9), 2),
-                  failed=[i for i, o in enumerate(outputs) if o.error])
-    lengths = [len(ids) for ids in split.src]
-    scores["by_source_length"] = score_by_length(hyps, split.raw_tgt, lengths, cfg.evaluation.length_buckets)
-    if cfg.data.train_max_src_len is not None:
-        longer = score_subset(hyps, split.raw_tgt, [n > cfg.data.train_max_src_len for n in lengths])
-        scores["longer_than_training"] = {"train_max_src_len": cfg.data.train_max_src_len, **longer}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, lines in (("hypotheses.txt", hyps), ("references.txt", split.raw_tgt), ("sources.txt", split.raw_src)):
-        (out_dir / name).write_text("".join(line.replace("\n", " ") + "\n" for line in lines), encoding="utf-8")
+    if args.src:
+        pairs, documents = read_file_pair(args.src, args.ref)
+        test_set = {"src": str(args.src), "ref": str(args.ref)}
+    else:
+        pairs, documents = read_config_split(cfg.data, args.split)
+        test_set = {"split": args.split}
+    check_writable(out_dir)
+    concat = args.concat if args.concat is not None else cfg.evaluation.concat
+    if any(k < 1 for k in concat):
+        raise ConfigError(f"--concat: every K must be at least 1, got {concat}")
+    log(f"scoring {len(pairs):,} pairs of {test_set} with {ckpt}"
+        + (f" ({len(set(documents))} documents)" if documents else ""))
+    scores = evaluate(model, tokenizer, pairs, documents, cfg, device, out_dir, concat)
+    scores.update(test_set=test_set, split=test_set.get("split"), checkpoint=str(ckpt),
+                  positional=cfg.model.positional.name, decoding=to_dict(cfg.decoding))
     (out_dir / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
+    print_summary(scores, out_dir)
+    return 0
+
+
+def print_summary(scores: dict, out_dir: Path) -> None:
     print(f"sacreBLEU {scores['sacrebleu']:.2f}  chrF {scores['chrf']:.2f}  nltk BLEU-4 {scores['nltk_bleu4']:.4f} "
-          f"({scores['nltk_tokenization']})  on {scores['num_sentences']} sentences")
+          f"({scores['nltk_tokenization']})  length ratio {scores['length_ratio']:.3f}  on {scores['num_sentences']} "
+          f"sentences ({scores['truncated_sources']} truncated)")
     print(f"signature: {scores['sacrebleu_signature']}")
     print("by source length (subword tokens): " + "  ".join(
         f"{b['bucket']}: {b['sacrebleu'] if b['sacrebleu'] is not None else '-'} (n={b['num_sentences']})"
@@ -83,8 +98,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         lt = scores["longer_than_training"]
         print(f"longer than training (> {lt['train_max_src_len']} tokens): sacreBLEU {lt['sacrebleu']} "
               f"chrF {lt['chrf']} (n={lt['num_sentences']})")
+    for row in scores.get("concat", []):
+        print(f"k={row['k']}: sacreBLEU {row['sacrebleu']:.2f}  chrF {row['chrf']:.2f}  length ratio "
+              f"{row['length_ratio']:.3f}  ({row['num_inputs']} inputs)")
     print(f"outputs: {out_dir}")
-    return 0
 
 
 if __name__ == "__main__":

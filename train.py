@@ -30,8 +30,9 @@ from ignite.engine import Engine, Events
 from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, global_step_from_engine
 from torch.utils.data import DataLoader
 
-from data import make_corpus_loader, prepare_splits, tokenizer_cache_path
-from data.pipeline import Collator, EpochBatchSampler, PairDataset, padding_fraction
+from data import make_corpus_loader, prepare_splits, tokenizer_cache_path, write_data_report
+from data.concat import ConcatPairDataset, plan_train_concat
+from data.pipeline import Collator, EpochBatchSampler, PairDataset, padding_fraction, trainable_pairs
 from models import build_model
 from tokenizer import load_or_train_tokenizer
 from utils.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint, restore_checkpointer
@@ -84,17 +85,33 @@ def prepare_run_dir(cfg: ExperimentConfig, resume: bool, overwrite: bool) -> Pat
     return run_dir
 
 
-def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1,
-                  rank: int = 0) -> tuple[DataLoader, DataLoader, EpochBatchSampler]:
+def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1, rank: int = 0,
+                  say=log) -> tuple[DataLoader, DataLoader, EpochBatchSampler]:
     t = cfg.training
     collate = Collator(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
     train = splits["train"]
-    sampler = EpochBatchSampler([len(s) for s in train.src], [len(s) for s in train.tgt], t.batch_size,
-                                t.max_tokens, shuffle=True, seed=cfg.seed, num_replicas=world, rank=rank)
+    concat = cfg.data.train_concat
+    if concat.prob > 0:  # joined pairs (Varis & Bojar 2021), drawn once from the seed
+        units = plan_train_concat([len(s) for s in train.src], [len(s) for s in train.tgt], concat.prob,
+                                  concat.max_k, cfg.data.max_len, cfg.seed)
+        train_set = ConcatPairDataset(train, units)
+        src_lens, tgt_lens = train_set.lengths()
+        joined = sum(len(u) > 1 for u in units)
+        say(f"data: train_concat: {len(train):,} pairs -> {len(units):,} examples ({joined:,} of them joined "
+            f"pairs, up to {max(map(len, units))} per example)")
+    else:
+        train_set = PairDataset(train)
+        src_lens, tgt_lens = [len(s) for s in train.src], [len(s) for s in train.tgt]
+    sampler = EpochBatchSampler(src_lens, tgt_lens, t.batch_size, t.max_tokens, shuffle=True, seed=cfg.seed,
+                                num_replicas=world, rank=rank)
     # Its own generator: creating an iterator must not draw from the global RNG (exact resume).
-    train_loader = DataLoader(PairDataset(train), batch_sampler=sampler, collate_fn=collate,
+    train_loader = DataLoader(train_set, batch_sampler=sampler, collate_fn=collate,
                               num_workers=t.num_workers, generator=torch.Generator().manual_seed(cfg.seed))
-    valid = splits["valid"]
+    # The validation loss runs on the pairs a model can be trained on; BLEU uses the whole split.
+    valid = trainable_pairs(splits["valid"], cfg.data.max_len)
+    if len(valid) < len(splits["valid"]):
+        say(f"data: validation loss on {len(valid):,} of {len(splits['valid']):,} valid pairs (the others are "
+            f"empty or longer than data.max_len); validation BLEU on all of them")
     valid_sampler = EpochBatchSampler([len(s) for s in valid.src], [len(s) for s in valid.tgt], t.batch_size,
                                       t.max_tokens, shuffle=False)
     valid_loader = DataLoader(PairDataset(valid), batch_sampler=valid_sampler, collate_fn=collate,
@@ -155,15 +172,17 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     if not is_main:
         idist.barrier()  # rank 0 trains the tokenizer and writes the data cache first
     corpus = make_corpus_loader(cfg.data)
+    if is_main:  # train/valid/test overlap, measured on every run (a leak inflates every score)
+        write_data_report(corpus(), run_dir / "data_report.json", say)
     tokenizer = load_or_train_tokenizer(cfg.tokenizer, lambda: corpus()["train"], run_dir, say,
                                         tokenizer_cache_path(cfg))
     splits = prepare_splits(cfg.data, tokenizer, ("train", "valid"), corpus, say)
     if is_main:
         idist.barrier()
-    train_loader, valid_loader, sampler = build_loaders(cfg, splits, tokenizer, world, rank)
+    train_loader, valid_loader, sampler = build_loaders(cfg, splits, tokenizer, world, rank, say)
     pad = tokenizer.pad_id
     say(f"data: {len(train_loader):,} batches per epoch{' per process' if world > 1 else ''}; target padding "
-        f"{padding_fraction(list(sampler), [len(x) for x in splits['train'].tgt]):.1%}")
+        f"{padding_fraction(list(sampler), sampler.tgt_lens):.1%}")
 
     model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, pad).to(device)
     num_params = model.num_parameters()

@@ -5,11 +5,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Callable, Optional
 
+from data.overlap import overlap_report, overlap_summary
 from data.parallel_text import CorpusError
-from data.pipeline import CACHE_VERSION, EncodedSplit, cache_key, load_or_encode
+from data.pipeline import CACHE_VERSION, EncodedSplit, cache_key, drop_reason, load_or_encode
 from data.readers import corpus_fingerprint, read_corpus
 
 
@@ -36,14 +38,45 @@ def prepare_splits(data_cfg, tokenizer, splits: tuple[str, ...] = ("train", "val
     cache_dir = Path(data_cfg.cache_dir) if data_cfg.cache_dir else None
     out = {}
     for split in splits:
+        # Training pairs are filtered by length; valid and test are scored whole (max_len=None).
+        max_len = data_cfg.max_len if split == "train" else None
         max_src_len = data_cfg.train_max_src_len if split == "train" else None
-        key = cache_key(info, split, tokenizer.fingerprint, data_cfg.max_len, max_src_len)
-        encoded, hit = load_or_encode(lambda s=split: corpus()[s], cache_dir, key, tokenizer,
-                                      data_cfg.max_len, max_src_len)
-        dropped = ", ".join(f"{k}={v}" for k, v in encoded.dropped.items() if v) or "none"
-        log(f"data: {split}: {len(encoded):,} pairs ({'cached' if hit else 'encoded'}; dropped: {dropped})")
+        key = cache_key(info, split, tokenizer.fingerprint, max_len, max_src_len)
+        encoded, hit = load_or_encode(lambda s=split: corpus()[s], cache_dir, key, tokenizer, max_len, max_src_len)
+        how = "cached" if hit else "encoded"
+        if split == "train":
+            dropped = ", ".join(f"{k}={v}" for k, v in encoded.dropped.items() if v) or "none"
+            log(f"data: {split}: {len(encoded):,} pairs ({how}; dropped: {dropped})")
+        else:
+            unusable = sum(drop_reason(len(s), len(t), data_cfg.max_len) is not None
+                           for s, t in zip(encoded.src, encoded.tgt))
+            log(f"data: {split}: {len(encoded):,} pairs ({how}; all kept for scoring, {unusable} empty or "
+                f"longer than data.max_len={data_cfg.max_len})")
+            dropped = "none"
         if len(encoded) == 0:
             raise CorpusError(f"the {split} split is empty after filtering (dropped: {dropped}); "
                              f"check data.max_len / data.train_max_src_len and the corpus files")
         out[split] = encoded
     return out
+
+
+def write_data_report(corpus_splits: dict, path: str | Path, log: Callable[[str], None] = print) -> dict:
+    """Measure train/valid/test overlap of the raw corpus (`read_corpus`'s dict) and write it as
+    JSON to `path` (atomically: a run folder never holds half a report), one log line per
+    evaluated split. Returns the report."""
+    report = overlap_report(corpus_splits)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    for split in ("valid", "test"):
+        line = overlap_summary(report, split)
+        if line is not None:
+            log(line)
+    return report

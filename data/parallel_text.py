@@ -12,7 +12,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Mapping, Union
+from typing import Mapping, Optional, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 Pair = tuple[str, str]
@@ -172,6 +172,11 @@ def read_wit3_xml(path: PathLike) -> dict[tuple[str, str], str]:
 
 def read_wit3_xml_pair(src_path: PathLike, tgt_path: PathLike) -> list[Pair]:
     """Align two WIT3 XML files by (doc id, seg id); pairs follow the source order."""
+    return read_wit3_xml_documents(src_path, tgt_path)[0]
+
+
+def read_wit3_xml_documents(src_path: PathLike, tgt_path: PathLike) -> tuple[list[Pair], list[str]]:
+    """Like `read_wit3_xml_pair`, with the document id of every pair."""
     src, tgt = read_wit3_xml(src_path), read_wit3_xml(tgt_path)
     for have, have_path, other, other_path in ((src, src_path, tgt, tgt_path),
                                                (tgt, tgt_path, src, src_path)):
@@ -181,7 +186,18 @@ def read_wit3_xml_pair(src_path: PathLike, tgt_path: PathLike) -> list[Pair]:
                     f"{other_path}: doc {doc_id} seg id {seg_id} is missing (it is "
                     f"present in {have_path}); the two XML files must hold the same "
                     "segments: use both sides of the same dev/test set")
-    return [(text, tgt[key]) for key, text in src.items()]
+    return [(text, tgt[key]) for key, text in src.items()], [doc_id for doc_id, _ in src]
+
+
+def read_pairs_with_documents(src_path: PathLike, tgt_path: PathLike) -> tuple[list[Pair], Optional[list[str]]]:
+    """Read any line-aligned pair of files (plain, .gz, raw WIT3 tags or XML) for scoring, with each
+    pair's document id where the format has documents (WIT3 XML), else None."""
+    for p in (src_path, tgt_path):
+        if not Path(p).is_file():
+            _read_bytes(p)  # raises the "file not found" CorpusError
+    if _detect_format(src_path) == "xml" and _detect_format(tgt_path) == "xml":
+        return read_wit3_xml_documents(src_path, tgt_path)
+    return read_line_aligned(src_path, tgt_path), None
 
 
 def read_tsv(path: PathLike, src_column: int, tgt_column: int) -> list[Pair]:

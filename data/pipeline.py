@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset, Sampler
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: the Tatoeba split groups pairs by source sentence (data/readers.py)
 
 
 @dataclass
@@ -35,28 +35,37 @@ class EncodedSplit:
         return len(self.src)
 
 
-def encode_split(pairs: list[tuple[str, str]], tokenizer, max_len: int,
+def drop_reason(src_len: int, tgt_len: int, max_len: int, max_src_len: Optional[int] = None) -> Optional[str]:
+    """Why a training pair cannot be used (None if it can): empty, too long, or above the source cap."""
+    if not src_len or not tgt_len:
+        return "empty"
+    if src_len > max_len or tgt_len > max_len:
+        return "too_long"
+    if max_src_len is not None and src_len > max_src_len:
+        return "above_train_max_src_len"
+    return None
+
+
+def encode_split(pairs: list[tuple[str, str]], tokenizer, max_len: Optional[int],
                  max_src_len: Optional[int] = None) -> EncodedSplit:
-    """Tokenize and drop empty pairs and pairs longer than the limits, counting each reason."""
+    """Tokenize and drop empty pairs and pairs longer than the limits, counting each reason.
+    `max_len=None` keeps every pair (valid and test sets are scored whole)."""
     srcs = tokenizer.encode_src_batch([s for s, _ in pairs])
     tgts = tokenizer.encode_tgt_batch([t for _, t in pairs])
     out = EncodedSplit([], [], [], [], {"empty": 0, "too_long": 0, "above_train_max_src_len": 0})
     for (raw_s, raw_t), s, t in zip(pairs, srcs, tgts):
-        if not s or not t:
-            out.dropped["empty"] += 1
-        elif len(s) > max_len or len(t) > max_len:
-            out.dropped["too_long"] += 1
-        elif max_src_len is not None and len(s) > max_src_len:
-            out.dropped["above_train_max_src_len"] += 1
-        else:
-            out.src.append(s)
-            out.tgt.append(t)
-            out.raw_src.append(raw_s)
-            out.raw_tgt.append(raw_t)
+        reason = None if max_len is None else drop_reason(len(s), len(t), max_len, max_src_len)
+        if reason is not None:
+            out.dropped[reason] += 1
+            continue
+        out.src.append(s)
+        out.tgt.append(t)
+        out.raw_src.append(raw_s)
+        out.raw_tgt.append(raw_t)
     return out
 
 
-def cache_key(corpus_info: dict, split: str, tokenizer_fingerprint: str, max_len: int,
+def cache_key(corpus_info: dict, split: str, tokenizer_fingerprint: str, max_len: Optional[int],
               max_src_len: Optional[int]) -> str:
     payload = json.dumps({"v": CACHE_VERSION, "corpus": corpus_info, "split": split, "tok": tokenizer_fingerprint,
                           "max_len": max_len, "max_src_len": max_src_len}, sort_keys=True, default=str)
@@ -64,7 +73,8 @@ def cache_key(corpus_info: dict, split: str, tokenizer_fingerprint: str, max_len
 
 
 def load_or_encode(pairs_fn: Callable[[], list[tuple[str, str]]], cache_dir: Optional[Path], key: str,
-                   tokenizer, max_len: int, max_src_len: Optional[int] = None) -> tuple[EncodedSplit, bool]:
+                   tokenizer, max_len: Optional[int], max_src_len: Optional[int] = None
+                   ) -> tuple[EncodedSplit, bool]:
     """Return the cached split for `key` or encode it (and write the cache atomically)."""
     path = cache_dir / f"{key}.pt" if cache_dir is not None else None
     if path is not None and path.is_file():
@@ -79,6 +89,13 @@ def load_or_encode(pairs_fn: Callable[[], list[tuple[str, str]]], cache_dir: Opt
         torch.save(split.__dict__, tmp)
         os.replace(tmp, path)
     return split, False
+
+
+def trainable_pairs(split: EncodedSplit, max_len: int) -> EncodedSplit:
+    """The pairs of a whole (valid) split that a loss can be computed on: non-empty, within `max_len`."""
+    keep = [i for i, (s, t) in enumerate(zip(split.src, split.tgt)) if drop_reason(len(s), len(t), max_len) is None]
+    return EncodedSplit([split.src[i] for i in keep], [split.tgt[i] for i in keep],
+                        [split.raw_src[i] for i in keep], [split.raw_tgt[i] for i in keep])
 
 
 class PairDataset(Dataset):

@@ -2,7 +2,8 @@
 
 Sources:
 - `tatoeba`: the shipped manythings.org export (English<TAB>French<TAB>attribution), split by a
-  seeded shuffle (the file is sorted by length, so never split by position);
+  seeded shuffle of source-sentence groups (the file is sorted by length, so never split by
+  position; a French sentence with several translations never straddles train and test);
 - `iwslt2017`: IWSLT 2017 fr-en from the Hugging Face hub, or a local parquet copy (data/iwslt.py);
 - `parallel_text`: local line-aligned files, TSV, or the raw WIT3 release (data/parallel_text.py).
 """
@@ -15,6 +16,7 @@ import hashlib
 import random
 from pathlib import Path
 
+from data.overlap import drop_overlapping_sources, overlap_key
 from data.parallel_text import CorpusError, read_split
 
 # French typography puts (narrow) no-break spaces before ; : ! ? and inside guillemets.
@@ -34,7 +36,11 @@ def _normalize_pairs(pairs: Pairs) -> Pairs:
 
 def read_tatoeba(path: str | Path, src_lang: str, tgt_lang: str, valid_size: int, test_size: int,
                  seed: int) -> dict[str, Pairs]:
-    """The manythings.org Tatoeba export: English first, then the other language."""
+    """The manythings.org Tatoeba export: English first, then the other language.
+
+    Exact duplicate pairs (after `normalize_text`) are kept once. Pairs are grouped by the
+    `overlap_key` of their *source* side and whole groups are dealt out in a seeded shuffle, so
+    no source sentence (up to case, punctuation, spacing) is in two splits. See `split_groups`."""
     path = Path(path)
     if not path.is_file():
         raise CorpusError(f"Tatoeba corpus not found: {path}. It ships in data/corpora/tatoeba-fr-en/; "
@@ -44,24 +50,53 @@ def read_tatoeba(path: str | Path, src_lang: str, tgt_lang: str, valid_size: int
         raise CorpusError(f"the Tatoeba file holds en and fr; got src_lang={src_lang!r}, tgt_lang={tgt_lang!r}")
     opener = gzip.open if path.suffix == ".gz" else open
     pairs: Pairs = []
+    seen: set[tuple[str, str]] = set()
     with opener(path, "rt", encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):
             fields = line.rstrip("\n").split("\t")
             if len(fields) < 2:
                 raise CorpusError(f"{path}:{line_no}: expected English<TAB>French, found {len(fields)} field(s)")
-            pairs.append((fields[columns[src_lang]], fields[columns[tgt_lang]]))
+            pair = (fields[columns[src_lang]], fields[columns[tgt_lang]])
+            normalized = (normalize_text(pair[0]), normalize_text(pair[1]))
+            if normalized not in seen:  # the first copy of a duplicated pair is kept, as read
+                seen.add(normalized)
+                pairs.append(pair)
     if valid_size + test_size >= len(pairs):
-        raise CorpusError(f"{path} has {len(pairs)} pairs: too few for valid_size={valid_size} + test_size={test_size}")
-    order = list(range(len(pairs)))
+        raise CorpusError(f"{path} has {len(pairs)} distinct pairs: too few for valid_size={valid_size} + "
+                          f"test_size={test_size}")
+    return split_groups(pairs, valid_size, test_size, seed)
+
+
+def split_groups(pairs: Pairs, valid_size: int, test_size: int, seed: int) -> dict[str, Pairs]:
+    """Deal groups of pairs with the same source `overlap_key` to test, valid and train.
+
+    The groups (in order of first appearance) are shuffled with `random.Random(seed)`; each one,
+    in that order, goes whole to test if it fits in what test still lacks of `test_size`, else to
+    valid if it fits there, else to train. So test and valid never exceed their sizes, and reach
+    them exactly unless the groups left cannot fill the last slots (Tatoeba has enough
+    one-translation sentences that they always do). Skipping a group that would overflow biases
+    the held-out splits against many-translation sources only in their last few slots."""
+    groups: dict[str, Pairs] = {}
+    for pair in pairs:
+        groups.setdefault(overlap_key(pair[0]), []).append(pair)
+    order = list(groups.values())
     random.Random(seed).shuffle(order)
-    test = [pairs[i] for i in order[:test_size]]
-    valid = [pairs[i] for i in order[test_size:test_size + valid_size]]
-    train = [pairs[i] for i in order[test_size + valid_size:]]
+    test: Pairs = []
+    valid: Pairs = []
+    train: Pairs = []
+    for group in order:
+        if len(test) + len(group) <= test_size:
+            test.extend(group)
+        elif len(valid) + len(group) <= valid_size:
+            valid.extend(group)
+        else:
+            train.extend(group)
     return {"train": train, "valid": valid, "test": test}
 
 
 def read_corpus(cfg) -> dict[str, Pairs]:
-    """Builder: read the configured source, normalise spaces, cap the training pairs."""
+    """Builder: read the configured source, normalise spaces, optionally drop training pairs whose
+    source is also a valid/test source (`drop_train_overlap`), cap the training pairs."""
     if cfg.source == "tatoeba":
         splits = read_tatoeba(cfg.path, cfg.src_lang, cfg.tgt_lang, cfg.valid_size, cfg.test_size, cfg.split_seed)
     elif cfg.source == "iwslt2017":
@@ -73,6 +108,8 @@ def read_corpus(cfg) -> dict[str, Pairs]:
     else:
         raise CorpusError(f"unknown data.source {cfg.source!r}; valid: tatoeba, iwslt2017, parallel_text")
     splits = {name: _normalize_pairs(pairs) for name, pairs in splits.items()}
+    if cfg.drop_train_overlap:  # official sets are never re-split: the remedy is to drop from train
+        splits["train"], _ = drop_overlapping_sources(splits["train"], (splits["valid"], splits["test"]))
     if cfg.max_train_pairs is not None and len(splits["train"]) > cfg.max_train_pairs:
         rng = random.Random(cfg.split_seed)
         keep = sorted(rng.sample(range(len(splits["train"])), cfg.max_train_pairs))
@@ -104,7 +141,8 @@ def file_id(p: str) -> str:
 def corpus_fingerprint(cfg) -> dict:
     """Everything about the corpus source that changes what `read_corpus` returns (for cache keys)."""
 
-    info = {k: getattr(cfg, k) for k in ("source", "src_lang", "tgt_lang", "max_train_pairs", "split_seed")}
+    info = {k: getattr(cfg, k) for k in ("source", "src_lang", "tgt_lang", "max_train_pairs", "split_seed",
+                                         "drop_train_overlap")}
     if cfg.source == "tatoeba":
         info.update(path=file_id(cfg.path), valid_size=cfg.valid_size, test_size=cfg.test_size)
     elif cfg.source == "iwslt2017":

@@ -38,11 +38,12 @@ def test_odd_lines_in_one_batch(tokenizer, model) -> None:
     settings = DecodingConfig(strategy="beam", beam_size=2, max_len_a=1.0, max_len_b=5)
     out = translate(model, tokenizer, lines, settings)
     assert len(out) == len(lines)
-    assert out[0].text == "" and out[0].error is None  # empty -> empty
+    assert out[0].text == "" and out[0].truncated_from is None  # empty -> empty
     assert out[1].text == ""  # whitespace only -> empty after normalisation
-    too_long = [o for o in out if o.error]
-    assert too_long and all("max_positions" in o.error for o in too_long)  # a message, not a crash
-    assert out[-1].error is None and out[-1].hypotheses  # the normal line is still translated
+    # Longer than the 40-position table: truncated to 40 tokens and translated, never dropped.
+    too_long = [i for i, o in enumerate(out) if o.truncated_from is not None]
+    assert too_long == [4, 5] and all(out[i].truncated_from > 40 and out[i].hypotheses for i in too_long)
+    assert out[-1].truncated_from is None and out[-1].hypotheses  # the normal line is translated as usual
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -28,6 +28,7 @@ def sweep_overrides(cache_dir: Path) -> list[str]:
     """The end-to-end test's tiny settings, minus run_dir (sweep derives one folder per seed)."""
     sets = tiny_overrides(Path("unused"), cache_dir)
     values = sets[1::2]
+    values = [*values, "evaluation.concat=[1,2]"]  # the length protocol, through sweep -> test -> compare
     return [x for v in values if not v.startswith("run_dir=") for x in ("--set", v)]
 
 
@@ -104,6 +105,32 @@ def test_one_row_per_config_holds_the_runs_own_numbers(swept: Path) -> None:
     assert "Test sacreBLEU by source length" in markdown
 
 
+def test_per_k_table_holds_the_runs_own_numbers(swept: Path) -> None:
+    report = json.loads((swept / "summary.json").read_text())
+    groups = {g["label"]: g for g in report["groups"]}
+    markdown = (swept / "summary.md").read_text()
+    assert "Length extrapolation" in markdown and "| k=1 | k=2 |" in markdown
+    per_seed = {name: [{c["k"]: c for c in s["concat"]} for s in scores_of(swept, name)] for name in CONFIGS}
+    section = markdown.split("Length extrapolation")[1].split("\n\n")[1]  # the per-k BLEU table
+    for name, g in groups.items():
+        for k in (1, 2):
+            bleu = [s[k]["sacrebleu"] for s in per_seed[name]]
+            ratio = [s[k]["length_ratio"] for s in per_seed[name]]
+            stats = g["concat"][str(k)]  # JSON keys are strings
+            assert stats["bleu"] == pytest.approx(statistics.mean(bleu))
+            assert stats["bleu_std"] == pytest.approx(statistics.stdev(bleu))
+            assert stats["ratio"] == pytest.approx(statistics.mean(ratio))
+            assert md_row(section, name)[f"k={k}"] == f"{statistics.mean(bleu):.2f} ± {statistics.stdev(bleu):.2f}"
+        # k = 1 is the sentence-level test set in another order: the same corpus score
+        assert [s[1]["sacrebleu"] for s in per_seed[name]] == [s["sacrebleu"] for s in scores_of(swept, name)]
+    for k in (1, 2):
+        rope = groups["demo/rope"]["concat"][str(k)]
+        wins = sum(r[k]["sacrebleu"] > b[k]["sacrebleu"] for r, b in zip(per_seed["demo/rope"],
+                                                                         per_seed["demo/sinusoidal"]))
+        assert rope["seeds_above"] == [wins, len(SEEDS)] and 0.0 < rope["p_value"] <= 1.0
+        assert groups["demo/sinusoidal"]["concat"][str(k)]["p_value"] is None
+
+
 def test_seeds_above_baseline_pairs_runs_by_seed() -> None:
     def group(*runs):
         return {"runs": [{"seed": seed, "sacrebleu": bleu} for seed, bleu in runs]}
@@ -141,7 +168,7 @@ def test_csv_and_json_agree(swept: Path) -> None:
 def test_plots_are_real_images(swept: Path) -> None:
     import matplotlib.image as mpimg
 
-    for suffix in ("_bleu.png", "_length_buckets.png", "_curves.png"):
+    for suffix in ("_bleu.png", "_length_buckets.png", "_concat.png", "_curves.png"):
         pixels = mpimg.imread(swept / f"summary{suffix}")
         assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100, suffix
         assert pixels[..., :3].std() > 0.01, f"{suffix} is blank"

@@ -150,8 +150,9 @@ def shipped_corpus() -> dict:
 
 def test_shipped_corpus_sizes(shipped_corpus):
     sizes = {k: len(v) for k, v in shipped_corpus.items()}
-    assert sizes == {"train": 167_130 - 4000, "valid": 2000, "test": 2000}
-    assert sum(sizes.values()) == 167_130
+    # 167,130 lines, 151 of them repeat an earlier pair (after normalize_text) and are kept once.
+    assert sizes == {"train": 166_979 - 4000, "valid": 2000, "test": 2000}
+    assert sum(sizes.values()) == 166_979
     # About 10k French lines have no-break spaces in the file; none survive normalisation.
     assert not any("\u00a0" in s or "\u202f" in s for pairs in shipped_corpus.values() for s, _ in pairs)
 
@@ -300,7 +301,18 @@ def test_prepare_splits_empty_split_is_a_clear_error(tatoeba_file, tmp_path: Pat
     path, _ = tatoeba_file
     cfg = DataConfig(source="tatoeba", path=str(path), valid_size=5, test_size=7, max_len=1, cache_dir="")
     with pytest.raises(ValueError, match="max_len"):
-        prepare_splits(cfg, WordTokenizer(), splits=("valid",), log=lambda _: None)
+        prepare_splits(cfg, WordTokenizer(), splits=("train",), log=lambda _: None)
+
+
+def test_prepare_splits_keeps_every_valid_and_test_pair(tatoeba_file):
+    """data.max_len filters training pairs only: held-out splits are scored whole."""
+    path, _ = tatoeba_file
+    cfg = DataConfig(source="tatoeba", path=str(path), valid_size=5, test_size=7, max_len=1, cache_dir="")
+    logs: list[str] = []
+    out = prepare_splits(cfg, WordTokenizer(), splits=("valid", "test"), log=logs.append)
+    assert len(out["valid"]) == 5 and len(out["test"]) == 7
+    assert all(not v for split in out.values() for v in split.dropped.values())
+    assert any("all kept for scoring" in line for line in logs)
 
 
 # ----------------------------------------------------------------------------- batching

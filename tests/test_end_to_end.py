@@ -62,6 +62,10 @@ def test_train_writes_a_complete_run_folder(trained_run: Path) -> None:
     assert [r["step"] for r in records if r["event"] == "train"] == [2, 4, 6]
     end = [r for r in records if r["event"] == "end"][-1]
     assert end["step"] == 6 and end["params"] > 0
+    # the split's overlap, measured for this run: the grouped Tatoeba split shares no source
+    report = json.loads((trained_run / "data_report.json").read_text())
+    for split, size in (("valid", 12), ("test", 10)):
+        assert report[split]["pairs"] == size and report[split]["source"]["count"] == 0, report[split]
 
 
 def test_tensorboard_events_hold_training_and_validation_scalars(trained_run: Path) -> None:

@@ -1,5 +1,5 @@
 """The comparison plots written by compare.py: test BLEU per configuration with error bars,
-BLEU per source-length bucket, and validation curves (one colour per configuration, one line
+BLEU per source-length bucket, BLEU and length ratio against k (inputs of k joined test pairs), and validation curves (one colour per configuration, one line
 style per seed). Input: compare.py's groups (one per configuration, with its runs)."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from pathlib import Path
 
 
 def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
-    """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_curves.png (each only when there is data for it)."""
+    """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_concat.png, PREFIX_curves.png (each only when
+    there is data for it)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -46,6 +47,23 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
         ax.set_ylabel("test sacreBLEU")
         ax.legend(fontsize=7)
         save(fig, "_length_buckets.png")
+
+    with_k = [g for g in groups if any(c["bleu"] is not None for c in (g.get("concat") or {}).values())]
+    if with_k:
+        fig, (bleu_ax, ratio_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
+        for i, g in enumerate(with_k):
+            ks = [k for k, c in sorted(g["concat"].items()) if c["bleu"] is not None]
+            c = [g["concat"][k] for k in ks]
+            style = {"marker": "o", "capsize": 3, "color": f"C{i % 10}", "label": f"{g['label']} (n={g['n']})"}
+            bleu_ax.errorbar(ks, [x["bleu"] for x in c], yerr=[x["bleu_std"] or 0.0 for x in c], **style)
+            ratio_ax.errorbar(ks, [x["ratio"] for x in c], yerr=[x["ratio_std"] or 0.0 for x in c], **style)
+        ratio_ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
+        bleu_ax.set(xlabel="k (consecutive test pairs per input)", ylabel="test sacreBLEU",
+                    title="Length extrapolation (mean ± std over seeds)")
+        ratio_ax.set(xlabel="k (consecutive test pairs per input)", ylabel="hypothesis / reference length",
+                     title="Output length")
+        bleu_ax.legend(fontsize=7)
+        save(fig, "_concat.png")
 
     runs = [(i, j, g, r) for i, g in enumerate(groups) for j, r in enumerate(g["runs"]) if r["valid_events"]]
     if runs:

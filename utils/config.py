@@ -28,6 +28,16 @@ class ConfigError(ValueError):
 
 
 @dataclass
+class TrainConcatConfig:
+    """Training on joined pairs (Varis & Bojar 2021): with probability `prob` a training example
+    joins k ~ U{2..max_k} random training pairs (both sides within `data.max_len`). Which pairs
+    are joined is drawn once per run from `seed`, so epochs have a fixed length and resume is exact."""
+
+    prob: float = 0.0
+    max_k: int = 2
+
+
+@dataclass
 class DataConfig:
     """Where the parallel corpus comes from and how it is split and filtered."""
 
@@ -37,9 +47,13 @@ class DataConfig:
     src_lang: str = "fr"
     tgt_lang: str = "en"
     # tatoeba: sizes of the held-out splits, drawn by a seeded shuffle (the file is sorted by length)
+    # of source-sentence groups: all translations of one French sentence land in the same split
     valid_size: int = 2000
     test_size: int = 2000
     split_seed: int = 1
+    # Drop training pairs whose source (up to case, punctuation, spacing) is a valid or test source.
+    # For official splits that are never re-split (iwslt2017, parallel_text); a no-op on tatoeba.
+    drop_train_overlap: bool = False
     # parallel_text: one entry per split. A dict with `src` and `tgt` (line-aligned files,
     # raw WIT3 `train.tags.*` or `IWSLT17.TED.*.xml` files are recognised) or a `tsv` path.
     train: Optional[dict] = None
@@ -57,6 +71,8 @@ class DataConfig:
     # (length-generalisation experiments); valid/test keep all lengths up to `max_len`.
     train_max_src_len: Optional[int] = None
     cache_dir: str = "data/cache"
+    # Joined training pairs (a remedy for long inputs); prob 0 (default) trains on single pairs.
+    train_concat: TrainConcatConfig = field(default_factory=TrainConcatConfig)
 
 
 @dataclass
@@ -86,7 +102,10 @@ class PositionalConfig:
     num_buckets: int = 32
     max_distance: int = 128
     clip_distance: int = 16
-    shape_max_shift: int = 100  # SHAPE: largest random offset during training
+    shape_max_shift: int = 100  # SHAPE: K; training shifts k ~ U{0..K-1} per sequence (K excluded)
+    # SHAPE inference shift: None = K, the authors' choice; 0 keeps inference positions unshifted
+    # (our old behaviour); any other int is used as is.
+    shape_inference_shift: Optional[int] = None
 
 
 @dataclass
@@ -185,6 +204,11 @@ class EvaluationConfig:
 
     # Edges of source-length buckets in subword tokens: [e0, e1), [e1, e2), ..., [e_last, inf).
     length_buckets: list[int] = field(default_factory=lambda: [1, 10, 15, 20, 30, 40])
+    # Length extrapolation: also score inputs made of k consecutive test pairs joined, for each k
+    # listed (e.g. [1, 2, 4, 8]); consecutive within a document when the reader knows documents
+    # (WIT3 XML), else in an order shuffled with `concat_seed`. test.py --concat overrides.
+    concat: list[int] = field(default_factory=list)
+    concat_seed: int = 1
 
 
 @dataclass
@@ -394,6 +418,12 @@ def validate(cfg: ExperimentConfig) -> None:
     if pe == "learnable" and m.positional.max_positions < cfg.data.max_len + 1:
         raise ConfigError(f"model.positional.max_positions ({m.positional.max_positions}) must be at least "
                           f"data.max_len + 1 ({cfg.data.max_len + 1}: the longest input plus BOS)")
+    if m.positional.shape_max_shift < 1:
+        raise ConfigError(f"model.positional.shape_max_shift must be at least 1 (SHAPE draws training "
+                          f"shifts from 0..shape_max_shift-1), got {m.positional.shape_max_shift}")
+    if m.positional.shape_inference_shift is not None and m.positional.shape_inference_shift < 0:
+        raise ConfigError(f"model.positional.shape_inference_shift must be >= 0 (or empty: shape_max_shift), "
+                          f"got {m.positional.shape_inference_shift}")
     if not 0.0 < m.positional.rope_fraction <= 1.0:
         raise ConfigError("model.positional.rope_fraction must be in (0, 1]")
     for key in ("dropout", "attention_dropout"):
@@ -423,6 +453,13 @@ def validate(cfg: ExperimentConfig) -> None:
                                   f"{{src: path, tgt: path}} or {{tsv: path}}")
             if not ({"src", "tgt"} <= set(spec) or "tsv" in spec):
                 raise ConfigError(f"data.{split} must have keys src and tgt, or tsv; got {sorted(spec)}")
+    tc = d.train_concat
+    if not 0.0 <= tc.prob <= 1.0:
+        raise ConfigError(f"data.train_concat.prob must be in [0, 1], got {tc.prob}")
+    if tc.max_k < 2:
+        raise ConfigError(f"data.train_concat.max_k must be at least 2 (pairs joined), got {tc.max_k}")
+    if any(k < 1 for k in cfg.evaluation.concat):
+        raise ConfigError(f"evaluation.concat lists pairs per input (k >= 1), got {cfg.evaluation.concat}")
     edges = cfg.evaluation.length_buckets
     if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
         raise ConfigError(f"evaluation.length_buckets must be increasing bucket edges, got {edges}")

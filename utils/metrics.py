@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Optional
 
 NLTK_TOKENIZATION = "nltk TreebankWordTokenizer, cased"
 
@@ -24,6 +25,11 @@ class TranslationScores:
     nltk_bleu4: float
     nltk_tokenization: str
     num_sentences: int
+    # sacreBLEU's hypothesis and reference lengths (13a tokens) and their ratio: a model that stops
+    # early on long inputs loses BLEU through the brevity penalty, which is not translating badly.
+    hyp_len: int
+    ref_len: int
+    length_ratio: float
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -65,7 +71,8 @@ def score_translations(hypotheses: list[str], references: list[str]) -> Translat
         sacrebleu=round(bleu_score.score, 2), sacrebleu_signature=str(bleu.get_signature()),
         chrf=round(chrf_score.score, 2), chrf_signature=str(chrf.get_signature()),
         nltk_bleu4=round(nltk_score, 4), nltk_tokenization=NLTK_TOKENIZATION,
-        num_sentences=len(hypotheses))
+        num_sentences=len(hypotheses), hyp_len=bleu_score.sys_len, ref_len=bleu_score.ref_len,
+        length_ratio=round(bleu_score.sys_len / max(1, bleu_score.ref_len), 4))
 
 
 def bucket_label(lo: int, hi: int | None) -> str:
@@ -74,29 +81,47 @@ def bucket_label(lo: int, hi: int | None) -> str:
 
 def score_by_length(hypotheses: list[str], references: list[str], lengths: list[int], edges: list[int]) -> list[dict]:
     """sacreBLEU and chrF per source-length bucket [e_i, e_i+1) (the last bucket is open-ended)."""
-    from sacrebleu.metrics import BLEU, CHRF
-
     rows = []
-    bounds = list(zip(edges, [*edges[1:], None]))
-    for lo, hi in bounds:
-        idx = [i for i, n in enumerate(lengths) if n >= lo and (hi is None or n < hi)]
-        row = {"bucket": bucket_label(lo, hi), "min_len": lo, "max_len": None if hi is None else hi - 1,
-               "num_sentences": len(idx), "sacrebleu": None, "chrf": None}
-        if idx:
-            hyps, refs = [hypotheses[i] for i in idx], [references[i] for i in idx]
-            row["sacrebleu"] = round(BLEU().corpus_score(hyps, [refs]).score, 2)
-            row["chrf"] = round(CHRF().corpus_score(hyps, [refs]).score, 2)
-        rows.append(row)
+    for lo, hi in zip(edges, [*edges[1:], None]):
+        keep = [n >= lo and (hi is None or n < hi) for n in lengths]
+        rows.append({"bucket": bucket_label(lo, hi), "min_len": lo, "max_len": None if hi is None else hi - 1,
+                     **score_subset(hypotheses, references, keep)})
     return rows
 
 
 def score_subset(hypotheses: list[str], references: list[str], keep: list[bool]) -> dict:
-    """sacreBLEU and chrF over the sentences where `keep` is true (e.g. longer than any training source)."""
+    """sacreBLEU, chrF and length ratio over the sentences where `keep` is true (a length bucket,
+    or the sentences longer than any training source)."""
     from sacrebleu.metrics import BLEU, CHRF
 
     hyps = [h for h, k in zip(hypotheses, keep) if k]
     refs = [r for r, k in zip(references, keep) if k]
     if not hyps:
-        return {"num_sentences": 0, "sacrebleu": None, "chrf": None}
-    return {"num_sentences": len(hyps), "sacrebleu": round(BLEU().corpus_score(hyps, [refs]).score, 2),
-            "chrf": round(CHRF().corpus_score(hyps, [refs]).score, 2)}
+        return {"num_sentences": 0, "sacrebleu": None, "chrf": None, "length_ratio": None}
+    bleu = BLEU().corpus_score(hyps, [refs])
+    return {"num_sentences": len(hyps), "sacrebleu": round(bleu.score, 2),
+            "chrf": round(CHRF().corpus_score(hyps, [refs]).score, 2),
+            "length_ratio": round(bleu.sys_len / max(1, bleu.ref_len), 4)}
+
+
+def paired_bootstrap(named_systems: list[tuple[str, list[str]]], references: list[str],
+                     n_samples: int = 1000) -> list[Optional[float]]:
+    """p-values of paired bootstrap resampling (sacreBLEU) of each system against the first one (None for it).
+
+    Uses sacrebleu.significance.PairedTest (Koehn 2004; fixed seed SACREBLEU_SEED, default 12345).
+    sacreBLEU counts resampled differences strictly above the observed one, so a zero observed
+    difference (e.g. identical outputs) would get p = 1/(n+1); no test can reject "no difference"
+    when none is observed, so that case is reported as p = 1.
+    """
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    for name, hyps in named_systems:
+        if len(hyps) != len(references):
+            raise ValueError(f"{name}: {len(hyps)} hypotheses for {len(references)} references")
+    if len(named_systems) < 2:
+        return [None] * len(named_systems)
+    _, scores = PairedTest(named_systems, {"BLEU": BLEU()}, references=[references], test_type="bs",
+                           n_samples=n_samples)()
+    results = scores["BLEU"]
+    return [None] + [1.0 if r.score == results[0].score else r.p_value for r in results[1:]]

@@ -19,7 +19,7 @@ from utils.config import DecodingConfig
 class Translation:
     source: str
     hypotheses: list[tuple[str, float]]  # (text, length-normalised score), best first
-    error: Optional[str] = None
+    truncated_from: Optional[int] = None  # the source's length in tokens, when it was cut to the model's limit
 
     @property
     def text(self) -> str:
@@ -62,24 +62,25 @@ def make_batches(lengths: list[int], max_tokens: int, beam: int) -> list[list[in
 @torch.no_grad()
 def translate(model, tokenizer, sentences: list[str], settings: DecodingConfig,
               device: torch.device | str = "cpu", progress: Optional[Callable] = None) -> list[Translation]:
-    """Translate `sentences` in input order. Empty input gives an empty translation; a sentence
-    the model cannot take (e.g. longer than a learnable encoding) gets an error message instead
-    of stopping the others."""
+    """Translate `sentences` in input order: one translation per sentence, always. Empty input
+    gives an empty translation; a source longer than the model can represent (a learnable
+    encoding's table) is truncated to that limit and marked (`truncated_from`), never dropped."""
     from data.readers import normalize_text
 
     model.eval()
-    max_src_len = max_positions(model)
+    limit = max_positions(model)
     ids = tokenizer.encode_src_batch([normalize_text(s) for s in sentences])
     results: list[Optional[Translation]] = [None] * len(sentences)
+    truncated_from: dict[int, int] = {}
     todo = []
     for i, (sentence, src) in enumerate(zip(sentences, ids)):
         if not src:
             results[i] = Translation(sentence, [("", 0.0)])
-        elif max_src_len is not None and len(src) > max_src_len:
-            results[i] = Translation(sentence, [], error=f"input has {len(src)} tokens; this model takes at most "
-                                                         f"{max_src_len} (model.positional.max_positions)")
-        else:
-            todo.append(i)
+            continue
+        if limit is not None and len(src) > limit:
+            truncated_from[i] = len(src)
+            ids[i] = src[:limit]
+        todo.append(i)
     batches = make_batches([len(ids[i]) for i in todo], settings.max_tokens,
                            1 if settings.strategy == "greedy" else settings.beam_size)
     iterator = progress(batches) if progress is not None else batches
@@ -90,5 +91,6 @@ def translate(model, tokenizer, sentences: list[str], settings: DecodingConfig,
         for r, i in enumerate(rows):
             src[r, : len(ids[i])] = torch.tensor(ids[i])
         for i, hyps in zip(rows, search_batch(model, src.to(device), tokenizer, settings)):
-            results[i] = Translation(sentences[i], [(tokenizer.decode(h.tokens), h.normalized_score) for h in hyps])
+            results[i] = Translation(sentences[i], [(tokenizer.decode(h.tokens), h.normalized_score) for h in hyps],
+                                     truncated_from.get(i))
     return results  # type: ignore[return-value]

@@ -1,0 +1,156 @@
+"""Test sets are scored whole, any file pair can be scored, and the length protocol (--concat)
+joins exactly the pairs it says it joins."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from data.concat import concat_groups, join_pairs
+from data.parallel_text import read_pairs_with_documents
+from test_end_to_end import run, trained_run  # noqa: F401  (fixture)
+from utils.config import ExperimentConfig
+
+FIX = Path(__file__).parent / "fixtures"
+XML_SRC, XML_REF = FIX / "IWSLT17.TED.dev2010.fr-en.fr.xml", FIX / "IWSLT17.TED.dev2010.fr-en.en.xml"
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+# ----------------------------------------------------------------------------- grouping
+
+
+def test_concat_groups_stay_inside_documents():
+    docs = ["a", "a", "a", "b", "b", "c", "a"]  # a document id may come back later: a new run
+    assert concat_groups(7, 2, docs) == [[0, 1], [2], [3, 4], [5], [6]]
+    assert concat_groups(7, 3, docs) == [[0, 1, 2], [3, 4], [5], [6]]
+    assert concat_groups(7, 1, docs) == [[i] for i in range(7)]
+
+
+def test_concat_groups_without_documents_are_seeded_and_cover_every_pair_once():
+    a, b, c = concat_groups(10, 3, None, seed=1), concat_groups(10, 3, None, seed=1), concat_groups(10, 3, None, seed=2)
+    assert a == b and a != c
+    assert sorted(i for g in a for i in g) == list(range(10))
+    assert [len(g) for g in a] == [3, 3, 3, 1]
+    with pytest.raises(ValueError):
+        concat_groups(3, 0)
+
+
+def test_join_pairs_by_hand():
+    pairs = [("Bonjour .", "Hello ."), ("", ""), ("Merci .", "Thanks .")]
+    assert join_pairs(pairs, [[0, 1, 2], [2, 0]]) == [("Bonjour . Merci .", "Hello . Thanks ."),
+                                                       ("Merci . Bonjour .", "Thanks . Hello .")]
+
+
+def test_xml_documents_are_read_in_source_order():
+    pairs, docs = read_pairs_with_documents(XML_SRC, XML_REF)
+    assert docs == ["535", "535", "535", "531", "531"]
+    assert pairs[2][0] == "Ce n'est pas nouveau." and all(t for _, t in pairs)
+    text_pairs, none = read_pairs_with_documents(FIX / "train.fr", FIX / "train.en")
+    assert none is None and len(text_pairs) == 4
+
+
+# ----------------------------------------------------------------------------- whole test sets
+
+
+def _learnable_model(tokenizer, max_positions: int):
+    from models.positional_encodings import LearnablePositionalEncoding
+    from models.transformer import Seq2SeqTransformer
+
+    torch.manual_seed(0)
+    v = tokenizer.src_vocab_size
+    return Seq2SeqTransformer(v, v, tokenizer.pad_id, LearnablePositionalEncoding(32, 4, False, max_positions),
+                              LearnablePositionalEncoding(32, 4, True, max_positions), d_model=32, num_heads=4,
+                              num_encoder_layers=1, num_decoder_layers=1, ffn_dim=64, dropout=0.0).eval()
+
+
+def test_evaluate_keeps_every_pair_and_counts_truncations(tmp_path: Path):
+    """An XML test set with an empty segment and sources longer than the model's 12 positions:
+    one hypothesis per pair, the long ones truncated and counted, per k as well."""
+    from tokenizer import BPETokenizer
+    from utils.evaluation import evaluate
+
+    pairs, docs = read_pairs_with_documents(XML_SRC, XML_REF)
+    pairs = [*pairs, ("", "Nothing."), ("Le paludisme tue encore beaucoup de gens. " * 6, "Malaria. " * 6)]
+    docs = [*docs, "9", "9"]
+    tokenizer = BPETokenizer.train([t for p in pairs for t in p] * 5, vocab_size=120)
+    model = _learnable_model(tokenizer, max_positions=12)
+    cfg = ExperimentConfig()
+    cfg.decoding.beam_size, cfg.decoding.max_len_b = 2, 3
+    scores = evaluate(model, tokenizer, pairs, docs, cfg, "cpu", tmp_path, concat=[1, 2])
+    src_lens = [len(x) for x in tokenizer.encode_src_batch([s for s, _ in pairs])]
+    assert scores["num_sentences"] == len(pairs) == len(lines(tmp_path / "hypotheses.txt"))
+    assert scores["truncated_sources"] == sum(n > 12 for n in src_lens) > 0
+    assert lines(tmp_path / "hypotheses.txt")[5] == ""  # the empty source
+    k2 = scores["concat"][1]
+    assert k2["k"] == 2 and k2["num_inputs"] == len(lines(tmp_path / "concat" / "k2" / "hypotheses.txt")) == 4
+    assert k2["truncated_sources"] >= scores["truncated_sources"]
+    assert scores["concat_order"] == "documents"
+
+
+def test_test_py_scores_a_split_longer_than_max_len_whole(trained_run: Path):
+    """data.max_len filters training pairs only: the test split keeps every pair."""
+    out = trained_run / "short_max_len"
+    proc = run(["test.py", "--run", str(trained_run), "--set", "data.max_len=3", "--output_dir", str(out)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["num_sentences"] == 10 == len(lines(out / "hypotheses.txt")) == len(lines(out / "sources.txt"))
+    assert scores["truncated_sources"] == 0  # RoPE represents any length: nothing cut
+    assert 0 < scores["length_ratio"] and scores["hyp_len"] > 0
+
+
+def test_test_py_scores_a_text_file_pair_and_concatenates_by_hand(trained_run: Path, tmp_path: Path):
+    src, ref = tmp_path / "in.fr", tmp_path / "in.en"
+    src_lines = ["Bonjour.", "Merci beaucoup.", "Où est la gare ?", "", "Je t'aime.", "Il pleut."]
+    ref_lines = ["Hello.", "Thank you very much.", "Where is the station?", "", "I love you.", "It is raining."]
+    src.write_text("\n".join(src_lines) + "\n")
+    ref.write_text("\n".join(ref_lines) + "\n")
+    out = tmp_path / "out"
+    proc = run(["test.py", "--run", str(trained_run), "--src", str(src), "--ref", str(ref), "--concat", "1", "2", "4",
+                "--set", "evaluation.concat_seed=3", "--output_dir", str(out)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["num_sentences"] == 6 and len(lines(out / "hypotheses.txt")) == 6
+    assert [r["k"] for r in scores["concat"]] == [1, 2, 4]
+    for k in (1, 2, 4):
+        groups = concat_groups(6, k, None, seed=3)
+        want = join_pairs(list(zip(src_lines, ref_lines)), groups)
+        folder = out / "concat" / f"k{k}"
+        assert lines(folder / "sources.txt") == [s for s, _ in want]
+        assert lines(folder / "references.txt") == [r for _, r in want]
+        assert len(lines(folder / "hypotheses.txt")) == len(want)
+    # k = 1 reuses the sentence-level translations
+    single = dict(zip(src_lines, lines(out / "hypotheses.txt")))
+    assert lines(out / "concat" / "k1" / "hypotheses.txt") == [single[s] for s in lines(out / "concat" / "k1" / "sources.txt")]
+
+
+def test_test_py_scores_wit3_xml_and_keeps_documents(trained_run: Path, tmp_path: Path):
+    out = tmp_path / "xml"
+    proc = run(["test.py", "--run", str(trained_run), "--src", str(XML_SRC), "--ref", str(XML_REF),
+                "--concat", "2", "--output_dir", str(out)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["num_sentences"] == 5 and scores["test_set"]["src"] == str(XML_SRC)
+    assert scores["concat_order"] == "documents"
+    pairs, _ = read_pairs_with_documents(XML_SRC, XML_REF)
+    # doc 535 holds 3 segments, doc 531 two: k=2 gives [1,2], [3], [1,2] and never joins across talks
+    assert lines(out / "concat" / "k2" / "sources.txt") == [f"{pairs[0][0]} {pairs[1][0]}", pairs[2][0],
+                                                            f"{pairs[3][0]} {pairs[4][0]}"]
+    assert scores["concat"][0]["short_groups"] == 1
+
+
+def test_test_py_file_errors_are_one_line(trained_run: Path, tmp_path: Path):
+    only_src = run(["test.py", "--run", str(trained_run), "--src", str(XML_SRC)])
+    assert only_src.returncode == 2 and "--ref" in only_src.stderr and "Traceback" not in only_src.stderr
+    missing = run(["test.py", "--run", str(trained_run), "--src", str(tmp_path / "nope.fr"), "--ref", str(XML_REF),
+                   "--output_dir", str(tmp_path / "o")])
+    assert missing.returncode == 2 and "nope.fr" in missing.stderr and "Traceback" not in missing.stderr
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where a folder should go")
+    unwritable = run(["test.py", "--run", str(trained_run), "--output_dir", str(blocked / "sub")])
+    assert unwritable.returncode == 2 and "output" in unwritable.stderr and "Traceback" not in unwritable.stderr

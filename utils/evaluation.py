@@ -1,0 +1,127 @@
+"""Scoring a test set whole: translate every pair, score, break down by source length, and the
+length-extrapolation protocol (inputs of k consecutive pairs joined, for each k).
+
+Every pair of the set gets exactly one hypothesis line: an empty source gives an empty
+hypothesis, a source longer than the model can represent is truncated and counted
+(`truncated_sources` in scores.json), nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from data.concat import concat_groups, join_pairs
+from data.readers import normalize_text
+from utils.metrics import score_by_length, score_subset, score_translations
+from utils.runtime import log
+from utils.translate import Translation, translate
+
+Pair = tuple[str, str]
+
+
+def read_config_split(data_cfg, split: str) -> tuple[list[Pair], Optional[list[str]]]:
+    """A config's valid or test split, whole, with document ids where the files have them (WIT3 XML)."""
+    from data.parallel_text import read_pairs_with_documents
+    from data.readers import read_corpus
+
+    spec = getattr(data_cfg, split, None) if data_cfg.source == "parallel_text" else None
+    if spec is not None and {"src", "tgt"} <= set(spec):
+        pairs, docs = read_pairs_with_documents(spec["src"], spec["tgt"])
+        return [(normalize_text(s), normalize_text(t)) for s, t in pairs], docs
+    return read_corpus(data_cfg)[split], None
+
+
+def read_file_pair(src: str, ref: str) -> tuple[list[Pair], Optional[list[str]]]:
+    """Any source/reference file pair (plain, .gz, raw WIT3 tags or XML), normalised like a corpus."""
+    from data.parallel_text import read_pairs_with_documents
+
+    pairs, docs = read_pairs_with_documents(src, ref)
+    return [(normalize_text(s), normalize_text(t)) for s, t in pairs], docs
+
+
+def write_lines(folder: Path, **files: Sequence[str]) -> None:
+    """One line per entry (newlines inside an entry become spaces, so line i is always pair i)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, lines in files.items():
+        (folder / f"{name}.txt").write_text("".join(line.replace("\n", " ") + "\n" for line in lines),
+                                            encoding="utf-8")
+
+
+def check_writable(folder: Path) -> None:
+    """Fail before hours of decoding, not after: the output folder must be creatable and writable."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".write_test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise FileExistsError(f"cannot write to the output folder {folder} ({e.strerror}); "
+                              f"pick another with --output_dir") from e
+
+
+def _translate(model, tokenizer, sources: list[str], settings, device, what: str) -> tuple[list[Translation], float]:
+    from tqdm import tqdm
+
+    start = time.time()
+    outputs = translate(model, tokenizer, sources, settings, device,
+                        progress=lambda b: tqdm(b, desc=what, unit="batch", mininterval=5))
+    return outputs, time.time() - start
+
+
+def _truncations(outputs: list[Translation], what: str) -> int:
+    n = sum(o.truncated_from is not None for o in outputs)
+    if n:
+        log(f"warning: {what}: {n} source(s) longer than the model can represent (model.positional."
+            f"max_positions) were truncated to that limit (counted in scores.json: truncated_sources)")
+    return n
+
+
+def evaluate(model, tokenizer, pairs: list[Pair], documents: Optional[list[str]], cfg, device,
+             out_dir: Path, concat: Sequence[int] = ()) -> dict:
+    """Translate and score `pairs` whole; write sources/references/hypotheses and return the scores.
+    With `concat`, also score inputs of k joined pairs for each k (under out_dir/concat/k<k>/)."""
+    sources, references = [s for s, _ in pairs], [t for _, t in pairs]
+    settings = cfg.decoding
+    log(f"translating {len(sources):,} sentences ({settings.strategy}, "
+        f"beam {settings.beam_size if settings.strategy == 'beam' else 1})")
+    outputs, seconds = _translate(model, tokenizer, sources, settings, device, "translating")
+    hyps = [o.text for o in outputs]
+    scores = score_translations(hyps, references).as_dict()
+    scores.update(truncated_sources=_truncations(outputs, "test"), translate_seconds=round(seconds, 2),
+                  sentences_per_second=round(len(hyps) / max(seconds, 1e-9), 2))
+    lengths = [len(ids) for ids in tokenizer.encode_src_batch(sources)]
+    scores["by_source_length"] = score_by_length(hyps, references, lengths, cfg.evaluation.length_buckets)
+    if cfg.data.train_max_src_len is not None:
+        longer = score_subset(hyps, references, [n > cfg.data.train_max_src_len for n in lengths])
+        scores["longer_than_training"] = {"train_max_src_len": cfg.data.train_max_src_len, **longer}
+    write_lines(out_dir, hypotheses=hyps, references=references, sources=sources)
+    if concat:
+        scores["concat"] = [_score_concat(model, tokenizer, pairs, documents, cfg, device, out_dir, k, outputs)
+                            for k in sorted(set(concat))]
+        scores["concat_order"] = "documents" if documents is not None else f"seeded (seed {cfg.evaluation.concat_seed})"
+    return scores
+
+
+def _score_concat(model, tokenizer, pairs: list[Pair], documents: Optional[list[str]], cfg, device,
+                  out_dir: Path, k: int, single: list[Translation]) -> dict:
+    """One k of the length protocol: join, translate (k = 1 reuses the sentence-level outputs), score."""
+    groups = concat_groups(len(pairs), k, documents, cfg.evaluation.concat_seed)
+    joined = join_pairs(pairs, groups)
+    sources, references = [s for s, _ in joined], [t for _, t in joined]
+    if k == 1:
+        outputs, seconds = [single[g[0]] for g in groups], 0.0
+    else:
+        outputs, seconds = _translate(model, tokenizer, sources, cfg.decoding, device, f"k={k}")
+    hyps = [o.text for o in outputs]
+    s = score_translations(hyps, references)
+    write_lines(out_dir / "concat" / f"k{k}", hypotheses=hyps, references=references, sources=sources)
+    row = {"k": k, "num_inputs": len(joined), "short_groups": sum(len(g) < k for g in groups),
+           "sacrebleu": s.sacrebleu, "chrf": s.chrf, "nltk_bleu4": s.nltk_bleu4, "length_ratio": s.length_ratio,
+           "hyp_len": s.hyp_len, "ref_len": s.ref_len, "truncated_sources": _truncations(outputs, f"k={k}"),
+           "mean_source_tokens": round(sum(len(x) for x in tokenizer.encode_src_batch(sources)) / max(1, len(sources)), 2),
+           "translate_seconds": round(seconds, 2)}
+    log(f"k={k}: sacreBLEU {row['sacrebleu']:.2f}  chrF {row['chrf']:.2f}  length ratio {row['length_ratio']:.3f} "
+        f"({row['num_inputs']} inputs, {row['mean_source_tokens']} source tokens on average)")
+    return row
