@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make demo   train, test and compare the three demo encodings on the shipped corpus (CPU, < 30 min)
 #   make test   run the test suite
-#   make length the length-generalisation study over all encodings (CPU, < 40 min)
+#   make length the length-extrapolation study over all encodings, one seed (CPU, about 50 min)
+#   make demo-seeds / make length-seeds   two more seeds of each (1 and 2), then one table over all three
 # Both create the virtual environment (.venv) from requirements.txt when it is missing.
 
 PYTHON ?= python3
@@ -10,7 +11,7 @@ PY := $(VENV)/bin/python
 DEMO_CONFIGS := configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs/demo/rope.yaml
 LENGTH_CONFIGS := $(addprefix configs/length/,sinusoidal.yaml learnable.yaml rope.yaml alibi.yaml t5_bias.yaml shaw.yaml none.yaml shape.yaml sinusoidal_concat.yaml rope_concat.yaml)
 
-.PHONY: demo length test bench venv clean-demo
+.PHONY: demo demo-seeds length length-seeds test bench venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -23,9 +24,17 @@ venv: $(VENV)/.installed
 demo: venv
 	$(PY) sweep.py $(DEMO_CONFIGS) --output runs/demo/summary
 
-# Length generalisation: every encoding trained on short sources, tested on all lengths (< 40 min, CPU)
+demo-seeds: demo
+	$(PY) sweep.py $(DEMO_CONFIGS) --seeds 1 2 --output runs/demo/seeds12_summary
+	$(PY) compare.py "runs/demo/*" --output runs/demo/seeds_summary
+
+# Length extrapolation: every encoding trained on short sources, tested on inputs of k joined test pairs
 length: venv
 	$(PY) sweep.py $(LENGTH_CONFIGS) --output runs/length/summary
+
+length-seeds: length
+	$(PY) sweep.py $(LENGTH_CONFIGS) --seeds 1 2 --output runs/length/seeds12_summary
+	$(PY) compare.py "runs/length/*" --output runs/length/seeds_summary
 
 test: venv
 	$(PY) -m pytest -q

@@ -154,3 +154,12 @@ def test_test_py_file_errors_are_one_line(trained_run: Path, tmp_path: Path):
     blocked.write_text("a file where a folder should go")
     unwritable = run(["test.py", "--run", str(trained_run), "--output_dir", str(blocked / "sub")])
     assert unwritable.returncode == 2 and "output" in unwritable.stderr and "Traceback" not in unwritable.stderr
+
+
+def test_written_files_hold_one_line_per_entry_whatever_the_text(tmp_path: Path):
+    from utils.evaluation import write_lines
+
+    entries = ["a\nb", "c\rd", "e\u2028f", "", "g\x85h\x0ci"]
+    write_lines(tmp_path, hypotheses=entries)
+    text = (tmp_path / "hypotheses.txt").read_text(encoding="utf-8")
+    assert text.splitlines() == ["a b", "c d", "e f", "", "g h i"] and text.count("\n") == 5

@@ -41,12 +41,16 @@ def read_file_pair(src: str, ref: str) -> tuple[list[Pair], Optional[list[str]]]
     return [(normalize_text(s), normalize_text(t)) for s, t in pairs], docs
 
 
+# Every character str.splitlines() breaks on: inside an entry each becomes a space.
+_LINE_BREAKS = str.maketrans({c: " " for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
 def write_lines(folder: Path, **files: Sequence[str]) -> None:
-    """One line per entry (newlines inside an entry become spaces, so line i is always pair i)."""
+    """One line per entry, so that line i is always pair i (for `wc -l` and `splitlines()` alike)."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, lines in files.items():
-        (folder / f"{name}.txt").write_text("".join(line.replace("\n", " ") + "\n" for line in lines),
-                                            encoding="utf-8")
+        (folder / f"{name}.txt").write_text("".join(line.translate(_LINE_BREAKS) + "\n" for line in lines),
+                                            encoding="utf-8", newline="\n")
 
 
 def check_writable(folder: Path) -> None:
