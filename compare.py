@@ -38,6 +38,7 @@ import yaml
 from utils.comparison_plots import write_plots
 from utils.length_report import add_concat_stats, concat_tables
 from utils.metrics import paired_bootstrap
+from utils.run_stats import mean_std, read_lines, seed_wins
 
 # numeric columns: key -> table title (means and stds over a configuration's seeds)
 NUMERIC = {
@@ -49,6 +50,7 @@ NUMERIC = {
 COLUMNS = [("label", "config"), ("encoding", "encoding"), ("n", "seeds"), *NUMERIC.items(),
            ("p_value", "p vs baseline"), ("seeds_above", "seeds above baseline")]
 GROUPING_IGNORES = ("seed", "name", "run_dir")
+CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")
 SEED_SUFFIX = re.compile(r"[_\-/.](?:seed|s)[_\-=]?\d+$", re.IGNORECASE)
 
 
@@ -95,24 +97,12 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
     return row
 
 
-def read_lines(path: Path) -> Optional[list[str]]:
-    return path.read_text(encoding="utf-8").splitlines() if path.is_file() else None
-
-
 # ----------------------------------------------------------------------------- grouping and statistics
 
 
 def config_label(name: str) -> str:
     """A run name without its seed suffix: demo/rope_seed2 -> demo/rope."""
     return SEED_SUFFIX.sub("", name) or name
-
-
-def mean_std(values: list) -> tuple[Optional[float], Optional[float], int]:
-    """Mean and sample std of the values that are not None (std needs two), and their count."""
-    xs = [float(v) for v in values if v is not None]
-    if not xs:
-        return None, None, 0
-    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else None), len(xs)
 
 
 def group_runs(rows: list[dict]) -> list[dict]:
@@ -190,13 +180,9 @@ def add_seed_wins(groups: list[dict], baseline: dict) -> None:
     """Set each group's `seeds_above` = [wins, pairs]: over the seeds it shares with the baseline,
     how many of its runs have a higher test sacreBLEU than the baseline's run with the same seed
     (None when no seed is shared or no run is scored)."""
-    base = {r["seed"]: r.get("sacrebleu") for r in baseline["runs"] if r["seed"] is not None}
     for g in groups:
-        if g is baseline:
-            continue
-        pairs = [(r["sacrebleu"], base[r["seed"]]) for r in g["runs"]
-                 if r["seed"] in base and r.get("sacrebleu") is not None and base[r["seed"]] is not None]
-        g["seeds_above"] = [sum(a > b for a, b in pairs), len(pairs)] if pairs else None
+        if g is not baseline:
+            g["seeds_above"] = seed_wins(g["runs"], baseline["runs"], lambda r: r.get("sacrebleu"))
 
 
 # ----------------------------------------------------------------------------- tables
@@ -285,8 +271,11 @@ def csv_rows(groups: list[dict]) -> tuple[list[str], list[dict]]:
                "sacrebleu_signature": g["runs"][0].get("sacrebleu_signature")}
         for k in NUMERIC:
             row[k], row[f"{k}_std"] = g["mean"][k], g["std"][k]
+        for k, c in (g.get("concat") or {}).items():  # the length protocol, one set of columns per k
+            row.update({f"k{k}_{key}": c[key] for key in CONCAT_CSV})
         rows.append(row)
-    return fields, rows
+    ks = sorted({k for g in groups for k in (g.get("concat") or {})})
+    return fields + [f"k{k}_{key}" for k in ks for key in CONCAT_CSV], rows
 
 
 def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) -> dict:

@@ -35,7 +35,7 @@ from utils.runtime import log, pick_device
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_args(parser, model_path=True)
-    parser.add_argument("--split", default="test", choices=["test", "valid"], help="which split of the config")
+    parser.add_argument("--split", choices=["test", "valid"], help="which split of the config (default: test)")
     parser.add_argument("--src", metavar="FILE", help="score this source file instead of a split (needs --ref)")
     parser.add_argument("--ref", metavar="FILE", help="the reference translations of --src, line by line")
     parser.add_argument("--concat", type=int, nargs="+", metavar="K",
@@ -52,6 +52,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     if (args.src is None) != (args.ref is None):
         raise ConfigError("give both --src FILE and --ref FILE (source and reference translations), or neither")
+    if args.src and args.split:
+        raise ConfigError("--split picks a split of the config; with --src/--ref the files are the test set: drop one")
+    args.split = args.split or "test"
+    if args.concat is not None and any(k < 1 for k in args.concat):
+        raise ConfigError(f"--concat: every K is a number of pairs per input (at least 1), got {args.concat}")
     ckpt = resolve_checkpoint(args)
     if args.output_dir:
         out_dir = Path(args.output_dir)
@@ -67,15 +72,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.config:
         cfg = check_model_matches(args.config, args.overrides, cfg, ckpt)
     if args.src:
-        pairs, documents = read_file_pair(args.src, args.ref)
+        pairs, documents = read_file_pair({"src": args.src, "tgt": args.ref}, cfg.data.src_lang, cfg.data.tgt_lang)
         test_set = {"src": str(args.src), "ref": str(args.ref)}
     else:
         pairs, documents = read_config_split(cfg.data, args.split)
         test_set = {"split": args.split}
     check_writable(out_dir)
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
-    if any(k < 1 for k in concat):
-        raise ConfigError(f"--concat: every K must be at least 1, got {concat}")
     log(f"scoring {len(pairs):,} pairs of {test_set} with {ckpt}"
         + (f" ({len(set(documents))} documents)" if documents else ""))
     scores = evaluate(model, tokenizer, pairs, documents, cfg, device, out_dir, concat)

@@ -172,7 +172,8 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     if not is_main:
         idist.barrier()  # rank 0 trains the tokenizer and writes the data cache first
     corpus = make_corpus_loader(cfg.data)
-    if is_main:  # train/valid/test overlap, measured on every run (a leak inflates every score)
+    if is_main and not (args.resume and (run_dir / "data_report.json").is_file()):
+        # train/valid/test overlap, measured for every run (a leak inflates every score)
         write_data_report(corpus(), run_dir / "data_report.json", say)
     tokenizer = load_or_train_tokenizer(cfg.tokenizer, lambda: corpus()["train"], run_dir, say,
                                         tokenizer_cache_path(cfg))

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 from data.overlap import overlap_report, overlap_summary
 from data.parallel_text import CorpusError
-from data.pipeline import CACHE_VERSION, EncodedSplit, cache_key, drop_reason, load_or_encode
+from data.pipeline import CACHE_VERSION, EncodedSplit, cache_key, load_or_encode
 from data.readers import corpus_fingerprint, read_corpus
 
 
@@ -48,10 +48,7 @@ def prepare_splits(data_cfg, tokenizer, splits: tuple[str, ...] = ("train", "val
             dropped = ", ".join(f"{k}={v}" for k, v in encoded.dropped.items() if v) or "none"
             log(f"data: {split}: {len(encoded):,} pairs ({how}; dropped: {dropped})")
         else:
-            unusable = sum(drop_reason(len(s), len(t), data_cfg.max_len) is not None
-                           for s, t in zip(encoded.src, encoded.tgt))
-            log(f"data: {split}: {len(encoded):,} pairs ({how}; all kept for scoring, {unusable} empty or "
-                f"longer than data.max_len={data_cfg.max_len})")
+            log(f"data: {split}: {len(encoded):,} pairs ({how}; all kept for scoring)")
             dropped = "none"
         if len(encoded) == 0:
             raise CorpusError(f"the {split} split is empty after filtering (dropped: {dropped}); "
@@ -65,6 +62,10 @@ def write_data_report(corpus_splits: dict, path: str | Path, log: Callable[[str]
     JSON to `path` (atomically: a run folder never holds half a report), one log line per
     evaluated split. Returns the report."""
     report = overlap_report(corpus_splits)
+    dropped = getattr(corpus_splits, "dropped_for_overlap", 0)
+    report["train_pairs_dropped_for_overlap"] = dropped  # data.drop_train_overlap: measured after the drop
+    if dropped:
+        log(f"data: data.drop_train_overlap removed {dropped:,} training pairs whose source is a valid/test source")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -30,11 +30,16 @@ class CorpusError(ValueError):
 def _read_bytes(path: PathLike) -> bytes:
     """Return the (decompressed, if gzip) bytes of ``path``."""
     p = Path(path)
+    if p.is_dir():
+        raise CorpusError(f"{p} is a folder; give the path of a file")
     if not p.is_file():
         raise CorpusError(f"{p}: file not found (resolved to {p.resolve()}); "
                           "check the path (relative paths are relative to the "
                           "current working directory)")
-    data = p.read_bytes()
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise CorpusError(f"{p}: cannot read the file ({exc.strerror}); check its permissions") from exc
     if data[:2] == _GZIP_MAGIC:
         try:
             data = gzip.decompress(data)
@@ -49,8 +54,11 @@ def _peek(path: PathLike, size: int = 4096) -> bytes:
     p = Path(path)
     if not p.is_file():
         _read_bytes(p)  # raises the "file not found" CorpusError
-    with open(p, "rb") as f:
-        head = f.read(size)
+    try:
+        with open(p, "rb") as f:
+            head = f.read(size)
+    except OSError as exc:
+        raise CorpusError(f"{p}: cannot read the file ({exc.strerror}); check its permissions") from exc
     if head[:2] == _GZIP_MAGIC:
         try:
             with gzip.open(p, "rb") as f:
@@ -124,6 +132,12 @@ def _zip_aligned(src: list[str], tgt: list[str], src_path: PathLike,
 
 def read_line_aligned(src_path: PathLike, tgt_path: PathLike) -> list[Pair]:
     """Read two line-aligned files; raw WIT3 ``train.tags`` and XML are auto-detected."""
+    return read_line_aligned_documents(src_path, tgt_path)[0]
+
+
+def read_line_aligned_documents(src_path: PathLike, tgt_path: PathLike
+                                ) -> tuple[list[Pair], Optional[list[str]]]:
+    """`read_line_aligned`, with each pair's document id where the format has documents (WIT3 XML)."""
     fmt_src, fmt_tgt = _detect_format(src_path), _detect_format(tgt_path)
     if fmt_src != fmt_tgt:
         raise CorpusError(
@@ -131,11 +145,11 @@ def read_line_aligned(src_path: PathLike, tgt_path: PathLike) -> list[Pair]:
             "give both sides of the same release (e.g. train.tags.fr-en.fr and "
             "train.tags.fr-en.en, or the two .xml files of one dev/test set)")
     if fmt_src == "xml":
-        return read_wit3_xml_pair(src_path, tgt_path)
+        return read_wit3_xml_documents(src_path, tgt_path)
     if fmt_src == "tags":
         return _zip_aligned(read_wit3_tags(src_path), read_wit3_tags(tgt_path),
-                            src_path, tgt_path, "sentence lines (metadata dropped)")
-    return _zip_aligned(read_lines(src_path), read_lines(tgt_path), src_path, tgt_path)
+                            src_path, tgt_path, "sentence lines (metadata dropped)"), None
+    return _zip_aligned(read_lines(src_path), read_lines(tgt_path), src_path, tgt_path), None
 
 
 def read_wit3_xml(path: PathLike) -> dict[tuple[str, str], str]:
@@ -189,17 +203,6 @@ def read_wit3_xml_documents(src_path: PathLike, tgt_path: PathLike) -> tuple[lis
     return [(text, tgt[key]) for key, text in src.items()], [doc_id for doc_id, _ in src]
 
 
-def read_pairs_with_documents(src_path: PathLike, tgt_path: PathLike) -> tuple[list[Pair], Optional[list[str]]]:
-    """Read any line-aligned pair of files (plain, .gz, raw WIT3 tags or XML) for scoring, with each
-    pair's document id where the format has documents (WIT3 XML), else None."""
-    for p in (src_path, tgt_path):
-        if not Path(p).is_file():
-            _read_bytes(p)  # raises the "file not found" CorpusError
-    if _detect_format(src_path) == "xml" and _detect_format(tgt_path) == "xml":
-        return read_wit3_xml_documents(src_path, tgt_path)
-    return read_line_aligned(src_path, tgt_path), None
-
-
 def read_tsv(path: PathLike, src_column: int, tgt_column: int) -> list[Pair]:
     """Read a tab-separated (optionally gzipped) file; extra columns are ignored."""
     if min(src_column, tgt_column) < 0:
@@ -240,6 +243,12 @@ def read_split(spec: Mapping[str, object], src_lang: str, tgt_lang: str) -> list
     XML) or ``{"tsv": path}`` (``src<TAB>tgt``; optional ``src_column`` and
     ``tgt_column`` keys, 0-based, override the default columns 0 and 1).
     """
+    return read_split_documents(spec, src_lang, tgt_lang)[0]
+
+
+def read_split_documents(spec: Mapping[str, object], src_lang: str, tgt_lang: str
+                         ) -> tuple[list[Pair], Optional[list[str]]]:
+    """`read_split`, with each pair's document id where the files have documents (WIT3 XML)."""
     if not isinstance(spec, Mapping):
         raise CorpusError(f"data split spec must be a mapping like "
                           f"{{src: path, tgt: path}} or {{tsv: path}}, got {spec!r}")
@@ -251,7 +260,7 @@ def read_split(spec: Mapping[str, object], src_lang: str, tgt_lang: str) -> list
             if not p.is_file():
                 _read_bytes(p)  # raises the "file not found" CorpusError
         _check_not_swapped(src, tgt, src_lang, tgt_lang)
-        return read_line_aligned(src, tgt)
+        return read_line_aligned_documents(src, tgt)
     if "tsv" in keys and keys <= {"tsv", "src_column", "tgt_column"}:
         path = Path(os.path.expanduser(str(spec["tsv"])))
         try:
@@ -259,7 +268,7 @@ def read_split(spec: Mapping[str, object], src_lang: str, tgt_lang: str) -> list
         except (TypeError, ValueError) as exc:
             raise CorpusError(f"{path}: src_column/tgt_column must be integers "
                               f"(got {spec!r})") from exc
-        return read_tsv(path, src_col, tgt_col)
+        return read_tsv(path, src_col, tgt_col), None
     raise CorpusError(
         f"data split spec {dict(spec)!r} not understood: use {{src: path, tgt: path}} "
         "for two line-aligned files (raw train.tags.* and WIT3 .xml are detected) or "

@@ -30,7 +30,8 @@ def normalize_text(text: str) -> str:
     return " ".join(text.translate(_SPACE_TRANSLATION).split()) if text else ""
 
 
-def _normalize_pairs(pairs: Pairs) -> Pairs:
+def normalize_pairs(pairs: Pairs) -> Pairs:
+    """`normalize_text` on both sides of every pair."""
     return [(normalize_text(src), normalize_text(tgt)) for src, tgt in pairs]
 
 
@@ -94,7 +95,13 @@ def split_groups(pairs: Pairs, valid_size: int, test_size: int, seed: int) -> di
     return {"train": train, "valid": valid, "test": test}
 
 
-def read_corpus(cfg) -> dict[str, Pairs]:
+class CorpusSplits(dict):
+    """`{"train", "valid", "test"}` pairs, plus what `read_corpus` did to them (for the data report)."""
+
+    dropped_for_overlap: int = 0  # training pairs removed by data.drop_train_overlap
+
+
+def read_corpus(cfg) -> CorpusSplits:
     """Builder: read the configured source, normalise spaces, optionally drop training pairs whose
     source is also a valid/test source (`drop_train_overlap`), cap the training pairs."""
     if cfg.source == "tatoeba":
@@ -107,9 +114,10 @@ def read_corpus(cfg) -> dict[str, Pairs]:
                   for split in ("train", "valid", "test")}
     else:
         raise CorpusError(f"unknown data.source {cfg.source!r}; valid: tatoeba, iwslt2017, parallel_text")
-    splits = {name: _normalize_pairs(pairs) for name, pairs in splits.items()}
+    splits = CorpusSplits({name: normalize_pairs(pairs) for name, pairs in splits.items()})
     if cfg.drop_train_overlap:  # official sets are never re-split: the remedy is to drop from train
-        splits["train"], _ = drop_overlapping_sources(splits["train"], (splits["valid"], splits["test"]))
+        splits["train"], splits.dropped_for_overlap = drop_overlapping_sources(
+            splits["train"], (splits["valid"], splits["test"]))
     if cfg.max_train_pairs is not None and len(splits["train"]) > cfg.max_train_pairs:
         rng = random.Random(cfg.split_seed)
         keep = sorted(rng.sample(range(len(splits["train"])), cfg.max_train_pairs))

@@ -163,6 +163,9 @@ def test_csv_and_json_agree(swept: Path) -> None:
             assert [int(r["seeds_above"]), int(r["seeds_compared"])] == g["seeds_above"]
         if g["p_value"] is not None:
             assert float(r["p_value"]) == pytest.approx(g["p_value"])
+        for k in (1, 2):  # the per-k columns of the length protocol
+            assert float(r[f"k{k}_bleu"]) == pytest.approx(g["concat"][str(k)]["bleu"])
+            assert float(r[f"k{k}_ratio"]) == pytest.approx(g["concat"][str(k)]["ratio"])
 
 
 def test_plots_are_real_images(swept: Path) -> None:
@@ -201,6 +204,13 @@ def test_baseline_option_and_refusal_on_different_references(swept: Path, tmp_pa
     (other / "test" / "references.txt").write_text("\n".join(["A different sentence.", *refs[1:]]) + "\n")
     assert compare.main([runs[0], str(other)]) == 2
     assert "references differ" in capsys.readouterr().err
+    # the same check for the joined inputs of the length protocol (e.g. another concat_seed)
+    other_k = tmp_path / "other_concat_order"
+    shutil.copytree(run_dir(swept, "demo/rope", 2), other_k)
+    k2 = other_k / "test" / "concat" / "k2" / "references.txt"
+    k2.write_text("\n".join(reversed(k2.read_text().splitlines())) + "\n")
+    assert compare.main([runs[0], str(other_k)]) == 2
+    assert "k=2 references differ" in capsys.readouterr().err
 
 
 def test_seed_suffixes_are_dropped_from_labels() -> None:

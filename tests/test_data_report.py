@@ -225,6 +225,16 @@ def test_drop_train_overlap_drops_exactly_the_leaking_training_pairs(official_sp
     report = overlap_report(dropped)
     assert report["valid"]["source"]["count"] == report["test"]["source"]["count"] == 0
     assert report["test"]["target"]["count"] == 1  # only sources are dropped
+    assert dropped.dropped_for_overlap == 3 and kept.dropped_for_overlap == 0
+
+
+def test_the_data_report_records_what_drop_train_overlap_removed(official_splits: DataConfig, tmp_path: Path):
+    official_splits.drop_train_overlap = True
+    logs: list[str] = []
+    report = write_data_report(read_corpus(official_splits), tmp_path / "data_report.json", logs.append)
+    assert report["train_pairs_dropped_for_overlap"] == 3
+    assert json.loads((tmp_path / "data_report.json").read_text())["train_pairs_dropped_for_overlap"] == 3
+    assert any("removed 3 training pairs" in line for line in logs)
 
 
 def test_drop_train_overlap_is_in_the_cache_key(official_splits: DataConfig, grouped_file: Path):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from data.concat import concat_groups, join_pairs
-from data.parallel_text import read_pairs_with_documents
+from data.parallel_text import read_line_aligned_documents as read_pairs_with_documents
 from test_end_to_end import run, trained_run  # noqa: F401  (fixture)
 from utils.config import ExperimentConfig
 
@@ -150,6 +150,13 @@ def test_test_py_file_errors_are_one_line(trained_run: Path, tmp_path: Path):
     missing = run(["test.py", "--run", str(trained_run), "--src", str(tmp_path / "nope.fr"), "--ref", str(XML_REF),
                    "--output_dir", str(tmp_path / "o")])
     assert missing.returncode == 2 and "nope.fr" in missing.stderr and "Traceback" not in missing.stderr
+    folder = run(["test.py", "--run", str(trained_run), "--src", str(tmp_path), "--ref", str(XML_REF),
+                  "--output_dir", str(tmp_path / "o")])
+    assert folder.returncode == 2 and "is a folder" in folder.stderr and "Traceback" not in folder.stderr
+    both = run(["test.py", "--run", str(trained_run), "--src", str(XML_SRC), "--ref", str(XML_REF), "--split", "valid"])
+    assert both.returncode == 2 and "--split" in both.stderr
+    zero = run(["test.py", "--run", str(trained_run), "--concat", "0", "--output_dir", str(tmp_path / "zero")])
+    assert zero.returncode == 2 and "--concat" in zero.stderr and not (tmp_path / "zero").exists()  # checked first
     blocked = tmp_path / "file"
     blocked.write_text("a file where a folder should go")
     unwritable = run(["test.py", "--run", str(trained_run), "--output_dir", str(blocked / "sub")])
@@ -163,3 +170,39 @@ def test_written_files_hold_one_line_per_entry_whatever_the_text(tmp_path: Path)
     write_lines(tmp_path, hypotheses=entries)
     text = (tmp_path / "hypotheses.txt").read_text(encoding="utf-8")
     assert text.splitlines() == ["a b", "c d", "e f", "", "g h i"] and text.count("\n") == 5
+
+
+def test_shape_checkpoints_from_before_the_inference_shift_are_scored_as_trained(tmp_path: Path):
+    """A SHAPE checkpoint whose config predates `shape_inference_shift` was evaluated unshifted:
+    loading it keeps that; a current one gets the authors' shift K."""
+    from models import build_model
+    from tokenizer import BPETokenizer
+    from utils.checkpoint import RunMeta, load_for_inference
+    from utils.config import load_config, to_dict
+
+    tok = BPETokenizer.train(["Bonjour le monde.", "Hello world."] * 5, vocab_size=60)
+    cfg = load_config("configs/length/shape.yaml", ["model.d_model=16", "model.num_heads=2", "model.ffn_dim=32",
+                                                    "model.num_encoder_layers=1", "model.num_decoder_layers=1"])
+    model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, tok.pad_id)
+    for name, drop_key in (("old.pt", True), ("new.pt", False)):
+        raw = to_dict(cfg)
+        if drop_key:
+            del raw["model"]["positional"]["shape_inference_shift"]
+        torch.save({"model": model.state_dict(), "meta": RunMeta(raw, tok.state_dict()).state_dict()}, tmp_path / name)
+    _, _, old = load_for_inference(tmp_path / "old.pt")
+    _, _, new = load_for_inference(tmp_path / "new.pt")
+    assert old.encoder_pe.inference_shift == old.decoder_pe.inference_shift == 0
+    assert new.encoder_pe.inference_shift == cfg.model.positional.shape_max_shift == 24
+
+
+def test_longer_than_training_counts_joined_training_pairs():
+    from utils.evaluation import longest_training_source
+
+    cfg = ExperimentConfig()
+    assert longest_training_source(cfg.data) is None
+    cfg.data.train_max_src_len = 12
+    assert longest_training_source(cfg.data) == 12
+    cfg.data.train_concat.prob, cfg.data.train_concat.max_k = 0.5, 4
+    assert longest_training_source(cfg.data) == 48
+    cfg.data.max_len = 30
+    assert longest_training_source(cfg.data) == 30

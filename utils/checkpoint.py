@@ -129,6 +129,10 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
 
     ckpt = read_checkpoint(path)
     meta = ckpt["meta"]
+    positional = meta["config"].get("model", {}).get("positional", {})
+    if positional.get("name") == "shape" and "shape_inference_shift" not in positional:
+        # Written before SHAPE followed its authors (2026-11-25): such models were evaluated unshifted.
+        positional["shape_inference_shift"] = 0
     cfg = load_config(raw=meta["config"], overrides=overrides)
     tokenizer = tokenizer_from_state_dict(meta["tokenizer"])
     model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)

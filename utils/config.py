@@ -63,12 +63,13 @@ class DataConfig:
     hf_name: str = "IWSLT/iwslt2017"
     hf_config: str = "iwslt2017-fr-en"
     hf_revision: str = "refs/convert/parquet"
-    # Caps: number of training pairs kept (seeded sample), and lengths in subword tokens
-    # (BOS/EOS excluded). Longer or empty pairs are dropped and counted, never crash.
+    # Caps on the *training* pairs: how many are kept (seeded sample), and their length in subword
+    # tokens (BOS/EOS excluded); longer or empty training pairs are dropped and counted. Valid and
+    # test sets are never filtered: every pair is scored (see utils/evaluation.py).
     max_train_pairs: Optional[int] = None
     max_len: int = 256
     # Only for training pairs: drop pairs whose source has more than this many tokens
-    # (length-generalisation experiments); valid/test keep all lengths up to `max_len`.
+    # (length-generalisation experiments); valid/test keep every pair.
     train_max_src_len: Optional[int] = None
     cache_dir: str = "data/cache"
     # Joined training pairs (a remedy for long inputs); prob 0 (default) trains on single pairs.

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from data.concat import concat_groups, join_pairs
-from data.readers import normalize_text
+from data.readers import normalize_pairs
 from utils.metrics import score_by_length, score_subset, score_translations
 from utils.runtime import log
 from utils.translate import Translation, translate
@@ -23,22 +23,20 @@ Pair = tuple[str, str]
 
 def read_config_split(data_cfg, split: str) -> tuple[list[Pair], Optional[list[str]]]:
     """A config's valid or test split, whole, with document ids where the files have them (WIT3 XML)."""
-    from data.parallel_text import read_pairs_with_documents
     from data.readers import read_corpus
 
-    spec = getattr(data_cfg, split, None) if data_cfg.source == "parallel_text" else None
-    if spec is not None and {"src", "tgt"} <= set(spec):
-        pairs, docs = read_pairs_with_documents(spec["src"], spec["tgt"])
-        return [(normalize_text(s), normalize_text(t)) for s, t in pairs], docs
+    if data_cfg.source == "parallel_text":  # the same reader as training, keeping the documents
+        return read_file_pair(getattr(data_cfg, split), data_cfg.src_lang, data_cfg.tgt_lang)
     return read_corpus(data_cfg)[split], None
 
 
-def read_file_pair(src: str, ref: str) -> tuple[list[Pair], Optional[list[str]]]:
-    """Any source/reference file pair (plain, .gz, raw WIT3 tags or XML), normalised like a corpus."""
-    from data.parallel_text import read_pairs_with_documents
+def read_file_pair(spec: dict, src_lang: str, tgt_lang: str) -> tuple[list[Pair], Optional[list[str]]]:
+    """Any split spec ({src, tgt} files: plain, .gz, raw WIT3 tags or XML; or {tsv}), normalised
+    like a corpus, with document ids where the files have documents."""
+    from data.parallel_text import read_split_documents
 
-    pairs, docs = read_pairs_with_documents(src, ref)
-    return [(normalize_text(s), normalize_text(t)) for s, t in pairs], docs
+    pairs, docs = read_split_documents(spec, src_lang, tgt_lang)
+    return normalize_pairs(pairs), docs
 
 
 # Every character str.splitlines() breaks on: inside an entry each becomes a space.
@@ -63,6 +61,17 @@ def check_writable(folder: Path) -> None:
     except OSError as e:
         raise FileExistsError(f"cannot write to the output folder {folder} ({e.strerror}); "
                               f"pick another with --output_dir") from e
+
+
+def longest_training_source(data_cfg) -> Optional[int]:
+    """The longest source (subword tokens) a run can have trained on when its training sources were
+    capped (`train_max_src_len`), joined pairs (`train_concat`) included; None when uncapped."""
+    cap = data_cfg.train_max_src_len
+    if cap is None:
+        return None
+    if data_cfg.train_concat.prob > 0:
+        return min(data_cfg.max_len, cap * data_cfg.train_concat.max_k)
+    return cap
 
 
 def _translate(model, tokenizer, sources: list[str], settings, device, what: str) -> tuple[list[Translation], float]:
@@ -95,11 +104,12 @@ def evaluate(model, tokenizer, pairs: list[Pair], documents: Optional[list[str]]
     scores = score_translations(hyps, references).as_dict()
     scores.update(truncated_sources=_truncations(outputs, "test"), translate_seconds=round(seconds, 2),
                   sentences_per_second=round(len(hyps) / max(seconds, 1e-9), 2))
-    lengths = [len(ids) for ids in tokenizer.encode_src_batch(sources)]
+    lengths = [o.source_length for o in outputs]
     scores["by_source_length"] = score_by_length(hyps, references, lengths, cfg.evaluation.length_buckets)
-    if cfg.data.train_max_src_len is not None:
-        longer = score_subset(hyps, references, [n > cfg.data.train_max_src_len for n in lengths])
-        scores["longer_than_training"] = {"train_max_src_len": cfg.data.train_max_src_len, **longer}
+    cap = longest_training_source(cfg.data)
+    if cap is not None:
+        longer = score_subset(hyps, references, [n > cap for n in lengths])
+        scores["longer_than_training"] = {"train_max_src_len": cap, **longer}
     write_lines(out_dir, hypotheses=hyps, references=references, sources=sources)
     if concat:
         scores["concat"] = [_score_concat(model, tokenizer, pairs, documents, cfg, device, out_dir, k, outputs)
@@ -124,7 +134,7 @@ def _score_concat(model, tokenizer, pairs: list[Pair], documents: Optional[list[
     row = {"k": k, "num_inputs": len(joined), "short_groups": sum(len(g) < k for g in groups),
            "sacrebleu": s.sacrebleu, "chrf": s.chrf, "nltk_bleu4": s.nltk_bleu4, "length_ratio": s.length_ratio,
            "hyp_len": s.hyp_len, "ref_len": s.ref_len, "truncated_sources": _truncations(outputs, f"k={k}"),
-           "mean_source_tokens": round(sum(len(x) for x in tokenizer.encode_src_batch(sources)) / max(1, len(sources)), 2),
+           "mean_source_tokens": round(sum(o.source_length for o in outputs) / max(1, len(outputs)), 2),
            "translate_seconds": round(seconds, 2)}
     log(f"k={k}: sacreBLEU {row['sacrebleu']:.2f}  chrF {row['chrf']:.2f}  length ratio {row['length_ratio']:.3f} "
         f"({row['num_inputs']} inputs, {row['mean_source_tokens']} source tokens on average)")

@@ -1,30 +1,20 @@
 """The length-extrapolation table of compare.py: for each k (inputs of k consecutive test pairs
 joined, written by `test.py --concat`), each configuration's test sacreBLEU and hypothesis/
 reference length ratio as mean ± std over its seeds, how many same-seed runs beat the baseline,
-and a paired bootstrap p-value against the baseline (first seed of each, on the k-inputs).
+and a paired bootstrap p-value against the baseline on the k-inputs (runs of the same seed).
 
 Input: compare.py's groups (one per configuration, with its runs); each run row carries
-`concat` = {k: scores.json's row for k} and its folder.
+`concat` = {k: scores.json's row for k} and its folder. Runs are compared at a k only when they
+were scored on the same joined inputs (same references), as compare.py does for the test set.
 """
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import Optional
 
 from utils.metrics import paired_bootstrap
-
-
-def _lines(path: Path) -> Optional[list[str]]:
-    return path.read_text(encoding="utf-8").splitlines() if path.is_file() else None
-
-
-def _mean_std(values: list) -> tuple[Optional[float], Optional[float]]:
-    xs = [float(v) for v in values if v is not None]
-    if not xs:
-        return None, None
-    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else None)
+from utils.run_stats import mean_std, read_lines, seed_wins
 
 
 def concat_ks(groups: list[dict]) -> list[int]:
@@ -32,50 +22,64 @@ def concat_ks(groups: list[dict]) -> list[int]:
     return sorted({k for g in groups for r in g["runs"] for k in (r.get("concat") or {})})
 
 
+def _k_outputs(run: dict, k: int) -> tuple[Optional[list[str]], Optional[list[str]]]:
+    folder = Path(run["run"]) / "test" / "concat" / f"k{k}"
+    return read_lines(folder / "hypotheses.txt"), read_lines(folder / "references.txt")
+
+
+def check_same_inputs(groups: list[dict]) -> None:
+    """Runs averaged or compared at one k must have been scored on the same k-inputs (the same
+    test set, the same joining order): otherwise raise ValueError naming two runs that differ."""
+    for k in concat_ks(groups):
+        first = None
+        for r in (r for g in groups for r in g["runs"] if k in (r.get("concat") or {})):
+            refs = _k_outputs(r, k)[1]
+            if refs is None:
+                continue
+            if first is None:
+                first = (r["run"], refs)
+            elif refs != first[1]:
+                raise ValueError(f"the k={k} references differ between {first[0]} and {r['run']}: runs scored on "
+                                 f"different joined inputs (another test set or evaluation.concat_seed) cannot be "
+                                 f"compared (pass --no_significance to tabulate them anyway)")
+
+
 def add_concat_stats(groups: list[dict], baseline: dict, n_samples: int = 1000, significance: bool = True) -> None:
     """Set g["concat"] = {k: {bleu, bleu_std, ratio, ratio_std, n, seeds_above, p_value}} for every group."""
-    ks = concat_ks(groups)
-    for g in groups:
-        g["concat"] = {}
-        for k in ks:
-            rows = [r["concat"][k] for r in g["runs"] if k in (r.get("concat") or {})]
-            bleu, bleu_std = _mean_std([x["sacrebleu"] for x in rows])
-            ratio, ratio_std = _mean_std([x["length_ratio"] for x in rows])
-            g["concat"][k] = {"bleu": bleu, "bleu_std": bleu_std, "ratio": ratio, "ratio_std": ratio_std,
-                              "n": len(rows), "seeds_above": None, "p_value": None}
-    for k in ks:
-        base = {r["seed"]: r["concat"][k]["sacrebleu"] for r in baseline["runs"] if k in (r.get("concat") or {})}
+    if significance:
+        check_same_inputs(groups)
+    for k in concat_ks(groups):
+        def bleu(r: dict, k: int = k) -> Optional[float]:
+            return (r.get("concat") or {}).get(k, {}).get("sacrebleu")
+
         for g in groups:
-            if g is baseline:
-                continue
-            pairs = [(r["concat"][k]["sacrebleu"], base[r["seed"]]) for r in g["runs"]
-                     if k in (r.get("concat") or {}) and r["seed"] in base]
-            g["concat"][k]["seeds_above"] = [sum(a > b for a, b in pairs), len(pairs)] if pairs else None
+            rows = [r["concat"][k] for r in g["runs"] if k in (r.get("concat") or {})]
+            mean, std, n = mean_std([x["sacrebleu"] for x in rows])
+            ratio, ratio_std, _ = mean_std([x["length_ratio"] for x in rows])
+            g.setdefault("concat", {})[k] = {
+                "bleu": mean, "bleu_std": std, "ratio": ratio, "ratio_std": ratio_std, "n": n, "p_value": None,
+                "seeds_above": None if g is baseline else seed_wins(g["runs"], baseline["runs"], bleu)}
         if significance:
             _add_p_values(groups, baseline, k, n_samples)
 
 
 def _add_p_values(groups: list[dict], baseline: dict, k: int, n_samples: int) -> None:
-    """Paired bootstrap on the k-inputs: each group's first scored run against the baseline's."""
-    def outputs(g: dict) -> Optional[tuple[list[str], list[str]]]:
-        run = next((r for r in g["runs"] if k in (r.get("concat") or {})), None)
-        if run is None:
-            return None
-        folder = Path(run["run"]) / "test" / "concat" / f"k{k}"
-        hyps, refs = _lines(folder / "hypotheses.txt"), _lines(folder / "references.txt")
-        return (hyps, refs) if hyps is not None and refs is not None else None
+    """Paired bootstrap on the k-inputs of each group against the baseline: runs with the same seed
+    where the two share one (the smallest), else the first scored run of each."""
+    def scored(g: dict) -> dict[object, dict]:
+        return {r["seed"]: r for r in g["runs"] if k in (r.get("concat") or {}) and _k_outputs(r, k)[0] is not None}
 
-    base = outputs(baseline)
-    if base is None:
-        return
-    others = [(g, outputs(g)) for g in groups if g is not baseline]
-    others = [(g, o) for g, o in others if o is not None and o[1] == base[1]]  # same k-inputs only
-    if not others:
-        return
-    p_values = paired_bootstrap([(baseline["label"], base[0]), *((g["label"], o[0]) for g, o in others)],
-                                base[1], n_samples)
-    for (g, _), p in zip(others, p_values[1:]):
-        g["concat"][k]["p_value"] = p
+    base_runs = scored(baseline)
+    for g in groups:
+        runs = scored(g)
+        if g is baseline or not runs or not base_runs:
+            continue
+        shared = sorted((s for s in runs if s in base_runs and s is not None))
+        mine, theirs = (runs[shared[0]], base_runs[shared[0]]) if shared else \
+            (next(iter(runs.values())), next(iter(base_runs.values())))
+        (base_hyps, refs), (hyps, _) = _k_outputs(theirs, k), _k_outputs(mine, k)
+        g["concat"][k]["p_value"] = paired_bootstrap([(baseline["label"], base_hyps), (g["label"], hyps)],
+                                                     refs, n_samples)[1]
 
 
 def _cell(mean: Optional[float], std: Optional[float], digits: int) -> str:
@@ -108,4 +112,5 @@ def concat_tables(groups: list[dict], baseline: dict, n_samples: int = 1000) -> 
         "Hypothesis/reference length ratio (sacreBLEU's; below 1 = output too short):\n\n"
         + table(lambda g, c: _cell(c["ratio"], c["ratio_std"], 3)),
         f"Against `{baseline['label']}` per k: same-seed runs with a higher sacreBLEU (wins/seeds), and the paired "
-        f"bootstrap p-value ({n_samples:,} resamples) of the first seeds on the k-inputs:\n\n" + table(against)])
+        f"bootstrap p-value ({n_samples:,} resamples) on the k-inputs, runs of the smallest shared seed:\n\n"
+        + table(against)])

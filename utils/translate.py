@@ -19,6 +19,7 @@ from utils.config import DecodingConfig
 class Translation:
     source: str
     hypotheses: list[tuple[str, float]]  # (text, length-normalised score), best first
+    source_length: int = 0  # subword tokens of the source as given (before any truncation)
     truncated_from: Optional[int] = None  # the source's length in tokens, when it was cut to the model's limit
 
     @property
@@ -75,7 +76,7 @@ def translate(model, tokenizer, sentences: list[str], settings: DecodingConfig,
     todo = []
     for i, (sentence, src) in enumerate(zip(sentences, ids)):
         if not src:
-            results[i] = Translation(sentence, [("", 0.0)])
+            results[i] = Translation(sentence, [("", 0.0)], 0)
             continue
         if limit is not None and len(src) > limit:
             truncated_from[i] = len(src)
@@ -92,5 +93,5 @@ def translate(model, tokenizer, sentences: list[str], settings: DecodingConfig,
             src[r, : len(ids[i])] = torch.tensor(ids[i])
         for i, hyps in zip(rows, search_batch(model, src.to(device), tokenizer, settings)):
             results[i] = Translation(sentences[i], [(tokenizer.decode(h.tokens), h.normalized_score) for h in hyps],
-                                     truncated_from.get(i))
+                                     truncated_from.get(i, len(ids[i])), truncated_from.get(i))
     return results  # type: ignore[return-value]

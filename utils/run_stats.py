@@ -1,0 +1,29 @@
+"""Statistics over the runs of a comparison, shared by compare.py's tables (overall, per k)."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Callable, Optional
+
+
+def read_lines(path: Path) -> Optional[list[str]]:
+    return path.read_text(encoding="utf-8").splitlines() if path.is_file() else None
+
+
+def mean_std(values: list) -> tuple[Optional[float], Optional[float], int]:
+    """Mean and sample std of the values that are not None (std needs two), and their count."""
+    xs = [float(v) for v in values if v is not None]
+    if not xs:
+        return None, None, 0
+    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else None), len(xs)
+
+
+def seed_wins(runs: list[dict], baseline_runs: list[dict], score: Callable[[dict], Optional[float]]
+              ) -> Optional[list[int]]:
+    """[wins, pairs]: over the seeds `runs` share with `baseline_runs`, how many of its runs score
+    higher than the baseline's run with the same seed (None when no scored seed is shared)."""
+    base = {r["seed"]: score(r) for r in baseline_runs if r["seed"] is not None}
+    pairs = [(score(r), base[r["seed"]]) for r in runs
+             if r["seed"] in base and score(r) is not None and base[r["seed"]] is not None]
+    return [sum(a > b for a, b in pairs), len(pairs)] if pairs else None
