@@ -7,9 +7,9 @@ Examples:
   python compare.py "runs/demo/*" --output runs/demo/summary     # summary.md/.csv/.json + summary_*.png
   python compare.py "runs/seeds/*/*" --baseline rope --output runs/seeds/summary
 
-Runs whose resolved config.yaml files are equal except for `seed`, `name` and `run_dir` are one
-configuration (the seeds of one experiment): one row, labelled by the run name without a seed
-suffix (`_seed2`, `-s2`, `/seed2`), numbers as `mean ± std` (sample std) with the number of seeds.
+Runs whose resolved config.yaml files are equal except for `seed`, `name`, `run_dir` and runtime
+settings (training.device/num_threads/num_workers/log_every, data.cache_dir) are one configuration
+(the seeds of one experiment): one row, labelled by the run name without a seed suffix (`_seed2`, `-s2`, `/seed2`), numbers as `mean ± std` (sample std) with the number of seeds.
 `p vs baseline` is a paired bootstrap resampling test of test sacreBLEU (sacrebleu.significance,
 1,000 resamples) of each configuration's first seed against the baseline's first seed. It measures
 test-set sampling noise for one pair of models; `seeds above baseline` counts, over the seeds both
@@ -50,6 +50,8 @@ NUMERIC = {
 COLUMNS = [("label", "config"), ("encoding", "encoding"), ("n", "seeds"), *NUMERIC.items(),
            ("p_value", "p vs baseline"), ("seeds_above", "seeds above baseline")]
 GROUPING_IGNORES = ("seed", "name", "run_dir")
+# Where and how fast a run ran, not what it is: runs differing only here are seeds of one configuration.
+RUNTIME_KEYS = {"training": ("device", "num_threads", "num_workers", "log_every"), "data": ("cache_dir",)}
 CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")
 SEED_SUFFIX = re.compile(r"[_\-/.](?:seed|s)[_\-=]?\d+$", re.IGNORECASE)
 
@@ -105,11 +107,20 @@ def config_label(name: str) -> str:
     return SEED_SUFFIX.sub("", name) or name
 
 
+def experiment_settings(config: dict) -> dict:
+    """A run's resolved config without its identity (seed, name, folder) and runtime settings."""
+    out = {k: v for k, v in config.items() if k not in GROUPING_IGNORES}
+    for section, keys in RUNTIME_KEYS.items():
+        if isinstance(out.get(section), dict):
+            out[section] = {k: v for k, v in out[section].items() if k not in keys}
+    return out
+
+
 def group_runs(rows: list[dict]) -> list[dict]:
     """One group per configuration (config equal except seed/name/run_dir), in order of first appearance."""
     groups: dict[str, dict] = {}
     for row in rows:
-        key = json.dumps({k: v for k, v in row["config"].items() if k not in GROUPING_IGNORES}, sort_keys=True)
+        key = json.dumps(experiment_settings(row["config"]), sort_keys=True)
         groups.setdefault(key, {"runs": []})["runs"].append(row)
     out = list(groups.values())
     for g in out:

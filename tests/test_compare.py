@@ -216,3 +216,13 @@ def test_baseline_option_and_refusal_on_different_references(swept: Path, tmp_pa
 def test_seed_suffixes_are_dropped_from_labels() -> None:
     for name in ("demo/rope_seed2", "demo/rope-s2", "demo/rope/seed2", "demo/rope_seed_12", "demo/rope"):
         assert compare.config_label(name) == "demo/rope", name
+
+
+def test_runtime_settings_do_not_split_a_configuration() -> None:
+    base = {"seed": 1, "name": "a", "run_dir": "x", "model": {"d_model": 8},
+            "training": {"lr": 1.0, "num_threads": 2, "device": "cpu"}, "data": {"cache_dir": "c", "max_len": 5}}
+    other_machine = {**base, "seed": 2, "training": {"lr": 1.0, "num_threads": 16, "device": "cuda"},
+                     "data": {"cache_dir": "/tmp/c", "max_len": 5}}
+    other_lr = {**base, "training": {**base["training"], "lr": 2.0}}
+    assert compare.experiment_settings(base) == compare.experiment_settings(other_machine)
+    assert compare.experiment_settings(base) != compare.experiment_settings(other_lr)
