@@ -28,7 +28,7 @@ from typing import Optional
 from utils.checkpoint import load_for_inference
 from utils.cli import add_config_args, check_model_matches, main_guard, resolve_checkpoint, run_dir_of_checkpoint
 from utils.config import ConfigError, to_dict
-from utils.evaluation import check_writable, evaluate, read_config_split, read_file_pair
+from utils.evaluation import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from utils.runtime import log, pick_device
 
 
@@ -82,6 +82,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     log(f"scoring {len(pairs):,} pairs of {test_set} with {ckpt}"
         + (f" ({len(set(documents))} documents)" if documents else ""))
     scores = evaluate(model, tokenizer, pairs, documents, cfg, device, out_dir, concat)
+    if args.src:  # a file from outside the run: is it in the training data? (splits: see data_report.json)
+        scores["overlap_with_train"] = overlap_with_training(cfg.data, pairs)
     scores.update(test_set=test_set, split=test_set.get("split"), checkpoint=str(ckpt),
                   positional=cfg.model.positional.name, decoding=to_dict(cfg.decoding))
     (out_dir / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")

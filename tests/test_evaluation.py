@@ -105,9 +105,13 @@ def test_test_py_scores_a_split_longer_than_max_len_whole(trained_run: Path):
 
 
 def test_test_py_scores_a_text_file_pair_and_concatenates_by_hand(trained_run: Path, tmp_path: Path):
+    from data.readers import read_corpus
+    from utils.config import load_config
+
+    train_pair = read_corpus(load_config(trained_run / "config.yaml").data)["train"][0]
     src, ref = tmp_path / "in.fr", tmp_path / "in.en"
-    src_lines = ["Bonjour.", "Merci beaucoup.", "Où est la gare ?", "", "Je t'aime.", "Il pleut."]
-    ref_lines = ["Hello.", "Thank you very much.", "Where is the station?", "", "I love you.", "It is raining."]
+    src_lines = ["Bonjour.", "Merci beaucoup.", "Où est la gare ?", "", "Je t'aime.", train_pair[0]]
+    ref_lines = ["Hello.", "Thank you very much.", "Where is the station?", "", "I love you.", train_pair[1]]
     src.write_text("\n".join(src_lines) + "\n")
     ref.write_text("\n".join(ref_lines) + "\n")
     out = tmp_path / "out"
@@ -116,6 +120,9 @@ def test_test_py_scores_a_text_file_pair_and_concatenates_by_hand(trained_run: P
     assert proc.returncode == 0, proc.stderr[-3000:]
     scores = json.loads((out / "scores.json").read_text())
     assert scores["num_sentences"] == 6 and len(lines(out / "hypotheses.txt")) == 6
+    overlap = scores["overlap_with_train"]  # measured against the run's own training pairs
+    assert overlap["measured"] and overlap["pairs"] == 6
+    assert overlap["pair"]["count"] >= 1 and overlap["source"]["count"] >= 1  # the planted training pair
     assert [r["k"] for r in scores["concat"]] == [1, 2, 4]
     for k in (1, 2, 4):
         groups = concat_groups(6, k, None, seed=3)

@@ -39,6 +39,23 @@ def read_file_pair(spec: dict, src_lang: str, tgt_lang: str) -> tuple[list[Pair]
     return normalize_pairs(pairs), docs
 
 
+def overlap_with_training(data_cfg, pairs: list[Pair]) -> dict:
+    """How many of `pairs` have their normalised source/target/pair in the run's training corpus
+    (the same measure as data_report.json); best effort: says why when the corpus cannot be read."""
+    from data.overlap import overlap_report, overlap_summary
+    from data.parallel_text import CorpusError
+    from data.readers import read_corpus
+
+    try:
+        train = read_corpus(data_cfg)["train"]
+    except (CorpusError, OSError) as e:
+        log(f"overlap with the training corpus not measured: {e}".splitlines()[0])
+        return {"measured": False, "reason": str(e).splitlines()[0]}
+    report = overlap_report({"train": train, "test": pairs})
+    log(overlap_summary(report, "test").replace("data: test", "data: this test set"))
+    return {"measured": True, **report["test"]}
+
+
 # Every character str.splitlines() breaks on: inside an entry each becomes a space.
 _LINE_BREAKS = str.maketrans({c: " " for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
 
