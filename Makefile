@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 DEMO_CONFIGS := configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs/demo/rope.yaml
 LENGTH_CONFIGS := $(addprefix configs/length/,sinusoidal.yaml learnable.yaml rope.yaml alibi.yaml t5_bias.yaml shaw.yaml none.yaml shape.yaml sinusoidal_concat.yaml rope_concat.yaml)
 
-.PHONY: demo demo-seeds length length-seeds test bench venv clean-demo
+.PHONY: demo demo-seeds length length-seeds archive test bench venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,17 @@ test: venv
 bench: venv
 	$(PY) benchmarks/decode.py
 	$(PY) benchmarks/train.py
+
+# Keep the tested runs behind the README's tables in git (results/, no checkpoints): compare.py
+# reads them as they are, and copied back into runs/ they let a sweep skip what is finished.
+archive:
+	@for d in runs/demo/* runs/length/*; do \
+	  [ -f $$d/test/scores.json ] || continue; \
+	  out=results/$${d#runs/}; mkdir -p $$out; rm -rf $$out/test; \
+	  cp $$d/config.yaml $$d/metrics.jsonl $$out/; cp -r $$d/test $$out/; \
+	  [ -f $$d/data_report.json ] && cp $$d/data_report.json $$out/ || true; \
+	  echo "archived $$d -> $$out"; \
+	done
 
 clean-demo:
 	rm -rf runs/demo
