@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make demo   train, test and compare the three demo encodings on the shipped corpus (CPU, < 30 min)
 #   make test   run the test suite
-#   make length the length-extrapolation study over all encodings, one seed (CPU, about 50 min)
+#   make length the length-extrapolation study over all encodings, one seed (2-core CPU, about 1 hour)
 #   make demo-seeds / make length-seeds   two more seeds of each (1 and 2), then one table over all three
 # Both create the virtual environment (.venv) from requirements.txt when it is missing.
 
