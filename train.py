@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import math
 import os
-import shutil
 import signal
 import sys
 import time
@@ -32,19 +32,24 @@ from torch.utils.data import DataLoader
 
 from data import make_corpus_loader, prepare_splits, tokenizer_cache_path, write_data_report
 from data.concat import ConcatPairDataset, plan_train_concat
-from data.pipeline import Collator, EpochBatchSampler, PairDataset, padding_fraction, trainable_pairs
+from data.pipeline import (Collator, EpochBatchSampler, PairDataset, UpdateBatches, padding_fraction,
+                           trainable_pairs)
 from models import build_model
-from tokenizer import load_or_train_tokenizer
-from utils.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint, restore_checkpointer
+from data.parallel_text import CorpusError
+from tokenizer import PretrainedTokenizer, TokenizerError, load_or_train_tokenizer
+from utils.checkpoint import CheckpointError, RNGState, RunMeta, read_newest_good_checkpoint, restore_checkpointer
 from utils.cli import add_config_args, main_guard
 from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
 from utils.engine import create_evaluator, create_trainer
 from utils.metrics import score_translations
-from utils.runtime import JsonlLogger, log, pick_device, seed_everything, skip_cudnn_attention
-from utils.schedules import build_scheduler
+from utils.run_folder import RunFolder, resume_changes
+from utils.runtime import JsonlLogger, log, pick_device, rank0_first, seed_everything, skip_cudnn_attention
+from utils.schedules import build_scheduler, set_peak_lr
 from utils.translate import translate
 
 METRIC_SIGN = {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}
+# Start-up errors that end every rank with the same one-line message (utils.cli.main_guard)
+EXPECTED_ERRORS = (ConfigError, CorpusError, CheckpointError, TokenizerError, FileExistsError)
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -70,23 +75,45 @@ def resolve_config(args: argparse.Namespace) -> ExperimentConfig:
     return cfg
 
 
-def prepare_run_dir(cfg: ExperimentConfig, resume: bool, overwrite: bool) -> Path:
-    """Create the run folder; refuse to reuse a non-empty one unless --resume or --overwrite."""
+def start_run(args: argparse.Namespace, cfg: ExperimentConfig, corpus, say=log) -> tuple[bool, dict]:
+    """Rank 0's start-up: check the run folder, the config changes of a resume, the corpus and a
+    pretrained tokenizer; only then create, clear (a start that never saved a checkpoint) or delete
+    (--overwrite, the harness's own folder only) the run folder, and write config.yaml and the data
+    report. Returns (resume from a checkpoint?, {changed setting: (old, new)})."""
+    folder = RunFolder.inspect(cfg.resolved_run_dir)
+    action = folder.check(args.resume, args.overwrite)
+    resume = folder.state == "trained" and args.resume and not args.overwrite
+    changes = {}
+    if resume:
+        saved = load_config(folder.path / "config.yaml", [f"run_dir={folder.path}"])
+        changes = resume_changes(to_dict(saved), to_dict(cfg))
+    elif args.resume:
+        say(f"{folder.path} holds no checkpoint yet: training starts from step 0")
+    splits = corpus()  # a corpus error stops the start here, before anything is deleted
+    if cfg.tokenizer.type == "pretrained" and not resume:
+        PretrainedTokenizer.from_pretrained(cfg.tokenizer.name)  # loads, or a one-line TokenizerError
+    folder.apply(action, say)
+    for key, (old, new) in changes.items():
+        say(f"resume: {key} {old!r} -> {new!r}")
+    dump_config(cfg, folder.path / "config.yaml")
+    if not (resume and (folder.path / "data_report.json").is_file()):
+        # train/valid/test overlap, measured for every run (a leak inflates every score)
+        write_data_report(splits, folder.path / "data_report.json", say)
+    return resume, changes
+
+
+def prepare_data(cfg: ExperimentConfig, corpus, say=log):
+    """(tokenizer, encoded train and valid splits): the run's tokenizer (reused, taken from the
+    cache, or trained on the training split) and the splits (from the cache, or encoded)."""
     run_dir = cfg.resolved_run_dir
-    used = run_dir.is_dir() and any(run_dir.iterdir())
-    if used and not (resume or overwrite):
-        raise FileExistsError(f"run folder {run_dir} already exists. Use --resume to continue it, --overwrite to "
-                              f"delete it and start over, or --set run_dir=<new folder>.")
-    if resume and not used:
-        raise FileExistsError(f"--resume: nothing to resume in {run_dir}; start without --resume")
-    if overwrite and used:
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
+    tokenizer = load_or_train_tokenizer(cfg.tokenizer, lambda: corpus()["train"], run_dir, say,
+                                        tokenizer_cache_path(cfg))
+    return tokenizer, prepare_splits(cfg.data, tokenizer, ("train", "valid"), corpus, say)
 
 
 def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1, rank: int = 0,
-                  say=log) -> tuple[DataLoader, DataLoader, EpochBatchSampler]:
+                  say=log) -> tuple[UpdateBatches, DataLoader, EpochBatchSampler]:
+    """(training batches grouped per optimizer update, validation batches, the training sampler)."""
     t = cfg.training
     collate = Collator(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
     train = splits["train"]
@@ -104,6 +131,11 @@ def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1
         src_lens, tgt_lens = [len(s) for s in train.src], [len(s) for s in train.tgt]
     sampler = EpochBatchSampler(src_lens, tgt_lens, t.batch_size, t.max_tokens, shuffle=True, seed=cfg.seed,
                                 num_replicas=world, rank=rank)
+    if t.max_tokens:
+        alone = sum(max(a, b) + 1 > t.max_tokens for a, b in zip(src_lens, tgt_lens))
+        if alone:
+            say(f"warning: {alone:,} training examples are longer than training.max_tokens={t.max_tokens} "
+                f"tokens: each of them is a batch of its own (raise training.max_tokens or lower data.max_len)")
     # Its own generator: creating an iterator must not draw from the global RNG (exact resume).
     train_loader = DataLoader(train_set, batch_sampler=sampler, collate_fn=collate,
                               num_workers=t.num_workers, generator=torch.Generator().manual_seed(cfg.seed))
@@ -116,7 +148,18 @@ def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1
                                       t.max_tokens, shuffle=False)
     valid_loader = DataLoader(PairDataset(valid), batch_sampler=valid_sampler, collate_fn=collate,
                               generator=torch.Generator().manual_seed(cfg.seed))
-    return train_loader, valid_loader, sampler
+    return UpdateBatches(train_loader, t.update_freq), valid_loader, sampler
+
+
+def refuse_non_finite(model: torch.nn.Module, metrics: dict, step: int) -> None:
+    """Stop the run (FloatingPointError: exit code 3, earlier checkpoints kept) rather than checkpoint
+    non-finite weights or count a non-finite validation score as best."""
+    bad_metrics = [f"{k}={v}" for k, v in metrics.items() if not math.isfinite(v)]
+    bad_params = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    if bad_metrics or bad_params:
+        what = ", ".join(bad_metrics + ([f"non-finite weights in {len(bad_params)} tensors (e.g. {bad_params[0]})"]
+                                        if bad_params else []))
+        raise FloatingPointError(f"step {step}: {what}; no checkpoint was written for this step")
 
 
 class Rank0Only:
@@ -154,10 +197,6 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     rank, world = idist.get_rank(), idist.get_world_size()
     is_main = rank == 0
     say = log if is_main else (lambda message: None)
-    if is_main:
-        run_dir = prepare_run_dir(cfg, args.resume, args.overwrite)
-        dump_config(cfg, run_dir / "config.yaml")
-    idist.barrier()
     run_dir = cfg.resolved_run_dir
     t = cfg.training
     seed_everything(cfg.seed)
@@ -169,20 +208,16 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     say(f"run folder: {run_dir}  device: {device}  positional encoding: {cfg.model.positional.name}"
         + (f"  processes: {world} ({idist.backend()})" if world > 1 else ""))
 
-    if not is_main:
-        idist.barrier()  # rank 0 trains the tokenizer and writes the data cache first
     corpus = make_corpus_loader(cfg.data)
-    if is_main and not (args.resume and (run_dir / "data_report.json").is_file()):
-        # train/valid/test overlap, measured for every run (a leak inflates every score)
-        write_data_report(corpus(), run_dir / "data_report.json", say)
-    tokenizer = load_or_train_tokenizer(cfg.tokenizer, lambda: corpus()["train"], run_dir, say,
-                                        tokenizer_cache_path(cfg))
-    splits = prepare_splits(cfg.data, tokenizer, ("train", "valid"), corpus, say)
-    if is_main:
-        idist.barrier()
+    # Rank 0 sets up the run folder, trains the tokenizer and fills the data cache; the others wait,
+    # then read them (and stop with rank 0's own error if its start-up fails).
+    resume, changes = rank0_first(lambda: start_run(args, cfg, corpus, say), EXPECTED_ERRORS, share=True)
+    tokenizer, splits = rank0_first(lambda: prepare_data(cfg, corpus, say), EXPECTED_ERRORS) or \
+        prepare_data(cfg, corpus, say)
     train_loader, valid_loader, sampler = build_loaders(cfg, splits, tokenizer, world, rank, say)
     pad = tokenizer.pad_id
-    say(f"data: {len(train_loader):,} batches per epoch{' per process' if world > 1 else ''}; target padding "
+    say(f"data: {len(sampler):,} batches, {len(train_loader):,} updates per epoch{' per process' if world > 1 else ''}; "
+        f"target padding "
         f"{padding_fraction(list(sampler), sampler.tgt_lens):.1%}")
 
     model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, pad).to(device)
@@ -190,14 +225,14 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     say(f"model: {num_params:,} parameters")
     opt_cls = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
     optimizer = opt_cls(model.parameters(), lr=t.lr, betas=t.betas, eps=t.eps, weight_decay=t.weight_decay)
-    scheduler = build_scheduler(optimizer, t.schedule, max(1, len(train_loader) // t.update_freq))
+    scheduler = build_scheduler(optimizer, t.schedule, len(train_loader))
 
     scaler = torch.amp.GradScaler(device.type) if t.precision == "fp16" else None
     train_model = idist.auto_model(model) if world > 1 else model  # DistributedDataParallel
     if t.compile:
         train_model = torch.compile(train_model)
     trainer = create_trainer(train_model, optimizer, scheduler, pad, device, t.label_smoothing, t.clip_grad_norm,
-                             t.precision, t.update_freq, scaler, world)
+                             t.precision, scaler, world)
     evaluator = create_evaluator(model, pad, device)
     metrics_log = Rank0Only(JsonlLogger(run_dir / "metrics.jsonl"), is_main)
     meta = RunMeta(to_dict(cfg), tokenizer.state_dict())
@@ -264,6 +299,7 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
                                             f"**ref:** {valid.raw_tgt[i]}", step)
         evaluator.state.metrics.update(m)
         metrics_log.write("valid", step=step, epoch=engine.state.epoch, **m)
+        refuse_non_finite(model, m, step)  # before any checkpoint of this step is written
         for k, v in m.items():
             tb.add_scalar(f"valid/{k.removeprefix('valid_')}", v, step)
         tb.flush()
@@ -289,22 +325,30 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     best = Checkpoint(to_save, saver, filename_prefix="best", score_function=score,
                       score_name=t.checkpoint_metric, n_saved=t.keep_best, global_step_transform=step_of)
     last = Checkpoint(to_save, saver, filename_prefix="last", n_saved=t.keep_last, global_step_transform=step_of)
-    trainer.add_event_handler(every | Events.COMPLETED, last)
+
+    def save_last(engine: Engine) -> None:
+        refuse_non_finite(model, {}, engine.state.iteration)
+        last(engine)
+
+    trainer.add_event_handler(every | Events.COMPLETED, save_last)
     stopper = EarlyStopping(t.early_stopping_patience, score, trainer) if t.early_stopping_patience else None
 
     # ---- resume
-    if args.resume:
+    if resume:
         path, state_dict = read_newest_good_checkpoint(run_dir, say)
         Checkpoint.load_objects({k: v for k, v in to_save.items() if k != "meta"}, state_dict)
         say(f"resumed from {path} at step {trainer.state.iteration} (epoch {trainer.state.epoch})")
+        if "training.lr" in changes:
+            set_peak_lr(scheduler, t.lr)  # the schedule continues with the new peak
         restore_checkpointer(best, run_dir / "checkpoints", "best")
         restore_checkpointer(last, run_dir / "checkpoints", "last")
         # Mid-epoch: the interrupted epoch's batches continue where they stopped.
-        sampler.resume_at(trainer.state.iteration // len(train_loader) + 1, trainer.state.iteration % len(train_loader))
+        done_updates = trainer.state.iteration % len(train_loader)
+        sampler.resume_at(trainer.state.iteration // len(train_loader) + 1, done_updates * t.update_freq)
 
     target = {"max_iters": t.max_steps} if t.max_steps is not None else {"max_epochs": t.epochs}
     done = (trainer.state.iteration >= t.max_steps) if t.max_steps is not None else (trainer.state.epoch >= t.epochs)
-    if args.resume and done:
+    if resume and done:
         say(f"{run_dir} already finished training ({trainer.state.iteration} steps); raise training.max_steps "
             f"or training.epochs with --set to train longer")
         return
@@ -317,8 +361,8 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stop_cleanly)
-    metrics_log.write("start", params=num_params, resume=bool(args.resume), step=trainer.state.iteration,
-                      world_size=world)
+    metrics_log.write("start", params=num_params, resume=resume, step=trainer.state.iteration, world_size=world,
+                      **({"changed": {k: list(v) for k, v in changes.items()}} if changes else {}))
     start = time.time()
     trainer.run(train_loader, **target)
     tb.close()

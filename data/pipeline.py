@@ -199,6 +199,28 @@ class EpochBatchSampler(Sampler[list[int]]):
         return self._length
 
 
+class UpdateBatches:
+    """The batches of a loader in groups of `update_freq` consecutive ones: one group per optimizer
+    update (the last group of an epoch may be shorter), so that the trainer's step, `max_steps`,
+    validation and checkpoints all count updates, and every checkpoint falls between updates."""
+
+    def __init__(self, loader, update_freq: int) -> None:
+        self.loader, self.update_freq = loader, update_freq
+
+    def __len__(self) -> int:
+        return -(-len(self.loader) // self.update_freq)
+
+    def __iter__(self) -> Iterator[list]:
+        group: list = []
+        for batch in self.loader:
+            group.append(batch)
+            if len(group) == self.update_freq:
+                yield group
+                group = []
+        if group:
+            yield group
+
+
 def padding_fraction(batches: list[list[int]], lens: list[int]) -> float:
     """Fraction of padded positions on one side over a list of batches (+1 for BOS/EOS)."""
     total = real = 0

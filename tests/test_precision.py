@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from ignite.engine import Events
 
-from data.pipeline import Collator
+from data.pipeline import Collator, UpdateBatches
 from models.positional_encodings import SinusoidalPositionalEncoding
 from models.transformer import Seq2SeqTransformer
 from utils.engine import create_trainer
@@ -31,11 +31,10 @@ def train(precision: str, steps: int, update_freq: int = 1, batches=None,
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5) if sgd else torch.optim.Adam(model.parameters(), lr=3e-3)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     scaler = torch.amp.GradScaler("cpu") if precision == "fp16" else None
-    trainer = create_trainer(model, optimizer, scheduler, 0, torch.device("cpu"), 0.0, 1.0, precision, update_freq,
-                             scaler)
+    trainer = create_trainer(model, optimizer, scheduler, 0, torch.device("cpu"), 0.0, 1.0, precision, scaler)
     losses: list[float] = []
     trainer.add_event_handler(Events.ITERATION_COMPLETED, lambda e: losses.append(e.state.output["loss"]))
-    trainer.run(batches or [batch()] * steps, max_epochs=1)
+    trainer.run(UpdateBatches(batches or [batch()] * steps, update_freq), max_epochs=1)
     return losses, model
 
 
@@ -51,11 +50,12 @@ def test_fp16_with_grad_scaler_runs_on_cpu() -> None:
     assert losses[-1] < losses[0]
 
 
-def test_accumulating_two_halves_equals_one_update_on_both() -> None:
-    """update_freq=2 on two equal-token halves gives the parameters of one update on the whole."""
+def test_accumulating_two_parts_equals_one_update_on_both() -> None:
+    """update_freq=2 on two parts of unequal token counts gives the parameters of one update on the
+    whole: the loss is normalised by the tokens of the whole update, not averaged per batch."""
     collate = Collator(0, 2, 3)
-    pairs = [([4, 5, 6], [7, 8]), ([9, 10, 11], [12, 13]), ([5, 6, 7], [8, 9]), ([10, 4, 6], [11, 7])]
-    halves = [collate(pairs[:2]), collate(pairs[2:])]
+    pairs = [([4, 5, 6], [7, 8]), ([9, 10, 11], [12, 13, 5, 6, 7]), ([5, 6, 7], [8, 9]), ([10, 4, 6], [11, 7])]
+    halves = [collate(pairs[:1]), collate(pairs[1:])]
     whole = collate(pairs)
     _, accumulated = train("fp32", 2, update_freq=2, batches=halves, sgd=True)
     _, single = train("fp32", 1, update_freq=1, batches=[whole], sgd=True)

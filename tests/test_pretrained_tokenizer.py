@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenizer import PretrainedTokenizer, load_or_train_tokenizer, tokenizer_from_state_dict
+from tokenizer import PretrainedTokenizer, TokenizerError, load_or_train_tokenizer, tokenizer_from_state_dict
 from utils.config import TokenizerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +61,7 @@ def test_marian_style_tokenizer_interface(marian_dir: Path, tmp_path: Path) -> N
 
 def test_missing_pretrained_tokenizer_says_what_to_do(tmp_path: Path) -> None:
     cfg = TokenizerConfig(type="pretrained", name=str(tmp_path / "no-such-tokenizer"))
-    with pytest.raises(RuntimeError, match="save_pretrained"):
+    with pytest.raises(TokenizerError, match="save_pretrained"):
         load_or_train_tokenizer(cfg, None, tmp_path / "run")
 
 

@@ -136,6 +136,10 @@ class BPETokenizer(BaseTokenizer):
         return path
 
 
+class TokenizerError(ValueError):
+    """A tokenizer cannot be loaded or trained; the message names the setting and the fix."""
+
+
 class PretrainedTokenizer(BaseTokenizer):
     """A Hugging Face `transformers` tokenizer (e.g. Marian's separate source/target SentencePiece)."""
 
@@ -157,9 +161,10 @@ class PretrainedTokenizer(BaseTokenizer):
         from transformers import AutoTokenizer
         try:
             tok = AutoTokenizer.from_pretrained(name)
-        except OSError as e:
-            raise RuntimeError(
-                f"could not load the pretrained tokenizer {name!r}: {e}\n"
+        except Exception as e:  # missing folder, no hub access, missing sentencepiece, ...
+            reason = " ".join(str(e).split())[:300]
+            raise TokenizerError(
+                f"tokenizer.name={name}: could not load the pretrained tokenizer ({type(e).__name__}: {reason}). "
                 f"Without Hugging Face hub access, download it elsewhere "
                 f"(`AutoTokenizer.from_pretrained({name!r}).save_pretrained('DIR')`), copy DIR here and set "
                 f"tokenizer.name: DIR; or use tokenizer.type: bpe, which trains on the corpus.") from e

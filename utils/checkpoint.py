@@ -7,6 +7,8 @@ rename). `best_*.pt` files carry the validation score in their name; `last_*.pt`
 
 from __future__ import annotations
 
+import math
+import pickle
 import random
 import re
 from pathlib import Path
@@ -52,18 +54,36 @@ class RNGState:
 
 
 def read_checkpoint(path: str | Path) -> dict:
-    """torch.load with a clear error for a missing, truncated or foreign file."""
+    """torch.load of tensors and plain data only (`weights_only=True`: unpickling arbitrary objects
+    can run code), with a clear error for a missing, truncated, unsafe or foreign file."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        if "weights only load failed" not in str(e).lower():
+            raise CheckpointError(f"checkpoint {path} is unreadable (truncated or corrupted?): {e}") from None
+        first = str(e).splitlines()[-1] if str(e).strip() else ""
+        raise CheckpointError(f"{path} is not a checkpoint of this harness: it holds Python objects, not only "
+                              f"tensors and plain data, and loading it could run code, so it was not opened "
+                              f"({first.strip()[:200]})") from None
     except Exception as e:  # truncated zip, not a torch file, ...
         raise CheckpointError(f"checkpoint {path} is unreadable (truncated or corrupted?): "
                               f"{type(e).__name__}: {e}") from None
     if not isinstance(ckpt, dict) or "model" not in ckpt or "meta" not in ckpt:
         raise CheckpointError(f"{path} is not a checkpoint of this project (no 'model'/'meta' entries)")
     return ckpt
+
+
+def non_finite_tensors(state: dict) -> list[str]:
+    """Names of the floating-point tensors in a state dict that hold NaN or infinity."""
+    return [name for name, t in state.items()
+            if torch.is_tensor(t) and t.is_floating_point() and not bool(torch.isfinite(t).all())]
+
+
+def is_finite_score(value) -> bool:
+    return value is not None and math.isfinite(value)
 
 
 def checkpoint_score(path: Path) -> Optional[float]:
@@ -114,10 +134,17 @@ def read_newest_good_checkpoint(run_dir: str | Path, log=print) -> tuple[Path, d
         raise CheckpointError(f"no checkpoint in {ckpt_dir}: nothing to resume")
     for path in candidates:
         try:
-            return path, read_checkpoint(path)
+            state = read_checkpoint(path)
         except CheckpointError as e:
             log(f"warning: {e}; falling back to an older checkpoint")
-    raise CheckpointError(f"no readable checkpoint in {ckpt_dir}")
+            continue
+        bad = non_finite_tensors(state["model"])
+        if bad:
+            log(f"warning: {path} has non-finite weights ({len(bad)} tensors, e.g. {bad[0]}); skipped, "
+                f"falling back to an older checkpoint")
+            continue
+        return path, state
+    raise CheckpointError(f"no readable checkpoint with finite weights in {ckpt_dir}")
 
 
 def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, device: str = "cpu"):

@@ -44,10 +44,11 @@ def run_dir_of_checkpoint(path: Path) -> Path:
 def main_guard(main, argv: Optional[list[str]] = None) -> int:
     """Run `main`; turn the project's expected errors into one clear line and exit code 2."""
     from data.parallel_text import CorpusError
+    from tokenizer import TokenizerError
 
     try:
         return main(argv) or 0
-    except (ConfigError, CheckpointError, CorpusError, FileExistsError) as e:
+    except (ConfigError, CheckpointError, CorpusError, TokenizerError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except FloatingPointError as e:
@@ -58,10 +59,10 @@ def main_guard(main, argv: Optional[list[str]] = None) -> int:
 
 def check_model_matches(config_path: str, overrides: list[str], ckpt_cfg, ckpt_path: Path):
     """A --config given beside a checkpoint must describe the same model; its data/decoding settings win."""
-    from utils.config import load_config, to_dict
+    from utils.config import flatten, load_config, to_dict
 
     given = load_config(config_path, overrides)
-    ckpt_model, given_model = _flatten(to_dict(ckpt_cfg.model)), _flatten(to_dict(given.model))
+    ckpt_model, given_model = flatten(to_dict(ckpt_cfg.model)), flatten(to_dict(given.model))
     diff = sorted(k for k in set(ckpt_model) | set(given_model) if ckpt_model.get(k) != given_model.get(k))
     if diff:
         details = "; ".join(f"model.{k}: checkpoint={ckpt_model.get(k)!r} config={given_model.get(k)!r}" for k in diff)
@@ -69,13 +70,3 @@ def check_model_matches(config_path: str, overrides: list[str], ckpt_cfg, ckpt_p
                               f"Drop --config (the checkpoint carries its own) or pick the matching config.")
     given.model = ckpt_cfg.model
     return given
-
-
-def _flatten(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out

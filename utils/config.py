@@ -403,6 +403,17 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
     return value
 
 
+def flatten(d: dict, prefix: str = "") -> dict:
+    """{"a": {"b": 1}} -> {"a.b": 1}: nested config sections as dotted keys."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def validate(cfg: ExperimentConfig) -> None:
     """Cross-field checks that types alone cannot express."""
     from models.positional_encodings import POSITIONAL_ENCODINGS
@@ -412,6 +423,9 @@ def validate(cfg: ExperimentConfig) -> None:
     if pe not in POSITIONAL_ENCODINGS:
         raise ConfigError(f"invalid value {pe!r} for config key 'model.positional.name'. "
                           f"Valid choices: {', '.join(sorted(POSITIONAL_ENCODINGS))}")
+    for key in ("d_model", "num_heads", "ffn_dim", "num_encoder_layers", "num_decoder_layers"):
+        if getattr(m, key) < 1:
+            raise ConfigError(f"model.{key} must be at least 1, got {getattr(m, key)}")
     if m.d_model % m.num_heads:
         raise ConfigError(f"model.d_model ({m.d_model}) must be divisible by model.num_heads ({m.num_heads})")
     if (m.d_model // m.num_heads) % 2 and pe == "rope":
@@ -434,6 +448,13 @@ def validate(cfg: ExperimentConfig) -> None:
     if (t.batch_size is None) == (t.max_tokens is None):
         raise ConfigError("set exactly one of training.batch_size (sentences) and training.max_tokens "
                           "(token budget); set the other to null")
+    for key in ("max_steps", "epochs", "batch_size", "max_tokens", "validate_every_steps", "bleu_every",
+                "log_every", "keep_best", "keep_last"):
+        value = getattr(t, key)
+        if value is not None and value < 1:
+            raise ConfigError(f"training.{key} must be at least 1, got {value}"
+                              + (" (or null)" if key in ("max_steps", "batch_size", "max_tokens",
+                                                         "validate_every_steps") else ""))
     if t.update_freq < 1:
         raise ConfigError("training.update_freq must be at least 1")
     if not 0.0 <= t.label_smoothing < 1.0:
@@ -446,6 +467,10 @@ def validate(cfg: ExperimentConfig) -> None:
         raise ConfigError("tokenizer.type=pretrained has separate source/target vocabularies: "
                           "set model.share_embeddings=false")
     d = cfg.data
+    for key in ("max_train_pairs", "max_len", "train_max_src_len"):
+        value = getattr(d, key, None)
+        if value is not None and value < 1:
+            raise ConfigError(f"data.{key} must be at least 1 (or null for no limit), got {value}")
     if d.source == "parallel_text":
         for split in ("train", "valid", "test"):
             spec = getattr(d, split)

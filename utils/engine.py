@@ -23,50 +23,53 @@ AMP_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def create_trainer(model, optimizer, scheduler, pad_id: int, device: torch.device, label_smoothing: float,
-                   clip_grad_norm: Optional[float], precision: str = "fp32", update_freq: int = 1,
+                   clip_grad_norm: Optional[float], precision: str = "fp32",
                    scaler: Optional["torch.amp.GradScaler"] = None, world_size: int = 1) -> Engine:
-    """Trainer engine. One iteration = one batch; every `update_freq` batches the accumulated
-    gradients are unscaled (fp16), clipped and applied, and the LR schedule advances one update.
-    With several processes (DistributedDataParallel averages gradients over ranks) the summed
-    loss is divided by the tokens of *all* ranks' batches, so a step equals one process on the
-    union of the batches. Between updates a DistributedDataParallel model accumulates locally
-    (`no_sync`): gradients are all-reduced once per update, not once per batch.
-    Returns the batch's mean token loss and token counts."""
+    """Trainer engine. One iteration = one optimizer update over a list of batches (`update_freq`
+    of them, see `data.pipeline.UpdateBatches`): their gradients are accumulated, unscaled (fp16),
+    clipped and applied, and the LR schedule advances one step. The summed token loss is divided
+    by the target tokens of the whole update -- of *all* ranks' batches with several processes
+    (DistributedDataParallel averages gradients over ranks) -- so an update equals one process
+    on one batch holding them all. Between batches of an update a DistributedDataParallel model
+    accumulates locally (`no_sync`): gradients are all-reduced once per update.
+    Returns the update's mean token loss and token counts."""
     amp_dtype = AMP_DTYPES[precision]
 
-    def train_step(engine: Engine, batch: dict[str, Tensor]) -> dict[str, Any]:
+    def train_step(engine: Engine, batches: list[dict[str, Tensor]]) -> dict[str, Any]:
         model.train()
-        src, tgt_in, tgt_out = (batch[k].to(device, non_blocking=True) for k in ("src", "tgt_in", "tgt_out"))
-        ntokens = int(tgt_out.ne(pad_id).sum())
-        update = engine.state.iteration % update_freq == 0
+        moved = [[b[k].to(device, non_blocking=True) for k in ("src", "tgt_in", "tgt_out")] for b in batches]
+        ntokens = sum(int(tgt_out.ne(pad_id).sum()) for _, _, tgt_out in moved)
+        all_tokens = ntokens
         if world_size > 1:
             import ignite.distributed as idist
             all_tokens = int(idist.all_reduce(torch.tensor(float(ntokens), device=device)))
-        accumulate = model.no_sync() if not update and hasattr(model, "no_sync") else contextlib.nullcontext()
-        with accumulate:
-            with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
-                logits = model(src, tgt_in)
-            loss_sum = sequence_loss(logits, tgt_out, pad_id, label_smoothing)
-            loss = loss_sum / ntokens
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"loss is {loss.item()} at iteration {engine.state.iteration}")
-            scaled = loss_sum * world_size / all_tokens / update_freq if world_size > 1 else loss / update_freq
-            (scaler.scale(scaled) if scaler is not None else scaled).backward()
+        total_loss = 0.0
+        for i, (src, tgt_in, tgt_out) in enumerate(moved):
+            last = i == len(moved) - 1
+            accumulate = model.no_sync() if not last and hasattr(model, "no_sync") else contextlib.nullcontext()
+            with accumulate:
+                with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+                    logits = model(src, tgt_in)
+                loss_sum = sequence_loss(logits, tgt_out, pad_id, label_smoothing)
+                if not torch.isfinite(loss_sum):
+                    raise FloatingPointError(f"loss is {loss_sum.item()} at step {engine.state.iteration}")
+                scaled = loss_sum * world_size / all_tokens
+                (scaler.scale(scaled) if scaler is not None else scaled).backward()
+            total_loss += float(loss_sum.detach())
+        if scaler is not None:
+            scaler.unscale_(optimizer)
         grad_norm = None
-        if update:
-            if scaler is not None:
-                scaler.unscale_(optimizer)
-            if clip_grad_norm:
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm))
-            if scaler is not None:
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            scheduler.step()
-        return {"loss": loss.item(), "ntokens": ntokens, "src_tokens": int(src.ne(pad_id).sum()),
-                "padded_tgt": tgt_out.numel(), "grad_norm": grad_norm}
+        if clip_grad_norm:
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm))
+        if scaler is not None:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        scheduler.step()
+        return {"loss": total_loss / max(1, ntokens), "ntokens": ntokens,
+                "padded_tgt": sum(tgt_out.numel() for _, _, tgt_out in moved), "grad_norm": grad_norm}
 
     return Engine(train_step)
 

@@ -7,7 +7,7 @@ import random
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -80,3 +80,30 @@ class JsonlLogger:
         with open(self.path, encoding="utf-8") as f:
             rows = [json.loads(line) for line in f if line.strip()]
         return [r for r in rows if event is None or r["event"] == event]
+
+
+def rank0_first(fn: Callable[[], Any], expected: tuple[type[BaseException], ...] = (), share: bool = False) -> Any:
+    """Run `fn` on rank 0 while the other ranks wait; return its result on rank 0, and on the other
+    ranks too with `share` (a small picklable result), else None there.
+
+    If it raises, every rank raises the same error (an `expected` type keeps its type), so each
+    process ends with the same one-line message instead of rank 0's message being buried under
+    the others' collective-timeout tracebacks. Single process: just `fn()`."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return fn()
+    result, error = None, None
+    if dist.get_rank() == 0:
+        try:
+            result = fn()
+        except Exception as e:  # noqa: BLE001 - re-raised below, on every rank
+            error = e
+    payload = [("ok", result if share else None) if error is None else (type(error).__name__, str(error))]
+    dist.broadcast_object_list(payload, src=0)
+    if error is not None:
+        raise error
+    status, value = payload[0]
+    if status != "ok":
+        raise next((t for t in expected if t.__name__ == status), RuntimeError)(value)
+    return result if dist.get_rank() == 0 else value

@@ -49,3 +49,12 @@ def schedule_factor(cfg, steps_per_epoch: int) -> Callable[[int], float]:
 def build_scheduler(optimizer: Optimizer, cfg, steps_per_epoch: int) -> LambdaLR:
     """A LambdaLR stepped once per update; its state (the step count) is saved in checkpoints."""
     return LambdaLR(optimizer, schedule_factor(cfg, steps_per_epoch))
+
+
+def set_peak_lr(scheduler: LambdaLR, lr: float) -> None:
+    """Give a (resumed) schedule a new peak LR: the step count and the factors stay, the current
+    and every later learning rate become factor x `lr`."""
+    scheduler.base_lrs = [lr] * len(scheduler.base_lrs)
+    for group, factor in zip(scheduler.optimizer.param_groups, scheduler.lr_lambdas):
+        group["initial_lr"] = lr
+        group["lr"] = lr * factor(scheduler.last_epoch)
