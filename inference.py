@@ -17,6 +17,7 @@ import argparse
 import sys
 from typing import Optional
 
+from data.parallel_text import decode_utf8, read_text, split_lines
 from utils.checkpoint import load_for_inference
 from utils.cli import add_config_args, check_model_matches, main_guard, resolve_checkpoint
 from utils.runtime import pick_device
@@ -35,15 +36,19 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def input_lines(text: str) -> list[str]:
+    """One sentence per line (newline or CRLF endings); other line-break characters stay in the sentence."""
+    return [line.rstrip("\r") for line in split_lines(text)]
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     if args.src_text:
         sentences = list(args.src_text)
     elif args.input and args.input != "-":
-        with open(args.input, encoding="utf-8") as f:
-            sentences = [line.rstrip("\n") for line in f]
+        sentences = input_lines(read_text(args.input))  # missing, not UTF-8: one line naming file and line
     elif args.input == "-" or not sys.stdin.isatty():
-        sentences = [line.rstrip("\n") for line in sys.stdin]
+        sentences = input_lines(decode_utf8(sys.stdin.buffer.read(), "stdin"))
     else:
         print("error: nothing to translate: give --src_text \"...\", --input FILE, or pipe text on stdin",
               file=sys.stderr)

@@ -11,9 +11,12 @@ With --seeds, every config runs once per seed into <run folder>_seed<N> (run fol
 or --runs_root/<name>, or the config's own run_dir); without it, once with the config's own seed,
 into its own run folder, as before.
 
-A run whose test/scores.json exists is skipped; a run folder with checkpoints but no scores
-is resumed (training continues from its last checkpoint, then it is tested). Pass --set
-overrides to every run (e.g. --set training.max_steps=50 for a smoke test).
+A sweep never deletes a run. A run whose test/scores.json exists is skipped; one with a
+last checkpoint is resumed (training continues if it is not finished), then tested; one that
+kept only best checkpoints is tested as it is; one that never saved a checkpoint starts again.
+A run folder holding files that are not the harness's is reported and left alone (exit code 2
+once the other runs are done). Pass --set overrides to every run (e.g. --set
+training.max_steps=50 for a smoke test).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import test as test_cmd
 import train as train_cmd
 from utils.cli import main_guard
 from utils.config import load_config
+from utils.run_folder import RunFolder
 from utils.runtime import log
 
 
@@ -58,24 +62,42 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="put run folders under DIR/<name> instead of runs/<name> (ignored for a config "
                              "whose run_dir is set)")
     args = parser.parse_args(argv)
-    run_dirs = []
+    run_dirs, left_alone = [], []
     for config, overrides in expand_runs(args.configs, args.overrides, args.seeds, args.runs_root):
         cfg = load_config(config, overrides)
         run_dir = cfg.resolved_run_dir
-        run_dirs.append(run_dir)
         sets = [x for o in overrides for x in ("--set", o)]
         if (run_dir / "test" / "scores.json").is_file():
             log(f"sweep: {run_dir} is finished (test/scores.json exists): skipped")
+            run_dirs.append(run_dir)
             continue
-        resume = (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").glob("last_*.pt"))
-        log(f"sweep: {'resuming' if resume else 'training'} {config} -> {run_dir}")
-        rc = train_cmd.main(["--config", config, *sets, *(["--resume"] if resume else ["--overwrite"])])
+        folder = RunFolder.inspect(run_dir)
+        if folder.state == "foreign":
+            log(f"sweep: left alone: {folder.describe_foreign()}")
+            left_alone.append(run_dir)
+            continue
+        checkpoints = run_dir / "checkpoints"
+        if folder.state == "trained" and not any(checkpoints.glob("last_*.pt")):
+            log(f"sweep: {run_dir} kept best checkpoints only: tested as it is, not trained further")
+        else:
+            resume = folder.state == "trained"
+            log(f"sweep: {'resuming' if resume else 'training'} {config} -> {run_dir}")
+            rc = train_cmd.main(["--config", config, *sets, *(["--resume"] if resume else [])])
+            if rc:
+                return rc
+        rc = test_cmd.main(["--run", str(run_dir), *sets, "--overwrite"])  # replaces only <run>/test/
         if rc:
             return rc
-        rc = test_cmd.main(["--run", str(run_dir), *sets, "--overwrite"])
+        run_dirs.append(run_dir)
+    if run_dirs:
+        rc = compare.main([str(d) for d in run_dirs] + (["--output", args.output] if args.output else []))
         if rc:
             return rc
-    return compare.main([str(d) for d in run_dirs] + (["--output", args.output] if args.output else []))
+    if left_alone:
+        log(f"sweep: {len(left_alone)} run folder(s) left alone (not run folders of this harness): "
+            f"{', '.join(map(str, left_alone))}; move them away or set run_dir / --runs_root")
+        return 2
+    return 0
 
 
 if __name__ == "__main__":

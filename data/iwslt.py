@@ -6,12 +6,12 @@ to point the config at local files instead.
 """
 from __future__ import annotations
 
+import functools
 import os
-import socket
-import threading
+import re
 from pathlib import Path
 from typing import Any, Optional
-from urllib.parse import quote, urlparse
+from urllib.parse import quote
 
 from data.parallel_text import CorpusError, Pair
 
@@ -41,30 +41,23 @@ def _local_help(hf_config: str, s: str = "fr", t: str = "en") -> str:
 
 
 def _hub_offline_reason() -> Optional[str]:
-    """Return why the hub cannot be reached, or None if a TCP probe succeeds."""
+    """Return why the hub cannot be reached, or None if it answers an HTTP request.
+
+    The request goes through the hub client's own HTTP session, so it takes the same route as
+    the download will: HTTPS_PROXY / HTTP_PROXY / NO_PROXY and HF_ENDPOINT are honoured (a raw TCP
+    probe would call a proxy-only cluster offline)."""
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
             return f"{var} is set"
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    url = urlparse(endpoint)
-    host = url.hostname or "huggingface.co"
-    port = url.port or (80 if url.scheme == "http" else 443)
-    result: dict[str, Any] = {}
+    from huggingface_hub import constants
+    from huggingface_hub.utils import get_session
 
-    def probe() -> None:
-        try:
-            socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
-            result["ok"] = True
-        except OSError as exc:
-            result["error"] = exc
-
-    # Run in a thread so a slow DNS lookup cannot exceed the timeout either.
-    thread = threading.Thread(target=probe, daemon=True)
-    thread.start()
-    thread.join(PROBE_TIMEOUT_S + 0.5)
-    if result.get("ok"):
-        return None
-    return f"cannot connect to {host}:{port} ({result.get('error', 'timed out')})"
+    endpoint = os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
+    try:
+        get_session().head(endpoint, timeout=PROBE_TIMEOUT_S)  # any HTTP answer means reachable
+    except Exception as exc:  # connection refused, DNS, proxy errors, timeout
+        return f"no answer from {endpoint} ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+    return None
 
 
 def _rows_to_pairs(rows: Any, where: str, src_lang: str, tgt_lang: str) -> list[Pair]:
@@ -101,6 +94,37 @@ def _local_data_files(root: Path, hf_config: str) -> dict[str, list[str]]:
                 "*.parquet (e.g. 0000.parquet from the hub's refs/convert/parquet)")
         files[theirs] = found
     return files
+
+
+def dataset_files(hf_name: str, hf_config: str, revision: str) -> dict:
+    """What identifies the data behind a config, for cache keys: the local parquet files (the caller
+    hashes their content) or the hub commit that `revision` resolves to now (a branch such as
+    refs/convert/parquet moves when the conversion is redone)."""
+    local = Path(os.path.expanduser(hf_name))
+    if local.is_dir():
+        return {"local_files": _local_data_files(local, hf_config)}
+    if re.fullmatch(r"[0-9a-f]{40}", revision):
+        return {"commit": revision}  # a commit id never moves
+    return {"commit": resolve_hub_revision(hf_name, revision)}
+
+
+@functools.lru_cache(maxsize=None)  # asked once per process
+def resolve_hub_revision(hf_name: str, revision: str) -> str:
+    """The commit id `revision` of hub dataset `hf_name` points at, asked of the hub."""
+    reason = _hub_offline_reason()
+    error: Optional[Exception] = None
+    if reason is None:
+        try:
+            from huggingface_hub import HfApi
+            info = HfApi().dataset_info(hf_name, revision=revision, timeout=PROBE_TIMEOUT_S * 3)
+            if info.sha:
+                return info.sha
+        except Exception as exc:  # network, auth, unknown revision
+            error = exc
+    raise CorpusError(
+        f"data.hf_revision: cannot check which commit {revision!r} of {hf_name!r} is now "
+        f"({reason or f'{type(error).__name__}: {error}'}), so data cached for it could be stale; pin "
+        "data.hf_revision to a commit id (40 hex digits) to use cached data offline, or use local files")
 
 
 def read_iwslt2017_hf(hf_name: str = "IWSLT/iwslt2017",

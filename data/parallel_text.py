@@ -46,6 +46,9 @@ def _read_bytes(path: PathLike) -> bytes:
         except (OSError, EOFError) as exc:
             raise CorpusError(f"{p}: corrupt gzip file ({exc}); re-download or "
                               "re-compress it") from exc
+    elif p.suffix == ".gz":
+        raise CorpusError(f"{p}: named .gz but not a gzip file; compress it (`gzip -c FILE > {p.name}`) "
+                          f"or drop the .gz from its name")
     return data
 
 
@@ -69,24 +72,28 @@ def _peek(path: PathLike, size: int = 4096) -> bytes:
     return head
 
 
-def _read_text(path: PathLike) -> str:
-    """Decode ``path`` as UTF-8 (a leading BOM is dropped); errors name the line."""
-    data = _read_bytes(path)
+def decode_utf8(data: bytes, name: str) -> str:
+    """Decode UTF-8 (a leading BOM is dropped); an error names `name` and the line."""
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
         raise CorpusError(
-            f"{path}:{line}: not valid UTF-8 (bad byte 0x{data[exc.start]:02x} at "
-            f"byte offset {exc.start}); convert the file to UTF-8, e.g. "
-            f"`iconv -f latin1 -t utf-8 {path} > out`") from exc
+            f"{name}:{line}: not valid UTF-8 (bad byte 0x{data[exc.start]:02x} at "
+            f"byte offset {exc.start}); convert it to UTF-8, e.g. "
+            f"`iconv -f latin1 -t utf-8 {name} > out`") from None
+
+
+def read_text(path: PathLike) -> str:
+    """Decode ``path`` as UTF-8 (a leading BOM is dropped); errors name the line."""
+    text = decode_utf8(_read_bytes(path), str(path))
     if not text.strip():
         raise CorpusError(f"{path}: file is empty (no text); point the config at "
                           "the right file or re-create it")
     return text
 
 
-def _split_lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
     """Split on newlines only (not on U+2028 etc., which would break alignment)."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -96,7 +103,7 @@ def _split_lines(text: str) -> list[str]:
 
 def read_lines(path: PathLike) -> list[str]:
     """Read a UTF-8 (optionally gzipped) file with one sentence per line, stripped."""
-    return [line.strip() for line in _split_lines(_read_text(path))]
+    return [line.strip() for line in split_lines(read_text(path))]
 
 
 def read_wit3_tags(path: PathLike) -> list[str]:
@@ -155,7 +162,7 @@ def read_line_aligned_documents(src_path: PathLike, tgt_path: PathLike
 def read_wit3_xml(path: PathLike) -> dict[tuple[str, str], str]:
     """Parse a WIT3 XML dev/test file into ``{(doc id, seg id): text}`` (file order)."""
     data = _read_bytes(path)
-    _read_text(path)  # UTF-8 / emptiness check with a line-numbered error
+    read_text(path)  # UTF-8 / emptiness check with a line-numbered error
     try:
         root = ET.fromstring(data)
     except ET.ParseError as exc:
@@ -210,7 +217,7 @@ def read_tsv(path: PathLike, src_column: int, tgt_column: int) -> list[Pair]:
                           f"(got src_column={src_column}, tgt_column={tgt_column})")
     need = max(src_column, tgt_column) + 1
     pairs: list[Pair] = []
-    for number, line in enumerate(_split_lines(_read_text(path)), start=1):
+    for number, line in enumerate(split_lines(read_text(path)), start=1):
         fields = line.rstrip("\r").split("\t")
         if len(fields) < need:
             raise CorpusError(

@@ -11,13 +11,12 @@ Sources:
 from __future__ import annotations
 
 import functools
-import gzip
 import hashlib
 import random
 from pathlib import Path
 
 from data.overlap import drop_overlapping_sources, overlap_key
-from data.parallel_text import CorpusError, read_split
+from data.parallel_text import CorpusError, read_split, read_text, split_lines
 
 # French typography puts (narrow) no-break spaces before ; : ! ? and inside guillemets.
 _SPACE_TRANSLATION = str.maketrans({"\u00a0": " ", "\u202f": " ", "\u2007": " ", "\u2009": " "})
@@ -49,19 +48,17 @@ def read_tatoeba(path: str | Path, src_lang: str, tgt_lang: str, valid_size: int
     columns = {"en": 0, "fr": 1}
     if src_lang not in columns or tgt_lang not in columns or src_lang == tgt_lang:
         raise CorpusError(f"the Tatoeba file holds en and fr; got src_lang={src_lang!r}, tgt_lang={tgt_lang!r}")
-    opener = gzip.open if path.suffix == ".gz" else open
     pairs: Pairs = []
     seen: set[tuple[str, str]] = set()
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            fields = line.rstrip("\n").split("\t")
-            if len(fields) < 2:
-                raise CorpusError(f"{path}:{line_no}: expected English<TAB>French, found {len(fields)} field(s)")
-            pair = (fields[columns[src_lang]], fields[columns[tgt_lang]])
-            normalized = (normalize_text(pair[0]), normalize_text(pair[1]))
-            if normalized not in seen:  # the first copy of a duplicated pair is kept, as read
-                seen.add(normalized)
-                pairs.append(pair)
+    for line_no, line in enumerate(split_lines(read_text(path)), 1):  # errors name the file and line
+        fields = line.rstrip("\r").split("\t")
+        if len(fields) < 2:
+            raise CorpusError(f"{path}:{line_no}: expected English<TAB>French, found {len(fields)} field(s)")
+        pair = (fields[columns[src_lang]], fields[columns[tgt_lang]])
+        normalized = (normalize_text(pair[0]), normalize_text(pair[1]))
+        if normalized not in seen:  # the first copy of a duplicated pair is kept, as read
+            seen.add(normalized)
+            pairs.append(pair)
     if valid_size + test_size >= len(pairs):
         raise CorpusError(f"{path} has {len(pairs)} distinct pairs: too few for valid_size={valid_size} + "
                           f"test_size={test_size}")
@@ -154,7 +151,11 @@ def corpus_fingerprint(cfg) -> dict:
     if cfg.source == "tatoeba":
         info.update(path=file_id(cfg.path), valid_size=cfg.valid_size, test_size=cfg.test_size)
     elif cfg.source == "iwslt2017":
-        info.update(hf_name=cfg.hf_name, hf_config=cfg.hf_config, hf_revision=cfg.hf_revision)
+        from data.iwslt import dataset_files
+        files = dataset_files(cfg.hf_name, cfg.hf_config, cfg.hf_revision)
+        if "local_files" in files:  # hashed, so an edited or replaced parquet file is re-read
+            files["local_files"] = {split: [file_id(p) for p in paths] for split, paths in files["local_files"].items()}
+        info.update(hf_name=cfg.hf_name, hf_config=cfg.hf_config, hf_revision=cfg.hf_revision, **files)
     else:
         info.update({split: {k: file_id(v) if isinstance(v, str) else v for k, v in getattr(cfg, split).items()}
                      for split in ("train", "valid", "test")})
