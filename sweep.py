@@ -77,6 +77,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             left_alone.append(run_dir)
             continue
         checkpoints = run_dir / "checkpoints"
+        if folder.state == "trained" and not any(checkpoints.glob("*.pt")):
+            log(f"sweep: left alone: {run_dir} holds results of a run but no checkpoint and no scores")
+            left_alone.append(run_dir)
+            continue
         if folder.state == "trained" and not any(checkpoints.glob("last_*.pt")):
             log(f"sweep: {run_dir} kept best checkpoints only: tested as it is, not trained further")
         else:
@@ -94,8 +98,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         if rc:
             return rc
     if left_alone:
-        log(f"sweep: {len(left_alone)} run folder(s) left alone (not run folders of this harness): "
-            f"{', '.join(map(str, left_alone))}; move them away or set run_dir / --runs_root")
+        log(f"sweep: {len(left_alone)} run folder(s) left alone: {', '.join(map(str, left_alone))}; move them "
+            f"away or set run_dir / --runs_root")
         return 2
     return 0
 

@@ -128,8 +128,14 @@ def test_a_failed_start_does_not_block_its_rerun(tmp_path: Path) -> None:
     assert "typo.tsv.gz" in one_error_line(failed)
     again = train(run_dir, tmp_path / "cache", steps=2)  # the same command, corpus fixed, no --overwrite
     assert again.returncode == 0, again.stderr[-3000:]
-    # a run killed (or diverged) before its first checkpoint: `--run` starts it from step 0
+    # a finished run whose checkpoints were deleted (e.g. archived) keeps its results: not restarted
     shutil.rmtree(run_dir / "checkpoints")
+    before = snapshot(run_dir)
+    assert "already exists" in one_error_line(train(run_dir, tmp_path / "cache", steps=2))
+    assert snapshot(run_dir) == before
+    # a run killed (or diverged) before its first checkpoint, with no results: `--run` starts it from step 0
+    log = run_dir / "metrics.jsonl"
+    log.write_text("".join(line + "\n" for line in log.read_text().splitlines() if '"event": "end"' not in line))
     resumed = run(["train.py", "--run", str(run_dir), "--set", "training.max_steps=2"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "holds no checkpoint" in resumed.stdout

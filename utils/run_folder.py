@@ -35,13 +35,24 @@ def _has_run_config(run_dir: Path) -> bool:
     return isinstance(raw, dict) and {"model", "training", "data"} <= set(raw)
 
 
+def _has_results(run_dir: Path) -> bool:
+    if any(run_dir.glob("checkpoints/*.pt")) or any(p.is_dir() for p in run_dir.glob("test*")) \
+            or (run_dir / "valid").is_dir():
+        return True
+    try:
+        return '"event": "end"' in (run_dir / "metrics.jsonl").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
 @dataclass
 class RunFolder:
     """An inspected run folder: `state` is one of
     absent   (missing or empty),
     foreign  (holds files that are not the harness's: never touched; `foreign` lists some),
-    fresh    (the harness's own, with no checkpoint: a start that failed or stopped before saving one),
-    trained  (the harness's own, with at least one checkpoint)."""
+    fresh    (the harness's own, with no checkpoint and no results: a start that failed or stopped
+              before saving anything of value),
+    trained  (the harness's own, with a checkpoint, test outputs or a finished training log)."""
 
     path: Path
     state: str
@@ -63,8 +74,7 @@ class RunFolder:
         foreign = tuple(p.name for p in entries if not _is_run_entry(p))
         if foreign or not _has_run_config(run_dir):
             return cls(run_dir, "foreign", foreign or ("config.yaml (not an experiment config)",))
-        has_checkpoint = any((run_dir / "checkpoints").glob("*.pt")) if (run_dir / "checkpoints").is_dir() else False
-        return cls(run_dir, "trained" if has_checkpoint else "fresh")
+        return cls(run_dir, "trained" if _has_results(run_dir) else "fresh")
 
     def describe_foreign(self) -> str:
         shown = ", ".join(self.foreign[:5]) + (f" and {len(self.foreign) - 5} more" if len(self.foreign) > 5 else "")
