@@ -18,7 +18,7 @@ from typing import Optional
 
 import torch
 
-from utils.checkpoint import CheckpointError, checkpoint_step, read_checkpoint
+from training.checkpoint import CheckpointError, checkpoint_step, read_checkpoint
 from utils.cli import main_guard
 
 

@@ -35,10 +35,10 @@ from typing import Optional
 
 import yaml
 
-from utils.comparison_plots import write_plots
-from utils.length_report import add_concat_stats, concat_tables
-from utils.metrics import paired_bootstrap
-from utils.run_stats import mean_std, read_lines, seed_wins
+from evaluation.comparison_plots import write_plots
+from evaluation.length_report import add_concat_stats, concat_tables
+from evaluation.metrics import paired_bootstrap
+from evaluation.run_stats import mean_std, read_lines, seed_wins
 
 # numeric columns: key -> table title (means and stds over a configuration's seeds)
 NUMERIC = {

@@ -18,10 +18,10 @@ import sys
 from typing import Optional
 
 from data.parallel_text import decode_utf8, read_text, split_lines
-from utils.checkpoint import load_for_inference
-from utils.cli import add_config_args, check_model_matches, main_guard, resolve_checkpoint
+from evaluation.translate import max_positions, translate
+from training.checkpoint import check_model_matches, load_for_inference, resolve_checkpoint
+from utils.cli import add_config_args, main_guard
 from utils.runtime import pick_device
-from utils.translate import max_positions, translate
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:

@@ -28,9 +28,9 @@ from typing import Optional
 import compare
 import test as test_cmd
 import train as train_cmd
+from training.run_folder import RunFolder
 from utils.cli import main_guard
 from utils.config import load_config
-from utils.run_folder import RunFolder
 from utils.runtime import log
 
 

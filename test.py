@@ -25,10 +25,10 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from utils.checkpoint import load_for_inference
-from utils.cli import add_config_args, check_model_matches, main_guard, resolve_checkpoint, run_dir_of_checkpoint
+from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
+from training.checkpoint import check_model_matches, load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
+from utils.cli import add_config_args, main_guard
 from utils.config import ConfigError, to_dict
-from utils.evaluation import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from utils.runtime import log, pick_device
 
 

@@ -32,20 +32,20 @@ from torch.utils.data import DataLoader
 
 from data import make_corpus_loader, prepare_splits, tokenizer_cache_path, write_data_report
 from data.concat import ConcatPairDataset, plan_train_concat
+from data.parallel_text import CorpusError
 from data.pipeline import (Collator, EpochBatchSampler, PairDataset, UpdateBatches, padding_fraction,
                            trainable_pairs)
+from evaluation.metrics import score_translations
+from evaluation.translate import translate
 from models import build_model
-from data.parallel_text import CorpusError
 from tokenizer import PretrainedTokenizer, TokenizerError, load_or_train_tokenizer
-from utils.checkpoint import CheckpointError, RNGState, RunMeta, read_newest_good_checkpoint, restore_checkpointer
+from training.checkpoint import CheckpointError, RNGState, RunMeta, read_newest_good_checkpoint, restore_checkpointer
+from training.engine import create_evaluator, create_trainer
+from training.run_folder import RunFolder, resume_changes
+from training.schedules import build_scheduler, set_peak_lr
 from utils.cli import add_config_args, main_guard
 from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
-from utils.engine import create_evaluator, create_trainer
-from utils.metrics import score_translations
-from utils.run_folder import RunFolder, resume_changes
 from utils.runtime import JsonlLogger, log, pick_device, rank0_first, seed_everything, skip_cudnn_attention
-from utils.schedules import build_scheduler, set_peak_lr
-from utils.translate import translate
 
 METRIC_SIGN = {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}
 # Start-up errors that end every rank with the same one-line message (utils.cli.main_guard)

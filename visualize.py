@@ -37,7 +37,7 @@ from utils.cli import main_guard  # noqa: E402
 
 
 def _load(args):
-    from utils.checkpoint import find_best_checkpoint, load_for_inference
+    from training.checkpoint import find_best_checkpoint, load_for_inference
     path = args.model_path or (find_best_checkpoint(args.run) if args.run else None)
     if path is None:
         raise SystemExit("error: this plot needs a trained model: --model_path <ckpt.pt> or --run <run folder>")

@@ -14,6 +14,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Mapping, Optional, Union
 
+from utils.errors import HarnessError
+
 PathLike = Union[str, "os.PathLike[str]"]
 Pair = tuple[str, str]
 
@@ -23,7 +25,7 @@ _TAGS_FIRST_LINE = re.compile(
     r"^<(doc|/doc|url|talkid|title|description|keywords|speaker|reviewer|translator)\b")
 
 
-class CorpusError(ValueError):
+class CorpusError(HarnessError, ValueError):
     """A corpus file is missing, unreadable or malformed."""
 
 

@@ -1,5 +1,5 @@
 """Helper for test_distributed.py, launched by torchrun: one training step of the real train step
-(`utils.engine.create_trainer`) under DistributedDataParallel, each rank on its half of a batch."""
+(`training.engine.create_trainer`) under DistributedDataParallel, each rank on its half of a batch."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from data.pipeline import Collator  # noqa: E402
-from utils.engine import create_trainer  # noqa: E402
+from training.engine import create_trainer  # noqa: E402
 
 
 def tiny_model():

@@ -8,7 +8,7 @@ import torch
 
 import average
 from test_end_to_end import run, trained_run  # noqa: F401  (fixture)
-from utils.checkpoint import read_checkpoint
+from training.checkpoint import read_checkpoint
 
 
 def test_average_last_two_is_the_mean(trained_run: Path, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from models.positional_encodings import LearnablePositionalEncoding
 from models.transformer import Seq2SeqTransformer
 from tokenizer import BPETokenizer
 from utils.config import DecodingConfig
-from utils.translate import translate
+from evaluation.translate import translate
 
 FR = ["Bonjour le monde.", "Je t'aime beaucoup.", "Où est la gare ?", "Il fait beau aujourd'hui !",
       "Hello world.", "I love you very much.", "Where is the station?", "The weather is nice today."]

@@ -73,7 +73,7 @@ def test_evaluate_keeps_every_pair_and_counts_truncations(tmp_path: Path):
     """An XML test set with an empty segment and sources longer than the model's 12 positions:
     one hypothesis per pair, the long ones truncated and counted, per k as well."""
     from tokenizer import BPETokenizer
-    from utils.evaluation import evaluate
+    from evaluation.test_set import evaluate
 
     pairs, docs = read_pairs_with_documents(XML_SRC, XML_REF)
     pairs = [*pairs, ("", "Nothing."), ("Le paludisme tue encore beaucoup de gens. " * 6, "Malaria. " * 6)]
@@ -171,7 +171,7 @@ def test_test_py_file_errors_are_one_line(trained_run: Path, tmp_path: Path):
 
 
 def test_written_files_hold_one_line_per_entry_whatever_the_text(tmp_path: Path):
-    from utils.evaluation import write_lines
+    from evaluation.test_set import write_lines
 
     entries = ["a\nb", "c\rd", "e\u2028f", "", "g\x85h\x0ci"]
     write_lines(tmp_path, hypotheses=entries)
@@ -184,7 +184,7 @@ def test_shape_checkpoints_from_before_the_inference_shift_are_scored_as_trained
     loading it keeps that; a current one gets the authors' shift K."""
     from models import build_model
     from tokenizer import BPETokenizer
-    from utils.checkpoint import RunMeta, load_for_inference
+    from training.checkpoint import RunMeta, load_for_inference
     from utils.config import load_config, to_dict
 
     tok = BPETokenizer.train(["Bonjour le monde.", "Hello world."] * 5, vocab_size=60)
@@ -203,7 +203,7 @@ def test_shape_checkpoints_from_before_the_inference_shift_are_scored_as_trained
 
 
 def test_longer_than_training_counts_joined_training_pairs():
-    from utils.evaluation import longest_training_source
+    from evaluation.test_set import longest_training_source
 
     cfg = ExperimentConfig()
     assert longest_training_source(cfg.data) is None

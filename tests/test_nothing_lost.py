@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
 import torch
 
 from test_end_to_end import read_jsonl, run, tiny_overrides, trained_run  # noqa: F401  (fixture)
@@ -103,7 +102,7 @@ def test_non_finite_weights_are_never_checkpointed(tmp_path: Path) -> None:
 
 
 def test_resume_skips_a_checkpoint_with_non_finite_weights(trained_run: Path, tmp_path: Path) -> None:
-    from utils.checkpoint import read_checkpoint
+    from training.checkpoint import read_checkpoint
 
     run_dir = tmp_path / "run"
     shutil.copytree(trained_run, run_dir)
@@ -146,7 +145,7 @@ def test_a_failed_start_does_not_block_its_rerun(tmp_path: Path) -> None:
 
 
 def test_resume_applies_a_new_learning_rate(trained_run: Path, tmp_path: Path) -> None:
-    from utils.checkpoint import read_checkpoint
+    from training.checkpoint import read_checkpoint
     from utils.config import load_config
 
     run_dir = tmp_path / "run"
@@ -180,7 +179,7 @@ def test_resume_refuses_a_change_of_experiment(trained_run: Path, tmp_path: Path
 
 
 def test_update_freq_counts_updates_and_resumes_exactly(tmp_path: Path) -> None:
-    from utils.checkpoint import read_checkpoint
+    from training.checkpoint import read_checkpoint
 
     def final(run_dir: Path, step: int) -> dict:
         return read_checkpoint(run_dir / "checkpoints" / f"last_checkpoint_{step}.pt")

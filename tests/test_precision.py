@@ -8,7 +8,7 @@ from ignite.engine import Events
 from data.pipeline import Collator, UpdateBatches
 from models.positional_encodings import SinusoidalPositionalEncoding
 from models.transformer import Seq2SeqTransformer
-from utils.engine import create_trainer
+from training.engine import create_trainer
 
 
 def tiny_model() -> Seq2SeqTransformer:

@@ -60,7 +60,7 @@ def test_divergence_stops_with_a_message(tmp_path: Path) -> None:
 def _final_params(run_dir: Path):
     import torch
 
-    from utils.checkpoint import read_checkpoint
+    from training.checkpoint import read_checkpoint
 
     last = max((run_dir / "checkpoints").glob("last_*.pt"), key=lambda p: int(p.stem.split("_")[-1]))
     return read_checkpoint(last)["model"]

@@ -1,4 +1,4 @@
-"""LR schedules (utils/schedules.py), translation metrics (utils/metrics.py), BPE tokenizer (tokenizer/)."""
+"""LR schedules (training/schedules.py), translation metrics (evaluation/metrics.py), BPE tokenizer (tokenizer/)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import torch
 
 from tokenizer import (BPETokenizer, load_or_train_tokenizer, tokenizer_from_state_dict)
 from utils.config import ScheduleConfig, TokenizerConfig
-from utils.metrics import NLTK_TOKENIZATION, nltk_corpus_bleu4, score_translations
-from utils.schedules import build_scheduler, inverse_sqrt, schedule_factor, warmup_exponential
+from evaluation.metrics import NLTK_TOKENIZATION, nltk_corpus_bleu4, score_translations
+from training.schedules import build_scheduler, inverse_sqrt, schedule_factor, warmup_exponential
 
 
 # ----------------------------------------------------------------------------- schedules

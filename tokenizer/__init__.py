@@ -20,6 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
+from utils.errors import HarnessError
+
 SPECIAL_TOKENS = ["<pad>", "<unk>", "<s>", "</s>"]
 
 
@@ -136,7 +138,7 @@ class BPETokenizer(BaseTokenizer):
         return path
 
 
-class TokenizerError(ValueError):
+class TokenizerError(HarnessError, ValueError):
     """A tokenizer cannot be loaded or trained; the message names the setting and the fix."""
 
 

@@ -7,6 +7,7 @@ rename). `best_*.pt` files carry the validation score in their name; `last_*.pt`
 
 from __future__ import annotations
 
+import argparse
 import math
 import pickle
 import random
@@ -16,11 +17,14 @@ from typing import Any, Optional
 
 import torch
 
+from utils.config import ConfigError, flatten, load_config, to_dict
+from utils.errors import HarnessError
+
 FORMAT_VERSION = 1
 _SCORE = re.compile(r"=(-?\d+(?:\.\d+)?(?:e-?\d+)?)\.pt$")
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(HarnessError, RuntimeError):
     """A checkpoint is missing, unreadable or does not fit; the message names the file."""
 
 
@@ -152,7 +156,6 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
     decoding/data settings (not the model's shape)."""
     from models import build_model
     from tokenizer import tokenizer_from_state_dict
-    from utils.config import load_config
 
     ckpt = read_checkpoint(path)
     meta = ckpt["meta"]
@@ -171,3 +174,36 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
     model.to(device).eval()
     return cfg, tokenizer, model
 
+
+# ----------------------------------------------------------------------------- lookup for the entry scripts
+
+
+def resolve_checkpoint(args: argparse.Namespace) -> Path:
+    """The checkpoint named by --model_path, or the best one of --run, or of the --config's run folder."""
+    if args.model_path:
+        return Path(args.model_path)
+    if args.run:
+        return find_best_checkpoint(args.run)
+    if args.config:
+        return find_best_checkpoint(load_config(args.config, args.overrides).resolved_run_dir)
+    raise ConfigError("say which model to use: --model_path <checkpoint.pt>, --run runs/<name>, "
+                      "or --config <file.yaml> (its run folder's best checkpoint)")
+
+
+def run_dir_of_checkpoint(path: Path) -> Path:
+    """runs/<name>/checkpoints/x.pt -> runs/<name>; a loose checkpoint -> its folder."""
+    path = Path(path).resolve()
+    return path.parent.parent if path.parent.name == "checkpoints" else path.parent
+
+
+def check_model_matches(config_path: str, overrides: list[str], ckpt_cfg, ckpt_path: Path):
+    """A --config given beside a checkpoint must describe the same model; its data/decoding settings win."""
+    given = load_config(config_path, overrides)
+    ckpt_model, given_model = flatten(to_dict(ckpt_cfg.model)), flatten(to_dict(given.model))
+    diff = sorted(k for k in set(ckpt_model) | set(given_model) if ckpt_model.get(k) != given_model.get(k))
+    if diff:
+        details = "; ".join(f"model.{k}: checkpoint={ckpt_model.get(k)!r} config={given_model.get(k)!r}" for k in diff)
+        raise CheckpointError(f"{ckpt_path} was trained with a different model than {config_path}: {details}. "
+                              f"Drop --config (the checkpoint carries its own) or pick the matching config.")
+    given.model = ckpt_cfg.model
+    return given

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from utils.metrics import paired_bootstrap
-from utils.run_stats import mean_std, read_lines, seed_wins
+from evaluation.metrics import paired_bootstrap
+from evaluation.run_stats import mean_std, read_lines, seed_wins
 
 
 def concat_ks(groups: list[dict]) -> list[int]:

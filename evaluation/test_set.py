@@ -14,9 +14,9 @@ from typing import Optional, Sequence
 
 from data.concat import concat_groups, join_pairs
 from data.readers import normalize_pairs
-from utils.metrics import score_by_length, score_subset, score_translations
+from evaluation.metrics import score_by_length, score_subset, score_translations
 from utils.runtime import log
-from utils.translate import Translation, translate
+from evaluation.translate import Translation, translate
 
 Pair = tuple[str, str]
 

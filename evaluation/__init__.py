@@ -1,0 +1,1 @@
+"""Evaluation: translation of test sets, metrics, the length protocol, comparison tables and plots."""

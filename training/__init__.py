@@ -1,0 +1,1 @@
+"""Training: the Ignite engine and its step, LR schedules, checkpoints, run folders."""

@@ -1,0 +1,10 @@
+"""The base of every error the harness expects and explains in one line (exit code 2).
+
+Each package raises its own subclass (ConfigError, CorpusError, TokenizerError, CheckpointError);
+the entry scripts' `utils.cli.main_guard` catches this base, so the ground layer needs to know
+nothing of the packages above it.
+"""
+
+
+class HarnessError(Exception):
+    """An expected failure whose message names the file, key or line and the fix."""
