@@ -14,20 +14,13 @@ self-contained), TensorBoard events (tb/), metrics.jsonl (machine-readable log).
 from __future__ import annotations
 
 import argparse
-import collections
-import dataclasses
-import math
 import os
-import signal
-import sys
-import time
 from pathlib import Path
 from typing import Optional
 
 import ignite.distributed as idist
 import torch
-from ignite.engine import Engine, Events
-from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, global_step_from_engine
+from ignite.engine import Events
 from torch.utils.data import DataLoader
 
 from data import make_corpus_loader, prepare_splits, tokenizer_cache_path, write_data_report
@@ -35,19 +28,18 @@ from data.concat import ConcatPairDataset, plan_train_concat
 from data.parallel_text import CorpusError
 from data.pipeline import (Collator, EpochBatchSampler, PairDataset, UpdateBatches, padding_fraction,
                            trainable_pairs)
-from evaluation.metrics import score_translations
-from evaluation.translate import translate
 from models import build_model
 from tokenizer import PretrainedTokenizer, TokenizerError, load_or_train_tokenizer
-from training.checkpoint import CheckpointError, RNGState, RunMeta, read_newest_good_checkpoint, restore_checkpointer
+from training.checkpoint import CheckpointError, RNGState, RunMeta
 from training.engine import create_evaluator, create_trainer
+from training.handlers import (Rank0Only, TrainingRun, attach_training_log, attach_validation,
+                               resume_from_checkpoint, show_progress_bar, stop_on_signals, train_until_done)
 from training.run_folder import RunFolder, resume_changes
-from training.schedules import build_scheduler, set_peak_lr
+from training.schedules import build_optimizer, build_scheduler
 from utils.cli import add_config_args, main_guard
 from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
 from utils.runtime import JsonlLogger, log, pick_device, rank0_first, seed_everything, skip_cudnn_attention
 
-METRIC_SIGN = {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}
 # Start-up errors that end every rank with the same one-line message (utils.cli.main_guard)
 EXPECTED_ERRORS = (ConfigError, CorpusError, CheckpointError, TokenizerError, FileExistsError)
 
@@ -151,29 +143,6 @@ def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1
     return UpdateBatches(train_loader, t.update_freq), valid_loader, sampler
 
 
-def refuse_non_finite(model: torch.nn.Module, metrics: dict, step: int) -> None:
-    """Stop the run (FloatingPointError: exit code 3, earlier checkpoints kept) rather than checkpoint
-    non-finite weights or count a non-finite validation score as best."""
-    bad_metrics = [f"{k}={v}" for k, v in metrics.items() if not math.isfinite(v)]
-    bad_params = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
-    if bad_metrics or bad_params:
-        what = ", ".join(bad_metrics + ([f"non-finite weights in {len(bad_params)} tensors (e.g. {bad_params[0]})"]
-                                        if bad_params else []))
-        raise FloatingPointError(f"step {step}: {what}; no checkpoint was written for this step")
-
-
-class Rank0Only:
-    """Forward calls to `target` on rank 0; do nothing on the other ranks (logs, TensorBoard)."""
-
-    def __init__(self, target, active: bool) -> None:
-        self._target, self._active = target, active
-
-    def __getattr__(self, name: str):
-        if self._active:
-            return getattr(self._target, name)
-        return lambda *args, **kwargs: None
-
-
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     if args.resume and args.run is None and args.config is None:
@@ -197,7 +166,6 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     rank, world = idist.get_rank(), idist.get_world_size()
     is_main = rank == 0
     say = log if is_main else (lambda message: None)
-    run_dir = cfg.resolved_run_dir
     t = cfg.training
     seed_everything(cfg.seed)
     if t.num_threads:
@@ -205,7 +173,7 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     device = idist.device() if world > 1 else pick_device(t.device)
     if device.type == "cuda":
         skip_cudnn_attention()
-    say(f"run folder: {run_dir}  device: {device}  positional encoding: {cfg.model.positional.name}"
+    say(f"run folder: {cfg.resolved_run_dir}  device: {device}  positional encoding: {cfg.model.positional.name}"
         + (f"  processes: {world} ({idist.backend()})" if world > 1 else ""))
 
     corpus = make_corpus_loader(cfg.data)
@@ -214,166 +182,45 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     resume, changes = rank0_first(lambda: start_run(args, cfg, corpus, say), EXPECTED_ERRORS, share=True)
     tokenizer, splits = rank0_first(lambda: prepare_data(cfg, corpus, say), EXPECTED_ERRORS) or \
         prepare_data(cfg, corpus, say)
-    train_loader, valid_loader, sampler = build_loaders(cfg, splits, tokenizer, world, rank, say)
-    pad = tokenizer.pad_id
-    say(f"data: {len(sampler):,} batches, {len(train_loader):,} updates per epoch{' per process' if world > 1 else ''}; "
-        f"target padding "
-        f"{padding_fraction(list(sampler), sampler.tgt_lens):.1%}")
+    updates, valid_loader, sampler = build_loaders(cfg, splits, tokenizer, world, rank, say)
+    say(f"data: {len(sampler):,} batches, {len(updates):,} updates per epoch{' per process' if world > 1 else ''}; "
+        f"target padding {padding_fraction(list(sampler), sampler.tgt_lens):.1%}")
 
+    run = build_training_run(cfg, tokenizer, device, world, len(updates), is_main, say)
+    run.trainer.add_event_handler(Events.EPOCH_STARTED, lambda engine: sampler.set_epoch(engine.state.epoch))
+    attach_training_log(run, show_progress_bar(is_main))
+    best, last = attach_validation(run, tokenizer, splits["valid"], valid_loader)
+    if resume:
+        resume_from_checkpoint(run, best, last, sampler, len(updates), changes)
+    stop_on_signals(run)
+    train_until_done(run, updates, resume, changes, run.model.num_parameters())
+    result.append(0)
+
+
+def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, world: int, updates_per_epoch: int,
+                       is_main: bool, say=log) -> TrainingRun:
+    """Model, optimizer, LR schedule, trainer and evaluator engines, and the logs of one process."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    t, run_dir, pad = cfg.training, cfg.resolved_run_dir, tokenizer.pad_id
     model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, pad).to(device)
-    num_params = model.num_parameters()
-    say(f"model: {num_params:,} parameters")
-    opt_cls = torch.optim.AdamW if t.optimizer == "adamw" else torch.optim.Adam
-    optimizer = opt_cls(model.parameters(), lr=t.lr, betas=t.betas, eps=t.eps, weight_decay=t.weight_decay)
-    scheduler = build_scheduler(optimizer, t.schedule, len(train_loader))
-
+    say(f"model: {model.num_parameters():,} parameters")
+    optimizer = build_optimizer(model, t)
+    scheduler = build_scheduler(optimizer, t.schedule, updates_per_epoch)
     scaler = torch.amp.GradScaler(device.type) if t.precision == "fp16" else None
     train_model = idist.auto_model(model) if world > 1 else model  # DistributedDataParallel
     if t.compile:
         train_model = torch.compile(train_model)
     trainer = create_trainer(train_model, optimizer, scheduler, pad, device, t.label_smoothing, t.clip_grad_norm,
                              t.precision, scaler, world)
-    evaluator = create_evaluator(model, pad, device)
-    metrics_log = Rank0Only(JsonlLogger(run_dir / "metrics.jsonl"), is_main)
-    meta = RunMeta(to_dict(cfg), tokenizer.state_dict())
     to_save = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "trainer": trainer,
-               "rng": RNGState(), "meta": meta}
-    if scaler is not None:
-        to_save["scaler"] = scaler
-
-    @trainer.on(Events.EPOCH_STARTED)
-    def set_epoch(engine: Engine) -> None:
-        sampler.set_epoch(engine.state.epoch)
-
-    # ---- logging: console progress, JSON lines, TensorBoard (rank 0)
-    from torch.utils.tensorboard import SummaryWriter
-    tb = Rank0Only(SummaryWriter(log_dir=str(run_dir / "tb")) if is_main else None, is_main)
-    if sys.stderr.isatty() and is_main:  # a live bar on terminals; logs and CI get the periodic lines below
-        ProgressBar(persist=False).attach(trainer, output_transform=lambda out: {"loss": out["loss"]})
-    window = {"loss": 0.0, "n": 0, "tokens": 0, "padded": 0, "start": time.time()}
-    recent: collections.deque = collections.deque(maxlen=t.log_every)  # (loss, tokens) of the last steps
-
-    @trainer.on(Events.ITERATION_COMPLETED)
-    def accumulate(engine: Engine) -> None:
-        out = engine.state.output
-        window["loss"] += out["loss"] * out["ntokens"]
-        window["n"] += out["ntokens"]
-        window["tokens"] += out["ntokens"] * world  # every rank trains on a batch of its own
-        window["padded"] += out["padded_tgt"] * world
-        recent.append((out["loss"], out["ntokens"]))
-        if engine.state.iteration % t.log_every == 0:
-            elapsed = max(1e-9, time.time() - window["start"])
-            loss = window["loss"] / max(1, window["n"])
-            record = {"step": engine.state.iteration, "epoch": engine.state.epoch, "loss": loss,
-                      "lr": optimizer.param_groups[0]["lr"], "tokens_per_sec": window["tokens"] / elapsed,
-                      "tgt_padding": 1.0 - window["tokens"] / max(1, window["padded"])}
-            metrics_log.write("train", **record)
-            for key in ("loss", "lr", "tokens_per_sec", "tgt_padding"):
-                tb.add_scalar(f"train/{key}", record[key], record["step"])
-            window.update(loss=0.0, n=0, tokens=0, padded=0, start=time.time())
-            if not sys.stderr.isatty():
-                say(f"step {record['step']} epoch {record['epoch']}: loss={loss:.3f} lr={record['lr']:.2e} "
-                    f"tokens/s={record['tokens_per_sec']:.0f}")
-
-    # ---- validation: loss/ppl/accuracy, and greedy BLEU every `bleu_every` validations.
-    # Every rank validates on the whole set (identical results), so checkpoint decisions agree.
-    settings = dataclasses.replace(cfg.decoding, strategy="greedy")
-    valid = splits["valid"]
-    n_bleu = len(valid) if t.bleu_sentences is None else min(t.bleu_sentences, len(valid))
-    state = {"validations": 0, "last_step": -1}
-
-    def validate(engine: Engine) -> None:
-        step = engine.state.iteration
-        if step == state["last_step"]:
-            return
-        state["last_step"] = step
-        evaluator.run(valid_loader)
-        m = {k: evaluator.state.metrics[k] for k in ("valid_loss", "valid_ppl", "valid_accuracy")}
-        state["validations"] += 1
-        if n_bleu and (state["validations"] % t.bleu_every == 0 or engine.should_terminate
-                       or t.checkpoint_metric == "valid_bleu"):
-            outs = translate(model, tokenizer, valid.raw_src[:n_bleu], settings, device)
-            m["valid_bleu"] = score_translations([o.text for o in outs], valid.raw_tgt[:n_bleu]).sacrebleu
-            for i, o in enumerate(outs[: t.num_sample_translations]):
-                tb.add_text(f"samples/{i}", f"**src:** {o.source}  \n**hyp:** {o.text}  \n"
-                                            f"**ref:** {valid.raw_tgt[i]}", step)
-        evaluator.state.metrics.update(m)
-        metrics_log.write("valid", step=step, epoch=engine.state.epoch, **m)
-        refuse_non_finite(model, m, step)  # before any checkpoint of this step is written
-        for k, v in m.items():
-            tb.add_scalar(f"valid/{k.removeprefix('valid_')}", v, step)
-        tb.flush()
-        say(f"validation @ step {step} (epoch {engine.state.epoch}): "
-            + "  ".join(f"{k}={v:.4f}" for k, v in m.items()))
-        best(evaluator)  # after BLEU is known, so any metric can select checkpoints
-        if stopper is not None:
-            stopper(evaluator)
-
-    every = Events.ITERATION_COMPLETED(every=t.validate_every_steps) if t.validate_every_steps \
-        else Events.EPOCH_COMPLETED
-    trainer.add_event_handler(every | Events.COMPLETED, validate)
-
-    # ---- checkpoints: best k by the chosen metric, plus the last ones (DiskSaver writes on rank 0 only)
-    saver = DiskSaver(run_dir / "checkpoints", require_empty=False, atomic=True)
-    sign = METRIC_SIGN[t.checkpoint_metric]
-
-    def score(engine: Engine) -> float:
-        value = engine.state.metrics.get(t.checkpoint_metric)
-        return sign * value if value is not None else float("-inf")
-
-    step_of = global_step_from_engine(trainer, Events.ITERATION_COMPLETED)
-    best = Checkpoint(to_save, saver, filename_prefix="best", score_function=score,
-                      score_name=t.checkpoint_metric, n_saved=t.keep_best, global_step_transform=step_of)
-    last = Checkpoint(to_save, saver, filename_prefix="last", n_saved=t.keep_last, global_step_transform=step_of)
-
-    def save_last(engine: Engine) -> None:
-        refuse_non_finite(model, {}, engine.state.iteration)
-        last(engine)
-
-    trainer.add_event_handler(every | Events.COMPLETED, save_last)
-    stopper = EarlyStopping(t.early_stopping_patience, score, trainer) if t.early_stopping_patience else None
-
-    # ---- resume
-    if resume:
-        path, state_dict = read_newest_good_checkpoint(run_dir, say)
-        Checkpoint.load_objects({k: v for k, v in to_save.items() if k != "meta"}, state_dict)
-        say(f"resumed from {path} at step {trainer.state.iteration} (epoch {trainer.state.epoch})")
-        if "training.lr" in changes:
-            set_peak_lr(scheduler, t.lr)  # the schedule continues with the new peak
-        restore_checkpointer(best, run_dir / "checkpoints", "best")
-        restore_checkpointer(last, run_dir / "checkpoints", "last")
-        # Mid-epoch: the interrupted epoch's batches continue where they stopped.
-        done_updates = trainer.state.iteration % len(train_loader)
-        sampler.resume_at(trainer.state.iteration // len(train_loader) + 1, done_updates * t.update_freq)
-
-    target = {"max_iters": t.max_steps} if t.max_steps is not None else {"max_epochs": t.epochs}
-    done = (trainer.state.iteration >= t.max_steps) if t.max_steps is not None else (trainer.state.epoch >= t.epochs)
-    if resume and done:
-        say(f"{run_dir} already finished training ({trainer.state.iteration} steps); raise training.max_steps "
-            f"or training.epochs with --set to train longer")
-        return
-
-    def stop_cleanly(signum, frame) -> None:
-        say(f"received signal {signum}: stopping after this step and saving a checkpoint "
-            f"(continue with: python train.py --run {run_dir})")
-        trainer.terminate()
-        signal.signal(signum, signal.SIG_DFL)  # a second signal stops at once
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, stop_cleanly)
-    metrics_log.write("start", params=num_params, resume=resume, step=trainer.state.iteration, world_size=world,
-                      **({"changed": {k: list(v) for k, v in changes.items()}} if changes else {}))
-    start = time.time()
-    trainer.run(train_loader, **target)
-    tb.close()
-    elapsed = time.time() - start
-    previous = sum(r.get("train_seconds", 0.0) for r in (metrics_log.read("end") or []))
-    metrics_log.write("end", step=trainer.state.iteration, epoch=trainer.state.epoch, train_seconds=elapsed,
-                      total_train_seconds=previous + elapsed, params=num_params,
-                      final_train_loss=sum(l * n for l, n in recent) / max(1, sum(n for _, n in recent)) if recent
-                      else None)
-    say(f"done: {trainer.state.iteration} steps in {elapsed / 60:.1f} min; checkpoints in {run_dir / 'checkpoints'}")
-    result.append(0)
+               "rng": RNGState(), "meta": RunMeta(to_dict(cfg), tokenizer.state_dict()),
+               **({"scaler": scaler} if scaler is not None else {})}
+    return TrainingRun(cfg=cfg, run_dir=run_dir, device=device, model=model, optimizer=optimizer,
+                       scheduler=scheduler, trainer=trainer, evaluator=create_evaluator(model, pad, device),
+                       to_save=to_save, metrics_log=Rank0Only(JsonlLogger(run_dir / "metrics.jsonl"), is_main),
+                       tb=Rank0Only(SummaryWriter(log_dir=str(run_dir / "tb")) if is_main else None, is_main),
+                       say=say, world=world)
 
 
 if __name__ == "__main__":

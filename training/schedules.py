@@ -1,10 +1,11 @@
-"""Learning-rate schedules as a factor of the peak `lr`, evaluated at every optimizer step."""
+"""The optimizer, and learning-rate schedules as a factor of the peak `lr` evaluated at every update."""
 
 from __future__ import annotations
 
 import math
 from typing import Callable
 
+import torch
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR
 
@@ -44,6 +45,12 @@ def schedule_factor(cfg, steps_per_epoch: int) -> Callable[[int], float]:
     else:
         raise ValueError(f"unknown schedule {cfg.name!r}; valid: warmup_exponential, inverse_sqrt, constant")
     return factor
+
+
+def build_optimizer(model, cfg) -> Optimizer:
+    """Adam or AdamW over all parameters, from the `training` config section."""
+    opt_cls = torch.optim.AdamW if cfg.optimizer == "adamw" else torch.optim.Adam
+    return opt_cls(model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
 
 
 def build_scheduler(optimizer: Optimizer, cfg, steps_per_epoch: int) -> LambdaLR:

@@ -1,0 +1,225 @@
+"""What train.py attaches to the Ignite trainer: training logs, validation with checkpoints and
+early stopping, resume, and clean stops on signals. Each piece takes the `TrainingRun` it acts on.
+
+Only rank 0 writes (logs, TensorBoard, checkpoints: `Rank0Only`, Ignite's DiskSaver); every rank
+validates on the whole set, so checkpoint and early-stopping decisions agree across ranks.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from ignite.engine import Engine, Events
+from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, global_step_from_engine
+
+from evaluation.metrics import score_translations
+from evaluation.translate import translate
+from training.checkpoint import read_newest_good_checkpoint, restore_checkpointer
+from training.schedules import set_peak_lr
+
+METRIC_SIGN = {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}  # +1: higher is better
+
+
+class Rank0Only:
+    """Forward calls to `target` on rank 0; do nothing on the other ranks (logs, TensorBoard)."""
+
+    def __init__(self, target, active: bool) -> None:
+        self._target, self._active = target, active
+
+    def __getattr__(self, name: str):
+        if self._active:
+            return getattr(self._target, name)
+        return lambda *args, **kwargs: None
+
+
+@dataclass
+class TrainingRun:
+    """The objects of one training process that the handlers act on."""
+
+    cfg: Any
+    run_dir: Path
+    device: torch.device
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    trainer: Engine
+    evaluator: Engine
+    to_save: dict  # what a checkpoint holds
+    metrics_log: Any  # JsonlLogger (rank 0) or a no-op
+    tb: Any  # SummaryWriter (rank 0) or a no-op
+    say: Callable[[str], None]
+    world: int = 1
+    recent: collections.deque = field(default_factory=collections.deque)  # (loss, tokens) of the last steps
+
+
+def refuse_non_finite(model: torch.nn.Module, metrics: dict, step: int) -> None:
+    """Stop the run (FloatingPointError: exit code 3, earlier checkpoints kept) rather than checkpoint
+    non-finite weights or count a non-finite validation score as best."""
+    bad_metrics = [f"{k}={v}" for k, v in metrics.items() if not math.isfinite(v)]
+    bad_params = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+    if bad_metrics or bad_params:
+        what = ", ".join(bad_metrics + ([f"non-finite weights in {len(bad_params)} tensors (e.g. {bad_params[0]})"]
+                                        if bad_params else []))
+        raise FloatingPointError(f"step {step}: {what}; no checkpoint was written for this step")
+
+
+def attach_training_log(run: TrainingRun, show_bar: bool) -> None:
+    """Every `log_every` steps: mean token loss, LR, throughput and padding to metrics.jsonl,
+    TensorBoard and (without a terminal) the console; a live progress bar on terminals."""
+    t, trainer = run.cfg.training, run.trainer
+    if show_bar:
+        ProgressBar(persist=False).attach(trainer, output_transform=lambda out: {"loss": out["loss"]})
+    window = {"loss": 0.0, "n": 0, "tokens": 0, "padded": 0, "start": time.time()}
+    run.recent = collections.deque(maxlen=t.log_every)
+
+    @trainer.on(Events.ITERATION_COMPLETED)
+    def accumulate(engine: Engine) -> None:
+        out = engine.state.output
+        window["loss"] += out["loss"] * out["ntokens"]
+        window["n"] += out["ntokens"]
+        window["tokens"] += out["ntokens"] * run.world  # every rank trains on a batch of its own
+        window["padded"] += out["padded_tgt"] * run.world
+        run.recent.append((out["loss"], out["ntokens"]))
+        if engine.state.iteration % t.log_every == 0:
+            elapsed = max(1e-9, time.time() - window["start"])
+            loss = window["loss"] / max(1, window["n"])
+            record = {"step": engine.state.iteration, "epoch": engine.state.epoch, "loss": loss,
+                      "lr": run.optimizer.param_groups[0]["lr"], "tokens_per_sec": window["tokens"] / elapsed,
+                      "tgt_padding": 1.0 - window["tokens"] / max(1, window["padded"])}
+            run.metrics_log.write("train", **record)
+            for key in ("loss", "lr", "tokens_per_sec", "tgt_padding"):
+                run.tb.add_scalar(f"train/{key}", record[key], record["step"])
+            window.update(loss=0.0, n=0, tokens=0, padded=0, start=time.time())
+            if not show_bar:
+                run.say(f"step {record['step']} epoch {record['epoch']}: loss={loss:.3f} lr={record['lr']:.2e} "
+                        f"tokens/s={record['tokens_per_sec']:.0f}")
+
+
+def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) -> tuple[Checkpoint, Checkpoint]:
+    """Validate every `validate_every_steps` updates (or every epoch) and at the end: loss, perplexity,
+    accuracy, and greedy sacreBLEU every `bleu_every` validations; then keep the best `keep_best`
+    checkpoints by `checkpoint_metric` and the last `keep_last`, and apply early stopping.
+    Returns the (best, last) checkpoint handlers (a resume tells them what they wrote before)."""
+    t, trainer, evaluator, model = run.cfg.training, run.trainer, run.evaluator, run.model
+    sign = METRIC_SIGN[t.checkpoint_metric]
+
+    def score(engine: Engine) -> float:
+        value = engine.state.metrics.get(t.checkpoint_metric)
+        return sign * value if value is not None else float("-inf")
+
+    saver = DiskSaver(run.run_dir / "checkpoints", require_empty=False, atomic=True)
+    step_of = global_step_from_engine(trainer, Events.ITERATION_COMPLETED)
+    best = Checkpoint(run.to_save, saver, filename_prefix="best", score_function=score,
+                      score_name=t.checkpoint_metric, n_saved=t.keep_best, global_step_transform=step_of)
+    last = Checkpoint(run.to_save, saver, filename_prefix="last", n_saved=t.keep_last, global_step_transform=step_of)
+    stopper = EarlyStopping(t.early_stopping_patience, score, trainer) if t.early_stopping_patience else None
+    settings = dataclasses.replace(run.cfg.decoding, strategy="greedy")
+    n_bleu = len(valid_split) if t.bleu_sentences is None else min(t.bleu_sentences, len(valid_split))
+    state = {"validations": 0, "last_step": -1}
+
+    def validate(engine: Engine) -> None:
+        step = engine.state.iteration
+        if step == state["last_step"]:
+            return
+        state["last_step"] = step
+        evaluator.run(valid_loader)
+        m = {k: evaluator.state.metrics[k] for k in ("valid_loss", "valid_ppl", "valid_accuracy")}
+        state["validations"] += 1
+        if n_bleu and (state["validations"] % t.bleu_every == 0 or engine.should_terminate
+                       or t.checkpoint_metric == "valid_bleu"):
+            outs = translate(model, tokenizer, valid_split.raw_src[:n_bleu], settings, run.device)
+            m["valid_bleu"] = score_translations([o.text for o in outs], valid_split.raw_tgt[:n_bleu]).sacrebleu
+            for i, o in enumerate(outs[: t.num_sample_translations]):
+                run.tb.add_text(f"samples/{i}", f"**src:** {o.source}  \n**hyp:** {o.text}  \n"
+                                                f"**ref:** {valid_split.raw_tgt[i]}", step)
+        evaluator.state.metrics.update(m)
+        run.metrics_log.write("valid", step=step, epoch=engine.state.epoch, **m)
+        refuse_non_finite(model, m, step)  # before any checkpoint of this step is written
+        for k, v in m.items():
+            run.tb.add_scalar(f"valid/{k.removeprefix('valid_')}", v, step)
+        run.tb.flush()
+        run.say(f"validation @ step {step} (epoch {engine.state.epoch}): "
+                + "  ".join(f"{k}={v:.4f}" for k, v in m.items()))
+        best(evaluator)  # after BLEU is known, so any metric can select checkpoints
+        if stopper is not None:
+            stopper(evaluator)
+
+    def save_last(engine: Engine) -> None:
+        refuse_non_finite(model, {}, engine.state.iteration)
+        last(engine)
+
+    every = Events.ITERATION_COMPLETED(every=t.validate_every_steps) if t.validate_every_steps \
+        else Events.EPOCH_COMPLETED
+    trainer.add_event_handler(every | Events.COMPLETED, validate)
+    trainer.add_event_handler(every | Events.COMPLETED, save_last)
+    return best, last
+
+
+def resume_from_checkpoint(run: TrainingRun, best: Checkpoint, last: Checkpoint, sampler, updates_per_epoch: int,
+                           changes: dict) -> None:
+    """Load the newest good checkpoint into everything `to_save` holds, apply a changed peak LR,
+    hand the checkpoint handlers the files they wrote before, and make the interrupted epoch's
+    batches continue where they stopped (so a resumed run equals an uninterrupted one)."""
+    path, state_dict = read_newest_good_checkpoint(run.run_dir, run.say)
+    Checkpoint.load_objects({k: v for k, v in run.to_save.items() if k != "meta"}, state_dict)
+    step = run.trainer.state.iteration
+    run.say(f"resumed from {path} at step {step} (epoch {run.trainer.state.epoch})")
+    if "training.lr" in changes:
+        set_peak_lr(run.scheduler, run.cfg.training.lr)  # the schedule continues with the new peak
+    restore_checkpointer(best, run.run_dir / "checkpoints", "best")
+    restore_checkpointer(last, run.run_dir / "checkpoints", "last")
+    sampler.resume_at(step // updates_per_epoch + 1, (step % updates_per_epoch) * run.cfg.training.update_freq)
+
+
+def stop_on_signals(run: TrainingRun) -> None:
+    """Ctrl-C / SIGTERM: finish the current update, validate, checkpoint and exit 0; a second
+    signal stops at once."""
+    def stop_cleanly(signum, frame) -> None:
+        run.say(f"received signal {signum}: stopping after this step and saving a checkpoint "
+                f"(continue with: python train.py --run {run.run_dir})")
+        run.trainer.terminate()
+        signal.signal(signum, signal.SIG_DFL)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop_cleanly)
+
+
+def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, num_params: int) -> None:
+    """Run the trainer to `max_steps` (or `epochs`) and log the run's start and end records."""
+    t, trainer = run.cfg.training, run.trainer
+    target = {"max_iters": t.max_steps} if t.max_steps is not None else {"max_epochs": t.epochs}
+    done = trainer.state.iteration >= t.max_steps if t.max_steps is not None else trainer.state.epoch >= t.epochs
+    if resumed and done:
+        run.say(f"{run.run_dir} already finished training ({trainer.state.iteration} steps); raise "
+                f"training.max_steps or training.epochs with --set to train longer")
+        return
+    run.metrics_log.write("start", params=num_params, resume=resumed, step=trainer.state.iteration,
+                          world_size=run.world, **({"changed": {k: list(v) for k, v in changes.items()}}
+                                                   if changes else {}))
+    start = time.time()
+    trainer.run(updates, **target)
+    run.tb.close()
+    elapsed = time.time() - start
+    previous = sum(r.get("train_seconds", 0.0) for r in (run.metrics_log.read("end") or []))
+    recent = run.recent
+    run.metrics_log.write("end", step=trainer.state.iteration, epoch=trainer.state.epoch, train_seconds=elapsed,
+                          total_train_seconds=previous + elapsed, params=num_params,
+                          final_train_loss=sum(l * n for l, n in recent) / max(1, sum(n for _, n in recent))
+                          if recent else None)
+    run.say(f"done: {trainer.state.iteration} steps in {elapsed / 60:.1f} min; checkpoints in "
+            f"{run.run_dir / 'checkpoints'}")
+
+
+def show_progress_bar(is_main: bool) -> bool:
+    """A live bar on terminals; logs and CI get periodic lines instead."""
+    return is_main and sys.stderr.isatty()
+
