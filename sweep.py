@@ -22,16 +22,27 @@ training.max_steps=50 for a smoke test).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from pathlib import Path
 from typing import Optional
 
 import compare
-import test as test_cmd
 import train as train_cmd
 from training.run_folder import RunFolder
 from utils.cli import main_guard
 from utils.config import load_config
 from utils.runtime import log
+
+
+def _load_test_command():
+    """test.py as a module; loaded from its file, since `import test` names Python's own test package."""
+    spec = importlib.util.spec_from_file_location("test_command", Path(__file__).with_name("test.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+test_cmd = _load_test_command()
 
 
 def expand_runs(configs: list[str], overrides: list[str], seeds: Optional[list[int]],

@@ -35,11 +35,6 @@ class TranslationScores:
         return asdict(self)
 
 
-def word_tokenize(text: str) -> list[str]:
-    from nltk.tokenize import TreebankWordTokenizer
-    return TreebankWordTokenizer().tokenize(text)
-
-
 def nltk_corpus_bleu4(hypotheses: list[str], references: list[str]) -> float:
     """Corpus BLEU-4 over Treebank word tokens (one reference per sentence)."""
     from nltk.translate.bleu_score import corpus_bleu

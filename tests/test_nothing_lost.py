@@ -212,6 +212,18 @@ class _Payload:
         return (Path.write_text, (Path(self.marker), "code ran"))
 
 
+def test_a_checkpoint_of_a_newer_format_is_refused(trained_run: Path, tmp_path: Path) -> None:
+    from training.checkpoint import read_checkpoint
+
+    newest = max((trained_run / "checkpoints").glob("last_*.pt"), key=lambda p: int(p.stem.split("_")[-1]))
+    state = read_checkpoint(newest)
+    state["meta"]["format_version"] = 99
+    future = tmp_path / "future.pt"
+    torch.save(state, future)
+    assert "checkpoint format 99, newer than this harness reads" in one_error_line(
+        run(["inference.py", "--model_path", str(future), "--src_text", "Bonjour !"]))
+
+
 def test_a_checkpoint_with_a_code_payload_is_refused(tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     evil = tmp_path / "shared.pt"

@@ -49,9 +49,6 @@ class BaseTokenizer:
     def encode_tgt_batch(self, texts: list[str]) -> list[list[int]]:
         return [self.encode_tgt(t) for t in texts]
 
-    def decode_batch(self, batch: Iterable[Iterable[int]]) -> list[str]:
-        return [self.decode(ids) for ids in batch]
-
     def tokens(self, ids: Iterable[int], side: str = "tgt") -> list[str]:
         """Subword strings for ids (plot labels)."""
         raise NotImplementedError
@@ -120,8 +117,6 @@ class BPETokenizer(BaseTokenizer):
     def decode(self, ids: Iterable[int]) -> str:
         return self._tok.decode(list(ids), skip_special_tokens=True)
 
-    def decode_batch(self, batch: Iterable[Iterable[int]]) -> list[str]:
-        return self._tok.decode_batch([list(b) for b in batch], skip_special_tokens=True)
 
     def tokens(self, ids: Iterable[int], side: str = "tgt") -> list[str]:
         return [self._tok.id_to_token(int(i)) or "<?>" for i in ids]

@@ -77,6 +77,10 @@ def read_checkpoint(path: str | Path) -> dict:
                               f"{type(e).__name__}: {e}") from None
     if not isinstance(ckpt, dict) or "model" not in ckpt or "meta" not in ckpt:
         raise CheckpointError(f"{path} is not a checkpoint of this project (no 'model'/'meta' entries)")
+    version = ckpt["meta"].get("format_version", FORMAT_VERSION) if isinstance(ckpt["meta"], dict) else None
+    if version is None or version > FORMAT_VERSION:
+        raise CheckpointError(f"{path} has checkpoint format {version}, newer than this harness reads "
+                              f"({FORMAT_VERSION}); update the harness")
     return ckpt
 
 
