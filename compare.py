@@ -26,6 +26,7 @@ import argparse
 import csv
 import glob
 import json
+import math
 import re
 import statistics
 import sys
@@ -39,6 +40,8 @@ from evaluation.comparison_plots import write_plots
 from evaluation.length_report import add_concat_stats, concat_tables
 from evaluation.metrics import paired_bootstrap
 from evaluation.run_stats import mean_std, read_lines, seed_wins
+from utils.config_schema import METRIC_SIGN
+from utils.runtime import JsonlLogger
 
 # numeric columns: key -> table title (means and stds over a configuration's seeds)
 NUMERIC = {
@@ -68,16 +71,15 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
     if not (run_dir / "config.yaml").is_file():
         return None
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
-    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
-               if line.strip()] if (run_dir / "metrics.jsonl").is_file() else []
+    records = JsonlLogger(run_dir / "metrics.jsonl").read()
     valid = [r for r in records if r["event"] == "valid"]
     ends = [r for r in records if r["event"] == "end"]
     speeds = [r["tokens_per_sec"] for r in records if r["event"] == "train" and r.get("tokens_per_sec") is not None]
     metric = cfg["training"]["checkpoint_metric"]
     best = None
     if valid:
-        sign = -1.0 if metric == "valid_loss" else 1.0
-        scored = [r for r in valid if r.get(metric) is not None]
+        sign = METRIC_SIGN[metric]
+        scored = [r for r in valid if r.get(metric) is not None and math.isfinite(r[metric])]
         best = max(scored, key=lambda r: sign * r[metric]) if scored else valid[-1]
     row = {"run": str(run_dir), "name": cfg.get("name") or run_dir.name, "seed": cfg.get("seed"), "config": cfg,
            "encoding": cfg["model"]["positional"]["name"],

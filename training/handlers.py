@@ -25,8 +25,7 @@ from evaluation.metrics import score_translations
 from evaluation.translate import translate
 from training.checkpoint import read_newest_good_checkpoint, restore_checkpointer
 from training.schedules import set_peak_lr
-
-METRIC_SIGN = {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}  # +1: higher is better
+from utils.config_schema import METRIC_SIGN
 
 
 class Rank0Only:

@@ -131,6 +131,11 @@ class ScheduleConfig:
     min_factor: float = 0.0
 
 
+# Direction of each checkpoint metric: +1 when higher is better. Checkpoint scores (and the
+# scores in best_*.pt file names) are sign x value, so "best" is always the highest.
+METRIC_SIGN = {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}
+
+
 @dataclass
 class TrainingConfig:
     """Optimisation, batching, validation and checkpointing."""
