@@ -30,3 +30,15 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory) -> Path:
+    """A tiny RoPE run trained through train.py (one per test module that asks for it)."""
+    from helpers import run, tiny_overrides
+
+    base = tmp_path_factory.mktemp("e2e")
+    run_dir = base / "run"
+    proc = run(["train.py", "--config", "configs/demo/rope.yaml", *tiny_overrides(run_dir, base / "cache")])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run_dir

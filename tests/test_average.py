@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 import average
-from test_end_to_end import run, trained_run  # noqa: F401  (fixture)
+from helpers import run
 from training.checkpoint import read_checkpoint
 
 

@@ -12,10 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_distributed import torchrun
-from test_end_to_end import ROOT, run, tiny_overrides, trained_run  # noqa: F401  (fixture)
-from test_nothing_lost import CONFIG, one_error_line, train
-from test_readers import _write_parquet_dir
+from helpers import CONFIG, ROOT, one_error_line, run, tiny_overrides, torchrun, train, write_parquet_dir
 from utils.config import ConfigError, load_config
 
 LATIN1 = "Très bien, merci.\n".encode("latin-1")
@@ -112,10 +109,10 @@ def test_cache_key_follows_local_parquet_content_and_the_hub_commit(tmp_path: Pa
 
     root = tmp_path / "iwslt2017"
     splits = {"train": [("Bonjour.", "Hello.")], "validation": [("Merci.", "Thanks.")], "test": [("Oui.", "Yes.")]}
-    _write_parquet_dir(root, "iwslt2017-fr-en", splits)
+    write_parquet_dir(root, "iwslt2017-fr-en", splits)
     cfg = load_config(CONFIG, ["data.source=iwslt2017", f"data.hf_name={root}"]).data
     before = corpus_fingerprint(cfg)
-    _write_parquet_dir(tmp_path / "other", "iwslt2017-fr-en", {**splits, "train": [("Salut.", "Hi.")]})
+    write_parquet_dir(tmp_path / "other", "iwslt2017-fr-en", {**splits, "train": [("Salut.", "Hi.")]})
     shutil.copyfile(tmp_path / "other/iwslt2017-fr-en/train/0000.parquet", root / "iwslt2017-fr-en/train/0000.parquet")
     assert corpus_fingerprint(cfg) != before
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import compare
-from test_end_to_end import read_jsonl, run, tiny_overrides
+from helpers import read_jsonl, run, tiny_overrides
 
 CONFIGS = {"demo/sinusoidal": "configs/demo/sinusoidal.yaml", "demo/rope": "configs/demo/rope.yaml"}
 SEEDS = (1, 2)

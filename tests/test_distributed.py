@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from test_end_to_end import ROOT, read_jsonl, tiny_overrides
-
-TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-
-
-def torchrun(args: list[str]) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([*TORCHRUN, *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
-
+from helpers import read_jsonl, tiny_overrides, torchrun
 
 @pytest.mark.parametrize("update_freq", [1, 2])
 def test_two_ranks_on_half_batches_equal_one_process_on_the_whole_batch(tmp_path: Path, update_freq: int) -> None:

@@ -7,46 +7,11 @@ module takes well under a minute on 2 cores.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def tiny_overrides(run_dir: Path, cache_dir: Path, steps: int = 6) -> list[str]:
-    sets = [
-        f"run_dir={run_dir}", f"data.cache_dir={cache_dir}", "data.max_train_pairs=400", "data.valid_size=12",
-        "data.test_size=10", "tokenizer.vocab_size=400", "model.d_model=32", "model.num_heads=4",
-        "model.ffn_dim=64", "model.num_encoder_layers=1", "model.num_decoder_layers=1",
-        f"training.max_steps={steps}", "training.validate_every_steps=3", "training.max_tokens=300",
-        "training.bleu_sentences=4", "training.log_every=2", "training.num_threads=1", "training.keep_best=2",
-        "decoding.beam_size=2", "decoding.max_len_b=5", "decoding.max_len_a=1.0",
-    ]
-    return [x for s in sets for x in ("--set", s)]
-
-
-def run(args: list[str], cwd: Path = ROOT, stdin: str | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, env=env,
-                          input=stdin, timeout=300)
-
-
-@pytest.fixture(scope="module")
-def trained_run(tmp_path_factory) -> Path:
-    base = tmp_path_factory.mktemp("e2e")
-    run_dir = base / "run"
-    proc = run(["train.py", "--config", "configs/demo/rope.yaml", *tiny_overrides(run_dir, base / "cache")])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return run_dir
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
+from helpers import ROOT, read_jsonl, run, tiny_overrides
 
 def test_train_writes_a_complete_run_folder(trained_run: Path) -> None:
     assert (trained_run / "config.yaml").is_file()

@@ -11,7 +11,7 @@ import torch
 
 from data.concat import concat_groups, join_pairs
 from data.parallel_text import read_line_aligned_documents as read_pairs_with_documents
-from test_end_to_end import run, trained_run  # noqa: F401  (fixture)
+from helpers import run
 from utils.config import ExperimentConfig
 
 FIX = Path(__file__).parent / "fixtures"

@@ -9,27 +9,7 @@ from pathlib import Path
 
 import torch
 
-from test_end_to_end import read_jsonl, run, tiny_overrides, trained_run  # noqa: F401  (fixture)
-
-CONFIG = "configs/demo/sinusoidal.yaml"
-
-
-def train(run_dir: Path, cache: Path, *extra: str, steps: int = 4, flags: tuple[str, ...] = ()):
-    return run(["train.py", "--config", CONFIG, *tiny_overrides(run_dir, cache, steps=steps),
-                "--set", "training.bleu_sentences=0", *[x for e in extra for x in ("--set", e)], *flags])
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def one_error_line(proc) -> str:
-    assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1, proc.stderr[-3000:]
-    return errors[0]
-
+from helpers import CONFIG, one_error_line, read_jsonl, run, snapshot, tiny_overrides, train
 
 # ---- 1. --overwrite deletes only the harness's own run folder, and only after start-up checks
 

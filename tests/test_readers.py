@@ -18,6 +18,7 @@ from data.iwslt import read_iwslt2017_hf  # noqa: E402
 from data.parallel_text import (  # noqa: E402
     CorpusError, read_line_aligned, read_lines, read_split, read_tsv, read_wit3_xml,
     read_wit3_xml_pair)
+from helpers import write_parquet_dir
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 
@@ -186,18 +187,9 @@ def test_read_split_swapped_languages(tmp_path):
 
 
 # --------------------------------------------------------------------- Hugging Face
-def _write_parquet_dir(root: Path, config: str, split_dir: dict[str, list[tuple[str, str]]]):
-    import datasets
-    for folder, pairs in split_dir.items():
-        out = root / config / folder
-        out.mkdir(parents=True)
-        rows = [{"translation": {"en": en, "fr": fr}} for fr, en in pairs]
-        datasets.Dataset.from_list(rows).to_parquet(str(out / "0000.parquet"))
-
-
 def test_hf_reader_local_parquet_dir(tmp_path):
     splits = {"train": PLAIN_PAIRS, "validation": XML_PAIRS, "test": TAGS_PAIRS[:2]}
-    _write_parquet_dir(tmp_path / "iwslt2017", "iwslt2017-fr-en",
+    write_parquet_dir(tmp_path / "iwslt2017", "iwslt2017-fr-en",
                        {k: [(f" {fr} ", en) for fr, en in v] for k, v in splits.items()})
     got = read_iwslt2017_hf(str(tmp_path / "iwslt2017"), cache_dir=str(tmp_path / "cache"))
     assert got == {"train": PLAIN_PAIRS, "valid": XML_PAIRS, "test": TAGS_PAIRS[:2]}
@@ -207,7 +199,7 @@ def test_hf_reader_local_parquet_dir(tmp_path):
 
 
 def test_hf_reader_local_dir_missing_split(tmp_path):
-    _write_parquet_dir(tmp_path, "iwslt2017-fr-en", {"train": PLAIN_PAIRS})
+    write_parquet_dir(tmp_path, "iwslt2017-fr-en", {"train": PLAIN_PAIRS})
     with pytest.raises(CorpusError, match=r"validation.*parquet"):
         read_iwslt2017_hf(str(tmp_path), cache_dir=str(tmp_path / "cache"))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 import subprocess
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from test_end_to_end import ROOT, read_jsonl, run, tiny_overrides, trained_run  # noqa: F401  (fixture)
+from helpers import ROOT, final_params, losses, read_jsonl, run, tiny_overrides
 
 
 def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path: Path) -> None:
@@ -57,19 +56,6 @@ def test_divergence_stops_with_a_message(tmp_path: Path) -> None:
     assert "diverged" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def _final_params(run_dir: Path):
-    import torch
-
-    from training.checkpoint import read_checkpoint
-
-    last = max((run_dir / "checkpoints").glob("last_*.pt"), key=lambda p: int(p.stem.split("_")[-1]))
-    return read_checkpoint(last)["model"]
-
-
-def _losses(run_dir: Path) -> dict[int, float]:
-    return {r["step"]: r["loss"] for r in read_jsonl(run_dir / "metrics.jsonl") if r["event"] == "train"}
-
-
 def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     import torch
 
@@ -92,18 +78,18 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> Non
     proc.wait()
     resumed = run(["train.py", "--run", str(killed), "--set", "training.max_steps=12"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    a, b = _final_params(full), _final_params(killed)
+    a, b = final_params(full), final_params(killed)
     assert a.keys() == b.keys()
     for key in a:
         assert torch.allclose(a[key], b[key], atol=1e-6), key
-    assert _losses(killed) == pytest.approx(_losses(full), rel=1e-6)
+    assert losses(killed) == pytest.approx(losses(full), rel=1e-6)
 
 
-def test_same_config_and_seed_give_the_same_losses(tmp_path: Path) -> None:
+def test_same_config_and_seed_give_the_samelosses(tmp_path: Path) -> None:
     runs = []
     for name in ("a", "b"):
         proc = run(["train.py", "--config", "configs/demo/rope.yaml",
                     *tiny_overrides(tmp_path / name, tmp_path / "cache", steps=6)])
         assert proc.returncode == 0, proc.stderr[-3000:]
-        runs.append(_losses(tmp_path / name))
+        runs.append(losses(tmp_path / name))
     assert runs[0] == runs[1] and len(runs[0]) == 3

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from test_end_to_end import read_jsonl, trained_run  # noqa: F401  (trained_run is a fixture)
+from helpers import read_jsonl
 
 # Never through a proxy from the environment: the server is on 127.0.0.1.
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))

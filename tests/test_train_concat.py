@@ -8,8 +8,7 @@ import pytest
 
 from data.concat import ConcatPairDataset, plan_train_concat
 from data.pipeline import Collator, EncodedSplit, EpochBatchSampler
-from test_end_to_end import run, tiny_overrides
-from test_reliability import _final_params, _losses
+from helpers import final_params, losses, run, tiny_overrides
 
 
 def _split(n: int = 300, seed: int = 0) -> EncodedSplit:
@@ -86,7 +85,7 @@ def test_training_with_joined_pairs_resumes_exactly(tmp_path: Path):
     assert first.returncode == 0, first.stderr[-3000:]
     resumed = run(["train.py", "--run", str(tmp_path / "split"), "--set", "training.max_steps=8"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    a, b = _final_params(tmp_path / "full"), _final_params(tmp_path / "split")
+    a, b = final_params(tmp_path / "full"), final_params(tmp_path / "split")
     for key in a:
         assert (a[key] - b[key]).abs().max().item() < 1e-6, key
-    assert _losses(tmp_path / "split") == pytest.approx(_losses(tmp_path / "full"), rel=1e-6)
+    assert losses(tmp_path / "split") == pytest.approx(losses(tmp_path / "full"), rel=1e-6)

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 import visualize
-from test_end_to_end import trained_run  # noqa: F401  (fixture: a tiny trained rope run)
 
 
 def assert_real_png(path: Path) -> None:
@@ -71,7 +70,7 @@ def test_attention_rows_are_distributions(trained_run: Path) -> None:
 @pytest.fixture(scope="module")
 def trained_family_runs(tmp_path_factory) -> dict[str, Path]:
     """Tiny trained runs with a learned position table (learnable) and a learned bias (t5_bias)."""
-    from test_end_to_end import run, tiny_overrides
+    from helpers import run, tiny_overrides
 
     base = tmp_path_factory.mktemp("families")
     runs = {}
