@@ -56,7 +56,7 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     return _MaskedScale.apply(x, keep, scale)
 
 
-class Dropout(nn.Dropout):
+class BitMaskDropout(nn.Dropout):
     """Drop-in `nn.Dropout` using `dropout` above (same `p`, same state dict, same repr)."""
 
     def forward(self, x: Tensor) -> Tensor:

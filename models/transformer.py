@@ -15,10 +15,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from models.attention import MultiHeadAttention, ancestor_index_path, per_head_mask, short_query_path
-from models.cache import DecoderCache
-from models.dropout import Dropout
-from models.linear import Linear
+from models.attention import MultiHeadAttention
+from models.decoding.attend import ancestor_index_path, per_head_mask, short_query_path
+from models.decoding.cache import DecoderCache
+from models.dropout import BitMaskDropout
+from models.decoding.linear import DecodingLinear
 from models.positional_encodings import PositionalEncoding
 
 
@@ -46,9 +47,9 @@ def merge_mask(bool_mask: Optional[Tensor], bias: Optional[Tensor]) -> Optional[
 class FeedForward(nn.Module):
     def __init__(self, d_model: int, ffn_dim: int, dropout: float, activation: str) -> None:
         super().__init__()
-        self.fc1 = Linear(d_model, ffn_dim)
-        self.fc2 = Linear(ffn_dim, d_model)
-        self.dropout = Dropout(dropout)
+        self.fc1 = DecodingLinear(d_model, ffn_dim)
+        self.fc2 = DecodingLinear(ffn_dim, d_model)
+        self.dropout = BitMaskDropout(dropout)
         self.activation = F.gelu if activation == "gelu" else F.relu
 
     def forward(self, x: Tensor) -> Tensor:
@@ -62,7 +63,7 @@ class EncoderLayer(nn.Module):
         self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout)
         self.ffn = FeedForward(d_model, ffn_dim, dropout, activation)
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.dropout = Dropout(dropout)
+        self.dropout = BitMaskDropout(dropout)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, attn_mask: Optional[Tensor], positions) -> Tensor:
@@ -81,7 +82,7 @@ class DecoderLayer(nn.Module):
         self.cross_attn = MultiHeadAttention(d_model, num_heads, attention_dropout, cross=True)
         self.ffn = FeedForward(d_model, ffn_dim, dropout, activation)
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d_model), nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.dropout = Dropout(dropout)
+        self.dropout = BitMaskDropout(dropout)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Optional[Tensor], is_causal: bool,
@@ -129,8 +130,8 @@ class Seq2SeqTransformer(nn.Module):
         self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(num_decoder_layers))
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-        self.dropout = Dropout(dropout)
-        self.output_proj = Linear(d_model, tgt_vocab_size, bias=False)  # W @ xᵀ at decoding steps on CPU
+        self.dropout = BitMaskDropout(dropout)
+        self.output_proj = DecodingLinear(d_model, tgt_vocab_size, bias=False)  # W @ xᵀ at decoding steps on CPU
         self._reset_parameters()
         if tie_output:
             self.output_proj.weight = self.tgt_embed.weight

@@ -1,4 +1,4 @@
-"""The C attention kernel for CPU decoding steps (models/cpu_kernel.py, models/csrc/decode_attention.c)."""
+"""The C attention kernel for CPU decoding steps (models/decoding/cpu_kernel.py, models/decoding/csrc/decode_attention.c)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import shutil
 import pytest
 import torch
 
-from models import cpu_kernel
-from models.attention import attend, per_head_mask
+from models.decoding import cpu_kernel
+from models.decoding.attend import attend, per_head_mask
 from models.positional_encodings import build_positional_encoding
 from models.search import beam_search, greedy_search
 from models.transformer import Seq2SeqTransformer
@@ -299,7 +299,7 @@ def test_attend_with_a_key_index_equals_the_mask_it_stands_for(path, monkeypatch
     if path != "kernel":
         monkeypatch.setitem(cpu_kernel._state, "lib", None)
     if path == "sdpa":
-        monkeypatch.setattr("models.attention.SHORT_QUERY", 0)
+        monkeypatch.setattr("models.decoding.attend.SHORT_QUERY", 0)
     allowed = torch.zeros(3, 1, 5, 40, dtype=torch.bool).scatter_(-1, index[:, None].long(), True)
     for attn_mask in (None, bias):
         full = torch.zeros(3, 4, 5, 40).masked_fill(~allowed, float("-inf")) + (0 if attn_mask is None else attn_mask)

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models.dropout import Dropout, dropout, keep_mask
+from models.dropout import BitMaskDropout, dropout, keep_mask
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
@@ -48,7 +48,7 @@ def test_expectation_and_gradient():
 
 
 def test_same_seed_same_mask_and_eval_is_identity():
-    layer = Dropout(0.2)
+    layer = BitMaskDropout(0.2)
     x = torch.randn(64, 128)
     torch.manual_seed(3)
     a = layer(x)
@@ -58,7 +58,7 @@ def test_same_seed_same_mask_and_eval_is_identity():
     assert not torch.equal(a, layer(x))  # the generator moved on
     layer.eval()
     assert torch.equal(layer(x), x)
-    assert repr(layer) == repr(torch.nn.Dropout(0.2))
+    assert repr(layer) == "BitMask" + repr(torch.nn.Dropout(0.2))  # same settings as nn.Dropout
 
 
 def test_edge_rates_dtypes_and_shapes():

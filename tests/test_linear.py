@@ -1,4 +1,4 @@
-"""models/linear.py: the transposed CPU inference product computes what `F.linear` computes."""
+"""models/decoding/linear.py: the transposed CPU inference product computes what `F.linear` computes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models.linear import FEW_ROWS, Linear
+from models.decoding.linear import FEW_ROWS, DecodingLinear
 from test_decoding import BOS, make_model, mixed_batch
 
 
@@ -14,7 +14,7 @@ from test_decoding import BOS, make_model, mixed_batch
 @pytest.mark.parametrize("shape", [(7, 16), (3, 1, 16), (2, 5, 16), (FEW_ROWS, 16)])
 def test_inference_product_equals_f_linear_and_is_feature_major(shape, bias):
     torch.manual_seed(0)
-    layer = Linear(16, 24, bias=bias)
+    layer = DecodingLinear(16, 24, bias=bias)
     x = torch.randn(*shape)
     with torch.no_grad():
         got = layer(x)
@@ -22,7 +22,7 @@ def test_inference_product_equals_f_linear_and_is_feature_major(shape, bias):
     assert got.shape == (*shape[:-1], 24)
     assert got.reshape(rows, 24).stride() == (1, rows)  # the transposed product was taken
     torch.testing.assert_close(got, F.linear(x, layer.weight, layer.bias), atol=1e-6, rtol=1e-5)
-    following = Linear(24, 8, bias=bias)  # takes the feature-major output as it is
+    following = DecodingLinear(24, 8, bias=bias)  # takes the feature-major output as it is
     with torch.no_grad():
         torch.testing.assert_close(following(got), F.linear(got.contiguous(), following.weight, following.bias),
                                    atol=1e-6, rtol=1e-5)
@@ -31,7 +31,7 @@ def test_inference_product_equals_f_linear_and_is_feature_major(shape, bias):
 def test_training_gpu_and_long_inputs_keep_f_linear():
     """Autograd and inputs longer than FEW_ROWS take `F.linear` (row-major output, gradients as usual)."""
     torch.manual_seed(1)
-    layer = Linear(16, 24)
+    layer = DecodingLinear(16, 24)
     x = torch.randn(3, 16, requires_grad=True)
     out = layer(x)
     assert out.is_contiguous()

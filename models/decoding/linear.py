@@ -6,7 +6,7 @@ decoding step has one per hypothesis) and a weight that comes from main memory e
 than the same product the other way round, `W @ xᵀ`, whose result is the output transposed.
 This layer computes the latter and returns its transpose as a view: the same numbers, in a
 feature-major layout (`[rows, out]` with strides `(1, rows)`) that the following element-wise
-ops read as they are and the next `Linear` takes again without a copy.
+ops read as they are and the next `DecodingLinear` takes again without a copy.
 
 Used only where it pays and is safe: no autograd (inference), a CPU tensor, at most `FEW_ROWS`
 rows. Training, GPUs and long inputs (the encoder over a batch) run `F.linear` unchanged.
@@ -22,7 +22,7 @@ from torch import Tensor, nn
 FEW_ROWS = 512  # inference inputs with at most this many rows use the transposed product on CPU
 
 
-class Linear(nn.Linear):
+class DecodingLinear(nn.Linear):
     """Drop-in `nn.Linear` (same parameters and state dict); see the module docstring."""
 
     def forward(self, x: Tensor) -> Tensor:

@@ -1,0 +1,107 @@
+"""How attention is computed at decoding steps on CPU: the C kernel, batched matmuls for a few
+queries per row, masks laid out once per step, beam ancestors as a key index, and cross-attention
+folded per sentence. `attend()` is the one entry point; training and GPUs end in
+`F.scaled_dot_product_attention`. Measured speed-ups: benchmarks/README.md."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from models.decoding import cpu_kernel
+
+
+def fold_groups(q: Tensor, memory_rows: int, attn_mask: Optional[Tensor]) -> tuple[Tensor, Optional[Tensor], int]:
+    """Cross-attention when consecutive query rows share a memory row (the beams of a sentence):
+    fold each group into the query axis, so keys and values are stored and read once per
+    sentence. q `[rows, heads, q_len, d]` -> `[memory_rows, heads, groups * q_len, d]`; a mask
+    that varies along the query axis is repeated to match."""
+    rows, heads, q_len, head_dim = q.shape
+    if rows % memory_rows:
+        raise ValueError(f"{rows} query rows cannot share {memory_rows} memory rows evenly")
+    groups = rows // memory_rows
+    q = q.unflatten(0, (memory_rows, groups)).transpose(1, 2).reshape(memory_rows, heads, groups * q_len, head_dim)
+    if attn_mask is not None and attn_mask.size(-2) > 1:  # one mask row per query position
+        attn_mask = attn_mask.repeat(*([1] * (attn_mask.dim() - 2)), groups, 1)
+    return q, attn_mask, groups
+
+
+SHORT_QUERY = 16  # query lengths up to this use plain matmul-softmax-matmul on CPU (see `attend`)
+
+
+def short_query_path(device: torch.device, q_len: int) -> bool:
+    """Whether `attend` computes attention of `q_len` queries per row with batched matmuls (CPU decoding steps)."""
+    return device.type == "cpu" and q_len <= SHORT_QUERY
+
+
+def per_head_mask(attn_mask: Optional[Tensor], rows: int, heads: int) -> Optional[Tensor]:
+    """`attn_mask` (bool, True = attend, or float added to the scores; broadcastable to
+    `[rows, heads, q_len, k_len]`) as one float tensor laid out `[rows, heads, q_len or 1, k_len]`.
+    `attend` adds a mask in this form inside the score product, instead of masking the scores
+    afterwards in every layer; a decoding step builds it once for all its layers."""
+    if attn_mask is None:
+        return None
+    if attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros(attn_mask.shape, device=attn_mask.device).masked_fill_(~attn_mask, float("-inf"))
+    return attn_mask.expand(rows, heads, *attn_mask.shape[-2:]).contiguous()
+
+
+def ancestor_index_path(device: torch.device, dtype: torch.dtype, head_dim: int) -> bool:
+    """Whether a beam-search step's self-attention on this device/dtype runs through the C kernel
+    with each beam's ancestors as a key index (`attend(key_index=...)`) instead of an ancestry mask."""
+    return (device.type == "cpu" and dtype == torch.float32 and head_dim % 16 == 0
+            and not torch.is_autocast_enabled("cpu") and cpu_kernel.available())
+
+
+def index_mask(key_index: Tensor, k_len: int, attn_mask: Optional[Tensor]) -> Tensor:
+    """`attn_mask` restricted to the keys of `key_index` `[batch, q_len, n]`: bool `[batch, 1, q_len, k_len]`
+    (True = attend), or the float mask with -inf elsewhere."""
+    batch, q_len, _ = key_index.shape
+    allowed = torch.zeros(batch, 1, q_len, k_len, dtype=torch.bool, device=key_index.device)
+    allowed.scatter_(-1, key_index[:, None].long(), True)
+    if attn_mask is None:
+        return allowed
+    if attn_mask.dtype == torch.bool:
+        return attn_mask & allowed
+    return attn_mask.masked_fill(~allowed, float("-inf"))
+
+
+def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_causal: bool, dropout_p: float,
+           key_index: Optional[Tensor] = None) -> Tensor:
+    """Scaled dot-product attention. On CPU, a few queries per row (a decoding step: one token, or
+    the folded beams of a sentence) go through the C kernel of `models.cpu_kernel` where it
+    applies (fp32, AVX2; 1.5-2x faster than the matmuls at beam-search shapes), else through two
+    batched matmuls and a softmax, which are 1.5-3x faster there than SDPA's flash kernel at
+    these shapes (`benchmarks/decode.py` measures the search end to end); a float mask laid out by
+    `per_head_mask` is added within the first product. Everything else is
+    `F.scaled_dot_product_attention`.
+
+    key_index: optional int32 `[batch, q_len, n]`, the only keys each query may attend to (on top
+    of `attn_mask`): a beam's ancestors in the folded self-attention of a beam-search step. The
+    kernel then reads just those keys; the other paths turn the index into a mask."""
+    short = short_query_path(q.device, q.size(-2)) and not is_causal and dropout_p == 0.0
+    batch, heads, q_len, head_dim = q.shape
+    scale = head_dim ** -0.5
+    if short and cpu_kernel.usable(q, k, v, attn_mask):  # fp32 on an AVX2 CPU: the C kernel, one pass over keys
+        return cpu_kernel.attention(q, k, v, attn_mask, scale, key_index)
+    if key_index is not None:
+        attn_mask = index_mask(key_index, k.size(-2), attn_mask)
+    if not short:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p)
+    k_len = k.size(-2)
+    q3, k3, v3 = q.reshape(-1, q_len, head_dim), k.reshape(-1, k_len, head_dim), v.reshape(-1, k_len, head_dim)
+    if (attn_mask is not None and attn_mask.dtype != torch.bool and attn_mask.dim() == 4
+            and tuple(attn_mask.shape[:2]) == (batch, heads) and attn_mask.is_contiguous()):
+        scores = torch.baddbmm(attn_mask.view(-1, attn_mask.size(-2), k_len), q3, k3.transpose(1, 2), alpha=scale)
+    else:
+        scores = torch.bmm(q3, k3.transpose(1, 2)).mul_(scale)  # [batch * heads, q_len, k_len]
+        if attn_mask is not None:
+            scores4 = scores.view(batch, heads, q_len, k_len)
+            if attn_mask.dtype == torch.bool:
+                scores4.masked_fill_(~attn_mask, float("-inf"))
+            else:
+                scores4.add_(attn_mask)
+    return torch.bmm(torch.softmax(scores, dim=-1), v3).view(batch, heads, q_len, head_dim)
