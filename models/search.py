@@ -15,10 +15,30 @@ log-probabilities in place.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, Protocol
 
 import torch
 from torch import Tensor
+
+
+class Searchable(Protocol):
+    """What the searches need from a model (`Seq2SeqTransformer`, `FullPrefixDecoder`, or a
+    model of your own): encode a batch once, then extend hypotheses one token per step."""
+
+    def encode(self, src: Tensor) -> Any:
+        """Encoder output for `src` `[batch, src_len]` (passed back to `decode_step` as it is)."""
+
+    def new_cache(self, capacity: Optional[int] = None) -> Any:
+        """An empty decoder cache for up to `capacity` steps."""
+
+    def decode_step(self, tokens: Tensor, enc: Any, cache: Any, offset: int) -> Tensor:
+        """Logits `[rows, vocab]` for the next token after `tokens` `[rows, 1]` at position `offset`
+        (new logits at every call: the searches write into them)."""
+
+    def reorder_cache(self, cache: Any, index: Tensor, memory_index: Optional[Tensor] = None,
+                      groups: Optional[int] = None) -> None:
+        """Keep the cache rows of `index` (rows of encoder memory: `memory_index`; `groups` beams per
+        sentence)."""
 
 
 @dataclass
@@ -80,7 +100,7 @@ def _mask_specials(logp: Tensor, step: int, limits: Tensor, eos: int, banned: tu
 
 
 @torch.no_grad()
-def greedy_search(model, src: Tensor, bos: int, eos: int, pad: int, max_len_a: float = 1.5,
+def greedy_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, max_len_a: float = 1.5,
                   max_len_b: int = 10, max_len_cap: Optional[int] = None, min_len: int = 0,
                   no_repeat_ngram: int = 0) -> list[Hypothesis]:
     """Pick the most likely token at each step, for a batch `src` `[batch, src_len]`."""
@@ -115,7 +135,7 @@ def greedy_search(model, src: Tensor, bos: int, eos: int, pad: int, max_len_a: f
 
 
 @torch.no_grad()
-def beam_search(model, src: Tensor, bos: int, eos: int, pad: int, beam_size: int = 5, max_len_a: float = 1.5,
+def beam_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, beam_size: int = 5, max_len_a: float = 1.5,
                 max_len_b: int = 10, penalty: str = "wu", alpha: float = 0.6, nbest: int = 1,
                 max_len_cap: Optional[int] = None, min_len: int = 0,
                 no_repeat_ngram: int = 0) -> list[list[Hypothesis]]:
