@@ -5,7 +5,7 @@ Three hook families (DESIGN.md); the attention code never branches on a name:
 1. additive absolute (sinusoidal, learnable, none): `add_to_embeddings(x, positions)`;
 2. rotary (rope): `self_attention()` / `cross_attention()` return cos/sin tables that
    the attention layer applies to q and k *after* the head split;
-3. score bias (alibi, t5_bias, shaw; issue 3): the same hooks return a float bias
+3. score bias (alibi, t5_bias, shaw): the same hooks return a float bias
    `[heads, q_len, k_len]` added to the attention scores.
 
 Positions are always explicit (`[len]` or `[batch, len]` integer tensors) so incremental

@@ -83,7 +83,7 @@ class PositionalConfig:
     # Relative families (rope, bias): also apply in cross-attention (query = target
     # positions, key = source positions). An ablation: the original report did this for RoPE.
     cross_attention: bool = False
-    # Score-bias families (issue 3): ALiBi, T5 buckets, Shaw clipping distance.
+    # Score-bias families: ALiBi, T5 buckets, Shaw clipping distance.
     num_buckets: int = 32
     max_distance: int = 128
     clip_distance: int = 16
