@@ -109,6 +109,31 @@ class PairDataset(Dataset):
         return self.split.src[i], self.split.tgt[i]
 
 
+def pad_batch(seqs: list[list[int]], pad_id: int) -> Tensor:
+    """Right-padded `[len(seqs), longest]` long tensor of token-id lists."""
+    out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return out
+
+
+def cut_by_token_budget(order: list[int], sizes: list[int], max_tokens: int) -> list[list[int]]:
+    """Consecutive runs of `order` such that (items in the run) x (largest size in it) <= max_tokens;
+    an item larger than the budget gets a batch of its own. Training batches (size: the longer side
+    + 1) and decoding batches (size: source length x beam) are cut by this one rule."""
+    batches, current, longest = [], [], 0
+    for i in order:
+        size = sizes[i]
+        if current and (len(current) + 1) * max(longest, size) > max_tokens:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(i)
+        longest = max(longest, size)
+    if current:
+        batches.append(current)
+    return batches
+
+
 class Collator:
     """Right-pad sources; build decoder input `<s> y` and output `y </s>`."""
 
@@ -116,16 +141,9 @@ class Collator:
         self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
 
     def __call__(self, items: list[tuple[list[int], list[int]]]) -> dict[str, Tensor]:
-        src_len = max(len(s) for s, _ in items)
-        tgt_len = max(len(t) for _, t in items) + 1
-        src = torch.full((len(items), src_len), self.pad_id, dtype=torch.long)  # [batch, src_len]
-        tgt_in = torch.full((len(items), tgt_len), self.pad_id, dtype=torch.long)  # [batch, tgt_len]
-        tgt_out = torch.full((len(items), tgt_len), self.pad_id, dtype=torch.long)
-        for i, (s, t) in enumerate(items):
-            src[i, : len(s)] = torch.tensor(s)
-            tgt_in[i, : len(t) + 1] = torch.tensor([self.bos_id, *t])
-            tgt_out[i, : len(t) + 1] = torch.tensor([*t, self.eos_id])
-        return {"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out}
+        return {"src": pad_batch([s for s, _ in items], self.pad_id),  # [batch, src_len]
+                "tgt_in": pad_batch([[self.bos_id, *t] for _, t in items], self.pad_id),  # [batch, tgt_len]
+                "tgt_out": pad_batch([[*t, self.eos_id] for _, t in items], self.pad_id)}
 
 
 class EpochBatchSampler(Sampler[list[int]]):
@@ -175,16 +193,8 @@ class EpochBatchSampler(Sampler[list[int]]):
             if self.shuffle:
                 rng.shuffle(order)  # random tie-breaking among equal lengths
             order.sort(key=lambda i: (self.tgt_lens[i], self.src_lens[i]))
-            batches, current, longest = [], [], 0
-            for i in order:
-                size = max(self.src_lens[i], self.tgt_lens[i]) + 1
-                if current and (len(current) + 1) * max(longest, size) > self.max_tokens:
-                    batches.append(current)
-                    current, longest = [], 0
-                current.append(i)
-                longest = max(longest, size)
-            if current:
-                batches.append(current)
+            sizes = [max(s, t) + 1 for s, t in zip(self.src_lens, self.tgt_lens)]
+            batches = cut_by_token_budget(order, sizes, self.max_tokens)
             if self.shuffle:
                 rng.shuffle(batches)
         if self.num_replicas > 1:

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 
 import torch
 
+from data.pipeline import cut_by_token_budget, pad_batch
 from models.search import Hypothesis, beam_search, greedy_search
 from utils.config import DecodingConfig
 
@@ -47,17 +48,7 @@ def search_batch(model, src: torch.Tensor, tokenizer, settings: DecodingConfig) 
 def make_batches(lengths: list[int], max_tokens: int, beam: int) -> list[list[int]]:
     """Indices sorted by length, cut so that batch * longest * beam <= max_tokens (at least one each)."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for i in order:
-        longest = max(lengths[i], 1)
-        if current and (len(current) + 1) * longest * beam > max_tokens:
-            batches.append(current)
-            current = []
-        current.append(i)
-    if current:
-        batches.append(current)
-    return batches
+    return cut_by_token_budget(order, [max(n, 1) * beam for n in lengths], max_tokens)
 
 
 @torch.no_grad()
@@ -87,10 +78,7 @@ def translate(model, tokenizer, sentences: list[str], settings: DecodingConfig,
     iterator = progress(batches) if progress is not None else batches
     for batch in iterator:
         rows = [todo[j] for j in batch]
-        longest = max(len(ids[i]) for i in rows)
-        src = torch.full((len(rows), longest), tokenizer.pad_id, dtype=torch.long)  # [batch, src_len]
-        for r, i in enumerate(rows):
-            src[r, : len(ids[i])] = torch.tensor(ids[i])
+        src = pad_batch([ids[i] for i in rows], tokenizer.pad_id)  # [batch, src_len]
         for i, hyps in zip(rows, search_batch(model, src.to(device), tokenizer, settings)):
             results[i] = Translation(sentences[i], [(tokenizer.decode(h.tokens), h.normalized_score) for h in hyps],
                                      truncated_from.get(i, len(ids[i])), truncated_from.get(i))
