@@ -62,6 +62,25 @@ class MultiHeadAttention(nn.Module):
         keys, int32 `[sentences, groups * q_len, n]` (`DecoderCache.ancestor_keys`); see `attend`.
         """
         batch, q_len, _ = x.shape
+        q, k, v = self._queries_keys_values(x, memory, positions, cache)
+        if attn_mask is not None and attn_mask.dtype != torch.bool:
+            attn_mask = attn_mask.to(q.dtype)
+        groups = 1
+        if k.size(0) != batch:  # beam search: `groups` query rows share one memory row / one cache sentence
+            # Self-attention's mask comes folded already (DecoderCache.self_attention_mask).
+            q, folded_mask, groups = fold_groups(q, k.size(0), attn_mask if self.cross else None)
+            attn_mask = folded_mask if self.cross else attn_mask  # q: [sentences, heads, groups * q_len, head_dim]
+        out = attend(q, k, v, attn_mask, is_causal and attn_mask is None,
+                     self.dropout if self.training else 0.0, key_index)  # [batch, heads, q_len, head_dim]
+        if groups > 1:
+            out = out.unflatten(2, (groups, q_len)).transpose(1, 2).flatten(0, 1)  # [batch, heads, q_len, head_dim]
+        out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)  # [batch, q_len, d_model]
+        return self.out_proj(out)
+
+    def _queries_keys_values(self, x: Tensor, memory: Optional[Tensor], positions: Optional[AttentionPositions],
+                             cache: Optional[LayerCache | SelfAttentionCache] = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Projected, head-split, rotated (RoPE) q `[batch, heads, q_len, head_dim]` and k, v; with a
+        cache, k and v are the cached ones (self-attention: this call's appended)."""
         rotary_q = positions.rotary_q if positions is not None else None
         rotary_k = positions.rotary_k if positions is not None else None
         layout = positions.rotary_layout if positions is not None else "half"
@@ -86,32 +105,12 @@ class MultiHeadAttention(nn.Module):
                 k, v = cache.append(k, v)
         if rotary_q is not None:
             q = apply_rotary(q, *rotary_q, layout)
-        if attn_mask is not None and attn_mask.dtype != torch.bool:
-            attn_mask = attn_mask.to(q.dtype)
-        groups = 1
-        if k.size(0) != batch:  # beam search: `groups` query rows share one memory row / one cache sentence
-            # Self-attention's mask comes folded already (DecoderCache.self_attention_mask).
-            q, folded_mask, groups = fold_groups(q, k.size(0), attn_mask if self.cross else None)
-            attn_mask = folded_mask if self.cross else attn_mask  # q: [sentences, heads, groups * q_len, head_dim]
-        out = attend(q, k, v, attn_mask, is_causal and attn_mask is None,
-                     self.dropout if self.training else 0.0, key_index)  # [batch, heads, q_len, head_dim]
-        if groups > 1:
-            out = out.unflatten(2, (groups, q_len)).transpose(1, 2).flatten(0, 1)  # [batch, heads, q_len, head_dim]
-        out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)  # [batch, q_len, d_model]
-        return self.out_proj(out)
+        return q, k, v
 
     def attention_weights(self, x: Tensor, memory: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
                           positions: Optional[AttentionPositions] = None) -> Tensor:
         """The softmax attention matrix `[batch, heads, q_len, k_len]` (for plots; no cache, no dropout)."""
-        layout = positions.rotary_layout if positions is not None else "half"
-        if self.cross:
-            (q,) = self._split_heads(self.q_proj(x), 1)
-            k, _ = self._split_heads(self.kv_proj(memory), 2)
-        else:
-            q, k, _ = self._split_heads(self.qkv_proj(x), 3)
-        if positions is not None and positions.rotary_q is not None:
-            q = apply_rotary(q, *positions.rotary_q, layout)
-            k = apply_rotary(k, *positions.rotary_k, layout)
+        q, k, _ = self._queries_keys_values(x, memory, positions)
         scores = q @ k.transpose(-1, -2) / self.head_dim ** 0.5  # [batch, heads, q_len, k_len]
         if attn_mask is not None:
             scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
