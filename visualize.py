@@ -168,7 +168,7 @@ def attention_maps(model, src: torch.Tensor, tgt_in: torch.Tensor) -> dict[str, 
             mask = kwargs.get("attn_mask")
             if kwargs.get("is_causal") and mask is None:
                 mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
-            weights = module.attention_weights(x, memory, mask, kwargs.get("positions"))
+            weights = module.attention_weights(x, memory, mask, kwargs.get("attn_positions"))
             maps[kind].append(weights[0])
     return maps
 

@@ -46,7 +46,7 @@ class MultiHeadAttention(nn.Module):
         return x.permute(2, 0, 3, 1, 4).unbind(0)  # parts x [batch, heads, len, head_dim]
 
     def forward(self, x: Tensor, memory: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
-                is_causal: bool = False, positions: Optional[AttentionPositions] = None,
+                is_causal: bool = False, attn_positions: Optional[AttentionPositions] = None,
                 cache: Optional[LayerCache | SelfAttentionCache] = None, key_index: Optional[Tensor] = None) -> Tensor:
         """x: `[batch, q_len, d_model]`; memory: `[batch, src_len, d_model]` for cross-attention, or
         `[batch / beams, src_len, d_model]` with the beams of a sentence in consecutive rows
@@ -62,7 +62,7 @@ class MultiHeadAttention(nn.Module):
         keys, int32 `[sentences, groups * q_len, n]` (`DecoderCache.ancestor_keys`); see `attend`.
         """
         batch, q_len, _ = x.shape
-        q, k, v = self._queries_keys_values(x, memory, positions, cache)
+        q, k, v = self._queries_keys_values(x, memory, attn_positions, cache)
         if attn_mask is not None and attn_mask.dtype != torch.bool:
             attn_mask = attn_mask.to(q.dtype)
         groups = 1
@@ -108,9 +108,9 @@ class MultiHeadAttention(nn.Module):
         return q, k, v
 
     def attention_weights(self, x: Tensor, memory: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
-                          positions: Optional[AttentionPositions] = None) -> Tensor:
+                          attn_positions: Optional[AttentionPositions] = None) -> Tensor:
         """The softmax attention matrix `[batch, heads, q_len, k_len]` (for plots; no cache, no dropout)."""
-        q, k, _ = self._queries_keys_values(x, memory, positions)
+        q, k, _ = self._queries_keys_values(x, memory, attn_positions)
         scores = q @ k.transpose(-1, -2) / self.head_dim ** 0.5  # [batch, heads, q_len, k_len]
         if attn_mask is not None:
             scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \

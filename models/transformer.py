@@ -20,7 +20,7 @@ from models.decoding.attend import ancestor_index_path, per_head_mask, short_que
 from models.decoding.cache import DecoderCache
 from models.dropout import BitMaskDropout
 from models.decoding.linear import DecodingLinear
-from models.positional_encodings import PositionalEncoding
+from models.positional_encodings import AttentionPositions, PositionalEncoding
 
 
 @dataclass
@@ -66,11 +66,11 @@ class EncoderLayer(nn.Module):
         self.dropout = BitMaskDropout(dropout)
         self.norm_first = norm_first
 
-    def forward(self, x: Tensor, attn_mask: Optional[Tensor], positions) -> Tensor:
+    def forward(self, x: Tensor, attn_mask: Optional[Tensor], attn_positions: AttentionPositions) -> Tensor:
         if self.norm_first:
-            x = x + self.dropout(self.self_attn(self.norm1(x), attn_mask=attn_mask, positions=positions))
+            x = x + self.dropout(self.self_attn(self.norm1(x), attn_mask=attn_mask, attn_positions=attn_positions))
             return x + self.dropout(self.ffn(self.norm2(x)))
-        x = self.norm1(x + self.dropout(self.self_attn(x, attn_mask=attn_mask, positions=positions)))
+        x = self.norm1(x + self.dropout(self.self_attn(x, attn_mask=attn_mask, attn_positions=attn_positions)))
         return self.norm2(x + self.dropout(self.ffn(x)))
 
 
@@ -92,11 +92,11 @@ class DecoderLayer(nn.Module):
         cross_cache = cache["cross"] if cache is not None else None
 
         def sa(h: Tensor) -> Tensor:
-            return self.self_attn(h, attn_mask=self_mask, is_causal=is_causal, positions=self_pos, cache=self_cache,
+            return self.self_attn(h, attn_mask=self_mask, is_causal=is_causal, attn_positions=self_pos, cache=self_cache,
                                   key_index=self_index)
 
         def ca(h: Tensor) -> Tensor:
-            return self.cross_attn(h, memory, attn_mask=cross_mask, positions=cross_pos, cache=cross_cache)
+            return self.cross_attn(h, memory, attn_mask=cross_mask, attn_positions=cross_pos, cache=cross_cache)
 
         if self.norm_first:
             x = x + self.dropout(sa(self.norm1(x)))

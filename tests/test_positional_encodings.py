@@ -291,7 +291,7 @@ def test_nope_self_attention_equals_sdpa_by_hand():
         expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
         expected = expected.transpose(1, 2).reshape(2, 7, d) @ mha.out_proj.weight.T + mha.out_proj.bias
         with torch.no_grad():
-            out = mha(x, attn_mask=mask, is_causal=causal, positions=None)
+            out = mha(x, attn_mask=mask, is_causal=causal, attn_positions=None)
         torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
     # And the hand-written softmax(qk^T / sqrt(d_head)) v agrees with both (the key mask case).
@@ -336,7 +336,7 @@ def test_rope_self_attention_equals_sdpa_on_reference_rotation(layout):
     expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     expected = expected.transpose(1, 2).reshape(2, 6, d) @ mha.out_proj.weight.T + mha.out_proj.bias
     with torch.no_grad():
-        out = mha(x, is_causal=True, positions=pe.self_attention(positions, positions))
+        out = mha(x, is_causal=True, attn_positions=pe.self_attention(positions, positions))
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
