@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.attention import MultiHeadAttention
-from models.decoding.attend import ancestor_index_path, per_head_mask, short_query_path
+from models.decoding.attend import StepPlan, per_head_mask
 from models.decoding.cache import DecoderCache
 from models.dropout import BitMaskDropout
 from models.decoding.linear import DecodingLinear
@@ -204,8 +204,7 @@ class Seq2SeqTransformer(nn.Module):
         # A beam-search step on CPU: each beam's self-attention reads only its ancestors' keys (an
         # index into the sentence's cache) instead of every beam's keys under an ancestry mask.
         self_index = None
-        if (grouped and tgt_len == 1 and not self.training
-                and ancestor_index_path(tgt.device, self.tgt_embed.weight.dtype, self.d_model // self.num_heads)):
+        if grouped and tgt_len == 1 and not self.training and cache.plan.ancestor_index:
             self_index = cache.ancestor_keys()  # [sentences, groups, offset + 1]
             self_mask = cache.self_attention_mask(None, bias) if bias is not None else None
         else:
@@ -213,7 +212,7 @@ class Seq2SeqTransformer(nn.Module):
 
         cross_pos = self.decoder_pe.cross_attention(positions, enc.positions)
         cross_mask = merge_mask(enc.src_mask[:, None, None, :], cross_pos.bias if cross_pos is not None else None)
-        if cache is not None and not self.training and short_query_path(tgt.device, cache.groups * tgt_len):
+        if cache is not None and not self.training and cache.plan.per_head_masks(cache.groups * tgt_len):
             self_mask = per_head_mask(self_mask, cache.sentences if grouped else batch, self.num_heads)
             cross_mask = per_head_mask(cross_mask, enc.memory.size(0), self.num_heads)
         for i, layer in enumerate(self.decoder_layers):
@@ -223,7 +222,8 @@ class Seq2SeqTransformer(nn.Module):
 
     def new_cache(self, capacity: Optional[int] = None) -> DecoderCache:
         """An empty cache; `capacity` (target positions, e.g. the search's length limit) preallocates it."""
-        return DecoderCache(len(self.decoder_layers), capacity)
+        plan = StepPlan.for_weights(self.tgt_embed.weight, self.d_model // self.num_heads)
+        return DecoderCache(len(self.decoder_layers), capacity, plan)
 
     @staticmethod
     def reorder_cache(cache: DecoderCache, index: Tensor, memory_index: Optional[Tensor] = None,

@@ -326,7 +326,7 @@ def test_beam_steps_through_the_ancestor_index_equal_histories_decoded_from_scra
     src = mixed_batch([6, 3, 8], seed=12)
     kw = dict(max_len_a=1.0, max_len_b=5, beam_size=4, nbest=4)
     with_index = beam_search(model, src, BOS, EOS, PAD, **kw)
-    monkeypatch.setattr("models.transformer.ancestor_index_path", lambda *a: False)
+    monkeypatch.setattr("models.decoding.attend.ancestor_index_path", lambda *a: False)  # plan: mask, not index
     with_mask = beam_search(model, src, BOS, EOS, PAD, **kw)
     assert [[h.tokens for h in n] for n in with_index] == [[h.tokens for h in n] for n in with_mask]
     for got, ref in zip(with_index, with_mask):

@@ -5,6 +5,7 @@ folded per sentence. `attend()` is the one entry point; training and GPUs end in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -54,6 +55,26 @@ def ancestor_index_path(device: torch.device, dtype: torch.dtype, head_dim: int)
     with each beam's ancestors as a key index (`attend(key_index=...)`) instead of an ancestry mask."""
     return (device.type == "cpu" and dtype == torch.float32 and head_dim % 16 == 0
             and not torch.is_autocast_enabled("cpu") and cpu_kernel.available())
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """How a search's decoding steps attend, decided once from the model's device, dtype and head
+    size (when the search makes its cache), so that the model code does not test the device:
+    `short_queries` -- CPU: a few queries per row take the C kernel or batched matmuls, with masks
+    laid out per head once per step; `ancestor_index` -- beams read only their ancestors' keys."""
+
+    short_queries: bool = False
+    ancestor_index: bool = False
+
+    @classmethod
+    def for_weights(cls, weight: Tensor, head_dim: int) -> "StepPlan":
+        return cls(short_queries=weight.device.type == "cpu",
+                   ancestor_index=ancestor_index_path(weight.device, weight.dtype, head_dim))
+
+    def per_head_masks(self, queries_per_row: int) -> bool:
+        """Whether a step with this many queries per row should get `per_head_mask` masks."""
+        return self.short_queries and queries_per_row <= SHORT_QUERY
 
 
 def index_mask(key_index: Tensor, k_len: int, attn_mask: Optional[Tensor]) -> Tensor:

@@ -21,6 +21,8 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from models.decoding.attend import StepPlan
+
 
 def own_slots(groups: int, device: torch.device) -> Tensor:
     """Ancestry of rows whose tokens sit in their own slots: `[groups, 1, groups]` (row g -> slot g, any position)."""
@@ -64,8 +66,9 @@ class DecoderCache:
     groups, head_dim]`: one block the allocator returns whole when the search ends.
     """
 
-    def __init__(self, num_layers: int, capacity: Optional[int] = None) -> None:
+    def __init__(self, num_layers: int, capacity: Optional[int] = None, plan: Optional[StepPlan] = None) -> None:
         self.num_layers = num_layers
+        self.plan = plan or StepPlan()  # how this search's steps attend (models.decoding.attend)
         self.cross: list[dict[str, Tensor]] = [{} for _ in range(num_layers)]  # per layer {"k", "v"}
         self.kv: Optional[Tensor] = None
         self.capacity = int(capacity) if capacity else 0
