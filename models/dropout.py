@@ -1,7 +1,7 @@
-"""Dropout whose CPU masks cost a third of `torch.nn.Dropout`'s.
+"""Dropout whose CPU masks are cheaper than `torch.nn.Dropout`'s (figures: benchmarks/README.md).
 
-On CPU, `nn.Dropout` draws one Bernoulli variable per element through `bernoulli_`, about
-13% of a training step of the 6-layer model (`torch.profiler`, `benchmarks/train.py`). Here
+On CPU, `nn.Dropout` draws one Bernoulli variable per element through `bernoulli_`, a
+noticeable share of a training step of the 6-layer model. Here
 the mask comes from bulk random bits instead: 64-bit words from the default generator, read
 as 16-bit lanes and compared with a threshold, so an element is dropped with probability
 `round(p * 65536) / 65536` (within 1/131072 of p) and kept ones are scaled by the exact

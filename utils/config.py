@@ -19,10 +19,15 @@ from typing import Any, Literal, Optional, Union, get_args, get_origin
 
 import yaml
 
-from utils.config_schema import (  # noqa: F401  (re-exported: callers import the schema from here too)
+from utils.config_schema import (  # re-exported (__all__): callers import the schema from here too
     DataConfig, DecodingConfig, EvaluationConfig, ExperimentConfig, ModelConfig, PositionalConfig, ScheduleConfig,
     TokenizerConfig, TrainConcatConfig, TrainingConfig)
 from utils.errors import HarnessError
+
+__all__ = ["ConfigError", "DataConfig", "DecodingConfig", "EvaluationConfig", "ExperimentConfig", "ModelConfig",
+           "PositionalConfig", "ScheduleConfig", "TokenizerConfig", "TrainConcatConfig", "TrainingConfig",
+           "apply_overrides", "dump_config", "flatten", "from_dict", "load_config", "parse_override", "to_dict",
+           "validate"]
 
 
 class ConfigError(HarnessError, ValueError):

@@ -25,11 +25,10 @@ def seed_everything(seed: int) -> None:
 def skip_cudnn_attention() -> None:
     """Keep `scaled_dot_product_attention` off its cuDNN backend (flash / memory-efficient instead).
 
-    cuDNN attention builds an execution plan for every new (batch, length) shape: measured on an
-    H100 (torch 2.11, bf16, 6+6 layers, 12k-token batches) about 0.4 s per new shape against a
-    50 ms training step. Token-budget batches have a new shape almost every step of the first
-    epochs, so that backend made training ~9x slower there; without it the first pass over new
-    shapes runs at full speed and repeated shapes are no slower (45 vs 50 ms).
+    cuDNN attention builds an execution plan for every new (batch, length) shape, which costs many
+    training steps' time, and token-budget batches have a new shape almost every step of the
+    first epochs; the flash / memory-efficient kernels need no plan and are no slower on repeated
+    shapes (the H100 measurement: benchmarks/README.md, "On a GPU").
     """
     torch.backends.cuda.enable_cudnn_sdp(False)
 

@@ -93,12 +93,10 @@ def index_mask(key_index: Tensor, k_len: int, attn_mask: Optional[Tensor]) -> Te
 def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_causal: bool, dropout_p: float,
            key_index: Optional[Tensor] = None) -> Tensor:
     """Scaled dot-product attention. On CPU, a few queries per row (a decoding step: one token, or
-    the folded beams of a sentence) go through the C kernel of `models.cpu_kernel` where it
-    applies (fp32, AVX2; 1.5-2x faster than the matmuls at beam-search shapes), else through two
-    batched matmuls and a softmax, which are 1.5-3x faster there than SDPA's flash kernel at
-    these shapes (`benchmarks/decode.py` measures the search end to end); a float mask laid out by
-    `per_head_mask` is added within the first product. Everything else is
-    `F.scaled_dot_product_attention`.
+    the folded beams of a sentence) go through the C kernel of `cpu_kernel` where it applies
+    (fp32, AVX2), else through two batched matmuls and a softmax, both faster than SDPA at these
+    shapes (figures: benchmarks/README.md); a float mask laid out by `per_head_mask` is added
+    within the first product. Everything else is `F.scaled_dot_product_attention`.
 
     key_index: optional int32 `[batch, q_len, n]`, the only keys each query may attend to (on top
     of `attn_mask`): a beam's ancestors in the folded self-attention of a beam-search step. The

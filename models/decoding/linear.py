@@ -2,8 +2,9 @@
 
 `F.linear` computes `x @ Wᵀ`: the weight is the GEMM's right-hand operand. With few rows (a
 decoding step has one per hypothesis) and a weight that comes from main memory every step (a
-6-layer decoder's weights do not fit in cache), MKL runs this product 10-30% slower on a CPU
-than the same product the other way round, `W @ xᵀ`, whose result is the output transposed.
+6-layer decoder's weights do not fit in cache), MKL runs this product slower on a CPU than the
+same product the other way round, `W @ xᵀ`, whose result is the output transposed
+(docs/DECODING.md and benchmarks/README.md have the figures).
 This layer computes the latter and returns its transpose as a view: the same numbers, in a
 feature-major layout (`[rows, out]` with strides `(1, rows)`) that the following element-wise
 ops read as they are and the next `DecodingLinear` takes again without a copy.
