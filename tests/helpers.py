@@ -80,3 +80,24 @@ def write_parquet_dir(root: Path, config: str, split_dir: dict[str, list[tuple[s
         out.mkdir(parents=True)
         rows = [{"translation": {"en": en, "fr": fr}} for fr, en in pairs]
         datasets.Dataset.from_list(rows).to_parquet(str(out / "0000.parquet"))
+
+
+def tiny_model(name: str = "sinusoidal", seed: int = 0, *, vocab: int = 50, d_model: int = 32, heads: int = 4,
+               layers: int = 2, ffn_dim: int = 64, encoder_pe=None, decoder_pe=None, **options):
+    """A small eval-mode `Seq2SeqTransformer` (pad id 0, no dropout) whose encoder and decoder use the
+    registered encoding `name` with `options` (PositionalConfig keys), or the given encoding modules."""
+    import torch
+
+    from models.positional_encodings import build_positional_encoding
+    from models.transformer import Seq2SeqTransformer
+    from utils.config import PositionalConfig
+
+    torch.manual_seed(seed)
+    if encoder_pe is None:
+        cfg = PositionalConfig(name=name, **{"max_positions": 64, **options})
+        encoder_pe = build_positional_encoding(cfg, d_model, heads, causal=False)
+        decoder_pe = build_positional_encoding(cfg, d_model, heads, causal=True)
+    model = Seq2SeqTransformer(src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=0, encoder_pe=encoder_pe,
+                               decoder_pe=decoder_pe, d_model=d_model, num_heads=heads, num_encoder_layers=layers,
+                               num_decoder_layers=layers, ffn_dim=ffn_dim, dropout=0.0)
+    return model.eval()

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from models.decoding.cache import DecoderCache
-from test_decoding import BOS, D_MODEL, HEADS, VOCAB, encoding_cases, make_model, mixed_batch
+from helpers import tiny_model
+from test_decoding import BOS, D_MODEL, HEADS, VOCAB, encoding_cases, mixed_batch
 
 
 def reference_step(model, history: torch.Tensor, enc, sentence_of_row: torch.Tensor) -> torch.Tensor:
@@ -64,7 +65,7 @@ def test_grouped_cache_follows_beam_reorders_and_dropped_sentences(name, options
     folded mask (what a GPU runs)."""
     if kernel == "sdpa":
         monkeypatch.setattr("models.decoding.attend.SHORT_QUERY", 0)
-    model = give_bias_tables_a_signal(make_model(name, seed=11, **options), seed=11)
+    model = give_bias_tables_a_signal(tiny_model(name, seed=11, **options), seed=11)
     beams = 4
     cache, enc, sentences, history = check_random_beam_steps(model, f"{name} {options}", beams)
     with torch.no_grad():
@@ -83,7 +84,7 @@ def test_cache_changes_rows_per_sentence(name, options, kernel, monkeypatch):
     step equals decoding every row's history from scratch, at every step."""
     if kernel == "sdpa":
         monkeypatch.setattr("models.decoding.attend.SHORT_QUERY", 0)
-    model = give_bias_tables_a_signal(make_model(name, seed=21, **options), seed=21)
+    model = give_bias_tables_a_signal(tiny_model(name, seed=21, **options), seed=21)
     groups_after = [1, 4, 4, 2, 2, 2]  # rows per sentence after each step's reorder
     g = torch.Generator().manual_seed(22)
     src = mixed_batch([6, 3, 8], seed=22)
@@ -116,7 +117,7 @@ def test_cache_changes_rows_per_sentence(name, options, kernel, monkeypatch):
 
 def one_step_of_two_sentences_by_three_beams():
     """A model and its cache after decoding BOS for 2 sentences x 3 beams (capacity 4)."""
-    model = make_model("sinusoidal", seed=13)
+    model = tiny_model("sinusoidal", seed=13)
     with torch.no_grad():
         cache = model.new_cache(capacity=4)
         model.decode_step(torch.full((6, 1), BOS), model.encode(mixed_batch([5, 4], seed=13)), cache, offset=0)
@@ -151,7 +152,7 @@ def test_ancestor_keys_point_at_each_rows_ancestors():
 
 def test_cache_refuses_inconsistent_calls():
     """Clear errors for what would silently corrupt a cache."""
-    model = make_model("rope", seed=14)
+    model = tiny_model("rope", seed=14)
     src = mixed_batch([5, 4], seed=14)
     with torch.no_grad():
         enc = model.encode(src)

@@ -10,12 +10,10 @@ import torch
 
 from models.decoding import cpu_kernel
 from models.decoding.attend import attend, per_head_mask
-from models.positional_encodings import build_positional_encoding
+from helpers import tiny_model
 from models.search import beam_search, greedy_search
-from models.transformer import Seq2SeqTransformer
 from test_cache import check_random_beam_steps, give_bias_tables_a_signal
 from test_decoding import BOS, EOS, PAD, VOCAB, encoding_cases, mixed_batch
-from utils.config import PositionalConfig
 
 needs_avx2 = pytest.mark.skipif(not cpu_kernel.supported_cpu(), reason="the kernel is for x86-64 CPUs with AVX2")
 
@@ -181,24 +179,12 @@ def test_build_goes_to_the_cache_directory_once(monkeypatch, tmp_path):
 # ------------------------------------------------------------ whole searches through the kernel
 
 
-def model_with_head_dim_16(name: str, options: dict, seed: int) -> Seq2SeqTransformer:
-    """Like test_decoding.make_model, with 2 heads of 16 (the kernel needs head_dim % 16 == 0)."""
-    cfg = PositionalConfig(name=name, max_positions=64, **options)
-    torch.manual_seed(seed)
-    model = Seq2SeqTransformer(
-        src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=PAD,
-        encoder_pe=build_positional_encoding(cfg, 32, 2, causal=False),
-        decoder_pe=build_positional_encoding(cfg, 32, 2, causal=True),
-        d_model=32, num_heads=2, num_encoder_layers=2, num_decoder_layers=2, ffn_dim=64, dropout=0.0)
-    return model.eval()
-
-
 @needs_avx2
 @pytest.mark.parametrize("name, options", encoding_cases())
 def test_searches_through_the_kernel_match_the_matmul_path(kernel_built, monkeypatch, name, options):
     """Every encoding: cached decoding steps through the kernel give the teacher-forced logits,
     and beam / greedy search give the same hypotheses (and scores) with and without the kernel."""
-    model = model_with_head_dim_16(name, options, seed=4)
+    model = tiny_model(name, 4, heads=2, **options)  # head_dim 16: the kernel needs a multiple of 16
     src = mixed_batch([9, 4, 6], seed=4)
     calls = []
     real = cpu_kernel.attention
@@ -316,7 +302,7 @@ def test_beam_steps_through_the_ancestor_index_equal_histories_decoded_from_scra
     """3 sentences x 4 beams, 7 steps of random beam reorders (a sentence leaves at step 4): every
     cached step, with each beam reading only its ancestors' keys, equals decoding each row's history
     from scratch; and a whole beam search is the same with the index as with the ancestry mask."""
-    model = give_bias_tables_a_signal(model_with_head_dim_16(name, options, seed=11), seed=11)
+    model = give_bias_tables_a_signal(tiny_model(name, 11, heads=2, **options), seed=11)
     indexed = []
     real = cpu_kernel.attention
     monkeypatch.setattr(cpu_kernel, "attention",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from helpers import tiny_model
 from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
 from models.search import Hypothesis, beam_search, greedy_search, length_penalty
 from models.transformer import Seq2SeqTransformer
@@ -16,18 +17,6 @@ from utils.config import PositionalConfig
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 VOCAB = 50
 D_MODEL, HEADS = 32, 4
-
-
-def make_model(name: str, seed: int = 0, **options) -> Seq2SeqTransformer:
-    """A small eval-mode model whose encoder and decoder use the registered encoding `name`."""
-    cfg = PositionalConfig(name=name, max_positions=64, **options)
-    torch.manual_seed(seed)
-    model = Seq2SeqTransformer(
-        src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=PAD,
-        encoder_pe=build_positional_encoding(cfg, D_MODEL, HEADS, causal=False),
-        decoder_pe=build_positional_encoding(cfg, D_MODEL, HEADS, causal=True),
-        d_model=D_MODEL, num_heads=HEADS, num_encoder_layers=2, num_decoder_layers=2, ffn_dim=64, dropout=0.0)
-    return model.eval()
 
 
 def encoding_cases():
@@ -67,7 +56,7 @@ def rescore(model, src_row: torch.Tensor, tokens: list[int]) -> float:
 
 @pytest.mark.parametrize("name, options", encoding_cases())
 def test_cached_step_by_step_equals_full_decode(name, options):
-    model = make_model(name, seed=1, **options)
+    model = tiny_model(name, seed=1, **options)
     src = mixed_batch([9, 4, 6], seed=1)
     g = torch.Generator().manual_seed(2)
     tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 11), generator=g)], dim=1)  # [3, 12]
@@ -97,7 +86,7 @@ def grouped_cases():
 def test_beams_share_one_memory_row(name, options):
     """Beam rows read their sentence's single encoder row (cross-attention keys/values computed and
     cached once per sentence) and get exactly what a memory copied for every beam gives."""
-    model = make_model(name, seed=6, **options)
+    model = tiny_model(name, seed=6, **options)
     src = mixed_batch([7, 4], seed=6)
     beams = 3
     g = torch.Generator().manual_seed(7)
@@ -141,7 +130,7 @@ def test_cached_decoding_pre_norm_gelu_untied(name):
 @pytest.mark.parametrize("name, options", encoding_cases())
 def test_reorder_cache_follows_rows(name, options):
     """Reordering the cache (as beam search does) equals decoding the reordered batch."""
-    model = make_model(name, seed=3, **options)
+    model = tiny_model(name, seed=3, **options)
     src = mixed_batch([5, 7, 3], seed=3)
     g = torch.Generator().manual_seed(4)
     tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 5), generator=g)], dim=1)
@@ -161,7 +150,7 @@ def test_reorder_cache_follows_rows(name, options):
 
 @pytest.mark.parametrize("name, options", encoding_cases())
 def test_padding_does_not_change_other_rows(name, options):
-    model = make_model(name, seed=5, **options)
+    model = tiny_model(name, seed=5, **options)
     src = mixed_batch([10, 3, 7], seed=5)  # short sentences padded to the longest
     g = torch.Generator().manual_seed(6)
     tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 6), generator=g)], dim=1)
@@ -186,7 +175,7 @@ def test_padding_does_not_change_other_rows(name, options):
 @pytest.mark.parametrize("name", sorted(POSITIONAL_ENCODINGS))
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_beam_size_one_equals_greedy(name, seed):
-    model = make_model(name, seed=seed)
+    model = tiny_model(name, seed=seed)
     src = mixed_batch([6, 2, 9, 4], seed=10 + seed)
     greedy = greedy_search(model, src, BOS, EOS, PAD, max_len_a=1, max_len_b=5)
     beam = beam_search(model, src, BOS, EOS, PAD, beam_size=1, max_len_a=1, max_len_b=5, penalty="none")
@@ -204,7 +193,7 @@ def test_beam_size_one_equals_greedy(name, seed):
 
 @pytest.mark.parametrize("name", sorted(POSITIONAL_ENCODINGS))
 def test_beam_search_batch_equals_each_sentence_alone(name):
-    model = make_model(name, seed=7)
+    model = tiny_model(name, seed=7)
     src = mixed_batch([3, 8, 5, 1], seed=7)
     kwargs = dict(beam_size=3, max_len_a=1, max_len_b=5, penalty="wu", alpha=0.6, nbest=3)
     batched = beam_search(model, src, BOS, EOS, PAD, **kwargs)
@@ -219,7 +208,7 @@ def test_beam_search_batch_equals_each_sentence_alone(name):
 
 @pytest.mark.parametrize("penalty, alpha", [("none", 0.0), ("avg", 0.0), ("wu", 0.6), ("wu", 1.5)])
 def test_nbest_sorted_and_raw_scores_match_teacher_forced_rescoring(penalty, alpha):
-    model = make_model("sinusoidal", seed=8)
+    model = tiny_model("sinusoidal", seed=8)
     src = mixed_batch([4, 7], seed=8)
     results = beam_search(model, src, BOS, EOS, PAD, beam_size=4, max_len_a=1, max_len_b=5,
                           penalty=penalty, alpha=alpha, nbest=4)
@@ -238,7 +227,7 @@ def test_nbest_sorted_and_raw_scores_match_teacher_forced_rescoring(penalty, alp
 
 
 def test_beam_search_rejects_bad_nbest():
-    model = make_model("none")
+    model = tiny_model("none")
     with pytest.raises(ValueError, match="nbest"):
         beam_search(model, mixed_batch([3], seed=0), BOS, EOS, PAD, beam_size=2, nbest=3)
 

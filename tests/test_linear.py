@@ -7,7 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from models.decoding.linear import FEW_ROWS, DecodingLinear
-from test_decoding import BOS, make_model, mixed_batch
+from helpers import tiny_model
+from test_decoding import BOS, mixed_batch
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -44,7 +45,7 @@ def test_training_gpu_and_long_inputs_keep_f_linear():
 
 def test_decoder_logits_same_with_and_without_autograd():
     """The model's decode under no_grad (transposed products) equals the autograd path (F.linear)."""
-    model = make_model("rope", seed=3)
+    model = tiny_model("rope", seed=3)
     src = mixed_batch([5, 3], seed=3)
     tgt = torch.full((2, 4), BOS)
     tgt[:, 1:] = torch.randint(4, 40, (2, 3), generator=torch.Generator().manual_seed(3))

@@ -6,16 +6,8 @@ import torch
 from ignite.engine import Events
 
 from data.pipeline import Collator, UpdateBatches
-from models.positional_encodings import SinusoidalPositionalEncoding
-from models.transformer import Seq2SeqTransformer
+from helpers import tiny_model
 from training.engine import create_trainer
-
-
-def tiny_model() -> Seq2SeqTransformer:
-    torch.manual_seed(0)
-    return Seq2SeqTransformer(40, 40, 0, SinusoidalPositionalEncoding(32, 4, False),
-                              SinusoidalPositionalEncoding(32, 4, True), d_model=32, num_heads=4,
-                              num_encoder_layers=1, num_decoder_layers=1, ffn_dim=64, dropout=0.0)
 
 
 def batch() -> dict:
@@ -27,7 +19,7 @@ def batch() -> dict:
 
 def train(precision: str, steps: int, update_freq: int = 1, batches=None,
           sgd: bool = False) -> tuple[list[float], torch.nn.Module]:
-    model = tiny_model()
+    model = tiny_model(vocab=40, layers=1).train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5) if sgd else torch.optim.Adam(model.parameters(), lr=3e-3)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     scaler = torch.amp.GradScaler("cpu") if precision == "fp16" else None
@@ -61,7 +53,7 @@ def test_accumulating_two_parts_equals_one_update_on_both() -> None:
     _, single = train("fp32", 1, update_freq=1, batches=[whole], sgd=True)
     for (name, a), b in zip(accumulated.state_dict().items(), single.state_dict().values()):
         assert torch.allclose(a, b, atol=1e-6), name
-    assert not torch.equal(single.state_dict()["output_proj.weight"], tiny_model().state_dict()["output_proj.weight"])
+    assert not torch.equal(single.state_dict()["output_proj.weight"], tiny_model(vocab=40, layers=1).train().state_dict()["output_proj.weight"])
 
 
 def test_cuda_attention_skips_the_cudnn_backend() -> None:

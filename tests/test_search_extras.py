@@ -5,18 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
+from helpers import tiny_model
+from models.positional_encodings import POSITIONAL_ENCODINGS
 from models.search import FullPrefixDecoder, beam_search, greedy_search
 from models.transformer import Seq2SeqTransformer
-from utils.config import PositionalConfig
 
 
 def tiny(name: str, seed: int = 0) -> Seq2SeqTransformer:
-    torch.manual_seed(seed)
-    cfg = PositionalConfig(name=name, max_positions=64)
-    model = Seq2SeqTransformer(40, 40, 0, build_positional_encoding(cfg, 32, 4, False),
-                               build_positional_encoding(cfg, 32, 4, True), d_model=32, num_heads=4,
-                               num_encoder_layers=2, num_decoder_layers=2, ffn_dim=64, dropout=0.0)
+    """`tiny_model` with its learned position tables drawn from N(0, 1), so that they matter."""
+    model = tiny_model(name, seed, vocab=40)
     for n, p in model.named_parameters():
         if "table" in n:
             torch.nn.init.normal_(p)
