@@ -211,8 +211,9 @@ def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, w
     train_model = idist.auto_model(model) if world > 1 else model  # DistributedDataParallel
     if t.compile:
         train_model = torch.compile(train_model)
-    trainer = create_trainer(train_model, optimizer, scheduler, pad, device, t.label_smoothing, t.clip_grad_norm,
-                             t.precision, scaler, world)
+    trainer = create_trainer(train_model, optimizer, scheduler, pad_id=pad, device=device,
+                             label_smoothing=t.label_smoothing, clip_grad_norm=t.clip_grad_norm,
+                             precision=t.precision, scaler=scaler, world_size=world)
     to_save = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "trainer": trainer,
                "rng": RNGState(), "meta": RunMeta(to_dict(cfg), tokenizer.state_dict()),
                **({"scaler": scaler} if scaler is not None else {})}

@@ -36,13 +36,13 @@ def max_positions(model) -> Optional[int]:
 def search_batch(model, src: torch.Tensor, tokenizer, settings: DecodingConfig) -> list[list[Hypothesis]]:
     """Run the configured search on one padded batch `[batch, src_len]`."""
     cap = max_positions(model)
+    common = dict(max_len_a=settings.max_len_a, max_len_b=settings.max_len_b, max_len_cap=cap,
+                  min_len=settings.min_len, no_repeat_ngram=settings.no_repeat_ngram)
     if settings.strategy == "greedy":
         return [[h] for h in greedy_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id,
-                                           settings.max_len_a, settings.max_len_b, cap, settings.min_len,
-                                           settings.no_repeat_ngram)]
-    return beam_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id, settings.beam_size,
-                       settings.max_len_a, settings.max_len_b, settings.length_penalty, settings.alpha,
-                       settings.nbest, cap, settings.min_len, settings.no_repeat_ngram)
+                                           **common)]
+    return beam_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id, beam_size=settings.beam_size,
+                       penalty=settings.length_penalty, alpha=settings.alpha, nbest=settings.nbest, **common)
 
 
 def make_batches(lengths: list[int], max_tokens: int, beam: int) -> list[list[int]]:

@@ -36,7 +36,8 @@ def one_step(model, batches: list[list[tuple[list[int], list[int]]]], world_size
     """One optimizer update accumulated over `batches` (update_freq = len(batches))."""
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-    trainer = create_trainer(model, optimizer, scheduler, 0, torch.device("cpu"), 0.1, None, "fp32", None, world_size)
+    trainer = create_trainer(model, optimizer, scheduler, pad_id=0, device=torch.device("cpu"), label_smoothing=0.1,
+                             world_size=world_size)
     trainer.run([[Collator(0, 2, 3)(pairs) for pairs in batches]], max_epochs=1)
 
 

@@ -22,8 +22,8 @@ def sequence_loss(logits: Tensor, target: Tensor, pad_id: int, label_smoothing: 
 AMP_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def create_trainer(model, optimizer, scheduler, pad_id: int, device: torch.device, label_smoothing: float,
-                   clip_grad_norm: Optional[float], precision: str = "fp32",
+def create_trainer(model, optimizer, scheduler, *, pad_id: int, device: torch.device, label_smoothing: float = 0.0,
+                   clip_grad_norm: Optional[float] = None, precision: str = "fp32",
                    scaler: Optional["torch.amp.GradScaler"] = None, world_size: int = 1) -> Engine:
     """Trainer engine. One iteration = one optimizer update over a list of batches (`update_freq`
     of them, see `data.pipeline.UpdateBatches`): their gradients are accumulated, unscaled (fp16),
