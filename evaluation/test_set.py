@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 from data.concat import concat_groups, join_pairs
 from data.readers import normalize_pairs
 from evaluation.metrics import score_by_length, score_subset, score_translations
-from utils.runtime import log
+from utils.runtime import log, make_writable_folder
 from evaluation.translate import Translation, translate
 
 Pair = tuple[str, str]
@@ -71,10 +71,7 @@ def write_lines(folder: Path, **files: Sequence[str]) -> None:
 def check_writable(folder: Path) -> None:
     """Fail before hours of decoding, not after: the output folder must be creatable and writable."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / ".write_test"
-        probe.write_text("")
-        probe.unlink()
+        make_writable_folder(folder)
     except OSError as e:
         raise FileExistsError(f"cannot write to the output folder {folder} ({e.strerror}); "
                               f"pick another with --output_dir") from e

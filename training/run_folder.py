@@ -15,6 +15,7 @@ from typing import Optional
 import yaml
 
 from utils.config import ConfigError
+from utils.runtime import make_writable_folder
 
 # Written by train.py (config, tokenizer, checkpoints, logs, data report) and test.py (<split>/, test_<file>/).
 RUN_FILES = {"config.yaml", "tokenizer.json", "checkpoints", "tb", "metrics.jsonl", "data_report.json",
@@ -114,10 +115,7 @@ class RunFolder:
             for entry in self.path.iterdir():  # all of them the harness's own (checked by `inspect`)
                 shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            probe = self.path / f".write-test.{id(self)}.tmp"
-            probe.write_text("")
-            probe.unlink()
+            make_writable_folder(self.path)
         except OSError as e:
             raise ConfigError(f"run_dir {self.path} cannot be created or written ({e.strerror}); set run_dir "
                               f"to a folder you can write (--set run_dir=runs/<name>)") from None

@@ -54,6 +54,15 @@ def pick_device(name: str = "auto") -> torch.device:
     return torch.device(name)
 
 
+def make_writable_folder(folder: Path) -> None:
+    """Create `folder` if needed and prove it writable (a probe file, removed again); OSError if not.
+    Callers check this before long work and turn the OSError into a message naming their setting."""
+    folder.mkdir(parents=True, exist_ok=True)
+    probe = folder / ".write-test.tmp"
+    probe.write_text("")
+    probe.unlink()
+
+
 def log(message: str) -> None:
     """Print without breaking tqdm progress bars."""
     from tqdm import tqdm
