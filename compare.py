@@ -34,12 +34,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Optional
 
-import yaml
-
 from evaluation.comparison_plots import write_plots
 from evaluation.length_report import add_concat_stats, concat_tables
 from evaluation.metrics import paired_bootstrap
 from evaluation.run_stats import mean_std, read_lines, seed_wins
+from utils.config import load_config, to_dict
 from utils.config_schema import METRIC_SIGN
 from utils.runtime import JsonlLogger
 
@@ -70,7 +69,8 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
     """One row for a run folder, or None if it is not one (no config.yaml)."""
     if not (run_dir / "config.yaml").is_file():
         return None
-    cfg = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+    # Through the loader, so runs saved with an older spelling of a key group with today's runs.
+    cfg = to_dict(load_config(run_dir / "config.yaml"))
     records = JsonlLogger(run_dir / "metrics.jsonl").read()
     valid = [r for r in records if r["event"] == "valid"]
     ends = [r for r in records if r["event"] == "end"]

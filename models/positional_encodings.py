@@ -1,8 +1,9 @@
 """Positional encodings, selected by name through a registry.
 
-Three hook families (DESIGN.md); the attention code never branches on a name:
+Three hook families (docs/DESIGN.md, with a worked example of adding one); the attention code
+never branches on a name:
 
-1. additive absolute (sinusoidal, learnable, none): `add_to_embeddings(x, positions)`;
+1. additive absolute (sinusoidal, learnable, shape, none): `add_to_embeddings(x, positions)`;
 2. rotary (rope): `self_attention()` / `cross_attention()` return cos/sin tables that
    the attention layer applies to q and k *after* the head split;
 3. score bias (alibi, t5_bias, shaw): the same hooks return a float bias
@@ -10,14 +11,19 @@ Three hook families (DESIGN.md); the attention code never branches on a name:
 
 Positions are always explicit (`[len]` or `[batch, len]` integer tensors) so incremental
 decoding with an offset is exact. One instance serves one stack (encoder or decoder);
-its tables are computed once per forward and shared by all layers of the stack.
+its tables are computed once per forward and shared by all layers of the stack. Each encoding
+declares its config options (`Options`) and checks them (`check_options`).
+
+Every encoding lives in this one file (over the ~400-line guide, on purpose): they are what the
+harness compares, and reading them side by side is the point.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Literal, Optional
 
 import torch
 from torch import Tensor, nn
@@ -49,10 +55,21 @@ class AttentionPositions:
     bias: Optional[Tensor] = None
 
 
+@dataclass
+class NoOptions:
+    """The options of an encoding that has none: only `name` goes in `model.positional`."""
+
+
 class PositionalEncoding(nn.Module):
-    """Base class: contributes nothing. Subclasses override the hooks they need."""
+    """Base class: contributes nothing. Subclasses override the hooks they need.
+
+    `Options` is the dataclass of the encoding's own `model.positional` keys (besides `name`); its
+    fields are the constructor's keyword arguments, so the config loader can refuse a key that the
+    chosen encoding does not take, and `check_options` states what values can work.
+    """
 
     registry_name = "base"
+    Options: type = NoOptions
 
     def __init__(self, d_model: int, num_heads: int, causal: bool) -> None:
         super().__init__()
@@ -74,9 +91,14 @@ class PositionalEncoding(nn.Module):
         return None
 
     @classmethod
-    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "PositionalEncoding":
-        """Build from the `model.positional` config section; encodings with options override this."""
-        return cls(d_model, num_heads, causal)
+    def from_options(cls, options: dict, d_model: int, num_heads: int, causal: bool) -> "PositionalEncoding":
+        """Build from the encoding's options (a mapping of `Options` fields; missing ones take defaults)."""
+        return cls(d_model, num_heads, causal, **dataclasses.asdict(cls.Options(**options)))
+
+    @classmethod
+    def check_options(cls, options, *, head_dim: int, max_len: int) -> None:
+        """Raise ValueError naming the `model.positional` key when `options` (an `Options`) cannot
+        work with this head size or with inputs of `max_len` tokens; encodings with options override."""
 
     def position_shift(self, batch_size: int, training: bool, device: torch.device) -> Optional[Tensor | int]:
         """Lets an encoding shift a stack's positions (SHAPE), in training and at inference.
@@ -114,9 +136,16 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
         return x + sinusoidal_table(positions, self.d_model).to(x.dtype)
 
 
+@dataclass
+class LearnableOptions:
+    max_positions: int = 1024  # table size; a longer input is an error
+
+
 @register("learnable")
 class LearnablePositionalEncoding(PositionalEncoding):
     """A trained absolute position table of `max_positions` rows (GPT/BERT style)."""
+
+    Options = LearnableOptions
 
     def __init__(self, d_model: int, num_heads: int, causal: bool, max_positions: int) -> None:
         super().__init__(d_model, num_heads, causal)
@@ -125,8 +154,10 @@ class LearnablePositionalEncoding(PositionalEncoding):
         nn.init.normal_(self.table.weight, std=0.02)
 
     @classmethod
-    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "LearnablePositionalEncoding":
-        return cls(d_model, num_heads, causal, max_positions=cfg.max_positions)
+    def check_options(cls, options: LearnableOptions, *, head_dim: int, max_len: int) -> None:
+        if options.max_positions < max_len + 1:
+            raise ValueError(f"model.positional.max_positions ({options.max_positions}) must be at least "
+                             f"data.max_len + 1 ({max_len + 1}: the longest input plus BOS)")
 
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
         longest = int(positions.max()) + 1 if positions.numel() else 0
@@ -169,9 +200,21 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
     return torch.cat([out, x_pass], dim=-1) if x_pass.numel() else out
 
 
+@dataclass
+class RopeOptions:
+    theta: float = 10000.0  # base of the rotation frequencies
+    fraction: float = 1.0  # share of each head's dimensions that are rotated
+    layout: Literal["half", "interleaved"] = "half"  # pairing: i with i + d/2 (NeoX), or 2i with 2i+1
+    # Also rotate in cross-attention (queries at target positions, keys at source positions): an
+    # ablation, the original report's variant.
+    cross_attention: bool = False
+
+
 @register("rope")
 class RotaryPositionalEncoding(PositionalEncoding):
     """RoPE (Su et al. 2021), per head, in self-attention; in cross-attention only if asked."""
+
+    Options = RopeOptions
 
     def __init__(self, d_model: int, num_heads: int, causal: bool, theta: float = 10000.0,
                  fraction: float = 1.0, layout: str = "half", cross_attention: bool = False) -> None:
@@ -182,9 +225,13 @@ class RotaryPositionalEncoding(PositionalEncoding):
         self.use_in_cross_attention = cross_attention
 
     @classmethod
-    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "RotaryPositionalEncoding":
-        return cls(d_model, num_heads, causal, theta=cfg.rope_theta, fraction=cfg.rope_fraction,
-                   layout=cfg.rope_layout, cross_attention=cfg.cross_attention)
+    def check_options(cls, options: RopeOptions, *, head_dim: int, max_len: int) -> None:
+        if head_dim % 2:
+            raise ValueError(f"rope needs an even head dimension (model.d_model / model.num_heads), got {head_dim}")
+        if not 0.0 < options.fraction <= 1.0:
+            raise ValueError(f"model.positional.fraction must be in (0, 1], got {options.fraction}")
+        if options.theta <= 0:
+            raise ValueError(f"model.positional.theta must be positive, got {options.theta}")
 
     def _tables(self, positions: Tensor) -> tuple[Tensor, Tensor]:
         return rope_tables(positions, self.rot_dim, self.theta, self.layout)
@@ -204,6 +251,12 @@ class RotaryPositionalEncoding(PositionalEncoding):
 # ----------------------------------------------------------------------------- score-bias families
 
 
+@dataclass
+class ScoreBiasOptions:
+    # Also add the bias in cross-attention (target positions vs source positions): an ablation.
+    cross_attention: bool = False
+
+
 class ScoreBiasEncoding(PositionalEncoding):
     """Base of the relative families that add a `[heads, q_len, k_len]` bias to attention scores.
 
@@ -211,6 +264,8 @@ class ScoreBiasEncoding(PositionalEncoding):
     (`[q_len, k_len]` or `[batch, q_len, k_len]`). The encoder is bidirectional, the decoder causal;
     cross-attention (an ablation) is bidirectional and may use its own parameters (`cross=True`).
     """
+
+    Options = ScoreBiasOptions
 
     def __init__(self, d_model: int, num_heads: int, causal: bool, cross_attention: bool = False) -> None:
         super().__init__(d_model, num_heads, causal)
@@ -231,10 +286,6 @@ class ScoreBiasEncoding(PositionalEncoding):
         if not self.use_in_cross_attention:
             return None
         return AttentionPositions(bias=self._bias(q_positions, k_positions, bidirectional=True, cross=True))
-
-    @classmethod
-    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "ScoreBiasEncoding":
-        return cls(d_model, num_heads, causal, cross_attention=cfg.cross_attention)
 
 
 def alibi_slopes(num_heads: int) -> Tensor:
@@ -282,9 +333,17 @@ def t5_relative_bucket(relative: Tensor, bidirectional: bool, num_buckets: int, 
     return bucket + torch.where(is_small, distance, large)
 
 
+@dataclass
+class T5BiasOptions(ScoreBiasOptions):
+    num_buckets: int = 32  # distance buckets (split between the two directions in the encoder)
+    max_distance: int = 128  # distances from here on share the last bucket
+
+
 @register("t5_bias")
 class T5RelativeBias(ScoreBiasEncoding):
     """T5 relative position bias: a learned scalar per head and distance bucket, shared by a stack's layers."""
+
+    Options = T5BiasOptions
 
     def __init__(self, d_model: int, num_heads: int, causal: bool, num_buckets: int = 32, max_distance: int = 128,
                  cross_attention: bool = False) -> None:
@@ -297,8 +356,14 @@ class T5RelativeBias(ScoreBiasEncoding):
             nn.init.zeros_(self.cross_table.weight)
 
     @classmethod
-    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "T5RelativeBias":
-        return cls(d_model, num_heads, causal, cfg.num_buckets, cfg.max_distance, cfg.cross_attention)
+    def check_options(cls, options: T5BiasOptions, *, head_dim: int, max_len: int) -> None:
+        # Bidirectional bucketing gives each side num_buckets/2 buckets, half of them exact: at least
+        # one exact bucket per side, and logarithmic buckets need max_distance beyond the exact ones.
+        if options.num_buckets < 4:
+            raise ValueError(f"model.positional.num_buckets must be at least 4, got {options.num_buckets}")
+        if options.max_distance <= options.num_buckets // 2:
+            raise ValueError(f"model.positional.max_distance ({options.max_distance}) must exceed "
+                             f"num_buckets / 2 ({options.num_buckets // 2}), the exact buckets")
 
     def relative_bias(self, relative: Tensor, bidirectional: bool, cross: bool) -> Tensor:
         table = self.cross_table if cross else self.bias_table
@@ -306,11 +371,18 @@ class T5RelativeBias(ScoreBiasEncoding):
         return table(buckets)  # [..., q_len, k_len, heads]
 
 
+@dataclass
+class ShawOptions(ScoreBiasOptions):
+    clip_distance: int = 16  # offsets beyond +-clip_distance share the outermost value
+
+
 @register("shaw")
 class ShawRelativeBias(ScoreBiasEncoding):
     """Shaw et al. (2018) relative positions with clipping distance k, in score-bias form: a learned
     scalar per head for each clipped offset clip(j - i, -k, k) (2k + 1 values; the decoder only
     uses offsets <= 0). Shaw's query-dependent key term and value term are not included."""
+
+    Options = ShawOptions
 
     def __init__(self, d_model: int, num_heads: int, causal: bool, clip_distance: int = 16,
                  cross_attention: bool = False) -> None:
@@ -323,13 +395,22 @@ class ShawRelativeBias(ScoreBiasEncoding):
             nn.init.zeros_(self.cross_table.weight)
 
     @classmethod
-    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "ShawRelativeBias":
-        return cls(d_model, num_heads, causal, cfg.clip_distance, cfg.cross_attention)
+    def check_options(cls, options: ShawOptions, *, head_dim: int, max_len: int) -> None:
+        if options.clip_distance < 1:
+            raise ValueError(f"model.positional.clip_distance must be at least 1, got {options.clip_distance}")
 
     def relative_bias(self, relative: Tensor, bidirectional: bool, cross: bool) -> Tensor:
         table = self.cross_table if cross else self.bias_table
         index = relative.clamp(-self.clip_distance, self.clip_distance) + self.clip_distance
         return table(index)  # [..., q_len, k_len, heads]
+
+
+@dataclass
+class ShapeOptions:
+    max_shift: int = 100  # K: training shifts k ~ U{0..K-1} per sequence (K excluded)
+    # Inference shift: None = K, the authors' choice; 0 keeps inference positions unshifted (this
+    # harness's behaviour before 2026-11-25); any other value is used as is.
+    inference_shift: Optional[int] = None
 
 
 @register("shape")
@@ -339,6 +420,8 @@ class ShapePositionalEncoding(SinusoidalPositionalEncoding):
     and by the fixed shift K at inference, as in the authors' code (butsugiri/shape,
     onmt/modules/embeddings.py). `inference_shift` overrides the inference shift (None: K;
     0: unshifted)."""
+
+    Options = ShapeOptions
 
     def __init__(self, d_model: int, num_heads: int, causal: bool, max_shift: int = 100,
                  inference_shift: Optional[int] = None) -> None:
@@ -351,8 +434,13 @@ class ShapePositionalEncoding(SinusoidalPositionalEncoding):
         self.inference_shift = max_shift if inference_shift is None else inference_shift
 
     @classmethod
-    def from_config(cls, cfg, d_model: int, num_heads: int, causal: bool) -> "ShapePositionalEncoding":
-        return cls(d_model, num_heads, causal, cfg.shape_max_shift, cfg.shape_inference_shift)
+    def check_options(cls, options: ShapeOptions, *, head_dim: int, max_len: int) -> None:
+        if options.max_shift < 1:
+            raise ValueError(f"model.positional.max_shift must be at least 1 (SHAPE draws training shifts "
+                             f"from 0..max_shift-1), got {options.max_shift}")
+        if options.inference_shift is not None and options.inference_shift < 0:
+            raise ValueError(f"model.positional.inference_shift must be >= 0 (or empty: max_shift), "
+                             f"got {options.inference_shift}")
 
     def position_shift(self, batch_size: int, training: bool, device: torch.device) -> Optional[Tensor | int]:
         if training:
@@ -361,8 +449,8 @@ class ShapePositionalEncoding(SinusoidalPositionalEncoding):
 
 
 def build_positional_encoding(cfg, d_model: int, num_heads: int, causal: bool) -> PositionalEncoding:
-    """Builder: the only place that reads the positional config."""
+    """Builder: the only place that reads the positional config (`name` and the encoding's `options`)."""
     name = cfg.name
     if name not in POSITIONAL_ENCODINGS:
         raise ValueError(f"unknown positional encoding {name!r}; valid: {', '.join(sorted(POSITIONAL_ENCODINGS))}")
-    return POSITIONAL_ENCODINGS[name].from_config(cfg, d_model, num_heads, causal)
+    return POSITIONAL_ENCODINGS[name].from_options(cfg.options, d_model, num_heads, causal)

@@ -85,7 +85,8 @@ def write_parquet_dir(root: Path, config: str, split_dir: dict[str, list[tuple[s
 def tiny_model(name: str = "sinusoidal", seed: int = 0, *, vocab: int = 50, d_model: int = 32, heads: int = 4,
                layers: int = 2, ffn_dim: int = 64, encoder_pe=None, decoder_pe=None, **options):
     """A small eval-mode `Seq2SeqTransformer` (pad id 0, no dropout) whose encoder and decoder use the
-    registered encoding `name` with `options` (PositionalConfig keys), or the given encoding modules."""
+    registered encoding `name` with `options` (that encoding's options; a learnable table has 64 rows
+    unless given), or the given encoding modules."""
     import torch
 
     from models.positional_encodings import build_positional_encoding
@@ -94,7 +95,7 @@ def tiny_model(name: str = "sinusoidal", seed: int = 0, *, vocab: int = 50, d_mo
 
     torch.manual_seed(seed)
     if encoder_pe is None:
-        cfg = PositionalConfig(name=name, **{"max_positions": 64, **options})
+        cfg = PositionalConfig(name=name, options={"max_positions": 64, **options} if name == "learnable" else options)
         encoder_pe = build_positional_encoding(cfg, d_model, heads, causal=False)
         decoder_pe = build_positional_encoding(cfg, d_model, heads, causal=True)
     model = Seq2SeqTransformer(src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=0, encoder_pe=encoder_pe,

@@ -86,7 +86,7 @@ def test_iwslt2017_configs_reproduce_the_report_setup(path: Path):
     # The encoding named in the file name, with cross-attention positions only for the ablation.
     suffix = path.stem.removeprefix("transformer_512dh8_e6d6_epochbased_")
     assert m.positional.name == suffix.removesuffix("_crossattn")
-    assert m.positional.cross_attention is suffix.endswith("_crossattn")
+    assert m.positional.options.get("cross_attention", False) is suffix.endswith("_crossattn")
 
 
 def test_demo_configs_differ_only_in_positional_encoding():
@@ -110,7 +110,7 @@ def test_base_inheritance_merges_nested_keys(tmp_path: Path):
     write(tmp_path / "parent.yaml",
           "name: parent\n"
           "model:\n  d_model: 64\n  num_heads: 4\n  ffn_dim: 128\n"
-          "  positional: {name: rope, rope_theta: 500.0}\n"
+          "  positional: {name: rope, theta: 500.0}\n"
           "training: {lr: 0.002, epochs: 3}\n")
     child = write(tmp_path / "child.yaml",
                   "base: parent.yaml\n"
@@ -121,7 +121,8 @@ def test_base_inheritance_merges_nested_keys(tmp_path: Path):
     assert cfg.name == "child"
     assert (cfg.model.d_model, cfg.model.num_heads, cfg.model.ffn_dim) == (64, 4, 256)
     # Nested section merged key by key, not replaced.
-    assert cfg.model.positional == PositionalConfig(name="rope", rope_theta=500.0, cross_attention=True)
+    assert cfg.model.positional == PositionalConfig(
+        name="rope", options={"theta": 500.0, "fraction": 1.0, "layout": "half", "cross_attention": True})
     assert (cfg.training.lr, cfg.training.epochs) == (0.002, 5)
     # Keys set nowhere keep their schema defaults.
     assert cfg.model.num_encoder_layers == ModelConfig().num_encoder_layers
@@ -221,9 +222,7 @@ def error_message(path: Path, overrides: list[str]) -> str:
 def test_unknown_nested_key_names_key_lists_valid_keys_and_suggests(tmp_path: Path):
     msg = error_message(base_config_path(tmp_path), ["model.positional.nmae=rope"])
     assert "model.positional.nmae" in msg
-    assert "Did you mean 'name'" in msg
-    for field in dataclasses.fields(PositionalConfig):
-        assert field.name in msg
+    assert "Did you mean 'name'" in msg and "'sinusoidal' takes no options" in msg
 
 
 def test_unknown_top_level_key(tmp_path: Path):
@@ -250,6 +249,94 @@ def test_unknown_positional_encoding_lists_registry(tmp_path: Path):
     assert "model.positional.name" in msg and "'foo'" in msg
     for name in POSITIONAL_ENCODINGS:
         assert name in msg
+
+
+def test_an_option_of_another_encoding_is_refused_naming_both(tmp_path: Path):
+    """Each encoding declares its options: `clip_distance` under rope used to be accepted and ignored."""
+    msg = error_message(base_config_path(tmp_path), ["model.positional.name=rope", "model.positional.clip_distance=8"])
+    assert "'model.positional.clip_distance' is not an option of the 'rope' encoding" in msg
+    assert "(it is one of: shaw)" in msg and "theta, fraction, layout, cross_attention" in msg
+    msg = error_message(base_config_path(tmp_path), ["model.positional.name=shaw", "model.positional.clip_distanse=8"])
+    assert "Did you mean 'clip_distance'" in msg
+    cfg = load_config(base_config_path(tmp_path), ["model.positional.name=shaw", "model.positional.clip_distance=8"])
+    assert cfg.model.positional.options == {"cross_attention": False, "clip_distance": 8}
+
+
+@pytest.mark.parametrize("overrides, key", [
+    (["model.positional.name=rope", "model.positional.fraction=0"], "model.positional.fraction"),
+    (["model.positional.name=rope", "model.num_heads=32"], "even head dimension"),  # 32/32 = 1
+    (["model.positional.name=rope", "model.positional.layout=spiral"], "model.positional.layout"),
+    (["model.positional.name=t5_bias", "model.positional.num_buckets=2"], "model.positional.num_buckets"),
+    (["model.positional.name=t5_bias", "model.positional.max_distance=16"], "model.positional.max_distance"),
+    (["model.positional.name=shaw", "model.positional.clip_distance=0"], "model.positional.clip_distance"),
+    (["model.positional.name=learnable", "model.positional.max_positions=100", "data.max_len=100"],
+     "model.positional.max_positions"),
+    (["model.positional.name=alibi", "model.positional.cross_attention=maybe"], "model.positional.cross_attention"),
+])
+def test_encoding_options_are_checked_by_their_encoding(tmp_path: Path, overrides: list[str], key: str):
+    msg = error_message(base_config_path(tmp_path), overrides)
+    assert key in msg
+
+
+def test_previous_release_flat_option_names_still_load_with_a_note(tmp_path: Path, capsys):
+    """A config.yaml saved by the previous release holds every encoding's options in one flat bag;
+    it loads (renamed, the other encodings' keys dropped as they were ignored) and says so once."""
+    old = {"name": "rope", "max_positions": 1024, "rope_theta": 500.0, "rope_fraction": 0.5, "rope_layout": "half",
+           "cross_attention": True, "num_buckets": 32, "max_distance": 128, "clip_distance": 16,
+           "shape_max_shift": 100, "shape_inference_shift": None}
+    path = write(tmp_path / "config.yaml", yaml.safe_dump({"model": {"d_model": 32, "num_heads": 4, "positional": old}}))
+    import utils.config
+    utils.config._legacy_noted = False
+    cfg = load_config(path)
+    assert cfg.model.positional == PositionalConfig(
+        name="rope", options={"theta": 500.0, "fraction": 0.5, "layout": "half", "cross_attention": True})
+    note = capsys.readouterr().err
+    assert "rope_theta -> theta" in note and "previous release" in note
+    load_config(path)
+    assert capsys.readouterr().err == ""  # once per process
+    # The new spelling loads silently, and a dump writes it.
+    dump_config(cfg, tmp_path / "new.yaml")
+    assert yaml.safe_load((tmp_path / "new.yaml").read_text())["model"]["positional"] == {
+        "name": "rope", "theta": 500.0, "fraction": 0.5, "layout": "half", "cross_attention": True}
+    assert load_config(tmp_path / "new.yaml") == cfg and capsys.readouterr().err == ""
+
+
+def test_a_new_encoding_declares_its_options_in_one_place(tmp_path: Path):
+    """The worked example of docs/DESIGN.md: an encoding registered with an Options dataclass and a
+    check_options is configurable, checked and built with no change to the config code."""
+    from dataclasses import dataclass
+
+    from models.positional_encodings import POSITIONAL_ENCODINGS as registry
+    from models.positional_encodings import SinusoidalPositionalEncoding, register
+
+    @dataclass
+    class ScaledOptions:
+        scale: float = 1.0
+
+    @register("scaled_sinusoidal")
+    class ScaledSinusoidal(SinusoidalPositionalEncoding):
+        Options = ScaledOptions
+
+        def __init__(self, d_model, num_heads, causal, scale=1.0):
+            super().__init__(d_model, num_heads, causal)
+            self.scale = scale
+
+        @classmethod
+        def check_options(cls, options, *, head_dim, max_len):
+            if options.scale <= 0:
+                raise ValueError(f"model.positional.scale must be positive, got {options.scale}")
+
+    try:
+        path = base_config_path(tmp_path)
+        cfg = load_config(path, ["model.positional.name=scaled_sinusoidal", "model.positional.scale=0.5"])
+        model = build_model(cfg.model, V, V, 0)
+        assert isinstance(model.encoder_pe, ScaledSinusoidal) and model.encoder_pe.scale == 0.5
+        assert "model.positional.scale must be positive" in error_message(
+            path, ["model.positional.name=scaled_sinusoidal", "model.positional.scale=-1"])
+        assert "not an option of the 'scaled_sinusoidal'" in error_message(
+            path, ["model.positional.name=scaled_sinusoidal", "model.positional.theta=2"])
+    finally:
+        del registry["scaled_sinusoidal"]
 
 
 def test_wrong_type_names_the_key(tmp_path: Path):

@@ -23,7 +23,7 @@ def encoding_cases():
     """Every registered encoding (future ones included), plus RoPE variants."""
     cases = [pytest.param(name, {}, id=name) for name in sorted(POSITIONAL_ENCODINGS)]
     cases.append(pytest.param("rope", {"cross_attention": True}, id="rope-cross"))
-    cases.append(pytest.param("rope", {"rope_layout": "interleaved", "rope_fraction": 0.5},
+    cases.append(pytest.param("rope", {"layout": "interleaved", "fraction": 0.5},
                               id="rope-interleaved-half"))
     return cases
 

@@ -193,13 +193,15 @@ def test_shape_checkpoints_from_before_the_inference_shift_are_scored_as_trained
     model = build_model(cfg.model, tok.src_vocab_size, tok.tgt_vocab_size, tok.pad_id)
     for name, drop_key in (("old.pt", True), ("new.pt", False)):
         raw = to_dict(cfg)
-        if drop_key:
-            del raw["model"]["positional"]["shape_inference_shift"]
+        if drop_key:  # as written then: the flat option bag of every encoding, without the inference shift
+            raw["model"]["positional"] = {"name": "shape", "max_positions": 1024, "rope_theta": 10000.0,
+                                          "shape_max_shift": 24, "clip_distance": 16, "cross_attention": False}
         torch.save({"model": model.state_dict(), "meta": RunMeta(raw, tok.state_dict()).state_dict()}, tmp_path / name)
     _, _, old = load_for_inference(tmp_path / "old.pt")
     _, _, new = load_for_inference(tmp_path / "new.pt")
     assert old.encoder_pe.inference_shift == old.decoder_pe.inference_shift == 0
-    assert new.encoder_pe.inference_shift == cfg.model.positional.shape_max_shift == 24
+    assert old.encoder_pe.max_shift == 24
+    assert new.encoder_pe.inference_shift == cfg.model.positional.options["max_shift"] == 24
 
 
 def test_longer_than_training_counts_joined_training_pairs():

@@ -35,7 +35,7 @@ D_MODEL, HEADS = 32, 4
 
 def make_pe(name: str, causal: bool, d_model: int = D_MODEL, num_heads: int = HEADS, **options):
     """Any registered encoding, built the way the config builds it (future encodings included)."""
-    cfg = PositionalConfig(name=name, max_positions=options.pop("max_positions", 64), **options)
+    cfg = PositionalConfig(name=name, options={"max_positions": 64, **options} if name == "learnable" else options)
     return build_positional_encoding(cfg, d_model, num_heads, causal)
 
 
@@ -359,7 +359,7 @@ def test_shape_training_shifts_cover_exactly_0_to_k_minus_1():
     K itself is never drawn. The shifted positions reach the sinusoidal table, with independent
     shifts for source and target."""
     K, batch = 3, 2000
-    model = make_model(make_pe("shape", False, shape_max_shift=K), make_pe("shape", True, shape_max_shift=K), seed=12)
+    model = make_model(make_pe("shape", False, max_shift=K), make_pe("shape", True, max_shift=K), seed=12)
     enc_log, dec_log = [], []
     record_added_embeddings(model.encoder_pe, enc_log)
     record_added_embeddings(model.decoder_pe, dec_log)
@@ -388,7 +388,7 @@ def test_shape_inference_adds_table_at_positions_plus_fixed_shift(inference_shif
     """Eval mode: encoder and decoder add sinusoidal_table(positions + s), s = K by default (the
     authors' code), 0 or an explicit value; identical for a full decode and cached steps, whose
     self-attention keys (cached ones included) carry the same shift."""
-    options = dict(shape_max_shift=5, shape_inference_shift=inference_shift)
+    options = dict(max_shift=5, inference_shift=inference_shift)
     model = make_model(make_pe("shape", False, **options), make_pe("shape", True, **options), seed=13)
     enc_log, dec_log, key_log = [], [], []
     record_added_embeddings(model.encoder_pe, enc_log)
@@ -429,17 +429,17 @@ def test_shape_config_keys_and_validation():
         return load_config(raw={"model": {"d_model": 32, "num_heads": 4,
                                           "positional": {"name": "shape", **positional}}})
 
-    assert load().model.positional.shape_inference_shift is None
+    assert load().model.positional.options == {"max_shift": 100, "inference_shift": None}
     for value, expected in ((None, 100), (0, 0), (3, 3)):
-        pe = build_positional_encoding(load(shape_inference_shift=value).model.positional, 32, 4, False)
+        pe = build_positional_encoding(load(inference_shift=value).model.positional, 32, 4, False)
         assert isinstance(pe, ShapePositionalEncoding) and pe.max_shift == 100 and pe.inference_shift == expected
         assert pe.position_shift(2, False, torch.device("cpu")) == (expected or None)
-    assert load(shape_max_shift=1).model.positional.shape_max_shift == 1  # k always 0 in training
-    for key, value in (("shape_max_shift", 0), ("shape_max_shift", -2), ("shape_inference_shift", -1)):
+    assert load(max_shift=1).model.positional.options["max_shift"] == 1  # k always 0 in training
+    for key, value in (("max_shift", 0), ("max_shift", -2), ("inference_shift", -1)):
         with pytest.raises(ConfigError, match=f"model.positional.{key}"):
             load(**{key: value})
-    with pytest.raises(ConfigError, match="model.positional.shape_inference_shift"):
-        load(shape_inference_shift="far")
+    with pytest.raises(ConfigError, match="model.positional.inference_shift"):
+        load(inference_shift="far")
     with pytest.raises(ValueError, match="max_shift"):
         ShapePositionalEncoding(D_MODEL, HEADS, False, max_shift=0)
     with pytest.raises(ValueError, match="inference_shift"):
@@ -452,7 +452,7 @@ def test_shape_config_keys_and_validation():
 def registry_cases():
     cases = [pytest.param(name, {}, id=name) for name in sorted(POSITIONAL_ENCODINGS)]
     cases.append(pytest.param("rope", {"cross_attention": True}, id="rope-cross"))
-    cases.append(pytest.param("rope", {"rope_layout": "interleaved", "rope_fraction": 0.5}, id="rope-interleaved-half"))
+    cases.append(pytest.param("rope", {"layout": "interleaved", "fraction": 0.5}, id="rope-interleaved-half"))
     return cases
 
 

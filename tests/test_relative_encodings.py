@@ -82,7 +82,7 @@ RELATIVE = ["alibi", "t5_bias", "shaw"]
 @pytest.mark.parametrize("causal", [False, True])
 def test_relative_bias_is_invariant_to_shifting_all_positions(name: str, causal: bool) -> None:
     torch.manual_seed(0)
-    pe = build_positional_encoding(PositionalConfig(name=name, cross_attention=True), 32, 4, causal)
+    pe = build_positional_encoding(PositionalConfig(name=name, options={"cross_attention": True}), 32, 4, causal)
     for p in pe.parameters():
         torch.nn.init.normal_(p)
     q, k = torch.arange(5), torch.arange(9)

@@ -164,7 +164,7 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
     ckpt = read_checkpoint(path)
     meta = ckpt["meta"]
     positional = meta["config"].get("model", {}).get("positional", {})
-    if positional.get("name") == "shape" and "shape_inference_shift" not in positional:
+    if positional.get("name") == "shape" and not {"shape_inference_shift", "inference_shift"} & set(positional):
         # Written before SHAPE followed its authors (2026-11-25): such models were evaluated unshifted.
         positional["shape_inference_shift"] = 0
     cfg = load_config(raw=meta["config"], overrides=overrides)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import sys
 import types
 import typing
 from pathlib import Path
@@ -114,6 +115,8 @@ def load_config(path: Optional[str | Path] = None, overrides: Optional[list[str]
 def to_dict(cfg: Any) -> dict:
     """Dataclass -> plain dict (tuples become lists) suitable for YAML/JSON."""
     def conv(v: Any) -> Any:
+        if isinstance(v, PositionalConfig):  # the encoding's options sit beside `name`, as in YAML
+            return {"name": v.name, **conv(v.options)}
         if dataclasses.is_dataclass(v):
             return {f.name: conv(getattr(v, f.name)) for f in dataclasses.fields(v)}
         if isinstance(v, (list, tuple)):
@@ -168,6 +171,8 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
             raise ConfigError(f"invalid value {value!r} for config key '{key}'. "
                               f"Valid choices: {', '.join(map(str, choices))}")
         return value
+    if tp is PositionalConfig:
+        return _positional_from_dict(value, key)
     if dataclasses.is_dataclass(tp):
         return from_dict(tp, value, key)
     if origin is list:
@@ -206,6 +211,66 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
     return value
 
 
+# Option names of the release before each encoding declared its own options (one flat bag of keys,
+# where a key of another encoding was accepted and ignored). A config (or a saved run's config.yaml,
+# a checkpoint) that uses one still loads in this release, with a note: its keys are renamed, and
+# keys the chosen encoding does not take are dropped, as they were ignored then.
+LEGACY_POSITIONAL_KEYS = {"rope_theta": "theta", "rope_fraction": "fraction", "rope_layout": "layout",
+                          "shape_max_shift": "max_shift", "shape_inference_shift": "inference_shift",
+                          "max_positions": "max_positions", "cross_attention": "cross_attention",
+                          "num_buckets": "num_buckets", "max_distance": "max_distance",
+                          "clip_distance": "clip_distance"}
+_RENAMED = [old for old, new in LEGACY_POSITIONAL_KEYS.items() if old != new]
+_legacy_noted = False
+
+
+def _migrate_positional(options: dict, name: str, valid: list[str], key: str) -> dict:
+    """Old flat option names -> this encoding's options (see LEGACY_POSITIONAL_KEYS)."""
+    global _legacy_noted
+    if not any(k in options for k in _RENAMED):
+        return options
+    migrated = {}
+    for k, value in options.items():
+        new = LEGACY_POSITIONAL_KEYS.get(k, k)
+        if new in valid:
+            migrated[new] = value
+        elif k not in LEGACY_POSITIONAL_KEYS:
+            migrated[k] = value  # not an old key: refused below as usual
+    if not _legacy_noted:
+        _legacy_noted = True
+        renames = ", ".join(f"{old} -> {LEGACY_POSITIONAL_KEYS[old]}" for old in _RENAMED)
+        print(f"note: {key} uses the option names of the previous release ({renames}); they load in this "
+              f"release only, and options that {name!r} does not take are ignored. Write {key}: "
+              f"{{name: {name}{''.join(f', {k}: ...' for k in valid)}}}", file=sys.stderr)
+    return migrated
+
+
+def _positional_from_dict(raw: Any, key: str) -> PositionalConfig:
+    """`{name: rope, theta: 500.0}` -> PositionalConfig(name, options of that encoding, defaults filled)."""
+    from models.positional_encodings import POSITIONAL_ENCODINGS  # each encoding declares its options
+
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key}: expected a mapping of keys, got {raw!r}")
+    options = dict(raw)
+    name = options.pop("name", PositionalConfig.name)
+    if name not in POSITIONAL_ENCODINGS:
+        raise ConfigError(f"invalid value {name!r} for config key '{key}.name'. "
+                          f"Valid choices: {', '.join(sorted(POSITIONAL_ENCODINGS))}")
+    options_cls = POSITIONAL_ENCODINGS[name].Options
+    valid = [f.name for f in dataclasses.fields(options_cls)]
+    options = _migrate_positional(options, name, valid, key)
+    for option in options:
+        if option not in valid:
+            takers = sorted(n for n, cls in POSITIONAL_ENCODINGS.items()
+                            if option in {f.name for f in dataclasses.fields(cls.Options)})
+            raise ConfigError(
+                f"config key '{key}.{option}' is not an option of the {name!r} encoding"
+                + (f" (it is one of: {', '.join(takers)})" if takers else "") + ". "
+                + (f"Options of {name!r}: {', '.join(valid)}." if valid else f"{name!r} takes no options.")
+                + _suggest(str(option), ["name", *valid]))
+    return PositionalConfig(name=name, options=dataclasses.asdict(from_dict(options_cls, options, key)))
+
+
 def flatten(d: dict, prefix: str = "") -> dict:
     """{"a": {"b": 1}} -> {"a.b": 1}: nested config sections as dotted keys."""
     out = {}
@@ -231,19 +296,12 @@ def validate(cfg: ExperimentConfig) -> None:
             raise ConfigError(f"model.{key} must be at least 1, got {getattr(m, key)}")
     if m.d_model % m.num_heads:
         raise ConfigError(f"model.d_model ({m.d_model}) must be divisible by model.num_heads ({m.num_heads})")
-    if (m.d_model // m.num_heads) % 2 and pe == "rope":
-        raise ConfigError("rope needs an even head dimension (model.d_model / model.num_heads)")
-    if pe == "learnable" and m.positional.max_positions < cfg.data.max_len + 1:
-        raise ConfigError(f"model.positional.max_positions ({m.positional.max_positions}) must be at least "
-                          f"data.max_len + 1 ({cfg.data.max_len + 1}: the longest input plus BOS)")
-    if m.positional.shape_max_shift < 1:
-        raise ConfigError(f"model.positional.shape_max_shift must be at least 1 (SHAPE draws training "
-                          f"shifts from 0..shape_max_shift-1), got {m.positional.shape_max_shift}")
-    if m.positional.shape_inference_shift is not None and m.positional.shape_inference_shift < 0:
-        raise ConfigError(f"model.positional.shape_inference_shift must be >= 0 (or empty: shape_max_shift), "
-                          f"got {m.positional.shape_inference_shift}")
-    if not 0.0 < m.positional.rope_fraction <= 1.0:
-        raise ConfigError("model.positional.rope_fraction must be in (0, 1]")
+    encoding = POSITIONAL_ENCODINGS[pe]
+    try:
+        encoding.check_options(encoding.Options(**m.positional.options), head_dim=m.d_model // m.num_heads,
+                               max_len=cfg.data.max_len)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{e} (model.positional.name: {pe})") from None
     for key in ("dropout", "attention_dropout"):
         if not 0.0 <= getattr(m, key) < 1.0:
             raise ConfigError(f"model.{key} must be in [0, 1)")

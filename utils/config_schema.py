@@ -73,24 +73,13 @@ class TokenizerConfig:
 
 @dataclass
 class PositionalConfig:
-    """Positional-encoding strategy, chosen by name from the registry in models/positional_encodings.py."""
+    """Positional-encoding strategy: `name` picks it from the registry in models/positional_encodings.py;
+    `options` holds that encoding's own keys, written flat beside `name` in YAML
+    (`positional: {name: rope, theta: 500.0}`). Each encoding declares its options (its `Options`
+    dataclass); the loader fills their defaults and refuses a key the chosen encoding does not take."""
 
     name: str = "sinusoidal"
-    max_positions: int = 1024  # learnable: table size; a longer input is an error
-    rope_theta: float = 10000.0
-    rope_fraction: float = 1.0  # fraction of each head's dimensions that are rotated
-    rope_layout: Literal["half", "interleaved"] = "half"
-    # Relative families (rope, bias): also apply in cross-attention (query = target
-    # positions, key = source positions). An ablation: the original report did this for RoPE.
-    cross_attention: bool = False
-    # Score-bias families: ALiBi, T5 buckets, Shaw clipping distance.
-    num_buckets: int = 32
-    max_distance: int = 128
-    clip_distance: int = 16
-    shape_max_shift: int = 100  # SHAPE: K; training shifts k ~ U{0..K-1} per sequence (K excluded)
-    # SHAPE inference shift: None = K, the authors' choice; 0 keeps inference positions unshifted
-    # (our old behaviour); any other int is used as is.
-    shape_inference_shift: Optional[int] = None
+    options: dict = field(default_factory=dict)
 
 
 @dataclass
