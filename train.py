@@ -82,8 +82,8 @@ def start_run(args: argparse.Namespace, cfg: ExperimentConfig, corpus, say=log) 
     elif args.resume:
         say(f"{folder.path} holds no checkpoint yet: training starts from step 0")
     splits = corpus()  # a corpus error stops the start here, before anything is deleted
-    if cfg.tokenizer.type == "pretrained" and not resume:
-        PretrainedTokenizer.from_pretrained(cfg.tokenizer.name)  # loads, or a one-line TokenizerError
+    if cfg.tokenizer.type == "pretrained" and not resume:  # loads, or a one-line TokenizerError
+        check_embedding_sharing(cfg, PretrainedTokenizer.from_pretrained(cfg.tokenizer.name))
     folder.apply(action, say)
     for key, (old, new) in changes.items():
         say(f"resume: {key} {old!r} -> {new!r}")
@@ -94,12 +94,20 @@ def start_run(args: argparse.Namespace, cfg: ExperimentConfig, corpus, say=log) 
     return resume, changes
 
 
+def check_embedding_sharing(cfg: ExperimentConfig, tokenizer) -> None:
+    if cfg.model.share_embeddings and not tokenizer.shared_vocab:
+        raise ConfigError(f"model.share_embeddings=true needs one vocabulary for both sides, but "
+                          f"tokenizer.name={cfg.tokenizer.name} has separate source and target vocabularies: "
+                          f"set model.share_embeddings=false")
+
+
 def prepare_data(cfg: ExperimentConfig, corpus, say=log):
     """(tokenizer, encoded train and valid splits): the run's tokenizer (reused, taken from the
     cache, or trained on the training split) and the splits (from the cache, or encoded)."""
     run_dir = cfg.resolved_run_dir
     tokenizer = load_or_train_tokenizer(cfg.tokenizer, lambda: corpus()["train"], run_dir, say,
                                         tokenizer_cache_path(cfg))
+    check_embedding_sharing(cfg, tokenizer)
     return tokenizer, prepare_splits(cfg.data, tokenizer, ("train", "valid"), corpus, say)
 
 

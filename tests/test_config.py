@@ -364,11 +364,6 @@ def test_exactly_one_of_batch_size_and_max_tokens(tmp_path: Path):
         assert "training.batch_size" in msg and "training.max_tokens" in msg
 
 
-def test_pretrained_tokenizer_needs_separate_embeddings(tmp_path: Path):
-    msg = error_message(base_config_path(tmp_path), ["tokenizer.type=pretrained", "tokenizer.name=x"])
-    assert "share_embeddings" in msg
-
-
 # ----------------------------------------------------------------------------- round trip
 
 

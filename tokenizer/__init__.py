@@ -3,12 +3,14 @@
 - `BPETokenizer`: a joint (French+English) BPE trained on the training split with Hugging Face
   `tokenizers` (SentencePiece-style `▁` word boundaries, NFC normalisation), saved as one JSON file.
 - `PretrainedTokenizer`: any Hugging Face tokenizer by name or local directory through
-  `transformers` (e.g. `Helsinki-NLP/opus-mt-fr-en`, the original report's choice, which has
-  separate source/target SentencePiece vocabularies).
+  `transformers` (e.g. `Helsinki-NLP/opus-mt-fr-en`, the original report's choice: separate
+  source and target SentencePiece models over one shared vocabulary; other Marian models have
+  separate vocabularies too).
 
 Both expose: `encode_src`, `encode_tgt` (lists of ids, no BOS/EOS), `decode` (target ids -> text),
-`pad_id`, `bos_id`, `eos_id`, `unk_id`, vocabulary sizes, and `state_dict()` so a checkpoint
-can carry the tokenizer and be used with no other file.
+`pad_id`, `bos_id`, `eos_id`, `unk_id`, vocabulary sizes, `shared_vocab` (one id space for both
+sides, so embeddings can be shared), and `state_dict()` so a checkpoint can carry the tokenizer
+and be used with no other file.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class BaseTokenizer:
     eos_id: int
     src_vocab_size: int
     tgt_vocab_size: int
+    shared_vocab: bool = True  # source and target ids name the same subwords
     kind: str
 
     def encode_src(self, text: str) -> list[int]:
@@ -152,6 +155,21 @@ class PretrainedTokenizer(BaseTokenizer):
         # Marian has no BOS: its decoder starts from <pad> (decoder_start_token_id).
         self.bos_id = hf_tokenizer.bos_token_id if hf_tokenizer.bos_token_id is not None else self.pad_id
         self.src_vocab_size = self.tgt_vocab_size = len(hf_tokenizer)
+        # Marian: a target SentencePiece model of its own (decode with it, not transformers' default
+        # of the source model when the vocabulary is shared), and maybe a target vocabulary of its own.
+        marian = hasattr(hf_tokenizer, "spm_target")
+        self._decode_options = {"use_source_tokenizer": False} if marian else {}
+        self.shared_vocab = not getattr(hf_tokenizer, "separate_vocabs", False)
+        if not self.shared_vocab:
+            target = hf_tokenizer.target_encoder  # (get_tgt_vocab() fails in transformers 5.23)
+            self.tgt_vocab_size = max(target.values()) + 1
+            specials = {"pad": self.pad_id, "eos": self.eos_id, "unk": self.unk_id}
+            differ = [k for k, i in specials.items()
+                      if target.get(getattr(hf_tokenizer, f"{k}_token")) != i]
+            if differ:
+                raise TokenizerError(f"tokenizer.name={name}: the target vocabulary numbers its special tokens "
+                                     f"({', '.join(differ)}) differently from the source vocabulary; this harness "
+                                     f"uses one id per special token on both sides")
 
     @classmethod
     def from_pretrained(cls, name: str) -> "PretrainedTokenizer":
@@ -177,10 +195,14 @@ class PretrainedTokenizer(BaseTokenizer):
         return [i for i in ids if i not in (self.eos_id, self.pad_id)]
 
     def decode(self, ids: Iterable[int]) -> str:
-        return self._tok.decode(list(ids), skip_special_tokens=True)
+        return self._tok.decode(list(ids), skip_special_tokens=True, **self._decode_options)
 
     def tokens(self, ids: Iterable[int], side: str = "tgt") -> list[str]:
-        return self._tok.convert_ids_to_tokens([int(i) for i in ids])
+        ids = [int(i) for i in ids]
+        if side == "src" and not self.shared_vocab:
+            source = {i: piece for piece, i in self._tok.encoder.items()}
+            return [source.get(i, "<?>") for i in ids]
+        return self._tok.convert_ids_to_tokens(ids)
 
     def state_dict(self) -> dict:
         """All tokenizer files as bytes (name -> content), so a checkpoint is self-contained."""

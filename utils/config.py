@@ -324,9 +324,6 @@ def validate(cfg: ExperimentConfig) -> None:
         raise ConfigError("training.lr must be positive")
     if cfg.tokenizer.type == "pretrained" and not cfg.tokenizer.name:
         raise ConfigError("tokenizer.type=pretrained needs tokenizer.name (e.g. Helsinki-NLP/opus-mt-fr-en)")
-    if cfg.tokenizer.type == "pretrained" and m.share_embeddings:
-        raise ConfigError("tokenizer.type=pretrained has separate source/target vocabularies: "
-                          "set model.share_embeddings=false")
     d = cfg.data
     for key in ("max_train_pairs", "max_len", "train_max_src_len"):
         value = getattr(d, key, None)
