@@ -1,39 +1,85 @@
 #!/usr/bin/env python
-"""Translate French sentences with a trained checkpoint (greedy or beam search, n-best).
+"""Translate French sentences with a trained model (greedy or beam search, n-best).
 
 Examples:
-  python inference.py --model_path runs/demo/rope/checkpoints/best_....pt --src_text "Je t'aime."
-  python inference.py --run runs/demo/rope --src_text "Bonjour !" "Où est la gare ?" --nbest 3
-  python inference.py --run runs/demo/rope --input sentences.fr > out.en
-  echo "Merci beaucoup." | python inference.py --run runs/demo/rope
+  python inference.py --run runs/demo/rope --src_text "Je t'aime." "Où est la gare ?"
+  python inference.py --run runs/demo/rope --input sentences.fr --output out.en --lenpen 1.0
+  python inference.py --run runs/demo/rope            # at a terminal: each line translated as you type it
+  cat sentences.fr | python inference.py --model_path runs/demo/rope/checkpoints/best_....pt --max_tokens 8000
+  python inference.py --model_path exported/rope --src_text "Bonjour !" --nbest 3   # an export.py folder
 
-One output line per input line (the best translation); with --nbest N, N lines
-"<index>\t<score>\t<translation>" per input. The checkpoint is self-contained: no config needed.
+Output: one line per input line, the best translation. With --nbest N (beam search), N lines per
+input, best first: "<input index, from 0>\\t<score>\\t<translation>", the score being the
+hypothesis' log-probability after the length penalty (higher is better).
+
+Input: --src_text, --input FILE, or stdin. Piped stdin is read to the end and translated in
+length-sorted batches (fast); a terminal on stdin, or --interactive, translates each line as soon
+as it is entered. Decoding flags override the model's `decoding` config (as --set decoding.*=...).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional
+from pathlib import Path
+from typing import Iterator, Optional, TextIO
 
 from data.parallel_text import decode_utf8, read_text, split_lines
-from evaluation.translate import max_positions, translate
+from evaluation.translate import Translation, max_positions, translate
 from training.checkpoint import check_model_matches, load_for_inference, resolve_checkpoint
 from utils.cli import add_config_args, main_guard
+from utils.errors import HarnessError
 from utils.runtime import pick_device
+
+# flag -> decoding config key (the names fairseq / OpenNMT users type; see --help)
+DECODING_FLAGS = {"strategy": "strategy", "beam_size": "beam_size", "nbest": "nbest",
+                  "length_penalty": "length_penalty", "lenpen": "alpha", "alpha": "alpha",
+                  "max_len_a": "max_len_a", "max_len_b": "max_len_b", "min_len": "min_len",
+                  "no_repeat_ngram": "no_repeat_ngram", "max_tokens": "max_tokens", "precision": "precision"}
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_args(parser, model_path=True)
-    parser.add_argument("--src_text", nargs="+", action="extend", help="sentence(s) to translate")
-    parser.add_argument("--input", help="a file with one sentence per line ('-' for stdin)")
-    parser.add_argument("--strategy", choices=["greedy", "beam"], help="search (default: the config's)")
-    parser.add_argument("--beam_size", type=int, help="beam width (default: the config's)")
-    parser.add_argument("--nbest", type=int, help="print the N best translations with their scores")
+    io = parser.add_argument_group("input and output")
+    io.add_argument("--src_text", nargs="+", action="extend", help="sentence(s) to translate")
+    io.add_argument("--input", help="a file with one sentence per line ('-' for stdin)")
+    io.add_argument("--interactive", action="store_true",
+                    help="translate stdin line by line as it arrives (the default when stdin is a terminal)")
+    io.add_argument("--output", help="write the translations to this file instead of stdout")
+    io.add_argument("--overwrite", action="store_true", help="let --output replace an existing file")
+    search = parser.add_argument_group("decoding (default: the model's decoding config)")
+    search.add_argument("--strategy", choices=["greedy", "beam"], help="search")
+    search.add_argument("--beam_size", "--beam", type=int, help="beam width")
+    search.add_argument("--nbest", type=int, help="print the N best translations with their scores (beam search)")
+    search.add_argument("--length_penalty", choices=["none", "avg", "wu"],
+                        help="length normalisation: none, avg (per token), wu (GNMT, exponent --lenpen)")
+    search.add_argument("--lenpen", type=float,
+                        help="length-penalty exponent: alpha of the wu penalty ((5 + len) / 6) ** alpha")
+    search.add_argument("--alpha", type=float, help="the same as --lenpen (OpenNMT's name)")
+    search.add_argument("--max_len_a", type=float, help="output length limit a * source length + b: a")
+    search.add_argument("--max_len_b", type=int, help="output length limit a * source length + b: b")
+    search.add_argument("--min_len", type=int, help="no end of sentence before this many tokens")
+    search.add_argument("--no_repeat_ngram", type=int, help="never repeat an n-gram of this size (0: off)")
+    search.add_argument("--max_tokens", type=int, help="token budget of a decoding batch (source tokens x beam)")
+    search.add_argument("--precision", choices=["fp32", "bf16", "fp16"],
+                        help="autocast dtype: bf16/fp16 on GPUs, bf16 on CPU (fp32 is usually faster there)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     return parser.parse_args(argv)
+
+
+def decoding_overrides(args: argparse.Namespace) -> list[str]:
+    """The decoding flags as `decoding.key=value` overrides (after --set, so flags win)."""
+    overrides = list(args.overrides)
+    for flag, key in DECODING_FLAGS.items():
+        value = getattr(args, flag)
+        if value is not None:
+            overrides.append(f"decoding.{key}={value}")
+    if args.nbest and args.nbest > 1 and not args.strategy:
+        overrides.append("decoding.strategy=beam")
+        if not args.beam_size:
+            overrides.append(f"decoding.beam_size={max(args.nbest, 5)}")
+    return overrides
 
 
 def input_lines(text: str) -> list[str]:
@@ -41,41 +87,75 @@ def input_lines(text: str) -> list[str]:
     return [line.rstrip("\r") for line in split_lines(text)]
 
 
+def streamed_lines(stream, prompt: bool) -> Iterator[list[str]]:
+    """stdin one line at a time, as it arrives (interactive use)."""
+    if prompt:
+        print("Type a sentence and press Enter; Ctrl-D ends.", file=sys.stderr)
+    for number, raw in enumerate(iter(stream.readline, b""), start=1):
+        text = decode_utf8(raw, f"stdin line {number}")  # (its own line: the error names this line)
+        yield input_lines(text) or [""]
+
+
+class Printer:
+    """Writes translations (and n-best lists) to stdout or an --output file, numbering inputs."""
+
+    def __init__(self, out: TextIO, nbest: bool, model) -> None:
+        self.out, self.nbest, self.model, self.count = out, nbest, model, 0
+
+    def write(self, translations: list[Translation]) -> None:
+        for out in translations:
+            if out.truncated_from is not None:
+                print(f"warning: line {self.count + 1}: the input has {out.truncated_from} tokens; this model takes "
+                      f"at most {max_positions(self.model)} (model.positional.max_positions), so it was truncated",
+                      file=sys.stderr)
+            if self.nbest:
+                for text, score in out.hypotheses:
+                    self.out.write(f"{self.count}\t{score:.4f}\t{text}\n")
+            else:
+                self.out.write(out.text + "\n")
+            self.count += 1
+        self.out.flush()
+
+
+def open_output(path: Optional[str], overwrite: bool) -> TextIO:
+    if path is None:
+        return sys.stdout
+    target = Path(path)
+    if target.exists() and not overwrite:
+        raise HarnessError(f"--output {path} exists; pass --overwrite to replace it, or choose another file")
+    try:
+        return open(target, "w", encoding="utf-8")
+    except OSError as e:
+        raise HarnessError(f"--output {path}: cannot write it ({e.strerror})") from None
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
+    stdin_is_terminal = sys.stdin.isatty()
+    streaming = not args.src_text and not args.input and (args.interactive or stdin_is_terminal)
     if args.src_text:
-        sentences = list(args.src_text)
+        batches: Iterator[list[str]] = iter([list(args.src_text)])
     elif args.input and args.input != "-":
-        sentences = input_lines(read_text(args.input))  # missing, not UTF-8: one line naming file and line
-    elif args.input == "-" or not sys.stdin.isatty():
-        sentences = input_lines(decode_utf8(sys.stdin.buffer.read(), "stdin"))
+        batches = iter([input_lines(read_text(args.input))])  # missing, not UTF-8: one line naming file and line
+    elif streaming:
+        batches = streamed_lines(sys.stdin.buffer, prompt=stdin_is_terminal)
     else:
-        print("error: nothing to translate: give --src_text \"...\", --input FILE, or pipe text on stdin",
-              file=sys.stderr)
-        return 2
-    overrides = list(args.overrides)
-    for key, value in (("strategy", args.strategy), ("beam_size", args.beam_size), ("nbest", args.nbest)):
-        if value is not None:
-            overrides.append(f"decoding.{key}={value}")
-    if args.nbest and args.nbest > 1 and not args.strategy:
-        overrides.append("decoding.strategy=beam")
-        if not args.beam_size:
-            overrides.append(f"decoding.beam_size={max(args.nbest, 5)}")
+        batches = iter([input_lines(decode_utf8(sys.stdin.buffer.read(), "stdin"))])
+    overrides = decoding_overrides(args)
     ckpt = resolve_checkpoint(args)
     device = pick_device(args.device)
     cfg, tokenizer, model = load_for_inference(ckpt, overrides, device=str(device))
     if args.config:
         cfg = check_model_matches(args.config, overrides, cfg, ckpt)
     settings = cfg.decoding
-    for i, out in enumerate(translate(model, tokenizer, sentences, settings, device)):
-        if out.truncated_from is not None:
-            print(f"warning: line {i + 1}: the input has {out.truncated_from} tokens; this model takes at most "
-                  f"{max_positions(model)} (model.positional.max_positions), so it was truncated", file=sys.stderr)
-        if settings.nbest > 1 and settings.strategy == "beam":
-            for text, score in out.hypotheses:
-                print(f"{i}\t{score:.4f}\t{text}")
-        else:
-            print(out.text)
+    out = open_output(args.output, args.overwrite)
+    try:
+        printer = Printer(out, settings.nbest > 1 and settings.strategy == "beam", model)
+        for sentences in batches:
+            printer.write(translate(model, tokenizer, sentences, settings, device))
+    finally:
+        if out is not sys.stdout:
+            out.close()
     return 0
 
 

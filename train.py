@@ -25,12 +25,11 @@ from torch.utils.data import DataLoader
 
 from data import make_corpus_loader, prepare_splits, tokenizer_cache_path, write_data_report
 from data.concat import ConcatPairDataset, plan_train_concat
-from data.parallel_text import CorpusError
 from data.pipeline import (Collator, EpochBatchSampler, PairDataset, UpdateBatches, padding_fraction,
                            trainable_pairs)
 from models import build_model
-from tokenizer import PretrainedTokenizer, TokenizerError, load_or_train_tokenizer
-from training.checkpoint import CheckpointError, RNGState, RunMeta
+from tokenizer import PretrainedTokenizer, load_or_train_tokenizer
+from training.checkpoint import RNGState, RunMeta
 from training.engine import create_evaluator, create_trainer
 from training.handlers import (Rank0Only, TrainingRun, attach_training_log, attach_validation,
                                resume_from_checkpoint, show_progress_bar, stop_on_signals, train_until_done)
@@ -38,10 +37,11 @@ from training.run_folder import RunFolder, resume_changes
 from training.schedules import build_optimizer, build_scheduler
 from utils.cli import add_config_args, main_guard
 from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
+from utils.errors import HarnessError
 from utils.runtime import JsonlLogger, log, pick_device, rank0_first, seed_everything, skip_cudnn_attention
 
 # Start-up errors that end every rank with the same one-line message (utils.cli.main_guard)
-EXPECTED_ERRORS = (ConfigError, CorpusError, CheckpointError, TokenizerError, FileExistsError)
+EXPECTED_ERRORS = (HarnessError, FileExistsError)
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:

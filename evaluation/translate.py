@@ -14,6 +14,7 @@ import torch
 from data.pipeline import cut_by_token_budget, pad_batch
 from models.search import Hypothesis, beam_search, greedy_search
 from utils.config import DecodingConfig
+from utils.runtime import autocast
 
 
 @dataclass
@@ -79,7 +80,9 @@ def translate(model, tokenizer, sentences: list[str], settings: DecodingConfig,
     for batch in iterator:
         rows = [todo[j] for j in batch]
         src = pad_batch([ids[i] for i in rows], tokenizer.pad_id)  # [batch, src_len]
-        for i, hyps in zip(rows, search_batch(model, src.to(device), tokenizer, settings)):
+        with autocast(settings.precision, device):
+            found = search_batch(model, src.to(device), tokenizer, settings)
+        for i, hyps in zip(rows, found):
             results[i] = Translation(sentences[i], [(tokenizer.decode(h.tokens), h.normalized_score) for h in hyps],
                                      truncated_from.get(i, len(ids[i])), truncated_from.get(i))
     return results  # type: ignore[return-value]

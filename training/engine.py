@@ -12,6 +12,8 @@ from ignite.engine import Engine
 from ignite.metrics import Metric
 from torch import Tensor
 
+from utils.runtime import autocast
+
 
 def sequence_loss(logits: Tensor, target: Tensor, pad_id: int, label_smoothing: float = 0.0) -> Tensor:
     """Summed token cross-entropy over non-pad targets. logits `[batch, len, vocab]`, target `[batch, len]`."""
@@ -19,7 +21,6 @@ def sequence_loss(logits: Tensor, target: Tensor, pad_id: int, label_smoothing: 
                            label_smoothing=label_smoothing, reduction="sum")
 
 
-AMP_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def create_trainer(model, optimizer, scheduler, *, pad_id: int, device: torch.device, label_smoothing: float = 0.0,
@@ -33,7 +34,6 @@ def create_trainer(model, optimizer, scheduler, *, pad_id: int, device: torch.de
     on one batch holding them all. Between batches of an update a DistributedDataParallel model
     accumulates locally (`no_sync`): gradients are all-reduced once per update.
     Returns the update's mean token loss and token counts."""
-    amp_dtype = AMP_DTYPES[precision]
 
     def train_step(engine: Engine, batches: list[dict[str, Tensor]]) -> dict[str, Any]:
         model.train()
@@ -48,7 +48,7 @@ def create_trainer(model, optimizer, scheduler, *, pad_id: int, device: torch.de
             last = i == len(moved) - 1
             accumulate = model.no_sync() if not last and hasattr(model, "no_sync") else contextlib.nullcontext()
             with accumulate:
-                with torch.autocast(device_type=device.type, dtype=amp_dtype, enabled=amp_dtype is not None):
+                with autocast(precision, device):
                     logits = model(src, tgt_in)
                 loss_sum = sequence_loss(logits, tgt_out, pad_id, label_smoothing)
                 if not torch.isfinite(loss_sum):

@@ -349,3 +349,7 @@ def validate(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"evaluation.length_buckets must be increasing bucket edges, got {edges}")
     if cfg.decoding.beam_size < 1 or cfg.decoding.nbest < 1 or cfg.decoding.nbest > cfg.decoding.beam_size:
         raise ConfigError("decoding needs beam_size >= 1 and 1 <= nbest <= beam_size")
+    for key in ("max_tokens", "max_len_a", "max_len_b", "min_len", "no_repeat_ngram", "alpha"):
+        value, least = getattr(cfg.decoding, key), 1 if key == "max_tokens" else 0
+        if value < least:
+            raise ConfigError(f"decoding.{key} must be at least {least}, got {value}")

@@ -175,6 +175,8 @@ class DecodingConfig:
     max_tokens: int = 4000  # token budget per decoding batch (source tokens x beam)
     min_len: int = 0  # no EOS before this many output tokens
     no_repeat_ngram: int = 0  # forbid repeating any n-gram of this size (0: off)
+    # Autocast dtype of the search: bf16/fp16 on GPUs (bf16 also on CPU, where fp32 is usually faster)
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
 
 
 @dataclass

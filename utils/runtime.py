@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import sys
@@ -10,6 +11,21 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import torch
+
+from utils.errors import HarnessError
+
+# training.precision / decoding.precision -> the autocast dtype (fp32: no autocast)
+AMP_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class DeviceError(HarnessError, RuntimeError):
+    """A device that was asked for is not there."""
+
+
+def autocast(precision: str, device: torch.device | str) -> contextlib.AbstractContextManager:
+    """Mixed precision for `precision` on the device's type: torch.autocast, or nothing for fp32."""
+    dtype = AMP_DTYPES[precision]
+    return torch.autocast(device_type=torch.device(device).type, dtype=dtype, enabled=dtype is not None)
 
 
 def seed_everything(seed: int) -> None:
@@ -45,12 +61,14 @@ def pick_device(name: str = "auto") -> torch.device:
         if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
             return torch.device("mps")
         return torch.device("cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("training.device=cuda but no CUDA GPU is visible; use --set training.device=auto")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise DeviceError(f"device {name} was asked for (training.device or --device) but no CUDA GPU is "
+                          f"visible; use auto (the best device there is) or cpu")
     if name.startswith("cuda"):
         skip_cudnn_attention()
     if name == "mps" and not torch.backends.mps.is_available():
-        raise RuntimeError("training.device=mps but MPS is not available; use --set training.device=auto")
+        raise DeviceError("device mps was asked for (training.device or --device) but MPS is not available; "
+                          "use auto or cpu")
     return torch.device(name)
 
 
