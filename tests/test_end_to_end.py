@@ -116,6 +116,7 @@ def test_config_and_checkpoint_mismatch_is_a_clear_error(trained_run: Path) -> N
 
 
 def test_every_command_has_help() -> None:
-    for script in ("train.py", "test.py", "inference.py", "compare.py", "sweep.py"):
+    for script in ("train.py", "test.py", "inference.py", "compare.py", "sweep.py", "export.py", "average.py",
+                   "visualize.py"):
         proc = run([script, "--help"])
         assert proc.returncode == 0 and "usage:" in proc.stdout, script

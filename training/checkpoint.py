@@ -156,10 +156,14 @@ def read_newest_good_checkpoint(run_dir: str | Path, log=print) -> tuple[Path, d
 
 
 def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, device: str = "cpu"):
-    """(config, tokenizer, model in eval mode) from one checkpoint file; `overrides` may change
-    decoding/data settings (not the model's shape)."""
+    """(config, tokenizer, model in eval mode) from one checkpoint file or an exported folder
+    (export.py); `overrides` may change decoding/data settings (not the model's shape)."""
     from models import build_model
     from tokenizer import tokenizer_from_state_dict
+    from training.export import is_export, read_export
+
+    if is_export(path):
+        return read_export(path, overrides, device)
 
     ckpt = read_checkpoint(path)
     meta = ckpt["meta"]
@@ -195,8 +199,10 @@ def resolve_checkpoint(args: argparse.Namespace) -> Path:
 
 
 def run_dir_of_checkpoint(path: Path) -> Path:
-    """runs/<name>/checkpoints/x.pt -> runs/<name>; a loose checkpoint -> its folder."""
+    """runs/<name>/checkpoints/x.pt -> runs/<name>; a loose checkpoint -> its folder; an export -> itself."""
     path = Path(path).resolve()
+    if path.is_dir():
+        return path
     return path.parent.parent if path.parent.name == "checkpoints" else path.parent
 
 

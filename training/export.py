@@ -1,0 +1,117 @@
+"""Exported models: a self-contained folder that other tools can read, loaded without pickle.
+
+    DIR/
+      model.safetensors   the weights (safetensors; tied embeddings stored once)
+      config.json         the resolved experiment config the model was built from, with a format marker
+      tokenizer.json      the joint BPE (or tokenizer/, a pretrained tokenizer's save_pretrained folder)
+      README.md           a model card: encoding, size, training data, test scores and sacreBLEU signature
+
+`inference.py --model_path DIR` and `test.py --model_path DIR` load it through `load_for_inference`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from utils.config import load_config, to_dict
+
+EXPORT_FORMAT = "pe-harness-export"
+EXPORT_VERSION = 1
+WEIGHTS, CONFIG, CARD = "model.safetensors", "config.json", "README.md"
+
+
+def is_export(path: str | Path) -> bool:
+    path = Path(path)
+    return path.is_dir() and (path / WEIGHTS).is_file() and (path / CONFIG).is_file()
+
+
+def write_export(cfg, tokenizer, model, out_dir: Path, scores: Optional[dict], source: str) -> Path:
+    """Write the folder next to `out_dir` and rename it into place: a failed export leaves nothing."""
+    from safetensors.torch import save_model
+
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        save_model(model, str(staging / WEIGHTS), metadata={"format": EXPORT_FORMAT})
+        config = {"format": EXPORT_FORMAT, "format_version": EXPORT_VERSION, "exported_from": source,
+                  "config": to_dict(cfg)}
+        (staging / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        tokenizer.save(staging)
+        params = sum(p.numel() for p in model.parameters())
+        (staging / CARD).write_text(model_card(cfg, params, scores, source), encoding="utf-8")
+        os.replace(staging, out_dir)  # fails if out_dir appeared meanwhile (not empty): nothing replaced
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
+    """(config, tokenizer, model in eval mode) from an exported folder."""
+    from safetensors.torch import load_model
+
+    from models import build_model
+    from tokenizer import BPETokenizer, PretrainedTokenizer
+    from training.checkpoint import CheckpointError
+
+    path = Path(path)
+    meta = json.loads((path / CONFIG).read_text(encoding="utf-8"))
+    if meta.get("format") != EXPORT_FORMAT or meta.get("format_version", 0) > EXPORT_VERSION:
+        raise CheckpointError(f"{path / CONFIG} is not an export of this harness (format {meta.get('format')!r}, "
+                              f"version {meta.get('format_version')!r}); export.py writes {EXPORT_FORMAT} "
+                              f"version {EXPORT_VERSION}")
+    cfg = load_config(raw=meta["config"], overrides=overrides)
+    if (path / BPETokenizer.filename).is_file():
+        tokenizer = BPETokenizer.load(path)
+    else:
+        tokenizer = PretrainedTokenizer.from_pretrained(str(path / PretrainedTokenizer.dirname))
+    model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)
+    try:
+        load_model(model, str(path / WEIGHTS), strict=True)
+    except (RuntimeError, OSError) as e:
+        raise CheckpointError(f"{path / WEIGHTS}: the weights do not fit the model of {path / CONFIG} "
+                              f"(was model.* overridden?): {str(e).splitlines()[0][:300]}") from None
+    model.to(device).eval()
+    return cfg, tokenizer, model
+
+
+def model_card(cfg, params: int, scores: Optional[dict], source: str) -> str:
+    m, d = cfg.model, cfg.data
+    options = ", ".join(f"{k}={v}" for k, v in m.positional.options.items()) or "no options"
+    corpus = {"tatoeba": f"Tatoeba ({d.path})", "iwslt2017": f"IWSLT 2017 ({d.hf_name}, {d.hf_config})",
+              "parallel_text": "parallel text files (config.json: data)"}[d.source]
+    lines = [f"# {cfg.name}: {d.src_lang} → {d.tgt_lang} Transformer, positional encoding `{m.positional.name}`", "",
+             f"Exported from `{source}` by this harness's `export.py`.", "",
+             "| | |", "|---|---|",
+             f"| positional encoding | `{m.positional.name}` ({options}) |",
+             f"| model | {m.num_encoder_layers}+{m.num_decoder_layers} layers, d_model {m.d_model}, "
+             f"{m.num_heads} heads, FFN {m.ffn_dim}, {'pre' if m.norm_first else 'post'}-norm, {params:,} parameters |",
+             f"| tokenizer | {cfg.tokenizer.type}" + (f" ({cfg.tokenizer.name})" if cfg.tokenizer.name else
+                                                       f", vocabulary {cfg.tokenizer.vocab_size}") + " |",
+             f"| training data | {corpus} |",
+             f"| seed | {cfg.seed} |", ""]
+    if scores:
+        where = scores.get("test_set") or {"split": scores.get("split")}
+        lines += ["## Test scores", "",
+                  f"On {scores['num_sentences']:,} sentences of {json.dumps(where)} "
+                  f"({scores['decoding']['strategy']} search, beam {scores['decoding']['beam_size']}):", "",
+                  f"- sacreBLEU **{scores['sacrebleu']:.2f}** (`{scores['sacrebleu_signature']}`)",
+                  f"- chrF {scores['chrf']:.2f} (`{scores.get('chrf_signature', '')}`)",
+                  f"- nltk BLEU-4 {scores['nltk_bleu4']:.4f} ({scores.get('nltk_tokenization', '')})", ""]
+        for row in scores.get("concat") or []:
+            lines.append(f"- k={row['k']} joined pairs: sacreBLEU {row['sacrebleu']:.2f}")
+        if scores.get("concat"):
+            lines.append("")
+    else:
+        lines += ["No test scores: the run had none for this checkpoint (`test.py --run ...` writes them).", ""]
+    lines += ["## Use", "", "```bash", 'python inference.py --model_path THIS_FOLDER --src_text "Bonjour !"',
+              "python test.py --model_path THIS_FOLDER --output_dir scores/", "```", "",
+              "`model.safetensors` holds the weights (tied embeddings once), `config.json` the resolved config "
+              "(`config.model` builds the network), the tokenizer file(s) the vocabulary.", ""]
+    return "\n".join(lines)
