@@ -16,6 +16,8 @@ evaluation.concat) also concat/k<K>/ for each K. Every pair is scored: an empty 
 empty hypothesis, a source longer than the model can represent is truncated and counted.
 --src/--ref take plain text (.gz allowed), raw WIT3 train.tags files or WIT3 XML (aligned by
 document and segment id; documents keep --concat inputs within one talk).
+The scores of a run's own test split also go to its TensorBoard events (test/*), where the
+HParams dashboard shows them beside the run's settings.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from pathlib import Path
 from typing import Optional
 
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
-from training.checkpoint import check_model_matches, load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
+from training.checkpoint import (check_model_matches, checkpoint_step, load_for_inference, resolve_checkpoint,
+                                 run_dir_of_checkpoint)
+from training.review import log_test_scores
 from utils.cli import add_config_args, main_guard
 from utils.config import ConfigError, to_dict
 from utils.runtime import log, pick_device
@@ -87,6 +91,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     scores.update(test_set=test_set, split=test_set.get("split"), checkpoint=str(ckpt),
                   positional=cfg.model.positional.name, decoding=to_dict(cfg.decoding))
     (out_dir / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
+    run_dir = run_dir_of_checkpoint(ckpt)
+    if out_dir.resolve() == (run_dir / "test").resolve():  # the run's own test set: into its TensorBoard/HParams
+        log_test_scores(run_dir, scores, checkpoint_step(ckpt))
     print_summary(scores, out_dir)
     return 0
 

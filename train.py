@@ -31,8 +31,9 @@ from models import build_model
 from tokenizer import PretrainedTokenizer, load_or_train_tokenizer
 from training.checkpoint import RNGState, RunMeta
 from training.engine import create_evaluator, create_trainer
-from training.handlers import (Rank0Only, TrainingRun, attach_training_log, attach_validation,
+from training.handlers import (Rank0Only, TrainingRun, attach_training_log, attach_validation, validation_event,
                                resume_from_checkpoint, show_progress_bar, stop_on_signals, train_until_done)
+from training.review import attach_tensorboard_review
 from training.run_folder import RunFolder, resume_changes
 from training.schedules import build_optimizer, build_scheduler
 from utils.cli import add_config_args, main_guard
@@ -198,6 +199,7 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     run.trainer.add_event_handler(Events.EPOCH_STARTED, lambda engine: sampler.set_epoch(engine.state.epoch))
     attach_training_log(run, show_progress_bar(is_main))
     best, last = attach_validation(run, tokenizer, splits["valid"], valid_loader)
+    attach_tensorboard_review(run, tokenizer, splits["valid"], validation_event(t), resumed=resume)
     if resume:
         resume_from_checkpoint(run, best, last, sampler, len(updates), changes)
     stop_on_signals(run)
@@ -229,7 +231,7 @@ def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, w
                        scheduler=scheduler, trainer=trainer, evaluator=create_evaluator(model, pad, device),
                        to_save=to_save, metrics_log=Rank0Only(JsonlLogger(run_dir / "metrics.jsonl"), is_main),
                        tb=Rank0Only(SummaryWriter(log_dir=str(run_dir / "tb")) if is_main else None, is_main),
-                       say=say, world=world)
+                       say=say, world=world, is_main=is_main)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
+from evaluation.figures import sentence_attention_figures, table_figure  # noqa: E402
 from models.positional_encodings import (alibi_slopes, apply_rotary, rope_tables,  # noqa: E402
                                          sinusoidal_table)
 from utils.cli import main_guard  # noqa: E402
@@ -68,11 +69,7 @@ def position_table(args) -> tuple[torch.Tensor, str]:
 
 def cmd_pe_heatmap(args) -> None:
     table, title = position_table(args)
-    fig, ax = plt.subplots(figsize=(10, 5))
-    im = ax.imshow(table.numpy(), aspect="auto", cmap="RdBu_r", interpolation="nearest")
-    ax.set(xlabel="dimension", ylabel="position", title=f"{title} positional encoding")
-    fig.colorbar(im, ax=ax)
-    _save(fig, args.out)
+    _save(table_figure(table, f"{title} positional encoding", "dimension", "position"), args.out)
 
 
 def classical_mds(x: torch.Tensor, dims: int = 2) -> torch.Tensor:
@@ -138,71 +135,12 @@ def cmd_pe_similarity(args) -> None:
     _save(fig, args.out)
 
 
-@torch.no_grad()
-def attention_maps(model, src: torch.Tensor, tgt_in: torch.Tensor) -> dict[str, list[torch.Tensor]]:
-    """Softmax attention of every layer, by kind: each `[heads, q_len, k_len]` (batch of one)."""
-    captured: dict[str, list] = {"encoder self-attention": [], "decoder self-attention": [], "cross-attention": []}
-    hooks = []
-
-    def capture(kind):
-        def hook(module, args, kwargs):
-            captured[kind].append((module, args, kwargs))
-        return hook
-
-    for layer in model.encoder_layers:
-        hooks.append(layer.self_attn.register_forward_pre_hook(capture("encoder self-attention"), with_kwargs=True))
-    for layer in model.decoder_layers:
-        hooks.append(layer.self_attn.register_forward_pre_hook(capture("decoder self-attention"), with_kwargs=True))
-        hooks.append(layer.cross_attn.register_forward_pre_hook(capture("cross-attention"), with_kwargs=True))
-    try:
-        model.decode(tgt_in, model.encode(src))
-    finally:
-        for h in hooks:
-            h.remove()
-    maps: dict[str, list[torch.Tensor]] = {}
-    for kind, calls in captured.items():
-        maps[kind] = []
-        for module, args, kwargs in calls:
-            x = args[0]
-            memory = args[1] if len(args) > 1 else kwargs.get("memory")
-            mask = kwargs.get("attn_mask")
-            if kwargs.get("is_causal") and mask is None:
-                mask = torch.ones(x.size(1), x.size(1), dtype=torch.bool).tril()
-            weights = module.attention_weights(x, memory, mask, kwargs.get("attn_positions"))
-            maps[kind].append(weights[0])
-    return maps
-
-
 def cmd_attention(args) -> None:
-    from models.search import greedy_search
-
     cfg, tokenizer, model = _load(args)
-    src_ids = tokenizer.encode_src(args.src)
-    if not src_ids:
+    if not tokenizer.encode_src(args.src):
         raise SystemExit("error: --src is empty")
-    src = torch.tensor([src_ids])
-    if args.tgt:
-        tgt_ids = tokenizer.encode_tgt(args.tgt)
-    else:
-        tgt_ids = greedy_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id)[0].tokens
-    tgt_in = torch.tensor([[tokenizer.bos_id, *tgt_ids]])
-    maps = attention_maps(model, src, tgt_in)
-    src_labels = tokenizer.tokens(src_ids, "src")
-    tgt_labels = ["<s>", *tokenizer.tokens(tgt_ids)]
-    axes_labels = {"encoder self-attention": (src_labels, src_labels),
-                   "decoder self-attention": (tgt_labels, tgt_labels), "cross-attention": (tgt_labels, src_labels)}
     out_dir = Path(args.out)
-    for kind, layers in maps.items():
-        heads = layers[0].size(0)
-        fig, grid = plt.subplots(len(layers), heads, figsize=(2.6 * heads, 2.6 * len(layers)), squeeze=False)
-        rows, cols = axes_labels[kind]
-        for li, weights in enumerate(layers):
-            for h in range(heads):
-                ax = grid[li][h]
-                ax.imshow(weights[h].numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
-                ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=5)
-                ax.set_yticks(range(len(rows)), rows, fontsize=5)
-                ax.set_title(f"layer {li + 1} head {h + 1}", fontsize=7)
+    for kind, fig in sentence_attention_figures(model, tokenizer, args.src, args.tgt).items():
         fig.suptitle(f"{kind} ({cfg.model.positional.name})")
         _save(fig, str(out_dir / f"{kind.replace(' ', '_').replace('-', '_')}.png"))
 

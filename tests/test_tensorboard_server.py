@@ -6,7 +6,9 @@ the `valid/loss` series back through its HTTP data API (no network beyond 127.0.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import read_jsonl
+from helpers import read_jsonl, run
 
 # Never through a proxy from the environment: the server is on 127.0.0.1.
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -57,20 +59,18 @@ def wait_for_tag(base: str, tag: str, proc: subprocess.Popen, log: Path, timeout
     pytest.fail(f"tensorboard did not serve {tag!r} within {timeout:.0f}s: {log.read_text()[-3000:]}")
 
 
-def test_tensorboard_serves_the_logged_validation_loss(trained_run: Path, tmp_path: Path) -> None:  # noqa: F811
+@contextlib.contextmanager
+def tensorboard_server(logdir: Path, tmp_path: Path, tag: str):
+    """A real `tensorboard` on a free localhost port: yields (base URL, name of the run that has `tag`)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "tensorboard.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([*tensorboard_command(), "--logdir", str(trained_run), "--port", str(port),
+        proc = subprocess.Popen([*tensorboard_command(), "--logdir", str(logdir), "--port", str(port),
                                  "--host", "127.0.0.1", "--load_fast", "false"],
                                 stdout=out, stderr=subprocess.STDOUT)
         try:
-            run_name = wait_for_tag(base, "valid/loss", proc, log)
-            assert run_name in get_json(f"{base}/data/runs")
-            assert run_name == "tb"  # the events live in <run>/tb/
-            query = urllib.parse.urlencode({"tag": "valid/loss", "run": run_name})
-            series = get_json(f"{base}/data/plugin/scalars/scalars?{query}")  # [[wall_time, step, value], ...]
+            yield base, wait_for_tag(base, tag, proc, log)
         finally:
             proc.terminate()
             try:
@@ -78,6 +78,56 @@ def test_tensorboard_serves_the_logged_validation_loss(trained_run: Path, tmp_pa
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    logged = [r for r in read_jsonl(trained_run / "metrics.jsonl") if r["event"] == "valid"]
+
+
+def test_tensorboard_serves_the_logged_validation_loss(trained_run: Path, tmp_path: Path) -> None:  # noqa: F811
+    with tensorboard_server(trained_run, tmp_path, "valid/loss") as (base, run_name):
+        assert run_name in get_json(f"{base}/data/runs")
+        assert run_name == "tb"  # the events live in <run>/tb/
+        query = urllib.parse.urlencode({"tag": "valid/loss", "run": run_name})
+        series = get_json(f"{base}/data/plugin/scalars/scalars?{query}")  # [[wall_time, step, value], ...]
+        grad_norm = get_json(f"{base}/data/plugin/scalars/scalars?"
+                             + urllib.parse.urlencode({"tag": "train/grad_norm", "run": run_name}))
+    records = read_jsonl(trained_run / "metrics.jsonl")
+    logged = [r for r in records if r["event"] == "valid"]
     assert [step for _, step, _ in series] == [r["step"] for r in logged] == [3, 6]
     assert [value for _, _, value in series] == pytest.approx([r["valid_loss"] for r in logged], rel=1e-5)
+    trained = [r for r in records if r["event"] == "train"]
+    assert [v for _, _, v in grad_norm] == pytest.approx([r["grad_norm"] for r in trained], rel=1e-5)
+    assert all(r["grad_norm"] > 0 for r in trained)
+
+
+def hparams_request(base: str, route: str, request: dict):
+    return get_json(f"{base}/data/plugin/hparams/{route}?" + urllib.parse.urlencode({"request": json.dumps(request)}))
+
+
+def test_a_sweep_reviews_in_the_hparams_dashboard(trained_run: Path, tmp_path: Path) -> None:
+    """Each run is an HParams session (encoding, its options, sizes, seed, ...) whose metrics are its
+    validation scalars and the test scores test.py adds; attention maps are images of the run."""
+    sweep = tmp_path / "runs"
+    run_dir = sweep / "rope"
+    shutil.copytree(trained_run, run_dir)
+    tested = run(["test.py", "--run", str(run_dir), "--concat", "1", "2"])
+    assert tested.returncode == 0, tested.stderr[-2000:]
+    scores = json.loads((run_dir / "test" / "scores.json").read_text())
+    with tensorboard_server(sweep, tmp_path, "test/sacrebleu") as (base, run_name):
+        assert run_name == "rope/tb"
+        experiment = hparams_request(base, "experiment", {"experimentName": ""})
+        hparams = {h["name"] for h in experiment["hparamInfos"]}
+        assert {"model.positional.name", "model.positional.theta", "seed", "model.d_model", "training.lr"} <= hparams
+        metrics = {m["name"]["tag"] for m in experiment["metricInfos"]}
+        assert {"valid/loss", "valid/bleu", "test/sacrebleu", "test/chrf", "test/k2_sacrebleu"} <= metrics
+        groups = hparams_request(base, "session_groups", {
+            "experimentName": "", "startIndex": 0, "sliceSize": 10,
+            "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"],
+            "colParams": [{"hparam": "model.positional.name"}, {"metric": {"tag": "test/sacrebleu", "group": ""}},
+                          {"metric": {"tag": "test/k2_sacrebleu", "group": ""}}]})
+        (group,) = groups["sessionGroups"]
+        assert group["hparams"]["model.positional.name"] == "rope"
+        values = {m["name"]["tag"]: m["value"] for m in group["metricValues"]}
+        assert values["test/sacrebleu"] == pytest.approx(scores["sacrebleu"], rel=1e-5)
+        k2 = next(row for row in scores["concat"] if row["k"] == 2)
+        assert values["test/k2_sacrebleu"] == pytest.approx(k2["sacrebleu"], rel=1e-5)
+        images = get_json(f"{base}/data/plugin/images/tags")[run_name]
+        assert {"attention/encoder self-attention", "attention/decoder self-attention",
+                "attention/cross-attention"} <= set(images)

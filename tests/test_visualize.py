@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import visualize
+from evaluation.figures import attention_maps
 
 
 def assert_real_png(path: Path) -> None:
@@ -59,7 +60,7 @@ def test_attention_rows_are_distributions(trained_run: Path) -> None:
     _, tok, model = load_for_inference(find_best_checkpoint(trained_run))
     src = torch.tensor([tok.encode_src("Bonjour à tous.")])
     tgt = torch.tensor([[tok.bos_id, *tok.encode_tgt("Hello everyone.")]])
-    maps = visualize.attention_maps(model, src, tgt)
+    maps = attention_maps(model, src, tgt)
     for kind, layers in maps.items():
         for weights in layers:
             assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5), kind
@@ -99,3 +100,20 @@ def test_plots_of_trained_learned_encodings(trained_family_runs: dict[str, Path]
     assert visualize.main(["attention", "--run", str(trained_family_runs["t5_bias"]), "--src", "Bonjour !",
                            "--out", str(attention)]) == 0
     assert_real_png(attention / "encoder_self_attention.png")
+
+
+def test_learned_positional_tables_reach_tensorboard(trained_family_runs: dict[str, Path]) -> None:
+    """At the end of training: each learned table as an image, and a learnable table in the projector."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tags = {}
+    for name, run_dir in trained_family_runs.items():
+        events = EventAccumulator(str(run_dir / "tb"), size_guidance={"images": 0})
+        events.Reload()
+        tags[name] = set(events.Tags()["images"])
+        assert "attention/cross-attention" in tags[name]
+    assert {"positions/encoder/table.weight", "positions/decoder/table.weight"} <= tags["learnable"]
+    assert {"positions/encoder/bias_table.weight", "positions/decoder/bias_table.weight"} <= tags["t5_bias"]
+    projector = (trained_family_runs["learnable"] / "tb" / "projector_config.pbtxt").read_text()
+    assert "positions_encoder" in projector and "positions_decoder" in projector
+    assert not (trained_family_runs["t5_bias"] / "tb" / "projector_config.pbtxt").exists()

@@ -99,11 +99,12 @@ def checkpoint_score(path: Path) -> Optional[float]:
     return float(match.group(1)) if match else None
 
 
-_STEP = re.compile(r"_(\d+)(?:_[^_]+=[^_]+)?\.pt$")
+_STEP = re.compile(r"_checkpoint_(\d+)(?:_|\.pt$)")
 
 
 def checkpoint_step(path: Path) -> Optional[int]:
-    """The training step in a checkpoint's file name (`last_checkpoint_600.pt` -> 600)."""
+    """The training step in a checkpoint's file name (`last_checkpoint_600.pt`,
+    `best_checkpoint_600_valid_loss=-2.39.pt` -> 600)."""
     match = _STEP.search(path.name)
     return int(match.group(1)) if match else None
 

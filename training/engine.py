@@ -33,7 +33,7 @@ def create_trainer(model, optimizer, scheduler, *, pad_id: int, device: torch.de
     (DistributedDataParallel averages gradients over ranks) -- so an update equals one process
     on one batch holding them all. Between batches of an update a DistributedDataParallel model
     accumulates locally (`no_sync`): gradients are all-reduced once per update.
-    Returns the update's mean token loss and token counts."""
+    Returns the update's mean token loss, token counts and gradient norm (before clipping)."""
 
     def train_step(engine: Engine, batches: list[dict[str, Tensor]]) -> dict[str, Any]:
         model.train()
@@ -58,9 +58,10 @@ def create_trainer(model, optimizer, scheduler, *, pad_id: int, device: torch.de
             total_loss += float(loss_sum.detach())
         if scaler is not None:
             scaler.unscale_(optimizer)
-        grad_norm = None
-        if clip_grad_norm:
+        if clip_grad_norm:  # the norm before clipping is logged as train/grad_norm
             grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm))
+        else:
+            grad_norm = float(torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None]))
         if scaler is not None:
             scaler.step(optimizer)
             scaler.update()

@@ -57,6 +57,7 @@ class TrainingRun:
     tb: Any  # SummaryWriter (rank 0) or a no-op
     say: Callable[[str], None]
     world: int = 1
+    is_main: bool = True  # rank 0: the process that writes logs, TensorBoard and checkpoints
     recent: collections.deque = field(default_factory=collections.deque)  # (loss, tokens) of the last steps
 
 
@@ -72,12 +73,13 @@ def refuse_non_finite(model: torch.nn.Module, metrics: dict, step: int) -> None:
 
 
 def attach_training_log(run: TrainingRun, show_bar: bool) -> None:
-    """Every `log_every` steps: mean token loss, LR, throughput and padding to metrics.jsonl,
+    """Every `log_every` steps: mean token loss, LR, throughput, padding and gradient norm (mean over
+    the steps, before clipping) to metrics.jsonl,
     TensorBoard and (without a terminal) the console; a live progress bar on terminals."""
     t, trainer = run.cfg.training, run.trainer
     if show_bar:
         ProgressBar(persist=False).attach(trainer, output_transform=lambda out: {"loss": out["loss"]})
-    window = {"loss": 0.0, "n": 0, "tokens": 0, "padded": 0, "start": time.time()}
+    window = {"loss": 0.0, "n": 0, "tokens": 0, "padded": 0, "grad_norm": 0.0, "steps": 0, "start": time.time()}
     run.recent = collections.deque(maxlen=t.log_every)
 
     @trainer.on(Events.ITERATION_COMPLETED)
@@ -87,20 +89,29 @@ def attach_training_log(run: TrainingRun, show_bar: bool) -> None:
         window["n"] += out["ntokens"]
         window["tokens"] += out["ntokens"] * run.world  # every rank trains on a batch of its own
         window["padded"] += out["padded_tgt"] * run.world
+        window["grad_norm"] += out["grad_norm"]
+        window["steps"] += 1
         run.recent.append((out["loss"], out["ntokens"]))
         if engine.state.iteration % t.log_every == 0:
             elapsed = max(1e-9, time.time() - window["start"])
             loss = window["loss"] / max(1, window["n"])
             record = {"step": engine.state.iteration, "epoch": engine.state.epoch, "loss": loss,
                       "lr": run.optimizer.param_groups[0]["lr"], "tokens_per_sec": window["tokens"] / elapsed,
-                      "tgt_padding": 1.0 - window["tokens"] / max(1, window["padded"])}
+                      "tgt_padding": 1.0 - window["tokens"] / max(1, window["padded"]),
+                      "grad_norm": window["grad_norm"] / max(1, window["steps"])}
             run.metrics_log.write("train", **record)
-            for key in ("loss", "lr", "tokens_per_sec", "tgt_padding"):
+            for key in ("loss", "lr", "tokens_per_sec", "tgt_padding", "grad_norm"):
                 run.tb.add_scalar(f"train/{key}", record[key], record["step"])
-            window.update(loss=0.0, n=0, tokens=0, padded=0, start=time.time())
+            window.update(loss=0.0, n=0, tokens=0, padded=0, grad_norm=0.0, steps=0, start=time.time())
             if not show_bar:
                 run.say(f"step {record['step']} epoch {record['epoch']}: loss={loss:.3f} lr={record['lr']:.2e} "
                         f"tokens/s={record['tokens_per_sec']:.0f}")
+
+
+def validation_event(t):
+    """When validation runs (besides the end): every `validate_every_steps` updates, else every epoch."""
+    return Events.ITERATION_COMPLETED(every=t.validate_every_steps) if t.validate_every_steps \
+        else Events.EPOCH_COMPLETED
 
 
 def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) -> tuple[Checkpoint, Checkpoint]:
@@ -156,8 +167,7 @@ def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) ->
         refuse_non_finite(model, {}, engine.state.iteration)
         last(engine)
 
-    every = Events.ITERATION_COMPLETED(every=t.validate_every_steps) if t.validate_every_steps \
-        else Events.EPOCH_COMPLETED
+    every = validation_event(t)
     trainer.add_event_handler(every | Events.COMPLETED, validate)
     trainer.add_event_handler(every | Events.COMPLETED, save_last)
     return best, last

@@ -126,7 +126,8 @@ class RunFolder:
 RESUME_MAY_CHANGE = (
     "run_dir", "training.max_steps", "training.epochs", "training.lr", "training.clip_grad_norm",
     "training.validate_every_steps", "training.bleu_every", "training.bleu_sentences",
-    "training.num_sample_translations", "training.log_every", "training.early_stopping_patience",
+    "training.num_sample_translations", "training.tensorboard_images_every", "training.log_every",
+    "training.early_stopping_patience",
     "training.keep_best", "training.keep_last", "training.device", "training.num_threads",
     "training.num_workers", "training.compile", "data.cache_dir", "decoding.", "evaluation.",
 )

@@ -316,6 +316,8 @@ def validate(cfg: ExperimentConfig) -> None:
             raise ConfigError(f"training.{key} must be at least 1, got {value}"
                               + (" (or null)" if key in ("max_steps", "batch_size", "max_tokens",
                                                          "validate_every_steps") else ""))
+    if t.tensorboard_images_every < 0:
+        raise ConfigError(f"training.tensorboard_images_every must be >= 0 (0: no images), got {t.tensorboard_images_every}")
     if t.update_freq < 1:
         raise ConfigError("training.update_freq must be at least 1")
     if not 0.0 <= t.label_smoothing < 1.0:

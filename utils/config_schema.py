@@ -159,6 +159,9 @@ class TrainingConfig:
     num_workers: int = 0
     log_every: int = 50
     num_sample_translations: int = 3
+    # TensorBoard images (attention maps of a fixed validation sentence, learned positional tables)
+    # every this many validations and at the end; 0: none
+    tensorboard_images_every: int = 5
 
 
 @dataclass
