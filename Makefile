@@ -36,8 +36,9 @@ length-seeds: length
 	$(PY) sweep.py $(LENGTH_CONFIGS) --seeds 1 2 --output runs/length/seeds12_summary
 	$(PY) compare.py "runs/length/*" --output runs/length/seeds_summary
 
+# One pytest worker per core (pytest-xdist), each test module on one worker (its fixtures built once)
 test: venv
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 # Speed benchmarks against peer implementations (tables + benchmarks/results/*.json)
 bench: venv

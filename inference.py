@@ -92,7 +92,7 @@ def streamed_lines(stream, prompt: bool) -> Iterator[list[str]]:
     if prompt:
         print("Type a sentence and press Enter; Ctrl-D ends.", file=sys.stderr)
     for number, raw in enumerate(iter(stream.readline, b""), start=1):
-        text = decode_utf8(raw, f"stdin line {number}")  # (its own line: the error names this line)
+        text = decode_utf8(raw, "stdin", first_line=number)
         yield input_lines(text) or [""]
 
 

@@ -74,12 +74,13 @@ def _peek(path: PathLike, size: int = 4096) -> bytes:
     return head
 
 
-def decode_utf8(data: bytes, name: str) -> str:
-    """Decode UTF-8 (a leading BOM is dropped); an error names `name` and the line."""
+def decode_utf8(data: bytes, name: str, first_line: int = 1) -> str:
+    """Decode UTF-8 (a leading BOM is dropped); an error names `name` and the line (`data` starting
+    at line `first_line` of `name`)."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        line = data[:exc.start].count(b"\n") + first_line
         raise CorpusError(
             f"{name}:{line}: not valid UTF-8 (bad byte 0x{data[exc.start]:02x} at "
             f"byte offset {exc.start}); convert it to UTF-8, e.g. "

@@ -103,3 +103,12 @@ def test_mixed_precision_decoding_runs_on_cpu(trained_run: Path, precision: str)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     assert len(lines) == len(fp32) == 3 and all(lines)
+
+
+def test_interactive_input_that_is_not_utf8_names_its_line(trained_run: Path) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "inference.py", "--run", str(trained_run), "--interactive"], cwd=ROOT,
+                          input="Bonjour.\n".encode() + b"caf\xe9\n", capture_output=True, env=env, timeout=300)
+    assert proc.returncode == 2 and len(proc.stdout.decode().splitlines()) == 1  # the first line was translated
+    errors = [line for line in proc.stderr.decode().splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: stdin:2: not valid UTF-8"), proc.stderr.decode()[-2000:]
