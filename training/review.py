@@ -2,7 +2,8 @@
 reviews a sweep:
 
 - an HParams session per run (the encoding and its options, model size, seed, key training and data
-  settings). Its metrics are the run's own scalars, found by the HParams plugin in the same folder:
+  settings, as the run first started: TensorBoard keeps a run's first session record, so a resume
+  does not write another). Its metrics are the run's own scalars, found by the HParams plugin in the same folder:
   validation loss/BLEU/accuracy from training, and test sacreBLEU/chrF/nltk BLEU (per k of the
   length protocol too) that `test.py` adds (`log_test_scores`), so one table compares the encodings;
 - every `training.tensorboard_images_every` validations and at the end: attention maps for a fixed
