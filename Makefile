@@ -47,11 +47,13 @@ bench: venv
 
 # Keep the tested runs behind the README's tables in git (results/, no checkpoints): compare.py
 # reads them as they are, and copied back into runs/ they let a sweep skip what is finished.
+# The test sources are left out: every run of a study has the same ones (test.py writes them again).
 archive:
-	@for d in runs/demo/* runs/length/*; do \
+	@for d in runs/demo/* runs/length/* runs/report/length/*; do \
 	  [ -f $$d/test/scores.json ] || continue; \
 	  out=results/$${d#runs/}; mkdir -p $$out; rm -rf $$out/test; \
 	  cp $$d/config.yaml $$d/metrics.jsonl $$out/; cp -r $$d/test $$out/; \
+	  find $$out/test -name sources.txt -delete; \
 	  [ -f $$d/data_report.json ] && cp $$d/data_report.json $$out/ || true; \
 	  echo "archived $$d -> $$out"; \
 	done
