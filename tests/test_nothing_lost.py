@@ -4,7 +4,9 @@ Each test goes through the real command-line entry points."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 import torch
@@ -96,6 +98,24 @@ def test_resume_skips_a_checkpoint_with_non_finite_weights(trained_run: Path, tm
     assert f"{newest.name} has non-finite weights" in proc.stdout
     starts = [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl") if r["event"] == "start"]
     assert starts[-1] < int(newest.stem.split("_")[-1])  # resumed from the older, finite checkpoint
+
+
+def test_resume_and_lookup_go_by_step_when_a_copy_reordered_modification_times(trained_run: Path,
+                                                                                tmp_path: Path) -> None:
+    from training.checkpoint import checkpoint_step, find_last_checkpoint
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run, run_dir)
+    last = sorted((run_dir / "checkpoints").glob("last_*.pt"), key=checkpoint_step)
+    assert len(last) >= 2
+    now = time.time()
+    for age, path in enumerate(last):  # the highest step now looks oldest, as after a plain `cp -r`
+        os.utime(path, (now - 1000 * age, now - 1000 * age))
+    assert find_last_checkpoint(run_dir) == last[-1]
+    proc = run(["train.py", "--run", str(run_dir), "--set", f"training.max_steps={checkpoint_step(last[-1]) + 2}"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    starts = [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl") if r["event"] == "start"]
+    assert starts[-1] == checkpoint_step(last[-1])
 
 
 # ---- 5. a start that failed before its first checkpoint can simply be run again

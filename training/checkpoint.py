@@ -122,13 +122,20 @@ def find_best_checkpoint(run_dir: str | Path) -> Path:
     ckpt_dir = Path(run_dir) / "checkpoints"
     best = [p for p in ckpt_dir.glob("best_*.pt") if checkpoint_score(p) is not None]
     if best:
-        return max(best, key=lambda p: (checkpoint_score(p), p.stat().st_mtime))
+        return max(best, key=lambda p: (checkpoint_score(p), *newest_key(p)))
     return find_last_checkpoint(run_dir)
+
+
+def newest_key(path: Path) -> tuple[int, float]:
+    """Sort key for 'newest': the step in the name, then the modification time. The step comes
+    first because copying a run folder (cp, rsync without -t) rewrites modification times."""
+    step = checkpoint_step(path)
+    return (step if step is not None else -1, path.stat().st_mtime)
 
 
 def find_last_checkpoint(run_dir: str | Path) -> Path:
     ckpt_dir = Path(run_dir) / "checkpoints"
-    last = sorted(ckpt_dir.glob("last_*.pt"), key=lambda p: p.stat().st_mtime)
+    last = sorted(ckpt_dir.glob("last_*.pt"), key=newest_key)
     if not last:
         raise CheckpointError(f"no checkpoint in {ckpt_dir}: has this run trained for at least one epoch?")
     return last[-1]
@@ -137,8 +144,8 @@ def find_last_checkpoint(run_dir: str | Path) -> Path:
 def read_newest_good_checkpoint(run_dir: str | Path, log=print) -> tuple[Path, dict]:
     """The newest readable `last_*.pt` (then `best_*.pt`); an unreadable one is reported and skipped."""
     ckpt_dir = Path(run_dir) / "checkpoints"
-    candidates = sorted(ckpt_dir.glob("last_*.pt"), key=lambda p: p.stat().st_mtime, reverse=True)
-    candidates += sorted(ckpt_dir.glob("best_*.pt"), key=lambda p: p.stat().st_mtime, reverse=True)
+    candidates = sorted(ckpt_dir.glob("last_*.pt"), key=newest_key, reverse=True)
+    candidates += sorted(ckpt_dir.glob("best_*.pt"), key=newest_key, reverse=True)
     if not candidates:
         raise CheckpointError(f"no checkpoint in {ckpt_dir}: nothing to resume")
     for path in candidates:
