@@ -71,7 +71,7 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
         return None
     # Through the loader, so runs saved with an older spelling of a key group with today's runs.
     cfg = to_dict(load_config(run_dir / "config.yaml"))
-    records = JsonlLogger(run_dir / "metrics.jsonl").read()
+    records = JsonlLogger(run_dir / "metrics.jsonl").history()
     valid = [r for r in records if r["event"] == "valid"]
     ends = [r for r in records if r["event"] == "end"]
     speeds = [r["tokens_per_sec"] for r in records if r["event"] == "train" and r.get("tokens_per_sec") is not None]

@@ -70,7 +70,9 @@ def final_params(run_dir: Path):
 
 
 def losses(run_dir: Path) -> dict[int, float]:
-    return {r["step"]: r["loss"] for r in read_jsonl(run_dir / "metrics.jsonl") if r["event"] == "train"}
+    """Training loss per step of the run its checkpoints continue (JsonlLogger.history)."""
+    from utils.runtime import JsonlLogger
+    return {r["step"]: r["loss"] for r in JsonlLogger(run_dir / "metrics.jsonl").history() if r["event"] == "train"}
 
 
 def write_parquet_dir(root: Path, config: str, split_dir: dict[str, list[tuple[str, str]]]):

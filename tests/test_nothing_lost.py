@@ -9,6 +9,7 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from helpers import CONFIG, one_error_line, read_jsonl, run, snapshot, tiny_overrides, train
@@ -116,6 +117,42 @@ def test_resume_and_lookup_go_by_step_when_a_copy_reordered_modification_times(t
     assert proc.returncode == 0, proc.stderr[-3000:]
     starts = [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl") if r["event"] == "start"]
     assert starts[-1] == checkpoint_step(last[-1])
+
+
+def test_a_resume_supersedes_what_an_interrupted_attempt_logged_after_its_checkpoint(tmp_path: Path) -> None:
+    import compare
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from training.checkpoint import checkpoint_step
+    from utils.runtime import JsonlLogger
+
+    run_dir = tmp_path / "run"
+    first = train(run_dir, tmp_path / "cache", "training.validate_every_steps=4", "training.keep_last=4", steps=16)
+    assert first.returncode == 0, first.stderr[-3000:]
+    # As if killed after logging step 16 but before any checkpoint after step 8 was written.
+    for path in (run_dir / "checkpoints").glob("*.pt"):
+        if checkpoint_step(path) > 8:
+            path.unlink()
+    log = run_dir / "metrics.jsonl"
+    log.write_text("".join(line + "\n" for line in log.read_text().splitlines() if '"event": "end"' not in line))
+    resumed = run(["train.py", "--run", str(run_dir), "--set", "training.max_steps=12", "--set", "training.lr=0.0005"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+
+    raw = read_jsonl(log)
+    assert [r["step"] for r in raw if r["event"] == "train"] == [2, 4, 6, 8, 10, 12, 14, 16, 10, 12]
+    history = JsonlLogger(log).history()
+    train_records = [r for r in history if r["event"] == "train"]
+    assert [r["step"] for r in train_records] == [2, 4, 6, 8, 10, 12]
+    assert train_records[-1] == [r for r in raw if r["event"] == "train"][-1]  # the resumed attempt's step 12
+    assert train_records[-1]["loss"] != [r for r in raw if r["event"] == "train"][5]["loss"]  # new lr, new loss
+    assert [r["step"] for r in history if r["event"] == "valid"] == [4, 8, 12]
+    assert [r["step"] for r in compare.summarise_run(run_dir)["valid_events"]] == [4, 8, 12]
+
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    tb_loss = {e.step: e.value for e in events.Scalars("train/loss")}
+    assert sorted(tb_loss) == [2, 4, 6, 8, 10, 12]
+    assert tb_loss[12] == pytest.approx(train_records[-1]["loss"])
+    assert [e.step for e in events.Scalars("valid/loss")] == [4, 8, 12]
 
 
 # ---- 5. a start that failed before its first checkpoint can simply be run again

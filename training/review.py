@@ -102,6 +102,15 @@ def attach_tensorboard_review(run, tokenizer, valid_split, validation_event, res
     run.trainer.add_event_handler(Events.COMPLETED, on_completed)
 
 
+def purge_after(writer, step: int) -> None:
+    """Hide in TensorBoard what an interrupted attempt logged after `step`, where a resume goes
+    on: the restart marker that SummaryWriter(purge_step=...) writes, which TensorBoard obeys."""
+    from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+
+    writer.file_writer.add_event(Event(step=step + 1, session_log=SessionLog(status=SessionLog.START)))
+    writer.flush()
+
+
 def log_test_scores(run_dir: Path, scores: dict, step: Optional[int]) -> None:
     """test.py's scores as scalars of the run (test/*), where the HParams table finds them."""
     from torch.utils.tensorboard import SummaryWriter

@@ -107,6 +107,17 @@ class JsonlLogger:
             rows = [json.loads(line) for line in f if line.strip()]
         return [r for r in rows if event is None or r["event"] == event]
 
+    def history(self) -> list[dict]:
+        """The records of the run its checkpoints continue: a resume from step s (its "start"
+        record) drops the "train" and "valid" records that an interrupted attempt wrote after
+        step s, since those steps were trained again (maybe with a changed learning rate)."""
+        kept: list[dict] = []
+        for r in self.read():
+            if r["event"] == "start" and r.get("resume"):
+                kept = [k for k in kept if k["event"] not in ("train", "valid") or k["step"] <= r["step"]]
+            kept.append(r)
+        return kept
+
 
 def rank0_first(fn: Callable[[], Any], expected: tuple[type[BaseException], ...] = (), share: bool = False) -> Any:
     """Run `fn` on rank 0 while the other ranks wait; return its result on rank 0, and on the other
