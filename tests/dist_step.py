@@ -12,17 +12,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from data.pipeline import Collator  # noqa: E402
+from helpers import tiny_model  # noqa: E402
 from training.engine import create_trainer  # noqa: E402
 
 
-def tiny_model():
-    from models.positional_encodings import RotaryPositionalEncoding
-    from models.transformer import Seq2SeqTransformer
-
-    torch.manual_seed(0)
-    return Seq2SeqTransformer(30, 30, 0, RotaryPositionalEncoding(16, 2, False), RotaryPositionalEncoding(16, 2, True),
-                              d_model=16, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, ffn_dim=32,
-                              dropout=0.0)
+def model_for_step():
+    """The model both sides of the comparison train: the torchrun ranks and the single process."""
+    return tiny_model("rope", vocab=30, d_model=16, heads=2, layers=1, ffn_dim=32).train()
 
 
 def fixed_pairs() -> list[tuple[list[int], list[int]]]:
@@ -50,7 +46,7 @@ def split(pairs: list, rank: int, world: int, update_freq: int) -> list[list]:
 
 def worker(local_rank: int, out: str, update_freq: int) -> None:
     rank, world = idist.get_rank(), idist.get_world_size()
-    model = tiny_model()
+    model = model_for_step()
     ddp = idist.auto_model(model)
     one_step(ddp, split(fixed_pairs(), rank, world, update_freq), world)
     if rank == 0:

@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -85,8 +88,8 @@ def write_parquet_dir(root: Path, config: str, split_dir: dict[str, list[tuple[s
 
 
 def tiny_model(name: str = "sinusoidal", seed: int = 0, *, vocab: int = 50, d_model: int = 32, heads: int = 4,
-               layers: int = 2, ffn_dim: int = 64, encoder_pe=None, decoder_pe=None, **options):
-    """A small eval-mode `Seq2SeqTransformer` (pad id 0, no dropout) whose encoder and decoder use the
+               layers: int = 2, ffn_dim: int = 64, pad_id: int = 0, encoder_pe=None, decoder_pe=None, **options):
+    """A small eval-mode `Seq2SeqTransformer` (no dropout) whose encoder and decoder use the
     registered encoding `name` with `options` (that encoding's options; a learnable table has 64 rows
     unless given), or the given encoding modules."""
     import torch
@@ -100,7 +103,73 @@ def tiny_model(name: str = "sinusoidal", seed: int = 0, *, vocab: int = 50, d_mo
         cfg = PositionalConfig(name=name, options={"max_positions": 64, **options} if name == "learnable" else options)
         encoder_pe = build_positional_encoding(cfg, d_model, heads, causal=False)
         decoder_pe = build_positional_encoding(cfg, d_model, heads, causal=True)
-    model = Seq2SeqTransformer(src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=0, encoder_pe=encoder_pe,
+    model = Seq2SeqTransformer(src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=pad_id, encoder_pe=encoder_pe,
                                decoder_pe=decoder_pe, d_model=d_model, num_heads=heads, num_encoder_layers=layers,
                                num_decoder_layers=layers, ffn_dim=ffn_dim, dropout=0.0)
     return model.eval()
+
+
+# ---- decoding tests: token ids, the encodings to run every check on, batches, the cache reference
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3  # the ids tiny_model's callers use (pad 0)
+VOCAB = 50
+D_MODEL, HEADS = 32, 4
+
+
+def encoding_cases():
+    """Every registered encoding (future ones included), plus RoPE variants, as pytest params."""
+    from models.positional_encodings import POSITIONAL_ENCODINGS
+
+    cases = [pytest.param(name, {}, id=name) for name in sorted(POSITIONAL_ENCODINGS)]
+    cases.append(pytest.param("rope", {"cross_attention": True}, id="rope-cross"))
+    cases.append(pytest.param("rope", {"layout": "interleaved", "fraction": 0.5}, id="rope-interleaved-half"))
+    return cases
+
+
+def mixed_batch(lengths: list[int], seed: int):
+    """Right-padded source batch `[batch, max(lengths)]` of random real tokens."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.full((len(lengths), max(lengths)), PAD, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        src[i, :n] = torch.randint(4, VOCAB, (n,), generator=g)
+    return src
+
+
+def reference_step(model, history: torch.Tensor, enc, sentence_of_row: torch.Tensor) -> torch.Tensor:
+    """Next-token logits `[rows, vocab]` of each row's history, decoded from scratch."""
+    return model.decode(history, enc.index_select(sentence_of_row))[:, -1]
+
+
+def give_bias_tables_a_signal(model, seed: int):
+    """Learned positional bias tables start at zero: draw them at random so that they matter."""
+    for pname, p in model.named_parameters():
+        if "_pe." in pname:
+            torch.nn.init.normal_(p, generator=torch.Generator().manual_seed(seed))
+    return model
+
+
+def check_random_beam_steps(model, label: str, beams: int = 4, steps: int = 7):
+    """3 sentences x `beams` beams, `steps` cached steps: each step the beams of a sentence are
+    re-drawn from its current beams (with repeats, as beam search does); at step 4 the middle
+    sentence leaves. Asserts that every cached step equals decoding every row's history from
+    scratch; returns (cache, enc, sentences, history) after the last reorder."""
+    g = torch.Generator().manual_seed(12)
+    src = mixed_batch([6, 3, 8], seed=12)
+    with torch.no_grad():
+        enc = model.encode(src)
+        sentences = torch.arange(3)  # original sentence of each active group
+        history = torch.full((3 * beams, 1), BOS)
+        cache = model.new_cache(capacity=3)  # too small on purpose: the buffers must grow
+        for step in range(steps):
+            rows_sentence = sentences.repeat_interleave(beams)
+            got = model.decode_step(history[:, -1:], enc.index_select(sentences), cache, offset=step)
+            torch.testing.assert_close(got, reference_step(model, history, enc, rows_sentence), atol=1e-5, rtol=0,
+                                       msg=lambda m: f"{label} step {step}: {m}")
+            parents = torch.randint(0, beams, (sentences.numel(), beams), generator=g)
+            keep = torch.tensor([0, 2]) if step == 4 else torch.arange(sentences.numel())
+            index = (keep[:, None] * beams + parents[keep]).view(-1)
+            model.reorder_cache(cache, index, keep if keep.numel() < sentences.numel() else None)
+            sentences = sentences[keep]
+            new_tokens = torch.randint(4, VOCAB, (index.numel(), 1), generator=g)
+            history = torch.cat([history.index_select(0, index), new_tokens], dim=1)
+    return cache, enc, sentences, history

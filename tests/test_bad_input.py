@@ -4,11 +4,10 @@ from __future__ import annotations
 
 
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.positional_encodings import LearnablePositionalEncoding
+from helpers import tiny_model
 from models.transformer import Seq2SeqTransformer
 from tokenizer import BPETokenizer
 from utils.config import DecodingConfig
@@ -25,11 +24,7 @@ def tokenizer() -> BPETokenizer:
 
 @pytest.fixture(scope="module")
 def model(tokenizer) -> Seq2SeqTransformer:
-    torch.manual_seed(0)
-    v = tokenizer.src_vocab_size
-    return Seq2SeqTransformer(v, v, tokenizer.pad_id, LearnablePositionalEncoding(32, 4, False, 40),
-                              LearnablePositionalEncoding(32, 4, True, 40), d_model=32, num_heads=4,
-                              num_encoder_layers=1, num_decoder_layers=1, ffn_dim=64, dropout=0.0).eval()
+    return tiny_model("learnable", vocab=tokenizer.src_vocab_size, layers=1, pad_id=tokenizer.pad_id, max_positions=40)
 
 
 def test_odd_lines_in_one_batch(tokenizer, model) -> None:

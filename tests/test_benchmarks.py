@@ -1,7 +1,7 @@
 """The benchmark scripts run end to end (tiny models, one step or one short decode per case).
 
 Timings are never asserted here: only that every contender ran, did the same amount of work,
-and that the JSON carries the ratios the README and the issues quote.
+and that the JSON carries the ratios that the README and benchmarks/README.md quote.
 """
 
 from __future__ import annotations

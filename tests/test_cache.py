@@ -12,48 +12,8 @@ import pytest
 import torch
 
 from models.decoding.cache import DecoderCache
-from helpers import tiny_model
-from test_decoding import BOS, D_MODEL, HEADS, VOCAB, encoding_cases, mixed_batch
-
-
-def reference_step(model, history: torch.Tensor, enc, sentence_of_row: torch.Tensor) -> torch.Tensor:
-    """Next-token logits `[rows, vocab]` of each row's history, decoded from scratch."""
-    return model.decode(history, enc.index_select(sentence_of_row))[:, -1]
-
-
-def give_bias_tables_a_signal(model, seed: int):
-    """Learned positional bias tables start at zero: draw them at random so that they matter."""
-    for pname, p in model.named_parameters():
-        if "_pe." in pname:
-            torch.nn.init.normal_(p, generator=torch.Generator().manual_seed(seed))
-    return model
-
-
-def check_random_beam_steps(model, label: str, beams: int = 4, steps: int = 7):
-    """3 sentences x `beams` beams, `steps` cached steps: each step the beams of a sentence are
-    re-drawn from its current beams (with repeats, as beam search does); at step 4 the middle
-    sentence leaves. Asserts that every cached step equals decoding every row's history from
-    scratch; returns (cache, enc, sentences, history) after the last reorder."""
-    g = torch.Generator().manual_seed(12)
-    src = mixed_batch([6, 3, 8], seed=12)
-    with torch.no_grad():
-        enc = model.encode(src)
-        sentences = torch.arange(3)  # original sentence of each active group
-        history = torch.full((3 * beams, 1), BOS)
-        cache = model.new_cache(capacity=3)  # too small on purpose: the buffers must grow
-        for step in range(steps):
-            rows_sentence = sentences.repeat_interleave(beams)
-            got = model.decode_step(history[:, -1:], enc.index_select(sentences), cache, offset=step)
-            torch.testing.assert_close(got, reference_step(model, history, enc, rows_sentence), atol=1e-5, rtol=0,
-                                       msg=lambda m: f"{label} step {step}: {m}")
-            parents = torch.randint(0, beams, (sentences.numel(), beams), generator=g)
-            keep = torch.tensor([0, 2]) if step == 4 else torch.arange(sentences.numel())
-            index = (keep[:, None] * beams + parents[keep]).view(-1)
-            model.reorder_cache(cache, index, keep if keep.numel() < sentences.numel() else None)
-            sentences = sentences[keep]
-            new_tokens = torch.randint(4, VOCAB, (index.numel(), 1), generator=g)
-            history = torch.cat([history.index_select(0, index), new_tokens], dim=1)
-    return cache, enc, sentences, history
+from helpers import (BOS, D_MODEL, HEADS, VOCAB, check_random_beam_steps, encoding_cases, give_bias_tables_a_signal,
+                     mixed_batch, reference_step, tiny_model)
 
 
 @pytest.mark.parametrize("kernel", ["matmul", "sdpa"])

@@ -10,10 +10,9 @@ import torch
 
 from models.decoding import cpu_kernel
 from models.decoding.attend import attend, per_head_mask
-from helpers import tiny_model
+from helpers import (BOS, EOS, PAD, VOCAB, check_random_beam_steps, encoding_cases, give_bias_tables_a_signal,
+                     mixed_batch, tiny_model)
 from models.search import beam_search, greedy_search
-from test_cache import check_random_beam_steps, give_bias_tables_a_signal
-from test_decoding import BOS, EOS, PAD, VOCAB, encoding_cases, mixed_batch
 
 needs_avx2 = pytest.mark.skipif(not cpu_kernel.supported_cpu(), reason="the kernel is for x86-64 CPUs with AVX2")
 

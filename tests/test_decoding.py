@@ -8,34 +8,11 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from helpers import tiny_model
+from helpers import BOS, D_MODEL, EOS, HEADS, PAD, VOCAB, encoding_cases, mixed_batch, tiny_model
 from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
 from models.search import Hypothesis, beam_search, greedy_search, length_penalty
 from models.transformer import Seq2SeqTransformer
 from utils.config import PositionalConfig
-
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
-VOCAB = 50
-D_MODEL, HEADS = 32, 4
-
-
-def encoding_cases():
-    """Every registered encoding (future ones included), plus RoPE variants."""
-    cases = [pytest.param(name, {}, id=name) for name in sorted(POSITIONAL_ENCODINGS)]
-    cases.append(pytest.param("rope", {"cross_attention": True}, id="rope-cross"))
-    cases.append(pytest.param("rope", {"layout": "interleaved", "fraction": 0.5},
-                              id="rope-interleaved-half"))
-    return cases
-
-
-def mixed_batch(lengths: list[int], seed: int) -> torch.Tensor:
-    """Right-padded source batch `[batch, max(lengths)]` of random real tokens."""
-    g = torch.Generator().manual_seed(seed)
-    src = torch.full((len(lengths), max(lengths)), PAD, dtype=torch.long)
-    for i, n in enumerate(lengths):
-        src[i, :n] = torch.randint(4, VOCAB, (n,), generator=g)
-    return src
-
 
 def trim(row: torch.Tensor) -> torch.Tensor:
     """One padded source row as an unpadded `[1, len]` batch."""

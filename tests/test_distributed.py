@@ -19,7 +19,7 @@ def test_two_ranks_on_half_batches_equal_one_process_on_the_whole_batch(tmp_path
     proc = torchrun(["tests/dist_step.py", str(out), str(update_freq)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     ddp_state = torch.load(out)
-    model = dist_step.tiny_model()
+    model = dist_step.model_for_step()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     shares = [dist_step.split(dist_step.fixed_pairs(), rank, 2, update_freq) for rank in range(2)]
     union = [shares[0][i] + shares[1][i] for i in range(update_freq)]  # micro-batch i of every rank

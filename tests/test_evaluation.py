@@ -11,7 +11,7 @@ import torch
 
 from data.concat import concat_groups, join_pairs
 from data.parallel_text import read_line_aligned_documents as read_pairs_with_documents
-from helpers import run
+from helpers import run, tiny_model
 from utils.config import ExperimentConfig
 
 FIX = Path(__file__).parent / "fixtures"
@@ -58,17 +58,6 @@ def test_xml_documents_are_read_in_source_order():
 # ----------------------------------------------------------------------------- whole test sets
 
 
-def _learnable_model(tokenizer, max_positions: int):
-    from models.positional_encodings import LearnablePositionalEncoding
-    from models.transformer import Seq2SeqTransformer
-
-    torch.manual_seed(0)
-    v = tokenizer.src_vocab_size
-    return Seq2SeqTransformer(v, v, tokenizer.pad_id, LearnablePositionalEncoding(32, 4, False, max_positions),
-                              LearnablePositionalEncoding(32, 4, True, max_positions), d_model=32, num_heads=4,
-                              num_encoder_layers=1, num_decoder_layers=1, ffn_dim=64, dropout=0.0).eval()
-
-
 def test_evaluate_keeps_every_pair_and_counts_truncations(tmp_path: Path):
     """An XML test set with an empty segment and sources longer than the model's 12 positions:
     one hypothesis per pair, the long ones truncated and counted, per k as well."""
@@ -79,7 +68,7 @@ def test_evaluate_keeps_every_pair_and_counts_truncations(tmp_path: Path):
     pairs = [*pairs, ("", "Nothing."), ("Le paludisme tue encore beaucoup de gens. " * 6, "Malaria. " * 6)]
     docs = [*docs, "9", "9"]
     tokenizer = BPETokenizer.train([t for p in pairs for t in p] * 5, vocab_size=120)
-    model = _learnable_model(tokenizer, max_positions=12)
+    model = tiny_model("learnable", vocab=tokenizer.src_vocab_size, layers=1, pad_id=tokenizer.pad_id, max_positions=12)
     cfg = ExperimentConfig()
     cfg.decoding.beam_size, cfg.decoding.max_len_b = 2, 3
     scores = evaluate(model, tokenizer, pairs, docs, cfg, "cpu", tmp_path, concat=[1, 2])

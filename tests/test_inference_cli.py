@@ -53,7 +53,7 @@ def test_the_length_limit_flags_bound_the_output(trained_run: Path, capsys) -> N
 
 
 def test_piped_input_lenpen_and_output_file(trained_run: Path, tmp_path: Path) -> None:
-    """The issue's acceptance command: inference.py --run R --lenpen 0.6 --output out.txt < in.txt."""
+    """The README's piped use: inference.py --run R --lenpen 0.6 --output out.txt < in.txt."""
     proc = run(["inference.py", "--run", str(trained_run), "--lenpen", "0.6", "--output", str(tmp_path / "out.txt")],
                stdin="".join(s + "\n" for s in SENTENCES))
     assert proc.returncode == 0 and proc.stdout == "", proc.stderr[-2000:]

@@ -7,8 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from models.decoding.linear import FEW_ROWS, DecodingLinear
-from helpers import tiny_model
-from test_decoding import BOS, mixed_batch
+from helpers import BOS, mixed_batch, tiny_model
 
 
 @pytest.mark.parametrize("bias", [True, False])

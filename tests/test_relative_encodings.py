@@ -11,11 +11,11 @@ import math
 import pytest
 import torch
 
+from helpers import tiny_model
 from models.positional_encodings import (POSITIONAL_ENCODINGS, ALiBiPositionalEncoding, ScoreBiasEncoding,
                                          ShapePositionalEncoding, ShawRelativeBias, SinusoidalPositionalEncoding,
                                          T5RelativeBias, alibi_slopes, build_positional_encoding,
                                          t5_relative_bucket)
-from models.transformer import Seq2SeqTransformer
 from utils.config import PositionalConfig
 
 
@@ -108,17 +108,13 @@ def test_relative_families_share_one_bias_per_stack_and_offset_decoding() -> Non
             assert torch.allclose(row[:, 0], full[:, step, : step + 1])
 
 
-def _tiny(pe_enc, pe_dec) -> Seq2SeqTransformer:
-    return Seq2SeqTransformer(40, 40, 0, pe_enc, pe_dec, d_model=32, num_heads=4, num_encoder_layers=1,
-                              num_decoder_layers=1, ffn_dim=64, dropout=0.0)
-
-
 def test_shape_shifts_positions_randomly_in_training() -> None:
     torch.manual_seed(0)
     # inference_shift=0: unshifted at inference (the default K is tested in test_positional_encodings.py)
-    shape = _tiny(ShapePositionalEncoding(32, 4, False, 50, inference_shift=0),
-                  ShapePositionalEncoding(32, 4, True, 50, inference_shift=0))
-    sinus = _tiny(SinusoidalPositionalEncoding(32, 4, False), SinusoidalPositionalEncoding(32, 4, True))
+    shape = tiny_model(vocab=40, layers=1, encoder_pe=ShapePositionalEncoding(32, 4, False, 50, inference_shift=0),
+                       decoder_pe=ShapePositionalEncoding(32, 4, True, 50, inference_shift=0))
+    sinus = tiny_model(vocab=40, layers=1, encoder_pe=SinusoidalPositionalEncoding(32, 4, False),
+                       decoder_pe=SinusoidalPositionalEncoding(32, 4, True))
     sinus.load_state_dict(shape.state_dict())
     src, tgt = torch.randint(4, 40, (3, 6)), torch.randint(4, 40, (3, 5))
     shape.eval(), sinus.eval()

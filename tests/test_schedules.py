@@ -12,7 +12,8 @@ from utils.config import ScheduleConfig
 
 
 def report_schedule(epoch: int) -> float:
-    """The report's epoch-based factor, written out from DESIGN.md."""
+    """The report's epoch-based factor, written out from the original design notes
+    (../shared/docs/DESIGN.md): (e+1)/7 for e = 0..5, 1.0 at e = 6, then exp(-0.35 (e-7))."""
     if epoch <= 5:
         return (epoch + 1) / 7
     if epoch == 6:
