@@ -40,6 +40,7 @@ from evaluation.metrics import paired_bootstrap
 from evaluation.run_stats import mean_std, read_lines, seed_wins
 from utils.config import load_config, to_dict
 from utils.config_schema import METRIC_SIGN
+from utils.errors import HarnessError
 from utils.runtime import JsonlLogger
 
 # numeric columns: key -> table title (means and stds over a configuration's seeds)
@@ -58,7 +59,7 @@ CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")
 SEED_SUFFIX = re.compile(r"[_\-/.](?:seed|s)[_\-=]?\d+$", re.IGNORECASE)
 
 
-class CompareError(Exception):
+class CompareError(HarnessError):
     """Runs that cannot be compared (e.g. scored on different test sets)."""
 
 

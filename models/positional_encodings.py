@@ -100,6 +100,12 @@ class PositionalEncoding(nn.Module):
         """Raise ValueError naming the `model.positional` key when `options` (an `Options`) cannot
         work with this head size or with inputs of `max_len` tokens; encodings with options override."""
 
+    @classmethod
+    def upgrade_checkpoint_options(cls, positional: dict) -> dict:
+        """The `model.positional` section of a checkpoint written by an earlier release, completed
+        so that the model behaves as it did then (an encoding whose meaning changed overrides)."""
+        return positional
+
     def position_shift(self, batch_size: int, training: bool, device: torch.device) -> Optional[Tensor | int]:
         """Lets an encoding shift a stack's positions (SHAPE), in training and at inference.
 
@@ -441,6 +447,14 @@ class ShapePositionalEncoding(SinusoidalPositionalEncoding):
         if options.inference_shift is not None and options.inference_shift < 0:
             raise ValueError(f"model.positional.inference_shift must be >= 0 (or empty: max_shift), "
                              f"got {options.inference_shift}")
+
+    @classmethod
+    def upgrade_checkpoint_options(cls, positional: dict) -> dict:
+        # Written before SHAPE followed its authors (2026-11-25), in that release's flat spelling of
+        # the options: such models were evaluated unshifted.
+        if not {"shape_inference_shift", "inference_shift"} & set(positional):
+            return {**positional, "shape_inference_shift": 0}
+        return positional
 
     def position_shift(self, batch_size: int, training: bool, device: torch.device) -> Optional[Tensor | int]:
         if training:

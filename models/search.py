@@ -21,17 +21,26 @@ import torch
 from torch import Tensor
 
 
+class EncoderState(Protocol):
+    """What the searches read from a model's encoder output (`EncoderOutput`)."""
+
+    src_mask: Tensor  # [batch, src_len], True at real tokens (output length limits)
+
+    def index_select(self, index: Tensor) -> "EncoderState":
+        """The rows `index` `[rows]` (sentences that are still being searched)."""
+
+
 class Searchable(Protocol):
     """What the searches need from a model (`Seq2SeqTransformer`, `FullPrefixDecoder`, or a
     model of your own): encode a batch once, then extend hypotheses one token per step."""
 
-    def encode(self, src: Tensor) -> Any:
-        """Encoder output for `src` `[batch, src_len]` (passed back to `decode_step` as it is)."""
+    def encode(self, src: Tensor) -> EncoderState:
+        """Encoder output for `src` `[batch, src_len]` (passed back to `decode_step`)."""
 
     def new_cache(self, capacity: Optional[int] = None) -> Any:
         """An empty decoder cache for up to `capacity` steps."""
 
-    def decode_step(self, tokens: Tensor, enc: Any, cache: Any, offset: int) -> Tensor:
+    def decode_step(self, tokens: Tensor, enc: EncoderState, cache: Any, offset: int) -> Tensor:
         """Logits `[rows, vocab]` for the next token after `tokens` `[rows, 1]` at position `offset`
         (new logits at every call: the searches write into them)."""
 

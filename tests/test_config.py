@@ -307,7 +307,7 @@ def test_a_new_encoding_declares_its_options_in_one_place(tmp_path: Path):
     from dataclasses import dataclass
 
     from models.positional_encodings import POSITIONAL_ENCODINGS as registry
-    from models.positional_encodings import SinusoidalPositionalEncoding, register
+    from models.positional_encodings import SinusoidalPositionalEncoding, register, sinusoidal_table
 
     @dataclass
     class ScaledOptions:
@@ -326,11 +326,22 @@ def test_a_new_encoding_declares_its_options_in_one_place(tmp_path: Path):
             if options.scale <= 0:
                 raise ValueError(f"model.positional.scale must be positive, got {options.scale}")
 
+        def add_to_embeddings(self, x, positions):
+            return x + self.scale * sinusoidal_table(positions, self.d_model).to(x.dtype)
+
     try:
         path = base_config_path(tmp_path)
         cfg = load_config(path, ["model.positional.name=scaled_sinusoidal", "model.positional.scale=0.5"])
         model = build_model(cfg.model, V, V, 0)
         assert isinstance(model.encoder_pe, ScaledSinusoidal) and model.encoder_pe.scale == 0.5
+        x, positions = torch.zeros(1, 3, cfg.model.d_model), torch.arange(3)
+        torch.testing.assert_close(model.encoder_pe.add_to_embeddings(x, positions),
+                                   0.5 * sinusoidal_table(positions, cfg.model.d_model)[None])
+        src = torch.tensor([[5, 6, 7]])
+        with torch.no_grad():
+            half = model.eval().encode(src).memory
+            model.encoder_pe.scale = 1.0
+            assert not torch.allclose(model.encode(src).memory, half)  # the scale reaches the encoder
         assert "model.positional.scale must be positive" in error_message(
             path, ["model.positional.name=scaled_sinusoidal", "model.positional.scale=-1"])
         assert "not an option of the 'scaled_sinusoidal'" in error_message(

@@ -166,7 +166,7 @@ def read_newest_good_checkpoint(run_dir: str | Path, log=print) -> tuple[Path, d
 def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, device: str = "cpu"):
     """(config, tokenizer, model in eval mode) from one checkpoint file or an exported folder
     (export.py); `overrides` may change decoding/data settings (not the model's shape)."""
-    from models import build_model
+    from models import POSITIONAL_ENCODINGS, build_model
     from tokenizer import tokenizer_from_state_dict
     from training.export import is_export, read_export
 
@@ -175,10 +175,10 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
 
     ckpt = read_checkpoint(path)
     meta = ckpt["meta"]
-    positional = meta["config"].get("model", {}).get("positional", {})
-    if positional.get("name") == "shape" and not {"shape_inference_shift", "inference_shift"} & set(positional):
-        # Written before SHAPE followed its authors (2026-11-25): such models were evaluated unshifted.
-        positional["shape_inference_shift"] = 0
+    model_section = meta["config"].get("model", {})
+    encoding = POSITIONAL_ENCODINGS.get(model_section.get("positional", {}).get("name"))
+    if encoding is not None:
+        model_section["positional"] = encoding.upgrade_checkpoint_options(model_section["positional"])
     cfg = load_config(raw=meta["config"], overrides=overrides)
     tokenizer = tokenizer_from_state_dict(meta["tokenizer"])
     model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)

@@ -15,7 +15,7 @@ from typing import Optional
 import yaml
 
 from utils.config import ConfigError
-from utils.runtime import make_writable_folder
+from utils.runtime import JsonlLogger, make_writable_folder
 
 # Written by train.py (config, tokenizer, checkpoints, logs, data report) and test.py (<split>/, test_<file>/).
 RUN_FILES = {"config.yaml", "tokenizer.json", "checkpoints", "tb", "metrics.jsonl", "data_report.json",
@@ -41,8 +41,8 @@ def _has_results(run_dir: Path) -> bool:
             or (run_dir / "valid").is_dir():
         return True
     try:
-        return '"event": "end"' in (run_dir / "metrics.jsonl").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return bool(JsonlLogger(run_dir / "metrics.jsonl").read("end"))
+    except (OSError, ValueError):  # unreadable or not JSON lines: not a result of this harness
         return False
 
 

@@ -93,10 +93,10 @@ class JsonlLogger:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, event: str, **fields: Any) -> None:
         record = {"event": event, "time": round(time.time(), 3), **fields}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
 
@@ -105,7 +105,7 @@ class JsonlLogger:
             return []
         with open(self.path, encoding="utf-8") as f:
             rows = [json.loads(line) for line in f if line.strip()]
-        return [r for r in rows if event is None or r["event"] == event]
+        return [r for r in rows if event is None or r.get("event") == event]
 
     def history(self) -> list[dict]:
         """The records of the run its checkpoints continue: a resume from step s (its "start"
