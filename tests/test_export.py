@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from helpers import one_error_line, run
 
 SENTENCES = ["Bonjour !", "Je ne sais pas ce que tu veux dire.", "Où est la gare ?", ""]
@@ -47,6 +49,28 @@ def test_export_round_trip_translates_identically(trained_run: Path, tmp_path: P
     assert scored.returncode == 0, scored.stderr[-2000:]
     assert (tmp_path / "scores" / "hypotheses.txt").read_text() == (run_dir / "test" / "hypotheses.txt").read_text()
     assert json.loads((tmp_path / "scores" / "scores.json").read_text())["sacrebleu"] == scores["sacrebleu"]
+
+
+def test_loading_an_export_never_unpickles(trained_run: Path, tmp_path: Path, monkeypatch) -> None:
+    import pickle
+
+    import torch
+
+    from training.checkpoint import load_for_inference
+    from evaluation.translate import translate
+
+    out = tmp_path / "exported"
+    assert run(["export.py", "--run", str(trained_run), "--out", str(out)]).returncode == 0
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("an export must load without pickle")
+
+    for module, name in ((torch, "load"), (pickle, "load"), (pickle, "loads")):
+        monkeypatch.setattr(module, name, refuse)
+    cfg, tokenizer, model = load_for_inference(out)
+    assert translate(model, tokenizer, SENTENCES[:2], cfg.decoding)[0].text
+    with pytest.raises(Exception, match="without pickle"):  # the guard does catch a checkpoint's torch.load
+        load_for_inference(next((trained_run / "checkpoints").glob("*.pt")))
 
 
 def test_export_never_replaces_a_folder(trained_run: Path, tmp_path: Path) -> None:

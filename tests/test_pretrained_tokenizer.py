@@ -114,6 +114,20 @@ def test_separate_target_vocabulary_sets_the_target_size(marian_separate: Path) 
     assert (restored.tgt_vocab_size, restored.decode(ids)) == (tok.tgt_vocab_size, UNSEEN)
 
 
+def test_two_identical_vocabularies_count_as_one(marian_shared: Path, tmp_path: Path) -> None:
+    """A tokenizer saved with separate_vocabs=True whose two vocabularies are the same file is one
+    shared vocabulary (so share_embeddings is allowed)."""
+    from transformers import MarianTokenizer
+
+    saved = marian_shared
+    tok = MarianTokenizer(str(saved / "source.spm"), str(saved / "target.spm"), str(saved / "vocab.json"),
+                          target_vocab_file=str(saved / "vocab.json"), separate_vocabs=True)
+    tok.save_pretrained(str(tmp_path / "same"))
+    loaded = PretrainedTokenizer.from_pretrained(str(tmp_path / "same"))
+    assert loaded._tok.separate_vocabs and loaded.shared_vocab
+    assert loaded.tgt_vocab_size == loaded.src_vocab_size
+
+
 def test_missing_pretrained_tokenizer_says_what_to_do(tmp_path: Path) -> None:
     cfg = TokenizerConfig(type="pretrained", name=str(tmp_path / "no-such-tokenizer"))
     with pytest.raises(TokenizerError, match="save_pretrained"):

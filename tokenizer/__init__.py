@@ -159,7 +159,9 @@ class PretrainedTokenizer(BaseTokenizer):
         # of the source model when the vocabulary is shared), and maybe a target vocabulary of its own.
         marian = hasattr(hf_tokenizer, "spm_target")
         self._decode_options = {"use_source_tokenizer": False} if marian else {}
-        self.shared_vocab = not getattr(hf_tokenizer, "separate_vocabs", False)
+        # One vocabulary when the tokenizer says so, or when its two vocabularies are the same.
+        self.shared_vocab = (not getattr(hf_tokenizer, "separate_vocabs", False)
+                             or hf_tokenizer.encoder == hf_tokenizer.target_encoder)
         if not self.shared_vocab:
             target = hf_tokenizer.target_encoder  # (get_tgt_vocab() fails in transformers 5.23)
             self.tgt_vocab_size = max(target.values()) + 1

@@ -16,7 +16,8 @@ def add_config_args(parser: argparse.ArgumentParser, model_path: bool = False) -
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, e.g. --set model.positional.name=rope (repeatable)")
     if model_path:
-        parser.add_argument("--model_path", help="a checkpoint file (.pt); self-contained, no config needed")
+        parser.add_argument("--model_path", help="a checkpoint file (.pt) or a folder written by export.py; "
+                                                 "self-contained, no config needed")
 
 
 def main_guard(main, argv: Optional[list[str]] = None) -> int:
