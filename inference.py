@@ -132,7 +132,10 @@ def open_output(path: Optional[str], overwrite: bool) -> TextIO:
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     stdin_is_terminal = sys.stdin.isatty()
-    streaming = not args.src_text and not args.input and (args.interactive or stdin_is_terminal)
+    from_stdin = not args.src_text and args.input in (None, "-")
+    if args.interactive and not from_stdin:
+        raise HarnessError("--interactive translates standard input line by line: drop --src_text / --input FILE")
+    streaming = from_stdin and (args.interactive or stdin_is_terminal)
     if args.src_text:
         batches: Iterator[list[str]] = iter([list(args.src_text)])
     elif args.input and args.input != "-":

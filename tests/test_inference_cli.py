@@ -76,12 +76,14 @@ def read_line(stream, timeout: float = 120.0) -> str:
     return stream.readline()
 
 
-def test_interactive_translates_each_line_as_it_arrives(trained_run: Path) -> None:
+@pytest.mark.parametrize("stdin_flag", [[], ["--input", "-"]], ids=["stdin", "input-dash"])
+def test_interactive_translates_each_line_as_it_arrives(trained_run: Path, stdin_flag: list[str]) -> None:
     """With --interactive (the default at a terminal) a line is translated before the next one is
     typed: the answer comes back while stdin is still open."""
     expected = run(["inference.py", "--run", str(trained_run), "--src_text", *SENTENCES[:2], ""]).stdout.splitlines()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "inference.py", "--run", str(trained_run), "--interactive"], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "inference.py", "--run", str(trained_run), "--interactive", *stdin_flag],
+                            cwd=ROOT,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         answers = []
@@ -94,6 +96,13 @@ def test_interactive_translates_each_line_as_it_arrives(trained_run: Path) -> No
     finally:
         proc.kill()
     assert answers == expected  # the same translations as a batch, one at a time
+
+
+def test_interactive_with_other_input_is_refused(trained_run: Path, tmp_path: Path) -> None:
+    (tmp_path / "in.txt").write_text("Bonjour.\n")
+    for other in (["--src_text", "Bonjour."], ["--input", str(tmp_path / "in.txt")]):
+        message = one_error_line(run(["inference.py", "--run", str(trained_run), "--interactive", *other]))
+        assert "--interactive" in message and "standard input" in message
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
