@@ -42,3 +42,13 @@ def trained_run(tmp_path_factory) -> Path:
     proc = run(["train.py", "--config", "configs/demo/rope.yaml", *tiny_overrides(run_dir, base / "cache")])
     assert proc.returncode == 0, proc.stderr[-3000:]
     return run_dir
+
+
+@pytest.fixture(scope="module")
+def shipped_corpus() -> dict:
+    """The shipped Tatoeba corpus, read and split as the demo configs do."""
+    from data.readers import read_corpus
+    from utils.config import DataConfig
+
+    path = ROOT / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"
+    return read_corpus(DataConfig(source="tatoeba", path=str(path), valid_size=2000, test_size=2000))
