@@ -152,22 +152,31 @@ def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1
     return UpdateBatches(train_loader, t.update_freq), valid_loader, sampler
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    args = parse_args(argv)
-    if args.resume and args.run is None and args.config is None:
-        raise ConfigError("--resume needs --run runs/<name> or --config <file.yaml>")
-    if args.run and not args.resume:
-        args.resume = True  # `--run` names an existing run: continue it
-    cfg = resolve_config(args)
-    # Under torchrun (WORLD_SIZE > 1): one process per device, nccl on GPUs, gloo on CPUs.
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    backend = None
-    if world > 1:
-        backend = "nccl" if torch.cuda.is_available() and cfg.training.device != "cpu" else "gloo"
-    result: list[int] = []
-    with idist.Parallel(backend=backend) as parallel:
-        parallel.run(train_worker, args, cfg, result)
-    return result[0] if result else 0
+def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, world: int, updates_per_epoch: int,
+                       is_main: bool, say=log) -> TrainingRun:
+    """Model, optimizer, LR schedule, trainer and evaluator engines, and the logs of one process."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    t, run_dir, pad = cfg.training, cfg.resolved_run_dir, tokenizer.pad_id
+    model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, pad).to(device)
+    say(f"model: {model.num_parameters():,} parameters")
+    optimizer = build_optimizer(model, t)
+    scheduler = build_scheduler(optimizer, t.schedule, updates_per_epoch)
+    scaler = torch.amp.GradScaler(device.type) if t.precision == "fp16" else None
+    train_model = idist.auto_model(model) if world > 1 else model  # DistributedDataParallel
+    if t.compile:
+        train_model = torch.compile(train_model)
+    trainer = create_trainer(train_model, optimizer, scheduler, pad_id=pad, device=device,
+                             label_smoothing=t.label_smoothing, clip_grad_norm=t.clip_grad_norm,
+                             precision=t.precision, scaler=scaler, world_size=world)
+    to_save = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "trainer": trainer,
+               "rng": RNGState(), "meta": RunMeta(to_dict(cfg), tokenizer.state_dict()),
+               **({"scaler": scaler} if scaler is not None else {})}
+    return TrainingRun(cfg=cfg, run_dir=run_dir, device=device, model=model, optimizer=optimizer,
+                       scheduler=scheduler, trainer=trainer, evaluator=create_evaluator(model, pad, device),
+                       to_save=to_save, metrics_log=Rank0Only(JsonlLogger(run_dir / "metrics.jsonl"), is_main),
+                       tb=Rank0Only(SummaryWriter(log_dir=str(run_dir / "tb")) if is_main else None, is_main),
+                       say=say, world=world, is_main=is_main)
 
 
 def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfig, result: list[int]) -> None:
@@ -207,31 +216,22 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     result.append(0)
 
 
-def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, world: int, updates_per_epoch: int,
-                       is_main: bool, say=log) -> TrainingRun:
-    """Model, optimizer, LR schedule, trainer and evaluator engines, and the logs of one process."""
-    from torch.utils.tensorboard import SummaryWriter
-
-    t, run_dir, pad = cfg.training, cfg.resolved_run_dir, tokenizer.pad_id
-    model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, pad).to(device)
-    say(f"model: {model.num_parameters():,} parameters")
-    optimizer = build_optimizer(model, t)
-    scheduler = build_scheduler(optimizer, t.schedule, updates_per_epoch)
-    scaler = torch.amp.GradScaler(device.type) if t.precision == "fp16" else None
-    train_model = idist.auto_model(model) if world > 1 else model  # DistributedDataParallel
-    if t.compile:
-        train_model = torch.compile(train_model)
-    trainer = create_trainer(train_model, optimizer, scheduler, pad_id=pad, device=device,
-                             label_smoothing=t.label_smoothing, clip_grad_norm=t.clip_grad_norm,
-                             precision=t.precision, scaler=scaler, world_size=world)
-    to_save = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "trainer": trainer,
-               "rng": RNGState(), "meta": RunMeta(to_dict(cfg), tokenizer.state_dict()),
-               **({"scaler": scaler} if scaler is not None else {})}
-    return TrainingRun(cfg=cfg, run_dir=run_dir, device=device, model=model, optimizer=optimizer,
-                       scheduler=scheduler, trainer=trainer, evaluator=create_evaluator(model, pad, device),
-                       to_save=to_save, metrics_log=Rank0Only(JsonlLogger(run_dir / "metrics.jsonl"), is_main),
-                       tb=Rank0Only(SummaryWriter(log_dir=str(run_dir / "tb")) if is_main else None, is_main),
-                       say=say, world=world, is_main=is_main)
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    if args.resume and args.run is None and args.config is None:
+        raise ConfigError("--resume needs --run runs/<name> or --config <file.yaml>")
+    if args.run and not args.resume:
+        args.resume = True  # `--run` names an existing run: continue it
+    cfg = resolve_config(args)
+    # Under torchrun (WORLD_SIZE > 1): one process per device, nccl on GPUs, gloo on CPUs.
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    backend = None
+    if world > 1:
+        backend = "nccl" if torch.cuda.is_available() and cfg.training.device != "cpu" else "gloo"
+    result: list[int] = []
+    with idist.Parallel(backend=backend) as parallel:
+        parallel.run(train_worker, args, cfg, result)
+    return result[0] if result else 0
 
 
 if __name__ == "__main__":

@@ -390,3 +390,13 @@ def test_dump_then_load_round_trips(tmp_path: Path):
     assert again.run_dir == "/tmp/somewhere" and again.training.max_tokens == 1500
     # The dumped file is fully resolved: no `base:` reference to follow.
     assert "base" not in yaml.safe_load(out.read_text(encoding="utf-8"))
+
+
+def test_every_checkpoint_metric_has_a_direction():
+    """The metrics a config may name and the directions training and compare.py use are one list."""
+    import typing
+
+    from utils.config_schema import METRIC_SIGN, TrainingConfig
+
+    allowed = typing.get_args(typing.get_type_hints(TrainingConfig)["checkpoint_metric"])
+    assert set(allowed) == set(METRIC_SIGN) and all(sign in (1.0, -1.0) for sign in METRIC_SIGN.values())
