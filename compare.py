@@ -72,7 +72,11 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
         return None
     # Through the loader, so runs saved with an older spelling of a key group with today's runs.
     cfg = to_dict(load_config(run_dir / "config.yaml"))
-    records = JsonlLogger(run_dir / "metrics.jsonl").history()
+    try:
+        records = JsonlLogger(run_dir / "metrics.jsonl").history()
+    except ValueError as e:
+        raise CompareError(f"{run_dir / 'metrics.jsonl'} is not a log of JSON lines ({e}); "
+                           f"leave the run out or repair the line") from None
     valid = [r for r in records if r["event"] == "valid"]
     ends = [r for r in records if r["event"] == "end"]
     speeds = [r["tokens_per_sec"] for r in records if r["event"] == "train" and r.get("tokens_per_sec") is not None]

@@ -24,7 +24,7 @@ from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, g
 from evaluation.metrics import score_translations
 from evaluation.translate import translate
 from training.checkpoint import read_newest_good_checkpoint, restore_checkpointer
-from training.review import purge_after
+from training.review import mark_session_start
 from training.schedules import set_peak_lr
 from utils.config_schema import METRIC_SIGN
 
@@ -183,8 +183,6 @@ def resume_from_checkpoint(run: TrainingRun, best: Checkpoint, last: Checkpoint,
     Checkpoint.load_objects({k: v for k, v in run.to_save.items() if k != "meta"}, state_dict)
     step = run.trainer.state.iteration
     run.say(f"resumed from {path} at step {step} (epoch {run.trainer.state.epoch})")
-    if run.is_main:
-        purge_after(run.tb, step)  # the steps after it are trained again
     if "training.lr" in changes:
         set_peak_lr(run.scheduler, run.cfg.training.lr)  # the schedule continues with the new peak
     restore_checkpointer(best, run.run_dir / "checkpoints", "best")
@@ -214,6 +212,8 @@ def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, nu
         run.say(f"{run.run_dir} already finished training ({trainer.state.iteration} steps); raise "
                 f"training.max_steps or training.epochs with --set to train longer")
         return
+    if resumed and run.is_main:  # what an interrupted attempt logged after the checkpoint is trained again
+        mark_session_start(run.tb, trainer.state.iteration + 1)
     run.metrics_log.write("start", params=num_params, resume=resumed, step=trainer.state.iteration,
                           world_size=run.world, **({"changed": {k: list(v) for k, v in changes.items()}}
                                                    if changes else {}))

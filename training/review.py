@@ -81,6 +81,7 @@ def attach_tensorboard_review(run, tokenizer, valid_split, validation_event, res
     if not run.is_main:
         return
     if not resumed:
+        mark_session_start(run.tb, 0)
         write_session(run.tb, run.cfg, start=True)
     state = {"validations": 0, "logged": -1}
     sentence = valid_split.raw_src[0] if len(valid_split) else ""
@@ -102,12 +103,14 @@ def attach_tensorboard_review(run, tokenizer, valid_split, validation_event, res
     run.trainer.add_event_handler(Events.COMPLETED, on_completed)
 
 
-def purge_after(writer, step: int) -> None:
-    """Hide in TensorBoard what an interrupted attempt logged after `step`, where a resume goes
-    on: the restart marker that SummaryWriter(purge_step=...) writes, which TensorBoard obeys."""
+def mark_session_start(writer, step: int) -> None:
+    """A restart marker at `step` (what SummaryWriter(purge_step=...) writes): TensorBoard hides
+    what the run logged before it at `step` or later. A fresh run marks step 0, since
+    TensorBoard's Python loader takes a run's first marker as its start and hides nothing; a
+    resume marks the step after its checkpoint, hiding what an interrupted attempt logged there."""
     from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 
-    writer.file_writer.add_event(Event(step=step + 1, session_log=SessionLog(status=SessionLog.START)))
+    writer.file_writer.add_event(Event(step=step, session_log=SessionLog(status=SessionLog.START)))
     writer.flush()
 
 

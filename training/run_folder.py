@@ -40,10 +40,13 @@ def _has_results(run_dir: Path) -> bool:
     if any(run_dir.glob("checkpoints/*.pt")) or any(p.is_dir() for p in run_dir.glob("test*")) \
             or (run_dir / "valid").is_dir():
         return True
-    try:
-        return bool(JsonlLogger(run_dir / "metrics.jsonl").read("end"))
-    except (OSError, ValueError):  # unreadable or not JSON lines: not a result of this harness
+    log = run_dir / "metrics.jsonl"
+    if not log.is_file():
         return False
+    try:
+        return bool(JsonlLogger(log).read("end"))
+    except (OSError, ValueError):  # damaged: count it as results, so that nothing is deleted on a guess
+        return True
 
 
 @dataclass

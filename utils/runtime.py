@@ -105,6 +105,8 @@ class JsonlLogger:
             return []
         with open(self.path, encoding="utf-8") as f:
             rows = [json.loads(line) for line in f if line.strip()]
+        if not all(isinstance(r, dict) for r in rows):
+            raise ValueError(f"{self.path}: a line is not a JSON object")
         return [r for r in rows if event is None or r.get("event") == event]
 
     def history(self) -> list[dict]:
@@ -113,8 +115,9 @@ class JsonlLogger:
         step s, since those steps were trained again (maybe with a changed learning rate)."""
         kept: list[dict] = []
         for r in self.read():
-            if r["event"] == "start" and r.get("resume"):
-                kept = [k for k in kept if k["event"] not in ("train", "valid") or k["step"] <= r["step"]]
+            if r.get("event") == "start" and r.get("resume") and isinstance(r.get("step"), int):
+                kept = [k for k in kept if k.get("event") not in ("train", "valid")
+                        or not isinstance(k.get("step"), int) or k["step"] <= r["step"]]
             kept.append(r)
         return kept
 
