@@ -212,7 +212,7 @@ def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, nu
         run.say(f"{run.run_dir} already finished training ({trainer.state.iteration} steps); raise "
                 f"training.max_steps or training.epochs with --set to train longer")
         return
-    if resumed and run.is_main:  # what an interrupted attempt logged after the checkpoint is trained again
+    if run.is_main:  # on a resume, what an interrupted attempt logged after the checkpoint is trained again
         mark_session_start(run.tb, trainer.state.iteration + 1)
     run.metrics_log.write("start", params=num_params, resume=resumed, step=trainer.state.iteration,
                           world_size=run.world, **({"changed": {k: list(v) for k, v in changes.items()}}

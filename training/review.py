@@ -81,7 +81,6 @@ def attach_tensorboard_review(run, tokenizer, valid_split, validation_event, res
     if not run.is_main:
         return
     if not resumed:
-        mark_session_start(run.tb, 0)
         write_session(run.tb, run.cfg, start=True)
     state = {"validations": 0, "logged": -1}
     sentence = valid_split.raw_src[0] if len(valid_split) else ""
@@ -105,9 +104,9 @@ def attach_tensorboard_review(run, tokenizer, valid_split, validation_event, res
 
 def mark_session_start(writer, step: int) -> None:
     """A restart marker at `step` (what SummaryWriter(purge_step=...) writes): TensorBoard hides
-    what the run logged before it at `step` or later. A fresh run marks step 0, since
-    TensorBoard's Python loader takes a run's first marker as its start and hides nothing; a
-    resume marks the step after its checkpoint, hiding what an interrupted attempt logged there."""
+    what the run logged before it at `step` or later. Every start marks the first step it trains:
+    TensorBoard's Python loader takes a run's first marker as its start and hides nothing, so a
+    fresh run needs one for a resume's marker to hide what an interrupted attempt logged."""
     from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 
     writer.file_writer.add_event(Event(step=step, session_log=SessionLog(status=SessionLog.START)))

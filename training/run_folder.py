@@ -40,11 +40,8 @@ def _has_results(run_dir: Path) -> bool:
     if any(run_dir.glob("checkpoints/*.pt")) or any(p.is_dir() for p in run_dir.glob("test*")) \
             or (run_dir / "valid").is_dir():
         return True
-    log = run_dir / "metrics.jsonl"
-    if not log.is_file():
-        return False
     try:
-        return bool(JsonlLogger(log).read("end"))
+        return bool(JsonlLogger(run_dir / "metrics.jsonl").read("end"))  # no log: []
     except (OSError, ValueError):  # damaged: count it as results, so that nothing is deleted on a guess
         return True
 

@@ -27,7 +27,6 @@ import tempfile
 from data import make_corpus_loader
 from train import prepare_data
 from utils.config import load_config
-
 from utils.errors import HarnessError
 
 sets = [value for flag, value in zip(sys.argv[1::2], sys.argv[2::2]) if flag == "--set"]
