@@ -27,16 +27,9 @@ from typing import Iterator, Optional, TextIO
 from data.parallel_text import decode_utf8, read_text, split_lines
 from evaluation.translate import Translation, max_positions, translate
 from training.checkpoint import check_model_matches, load_for_inference, resolve_checkpoint
-from utils.cli import add_config_args, main_guard
+from utils.cli import add_config_args, add_setting_flags, main_guard, setting_flag_overrides
 from utils.errors import HarnessError
 from utils.runtime import pick_device
-
-# flag -> decoding config key (the names fairseq / OpenNMT users type; see --help)
-DECODING_FLAGS = {"strategy": "strategy", "beam_size": "beam_size", "nbest": "nbest",
-                  "length_penalty": "length_penalty", "lenpen": "alpha", "alpha": "alpha",
-                  "max_len_a": "max_len_a", "max_len_b": "max_len_b", "min_len": "min_len",
-                  "no_repeat_ngram": "no_repeat_ngram", "max_tokens": "max_tokens", "precision": "precision"}
-
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -48,33 +41,14 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                     help="translate stdin line by line as it arrives (the default when stdin is a terminal)")
     io.add_argument("--output", help="write the translations to this file instead of stdout")
     io.add_argument("--overwrite", action="store_true", help="let --output replace an existing file")
-    search = parser.add_argument_group("decoding (default: the model's decoding config)")
-    search.add_argument("--strategy", choices=["greedy", "beam"], help="search")
-    search.add_argument("--beam_size", "--beam", type=int, help="beam width")
-    search.add_argument("--nbest", type=int, help="print the N best translations with their scores (beam search)")
-    search.add_argument("--length_penalty", choices=["none", "avg", "wu"],
-                        help="length normalisation: none, avg (per token), wu (GNMT, exponent --lenpen)")
-    search.add_argument("--lenpen", type=float,
-                        help="length-penalty exponent: alpha of the wu penalty ((5 + len) / 6) ** alpha")
-    search.add_argument("--alpha", type=float, help="the same as --lenpen (OpenNMT's name)")
-    search.add_argument("--max_len_a", type=float, help="output length limit a * source length + b: a")
-    search.add_argument("--max_len_b", type=int, help="output length limit a * source length + b: b")
-    search.add_argument("--min_len", type=int, help="no end of sentence before this many tokens")
-    search.add_argument("--no_repeat_ngram", type=int, help="never repeat an n-gram of this size (0: off)")
-    search.add_argument("--max_tokens", type=int, help="token budget of a decoding batch (source tokens x beam)")
-    search.add_argument("--precision", choices=["fp32", "bf16", "fp16"],
-                        help="autocast dtype: bf16/fp16 on GPUs, bf16 on CPU (fp32 is usually faster there)")
+    add_setting_flags(parser.add_argument_group("decoding (default: the model's decoding config)"))
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     return parser.parse_args(argv)
 
 
 def decoding_overrides(args: argparse.Namespace) -> list[str]:
-    """The decoding flags as `decoding.key=value` overrides (after --set, so flags win)."""
-    overrides = list(args.overrides)
-    for flag, key in DECODING_FLAGS.items():
-        value = getattr(args, flag)
-        if value is not None:
-            overrides.append(f"decoding.{key}={value}")
+    """--set overrides, then the decoding flags as `decoding.key=value` (so flags win)."""
+    overrides = list(args.overrides) + setting_flag_overrides(args)
     if args.nbest and args.nbest > 1 and not args.strategy:
         overrides.append("decoding.strategy=beam")
         if not args.beam_size:

@@ -16,7 +16,8 @@ last checkpoint is resumed (training continues if it is not finished), then test
 kept only best checkpoints is tested as it is; one that never saved a checkpoint starts again.
 A run folder holding files that are not the harness's is reported and left alone (exit code 2
 once the other runs are done). Pass --set overrides to every run (e.g. --set
-training.max_steps=50 for a smoke test).
+training.max_steps=50 for a smoke test); testing takes only those that may change at test time
+(decoding.*, evaluation.*, ...), since the others are in the trained run already.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ import compare
 import train as train_cmd
 from training.run_folder import RunFolder
 from utils.cli import main_guard
-from utils.config import load_config
+from utils.config import load_config, parse_override
+from utils.config_schema import INFERENCE, RUNTIME
+from utils.key_roles import role_of
 from utils.runtime import log
 
 
@@ -58,6 +61,12 @@ def expand_runs(configs: list[str], overrides: list[str], seeds: Optional[list[i
         for seed in seeds:
             runs.append((config, [*overrides, f"seed={seed}", f"run_dir={base}_seed{seed}"]))
     return runs
+
+
+def test_time_overrides(overrides: list[str], encoding: str) -> list[str]:
+    """The overrides that change how test.py decodes and scores (utils/key_roles.py); the others
+    (seed, run_dir, model.*, training.*) made the trained run."""
+    return [o for o in overrides if role_of(".".join(parse_override(o)[0]), encoding) in (INFERENCE, RUNTIME)]
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -100,7 +109,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             rc = train_cmd.main(["--config", config, *sets, *(["--resume"] if resume else [])])
             if rc:
                 return rc
-        rc = test_cmd.main(["--run", str(run_dir), *sets, "--overwrite"])  # replaces only <run>/test/
+        # Testing takes only the overrides that may change at test time (decoding, evaluation, ...):
+        # the rest (seed, run_dir, model.*, training.*) made the run and is in its checkpoint.
+        test_sets = [x for o in test_time_overrides(overrides, cfg.model.positional.name) for x in ("--set", o)]
+        rc = test_cmd.main(["--run", str(run_dir), *test_sets, "--overwrite"])  # replaces only <run>/test/
         if rc:
             return rc
         run_dirs.append(run_dir)

@@ -39,6 +39,8 @@ def test_concat_groups_without_documents_are_seeded_and_cover_every_pair_once():
     assert [len(g) for g in a] == [3, 3, 3, 1]
     with pytest.raises(ValueError):
         concat_groups(3, 0)
+    # k = 1 is the test set in its own order, whatever the seed: the same comparison as the test set
+    assert concat_groups(10, 1, None, seed=1) == concat_groups(10, 1, None, seed=2) == [[i] for i in range(10)]
 
 
 def test_join_pairs_by_hand():
@@ -82,13 +84,22 @@ def test_evaluate_keeps_every_pair_and_counts_truncations(tmp_path: Path):
     assert scores["concat_order"] == "documents"
 
 
-def test_test_py_scores_a_split_longer_than_max_len_whole(trained_run: Path):
-    """data.max_len filters training pairs only: the test split keeps every pair."""
-    out = trained_run / "short_max_len"
-    proc = run(["test.py", "--run", str(trained_run), "--set", "data.max_len=3", "--output_dir", str(out)])
+def test_test_py_scores_sources_longer_than_max_len_whole(trained_run: Path, tmp_path: Path):
+    """data.max_len filters training pairs only: a test source longer than it is still scored."""
+    from tokenizer import BPETokenizer
+    from utils.config import load_config
+
+    cfg = load_config(trained_run / "config.yaml")
+    long_src = " ".join(["Où est la gare ? Je ne sais pas."] * 30)
+    assert len(BPETokenizer.load(trained_run).encode_src_batch([long_src])[0]) > cfg.data.max_len
+    src, ref = tmp_path / "in.fr", tmp_path / "in.en"
+    src.write_text(f"Bonjour.\n{long_src}\nMerci.\n")
+    ref.write_text("Hello.\n" + " ".join(["Where is the station? I do not know."] * 30) + "\nThanks.\n")
+    out = tmp_path / "out"
+    proc = run(["test.py", "--run", str(trained_run), "--src", str(src), "--ref", str(ref), "--output_dir", str(out)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     scores = json.loads((out / "scores.json").read_text())
-    assert scores["num_sentences"] == 10 == len(lines(out / "hypotheses.txt")) == len(lines(out / "sources.txt"))
+    assert scores["num_sentences"] == 3 == len(lines(out / "hypotheses.txt")) == len(lines(out / "sources.txt"))
     assert scores["truncated_sources"] == 0  # RoPE represents any length: nothing cut
     assert 0 < scores["length_ratio"] and scores["hyp_len"] > 0
 
@@ -120,9 +131,12 @@ def test_test_py_scores_a_text_file_pair_and_concatenates_by_hand(trained_run: P
         assert lines(folder / "sources.txt") == [s for s, _ in want]
         assert lines(folder / "references.txt") == [r for _, r in want]
         assert len(lines(folder / "hypotheses.txt")) == len(want)
-    # k = 1 reuses the sentence-level translations
-    single = dict(zip(src_lines, lines(out / "hypotheses.txt")))
-    assert lines(out / "concat" / "k1" / "hypotheses.txt") == [single[s] for s in lines(out / "concat" / "k1" / "sources.txt")]
+    # k = 1 reuses the sentence-level translations, in test order
+    assert lines(out / "concat" / "k1" / "hypotheses.txt") == lines(out / "hypotheses.txt")
+    # each source's length in subword tokens, line by line (what compare.py's bucket findings read)
+    lengths = [int(n) for n in lines(out / "source_lengths.txt")]
+    assert len(lengths) == 6 and lengths[3] == 0 and min(lengths[:3]) > 0
+    assert sum(b["num_sentences"] for b in scores["by_source_length"]) == sum(n >= 1 for n in lengths)
 
 
 def test_test_py_scores_wit3_xml_and_keeps_documents(trained_run: Path, tmp_path: Path):

@@ -18,8 +18,9 @@ MAY_IMPORT = {
     "tokenizer": {"tokenizer", "utils"},
     "utils": {"utils"},
 }
-# The one upward look-up, done lazily: config validation asks the encoding registry for its names.
-KNOWN_EXCEPTIONS = {("utils/config.py", "models")}
+# The upward look-ups, done lazily: config validation asks the encoding registry for its names and
+# options, the key roles for the roles of an encoding's options.
+KNOWN_EXCEPTIONS = {("utils/config.py", "models"), ("utils/key_roles.py", "models")}
 
 
 def project_imports(path: Path) -> set[str]:

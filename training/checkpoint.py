@@ -163,9 +163,36 @@ def read_newest_good_checkpoint(run_dir: str | Path, log=print) -> tuple[Path, d
     raise CheckpointError(f"no readable checkpoint with finite weights in {ckpt_dir}")
 
 
+def test_time_config(saved: dict, overrides: Optional[list[str]], checkpoint: str):
+    """The config a checkpoint trained with `saved` is tested under: `saved` with `overrides` applied,
+    which may change only how the trained model is decoded and scored (the keys' roles:
+    utils/key_roles.py). Anything else would score another model, or other data, under this
+    model's name: CheckpointError naming the key. An override equal to the trained value is fine."""
+    from utils.config import parse_override
+    from utils.key_roles import may_change, test_time_refusal
+
+    trained = load_config(raw=saved)
+    encoding, flat = trained.model.positional.name, flatten(to_dict(trained))
+    refused = []
+    for text in overrides or []:
+        keys, value = parse_override(text)
+        key = ".".join(keys)
+        if may_change(key, "test", encoding):
+            continue
+        try:  # the trained value, however it is spelled, is no change
+            same = flatten(to_dict(load_config(raw=saved, overrides=[text]))) == flat
+        except ConfigError:
+            same = False
+        if not same:
+            refused.append((key, flat.get(key), value))
+    if refused:
+        raise CheckpointError("--set " + test_time_refusal(refused, encoding, checkpoint))
+    return load_config(raw=saved, overrides=overrides)
+
+
 def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, device: str = "cpu"):
     """(config, tokenizer, model in eval mode) from one checkpoint file or an exported folder
-    (export.py); `overrides` may change decoding/data settings (not the model's shape)."""
+    (export.py); `overrides` may change only test-time keys (decoding, evaluation, ...: `test_time_config`)."""
     from models import POSITIONAL_ENCODINGS, build_model
     from tokenizer import tokenizer_from_state_dict
     from training.export import is_export, read_export
@@ -179,7 +206,7 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
     encoding = POSITIONAL_ENCODINGS.get(model_section.get("positional", {}).get("name"))
     if encoding is not None:
         model_section["positional"] = encoding.upgrade_checkpoint_options(model_section["positional"])
-    cfg = load_config(raw=meta["config"], overrides=overrides)
+    cfg = test_time_config(meta["config"], overrides, str(path))
     tokenizer = tokenizer_from_state_dict(meta["tokenizer"])
     model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)
     try:
@@ -215,13 +242,26 @@ def run_dir_of_checkpoint(path: Path) -> Path:
 
 
 def check_model_matches(config_path: str, overrides: list[str], ckpt_cfg, ckpt_path: Path):
-    """A --config given beside a checkpoint must describe the same model; its data/decoding settings win."""
+    """A --config given beside a checkpoint must describe the model it holds and the data it was
+    trained on; the config's test-time settings (decoding, evaluation, ...) win, its training
+    settings and seed do not matter for testing and are left as the checkpoint has them."""
+    from utils.key_roles import changes, may_change, role_of
+
     given = load_config(config_path, overrides)
-    ckpt_model, given_model = flatten(to_dict(ckpt_cfg.model)), flatten(to_dict(given.model))
-    diff = sorted(k for k in set(ckpt_model) | set(given_model) if ckpt_model.get(k) != given_model.get(k))
-    if diff:
-        details = "; ".join(f"model.{k}: checkpoint={ckpt_model.get(k)!r} config={given_model.get(k)!r}" for k in diff)
-        raise CheckpointError(f"{ckpt_path} was trained with a different model than {config_path}: {details}. "
+    trained, wanted = flatten(to_dict(ckpt_cfg)), flatten(to_dict(given))
+    encoding = ckpt_cfg.model.positional.name
+    diff = changes(trained, wanted)
+    refused = [k for k in diff if role_of(k, encoding) == "experiment"]
+    if refused:
+        details = "; ".join(f"{k}: checkpoint={diff[k][0]!r} config={diff[k][1]!r}" for k in refused)
+        raise CheckpointError(f"{ckpt_path} was trained with a different model or data than {config_path}: {details}. "
                               f"Drop --config (the checkpoint carries its own) or pick the matching config.")
-    given.model = ckpt_cfg.model
-    return given
+    raw = to_dict(ckpt_cfg)
+    for key, (_, value) in diff.items():
+        if may_change(key, "test", encoding):
+            *sections, last = key.split(".")
+            node = raw
+            for part in sections:
+                node = node[part]
+            node[last] = value
+    return load_config(raw=raw)

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from utils.config import load_config, to_dict
+from utils.config import to_dict
 
 EXPORT_FORMAT = "pe-harness-export"
 EXPORT_VERSION = 1
@@ -58,7 +58,7 @@ def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
 
     from models import build_model
     from tokenizer import BPETokenizer, PretrainedTokenizer
-    from training.checkpoint import CheckpointError
+    from training.checkpoint import CheckpointError, test_time_config
 
     path = Path(path)
     meta = json.loads((path / CONFIG).read_text(encoding="utf-8"))
@@ -66,7 +66,7 @@ def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
         raise CheckpointError(f"{path / CONFIG} is not an export of this harness (format {meta.get('format')!r}, "
                               f"version {meta.get('format_version')!r}); export.py writes {EXPORT_FORMAT} "
                               f"version {EXPORT_VERSION}")
-    cfg = load_config(raw=meta["config"], overrides=overrides)
+    cfg = test_time_config(meta["config"], overrides, str(path))
     if (path / BPETokenizer.filename).is_file():
         tokenizer = BPETokenizer.load(path)
     else:

@@ -21,20 +21,13 @@ from ignite.engine import Engine, Events
 
 from evaluation.figures import sentence_attention_figures, table_figure
 from utils.config import flatten, to_dict
-
-# Settings shown as HParams columns (with every `model.positional.*` option of the run's encoding)
-HPARAM_KEYS = ("name", "seed", "model.d_model", "model.num_heads", "model.num_encoder_layers",
-               "model.num_decoder_layers", "model.ffn_dim", "model.norm_first", "training.lr",
-               "training.max_steps", "training.epochs", "training.batch_size", "training.max_tokens",
-               "training.update_freq", "training.label_smoothing", "training.precision", "training.schedule.name",
-               "data.source", "data.train_max_src_len", "data.train_concat.prob", "tokenizer.type",
-               "tokenizer.vocab_size")
-
+from utils.key_roles import hparam_keys
 
 def run_hparams(cfg) -> dict:
     """The run's HParams: values as TensorBoard takes them (numbers, strings, booleans; None -> 'none')."""
     flat = flatten(to_dict(cfg))
-    keys = [k for k in flat if k.startswith("model.positional.")] + list(HPARAM_KEYS)
+    # the keys the schema marks `hparam`, and every option of the run's encoding
+    keys = [k for k in flat if k.startswith("model.positional.")] + hparam_keys()
     return {k: flat[k] if isinstance(flat[k], (bool, int, float, str)) else str(flat[k]).lower() for k in keys}
 
 

@@ -121,29 +121,17 @@ class RunFolder:
                               f"to a folder you can write (--set run_dir=runs/<name>)") from None
 
 
-# Settings a resumed run may change; they apply from the resumed step on. Any other change would
-# make the checkpoints and the config disagree about the experiment: start a new run instead.
-RESUME_MAY_CHANGE = (
-    "run_dir", "training.max_steps", "training.epochs", "training.lr", "training.clip_grad_norm",
-    "training.validate_every_steps", "training.bleu_every", "training.bleu_sentences",
-    "training.num_sample_translations", "training.tensorboard_images_every", "training.log_every",
-    "training.early_stopping_patience",
-    "training.keep_best", "training.keep_last", "training.device", "training.num_threads",
-    "training.num_workers", "training.compile", "data.cache_dir", "decoding.", "evaluation.",
-)
-
-
 def resume_changes(saved: dict, new: dict) -> dict[str, tuple]:
     """{key: (saved value, new value)} for the settings a resume changes (dicts as from `to_dict`);
-    ConfigError naming every change a resume may not make."""
+    ConfigError naming every change a resume may not make (the keys' roles: utils/key_roles.py)."""
     from utils.config import flatten
+    from utils.key_roles import refused_on_resume
 
-    old, now = flatten(saved), flatten(new)
-    changed = {k: (old.get(k), now.get(k)) for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)}
-    refused = [k for k in changed if not k.startswith(RESUME_MAY_CHANGE)]
+    encoding = saved.get("model", {}).get("positional", {}).get("name")
+    changed, refused, allowed = refused_on_resume(flatten(saved), flatten(new), encoding)
     if refused:
         details = "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in refused)
         raise ConfigError(f"a resumed run keeps its experiment settings, but this resume changes {details}. "
                           f"Start a new run for that (--set run_dir=<new folder>); a resume may change "
-                          f"only: {', '.join(k.rstrip('.') + ('.*' if k.endswith('.') else '') for k in RESUME_MAY_CHANGE)}")
+                          f"only: {allowed}")
     return changed

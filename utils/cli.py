@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional
+from typing import Literal, Optional, Union, get_args, get_origin
 
 from utils.errors import HarnessError
 
@@ -14,10 +14,43 @@ def add_config_args(parser: argparse.ArgumentParser, model_path: bool = False) -
     parser.add_argument("--config", help="YAML experiment config (e.g. configs/demo/sinusoidal.yaml)")
     parser.add_argument("--run", help="a run folder (runs/<name>): use its config and its best checkpoint")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value, e.g. --set model.positional.name=rope (repeatable)")
+                        help="override how the trained model is decoded or scored, e.g. --set decoding.beam_size=2 "
+                             "(repeatable); a key that would change the trained model is refused" if model_path else
+                        "override a config value, e.g. --set model.positional.name=rope (repeatable)")
     if model_path:
         parser.add_argument("--model_path", help="a checkpoint file (.pt) or a folder written by export.py; "
                                                  "self-contained, no config needed")
+
+
+def _flag_type(tp) -> dict:
+    """argparse type/choices of a schema key's type (Optional[...] unwrapped, Literal as choices)."""
+    if get_origin(tp) is Union:
+        tp = next(a for a in get_args(tp) if a is not type(None))
+    if get_origin(tp) is Literal:
+        return {"choices": list(get_args(tp))}
+    return {"type": tp}
+
+
+def add_setting_flags(group) -> None:
+    """The flags the config schema declares (`setting(flags=...)`), e.g. inference.py's --beam_size,
+    --lenpen: each sets its key; the first flag name is the argparse destination."""
+    from utils.key_roles import flag_settings
+
+    for key, field, tp in flag_settings():
+        group.add_argument(*field.metadata["flags"], dest=field.metadata["flags"][0].lstrip("-"),
+                           help=field.metadata["help"], **_flag_type(tp))
+
+
+def setting_flag_overrides(args: argparse.Namespace) -> list[str]:
+    """The schema flags given on the command line, as `key=value` overrides."""
+    from utils.key_roles import flag_settings
+
+    out = []
+    for key, field, _ in flag_settings():
+        value = getattr(args, field.metadata["flags"][0].lstrip("-"), None)
+        if value is not None:
+            out.append(f"{key}={value}")
+    return out
 
 
 def main_guard(main, argv: Optional[list[str]] = None) -> int:

@@ -6,9 +6,42 @@ reads the dataclasses. A new key is added here, with its default and what it doe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
+
+# ----------------------------------------------------------------------------- key roles
+# Every key declares once, here, what may change it after a run has started (its role). What a
+# resume may change, what test.py/inference.py may override, which keys tell configurations apart
+# in compare.py, the TensorBoard HParams columns and inference.py's flags are all derived from it.
+EXPERIMENT = "experiment"  # defines the experiment (model, data, tokenizer, recipe): fixed once a run starts
+SEED = "seed"              # fixed once a run starts; runs that differ only in it are seeds of one configuration
+IDENTITY = "identity"      # names and places the run (name, run_dir); not part of the configuration
+TRAINING = "training"      # steers training from now on (lr, max_steps, validation): a resume may change it
+RUNTIME = "runtime"        # how and where it runs, not what it computes (device, threads, disk): any time
+INFERENCE = "inference"    # how a trained model is decoded and scored: on resume and at test/inference time
+
+# role -> (a resume may change it, test.py/inference.py --set may change it, it tells configurations apart)
+ROLES = {
+    EXPERIMENT: (False, False, True),
+    SEED: (False, False, False),
+    IDENTITY: (True, True, False),
+    TRAINING: (True, False, True),
+    RUNTIME: (True, True, False),
+    INFERENCE: (True, True, True),
+}
+
+
+def setting(default: Any = MISSING, *, role: Optional[str] = None, factory: Any = MISSING, hparam: bool = False,
+            flags: tuple[str, ...] = (), help: Optional[str] = None) -> Any:
+    """A config key with its role (inherited from its section when None), whether it is a TensorBoard
+    HParams column, and the command-line flags inference.py offers for it (with their help)."""
+    if role is not None and role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
+    metadata = {"role": role, "hparam": hparam, "flags": flags, "help": help}
+    if factory is not MISSING:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 @dataclass
@@ -17,58 +50,58 @@ class TrainConcatConfig:
     joins k ~ U{2..max_k} random training pairs (both sides within `data.max_len`). Which pairs
     are joined is drawn once per run from `seed`, so epochs have a fixed length and resume is exact."""
 
-    prob: float = 0.0
-    max_k: int = 2
+    prob: float = setting(0.0, role=EXPERIMENT, hparam=True)
+    max_k: int = setting(2, role=EXPERIMENT)
 
 
 @dataclass
 class DataConfig:
     """Where the parallel corpus comes from and how it is split and filtered."""
 
-    source: Literal["tatoeba", "iwslt2017", "parallel_text"] = "tatoeba"
+    source: Literal["tatoeba", "iwslt2017", "parallel_text"] = setting("tatoeba", hparam=True)
     # tatoeba: path of the manythings.org TSV (English<TAB>French[<TAB>attribution]), may be .gz
-    path: str = "data/corpora/tatoeba-fr-en/fra-eng.tsv.gz"
-    src_lang: str = "fr"
-    tgt_lang: str = "en"
+    path: str = setting("data/corpora/tatoeba-fr-en/fra-eng.tsv.gz")
+    src_lang: str = setting("fr")
+    tgt_lang: str = setting("en")
     # tatoeba: sizes of the held-out splits, drawn by a seeded shuffle (the file is sorted by length)
     # of source-sentence groups: all translations of one French sentence land in the same split
-    valid_size: int = 2000
-    test_size: int = 2000
-    split_seed: int = 1
+    valid_size: int = setting(2000)
+    test_size: int = setting(2000)
+    split_seed: int = setting(1)
     # Drop training pairs whose source (up to case, punctuation, spacing) is a valid or test source.
     # For official splits that are never re-split (iwslt2017, parallel_text); a no-op on tatoeba.
-    drop_train_overlap: bool = False
+    drop_train_overlap: bool = setting(False)
     # parallel_text: one entry per split. A dict with `src` and `tgt` (line-aligned files,
     # raw WIT3 `train.tags.*` or `IWSLT17.TED.*.xml` files are recognised) or a `tsv` path.
-    train: Optional[dict] = None
-    valid: Optional[dict] = None
-    test: Optional[dict] = None
+    train: Optional[dict] = setting(None)
+    valid: Optional[dict] = setting(None)
+    test: Optional[dict] = setting(None)
     # iwslt2017: Hugging Face dataset id, config and revision (the parquet conversion)
-    hf_name: str = "IWSLT/iwslt2017"
-    hf_config: str = "iwslt2017-fr-en"
-    hf_revision: str = "refs/convert/parquet"
+    hf_name: str = setting("IWSLT/iwslt2017")
+    hf_config: str = setting("iwslt2017-fr-en")
+    hf_revision: str = setting("refs/convert/parquet")
     # Caps on the *training* pairs: how many are kept (seeded sample), and their length in subword
     # tokens (BOS/EOS excluded); longer or empty training pairs are dropped and counted. Valid and
     # test sets are never filtered: every pair is scored (see evaluation/test_set.py).
-    max_train_pairs: Optional[int] = None
-    max_len: int = 256
+    max_train_pairs: Optional[int] = setting(None)
+    max_len: int = setting(256)
     # Only for training pairs: drop pairs whose source has more than this many tokens
     # (length-generalisation experiments); valid/test keep every pair.
-    train_max_src_len: Optional[int] = None
-    cache_dir: str = "data/cache"
+    train_max_src_len: Optional[int] = setting(None, hparam=True)
+    cache_dir: str = setting("data/cache", role=RUNTIME)
     # Joined training pairs (a remedy for long inputs); prob 0 (default) trains on single pairs.
-    train_concat: TrainConcatConfig = field(default_factory=TrainConcatConfig)
+    train_concat: TrainConcatConfig = setting(factory=TrainConcatConfig)
 
 
 @dataclass
 class TokenizerConfig:
     """Subword tokenizer: a joint BPE trained on the training split, or a pretrained one."""
 
-    type: Literal["bpe", "pretrained"] = "bpe"
-    vocab_size: int = 8000
-    min_frequency: int = 2
+    type: Literal["bpe", "pretrained"] = setting("bpe", hparam=True)
+    vocab_size: int = setting(8000, hparam=True)
+    min_frequency: int = setting(2)
     # pretrained: a Hugging Face name or local directory (e.g. Helsinki-NLP/opus-mt-fr-en)
-    name: Optional[str] = None
+    name: Optional[str] = setting(None)
 
 
 @dataclass
@@ -78,27 +111,27 @@ class PositionalConfig:
     (`positional: {name: rope, theta: 500.0}`). Each encoding declares its options (its `Options`
     dataclass); the loader fills their defaults and refuses a key the chosen encoding does not take."""
 
-    name: str = "sinusoidal"
-    options: dict = field(default_factory=dict)
+    name: str = setting("sinusoidal", role=EXPERIMENT)
+    options: dict = setting(factory=dict, role=EXPERIMENT)
 
 
 @dataclass
 class ModelConfig:
     """Encoder-decoder Transformer. Defaults are the report's base model."""
 
-    d_model: int = 512
-    num_heads: int = 8
-    num_encoder_layers: int = 6
-    num_decoder_layers: int = 6
-    ffn_dim: int = 2048
-    dropout: float = 0.1
-    attention_dropout: float = 0.0
-    activation: Literal["relu", "gelu"] = "relu"
-    norm_first: bool = False  # pre-norm (True) or post-norm as in the paper (False)
+    d_model: int = setting(512, hparam=True)
+    num_heads: int = setting(8, hparam=True)
+    num_encoder_layers: int = setting(6, hparam=True)
+    num_decoder_layers: int = setting(6, hparam=True)
+    ffn_dim: int = setting(2048, hparam=True)
+    dropout: float = setting(0.1)
+    attention_dropout: float = setting(0.0)
+    activation: Literal["relu", "gelu"] = setting("relu")
+    norm_first: bool = setting(False, hparam=True)  # pre-norm (True) or post-norm as in the paper (False)
     # Share source/target embeddings (needs a joint vocabulary) and tie the output projection.
-    share_embeddings: bool = True
-    tie_output: bool = True
-    positional: PositionalConfig = field(default_factory=PositionalConfig)
+    share_embeddings: bool = setting(True)
+    tie_output: bool = setting(True)
+    positional: PositionalConfig = setting(factory=PositionalConfig)
 
 
 @dataclass
@@ -112,12 +145,12 @@ class ScheduleConfig:
     constant: factor = 1.
     """
 
-    name: Literal["warmup_exponential", "inverse_sqrt", "constant"] = "warmup_exponential"
-    unit: Literal["step", "epoch"] = "epoch"
-    warmup: int = 6
-    hold: int = 1
-    decay: float = 0.35
-    min_factor: float = 0.0
+    name: Literal["warmup_exponential", "inverse_sqrt", "constant"] = setting("warmup_exponential", hparam=True)
+    unit: Literal["step", "epoch"] = setting("epoch")
+    warmup: int = setting(6)
+    hold: int = setting(1)
+    decay: float = setting(0.35)
+    min_factor: float = setting(0.0)
 
 
 # Direction of each checkpoint metric: +1 when higher is better. Checkpoint scores (and the
@@ -129,57 +162,73 @@ METRIC_SIGN = {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}
 class TrainingConfig:
     """Optimisation, batching, validation and checkpointing."""
 
-    epochs: int = 20
-    max_steps: Optional[int] = None  # stop after this many updates (overrides epochs when reached)
-    batch_size: Optional[int] = 56  # sentences per batch; or use max_tokens
-    max_tokens: Optional[int] = None  # token budget per batch (target+source max), length-bucketed
-    optimizer: Literal["adam", "adamw"] = "adam"
-    lr: float = 3e-4
-    betas: tuple[float, float] = (0.9, 0.98)
-    eps: float = 1e-8
-    weight_decay: float = 0.0
-    label_smoothing: float = 0.0
-    clip_grad_norm: Optional[float] = None  # applied after unscaling (fp16)
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # autocast dtype (bf16 also runs on CPU)
-    update_freq: int = 1  # gradient accumulation: batches per optimizer update
-    compile: bool = False  # torch.compile the model for training
-    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    epochs: int = setting(20, role=TRAINING, hparam=True)
+    # stop after this many updates (overrides epochs when reached)
+    max_steps: Optional[int] = setting(None, role=TRAINING, hparam=True)
+    batch_size: Optional[int] = setting(56, hparam=True)  # sentences per batch; or use max_tokens
+    # token budget per batch (target+source max), length-bucketed
+    max_tokens: Optional[int] = setting(None, hparam=True)
+    optimizer: Literal["adam", "adamw"] = setting("adam")
+    lr: float = setting(3e-4, role=TRAINING, hparam=True)
+    betas: tuple[float, float] = setting((0.9, 0.98))
+    eps: float = setting(1e-8)
+    weight_decay: float = setting(0.0)
+    label_smoothing: float = setting(0.0, hparam=True)
+    clip_grad_norm: Optional[float] = setting(None, role=TRAINING)  # applied after unscaling (fp16)
+    # autocast dtype (bf16 also runs on CPU)
+    precision: Literal["fp32", "bf16", "fp16"] = setting("fp32", hparam=True)
+    update_freq: int = setting(1, hparam=True)  # gradient accumulation: batches per optimizer update
+    compile: bool = setting(False, role=RUNTIME)  # torch.compile the model for training
+    schedule: ScheduleConfig = setting(factory=ScheduleConfig)
     # Validation: loss/perplexity/accuracy every `validate_every_steps` (or every epoch if None),
     # greedy sacreBLEU on `bleu_sentences` validation pairs every `bleu_every` validations.
-    validate_every_steps: Optional[int] = None
-    bleu_every: int = 1
-    bleu_sentences: Optional[int] = 500
+    validate_every_steps: Optional[int] = setting(None, role=TRAINING)
+    bleu_every: int = setting(1, role=TRAINING)
+    bleu_sentences: Optional[int] = setting(500, role=TRAINING)
     # Checkpoints: the best `keep_best` by `checkpoint_metric`, plus the last one.
-    checkpoint_metric: Literal["valid_loss", "valid_bleu", "valid_accuracy"] = "valid_loss"
-    keep_best: int = 1
-    keep_last: int = 2  # newest checkpoints kept (resume falls back to an older one; averaging)
-    early_stopping_patience: Optional[int] = None
-    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
-    num_threads: Optional[int] = None  # torch CPU threads (None: torch default)
-    num_workers: int = 0
-    log_every: int = 50
-    num_sample_translations: int = 3
+    checkpoint_metric: Literal["valid_loss", "valid_bleu", "valid_accuracy"] = setting("valid_loss")
+    keep_best: int = setting(1, role=RUNTIME)
+    # newest checkpoints kept (resume falls back to an older one; averaging)
+    keep_last: int = setting(2, role=RUNTIME)
+    early_stopping_patience: Optional[int] = setting(None, role=TRAINING)
+    device: Literal["auto", "cpu", "cuda", "mps"] = setting("auto", role=RUNTIME)
+    num_threads: Optional[int] = setting(None, role=RUNTIME)  # torch CPU threads (None: torch default)
+    num_workers: int = setting(0, role=RUNTIME)
+    log_every: int = setting(50, role=RUNTIME)
+    num_sample_translations: int = setting(3, role=RUNTIME)
     # TensorBoard images (attention maps of a fixed validation sentence, learned positional tables)
     # every this many validations and at the end; 0: none
-    tensorboard_images_every: int = 5
+    tensorboard_images_every: int = setting(5, role=RUNTIME)
 
 
 @dataclass
 class DecodingConfig:
     """Search used by validation BLEU, test.py and inference.py."""
 
-    strategy: Literal["greedy", "beam"] = "beam"
-    beam_size: int = 5
-    length_penalty: Literal["none", "avg", "wu"] = "wu"
-    alpha: float = 0.6  # exponent of the `wu` (GNMT) length penalty
-    max_len_a: float = 1.5  # max output length = a * src_len + b
-    max_len_b: int = 10
-    nbest: int = 1
-    max_tokens: int = 4000  # token budget per decoding batch (source tokens x beam)
-    min_len: int = 0  # no EOS before this many output tokens
-    no_repeat_ngram: int = 0  # forbid repeating any n-gram of this size (0: off)
+    strategy: Literal["greedy", "beam"] = setting("beam", flags=("--strategy",), help="search")
+    beam_size: int = setting(5, flags=("--beam_size", "--beam"), help="beam width")
+    length_penalty: Literal["none", "avg", "wu"] = setting(
+        "wu", flags=("--length_penalty",),
+        help="length normalisation: none, avg (per token), wu (GNMT, exponent --lenpen)")
+    alpha: float = setting(0.6, flags=("--lenpen", "--alpha"),  # exponent of the `wu` (GNMT) length penalty
+                           help="length-penalty exponent: alpha of the wu penalty ((5 + len) / 6) ** alpha "
+                                "(--alpha: OpenNMT's name)")
+    # max output length = a * src_len + b
+    max_len_a: float = setting(1.5, flags=("--max_len_a",), help="output length limit a * source length + b: a")
+    max_len_b: int = setting(10, flags=("--max_len_b",), help="output length limit a * source length + b: b")
+    # N best hypotheses per input (beam search; inference.py prints them with their scores)
+    nbest: int = setting(1, flags=("--nbest",),
+                         help="print the N best translations with their scores (beam search)")
+    # token budget per decoding batch (source tokens x beam)
+    max_tokens: int = setting(4000, flags=("--max_tokens",),
+                              help="token budget of a decoding batch (source tokens x beam)")
+    min_len: int = setting(0, flags=("--min_len",), help="no end of sentence before this many tokens")
+    no_repeat_ngram: int = setting(0, flags=("--no_repeat_ngram",),
+                                   help="never repeat an n-gram of this size (0: off)")
     # Autocast dtype of the search: bf16/fp16 on GPUs (bf16 also on CPU, where fp32 is usually faster)
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    precision: Literal["fp32", "bf16", "fp16"] = setting(
+        "fp32", flags=("--precision",),
+        help="autocast dtype: bf16/fp16 on GPUs, bf16 on CPU (fp32 is usually faster there)")
 
 
 @dataclass
@@ -187,27 +236,29 @@ class EvaluationConfig:
     """How test.py breaks scores down."""
 
     # Edges of source-length buckets in subword tokens: [e0, e1), [e1, e2), ..., [e_last, inf).
-    length_buckets: list[int] = field(default_factory=lambda: [1, 10, 15, 20, 30, 40])
+    length_buckets: list[int] = setting(factory=lambda: [1, 10, 15, 20, 30, 40])
     # Length extrapolation: also score inputs made of k consecutive test pairs joined, for each k
     # listed (e.g. [1, 2, 4, 8]); consecutive within a document when the reader knows documents
-    # (WIT3 XML), else in an order shuffled with `concat_seed`. test.py --concat overrides.
-    concat: list[int] = field(default_factory=list)
-    concat_seed: int = 1
+    # (WIT3 XML), else in an order shuffled with `concat_seed` (k = 1 is the test set in its own
+    # order). test.py --concat overrides.
+    concat: list[int] = setting(factory=list)
+    concat_seed: int = setting(1)
 
 
 @dataclass
 class ExperimentConfig:
     """One experiment: everything needed to reproduce a run."""
 
-    name: str = "experiment"
-    run_dir: Optional[str] = None  # default: runs/<name>
-    seed: int = 1234
-    data: DataConfig = field(default_factory=DataConfig)
-    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    training: TrainingConfig = field(default_factory=TrainingConfig)
-    decoding: DecodingConfig = field(default_factory=DecodingConfig)
-    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    name: str = setting("experiment", role=IDENTITY, hparam=True)
+    run_dir: Optional[str] = setting(None, role=IDENTITY)  # default: runs/<name>
+    seed: int = setting(1234, role=SEED, hparam=True)
+    # A section's role is the role of each of its keys that does not declare its own.
+    data: DataConfig = setting(factory=DataConfig, role=EXPERIMENT)
+    tokenizer: TokenizerConfig = setting(factory=TokenizerConfig, role=EXPERIMENT)
+    model: ModelConfig = setting(factory=ModelConfig, role=EXPERIMENT)
+    training: TrainingConfig = setting(factory=TrainingConfig, role=EXPERIMENT)
+    decoding: DecodingConfig = setting(factory=DecodingConfig, role=INFERENCE)
+    evaluation: EvaluationConfig = setting(factory=EvaluationConfig, role=INFERENCE)
 
     @property
     def resolved_run_dir(self) -> Path:
