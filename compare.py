@@ -8,7 +8,7 @@ Examples:
   python compare.py "runs/seeds/*/*" --baseline rope --output runs/seeds/summary
 
 Runs whose resolved config.yaml files are equal except for `seed`, `name`, `run_dir` and runtime
-settings (training.device/num_threads/num_workers/log_every, data.cache_dir) are one configuration
+settings (where and how they ran: training.device, num_threads, data.cache_dir, ...) are one configuration
 (the seeds of one experiment): one row, labelled by the run name without a seed suffix (`_seed2`, `-s2`, `/seed2`), numbers as `mean ± std` (sample std) with the number of seeds.
 `p vs baseline` is a paired bootstrap resampling test of test sacreBLEU (sacrebleu.significance,
 1,000 resamples) of each configuration's first seed against the baseline's first seed. It measures
@@ -36,11 +36,12 @@ from typing import Optional
 
 from evaluation.comparison_plots import write_plots
 from evaluation.length_report import add_concat_stats, concat_tables
-from evaluation.metrics import paired_bootstrap
+from evaluation.findings import compute_findings, find_row, findings_markdown, format_p
 from evaluation.run_stats import mean_std, read_lines, seed_wins
-from utils.config import load_config, to_dict
+from utils.config import flatten, load_config, to_dict
 from utils.config_schema import METRIC_SIGN
 from utils.errors import HarnessError
+from utils.key_roles import configuration_settings
 from utils.runtime import JsonlLogger
 
 # numeric columns: key -> table title (means and stds over a configuration's seeds)
@@ -52,9 +53,6 @@ NUMERIC = {
 }
 COLUMNS = [("label", "config"), ("encoding", "encoding"), ("n", "seeds"), *NUMERIC.items(),
            ("p_value", "p vs baseline"), ("seeds_above", "seeds above baseline")]
-GROUPING_IGNORES = ("seed", "name", "run_dir")
-# Where and how fast a run ran, not what it is: runs differing only here are seeds of one configuration.
-RUNTIME_KEYS = {"training": ("device", "num_threads", "num_workers", "log_every"), "data": ("cache_dir",)}
 CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")
 SEED_SUFFIX = re.compile(r"[_\-/.](?:seed|s)[_\-=]?\d+$", re.IGNORECASE)
 
@@ -115,12 +113,9 @@ def config_label(name: str) -> str:
 
 
 def experiment_settings(config: dict) -> dict:
-    """A run's resolved config without its identity (seed, name, folder) and runtime settings."""
-    out = {k: v for k, v in config.items() if k not in GROUPING_IGNORES}
-    for section, keys in RUNTIME_KEYS.items():
-        if isinstance(out.get(section), dict):
-            out[section] = {k: v for k, v in out[section].items() if k not in keys}
-    return out
+    """A run's resolved config (flattened) without the keys that do not tell configurations apart:
+    its seed, name, folder and how it ran (the keys' roles: utils/key_roles.py)."""
+    return configuration_settings(flatten(config), config.get("model", {}).get("positional", {}).get("name"))
 
 
 def group_runs(rows: list[dict]) -> list[dict]:
@@ -175,23 +170,28 @@ def pick_baseline(groups: list[dict], wanted: Optional[str]) -> dict:
     return next((g for g in groups if g["encoding"] == "sinusoidal"), groups[0])
 
 
-def add_significance(groups: list[dict], baseline: dict, n_samples: int) -> None:
-    """Set each group's p_value against the baseline (first run of each group; same references required)."""
+def check_same_references(groups: list[dict]) -> None:
+    """Runs scored on different test sets cannot be compared: CompareError naming two of them."""
     refs_by_run = {r["run"]: read_lines(Path(r["run"]) / "test" / "references.txt") for g in groups for r in g["runs"]}
     have = [(run, refs) for run, refs in refs_by_run.items() if refs is not None]
     for run, refs in have[1:]:
         if refs != have[0][1]:
             raise CompareError(f"test references differ between {have[0][0]} and {run}: runs scored on different "
                                f"test sets cannot be compared (pass --no_significance to tabulate them anyway)")
-    ordered = [baseline] + [g for g in groups if g is not baseline]
-    systems = [(g, read_lines(Path(g["runs"][0]["run"]) / "test" / "hypotheses.txt")) for g in ordered]
-    refs = refs_by_run[baseline["runs"][0]["run"]]
-    systems = [(g, h) for g, h in systems if h is not None]
-    if refs is None or not systems or systems[0][0] is not baseline:
-        return  # the baseline has no test outputs: nothing to test against
-    p_values = paired_bootstrap([(g["label"], h) for g, h in systems], refs, n_samples)
-    for (g, _), p in zip(systems, p_values):
-        g["p_value"] = p
+
+
+def add_significance(groups: list[dict], baseline: dict, findings: dict) -> None:
+    """Each group's p vs the baseline on the test set and per k: the findings' p over all shared
+    seeds, so that one comparison has one p wherever it is printed (k = 1 is the test set)."""
+    for g in groups:
+        if g is baseline:
+            continue
+        row = find_row(findings, "test", g["label"], "test set")
+        g["p_value"] = row["p_value"] if row else None
+        for k, c in (g.get("concat") or {}).items():
+            row = find_row(findings, "test", g["label"], "test set") if k == 1 else \
+                find_row(findings, "concat", g["label"], f"k={k}")
+            c["p_value"] = row["p_value"] if row else None
 
 
 def add_seed_wins(groups: list[dict], baseline: dict) -> None:
@@ -220,7 +220,7 @@ def fmt(key: str, value) -> str:
     if key == "params":
         return f"{value / 1e6:.2f}M"
     if key == "p_value":
-        return f"{value:.3f}"
+        return format_p(value)
     if key == "seeds_above":
         return f"{value[0]}/{value[1]}"
     return str(value)
@@ -245,9 +245,10 @@ def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_sample
     if any(g["n"] > 1 for g in groups):
         lines.append("Figures are mean ± sample standard deviation over a configuration's seeds (`seeds`).")
     if baseline is not None and any(g["p_value"] is not None for g in groups):
-        lines.append(f"p vs baseline: paired bootstrap resampling of test sacreBLEU ({n_samples:,} resamples, "
-                     f"sacrebleu.significance), first seed of each configuration against `{baseline['label']}`; "
-                     f"p < 0.05 means the difference is unlikely to be chance on this test set.")
+        lines.append(f"p vs baseline: paired bootstrap resampling of test sacreBLEU ({n_samples:,} resamples) against "
+                     f"`{baseline['label']}` over the seeds both were run with, the same resampled sentences for "
+                     f"every seed (one seed: sacreBLEU's own test); uncorrected — the findings give each seed's p, "
+                     f"Holm's correction and what the comparison supports.")
     if baseline is not None and any(g["seeds_above"] is not None for g in groups):
         lines.append(f"seeds above baseline: runs whose test sacreBLEU beat `{baseline['label']}` run with the "
                      f"same seed, out of the seeds both were run with; a seed moves every configuration, so this "
@@ -300,8 +301,8 @@ def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) ->
     per_run = ("run", "seed", *NUMERIC)
     return {
         "baseline": baseline["label"] if baseline else None,
-        "significance": {"test": "paired bootstrap resampling (sacrebleu.significance.PairedTest)",
-                         "metric": "sacreBLEU", "n_samples": n_samples, "systems": "first seed of each configuration"},
+        "significance": {"test": "paired bootstrap resampling, one test over the seeds both ran (see *_findings.json)",
+                         "metric": "sacreBLEU", "n_samples": n_samples},
         "groups": [{"label": g["label"], "encoding": g["encoding"], "n": g["n"], "seeds": g["seeds"],
                     "runs": [r["run"] for r in g["runs"]], "mean": g["mean"], "std": g["std"],
                     "p_value": g["p_value"], "seeds_above": g["seeds_above"], "is_baseline": g["is_baseline"],
@@ -316,11 +317,13 @@ def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) ->
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="run folders or glob patterns (quote them)")
-    parser.add_argument("--output", help="path prefix: writes <prefix>.md, .csv, .json and <prefix>_*.png plots")
+    parser.add_argument("--output", help="path prefix: writes <prefix>.md, .csv, .json, <prefix>_findings.md/.json "
+                                         "and <prefix>_*.png plots")
     parser.add_argument("--baseline", metavar="NAME_OR_ENCODING",
                         help="configuration the others are tested against: a config label or an encoding "
                              "(default: the sinusoidal configuration if present, else the first)")
-    parser.add_argument("--bootstrap_samples", type=int, default=1000, help="paired bootstrap resamples")
+    parser.add_argument("--bootstrap_samples", type=int, default=10000,
+                        help="paired bootstrap resamples (10,000: a p-value's standard error is at most 0.005)")
     parser.add_argument("--no_significance", action="store_true",
                         help="skip the paired bootstrap test (and the same-references check)")
     args = parser.parse_args(argv)
@@ -342,9 +345,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         baseline = pick_baseline(groups, args.baseline)
         baseline["is_baseline"] = True
         add_seed_wins(groups, baseline)
+        add_concat_stats(groups, baseline, check_inputs=not args.no_significance)
+        findings = None
         if not args.no_significance:
-            add_significance(groups, baseline, args.bootstrap_samples)
-        add_concat_stats(groups, baseline, args.bootstrap_samples, not args.no_significance)
+            check_same_references(groups)
+            findings = compute_findings(groups, baseline, args.bootstrap_samples)
+            add_significance(groups, baseline, findings)
     except (CompareError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -353,6 +359,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         if extra:
             table += "\n\n" + extra
     print(table)
+    if findings is not None:
+        print("\n" + findings_markdown(findings))
     if args.output:
         out = Path(args.output)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -364,9 +372,14 @@ def main(argv: Optional[list[str]] = None) -> int:
             writer.writerows(csv_data)
         out.with_suffix(".json").write_text(json.dumps(json_report(groups, baseline, args.bootstrap_samples),
                                                        indent=2) + "\n", encoding="utf-8")
-        plots = write_plots(groups, out)
-        print(f"\nwrote {out.with_suffix('.md')}, {out.with_suffix('.csv')}, {out.with_suffix('.json')}"
-              + "".join(f", {p}" for p in plots))
+        written = [out.with_suffix(".md"), out.with_suffix(".csv"), out.with_suffix(".json")]
+        if findings is not None:
+            stem = out.parent / f"{out.name}_findings"
+            stem.with_suffix(".md").write_text(findings_markdown(findings) + "\n", encoding="utf-8")
+            stem.with_suffix(".json").write_text(json.dumps(findings, indent=2) + "\n", encoding="utf-8")
+            written += [stem.with_suffix(".md"), stem.with_suffix(".json")]
+        written += write_plots(groups, out)
+        print("\nwrote " + ", ".join(map(str, written)))
     return 0
 
 

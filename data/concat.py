@@ -4,7 +4,7 @@ training-time remedy (Varis & Bojar 2021, "Sequence Length is a Domain").
 Test side (`concat_groups`, `join_pairs`): k consecutive pairs become one input, source with
 source and reference with reference, one space between. Consecutive means consecutive segments
 of one document where the reader knows documents (WIT3 XML), else consecutive in a seeded
-order. Every pair lands in exactly one group, so each k scores the same text; only the last
+order (k = 1 keeps the test order: its inputs are the test set). Every pair lands in exactly one group, so each k scores the same text; only the last
 group of a document (or of the set) may hold fewer than k pairs.
 
 Training side (`plan_train_concat`, `ConcatPairDataset`): with probability `prob` a training
@@ -40,7 +40,8 @@ def concat_groups(num_pairs: int, k: int, documents: Optional[Sequence[str]] = N
                 runs.append([i])
     else:
         order = list(range(num_pairs))
-        random.Random(seed).shuffle(order)
+        if k > 1:  # k = 1 is the test set itself, in its own order (one comparison, one p-value)
+            random.Random(seed).shuffle(order)
         runs = [order] if order else []
     return [run[i: i + k] for run in runs for i in range(0, len(run), k)]
 

@@ -1,7 +1,8 @@
 """The length-extrapolation table of compare.py: for each k (inputs of k consecutive test pairs
 joined, written by `test.py --concat`), each configuration's test sacreBLEU and hypothesis/
 reference length ratio as mean ± std over its seeds, how many same-seed runs beat the baseline,
-and a paired bootstrap p-value against the baseline on the k-inputs (runs of the same seed).
+and the p-value against the baseline that the findings computed (evaluation/findings.py: over all
+seeds both ran; k = 1 is the test set itself).
 
 Input: compare.py's groups (one per configuration, with its runs); each run row carries
 `concat` = {k: scores.json's row for k} and its folder. Runs are compared at a k only when they
@@ -13,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from evaluation.metrics import paired_bootstrap
+from evaluation.findings import format_p
 from evaluation.run_stats import mean_std, read_lines, seed_wins
 
 
@@ -44,9 +45,10 @@ def check_same_inputs(groups: list[dict]) -> None:
                                  f"compared (pass --no_significance to tabulate them anyway)")
 
 
-def add_concat_stats(groups: list[dict], baseline: dict, n_samples: int = 1000, significance: bool = True) -> None:
-    """Set g["concat"] = {k: {bleu, bleu_std, ratio, ratio_std, n, seeds_above, p_value}} for every group."""
-    if significance:
+def add_concat_stats(groups: list[dict], baseline: dict, check_inputs: bool = True) -> None:
+    """Set g["concat"] = {k: {bleu, bleu_std, ratio, ratio_std, n, seeds_above, p_value}} for every group
+    (p_value None here: compare.py sets it from the findings)."""
+    if check_inputs:
         check_same_inputs(groups)
     for k in concat_ks(groups):
         def bleu(r: dict, k: int = k) -> Optional[float]:
@@ -59,27 +61,6 @@ def add_concat_stats(groups: list[dict], baseline: dict, n_samples: int = 1000, 
             g.setdefault("concat", {})[k] = {
                 "bleu": mean, "bleu_std": std, "ratio": ratio, "ratio_std": ratio_std, "n": n, "p_value": None,
                 "seeds_above": None if g is baseline else seed_wins(g["runs"], baseline["runs"], bleu)}
-        if significance:
-            _add_p_values(groups, baseline, k, n_samples)
-
-
-def _add_p_values(groups: list[dict], baseline: dict, k: int, n_samples: int) -> None:
-    """Paired bootstrap on the k-inputs of each group against the baseline: runs with the same seed
-    where the two share one (the smallest), else the first scored run of each."""
-    def scored(g: dict) -> dict[object, dict]:
-        return {r["seed"]: r for r in g["runs"] if k in (r.get("concat") or {}) and _k_outputs(r, k)[0] is not None}
-
-    base_runs = scored(baseline)
-    for g in groups:
-        runs = scored(g)
-        if g is baseline or not runs or not base_runs:
-            continue
-        shared = sorted((s for s in runs if s in base_runs and s is not None))
-        mine, theirs = (runs[shared[0]], base_runs[shared[0]]) if shared else \
-            (next(iter(runs.values())), next(iter(base_runs.values())))
-        (base_hyps, refs), (hyps, _) = _k_outputs(theirs, k), _k_outputs(mine, k)
-        g["concat"][k]["p_value"] = paired_bootstrap([(baseline["label"], base_hyps), (g["label"], hyps)],
-                                                     refs, n_samples)[1]
 
 
 def _cell(mean: Optional[float], std: Optional[float], digits: int) -> str:
@@ -104,7 +85,7 @@ def concat_tables(groups: list[dict], baseline: dict, n_samples: int = 1000) -> 
         if g is baseline:
             return "baseline"
         wins = f"{c['seeds_above'][0]}/{c['seeds_above'][1]}" if c["seeds_above"] else "–"
-        return wins + (f", p={c['p_value']:.3f}" if c["p_value"] is not None else "")
+        return wins + (f", p={format_p(c['p_value'])}" if c["p_value"] is not None else "")
 
     return "\n\n".join([
         "Length extrapolation: test sacreBLEU on inputs of k consecutive test pairs joined "
@@ -112,5 +93,5 @@ def concat_tables(groups: list[dict], baseline: dict, n_samples: int = 1000) -> 
         "Hypothesis/reference length ratio (sacreBLEU's; below 1 = output too short):\n\n"
         + table(lambda g, c: _cell(c["ratio"], c["ratio_std"], 3)),
         f"Against `{baseline['label']}` per k: same-seed runs with a higher sacreBLEU (wins/seeds), and the paired "
-        f"bootstrap p-value ({n_samples:,} resamples) on the k-inputs, runs of the smallest shared seed:\n\n"
+        f"bootstrap p ({n_samples:,} resamples, all seeds both ran, uncorrected; k = 1 is the test set):\n\n"
         + table(against)])

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Optional
 
 NLTK_TOKENIZATION = "nltk TreebankWordTokenizer, cased"
 
@@ -97,26 +96,3 @@ def score_subset(hypotheses: list[str], references: list[str], keep: list[bool])
     return {"num_sentences": len(hyps), "sacrebleu": round(bleu.score, 2),
             "chrf": round(CHRF().corpus_score(hyps, [refs]).score, 2),
             "length_ratio": round(bleu.sys_len / max(1, bleu.ref_len), 4)}
-
-
-def paired_bootstrap(named_systems: list[tuple[str, list[str]]], references: list[str],
-                     n_samples: int = 1000) -> list[Optional[float]]:
-    """p-values of paired bootstrap resampling (sacreBLEU) of each system against the first one (None for it).
-
-    Uses sacrebleu.significance.PairedTest (Koehn 2004; fixed seed SACREBLEU_SEED, default 12345).
-    sacreBLEU counts resampled differences strictly above the observed one, so a zero observed
-    difference (e.g. identical outputs) would get p = 1/(n+1); no test can reject "no difference"
-    when none is observed, so that case is reported as p = 1.
-    """
-    from sacrebleu.metrics import BLEU
-    from sacrebleu.significance import PairedTest
-
-    for name, hyps in named_systems:
-        if len(hyps) != len(references):
-            raise ValueError(f"{name}: {len(hyps)} hypotheses for {len(references)} references")
-    if len(named_systems) < 2:
-        return [None] * len(named_systems)
-    _, scores = PairedTest(named_systems, {"BLEU": BLEU()}, references=[references], test_type="bs",
-                           n_samples=n_samples)()
-    results = scores["BLEU"]
-    return [None] + [1.0 if r.score == results[0].score else r.p_value for r in results[1:]]

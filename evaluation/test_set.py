@@ -124,7 +124,9 @@ def evaluate(model, tokenizer, pairs: list[Pair], documents: Optional[list[str]]
     if cap is not None:
         longer = score_subset(hyps, references, [n > cap for n in lengths])
         scores["longer_than_training"] = {"train_max_src_len": cap, **longer}
-    write_lines(out_dir, hypotheses=hyps, references=references, sources=sources)
+    # each sentence's length, so that compare.py can test a length bucket sentence by sentence
+    write_lines(out_dir, hypotheses=hyps, references=references, sources=sources,
+                source_lengths=[str(n) for n in lengths])
     if concat:
         scores["concat"] = [_score_concat(model, tokenizer, pairs, documents, cfg, device, out_dir, k, outputs)
                             for k in sorted(set(concat))]

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import compare
+from evaluation.findings import format_p
 from helpers import read_jsonl, run, tiny_overrides
 
 CONFIGS = {"demo/sinusoidal": "configs/demo/sinusoidal.yaml", "demo/rope": "configs/demo/rope.yaml"}
@@ -28,7 +29,9 @@ def sweep_overrides(cache_dir: Path) -> list[str]:
     """The end-to-end test's tiny settings, minus run_dir (sweep derives one folder per seed)."""
     sets = tiny_overrides(Path("unused"), cache_dir)
     values = sets[1::2]
-    values = [*values, "evaluation.concat=[1,2]"]  # the length protocol, through sweep -> test -> compare
+    # the length protocol, through sweep -> test -> compare; 20 test pairs, so that k = 2 has the 10
+    # inputs a bootstrap test needs (evaluation/findings.py: MIN_SENTENCES)
+    values = [*values, "evaluation.concat=[1,2]", "data.test_size=20"]
     return [x for v in values if not v.startswith("run_dir=") for x in ("--set", v)]
 
 
@@ -95,7 +98,7 @@ def test_one_row_per_config_holds_the_runs_own_numbers(swept: Path) -> None:
     assert report["baseline"] == "demo/sinusoidal" and groups["demo/sinusoidal"]["p_value"] is None
     assert 0.0 < groups["demo/rope"]["p_value"] <= 1.0
     assert md_row(markdown, "demo/sinusoidal")["p vs baseline"] == "baseline"
-    assert md_row(markdown, "demo/rope")["p vs baseline"] == f"{groups['demo/rope']['p_value']:.3f}"
+    assert md_row(markdown, "demo/rope")["p vs baseline"] == format_p(groups["demo/rope"]["p_value"])
     # same-seed comparison against the baseline, from the runs' own scores
     wins = sum(r["sacrebleu"] > b["sacrebleu"] for r, b in zip(scores_of(swept, "demo/rope"),
                                                                 scores_of(swept, "demo/sinusoidal")))
@@ -121,7 +124,7 @@ def test_per_k_table_holds_the_runs_own_numbers(swept: Path) -> None:
             assert stats["bleu_std"] == pytest.approx(statistics.stdev(bleu))
             assert stats["ratio"] == pytest.approx(statistics.mean(ratio))
             assert md_row(section, name)[f"k={k}"] == f"{statistics.mean(bleu):.2f} ± {statistics.stdev(bleu):.2f}"
-        # k = 1 is the sentence-level test set in another order: the same corpus score
+        # k = 1 is the sentence-level test set, in test order: the same corpus score
         assert [s[1]["sacrebleu"] for s in per_seed[name]] == [s["sacrebleu"] for s in scores_of(swept, name)]
     for k in (1, 2):
         rope = groups["demo/rope"]["concat"][str(k)]
@@ -178,14 +181,37 @@ def test_plots_are_real_images(swept: Path) -> None:
 
 
 def test_bootstrap_of_a_system_against_itself_is_not_significant(swept: Path) -> None:
+    from evaluation.significance import paired_bootstrap_seeds, sentence_stats
+
     test_dir = run_dir(swept, "demo/rope", 1) / "test"
     hyps = (test_dir / "hypotheses.txt").read_text().splitlines()
     refs = (test_dir / "references.txt").read_text().splitlines()
-    baseline_p, p_same = compare.paired_bootstrap([("run", hyps), ("same run", hyps)], refs)
-    assert baseline_p is None and p_same > 0.05
+    stats = sentence_stats(hyps, refs)
+    assert paired_bootstrap_seeds([stats], [stats], 1000).p_value == 1.0
     # and the test can tell: the references themselves are far better than a 6-step model
-    _, p_perfect = compare.paired_bootstrap([("run", hyps), ("references", refs)], refs)
-    assert p_perfect < 0.05
+    assert paired_bootstrap_seeds([sentence_stats(refs, refs)], [stats], 1000).p_value < 0.05
+
+
+def test_findings_give_one_p_per_comparison(swept: Path) -> None:
+    """The findings file holds every seed's p and one test over the seeds; the main table and the
+    k = 1 column print that one p (k = 1 is the test set), the k = 2 column the findings' k = 2 p."""
+    findings = json.loads((swept / "summary_findings.json").read_text())
+    report = json.loads((swept / "summary.json").read_text())
+    assert findings["baseline"] == "demo/sinusoidal" and findings["n_samples"] == 10000
+    tables = {t["name"]: t for t in findings["tables"]}
+    assert set(tables) == {"test", "concat", "buckets"}
+    (test_row,) = tables["test"]["rows"]
+    assert test_row["config"] == "demo/rope" and test_row["seeds"] == [1, 2]
+    assert [s["seed"] for s in test_row["per_seed"]] == [1, 2] and all(s["p_value"] for s in test_row["per_seed"])
+    rope = next(g for g in report["groups"] if g["label"] == "demo/rope")
+    assert rope["p_value"] == test_row["p_value"] == rope["concat"]["1"]["p_value"]
+    (k2,) = tables["concat"]["rows"]
+    assert k2["compared_on"] == "k=2" and rope["concat"]["2"]["p_value"] == k2["p_value"]
+    assert test_row["finding"] in (swept / "summary_findings.md").read_text()
+    assert all(r["p_holm"] >= r["p_value"] for t in tables.values() for r in t["rows"] if r["p_value"] is not None)
+    # a bucket too small to resample is reported as not tested, never as significant
+    small = [r for r in tables["buckets"]["rows"] if r["num_sentences"] < 10]
+    assert small and all(r["p_value"] is None and r["finding"].startswith("not tested") for r in small)
 
 
 def test_baseline_option_and_refusal_on_different_references(swept: Path, tmp_path: Path, capsys) -> None:

@@ -1,0 +1,184 @@
+"""Findings: what a comparison of runs supports, worded by one fixed rule, generated from the runs.
+
+For every configuration against the baseline, on the test set, on each k of the length protocol
+(k >= 2; k = 1 *is* the test set) and on each source-length bucket (where test.py recorded each
+sentence's length, `test/source_lengths.txt`): the mean sacreBLEU difference over the seeds both
+were run with, how many of those seeds it is ahead in, the paired bootstrap p of every seed
+(sacreBLEU's own test), and one combined test over the seeds that resamples the same sentences for
+every seed (evaluation/significance.py). Holm's correction runs over the rows of each table.
+
+The rule that words a row: "ahead"/"behind" by the sign of the mean difference; "in every seed"
+when each seed's difference has that sign, else "on average" (if significant) or "no consistent
+difference"; "significant" when the Holm-corrected combined p is below ALPHA.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from evaluation.run_stats import read_lines
+from evaluation.significance import DEFAULT_SEED, holm, paired_bootstrap_seeds, sentence_stats
+
+ALPHA = 0.05
+MIN_SENTENCES = 10  # fewer and resampling says nothing (one sentence: every resample is that sentence)
+RULE = ("Finding, by one rule: ahead/behind by the sign of the mean difference; 'in every seed' when every "
+        "seed's difference has that sign, else 'on average' (when significant) or 'no consistent difference'; "
+        f"'significant' when the Holm-corrected p (all seeds) is below {ALPHA}.")
+
+
+def format_p(p: Optional[float]) -> str:
+    """A p-value to the digits its resampling supports (10,000 resamples: standard error <= 0.005)."""
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+
+
+class Outputs:
+    """Per-sentence BLEU statistics of a run's test outputs (read once), with their references."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, int], Optional[tuple[np.ndarray, list[str]]]] = {}
+
+    def get(self, run: dict, k: int) -> Optional[tuple[np.ndarray, list[str]]]:
+        """(stats, references) of the test set (k = 1) or of its k-inputs; None when not written."""
+        key = (run["run"], k)
+        if key not in self._cache:
+            folder = Path(run["run"]) / "test" / ("" if k == 1 else f"concat/k{k}")
+            hyps, refs = read_lines(folder / "hypotheses.txt"), read_lines(folder / "references.txt")
+            self._cache[key] = None if hyps is None or refs is None else (sentence_stats(hyps, refs), refs)
+        return self._cache[key]
+
+
+def source_lengths(run: dict) -> Optional[list[int]]:
+    lines = read_lines(Path(run["run"]) / "test" / "source_lengths.txt")
+    return None if lines is None else [int(x) for x in lines]
+
+
+def _pairs(group: dict, baseline: dict, has: Callable[[dict], bool]) -> list[tuple[dict, dict]]:
+    """(run, baseline run) of every seed both configurations ran with outputs for this comparison."""
+    base = {r["seed"]: r for r in baseline["runs"] if r["seed"] is not None and has(r)}
+    return [(r, base[r["seed"]]) for r in group["runs"] if r["seed"] in base and has(r)]
+
+
+def compare_pair(pairs: list[tuple[dict, dict]], outputs: Outputs, k: int, n_samples: int, seed: int,
+                 bucket: Optional[tuple[int, Optional[int]]] = None) -> Optional[dict]:
+    """Per-seed and combined paired bootstrap of a configuration against the baseline."""
+    systems, baselines, subsets, seeds = [], [], [], []
+    for run, base in pairs:
+        (mine, refs), (theirs, base_refs) = outputs.get(run, k), outputs.get(base, k)
+        if refs != base_refs:
+            raise ValueError(f"{run['run']} and {base['run']} were scored on different references "
+                             f"({'test set' if k == 1 else f'k={k}'}): they cannot be compared")
+        subset = None
+        if bucket is not None:
+            lengths = source_lengths(run)
+            if lengths != source_lengths(base) or lengths is None or len(lengths) != len(refs):
+                continue  # no (or differing) per-sentence lengths: this bucket is not tested for the pair
+            lo, hi = bucket
+            subset = np.array([n >= lo and (hi is None or n <= hi) for n in lengths])
+        systems.append(mine)
+        baselines.append(theirs)
+        subsets.append(subset)
+        seeds.append(run["seed"])
+    if not seeds:
+        return None
+    if bucket is not None:  # one subset for all seeds (the same sources): select before testing
+        systems = [s[m] for s, m in zip(systems, subsets)]
+        baselines = [b[m] for b, m in zip(baselines, subsets)]
+    n = len(systems[0])
+    if n < MIN_SENTENCES:
+        return {"seeds": seeds, "num_sentences": n, "mean_difference": None, "ahead": None, "behind": None,
+                "p_value": None, "per_seed": []}
+    combined = paired_bootstrap_seeds(systems, baselines, n_samples, seed)
+    per_seed = [paired_bootstrap_seeds([s], [b], n_samples, seed) for s, b in zip(systems, baselines)]
+    diffs = combined.per_seed
+    return {"seeds": seeds, "num_sentences": n, "mean_difference": combined.difference, "ahead": sum(d > 0 for d in diffs),
+            "behind": sum(d < 0 for d in diffs), "p_value": combined.p_value,
+            "per_seed": [{"seed": s, "difference": d, "p_value": r.p_value}
+                         for s, d, r in zip(seeds, diffs, per_seed)]}
+
+
+def verdict(row: dict) -> str:
+    if row["p_value"] is None:
+        return f"not tested (fewer than {MIN_SENTENCES} sentences)"
+    m, diff = len(row["seeds"]), row["mean_difference"]
+    direction = "ahead" if diff > 0 else "behind" if diff < 0 else "level"
+    unanimous = diff != 0 and (row["ahead"] if diff > 0 else row["behind"]) == m
+    significant = row["p_holm"] < ALPHA
+    seeds = "the one seed" if m == 1 else f"every seed ({m}/{m})"
+    if unanimous:
+        return f"{direction} in {seeds}, {'significant' if significant else 'not significant'}"
+    if significant:
+        return f"{direction} on average ({row['ahead']}/{m} seeds ahead), significant"
+    return f"no consistent difference ({row['ahead']}/{m} seeds ahead), not significant"
+
+
+def _table(name: str, title: str, rows: list[dict]) -> dict:
+    adjusted = holm([r["p_value"] for r in rows])
+    for r, p in zip(rows, adjusted):
+        r["p_holm"] = p
+        r["finding"] = verdict(r)
+    return {"name": name, "title": title, "family_size": len(rows), "rows": rows}
+
+
+def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000, seed: int = DEFAULT_SEED) -> dict:
+    """Every configuration against `baseline` (compare.py's groups), as tables of findings."""
+    outputs = Outputs()
+    others = [g for g in groups if g is not baseline]
+    ks = sorted({k for g in groups for r in g["runs"] for k in (r.get("concat") or {}) if k > 1})
+    buckets = next((r["by_source_length"] for r in baseline["runs"] if r.get("by_source_length")), None) or []
+
+    def rows(comparisons: list[tuple[str, int, Optional[tuple]]]) -> list[dict]:
+        out = []
+        for g in others:
+            for label, k, bucket in comparisons:
+                pairs = _pairs(g, baseline, lambda r: outputs.get(r, k) is not None)
+                result = compare_pair(pairs, outputs, k, n_samples, seed, bucket) if pairs else None
+                if result is not None:
+                    out.append({"config": g["label"], "encoding": g["encoding"], "compared_on": label, **result})
+        return out
+
+    tables = [_table("test", "test set", rows([("test set", 1, None)]))]
+    if ks:
+        tables.append(_table("concat", "inputs of k test pairs joined",
+                             rows([(f"k={k}", k, None) for k in ks])))
+    if buckets:
+        tables.append(_table("buckets", "test set by source length (subword tokens)",
+                             rows([(f"{b['bucket']} tokens", 1, (b["min_len"], b["max_len"])) for b in buckets])))
+    return {"baseline": baseline["label"], "metric": "sacreBLEU", "alpha": ALPHA, "correction": "holm, within each table",
+            "test": "paired bootstrap resampling (sacreBLEU's: per seed equal to sacrebleu --paired-bs); all seeds: "
+                    "the same resampled sentences for every seed, statistic the mean difference over seeds",
+            "n_samples": n_samples, "bootstrap_seed": seed, "rule": RULE,
+            "tables": [t for t in tables if t["rows"]]}
+
+
+def find_row(findings: dict, table: str, config: str, compared_on: str) -> Optional[dict]:
+    for t in findings["tables"]:
+        if t["name"] == table:
+            return next((r for r in t["rows"] if r["config"] == config and r["compared_on"] == compared_on), None)
+    return None
+
+
+def findings_markdown(findings: dict) -> str:
+    """The findings as markdown: one table per family, then how they were computed."""
+    parts = []
+    for t in findings["tables"]:
+        lines = [f"Against `{findings['baseline']}`, {t['title']}:", "",
+                 "| config | compared on | Δ sacreBLEU (mean over seeds) | seeds ahead | p per seed | p, all seeds "
+                 "| p, Holm | finding |", "|---|---|---|---|---|---|---|---|"]
+        for r in t["rows"]:
+            per_seed = ", ".join(f"{s['seed']}: {format_p(s['p_value'])}" for s in r["per_seed"])
+            diff = "–" if r["mean_difference"] is None else f"{r['mean_difference']:+.2f}"
+            ahead = "–" if r["ahead"] is None else f"{r['ahead']}/{len(r['seeds'])}"
+            lines.append(f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | {diff} | {ahead} | "
+                         f"{per_seed or '–'} | {format_p(r['p_value'])} | {format_p(r['p_holm'])} | {r['finding']} |")
+        parts.append("\n".join(lines))
+    parts.append(f"p: paired bootstrap resampling of sacreBLEU ({findings['n_samples']:,} resamples, seed "
+                 f"{findings['bootstrap_seed']}); per seed it is sacreBLEU's own test (`sacrebleu --paired-bs`); "
+                 f"'all seeds' resamples the same sentences for every seed and tests the mean difference over "
+                 f"the seeds both configurations ran with. Holm's correction runs over the rows of each table. "
+                 + findings["rule"])
+    return "\n\n".join(parts)
