@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 DEMO_CONFIGS := configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs/demo/rope.yaml
 LENGTH_CONFIGS := $(addprefix configs/length/,sinusoidal.yaml learnable.yaml rope.yaml alibi.yaml t5_bias.yaml shaw.yaml none.yaml shape.yaml sinusoidal_concat.yaml rope_concat.yaml)
 
-.PHONY: demo demo-seeds length length-seeds archive test bench venv clean-demo
+.PHONY: demo demo-seeds length length-seeds archive results readme results-check test bench venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,9 @@ bench: venv
 
 # Keep the tested runs behind the README's tables in git (results/, no checkpoints): compare.py
 # reads them as they are, and copied back into runs/ they let a sweep skip what is finished.
-# The test sources are left out: every run of a study has the same ones (test.py writes them again).
+# The test sources are left out: every run of a study has the same ones (test.py writes them again);
+# each sentence's length (test/source_lengths.txt) stays, for the findings per length bucket.
+# Then `make results` regenerates the summaries, findings and the README from them.
 archive:
 	@for d in runs/demo/* runs/length/* runs/report/length/*; do \
 	  [ -f $$d/test/scores.json ] || continue; \
@@ -57,6 +59,20 @@ archive:
 	  [ -f $$d/data_report.json ] && cp $$d/data_report.json $$out/ || true; \
 	  echo "archived $$d -> $$out"; \
 	done
+
+# The README's results are compare.py's output on results/, verbatim (docs/tools/readme_results.py):
+#   make results        recompute every study's tables and findings from the archived runs, then the README
+#   make readme         copy the committed tables and findings into the README's generated blocks
+#   make results-check  fail if the README or a committed table/findings file differs from the runs now
+results: venv
+	$(PY) docs/tools/readme_results.py recompute
+	$(PY) docs/tools/readme_results.py render
+
+readme: venv
+	$(PY) docs/tools/readme_results.py render
+
+results-check: venv
+	$(PY) docs/tools/readme_results.py check --recompute
 
 clean-demo:
 	rm -rf runs/demo
