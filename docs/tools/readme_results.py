@@ -75,13 +75,22 @@ def stale_blocks(readme: str, root: Path = ROOT) -> list[str]:
 
 def recompute(out_root: Path) -> None:
     """compare.py on the archived runs of every study, writing its files under out_root."""
+    import contextlib
+    import io
+    import os
+
     import compare
 
+    os.chdir(ROOT)  # the run globs, and the run paths written into the summaries, are relative to it
     for prefix, runs, baseline in STUDIES:
         out = out_root / prefix
         args = [runs, "--output", str(out)] + (["--baseline", baseline] if baseline else [])
-        if compare.main(args) != 0:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):  # the tables are in the files; print only progress
+            rc = compare.main(args)
+        if rc != 0:
             raise SystemExit(f"error: compare.py {' '.join(args)} failed")
+        print(f"compare.py {' '.join(args)}: done")
 
 
 def changed_files(fresh_root: Path) -> list[str]:
