@@ -12,14 +12,14 @@ Keep enough checkpoints while training: training.keep_last (default 2).
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Optional
 
-import torch
 
 from training.checkpoint import CheckpointError, checkpoint_step, read_checkpoint
 from utils.cli import main_guard
+from utils.config import ConfigError
+from utils.files import atomic_save, check_target
 
 
 def average_checkpoints(paths: list[Path]) -> dict:
@@ -46,7 +46,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--run", required=True, help="run folder")
     parser.add_argument("--average_last", type=int, required=True, metavar="N", help="how many checkpoints")
     parser.add_argument("--output", help="output file (default: <run>/checkpoints/averaged_lastN.pt)")
+    parser.add_argument("--overwrite", action="store_true", help="let --output replace an existing file")
     args = parser.parse_args(argv)
+    if args.average_last < 1:
+        raise ConfigError(f"--average_last must be at least 1 (how many of the newest checkpoints to average), "
+                          f"got {args.average_last}")
     ckpt_dir = Path(args.run) / "checkpoints"
     by_step: dict[int, Path] = {}
     for path in sorted(ckpt_dir.glob("*.pt")):
@@ -58,9 +62,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                               f"cannot average the last {args.average_last}. Keep more with training.keep_last.")
     paths = [by_step[s] for s in sorted(by_step)[-args.average_last:]]
     out = Path(args.output) if args.output else ckpt_dir / f"averaged_last{args.average_last}.pt"
-    tmp = out.with_suffix(f".{os.getpid()}.tmp")
-    torch.save(average_checkpoints(paths), tmp)
-    os.replace(tmp, out)
+    # its own averaged_*.pt may be replaced; a training checkpoint, an input or a user's file never
+    check_target(out, "--output", inputs=paths, overwrite=args.overwrite or not args.output,
+                 own=("checkpoints/averaged_*.pt",))
+    atomic_save(average_checkpoints(paths), out)
     print(f"averaged {', '.join(p.name for p in paths)} -> {out}")
     return 0
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 import argparse
 import csv
 import glob
+import io
 import json
 import math
 import re
 import statistics
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Optional
@@ -40,7 +40,9 @@ from evaluation.findings import compute_findings, find_row, findings_markdown, f
 from evaluation.run_stats import mean_std, read_lines, seed_wins
 from utils.config import flatten, load_config, to_dict
 from utils.config_schema import METRIC_SIGN
+from utils.cli import main_guard
 from utils.errors import HarnessError
+from utils.files import atomic_write_text, check_target
 from utils.key_roles import configuration_settings
 from utils.runtime import JsonlLogger
 
@@ -314,6 +316,15 @@ def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) ->
 # ----------------------------------------------------------------------------- command line
 
 
+def is_compare_report(path: Path) -> bool:
+    """An earlier summary of compare.py (its JSON), which a new one with the same prefix may replace."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(report, dict) and {"baseline", "significance", "groups"} <= set(report)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="run folders or glob patterns (quote them)")
@@ -324,6 +335,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                              "(default: the sinusoidal configuration if present, else the first)")
     parser.add_argument("--bootstrap_samples", type=int, default=10000,
                         help="paired bootstrap resamples (10,000: a p-value's standard error is at most 0.005)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let --output replace files that are not an earlier summary of compare.py")
     parser.add_argument("--no_significance", action="store_true",
                         help="skip the paired bootstrap test (and the same-references check)")
     args = parser.parse_args(argv)
@@ -338,8 +351,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             seen.add(p.resolve())
             rows.append(row)
     if not rows:
-        print(f"error: no run folders (with config.yaml) among {', '.join(args.runs)}", file=sys.stderr)
-        return 2
+        raise CompareError(f"no run folders (with config.yaml) among {', '.join(args.runs)}")
     groups = group_runs(rows)
     try:
         baseline = pick_baseline(groups, args.baseline)
@@ -351,9 +363,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             check_same_references(groups)
             findings = compute_findings(groups, baseline, args.bootstrap_samples)
             add_significance(groups, baseline, findings)
-    except (CompareError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    except ValueError as e:  # references that differ between runs (evaluation/length_report.py)
+        raise CompareError(str(e)) from None
     table = markdown_table(groups, baseline, args.bootstrap_samples)
     for extra in (bucket_table(groups), concat_tables(groups, baseline, args.bootstrap_samples)):
         if extra:
@@ -363,25 +374,29 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("\n" + findings_markdown(findings))
     if args.output:
         out = Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.with_suffix(".md").write_text(table + "\n", encoding="utf-8")
+        texts = {out.with_suffix(".md"): table + "\n",
+                 out.with_suffix(".json"): json.dumps(json_report(groups, baseline, args.bootstrap_samples),
+                                                      indent=2) + "\n"}
         fields, csv_data = csv_rows(groups)
-        with open(out.with_suffix(".csv"), "w", newline="", encoding="utf-8") as f:
+        with io.StringIO() as f:
             writer = csv.DictWriter(f, fieldnames=fields)
             writer.writeheader()
             writer.writerows(csv_data)
-        out.with_suffix(".json").write_text(json.dumps(json_report(groups, baseline, args.bootstrap_samples),
-                                                       indent=2) + "\n", encoding="utf-8")
-        written = [out.with_suffix(".md"), out.with_suffix(".csv"), out.with_suffix(".json")]
+            texts[out.with_suffix(".csv")] = f.getvalue()
         if findings is not None:
             stem = out.parent / f"{out.name}_findings"
-            stem.with_suffix(".md").write_text(findings_markdown(findings) + "\n", encoding="utf-8")
-            stem.with_suffix(".json").write_text(json.dumps(findings, indent=2) + "\n", encoding="utf-8")
-            written += [stem.with_suffix(".md"), stem.with_suffix(".json")]
-        written += write_plots(groups, out)
+            texts[stem.with_suffix(".md")] = findings_markdown(findings) + "\n"
+            texts[stem.with_suffix(".json")] = json.dumps(findings, indent=2) + "\n"
+        # its own earlier summary (the same prefix) is replaced; anything else needs --overwrite
+        own = is_compare_report(out.with_suffix(".json"))
+        for path in texts:
+            check_target(path, "--output", overwrite=args.overwrite or own)
+        for path, text in texts.items():
+            atomic_write_text(path, text)
+        written = list(texts) + write_plots(groups, out)
         print("\nwrote " + ", ".join(map(str, written)))
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main_guard(main))

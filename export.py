@@ -22,6 +22,7 @@ from typing import Optional
 
 from training.checkpoint import load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
 from training.export import write_export
+from utils.files import check_output_folder
 from utils.cli import main_guard
 from utils.errors import HarnessError
 from utils.runtime import log
@@ -52,6 +53,7 @@ def scores_of(ckpt: Path) -> Optional[dict]:
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     out = Path(args.out)
+    check_output_folder(out, "--out")  # never inside a run folder, whose files are the harness's own
     if out.exists():
         raise HarnessError(f"--out {out} exists; export.py never replaces a folder: choose a new --out")
     ckpt = resolve_checkpoint(args)

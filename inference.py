@@ -20,8 +20,8 @@ as it is entered. Decoding flags override the model's `decoding` config (as --se
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from pathlib import Path
 from typing import Iterator, Optional, TextIO
 
 from data.parallel_text import decode_utf8, read_text, split_lines
@@ -29,6 +29,7 @@ from evaluation.translate import Translation, max_positions, translate
 from training.checkpoint import check_model_matches, load_for_inference, resolve_checkpoint
 from utils.cli import add_config_args, add_setting_flags, main_guard, setting_flag_overrides
 from utils.errors import HarnessError
+from utils.files import atomic_output, check_target
 from utils.runtime import pick_device
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -91,16 +92,13 @@ class Printer:
         self.out.flush()
 
 
-def open_output(path: Optional[str], overwrite: bool) -> TextIO:
+def open_output(path: Optional[str], overwrite: bool, inputs: list[Optional[str]]):
+    """stdout, or the --output file written atomically (whole or not at all), after the write
+    guard: never an input of this command, never an existing file without --overwrite."""
     if path is None:
-        return sys.stdout
-    target = Path(path)
-    if target.exists() and not overwrite:
-        raise HarnessError(f"--output {path} exists; pass --overwrite to replace it, or choose another file")
-    try:
-        return open(target, "w", encoding="utf-8")
-    except OSError as e:
-        raise HarnessError(f"--output {path}: cannot write it ({e.strerror})") from None
+        return contextlib.nullcontext(sys.stdout)
+    check_target(path, "--output", inputs=[i for i in inputs if i not in (None, "-")], overwrite=overwrite)
+    return atomic_output(path)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -113,7 +111,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.src_text:
         batches: Iterator[list[str]] = iter([list(args.src_text)])
     elif args.input and args.input != "-":
-        batches = iter([input_lines(read_text(args.input))])  # missing, not UTF-8: one line naming file and line
+        batches = iter([input_lines(read_text(args.input, allow_blank=True))])  # missing, not UTF-8: one line naming file and line
     elif streaming:
         batches = streamed_lines(sys.stdin.buffer, prompt=stdin_is_terminal)
     else:
@@ -125,14 +123,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.config:
         cfg = check_model_matches(args.config, overrides, cfg, ckpt)
     settings = cfg.decoding
-    out = open_output(args.output, args.overwrite)
-    try:
+    with open_output(args.output, args.overwrite, [args.input, args.config, args.model_path]) as out:
         printer = Printer(out, settings.nbest > 1 and settings.strategy == "beam", model)
         for sentences in batches:
             printer.write(translate(model, tokenizer, sentences, settings, device))
-    finally:
-        if out is not sys.stdout:
-            out.close()
     return 0
 
 

@@ -11,11 +11,13 @@ With --seeds, every config runs once per seed into <run folder>_seed<N> (run fol
 or --runs_root/<name>, or the config's own run_dir); without it, once with the config's own seed,
 into its own run folder, as before.
 
-A sweep never deletes a run. A run whose test/scores.json exists is skipped; one with a
-last checkpoint is resumed (training continues if it is not finished), then tested; one that
-kept only best checkpoints is tested as it is; one that never saved a checkpoint starts again.
-A run folder holding files that are not the harness's is reported and left alone (exit code 2
-once the other runs are done). Pass --set overrides to every run (e.g. --set
+A sweep never deletes a run. A run that trained to its end and has test/scores.json is skipped;
+one with a last checkpoint is resumed (training continues if it is not finished, e.g. after a
+Ctrl-C), then tested; one that kept only best checkpoints is tested as it is; one that never
+saved a checkpoint starts again. A run folder holding files that are not the harness's, or a run
+of another configuration (its config.yaml differs in experiment keys), is reported and left
+alone (exit code 2 once the other runs are done). A training stopped by a signal stops the sweep
+(exit code 4); run the same command again to continue. Pass --set overrides to every run (e.g. --set
 training.max_steps=50 for a smoke test); testing takes only those that may change at test time
 (decoding.*, evaluation.*, ...), since the others are in the trained run already.
 """
@@ -31,10 +33,11 @@ import compare
 import train as train_cmd
 from training.run_folder import RunFolder
 from utils.cli import main_guard
-from utils.config import load_config, parse_override
+from utils.config import flatten, load_config, parse_override, to_dict
 from utils.config_schema import INFERENCE, RUNTIME
-from utils.key_roles import role_of
-from utils.runtime import log
+from utils.errors import HarnessError
+from utils.key_roles import refused_on_resume, role_of
+from utils.runtime import JsonlLogger, log
 
 
 def _load_test_command():
@@ -69,6 +72,28 @@ def test_time_overrides(overrides: list[str], encoding: str) -> list[str]:
     return [o for o in overrides if role_of(".".join(parse_override(o)[0]), encoding) in (INFERENCE, RUNTIME)]
 
 
+def other_configuration(run_dir: Path, cfg) -> Optional[str]:
+    """The experiment keys in which the run in `run_dir` differs from `cfg` ('key: old -> new; ...'),
+    or None when it is this configuration (differences a resume may make, e.g. max_steps, are fine)."""
+    try:
+        saved = load_config(run_dir / "config.yaml")
+    except HarnessError as e:
+        return f"its config.yaml does not load: {e}"
+    changed, refused, _ = refused_on_resume(flatten(to_dict(saved)), flatten(to_dict(cfg)),
+                                            saved.model.positional.name)
+    return "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in refused) or None
+
+
+def training_finished(run_dir: Path) -> bool:
+    """Whether the run's training reached its end (its budget or early stopping) rather than being
+    stopped by a signal; runs logged before the harness recorded this count as finished."""
+    try:
+        ends = [r for r in JsonlLogger(run_dir / "metrics.jsonl").history() if r.get("event") == "end"]
+    except ValueError:
+        return False
+    return bool(ends) and ends[-1].get("finished", True)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("configs", nargs="+", help="YAML configs to run, in order")
@@ -87,14 +112,20 @@ def main(argv: Optional[list[str]] = None) -> int:
         cfg = load_config(config, overrides)
         run_dir = cfg.resolved_run_dir
         sets = [x for o in overrides for x in ("--set", o)]
-        if (run_dir / "test" / "scores.json").is_file():
-            log(f"sweep: {run_dir} is finished (test/scores.json exists): skipped")
-            run_dirs.append(run_dir)
-            continue
         folder = RunFolder.inspect(run_dir)
         if folder.state == "foreign":
             log(f"sweep: left alone: {folder.describe_foreign()}")
             left_alone.append(run_dir)
+            continue
+        differences = other_configuration(run_dir, cfg) if folder.state != "absent" else None
+        if differences:  # compare before skipping: a folder of another experiment is not this run
+            log(f"sweep: left alone: {run_dir} holds a run of another configuration than {config} "
+                f"({differences})")
+            left_alone.append(run_dir)
+            continue
+        if (run_dir / "test" / "scores.json").is_file() and training_finished(run_dir):
+            log(f"sweep: {run_dir} is finished (trained to its end, test/scores.json exists): skipped")
+            run_dirs.append(run_dir)
             continue
         checkpoints = run_dir / "checkpoints"
         if folder.state == "trained" and not any(checkpoints.glob("*.pt")):

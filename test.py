@@ -23,6 +23,7 @@ HParams dashboard shows them beside the run's settings.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
 from typing import Optional
@@ -32,7 +33,9 @@ from training.checkpoint import (check_model_matches, checkpoint_step, load_for_
                                  run_dir_of_checkpoint)
 from training.review import log_test_scores
 from utils.cli import add_config_args, main_guard
+from training.run_folder import RunLock
 from utils.config import ConfigError, to_dict
+from utils.files import atomic_write_text, check_output_folder, run_folder_above
 from utils.runtime import log, pick_device
 
 
@@ -68,6 +71,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         out_dir = run_dir_of_checkpoint(ckpt) / f"test_{Path(args.src).name}"
     else:
         out_dir = run_dir_of_checkpoint(ckpt) / args.split
+    # never the run folder itself, its checkpoints/ or any folder in it but the test outputs' own
+    check_output_folder(out_dir, "--output_dir", own=("test", "test_*", "valid"))
     if (out_dir / "scores.json").exists() and not args.overwrite:
         raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it "
                               f"or --output_dir <folder> to keep both")
@@ -81,7 +86,20 @@ def main(argv: Optional[list[str]] = None) -> int:
     else:
         pairs, documents = read_config_split(cfg.data, args.split)
         test_set = {"split": args.split}
+    if not pairs:
+        raise ConfigError(f"no pairs to score in {test_set.get('src') or f'the {args.split} split'}: give a "
+                          f"non-empty test set")
     check_writable(out_dir)
+    run_lock = contextlib.nullcontext()
+    if (run := run_folder_above(out_dir)) is not None:  # one writer per run folder (training or testing)
+        run_lock = RunLock(run, "test.py")
+    with run_lock:
+        return score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir)
+
+
+def score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir) -> int:
+    if (out_dir / "scores.json").exists() and not args.overwrite:  # written by another test.py meanwhile
+        raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it")
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
     log(f"scoring {len(pairs):,} pairs of {test_set} with {ckpt}"
         + (f" ({len(set(documents))} documents)" if documents else ""))
@@ -90,7 +108,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         scores["overlap_with_train"] = overlap_with_training(cfg.data, pairs)
     scores.update(test_set=test_set, split=test_set.get("split"), checkpoint=str(ckpt),
                   positional=cfg.model.positional.name, decoding=to_dict(cfg.decoding))
-    (out_dir / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(out_dir / "scores.json", json.dumps(scores, indent=2) + "\n")
     run_dir = run_dir_of_checkpoint(ckpt)
     if out_dir.resolve() == (run_dir / "test").resolve():  # the run's own test set: into its TensorBoard/HParams
         log_test_scores(run_dir, scores, checkpoint_step(ckpt))

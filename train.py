@@ -14,6 +14,7 @@ self-contained), TensorBoard events (tb/), metrics.jsonl (machine-readable log).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
 from typing import Optional
@@ -29,20 +30,22 @@ from data.pipeline import (Collator, EpochBatchSampler, PairDataset, UpdateBatch
                            trainable_pairs)
 from models import build_model
 from tokenizer import PretrainedTokenizer, load_or_train_tokenizer
-from training.checkpoint import RNGState, RunMeta
+from training.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint
 from training.engine import create_evaluator, create_trainer
 from training.handlers import (Rank0Only, TrainingRun, attach_training_log, attach_validation, validation_event,
                                resume_from_checkpoint, show_progress_bar, stop_on_signals, train_until_done)
 from training.review import attach_tensorboard_review
-from training.run_folder import RunFolder, resume_changes
+from training.run_folder import LOCK_FILES, RunFolder, RunLock, resume_changes
 from training.schedules import build_optimizer, build_scheduler
-from utils.cli import add_config_args, main_guard
+from utils.cli import EXIT_INTERRUPTED, add_config_args, main_guard
 from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
 from utils.errors import HarnessError
+from utils.files import remove_stale_temporaries
 from utils.runtime import JsonlLogger, log, pick_device, rank0_first, seed_everything, skip_cudnn_attention
 
 # Start-up errors that end every rank with the same one-line message (utils.cli.main_guard)
 EXPECTED_ERRORS = (HarnessError, FileExistsError)
+HELD_LOCKS: list[RunLock] = []  # rank 0's lock on the run folder, held while it trains
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -73,19 +76,39 @@ def start_run(args: argparse.Namespace, cfg: ExperimentConfig, corpus, say=log) 
     pretrained tokenizer; only then create, clear (a start that never saved a checkpoint) or delete
     (--overwrite, the harness's own folder only) the run folder, and write config.yaml and the data
     report. Returns (resume from a checkpoint?, {changed setting: (old, new)})."""
-    folder = RunFolder.inspect(cfg.resolved_run_dir)
+    RunFolder.inspect(cfg.resolved_run_dir).check(args.resume, args.overwrite)  # refuse before locking
+    existed = cfg.resolved_run_dir.exists()
+    HELD_LOCKS.append(RunLock(cfg.resolved_run_dir, "train.py").acquire())  # one writer per run folder
+    try:
+        return checked_start(args, cfg, corpus, say)
+    except BaseException:
+        if not existed:  # a refused start leaves no folder behind (only its lock would be in it)
+            HELD_LOCKS.pop().release()
+            for name in LOCK_FILES:
+                (cfg.resolved_run_dir / name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                cfg.resolved_run_dir.rmdir()
+        raise
+
+
+def checked_start(args: argparse.Namespace, cfg: ExperimentConfig, corpus, say=log) -> tuple[bool, dict]:
+    """start_run's work once the run folder is locked."""
+    folder = RunFolder.inspect(cfg.resolved_run_dir)  # again, now that no other start can change it
     action = folder.check(args.resume, args.overwrite)
     resume = folder.state == "trained" and args.resume and not args.overwrite
     changes = {}
     if resume:
-        saved = load_config(folder.path / "config.yaml", [f"run_dir={folder.path}"])
-        changes = resume_changes(to_dict(saved), to_dict(cfg))
+        check_metrics_log(folder.path)
+        # The experiment is what the checkpoint was trained with, not what config.yaml says now
+        changes = resume_changes(checkpoint_config(folder.path, say), to_dict(cfg))
     elif args.resume:
         say(f"{folder.path} holds no checkpoint yet: training starts from step 0")
     splits = corpus()  # a corpus error stops the start here, before anything is deleted
     if cfg.tokenizer.type == "pretrained" and not resume:  # loads, or a one-line TokenizerError
         check_embedding_sharing(cfg, PretrainedTokenizer.from_pretrained(cfg.tokenizer.name))
     folder.apply(action, say)
+    for stale in remove_stale_temporaries(folder.path) + remove_stale_temporaries(folder.path / "checkpoints"):
+        say(f"removed {stale}, left by a write that was interrupted")
     for key, (old, new) in changes.items():
         say(f"resume: {key} {old!r} -> {new!r}")
     dump_config(cfg, folder.path / "config.yaml")
@@ -93,6 +116,27 @@ def start_run(args: argparse.Namespace, cfg: ExperimentConfig, corpus, say=log) 
         # train/valid/test overlap, measured for every run (a leak inflates every score)
         write_data_report(splits, folder.path / "data_report.json", say)
     return resume, changes
+
+
+def checkpoint_config(run_dir: Path, say=log) -> dict:
+    """The resolved config stored in the run's newest good checkpoint (what it was trained with)."""
+    from models import POSITIONAL_ENCODINGS
+
+    _, state = read_newest_good_checkpoint(run_dir, say)
+    raw = state["meta"]["config"]
+    encoding = POSITIONAL_ENCODINGS.get(raw.get("model", {}).get("positional", {}).get("name"))
+    if encoding is not None:
+        raw["model"]["positional"] = encoding.upgrade_checkpoint_options(raw["model"]["positional"])
+    return to_dict(load_config(raw=raw, overrides=[f"run_dir={run_dir}"]))
+
+
+def check_metrics_log(run_dir: Path) -> None:
+    """A damaged training log is named before training, not found after hours of it."""
+    try:
+        JsonlLogger(run_dir / "metrics.jsonl").read()
+    except ValueError as e:
+        raise ConfigError(f"{e}: the run's training log is damaged; repair or delete that line, then resume") \
+            from None
 
 
 def check_embedding_sharing(cfg: ExperimentConfig, tokenizer) -> None:
@@ -212,8 +256,8 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     if resume:
         resume_from_checkpoint(run, best, last, sampler, len(updates), changes)
     stop_on_signals(run)
-    train_until_done(run, updates, resume, changes, run.model.num_parameters())
-    result.append(0)
+    finished = train_until_done(run, updates, resume, changes, run.model.num_parameters())
+    result.append(0 if finished else EXIT_INTERRUPTED)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -229,8 +273,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     if world > 1:
         backend = "nccl" if torch.cuda.is_available() and cfg.training.device != "cpu" else "gloo"
     result: list[int] = []
-    with idist.Parallel(backend=backend) as parallel:
-        parallel.run(train_worker, args, cfg, result)
+    try:
+        with idist.Parallel(backend=backend) as parallel:
+            parallel.run(train_worker, args, cfg, result)
+    finally:  # a failed start releases the run folder too (sweep.py and tests call main in-process)
+        while HELD_LOCKS:
+            HELD_LOCKS.pop().release()
     return result[0] if result else 0
 
 

@@ -87,10 +87,12 @@ def decode_utf8(data: bytes, name: str, first_line: int = 1) -> str:
             f"`iconv -f latin1 -t utf-8 {name} > out`") from None
 
 
-def read_text(path: PathLike) -> str:
-    """Decode ``path`` as UTF-8 (a leading BOM is dropped); errors name the line."""
+def read_text(path: PathLike, allow_blank: bool = False) -> str:
+    """Decode ``path`` as UTF-8 (a leading BOM is dropped); errors name the line. A corpus file with
+    no text is an error; sentences to translate (`allow_blank`) may be blank lines, each translated
+    to an empty line."""
     text = decode_utf8(_read_bytes(path), str(path))
-    if not text.strip():
+    if not text.strip() and not allow_blank:
         raise CorpusError(f"{path}: file is empty (no text); point the config at "
                           "the right file or re-create it")
     return text

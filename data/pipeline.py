@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 import torch
+
+from utils.files import atomic_save
 from torch import Tensor
 from torch.utils.data import Dataset, Sampler
 
@@ -84,10 +85,7 @@ def load_or_encode(pairs_fn: Callable[[], list[tuple[str, str]]], cache_dir: Opt
             path.unlink(missing_ok=True)
     split = encode_split(pairs_fn(), tokenizer, max_len, max_src_len)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        torch.save(split.__dict__, tmp)
-        os.replace(tmp, path)
+        atomic_save(split.__dict__, path)
     return split, False
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from utils.files import atomic_output
+
 
 def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
     """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_concat.png, PREFIX_curves.png (each only when
@@ -20,7 +22,8 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
     def save(fig, suffix: str) -> None:
         path = stem.with_name(stem.name + suffix)
         fig.tight_layout()
-        fig.savefig(path, dpi=100)
+        with atomic_output(path, "wb", encoding=None) as f:  # whole or not at all
+            fig.savefig(f, dpi=100, format="png")
         plt.close(fig)
         written.append(path)
 

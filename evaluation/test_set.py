@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 from data.concat import concat_groups, join_pairs
 from data.readers import normalize_pairs
 from evaluation.metrics import score_by_length, score_subset, score_translations
+from utils.files import atomic_write_text
 from utils.runtime import log, make_writable_folder
 from evaluation.translate import Translation, translate
 
@@ -61,11 +62,10 @@ _LINE_BREAKS = str.maketrans({c: " " for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2
 
 
 def write_lines(folder: Path, **files: Sequence[str]) -> None:
-    """One line per entry, so that line i is always pair i (for `wc -l` and `splitlines()` alike)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """One line per entry, so that line i is always pair i (for `wc -l` and `splitlines()` alike);
+    each file written whole or not at all (utils/files.py)."""
     for name, lines in files.items():
-        (folder / f"{name}.txt").write_text("".join(line.translate(_LINE_BREAKS) + "\n" for line in lines),
-                                            encoding="utf-8", newline="\n")
+        atomic_write_text(folder / f"{name}.txt", "".join(line.translate(_LINE_BREAKS) + "\n" for line in lines))
 
 
 def check_writable(folder: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 
 import compare
 from evaluation.findings import format_p
+from utils.cli import main_guard
 from helpers import read_jsonl, run, tiny_overrides
 
 CONFIGS = {"demo/sinusoidal": "configs/demo/sinusoidal.yaml", "demo/rope": "configs/demo/rope.yaml"}
@@ -221,21 +222,21 @@ def test_baseline_option_and_refusal_on_different_references(swept: Path, tmp_pa
     groups = {g["label"]: g for g in report["groups"]}
     assert report["baseline"] == "demo/rope" and groups["demo/rope"]["is_baseline"]
     assert groups["demo/sinusoidal"]["p_value"] is not None
-    assert compare.main([*runs, "--baseline", "alibi"]) == 2
+    assert main_guard(compare.main, [*runs, "--baseline", "alibi"]) == 2
     assert "matches no configuration" in capsys.readouterr().err
 
     other = tmp_path / "other_test_set"
     shutil.copytree(run_dir(swept, "demo/rope", 2), other)
     refs = (other / "test" / "references.txt").read_text().splitlines()
     (other / "test" / "references.txt").write_text("\n".join(["A different sentence.", *refs[1:]]) + "\n")
-    assert compare.main([runs[0], str(other)]) == 2
+    assert main_guard(compare.main, [runs[0], str(other)]) == 2
     assert "references differ" in capsys.readouterr().err
     # the same check for the joined inputs of the length protocol (e.g. another concat_seed)
     other_k = tmp_path / "other_concat_order"
     shutil.copytree(run_dir(swept, "demo/rope", 2), other_k)
     k2 = other_k / "test" / "concat" / "k2" / "references.txt"
     k2.write_text("\n".join(reversed(k2.read_text().splitlines())) + "\n")
-    assert compare.main([runs[0], str(other_k)]) == 2
+    assert main_guard(compare.main, [runs[0], str(other_k)]) == 2
     assert "k=2 references differ" in capsys.readouterr().err
 
 

@@ -46,14 +46,14 @@ def test_overwrite_of_a_run_checks_the_corpus_before_deleting(trained_run: Path,
 
 def test_sweep_tests_a_finished_run_that_kept_only_its_best_checkpoint(trained_run: Path, tmp_path: Path) -> None:
     runs_root = tmp_path / "runs"
-    run_dir = runs_root / "demo" / "sinusoidal"  # the config's name: sweep's folder for it under --runs_root
+    run_dir = runs_root / "demo" / "rope"  # the fixture's config name: sweep's folder for it under --runs_root
     shutil.copytree(trained_run, run_dir)
     for last in (run_dir / "checkpoints").glob("last_*.pt"):
         last.unlink()
     shutil.rmtree(run_dir / "test", ignore_errors=True)
     best = {p.name: p.read_bytes() for p in (run_dir / "checkpoints").glob("best_*.pt")}
     starts = len([r for r in read_jsonl(run_dir / "metrics.jsonl") if r["event"] == "start"])
-    foreign = runs_root / "demo" / "rope"
+    foreign = runs_root / "demo" / "sinusoidal"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("\\chapter{}")
     sets = [x for s in tiny_overrides(run_dir, tmp_path / "cache")[1::2] if not s.startswith("run_dir=")

@@ -26,14 +26,16 @@ def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path: Path) -> None:
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err[-3000:]
+    assert proc.returncode == 4, err[-3000:]  # EXIT_INTERRUPTED: saved and resumable, not finished
     assert "received signal" in out + err
-    stopped_at = [r for r in read_jsonl(metrics) if r["event"] == "end"][-1]["step"]
-    assert 0 < stopped_at < 100000
+    end = [r for r in read_jsonl(metrics) if r["event"] == "end"][-1]
+    stopped_at = end["step"]
+    assert 0 < stopped_at < 100000 and end["finished"] is False and end["stopped_by_signal"] == signal.SIGTERM
     assert list((run_dir / "checkpoints").glob(f"last_checkpoint_{stopped_at}.pt"))
     resumed = run(["train.py", "--run", str(run_dir), "--set", f"training.max_steps={stopped_at + 2}"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert [r["step"] for r in read_jsonl(metrics) if r["event"] == "start"] == [0, stopped_at]
+    assert [r["finished"] for r in read_jsonl(metrics) if r["event"] == "end"] == [False, True]
 
 
 def test_truncated_checkpoint_is_named_and_resume_falls_back(trained_run: Path, tmp_path: Path) -> None:

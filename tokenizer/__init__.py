@@ -105,7 +105,12 @@ class BPETokenizer(BaseTokenizer):
         path = Path(path)
         if path.is_dir():
             path = path / cls.filename
-        return cls.from_json(path.read_text(encoding="utf-8"))
+        try:
+            return cls.from_json(path.read_text(encoding="utf-8"))
+        except Exception as e:  # truncated, not JSON, not a tokenizer: the tokenizers library's message
+            raise TokenizerError(f"{path} is not a readable tokenizer ({' '.join(str(e).split())[:160]}); a "
+                                 f"checkpoint of the run holds its tokenizer: restore the file from a copy of "
+                                 f"the run") from None
 
     def encode_src(self, text: str) -> list[int]:
         return self._tok.encode(text, add_special_tokens=False).ids

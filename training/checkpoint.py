@@ -63,6 +63,11 @@ def read_checkpoint(path: str | Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if magic != b"PK\x03\x04" and magic[:1] != b"\x80":  # torch's zip format, or a legacy pickle
+        raise CheckpointError(f"{path} is not a checkpoint (not a PyTorch file); give a .pt written by train.py "
+                              f"or average.py, or a folder written by export.py")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:

@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 from ignite.engine import Engine, Events
@@ -23,10 +23,11 @@ from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, g
 
 from evaluation.metrics import score_translations
 from evaluation.translate import translate
-from training.checkpoint import read_newest_good_checkpoint, restore_checkpointer
+from training.checkpoint import CheckpointError, read_newest_good_checkpoint, restore_checkpointer
 from training.review import mark_session_start
 from training.schedules import set_peak_lr
 from utils.config_schema import METRIC_SIGN
+from utils.files import WriteError
 
 
 class Rank0Only:
@@ -60,6 +61,33 @@ class TrainingRun:
     world: int = 1
     is_main: bool = True  # rank 0: the process that writes logs, TensorBoard and checkpoints
     recent: collections.deque = field(default_factory=collections.deque)  # (loss, tokens) of the last steps
+    stopped_by: Optional[int] = None  # the signal that stopped training early, if one did
+
+
+class RotatingDiskSaver(DiskSaver):
+    """Ignite's atomic DiskSaver with two changes: a checkpoint that rotates out is deleted only
+    after the new one is written (Ignite asks to delete first, so a kill mid-write would leave one
+    good checkpoint instead of `keep_last`), and a failed write (a full disk) is one line naming the
+    file, its temporary removed."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._rotated_out: list[str] = []
+
+    def remove(self, filename: str) -> None:
+        self._rotated_out.append(filename)
+
+    def __call__(self, checkpoint, filename: str, metadata=None) -> None:
+        try:
+            super().__call__(checkpoint, filename, metadata)  # Ignite removes its temporary on failure
+        except (OSError, RuntimeError) as e:
+            raise WriteError(f"cannot write the checkpoint {Path(self.dirname) / filename}: "
+                             f"{getattr(e, 'strerror', None) or str(e).splitlines()[0]} (disk full?); the "
+                             f"checkpoints written before are kept") from None
+        for name in self._rotated_out:
+            if name != filename:
+                super().remove(name)
+        self._rotated_out.clear()
 
 
 def refuse_non_finite(model: torch.nn.Module, metrics: dict, step: int) -> None:
@@ -127,7 +155,7 @@ def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) ->
         value = engine.state.metrics.get(t.checkpoint_metric)
         return sign * value if value is not None else float("-inf")
 
-    saver = DiskSaver(run.run_dir / "checkpoints", require_empty=False, atomic=True)
+    saver = RotatingDiskSaver(run.run_dir / "checkpoints", require_empty=False, atomic=True)
     step_of = global_step_from_engine(trainer, Events.ITERATION_COMPLETED)
     best = Checkpoint(run.to_save, saver, filename_prefix="best", score_function=score,
                       score_name=t.checkpoint_metric, n_saved=t.keep_best, global_step_transform=step_of)
@@ -180,7 +208,13 @@ def resume_from_checkpoint(run: TrainingRun, best: Checkpoint, last: Checkpoint,
     hand the checkpoint handlers the files they wrote before, and make the interrupted epoch's
     batches continue where they stopped (so a resumed run equals an uninterrupted one)."""
     path, state_dict = read_newest_good_checkpoint(run.run_dir, run.say)
-    Checkpoint.load_objects({k: v for k, v in run.to_save.items() if k != "meta"}, state_dict)
+    try:
+        Checkpoint.load_objects({k: v for k, v in run.to_save.items() if k != "meta"}, state_dict)
+    except (RuntimeError, KeyError, ValueError) as e:
+        raise CheckpointError(f"{path} does not fit the model built from {run.run_dir}/config.yaml and "
+                              f"tokenizer.json ({str(e).splitlines()[0][:200]}); was tokenizer.json replaced? "
+                              f"The checkpoint holds the run's own tokenizer: restore tokenizer.json from a copy "
+                              f"of the run") from None
     step = run.trainer.state.iteration
     run.say(f"resumed from {path} at step {step} (epoch {run.trainer.state.epoch})")
     if "training.lr" in changes:
@@ -191,11 +225,12 @@ def resume_from_checkpoint(run: TrainingRun, best: Checkpoint, last: Checkpoint,
 
 
 def stop_on_signals(run: TrainingRun) -> None:
-    """Ctrl-C / SIGTERM: finish the current update, validate, checkpoint and exit 0; a second
-    signal stops at once."""
+    """Ctrl-C / SIGTERM: finish the current update, validate and checkpoint, then end with
+    EXIT_INTERRUPTED (the run is resumable, not finished); a second signal stops at once."""
     def stop_cleanly(signum, frame) -> None:
         run.say(f"received signal {signum}: stopping after this step and saving a checkpoint "
                 f"(continue with: python train.py --run {run.run_dir})")
+        run.stopped_by = signum
         run.trainer.terminate()
         signal.signal(signum, signal.SIG_DFL)
 
@@ -203,15 +238,16 @@ def stop_on_signals(run: TrainingRun) -> None:
         signal.signal(sig, stop_cleanly)
 
 
-def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, num_params: int) -> None:
-    """Run the trainer to `max_steps` (or `epochs`) and log the run's start and end records."""
+def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, num_params: int) -> bool:
+    """Run the trainer to `max_steps` (or `epochs`) and log the run's start and end records. True
+    when training finished (its budget, or early stopping), False when a signal stopped it."""
     t, trainer = run.cfg.training, run.trainer
     target = {"max_iters": t.max_steps} if t.max_steps is not None else {"max_epochs": t.epochs}
     done = trainer.state.iteration >= t.max_steps if t.max_steps is not None else trainer.state.epoch >= t.epochs
     if resumed and done:
         run.say(f"{run.run_dir} already finished training ({trainer.state.iteration} steps); raise "
                 f"training.max_steps or training.epochs with --set to train longer")
-        return
+        return True
     if run.is_main:  # on a resume, what an interrupted attempt logged after the checkpoint is trained again
         mark_session_start(run.tb, trainer.state.iteration + 1)
     run.metrics_log.write("start", params=num_params, resume=resumed, step=trainer.state.iteration,
@@ -223,12 +259,19 @@ def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, nu
     elapsed = time.time() - start
     previous = sum(r.get("train_seconds", 0.0) for r in (run.metrics_log.read("end") or []))
     recent = run.recent
-    run.metrics_log.write("end", step=trainer.state.iteration, epoch=trainer.state.epoch, train_seconds=elapsed,
+    finished = run.stopped_by is None
+    run.metrics_log.write("end", step=trainer.state.iteration, epoch=trainer.state.epoch, finished=finished,
+                          **({"stopped_by_signal": run.stopped_by} if not finished else {}), train_seconds=elapsed,
                           total_train_seconds=previous + elapsed, params=num_params,
                           final_train_loss=sum(l * n for l, n in recent) / max(1, sum(n for _, n in recent))
                           if recent else None)
+    if not finished:
+        run.say(f"stopped at step {trainer.state.iteration} (signal {run.stopped_by}); checkpoint saved, not finished: "
+                f"continue with python train.py --run {run.run_dir}")
+        return False
     run.say(f"done: {trainer.state.iteration} steps in {elapsed / 60:.1f} min; checkpoints in "
             f"{run.run_dir / 'checkpoints'}")
+    return True
 
 
 def show_progress_bar(is_main: bool) -> bool:

@@ -7,6 +7,7 @@ is refused with a message, so `--overwrite` or a sweep can never delete a user's
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,11 +16,14 @@ from typing import Optional
 import yaml
 
 from utils.config import ConfigError
+from utils.errors import HarnessError
 from utils.runtime import JsonlLogger, make_writable_folder
 
-# Written by train.py (config, tokenizer, checkpoints, logs, data report) and test.py (<split>/, test_<file>/).
+# Written by train.py (config, tokenizer, checkpoints, logs, data report), test.py (<split>/,
+# test_<file>/) and the run lock (RunLock: .lock and the holder's .lock.pid).
 RUN_FILES = {"config.yaml", "tokenizer.json", "checkpoints", "tb", "metrics.jsonl", "data_report.json",
-             "test", "valid"}
+             "test", "valid", ".lock", ".lock.pid"}
+LOCK_FILES = (".lock", ".lock.pid")
 
 
 def _is_run_entry(path: Path) -> bool:
@@ -34,6 +38,17 @@ def _has_run_config(run_dir: Path) -> bool:
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return False
     return isinstance(raw, dict) and {"model", "training", "data"} <= set(raw)
+
+
+def _is_written_config(path: Path) -> bool:
+    """config.yaml exactly as train.py writes it (the resolved config, dumped), not a hand-written
+    config of the user's that happens to sit in the folder."""
+    from utils.config import dump_text, load_config
+
+    try:
+        return path.read_text(encoding="utf-8") == dump_text(load_config(path))
+    except (OSError, UnicodeDecodeError, HarnessError):
+        return False
 
 
 def _has_results(run_dir: Path) -> bool:
@@ -65,8 +80,8 @@ class RunFolder:
         if run_dir.exists() and not run_dir.is_dir():
             raise ConfigError(f"run_dir {run_dir} is a file, not a folder; set run_dir to a folder "
                               f"(--set run_dir=runs/<name>)")
-        try:
-            entries = sorted(run_dir.iterdir()) if run_dir.is_dir() else []
+        try:  # the lock of a start in progress is not content
+            entries = sorted(p for p in run_dir.iterdir() if p.name not in LOCK_FILES) if run_dir.is_dir() else []
         except OSError as e:
             raise ConfigError(f"run_dir {run_dir} cannot be read ({e.strerror}); set run_dir to a folder you "
                               f"can write") from None
@@ -75,7 +90,11 @@ class RunFolder:
         foreign = tuple(p.name for p in entries if not _is_run_entry(p))
         if foreign or not _has_run_config(run_dir):
             return cls(run_dir, "foreign", foreign or ("config.yaml (not an experiment config)",))
-        return cls(run_dir, "trained" if _has_results(run_dir) else "fresh")
+        if _has_results(run_dir):
+            return cls(run_dir, "trained")
+        if not _is_written_config(run_dir / "config.yaml"):  # never a user's own config file
+            return cls(run_dir, "foreign", ("config.yaml (a config written by hand, not by train.py)",))
+        return cls(run_dir, "fresh")
 
     def describe_foreign(self) -> str:
         shown = ", ".join(self.foreign[:5]) + (f" and {len(self.foreign) - 5} more" if len(self.foreign) > 5 else "")
@@ -84,6 +103,10 @@ class RunFolder:
     def check(self, resume: bool, overwrite: bool) -> Optional[str]:
         """Refuse (ConfigError / FileExistsError) what may not be done; otherwise return what `apply`
         will do: None (use as it is), 'create', 'clear' (own files of a run with no checkpoint) or 'delete'."""
+        if overwrite and self.path.is_symlink():
+            raise FileExistsError(f"--overwrite refused: run_dir {self.path} is a symbolic link (to "
+                                  f"{self.path.resolve()}); --overwrite never follows links: set run_dir to the "
+                                  f"folder itself, or remove the link")
         if self.state == "absent":
             if resume:
                 raise FileExistsError(f"--resume: nothing to resume in {self.path} (no such run); start "
@@ -106,14 +129,15 @@ class RunFolder:
 
     def apply(self, action: Optional[str], say=print) -> None:
         """Carry out `check`'s decision; call it only once everything else at start-up has been checked."""
-        if action == "delete":
-            say(f"--overwrite: deleting the run folder {self.path}")
-            shutil.rmtree(self.path)
-        elif action == "clear":
-            say(f"starting over in {self.path}: it holds no checkpoint (an earlier start failed or stopped "
+        if action in ("delete", "clear"):
+            say(f"--overwrite: deleting the contents of the run folder {self.path}" if action == "delete" else
+                f"starting over in {self.path}: it holds no checkpoint (an earlier start failed or stopped "
                 f"before its first checkpoint)")
-            for entry in self.path.iterdir():  # all of them the harness's own (checked by `inspect`)
-                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+            # Entry by entry, all of them the harness's own (checked by `inspect`): the folder itself
+            # stays (it may be the working directory) and so does the lock this start holds.
+            for entry in self.path.iterdir():
+                if entry.name not in LOCK_FILES:
+                    shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
         try:
             make_writable_folder(self.path)
         except OSError as e:
@@ -135,3 +159,45 @@ def resume_changes(saved: dict, new: dict) -> dict[str, tuple]:
                           f"Start a new run for that (--set run_dir=<new folder>); a resume may change "
                           f"only: {allowed}")
     return changed
+
+
+class RunLock:
+    """One writer at a time per run folder (train.py, test.py into it): an OS lock on <run>/.lock
+    (filelock; the OS releases it when its holder dies, so a killed run never leaves it stuck), with
+    the holder's PID and command in <run>/.lock.pid, since the lock itself records none. Reliable on
+    local filesystems; on network filesystems (NFS) it is only as good as their flock support."""
+
+    def __init__(self, run_dir: Path, command: str) -> None:
+        self.run_dir, self.command = Path(run_dir), command
+        self._lock = None
+
+    def acquire(self) -> "RunLock":
+        from filelock import FileLock, Timeout
+
+        lock = FileLock(str(self.run_dir / ".lock"), timeout=0, is_singleton=False)
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            lock.acquire()
+        except Timeout:  # (a TimeoutError, so an OSError: caught first)
+            holder = self.run_dir / ".lock.pid"
+            who = holder.read_text(encoding="utf-8").strip() if holder.is_file() else "unknown process"
+            raise HarnessError(f"{self.run_dir} is in use by another process ({who}); wait for it to end or stop "
+                               f"it, then try again") from None
+        except OSError as e:
+            raise ConfigError(f"run_dir {self.run_dir} cannot be created or written ({e.strerror}); set run_dir "
+                              f"to a folder you can write (--set run_dir=runs/<name>)") from None
+        self._lock = lock
+        (self.run_dir / ".lock.pid").write_text(f"PID {os.getpid()}: {self.command}\n", encoding="utf-8")
+        return self
+
+    def release(self) -> None:
+        if self._lock is not None:
+            (self.run_dir / ".lock.pid").unlink(missing_ok=True)
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> "RunLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()

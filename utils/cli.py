@@ -9,6 +9,10 @@ from typing import Literal, Optional, Union, get_args, get_origin
 
 from utils.errors import HarnessError
 
+# Exit statuses: 0 done, 2 a usage or input error (one line), 3 training diverged, 4 training was
+# stopped by a signal (Ctrl-C, SIGTERM, a preemption) after saving a checkpoint: resumable, not finished.
+EXIT_INTERRUPTED = 4
+
 
 def add_config_args(parser: argparse.ArgumentParser, model_path: bool = False) -> None:
     parser.add_argument("--config", help="YAML experiment config (e.g. configs/demo/sinusoidal.yaml)")
@@ -59,6 +63,10 @@ def main_guard(main, argv: Optional[list[str]] = None) -> int:
         return main(argv) or 0
     except (HarnessError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a full disk, a read-only folder, a missing file: one line, naming it
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
     except FloatingPointError as e:
         print(f"error: training diverged ({e}). The checkpoints written before are kept; try a lower "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import math
 import sys
 import types
 import typing
@@ -27,7 +28,7 @@ from utils.errors import HarnessError
 
 __all__ = ["ConfigError", "DataConfig", "DecodingConfig", "EvaluationConfig", "ExperimentConfig", "ModelConfig",
            "PositionalConfig", "ScheduleConfig", "TokenizerConfig", "TrainConcatConfig", "TrainingConfig",
-           "apply_overrides", "dump_config", "flatten", "from_dict", "load_config", "parse_override", "to_dict",
+           "apply_overrides", "dump_config", "dump_text", "flatten", "from_dict", "load_config", "parse_override", "to_dict",
            "validate"]
 
 
@@ -47,9 +48,12 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         raise ConfigError(f"config file not found: {path}")
     with open(path, encoding="utf-8") as f:
         try:
-            raw = yaml.safe_load(f) or {}
+            raw = yaml.load(f, Loader=_UniqueKeyLoader)
         except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: invalid YAML: {e}") from e
+            raise ConfigError(f"{path}: invalid YAML: {' '.join(str(e).split())}") from None
+    if raw is None:
+        raise ConfigError(f"{path} is empty: a config needs at least `base:` or the keys it sets "
+                          f"(see configs/demo/rope.yaml)")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: top level must be a mapping of keys, got {type(raw).__name__}")
     base = raw.pop("base", None)
@@ -60,6 +64,22 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     for b in bases:
         merged = _deep_merge(merged, _read_yaml(path.parent / b, (*seen, path)))
     return _deep_merge(merged, raw)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key given twice in one mapping is an error (PyYAML keeps
+    the last one silently, so a second `model:` section would replace the first without a word)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {seen[key] + 1}, again on line "
+                                f"{key_node.start_mark.line + 1}): keep one of them", key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
 
 
 def _deep_merge(base: dict, override: dict) -> dict:
@@ -127,8 +147,15 @@ def to_dict(cfg: Any) -> dict:
     return conv(cfg)
 
 
+def dump_text(cfg: ExperimentConfig) -> str:
+    """The resolved config as train.py writes it to <run>/config.yaml."""
+    return yaml.safe_dump(to_dict(cfg), sort_keys=False)
+
+
 def dump_config(cfg: ExperimentConfig, path: str | Path) -> None:
-    Path(path).write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False), encoding="utf-8")
+    from utils.files import atomic_write_text
+
+    atomic_write_text(path, dump_text(cfg))
 
 
 # ----------------------------------------------------------------------------- validation
@@ -203,6 +230,8 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
                 pass
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"config key '{key}' must be a number, got {value!r}")
+        if not math.isfinite(value):  # nan or inf: no rate, size or penalty means anything then
+            raise ConfigError(f"config key '{key}' must be a finite number, got {value!r}")
         return float(value)
     if tp is str:
         if not isinstance(value, str):
@@ -327,6 +356,9 @@ def validate(cfg: ExperimentConfig) -> None:
     if cfg.tokenizer.type == "pretrained" and not cfg.tokenizer.name:
         raise ConfigError("tokenizer.type=pretrained needs tokenizer.name (e.g. Helsinki-NLP/opus-mt-fr-en)")
     d = cfg.data
+    for key in ("valid_size", "test_size"):  # a split of no pairs cannot validate or be scored
+        if d.source == "tatoeba" and getattr(d, key) < 1:
+            raise ConfigError(f"data.{key} must be at least 1 (pairs held out for that split), got {getattr(d, key)}")
     for key in ("max_train_pairs", "max_len", "train_max_src_len"):
         value = getattr(d, key, None)
         if value is not None and value < 1:
@@ -349,6 +381,9 @@ def validate(cfg: ExperimentConfig) -> None:
     edges = cfg.evaluation.length_buckets
     if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
         raise ConfigError(f"evaluation.length_buckets must be increasing bucket edges, got {edges}")
+    if cfg.decoding.nbest > 1 and cfg.decoding.strategy == "greedy":
+        raise ConfigError(f"decoding.nbest={cfg.decoding.nbest} needs beam search, but decoding.strategy is "
+                          f"greedy (one hypothesis): drop nbest or use strategy beam (--strategy beam)")
     if cfg.decoding.beam_size < 1 or cfg.decoding.nbest < 1 or cfg.decoding.nbest > cfg.decoding.beam_size:
         raise ConfigError("decoding needs beam_size >= 1 and 1 <= nbest <= beam_size")
     for key in ("max_tokens", "max_len_a", "max_len_b", "min_len", "no_repeat_ngram", "alpha"):

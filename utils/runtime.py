@@ -103,10 +103,18 @@ class JsonlLogger:
     def read(self, event: Optional[str] = None) -> list[dict]:
         if not self.path.is_file():
             return []
+        rows = []
         with open(self.path, encoding="utf-8") as f:
-            rows = [json.loads(line) for line in f if line.strip()]
-        if not all(isinstance(r, dict) for r in rows):
-            raise ValueError(f"{self.path}: a line is not a JSON object")
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    row = None
+                if not isinstance(row, dict):
+                    raise ValueError(f"{self.path}:{number}: not a JSON object ({line.strip()[:60]!r})")
+                rows.append(row)
         return [r for r in rows if event is None or r.get("event") == event]
 
     def history(self) -> list[dict]:
