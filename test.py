@@ -35,8 +35,12 @@ from training.review import log_test_scores
 from utils.cli import add_config_args, main_guard
 from training.run_folder import RunLock
 from utils.config import ConfigError, to_dict
-from utils.files import atomic_write_text, check_output_folder, run_folder_above
+from utils.files import atomic_write_text, check_output_folder, check_target, run_folder_above
 from utils.runtime import log, pick_device
+
+
+# What test.py writes into its output folder (and concat/k<K>/ for the length protocol)
+OUTPUT_FILES = ("scores.json", "hypotheses.txt", "references.txt", "sources.txt", "source_lengths.txt")
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -76,6 +80,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if (out_dir / "scores.json").exists() and not args.overwrite:
         raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it "
                               f"or --output_dir <folder> to keep both")
+    for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input
+        check_target(out_dir / name, "--output_dir", inputs=[args.src, args.ref], overwrite=args.overwrite,
+                     own=tuple(f"{folder}/{name}" for folder in ("test", "test_*", "valid")))
     device = pick_device(args.device)
     cfg, tokenizer, model = load_for_inference(ckpt, args.overrides, device=str(device))
     if args.config:

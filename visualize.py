@@ -35,7 +35,7 @@ from evaluation.figures import sentence_attention_figures, table_figure  # noqa:
 from models.positional_encodings import (alibi_slopes, apply_rotary, rope_tables,  # noqa: E402
                                          sinusoidal_table)
 from utils.cli import main_guard  # noqa: E402
-from utils.files import atomic_output  # noqa: E402
+from utils.files import atomic_output, check_target  # noqa: E402
 
 
 def _load(args):
@@ -47,6 +47,8 @@ def _load(args):
 
 
 def _save(fig, out: str) -> None:
+    # A figure replaces an earlier figure (.png); never another kind of file, nor one in a run folder
+    check_target(out, "--out", overwrite=Path(out).suffix.lower() == ".png")
     with atomic_output(out, "wb", encoding=None) as f:  # whole or not at all
         fig.savefig(f, dpi=110, bbox_inches="tight", format="png")
     plt.close(fig)

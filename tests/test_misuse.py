@@ -374,3 +374,40 @@ def test_23_an_interrupted_run_is_resumed_by_a_sweep_not_skipped(trained_run: Pa
     ends = [r for r in read_jsonl(metrics) if r["event"] == "end"]
     assert ends[-1]["finished"] is True and ends[-1]["step"] == 8
     assert (run_dir / "test" / "scores.json").stat().st_mtime_ns > scored_at  # tested again after training on
+
+
+# ---- further cases of the same kinds
+
+
+def test_test_py_never_replaces_a_users_files_in_its_output_folder(trained_run: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "references.txt").write_text("my references\n")
+    message = one_error_line(run(["test.py", "--run", str(trained_run), "--output_dir", str(folder)]))
+    assert "references.txt exists; pass --overwrite" in message, message
+    assert sorted(p.name for p in folder.iterdir()) == ["references.txt"]
+    # its own sources given as --src inside the output folder are never written over, even with --overwrite
+    src, ref = folder / "sources.txt", tmp_path / "ref.en"
+    src.write_text("Bonjour !\n")
+    ref.write_text("Hello!\n")
+    message = one_error_line(run(["test.py", "--run", str(trained_run), "--src", str(src), "--ref", str(ref),
+                                  "--output_dir", str(folder), "--overwrite"]))
+    assert "also this command's input" in message and src.read_text() == "Bonjour !\n", message
+
+
+def test_outputs_of_compare_and_visualize_are_guarded(trained_run: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "summary.md"
+    notes.write_text("my notes")
+    message = one_error_line(run(["compare.py", str(trained_run), "--output", str(tmp_path / "summary"),
+                                  "--no_significance"]))
+    assert "summary.md exists; pass --overwrite" in message and notes.read_text() == "my notes", message
+    out = trained_run / "checkpoints" / "heatmap.png"
+    message = one_error_line(run(["visualize.py", "pe-heatmap", "--out", str(out)]))
+    assert "inside the run folder" in message and not out.exists(), message
+    text = tmp_path / "notes.txt"
+    text.write_text("mine")
+    one_error_line(run(["visualize.py", "pe-heatmap", "--out", str(text)]))
+    assert text.read_text() == "mine"
+    png = tmp_path / "heatmap.png"
+    for _ in range(2):  # a figure replaces an earlier figure
+        assert run(["visualize.py", "pe-heatmap", "--out", str(png)]).returncode == 0
