@@ -97,7 +97,13 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
            "steps": ends[-1]["step"] if ends else None,
            "valid_events": valid}
     scores_path = run_dir / "test" / "scores.json"
-    scores = json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
+    try:
+        scores = json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
+    except ValueError as e:
+        raise CompareError(f"{scores_path} is not readable JSON ({e}); test the run again "
+                           f"(python test.py --run {run_dir} --overwrite) or leave it out") from None
+    if isinstance(scores.get("decoding"), dict):  # runs decoded differently are different configurations
+        cfg["decoding"] = scores["decoding"]
     for key in ("sacrebleu", "chrf", "nltk_bleu4", "sacrebleu_signature", "nltk_tokenization"):
         row[key] = scores.get(key)
     row["longer_bleu"] = (scores.get("longer_than_training") or {}).get("sacrebleu")
@@ -316,6 +322,17 @@ def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) ->
 # ----------------------------------------------------------------------------- command line
 
 
+def output_prefix(text: str) -> Path:
+    """--output as a prefix: `runs/x/summary` (a `.md`/`.csv`/`.json` ending is dropped); a dot in
+    the name (`v1.2`) stays part of it."""
+    out = Path(text)
+    return out.with_suffix("") if out.suffix in (".md", ".csv", ".json") else out
+
+
+def named(prefix: Path, suffix: str) -> Path:
+    return prefix.with_name(prefix.name + suffix)
+
+
 def is_compare_report(path: Path) -> bool:
     """An earlier summary of compare.py (its JSON), which a new one with the same prefix may replace."""
     try:
@@ -340,6 +357,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--no_significance", action="store_true",
                         help="skip the paired bootstrap test (and the same-references check)")
     args = parser.parse_args(argv)
+    if args.bootstrap_samples < 1:
+        raise CompareError(f"--bootstrap_samples must be at least 1, got {args.bootstrap_samples}")
     paths: list[Path] = []
     for pattern in args.runs:
         matches = sorted(glob.glob(pattern)) or [pattern]
@@ -373,22 +392,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     if findings is not None:
         print("\n" + findings_markdown(findings))
     if args.output:
-        out = Path(args.output)
-        texts = {out.with_suffix(".md"): table + "\n",
-                 out.with_suffix(".json"): json.dumps(json_report(groups, baseline, args.bootstrap_samples),
-                                                      indent=2) + "\n"}
+        out = output_prefix(args.output)
+        texts = {named(out, ".md"): table + "\n",
+                 named(out, ".json"): json.dumps(json_report(groups, baseline, args.bootstrap_samples),
+                                                 indent=2) + "\n"}
         fields, csv_data = csv_rows(groups)
         with io.StringIO() as f:
             writer = csv.DictWriter(f, fieldnames=fields)
             writer.writeheader()
             writer.writerows(csv_data)
-            texts[out.with_suffix(".csv")] = f.getvalue()
+            texts[named(out, ".csv")] = f.getvalue()
         if findings is not None:
-            stem = out.parent / f"{out.name}_findings"
-            texts[stem.with_suffix(".md")] = findings_markdown(findings) + "\n"
-            texts[stem.with_suffix(".json")] = json.dumps(findings, indent=2) + "\n"
+            texts[named(out, "_findings.md")] = findings_markdown(findings) + "\n"
+            texts[named(out, "_findings.json")] = json.dumps(findings, indent=2) + "\n"
         # its own earlier summary (the same prefix) is replaced; anything else needs --overwrite
-        own = is_compare_report(out.with_suffix(".json"))
+        own = is_compare_report(named(out, ".json"))
         for path in texts:
             check_target(path, "--output", overwrite=args.overwrite or own)
         for path, text in texts.items():

@@ -84,14 +84,21 @@ def other_configuration(run_dir: Path, cfg) -> Optional[str]:
     return "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in refused) or None
 
 
-def training_finished(run_dir: Path) -> bool:
+def training_finished(run_dir: Path, cfg) -> bool:
     """Whether the run's training reached its end (its budget or early stopping) rather than being
-    stopped by a signal; runs logged before the harness recorded this count as finished."""
+    stopped by a signal (runs logged before the harness recorded this count as finished), and the
+    budget this sweep asks for (max_steps / epochs) is no larger than the one it trained to."""
     try:
         ends = [r for r in JsonlLogger(run_dir / "metrics.jsonl").history() if r.get("event") == "end"]
-    except ValueError:
+        trained = load_config(run_dir / "config.yaml").training
+    except (ValueError, HarnessError):
         return False
-    return bool(ends) and ends[-1].get("finished", True)
+    if not ends or not ends[-1].get("finished", True):
+        return False
+    last, wanted = ends[-1], cfg.training
+    if (wanted.max_steps, wanted.epochs) == (trained.max_steps, trained.epochs):
+        return True  # the budget it trained to (early stopping included)
+    return last["step"] >= wanted.max_steps if wanted.max_steps is not None else last["epoch"] >= wanted.epochs
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -123,7 +130,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 f"({differences})")
             left_alone.append(run_dir)
             continue
-        if (run_dir / "test" / "scores.json").is_file() and training_finished(run_dir):
+        if (run_dir / "test" / "scores.json").is_file() and training_finished(run_dir, cfg):
             log(f"sweep: {run_dir} is finished (trained to its end, test/scores.json exists): skipped")
             run_dirs.append(run_dir)
             continue

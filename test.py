@@ -23,7 +23,6 @@ HParams dashboard shows them beside the run's settings.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 from pathlib import Path
 from typing import Optional
@@ -32,10 +31,10 @@ from evaluation.test_set import check_writable, evaluate, overlap_with_training,
 from training.checkpoint import (check_model_matches, checkpoint_step, load_for_inference, resolve_checkpoint,
                                  run_dir_of_checkpoint)
 from training.review import log_test_scores
-from utils.cli import add_config_args, main_guard
 from training.run_folder import RunLock
+from utils.cli import add_config_args, main_guard
 from utils.config import ConfigError, to_dict
-from utils.files import atomic_write_text, check_output_folder, check_target, run_folder_above
+from utils.files import WriteError, atomic_write_text, check_output_folder, check_target, run_folder_above
 from utils.runtime import log, pick_device
 
 
@@ -75,14 +74,20 @@ def main(argv: Optional[list[str]] = None) -> int:
         out_dir = run_dir_of_checkpoint(ckpt) / f"test_{Path(args.src).name}"
     else:
         out_dir = run_dir_of_checkpoint(ckpt) / args.split
-    # never the run folder itself, its checkpoints/ or any folder in it but the test outputs' own
-    check_output_folder(out_dir, "--output_dir", own=("test", "test_*", "valid"))
+    # Never the run folder itself, its checkpoints/ or any folder in it but this test's own: the
+    # split's folder (test/ for the test split) or test_<name>/, and only in the checkpoint's own run
+    own = ("test_*",) if args.src else (args.split, "test_*")
+    check_output_folder(out_dir, "--output_dir", own=own)
+    run = run_folder_above(out_dir)
+    if run is not None and run != run_dir_of_checkpoint(ckpt).resolve():
+        raise WriteError(f"--output_dir {args.output_dir} is inside the run folder {run}, but the model is "
+                         f"{ckpt}: its scores would pass for that run's; write them elsewhere")
     if (out_dir / "scores.json").exists() and not args.overwrite:
         raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it "
                               f"or --output_dir <folder> to keep both")
     for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input
         check_target(out_dir / name, "--output_dir", inputs=[args.src, args.ref], overwrite=args.overwrite,
-                     own=tuple(f"{folder}/{name}" for folder in ("test", "test_*", "valid")))
+                     own=tuple(f"{folder}/{name}" for folder in own))
     device = pick_device(args.device)
     cfg, tokenizer, model = load_for_inference(ckpt, args.overrides, device=str(device))
     if args.config:
@@ -97,10 +102,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         raise ConfigError(f"no pairs to score in {test_set.get('src') or f'the {args.split} split'}: give a "
                           f"non-empty test set")
     check_writable(out_dir)
-    run_lock = contextlib.nullcontext()
-    if (run := run_folder_above(out_dir)) is not None:  # one writer per run folder (training or testing)
-        run_lock = RunLock(run, "test.py")
-    with run_lock:
+    # One writer at a time: the run folder's lock (training or testing into it), else the output folder's
+    with RunLock(run if run is not None else out_dir, "test.py"):
         return score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir)
 
 

@@ -64,11 +64,9 @@ def resolve_config(args: argparse.Namespace) -> ExperimentConfig:
         if not saved.is_file():
             raise ConfigError(f"{args.run} is not a run folder (no config.yaml)")
         return load_config(saved, [*args.overrides, f"run_dir={args.run}"])
-    cfg = load_config(args.config, args.overrides)
-    saved = cfg.resolved_run_dir / "config.yaml"
-    if args.resume and saved.is_file():  # continue with the run's own resolved config
-        return load_config(saved, [*args.overrides, f"run_dir={cfg.resolved_run_dir}"])
-    return cfg
+    # With --config X --resume, X (and --set) say what the resumed run follows: start_run compares it
+    # with the checkpoint's config and refuses any change a resume may not make
+    return load_config(args.config, args.overrides)
 
 
 def start_run(args: argparse.Namespace, cfg: ExperimentConfig, corpus, say=log) -> tuple[bool, dict]:

@@ -46,11 +46,11 @@ def _load(args):
     return load_for_inference(path)
 
 
-def _save(fig, out: str) -> None:
-    # A figure replaces an earlier figure (.png); never another kind of file, nor one in a run folder
-    check_target(out, "--out", overwrite=Path(out).suffix.lower() == ".png")
-    with atomic_output(out, "wb", encoding=None) as f:  # whole or not at all
-        fig.savefig(f, dpi=110, bbox_inches="tight", format="png")
+def _save(fig, out: str, overwrite: bool) -> None:
+    # never into a run folder, never over an existing file unless --overwrite
+    check_target(out, "--out", overwrite=overwrite)
+    with atomic_output(out, "wb", encoding=None) as f:  # whole or not at all, in the format its name says
+        fig.savefig(f, dpi=110, bbox_inches="tight", format=Path(out).suffix.lstrip(".").lower() or "png")
     plt.close(fig)
     print(f"wrote {out}")
 
@@ -72,7 +72,7 @@ def position_table(args) -> tuple[torch.Tensor, str]:
 
 def cmd_pe_heatmap(args) -> None:
     table, title = position_table(args)
-    _save(table_figure(table, f"{title} positional encoding", "dimension", "position"), args.out)
+    _save(table_figure(table, f"{title} positional encoding", "dimension", "position"), args.out, args.overwrite)
 
 
 def classical_mds(x: torch.Tensor, dims: int = 2) -> torch.Tensor:
@@ -93,7 +93,7 @@ def cmd_pe_mds(args) -> None:
     sc = ax.scatter(coords[:, 0], coords[:, 1], c=range(len(coords)), cmap="viridis", s=12)
     fig.colorbar(sc, ax=ax, label="position")
     ax.set(title=f"MDS of {title} position vectors", xlabel="MDS 1", ylabel="MDS 2")
-    _save(fig, args.out)
+    _save(fig, args.out, args.overwrite)
 
 
 def similarity_curves(args) -> tuple[torch.Tensor, dict[str, torch.Tensor], str]:
@@ -135,7 +135,7 @@ def cmd_pe_similarity(args) -> None:
     ax.set(xlabel=f"relative position j − i (i = {args.position})", ylabel="similarity / bias",
            title=f"{title}: position {args.position} against all others")
     ax.legend(fontsize=7, ncol=2)
-    _save(fig, args.out)
+    _save(fig, args.out, args.overwrite)
 
 
 def cmd_attention(args) -> None:
@@ -145,7 +145,7 @@ def cmd_attention(args) -> None:
     out_dir = Path(args.out)
     for kind, fig in sentence_attention_figures(model, tokenizer, args.src, args.tgt).items():
         fig.suptitle(f"{kind} ({cfg.model.positional.name})")
-        _save(fig, str(out_dir / f"{kind.replace(' ', '_').replace('-', '_')}.png"))
+        _save(fig, str(out_dir / f"{kind.replace(' ', '_').replace('-', '_')}.png"), args.overwrite)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -156,6 +156,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         p.add_argument("--model_path", help="a checkpoint (.pt)")
         p.add_argument("--run", help="a run folder (its best checkpoint)")
         p.add_argument("--out", default=needs_out, help=f"output PNG (default {needs_out})")
+        p.add_argument("--overwrite", action="store_true", help="replace existing output files")
 
     for name, fn, help_text in (("pe-heatmap", cmd_pe_heatmap, "positions x dimensions heatmap"),
                                 ("pe-mds", cmd_pe_mds, "2-D MDS of position vectors"),

@@ -16,7 +16,7 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    stem = prefix.with_suffix("") if prefix.suffix in (".md", ".csv", ".json") else prefix
+    stem = prefix
     written = []
 
     def save(fig, suffix: str) -> None:

@@ -53,14 +53,27 @@ class Outputs:
 
 
 def source_lengths(run: dict) -> Optional[list[int]]:
-    lines = read_lines(Path(run["run"]) / "test" / "source_lengths.txt")
-    return None if lines is None else [int(x) for x in lines]
+    path = Path(run["run"]) / "test" / "source_lengths.txt"
+    lines = read_lines(path)
+    try:
+        return None if lines is None else [int(x) for x in lines]
+    except ValueError:
+        raise ValueError(f"{path} is damaged (one length in subword tokens per line expected); test the run "
+                         f"again or delete the file") from None
 
 
 def _pairs(group: dict, baseline: dict, has: Callable[[dict], bool]) -> list[tuple[dict, dict]]:
-    """(run, baseline run) of every seed both configurations ran with outputs for this comparison."""
-    base = {r["seed"]: r for r in baseline["runs"] if r["seed"] is not None and has(r)}
-    return [(r, base[r["seed"]]) for r in group["runs"] if r["seed"] in base and has(r)]
+    """(run, baseline run) of every seed both configurations ran with outputs for this comparison,
+    one pair per seed (a seed run twice counts once: its first run)."""
+    base: dict = {}
+    for r in baseline["runs"]:
+        if r["seed"] is not None and has(r):
+            base.setdefault(r["seed"], r)
+    mine: dict = {}
+    for r in group["runs"]:
+        if r["seed"] in base and has(r):
+            mine.setdefault(r["seed"], r)
+    return [(r, base[seed]) for seed, r in mine.items()]
 
 
 def compare_pair(pairs: list[tuple[dict, dict]], outputs: Outputs, k: int, n_samples: int, seed: int,
@@ -121,7 +134,7 @@ def _table(name: str, title: str, rows: list[dict]) -> dict:
     for r, p in zip(rows, adjusted):
         r["p_holm"] = p
         r["finding"] = verdict(r)
-    return {"name": name, "title": title, "family_size": len(rows), "rows": rows}
+    return {"name": name, "title": title, "family_size": sum(r["p_value"] is not None for r in rows), "rows": rows}
 
 
 def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000, seed: int = DEFAULT_SEED) -> dict:

@@ -100,6 +100,18 @@ def test_torchrun_ranks_fail_with_rank0s_message(trained_run: Path, tmp_path: Pa
     assert not any(s in proc.stderr for s in ("DistBackendError", "Connection closed", "timed out")), proc.stderr[-3000:]
 
 
+def test_torchrun_ranks_end_with_one_line_for_a_subclass_of_the_expected_errors(trained_run: Path,
+                                                                                 tmp_path: Path) -> None:
+    """A resume refusal is a ConfigError (a HarnessError): every rank still ends with rank 0's line."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run, run_dir)
+    proc = torchrun(["train.py", "--config", "configs/demo/rope.yaml", *tiny_overrides(run_dir, tmp_path / "cache"),
+                     "--set", "model.d_model=64", "--resume"])
+    assert proc.returncode != 0
+    assert proc.stderr.count("error: a resumed run keeps its experiment settings") == 2, proc.stderr[-3000:]
+    assert f'File "{ROOT / "train.py"}"' not in proc.stderr, proc.stderr[-3000:]
+
+
 # ---- 8. the encoded-split cache follows the data
 
 

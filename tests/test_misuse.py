@@ -404,10 +404,84 @@ def test_outputs_of_compare_and_visualize_are_guarded(trained_run: Path, tmp_pat
     out = trained_run / "checkpoints" / "heatmap.png"
     message = one_error_line(run(["visualize.py", "pe-heatmap", "--out", str(out)]))
     assert "inside the run folder" in message and not out.exists(), message
-    text = tmp_path / "notes.txt"
-    text.write_text("mine")
-    one_error_line(run(["visualize.py", "pe-heatmap", "--out", str(text)]))
-    assert text.read_text() == "mine"
     png = tmp_path / "heatmap.png"
-    for _ in range(2):  # a figure replaces an earlier figure
-        assert run(["visualize.py", "pe-heatmap", "--out", str(png)]).returncode == 0
+    png.write_bytes(b"my photo")
+    assert "exists; pass --overwrite" in one_error_line(run(["visualize.py", "pe-heatmap", "--out", str(png)]))
+    assert png.read_bytes() == b"my photo"
+    assert run(["visualize.py", "pe-heatmap", "--out", str(png), "--overwrite"]).returncode == 0
+    pdf = tmp_path / "heatmap.pdf"  # the format its name says
+    assert run(["visualize.py", "pe-heatmap", "--out", str(pdf)]).returncode == 0
+    assert pdf.read_bytes().startswith(b"%PDF") and png.read_bytes().startswith(b"\x89PNG")
+    # compare.py: a dot in the prefix stays part of the name; files are as readable as any
+    assert run(["compare.py", str(trained_run), "--output", str(tmp_path / "v1.2"), "--no_significance"]).returncode == 0
+    assert (tmp_path / "v1.2.md").read_text().startswith("| config |") and (tmp_path / "v1.2.json").is_file()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "v1.2.md").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_test_outputs_belong_to_their_own_run_and_split(trained_run: Path, tmp_path: Path) -> None:
+    mine, other = copy_run(trained_run, tmp_path, "mine"), copy_run(trained_run, tmp_path, "other")
+    before = snapshot(other)
+    message = one_error_line(run(["test.py", "--run", str(mine), "--output_dir", str(other / "test")]))
+    assert f"inside the run folder {other}" in message and "would pass for that run's" in message, message
+    link = tmp_path / "link"
+    link.symlink_to(other / "checkpoints")
+    one_error_line(run(["test.py", "--run", str(mine), "--output_dir", str(link / "..")]))
+    assert snapshot(other) == before
+    # the valid split never lands in test/ (compare.py would read it as the test score)
+    message = one_error_line(run(["test.py", "--run", str(mine), "--split", "valid", "--output_dir",
+                                  str(mine / "test")]))
+    assert "run folder" in message and not (mine / "test").exists(), message
+    assert "run folder" in one_error_line(run(["test.py", "--run", str(mine), "--output_dir",
+                                               str(mine / "test" / "deeper")]))  # only test/ itself is its own
+    # an output folder outside any run is locked while test.py writes into it
+    out = tmp_path / "scores"
+    with RunLock(out, "another test.py"):
+        assert "in use by another process" in one_error_line(
+            run(["test.py", "--run", str(mine), "--output_dir", str(out)]))
+
+
+def test_average_owns_only_checkpoints_averaged_files(trained_run: Path, tmp_path: Path) -> None:
+    run_dir = copy_run(trained_run, tmp_path)
+    (run_dir / "test" / "checkpoints").mkdir(parents=True)
+    target = run_dir / "test" / "checkpoints" / "averaged_x.pt"
+    assert "run folder" in one_error_line(run(["average.py", "--run", str(run_dir), "--average_last", "2",
+                                               "--output", str(target)]))
+    assert not target.exists()
+
+
+def test_a_sweep_trains_on_when_it_asks_for_a_larger_budget(trained_run: Path, tmp_path: Path) -> None:
+    runs_root = tmp_path / "runs"
+    run_dir = runs_root / "demo" / "rope"
+    shutil.copytree(trained_run, run_dir)
+    assert run(["test.py", "--run", str(run_dir)]).returncode == 0
+    sets = [x for s in tiny_sets(run_dir, tmp_path / "cache", steps=6)[1::2] if not s.startswith("run_dir=")
+            for x in ("--set", s)]
+    proc = run(["sweep.py", ROPE, "--runs_root", str(runs_root), *sets])  # the budget it trained to: skipped
+    assert proc.returncode == 0 and "skipped" in proc.stdout, proc.stderr[-2000:]
+    proc = run(["sweep.py", ROPE, "--runs_root", str(runs_root), *sets, "--set", "training.max_steps=8"])
+    assert proc.returncode == 0 and "resuming" in proc.stdout, proc.stderr[-2000:]
+    assert [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl") if r["event"] == "end"][-1] == 8
+
+
+def test_resume_with_a_config_compares_it_with_the_run(trained_run: Path, tmp_path: Path) -> None:
+    run_dir = copy_run(trained_run, tmp_path)
+    message = one_error_line(run(["train.py", "--config", CONFIG, *tiny_sets(run_dir, tmp_path / "cache"),
+                                  "--resume"]))  # a sinusoidal config, a RoPE run
+    assert "model.positional.name: 'rope' -> 'sinusoidal'" in message, message
+
+
+def test_compare_names_damaged_files_and_splits_decodings(trained_run: Path, tmp_path: Path) -> None:
+    a, b = copy_run(trained_run, tmp_path, "a"), copy_run(trained_run, tmp_path, "b")
+    assert run(["test.py", "--run", str(a)]).returncode == 0
+    assert run(["test.py", "--run", str(b), "--set", "decoding.strategy=greedy"]).returncode == 0
+    report = tmp_path / "sum"
+    assert run(["compare.py", str(a), str(b), "--output", str(report), "--no_significance"]).returncode == 0
+    assert [g["n"] for g in json.loads((tmp_path / "sum.json").read_text())["groups"]] == [1, 1]  # not 2 "seeds"
+    assert "--bootstrap_samples must be at least 1" in one_error_line(
+        run(["compare.py", str(a), "--bootstrap_samples", "0"]))
+    scores = a / "test" / "scores.json"
+    scores.write_text(scores.read_text()[:50])
+    message = one_error_line(run(["compare.py", str(a)]))
+    assert "scores.json is not readable JSON" in message, message

@@ -184,8 +184,8 @@ class RunLock:
             raise HarnessError(f"{self.run_dir} is in use by another process ({who}); wait for it to end or stop "
                                f"it, then try again") from None
         except OSError as e:
-            raise ConfigError(f"run_dir {self.run_dir} cannot be created or written ({e.strerror}); set run_dir "
-                              f"to a folder you can write (--set run_dir=runs/<name>)") from None
+            raise ConfigError(f"{self.run_dir} cannot be created or written ({e.strerror}); choose a folder you "
+                              f"can write (train.py: --set run_dir=runs/<name>; test.py: --output_dir)") from None
         self._lock = lock
         (self.run_dir / ".lock.pid").write_text(f"PID {os.getpid()}: {self.command}\n", encoding="utf-8")
         return self

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fnmatch
 import os
 import tempfile
 from pathlib import Path
@@ -20,7 +21,6 @@ from typing import Iterable, Iterator, Optional
 from utils.errors import HarnessError
 
 TMP_SUFFIX = ".tmp"  # our temporaries: .<name>.<random>.tmp beside the target
-RUN_MARKERS = ("config.yaml", "checkpoints", "metrics.jsonl")  # a folder holding one of these is a run folder
 
 
 class WriteError(HarnessError):
@@ -43,6 +43,13 @@ def run_folder_above(path: Path) -> Optional[Path]:
     return None
 
 
+def owns(relative: Path, patterns: tuple[str, ...]) -> bool:
+    """Whether a path relative to a run folder is one of `patterns` (matched whole, part by part)."""
+    parts = relative.parts
+    return any(len(parts) == len(Path(p).parts) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, Path(p).parts))
+               for p in patterns)
+
+
 def check_target(path: str | Path, what: str, *, inputs: Iterable[str | Path] = (), overwrite: bool = False,
                  own: tuple[str, ...] = ()) -> Path:
     """The resolved target if `path` may be written; WriteError naming it and the fix otherwise.
@@ -55,7 +62,7 @@ def check_target(path: str | Path, what: str, *, inputs: Iterable[str | Path] = 
     if target.is_dir():
         raise WriteError(f"{what} {path} is a folder; give a file name")
     run = run_folder_above(target.parent)
-    if run is not None and not any(target.relative_to(run).match(p) for p in own):
+    if run is not None and not owns(target.relative_to(run), own):
         raise WriteError(f"{what} {path} is inside the run folder {run}, where only the harness writes its own "
                          f"files; write it elsewhere")
     if target.exists() and not overwrite:
@@ -72,8 +79,7 @@ def check_output_folder(path: str | Path, what: str, own: tuple[str, ...] = ()) 
                          f"give a folder of its own (e.g. {Path(path) / 'test_mine'})")
     run = run_folder_above(folder.parent)
     if run is not None:
-        relative = folder.relative_to(run)
-        if not any(relative.match(p) for p in own) or len(relative.parts) != 1:
+        if not owns(folder.relative_to(run), own):
             raise WriteError(f"{what} {path} is inside the run folder {run}, where only the harness writes its "
                              f"own files; use {run / 'test_<name>'} or a folder outside the run")
     return folder
@@ -102,6 +108,15 @@ def describe_os_error(e: OSError, path: Path) -> str:
     return f"cannot write {path}: {reason}; nothing partial was left"
 
 
+def _file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_FILE_MODE = _file_mode()
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | Path, mode: str = "w", encoding: Optional[str] = "utf-8") -> Iterator:
     """Open a temporary beside `path` for writing; on success it replaces `path` in one rename, on any
@@ -114,6 +129,7 @@ def atomic_output(path: str | Path, mode: str = "w", encoding: Optional[str] = "
             yield f
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, _FILE_MODE)  # mkstemp makes it private (0600); outputs are as readable as any file
         os.replace(tmp, path)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)

@@ -147,7 +147,10 @@ def rank0_first(fn: Callable[[], Any], expected: tuple[type[BaseException], ...]
             result = fn()
         except Exception as e:  # noqa: BLE001 - re-raised below, on every rank
             error = e
-    payload = [("ok", result if share else None) if error is None else (type(error).__name__, str(error))]
+    # the error's expected family (an `expected` type it is an instance of), so that a subclass
+    # (a CheckpointError is a HarnessError) still ends the other ranks with one line
+    family = next((t.__name__ for t in expected if isinstance(error, t)), type(error).__name__)
+    payload = [("ok", result if share else None) if error is None else (family, str(error))]
     dist.broadcast_object_list(payload, src=0)
     if error is not None:
         raise error
