@@ -15,7 +15,6 @@ import argparse
 from pathlib import Path
 from typing import Optional
 
-
 from training.checkpoint import CheckpointError, checkpoint_step, read_checkpoint
 from utils.cli import main_guard
 from utils.config import ConfigError

@@ -85,6 +85,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     if (out_dir / "scores.json").exists() and not args.overwrite:
         raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it "
                               f"or --output_dir <folder> to keep both")
+    if (out_dir / "concat").exists() and not args.overwrite and out_dir.name not in own:  # its k-inputs' folder
+        raise WriteError(f"{out_dir / 'concat'} exists; pass --overwrite to replace it, or choose another --output_dir")
     for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input
         check_target(out_dir / name, "--output_dir", inputs=[args.src, args.ref], overwrite=args.overwrite,
                      own=tuple(f"{folder}/{name}" for folder in own))

@@ -180,7 +180,3 @@ def holm(p_values: list[float | None]) -> list[float | None]:
         adjusted[i] = running
     return adjusted
 
-
-def monte_carlo_error(p: float, n_samples: int) -> float:
-    """Standard error of a p-value estimated from n_samples resamples: sqrt(p(1-p)/n)."""
-    return math.sqrt(p * (1.0 - p) / n_samples)

@@ -76,7 +76,8 @@ def test_inference_py_refuses_a_set_that_changes_the_trained_model(trained_run: 
 
 def test_test_time_keys_and_trained_values_are_accepted(trained_run: Path, tmp_path: Path) -> None:
     proc = run(["inference.py", "--run", str(trained_run), "--src_text", "Bonjour !", "--set", "decoding.beam_size=2",
-                "--set", "model.positional.name=rope", "--set", "data.max_len=128"])  # the trained values
+                "--set", "model.positional.name=rope", "--set", "data.max_len=128",  # the trained values
+                "--set", "decoding={beam_size: 3, strategy: beam}"])  # a section of test-time keys
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert len(proc.stdout.splitlines()) == 1
 

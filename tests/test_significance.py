@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
@@ -14,7 +12,6 @@ from evaluation.significance import (
     DEFAULT_SEED,
     bleu_from_stats,
     holm,
-    monte_carlo_error,
     paired_bootstrap_seeds,
     resample_counts,
     sentence_stats,
@@ -265,6 +262,3 @@ def test_holm_is_monotone_and_never_below_the_raw_p():
     assert np.all(np.diff(np.array(adjusted)[order]) >= 0)
 
 
-def test_monte_carlo_error():
-    assert monte_carlo_error(0.05, 10000) == pytest.approx(math.sqrt(0.05 * 0.95 / 10000))
-    assert monte_carlo_error(1.0, 1000) == 0.0

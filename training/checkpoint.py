@@ -174,7 +174,7 @@ def test_time_config(saved: dict, overrides: Optional[list[str]], checkpoint: st
     utils/key_roles.py). Anything else would score another model, or other data, under this
     model's name: CheckpointError naming the key. An override equal to the trained value is fine."""
     from utils.config import parse_override
-    from utils.key_roles import may_change, test_time_refusal
+    from utils.key_roles import changes, may_change, test_time_refusal
 
     trained = load_config(raw=saved)
     encoding, flat = trained.model.positional.name, flatten(to_dict(trained))
@@ -182,14 +182,11 @@ def test_time_config(saved: dict, overrides: Optional[list[str]], checkpoint: st
     for text in overrides or []:
         keys, value = parse_override(text)
         key = ".".join(keys)
-        if may_change(key, "test", encoding):
-            continue
-        try:  # the trained value, however it is spelled, is no change
-            same = flatten(to_dict(load_config(raw=saved, overrides=[text]))) == flat
-        except ConfigError:
-            same = False
-        if not same:
-            refused.append((key, flat.get(key), value))
+        try:  # judge the keys it changes (a section, `decoding={beam_size: 3}`, changes several)
+            changed = changes(flat, flatten(to_dict(load_config(raw=saved, overrides=[text]))))
+        except ConfigError:  # it does not even load with this model (say another encoding's option)
+            changed = {} if may_change(key, "test", encoding) else {key: (flat.get(key), value)}
+        refused += [(k, was, now) for k, (was, now) in changed.items() if not may_change(k, "test", encoding)]
     if refused:
         raise CheckpointError("--set " + test_time_refusal(refused, encoding, checkpoint))
     return load_config(raw=saved, overrides=overrides)
