@@ -11,7 +11,8 @@ Examples:
   python test.py --model_path ckpt.pt --set decoding.beam_size=1 --output_dir /tmp/greedy --overwrite
 
 Writes into <run>/test/ (or --output_dir): hypotheses.txt (exactly one detokenized line per test
-pair, in test order), references.txt, sources.txt and scores.json; with --concat (or the config's
+pair, in test order), references.txt, sources.txt, source_lengths.txt (subword tokens per source,
+for compare.py's findings per length bucket) and scores.json; with --concat (or the config's
 evaluation.concat) also concat/k<K>/ for each K. Every pair is scored: an empty source gets an
 empty hypothesis, a source longer than the model can represent is truncated and counted.
 --src/--ref take plain text (.gz allowed), raw WIT3 train.tags files or WIT3 XML (aligned by
