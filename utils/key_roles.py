@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from typing import Iterator, Optional
 
@@ -37,9 +38,14 @@ def _fields(cls: type = ExperimentConfig, prefix: str = "", inherited: Optional[
             yield f"{prefix}{f.name}", f, role, tp
 
 
+@functools.lru_cache(maxsize=1)
+def _schema_roles() -> tuple[tuple[str, Optional[str]], ...]:
+    return tuple((key, role) for key, _, role, _ in _fields())  # the schema is fixed: walked once
+
+
 def schema_roles() -> dict[str, Optional[str]]:
     """{dotted key: role} for every key of the schema (None would be a key without a role)."""
-    return {key: role for key, _, role, _ in _fields()}
+    return dict(_schema_roles())
 
 
 def option_role(encoding: str, option: str) -> str:
