@@ -30,7 +30,7 @@ from data.pipeline import (Collator, EpochBatchSampler, PairDataset, UpdateBatch
                            trainable_pairs)
 from models import build_model
 from tokenizer import PretrainedTokenizer, load_or_train_tokenizer
-from training.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint
+from training.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint, saved_config
 from training.engine import create_evaluator, create_trainer
 from training.handlers import (Rank0Only, TrainingRun, attach_training_log, attach_validation, validation_event,
                                resume_from_checkpoint, show_progress_bar, stop_on_signals, train_until_done)
@@ -118,14 +118,8 @@ def checked_start(args: argparse.Namespace, cfg: ExperimentConfig, corpus, say=l
 
 def checkpoint_config(run_dir: Path, say=log) -> dict:
     """The resolved config stored in the run's newest good checkpoint (what it was trained with)."""
-    from models import POSITIONAL_ENCODINGS
-
     _, state = read_newest_good_checkpoint(run_dir, say)
-    raw = state["meta"]["config"]
-    encoding = POSITIONAL_ENCODINGS.get(raw.get("model", {}).get("positional", {}).get("name"))
-    if encoding is not None:
-        raw["model"]["positional"] = encoding.upgrade_checkpoint_options(raw["model"]["positional"])
-    return to_dict(load_config(raw=raw, overrides=[f"run_dir={run_dir}"]))
+    return to_dict(load_config(raw=saved_config(state), overrides=[f"run_dir={run_dir}"]))
 
 
 def check_metrics_log(run_dir: Path) -> None:

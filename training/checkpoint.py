@@ -168,6 +168,19 @@ def read_newest_good_checkpoint(run_dir: str | Path, log=print) -> tuple[Path, d
     raise CheckpointError(f"no readable checkpoint with finite weights in {ckpt_dir}")
 
 
+def saved_config(ckpt: dict) -> dict:
+    """The resolved config a checkpoint holds (`meta.config`), its encoding options completed by the
+    encoding so that a checkpoint of an earlier release behaves as it did then."""
+    from models import POSITIONAL_ENCODINGS
+
+    config = ckpt["meta"]["config"]
+    model_section = config.get("model", {})
+    encoding = POSITIONAL_ENCODINGS.get(model_section.get("positional", {}).get("name"))
+    if encoding is not None:
+        model_section["positional"] = encoding.upgrade_checkpoint_options(model_section["positional"])
+    return config
+
+
 def test_time_config(saved: dict, overrides: Optional[list[str]], checkpoint: str):
     """The config a checkpoint trained with `saved` is tested under: `saved` with `overrides` applied,
     which may change only how the trained model is decoded and scored (the keys' roles:
@@ -195,7 +208,7 @@ def test_time_config(saved: dict, overrides: Optional[list[str]], checkpoint: st
 def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, device: str = "cpu"):
     """(config, tokenizer, model in eval mode) from one checkpoint file or an exported folder
     (export.py); `overrides` may change only test-time keys (decoding, evaluation, ...: `test_time_config`)."""
-    from models import POSITIONAL_ENCODINGS, build_model
+    from models import build_model
     from tokenizer import tokenizer_from_state_dict
     from training.export import is_export, read_export
 
@@ -204,11 +217,7 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
 
     ckpt = read_checkpoint(path)
     meta = ckpt["meta"]
-    model_section = meta["config"].get("model", {})
-    encoding = POSITIONAL_ENCODINGS.get(model_section.get("positional", {}).get("name"))
-    if encoding is not None:
-        model_section["positional"] = encoding.upgrade_checkpoint_options(model_section["positional"])
-    cfg = test_time_config(meta["config"], overrides, str(path))
+    cfg = test_time_config(saved_config(ckpt), overrides, str(path))
     tokenizer = tokenizer_from_state_dict(meta["tokenizer"])
     model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)
     try:
