@@ -83,9 +83,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     if run is not None and run != run_dir_of_checkpoint(ckpt).resolve():
         raise WriteError(f"--output_dir {args.output_dir} is inside the run folder {run}, but the model is "
                          f"{ckpt}: its scores would pass for that run's; write them elsewhere")
-    if (out_dir / "scores.json").exists() and not args.overwrite:
-        raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it "
-                              f"or --output_dir <folder> to keep both")
     if (out_dir / "concat").exists() and not args.overwrite and out_dir.name not in own:  # its k-inputs' folder
         raise WriteError(f"{out_dir / 'concat'} exists; pass --overwrite to replace it, or choose another --output_dir")
     for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input

@@ -256,13 +256,14 @@ def check_model_matches(config_path: str, overrides: list[str], ckpt_cfg, ckpt_p
     """A --config given beside a checkpoint must describe the model it holds and the data it was
     trained on; the config's test-time settings (decoding, evaluation, ...) win, its training
     settings and seed do not matter for testing and are left as the checkpoint has them."""
+    from utils.config_schema import EXPERIMENT
     from utils.key_roles import changes, may_change, role_of
 
     given = load_config(config_path, overrides)
     trained, wanted = flatten(to_dict(ckpt_cfg)), flatten(to_dict(given))
     encoding = ckpt_cfg.model.positional.name
     diff = changes(trained, wanted)
-    refused = [k for k in diff if role_of(k, encoding) == "experiment"]
+    refused = [k for k in diff if role_of(k, encoding) == EXPERIMENT]
     if refused:
         details = "; ".join(f"{k}: checkpoint={diff[k][0]!r} config={diff[k][1]!r}" for k in refused)
         raise CheckpointError(f"{ckpt_path} was trained with a different model or data than {config_path}: {details}. "

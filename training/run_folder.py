@@ -19,10 +19,10 @@ from utils.config import ConfigError
 from utils.errors import HarnessError
 from utils.runtime import JsonlLogger, make_writable_folder
 
-# Written by train.py (config, tokenizer, checkpoints, logs, data report), test.py (<split>/,
-# test_<file>/) and the run lock (RunLock: .lock and the holder's .lock.pid).
+# Written by train.py (config, tokenizer, checkpoints, logs, data report) and test.py (<split>/,
+# test_<file>/); the run lock's files (RunLock) are not content and never inspected.
 RUN_FILES = {"config.yaml", "tokenizer.json", "checkpoints", "tb", "metrics.jsonl", "data_report.json",
-             "test", "valid", ".lock", ".lock.pid"}
+             "test", "valid"}
 LOCK_FILES = (".lock", ".lock.pid")
 
 

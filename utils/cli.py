@@ -35,14 +35,19 @@ def _flag_type(tp) -> dict:
     return {"type": tp}
 
 
+def _flag_dest(field) -> str:
+    """A schema flag's argparse destination: its first name (--lenpen and --alpha -> lenpen)."""
+    return field.metadata["flags"][0].lstrip("-")
+
+
 def add_setting_flags(group) -> None:
     """The flags the config schema declares (`setting(flags=...)`), e.g. inference.py's --beam_size,
-    --lenpen: each sets its key; the first flag name is the argparse destination."""
+    --lenpen: each sets its key."""
     from utils.key_roles import flag_settings
 
     for key, field, tp in flag_settings():
-        group.add_argument(*field.metadata["flags"], dest=field.metadata["flags"][0].lstrip("-"),
-                           help=field.metadata["help"], **_flag_type(tp))
+        group.add_argument(*field.metadata["flags"], dest=_flag_dest(field), help=field.metadata["help"],
+                           **_flag_type(tp))
 
 
 def setting_flag_overrides(args: argparse.Namespace) -> list[str]:
@@ -51,7 +56,7 @@ def setting_flag_overrides(args: argparse.Namespace) -> list[str]:
 
     out = []
     for key, field, _ in flag_settings():
-        value = getattr(args, field.metadata["flags"][0].lstrip("-"), None)
+        value = getattr(args, _flag_dest(field), None)
         if value is not None:
             out.append(f"{key}={value}")
     return out

@@ -36,7 +36,13 @@ STUDIES = [
     ("results/report/length/concat_summary", "results/report/length/*_concat*", "length/sinusoidal_concat"),
 ]
 # Blocks generated from code rather than from a file: the config keys' roles, from the schema.
-GENERATED = {"utils/key_roles.py": lambda: __import__("utils.key_roles", fromlist=["roles_markdown"]).roles_markdown()}
+def _key_roles_table() -> str:
+    from utils.key_roles import roles_markdown
+
+    return roles_markdown()
+
+
+GENERATED = {"utils/key_roles.py": _key_roles_table}
 COMPARED = (".md", "_findings.md", "_findings.json", ".json", ".csv")  # the plots are not compared byte for byte
 BLOCK = re.compile(r"<!-- generated from (?P<file>\S+) by `make readme`; do not edit this block -->\n"
                    r"(?:(?P<body>.*?)\n)?<!-- end of (?P=file) -->", re.DOTALL)
