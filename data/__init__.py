@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -13,6 +12,7 @@ from data.overlap import overlap_report, overlap_summary
 from data.parallel_text import CorpusError
 from data.pipeline import CACHE_VERSION, EncodedSplit, cache_key, load_or_encode
 from data.readers import corpus_fingerprint, read_corpus
+from utils.files import atomic_write_text
 
 
 def make_corpus_loader(data_cfg) -> Callable[[], dict]:
@@ -66,16 +66,7 @@ def write_data_report(corpus_splits: dict, path: str | Path, log: Callable[[str]
     report["train_pairs_dropped_for_overlap"] = dropped  # data.drop_train_overlap: measured after the drop
     if dropped:
         log(f"data: data.drop_train_overlap removed {dropped:,} training pairs whose source is a valid/test source")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write_text(path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     for split in ("valid", "test"):
         line = overlap_summary(report, split)
         if line is not None:

@@ -16,13 +16,12 @@ and be used with no other file.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 from utils.errors import HarnessError
+from utils.files import atomic_write_text
 
 SPECIAL_TOKENS = ["<pad>", "<unk>", "<s>", "</s>"]
 
@@ -134,10 +133,7 @@ class BPETokenizer(BaseTokenizer):
 
     def save(self, directory: str | Path) -> Path:
         path = Path(directory) / self.filename
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(self._tok.to_str(pretty=False), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(path, self._tok.to_str(pretty=False))
         return path
 
 
@@ -286,8 +282,5 @@ def load_or_train_tokenizer(cfg, train_pairs: Optional[list[tuple[str, str]] | C
     tok = BPETokenizer.train(texts(), cfg.vocab_size, cfg.min_frequency)
     tok.save(run_dir)
     if cache_path is not None:
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_path.with_suffix(f".{os.getpid()}.tmp")
-        shutil.copyfile(run_dir / BPETokenizer.filename, tmp)
-        os.replace(tmp, cache_path)
+        atomic_write_text(cache_path, tok.state_dict()["json"])  # the same text as tok.save wrote
     return tok
