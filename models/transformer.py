@@ -153,10 +153,8 @@ class Seq2SeqTransformer(nn.Module):
         """src: `[batch, src_len]` token ids, right-padded with pad_id."""
         batch, src_len = src.shape
         src_mask = src.ne(self.pad_id)  # [batch, src_len]
-        positions = torch.arange(src_len, device=src.device)  # [src_len]
-        shift = self.encoder_pe.position_shift(batch, self.training, src.device)
-        if shift is not None:
-            positions = positions + shift  # [src_len] or [batch, src_len]
+        positions = self.encoder_pe.positions(src_len, batch, self.training, src.device,
+                                              src_mask.sum(-1))  # [src_len] or [batch, src_len]
         x = self.src_embed(src) * self.embed_scale  # [batch, src_len, d_model]
         x = self.dropout(self.encoder_pe.add_to_embeddings(x, positions))
         pos = self.encoder_pe.self_attention(positions, positions)
@@ -183,11 +181,17 @@ class Seq2SeqTransformer(nn.Module):
             cache.extend(batch, enc.memory.size(0), tgt_len, offset, tgt.device)
         elif offset:
             raise ValueError("decode(offset > 0) continues a cached prefix: pass the cache from new_cache()")
-        positions = torch.arange(offset, offset + tgt_len, device=tgt.device)  # [tgt_len]
-        k_positions = torch.arange(offset + tgt_len, device=tgt.device)  # [k_len]
-        shift = self.decoder_pe.position_shift(batch, self.training, tgt.device)
-        if shift is not None:  # queries and keys (cached ones included) share the shift
-            positions, k_positions = positions + shift, k_positions + shift  # [(batch,) tgt_len], [(batch,) k_len]
+        # Every key's position (cached ones included), then the queries' among them: a shift or a
+        # draw is then shared by queries and keys alike.
+        memory_rows = enc.memory.size(0)
+        if batch % memory_rows:
+            raise ValueError(f"{batch} query rows cannot share {memory_rows} memory rows evenly")
+        source_lengths = enc.src_mask.sum(-1)  # [memory rows]; beams: a sentence's rows are consecutive
+        if memory_rows != batch:
+            source_lengths = source_lengths.repeat_interleave(batch // memory_rows)  # [batch]
+        k_positions = self.decoder_pe.positions(offset + tgt_len, batch, self.training, tgt.device,
+                                                source_lengths)  # [(batch,) k_len]
+        positions = k_positions[..., offset:]  # [(batch,) tgt_len]
         x = self.tgt_embed(tgt) * self.embed_scale  # [batch, tgt_len, d_model]
         x = self.dropout(self.decoder_pe.add_to_embeddings(x, positions))
 

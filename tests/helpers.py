@@ -123,6 +123,12 @@ def encoding_cases():
     cases = [pytest.param(name, {}, id=name) for name in sorted(POSITIONAL_ENCODINGS)]
     cases.append(pytest.param("rope", {"cross_attention": True}, id="rope-cross"))
     cases.append(pytest.param("rope", {"layout": "interleaved", "fraction": 0.5}, id="rope-interleaved-half"))
+    for name, top in (("sinusoidal", 256), ("learnable", 64), ("rope", 256)):
+        cases.append(pytest.param(name, {"randomized": True, "max_position": top}, id=f"{name}-randomized"))
+    for scaling in ("linear", "ntk"):  # yarn needs a recorded training length: tests/test_length_encodings.py
+        cases.append(pytest.param("rope", {"scaling": scaling, "scaling_factor": 3.0}, id=f"rope-{scaling}"))
+    cases.append(pytest.param("xpos", {"cross_attention": True}, id="xpos-cross"))
+    cases.append(pytest.param("fire", {"cross_attention": True}, id="fire-cross"))
     return cases
 
 

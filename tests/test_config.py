@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from models import POSITIONAL_ENCODINGS, build_model
+from models.positional_encodings.rotary import RopeOptions
 import yaml
 
 from utils.config import (ConfigError, ExperimentConfig, ModelConfig, PositionalConfig, dump_config,
@@ -122,7 +123,7 @@ def test_base_inheritance_merges_nested_keys(tmp_path: Path):
     assert (cfg.model.d_model, cfg.model.num_heads, cfg.model.ffn_dim) == (64, 4, 256)
     # Nested section merged key by key, not replaced.
     assert cfg.model.positional == PositionalConfig(
-        name="rope", options={"theta": 500.0, "fraction": 1.0, "layout": "half", "cross_attention": True})
+        name="rope", options={**dataclasses.asdict(RopeOptions()), "theta": 500.0, "cross_attention": True})
     assert (cfg.training.lr, cfg.training.epochs) == (0.002, 5)
     # Keys set nowhere keep their schema defaults.
     assert cfg.model.num_encoder_layers == ModelConfig().num_encoder_layers
@@ -222,7 +223,9 @@ def error_message(path: Path, overrides: list[str]) -> str:
 def test_unknown_nested_key_names_key_lists_valid_keys_and_suggests(tmp_path: Path):
     msg = error_message(base_config_path(tmp_path), ["model.positional.nmae=rope"])
     assert "model.positional.nmae" in msg
-    assert "Did you mean 'name'" in msg and "'sinusoidal' takes no options" in msg
+    assert "Did you mean 'name'" in msg and "Options of 'sinusoidal': randomized, max_position." in msg
+    msg = error_message(base_config_path(tmp_path), ["model.positional.name=none", "model.positional.nmae=x"])
+    assert "'none' takes no options" in msg
 
 
 def test_unknown_top_level_key(tmp_path: Path):
@@ -288,16 +291,15 @@ def test_previous_release_flat_option_names_still_load_with_a_note(tmp_path: Pat
     import utils.config
     utils.config._legacy_noted = False
     cfg = load_config(path)
-    assert cfg.model.positional == PositionalConfig(
-        name="rope", options={"theta": 500.0, "fraction": 0.5, "layout": "half", "cross_attention": True})
+    rope = {**dataclasses.asdict(RopeOptions()), "theta": 500.0, "fraction": 0.5, "cross_attention": True}
+    assert cfg.model.positional == PositionalConfig(name="rope", options=rope)
     note = capsys.readouterr().err
     assert "rope_theta -> theta" in note and "previous release" in note
     load_config(path)
     assert capsys.readouterr().err == ""  # once per process
     # The new spelling loads silently, and a dump writes it.
     dump_config(cfg, tmp_path / "new.yaml")
-    assert yaml.safe_load((tmp_path / "new.yaml").read_text())["model"]["positional"] == {
-        "name": "rope", "theta": 500.0, "fraction": 0.5, "layout": "half", "cross_attention": True}
+    assert yaml.safe_load((tmp_path / "new.yaml").read_text())["model"]["positional"] == {"name": "rope", **rope}
     assert load_config(tmp_path / "new.yaml") == cfg and capsys.readouterr().err == ""
 
 

@@ -372,8 +372,10 @@ def test_shape_training_shifts_cover_exactly_0_to_k_minus_1():
         shifts.append(shift)
     assert not torch.equal(shifts[0], shifts[1])  # source and target drawn independently
     # The hook on its own, over many draws.
-    drawn = model.encoder_pe.position_shift(batch, True, torch.device("cpu"))
-    assert drawn.shape == (batch, 1) and set(drawn.unique().tolist()) == set(range(K))
+    drawn = model.encoder_pe.positions(4, batch, True, torch.device("cpu"))
+    shift = drawn[:, :1]
+    assert drawn.shape == (batch, 4) and torch.equal(drawn, torch.arange(4) + shift)
+    assert set(shift.unique().tolist()) == set(range(K))
 
 
 @pytest.mark.parametrize("inference_shift, expected", [(None, 5), (0, 0), (7, 7)])
@@ -427,7 +429,7 @@ def test_shape_config_keys_and_validation():
     for value, expected in ((None, 100), (0, 0), (3, 3)):
         pe = build_positional_encoding(load(inference_shift=value).model.positional, 32, 4, False)
         assert isinstance(pe, ShapePositionalEncoding) and pe.max_shift == 100 and pe.inference_shift == expected
-        assert pe.position_shift(2, False, torch.device("cpu")) == (expected or None)
+        assert torch.equal(pe.positions(3, 2, False, torch.device("cpu")), torch.arange(3) + expected)
     assert load(max_shift=1).model.positional.options["max_shift"] == 1  # k always 0 in training
     for key, value in (("max_shift", 0), ("max_shift", -2), ("inference_shift", -1)):
         with pytest.raises(ConfigError, match=f"model.positional.{key}"):

@@ -1,4 +1,5 @@
-"""Reference and property tests for the score-bias families (ALiBi, T5, Shaw) and SHAPE.
+"""Reference and property tests for the score-bias families (ALiBi, T5, Shaw; KERPLE and FIRE in
+test_length_encodings.py) and SHAPE.
 
 Cache equality and forward/backward for every registered encoding are covered by the
 registry-driven tests in test_decoding.py and test_positional_encodings.py.
@@ -75,10 +76,13 @@ def test_shaw_bias_clips_relative_distance() -> None:
             assert torch.allclose(bias[:, i, j], table[idx])
 
 
-RELATIVE = ["alibi", "t5_bias", "shaw"]
+# Every score-bias encoding; FIRE's bias also depends on where the query is (its normalizer), so
+# only the others are invariant to shifting all positions (FIRE: tests/test_length_encodings.py).
+RELATIVE = sorted(n for n, cls in POSITIONAL_ENCODINGS.items() if issubclass(cls, ScoreBiasEncoding))
+SHIFT_INVARIANT = [n for n in RELATIVE if n != "fire"]
 
 
-@pytest.mark.parametrize("name", RELATIVE)
+@pytest.mark.parametrize("name", SHIFT_INVARIANT)
 @pytest.mark.parametrize("causal", [False, True])
 def test_relative_bias_is_invariant_to_shifting_all_positions(name: str, causal: bool) -> None:
     torch.manual_seed(0)
@@ -123,7 +127,7 @@ def test_shape_shifts_positions_randomly_in_training() -> None:
     first, second = shape(src, tgt), shape(src, tgt)
     assert not torch.allclose(first, second)  # a new random offset per call (dropout is 0)
     pe = shape.encoder_pe
-    shifted = torch.arange(6) + pe.position_shift(64, True, torch.device("cpu"))  # [batch, len]
+    shifted = pe.positions(6, 64, True, torch.device("cpu"))  # [batch, len]
     offsets = shifted[:, 0]
     assert shifted.shape == (64, 6) and torch.equal(shifted - offsets[:, None], torch.arange(6).expand(64, 6))
     assert offsets.min() >= 0 and offsets.max() < 50 and offsets.unique().numel() > 1

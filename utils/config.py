@@ -326,6 +326,8 @@ def validate(cfg: ExperimentConfig) -> None:
     if m.d_model % m.num_heads:
         raise ConfigError(f"model.d_model ({m.d_model}) must be divisible by model.num_heads ({m.num_heads})")
     encoding = POSITIONAL_ENCODINGS[pe]
+    # A config without a `positional` section gets the encoding's defaults, as a written one does.
+    m.positional.options = {**dataclasses.asdict(encoding.Options()), **m.positional.options}
     try:
         encoding.check_options(encoding.Options(**m.positional.options), head_dim=m.d_model // m.num_heads,
                                max_len=cfg.data.max_len)

@@ -1,0 +1,84 @@
+"""Randomized positions (Ruoss et al. 2023), an option of the sinusoidal, learnable and RoPE encodings.
+
+A sequence of n tokens sits at a sorted random subset of n positions of 0..max_position-1 instead
+of at 0..n-1, so that training already shows the encoding positions far beyond its lengths.
+Training draws a fresh subset per sequence and forward. Inference draws too, as the reference
+does (google-deepmind/randomized_positional_encodings), but once per sequence and seeded: the
+draw depends only on how many positions it must cover, so it does not depend on the batch, and a
+decoder's cached steps see the same positions as a full forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+INFERENCE_SEED = 20230101  # any fixed number: inference positions are reproducible
+
+
+@dataclass
+class RandomizedOptions:
+    randomized: bool = False  # positions: a sorted random subset of 0..max_position-1 (Ruoss et al. 2023)
+    max_position: int = 1024  # the range drawn from (with randomized); far above the training lengths
+
+
+def inference_cover(source_lengths: Tensor, decoder: bool) -> Tensor:
+    """How many positions a sequence's inference draw covers: the source's length in the encoder;
+    in the decoder 2 x source + 10, beyond the default search limit (1.5 x source + 10).
+    Positions past the cover (a source's padding, a longer output) follow its last one at steps of
+    1, up to max_position - 1."""
+    return source_lengths * 2 + 10 if decoder else source_lengths
+
+
+class RandomizedPositions:
+    """Mixin for a `PositionalEncoding` with `RandomizedOptions`: overrides `positions()` when on."""
+
+    randomized: bool = False
+    max_position: int = 1024
+
+    def init_randomized(self, randomized: bool, max_position: int) -> None:
+        if max_position < 1:
+            raise ValueError(f"randomized positions need max_position >= 1, got {max_position}")
+        self.randomized, self.max_position = randomized, max_position
+        self._draws: dict[tuple[int, str], Tensor] = {}
+
+    def positions(self, count: int, batch: int, training: bool, device: torch.device,
+                  source_lengths: Optional[Tensor] = None) -> Tensor:
+        if not self.randomized:
+            return super().positions(count, batch, training, device, source_lengths)
+        if training:
+            if count > self.max_position:
+                raise ValueError(f"a training sequence of {count} tokens needs model.positional.max_position "
+                                 f">= {count} (randomized positions draw them from 0..max_position-1)")
+            keys = torch.rand(batch, self.max_position, device=device)
+            return keys.argsort(dim=-1)[:, :count].sort(dim=-1).values  # [batch, count]
+        if source_lengths is None:  # one draw for every row
+            return self.seeded_positions(count, count, device)  # [count]
+        covers = inference_cover(source_lengths, self.causal).clamp(1, self.max_position)  # [batch]
+        out = torch.empty(covers.numel(), count, dtype=torch.long, device=device)
+        for cover in covers.unique().tolist():
+            out[covers == cover] = self.seeded_positions(cover, count, device)
+        return out  # [batch, count]
+
+    def seeded_positions(self, cover: int, count: int, device: torch.device) -> Tensor:
+        """`[count]` positions: the seeded sorted draw of `cover` positions, then steps of 1 past it
+        (at most max_position - 1)."""
+        cover = min(cover, self.max_position)
+        key = (cover, str(device))
+        if key not in self._draws:
+            g = torch.Generator().manual_seed(INFERENCE_SEED + cover)
+            draw = torch.randperm(self.max_position, generator=g)[:cover].sort().values
+            self._draws[key] = draw.to(device)
+        draw = self._draws[key]
+        index = torch.arange(count, device=device)
+        after = (draw[-1] + index - cover + 1).clamp(max=self.max_position - 1)
+        return torch.where(index < cover, draw[index.clamp(max=cover - 1)], after)
+
+    @staticmethod
+    def check_randomized(options: RandomizedOptions, max_len: int) -> None:
+        if options.randomized and options.max_position < max_len + 1:
+            raise ValueError(f"model.positional.max_position ({options.max_position}) must be at least "
+                             f"data.max_len + 1 ({max_len + 1}) to draw a training sequence's positions")
