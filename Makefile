@@ -56,7 +56,7 @@ archive:
 	  out=results/$${d#runs/}; mkdir -p $$out; rm -rf $$out/test; \
 	  cp $$d/config.yaml $$d/metrics.jsonl $$out/; cp -r $$d/test $$out/; \
 	  find $$out/test -name sources.txt -delete; \
-	  [ -f $$d/data_report.json ] && cp $$d/data_report.json $$out/ || true; \
+	  for f in data_report.json training_lengths.json; do [ -f $$d/$$f ] && cp $$d/$$f $$out/ || true; done; \
 	  echo "archived $$d -> $$out"; \
 	done
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 from pathlib import Path
 from typing import Optional
@@ -40,7 +41,7 @@ from training.schedules import build_optimizer, build_scheduler
 from utils.cli import EXIT_INTERRUPTED, add_config_args, main_guard
 from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
 from utils.errors import HarnessError
-from utils.files import remove_stale_temporaries
+from utils.files import atomic_write_text, remove_stale_temporaries
 from utils.runtime import JsonlLogger, log, pick_device, rank0_first, seed_everything, skip_cudnn_attention
 
 # Start-up errors that end every rank with the same one-line message (utils.cli.main_guard)
@@ -188,6 +189,20 @@ def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1
     return UpdateBatches(train_loader, t.update_freq), valid_loader, sampler
 
 
+def record_training_lengths(model, sampler: EpochBatchSampler, run_dir: Optional[Path], say=log) -> None:
+    """The longest source and decoder input (target + BOS) of the training data, in positions: in the
+    model (each stack's `training_length` buffer, so every checkpoint and export carries it) and in
+    the run folder (training_lengths.json). Length diagnostics call what lies past them "beyond
+    training"; RoPE's YaRN scaling is relative to them."""
+    source, target = max(sampler.src_lens, default=0), max(sampler.tgt_lens, default=-1) + 1
+    model.encoder_pe.training_length.fill_(source)
+    model.decoder_pe.training_length.fill_(target)
+    if run_dir is not None:
+        atomic_write_text(Path(run_dir) / "training_lengths.json",
+                          json.dumps({"source_positions": source, "target_positions": target}, indent=2) + "\n")
+        say(f"data: longest training source {source} positions, longest decoder input {target} (target + BOS)")
+
+
 def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, world: int, updates_per_epoch: int,
                        is_main: bool, say=log) -> TrainingRun:
     """Model, optimizer, LR schedule, trainer and evaluator engines, and the logs of one process."""
@@ -241,6 +256,7 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
         f"target padding {padding_fraction(list(sampler), sampler.tgt_lens):.1%}")
 
     run = build_training_run(cfg, tokenizer, device, world, len(updates), is_main, say)
+    record_training_lengths(run.model, sampler, cfg.resolved_run_dir if is_main else None, say)
     run.trainer.add_event_handler(Events.EPOCH_STARTED, lambda engine: sampler.set_epoch(engine.state.epoch))
     attach_training_log(run, show_progress_bar(is_main))
     best, last = attach_validation(run, tokenizer, splits["valid"], valid_loader)

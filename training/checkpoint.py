@@ -225,8 +225,19 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
     except RuntimeError as e:
         raise CheckpointError(f"{path}: the weights do not fit the model built from its config "
                               f"(was model.* overridden?): {e}") from None
+    check_training_lengths(model, str(path))
     model.to(device).eval()
     return cfg, tokenizer, model
+
+
+def check_training_lengths(model, source: str) -> None:
+    """An encoding option relative to the training length (RoPE's yarn scaling) needs a model that
+    recorded it (trained from 2026-11-26 on): otherwise one line saying what else works."""
+    for stack, pe in (("encoder", model.encoder_pe), ("decoder", model.decoder_pe)):
+        if getattr(pe, "needs_training_length", False) and int(pe.training_length) < 1:
+            raise CheckpointError(f"{source}: model.positional.scaling=yarn is relative to the training length, "
+                                  f"which this model's {stack} does not record (trained before it was recorded); "
+                                  f"use scaling linear or ntk with scaling_factor, or retrain")
 
 
 # ----------------------------------------------------------------------------- lookup for the entry scripts

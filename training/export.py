@@ -58,7 +58,7 @@ def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
 
     from models import build_model
     from tokenizer import BPETokenizer, PretrainedTokenizer
-    from training.checkpoint import CheckpointError, test_time_config
+    from training.checkpoint import CheckpointError, check_training_lengths, test_time_config
 
     path = Path(path)
     meta = json.loads((path / CONFIG).read_text(encoding="utf-8"))
@@ -77,6 +77,7 @@ def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
     except (RuntimeError, OSError) as e:
         raise CheckpointError(f"{path / WEIGHTS}: the weights do not fit the model of {path / CONFIG} "
                               f"(was model.* overridden?): {str(e).splitlines()[0][:300]}") from None
+    check_training_lengths(model, str(path))
     model.to(device).eval()
     return cfg, tokenizer, model
 

@@ -22,7 +22,7 @@ from utils.runtime import JsonlLogger, make_writable_folder
 # Written by train.py (config, tokenizer, checkpoints, logs, data report) and test.py (<split>/,
 # test_<file>/); the run lock's files (RunLock) are not content and never inspected.
 RUN_FILES = {"config.yaml", "tokenizer.json", "checkpoints", "tb", "metrics.jsonl", "data_report.json",
-             "test", "valid"}
+             "training_lengths.json", "test", "valid"}
 LOCK_FILES = (".lock", ".lock.pid")
 
 
