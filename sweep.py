@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -33,7 +34,7 @@ import compare
 import train as train_cmd
 from training.run_folder import RunFolder
 from utils.cli import main_guard
-from utils.config import flatten, load_config, parse_override, to_dict
+from utils.config import ConfigError, flatten, load_config, parse_override, to_dict
 from utils.config_schema import INFERENCE, RUNTIME
 from utils.errors import HarnessError
 from utils.key_roles import refused_on_resume, role_of
@@ -101,6 +102,43 @@ def training_finished(run_dir: Path, cfg) -> bool:
     return last["step"] >= wanted.max_steps if wanted.max_steps is not None else last["epoch"] >= wanted.epochs
 
 
+def check_variants(given: list[list[str]]) -> list[tuple[str, list[str]]]:
+    """--variant NAME KEY=VALUE ... as (name, overrides); the name becomes a folder name."""
+    variants = []
+    for name, *overrides in given:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) or "=" in name:
+            raise ConfigError(f"--variant {name}: give a name first (letters, digits, _ . -), then KEY=VALUE "
+                              f"overrides, e.g. --variant yarn4 model.positional.scaling=yarn")
+        if not overrides:
+            raise ConfigError(f"--variant {name}: give the test-time overrides after the name (KEY=VALUE ...)")
+        for override in overrides:
+            parse_override(override)  # one line naming a malformed KEY=VALUE
+        variants.append((name, overrides))
+    return variants
+
+
+def test_variants(run_dir: Path, variants: list[tuple[str, list[str]]], overrides: list[str]) -> int:
+    """Test a scored run once per variant into <run>/test_<name>/ (skipped where that exists, and
+    where the run's encoding does not take one of the variant's keys)."""
+    for name, variant in variants:
+        out = run_dir / f"test_{name}"
+        if (out / "scores.json").is_file():
+            log(f"sweep: {out} is scored: skipped")
+            continue
+        try:
+            load_config(run_dir / "config.yaml", variant)
+        except ConfigError as e:
+            log(f"sweep: variant {name} does not apply to {run_dir} ({e}): not tested")
+            continue
+        encoding = load_config(run_dir / "config.yaml").model.positional.name
+        sets = [x for o in [*test_time_overrides(overrides, encoding), *variant] for x in ("--set", o)]
+        log(f"sweep: testing {run_dir} as variant {name} ({' '.join(variant)})")
+        rc = test_cmd.main(["--run", str(run_dir), *sets, "--output_dir", str(out), "--overwrite"])
+        if rc:
+            return rc
+    return 0
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("configs", nargs="+", help="YAML configs to run, in order")
@@ -110,10 +148,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", metavar="N",
                         help="run every config once per seed, into <run folder>_seed<N> (default: the config's "
                              "own seed, into its own run folder)")
+    parser.add_argument("--variant", nargs="+", action="append", default=[], metavar="NAME KEY=VALUE",
+                        help="also test every run with these test-time overrides, into <run>/test_<NAME>/ "
+                             "(repeatable; compare.py shows each as a row of its own), e.g. --variant yarn4 "
+                             "model.positional.scaling=yarn model.positional.scaling_factor=4; a run whose "
+                             "encoding does not take a key is not tested with it")
     parser.add_argument("--runs_root", metavar="DIR",
                         help="put run folders under DIR/<name> instead of runs/<name> (ignored for a config "
                              "whose run_dir is set)")
     args = parser.parse_args(argv)
+    variants = check_variants(args.variant)
     run_dirs, left_alone = [], []
     for config, overrides in expand_runs(args.configs, args.overrides, args.seeds, args.runs_root):
         cfg = load_config(config, overrides)
@@ -154,6 +198,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         if rc:
             return rc
         run_dirs.append(run_dir)
+    for run_dir in run_dirs:
+        rc = test_variants(run_dir, variants, args.overrides)
+        if rc:
+            return rc
     if run_dirs:
         rc = compare.main([str(d) for d in run_dirs] + (["--output", args.output] if args.output else []))
         if rc:
