@@ -15,6 +15,9 @@ settings (where and how they ran: training.device, num_threads, data.cache_dir, 
 test-set sampling noise for one pair of models; `seeds above baseline` counts, over the seeds both
 configurations were run with, how often this configuration's test sacreBLEU beat the baseline's
 with the same seed (e.g. `3/3`) — the check against seed noise.
+Runs scored with test.py's teacher-forced diagnostic add a column (`TF NLL beyond training`), a table
+of NLL by target position, one of p(EOS) at the sentence boundaries per k and `<prefix>_teacher_forced.png`;
+runs without it (older ones) are tabulated exactly as before.
 
 Numbers come from each run's own files: metrics.jsonl (training/validation log) and
 test/scores.json, test/hypotheses.txt, test/references.txt (written by test.py).
@@ -38,7 +41,8 @@ from evaluation.comparison_plots import write_plots
 from evaluation.length_report import add_concat_stats, concat_tables
 from evaluation.findings import compute_findings, find_row, findings_markdown
 from evaluation.run_stats import mean_std, read_lines, seed_wins
-from evaluation.summary_tables import NUMERIC, bucket_table, csv_rows, json_report, markdown_table
+from evaluation.summary_tables import (NUMERIC, bucket_table, csv_rows, json_report, markdown_table,
+                                       teacher_forced_tables)
 from utils.config import flatten, load_config, to_dict
 from utils.config_schema import METRIC_SIGN
 from utils.cli import main_guard
@@ -100,7 +104,39 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
     row["longer_bleu"] = (scores.get("longer_than_training") or {}).get("sacrebleu")
     row["by_source_length"] = scores.get("by_source_length")
     row["concat"] = {c["k"]: c for c in scores.get("concat") or []}
+    row["teacher_forced"] = run_teacher_forced(scores.get("teacher_forced"))
     return row
+
+
+def _pool_nll(parts) -> Optional[float]:
+    """Token-weighted NLL (EOS renormalised out) over summaries/buckets of scores.json's teacher_forced."""
+    parts = [p for p in parts if p and p.get("nll_no_eos") is not None and p.get("tokens_no_eos")]
+    tokens = sum(p["tokens_no_eos"] for p in parts)
+    return sum(p["nll_no_eos"] * p["tokens_no_eos"] for p in parts) / tokens if tokens else None
+
+
+def run_teacher_forced(report: Optional[dict]) -> Optional[dict]:
+    """A run's teacher-forced diagnostic (evaluation/teacher_forced.py) pooled over k = 1 and every
+    joined k, token-weighted, EOS renormalised out, boundaries excluded: NLL beyond the decoder's
+    training length, NLL per target-position bucket, and p(EOS) at the boundaries per k. None for
+    runs tested without it (older runs)."""
+    if not isinstance(report, dict) or not report.get("k"):
+        return None
+    entries = list(report["k"].values())
+    buckets: dict[int, tuple[str, list]] = {}
+    for e in entries:
+        for b in e["buckets"]:
+            buckets.setdefault(b["from"], (b["bucket"], []))[1].append(b)
+    return {"training_length": (report.get("training_length") or {}).get("target") or None,
+            "nll_beyond": _pool_nll(e.get("beyond_training") for e in entries),
+            "by_position": [{"bucket": label, "from": lo, "nll_no_eos": _pool_nll(bs)}
+                            for lo, (label, bs) in sorted(buckets.items())],
+            "boundary_p_eos": {k: e["boundary"]["p_eos"] for k, e in sorted(report["k"].items(), key=_k_order)
+                               if e.get("boundary")}}
+
+
+def _k_order(item: tuple[str, dict]) -> int:
+    return int(item[0])  # scores.json's k keys are strings: "2" before "10"
 
 
 # ----------------------------------------------------------------------------- grouping and statistics
@@ -133,6 +169,7 @@ def group_runs(rows: list[dict]) -> list[dict]:
         for key in NUMERIC:
             g["mean"][key], g["std"][key], _ = mean_std([r.get(key) for r in g["runs"]])
         g["by_source_length"] = bucket_stats(g["runs"])
+        g["teacher_forced"] = teacher_forced_stats(g["runs"])
     counts = Counter(g["label"] for g in out)
     for g in out:  # two configurations with one name (e.g. different --set): tell them apart by folder
         if counts[g["label"]] > 1:
@@ -154,6 +191,29 @@ def bucket_stats(runs: list[dict]) -> Optional[list[dict]]:
         mean, std, _ = mean_std(vals)
         out.append({"bucket": b["bucket"], "num_sentences": b["num_sentences"], "mean": mean, "std": std})
     return out
+
+
+def teacher_forced_stats(runs: list[dict]) -> Optional[dict]:
+    """Mean/std over a group's runs of their pooled teacher-forced figures (None if no run has them);
+    the training length where the runs agree on it."""
+    have = [r for r in runs if r.get("teacher_forced")]
+    if not have:
+        return None
+    tf = [r["teacher_forced"] for r in have]
+
+    def stats(values: list) -> dict:
+        return dict(zip(("mean", "std", "n"), mean_std(values)))
+
+    positions = sorted({(b["from"], b["bucket"]) for t in tf for b in t["by_position"]})
+    lengths = {t["training_length"] for t in tf}
+    ks = sorted({k for t in tf for k in t["boundary_p_eos"]}, key=int)
+    return {"runs": len(have), "training_length": lengths.pop() if len(lengths) == 1 else None,
+            "nll_beyond": stats([t["nll_beyond"] for t in tf]),
+            "by_position": [{"bucket": label, "from": lo, **stats(
+                [next((b["nll_no_eos"] for b in t["by_position"] if b["from"] == lo), None) for t in tf])}
+                for lo, label in positions],
+            "boundary_p_eos": {k: stats([t["boundary_p_eos"].get(k) for t in tf]) for k in ks},
+            "per_run": [{"run": r["run"], "seed": r["seed"], **r["teacher_forced"]} for r in have]}
 
 
 def pick_baseline(groups: list[dict], wanted: Optional[str]) -> dict:
@@ -268,7 +328,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ValueError as e:  # references that differ between runs (evaluation/length_report.py)
         raise CompareError(str(e)) from None
     table = markdown_table(groups, baseline, args.bootstrap_samples)
-    for extra in (bucket_table(groups), concat_tables(groups, baseline, args.bootstrap_samples)):
+    for extra in (bucket_table(groups), concat_tables(groups, baseline, args.bootstrap_samples),
+                  teacher_forced_tables(groups)):
         if extra:
             table += "\n\n" + extra
     print(table)

@@ -1,7 +1,10 @@
 #!/usr/bin/env python
 """Translate a test set and score it whole: sacreBLEU (with signature), chrF, nltk BLEU-4 on word
 tokens, the hypothesis/reference length ratio, scores per source length, and optionally the
-length-extrapolation protocol (--concat).
+length-extrapolation protocol (--concat); and a teacher-forced length diagnostic that does not depend
+on when the model stops: the references' NLL and accuracy per target position, per k, beyond and
+within the training length, and p(EOS) at the sentence boundaries of joined inputs
+(evaluation/teacher_forced.py; `--set evaluation.teacher_forced=false` skips it).
 
 Examples:
   python test.py --run runs/demo/rope                       # the run's best checkpoint, its test split
@@ -28,6 +31,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from evaluation.teacher_forced import check_position_buckets, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.checkpoint import (check_model_matches, checkpoint_step, load_for_inference, resolve_checkpoint,
                                  run_dir_of_checkpoint)
@@ -92,6 +96,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     cfg, tokenizer, model = load_for_inference(ckpt, args.overrides, device=str(device))
     if args.config:
         cfg = check_model_matches(args.config, args.overrides, cfg, ckpt)
+    if cfg.evaluation.teacher_forced:  # before hours of decoding, not after
+        check_position_buckets(cfg.evaluation.position_buckets)
     if args.src:
         pairs, documents = read_file_pair({"src": args.src, "tgt": args.ref}, cfg.data.src_lang, cfg.data.tgt_lang)
         test_set = {"src": str(args.src), "ref": str(args.ref)}
@@ -114,6 +120,9 @@ def score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents,
     log(f"scoring {len(pairs):,} pairs of {test_set} with {ckpt}"
         + (f" ({len(set(documents))} documents)" if documents else ""))
     scores = evaluate(model, tokenizer, pairs, documents, cfg, device, out_dir, concat)
+    if cfg.evaluation.teacher_forced:  # the references' likelihood per target position, whatever the search does
+        log("teacher forcing the references (k = 1" + "".join(f", {k}" for k in sorted(set(concat) - {1})) + ")")
+        scores["teacher_forced"] = teacher_forced_scores(model, tokenizer, pairs, documents, cfg, device, concat)
     if args.src:  # a file from outside the run: is it in the training data? (splits: see data_report.json)
         scores["overlap_with_train"] = overlap_with_training(cfg.data, pairs)
     scores.update(test_set=test_set, split=test_set.get("split"), checkpoint=str(ckpt),
@@ -141,7 +150,36 @@ def print_summary(scores: dict, out_dir: Path) -> None:
     for row in scores.get("concat", []):
         print(f"k={row['k']}: sacreBLEU {row['sacrebleu']:.2f}  chrF {row['chrf']:.2f}  length ratio "
               f"{row['length_ratio']:.3f}  ({row['num_inputs']} inputs)")
+    for k, entry in (scores.get("teacher_forced") or {}).get("k", {}).items():
+        print(teacher_forced_line(k, entry))
     print(f"outputs: {out_dir}")
+
+
+def teacher_forced_line(k: str, entry: dict) -> str:
+    """One k of the teacher-forced diagnostic: NLL (EOS renormalised out) beyond and within the
+    decoder's training length, and p(EOS) at the sentence boundaries of joined inputs."""
+    def nll(part: Optional[dict]) -> str:
+        if not part or part["nll_no_eos"] is None:
+            return "–"
+        return f"{part['nll_no_eos']:.3f} (n={part['tokens_no_eos']})"
+
+    if entry["beyond_training"] is None:
+        text = f"k={k} teacher-forced NLL, EOS renormalised out: {nll(pooled(entry))} (training length not recorded)"
+    else:
+        text = (f"k={k} teacher-forced NLL, EOS renormalised out: beyond training {nll(entry['beyond_training'])}, "
+                f"within {nll(entry['within_training'])}")
+    boundary = entry.get("boundary")
+    if boundary:
+        p = "–" if boundary["p_eos"] is None else f"{boundary['p_eos']:.3f}"
+        text += f"; boundary p(EOS) {p} (n={boundary['tokens']})"
+    return text
+
+
+def pooled(entry: dict) -> dict:
+    """An entry's figures over every bucket (boundaries excluded), token-weighted."""
+    tokens = sum(b["tokens_no_eos"] for b in entry["buckets"])
+    total = sum(b["nll_no_eos"] * b["tokens_no_eos"] for b in entry["buckets"] if b["nll_no_eos"] is not None)
+    return {"tokens_no_eos": tokens, "nll_no_eos": total / tokens if tokens else None}
 
 
 if __name__ == "__main__":

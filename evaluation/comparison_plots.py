@@ -1,5 +1,6 @@
 """The comparison plots written by compare.py: test BLEU per configuration with error bars,
-BLEU per source-length bucket, BLEU and length ratio against k (inputs of k joined test pairs), and validation curves (one colour per configuration, one line
+BLEU per source-length bucket, BLEU and length ratio against k (inputs of k joined test pairs), the
+teacher-forced NLL against target position, and validation curves (one colour per configuration, one line
 style per seed). Input: compare.py's groups (one per configuration, with its runs)."""
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from utils.files import atomic_output
 
 
 def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
-    """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_concat.png, PREFIX_curves.png (each only when
-    there is data for it)."""
+    """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_concat.png, PREFIX_teacher_forced.png,
+    PREFIX_curves.png (each only when there is data for it)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -67,6 +68,26 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
                      title="Output length")
         bleu_ax.legend(fontsize=7)
         save(fig, "_concat.png")
+
+    forced = [(i, g) for i, g in enumerate(groups) if g.get("teacher_forced")]
+    if forced:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        lengths: dict[int, list[int]] = {}
+        for i, g in forced:
+            points = [b for b in g["teacher_forced"]["by_position"] if b["mean"] is not None]
+            ax.errorbar([b["from"] for b in points], [b["mean"] for b in points],
+                        yerr=[b["std"] or 0.0 for b in points], marker="o", capsize=3, color=f"C{i % 10}",
+                        label=g["label"])
+            if g["teacher_forced"]["training_length"]:  # the group's runs agree on it
+                lengths.setdefault(g["teacher_forced"]["training_length"], []).append(i)
+        for length, members in lengths.items():  # one grey line when every configuration shares it
+            shared = len(lengths) == 1 and len(members) == len(forced)
+            ax.axvline(length, linestyle="--", linewidth=1, color="grey" if shared else f"C{members[0] % 10}",
+                       label=f"training length {length}" if shared else None)
+        ax.set(xlabel="target position (bucket lower edge; 0 = BOS)", ylabel="NLL, EOS renormalised out")
+        ax.set_title("Teacher-forced NLL by target position, pooled over k (mean ± std over seeds)", fontsize=10)
+        ax.legend(fontsize=7)
+        save(fig, "_teacher_forced.png")
 
     runs = [(i, j, g, r) for i, g in enumerate(groups) for j, r in enumerate(g["runs"]) if r["valid_events"]]
     if runs:

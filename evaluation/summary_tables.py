@@ -1,6 +1,7 @@
 """compare.py's tables: the main table (one row per configuration, mean ± std over its seeds, the
-p-value and same-seed wins against the baseline), scores per source-length bucket, and the same
-numbers as CSV rows and a JSON report. Input: compare.py's groups (one per configuration, with its
+p-value and same-seed wins against the baseline), scores per source-length bucket, the teacher-forced
+diagnostic (only when some run has it: a main-table column, NLL by target position, boundary p(EOS)
+per k), and the same numbers as CSV rows and a JSON report. Input: compare.py's groups (one per configuration, with its
 runs); the per-k tables of the length protocol are in evaluation/length_report.py."""
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ NUMERIC = {
 COLUMNS = [("label", "config"), ("encoding", "encoding"), ("n", "seeds"), *NUMERIC.items(),
            ("p_value", "p vs baseline"), ("seeds_above", "seeds above baseline")]
 CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")
+TF_COLUMN = "TF NLL beyond training"  # after "BLEU longer-than-training", when some run has the diagnostic
+TF_NOTE = ("TF NLL beyond training: teacher-forced NLL of the references at target positions at or beyond the "
+           "decoder's training length, EOS renormalised out, pooled token-weighted over k = 1 and every joined k, "
+           "sentence boundaries of joined inputs excluded (test.py, evaluation/teacher_forced.py).")
 
 
 def fmt(key: str, value) -> str:
@@ -47,11 +52,29 @@ def cell(key: str, mean, std) -> str:
     return f"{fmt(key, mean)} ± {fmt(key, std)}"
 
 
+def has_teacher_forced(groups: list[dict]) -> bool:
+    return any(g.get("teacher_forced") for g in groups)
+
+
+def tf_cell(stats: Optional[dict], digits: int = 3) -> str:
+    """mean ± std of a teacher-forced figure over seeds, "–" when no run has it."""
+    if not stats or stats["mean"] is None:
+        return "–"
+    return f"{stats['mean']:.{digits}f}" + (f" ± {stats['std']:.{digits}f}" if stats["std"] is not None else "")
+
+
 def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_samples: int = 1000) -> str:
-    lines = ["| " + " | ".join(title for _, title in COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
+    tf = has_teacher_forced(groups)
+    titles = [title for _, title in COLUMNS]
+    at = titles.index(NUMERIC["longer_bleu"]) + 1
+    if tf:
+        titles.insert(at, TF_COLUMN)
+    lines = ["| " + " | ".join(titles) + " |", "|" + "|".join("---" for _ in titles) + "|"]
     for g in groups:
         cells = [g["label"], g["encoding"], str(g["n"])]
         cells += [cell(k, g["mean"][k], g["std"][k]) for k in NUMERIC]
+        if tf:
+            cells.insert(at, tf_cell((g.get("teacher_forced") or {}).get("nll_beyond")))
         cells.append("baseline" if g["is_baseline"] else fmt("p_value", g["p_value"]))
         cells.append("baseline" if g["is_baseline"] else fmt("seeds_above", g["seeds_above"]))
         lines.append("| " + " | ".join(cells) + " |")
@@ -74,6 +97,8 @@ def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_sample
     tokenizations = sorted({r["nltk_tokenization"] for r in runs if r.get("nltk_tokenization")})
     if tokenizations:
         lines.append("nltk BLEU-4 is corpus BLEU on word tokens (" + "; ".join(tokenizations) + "), in [0, 1].")
+    if tf:
+        lines.append(TF_NOTE)
     return "\n".join(lines).rstrip()
 
 
@@ -93,6 +118,36 @@ def bucket_table(groups: list[dict]) -> str:
     return "Test sacreBLEU by source length (subword tokens):\n\n" + "\n".join(lines)
 
 
+def teacher_forced_tables(groups: list[dict]) -> str:
+    """Markdown: teacher-forced NLL per target-position bucket and boundary p(EOS) per k, one row per
+    configuration (mean ± std over seeds); empty when no run has the diagnostic."""
+    rows = [g for g in groups if g.get("teacher_forced")]
+    if not rows:
+        return ""
+    buckets = sorted({(b["from"], b["bucket"]) for g in rows for b in g["teacher_forced"]["by_position"]})
+    lines = ["| config | encoding | " + " | ".join(label for _, label in buckets) + " |",
+             "|---|---|" + "|".join("---" for _ in buckets) + "|"]
+    for g in rows:
+        by = {b["from"]: b for b in g["teacher_forced"]["by_position"]}
+        cells = [tf_cell(by.get(lo)) for lo, _ in buckets]
+        lines.append(f"| {g['label']} | {g['encoding']} | " + " | ".join(cells) + " |")
+    lengths = sorted({g["teacher_forced"]["training_length"] for g in rows} - {None})
+    text = ("Teacher-forced NLL by target position (decoder positions, 0 = BOS; EOS renormalised out, pooled "
+            "token-weighted over k = 1 and every joined k, sentence boundaries excluded; mean ± std over seeds"
+            + (f"; decoder training length: {', '.join(map(str, lengths))}" if lengths else "") + "):\n\n"
+            + "\n".join(lines))
+    ks = sorted({k for g in rows for k in g["teacher_forced"]["boundary_p_eos"]}, key=int)
+    if ks:
+        lines = ["| config | encoding | " + " | ".join(f"k={k}" for k in ks) + " |",
+                 "|---|---|" + "|".join("---" for _ in ks) + "|"]
+        lines += [f"| {g['label']} | {g['encoding']} | "
+                  + " | ".join(tf_cell(g["teacher_forced"]["boundary_p_eos"].get(k)) for k in ks) + " |" for g in rows]
+        text += ("\n\nTeacher-forced p(EOS) at the sentence boundaries of joined inputs (the first reference token of "
+                 "each later pair, where a single-sentence model wants to stop; mean ± std over seeds):\n\n"
+                 + "\n".join(lines))
+    return text
+
+
 def csv_rows(groups: list[dict]) -> tuple[list[str], list[dict]]:
     fields = ["label", "encoding", "n"] + [f for k in NUMERIC for f in (k, f"{k}_std")] + \
              ["p_value", "seeds_above", "seeds_compared", "is_baseline", "runs", "sacrebleu_signature"]
@@ -109,12 +164,18 @@ def csv_rows(groups: list[dict]) -> tuple[list[str], list[dict]]:
             row.update({f"k{k}_{key}": c[key] for key in CONCAT_CSV})
         rows.append(row)
     ks = sorted({k for g in groups for k in (g.get("concat") or {})})
-    return fields + [f"k{k}_{key}" for k in ks for key in CONCAT_CSV], rows
+    fields += [f"k{k}_{key}" for k in ks for key in CONCAT_CSV]
+    if has_teacher_forced(groups):  # only then: older runs' CSV stays as it was
+        fields += ["tf_nll_beyond", "tf_nll_beyond_std"]
+        for g, row in zip(groups, rows):
+            stats = (g.get("teacher_forced") or {}).get("nll_beyond") or {}
+            row.update(tf_nll_beyond=stats.get("mean"), tf_nll_beyond_std=stats.get("std"))
+    return fields, rows
 
 
 def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) -> dict:
     per_run = ("run", "seed", *NUMERIC)
-    return {
+    report = {
         "baseline": baseline["label"] if baseline else None,
         "significance": {"test": "paired bootstrap resampling, one test over the seeds both ran (see *_findings.json)",
                          "metric": "sacreBLEU", "n_samples": n_samples},
@@ -124,3 +185,7 @@ def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) ->
                     "by_source_length": g["by_source_length"], "concat": g.get("concat") or None,
                     "per_run": [{k: r.get(k) for k in per_run} for r in g["runs"]]} for g in groups],
     }
+    if has_teacher_forced(groups):  # only then: older runs' report stays as it was
+        for g, out in zip(groups, report["groups"]):
+            out["teacher_forced"] = g.get("teacher_forced")
+    return report

@@ -134,10 +134,17 @@ def evaluate(model, tokenizer, pairs: list[Pair], documents: Optional[list[str]]
     return scores
 
 
+def protocol_groups(num_pairs: int, k: int, documents: Optional[list[str]], cfg) -> list[list[int]]:
+    """The pairs joined into each input of the length protocol at k: one definition for the BLEU
+    protocol and the teacher-forced diagnostic (evaluation/teacher_forced.py), so both score the
+    same inputs."""
+    return concat_groups(num_pairs, k, documents, cfg.evaluation.concat_seed)
+
+
 def _score_concat(model, tokenizer, pairs: list[Pair], documents: Optional[list[str]], cfg, device,
                   out_dir: Path, k: int, single: list[Translation]) -> dict:
     """One k of the length protocol: join, translate (k = 1 reuses the sentence-level outputs), score."""
-    groups = concat_groups(len(pairs), k, documents, cfg.evaluation.concat_seed)
+    groups = protocol_groups(len(pairs), k, documents, cfg)
     joined = join_pairs(pairs, groups)
     sources, references = [s for s, _ in joined], [t for _, t in joined]
     if k == 1:

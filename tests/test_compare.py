@@ -107,6 +107,8 @@ def test_one_row_per_config_holds_the_runs_own_numbers(swept: Path) -> None:
     assert md_row(markdown, "demo/rope")["seeds above baseline"] == f"{wins}/{len(SEEDS)}"
     assert md_row(markdown, "demo/sinusoidal")["seeds above baseline"] == "baseline"
     assert "Test sacreBLEU by source length" in markdown
+    # test.py's teacher-forced diagnostic (on by default) reaches the table: tests/test_teacher_forced.py
+    assert "TF NLL beyond training" in markdown.splitlines()[0] and "Teacher-forced NLL by target position" in markdown
 
 
 def test_per_k_table_holds_the_runs_own_numbers(swept: Path) -> None:
@@ -175,7 +177,7 @@ def test_csv_and_json_agree(swept: Path) -> None:
 def test_plots_are_real_images(swept: Path) -> None:
     import matplotlib.image as mpimg
 
-    for suffix in ("_bleu.png", "_length_buckets.png", "_concat.png", "_curves.png"):
+    for suffix in ("_bleu.png", "_length_buckets.png", "_concat.png", "_teacher_forced.png", "_curves.png"):
         pixels = mpimg.imread(swept / f"summary{suffix}")
         assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100, suffix
         assert pixels[..., :3].std() > 0.01, f"{suffix} is blank"

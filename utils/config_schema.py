@@ -243,6 +243,11 @@ class EvaluationConfig:
     # order). test.py --concat overrides.
     concat: list[int] = setting(factory=list)
     concat_seed: int = setting(1)
+    # Teacher-forced diagnostic (evaluation/teacher_forced.py): the references' NLL and accuracy per
+    # target position, for k = 1 and every k above, independent of when the model stops.
+    teacher_forced: bool = setting(True)
+    # Its target-position buckets (decoder positions, 0 = BOS): [b0, b1), ..., [b_last, inf); b0 = 0.
+    position_buckets: list[int] = setting(factory=lambda: [0, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512])
 
 
 @dataclass
