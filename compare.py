@@ -40,7 +40,7 @@ from typing import Optional
 from evaluation.comparison_plots import write_plots
 from evaluation.length_report import add_concat_stats, concat_tables
 from evaluation.findings import compute_findings, find_row, findings_markdown
-from evaluation.run_stats import mean_std, read_lines, seed_wins
+from evaluation.run_stats import mean_std, read_lines, seed_wins, test_folder
 from evaluation.summary_tables import (NUMERIC, bucket_table, csv_rows, json_report, markdown_table,
                                        teacher_forced_tables)
 from utils.config import flatten, load_config, to_dict
@@ -61,12 +61,15 @@ class CompareError(HarnessError):
 # ----------------------------------------------------------------------------- reading runs
 
 
-def summarise_run(run_dir: Path) -> Optional[dict]:
-    """One row for a run folder, or None if it is not one (no config.yaml)."""
+def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> Optional[dict]:
+    """One row for a run folder, or None if it is not one (no config.yaml). With `variant` (folder
+    name, test-time settings), the row of the run tested so, in <run>/<folder>/ (`run_variants`)."""
     if not (run_dir / "config.yaml").is_file():
         return None
-    # Through the loader, so runs saved with an older spelling of a key group with today's runs.
-    cfg = to_dict(load_config(run_dir / "config.yaml"))
+    test_dir, settings = variant or ("test", {})
+    # Through the loader, so runs saved with an older spelling of a key group with today's runs; a
+    # variant's settings make it a configuration of its own.
+    cfg = to_dict(load_config(run_dir / "config.yaml", [f"{k}={json.dumps(v)}" for k, v in settings.items()]))
     try:
         records = JsonlLogger(run_dir / "metrics.jsonl").history()
     except ValueError as e:
@@ -81,7 +84,11 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
         sign = METRIC_SIGN[metric]
         scored = [r for r in valid if r.get(metric) is not None and math.isfinite(r[metric])]
         best = max(scored, key=lambda r: sign * r[metric]) if scored else valid[-1]
-    row = {"run": str(run_dir), "name": cfg.get("name") or run_dir.name, "seed": cfg.get("seed"), "config": cfg,
+    name = cfg.get("name") or run_dir.name
+    if settings:
+        name += " [" + ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in settings.items()) + "]"
+    row = {"run": str(run_dir), "test_dir": str(run_dir / test_dir), "name": name, "seed": cfg.get("seed"),
+           "config": cfg,
            "encoding": cfg["model"]["positional"]["name"],
            "train_loss": ends[-1].get("final_train_loss") if ends else None,
            "valid_loss": best.get("valid_loss") if best else None,
@@ -91,7 +98,7 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
            "tokens_per_sec": statistics.fmean(speeds) if speeds else None,
            "steps": ends[-1]["step"] if ends else None,
            "valid_events": valid}
-    scores_path = run_dir / "test" / "scores.json"
+    scores_path = run_dir / test_dir / "scores.json"
     try:
         scores = json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
     except ValueError as e:
@@ -106,6 +113,23 @@ def summarise_run(run_dir: Path) -> Optional[dict]:
     row["concat"] = {c["k"]: c for c in scores.get("concat") or []}
     row["teacher_forced"] = run_teacher_forced(scores.get("teacher_forced"))
     return row
+
+
+def run_variants(run_dir: Path) -> list[tuple[str, dict]]:
+    """(folder, settings) of each variant of a run: a test_<name>/ of its own test split scored
+    with test-time --set overrides (sweep.py --variant); test_<file>/ of other test sets are not."""
+    trained = flatten(to_dict(load_config(run_dir / "config.yaml")))
+    variants = []
+    for folder in sorted(run_dir.glob("test_*/scores.json")):
+        try:
+            scores = json.loads(folder.read_text(encoding="utf-8"))
+        except ValueError:
+            continue  # not readable: not offered as a variant (its own run's scores are checked)
+        # what it changed (a sweep's --set that the run was trained with is not a change)
+        settings = {k: v for k, v in (scores.get("test_time_overrides") or {}).items() if trained.get(k) != v}
+        if scores.get("split") and settings:
+            variants.append((folder.parent.name, settings))
+    return variants
 
 
 def _pool_nll(parts) -> Optional[float]:
@@ -231,7 +255,7 @@ def pick_baseline(groups: list[dict], wanted: Optional[str]) -> dict:
 
 def check_same_references(groups: list[dict]) -> None:
     """Runs scored on different test sets cannot be compared: CompareError naming two of them."""
-    refs_by_run = {r["run"]: read_lines(Path(r["run"]) / "test" / "references.txt") for g in groups for r in g["runs"]}
+    refs_by_run = {str(test_folder(r)): read_lines(test_folder(r) / "references.txt") for g in groups for r in g["runs"]}
     have = [(run, refs) for run, refs in refs_by_run.items() if refs is not None]
     for run, refs in have[1:]:
         if refs != have[0][1]:
@@ -312,6 +336,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if p.is_dir() and p.resolve() not in seen and (row := summarise_run(p)) is not None:
             seen.add(p.resolve())
             rows.append(row)
+            rows += [summarise_run(p, variant) for variant in run_variants(p)]
     if not rows:
         raise CompareError(f"no run folders (with config.yaml) among {', '.join(args.runs)}")
     groups = group_runs(rows)

@@ -38,7 +38,7 @@ from training.checkpoint import (check_model_matches, checkpoint_step, load_for_
 from training.review import log_test_scores
 from training.run_folder import RunLock
 from utils.cli import add_config_args, main_guard
-from utils.config import ConfigError, to_dict
+from utils.config import ConfigError, parse_override, to_dict
 from utils.files import WriteError, atomic_write_text, check_output_folder, check_target, run_folder_above
 from utils.runtime import log, pick_device
 
@@ -126,13 +126,20 @@ def score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents,
     if args.src:  # a file from outside the run: is it in the training data? (splits: see data_report.json)
         scores["overlap_with_train"] = overlap_with_training(cfg.data, pairs)
     scores.update(test_set=test_set, split=test_set.get("split"), checkpoint=str(ckpt),
-                  positional=cfg.model.positional.name, decoding=to_dict(cfg.decoding))
+                  positional=cfg.model.positional.name, decoding=to_dict(cfg.decoding),
+                  test_time_overrides=test_time_settings(args.overrides))
     atomic_write_text(out_dir / "scores.json", json.dumps(scores, indent=2) + "\n")
     run_dir = run_dir_of_checkpoint(ckpt)
     if out_dir.resolve() == (run_dir / "test").resolve():  # the run's own test set: into its TensorBoard/HParams
         log_test_scores(run_dir, scores, checkpoint_step(ckpt))
     print_summary(scores, out_dir)
     return 0
+
+
+def test_time_settings(overrides: list[str]) -> dict:
+    """The --set keys this test ran with ({"model.positional.scaling": "yarn", ...}): how the
+    trained model was evaluated. compare.py shows a run's test_<name>/ scored so as a variant row."""
+    return {".".join(keys): value for keys, value in map(parse_override, overrides or [])}
 
 
 def print_summary(scores: dict, out_dir: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from evaluation.run_stats import read_lines
+from evaluation.run_stats import read_lines, test_folder
 from evaluation.significance import DEFAULT_SEED, holm, paired_bootstrap_seeds, sentence_stats
 
 ALPHA = 0.05
@@ -44,16 +44,16 @@ class Outputs:
 
     def get(self, run: dict, k: int) -> Optional[tuple[np.ndarray, list[str]]]:
         """(stats, references) of the test set (k = 1) or of its k-inputs; None when not written."""
-        key = (run["run"], k)
+        key = (str(test_folder(run)), k)
         if key not in self._cache:
-            folder = Path(run["run"]) / "test" / ("" if k == 1 else f"concat/k{k}")
+            folder = test_folder(run) / ("" if k == 1 else f"concat/k{k}")
             hyps, refs = read_lines(folder / "hypotheses.txt"), read_lines(folder / "references.txt")
             self._cache[key] = None if hyps is None or refs is None else (sentence_stats(hyps, refs), refs)
         return self._cache[key]
 
 
 def source_lengths(run: dict) -> Optional[list[int]]:
-    path = Path(run["run"]) / "test" / "source_lengths.txt"
+    path = test_folder(run) / "source_lengths.txt"
     lines = read_lines(path)
     try:
         return None if lines is None else [int(x) for x in lines]

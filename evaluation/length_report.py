@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from evaluation.findings import format_p
-from evaluation.run_stats import mean_std, read_lines, seed_wins
+from evaluation.run_stats import mean_std, read_lines, seed_wins, test_folder
 
 
 def concat_ks(groups: list[dict]) -> list[int]:
@@ -24,7 +24,7 @@ def concat_ks(groups: list[dict]) -> list[int]:
 
 
 def _k_outputs(run: dict, k: int) -> tuple[Optional[list[str]], Optional[list[str]]]:
-    folder = Path(run["run"]) / "test" / "concat" / f"k{k}"
+    folder = test_folder(run) / "concat" / f"k{k}"
     return read_lines(folder / "hypotheses.txt"), read_lines(folder / "references.txt")
 
 

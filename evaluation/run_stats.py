@@ -7,6 +7,12 @@ from pathlib import Path
 from typing import Callable, Optional
 
 
+def test_folder(run: dict) -> Path:
+    """Where a compared run's test outputs are: <run>/test/, or <run>/test_<name>/ for a variant
+    (the same trained run tested with other test-time settings)."""
+    return Path(run.get("test_dir") or Path(run["run"]) / "test")
+
+
 def read_lines(path: Path) -> Optional[list[str]]:
     return path.read_text(encoding="utf-8").splitlines() if path.is_file() else None
 

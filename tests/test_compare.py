@@ -24,6 +24,8 @@ from helpers import read_jsonl, run, tiny_overrides
 CONFIGS = {"demo/sinusoidal": "configs/demo/sinusoidal.yaml", "demo/rope": "configs/demo/rope.yaml"}
 SEEDS = (1, 2)
 SCORE_KEYS = ("sacrebleu", "chrf", "nltk_bleu4")
+# RoPE scaled at test time, no retraining: only the rope runs take the keys
+VARIANT = ["--variant", "ntk3", "model.positional.scaling=ntk", "model.positional.scaling_factor=3"]
 
 
 def sweep_overrides(cache_dir: Path) -> list[str]:
@@ -40,7 +42,7 @@ def sweep_overrides(cache_dir: Path) -> list[str]:
 def swept(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("sweep")
     proc = run(["sweep.py", *CONFIGS.values(), "--seeds", *map(str, SEEDS), "--runs_root", str(base / "runs"),
-                *sweep_overrides(base / "cache"), "--output", str(base / "summary")])
+                *sweep_overrides(base / "cache"), "--output", str(base / "summary"), *VARIANT])
     assert proc.returncode == 0, proc.stderr[-3000:]
     (base / "stdout.txt").write_text(proc.stdout)
     return base
@@ -52,6 +54,12 @@ def run_dir(base: Path, name: str, seed: int) -> Path:
 
 def scores_of(base: Path, name: str) -> list[dict]:
     return [json.loads((run_dir(base, name, s) / "test" / "scores.json").read_text()) for s in SEEDS]
+
+
+def plain_groups(report: dict) -> dict[str, dict]:
+    """The summary's configurations by label, without the variants (a run tested again with
+    test-time settings: test_a_variant_is_each_rope_run_tested_again_and_a_row_of_its_own)."""
+    return {g["label"]: g for g in report["groups"] if "[" not in g["label"]}
 
 
 def md_row(markdown: str, label: str) -> dict[str, str]:
@@ -72,7 +80,7 @@ def test_sweep_trains_each_config_once_per_seed(swept: Path) -> None:
 
 def test_one_row_per_config_holds_the_runs_own_numbers(swept: Path) -> None:
     report = json.loads((swept / "summary.json").read_text())
-    groups = {g["label"]: g for g in report["groups"]}
+    groups = plain_groups(report)
     assert set(groups) == set(CONFIGS)
     markdown = (swept / "summary.md").read_text()
     assert markdown.split("\n\n")[0] in (swept / "stdout.txt").read_text()  # the terminal shows the same table
@@ -113,7 +121,7 @@ def test_one_row_per_config_holds_the_runs_own_numbers(swept: Path) -> None:
 
 def test_per_k_table_holds_the_runs_own_numbers(swept: Path) -> None:
     report = json.loads((swept / "summary.json").read_text())
-    groups = {g["label"]: g for g in report["groups"]}
+    groups = plain_groups(report)
     markdown = (swept / "summary.md").read_text()
     assert "Length extrapolation" in markdown and "| k=1 | k=2 |" in markdown
     per_seed = {name: [{c["k"]: c for c in s["concat"]} for s in scores_of(swept, name)] for name in CONFIGS}
@@ -203,12 +211,12 @@ def test_findings_give_one_p_per_comparison(swept: Path) -> None:
     assert findings["baseline"] == "demo/sinusoidal" and findings["n_samples"] == 10000
     tables = {t["name"]: t for t in findings["tables"]}
     assert set(tables) == {"test", "concat", "buckets"}
-    (test_row,) = tables["test"]["rows"]
+    (test_row,) = [r for r in tables["test"]["rows"] if r["config"] == "demo/rope"]
     assert test_row["config"] == "demo/rope" and test_row["seeds"] == [1, 2]
     assert [s["seed"] for s in test_row["per_seed"]] == [1, 2] and all(s["p_value"] for s in test_row["per_seed"])
     rope = next(g for g in report["groups"] if g["label"] == "demo/rope")
     assert rope["p_value"] == test_row["p_value"] == rope["concat"]["1"]["p_value"]
-    (k2,) = tables["concat"]["rows"]
+    (k2,) = [r for r in tables["concat"]["rows"] if r["config"] == "demo/rope"]
     assert k2["compared_on"] == "k=2" and rope["concat"]["2"]["p_value"] == k2["p_value"]
     assert test_row["finding"] in (swept / "summary_findings.md").read_text()
     assert all(r["p_holm"] >= r["p_value"] for t in tables.values() for r in t["rows"] if r["p_value"] is not None)
@@ -255,3 +263,27 @@ def test_runtime_settings_do_not_split_a_configuration() -> None:
     other_lr = {**base, "training": {**base["training"], "lr": 2.0}}
     assert compare.experiment_settings(base) == compare.experiment_settings(other_machine)
     assert compare.experiment_settings(base) != compare.experiment_settings(other_lr)
+
+
+def test_a_variant_is_each_rope_run_tested_again_and_a_row_of_its_own(swept: Path) -> None:
+    """sweep.py --variant tests every run whose encoding takes the keys into <run>/test_<name>/,
+    recording the settings; compare.py makes those a configuration of their own, with the
+    variant's own numbers, beside the run's plain row."""
+    for seed in SEEDS:
+        assert not (run_dir(swept, "demo/sinusoidal", seed) / "test_ntk3").exists()  # sinusoidal takes no scaling
+        scores = json.loads((run_dir(swept, "demo/rope", seed) / "test_ntk3" / "scores.json").read_text())
+        assert {k: scores["test_time_overrides"][k] for k in ("model.positional.scaling",
+                "model.positional.scaling_factor")} == {"model.positional.scaling": "ntk",
+                                                        "model.positional.scaling_factor": 3}
+    report = json.loads((swept / "summary.json").read_text())
+    groups = {g["label"]: g for g in report["groups"]}
+    label = "demo/rope [scaling=ntk, scaling_factor=3]"
+    assert set(groups) == {"demo/sinusoidal", "demo/rope", label}
+    variant = [json.loads((run_dir(swept, "demo/rope", s) / "test_ntk3" / "scores.json").read_text()) for s in SEEDS]
+    assert groups[label]["n"] == 2
+    assert groups[label]["mean"]["sacrebleu"] == pytest.approx(sum(v["sacrebleu"] for v in variant) / 2)
+    plain = scores_of(swept, "demo/rope")
+    assert groups["demo/rope"]["mean"]["sacrebleu"] == pytest.approx(sum(v["sacrebleu"] for v in plain) / 2)
+    nll = [v["teacher_forced"]["k"]["1"]["buckets"][0]["nll"] for v in variant]
+    assert nll != [v["teacher_forced"]["k"]["1"]["buckets"][0]["nll"] for v in plain]  # really scaled
+    assert md_row((swept / "summary.md").read_text(), label)["seeds"] == "2"
