@@ -1,17 +1,22 @@
 # The two commands of the README:
 #   make demo   train, test and compare the three demo encodings on the shipped corpus (CPU, < 30 min)
 #   make test   run the test suite
-#   make length the length-extrapolation study over all encodings, one seed (2-core CPU, about 1 hour)
-#   make demo-seeds / make length-seeds   two more seeds of each (1 and 2), then one table over all three
+#   make length the length-extrapolation study: every encoding, single sentences and joined pairs, three
+#               seeds, RoPE scaled at test time (2-core CPU: a day; resumable, run it again after a stop)
+#   make demo-seeds   two more seeds of each demo encoding (1 and 2), then one table over all three
 # Both create the virtual environment (.venv) from requirements.txt when it is missing.
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 DEMO_CONFIGS := configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs/demo/rope.yaml
-LENGTH_CONFIGS := $(addprefix configs/length/,sinusoidal.yaml learnable.yaml rope.yaml alibi.yaml t5_bias.yaml shaw.yaml none.yaml shape.yaml sinusoidal_concat.yaml rope_concat.yaml)
+# Every config of the length study: one per encoding trained on single sentences, one per encoding on
+# joined pairs (<name>_concat.yaml), rope_randomized
+LENGTH_CONFIGS := $(filter-out configs/length/base.yaml,$(sort $(wildcard configs/length/*.yaml)))
+# Each RoPE run also tested stretched at inference, no retraining (<run>/test_<name>/, rows of their own)
+LENGTH_VARIANTS := $(foreach s,linear ntk yarn,--variant $(s)4 model.positional.scaling=$(s) model.positional.scaling_factor=4)
 
-.PHONY: demo demo-seeds length length-seeds archive results readme results-check test bench venv clean-demo
+.PHONY: demo demo-seeds length archive results readme results-check test bench venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,13 +33,12 @@ demo-seeds: demo
 	$(PY) sweep.py $(DEMO_CONFIGS) --seeds 1 2 --output runs/demo/seeds12_summary
 	$(PY) compare.py "runs/demo/*" --output runs/demo/seeds_summary
 
-# Length extrapolation: every encoding trained on short sources, tested on inputs of k joined test pairs
+# Length extrapolation: every encoding trained on short sources (and on joined pairs), tested on
+# inputs of k joined test pairs; the config's own seed, then seeds 1 and 2, then one table over all
 length: venv
-	$(PY) sweep.py $(LENGTH_CONFIGS) --output runs/length/summary
-
-length-seeds: length
-	$(PY) sweep.py $(LENGTH_CONFIGS) --seeds 1 2 --output runs/length/seeds12_summary
-	$(PY) compare.py "runs/length/*" --output runs/length/seeds_summary
+	$(PY) sweep.py $(LENGTH_CONFIGS) $(LENGTH_VARIANTS) --output runs/length/seed1234_summary
+	$(PY) sweep.py $(LENGTH_CONFIGS) $(LENGTH_VARIANTS) --seeds 1 2 --output runs/length/seeds12_summary
+	$(PY) compare.py "runs/length/*" --output runs/length/summary
 
 # One pytest worker per core (pytest-xdist), each test module on one worker (its fixtures built once)
 test: venv

@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from evaluation.teacher_forced import check_position_buckets, teacher_forced_scores
+from evaluation.teacher_forced import BEYOND_FILE, check_position_buckets, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.checkpoint import (check_model_matches, checkpoint_step, load_for_inference, resolve_checkpoint,
                                  run_dir_of_checkpoint)
@@ -44,7 +44,7 @@ from utils.runtime import log, pick_device
 
 
 # What test.py writes into its output folder (and concat/k<K>/ for the length protocol)
-OUTPUT_FILES = ("scores.json", "hypotheses.txt", "references.txt", "sources.txt", "source_lengths.txt")
+OUTPUT_FILES = ("scores.json", "hypotheses.txt", "references.txt", "sources.txt", "source_lengths.txt", BEYOND_FILE)
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -122,7 +122,8 @@ def score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents,
     scores = evaluate(model, tokenizer, pairs, documents, cfg, device, out_dir, concat)
     if cfg.evaluation.teacher_forced:  # the references' likelihood per target position, whatever the search does
         log("teacher forcing the references (k = 1" + "".join(f", {k}" for k in sorted(set(concat) - {1})) + ")")
-        scores["teacher_forced"] = teacher_forced_scores(model, tokenizer, pairs, documents, cfg, device, concat)
+        scores["teacher_forced"], beyond = teacher_forced_scores(model, tokenizer, pairs, documents, cfg, device, concat)
+        atomic_write_text(out_dir / BEYOND_FILE, beyond)  # per input, for compare.py's test of the NLL
     if args.src:  # a file from outside the run: is it in the training data? (splits: see data_report.json)
         scores["overlap_with_train"] = overlap_with_training(cfg.data, pairs)
     scores.update(test_set=test_set, split=test_set.get("split"), checkpoint=str(ckpt),

@@ -20,7 +20,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from evaluation.run_stats import read_lines, test_folder
-from evaluation.significance import DEFAULT_SEED, holm, paired_bootstrap_seeds, sentence_stats
+from evaluation.significance import DEFAULT_SEED, holm, paired_bootstrap_ratio, paired_bootstrap_seeds, sentence_stats
+from evaluation.teacher_forced import BEYOND_FILE
 
 ALPHA = 0.05
 MIN_SENTENCES = 10  # fewer and resampling says nothing (one sentence: every resample is that sentence)
@@ -60,6 +61,46 @@ def source_lengths(run: dict) -> Optional[list[int]]:
     except ValueError:
         raise ValueError(f"{path} is damaged (one length in subword tokens per line expected); test the run "
                          f"again or delete the file") from None
+
+
+def nll_beyond(run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]]:
+    """A run's teacher-forced NLL beyond its training length per input: {(k, input): (NLL sum,
+    tokens)} (test.py's BEYOND_FILE), or None when it was not written."""
+    lines = read_lines(test_folder(run) / BEYOND_FILE)
+    if lines is None:
+        return None
+    try:
+        return {(int(k), int(i)): (float(x), float(n)) for k, i, n, x in (line.split("\t") for line in lines[1:])}
+    except ValueError:
+        raise ValueError(f"{test_folder(run) / BEYOND_FILE} is damaged (k, input, tokens, NLL sum per line "
+                         f"expected); test the run again or delete the file") from None
+
+
+def compare_nll(pairs: list[tuple[dict, dict]], n_samples: int, seed: int) -> Optional[dict]:
+    """Per-seed and combined paired bootstrap of the teacher-forced NLL beyond the training length,
+    pooled over every k: the unit resampled is an input (of any k) that has such tokens in either
+    run; the statistic the token-weighted mean NLL. Lower is better: `ahead` counts seeds with a
+    lower NLL than the baseline's."""
+    sums = [(nll_beyond(run), nll_beyond(base), run["seed"]) for run, base in pairs]
+    keys = sorted({key for mine, theirs, _ in sums for key in (*mine, *theirs)})
+    if not keys:
+        return None
+
+    def rows(values: dict) -> np.ndarray:
+        return np.array([values.get(key, (0.0, 0.0)) for key in keys])  # [inputs, 2]
+
+    systems, baselines = [rows(m) for m, _, _ in sums], [rows(t) for _, t, _ in sums]
+    seeds = [s for _, _, s in sums]
+    if len(keys) < MIN_SENTENCES:
+        return {"seeds": seeds, "num_sentences": len(keys), "mean_difference": None, "ahead": None,
+                "behind": None, "p_value": None, "per_seed": [], "lower_is_better": True}
+    combined = paired_bootstrap_ratio(systems, baselines, n_samples, seed)
+    per_seed = [paired_bootstrap_ratio([m], [b], n_samples, seed) for m, b in zip(systems, baselines)]
+    diffs = combined.per_seed
+    return {"seeds": seeds, "num_sentences": len(keys), "mean_difference": combined.difference,
+            "ahead": sum(d < 0 for d in diffs), "behind": sum(d > 0 for d in diffs), "p_value": combined.p_value,
+            "per_seed": [{"seed": s, "difference": d, "p_value": r.p_value} for s, d, r in zip(seeds, diffs, per_seed)],
+            "lower_is_better": True}
 
 
 def _pairs(group: dict, baseline: dict, has: Callable[[dict], bool]) -> list[tuple[dict, dict]]:
@@ -118,8 +159,9 @@ def verdict(row: dict) -> str:
     if row["p_value"] is None:
         return f"not tested (fewer than {MIN_SENTENCES} sentences)"
     m, diff = len(row["seeds"]), row["mean_difference"]
-    direction = "ahead" if diff > 0 else "behind" if diff < 0 else "level"
-    unanimous = diff != 0 and (row["ahead"] if diff > 0 else row["behind"]) == m
+    better = -diff if row.get("lower_is_better") else diff  # NLL: lower is ahead
+    direction = "ahead" if better > 0 else "behind" if better < 0 else "level"
+    unanimous = better != 0 and (row["ahead"] if better > 0 else row["behind"]) == m
     significant = row["p_holm"] < ALPHA
     seeds = "the one seed" if m == 1 else f"every seed ({m}/{m})"
     if unanimous:
@@ -129,12 +171,13 @@ def verdict(row: dict) -> str:
     return f"no consistent difference ({row['ahead']}/{m} seeds ahead), not significant"
 
 
-def _table(name: str, title: str, rows: list[dict]) -> dict:
+def _table(name: str, title: str, rows: list[dict], metric: str = "sacreBLEU") -> dict:
     adjusted = holm([r["p_value"] for r in rows])
     for r, p in zip(rows, adjusted):
         r["p_holm"] = p
         r["finding"] = verdict(r)
-    return {"name": name, "title": title, "family_size": sum(r["p_value"] is not None for r in rows), "rows": rows}
+    table = {"name": name, "title": title, "family_size": sum(r["p_value"] is not None for r in rows), "rows": rows}
+    return table if metric == "sacreBLEU" else {**table, "metric": metric}
 
 
 def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000, seed: int = DEFAULT_SEED) -> dict:
@@ -161,6 +204,15 @@ def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000,
     if buckets:
         tables.append(_table("buckets", "test set by source length (subword tokens)",
                              rows([(f"{b['bucket']} tokens", 1, (b["min_len"], b["max_len"])) for b in buckets])))
+    nll_rows = []
+    for g in others:  # the encoding itself, whatever the search does: the references' NLL beyond training
+        pairs = _pairs(g, baseline, lambda r: nll_beyond(r) is not None)
+        result = compare_nll(pairs, n_samples, seed) if pairs else None
+        if result is not None:
+            nll_rows.append({"config": g["label"], "encoding": g["encoding"],
+                             "compared_on": "teacher-forced NLL beyond training, all k", **result})
+    tables.append(_table("teacher_forced", "teacher-forced NLL (EOS renormalised out) at target positions beyond "
+                         "the training length, inputs of every k", nll_rows, metric="NLL"))
     return {"baseline": baseline["label"], "metric": "sacreBLEU", "alpha": ALPHA, "correction": "holm, within each table",
             "test": "paired bootstrap resampling (sacreBLEU's: per seed equal to sacrebleu --paired-bs); all seeds: "
                     "the same resampled sentences for every seed, statistic the mean difference over seeds",
@@ -179,12 +231,15 @@ def findings_markdown(findings: dict) -> str:
     """The findings as markdown: one table per family, then how they were computed."""
     parts = []
     for t in findings["tables"]:
+        metric = t.get("metric", "sacreBLEU")
+        lower = " (lower is better)" if metric == "NLL" else ""
         lines = [f"Against `{findings['baseline']}`, {t['title']}:", "",
-                 "| config | compared on | Δ sacreBLEU (mean over seeds) | seeds ahead | p per seed | p, all seeds "
-                 "| p, Holm | finding |", "|---|---|---|---|---|---|---|---|"]
+                 f"| config | compared on | Δ {metric} (mean over seeds){lower} | seeds ahead | p per seed | "
+                 "p, all seeds | p, Holm | finding |", "|---|---|---|---|---|---|---|---|"]
         for r in t["rows"]:
             per_seed = ", ".join(f"{s['seed']}: {format_p(s['p_value'])}" for s in r["per_seed"])
-            diff = "–" if r["mean_difference"] is None else f"{r['mean_difference']:+.2f}"
+            diff = "–" if r["mean_difference"] is None else \
+                f"{r['mean_difference']:+.3f}" if metric == "NLL" else f"{r['mean_difference']:+.2f}"
             ahead = "–" if r["ahead"] is None else f"{r['ahead']}/{len(r['seeds'])}"
             lines.append(f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | {diff} | {ahead} | "
                          f"{per_seed or '–'} | {format_p(r['p_value'])} | {format_p(r['p_holm'])} | {r['finding']} |")
@@ -193,5 +248,8 @@ def findings_markdown(findings: dict) -> str:
                  f"{findings['bootstrap_seed']}); per seed it is sacreBLEU's own test (`sacrebleu --paired-bs`); "
                  f"'all seeds' resamples the same sentences for every seed and tests the mean difference over "
                  f"the seeds both configurations ran with. Holm's correction runs over the rows of each table. "
+                 + ("The NLL table resamples inputs (of every k) the same way: the statistic is the token-weighted "
+                    "mean NLL of the reference tokens beyond the training length, and ahead means lower. "
+                    if any(t.get("metric") == "NLL" for t in findings["tables"]) else "")
                  + findings["rule"])
     return "\n\n".join(parts)

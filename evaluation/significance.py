@@ -144,20 +144,42 @@ def paired_bootstrap_seeds(systems: list[np.ndarray], baselines: list[np.ndarray
         if subset.dtype == bool and subset.shape != (n,):
             raise ValueError(f"boolean subset of length {subset.shape} for {n} sentences")
         stats = [a[subset] for a in stats]
-    m, n_seeds = stats[0].shape[0], len(systems)
+    return _paired_bootstrap(stats, len(systems), bleu_from_stats, n_samples, seed)
+
+
+def paired_bootstrap_ratio(systems: list[np.ndarray], baselines: list[np.ndarray], n_samples: int = 10000,
+                           seed: int = DEFAULT_SEED) -> BootstrapResult:
+    """The same test for a ratio of sums, e.g. a token-weighted mean NLL: systems[s], baselines[s]
+    are `[n, 2]` (numerator, denominator) per unit (sentence or input); score = sum(num) / sum(den)."""
+    if not systems or len(systems) != len(baselines):
+        raise ValueError(f"need one baseline per system seed, got {len(systems)} and {len(baselines)}")
+    stats = [np.asarray(a, dtype=np.float64) for a in (*systems, *baselines)]
+    if any(a.shape != (stats[0].shape[0], 2) for a in stats):
+        raise ValueError("all statistics must be [n, 2] (numerator, denominator) for the same n units")
+
+    def ratio(sums: np.ndarray, float32: bool = True) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(sums[..., 1] > 0, sums[..., 0] / sums[..., 1], 0.0)
+
+    return _paired_bootstrap(stats, len(systems), ratio, n_samples, seed)
+
+
+def _paired_bootstrap(stats: list[np.ndarray], n_seeds: int, score, n_samples: int, seed: int) -> BootstrapResult:
+    """stats: the systems' then the baselines' per-unit statistics `[m, d]`; score(sums, float32)
+    turns summed statistics `[..., d]` into scores (float32=False for the observed ones)."""
+    m = stats[0].shape[0]
     if m == 0:
         raise ValueError("no sentences to test")
-
-    observed = bleu_from_stats(np.stack([a.sum(axis=0) for a in stats]), float32=False)
+    observed = score(np.stack([a.sum(axis=0) for a in stats]), float32=False)
     per_seed = observed[:n_seeds] - observed[n_seeds:]
     difference = float(_seed_mean(per_seed))
     if np.all(per_seed == 0):  # identical outputs: nothing to attribute to chance
         return BootstrapResult(1.0, difference, per_seed.tolist(), n_samples)
 
-    # One matmul sums every resample of every system and seed: [n_samples, 2 * seeds, 10].
+    # One matmul sums every resample of every system and seed: [n_samples, 2 * seeds, d].
     stacked = np.concatenate(stats, axis=1).astype(np.float32)
     resampled = (resample_counts(m, n_samples, seed) @ stacked).reshape(n_samples, 2 * n_seeds, -1)
-    scores = bleu_from_stats(resampled)
+    scores = score(resampled)
     sample = np.abs(_seed_mean(scores[:, :n_seeds] - scores[:, n_seeds:]))
     centred = sample - sample.mean()  # the null hypothesis: resampled differences centred on 0
     count = int(np.sum(centred > abs(difference)))

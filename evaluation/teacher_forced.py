@@ -44,6 +44,8 @@ DEFINITION = ("teacher forcing (tgt_in = BOS + reference, tgt_out = reference + 
               "inputs: members' ids concatenated + EOS, the first token of each later member is a boundary "
               "(left out of buckets and summaries, reported apart); beyond training: t >= the decoder's "
               "training_length")
+BEYOND_FILE = "teacher_forced_beyond.tsv"  # per input: k, input, tokens and summed NLL beyond training
+BEYOND_HEADER = "k\tinput\ttokens\tnll_no_eos_sum"
 STATS = 6  # summed per cell: tokens, nll, correct, tokens_no_eos, nll_no_eos, correct_no_eos
 
 
@@ -91,7 +93,7 @@ class PositionSums:
     """Per-token statistics summed on the device per (row group, position bucket, beyond training)
     cell, plus the boundary tokens' count, p(EOS) and NLL; read back once, at the end."""
 
-    def __init__(self, row_groups: int, edges: Sequence[int], training_length: int, device) -> None:
+    def __init__(self, row_groups: int, edges: Sequence[int], training_length: int, device, inputs: int) -> None:
         device = torch.device(device)
         self.dtype = torch.float32 if device.type == "mps" else torch.float64  # no float64 on MPS
         self.shape = (row_groups, len(edges), 2)
@@ -100,10 +102,12 @@ class PositionSums:
         self.boundary = torch.zeros(3, dtype=self.dtype, device=device)
         self.edges = torch.tensor(list(edges), device=device)
         self.training_length = training_length
+        # per input: NLL (EOS renormalised out) summed beyond the training length, and its tokens
+        self.per_input = torch.zeros(inputs, 2, dtype=self.dtype, device=device)
 
     def add(self, logits: torch.Tensor, tgt_out: torch.Tensor, valid: torch.Tensor, boundary: torch.Tensor,
-            row_group: torch.Tensor, eos: int) -> None:
-        """logits `[batch, T, vocab]`, tgt_out/valid/boundary `[batch, T]`, row_group `[batch]`."""
+            row_group: torch.Tensor, eos: int, input_index: torch.Tensor) -> None:
+        """logits `[batch, T, vocab]`, tgt_out/valid/boundary `[batch, T]`, row_group and input_index `[batch]`."""
         logits = logits.float()
         logp = logits.log_softmax(-1)
         y = tgt_out.unsqueeze(-1)
@@ -128,13 +132,17 @@ class PositionSums:
         cell = (row_group[:, None] * self.shape[1] + bucket[None, :]) * 2 + beyond[None, :].long()
         cell = torch.where(keep, cell, self.trash)
         self.cells.index_add_(0, cell.flatten(), values.flatten(0, 1).to(self.dtype))
+        far = keep_no_eos & beyond[None, :]
+        self.per_input.index_add_(0, input_index, torch.stack([torch.where(far, nll_no_eos, 0.0).sum(-1),
+                                                               far.float().sum(-1)], -1).to(self.dtype))
         at = boundary & valid
         self.boundary += torch.stack([at.float().sum(), torch.where(at, p_eos, 0.0).sum(),
                                       torch.where(at, nll, 0.0).sum()]).to(self.dtype)
 
-    def read(self) -> tuple[torch.Tensor, list[float]]:
-        """The sums `[row groups, buckets, 2, STATS]` (on the CPU) and the boundary's [tokens, p_eos, nll]."""
-        return self.cells[:-1].view(*self.shape, STATS).cpu(), self.boundary.cpu().tolist()
+    def read(self) -> tuple[torch.Tensor, list[float], torch.Tensor]:
+        """The sums `[row groups, buckets, 2, STATS]` (on the CPU), the boundary's [tokens, p_eos, nll]
+        and each input's [NLL, tokens] beyond the training length `[inputs, 2]`."""
+        return self.cells[:-1].view(*self.shape, STATS).cpu(), self.boundary.cpu().tolist(), self.per_input.cpu()
 
 
 def _mean(total: float, count: float) -> Optional[float]:
@@ -169,10 +177,11 @@ def entry(cells: torch.Tensor, edges: Sequence[int], training_length: int, count
 
 
 def score_inputs(model, inputs: JoinedInputs, row_group: list[int], row_groups: int, tokenizer, cfg, device,
-                 training_length: int, progress=None) -> tuple[torch.Tensor, list[float]]:
+                 training_length: int, progress=None) -> tuple[torch.Tensor, list[float], torch.Tensor]:
     """Teacher-force every input in batches of `decoding.max_tokens` (length-sorted); the sums per
-    (row group, position bucket, beyond training) and the boundary sums."""
-    sums = PositionSums(row_groups, cfg.evaluation.position_buckets, training_length, device)
+    (row group, position bucket, beyond training), the boundary sums and the per-input sums beyond
+    training."""
+    sums = PositionSums(row_groups, cfg.evaluation.position_buckets, training_length, device, len(inputs))
     order = sorted(range(len(inputs)), key=lambda i: (len(inputs.out[i]), len(inputs.src[i])))
     sizes = [max(len(s), len(o)) for s, o in zip(inputs.src, inputs.out)]
     batches = cut_by_token_budget(order, sizes, cfg.decoding.max_tokens)
@@ -189,7 +198,7 @@ def score_inputs(model, inputs: JoinedInputs, row_group: list[int], row_groups: 
         with autocast(cfg.decoding.precision, device):
             logits = model(src, tgt_in)  # [batch, T, vocab]
         sums.add(logits, tgt_out.to(device), valid.to(device), boundary.to(device),
-                 torch.tensor([row_group[i] for i in batch], device=device), eos)
+                 torch.tensor([row_group[i] for i in batch], device=device), eos, torch.tensor(batch, device=device))
     return sums.read()
 
 
@@ -201,8 +210,10 @@ def _source_bucket(length: int, edges: Sequence[int]) -> int:
 
 @torch.no_grad()
 def teacher_forced_scores(model, tokenizer, pairs: list[tuple[str, str]], documents: Optional[list[str]], cfg,
-                          device, concat: Sequence[int] = ()) -> dict:
-    """scores.json's "teacher_forced": per k (1 and every k of `concat`) and, for k = 1, per source-length bucket."""
+                          device, concat: Sequence[int] = ()) -> tuple[dict, str]:
+    """scores.json's "teacher_forced": per k (1 and every k of `concat`) and, for k = 1, per
+    source-length bucket; and the text of BEYOND_FILE: every input's NLL (EOS renormalised out) and
+    tokens beyond the decoder's training length, for compare.py's paired bootstrap test."""
     from tqdm import tqdm
 
     from data.readers import normalize_text
@@ -218,18 +229,21 @@ def teacher_forced_scores(model, tokenizer, pairs: list[tuple[str, str]], docume
     source_edges = cfg.evaluation.length_buckets
     report: dict = {"definition": DEFINITION, "training_length": {"source": lengths[0], "target": lengths[1]},
                     "position_buckets": list(edges), "k": {}}
+    beyond_rows = []
     for k in sorted({1, *concat}):
         inputs = JoinedInputs(src_ids, tgt_ids, protocol_groups(len(pairs), k, documents, cfg),
                               tokenizer.eos_id, limits)
         # k = 1: one row group per source-length bucket (+ one for lengths outside them); else one
         row_group = [_source_bucket(n, source_edges) for n in inputs.source_lengths] if k == 1 else [0] * len(inputs)
         row_groups = len(source_edges) + 1 if k == 1 else 1
-        cells, boundary = score_inputs(model, inputs, row_group, row_groups, tokenizer, cfg, device, lengths[1],
+        cells, boundary, per_input = score_inputs(model, inputs, row_group, row_groups, tokenizer, cfg, device, lengths[1],
                                        lambda b: tqdm(b, desc=f"teacher forcing k={k}", unit="batch", mininterval=5))
         counts = {"inputs": len(inputs), "target_tokens": sum(len(o) for o in inputs.out),
                   "truncated_sources": inputs.truncated_sources, "truncated_targets": inputs.truncated_targets,
                   "empty_sources": inputs.empty_sources}
         report["k"][str(k)] = entry(cells.sum(0), edges, lengths[1], counts, boundary if k > 1 else None)
+        beyond_rows += [f"{k}\t{i}\t{int(tokens)}\t{nll:.6f}" for i, (nll, tokens) in enumerate(per_input.tolist())
+                        if tokens]
         if k == 1:
             report["by_source_length"] = [
                 {"bucket": bucket_label(lo, hi), **entry(
@@ -238,4 +252,4 @@ def teacher_forced_scores(model, tokenizer, pairs: list[tuple[str, str]], docume
                      "target_tokens": sum(len(o) for o, g in zip(inputs.out, row_group) if g == b)})}
                 for b, (lo, hi) in enumerate(zip(source_edges, [*source_edges[1:], None]))]
     report["seconds"] = round(time.time() - start, 2)
-    return report
+    return report, "".join(f"{line}\n" for line in [BEYOND_HEADER, *beyond_rows])

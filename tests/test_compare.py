@@ -210,7 +210,10 @@ def test_findings_give_one_p_per_comparison(swept: Path) -> None:
     report = json.loads((swept / "summary.json").read_text())
     assert findings["baseline"] == "demo/sinusoidal" and findings["n_samples"] == 10000
     tables = {t["name"]: t for t in findings["tables"]}
-    assert set(tables) == {"test", "concat", "buckets"}
+    assert set(tables) == {"test", "concat", "buckets", "teacher_forced"}
+    (nll,) = [r for r in tables["teacher_forced"]["rows"] if r["config"] == "demo/rope"]
+    assert nll["seeds"] == [1, 2] and nll["lower_is_better"] and nll["num_sentences"] >= 1  # inputs with tokens there
+    assert len(nll["per_seed"]) == 2 or nll["finding"].startswith("not tested")  # the tiny test set: few such inputs
     (test_row,) = [r for r in tables["test"]["rows"] if r["config"] == "demo/rope"]
     assert test_row["config"] == "demo/rope" and test_row["seeds"] == [1, 2]
     assert [s["seed"] for s in test_row["per_seed"]] == [1, 2] and all(s["p_value"] for s in test_row["per_seed"])

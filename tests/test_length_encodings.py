@@ -356,3 +356,29 @@ def test_training_length_travels_in_the_state_dict_and_old_checkpoints_load():
     old = {k: v for k, v in state.items() if not k.endswith("training_length")}  # written before 2026-11-26
     again.load_state_dict(old)  # strict: still loads, the length unknown
     assert int(again.encoder_pe.training_length) == 0
+
+
+# ---------------------------------------------------------------------------- the study's configs
+
+
+def test_every_registered_encoding_has_a_length_config_and_a_joined_pairs_config():
+    """configs/length/<name>.yaml and <name>_concat.yaml for every registered encoding (future
+    ones included); each _concat config is its single-sentence config plus the one joined-pairs
+    setting shared by all of them."""
+    from pathlib import Path
+
+    from utils.config import flatten, to_dict
+
+    folder = Path(__file__).resolve().parent.parent / "configs" / "length"
+    settings = set()
+    for name in sorted(POSITIONAL_ENCODINGS):
+        single = load_config(folder / f"{name}.yaml")
+        joined = load_config(folder / f"{name}_concat.yaml")
+        assert single.model.positional.name == joined.model.positional.name == name
+        assert single.data.train_concat.prob == 0
+        differs = {k for k, v in flatten(to_dict(joined)).items() if flatten(to_dict(single))[k] != v}
+        assert differs <= {"name", "data.train_concat.prob", "data.train_concat.max_k", "training.max_steps"}, differs
+        assert joined.data.train_concat.prob > 0 and joined.name == f"length/{name}_concat"
+        settings.add((joined.data.train_concat.prob, joined.data.train_concat.max_k, joined.training.max_steps))
+    assert len(settings) == 1  # one setting for every encoding
+    assert 16 in load_config(folder / "base.yaml").evaluation.concat  # k >= 6: beyond every joined example

@@ -262,3 +262,43 @@ def test_holm_is_monotone_and_never_below_the_raw_p():
     assert np.all(np.diff(np.array(adjusted)[order]) >= 0)
 
 
+
+
+# ---------------------------------------------------------------------------- ratio statistics (teacher-forced NLL)
+
+
+def _ratio_reference(systems, baselines, n_samples, seed):
+    """The same test written as a loop: sacreBLEU's draws, each resample's mean over seeds of the
+    ratio differences, Koehn's centred statistic with the +1 correction."""
+    n = systems[0].shape[0]
+    draws = np.random.default_rng(seed).choice(n, size=(n_samples, n), replace=True)
+    observed = np.mean([s[:, 0].sum() / s[:, 1].sum() - b[:, 0].sum() / b[:, 1].sum()
+                        for s, b in zip(systems, baselines)])
+    sample = []
+    for idx in draws:
+        diffs = [s[idx, 0].sum() / s[idx, 1].sum() - b[idx, 0].sum() / b[idx, 1].sum()
+                 for s, b in zip(systems, baselines)]
+        sample.append(abs(np.mean(diffs)))
+    sample = np.array(sample)
+    count = int(np.sum(sample - sample.mean() > abs(observed)))
+    return (count + 1) / (n_samples + 1), observed
+
+
+@pytest.mark.parametrize("shift, seeds", [(0.05, 1), (0.02, 3), (0.0, 2)])
+def test_ratio_bootstrap_equals_a_loop_over_resamples(shift, seeds):
+    from evaluation.significance import paired_bootstrap_ratio
+
+    rng = np.random.default_rng(7)
+    tokens = rng.integers(1, 30, size=80).astype(float)
+    systems, baselines = [], []
+    for _ in range(seeds):
+        base = tokens * rng.uniform(1.5, 2.5, size=80)
+        systems.append(np.stack([base * (1 - shift) + rng.normal(0, 1, 80), tokens], 1))
+        baselines.append(np.stack([base, tokens], 1))
+    got = paired_bootstrap_ratio(systems, baselines, n_samples=400, seed=3)
+    p, observed = _ratio_reference(systems, baselines, 400, 3)
+    assert got.difference == pytest.approx(observed, rel=1e-9)
+    assert got.p_value == pytest.approx(p, abs=2 / 401)  # float32 sums may flip a tie
+    assert paired_bootstrap_ratio(baselines, baselines, n_samples=400).p_value == 1.0
+    with pytest.raises(ValueError, match=r"\[n, 2\]"):
+        paired_bootstrap_ratio([np.ones((3, 3))], [np.ones((3, 3))])

@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import math
+import random
 import shutil
 from pathlib import Path
 
@@ -120,7 +121,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def report(model):
-    return teacher_forced_scores(model, IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])
+    return teacher_forced_scores(model, IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])[0]
 
 
 def test_figures_equal_a_hand_computation(model, report):
@@ -174,16 +175,37 @@ def test_beyond_and_within_split_at_the_decoder_training_length(model, report):
     assert by_length["1-9"]["inputs"] == 3 and by_length["10-14"]["inputs"] == 0
     assert by_length["1-9"]["buckets"] == report["k"]["1"]["buckets"] and by_length["10-14"]["buckets"] == []
     unrecorded = Leaning(tiny_model("sinusoidal", vocab=20, layers=1, seed=3)).eval()
-    plain = teacher_forced_scores(unrecorded, IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])
+    plain = teacher_forced_scores(unrecorded, IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])[0]
     assert plain["training_length"] == {"source": 0, "target": 0}
     assert all(e["beyond_training"] is None and e["within_training"] is None for e in plain["k"].values())
     assert plain["k"]["2"]["buckets"] == report["k"]["2"]["buckets"]  # the same model weights
 
 
+def test_per_input_sums_beyond_training_equal_a_hand_computation(model):
+    """The per-input file (the paired test's unit): each input's NLL, EOS renormalised out, summed
+    over its non-boundary target positions t >= the training length, and their count."""
+    _, text = teacher_forced_scores(model, IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])
+    lines = text.splitlines()
+    assert lines[0] == "k\tinput\ttokens\tnll_no_eos_sum"
+    got = {(int(k), int(i)): (int(n), float(x)) for k, i, n, x in (line.split("\t") for line in lines[1:])}
+    joined = [(ids(PAIRS[0][0]) + ids(PAIRS[1][0]), [ids(PAIRS[0][1]), ids(PAIRS[1][1])]),
+              (ids(PAIRS[2][0]), [ids(PAIRS[2][1])])]
+    want = {}
+    for k, inputs in ((1, [(ids(s), [ids(t)]) for s, t in PAIRS]), (2, joined)):
+        for i, one in enumerate(inputs):
+            kept, _ = hand_entry(model, [one])
+            far = [r for r in kept if r["t"] >= 3 and r["y"] != EOS]
+            if far:
+                want[(k, i)] = (len(far), sum(r["nll_no_eos"] for r in far))
+    assert got.keys() == want.keys() and want
+    for key, (n, x) in want.items():
+        assert got[key][0] == n and got[key][1] == pytest.approx(x, abs=1e-5)
+
+
 def test_long_inputs_are_truncated_and_counted_and_empty_sources_left_out():
     model = tiny_model("learnable", vocab=20, layers=1, max_positions=4)
     pairs = [("5 6 7 8 9 10", "11 12 13 14 15 16"), ("", "17"), ("5", "6")]
-    got = teacher_forced_scores(model, IdTokenizer(), pairs, None, config(), "cpu")["k"]["1"]
+    got = teacher_forced_scores(model, IdTokenizer(), pairs, None, config(), "cpu")[0]["k"]["1"]
     assert (got["inputs"], got["empty_sources"], got["truncated_sources"], got["truncated_targets"]) == (2, 1, 1, 1)
     assert got["target_tokens"] == 4 + 2  # the long target cut to the decoder's 4 positions, "6" + EOS
 
@@ -301,3 +323,36 @@ def test_compare_adds_the_diagnostic_only_when_runs_have_it(tmp_path: Path):
     for g in report["groups"]:
         g.pop("teacher_forced")
     assert report == json.loads(before[".json"])
+
+
+def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
+    """compare.py's findings: the teacher-forced NLL beyond training, pooled over every k, tested
+    by resampling inputs; lower is ahead. A configuration 0.3 nats better in every seed is found
+    ahead in every seed, significant; the baseline against a copy of itself is level."""
+    from evaluation.findings import compute_findings, findings_markdown
+
+    rng = random.Random(5)
+    inputs = [(k, i) for k in (1, 2, 4) for i in range(20)]
+
+    def run(name: str, seed: int, better: float) -> dict:
+        folder = tmp_path / f"{name}_seed{seed}" / "test"
+        folder.mkdir(parents=True)
+        lines = ["k\tinput\ttokens\tnll_no_eos_sum"]
+        for k, i in inputs:
+            tokens = rng.randint(1, 9)
+            lines.append(f"{k}\t{i}\t{tokens}\t{tokens * (4.0 - better + rng.uniform(-0.2, 0.2)):.6f}")
+        (folder / "teacher_forced_beyond.tsv").write_text("\n".join(lines) + "\n")
+        return {"run": str(folder.parent), "seed": seed, "concat": {}, "by_source_length": None}
+
+    base = {"label": "length/sinusoidal", "encoding": "sinusoidal", "runs": [run("s", s, 0.0) for s in (1, 2, 3)]}
+    good = {"label": "length/alibi", "encoding": "alibi", "runs": [run("a", s, 0.3) for s in (1, 2, 3)]}
+    same = {"label": "length/copy", "encoding": "sinusoidal", "runs": [dict(r, run=r["run"]) for r in base["runs"]]}
+    findings = compute_findings([base, good, same], base, n_samples=2000)
+    (table,) = [t for t in findings["tables"] if t["name"] == "teacher_forced"]
+    rows = {r["config"]: r for r in table["rows"]}
+    assert rows["length/alibi"]["num_sentences"] == len(inputs) and rows["length/alibi"]["ahead"] == 3
+    assert rows["length/alibi"]["mean_difference"] == pytest.approx(-0.3, abs=0.06)
+    assert rows["length/alibi"]["finding"] == "ahead in every seed (3/3), significant"
+    assert rows["length/copy"]["p_value"] == 1.0 and rows["length/copy"]["finding"].startswith("no consistent")
+    text = findings_markdown(findings)
+    assert "Δ NLL (mean over seeds) (lower is better)" in text and "ahead means lower" in text
