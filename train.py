@@ -38,6 +38,7 @@ from training.handlers import (Rank0Only, TrainingRun, attach_training_log, atta
 from training.review import attach_tensorboard_review
 from training.run_folder import LOCK_FILES, RunFolder, RunLock, resume_changes
 from training.schedules import build_optimizer, build_scheduler
+from training.step_stats import StepStats
 from utils.cli import EXIT_INTERRUPTED, add_config_args, main_guard
 from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
 from utils.errors import HarnessError
@@ -217,7 +218,8 @@ def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, w
     train_model = idist.auto_model(model) if world > 1 else model  # DistributedDataParallel
     if t.compile:
         train_model = torch.compile(train_model)
-    trainer = create_trainer(train_model, optimizer, scheduler, pad_id=pad, device=device,
+    stats = StepStats(device, t.log_every)
+    trainer = create_trainer(train_model, optimizer, scheduler, stats, pad_id=pad, device=device,
                              label_smoothing=t.label_smoothing, clip_grad_norm=t.clip_grad_norm,
                              precision=t.precision, scaler=scaler, world_size=world)
     to_save = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "trainer": trainer,
@@ -227,7 +229,7 @@ def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, w
                        scheduler=scheduler, trainer=trainer, evaluator=create_evaluator(model, pad, device),
                        to_save=to_save, metrics_log=Rank0Only(JsonlLogger(run_dir / "metrics.jsonl"), is_main),
                        tb=Rank0Only(SummaryWriter(log_dir=str(run_dir / "tb")) if is_main else None, is_main),
-                       say=say, world=world, is_main=is_main)
+                       say=say, world=world, is_main=is_main, stats=stats)
 
 
 def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfig, result: list[int]) -> None:

@@ -138,10 +138,12 @@ class Collator:
     def __init__(self, pad_id: int, bos_id: int, eos_id: int) -> None:
         self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
 
-    def __call__(self, items: list[tuple[list[int], list[int]]]) -> dict[str, Tensor]:
+    def __call__(self, items: list[tuple[list[int], list[int]]]) -> dict[str, Tensor | int]:
         return {"src": pad_batch([s for s, _ in items], self.pad_id),  # [batch, src_len]
                 "tgt_in": pad_batch([[self.bos_id, *t] for _, t in items], self.pad_id),  # [batch, tgt_len]
-                "tgt_out": pad_batch([[*t, self.eos_id] for _, t in items], self.pad_id)}
+                "tgt_out": pad_batch([[*t, self.eos_id] for _, t in items], self.pad_id),
+                # counted here, on the host, so that a training step never reads it back from the device
+                "ntokens": sum(len(t) + 1 for _, t in items)}
 
 
 class EpochBatchSampler(Sampler[list[int]]):

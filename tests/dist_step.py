@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from data.pipeline import Collator  # noqa: E402
 from helpers import tiny_model  # noqa: E402
 from training.engine import create_trainer  # noqa: E402
+from training.step_stats import StepStats  # noqa: E402
 
 
 def model_for_step():
@@ -32,7 +33,8 @@ def one_step(model, batches: list[list[tuple[list[int], list[int]]]], world_size
     """One optimizer update accumulated over `batches` (update_freq = len(batches))."""
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-    trainer = create_trainer(model, optimizer, scheduler, pad_id=0, device=torch.device("cpu"), label_smoothing=0.1,
+    trainer = create_trainer(model, optimizer, scheduler, StepStats("cpu", 1), pad_id=0, device=torch.device("cpu"),
+                             label_smoothing=0.1,
                              world_size=world_size)
     trainer.run([[Collator(0, 2, 3)(pairs) for pairs in batches]], max_epochs=1)
 

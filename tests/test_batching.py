@@ -139,7 +139,8 @@ def test_collator_shifts_and_pads():
     assert batch["src"].tolist() == [[5, 6, 7], [5, pad, pad]]
     assert batch["tgt_in"].tolist() == [[bos, 8, 9, pad, pad], [bos, 10, 11, 12, 13]]
     assert batch["tgt_out"].tolist() == [[8, 9, eos, pad, pad], [10, 11, 12, 13, eos]]
-    assert all(t.dtype == torch.long for t in batch.values())
+    assert all(batch[k].dtype == torch.long for k in ("src", "tgt_in", "tgt_out"))
+    assert batch["ntokens"] == int(batch["tgt_out"].ne(pad).sum()) == 8  # counted on the host, for the step
     # Teacher forcing: the output is the input shifted left by one, on the real tokens.
     for row, (_, tgt) in enumerate(items):
         n = len(tgt) + 1

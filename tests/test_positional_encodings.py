@@ -211,8 +211,8 @@ def test_learnable_too_long_input_raises_with_max_positions():
     pe = LearnablePositionalEncoding(D_MODEL, HEADS, causal=False, max_positions=8)
     x = torch.randn(2, 9, D_MODEL)
     with pytest.raises(ValueError, match="max_positions"):
-        pe.add_to_embeddings(x, torch.arange(9))
-    out = pe.add_to_embeddings(x[:, :8], torch.arange(8))
+        pe.positions(9, 2, False, torch.device("cpu"))
+    out = pe.add_to_embeddings(x[:, :8], pe.positions(8, 2, False, torch.device("cpu")))
     torch.testing.assert_close(out, x[:, :8] + pe.table.weight[:8])
 
 

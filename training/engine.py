@@ -12,6 +12,7 @@ from ignite.engine import Engine
 from ignite.metrics import Metric
 from torch import Tensor
 
+from training.step_stats import StepStats
 from utils.runtime import autocast
 
 
@@ -23,8 +24,14 @@ def sequence_loss(logits: Tensor, target: Tensor, pad_id: int, label_smoothing: 
 
 
 
-def create_trainer(model, optimizer, scheduler, *, pad_id: int, device: torch.device, label_smoothing: float = 0.0,
-                   clip_grad_norm: Optional[float] = None, precision: str = "fp32",
+def target_tokens(batch: dict, pad_id: int) -> int:
+    """A batch's non-pad target tokens, from the host: the collator's count (data.pipeline.Collator),
+    else counted on the batch before it is copied to the device."""
+    return batch["ntokens"] if "ntokens" in batch else int(batch["tgt_out"].ne(pad_id).sum())
+
+
+def create_trainer(model, optimizer, scheduler, stats: StepStats, *, pad_id: int, device: torch.device,
+                   label_smoothing: float = 0.0, clip_grad_norm: Optional[float] = None, precision: str = "fp32",
                    scaler: Optional["torch.amp.GradScaler"] = None, world_size: int = 1) -> Engine:
     """Trainer engine. One iteration = one optimizer update over a list of batches (`update_freq`
     of them, see `data.pipeline.UpdateBatches`): their gradients are accumulated, unscaled (fp16),
@@ -33,17 +40,21 @@ def create_trainer(model, optimizer, scheduler, *, pad_id: int, device: torch.de
     (DistributedDataParallel averages gradients over ranks) -- so an update equals one process
     on one batch holding them all. Between batches of an update a DistributedDataParallel model
     accumulates locally (`no_sync`): gradients are all-reduced once per update.
-    Returns the update's mean token loss, token counts and gradient norm (before clipping)."""
+
+    The step reads nothing back from the device: its loss and gradient norm (before clipping) go
+    to `stats` (training/step_stats.py), which the training log reads once per interval; the
+    step returns its host-side token counts."""
 
     def train_step(engine: Engine, batches: list[dict[str, Tensor]]) -> dict[str, Any]:
         model.train()
+        ntokens = sum(target_tokens(b, pad_id) for b in batches)
+        padded = sum(b["tgt_out"].numel() for b in batches)
         moved = [[b[k].to(device, non_blocking=True) for k in ("src", "tgt_in", "tgt_out")] for b in batches]
-        ntokens = sum(int(tgt_out.ne(pad_id).sum()) for _, _, tgt_out in moved)
-        all_tokens = ntokens
-        if world_size > 1:
+        all_tokens: Tensor | int = ntokens
+        if world_size > 1:  # the update's tokens over all ranks, left on the device
             import ignite.distributed as idist
-            all_tokens = int(idist.all_reduce(torch.tensor(float(ntokens), device=device)))
-        total_loss = 0.0
+            all_tokens = idist.all_reduce(torch.tensor(float(ntokens), device=device))
+        total_loss = torch.zeros((), device=device)
         for i, (src, tgt_in, tgt_out) in enumerate(moved):
             last = i == len(moved) - 1
             accumulate = model.no_sync() if not last and hasattr(model, "no_sync") else contextlib.nullcontext()
@@ -51,17 +62,15 @@ def create_trainer(model, optimizer, scheduler, *, pad_id: int, device: torch.de
                 with autocast(precision, device):
                     logits = model(src, tgt_in)
                 loss_sum = sequence_loss(logits, tgt_out, pad_id, label_smoothing)
-                if not torch.isfinite(loss_sum):
-                    raise FloatingPointError(f"loss is {loss_sum.item()} at step {engine.state.iteration}")
                 scaled = loss_sum * world_size / all_tokens
                 (scaler.scale(scaled) if scaler is not None else scaled).backward()
-            total_loss += float(loss_sum.detach())
+            total_loss = total_loss + loss_sum.detach()
         if scaler is not None:
             scaler.unscale_(optimizer)
         if clip_grad_norm:  # the norm before clipping is logged as train/grad_norm
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm))
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
         else:
-            grad_norm = float(torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None]))
+            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None])
         if scaler is not None:
             scaler.step(optimizer)
             scaler.update()
@@ -69,8 +78,8 @@ def create_trainer(model, optimizer, scheduler, *, pad_id: int, device: torch.de
             optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         scheduler.step()
-        return {"loss": total_loss / max(1, ntokens), "ntokens": ntokens,
-                "padded_tgt": sum(tgt_out.numel() for _, _, tgt_out in moved), "grad_norm": grad_norm}
+        stats.add(total_loss, grad_norm, ntokens, padded)
+        return {"ntokens": ntokens, "padded_tgt": padded}
 
     return Engine(train_step)
 

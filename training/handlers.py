@@ -7,13 +7,12 @@ validates on the whole set, so checkpoint and early-stopping decisions agree acr
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import math
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -26,6 +25,7 @@ from evaluation.translate import translate
 from training.checkpoint import CheckpointError, read_newest_good_checkpoint, restore_checkpointer
 from training.review import mark_session_start
 from training.schedules import set_peak_lr
+from training.step_stats import StepStats
 from utils.config_schema import METRIC_SIGN
 from utils.files import WriteError
 
@@ -60,7 +60,7 @@ class TrainingRun:
     say: Callable[[str], None]
     world: int = 1
     is_main: bool = True  # rank 0: the process that writes logs, TensorBoard and checkpoints
-    recent: collections.deque = field(default_factory=collections.deque)  # (loss, tokens) of the last steps
+    stats: Optional[StepStats] = None  # what the steps hand to logging, on the device (training/step_stats.py)
     stopped_by: Optional[int] = None  # the signal that stopped training early, if one did
 
 
@@ -90,9 +90,12 @@ class RotatingDiskSaver(DiskSaver):
         self._rotated_out.clear()
 
 
-def refuse_non_finite(model: torch.nn.Module, metrics: dict, step: int) -> None:
+def refuse_non_finite(model: torch.nn.Module, metrics: dict, step: int, stats: Optional[StepStats] = None) -> None:
     """Stop the run (FloatingPointError: exit code 3, earlier checkpoints kept) rather than checkpoint
-    non-finite weights or count a non-finite validation score as best."""
+    non-finite weights, count a non-finite validation score as best, or go on after a non-finite
+    training loss (the steps since the last log: `stats`)."""
+    if stats is not None:
+        stats.check_finite(step)
     bad_metrics = [f"{k}={v}" for k, v in metrics.items() if not math.isfinite(v)]
     bad_params = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
     if bad_metrics or bad_params:
@@ -106,33 +109,24 @@ def attach_training_log(run: TrainingRun, show_bar: bool) -> None:
     the steps, before clipping) to metrics.jsonl,
     TensorBoard and (without a terminal) the console; a live progress bar on terminals."""
     t, trainer = run.cfg.training, run.trainer
+    shown = {"loss": float("nan"), "start": time.time()}  # the bar shows the last logged loss: no read per step
     if show_bar:
-        ProgressBar(persist=False).attach(trainer, output_transform=lambda out: {"loss": out["loss"]})
-    window = {"loss": 0.0, "n": 0, "tokens": 0, "padded": 0, "grad_norm": 0.0, "steps": 0, "start": time.time()}
-    run.recent = collections.deque(maxlen=t.log_every)
+        ProgressBar(persist=False).attach(trainer, output_transform=lambda out: {"loss": shown["loss"]})
 
-    @trainer.on(Events.ITERATION_COMPLETED)
-    def accumulate(engine: Engine) -> None:
-        out = engine.state.output
-        window["loss"] += out["loss"] * out["ntokens"]
-        window["n"] += out["ntokens"]
-        window["tokens"] += out["ntokens"] * run.world  # every rank trains on a batch of its own
-        window["padded"] += out["padded_tgt"] * run.world
-        window["grad_norm"] += out["grad_norm"]
-        window["steps"] += 1
-        run.recent.append((out["loss"], out["ntokens"]))
-        if engine.state.iteration % t.log_every == 0:
-            elapsed = max(1e-9, time.time() - window["start"])
-            loss = window["loss"] / max(1, window["n"])
-            record = {"step": engine.state.iteration, "epoch": engine.state.epoch, "loss": loss,
-                      "lr": run.optimizer.param_groups[0]["lr"], "tokens_per_sec": window["tokens"] / elapsed,
-                      "tgt_padding": 1.0 - window["tokens"] / max(1, window["padded"]),
-                      "grad_norm": window["grad_norm"] / max(1, window["steps"])}
-            run.metrics_log.write("train", **record)
-            for key in ("loss", "lr", "tokens_per_sec", "tgt_padding", "grad_norm"):
-                run.tb.add_scalar(f"train/{key}", record[key], record["step"])
-            window.update(loss=0.0, n=0, tokens=0, padded=0, grad_norm=0.0, steps=0, start=time.time())
-            if not show_bar:
+    @trainer.on(Events.ITERATION_COMPLETED(every=t.log_every))
+    def log_interval(engine: Engine) -> None:
+        got = run.stats.read(engine.state.iteration)  # the one read from the device per interval
+        elapsed = max(1e-9, time.time() - shown["start"])
+        tokens, padded = got["tokens"] * run.world, got["padded"] * run.world  # every rank trains on its own batch
+        loss = shown["loss"] = got["loss"]
+        record = {"step": engine.state.iteration, "epoch": engine.state.epoch, "loss": loss,
+                  "lr": run.optimizer.param_groups[0]["lr"], "tokens_per_sec": tokens / elapsed,
+                  "tgt_padding": 1.0 - tokens / max(1, padded), "grad_norm": got["grad_norm"]}
+        run.metrics_log.write("train", **record)
+        for key in ("loss", "lr", "tokens_per_sec", "tgt_padding", "grad_norm"):
+            run.tb.add_scalar(f"train/{key}", record[key], record["step"])
+        shown["start"] = time.time()
+        if not show_bar:
                 run.say(f"step {record['step']} epoch {record['epoch']}: loss={loss:.3f} lr={record['lr']:.2e} "
                         f"tokens/s={record['tokens_per_sec']:.0f}")
 
@@ -182,7 +176,7 @@ def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) ->
                                                 f"**ref:** {valid_split.raw_tgt[i]}", step)
         evaluator.state.metrics.update(m)
         run.metrics_log.write("valid", step=step, epoch=engine.state.epoch, **m)
-        refuse_non_finite(model, m, step)  # before any checkpoint of this step is written
+        refuse_non_finite(model, m, step, run.stats)  # before any checkpoint of this step is written
         for k, v in m.items():
             run.tb.add_scalar(f"valid/{k.removeprefix('valid_')}", v, step)
         run.tb.flush()
@@ -193,7 +187,7 @@ def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) ->
             stopper(evaluator)
 
     def save_last(engine: Engine) -> None:
-        refuse_non_finite(model, {}, engine.state.iteration)
+        refuse_non_finite(model, {}, engine.state.iteration, run.stats)
         last(engine)
 
     every = validation_event(t)
@@ -258,13 +252,11 @@ def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, nu
     run.tb.close()
     elapsed = time.time() - start
     previous = sum(r.get("train_seconds", 0.0) for r in (run.metrics_log.read("end") or []))
-    recent = run.recent
     finished = run.stopped_by is None
     run.metrics_log.write("end", step=trainer.state.iteration, epoch=trainer.state.epoch, finished=finished,
                           **({"stopped_by_signal": run.stopped_by} if not finished else {}), train_seconds=elapsed,
                           total_train_seconds=previous + elapsed, params=num_params,
-                          final_train_loss=sum(l * n for l, n in recent) / max(1, sum(n for _, n in recent))
-                          if recent else None)
+                          final_train_loss=run.stats.final_loss())
     if not finished:
         run.say(f"stopped at step {trainer.state.iteration} (signal {run.stopped_by}); checkpoint saved, not finished: "
                 f"continue with python train.py --run {run.run_dir}")

@@ -88,13 +88,18 @@ class LearnablePositionalEncoding(RandomizedPositions, PositionalEncoding):
                              f"max_position ({options.max_position}): randomized positions are drawn up to it")
         cls.check_randomized(options, max_len)
 
-    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
-        longest = int(positions.max()) + 1 if positions.numel() else 0
-        if longest > self.max_positions:
+    def positions(self, count: int, batch: int, training: bool, device: torch.device,
+                  source_lengths: Optional[Tensor] = None) -> Tensor:
+        # Checked on the count, a host number (randomized draws stay below max_position, within
+        # the table): reading the positions back would stop the CPU until the device catches up.
+        if not self.randomized and count > self.max_positions:
             raise ValueError(
-                f"input needs position {longest - 1} but the learnable positional encoding has only "
+                f"input needs position {count - 1} but the learnable positional encoding has only "
                 f"{self.max_positions} positions (model.positional.max_positions). Shorten the input "
                 f"or train a model with a larger max_positions.")
+        return super().positions(count, batch, training, device, source_lengths)
+
+    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
         return x + self.table(positions).to(x.dtype)
 
 
