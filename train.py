@@ -151,8 +151,10 @@ def prepare_data(cfg: ExperimentConfig, corpus, say=log):
 
 
 def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1, rank: int = 0,
-                  say=log) -> tuple[UpdateBatches, DataLoader, EpochBatchSampler]:
-    """(training batches grouped per optimizer update, validation batches, the training sampler)."""
+                  say=log, pin_memory: bool = False) -> tuple[UpdateBatches, DataLoader, EpochBatchSampler]:
+    """(training batches grouped per optimizer update, validation batches, the training sampler).
+    With `pin_memory` (a CUDA device) batches come in page-locked memory, so the step's copies to
+    the device run asynchronously; `training.num_workers` > 0 prepares the next batches meanwhile."""
     t = cfg.training
     collate = Collator(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
     train = splits["train"]
@@ -176,7 +178,7 @@ def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1
             say(f"warning: {alone:,} training examples are longer than training.max_tokens={t.max_tokens} "
                 f"tokens: each of them is a batch of its own (raise training.max_tokens or lower data.max_len)")
     # Its own generator: creating an iterator must not draw from the global RNG (exact resume).
-    train_loader = DataLoader(train_set, batch_sampler=sampler, collate_fn=collate,
+    train_loader = DataLoader(train_set, batch_sampler=sampler, collate_fn=collate, pin_memory=pin_memory,
                               num_workers=t.num_workers, generator=torch.Generator().manual_seed(cfg.seed))
     # The validation loss runs on the pairs a model can be trained on; BLEU uses the whole split.
     valid = trainable_pairs(splits["valid"], cfg.data.max_len)
@@ -253,7 +255,8 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     resume, changes = rank0_first(lambda: start_run(args, cfg, corpus, say), EXPECTED_ERRORS, share=True)
     tokenizer, splits = rank0_first(lambda: prepare_data(cfg, corpus, say), EXPECTED_ERRORS) or \
         prepare_data(cfg, corpus, say)
-    updates, valid_loader, sampler = build_loaders(cfg, splits, tokenizer, world, rank, say)
+    updates, valid_loader, sampler = build_loaders(cfg, splits, tokenizer, world, rank, say,
+                                                   pin_memory=device.type == "cuda")
     say(f"data: {len(sampler):,} batches, {len(updates):,} updates per epoch{' per process' if world > 1 else ''}; "
         f"target padding {padding_fraction(list(sampler), sampler.tgt_lens):.1%}")
 

@@ -149,10 +149,9 @@ class Collator:
 class EpochBatchSampler(Sampler[list[int]]):
     """Deterministic batches: shuffled with `seed + epoch`; call `set_epoch()` before iterating.
 
-    With `max_tokens`, sentences are grouped by length (fairseq-style) so that
-    `batch_size * longest side (+1) <= max_tokens`, then the batch order is shuffled; otherwise
-    the sentences are shuffled and cut into batches of `batch_size`. `num_replicas`/`rank` give
-    every data-parallel rank its own share of the batches.
+    Sentences are grouped by length (fairseq-style), into batches of `batch_size` sentences or
+    of up to `max_tokens` (`batch_size * longest side (+1) <= max_tokens`), then the batch order is
+    shuffled. `num_replicas`/`rank` give every data-parallel rank its own share of the batches.
     """
 
     def __init__(self, src_lens: list[int], tgt_lens: list[int], batch_size: Optional[int] = None,
@@ -185,18 +184,17 @@ class EpochBatchSampler(Sampler[list[int]]):
         rng = random.Random(self.seed * 1_000_003 + self.epoch)
         n = len(self.src_lens)
         order = list(range(n))
+        if self.shuffle:
+            rng.shuffle(order)  # random tie-breaking among equal lengths
+        # Sentences of similar length share a batch (fairseq, OpenNMT): little compute on padding
+        order.sort(key=lambda i: (self.tgt_lens[i], self.src_lens[i]))
         if self.max_tokens is None:
-            if self.shuffle:
-                rng.shuffle(order)
             batches = [order[i: i + self.batch_size] for i in range(0, n, self.batch_size)]
         else:
-            if self.shuffle:
-                rng.shuffle(order)  # random tie-breaking among equal lengths
-            order.sort(key=lambda i: (self.tgt_lens[i], self.src_lens[i]))
             sizes = [max(s, t) + 1 for s, t in zip(self.src_lens, self.tgt_lens)]
             batches = cut_by_token_budget(order, sizes, self.max_tokens)
-            if self.shuffle:
-                rng.shuffle(batches)
+        if self.shuffle:
+            rng.shuffle(batches)
         if self.num_replicas > 1:
             usable = len(batches) - len(batches) % self.num_replicas
             batches = batches[self.rank: usable: self.num_replicas]

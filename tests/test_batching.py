@@ -47,12 +47,24 @@ def test_sampler_yields_every_index_once_per_epoch(mode):
         assert len(batches) == len(sampler)  # the schedule's steps_per_epoch is right every epoch
 
 
-def test_sampler_batch_size_mode():
+def test_sampler_batch_size_mode_buckets_by_length():
+    """Sentence-count batches are cut from the length-sorted order (fairseq, OpenNMT), then
+    shuffled by batch every epoch: far less padding than batches of random sentences."""
     src, tgt = random_lengths(100)
     batches = epoch_batches(EpochBatchSampler(src, tgt, batch_size=16, seed=1), 1)
-    assert [len(b) for b in batches] == [16] * 6 + [4]
+    assert sorted(len(b) for b in batches) == [4] + [16] * 6
+    by_length = sorted(range(100), key=lambda i: (tgt[i], src[i]))
+    for b in batches:  # each batch is a run of consecutive lengths
+        lengths = sorted((tgt[i], src[i]) for i in b)
+        lo, hi = by_length.index(min(b, key=lambda i: (tgt[i], src[i]))), len(b)
+        assert lengths == sorted((tgt[i], src[i]) for i in by_length[lo:lo + hi])
+    assert batches != epoch_batches(EpochBatchSampler(src, tgt, batch_size=16, seed=1), 2)  # reshuffled
     unshuffled = epoch_batches(EpochBatchSampler(src, tgt, batch_size=16, shuffle=False), 1)
-    assert [i for b in unshuffled for i in b] == list(range(100))
+    assert [i for b in unshuffled for i in b] == sorted(range(100), key=lambda i: (tgt[i], src[i]))
+    padding = padding_fraction(batches, tgt)
+    shuffled = list(range(100))
+    random.Random(0).shuffle(shuffled)
+    assert padding < padding_fraction([shuffled[i:i + 16] for i in range(0, 100, 16)], tgt) / 2
 
 
 def test_sampler_respects_max_tokens():
