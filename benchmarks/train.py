@@ -11,6 +11,13 @@ attention weights (ours: model defaults; Marian: dropout = activation_dropout = 
 attention_dropout = 0); nn.Transformer cannot switch off its attention-weight dropout, so it
 does a little more work.
 
+This project's step is train.py's own (training/engine.py through create_trainer, with its fused
+Adam); the peers' is forward, loss, backward, Adam. Every contender's host syncs per step (reads
+of a device value into Python, which stop the host until a GPU catches up) are counted on one
+untimed step with a TorchDispatchMode (benchmarks/host_syncs.py); `host_syncs_per_step` is ours.
+On a CPU the peers' counts are mostly their (unfused) Adam reading its per-parameter step counters,
+which on a GPU stay on the host and do not wait for it.
+
 Also measured: the machine's dense matmul peak (FLOP/s of a large fp32 matmul) and the FLOPs of
 one training step of this project's model (torch.utils.flop_counter), giving the achieved
 fraction of that peak. Prints a table and writes benchmarks/results/train.json with
@@ -137,22 +144,27 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
         from utils.runtime import skip_cudnn_attention
         skip_cudnn_attention()
     sizes = MODEL_SIZES[size]
-    batches = [tuple(t.to(device) for t in b) for b in make_batches(max_tokens, steps + 3, sizes["vocab"])]
+    host_batches = make_batches(max_tokens, steps + 3, sizes["vocab"])
+    batches = [tuple(t.to(device) for t in b) for b in host_batches]
     model, step_loss = build(case, sizes, device)
     model.train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
     dtype = {"fp32": None, "bf16": torch.bfloat16}[precision]
 
     def sync() -> None:
         if device == "cuda":
             torch.cuda.synchronize()
 
-    def step(batch) -> None:
-        with torch.autocast(device, dtype=dtype, enabled=dtype is not None):
-            loss = step_loss(*batch)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+    if case.startswith("ours"):  # train.py's own step (training/engine.py), its optimizer and its logging sums
+        step = harness_step(model, device, precision, {id(b): int(h[2].ne(PAD).sum()) for b, h in zip(batches, host_batches)})
+    else:
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+
+        def step(batch) -> None:
+            with torch.autocast(device, dtype=dtype, enabled=dtype is not None):
+                loss = step_loss(*batch)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
 
     warmup = 3 if device == "cuda" else 1  # allocations, kernels (and cuBLAS heuristics on a GPU)
     for batch in batches[:warmup]:
@@ -173,13 +185,43 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
         with FlopCounterMode(display=False) as counter:
             step(batches[1])
         flops = counter.get_total_flops() / int(batches[1][2].ne(PAD).sum())  # per target token
+    from host_syncs import CountHostSyncs
+    with CountHostSyncs() as syncs:  # an untimed step: the dispatch mode slows every operation
+        step(batches[2])
+    sync()
     total = sum(times)
-    queue.put({"case": case, "params": sum(p.numel() for p in model.parameters()), "steps": steps,
+    queue.put({"host_syncs_per_step": syncs.count, "host_syncs_at": sorted(set(syncs.where)), "case": case, "params": sum(p.numel() for p in model.parameters()), "steps": steps,
                "target_tokens": tokens, "seconds": total, "median_step_seconds": statistics.median(times),
                "tokens_per_sec": tokens / total, "flops_per_target_token": flops,
                "peak_mb": (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
                            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss"})
+
+
+def harness_step(model, device: str, precision: str, tokens_of: dict):
+    """One update as train.py makes it: create_trainer's step (no value read back from the device,
+    training/step_stats.py) with build_optimizer's Adam (fused where the device has it); no
+    clipping, as the other contenders do not clip. Batch token counts come from the host, as the
+    collator gives them."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from training.engine import create_trainer
+    from training.schedules import build_optimizer
+    from training.step_stats import StepStats
+
+    optimizer = build_optimizer(model, SimpleNamespace(optimizer="adam", lr=1e-4, betas=(0.9, 0.98), eps=1e-8,
+                                                       weight_decay=0.0))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    trainer = create_trainer(model, optimizer, scheduler, StepStats(device, 100), pad_id=PAD,
+                             device=torch.device(device), precision=precision)
+
+    def step(batch) -> None:
+        src, tgt_in, tgt_out = batch
+        trainer._process_function(trainer, [{"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out,
+                                              "ntokens": tokens_of[id(batch)]}])
+    return step
 
 
 def matmul_peak(threads: int, device: str, precision: str, repeats: int = 5) -> float:
@@ -242,15 +284,16 @@ def main(argv=None) -> int:
     spreads = {name: ratio_spread(by, a, b, "tokens_per_sec") for name, (a, b) in pairs.items()}
     summary = {**{name: sp["ratio"] for name, sp in spreads.items()},
                "matmul_peak_gflops": peak / 1e9, "achieved_gflops": achieved / 1e9,
-               "fraction_of_matmul_peak": achieved / peak}
+               "fraction_of_matmul_peak": achieved / peak,
+               "host_syncs_per_step": ours["host_syncs_per_step"]}
     where = "cuda" if args.device == "cuda" else f"cpu, {threads} threads"
     print(f"\nTraining steps, {max_tokens}-token batches, {steps} timed steps, {args.precision}, {where}\n")
     memory = "peak CUDA memory (MB)" if args.device == "cuda" else "peak RSS (MB)"
-    print(f"| model | params | target tokens/s | median step (s) | {memory} |")
-    print("|---|---|---|---|---|")
+    print(f"| model | params | target tokens/s | median step (s) | {memory} | host syncs per step |")
+    print("|---|---|---|---|---|---|")
     for r in results:
         print(f"| {r['case']} | {r['params'] / 1e6:.1f}M | {r['tokens_per_sec']:.0f} | "
-              f"{r['median_step_seconds']:.3f} | {r['peak_mb']:.0f} |")
+              f"{r['median_step_seconds']:.3f} | {r['peak_mb']:.0f} | {r['host_syncs_per_step']} |")
     print()
     for k, v in summary.items():
         rounds = ", ".join(f"{x:.3f}" for x in spreads[k]["per_round"]) if k in spreads else ""

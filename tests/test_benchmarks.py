@@ -77,6 +77,10 @@ def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path
     for key in ("ratio_vs_marian", "ratio_vs_nn_transformer", "fraction_of_matmul_peak", "matmul_peak_gflops"):
         assert positive(data[key]) and key in proc.stdout
     assert data["settings"]["size"] == "tiny"
+    # train.py's own step reads nothing back from the device; every contender's count is reported
+    assert data["host_syncs_per_step"] == 0 and "host_syncs_per_step: 0" in proc.stdout
+    assert cases["ours_sinusoidal"]["host_syncs_per_step"] == cases["ours_rope"]["host_syncs_per_step"] == 0
+    assert all(isinstance(r["host_syncs_per_step"], int) for r in cases.values())
 
 
 def test_attention_benchmark_compares_the_kernel_with_its_peers(tmp_path: Path) -> None:
