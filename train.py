@@ -156,7 +156,7 @@ def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1
     With `pin_memory` (a CUDA device) batches come in page-locked memory, so the step's copies to
     the device run asynchronously; `training.num_workers` > 0 prepares the next batches meanwhile."""
     t = cfg.training
-    collate = Collator(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
+    collate = Collator(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, t.pad_to_multiple)
     train = splits["train"]
     concat = cfg.data.train_concat
     if concat.prob > 0:  # joined pairs (Varis & Bojar 2021), drawn once from the seed

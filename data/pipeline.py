@@ -107,9 +107,11 @@ class PairDataset(Dataset):
         return self.split.src[i], self.split.tgt[i]
 
 
-def pad_batch(seqs: list[list[int]], pad_id: int) -> Tensor:
-    """Right-padded `[len(seqs), longest]` long tensor of token-id lists."""
-    out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)
+def pad_batch(seqs: list[list[int]], pad_id: int, multiple: int = 1) -> Tensor:
+    """Right-padded `[len(seqs), longest]` long tensor of token-id lists; with `multiple`, the
+    length rounded up to a multiple of it."""
+    longest = max(len(s) for s in seqs)
+    out = torch.full((len(seqs), -(-longest // multiple) * multiple), pad_id, dtype=torch.long)
     for i, s in enumerate(seqs):
         out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
     return out
@@ -133,15 +135,17 @@ def cut_by_token_budget(order: list[int], sizes: list[int], max_tokens: int) -> 
 
 
 class Collator:
-    """Right-pad sources; build decoder input `<s> y` and output `y </s>`."""
+    """Right-pad sources; build decoder input `<s> y` and output `y </s>`. `pad_to_multiple` rounds
+    both lengths up to a multiple of it (training.pad_to_multiple): a run then sees a handful of
+    batch shapes instead of hundreds, which compilation and CUDA graphs need."""
 
-    def __init__(self, pad_id: int, bos_id: int, eos_id: int) -> None:
-        self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
+    def __init__(self, pad_id: int, bos_id: int, eos_id: int, pad_to_multiple: int = 1) -> None:
+        self.pad_id, self.bos_id, self.eos_id, self.multiple = pad_id, bos_id, eos_id, pad_to_multiple
 
     def __call__(self, items: list[tuple[list[int], list[int]]]) -> dict[str, Tensor | int]:
-        return {"src": pad_batch([s for s, _ in items], self.pad_id),  # [batch, src_len]
-                "tgt_in": pad_batch([[self.bos_id, *t] for _, t in items], self.pad_id),  # [batch, tgt_len]
-                "tgt_out": pad_batch([[*t, self.eos_id] for _, t in items], self.pad_id),
+        return {"src": pad_batch([s for s, _ in items], self.pad_id, self.multiple),  # [batch, src_len]
+                "tgt_in": pad_batch([[self.bos_id, *t] for _, t in items], self.pad_id, self.multiple),
+                "tgt_out": pad_batch([[*t, self.eos_id] for _, t in items], self.pad_id, self.multiple),
                 # counted here, on the host, so that a training step never reads it back from the device
                 "ntokens": sum(len(t) + 1 for _, t in items)}
 

@@ -157,3 +157,24 @@ def test_collator_shifts_and_pads():
     for row, (_, tgt) in enumerate(items):
         n = len(tgt) + 1
         assert batch["tgt_in"][row, 1:n].tolist() == batch["tgt_out"][row, : n - 1].tolist()
+
+
+def test_pad_to_multiple_rounds_lengths_and_leaves_the_loss_alone():
+    """training.pad_to_multiple: batch lengths rounded up (a handful of shapes for compilation),
+    the extra positions padding, so the summed loss and the token count are unchanged."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from helpers import tiny_model
+    from training.engine import sequence_loss
+
+    items = [([5, 6, 7], [8, 9]), ([5], [10, 11, 12, 13]), ([9] * 9, [7] * 10)]
+    plain, rounded = Collator(0, 2, 3)(items), Collator(0, 2, 3, pad_to_multiple=8)(items)
+    assert rounded["src"].shape == (3, 16) and rounded["tgt_in"].shape == rounded["tgt_out"].shape == (3, 16)
+    assert plain["src"].shape == (3, 9) and plain["tgt_out"].shape == (3, 11)
+    assert rounded["ntokens"] == plain["ntokens"] and torch.equal(rounded["src"][:, :9], plain["src"])
+    model = tiny_model("sinusoidal", seed=4)
+    with torch.no_grad():
+        losses = [float(sequence_loss(model(b["src"], b["tgt_in"]), b["tgt_out"], 0)) for b in (plain, rounded)]
+    assert losses[1] == pytest.approx(losses[0], rel=1e-5)

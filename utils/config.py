@@ -351,6 +351,8 @@ def validate(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"training.tensorboard_images_every must be >= 0 (0: no images), got {t.tensorboard_images_every}")
     if t.update_freq < 1:
         raise ConfigError("training.update_freq must be at least 1")
+    if t.pad_to_multiple < 1:
+        raise ConfigError(f"training.pad_to_multiple must be at least 1 (1: no rounding), got {t.pad_to_multiple}")
     if not 0.0 <= t.label_smoothing < 1.0:
         raise ConfigError("training.label_smoothing must be in [0, 1)")
     if t.lr <= 0:

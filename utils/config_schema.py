@@ -179,6 +179,8 @@ class TrainingConfig:
     precision: Literal["fp32", "bf16", "fp16"] = setting("fp32", hparam=True)
     update_freq: int = setting(1, hparam=True)  # gradient accumulation: batches per optimizer update
     compile: bool = setting(False, role=RUNTIME)  # torch.compile the model for training
+    # Batch lengths rounded up to a multiple of this (padding, masked): few shapes for compilation
+    pad_to_multiple: int = setting(1, role=RUNTIME)
     schedule: ScheduleConfig = setting(factory=ScheduleConfig)
     # Validation: loss/perplexity/accuracy every `validate_every_steps` (or every epoch if None),
     # greedy sacreBLEU on `bleu_sentences` validation pairs every `bleu_every` validations.
