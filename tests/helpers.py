@@ -141,6 +141,16 @@ def mixed_batch(lengths: list[int], seed: int):
     return src
 
 
+def full_and_cached(model, src: torch.Tensor, tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(logits of one full decode of `tgt`, the same decoded one cached step at a time), no grad."""
+    with torch.no_grad():
+        enc = model.encode(src)
+        full = model.decode(tgt, enc)
+        cache = model.new_cache()
+        steps = [model.decode_step(tgt[:, t:t + 1], enc, cache, offset=t) for t in range(tgt.size(1))]
+    return full, torch.stack(steps, dim=1)
+
+
 def reference_step(model, history: torch.Tensor, enc, sentence_of_row: torch.Tensor) -> torch.Tensor:
     """Next-token logits `[rows, vocab]` of each row's history, decoded from scratch."""
     return model.decode(history, enc.index_select(sentence_of_row))[:, -1]

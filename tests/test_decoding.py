@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from helpers import BOS, D_MODEL, EOS, HEADS, PAD, VOCAB, encoding_cases, mixed_batch, tiny_model
+from helpers import BOS, D_MODEL, EOS, HEADS, PAD, VOCAB, encoding_cases, full_and_cached, mixed_batch, tiny_model
 from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
 from models.search import Hypothesis, beam_search, greedy_search, length_penalty
 from models.transformer import Seq2SeqTransformer
@@ -95,11 +95,7 @@ def test_cached_decoding_pre_norm_gelu_untied(name):
     src = mixed_batch([5, 8], seed=4).clamp(max=39)
     g = torch.Generator().manual_seed(5)
     tgt = torch.cat([torch.full((2, 1), BOS), torch.randint(4, VOCAB, (2, 7), generator=g)], dim=1)
-    with torch.no_grad():
-        enc = model.encode(src)
-        full = model.decode(tgt, enc)
-        cache = model.new_cache()
-        steps = torch.stack([model.decode_step(tgt[:, s:s + 1], enc, cache, offset=s) for s in range(8)], dim=1)
+    full, steps = full_and_cached(model, src, tgt)
     assert full.shape == steps.shape == (2, 8, VOCAB)
     torch.testing.assert_close(steps, full, atol=1e-5, rtol=0)
 

@@ -15,7 +15,7 @@ import math
 import pytest
 import torch
 
-from helpers import BOS, D_MODEL, HEADS, PAD, VOCAB, tiny_model
+from helpers import BOS, D_MODEL, HEADS, PAD, VOCAB, full_and_cached, tiny_model
 from models.positional_encodings import (POSITIONAL_ENCODINGS, CapePositionalEncoding, FireBias, KerpleLogBias,
                                          LearnablePositionalEncoding, RotaryPositionalEncoding,
                                          ShapePositionalEncoding, SinusoidalPositionalEncoding,
@@ -337,11 +337,7 @@ def test_yarn_cached_decoding_equals_full_and_needs_a_recorded_length():
     src = torch.randint(4, VOCAB, (2, 9), generator=g)
     src[1, 6:] = PAD
     tgt = torch.cat([torch.full((2, 1), BOS), torch.randint(4, VOCAB, (2, 8), generator=g)], dim=1)
-    with torch.no_grad():
-        enc = model.encode(src)
-        full = model.decode(tgt, enc)
-        cache = model.new_cache()
-        steps = torch.stack([model.decode_step(tgt[:, t:t + 1], enc, cache, offset=t) for t in range(9)], dim=1)
+    full, steps = full_and_cached(model, src, tgt)
     torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-5)
 
 
