@@ -111,8 +111,14 @@ def similarity_curves(args) -> tuple[torch.Tensor, dict[str, torch.Tensor], str]
         if hasattr(pe, "table"):
             table = pe.table.weight[:n].detach()
             return rel, {"dot product": table @ table[i]}, "trained learnable"
+        if hasattr(pe, "rot_dim"):  # rope (its scaling included), xpos (its decay included)
+            tables = pe.self_attention(positions, positions)
+            ones = torch.ones(1, 1, n, pe.head_dim)
+            q = apply_rotary(ones, *tables.rotary_q, tables.rotary_layout)[0, 0]  # [n, head_dim]
+            k = apply_rotary(ones, *tables.rotary_k, tables.rotary_layout)[0, 0]
+            return rel, {"q·k (q = k = 1)": k @ q[i]}, f"trained {name}"
         args.encoding = name
-    if args.encoding in ("sinusoidal", "shape"):
+    if args.encoding in ("sinusoidal", "shape", "cape"):
         table = sinusoidal_table(positions, args.d_model)
         return rel, {"PE(i)·PE(j)": table @ table[i]}, "sinusoidal"
     if args.encoding == "rope":

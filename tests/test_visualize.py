@@ -70,12 +70,13 @@ def test_attention_rows_are_distributions(trained_run: Path) -> None:
 
 @pytest.fixture(scope="module")
 def trained_family_runs(tmp_path_factory) -> dict[str, Path]:
-    """Tiny trained runs with a learned position table (learnable) and a learned bias (t5_bias)."""
+    """Tiny trained runs with a learned position table (learnable), a learned bias (t5_bias), a
+    learned MLP bias (fire) and a decaying rotation (xpos)."""
     from helpers import run, tiny_overrides
 
     base = tmp_path_factory.mktemp("families")
     runs = {}
-    for name in ("learnable", "t5_bias"):
+    for name in ("learnable", "t5_bias", "fire", "xpos"):
         run_dir = base / name
         proc = run(["train.py", "--config", "configs/demo/sinusoidal.yaml", *tiny_overrides(run_dir, base / "cache"),
                     "--set", f"model.positional.name={name}",
@@ -96,6 +97,11 @@ def test_plots_of_trained_learned_encodings(trained_family_runs: dict[str, Path]
     assert visualize.main(["pe-similarity", "--run", str(trained_family_runs["t5_bias"]), "--positions", "40",
                            "--position", "10", "--out", str(out)]) == 0
     assert_real_png(out)
+    for name in ("fire", "xpos"):  # from the trained model's own hooks
+        out = tmp_path / f"{name}-similarity.png"
+        assert visualize.main(["pe-similarity", "--run", str(trained_family_runs[name]), "--positions", "40",
+                               "--position", "10", "--out", str(out)]) == 0
+        assert_real_png(out)
     attention = tmp_path / "t5-attention"
     assert visualize.main(["attention", "--run", str(trained_family_runs["t5_bias"]), "--src", "Bonjour !",
                            "--out", str(attention)]) == 0
@@ -114,6 +120,7 @@ def test_learned_positional_tables_reach_tensorboard(trained_family_runs: dict[s
         assert "attention/cross-attention" in tags[name]
     assert {"positions/encoder/table.weight", "positions/decoder/table.weight"} <= tags["learnable"]
     assert {"positions/encoder/bias_table.weight", "positions/decoder/bias_table.weight"} <= tags["t5_bias"]
+    assert not {t for t in tags["fire"] | tags["xpos"] if t.startswith("positions/")}  # no tables: no table images
     projector = (trained_family_runs["learnable"] / "tb" / "projector_config.pbtxt").read_text()
     assert "positions_encoder" in projector and "positions_decoder" in projector
     assert not (trained_family_runs["t5_bias"] / "tb" / "projector_config.pbtxt").exists()

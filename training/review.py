@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+import torch
 from ignite.engine import Engine, Events
 
 from evaluation.figures import sentence_attention_figures, table_figure
@@ -53,9 +54,9 @@ def log_model_images(writer, model, tokenizer, sentence: str, step: int, figures
         finally:
             model.train(was_training)
     for stack, pe in (("encoder", model.encoder_pe), ("decoder", model.decoder_pe)):
-        for name, param in pe.named_parameters():
-            if param.dim() != 2:
-                continue
+        # the learned tables (embeddings), not the weights of an MLP (FIRE) or per-head scalars (KERPLE)
+        tables = [(f"{n}.weight", m.weight) for n, m in pe.named_modules() if isinstance(m, torch.nn.Embedding)]
+        for name, param in tables:
             positions = name == "table.weight"  # learnable: [positions, d_model]; biases: [distances, heads]
             axes = ("dimension", "position") if positions else ("head", "relative-distance bucket")
             title = f"{pe.registry_name} {stack} {name} {tuple(param.shape)}"
