@@ -140,7 +140,7 @@ class Seq2SeqTransformer(nn.Module):
         for name, p in self.named_parameters():
             if p.dim() > 1 and "embed" not in name and "pe." not in name:
                 nn.init.xavier_uniform_(p)
-            elif name.endswith(".bias"):
+            elif name.endswith(".bias") and "pe." not in name:  # an encoding's MLP (FIRE) keeps its own init
                 nn.init.zeros_(p)
         for emb in {self.src_embed, self.tgt_embed}:
             nn.init.normal_(emb.weight, mean=0.0, std=self.d_model ** -0.5)
@@ -153,8 +153,9 @@ class Seq2SeqTransformer(nn.Module):
         """src: `[batch, src_len]` token ids, right-padded with pad_id."""
         batch, src_len = src.shape
         src_mask = src.ne(self.pad_id)  # [batch, src_len]
-        positions = self.encoder_pe.positions(src_len, batch, self.training, src.device,
-                                              src_mask.sum(-1))  # [src_len] or [batch, src_len]
+        lengths = src_mask.sum(-1)  # [batch]
+        positions = self.encoder_pe.positions(src_len, batch, self.training, src.device, lengths,
+                                              lengths)  # [src_len] or [batch, src_len]
         x = self.src_embed(src) * self.embed_scale  # [batch, src_len, d_model]
         x = self.dropout(self.encoder_pe.add_to_embeddings(x, positions))
         pos = self.encoder_pe.self_attention(positions, positions)
@@ -189,8 +190,9 @@ class Seq2SeqTransformer(nn.Module):
         source_lengths = enc.src_mask.sum(-1)  # [memory rows]; beams: a sentence's rows are consecutive
         if memory_rows != batch:
             source_lengths = source_lengths.repeat_interleave(batch // memory_rows)  # [batch]
+        lengths = tgt.ne(self.pad_id).sum(-1) if cache is None else None  # a whole forward's own lengths
         k_positions = self.decoder_pe.positions(offset + tgt_len, batch, self.training, tgt.device,
-                                                source_lengths)  # [(batch,) k_len]
+                                                source_lengths, lengths)  # [(batch,) k_len]
         positions = k_positions[..., offset:]  # [(batch,) tgt_len]
         x = self.tgt_embed(tgt) * self.embed_scale  # [batch, tgt_len, d_model]
         x = self.dropout(self.decoder_pe.add_to_embeddings(x, positions))

@@ -219,6 +219,13 @@ def test_randomized_training_positions_are_sorted_distinct_subsets_of_the_range(
     assert positions.unique(dim=0).size(0) > 290  # a fresh draw per sequence
     with pytest.raises(ValueError, match="max_position"):
         pe.positions(65, 2, training=True, device=CPU)
+    # Each row draws its own length's positions (a padded row is not the smallest of a longer draw);
+    # its padding follows at steps of 1.
+    lengths = torch.tensor([10, 3] * 150)
+    padded = pe.positions(10, 300, training=True, device=CPU, lengths=lengths)
+    short = padded[1::2]
+    assert (short[:, :3].diff(dim=-1) > 0).all() and short[:, 2].float().mean() > 40  # max of 3 of 64: ~48
+    assert torch.equal(short[:, 3:], (short[:, 2:3] + torch.arange(1, 8)).clamp(max=63))
     off = build_positional_encoding(PositionalConfig(name=name), D_MODEL, HEADS, False)
     assert torch.equal(off.positions(10, 3, training=True, device=CPU), torch.arange(10))
 
@@ -234,15 +241,15 @@ def test_randomized_inference_is_one_seeded_draw_per_sequence_covering_the_outpu
     assert (a[:, :5].diff(dim=-1) > 0).all() and a.max() < 200
     again = SinusoidalPositionalEncoding(D_MODEL, HEADS, causal=False, randomized=True, max_position=200)
     assert torch.equal(again.positions(9, 3, training=False, device=CPU, source_lengths=lengths), a)  # reproducible
-    # The decoder's draw covers 2 x source + 10 positions: its prefixes are what cached steps see.
-    assert inference_cover(torch.tensor([5]), decoder=True).item() == 20
-    full = dec.positions(20, 1, training=False, device=CPU, source_lengths=lengths[:1])
-    for count in (1, 7, 20):
+    # The decoder's draw covers 1.5 x source + 11 positions: its prefixes are what cached steps see.
+    assert inference_cover(torch.tensor([5]), decoder=True).item() == 18
+    full = dec.positions(18, 1, training=False, device=CPU, source_lengths=lengths[:1])
+    for count in (1, 7, 18):
         assert torch.equal(dec.positions(count, 1, training=False, device=CPU, source_lengths=lengths[:1]),
                            full[:, :count])
     assert (full.diff(dim=-1) > 0).all()
-    past = dec.positions(23, 1, training=False, device=CPU, source_lengths=lengths[:1])
-    assert torch.equal(past[0, 20:], full[0, -1] + torch.arange(1, 4))  # steps of 1 past the cover
+    past = dec.positions(21, 1, training=False, device=CPU, source_lengths=lengths[:1])
+    assert torch.equal(past[0, 18:], full[0, -1] + torch.arange(1, 4))  # steps of 1 past the cover
 
 
 def test_randomized_learnable_needs_a_table_as_large_as_the_range():
@@ -378,3 +385,10 @@ def test_every_registered_encoding_has_a_length_config_and_a_joined_pairs_config
         settings.add((joined.data.train_concat.prob, joined.data.train_concat.max_k, joined.training.max_steps))
     assert len(settings) == 1  # one setting for every encoding
     assert 16 in load_config(folder / "base.yaml").evaluation.concat  # k >= 6: beyond every joined example
+
+
+def test_fire_mlp_keeps_its_own_initialisation_in_the_model():
+    """The model zeroes its layers' biases at init; an encoding's MLP (FIRE) keeps nn.Linear's own."""
+    model = tiny_model("fire", seed=3)
+    for mlp in (model.encoder_pe.mlp, model.decoder_pe.mlp):
+        assert mlp[0].bias.abs().sum() > 0 and mlp[2].bias.abs().sum() > 0

@@ -89,7 +89,7 @@ class LearnablePositionalEncoding(RandomizedPositions, PositionalEncoding):
         cls.check_randomized(options, max_len)
 
     def positions(self, count: int, batch: int, training: bool, device: torch.device,
-                  source_lengths: Optional[Tensor] = None) -> Tensor:
+                  source_lengths: Optional[Tensor] = None, lengths: Optional[Tensor] = None) -> Tensor:
         # Checked on the count, a host number (randomized draws stay below max_position, within
         # the table): reading the positions back would stop the CPU until the device catches up.
         if not self.randomized and count > self.max_positions:
@@ -97,7 +97,7 @@ class LearnablePositionalEncoding(RandomizedPositions, PositionalEncoding):
                 f"input needs position {count - 1} but the learnable positional encoding has only "
                 f"{self.max_positions} positions (model.positional.max_positions). Shorten the input "
                 f"or train a model with a larger max_positions.")
-        return super().positions(count, batch, training, device, source_lengths)
+        return super().positions(count, batch, training, device, source_lengths, lengths)
 
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
         return x + self.table(positions).to(x.dtype)
@@ -151,7 +151,7 @@ class ShapePositionalEncoding(SinusoidalAdded):
         return positional
 
     def positions(self, count: int, batch: int, training: bool, device: torch.device,
-                  source_lengths: Optional[Tensor] = None) -> Tensor:
+                  source_lengths: Optional[Tensor] = None, lengths: Optional[Tensor] = None) -> Tensor:
         positions = torch.arange(count, device=device)
         if training:  # one shift per sequence; a decoder's queries and keys share it
             return positions + torch.randint(0, self.max_shift, (batch, 1), device=device)  # [batch, count]
@@ -192,7 +192,7 @@ class CapePositionalEncoding(SinusoidalAdded):
                              f"got {options.max_global_scaling}")
 
     def positions(self, count: int, batch: int, training: bool, device: torch.device,
-                  source_lengths: Optional[Tensor] = None) -> Tensor:
+                  source_lengths: Optional[Tensor] = None, lengths: Optional[Tensor] = None) -> Tensor:
         positions = torch.arange(count, device=device, dtype=torch.float32)
         if not training:
             return positions  # [count]

@@ -87,13 +87,15 @@ class PositionalEncoding(nn.Module):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def positions(self, count: int, batch: int, training: bool, device: torch.device,
-                  source_lengths: Optional[Tensor] = None) -> Tensor:
+                  source_lengths: Optional[Tensor] = None, lengths: Optional[Tensor] = None) -> Tensor:
         """The positions of a stack's first `count` tokens: `[count]` (every sequence alike) or
         `[batch, count]`. A decoder's cached steps ask again with a larger `count` and must get the
         same leading positions (at inference; in training every forward is whole).
 
         source_lengths: `[batch]` real source tokens of each row (for the encoder its own; for
         the decoder its sentence's), for encodings whose inference positions depend on it.
+        lengths: `[batch]` real tokens of each row of this stack in a whole forward (None for a
+        decoder's cached steps), for encodings whose training draws depend on it.
         """
         return torch.arange(count, device=device)
 
