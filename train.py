@@ -261,13 +261,14 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
         f"target padding {padding_fraction(list(sampler), sampler.tgt_lens):.1%}")
 
     run = build_training_run(cfg, tokenizer, device, world, len(updates), is_main, say)
-    record_training_lengths(run.model, sampler, cfg.resolved_run_dir if is_main else None, say)
     run.trainer.add_event_handler(Events.EPOCH_STARTED, lambda engine: sampler.set_epoch(engine.state.epoch))
     attach_training_log(run, show_progress_bar(is_main))
     best, last = attach_validation(run, tokenizer, splits["valid"], valid_loader)
     attach_tensorboard_review(run, tokenizer, splits["valid"], validation_event(t), resumed=resume)
     if resume:
         resume_from_checkpoint(run, best, last, sampler, len(updates), changes)
+    # after a resume: a checkpoint written before the lengths were recorded loads them as 0
+    record_training_lengths(run.model, sampler, cfg.resolved_run_dir if is_main else None, say)
     stop_on_signals(run)
     finished = train_until_done(run, updates, resume, changes, run.model.num_parameters())
     result.append(0 if finished else EXIT_INTERRUPTED)

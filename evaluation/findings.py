@@ -67,13 +67,18 @@ def nll_beyond(run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]
     """A run's teacher-forced NLL beyond its training length per input: {(k, input): (NLL sum,
     tokens)} (test.py's BEYOND_FILE), or None when it was not written."""
     lines = read_lines(test_folder(run) / BEYOND_FILE)
-    if lines is None:
+    if lines is None or len(lines) < 2:  # not written, or no token beyond (no training length recorded)
         return None
     try:
         return {(int(k), int(i)): (float(x), float(n)) for k, i, n, x in (line.split("\t") for line in lines[1:])}
     except ValueError:
         raise ValueError(f"{test_folder(run) / BEYOND_FILE} is damaged (k, input, tokens, NLL sum per line "
                          f"expected); test the run again or delete the file") from None
+
+
+def training_length(run: dict) -> Optional[int]:
+    """The decoder training length a run's teacher-forced figures were split at (None: unknown)."""
+    return (run.get("teacher_forced") or {}).get("training_length")
 
 
 def compare_nll(pairs: list[tuple[dict, dict]], n_samples: int, seed: int) -> Optional[dict]:
@@ -206,7 +211,11 @@ def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000,
                              rows([(f"{b['bucket']} tokens", 1, (b["min_len"], b["max_len"])) for b in buckets])))
     nll_rows = []
     for g in others:  # the encoding itself, whatever the search does: the references' NLL beyond training
-        pairs = _pairs(g, baseline, lambda r: nll_beyond(r) is not None)
+        # Only against a baseline run that was trained on the same lengths: "beyond" is then the same
+        # tokens of the same inputs (a run trained on joined pairs has other lengths).
+        lengths = {r["seed"]: training_length(r) for r in baseline["runs"]}
+        pairs = _pairs(g, baseline, lambda r: nll_beyond(r) is not None
+                       and training_length(r) is not None and training_length(r) == lengths.get(r["seed"]))
         result = compare_nll(pairs, n_samples, seed) if pairs else None
         if result is not None:
             nll_rows.append({"config": g["label"], "encoding": g["encoding"],

@@ -157,9 +157,12 @@ def paired_bootstrap_ratio(systems: list[np.ndarray], baselines: list[np.ndarray
     if any(a.shape != (stats[0].shape[0], 2) for a in stats):
         raise ValueError("all statistics must be [n, 2] (numerator, denominator) for the same n units")
 
+    if any(a[:, 1].sum() <= 0 for a in stats):
+        raise ValueError("a system or baseline has no denominator (no tokens) to take a ratio of")
+
     def ratio(sums: np.ndarray, float32: bool = True) -> np.ndarray:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(sums[..., 1] > 0, sums[..., 0] / sums[..., 1], 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):  # a resample without tokens: no ratio (NaN)
+            return np.where(sums[..., 1] > 0, sums[..., 0] / sums[..., 1], np.nan)
 
     return _paired_bootstrap(stats, len(systems), ratio, n_samples, seed)
 

@@ -178,3 +178,18 @@ def test_pad_to_multiple_rounds_lengths_and_leaves_the_loss_alone():
     with torch.no_grad():
         losses = [float(sequence_loss(model(b["src"], b["tgt_in"]), b["tgt_out"], 0)) for b in (plain, rounded)]
     assert losses[1] == pytest.approx(losses[0], rel=1e-5)
+
+
+def test_pad_to_multiple_is_checked_against_a_learnable_table():
+    """A table of max_len + 1 rows fits every batch until the rounding makes it longer: refused
+    when the config loads, naming the key, not mid-training."""
+    from utils.config import ConfigError, load_config
+
+    def load(multiple: int):
+        return load_config(raw={"data": {"max_len": 128}, "training": {"pad_to_multiple": multiple},
+                                "model": {"d_model": 32, "num_heads": 4,
+                                          "positional": {"name": "learnable", "max_positions": 129}}})
+
+    assert load(1).training.pad_to_multiple == 1
+    with pytest.raises(ConfigError, match="max_positions"):
+        load(8)  # 129 rounds up to 136

@@ -98,3 +98,26 @@ def test_a_non_finite_loss_is_found_at_the_next_read_or_check():
     again.load_state_dict(stats.state_dict())
     with pytest.raises(FloatingPointError):
         again.check_finite(7)
+
+
+def test_an_optimizer_state_of_an_earlier_release_keeps_the_fused_kernel():
+    """A checkpoint written with the unfused Adam (fused=None in its groups) resumes on the fused
+    one; without keep_implementation an fp16 step with a gradient scaler fails its assertion."""
+    from training.schedules import keep_implementation
+
+    model = tiny_model("sinusoidal", seed=5).train()
+    old = torch.optim.Adam(model.parameters(), lr=1e-3)
+    batch = batches(1)[0]
+    model(batch["src"], batch["tgt_in"]).sum().backward()
+    old.step()
+    fused = build_optimizer(model, OPTIMIZER)
+    fused.load_state_dict(old.state_dict())
+    assert fused.param_groups[0]["fused"] is None  # what the checkpoint said
+    keep_implementation(fused)
+    assert fused.param_groups[0]["fused"] is True
+    scaler = torch.amp.GradScaler("cpu")
+    with torch.autocast("cpu", dtype=torch.float16):
+        loss = model(batch["src"], batch["tgt_in"]).float().sum()
+    scaler.scale(loss).backward()
+    scaler.step(fused)
+    scaler.update()

@@ -328,6 +328,9 @@ def test_scaling_none_is_plain_rope_and_options_are_inference_keys():
     assert may_change("model.positional.scaling", "test", "rope")
     assert may_change("model.positional.scaling_factor", "test", "rope")
     assert not may_change("model.positional.theta", "test", "rope")
+    with pytest.raises(ConfigError, match="randomized"):  # its positions already span the range
+        load_config(raw={"model": {"d_model": 32, "num_heads": 4,
+                                   "positional": {"name": "rope", "randomized": True, "scaling": "yarn"}}})
     with pytest.raises(ConfigError, match="scaling_factor"):
         load_config(raw={"model": {"d_model": 32, "num_heads": 4,
                                    "positional": {"name": "rope", "scaling": "ntk", "scaling_factor": 0.5}}})

@@ -334,7 +334,7 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     rng = random.Random(5)
     inputs = [(k, i) for k in (1, 2, 4) for i in range(20)]
 
-    def run(name: str, seed: int, better: float) -> dict:
+    def run(name: str, seed: int, better: float, length: int = 21) -> dict:
         folder = tmp_path / f"{name}_seed{seed}" / "test"
         folder.mkdir(parents=True)
         lines = ["k\tinput\ttokens\tnll_no_eos_sum"]
@@ -342,17 +342,27 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
             tokens = rng.randint(1, 9)
             lines.append(f"{k}\t{i}\t{tokens}\t{tokens * (4.0 - better + rng.uniform(-0.2, 0.2)):.6f}")
         (folder / "teacher_forced_beyond.tsv").write_text("\n".join(lines) + "\n")
-        return {"run": str(folder.parent), "seed": seed, "concat": {}, "by_source_length": None}
+        return {"run": str(folder.parent), "seed": seed, "concat": {}, "by_source_length": None,
+                "teacher_forced": {"training_length": length}}
 
     base = {"label": "length/sinusoidal", "encoding": "sinusoidal", "runs": [run("s", s, 0.0) for s in (1, 2, 3)]}
     good = {"label": "length/alibi", "encoding": "alibi", "runs": [run("a", s, 0.3) for s in (1, 2, 3)]}
     same = {"label": "length/copy", "encoding": "sinusoidal", "runs": [dict(r, run=r["run"]) for r in base["runs"]]}
-    findings = compute_findings([base, good, same], base, n_samples=2000)
+    # trained on joined pairs: longer training lengths, so "beyond" means other tokens: not tested
+    joined = {"label": "length/alibi_concat", "encoding": "alibi", "runs": [run("j", s, 0.5, 44) for s in (1, 2, 3)]}
+    findings = compute_findings([base, good, same, joined], base, n_samples=2000)
     (table,) = [t for t in findings["tables"] if t["name"] == "teacher_forced"]
     rows = {r["config"]: r for r in table["rows"]}
+    assert "length/alibi_concat" not in rows
     assert rows["length/alibi"]["num_sentences"] == len(inputs) and rows["length/alibi"]["ahead"] == 3
     assert rows["length/alibi"]["mean_difference"] == pytest.approx(-0.3, abs=0.06)
     assert rows["length/alibi"]["finding"] == "ahead in every seed (3/3), significant"
     assert rows["length/copy"]["p_value"] == 1.0 and rows["length/copy"]["finding"].startswith("no consistent")
     text = findings_markdown(findings)
     assert "Δ NLL (mean over seeds) (lower is better)" in text and "ahead means lower" in text
+    # a run that recorded no training length writes only the header: no data, never "ahead"
+    from evaluation.findings import nll_beyond
+    empty = tmp_path / "unrecorded" / "test"
+    empty.mkdir(parents=True)
+    (empty / "teacher_forced_beyond.tsv").write_text("k\tinput\ttokens\tnll_no_eos_sum\n")
+    assert nll_beyond({"run": str(empty.parent)}) is None

@@ -24,7 +24,7 @@ from evaluation.metrics import score_translations
 from evaluation.translate import translate
 from training.checkpoint import CheckpointError, read_newest_good_checkpoint, restore_checkpointer
 from training.review import mark_session_start
-from training.schedules import set_peak_lr
+from training.schedules import keep_implementation, set_peak_lr
 from training.step_stats import StepStats
 from utils.config_schema import METRIC_SIGN
 from utils.files import WriteError
@@ -164,6 +164,7 @@ def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) ->
         if step == state["last_step"]:
             return
         state["last_step"] = step
+        run.stats.check_finite(step)  # a diverged run is not validated (nor checkpointed)
         evaluator.run(valid_loader)
         m = {k: evaluator.state.metrics[k] for k in ("valid_loss", "valid_ppl", "valid_accuracy")}
         state["validations"] += 1
@@ -209,6 +210,7 @@ def resume_from_checkpoint(run: TrainingRun, best: Checkpoint, last: Checkpoint,
                               f"tokenizer.json ({str(e).splitlines()[0][:200]}); was tokenizer.json replaced? "
                               f"The checkpoint holds the run's own tokenizer: restore tokenizer.json from a copy "
                               f"of the run") from None
+    keep_implementation(run.optimizer)
     step = run.trainer.state.iteration
     run.say(f"resumed from {path} at step {step} (epoch {run.trainer.state.epoch})")
     if "training.lr" in changes:

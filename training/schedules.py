@@ -59,6 +59,13 @@ def build_optimizer(model, cfg) -> Optimizer:
         return opt_cls(model.parameters(), foreach=True, **kwargs)
 
 
+def keep_implementation(optimizer: Optimizer) -> None:
+    """After `load_state_dict`: the kernel build_optimizer chose, not the checkpoint's (a checkpoint of
+    an earlier release says fused=None, which would break a fused optimizer's gradient-scaler step)."""
+    for group in optimizer.param_groups:
+        group["fused"], group["foreach"] = optimizer.defaults["fused"], optimizer.defaults["foreach"]
+
+
 def build_scheduler(optimizer: Optimizer, cfg, steps_per_epoch: int) -> LambdaLR:
     """A LambdaLR stepped once per update; its state (the step count) is saved in checkpoints."""
     return LambdaLR(optimizer, schedule_factor(cfg, steps_per_epoch))

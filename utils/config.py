@@ -329,8 +329,11 @@ def validate(cfg: ExperimentConfig) -> None:
     # A config without a `positional` section gets the encoding's defaults, as a written one does.
     m.positional.options = {**dataclasses.asdict(encoding.Options()), **m.positional.options}
     try:
+        # training.pad_to_multiple rounds a batch's length (the longest input plus BOS) up
+        multiple = max(1, cfg.training.pad_to_multiple)
+        longest = -(-(cfg.data.max_len + 1) // multiple) * multiple - 1
         encoding.check_options(encoding.Options(**m.positional.options), head_dim=m.d_model // m.num_heads,
-                               max_len=cfg.data.max_len)
+                               max_len=longest)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{e} (model.positional.name: {pe})") from None
     for key in ("dropout", "attention_dropout"):

@@ -117,6 +117,9 @@ class RotaryPositionalEncoding(RandomizedPositions, PositionalEncoding):
             raise ValueError(f"model.positional.scaling_factor must be >= 1 (how many times longer the "
                              f"inputs are than the training lengths), got {options.scaling_factor}")
         cls.check_randomized(options, max_len)
+        if options.randomized and options.scaling != "none":
+            raise ValueError("model.positional.scaling stretches RoPE past its training positions; with "
+                             "randomized: true they already span 0..max_position-1: use scaling: none")
 
     @property
     def needs_training_length(self) -> bool:
