@@ -15,11 +15,15 @@ set -euo pipefail
 commit=$1 worker=$2 workers=$3 arm=${4:-single}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 tree="$here/../study-$commit"
-if [ ! -d "$tree" ]; then
-  git -C "$here" worktree add --detach "$tree" "$commit"
-  ln -s "$here/.venv" "$tree/.venv"
-  mkdir -p "$here/data/cache" && rm -rf "$tree/data/cache" && ln -s "$here/data/cache" "$tree/data/cache"
+if mkdir "$tree.setup" 2>/dev/null; then  # the first worker sets the tree up; the others wait for it
+  if [ ! -d "$tree" ]; then
+    git -C "$here" worktree add --detach "$tree" "$commit"
+    ln -s "$here/.venv" "$tree/.venv"
+    mkdir -p "$here/data/cache" && rm -rf "$tree/data/cache" && ln -s "$here/data/cache" "$tree/data/cache"
+  fi
+  touch "$tree.setup/done"
 fi
+while [ ! -e "$tree.setup/done" ]; do sleep 2; done
 names="sinusoidal rope alibi learnable t5_bias shaw none shape xpos kerple fire cape rope_randomized"
 [ "$arm" = concat ] && names="sinusoidal rope alibi learnable t5_bias shaw none shape xpos kerple fire cape" suffix=_concat
 i=0
