@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.attention import MultiHeadAttention
-from models.decoding.attend import StepPlan, per_head_mask
+from models.decoding.attend import StepPlan, per_head_mask, rows_per_memory_row
 from models.decoding.cache import DecoderCache
 from models.dropout import BitMaskDropout
 from models.decoding.linear import DecodingLinear
@@ -28,11 +28,13 @@ class EncoderOutput:
     memory: Tensor  # [batch, src_len, d_model]
     src_mask: Tensor  # [batch, src_len], True at real tokens
     positions: Tensor  # [src_len] or [batch, src_len]
+    lengths: Tensor  # [batch], real source tokens (for positional encodings whose positions depend on them)
 
     def index_select(self, index: Tensor) -> "EncoderOutput":
         """Rows for beams / surviving sentences: index `[new_batch]` into the batch."""
         positions = self.positions.index_select(0, index) if self.positions.dim() == 2 else self.positions
-        return EncoderOutput(self.memory.index_select(0, index), self.src_mask.index_select(0, index), positions)
+        return EncoderOutput(self.memory.index_select(0, index), self.src_mask.index_select(0, index), positions,
+                             self.lengths.index_select(0, index))
 
 
 def merge_mask(bool_mask: Optional[Tensor], bias: Optional[Tensor]) -> Optional[Tensor]:
@@ -163,7 +165,7 @@ class Seq2SeqTransformer(nn.Module):
         attn_mask = merge_mask(key_mask, pos.bias if pos is not None else None)
         for layer in self.encoder_layers:
             x = layer(x, attn_mask, pos)
-        return EncoderOutput(self.encoder_norm(x), src_mask, positions)
+        return EncoderOutput(self.encoder_norm(x), src_mask, positions, lengths)
 
     # ------------------------------------------------------------------ decoder
 
@@ -178,18 +180,14 @@ class Seq2SeqTransformer(nn.Module):
         already decoded; keys and values of earlier positions come from the cache.
         """
         batch, tgt_len = tgt.shape
+        groups = rows_per_memory_row(batch, enc.memory.size(0))  # beams: a sentence's rows are consecutive
         if cache is not None:
             cache.extend(batch, enc.memory.size(0), tgt_len, offset, tgt.device)
         elif offset:
             raise ValueError("decode(offset > 0) continues a cached prefix: pass the cache from new_cache()")
         # Every key's position (cached ones included), then the queries' among them: a shift or a
         # draw is then shared by queries and keys alike.
-        memory_rows = enc.memory.size(0)
-        if batch % memory_rows:
-            raise ValueError(f"{batch} query rows cannot share {memory_rows} memory rows evenly")
-        source_lengths = enc.src_mask.sum(-1)  # [memory rows]; beams: a sentence's rows are consecutive
-        if memory_rows != batch:
-            source_lengths = source_lengths.repeat_interleave(batch // memory_rows)  # [batch]
+        source_lengths = enc.lengths if groups == 1 else enc.lengths.repeat_interleave(groups)  # [batch]
         lengths = tgt.ne(self.pad_id).sum(-1) if cache is None else None  # a whole forward's own lengths
         k_positions = self.decoder_pe.positions(offset + tgt_len, batch, self.training, tgt.device,
                                                 source_lengths, lengths)  # [(batch,) k_len]

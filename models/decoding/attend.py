@@ -15,15 +15,20 @@ from torch import Tensor
 from models.decoding import cpu_kernel
 
 
+def rows_per_memory_row(rows: int, memory_rows: int) -> int:
+    """How many consecutive query rows share each memory row (the beams of a sentence; 1 without)."""
+    if rows % memory_rows:
+        raise ValueError(f"{rows} query rows cannot share {memory_rows} memory rows evenly")
+    return rows // memory_rows
+
+
 def fold_groups(q: Tensor, memory_rows: int, attn_mask: Optional[Tensor]) -> tuple[Tensor, Optional[Tensor], int]:
     """Cross-attention when consecutive query rows share a memory row (the beams of a sentence):
     fold each group into the query axis, so keys and values are stored and read once per
     sentence. q `[rows, heads, q_len, d]` -> `[memory_rows, heads, groups * q_len, d]`; a mask
     that varies along the query axis is repeated to match."""
     rows, heads, q_len, head_dim = q.shape
-    if rows % memory_rows:
-        raise ValueError(f"{rows} query rows cannot share {memory_rows} memory rows evenly")
-    groups = rows // memory_rows
+    groups = rows_per_memory_row(rows, memory_rows)
     q = q.unflatten(0, (memory_rows, groups)).transpose(1, 2).reshape(memory_rows, heads, groups * q_len, head_dim)
     if attn_mask is not None and attn_mask.size(-2) > 1:  # one mask row per query position
         attn_mask = attn_mask.repeat(*([1] * (attn_mask.dim() - 2)), groups, 1)

@@ -21,7 +21,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from models.decoding.attend import StepPlan
+from models.decoding.attend import StepPlan, rows_per_memory_row
 
 
 def own_slots(groups: int, device: torch.device) -> Tensor:
@@ -93,9 +93,7 @@ class DecoderCache:
         if offset != self.length:
             raise ValueError(f"decoding at offset {offset}, but the cache holds {self.length} positions: "
                              f"pass offset={self.length} (the number of tokens already decoded into this cache)")
-        if rows % memory_rows:
-            raise ValueError(f"{rows} query rows cannot share {memory_rows} memory rows evenly")
-        groups = rows // memory_rows
+        groups = rows_per_memory_row(rows, memory_rows)
         if self.groups == 0:
             self.sentences, self.groups = memory_rows, groups
         elif (memory_rows, groups) != (self.sentences, self.groups):
