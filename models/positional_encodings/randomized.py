@@ -74,10 +74,7 @@ class RandomizedPositions:
         chosen = ranks < lengths[:, None]  # [batch, top]: each row's own number of positions
         index = torch.arange(top, device=device)
         drawn = torch.where(chosen, index, index + top).sort(dim=-1).values[:, :count]  # chosen first, ascending
-        step = torch.arange(count, device=device)
-        last = drawn.gather(1, (lengths.clamp(min=1) - 1).clamp(max=count - 1)[:, None])  # [batch, 1]
-        after = (last + step - lengths[:, None] + 1).clamp(max=top - 1)
-        return torch.where(step < lengths[:, None], drawn, after)  # [batch, count]
+        return self.steps_after(drawn, lengths)  # [batch, count]
 
     def seeded_positions(self, cover: int, count: int, device: torch.device) -> Tensor:
         """`[count]` positions: the seeded sorted draw of `cover` positions, then steps of 1 past it
@@ -90,8 +87,15 @@ class RandomizedPositions:
             self._draws[key] = draw.to(device)
         draw = self._draws[key]
         index = torch.arange(count, device=device)
-        after = (draw[-1] + index - cover + 1).clamp(max=self.max_position - 1)
-        return torch.where(index < cover, draw[index.clamp(max=cover - 1)], after)
+        return self.steps_after(draw[index.clamp(max=cover - 1)], torch.tensor(cover, device=device))
+
+    def steps_after(self, drawn: Tensor, lengths: Tensor) -> Tensor:
+        """`drawn` `[..., count]` whose first `lengths` (`[...]`) entries are a draw: the entries past
+        it follow its last position at steps of 1, up to max_position - 1."""
+        step = torch.arange(drawn.size(-1), device=drawn.device)
+        last = drawn.gather(-1, (lengths.clamp(min=1) - 1).clamp(max=drawn.size(-1) - 1)[..., None])
+        after = (last + step - lengths[..., None] + 1).clamp(max=self.max_position - 1)
+        return torch.where(step < lengths[..., None], drawn, after)
 
     @staticmethod
     def check_randomized(options: RandomizedOptions, max_len: int) -> None:

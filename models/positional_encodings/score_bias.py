@@ -88,6 +88,15 @@ class ALiBiPositionalEncoding(ScoreBiasEncoding):
         return -relative.abs().unsqueeze(-1).to(self.slopes.dtype) * self.slopes  # [..., q_len, k_len, heads]
 
 
+def bias_tables(rows: int, heads: int, cross_attention: bool) -> tuple[nn.Embedding, Optional[nn.Embedding]]:
+    """A learned scalar per head and row (distance bucket or clipped offset), starting at zero: the
+    self-attention table, and cross-attention's own when it is asked for (else None)."""
+    tables = [nn.Embedding(rows, heads) for _ in range(2 if cross_attention else 1)]
+    for table in tables:
+        nn.init.zeros_(table.weight)
+    return tables[0], tables[1] if cross_attention else None
+
+
 def t5_relative_bucket(relative: Tensor, bidirectional: bool, num_buckets: int, max_distance: int) -> Tensor:
     """T5's bucketing of `relative = k_pos - q_pos` (Raffel et al. 2020): exact buckets for small
     distances, logarithmic ones up to `max_distance`, the last bucket beyond. Bidirectional
@@ -123,11 +132,7 @@ class T5RelativeBias(ScoreBiasEncoding):
                  cross_attention: bool = False) -> None:
         super().__init__(d_model, num_heads, causal, cross_attention)
         self.num_buckets, self.max_distance = num_buckets, max_distance
-        self.bias_table = nn.Embedding(num_buckets, num_heads)
-        nn.init.zeros_(self.bias_table.weight)
-        self.cross_table = nn.Embedding(num_buckets, num_heads) if cross_attention else None
-        if self.cross_table is not None:
-            nn.init.zeros_(self.cross_table.weight)
+        self.bias_table, self.cross_table = bias_tables(num_buckets, num_heads, cross_attention)
 
     @classmethod
     def check_options(cls, options: T5BiasOptions, *, head_dim: int, max_len: int) -> None:
@@ -162,11 +167,7 @@ class ShawRelativeBias(ScoreBiasEncoding):
                  cross_attention: bool = False) -> None:
         super().__init__(d_model, num_heads, causal, cross_attention)
         self.clip_distance = clip_distance
-        self.bias_table = nn.Embedding(2 * clip_distance + 1, num_heads)
-        nn.init.zeros_(self.bias_table.weight)
-        self.cross_table = nn.Embedding(2 * clip_distance + 1, num_heads) if cross_attention else None
-        if self.cross_table is not None:
-            nn.init.zeros_(self.cross_table.weight)
+        self.bias_table, self.cross_table = bias_tables(2 * clip_distance + 1, num_heads, cross_attention)
 
     @classmethod
     def check_options(cls, options: ShawOptions, *, head_dim: int, max_len: int) -> None:
