@@ -177,7 +177,7 @@ def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) ->
                                                 f"**ref:** {valid_split.raw_tgt[i]}", step)
         evaluator.state.metrics.update(m)
         run.metrics_log.write("valid", step=step, epoch=engine.state.epoch, **m)
-        refuse_non_finite(model, m, step, run.stats)  # before any checkpoint of this step is written
+        refuse_non_finite(model, m, step)  # before any checkpoint of this step is written (the loss: above)
         for k, v in m.items():
             run.tb.add_scalar(f"valid/{k.removeprefix('valid_')}", v, step)
         run.tb.flush()

@@ -45,8 +45,7 @@ class StepStats:
         from the device), and start a new interval. FloatingPointError (training diverged, exit 3)
         if a loss of the interval was not finite."""
         loss, grad_norm, non_finite = self.sums.tolist()
-        if non_finite:
-            self.check_finite(step)
+        self._refuse(non_finite, step)
         out = {"loss": loss / max(1, self.tokens), "grad_norm": grad_norm / max(1, self.steps),
                "tokens": self.tokens, "padded": self.padded, "steps": self.steps}
         self.sums.zero_()
@@ -56,7 +55,9 @@ class StepStats:
     def check_finite(self, step: int) -> None:
         """FloatingPointError if a loss since the last read was not finite (one read of one number:
         before a checkpoint is written)."""
-        non_finite = float(self.sums[2])
+        self._refuse(float(self.sums[2]), step)
+
+    def _refuse(self, non_finite: float, step: int) -> None:
         if non_finite:
             raise FloatingPointError(f"the loss was not finite at {int(non_finite)} of the {self.steps} steps up "
                                      f"to step {step}")
