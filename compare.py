@@ -41,6 +41,7 @@ from evaluation.comparison_plots import write_plots
 from evaluation.length_report import add_concat_stats, concat_tables
 from evaluation.findings import compute_findings, find_row, findings_markdown
 from evaluation.run_stats import mean_std, read_lines, seed_wins, test_folder
+from evaluation.teacher_forced import pool_nll
 from evaluation.summary_tables import (NUMERIC, bucket_table, csv_rows, json_report, markdown_table,
                                        teacher_forced_tables)
 from utils.config import flatten, load_config, to_dict
@@ -132,13 +133,6 @@ def run_variants(run_dir: Path) -> list[tuple[str, dict]]:
     return variants
 
 
-def _pool_nll(parts) -> Optional[float]:
-    """Token-weighted NLL (EOS renormalised out) over summaries/buckets of scores.json's teacher_forced."""
-    parts = [p for p in parts if p and p.get("nll_no_eos") is not None and p.get("tokens_no_eos")]
-    tokens = sum(p["tokens_no_eos"] for p in parts)
-    return sum(p["nll_no_eos"] * p["tokens_no_eos"] for p in parts) / tokens if tokens else None
-
-
 def run_teacher_forced(report: Optional[dict]) -> Optional[dict]:
     """A run's teacher-forced diagnostic (evaluation/teacher_forced.py) pooled over k = 1 and every
     joined k, token-weighted, EOS renormalised out, boundaries excluded: NLL beyond the decoder's
@@ -152,8 +146,8 @@ def run_teacher_forced(report: Optional[dict]) -> Optional[dict]:
         for b in e["buckets"]:
             buckets.setdefault(b["from"], (b["bucket"], []))[1].append(b)
     return {"training_length": (report.get("training_length") or {}).get("target") or None,
-            "nll_beyond": _pool_nll(e.get("beyond_training") for e in entries),
-            "by_position": [{"bucket": label, "from": lo, "nll_no_eos": _pool_nll(bs)}
+            "nll_beyond": pool_nll(e.get("beyond_training") for e in entries),
+            "by_position": [{"bucket": label, "from": lo, "nll_no_eos": pool_nll(bs)}
                             for lo, (label, bs) in sorted(buckets.items())],
             "boundary_p_eos": {k: e["boundary"]["p_eos"] for k, e in sorted(report["k"].items(), key=_k_order)
                                if e.get("boundary")}}

@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from evaluation.teacher_forced import BEYOND_FILE, check_position_buckets, teacher_forced_scores
+from evaluation.teacher_forced import BEYOND_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.checkpoint import (check_model_matches, checkpoint_step, load_for_inference, resolve_checkpoint,
                                  run_dir_of_checkpoint)
@@ -172,7 +172,9 @@ def teacher_forced_line(k: str, entry: dict) -> str:
         return f"{part['nll_no_eos']:.3f} (n={part['tokens_no_eos']})"
 
     if entry["beyond_training"] is None:
-        text = f"k={k} teacher-forced NLL, EOS renormalised out: {nll(pooled(entry))} (training length not recorded)"
+        pooled = {"tokens_no_eos": sum(b["tokens_no_eos"] for b in entry["buckets"]),
+                  "nll_no_eos": pool_nll(entry["buckets"])}
+        text = f"k={k} teacher-forced NLL, EOS renormalised out: {nll(pooled)} (training length not recorded)"
     else:
         text = (f"k={k} teacher-forced NLL, EOS renormalised out: beyond training {nll(entry['beyond_training'])}, "
                 f"within {nll(entry['within_training'])}")
@@ -181,13 +183,6 @@ def teacher_forced_line(k: str, entry: dict) -> str:
         p = "–" if boundary["p_eos"] is None else f"{boundary['p_eos']:.3f}"
         text += f"; boundary p(EOS) {p} (n={boundary['tokens']})"
     return text
-
-
-def pooled(entry: dict) -> dict:
-    """An entry's figures over every bucket (boundaries excluded), token-weighted."""
-    tokens = sum(b["tokens_no_eos"] for b in entry["buckets"])
-    total = sum(b["nll_no_eos"] * b["tokens_no_eos"] for b in entry["buckets"] if b["nll_no_eos"] is not None)
-    return {"tokens_no_eos": tokens, "nll_no_eos": total / tokens if tokens else None}
 
 
 if __name__ == "__main__":

@@ -38,10 +38,18 @@ def format_p(p: Optional[float]) -> str:
 
 
 class Outputs:
-    """Per-sentence BLEU statistics of a run's test outputs (read once), with their references."""
+    """Per-sentence BLEU statistics of a run's test outputs (read once), with their references, and
+    its per-input teacher-forced NLL beyond training (read once)."""
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, int], Optional[tuple[np.ndarray, list[str]]]] = {}
+        self._beyond: dict[str, Optional[dict]] = {}
+
+    def beyond(self, run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]]:
+        key = str(test_folder(run))
+        if key not in self._beyond:
+            self._beyond[key] = nll_beyond(run)
+        return self._beyond[key]
 
     def get(self, run: dict, k: int) -> Optional[tuple[np.ndarray, list[str]]]:
         """(stats, references) of the test set (k = 1) or of its k-inputs; None when not written."""
@@ -81,12 +89,12 @@ def training_length(run: dict) -> Optional[int]:
     return (run.get("teacher_forced") or {}).get("training_length")
 
 
-def compare_nll(pairs: list[tuple[dict, dict]], n_samples: int, seed: int) -> Optional[dict]:
+def compare_nll(pairs: list[tuple[dict, dict]], outputs: Outputs, n_samples: int, seed: int) -> Optional[dict]:
     """Per-seed and combined paired bootstrap of the teacher-forced NLL beyond the training length,
     pooled over every k: the unit resampled is an input (of any k) that has such tokens in either
     run; the statistic the token-weighted mean NLL. Lower is better: `ahead` counts seeds with a
     lower NLL than the baseline's."""
-    sums = [(nll_beyond(run), nll_beyond(base), run["seed"]) for run, base in pairs]
+    sums = [(outputs.beyond(run), outputs.beyond(base), run["seed"]) for run, base in pairs]
     keys = sorted({key for mine, theirs, _ in sums for key in (*mine, *theirs)})
     if not keys:
         return None
@@ -214,9 +222,9 @@ def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000,
         # Only against a baseline run that was trained on the same lengths: "beyond" is then the same
         # tokens of the same inputs (a run trained on joined pairs has other lengths).
         lengths = {r["seed"]: training_length(r) for r in baseline["runs"]}
-        pairs = _pairs(g, baseline, lambda r: nll_beyond(r) is not None
+        pairs = _pairs(g, baseline, lambda r: outputs.beyond(r) is not None
                        and training_length(r) is not None and training_length(r) == lengths.get(r["seed"]))
-        result = compare_nll(pairs, n_samples, seed) if pairs else None
+        result = compare_nll(pairs, outputs, n_samples, seed) if pairs else None
         if result is not None:
             nll_rows.append({"config": g["label"], "encoding": g["encoding"],
                              "compared_on": "teacher-forced NLL beyond training, all k", **result})

@@ -145,6 +145,14 @@ class PositionSums:
         return self.cells[:-1].view(*self.shape, STATS).cpu(), self.boundary.cpu().tolist(), self.per_input.cpu()
 
 
+def pool_nll(parts) -> Optional[float]:
+    """Token-weighted NLL (EOS renormalised out) over summaries or buckets of this report (None
+    ones and empty ones left out), e.g. an entry's buckets, or one summary of every k."""
+    parts = [p for p in parts if p and p.get("nll_no_eos") is not None and p.get("tokens_no_eos")]
+    tokens = sum(p["tokens_no_eos"] for p in parts)
+    return sum(p["nll_no_eos"] * p["tokens_no_eos"] for p in parts) / tokens if tokens else None
+
+
 def _mean(total: float, count: float) -> Optional[float]:
     return round(total / count, 6) if count else None
 
