@@ -126,11 +126,10 @@ def test_variants(run_dir: Path, variants: list[tuple[str, list[str]]], override
             log(f"sweep: {out} is scored: skipped")
             continue
         try:
-            load_config(run_dir / "config.yaml", variant)
+            encoding = load_config(run_dir / "config.yaml", variant).model.positional.name
         except ConfigError as e:
             log(f"sweep: variant {name} does not apply to {run_dir} ({e}): not tested")
             continue
-        encoding = load_config(run_dir / "config.yaml").model.positional.name
         sets = [x for o in [*test_time_overrides(overrides, encoding), *variant] for x in ("--set", o)]
         log(f"sweep: testing {run_dir} as variant {name} ({' '.join(variant)})")
         rc = test_cmd.main(["--run", str(run_dir), *sets, "--output_dir", str(out), "--overwrite"])

@@ -146,6 +146,7 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
     sizes = MODEL_SIZES[size]
     host_batches = make_batches(max_tokens, steps + 3, sizes["vocab"])
     batches = [tuple(t.to(device) for t in b) for b in host_batches]
+    target_tokens = [int(b[2].ne(PAD).sum()) for b in host_batches]  # counted on the host, once
     model, step_loss = build(case, sizes, device)
     model.train()
     dtype = {"fp32": None, "bf16": torch.bfloat16}[precision]
@@ -155,7 +156,7 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
             torch.cuda.synchronize()
 
     if case.startswith("ours"):  # train.py's own step (training/engine.py), its optimizer and its logging sums
-        step = harness_step(model, device, precision, {id(b): int(h[2].ne(PAD).sum()) for b, h in zip(batches, host_batches)})
+        step = harness_step(model, device, precision, dict(zip(map(id, batches), target_tokens)))
     else:
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
 
@@ -173,24 +174,25 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     times, tokens = [], 0
-    for batch in batches[warmup:warmup + steps]:
+    for batch, n in zip(batches[warmup:warmup + steps], target_tokens[warmup:warmup + steps]):
         start = time.perf_counter()
         step(batch)
         sync()
         times.append(time.perf_counter() - start)
-        tokens += int(batch[2].ne(PAD).sum())
+        tokens += n
     flops = None
     if case == "ours_sinusoidal":
         from torch.utils.flop_counter import FlopCounterMode
         with FlopCounterMode(display=False) as counter:
             step(batches[1])
-        flops = counter.get_total_flops() / int(batches[1][2].ne(PAD).sum())  # per target token
+        flops = counter.get_total_flops() / target_tokens[1]  # per target token
     from host_syncs import CountHostSyncs
     with CountHostSyncs() as syncs:  # an untimed step: the dispatch mode slows every operation
         step(batches[2])
     sync()
     total = sum(times)
-    queue.put({"host_syncs_per_step": syncs.count, "host_syncs_at": sorted(set(syncs.where)), "case": case, "params": sum(p.numel() for p in model.parameters()), "steps": steps,
+    queue.put({"case": case, "params": sum(p.numel() for p in model.parameters()), "steps": steps,
+               "host_syncs_per_step": syncs.count, "host_syncs_at": sorted(set(syncs.where)),
                "target_tokens": tokens, "seconds": total, "median_step_seconds": statistics.median(times),
                "tokens_per_sec": tokens / total, "flops_per_target_token": flops,
                "peak_mb": (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
