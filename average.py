@@ -11,12 +11,11 @@ Keep enough checkpoints while training: training.keep_last (default 2).
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Optional
 
 from training.checkpoint import CheckpointError, checkpoint_step, read_checkpoint
-from utils.cli import main_guard
+from utils.cli import command_parser, main_guard
 from utils.config import ConfigError
 from utils.files import atomic_save, check_target
 
@@ -41,16 +40,19 @@ def average_checkpoints(paths: list[Path]) -> dict:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", required=True, help="run folder")
+    parser = command_parser(__doc__, run="the run folder whose newest checkpoints to average",
+                            output="output file (default: <run>/checkpoints/averaged_lastN.pt)",
+                            overwrite="let --output replace an existing file")
     parser.add_argument("--average_last", type=int, required=True, metavar="N", help="how many checkpoints")
-    parser.add_argument("--output", help="output file (default: <run>/checkpoints/averaged_lastN.pt)")
-    parser.add_argument("--overwrite", action="store_true", help="let --output replace an existing file")
     args = parser.parse_args(argv)
+    if not args.run:
+        raise ConfigError("say which run: --run runs/<name> (its newest checkpoints are averaged)")
     if args.average_last < 1:
         raise ConfigError(f"--average_last must be at least 1 (how many of the newest checkpoints to average), "
                           f"got {args.average_last}")
     ckpt_dir = Path(args.run) / "checkpoints"
+    if not ckpt_dir.is_dir():
+        raise CheckpointError(f"--run {args.run} is not a run folder with checkpoints (no {ckpt_dir})")
     by_step: dict[int, Path] = {}
     for path in sorted(ckpt_dir.glob("*.pt")):
         step = checkpoint_step(path)

@@ -25,7 +25,6 @@ test/scores.json, test/hypotheses.txt, test/references.txt (written by test.py).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import glob
 import io
@@ -46,7 +45,7 @@ from evaluation.summary_tables import (NUMERIC, bucket_table, csv_rows, json_rep
                                        teacher_forced_tables)
 from utils.config import flatten, load_config, to_dict
 from utils.config_schema import METRIC_SIGN
-from utils.cli import main_guard
+from utils.cli import command_parser, main_guard
 from utils.errors import HarnessError
 from utils.files import atomic_write_text, check_target
 from utils.key_roles import configuration_settings
@@ -304,17 +303,15 @@ def is_compare_report(path: Path) -> bool:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser(__doc__, output="path prefix: writes <prefix>.md, .csv, .json, <prefix>_findings.md/.json "
+                                            "and <prefix>_*.png plots",
+                            overwrite="let --output replace files that are not an earlier summary of compare.py")
     parser.add_argument("runs", nargs="+", help="run folders or glob patterns (quote them)")
-    parser.add_argument("--output", help="path prefix: writes <prefix>.md, .csv, .json, <prefix>_findings.md/.json "
-                                         "and <prefix>_*.png plots")
     parser.add_argument("--baseline", metavar="NAME_OR_ENCODING",
                         help="configuration the others are tested against: a config label or an encoding "
                              "(default: the sinusoidal configuration if present, else the first)")
     parser.add_argument("--bootstrap_samples", type=int, default=10000,
                         help="paired bootstrap resamples (10,000: a p-value's standard error is at most 0.005)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="let --output replace files that are not an earlier summary of compare.py")
     parser.add_argument("--no_significance", action="store_true",
                         help="skip the paired bootstrap test (and the same-references check)")
     args = parser.parse_args(argv)

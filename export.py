@@ -20,22 +20,18 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from training.checkpoint import load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
+from training.loading import load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
 from training.export import write_export
 from utils.files import check_output_folder
-from utils.cli import main_guard
+from utils.cli import command_parser, main_guard
 from utils.errors import HarnessError
 from utils.runtime import log
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", help="a run folder: export its best checkpoint")
-    parser.add_argument("--model_path", help="a checkpoint file (.pt) to export")
-    parser.add_argument("--out", required=True, help="the folder to create (must not exist)")
-    args = parser.parse_args(argv)
-    args.config, args.overrides = None, []
-    return args
+    parser = command_parser(__doc__, run="a run folder: export its best checkpoint", model_path=True,
+                            output="the folder to create (must not exist)", output_required=True)
+    return parser.parse_args(argv)
 
 
 def scores_of(ckpt: Path) -> Optional[dict]:
@@ -52,10 +48,10 @@ def scores_of(ckpt: Path) -> Optional[dict]:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
-    out = Path(args.out)
-    check_output_folder(out, "--out")  # never inside a run folder, whose files are the harness's own
+    out = Path(args.output)
+    check_output_folder(out, "--output")  # never inside a run folder, whose files are the harness's own
     if out.exists():
-        raise HarnessError(f"--out {out} exists; export.py never replaces a folder: choose a new --out")
+        raise HarnessError(f"--output {out} exists; export.py never replaces a folder: choose a new --output")
     ckpt = resolve_checkpoint(args)
     cfg, tokenizer, model = load_for_inference(ckpt)
     write_export(cfg, tokenizer, model, out, scores_of(ckpt), str(ckpt))

@@ -26,24 +26,22 @@ from typing import Iterator, Optional, TextIO
 
 from data.parallel_text import decode_utf8, read_text, split_lines
 from evaluation.translate import Translation, max_positions, translate
-from training.checkpoint import check_model_matches, load_for_inference, resolve_checkpoint
-from utils.cli import add_config_args, add_setting_flags, main_guard, setting_flag_overrides
+from training.loading import check_model_matches, load_for_inference, resolve_checkpoint
+from utils.cli import RUN_HELP, TEST_TIME_SETS, add_setting_flags, command_parser, main_guard, setting_flag_overrides
 from utils.errors import HarnessError
 from utils.files import atomic_output, check_target
 from utils.runtime import pick_device
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_config_args(parser, model_path=True)
-    io = parser.add_argument_group("input and output")
+    parser = command_parser(__doc__, config=True, run=RUN_HELP, sets=TEST_TIME_SETS, model_path=True, device=True,
+                            output="write the translations to this file instead of stdout",
+                            overwrite="let --output replace an existing file")
+    io = parser.add_argument_group("input")
     io.add_argument("--src_text", nargs="+", action="extend", help="sentence(s) to translate")
     io.add_argument("--input", help="a file with one sentence per line ('-' for stdin)")
     io.add_argument("--interactive", action="store_true",
                     help="translate stdin line by line as it arrives (the default when stdin is a terminal)")
-    io.add_argument("--output", help="write the translations to this file instead of stdout")
-    io.add_argument("--overwrite", action="store_true", help="let --output replace an existing file")
     add_setting_flags(parser.add_argument_group("decoding (default: the model's decoding config)"))
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     return parser.parse_args(argv)
 
 

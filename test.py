@@ -8,12 +8,12 @@ within the training length, and p(EOS) at the sentence boundaries of joined inpu
 
 Examples:
   python test.py --run runs/demo/rope                       # the run's best checkpoint, its test split
-  python test.py --run runs/demo/rope --src tst2017.fr.xml --ref tst2017.en.xml --output_dir runs/demo/rope/tst2017
+  python test.py --run runs/demo/rope --src tst2017.fr.xml --ref tst2017.en.xml --output runs/demo/rope/tst2017
   python test.py --run runs/length/rope --concat 1 2 4 8    # inputs of k consecutive test pairs joined
   python test.py --config configs/demo/rope.yaml --model_path runs/demo/rope/checkpoints/best_....pt
-  python test.py --model_path ckpt.pt --set decoding.beam_size=1 --output_dir /tmp/greedy --overwrite
+  python test.py --model_path ckpt.pt --set decoding.beam_size=1 --output /tmp/greedy --overwrite
 
-Writes into <run>/test/ (or --output_dir): hypotheses.txt (exactly one detokenized line per test
+Writes into <run>/test/ (or --output): hypotheses.txt (exactly one detokenized line per test
 pair, in test order), references.txt, sources.txt, source_lengths.txt (subword tokens per source,
 for compare.py's findings per length bucket) and scores.json; with --concat (or the config's
 evaluation.concat) also concat/k<K>/ for each K. Every pair is scored: an empty source gets an
@@ -27,162 +27,28 @@ HParams dashboard shows them beside the run's settings.
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 from typing import Optional
 
-from evaluation.teacher_forced import BEYOND_FILE, check_position_buckets, pool_nll, teacher_forced_scores
-from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
-from training.checkpoint import (check_model_matches, checkpoint_step, load_for_inference, resolve_checkpoint,
-                                 run_dir_of_checkpoint)
-from training.review import log_test_scores
-from training.run_folder import RunLock
-from utils.cli import add_config_args, main_guard
-from utils.config import ConfigError, parse_override, to_dict
-from utils.files import WriteError, atomic_write_text, check_output_folder, check_target, run_folder_above
-from utils.runtime import log, pick_device
-
-
-# What test.py writes into its output folder (and concat/k<K>/ for the length protocol)
-OUTPUT_FILES = ("scores.json", "hypotheses.txt", "references.txt", "sources.txt", "source_lengths.txt", BEYOND_FILE)
+from evaluation.scoring import run_test
+from utils.cli import RUN_HELP, TEST_TIME_SETS, command_parser, main_guard
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_config_args(parser, model_path=True)
+    parser = command_parser(__doc__, config=True, run=RUN_HELP, sets=TEST_TIME_SETS, model_path=True, device=True,
+                            output="where to write the outputs (default: <run>/<split>/, or <run>/test_<src file "
+                                   "name>/ with --src)",
+                            overwrite="replace earlier outputs in the output folder")
     parser.add_argument("--split", choices=["test", "valid"], help="which split of the config (default: test)")
     parser.add_argument("--src", metavar="FILE", help="score this source file instead of a split (needs --ref)")
     parser.add_argument("--ref", metavar="FILE", help="the reference translations of --src, line by line")
     parser.add_argument("--concat", type=int, nargs="+", metavar="K",
                         help="also score inputs of K consecutive pairs joined, for each K (e.g. 1 2 4 8); "
                              "default: the config's evaluation.concat")
-    parser.add_argument("--output_dir", help="where to write the outputs (default: <run>/<split>/, or "
-                                             "<run>/test_<src file name>/ with --src)")
-    parser.add_argument("--overwrite", action="store_true", help="replace earlier outputs in the output folder")
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     return parser.parse_args(argv)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    args = parse_args(argv)
-    if (args.src is None) != (args.ref is None):
-        raise ConfigError("give both --src FILE and --ref FILE (source and reference translations), or neither")
-    if args.src and args.split:
-        raise ConfigError("--split picks a split of the config; with --src/--ref the files are the test set: drop one")
-    args.split = args.split or "test"
-    if args.concat is not None and any(k < 1 for k in args.concat):
-        raise ConfigError(f"--concat: every K is a number of pairs per input (at least 1), got {args.concat}")
-    ckpt = resolve_checkpoint(args)
-    if args.output_dir:
-        out_dir = Path(args.output_dir)
-    elif args.src:
-        out_dir = run_dir_of_checkpoint(ckpt) / f"test_{Path(args.src).name}"
-    else:
-        out_dir = run_dir_of_checkpoint(ckpt) / args.split
-    # Never the run folder itself, its checkpoints/ or any folder in it but this test's own: the
-    # split's folder (test/ for the test split) or test_<name>/, and only in the checkpoint's own run
-    own = ("test_*",) if args.src else (args.split, "test_*")
-    check_output_folder(out_dir, "--output_dir", own=own)
-    run = run_folder_above(out_dir)
-    if run is not None and run != run_dir_of_checkpoint(ckpt).resolve():
-        raise WriteError(f"--output_dir {args.output_dir} is inside the run folder {run}, but the model is "
-                         f"{ckpt}: its scores would pass for that run's; write them elsewhere")
-    if (out_dir / "concat").exists() and not args.overwrite and out_dir.name not in own:  # its k-inputs' folder
-        raise WriteError(f"{out_dir / 'concat'} exists; pass --overwrite to replace it, or choose another --output_dir")
-    for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input
-        check_target(out_dir / name, "--output_dir", inputs=[args.src, args.ref], overwrite=args.overwrite,
-                     own=tuple(f"{folder}/{name}" for folder in own))
-    device = pick_device(args.device)
-    cfg, tokenizer, model = load_for_inference(ckpt, args.overrides, device=str(device))
-    if args.config:
-        cfg = check_model_matches(args.config, args.overrides, cfg, ckpt)
-    if cfg.evaluation.teacher_forced:  # before hours of decoding, not after
-        check_position_buckets(cfg.evaluation.position_buckets)
-    if args.src:
-        pairs, documents = read_file_pair({"src": args.src, "tgt": args.ref}, cfg.data.src_lang, cfg.data.tgt_lang)
-        test_set = {"src": str(args.src), "ref": str(args.ref)}
-    else:
-        pairs, documents = read_config_split(cfg.data, args.split)
-        test_set = {"split": args.split}
-    if not pairs:
-        raise ConfigError(f"no pairs to score in {test_set.get('src') or f'the {args.split} split'}: give a "
-                          f"non-empty test set")
-    check_writable(out_dir)
-    # One writer at a time: the run folder's lock (training or testing into it), else the output folder's
-    with RunLock(run if run is not None else out_dir, "test.py"):
-        return score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir)
-
-
-def score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir) -> int:
-    if (out_dir / "scores.json").exists() and not args.overwrite:  # written by another test.py meanwhile
-        raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it")
-    concat = args.concat if args.concat is not None else cfg.evaluation.concat
-    log(f"scoring {len(pairs):,} pairs of {test_set} with {ckpt}"
-        + (f" ({len(set(documents))} documents)" if documents else ""))
-    scores = evaluate(model, tokenizer, pairs, documents, cfg, device, out_dir, concat)
-    if cfg.evaluation.teacher_forced:  # the references' likelihood per target position, whatever the search does
-        log("teacher forcing the references (k = 1" + "".join(f", {k}" for k in sorted(set(concat) - {1})) + ")")
-        scores["teacher_forced"], beyond = teacher_forced_scores(model, tokenizer, pairs, documents, cfg, device, concat)
-        atomic_write_text(out_dir / BEYOND_FILE, beyond)  # per input, for compare.py's test of the NLL
-    if args.src:  # a file from outside the run: is it in the training data? (splits: see data_report.json)
-        scores["overlap_with_train"] = overlap_with_training(cfg.data, pairs)
-    scores.update(test_set=test_set, split=test_set.get("split"), checkpoint=str(ckpt),
-                  positional=cfg.model.positional.name, decoding=to_dict(cfg.decoding),
-                  test_time_overrides=test_time_settings(args.overrides))
-    atomic_write_text(out_dir / "scores.json", json.dumps(scores, indent=2) + "\n")
-    run_dir = run_dir_of_checkpoint(ckpt)
-    if out_dir.resolve() == (run_dir / "test").resolve():  # the run's own test set: into its TensorBoard/HParams
-        log_test_scores(run_dir, scores, checkpoint_step(ckpt))
-    print_summary(scores, out_dir)
-    return 0
-
-
-def test_time_settings(overrides: list[str]) -> dict:
-    """The --set keys this test ran with ({"model.positional.scaling": "yarn", ...}): how the
-    trained model was evaluated. compare.py shows a run's test_<name>/ scored so as a variant row."""
-    return {".".join(keys): value for keys, value in map(parse_override, overrides or [])}
-
-
-def print_summary(scores: dict, out_dir: Path) -> None:
-    print(f"sacreBLEU {scores['sacrebleu']:.2f}  chrF {scores['chrf']:.2f}  nltk BLEU-4 {scores['nltk_bleu4']:.4f} "
-          f"({scores['nltk_tokenization']})  length ratio {scores['length_ratio']:.3f}  on {scores['num_sentences']} "
-          f"sentences ({scores['truncated_sources']} truncated)")
-    print(f"signature: {scores['sacrebleu_signature']}")
-    print("by source length (subword tokens): " + "  ".join(
-        f"{b['bucket']}: {b['sacrebleu'] if b['sacrebleu'] is not None else '-'} (n={b['num_sentences']})"
-        for b in scores["by_source_length"]))
-    if "longer_than_training" in scores:
-        lt = scores["longer_than_training"]
-        print(f"longer than training (> {lt['train_max_src_len']} tokens): sacreBLEU {lt['sacrebleu']} "
-              f"chrF {lt['chrf']} (n={lt['num_sentences']})")
-    for row in scores.get("concat", []):
-        print(f"k={row['k']}: sacreBLEU {row['sacrebleu']:.2f}  chrF {row['chrf']:.2f}  length ratio "
-              f"{row['length_ratio']:.3f}  ({row['num_inputs']} inputs)")
-    for k, entry in (scores.get("teacher_forced") or {}).get("k", {}).items():
-        print(teacher_forced_line(k, entry))
-    print(f"outputs: {out_dir}")
-
-
-def teacher_forced_line(k: str, entry: dict) -> str:
-    """One k of the teacher-forced diagnostic: NLL (EOS renormalised out) beyond and within the
-    decoder's training length, and p(EOS) at the sentence boundaries of joined inputs."""
-    def nll(part: Optional[dict]) -> str:
-        if not part or part["nll_no_eos"] is None:
-            return "–"
-        return f"{part['nll_no_eos']:.3f} (n={part['tokens_no_eos']})"
-
-    if entry["beyond_training"] is None:
-        pooled = {"tokens_no_eos": sum(b["tokens_no_eos"] for b in entry["buckets"]),
-                  "nll_no_eos": pool_nll(entry["buckets"])}
-        text = f"k={k} teacher-forced NLL, EOS renormalised out: {nll(pooled)} (training length not recorded)"
-    else:
-        text = (f"k={k} teacher-forced NLL, EOS renormalised out: beyond training {nll(entry['beyond_training'])}, "
-                f"within {nll(entry['within_training'])}")
-    boundary = entry.get("boundary")
-    if boundary:
-        p = "–" if boundary["p_eos"] is None else f"{boundary['p_eos']:.3f}"
-        text += f"; boundary p(EOS) {p} (n={boundary['tokens']})"
-    return text
+    return run_test(**vars(parse_args(argv)))
 
 
 if __name__ == "__main__":

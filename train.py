@@ -18,7 +18,7 @@ import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import ignite.distributed as idist
 import torch
@@ -35,11 +35,11 @@ from training.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint, 
 from training.engine import create_evaluator, create_trainer
 from training.handlers import (Rank0Only, TrainingRun, attach_training_log, attach_validation, validation_event,
                                resume_from_checkpoint, show_progress_bar, stop_on_signals, train_until_done)
-from training.review import attach_tensorboard_review
+from training.tensorboard_log import attach_tensorboard_review
 from training.run_folder import LOCK_FILES, RunFolder, RunLock, resume_changes
 from training.schedules import build_optimizer, build_scheduler
 from training.step_stats import StepStats
-from utils.cli import EXIT_INTERRUPTED, add_config_args, main_guard
+from utils.cli import EXIT_INTERRUPTED, command_parser, main_guard
 from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
 from utils.errors import HarnessError
 from utils.files import atomic_write_text, remove_stale_temporaries
@@ -51,8 +51,8 @@ HELD_LOCKS: list[RunLock] = []  # rank 0's lock on the run folder, held while it
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_config_args(parser)
+    parser = command_parser(__doc__, config=True, run="a run folder (runs/<name>) to continue from its last checkpoint",
+                            sets="override a config value, e.g. --set model.positional.name=rope (repeatable)")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--resume", action="store_true",
                        help="continue the run in the config's run folder from its last checkpoint")
@@ -274,10 +274,15 @@ def train_worker(local_rank: int, args: argparse.Namespace, cfg: ExperimentConfi
     result.append(0 if finished else EXIT_INTERRUPTED)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    args = parse_args(argv)
+def train_run(config: Optional[str] = None, run: Optional[str] = None, overrides: Sequence[str] = (),
+              resume: bool = False, overwrite: bool = False) -> int:
+    """Train one run, as `train.py` does (sweep.py's jobs call this): returns 0 when training
+    finished, EXIT_INTERRUPTED when a signal stopped it after a checkpoint (resumable, not finished)."""
+    args = argparse.Namespace(config=config, run=run, overrides=list(overrides), resume=resume, overwrite=overwrite)
     if args.resume and args.run is None and args.config is None:
         raise ConfigError("--resume needs --run runs/<name> or --config <file.yaml>")
+    if args.run is None and args.config is None:
+        raise ConfigError("say what to train: --config <file.yaml>, or --run runs/<name> to continue a run")
     if args.run and not args.resume:
         args.resume = True  # `--run` names an existing run: continue it
     cfg = resolve_config(args)
@@ -290,10 +295,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         with idist.Parallel(backend=backend) as parallel:
             parallel.run(train_worker, args, cfg, result)
-    finally:  # a failed start releases the run folder too (sweep.py and tests call main in-process)
+    finally:  # a failed start releases the run folder too (sweep.py and tests call this in-process)
         while HELD_LOCKS:
             HELD_LOCKS.pop().release()
     return result[0] if result else 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    return train_run(**vars(parse_args(argv)))
 
 
 if __name__ == "__main__":

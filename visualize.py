@@ -34,21 +34,24 @@ import torch  # noqa: E402
 from evaluation.figures import sentence_attention_figures, table_figure  # noqa: E402
 from models.positional_encodings import (alibi_slopes, apply_rotary, rope_tables,  # noqa: E402
                                          sinusoidal_table)
-from utils.cli import main_guard  # noqa: E402
+from utils.cli import RUN_HELP, add_command_flags, main_guard  # noqa: E402
+from utils.config import ConfigError  # noqa: E402
 from utils.files import atomic_output, check_target  # noqa: E402
 
 
 def _load(args):
-    from training.checkpoint import find_best_checkpoint, load_for_inference
-    path = args.model_path or (find_best_checkpoint(args.run) if args.run else None)
-    if path is None:
-        raise SystemExit("error: this plot needs a trained model: --model_path <ckpt.pt> or --run <run folder>")
-    return load_for_inference(path)
+    """The model --model_path or --run names (the shared lookup and loader of every command)."""
+    from training.loading import load_for_inference, resolve_checkpoint
+
+    if not (args.model_path or args.run):
+        raise ConfigError("this plot needs a trained model: --model_path <checkpoint.pt or export folder> "
+                          "or --run <run folder>")
+    return load_for_inference(resolve_checkpoint(args))
 
 
 def _save(fig, out: str, overwrite: bool) -> None:
     # never into a run folder, never over an existing file unless --overwrite
-    check_target(out, "--out", overwrite=overwrite)
+    check_target(out, "--output", overwrite=overwrite)
     with atomic_output(out, "wb", encoding=None) as f:  # whole or not at all, in the format its name says
         fig.savefig(f, dpi=110, bbox_inches="tight", format=Path(out).suffix.lstrip(".").lower() or "png")
     plt.close(fig)
@@ -61,18 +64,18 @@ def position_table(args) -> tuple[torch.Tensor, str]:
         _, _, model = _load(args)
         pe = model.encoder_pe if args.stack == "encoder" else model.decoder_pe
         if not hasattr(pe, "table"):
-            raise SystemExit(f"error: the model's encoding is {pe.registry_name}: it has no learned table "
-                             f"(use --encoding sinusoidal for the computed one)")
+            raise ConfigError(f"the model's encoding is {pe.registry_name}: it has no learned table "
+                              f"(use --encoding sinusoidal for the computed one)")
         n = min(args.positions, pe.max_positions)
         return pe.table.weight[:n].detach(), f"learnable ({args.stack})"
     if args.encoding != "sinusoidal":
-        raise SystemExit("error: without a model only --encoding sinusoidal can be computed")
+        raise ConfigError("without a model only --encoding sinusoidal can be computed: give --model_path or --run")
     return sinusoidal_table(torch.arange(args.positions), args.d_model), "sinusoidal"
 
 
 def cmd_pe_heatmap(args) -> None:
     table, title = position_table(args)
-    _save(table_figure(table, f"{title} positional encoding", "dimension", "position"), args.out, args.overwrite)
+    _save(table_figure(table, f"{title} positional encoding", "dimension", "position"), args.output, args.overwrite)
 
 
 def classical_mds(x: torch.Tensor, dims: int = 2) -> torch.Tensor:
@@ -93,7 +96,7 @@ def cmd_pe_mds(args) -> None:
     sc = ax.scatter(coords[:, 0], coords[:, 1], c=range(len(coords)), cmap="viridis", s=12)
     fig.colorbar(sc, ax=ax, label="position")
     ax.set(title=f"MDS of {title} position vectors", xlabel="MDS 1", ylabel="MDS 2")
-    _save(fig, args.out, args.overwrite)
+    _save(fig, args.output, args.overwrite)
 
 
 def similarity_curves(args) -> tuple[torch.Tensor, dict[str, torch.Tensor], str]:
@@ -130,7 +133,7 @@ def similarity_curves(args) -> tuple[torch.Tensor, dict[str, torch.Tensor], str]
     if args.encoding == "alibi":
         slopes = alibi_slopes(args.heads)
         return rel, {f"head {h}": -slopes[h] * rel.abs() for h in range(args.heads)}, "alibi"
-    raise SystemExit(f"error: --encoding {args.encoding} needs a trained model (--model_path / --run)")
+    raise ConfigError(f"--encoding {args.encoding} needs a trained model (--model_path / --run)")
 
 
 def cmd_pe_similarity(args) -> None:
@@ -141,14 +144,14 @@ def cmd_pe_similarity(args) -> None:
     ax.set(xlabel=f"relative position j − i (i = {args.position})", ylabel="similarity / bias",
            title=f"{title}: position {args.position} against all others")
     ax.legend(fontsize=7, ncol=2)
-    _save(fig, args.out, args.overwrite)
+    _save(fig, args.output, args.overwrite)
 
 
 def cmd_attention(args) -> None:
     cfg, tokenizer, model = _load(args)
     if not tokenizer.encode_src(args.src):
-        raise SystemExit("error: --src is empty")
-    out_dir = Path(args.out)
+        raise ConfigError("--src is empty: give a French sentence")
+    out_dir = Path(args.output)
     for kind, fig in sentence_attention_figures(model, tokenizer, args.src, args.tgt).items():
         fig.suptitle(f"{kind} ({cfg.model.positional.name})")
         _save(fig, str(out_dir / f"{kind.replace(' ', '_').replace('-', '_')}.png"), args.overwrite)
@@ -159,10 +162,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p, needs_out: str) -> None:
-        p.add_argument("--model_path", help="a checkpoint (.pt)")
-        p.add_argument("--run", help="a run folder (its best checkpoint)")
-        p.add_argument("--out", default=needs_out, help=f"output PNG (default {needs_out})")
-        p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+        add_command_flags(p, run=RUN_HELP, model_path=True, output=f"output PNG (default {needs_out})",
+                          output_default=needs_out, overwrite="replace existing output files")
 
     for name, fn, help_text in (("pe-heatmap", cmd_pe_heatmap, "positions x dimensions heatmap"),
                                 ("pe-mds", cmd_pe_mds, "2-D MDS of position vectors"),
@@ -178,7 +179,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         p.add_argument("--stack", choices=["encoder", "decoder"], default="encoder")
         p.set_defaults(func=fn)
     p = sub.add_parser("attention", help="attention maps for a sentence pair")
-    common(p, "plots/attention")
+    common(p, "plots/attention")  # a folder: one PNG per attention kind
     p.add_argument("--src", required=True, help="French sentence")
     p.add_argument("--tgt", help="English sentence (default: the model's greedy translation)")
     p.set_defaults(func=cmd_attention)

@@ -187,7 +187,8 @@ def test_shape_checkpoints_from_before_the_inference_shift_are_scored_as_trained
     loading it keeps that; a current one gets the authors' shift K."""
     from models import build_model
     from tokenizer import BPETokenizer
-    from training.checkpoint import RunMeta, load_for_inference
+    from training.checkpoint import RunMeta
+    from training.loading import load_for_inference
     from utils.config import load_config, to_dict
 
     tok = BPETokenizer.train(["Bonjour le monde.", "Hello world."] * 5, vocab_size=60)

@@ -25,7 +25,8 @@ def test_export_round_trip_translates_identically(trained_run: Path, tmp_path: P
     # no pickle: safetensors header + JSON; the weights are exactly the checkpoint's
     from safetensors import safe_open
 
-    from training.checkpoint import find_best_checkpoint, load_for_inference
+    from training.checkpoint import find_best_checkpoint
+    from training.loading import load_for_inference
     ckpt = find_best_checkpoint(run_dir)
     _, _, model = load_for_inference(ckpt)
     with safe_open(str(out / "model.safetensors"), framework="pt") as f:
@@ -56,7 +57,7 @@ def test_loading_an_export_never_unpickles(trained_run: Path, tmp_path: Path, mo
 
     import torch
 
-    from training.checkpoint import load_for_inference
+    from training.loading import load_for_inference
     from evaluation.translate import translate
 
     out = tmp_path / "exported"

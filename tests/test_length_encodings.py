@@ -22,7 +22,8 @@ from models.positional_encodings import (POSITIONAL_ENCODINGS, CapePositionalEnc
                                          XposPositionalEncoding, apply_rotary, build_positional_encoding,
                                          sinusoidal_table)
 from models.positional_encodings.randomized import inference_cover
-from training.checkpoint import CheckpointError, check_training_lengths
+from training.checkpoint import CheckpointError
+from training.loading import check_training_lengths
 from utils.config import ConfigError, PositionalConfig, load_config
 
 CPU = torch.device("cpu")

@@ -55,7 +55,8 @@ def test_attention_maps_of_a_trained_model(trained_run: Path, tmp_path: Path) ->
 def test_attention_rows_are_distributions(trained_run: Path) -> None:
     import torch
 
-    from training.checkpoint import find_best_checkpoint, load_for_inference
+    from training.checkpoint import find_best_checkpoint
+    from training.loading import load_for_inference
 
     _, tok, model = load_for_inference(find_best_checkpoint(trained_run))
     src = torch.tensor([tok.encode_src("Bonjour à tous.")])

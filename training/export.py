@@ -6,7 +6,7 @@
       tokenizer.json      the joint BPE (or tokenizer/, a pretrained tokenizer's save_pretrained folder)
       README.md           a model card: encoding, size, training data, test scores and sacreBLEU signature
 
-`inference.py --model_path DIR` and `test.py --model_path DIR` load it through `load_for_inference`.
+`inference.py --model_path DIR` and `test.py --model_path DIR` load it through `training/loading.py`.
 """
 
 from __future__ import annotations
@@ -50,36 +50,6 @@ def write_export(cfg, tokenizer, model, out_dir: Path, scores: Optional[dict], s
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out_dir
-
-
-def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
-    """(config, tokenizer, model in eval mode) from an exported folder."""
-    from safetensors.torch import load_model
-
-    from models import build_model
-    from tokenizer import BPETokenizer, PretrainedTokenizer
-    from training.checkpoint import CheckpointError, check_training_lengths, test_time_config
-
-    path = Path(path)
-    meta = json.loads((path / CONFIG).read_text(encoding="utf-8"))
-    if meta.get("format") != EXPORT_FORMAT or meta.get("format_version", 0) > EXPORT_VERSION:
-        raise CheckpointError(f"{path / CONFIG} is not an export of this harness (format {meta.get('format')!r}, "
-                              f"version {meta.get('format_version')!r}); export.py writes {EXPORT_FORMAT} "
-                              f"version {EXPORT_VERSION}")
-    cfg = test_time_config(meta["config"], overrides, str(path))
-    if (path / BPETokenizer.filename).is_file():
-        tokenizer = BPETokenizer.load(path)
-    else:
-        tokenizer = PretrainedTokenizer.from_pretrained(str(path / PretrainedTokenizer.dirname))
-    model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)
-    try:
-        load_model(model, str(path / WEIGHTS), strict=True)
-    except (RuntimeError, OSError) as e:
-        raise CheckpointError(f"{path / WEIGHTS}: the weights do not fit the model of {path / CONFIG} "
-                              f"(was model.* overridden?): {str(e).splitlines()[0][:300]}") from None
-    check_training_lengths(model, str(path))
-    model.to(device).eval()
-    return cfg, tokenizer, model
 
 
 def model_card(cfg, params: int, scores: Optional[dict], source: str) -> str:

@@ -23,7 +23,7 @@ from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, g
 from evaluation.metrics import score_translations
 from evaluation.translate import translate
 from training.checkpoint import CheckpointError, read_newest_good_checkpoint, restore_checkpointer
-from training.review import mark_session_start
+from training.tensorboard_log import mark_session_start
 from training.schedules import keep_implementation, set_peak_lr
 from training.step_stats import StepStats
 from utils.config_schema import METRIC_SIGN

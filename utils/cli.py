@@ -1,5 +1,6 @@
-"""Shared command-line plumbing: the `--config`/`--run`/`--set`/`--model_path` arguments and
-`main_guard`, which turns expected errors into one line and exit code 2."""
+"""The command layer every entry script shares: one parser factory (`command_parser`: --config, --run,
+--set, --model_path, --device, --overwrite, --output), the schema's setting flags, and `main_guard`,
+which turns expected errors into one line and exit code 2."""
 
 from __future__ import annotations
 
@@ -14,16 +15,44 @@ from utils.errors import HarnessError
 EXIT_INTERRUPTED = 4
 
 
-def add_config_args(parser: argparse.ArgumentParser, model_path: bool = False) -> None:
-    parser.add_argument("--config", help="YAML experiment config (e.g. configs/demo/sinusoidal.yaml)")
-    parser.add_argument("--run", help="a run folder (runs/<name>): use its config and its best checkpoint")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override how the trained model is decoded or scored, e.g. --set decoding.beam_size=2 "
-                             "(repeatable); a key that would change the trained model is refused" if model_path else
-                        "override a config value, e.g. --set model.positional.name=rope (repeatable)")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+
+def command_parser(doc: str, **flags) -> argparse.ArgumentParser:
+    """The parser of an entry script, with the shared flags it takes (`add_command_flags`)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_command_flags(parser, **flags)
+    return parser
+
+
+def add_command_flags(parser, *, config: bool = False, run: Optional[str] = None, sets: Optional[str] = None,
+                      model_path: bool = False, device: bool = False, overwrite: Optional[str] = None,
+                      output: Optional[str] = None, output_required: bool = False,
+                      output_default: Optional[str] = None) -> None:
+    """The flags every command spells the same way: --config, --run, --set, --model_path, --device,
+    --overwrite and one output flag, --output (its earlier names --output_dir and --out kept as
+    aliases). Each help text given (not None) adds that flag with it."""
+    if config:
+        parser.add_argument("--config", help="YAML experiment config (e.g. configs/demo/sinusoidal.yaml)")
+    if run is not None:
+        parser.add_argument("--run", help=run)
+    if sets is not None:
+        parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=sets)
     if model_path:
         parser.add_argument("--model_path", help="a checkpoint file (.pt) or a folder written by export.py; "
                                                  "self-contained, no config needed")
+    if device:
+        parser.add_argument("--device", default="auto", choices=DEVICES, help="where the model runs (default: auto)")
+    if output is not None:
+        parser.add_argument("--output", "--output_dir", "--out", dest="output", required=output_required,
+                            default=output_default, metavar="PATH", help=output)
+    if overwrite is not None:
+        parser.add_argument("--overwrite", action="store_true", help=overwrite)
+
+
+RUN_HELP = "a run folder (runs/<name>): use its config and its best checkpoint"
+TEST_TIME_SETS = ("override how the trained model is decoded or scored, e.g. --set decoding.beam_size=2 "
+                  "(repeatable); a key that would change the trained model is refused")
 
 
 def _flag_type(tp) -> dict:

@@ -5,7 +5,7 @@ reviews a sweep:
   settings, as the run first started: TensorBoard keeps a run's first session record, so a resume
   does not write another). Its metrics are the run's own scalars, found by the HParams plugin in the same folder:
   validation loss/BLEU/accuracy from training, and test sacreBLEU/chrF/nltk BLEU (per k of the
-  length protocol too) that `test.py` adds (`log_test_scores`), so one table compares the encodings;
+  length protocol too, under test_concat/) that `test.py` adds (`log_test_scores`), so one table compares the encodings;
 - every `training.tensorboard_images_every` validations and at the end: attention maps for a fixed
   validation sentence (encoder self, decoder self, cross) and each learned positional table (a
   learnable encoding's positions, a T5/Shaw bias table) as images; at the end, the TensorBoard
@@ -108,7 +108,9 @@ def mark_session_start(writer, step: int) -> None:
 
 
 def log_test_scores(run_dir: Path, scores: dict, step: Optional[int]) -> None:
-    """test.py's scores as scalars of the run (test/*), where the HParams table finds them."""
+    """test.py's scores as scalars of the run, where the HParams table finds them. The table ticks the
+    first five metrics in name order by default: test/chrf, test/length_ratio, test/nltk_bleu4,
+    test/sacrebleu (the headline), then the length protocol's test_concat/k<K>_*, which sort after test/."""
     from torch.utils.tensorboard import SummaryWriter
 
     if step is None or not (run_dir / "tb").is_dir():
@@ -118,8 +120,8 @@ def log_test_scores(run_dir: Path, scores: dict, step: Optional[int]) -> None:
         for key in ("sacrebleu", "chrf", "nltk_bleu4", "length_ratio"):
             writer.add_scalar(f"test/{key}", scores[key], step)
         for row in scores.get("concat") or []:
-            writer.add_scalar(f"test/k{row['k']}_sacrebleu", row["sacrebleu"], step)
-            writer.add_scalar(f"test/k{row['k']}_length_ratio", row["length_ratio"], step)
+            writer.add_scalar(f"test_concat/k{row['k']}_sacrebleu", row["sacrebleu"], step)
+            writer.add_scalar(f"test_concat/k{row['k']}_length_ratio", row["length_ratio"], step)
         writer.add_text("test/signature", f"{scores['sacrebleu_signature']} (chrF: {scores.get('chrf_signature')})",
                         step)
     finally:
