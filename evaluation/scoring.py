@@ -12,10 +12,10 @@ from typing import Optional, Sequence
 
 from evaluation.teacher_forced import BEYOND_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
-from training.checkpoint import (check_model_matches, checkpoint_step, load_for_inference, resolve_checkpoint,
-                                 run_dir_of_checkpoint)
-from training.tensorboard_log import log_test_scores
+from training.checkpoint import checkpoint_step
+from training.loading import check_model_matches, load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
 from training.run_folder import RunLock
+from training.tensorboard_log import log_test_scores
 from utils.config import ConfigError, parse_override, to_dict
 from utils.files import WriteError, atomic_write_text, check_output_folder, check_target, run_folder_above
 from utils.runtime import log, pick_device
