@@ -1,23 +1,37 @@
 #!/usr/bin/env python
-"""Train, test and compare a list of configs in one command (sequential and resumable).
+r"""Train, test and compare a list of configs in one command: one after another in this process, or as
+jobs run side by side on this machine's GPUs or CPUs, or on a SLURM cluster (submitit). Resumable.
 
 Examples:
   python sweep.py configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs/demo/rope.yaml \
       --output runs/demo/summary                                   # what `make demo` runs
   python sweep.py configs/demo/sinusoidal.yaml configs/demo/rope.yaml --seeds 1 2 3 \
       --output runs/demo/seeds_summary          # runs/demo/<encoding>_seed<N>, one row per config
+  python sweep.py configs/length/*.yaml --seeds 1 2 --launcher local --runs_per_gpu 4 \
+      --output runs/length/summary              # 4 runs at a time on each GPU of this machine
+  python sweep.py configs/iwslt2017/*.yaml --launcher slurm --partition gpu --time 24:00:00 \
+      --gpus_per_run 1 --cpus_per_run 8 --mem 64G --output runs/iwslt/summary
 
 With --seeds, every config runs once per seed into <run folder>_seed<N> (run folder: runs/<name>,
 or --runs_root/<name>, or the config's own run_dir); without it, once with the config's own seed,
-into its own run folder, as before.
+into its own run folder.
 
-A sweep never deletes a run. A run that trained to its end and has test/scores.json is skipped;
-one with a last checkpoint is resumed (training continues if it is not finished, e.g. after a
-Ctrl-C), then tested; one that kept only best checkpoints is tested as it is; one that never
-saved a checkpoint starts again. A run folder holding files that are not the harness's, or a run
-of another configuration (its config.yaml differs in experiment keys), is reported and left
-alone (exit code 2 once the other runs are done). A training stopped by a signal stops the sweep
-(exit code 4); run the same command again to continue. Pass --set overrides to every run (e.g. --set
+Launchers: `serial` (default) trains and tests the runs one after another in this process;
+`local` runs each (config, seed) as a submitit job, a process of its own on this machine, at most
+--parallel at a time, each with --gpus_per_run GPUs (CUDA_VISIBLE_DEVICES), --runs_per_gpu of them
+sharing a GPU; `slurm` submits them as a SLURM job array (--partition, --time, --gpus_per_run,
+--cpus_per_run, --mem, --slurm_array_parallelism, --slurm_setup). A SLURM job stopped by its time
+limit or a preemption is requeued and resumes from the run's last checkpoint. submitit's logs go
+to <sweep folder>/submitit/<job id>_* (sweep folder: the folder of --output, else --runs_root, else runs/).
+
+Under every launcher, a sweep never deletes a run. A run that trained to its end and has
+test/scores.json is skipped; one with a last checkpoint is resumed (training continues if it is not
+finished, e.g. after a Ctrl-C), then tested; one that kept only best checkpoints is tested as it is;
+one that never saved a checkpoint starts again. A run folder holding files that are not the
+harness's, or a run of another configuration (its config.yaml differs in experiment keys), is
+reported and left alone (exit code 2 once the other runs are done). A training stopped by a signal
+is never tested as finished (exit code 4); run the same command again to continue. The summary is
+written once every run has ended. Pass --set overrides to every run (e.g. --set
 training.max_steps=50 for a smoke test); testing takes only those that may change at test time
 (decoding.*, evaluation.*, ...), since the others are in the trained run already.
 """
@@ -25,31 +39,20 @@ training.max_steps=50 for a smoke test); testing takes only those that may chang
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import os
 import re
+import sys
 from pathlib import Path
 from typing import Optional
 
 import compare
-import train as train_cmd
-from training.run_folder import RunFolder
-from utils.cli import main_guard
-from utils.config import ConfigError, flatten, load_config, parse_override, to_dict
-from utils.config_schema import INFERENCE, RUNTIME
-from utils.errors import HarnessError
-from utils.key_roles import refused_on_resume, role_of
-from utils.runtime import JsonlLogger, log
+from training.sweep_job import Outcome, SweepJob, run_one, triage
+from utils.cli import EXIT_INTERRUPTED, command_parser, main_guard
+from utils.config import ConfigError, load_config, parse_override
+from utils.launchers import LaunchOptions, run_local, run_slurm
+from utils.runtime import log
 
-
-def _load_test_command():
-    """test.py as a module; loaded from its file, since `import test` names Python's own test package."""
-    spec = importlib.util.spec_from_file_location("test_command", Path(__file__).with_name("test.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-test_cmd = _load_test_command()
+ROOT = Path(__file__).resolve().parent
 
 
 def expand_runs(configs: list[str], overrides: list[str], seeds: Optional[list[int]],
@@ -67,41 +70,6 @@ def expand_runs(configs: list[str], overrides: list[str], seeds: Optional[list[i
     return runs
 
 
-def test_time_overrides(overrides: list[str], encoding: str) -> list[str]:
-    """The overrides that change how test.py decodes and scores (utils/key_roles.py); the others
-    (seed, run_dir, model.*, training.*) made the trained run."""
-    return [o for o in overrides if role_of(".".join(parse_override(o)[0]), encoding) in (INFERENCE, RUNTIME)]
-
-
-def other_configuration(run_dir: Path, cfg) -> Optional[str]:
-    """The experiment keys in which the run in `run_dir` differs from `cfg` ('key: old -> new; ...'),
-    or None when it is this configuration (differences a resume may make, e.g. max_steps, are fine)."""
-    try:
-        saved = load_config(run_dir / "config.yaml")
-    except HarnessError as e:
-        return f"its config.yaml does not load: {e}"
-    changed, refused, _ = refused_on_resume(flatten(to_dict(saved)), flatten(to_dict(cfg)),
-                                            saved.model.positional.name)
-    return "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in refused) or None
-
-
-def training_finished(run_dir: Path, cfg) -> bool:
-    """Whether the run's training reached its end (its budget or early stopping) rather than being
-    stopped by a signal (runs logged before the harness recorded this count as finished), and the
-    budget this sweep asks for (max_steps / epochs) is no larger than the one it trained to."""
-    try:
-        ends = [r for r in JsonlLogger(run_dir / "metrics.jsonl").history() if r.get("event") == "end"]
-        trained = load_config(run_dir / "config.yaml").training
-    except (ValueError, HarnessError):
-        return False
-    if not ends or not ends[-1].get("finished", True):
-        return False
-    last, wanted = ends[-1], cfg.training
-    if (wanted.max_steps, wanted.epochs) == (trained.max_steps, trained.epochs):
-        return True  # the budget it trained to (early stopping included)
-    return last["step"] >= wanted.max_steps if wanted.max_steps is not None else last["epoch"] >= wanted.epochs
-
-
 def check_variants(given: list[list[str]]) -> list[tuple[str, list[str]]]:
     """--variant NAME KEY=VALUE ... as (name, overrides); the name becomes a folder name."""
     variants = []
@@ -117,33 +85,10 @@ def check_variants(given: list[list[str]]) -> list[tuple[str, list[str]]]:
     return variants
 
 
-def test_variants(run_dir: Path, variants: list[tuple[str, list[str]]], overrides: list[str]) -> int:
-    """Test a scored run once per variant into <run>/test_<name>/ (skipped where that exists, and
-    where the run's encoding does not take one of the variant's keys)."""
-    for name, variant in variants:
-        out = run_dir / f"test_{name}"
-        if (out / "scores.json").is_file():
-            log(f"sweep: {out} is scored: skipped")
-            continue
-        try:
-            encoding = load_config(run_dir / "config.yaml", variant).model.positional.name
-        except ConfigError as e:
-            log(f"sweep: variant {name} does not apply to {run_dir} ({e}): not tested")
-            continue
-        sets = [x for o in [*test_time_overrides(overrides, encoding), *variant] for x in ("--set", o)]
-        log(f"sweep: testing {run_dir} as variant {name} ({' '.join(variant)})")
-        rc = test_cmd.main(["--run", str(run_dir), *sets, "--output_dir", str(out), "--overwrite"])
-        if rc:
-            return rc
-    return 0
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    parser = command_parser(__doc__, sets="override applied to every config (repeatable)",
+                            output="path prefix of the summary (.md, .csv, .json and plots: see compare.py)")
     parser.add_argument("configs", nargs="+", help="YAML configs to run, in order")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override applied to every config (repeatable)")
-    parser.add_argument("--output", help="path prefix of the summary (.md, .csv, .json and plots: see compare.py)")
     parser.add_argument("--seeds", type=int, nargs="+", metavar="N",
                         help="run every config once per seed, into <run folder>_seed<N> (default: the config's "
                              "own seed, into its own run folder)")
@@ -155,62 +100,128 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--runs_root", metavar="DIR",
                         help="put run folders under DIR/<name> instead of runs/<name> (ignored for a config "
                              "whose run_dir is set)")
-    args = parser.parse_args(argv)
-    variants = check_variants(args.variant)
-    run_dirs, left_alone = [], []
-    for config, overrides in expand_runs(args.configs, args.overrides, args.seeds, args.runs_root):
-        cfg = load_config(config, overrides)
-        run_dir = cfg.resolved_run_dir
-        sets = [x for o in overrides for x in ("--set", o)]
-        folder = RunFolder.inspect(run_dir)
-        if folder.state == "foreign":
-            log(f"sweep: left alone: {folder.describe_foreign()}")
-            left_alone.append(run_dir)
-            continue
-        differences = other_configuration(run_dir, cfg) if folder.state != "absent" else None
-        if differences:  # compare before skipping: a folder of another experiment is not this run
-            log(f"sweep: left alone: {run_dir} holds a run of another configuration than {config} "
-                f"({differences})")
-            left_alone.append(run_dir)
-            continue
-        if (run_dir / "test" / "scores.json").is_file() and training_finished(run_dir, cfg):
-            log(f"sweep: {run_dir} is finished (trained to its end, test/scores.json exists): skipped")
-            run_dirs.append(run_dir)
-            continue
-        checkpoints = run_dir / "checkpoints"
-        if folder.state == "trained" and not any(checkpoints.glob("*.pt")):
-            log(f"sweep: left alone: {run_dir} holds results of a run but no checkpoint and no scores")
-            left_alone.append(run_dir)
-            continue
-        if folder.state == "trained" and not any(checkpoints.glob("last_*.pt")):
-            log(f"sweep: {run_dir} kept best checkpoints only: tested as it is, not trained further")
+    launch = parser.add_argument_group("launching runs (submitit)")
+    launch.add_argument("--launcher", choices=["serial", "local", "slurm"], default="serial",
+                        help="serial: one after another in this process (default); local: jobs as processes on "
+                             "this machine; slurm: a SLURM job array")
+    launch.add_argument("--parallel", type=int, metavar="N",
+                        help="at most N runs at once (local default: one per GPU slot, see --runs_per_gpu, or 1 "
+                             "on a CPU-only machine; slurm: the array's parallelism unless --slurm_array_parallelism)")
+    launch.add_argument("--gpus_per_run", type=int, metavar="N",
+                        help="GPUs per run (local default: 1 if this machine has a GPU, else 0; slurm default: 0)")
+    launch.add_argument("--runs_per_gpu", type=int, default=1, metavar="N",
+                        help="local: runs sharing each GPU (small models), so up to GPUs x N at once "
+                             "(with --parallel)")
+    launch.add_argument("--log_dir", metavar="DIR", help="submitit's job logs (default: <sweep folder>/submitit)")
+    slurm = parser.add_argument_group("slurm")
+    slurm.add_argument("--partition", help="SLURM partition")
+    slurm.add_argument("--time", default="1440", help="time limit per job: minutes or [D-]HH:MM:SS (default "
+                                                      "1440); a job that reaches it is requeued and resumes")
+    slurm.add_argument("--cpus_per_run", type=int, metavar="N", help="CPUs per job (default 1)")
+    slurm.add_argument("--mem", help="memory per job, e.g. 32G")
+    slurm.add_argument("--slurm_array_parallelism", type=int, metavar="N", help="jobs of the array running at once")
+    slurm.add_argument("--slurm_setup", action="append", default=[], metavar="LINE",
+                       help="a shell line run before each job, e.g. 'module load cuda' (repeatable)")
+    return parser.parse_args(argv)
+
+
+def launch_options(args: argparse.Namespace) -> LaunchOptions:
+    for flag in ("parallel", "runs_per_gpu"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            raise ConfigError(f"--{flag} must be at least 1, got {getattr(args, flag)}")
+    if args.gpus_per_run is not None and args.gpus_per_run < 0:
+        raise ConfigError(f"--gpus_per_run must be 0 or more, got {args.gpus_per_run}")
+    folder = Path(args.output).parent if args.output else Path(args.runs_root or "runs")
+    return LaunchOptions(launcher=args.launcher, parallel=args.parallel,
+                         log_dir=Path(args.log_dir or folder / "submitit").resolve(), gpus_per_run=args.gpus_per_run,
+                         runs_per_gpu=args.runs_per_gpu, partition=args.partition, time=args.time,
+                         cpus_per_run=args.cpus_per_run, mem=args.mem,
+                         slurm_array_parallelism=args.slurm_array_parallelism, slurm_setup=args.slurm_setup)
+
+
+def absolute(config: str, overrides: list[str]) -> tuple[str, list[str]]:
+    """A run's config and run folder as absolute paths, so that a job finds them wherever it runs."""
+    run_dir = load_config(config, overrides).resolved_run_dir.resolve()
+    return str(Path(config).resolve()), [*overrides, f"run_dir={run_dir}"]
+
+
+def run_serial(runs: list[tuple[str, list[str]]], variants) -> list[Outcome]:
+    """One run after another in this process; the first run that fails or is interrupted stops the sweep."""
+    outcomes = []
+    for config, overrides in runs:
+        outcomes.append(run_one(config, overrides, variants))
+        if outcomes[-1].status in ("failed", "interrupted"):
+            break
+    return outcomes
+
+
+def run_as_jobs(runs: list[tuple[str, list[str]]], variants, options: LaunchOptions) -> list[Outcome]:
+    """The runs that need work as submitit jobs (local or slurm); the others are settled here."""
+    outcomes, jobs, run_dirs = [], [], []
+    for config, overrides in runs:
+        action, why = triage(config, overrides)
+        run_dir = str(load_config(config, overrides).resolved_run_dir)
+        if action == "left_alone":
+            log(f"sweep: left alone: {why}")
+            outcomes.append(Outcome(run_dir, "left_alone", message=why))
+        elif action == "finished" and not variants:
+            log(f"sweep: {why}: skipped")
+            outcomes.append(Outcome(run_dir, "scored"))
         else:
-            resume = folder.state == "trained"
-            log(f"sweep: {'resuming' if resume else 'training'} {config} -> {run_dir}")
-            rc = train_cmd.main(["--config", config, *sets, *(["--resume"] if resume else [])])
-            if rc:
-                return rc
-        # Testing takes only the overrides that may change at test time (decoding, evaluation, ...):
-        # the rest (seed, run_dir, model.*, training.*) made the run and is in its checkpoint.
-        test_sets = [x for o in test_time_overrides(overrides, cfg.model.positional.name) for x in ("--set", o)]
-        rc = test_cmd.main(["--run", str(run_dir), *test_sets, "--overwrite"])  # replaces only <run>/test/
+            jobs.append(SweepJob(*absolute(config, overrides), variants, workdir=os.getcwd()))
+            run_dirs.append(run_dir)
+    if jobs:
+        # a job process imports this project's modules (training.sweep_job, ...) wherever it starts
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        options.log_dir.mkdir(parents=True, exist_ok=True)
+        ended = (run_local if options.launcher == "local" else run_slurm)(jobs, run_dirs, options)
+        for outcome, run_dir in zip(ended, run_dirs):
+            outcome.run_dir = run_dir  # as this sweep names it (the job had it absolute)
+        outcomes += ended
+    return outcomes
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    variants = check_variants(args.variant)
+    options = launch_options(args)
+    runs = expand_runs(args.configs, args.overrides, args.seeds, args.runs_root)
+    try:
+        outcomes = run_serial(runs, variants) if options.launcher == "serial" else \
+            run_as_jobs(runs, variants, options)
+    except KeyboardInterrupt:
+        log("sweep: stopped (Ctrl-C); run the same command again to resume")
+        return EXIT_INTERRUPTED
+    by_run = {o.run_dir: o for o in outcomes}
+    order = [str(load_config(c, o).resolved_run_dir) for c, o in runs]  # the summary lists runs in sweep order
+    settled = [by_run[d] for d in order if d in by_run]
+    for outcome in settled:
+        if outcome.status in ("failed", "interrupted"):
+            log(f"sweep: {outcome.message}")
+    failed = [o for o in settled if o.status == "failed"]
+    if failed and args.launcher == "serial":  # the entry scripts' own exit code, as before
+        return failed[0].rc
+    interrupted = [o for o in settled if o.status == "interrupted"]
+    if interrupted and args.launcher == "serial":
+        return EXIT_INTERRUPTED
+    scored = [o.run_dir for o in settled if o.status == "scored"]
+    if scored and len(scored) == len(order) - sum(o.status == "left_alone" for o in settled):
+        rc = compare.main(scored + (["--output", args.output] if args.output else []))
         if rc:
             return rc
-        run_dirs.append(run_dir)
-    for run_dir in run_dirs:
-        rc = test_variants(run_dir, variants, args.overrides)
-        if rc:
-            return rc
-    if run_dirs:
-        rc = compare.main([str(d) for d in run_dirs] + (["--output", args.output] if args.output else []))
-        if rc:
-            return rc
+    elif scored:
+        log(f"sweep: {len(order) - len(scored)} run(s) not scored yet: no summary (run the same command again)")
+    if failed:
+        return max(o.rc for o in failed) or 1
+    if interrupted:
+        return EXIT_INTERRUPTED
+    left_alone = [o.run_dir for o in settled if o.status == "left_alone"]
     if left_alone:
-        log(f"sweep: {len(left_alone)} run folder(s) left alone: {', '.join(map(str, left_alone))}; move them "
+        log(f"sweep: {len(left_alone)} run folder(s) left alone: {', '.join(left_alone)}; move them "
             f"away or set run_dir / --runs_root")
         return 2
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main_guard(main))
+    sys.exit(main_guard(main))

@@ -226,6 +226,7 @@ def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, w
                              precision=t.precision, scaler=scaler, world_size=world)
     to_save = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "trainer": trainer,
                "rng": RNGState(), "meta": RunMeta(to_dict(cfg), tokenizer.state_dict()),
+               "step_stats": stats,  # the unlogged interval: a resumed run logs the same losses
                **({"scaler": scaler} if scaler is not None else {})}
     return TrainingRun(cfg=cfg, run_dir=run_dir, device=device, model=model, optimizer=optimizer,
                        scheduler=scheduler, trainer=trainer, evaluator=create_evaluator(model, pad, device),

@@ -1,4 +1,5 @@
-"""compare.py over real run folders: two demo configs x two seeds trained and tested by sweep.py.
+"""compare.py over real run folders: two demo configs x two seeds trained and tested by sweep.py,
+as submitit jobs on this machine, two at a time (--launcher local --parallel 2).
 
 The runs are tiny (a few training steps on a few hundred pairs), so their scores mean nothing;
 what is checked is that the table reports exactly the runs' own numbers, groups seeds into one
@@ -42,7 +43,8 @@ def sweep_overrides(cache_dir: Path) -> list[str]:
 def swept(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("sweep")
     proc = run(["sweep.py", *CONFIGS.values(), "--seeds", *map(str, SEEDS), "--runs_root", str(base / "runs"),
-                *sweep_overrides(base / "cache"), "--output", str(base / "summary"), *VARIANT])
+                *sweep_overrides(base / "cache"), "--output", str(base / "summary"), *VARIANT,
+                "--launcher", "local", "--parallel", "2"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     (base / "stdout.txt").write_text(proc.stdout)
     return base
@@ -76,6 +78,20 @@ def test_sweep_trains_each_config_once_per_seed(swept: Path) -> None:
             assert (folder / "test" / "scores.json").is_file(), folder
             cfg = (folder / "config.yaml").read_text()
             assert f"seed: {seed}\n" in cfg and f"run_dir: {folder}" in cfg
+
+
+def test_the_local_launcher_runs_two_jobs_at_a_time(swept: Path) -> None:
+    """Four runs as four submitit jobs (their logs under the sweep's folder), the second started
+    before the first ended, never more than two at once."""
+    events = [line.split("sweep: ", 1)[1] for line in (swept / "stdout.txt").read_text().splitlines()
+              if "sweep: " in line and ("started" in line or "ended)" in line)]
+    running, most = 0, 0
+    for event in events:
+        running += 1 if event.startswith("started") else -1
+        most = max(most, running)
+    assert sum(e.startswith("started") for e in events) == 4 and most == 2, events
+    assert len(list((swept / "submitit").glob("*_log.out"))) == 4
+    assert len(list((swept / "submitit").glob("*_result.pkl"))) == 4
 
 
 def test_one_row_per_config_holds_the_runs_own_numbers(swept: Path) -> None:

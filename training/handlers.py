@@ -204,7 +204,9 @@ def resume_from_checkpoint(run: TrainingRun, best: Checkpoint, last: Checkpoint,
     batches continue where they stopped (so a resumed run equals an uninterrupted one)."""
     path, state_dict = read_newest_good_checkpoint(run.run_dir, run.say)
     try:
-        Checkpoint.load_objects({k: v for k, v in run.to_save.items() if k != "meta"}, state_dict)
+        # (checkpoints written before the step statistics were saved start a fresh log interval)
+        Checkpoint.load_objects({k: v for k, v in run.to_save.items()
+                                 if k != "meta" and (k in state_dict or k != "step_stats")}, state_dict)
     except (RuntimeError, KeyError, ValueError) as e:
         raise CheckpointError(f"{path} does not fit the model built from {run.run_dir}/config.yaml and "
                               f"tokenizer.json ({str(e).splitlines()[0][:200]}); was tokenizer.json replaced? "
@@ -221,8 +223,9 @@ def resume_from_checkpoint(run: TrainingRun, best: Checkpoint, last: Checkpoint,
 
 
 def stop_on_signals(run: TrainingRun) -> None:
-    """Ctrl-C / SIGTERM: finish the current update, validate and checkpoint, then end with
-    EXIT_INTERRUPTED (the run is resumable, not finished); a second signal stops at once."""
+    """Ctrl-C / SIGTERM / SIGUSR2 (what SLURM sends before a time limit, with --signal): finish the
+    current update, validate and checkpoint, then end with EXIT_INTERRUPTED (the run is resumable,
+    not finished; the end record names the signal); a second signal stops at once."""
     def stop_cleanly(signum, frame) -> None:
         run.say(f"received signal {signum}: stopping after this step and saving a checkpoint "
                 f"(continue with: python train.py --run {run.run_dir})")
@@ -230,8 +233,9 @@ def stop_on_signals(run: TrainingRun) -> None:
         run.trainer.terminate()
         signal.signal(signum, signal.SIG_DFL)
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, stop_cleanly)
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGUSR2", None)):
+        if sig is not None:
+            signal.signal(sig, stop_cleanly)
 
 
 def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, num_params: int) -> bool:

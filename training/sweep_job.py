@@ -1,0 +1,189 @@
+"""One run of a sweep: decide what its folder needs (nothing, a resume, a test, a fresh start, or to be
+left alone), then train and test it. Every launcher (utils/launchers.py) runs exactly this, so the
+guards hold under all of them: a finished run is skipped, an interrupted one resumed from its last
+checkpoint and never tested as finished, a folder of another configuration or of the user's left
+alone, and nothing deleted. `SweepJob` is the submitit job: checkpointable, so a SLURM job stopped
+by a timeout or a preemption is requeued and resumes from the run's last checkpoint."""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+import submitit
+
+from evaluation.scoring import run_test
+from training.run_folder import RunFolder
+from utils.cli import EXIT_INTERRUPTED
+from utils.config import flatten, load_config, parse_override, to_dict
+from utils.config_schema import INFERENCE, RUNTIME
+from utils.errors import HarnessError
+from utils.key_roles import refused_on_resume, role_of
+from utils.runtime import JsonlLogger, log
+
+
+@dataclass
+class Outcome:
+    """How one run of a sweep ended: scored (tested now or before), left_alone (not this sweep's to
+    touch), interrupted (stopped by a signal after a checkpoint: resumable) or failed (rc, message)."""
+    run_dir: str
+    status: str
+    rc: int = 0
+    message: str = ""
+
+
+def testing_overrides(overrides: Sequence[str], encoding: str) -> list[str]:
+    """The overrides that change how test.py decodes and scores (utils/key_roles.py); the others
+    (seed, run_dir, model.*, training.*) made the trained run."""
+    return [o for o in overrides if role_of(".".join(parse_override(o)[0]), encoding) in (INFERENCE, RUNTIME)]
+
+
+def other_configuration(run_dir: Path, cfg) -> Optional[str]:
+    """The experiment keys in which the run in `run_dir` differs from `cfg` ('key: old -> new; ...'),
+    or None when it is this configuration (differences a resume may make, e.g. max_steps, are fine)."""
+    try:
+        saved = load_config(run_dir / "config.yaml")
+    except HarnessError as e:
+        return f"its config.yaml does not load: {e}"
+    changed, refused, _ = refused_on_resume(flatten(to_dict(saved)), flatten(to_dict(cfg)),
+                                            saved.model.positional.name)
+    return "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in refused) or None
+
+
+def training_finished(run_dir: Path, cfg) -> bool:
+    """Whether the run's training reached its end (its budget or early stopping) rather than being
+    stopped by a signal (runs logged before the harness recorded this count as finished), and the
+    budget this sweep asks for (max_steps / epochs) is no larger than the one it trained to."""
+    last = last_end(run_dir)
+    try:
+        trained = load_config(run_dir / "config.yaml").training
+    except HarnessError:
+        return False
+    if last is None or not last.get("finished", True):
+        return False
+    wanted = cfg.training
+    if (wanted.max_steps, wanted.epochs) == (trained.max_steps, trained.epochs):
+        return True  # the budget it trained to (early stopping included)
+    return last["step"] >= wanted.max_steps if wanted.max_steps is not None else last["epoch"] >= wanted.epochs
+
+
+def last_end(run_dir: Path) -> Optional[dict]:
+    """The run's last `end` event in metrics.jsonl (how its newest training ended), if any."""
+    try:
+        ends = [r for r in JsonlLogger(run_dir / "metrics.jsonl").history() if r.get("event") == "end"]
+    except (ValueError, OSError):
+        return None
+    return ends[-1] if ends else None
+
+
+def triage(config: str, overrides: Sequence[str]) -> tuple[str, str]:
+    """(what the run needs, why): 'left_alone', 'finished' (trained to its end and scored), 'test'
+    (kept best checkpoints only: tested as it is), 'resume' or 'train'."""
+    cfg = load_config(config, overrides)
+    run_dir = cfg.resolved_run_dir
+    folder = RunFolder.inspect(run_dir)
+    if folder.state == "foreign":
+        return "left_alone", folder.describe_foreign()
+    differences = other_configuration(run_dir, cfg) if folder.state != "absent" else None
+    if differences:  # compare before skipping: a folder of another experiment is not this run
+        return "left_alone", f"{run_dir} holds a run of another configuration than {config} ({differences})"
+    if (run_dir / "test" / "scores.json").is_file() and training_finished(run_dir, cfg):
+        return "finished", f"{run_dir} is finished (trained to its end, test/scores.json exists)"
+    checkpoints = run_dir / "checkpoints"
+    if folder.state == "trained" and not any(checkpoints.glob("*.pt")):
+        return "left_alone", f"{run_dir} holds results of a run but no checkpoint and no scores"
+    if folder.state == "trained" and not any(checkpoints.glob("last_*.pt")):
+        return "test", f"{run_dir} kept best checkpoints only: tested as it is, not trained further"
+    return ("resume" if folder.state == "trained" else "train"), f"{config} -> {run_dir}"
+
+
+def run_one(config: str, overrides: Sequence[str], variants: Sequence[tuple[str, list[str]]] = ()) -> Outcome:
+    """Train (or resume) and test one run of a sweep, then test it once per variant."""
+    import train as train_command  # the entry script's training function (train.py sits beside this package)
+
+    cfg = load_config(config, overrides)
+    run_dir = cfg.resolved_run_dir
+    action, why = triage(config, overrides)
+    if action == "left_alone":
+        log(f"sweep: left alone: {why}")
+        return Outcome(str(run_dir), "left_alone", message=why)
+    if action == "finished":
+        log(f"sweep: {why}: skipped")
+    else:
+        if action == "test":
+            log(f"sweep: {why}")
+        else:
+            log(f"sweep: {'resuming' if action == 'resume' else 'training'} {why}")
+            rc = train_command.train_run(config=config, overrides=overrides, resume=action == "resume")
+            if rc == EXIT_INTERRUPTED:
+                return Outcome(str(run_dir), "interrupted", rc, f"{run_dir}: training was stopped by a signal "
+                                                                 f"after a checkpoint; run the sweep again to resume it")
+            if rc:
+                return Outcome(str(run_dir), "failed", rc, f"{run_dir}: training ended with exit code {rc}")
+        # Testing takes only the overrides that may change at test time (decoding, evaluation, ...):
+        # the rest (seed, run_dir, model.*, training.*) made the run and is in its checkpoint.
+        rc = run_test(run=str(run_dir), overrides=testing_overrides(overrides, cfg.model.positional.name),
+                      overwrite=True)  # replaces only <run>/test/
+        if rc:
+            return Outcome(str(run_dir), "failed", rc, f"{run_dir}: testing ended with exit code {rc}")
+    rc = score_variants(run_dir, variants, overrides)
+    if rc:
+        return Outcome(str(run_dir), "failed", rc, f"{run_dir}: testing a variant ended with exit code {rc}")
+    return Outcome(str(run_dir), "scored")
+
+
+def score_variants(run_dir: Path, variants: Sequence[tuple[str, list[str]]], overrides: Sequence[str]) -> int:
+    """Test a scored run once per variant into <run>/test_<name>/ (skipped where that exists, and
+    where the run's encoding does not take one of the variant's keys)."""
+    for name, variant in variants:
+        out = run_dir / f"test_{name}"
+        if (out / "scores.json").is_file():
+            log(f"sweep: {out} is scored: skipped")
+            continue
+        try:
+            encoding = load_config(run_dir / "config.yaml", variant).model.positional.name
+        except HarnessError as e:
+            log(f"sweep: variant {name} does not apply to {run_dir} ({e}): not tested")
+            continue
+        log(f"sweep: testing {run_dir} as variant {name} ({' '.join(variant)})")
+        rc = run_test(run=str(run_dir), overrides=[*testing_overrides(overrides, encoding), *variant],
+                      output=str(out), overwrite=True)
+        if rc:
+            return rc
+    return 0
+
+
+class SweepJob(submitit.helpers.Checkpointable):
+    """One run as a submitit job (a local process or a SLURM job), run in the sweep's working folder.
+
+    A job that a signal stops (SLURM's requeue or preemption sends SIGTERM; a time limit, SIGUSR2
+    shortly before it) finishes its training step, saves a checkpoint and exits without a result, so
+    the sweep never takes it for finished; SLURM runs a requeued job again, and it resumes. On SIGUSR2
+    it then asks submitit to requeue it (submitit's own handler, deferred until the checkpoint is saved)."""
+
+    def __init__(self, config: str, overrides: Sequence[str], variants: Sequence[tuple[str, list[str]]],
+                 workdir: str) -> None:
+        self.config, self.overrides, self.variants, self.workdir = config, list(overrides), list(variants), workdir
+
+    def __call__(self) -> Outcome:
+        os.chdir(self.workdir)
+        requeue = signal.getsignal(signal.SIGUSR2)  # submitit's checkpoint-and-requeue, while training defers it
+        try:
+            outcome = run_one(self.config, self.overrides, self.variants)
+        except HarnessError as e:  # one line for the sweep to report, as the entry scripts print it
+            return Outcome(str(load_config(self.config, self.overrides).resolved_run_dir), "failed", 2, str(e))
+        except FloatingPointError as e:
+            return Outcome(str(load_config(self.config, self.overrides).resolved_run_dir), "failed", 3,
+                           f"training diverged ({e})")
+        if outcome.status == "interrupted":
+            end = last_end(Path(outcome.run_dir)) or {}
+            if end.get("stopped_by_signal") == signal.SIGUSR2 and callable(requeue):
+                requeue(signal.SIGUSR2, None)  # calls self.checkpoint(), requeues the job and exits
+            raise SystemExit(EXIT_INTERRUPTED)  # no result: the job is not over (SLURM reruns a requeued one)
+        return outcome
+
+    def __repr__(self) -> str:
+        return f"SweepJob({self.config} {' '.join(self.overrides)})"

@@ -1,0 +1,156 @@
+"""Where a sweep's runs execute, through submitit: `local` runs each as a process on this machine
+(N at a time, each given its own GPUs through CUDA_VISIBLE_DEVICES, several small runs per GPU if
+asked), `slurm` submits them as one SLURM job array. Both wait until every job has ended and return
+each job's Outcome; submitit's logs (one stdout/stderr per job) go to the sweep's log folder.
+
+A job that ends without a result (stopped by a signal after its checkpoint, killed, cancelled) is
+reported as interrupted: its run is resumed by the next sweep, never taken for finished."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from utils.config import ConfigError
+from utils.runtime import log
+
+POLL_SECONDS = 2.0
+TIME_LIMIT = re.compile(r"^(?:(?:(\d+)-)?(\d+):)?(\d+):(\d+)$|^(\d+)$")  # D-HH:MM:SS, HH:MM:SS, MM:SS or minutes
+
+
+@dataclass
+class LaunchOptions:
+    """The sweep's --launcher settings (sweep.py --help explains each)."""
+    launcher: str = "serial"
+    parallel: Optional[int] = None  # None: local, every slot; slurm, no cap
+    log_dir: Path = Path("runs/submitit")
+    gpus_per_run: Optional[int] = None  # None: 1 when this machine has a GPU (local), else 0
+    runs_per_gpu: int = 1
+    partition: Optional[str] = None
+    time: str = "1440"
+    cpus_per_run: Optional[int] = None
+    mem: Optional[str] = None
+    slurm_array_parallelism: Optional[int] = None
+    slurm_setup: list[str] = field(default_factory=list)
+
+
+def minutes(limit: str) -> int:
+    """A SLURM time limit (minutes, MM:SS, HH:MM:SS or D-HH:MM:SS) in whole minutes, at least 1."""
+    match = TIME_LIMIT.match(limit.strip())
+    if not match:
+        raise ConfigError(f"--time {limit}: give minutes (e.g. 240) or HH:MM:SS / D-HH:MM:SS (e.g. 1-00:00:00)")
+    days, hours, mins, secs, only = match.groups()
+    if only is not None:
+        return max(1, int(only))
+    if hours is None:  # MM:SS
+        return max(1, int(mins) + (int(secs) > 0))
+    total = int(days or 0) * 1440 + int(hours) * 60 + int(mins) + (int(secs) > 0)
+    return max(1, total)
+
+
+def gpu_slots(gpus: int, gpus_per_run: int, runs_per_gpu: int) -> list[tuple[int, ...]]:
+    """The GPU sets jobs may run on at once: each group of `gpus_per_run` GPUs, `runs_per_gpu` times
+    (the length study's small models share one GPU several at a time); [()] without GPUs."""
+    if gpus_per_run < 1 or gpus < 1:
+        return [()]
+    if gpus_per_run > gpus:
+        raise ConfigError(f"--gpus_per_run {gpus_per_run}: this machine has {gpus} GPU(s)")
+    groups = [tuple(range(start, start + gpus_per_run)) for start in range(0, gpus - gpus_per_run + 1, gpus_per_run)]
+    return [group for group in groups for _ in range(runs_per_gpu)]
+
+
+def outcome_of(job, run_dir: str):
+    """The Outcome a finished submitit job returned, or one saying how it ended without one."""
+    from submitit.core.utils import FailedJobError, UncompletedJobError
+
+    from training.sweep_job import Outcome
+
+    try:
+        return job.result()
+    except UncompletedJobError:
+        return Outcome(run_dir, "interrupted", 4, f"{run_dir}: its job (id {job.job_id}) ended without a result "
+                                                  f"(stopped by a signal, cancelled or killed: see {job.paths.stderr}); "
+                                                  f"run the sweep again to resume it")
+    except FailedJobError as e:
+        last = next((line for line in reversed(str(e).splitlines()) if line.strip()), "no message")
+        return Outcome(run_dir, "failed", 1, f"{run_dir}: its job (id {job.job_id}) failed: {last} "
+                                             f"(log: {job.paths.stderr})")
+
+
+def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -> list:
+    """Each job as a process on this machine, at most `parallel` (and one per GPU slot) at a time."""
+    import submitit
+    import torch
+
+    gpus = torch.cuda.device_count()
+    per_run = options.gpus_per_run if options.gpus_per_run is not None else min(gpus, 1)
+    if per_run > 0 and gpus == 0:
+        raise ConfigError(f"--gpus_per_run {per_run}: this machine has no GPU (CUDA); use --gpus_per_run 0 "
+                          f"to run on the CPU")
+    slots = gpu_slots(gpus, per_run, options.runs_per_gpu)
+    if slots == [()]:  # CPU runs: --parallel of them (each takes training.num_threads threads, or all cores)
+        slots = [()] * (options.parallel or 1)
+    slots = slots[:options.parallel] if options.parallel else slots
+    executor = submitit.LocalExecutor(folder=str(options.log_dir))
+    executor.update_parameters(timeout_min=minutes(options.time), gpus_per_node=per_run)
+    waiting = list(range(len(jobs)))
+    running: dict[int, tuple[object, tuple[int, ...]]] = {}
+    outcomes: dict[int, object] = {}
+    free = list(slots)
+    try:
+        while waiting or running:
+            while waiting and free:
+                index, slot = waiting.pop(0), free.pop(0)
+                if slot:
+                    executor.update_parameters(visible_gpus=slot)
+                running[index] = (executor.submit(jobs[index]), slot)
+                log(f"sweep: started {run_dirs[index]} (job {running[index][0].job_id}"
+                    + (f", GPU {','.join(map(str, slot))})" if slot else ")"))
+            for index, (job, slot) in list(running.items()):
+                if job.done():
+                    outcomes[index] = outcome_of(job, run_dirs[index])
+                    log(f"sweep: {run_dirs[index]}: {outcomes[index].status} ({len(outcomes)}/{len(jobs)} ended)")
+                    del running[index]
+                    free.append(slot)
+            time.sleep(POLL_SECONDS if running else 0)
+    except KeyboardInterrupt:  # Ctrl-C: each running run checkpoints and stops (resumable), as train.py does
+        log(f"sweep: stopping {len(running)} running job(s); each saves a checkpoint (run the sweep again to resume)")
+        for job, _ in running.values():
+            job.cancel(check=False)
+        while not all(job.done() for job, _ in running.values()):
+            time.sleep(POLL_SECONDS)
+        raise
+    return [outcomes[i] for i in range(len(jobs))]
+
+
+def run_slurm(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -> list:
+    """The jobs as one SLURM job array; requeued on preemption or time limit (SweepJob is
+    checkpointable); waits for all to end."""
+    import submitit
+
+    executor = submitit.SlurmExecutor(folder=str(options.log_dir))
+    parameters = dict(time=minutes(options.time), gpus_per_node=options.gpus_per_run or 0,
+                      cpus_per_task=options.cpus_per_run or 1, ntasks_per_node=1, nodes=1,
+                      setup=list(options.slurm_setup), job_name="pe-sweep")
+    if options.slurm_array_parallelism or options.parallel:
+        parameters["array_parallelism"] = options.slurm_array_parallelism or options.parallel
+    if options.partition:
+        parameters["partition"] = options.partition
+    if options.mem:
+        parameters["mem"] = options.mem
+    executor.update_parameters(**parameters)
+    with executor.batch():
+        submitted = [executor.submit(job) for job in jobs]
+    log(f"sweep: submitted {len(submitted)} SLURM job(s) (array {submitted[0].job_id.split('_')[0]}); "
+        f"logs in {options.log_dir}")
+    outcomes: dict[int, object] = {}
+    while len(outcomes) < len(submitted):
+        for index, job in enumerate(submitted):
+            if index not in outcomes and job.done():
+                outcomes[index] = outcome_of(job, run_dirs[index])
+                log(f"sweep: {run_dirs[index]}: {outcomes[index].status} ({len(outcomes)}/{len(submitted)} ended)")
+        time.sleep(POLL_SECONDS if len(outcomes) < len(submitted) else 0)
+    return [outcomes[i] for i in range(len(submitted))]
