@@ -46,10 +46,10 @@ from pathlib import Path
 from typing import Optional
 
 import compare
-from training.sweep_job import Outcome, SweepJob, run_one, triage
+from commands.launchers import LaunchOptions, run_local, run_slurm
+from commands.sweep_job import Outcome, SweepJob, run_one, triage
 from utils.cli import EXIT_INTERRUPTED, command_parser, main_guard
 from utils.config import ConfigError, load_config, parse_override
-from utils.launchers import LaunchOptions, run_local, run_slurm
 from utils.runtime import log
 
 ROOT = Path(__file__).resolve().parent
@@ -171,7 +171,7 @@ def run_as_jobs(runs: list[tuple[str, list[str]]], variants, options: LaunchOpti
             jobs.append(SweepJob(*absolute(config, overrides), variants, workdir=os.getcwd()))
             run_dirs.append(run_dir)
     if jobs:
-        # a job process imports this project's modules (training.sweep_job, ...) wherever it starts
+        # a job process imports this project's modules (commands.sweep_job, ...) wherever it starts
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
         options.log_dir.mkdir(parents=True, exist_ok=True)
         ended = (run_local if options.launcher == "local" else run_slurm)(jobs, run_dirs, options)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
-from evaluation.scoring import run_test
+from commands.scoring import run_test
 from utils.cli import RUN_HELP, TEST_TIME_SETS, command_parser, main_guard
 
 

@@ -74,7 +74,7 @@ def check_writable(folder: Path) -> None:
         make_writable_folder(folder)
     except OSError as e:
         raise FileExistsError(f"cannot write to the output folder {folder} ({e.strerror}); "
-                              f"pick another with --output_dir") from e
+                              f"pick another with --output") from e
 
 
 def longest_training_source(data_cfg) -> Optional[int]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from training.sweep_job import testing_overrides
+from commands.sweep_job import overrides_for_testing
 from helpers import one_error_line, run
 from models import POSITIONAL_ENCODINGS
 from utils.config_schema import ROLES
@@ -44,9 +44,9 @@ def test_roles_decide_resume_and_test_time() -> None:
 def test_sweep_tests_with_the_test_time_overrides_only() -> None:
     overrides = ["seed=3", "run_dir=runs/x", "model.d_model=64", "training.max_steps=5", "data.max_train_pairs=100",
                  "decoding.beam_size=2", "evaluation.concat=[1, 2]", "training.device=cpu"]
-    assert testing_overrides(overrides, "rope") == ["decoding.beam_size=2", "evaluation.concat=[1, 2]",
+    assert overrides_for_testing(overrides, "rope") == ["decoding.beam_size=2", "evaluation.concat=[1, 2]",
                                                             "training.device=cpu"]
-    assert testing_overrides(["model.positional.inference_shift=0"], "shape") == \
+    assert overrides_for_testing(["model.positional.inference_shift=0"], "shape") == \
         ["model.positional.inference_shift=0"]
 
 

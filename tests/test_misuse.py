@@ -260,15 +260,15 @@ def fail_writes(monkeypatch) -> None:
 def test_17_disk_full_leaves_nothing_partial(trained_run: Path, tmp_path: Path, monkeypatch, capsys) -> None:
     import inference
     import train as train_cmd
+    from commands.scoring import run_test
     from utils.cli import main_guard
 
-    test_cmd = __import__("sweep").test_cmd
     fail_writes(monkeypatch)
     out = tmp_path / "out.en"
     assert main_guard(inference.main, ["--run", str(trained_run), "--src_text", "Bonjour !", "--output", str(out)]) == 2
     assert not out.exists() and no_partial_files(tmp_path) == []
     scores = tmp_path / "scores"
-    assert main_guard(test_cmd.main, ["--run", str(trained_run), "--output_dir", str(scores)]) == 2
+    assert main_guard(lambda _: run_test(run=str(trained_run), output=str(scores))) == 2
     assert not (scores / "references.txt").exists() and no_partial_files(scores) == []
     run_dir = tmp_path / "run"
     monkeypatch.setattr("utils.files.os.fsync", lambda fd: None)  # the start-up files may be written

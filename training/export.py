@@ -82,7 +82,7 @@ def model_card(cfg, params: int, scores: Optional[dict], source: str) -> str:
     else:
         lines += ["No test scores: the run had none for this checkpoint (`test.py --run ...` writes them).", ""]
     lines += ["## Use", "", "```bash", 'python inference.py --model_path THIS_FOLDER --src_text "Bonjour !"',
-              "python test.py --model_path THIS_FOLDER --output_dir scores/", "```", "",
+              "python test.py --model_path THIS_FOLDER --output scores/", "```", "",
               "`model.safetensors` holds the weights (tied embeddings once), `config.json` the resolved config "
               "(`config.model` builds the network), the tokenizer file(s) the vocabulary.", ""]
     return "\n".join(lines)

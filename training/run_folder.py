@@ -185,7 +185,7 @@ class RunLock:
                                f"it, then try again") from None
         except OSError as e:
             raise ConfigError(f"{self.run_dir} cannot be created or written ({e.strerror}); choose a folder you "
-                              f"can write (train.py: --set run_dir=runs/<name>; test.py: --output_dir)") from None
+                              f"can write (train.py: --set run_dir=runs/<name>; test.py: --output)") from None
         self._lock = lock
         (self.run_dir / ".lock.pid").write_text(f"PID {os.getpid()}: {self.command}\n", encoding="utf-8")
         return self

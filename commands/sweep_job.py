@@ -1,5 +1,5 @@
 """One run of a sweep: decide what its folder needs (nothing, a resume, a test, a fresh start, or to be
-left alone), then train and test it. Every launcher (utils/launchers.py) runs exactly this, so the
+left alone), then train and test it. Every launcher (commands/launchers.py) runs exactly this, so the
 guards hold under all of them: a finished run is skipped, an interrupted one resumed from its last
 checkpoint and never tested as finished, a folder of another configuration or of the user's left
 alone, and nothing deleted. `SweepJob` is the submitit job: checkpointable, so a SLURM job stopped
@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 import submitit
 
-from evaluation.scoring import run_test
+from commands.scoring import run_test
 from training.run_folder import RunFolder
 from utils.cli import EXIT_INTERRUPTED
 from utils.config import flatten, load_config, parse_override, to_dict
@@ -35,7 +35,7 @@ class Outcome:
     message: str = ""
 
 
-def testing_overrides(overrides: Sequence[str], encoding: str) -> list[str]:
+def overrides_for_testing(overrides: Sequence[str], encoding: str) -> list[str]:
     """The overrides that change how test.py decodes and scores (utils/key_roles.py); the others
     (seed, run_dir, model.*, training.*) made the trained run."""
     return [o for o in overrides if role_of(".".join(parse_override(o)[0]), encoding) in (INFERENCE, RUNTIME)]
@@ -125,7 +125,7 @@ def run_one(config: str, overrides: Sequence[str], variants: Sequence[tuple[str,
                 return Outcome(str(run_dir), "failed", rc, f"{run_dir}: training ended with exit code {rc}")
         # Testing takes only the overrides that may change at test time (decoding, evaluation, ...):
         # the rest (seed, run_dir, model.*, training.*) made the run and is in its checkpoint.
-        rc = run_test(run=str(run_dir), overrides=testing_overrides(overrides, cfg.model.positional.name),
+        rc = run_test(run=str(run_dir), overrides=overrides_for_testing(overrides, cfg.model.positional.name),
                       overwrite=True)  # replaces only <run>/test/
         if rc:
             return Outcome(str(run_dir), "failed", rc, f"{run_dir}: testing ended with exit code {rc}")
@@ -149,7 +149,7 @@ def score_variants(run_dir: Path, variants: Sequence[tuple[str, list[str]]], ove
             log(f"sweep: variant {name} does not apply to {run_dir} ({e}): not tested")
             continue
         log(f"sweep: testing {run_dir} as variant {name} ({' '.join(variant)})")
-        rc = run_test(run=str(run_dir), overrides=[*testing_overrides(overrides, encoding), *variant],
+        rc = run_test(run=str(run_dir), overrides=[*overrides_for_testing(overrides, encoding), *variant],
                       output=str(out), overwrite=True)
         if rc:
             return rc

@@ -66,7 +66,7 @@ def outcome_of(job, run_dir: str):
     """The Outcome a finished submitit job returned, or one saying how it ended without one."""
     from submitit.core.utils import FailedJobError, UncompletedJobError
 
-    from training.sweep_job import Outcome
+    from commands.sweep_job import Outcome
 
     try:
         return job.result()
@@ -147,10 +147,16 @@ def run_slurm(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
     log(f"sweep: submitted {len(submitted)} SLURM job(s) (array {submitted[0].job_id.split('_')[0]}); "
         f"logs in {options.log_dir}")
     outcomes: dict[int, object] = {}
-    while len(outcomes) < len(submitted):
-        for index, job in enumerate(submitted):
-            if index not in outcomes and job.done():
-                outcomes[index] = outcome_of(job, run_dirs[index])
-                log(f"sweep: {run_dirs[index]}: {outcomes[index].status} ({len(outcomes)}/{len(submitted)} ended)")
-        time.sleep(POLL_SECONDS if len(outcomes) < len(submitted) else 0)
+    try:
+        while len(outcomes) < len(submitted):
+            for index, job in enumerate(submitted):
+                if index not in outcomes and job.done():
+                    outcomes[index] = outcome_of(job, run_dirs[index])
+                    log(f"sweep: {run_dirs[index]}: {outcomes[index].status} ({len(outcomes)}/{len(submitted)} "
+                        f"ended)")
+            time.sleep(POLL_SECONDS if len(outcomes) < len(submitted) else 0)
+    except KeyboardInterrupt:  # the jobs are the cluster's now: they go on
+        log("sweep: the SLURM jobs go on without this command (squeue; scancel to stop them, each saves a "
+            "checkpoint); run the same command again once they have ended for the summary")
+        raise
     return [outcomes[i] for i in range(len(submitted))]
