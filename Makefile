@@ -13,6 +13,9 @@ DEMO_CONFIGS := configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs
 # Every config of the length study: one per encoding trained on single sentences, one per encoding on
 # joined pairs (<name>_concat.yaml), rope_randomized
 LENGTH_CONFIGS := $(filter-out configs/length/base.yaml,$(sort $(wildcard configs/length/*.yaml)))
+# Launcher flags for the sweeps below, e.g. make length SWEEP="--launcher local --runs_per_gpu 4" (README:
+# "Sweeps on several GPUs or a SLURM cluster"); empty: one run after another in one process
+SWEEP ?=
 # Each RoPE run also tested stretched at inference, no retraining (<run>/test_<name>/, rows of their own)
 LENGTH_VARIANTS := $(foreach s,linear ntk yarn,--variant $(s)4 model.positional.scaling=$(s) model.positional.scaling_factor=4)
 
@@ -27,17 +30,17 @@ $(VENV)/.installed: requirements.txt
 venv: $(VENV)/.installed
 
 demo: venv
-	$(PY) sweep.py $(DEMO_CONFIGS) --output runs/demo/summary
+	$(PY) sweep.py $(DEMO_CONFIGS) $(SWEEP) --output runs/demo/summary
 
 demo-seeds: demo
-	$(PY) sweep.py $(DEMO_CONFIGS) --seeds 1 2 --output runs/demo/seeds12_summary
+	$(PY) sweep.py $(DEMO_CONFIGS) --seeds 1 2 $(SWEEP) --output runs/demo/seeds12_summary
 	$(PY) compare.py "runs/demo/*" --output runs/demo/seeds_summary
 
 # Length extrapolation: every encoding trained on short sources (and on joined pairs), tested on
 # inputs of k joined test pairs; the config's own seed, then seeds 1 and 2, then one table over all
 length: venv
-	$(PY) sweep.py $(LENGTH_CONFIGS) $(LENGTH_VARIANTS) --output runs/length/seed1234_summary
-	$(PY) sweep.py $(LENGTH_CONFIGS) $(LENGTH_VARIANTS) --seeds 1 2 --output runs/length/seeds12_summary
+	$(PY) sweep.py $(LENGTH_CONFIGS) $(LENGTH_VARIANTS) $(SWEEP) --output runs/length/seed1234_summary
+	$(PY) sweep.py $(LENGTH_CONFIGS) $(LENGTH_VARIANTS) --seeds 1 2 $(SWEEP) --output runs/length/seeds12_summary
 	$(PY) compare.py "runs/length/*" --output runs/length/summary
 
 # One pytest worker per core (pytest-xdist), each test module on one worker (its fixtures built once)
