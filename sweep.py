@@ -22,7 +22,8 @@ Launchers: `serial` (default) trains and tests the runs one after another in thi
 sharing a GPU; `slurm` submits them as a SLURM job array (--partition, --time, --gpus_per_run,
 --cpus_per_run, --mem, --slurm_array_parallelism, --slurm_setup). A SLURM job stopped by its time
 limit or a preemption is requeued and resumes from the run's last checkpoint. submitit's logs go
-to <sweep folder>/submitit/<job id>_* (sweep folder: the folder of --output, else --runs_root, else runs/).
+to <sweep folder>/submitit/<date-time>/<job id>_* (sweep folder: the folder of --output, else
+--runs_root, else runs/).
 
 Under every launcher, a sweep never deletes a run. A run that trained to its end and has
 test/scores.json is skipped; one with a last checkpoint is resumed (training continues if it is not
@@ -42,6 +43,7 @@ import argparse
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -67,6 +69,13 @@ def expand_runs(configs: list[str], overrides: list[str], seeds: Optional[list[i
             continue
         for seed in seeds:
             runs.append((config, [*overrides, f"seed={seed}", f"run_dir={base}_seed{seed}"]))
+    folders: dict[Path, str] = {}
+    for config, run_overrides in runs:  # two runs in one folder would be one run trained twice
+        folder = load_config(config, run_overrides).resolved_run_dir.resolve()
+        if folder in folders:
+            raise ConfigError(f"{config} and {folders[folder]} would both run in {folder}: give each config its own "
+                              f"name or run_dir, or use --runs_root")
+        folders[folder] = config
     return runs
 
 
@@ -107,16 +116,18 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     launch.add_argument("--parallel", type=int, metavar="N",
                         help="at most N runs at once (local default: one per GPU slot, see --runs_per_gpu, or 1 "
                              "on a CPU-only machine; slurm: the array's parallelism unless --slurm_array_parallelism)")
-    launch.add_argument("--gpus_per_run", type=int, metavar="N",
-                        help="GPUs per run (local default: 1 if this machine has a GPU, else 0; slurm default: 0)")
+    launch.add_argument("--gpus_per_run", type=int, metavar="N", choices=[0, 1],
+                        help="GPUs per run, 0 or 1 (local default: 1 if this machine has a GPU, else 0; slurm "
+                             "default: 0)")
     launch.add_argument("--runs_per_gpu", type=int, default=1, metavar="N",
                         help="local: runs sharing each GPU (small models), so up to GPUs x N at once "
                              "(with --parallel)")
-    launch.add_argument("--log_dir", metavar="DIR", help="submitit's job logs (default: <sweep folder>/submitit)")
+    launch.add_argument("--log_dir", metavar="DIR", help="submitit's job logs go to DIR/<date-time of the sweep>/ "
+                                                          "(default: <sweep folder>/submitit)")
+    launch.add_argument("--time", help="time limit per job: minutes or [D-]HH:MM:SS (slurm default 1440; local "
+                                       "default: none); a SLURM job that reaches it is requeued and resumes")
     slurm = parser.add_argument_group("slurm")
     slurm.add_argument("--partition", help="SLURM partition")
-    slurm.add_argument("--time", default="1440", help="time limit per job: minutes or [D-]HH:MM:SS (default "
-                                                      "1440); a job that reaches it is requeued and resumes")
     slurm.add_argument("--cpus_per_run", type=int, metavar="N", help="CPUs per job (default 1)")
     slurm.add_argument("--mem", help="memory per job, e.g. 32G")
     slurm.add_argument("--slurm_array_parallelism", type=int, metavar="N", help="jobs of the array running at once")
@@ -129,11 +140,14 @@ def launch_options(args: argparse.Namespace) -> LaunchOptions:
     for flag in ("parallel", "runs_per_gpu"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise ConfigError(f"--{flag} must be at least 1, got {getattr(args, flag)}")
-    if args.gpus_per_run is not None and args.gpus_per_run < 0:
-        raise ConfigError(f"--gpus_per_run must be 0 or more, got {args.gpus_per_run}")
+    if args.gpus_per_run is not None and not 0 <= args.gpus_per_run <= 1:
+        raise ConfigError(f"--gpus_per_run {args.gpus_per_run}: a sweep's run is one process on 0 or 1 GPU; train one "
+                          f"run on several GPUs with torchrun (README: Speed and scale)")
     folder = Path(args.output).parent if args.output else Path(args.runs_root or "runs")
+    # one log folder per sweep command: a job id (a local job's is a process id) may come again later
+    logs = Path(args.log_dir or folder / "submitit") / time.strftime("%Y%m%d-%H%M%S")
     return LaunchOptions(launcher=args.launcher, parallel=args.parallel,
-                         log_dir=Path(args.log_dir or folder / "submitit").resolve(), gpus_per_run=args.gpus_per_run,
+                         log_dir=logs.resolve(), gpus_per_run=args.gpus_per_run,
                          runs_per_gpu=args.runs_per_gpu, partition=args.partition, time=args.time,
                          cpus_per_run=args.cpus_per_run, mem=args.mem,
                          slurm_array_parallelism=args.slurm_array_parallelism, slurm_setup=args.slurm_setup)
@@ -171,10 +185,17 @@ def run_as_jobs(runs: list[tuple[str, list[str]]], variants, options: LaunchOpti
             jobs.append(SweepJob(*absolute(config, overrides), variants, workdir=os.getcwd()))
             run_dirs.append(run_dir)
     if jobs:
-        # a job process imports this project's modules (commands.sweep_job, ...) wherever it starts
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
         options.log_dir.mkdir(parents=True, exist_ok=True)
-        ended = (run_local if options.launcher == "local" else run_slurm)(jobs, run_dirs, options)
+        # a job process imports this project's modules (commands.sweep_job, ...) wherever it starts
+        before = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), before]))
+        try:
+            ended = (run_local if options.launcher == "local" else run_slurm)(jobs, run_dirs, options)
+        finally:
+            if before is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = before
         for outcome, run_dir in zip(ended, run_dirs):
             outcome.run_dir = run_dir  # as this sweep names it (the job had it absolute)
         outcomes += ended

@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -34,7 +35,8 @@ from tokenizer import PretrainedTokenizer, load_or_train_tokenizer
 from training.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint, saved_config
 from training.engine import create_evaluator, create_trainer
 from training.handlers import (Rank0Only, TrainingRun, attach_training_log, attach_validation, validation_event,
-                               resume_from_checkpoint, show_progress_bar, stop_on_signals, train_until_done)
+                               resume_from_checkpoint, show_progress_bar, STOP_SIGNALS, stop_on_signals,
+                               train_until_done)
 from training.tensorboard_log import attach_tensorboard_review
 from training.run_folder import LOCK_FILES, RunFolder, RunLock, resume_changes
 from training.schedules import build_optimizer, build_scheduler
@@ -293,12 +295,18 @@ def train_run(config: Optional[str] = None, run: Optional[str] = None, overrides
     if world > 1:
         backend = "nccl" if torch.cuda.is_available() and cfg.training.device != "cpu" else "gloo"
     result: list[int] = []
+    # training stops cleanly on these signals (stop_on_signals); what handled them before does again
+    # after it (a sweep job: submitit's requeue on SIGUSR2 while the run is tested)
+    handlers = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     try:
         with idist.Parallel(backend=backend) as parallel:
             parallel.run(train_worker, args, cfg, result)
     finally:  # a failed start releases the run folder too (sweep.py and tests call this in-process)
         while HELD_LOCKS:
             HELD_LOCKS.pop().release()
+        for sig, handler in handlers.items():
+            if handler is not None:
+                signal.signal(sig, handler)
     return result[0] if result else 0
 
 

@@ -8,7 +8,10 @@ reported as interrupted: its run is resumed by the next sweep, never taken for f
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +21,10 @@ from utils.config import ConfigError
 from utils.runtime import log
 
 POLL_SECONDS = 2.0
-TIME_LIMIT = re.compile(r"^(?:(?:(\d+)-)?(\d+):)?(\d+):(\d+)$|^(\d+)$")  # D-HH:MM:SS, HH:MM:SS, MM:SS or minutes
+# SLURM's time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S
+TIME_LIMIT = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+DEFAULT_SLURM_TIME = "1440"
+NO_LIMIT_MINUTES = 365 * 24 * 60  # a local job without --time: submitit's local timeout, in effect none
 
 
 @dataclass
@@ -30,7 +36,7 @@ class LaunchOptions:
     gpus_per_run: Optional[int] = None  # None: 1 when this machine has a GPU (local), else 0
     runs_per_gpu: int = 1
     partition: Optional[str] = None
-    time: str = "1440"
+    time: Optional[str] = None  # None: no limit locally, DEFAULT_SLURM_TIME on SLURM
     cpus_per_run: Optional[int] = None
     mem: Optional[str] = None
     slurm_array_parallelism: Optional[int] = None
@@ -38,44 +44,60 @@ class LaunchOptions:
 
 
 def minutes(limit: str) -> int:
-    """A SLURM time limit (minutes, MM:SS, HH:MM:SS or D-HH:MM:SS) in whole minutes, at least 1."""
+    """A SLURM time limit (M, M:S, H:M:S, D-H, D-H:M or D-H:M:S) in whole minutes, at least 1."""
     match = TIME_LIMIT.match(limit.strip())
     if not match:
-        raise ConfigError(f"--time {limit}: give minutes (e.g. 240) or HH:MM:SS / D-HH:MM:SS (e.g. 1-00:00:00)")
-    days, hours, mins, secs, only = match.groups()
-    if only is not None:
-        return max(1, int(only))
-    if hours is None:  # MM:SS
-        return max(1, int(mins) + (int(secs) > 0))
-    total = int(days or 0) * 1440 + int(hours) * 60 + int(mins) + (int(secs) > 0)
-    return max(1, total)
+        raise ConfigError(f"--time {limit}: give minutes (e.g. 240), HH:MM:SS or D-HH[:MM[:SS]] (e.g. 1-00:00:00)")
+    days, first, second, third = match.groups()
+    if days is not None:  # D-H, D-H:M, D-H:M:S
+        hours, mins, secs = int(first), int(second or 0), int(third or 0)
+    elif third is not None:  # H:M:S
+        hours, mins, secs = int(first), int(second), int(third)
+    else:  # M or M:S
+        hours, mins, secs = 0, int(first), int(second or 0)
+    return max(1, int(days or 0) * 1440 + hours * 60 + mins + (secs > 0))
 
 
 def gpu_slots(gpus: int, gpus_per_run: int, runs_per_gpu: int) -> list[tuple[int, ...]]:
     """The GPU sets jobs may run on at once: each group of `gpus_per_run` GPUs, `runs_per_gpu` times
-    (the length study's small models share one GPU several at a time); [()] without GPUs."""
+    (the length study's small models share one GPU several at a time), in turn over the groups so
+    that the first jobs spread over every GPU; [()] without GPUs."""
     if gpus_per_run < 1 or gpus < 1:
         return [()]
     if gpus_per_run > gpus:
         raise ConfigError(f"--gpus_per_run {gpus_per_run}: this machine has {gpus} GPU(s)")
     groups = [tuple(range(start, start + gpus_per_run)) for start in range(0, gpus - gpus_per_run + 1, gpus_per_run)]
-    return [group for group in groups for _ in range(runs_per_gpu)]
+    return [group for _ in range(runs_per_gpu) for group in groups]
+
+
+def visible_devices(slot: tuple[int, ...]) -> list[int]:
+    """A slot's GPUs as the machine numbers them: the indices count the GPUs this process sees, so
+    under CUDA_VISIBLE_DEVICES=2,3 slot (0,) is GPU 2."""
+    seen = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if not seen:
+        return list(slot)
+    if not all(d.isdigit() for d in seen):
+        raise ConfigError(f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']} names GPUs by UUID: give the "
+                          f"local launcher their indices (e.g. CUDA_VISIBLE_DEVICES=0,1)")
+    return [int(seen[i]) for i in slot]
 
 
 def outcome_of(job, run_dir: str):
     """The Outcome a finished submitit job returned, or one saying how it ended without one."""
-    from submitit.core.utils import FailedJobError, UncompletedJobError
+    from submitit.core.utils import FailedJobError
 
     from commands.sweep_job import Outcome
 
-    try:
-        return job.result()
-    except UncompletedJobError:
+    if not job.paths.result_pickle.exists():  # (not job.result(), which waits 15 s for a pickle)
         return Outcome(run_dir, "interrupted", 4, f"{run_dir}: its job (id {job.job_id}) ended without a result "
                                                   f"(stopped by a signal, cancelled or killed: see {job.paths.stderr}); "
                                                   f"run the sweep again to resume it")
-    except FailedJobError as e:
-        last = next((line for line in reversed(str(e).splitlines()) if line.strip()), "no message")
+    try:
+        return job.result()
+    except FailedJobError as e:  # an exception in the job: the traceback's last line names it
+        parts = str(e).split("----------------------")  # submitit puts the trace between two such rules
+        trace = parts[1] if len(parts) >= 3 else str(e)
+        last = next((line.strip() for line in reversed(trace.splitlines()) if line.strip()), "no message")
         return Outcome(run_dir, "failed", 1, f"{run_dir}: its job (id {job.job_id}) failed: {last} "
                                              f"(log: {job.paths.stderr})")
 
@@ -95,7 +117,8 @@ def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
         slots = [()] * (options.parallel or 1)
     slots = slots[:options.parallel] if options.parallel else slots
     executor = submitit.LocalExecutor(folder=str(options.log_dir))
-    executor.update_parameters(timeout_min=minutes(options.time), gpus_per_node=per_run)
+    executor.update_parameters(timeout_min=minutes(options.time) if options.time else NO_LIMIT_MINUTES,
+                               gpus_per_node=per_run)
     waiting = list(range(len(jobs)))
     running: dict[int, tuple[object, tuple[int, ...]]] = {}
     outcomes: dict[int, object] = {}
@@ -105,10 +128,16 @@ def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
             while waiting and free:
                 index, slot = waiting.pop(0), free.pop(0)
                 if slot:
-                    executor.update_parameters(visible_gpus=slot)
-                running[index] = (executor.submit(jobs[index]), slot)
+                    executor.update_parameters(visible_gpus=visible_devices(slot))
+                # The job's controller ignores Ctrl-C (it would kill its job a second later): the job
+                # itself gets it from the terminal, or SIGTERM through the controller below, and saves.
+                previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+                try:
+                    running[index] = (executor.submit(jobs[index]), slot)
+                finally:
+                    signal.signal(signal.SIGINT, previous)
                 log(f"sweep: started {run_dirs[index]} (job {running[index][0].job_id}"
-                    + (f", GPU {','.join(map(str, slot))})" if slot else ")"))
+                    + (f", GPU {','.join(map(str, visible_devices(slot)))})" if slot else ")"))
             for index, (job, slot) in list(running.items()):
                 if job.done():
                     outcomes[index] = outcome_of(job, run_dirs[index])
@@ -119,7 +148,8 @@ def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
     except KeyboardInterrupt:  # Ctrl-C: each running run checkpoints and stops (resumable), as train.py does
         log(f"sweep: stopping {len(running)} running job(s); each saves a checkpoint (run the sweep again to resume)")
         for job, _ in running.values():
-            job.cancel(check=False)
+            with contextlib.suppress(OSError):
+                os.kill(int(job.job_id), signal.SIGTERM)  # the controller passes it on to its job
         while not all(job.done() for job, _ in running.values()):
             time.sleep(POLL_SECONDS)
         raise
@@ -132,11 +162,13 @@ def run_slurm(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
     import submitit
 
     executor = submitit.SlurmExecutor(folder=str(options.log_dir))
-    parameters = dict(time=minutes(options.time), gpus_per_node=options.gpus_per_run or 0,
-                      cpus_per_task=options.cpus_per_run or 1, ntasks_per_node=1, nodes=1,
+    parameters = dict(time=minutes(options.time or DEFAULT_SLURM_TIME), cpus_per_task=options.cpus_per_run or 1,
+                      ntasks_per_node=1, nodes=1,
                       setup=list(options.slurm_setup), job_name="pe-sweep")
     if options.slurm_array_parallelism or options.parallel:
         parameters["array_parallelism"] = options.slurm_array_parallelism or options.parallel
+    if options.gpus_per_run:
+        parameters["gpus_per_node"] = options.gpus_per_run
     if options.partition:
         parameters["partition"] = options.partition
     if options.mem:

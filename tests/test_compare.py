@@ -90,8 +90,8 @@ def test_the_local_launcher_runs_two_jobs_at_a_time(swept: Path) -> None:
         running += 1 if event.startswith("started") else -1
         most = max(most, running)
     assert sum(e.startswith("started") for e in events) == 4 and most == 2, events
-    assert len(list((swept / "submitit").glob("*_log.out"))) == 4
-    assert len(list((swept / "submitit").glob("*_result.pkl"))) == 4
+    assert len(list((swept / "submitit").glob("*/*_log.out"))) == 4  # one folder per sweep command
+    assert len(list((swept / "submitit").glob("*/*_result.pkl"))) == 4
 
 
 def test_one_row_per_config_holds_the_runs_own_numbers(swept: Path) -> None:

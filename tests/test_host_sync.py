@@ -121,3 +121,25 @@ def test_an_optimizer_state_of_an_earlier_release_keeps_the_fused_kernel():
     scaler.scale(loss).backward()
     scaler.step(fused)
     scaler.update()
+
+
+@pytest.mark.parametrize("old_window, new_window", [(4, 4), (4, 2), (2, 5), (3, 7)])
+def test_step_stats_resume_across_a_changed_log_interval(old_window: int, new_window: int) -> None:
+    """StepStats travels in checkpoints; a resume may change training.log_every (the window's size):
+    the interval's sums come back whole, and final_loss is the mean over the newest steps both
+    windows hold, as a run with the new window would have it."""
+    from training.step_stats import StepStats
+
+    losses, tokens = [2.0, 4.0, 6.0, 8.0, 10.0, 12.0], [1, 2, 3, 4, 5, 6]
+    before = StepStats("cpu", old_window)
+    for loss, count in zip(losses, tokens):
+        before.add(torch.tensor(loss * count), torch.tensor(1.0), count, 0)
+    after = StepStats("cpu", new_window)
+    after.load_state_dict(before.state_dict())
+    kept = min(old_window, new_window)
+    expected = sum(l * c for l, c in zip(losses[-kept:], tokens[-kept:])) / sum(tokens[-kept:])
+    assert after.final_loss() == pytest.approx(expected)
+    assert after.read(6)["loss"] == pytest.approx(before.read(6)["loss"])
+    after.add(torch.tensor(14.0 * 7), torch.tensor(1.0), 7, 0)  # the ring goes on from the right slot
+    window = [*zip(losses, tokens), (14.0, 7)][-min(new_window, kept + 1):]
+    assert after.final_loss() == pytest.approx(sum(l * c for l, c in window) / sum(c for _, c in window))

@@ -15,7 +15,7 @@ from utils.config import ConfigError
 
 def test_gpu_slots_share_each_gpu_runs_per_gpu_times() -> None:
     assert gpu_slots(2, 1, 1) == [(0,), (1,)]
-    assert gpu_slots(2, 1, 3) == [(0,), (0,), (0,), (1,), (1,), (1,)]
+    assert gpu_slots(2, 1, 3) == [(0,), (1,), (0,), (1,), (0,), (1,)]  # the first jobs spread over the GPUs
     assert gpu_slots(4, 2, 1) == [(0, 1), (2, 3)]
     assert gpu_slots(3, 2, 2) == [(0, 1), (0, 1)]  # the odd GPU is left out rather than split
     assert gpu_slots(0, 1, 4) == [()] and gpu_slots(2, 0, 1) == [()]
@@ -24,12 +24,12 @@ def test_gpu_slots_share_each_gpu_runs_per_gpu_times() -> None:
 
 
 @pytest.mark.parametrize("text, expected", [("90", 90), ("1:30:00", 90), ("1-00:00:00", 1440), ("10:30", 11),
-                                            ("0", 1), ("00:00:30", 1)])
+                                            ("0", 1), ("00:00:30", 1), ("2-12", 3600), ("1-01:30", 1530)])
 def test_time_limits_in_minutes(text: str, expected: int) -> None:
     assert minutes(text) == expected
 
 
-@pytest.mark.parametrize("text", ["1h", "", "1:2:3:4", "-5"])
+@pytest.mark.parametrize("text", ["1h", "", "1:2:3:4", "-5", "1-2:3:4:5"])
 def test_a_malformed_time_limit_is_named(text: str) -> None:
     with pytest.raises(ConfigError, match="--time"):
         minutes(text)
@@ -46,14 +46,84 @@ class VisibleDevices:
 
 
 def test_local_jobs_get_their_slot_of_gpus(tmp_path: Path, monkeypatch) -> None:
-    """On a machine with 2 GPUs, --runs_per_gpu 2: four jobs at once, two on each GPU."""
+    """On a machine with 2 GPUs, --runs_per_gpu 2: four jobs at once, two on each GPU; the indices
+    are those this process sees (CUDA_VISIBLE_DEVICES=2,3: GPUs 2 and 3)."""
     import torch
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1])]))
     options = LaunchOptions(launcher="local", log_dir=tmp_path, gpus_per_run=1, runs_per_gpu=2)
     outcomes = run_local([VisibleDevices() for _ in range(4)], [f"run{i}" for i in range(4)], options)
-    assert sorted(o.run_dir for o in outcomes) == ["0", "0", "1", "1"]
-    options.parallel = 1  # --parallel caps the slots: one job at a time, on the first GPU
+    assert sorted(o.run_dir for o in outcomes) == ["2", "2", "3", "3"]
+    options.parallel = 2  # --parallel caps the slots: two at a time, one on each GPU
     outcomes = run_local([VisibleDevices() for _ in range(2)], ["a", "b"], options)
-    assert [o.run_dir for o in outcomes] == ["0", "0"]
+    assert sorted(o.run_dir for o in outcomes) == ["2", "3"]
+
+
+class Fails:
+    def __call__(self):
+        raise FileExistsError("runs/x/config.yaml exists")
+
+
+def test_a_job_that_raised_is_failed_not_interrupted(tmp_path: Path, monkeypatch) -> None:
+    """A job whose code raised is reported as failed, naming the error (a job that ended without a
+    result is the interrupted one)."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1])]))
+    (outcome,) = run_local([Fails()], ["runs/x"], LaunchOptions(launcher="local", log_dir=tmp_path, gpus_per_run=0))
+    assert outcome.status == "failed" and "FileExistsError: runs/x/config.yaml exists" in outcome.message
+
+
+def test_training_gives_its_signals_back(tmp_path: Path) -> None:
+    """train_run stops cleanly on SIGINT/SIGTERM/SIGUSR2 while it trains, and hands them back after:
+    in a sweep job, submitit's requeue-on-SIGUSR2 must work again while the run is tested."""
+    import signal
+
+    from helpers import ROOT, tiny_overrides
+    from in_process import load_script
+
+    def marker(signum, frame):
+        pass
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)}
+    try:
+        for sig in saved:
+            signal.signal(sig, marker)
+        sets = tiny_overrides(tmp_path / "run", tmp_path / "cache", steps=2)[1::2]
+        train = load_script(ROOT / "train.py")
+        assert train.train_run(config=str(ROOT / "configs/demo/sinusoidal.yaml"),
+                               overrides=[*sets, "training.bleu_sentences=0"]) == 0
+        assert all(signal.getsignal(sig) is marker for sig in saved)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def test_ctrl_c_stops_local_jobs_with_a_checkpoint(tmp_path: Path) -> None:
+    """SIGINT to the sweep: each running job is stopped through its controller (SIGTERM), saves a
+    checkpoint and is reported interrupted (exit 4), never finished; a second sweep resumes it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers import ROOT, read_jsonl, tiny_overrides
+
+    sets = tiny_overrides(tmp_path / "unused", tmp_path / "cache", steps=100000)[2:]
+    args = [sys.executable, "sweep.py", "configs/demo/sinusoidal.yaml", "--runs_root", str(tmp_path / "runs"), *sets,
+            "--set", "training.bleu_sentences=0", "--set", "training.validate_every_steps=1000",
+            "--launcher", "local", "--parallel", "1"]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    metrics = tmp_path / "runs" / "demo" / "sinusoidal" / "metrics.jsonl"
+    deadline = time.time() + 180
+    while not (metrics.is_file() and '"train"' in metrics.read_text()):
+        assert time.time() < deadline and proc.poll() is None, "the job never trained"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)  # the sweep alone, as `kill -INT`: it must stop its jobs itself
+    out, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 4, out[-3000:]
+    end = [r for r in read_jsonl(metrics) if r["event"] == "end"][-1]
+    assert end["finished"] is False and end["stopped_by_signal"] == signal.SIGTERM
+    assert list((metrics.parent / "checkpoints").glob(f"last_checkpoint_{end['step']}.pt"))
+    assert not (metrics.parent / "test").exists()  # an interrupted training is never tested

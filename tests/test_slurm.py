@@ -52,7 +52,7 @@ def test_a_sweep_runs_as_a_slurm_job_array(cluster: LocalSlurm, tmp_path: Path) 
         assert json.loads((run / "test" / "scores.json").read_text())["num_sentences"] == 10
     assert (tmp_path / "summary.md").is_file() and "demo/rope" in (tmp_path / "summary.md").read_text()
     logs = tmp_path / "submitit"
-    assert len(list(logs.glob("*_log.out"))) == 4 and len(list(logs.glob("*_result.pkl"))) == 4
+    assert len(list(logs.glob("*/*_log.out"))) == 4 and len(list(logs.glob("*/*_result.pkl"))) == 4
     array = next(line for line in out.splitlines() if "submitted 4 SLURM job(s)" in line).split("array ")[1].split(")")[0]
     states = cluster.run("squeue", "-h", "--states=all", "-j", array, "-o", "%T").split()
     assert states == ["COMPLETED"] * 4  # each run was a SLURM job of the array, and each ended well

@@ -222,6 +222,9 @@ def resume_from_checkpoint(run: TrainingRun, best: Checkpoint, last: Checkpoint,
     sampler.resume_at(step // updates_per_epoch + 1, (step % updates_per_epoch) * run.cfg.training.update_freq)
 
 
+STOP_SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGUSR2", None)) if s is not None)
+
+
 def stop_on_signals(run: TrainingRun) -> None:
     """Ctrl-C / SIGTERM / SIGUSR2 (what SLURM sends before a time limit, with --signal): finish the
     current update, validate and checkpoint, then end with EXIT_INTERRUPTED (the run is resumable,
@@ -233,9 +236,8 @@ def stop_on_signals(run: TrainingRun) -> None:
         run.trainer.terminate()
         signal.signal(signum, signal.SIG_DFL)
 
-    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGUSR2", None)):
-        if sig is not None:
-            signal.signal(sig, stop_cleanly)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, stop_cleanly)
 
 
 def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, num_params: int) -> bool:

@@ -76,8 +76,15 @@ class StepStats:
                 "steps": self.steps, "total_steps": self.total_steps}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` saved; a resume may change training.log_every (the window's
+        size): the newest steps that fit are kept, in their order."""
         self.sums.copy_(torch.tensor(state["sums"], dtype=self.dtype))
-        self.recent_loss.copy_(torch.tensor(state["recent_loss"], dtype=self.dtype))
-        self.recent_tokens = list(state["recent_tokens"])
         self.tokens, self.padded, self.steps = state["tokens"], state["padded"], state["steps"]
-        self.total_steps = state["total_steps"]
+        total, old_size, size = state["total_steps"], len(state["recent_loss"]), self.recent_loss.numel()
+        kept = min(total, old_size, size)
+        self.recent_loss.zero_()
+        self.recent_tokens = [0] * size
+        for step in range(total - kept, total):  # ring positions: step % size
+            self.recent_loss[step % size] = state["recent_loss"][step % old_size]
+            self.recent_tokens[step % size] = state["recent_tokens"][step % old_size]
+        self.total_steps = total  # (slots of steps not kept stay 0: they add nothing to final_loss)
