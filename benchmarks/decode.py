@@ -16,6 +16,9 @@ allocation on a GPU) is its own. Prints a table and writes benchmarks/results/de
   python benchmarks/decode.py            # full: 32 sentences, 50-token outputs, 3 repeats
   python benchmarks/decode.py --quick    # under 2 minutes on a 2-core CPU: 8 sentences, 1 repeat
   python benchmarks/decode.py --quick --rounds 3   # every case in 3 fresh processes, medians
+  python benchmarks/decode.py --device cuda --sentences 2000 --max_tokens 6000 --cases ours_beam5_cached hf_beam5
+      # a test set's worth, in token-budget batches (sorted by length, as test.py cuts them), the same
+      # batches for both contenders
 """
 
 from __future__ import annotations
@@ -50,6 +53,24 @@ def make_sources(num: int, vocab: int, seed: int = 0):
     return src
 
 
+def token_budget_batches(src, max_tokens: int | None) -> list:
+    """The sources sorted by length and cut into batches of at most `max_tokens` padded source tokens
+    (as test.py batches a test set); one batch of everything without a budget."""
+    if not max_tokens:
+        return [src]
+    lengths = src.ne(PAD).sum(1)
+    order = lengths.argsort(stable=True).tolist()
+    batches, start = [], 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and (end + 1 - start) * int(lengths[order[end]]) <= max_tokens:
+            end += 1
+        rows = order[start:end]
+        batches.append(src[rows][:, :int(lengths[rows].max())])
+        start = end
+    return batches
+
+
 def build_ours(device: str, sizes: dict):
     import torch
 
@@ -79,7 +100,7 @@ def build_marian(device: str, sizes: dict):
 
 
 def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, device: str, size: str,
-             queue) -> None:
+             max_tokens: int | None, queue) -> None:
     """One contender in its own process: time `repeats` decodes, report throughput and peak memory."""
     import torch
 
@@ -90,28 +111,33 @@ def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, devi
         from utils.runtime import skip_cudnn_attention
         skip_cudnn_attention()
     sizes = MODEL_SIZES[size]
-    src = make_sources(num, sizes["vocab"]).to(device)
+    batches = [b.to(device) for b in token_budget_batches(make_sources(num, sizes["vocab"]), max_tokens)]
     beam = 5 if "beam" in case else 1
     if case.startswith("hf"):
         model = build_marian(device, sizes)
-        mask = src.ne(PAD)
 
         def decode():
-            out = model.generate(input_ids=src, attention_mask=mask, num_beams=beam, do_sample=False,
-                                 max_new_tokens=out_len, min_new_tokens=out_len, length_penalty=1.0,
-                                 early_stopping=False)
-            return out[:, 1:].ne(PAD).sum().item()  # generated tokens (the start token excluded)
+            tokens = 0
+            for src in batches:
+                out = model.generate(input_ids=src, attention_mask=src.ne(PAD), num_beams=beam, do_sample=False,
+                                     max_new_tokens=out_len, min_new_tokens=out_len, length_penalty=1.0,
+                                     early_stopping=False)
+                tokens += out[:, 1:].ne(PAD).sum().item()  # generated tokens (the start token excluded)
+            return tokens
     else:
         model = build_ours(device, sizes)
         runner = FullPrefixDecoder(model) if "uncached" in case else model
         kw = dict(max_len_a=0.0, max_len_b=out_len, min_len=out_len)
 
         def decode():
-            if beam == 1:
-                hyps = greedy_search(runner, src, BOS, EOS, PAD, **kw)
-            else:
-                hyps = [h[0] for h in beam_search(runner, src, BOS, EOS, PAD, beam_size=beam, **kw)]
-            return sum(len(h.tokens) + 1 for h in hyps)  # + EOS
+            tokens = 0
+            for src in batches:
+                if beam == 1:
+                    hyps = greedy_search(runner, src, BOS, EOS, PAD, **kw)
+                else:
+                    hyps = [h[0] for h in beam_search(runner, src, BOS, EOS, PAD, beam_size=beam, **kw)]
+                tokens += sum(len(h.tokens) + 1 for h in hyps)  # + EOS
+            return tokens
 
     with torch.inference_mode():
         decode()  # warm-up
@@ -128,7 +154,8 @@ def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, devi
     seconds = statistics.median(times)
     peak = (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    queue.put({"case": case, "beam": beam, "sentences": num, "output_tokens": tokens, "seconds": seconds,
+    queue.put({"case": case, "beam": beam, "sentences": num, "batches": len(batches), "output_tokens": tokens,
+               "seconds": seconds,
                "sentences_per_sec": num / seconds, "tokens_per_sec": tokens / seconds, "peak_memory_mb": peak,
                "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss"})
 
@@ -138,6 +165,9 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small version (< 2 min on 2 CPU cores)")
     parser.add_argument("--sentences", type=int, help="sentences per decode (default 32, quick 8)")
     parser.add_argument("--out_len", type=int, default=50, help="forced output length in tokens")
+    parser.add_argument("--max_tokens", type=int, metavar="N",
+                        help="decode in batches of at most N padded source tokens, sorted by length, the same "
+                             "batches for every contender (as test.py decodes a test set; default: one batch)")
     parser.add_argument("--repeats", type=int, help="timed repeats per case (median; default 3, quick 1)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every case this many times, each in a fresh process, order alternating; "
@@ -163,7 +193,8 @@ def main(argv=None) -> int:
     repeats = args.repeats or (1 if args.quick else 3)
     threads = args.threads or torch.get_num_threads()
     cases = [c for c in CASES if c in (args.cases or CASES)]
-    by = run_rounds(cases, run_case, (num, args.out_len, repeats, threads, device, args.size), args.rounds,
+    by = run_rounds(cases, run_case, (num, args.out_len, repeats, threads, device, args.size, args.max_tokens),
+                    args.rounds,
                     "sentences_per_sec", "sent/s")
     results = [by[c] for c in cases]
     pairs = {"greedy_cached_over_uncached": ("ours_greedy_cached", "ours_greedy_uncached"),
@@ -173,7 +204,8 @@ def main(argv=None) -> int:
     spreads = {name: ratio_spread(by, a, b, "sentences_per_sec") for name, (a, b) in pairs.items()
                if a in by and b in by}
     ratios = {name: sp["ratio"] for name, sp in spreads.items()}
-    print(f"\nDecoding {num} sentences, {args.out_len} output tokens each, {device} ({threads} threads)\n")
+    batching = f"{results[0]['batches']} token-budget batches" if args.max_tokens else "one batch"
+    print(f"\nDecoding {num} sentences ({batching}), {args.out_len} output tokens each, {device} ({threads} threads)\n")
     print("| case | beam | sentences/s | target tokens/s | peak memory (MB) |")
     print("|---|---|---|---|---|")
     for r in results:
@@ -183,7 +215,8 @@ def main(argv=None) -> int:
     for k, v in ratios.items():
         rounds = ", ".join(f"{x:.2f}" for x in spreads[k]["per_round"])
         print(f"{k}: {v:.2f}x" + (f"   (per round: {rounds})" if args.rounds > 1 else ""))
-    settings = {"cases": cases, "sentences": num, "out_len": args.out_len, "repeats": repeats, "rounds": args.rounds,
+    settings = {"cases": cases, "sentences": num, "max_tokens": args.max_tokens, "out_len": args.out_len,
+                "repeats": repeats, "rounds": args.rounds,
                 "threads": threads, "quick": args.quick, "size": args.size, **MODEL_SIZES[args.size], **environment(device)}
     write_results(args.output, settings, results, ratios, spreads)
     return 0

@@ -61,6 +61,31 @@ def test_decode_benchmark_runs_only_the_chosen_cases(tmp_path: Path) -> None:
     assert "greedy_cached_over_uncached" not in data and "greedy_cached_over_uncached" not in proc.stdout
 
 
+def test_decode_benchmark_decodes_a_set_in_token_budget_batches(tmp_path: Path) -> None:
+    """--max_tokens: the sources sorted by length and cut into batches within the budget, the same
+    batches for each contender, so both emit the same tokens for all sentences."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from decode import PAD, make_sources, token_budget_batches
+
+    src = make_sources(9, 100)
+    batches = token_budget_batches(src, 45)
+    assert sum(len(b) for b in batches) == 9 and len(batches) > 1
+    assert all(b.numel() <= 45 or len(b) == 1 for b in batches)
+    lengths = [int(n) for b in batches for n in b.ne(PAD).sum(1)]
+    assert lengths == sorted(int(n) for n in src.ne(PAD).sum(1))  # every sentence once, by length
+    assert all(bool(b[:, -1].ne(PAD).any()) for b in batches)  # no all-padding column
+    assert sorted(map(tuple, (r[r.ne(PAD)].tolist() for b in batches for r in b))) == \
+        sorted(map(tuple, (r[r.ne(PAD)].tolist() for r in src)))
+    out = tmp_path / "decode.json"
+    run_script("decode.py", ["--size", "tiny", "--sentences", "5", "--out_len", "4", "--repeats", "1", "--threads",
+                             "1", "--device", "cpu", "--max_tokens", "45", "--cases", "ours_beam5_cached", "hf_beam5",
+                             "--output", str(out)])
+    data = json.loads(out.read_text())
+    assert data["settings"]["max_tokens"] == 45
+    (ours, hf) = data["results"]
+    assert ours["batches"] == hf["batches"] > 1 and ours["output_tokens"] in (5 * 4, 5 * 5)
+
+
 def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path) -> None:
     out = tmp_path / "train.json"
     proc = run_script("train.py", ["--size", "tiny", "--max_tokens", "300", "--steps", "1", "--threads", "1",
