@@ -16,7 +16,7 @@ allocation on a GPU) is its own. Prints a table and writes benchmarks/results/de
   python benchmarks/decode.py            # full: 32 sentences, 50-token outputs, 3 repeats
   python benchmarks/decode.py --quick    # under 2 minutes on a 2-core CPU: 8 sentences, 1 repeat
   python benchmarks/decode.py --quick --rounds 3   # every case in 3 fresh processes, medians
-  python benchmarks/decode.py --device cuda --sentences 2000 --max_tokens 6000 --cases ours_beam5_cached hf_beam5
+  python benchmarks/decode.py --device cuda --sentences 2000 --max_tokens 30000 --cases ours_beam5_cached hf_beam5
       # a test set's worth, in token-budget batches (sorted by length, as test.py cuts them), the same
       # batches for both contenders
 """
@@ -53,22 +53,15 @@ def make_sources(num: int, vocab: int, seed: int = 0):
     return src
 
 
-def token_budget_batches(src, max_tokens: int | None) -> list:
-    """The sources sorted by length and cut into batches of at most `max_tokens` padded source tokens
-    (as test.py batches a test set); one batch of everything without a budget."""
+def token_budget_batches(src, max_tokens: int | None, beam: int) -> list:
+    """The sources cut as test.py cuts a test set (evaluation/translate.py: make_batches): sorted by
+    length, batch * longest * beam <= max_tokens; one batch of everything without a budget."""
+    from evaluation.translate import make_batches
+
     if not max_tokens:
         return [src]
-    lengths = src.ne(PAD).sum(1)
-    order = lengths.argsort(stable=True).tolist()
-    batches, start = [], 0
-    while start < len(order):
-        end = start + 1
-        while end < len(order) and (end + 1 - start) * int(lengths[order[end]]) <= max_tokens:
-            end += 1
-        rows = order[start:end]
-        batches.append(src[rows][:, :int(lengths[rows].max())])
-        start = end
-    return batches
+    lengths = src.ne(PAD).sum(1).tolist()
+    return [src[rows][:, :max(lengths[i] for i in rows)] for rows in make_batches(lengths, max_tokens, beam)]
 
 
 def build_ours(device: str, sizes: dict):
@@ -111,8 +104,8 @@ def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, devi
         from utils.runtime import skip_cudnn_attention
         skip_cudnn_attention()
     sizes = MODEL_SIZES[size]
-    batches = [b.to(device) for b in token_budget_batches(make_sources(num, sizes["vocab"]), max_tokens)]
     beam = 5 if "beam" in case else 1
+    batches = [b.to(device) for b in token_budget_batches(make_sources(num, sizes["vocab"]), max_tokens, beam)]
     if case.startswith("hf"):
         model = build_marian(device, sizes)
 
@@ -166,8 +159,9 @@ def main(argv=None) -> int:
     parser.add_argument("--sentences", type=int, help="sentences per decode (default 32, quick 8)")
     parser.add_argument("--out_len", type=int, default=50, help="forced output length in tokens")
     parser.add_argument("--max_tokens", type=int, metavar="N",
-                        help="decode in batches of at most N padded source tokens, sorted by length, the same "
-                             "batches for every contender (as test.py decodes a test set; default: one batch)")
+                        help="decode in batches sorted by length with batch x longest source x beam <= N, the "
+                             "same batches for every contender of a beam size (as test.py cuts a test set with "
+                             "decoding.max_tokens; default: one batch)")
     parser.add_argument("--repeats", type=int, help="timed repeats per case (median; default 3, quick 1)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every case this many times, each in a fresh process, order alternating; "

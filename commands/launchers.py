@@ -84,22 +84,29 @@ def visible_devices(slot: tuple[int, ...]) -> list[int]:
 
 def outcome_of(job, run_dir: str):
     """The Outcome a finished submitit job returned, or one saying how it ended without one."""
-    from submitit.core.utils import FailedJobError
+    import submitit
+    from submitit.core.utils import FailedJobError, UncompletedJobError
 
     from commands.sweep_job import Outcome
 
-    if not job.paths.result_pickle.exists():  # (not job.result(), which waits 15 s for a pickle)
-        return Outcome(run_dir, "interrupted", 4, f"{run_dir}: its job (id {job.job_id}) ended without a result "
-                                                  f"(stopped by a signal, cancelled or killed: see {job.paths.stderr}); "
-                                                  f"run the sweep again to resume it")
+    interrupted = Outcome(run_dir, "interrupted", 4, f"{run_dir}: its job (id {job.job_id}) ended without a result "
+                                                     f"(stopped by a signal, cancelled or killed: see "
+                                                     f"{job.paths.stderr}); run the sweep again to resume it")
+    # A local job is done once its process has exited, after writing any result: no need for
+    # job.result()'s 15 s wait for a pickle (which a SLURM job's shared filesystem may need)
+    if isinstance(job, submitit.LocalJob) and not job.paths.result_pickle.exists():
+        return interrupted
     try:
         return job.result()
-    except FailedJobError as e:  # an exception in the job: the traceback's last line names it
-        parts = str(e).split("----------------------")  # submitit puts the trace between two such rules
-        trace = parts[1] if len(parts) >= 3 else str(e)
+    except FailedJobError as e:  # an exception in the job (FailedJobError is an UncompletedJobError)
+        rule = "----------------------"  # submitit puts the trace between two such rules
+        text = str(e)
+        trace = text.split(rule, 1)[1].rsplit(rule, 1)[0] if text.count(rule) >= 2 else text
         last = next((line.strip() for line in reversed(trace.splitlines()) if line.strip()), "no message")
         return Outcome(run_dir, "failed", 1, f"{run_dir}: its job (id {job.job_id}) failed: {last} "
                                              f"(log: {job.paths.stderr})")
+    except UncompletedJobError:
+        return interrupted
 
 
 def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -> list:
@@ -129,8 +136,9 @@ def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
                 index, slot = waiting.pop(0), free.pop(0)
                 if slot:
                     executor.update_parameters(visible_gpus=visible_devices(slot))
-                # The job's controller ignores Ctrl-C (it would kill its job a second later): the job
-                # itself gets it from the terminal, or SIGTERM through the controller below, and saves.
+                # The job's controller ignores Ctrl-C (it would kill its job a second later); so does the
+                # job until SweepJob turns SIGINT/SIGTERM into a clean stop. Ctrl-C reaches the jobs as
+                # SIGTERM through their controllers, below.
                 previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
                 try:
                     running[index] = (executor.submit(jobs[index]), slot)

@@ -160,8 +160,8 @@ class SweepJob(submitit.helpers.Checkpointable):
     """One run as a submitit job (a local process or a SLURM job), run in the sweep's working folder.
 
     A job that a signal stops (SLURM's requeue or preemption sends SIGTERM; a time limit, SIGUSR2
-    shortly before it) finishes its training step, saves a checkpoint and exits without a result, so
-    the sweep never takes it for finished; SLURM runs a requeued job again, and it resumes. On SIGUSR2
+    shortly before it) finishes its training step, saves a checkpoint and exits without a result (or,
+    outside training, exits at once), so the sweep never takes it for finished; SLURM runs a requeued job again, and it resumes. On SIGUSR2
     it then asks submitit to requeue it (submitit's own handler, deferred until the checkpoint is saved)."""
 
     def __init__(self, config: str, overrides: Sequence[str], variants: Sequence[tuple[str, list[str]]],
@@ -170,6 +170,11 @@ class SweepJob(submitit.helpers.Checkpointable):
 
     def __call__(self) -> Outcome:
         os.chdir(self.workdir)
+        # Outside training (its start-up, testing) SIGINT / SIGTERM end the job at once, without a
+        # result (interrupted): submitit would ignore SIGTERM, and a local job inherits an ignored
+        # SIGINT. While it trains, training's own handlers stop it after a checkpoint.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.default_int_handler)
         requeue = signal.getsignal(signal.SIGUSR2)  # submitit's checkpoint-and-requeue, while training defers it
         try:
             outcome = run_one(self.config, self.overrides, self.variants)

@@ -68,20 +68,21 @@ def test_decode_benchmark_decodes_a_set_in_token_budget_batches(tmp_path: Path) 
     from decode import PAD, make_sources, token_budget_batches
 
     src = make_sources(9, 100)
-    batches = token_budget_batches(src, 45)
-    assert sum(len(b) for b in batches) == 9 and len(batches) > 1
-    assert all(b.numel() <= 45 or len(b) == 1 for b in batches)
-    lengths = [int(n) for b in batches for n in b.ne(PAD).sum(1)]
-    assert lengths == sorted(int(n) for n in src.ne(PAD).sum(1))  # every sentence once, by length
-    assert all(bool(b[:, -1].ne(PAD).any()) for b in batches)  # no all-padding column
-    assert sorted(map(tuple, (r[r.ne(PAD)].tolist() for b in batches for r in b))) == \
-        sorted(map(tuple, (r[r.ne(PAD)].tolist() for r in src)))
+    for beam in (1, 5):
+        batches = token_budget_batches(src, 45 * beam, beam)  # test.py's budget counts the beam
+        assert sum(len(b) for b in batches) == 9 and len(batches) > 1
+        assert all(len(b) * b.size(1) * beam <= 45 * beam or len(b) == 1 for b in batches)
+        lengths = [int(n) for b in batches for n in b.ne(PAD).sum(1)]
+        assert lengths == sorted(int(n) for n in src.ne(PAD).sum(1))  # every sentence once, by length
+        assert all(bool(b[:, -1].ne(PAD).any()) for b in batches)  # no all-padding column
+        assert sorted(map(tuple, (r[r.ne(PAD)].tolist() for b in batches for r in b))) == \
+            sorted(map(tuple, (r[r.ne(PAD)].tolist() for r in src)))
     out = tmp_path / "decode.json"
     run_script("decode.py", ["--size", "tiny", "--sentences", "5", "--out_len", "4", "--repeats", "1", "--threads",
-                             "1", "--device", "cpu", "--max_tokens", "45", "--cases", "ours_beam5_cached", "hf_beam5",
+                             "1", "--device", "cpu", "--max_tokens", "225", "--cases", "ours_beam5_cached", "hf_beam5",
                              "--output", str(out)])
     data = json.loads(out.read_text())
-    assert data["settings"]["max_tokens"] == 45
+    assert data["settings"]["max_tokens"] == 225
     (ours, hf) = data["results"]
     assert ours["batches"] == hf["batches"] > 1 and ours["output_tokens"] in (5 * 4, 5 * 5)
 

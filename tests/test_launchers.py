@@ -99,27 +99,39 @@ def test_training_gives_its_signals_back(tmp_path: Path) -> None:
             signal.signal(sig, handler)
 
 
-def test_ctrl_c_stops_local_jobs_with_a_checkpoint(tmp_path: Path) -> None:
-    """SIGINT to the sweep: each running job is stopped through its controller (SIGTERM), saves a
-    checkpoint and is reported interrupted (exit 4), never finished; a second sweep resumes it."""
-    import signal
+def start_long_local_sweep(tmp_path: Path):
     import subprocess
     import sys
-    import time
 
-    from helpers import ROOT, read_jsonl, tiny_overrides
+    from helpers import ROOT, tiny_overrides
 
     sets = tiny_overrides(tmp_path / "unused", tmp_path / "cache", steps=100000)[2:]
     args = [sys.executable, "sweep.py", "configs/demo/sinusoidal.yaml", "--runs_root", str(tmp_path / "runs"), *sets,
             "--set", "training.bleu_sentences=0", "--set", "training.validate_every_steps=1000",
             "--launcher", "local", "--parallel", "1"]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def wait_for(condition, proc, what: str, seconds: float = 180) -> None:
+    import time
+
+    deadline = time.time() + seconds
+    while not condition():
+        assert time.time() < deadline and proc.poll() is None, f"never: {what}"
+        time.sleep(0.1)
+
+
+def test_ctrl_c_stops_local_jobs_with_a_checkpoint(tmp_path: Path) -> None:
+    """SIGINT to the sweep: each running job is stopped through its controller (SIGTERM), saves a
+    checkpoint and is reported interrupted (exit 4), never finished or tested."""
+    import signal
+
+    from helpers import read_jsonl
+
+    proc = start_long_local_sweep(tmp_path)
     metrics = tmp_path / "runs" / "demo" / "sinusoidal" / "metrics.jsonl"
-    deadline = time.time() + 180
-    while not (metrics.is_file() and '"train"' in metrics.read_text()):
-        assert time.time() < deadline and proc.poll() is None, "the job never trained"
-        time.sleep(0.2)
+    wait_for(lambda: metrics.is_file() and '"train"' in metrics.read_text(), proc, "a training step")
     proc.send_signal(signal.SIGINT)  # the sweep alone, as `kill -INT`: it must stop its jobs itself
     out, _ = proc.communicate(timeout=180)
     assert proc.returncode == 4, out[-3000:]
@@ -127,3 +139,18 @@ def test_ctrl_c_stops_local_jobs_with_a_checkpoint(tmp_path: Path) -> None:
     assert end["finished"] is False and end["stopped_by_signal"] == signal.SIGTERM
     assert list((metrics.parent / "checkpoints").glob(f"last_checkpoint_{end['step']}.pt"))
     assert not (metrics.parent / "test").exists()  # an interrupted training is never tested
+
+
+def test_ctrl_c_stops_a_local_job_before_it_trains(tmp_path: Path) -> None:
+    """Ctrl-C while a job starts its run (before training's own handlers): the job ends at once,
+    without a result, and the sweep reports it interrupted instead of waiting for the whole budget."""
+    import signal
+
+    proc = start_long_local_sweep(tmp_path)
+    logs = tmp_path / "runs" / "submitit"
+    wait_for(lambda: any("sweep: training" in f.read_text() for f in logs.glob("*/*_log.out")), proc,
+             "the job's start")
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)  # (a job that ignored it would train 100,000 steps)
+    assert proc.returncode == 4, out[-3000:]
+    assert "stopped (Ctrl-C)" in out and not (tmp_path / "runs" / "demo" / "sinusoidal" / "test").exists()
