@@ -49,21 +49,25 @@ def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> 
 
 
 def test_decode_benchmark_runs_only_the_chosen_cases(tmp_path: Path) -> None:
-    """`--cases` skips the others; only the ratios whose two cases ran are reported."""
+    """`--cases` skips the others; only the ratios whose two cases ran are reported. With
+    --max_tokens, both decode the same token-budget batches (the beam counted, as in test.py)."""
     out = tmp_path / "decode.json"
-    proc = run_script("decode.py", ["--size", "tiny", "--sentences", "2", "--out_len", "4", "--repeats", "1",
+    proc = run_script("decode.py", ["--size", "tiny", "--sentences", "5", "--out_len", "4", "--repeats", "1",
                                     "--threads", "1", "--device", "cpu", "--cases", "hf_beam5", "ours_beam5_cached",
-                                    "--output", str(out)])
+                                    "--max_tokens", "225", "--output", str(out)])
     data = json.loads(out.read_text())
     assert [r["case"] for r in data["results"]] == ["ours_beam5_cached", "hf_beam5"]
+    (ours, hf) = data["results"]
+    assert data["settings"]["max_tokens"] == 225 and ours["batches"] == hf["batches"] > 1
+    assert ours["output_tokens"] in (5 * 4, 5 * 5)
     assert data["settings"]["cases"] == ["ours_beam5_cached", "hf_beam5"]
     assert positive(data["beam5_over_hf_generate"]) and "beam5_over_hf_generate" in proc.stdout
     assert "greedy_cached_over_uncached" not in data and "greedy_cached_over_uncached" not in proc.stdout
 
 
-def test_decode_benchmark_decodes_a_set_in_token_budget_batches(tmp_path: Path) -> None:
-    """--max_tokens: the sources sorted by length and cut into batches within the budget, the same
-    batches for each contender, so both emit the same tokens for all sentences."""
+def test_decode_benchmark_cuts_a_set_into_token_budget_batches() -> None:
+    """--max_tokens: every sentence once, sorted by length, in batches within the budget with the
+    beam counted as test.py counts it, and no column of padding alone."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from decode import PAD, make_sources, token_budget_batches
 
@@ -77,14 +81,6 @@ def test_decode_benchmark_decodes_a_set_in_token_budget_batches(tmp_path: Path) 
         assert all(bool(b[:, -1].ne(PAD).any()) for b in batches)  # no all-padding column
         assert sorted(map(tuple, (r[r.ne(PAD)].tolist() for b in batches for r in b))) == \
             sorted(map(tuple, (r[r.ne(PAD)].tolist() for r in src)))
-    out = tmp_path / "decode.json"
-    run_script("decode.py", ["--size", "tiny", "--sentences", "5", "--out_len", "4", "--repeats", "1", "--threads",
-                             "1", "--device", "cpu", "--max_tokens", "225", "--cases", "ours_beam5_cached", "hf_beam5",
-                             "--output", str(out)])
-    data = json.loads(out.read_text())
-    assert data["settings"]["max_tokens"] == 225
-    (ours, hf) = data["results"]
-    assert ours["batches"] == hf["batches"] > 1 and ours["output_tokens"] in (5 * 4, 5 * 5)
 
 
 def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path) -> None:
