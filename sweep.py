@@ -58,20 +58,23 @@ ROOT = Path(__file__).resolve().parent
 
 
 def expand_runs(configs: list[str], overrides: list[str], seeds: Optional[list[int]],
-                runs_root: Optional[str]) -> list[tuple[str, list[str]]]:
-    """(config, overrides) per run: one per config, or one per config and seed with its own run folder."""
+                runs_root: Optional[str]) -> list[tuple[str, list[str], str]]:
+    """(config, overrides, run folder) per run: one per config, or one per config and seed with its
+    own run folder."""
     runs = []
     for config in configs:
         cfg = load_config(config, overrides)
         base = Path(cfg.run_dir) if cfg.run_dir else Path(runs_root or "runs") / cfg.name
         if not seeds:
-            runs.append((config, overrides if cfg.run_dir or not runs_root else [*overrides, f"run_dir={base}"]))
+            run_overrides = overrides if cfg.run_dir or not runs_root else [*overrides, f"run_dir={base}"]
+            runs.append((config, run_overrides, str(load_config(config, run_overrides).resolved_run_dir)))
             continue
         for seed in seeds:
-            runs.append((config, [*overrides, f"seed={seed}", f"run_dir={base}_seed{seed}"]))
+            folder = Path(f"{base}_seed{seed}")
+            runs.append((config, [*overrides, f"seed={seed}", f"run_dir={folder}"], str(folder)))
     folders: dict[Path, str] = {}
-    for config, run_overrides in runs:  # two runs in one folder would be one run trained twice
-        folder = load_config(config, run_overrides).resolved_run_dir.resolve()
+    for config, _, run_dir in runs:  # two runs in one folder would be one run trained twice
+        folder = Path(run_dir).resolve()
         if folder in folders:
             raise ConfigError(f"{config} and {folders[folder]} would both run in {folder}: give each config its own "
                               f"name or run_dir, or use --runs_root")
@@ -153,28 +156,26 @@ def launch_options(args: argparse.Namespace) -> LaunchOptions:
                          slurm_array_parallelism=args.slurm_array_parallelism, slurm_setup=args.slurm_setup)
 
 
-def absolute(config: str, overrides: list[str]) -> tuple[str, list[str]]:
+def absolute(config: str, overrides: list[str], run_dir: str) -> tuple[str, list[str]]:
     """A run's config and run folder as absolute paths, so that a job finds them wherever it runs."""
-    run_dir = load_config(config, overrides).resolved_run_dir.resolve()
-    return str(Path(config).resolve()), [*overrides, f"run_dir={run_dir}"]
+    return str(Path(config).resolve()), [*overrides, f"run_dir={Path(run_dir).resolve()}"]
 
 
-def run_serial(runs: list[tuple[str, list[str]]], variants) -> list[Outcome]:
+def run_serial(runs: list[tuple[str, list[str], str]], variants) -> list[Outcome]:
     """One run after another in this process; the first run that fails or is interrupted stops the sweep."""
     outcomes = []
-    for config, overrides in runs:
+    for config, overrides, _ in runs:
         outcomes.append(run_one(config, overrides, variants))
         if outcomes[-1].status in ("failed", "interrupted"):
             break
     return outcomes
 
 
-def run_as_jobs(runs: list[tuple[str, list[str]]], variants, options: LaunchOptions) -> list[Outcome]:
+def run_as_jobs(runs: list[tuple[str, list[str], str]], variants, options: LaunchOptions) -> list[Outcome]:
     """The runs that need work as submitit jobs (local or slurm); the others are settled here."""
     outcomes, jobs, run_dirs = [], [], []
-    for config, overrides in runs:
-        action, why = triage(config, overrides)
-        run_dir = str(load_config(config, overrides).resolved_run_dir)
+    for config, overrides, run_dir in runs:
+        action, why = triage(config, load_config(config, overrides))
         if action == "left_alone":
             log(f"sweep: left alone: {why}")
             outcomes.append(Outcome(run_dir, "left_alone", message=why))
@@ -182,7 +183,7 @@ def run_as_jobs(runs: list[tuple[str, list[str]]], variants, options: LaunchOpti
             log(f"sweep: {why}: skipped")
             outcomes.append(Outcome(run_dir, "scored"))
         else:
-            jobs.append(SweepJob(*absolute(config, overrides), variants, workdir=os.getcwd()))
+            jobs.append(SweepJob(*absolute(config, overrides, run_dir), variants, workdir=os.getcwd()))
             run_dirs.append(run_dir)
     if jobs:
         options.log_dir.mkdir(parents=True, exist_ok=True)
@@ -214,7 +215,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         log("sweep: stopped (Ctrl-C); run the same command again to resume")
         return EXIT_INTERRUPTED
     by_run = {o.run_dir: o for o in outcomes}
-    order = [str(load_config(c, o).resolved_run_dir) for c, o in runs]  # the summary lists runs in sweep order
+    order = [run_dir for _, _, run_dir in runs]  # the summary lists runs in sweep order
     settled = [by_run[d] for d in order if d in by_run]
     for outcome in settled:
         if outcome.status in ("failed", "interrupted"):

@@ -109,6 +109,12 @@ def outcome_of(job, run_dir: str):
         return interrupted
 
 
+def collect(job, run_dir: str, outcomes: dict, index: int, total: int) -> None:
+    """A job has ended: its Outcome into `outcomes[index]`, and one log line."""
+    outcomes[index] = outcome_of(job, run_dir)
+    log(f"sweep: {run_dir}: {outcomes[index].status} ({len(outcomes)}/{total} ended)")
+
+
 def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -> list:
     """Each job as a process on this machine, at most `parallel` (and one per GPU slot) at a time."""
     import submitit
@@ -148,8 +154,7 @@ def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
                     + (f", GPU {','.join(map(str, visible_devices(slot)))})" if slot else ")"))
             for index, (job, slot) in list(running.items()):
                 if job.done():
-                    outcomes[index] = outcome_of(job, run_dirs[index])
-                    log(f"sweep: {run_dirs[index]}: {outcomes[index].status} ({len(outcomes)}/{len(jobs)} ended)")
+                    collect(job, run_dirs[index], outcomes, index, len(jobs))
                     del running[index]
                     free.append(slot)
             time.sleep(POLL_SECONDS if running else 0)
@@ -191,9 +196,7 @@ def run_slurm(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
         while len(outcomes) < len(submitted):
             for index, job in enumerate(submitted):
                 if index not in outcomes and job.done():
-                    outcomes[index] = outcome_of(job, run_dirs[index])
-                    log(f"sweep: {run_dirs[index]}: {outcomes[index].status} ({len(outcomes)}/{len(submitted)} "
-                        f"ended)")
+                    collect(job, run_dirs[index], outcomes, index, len(submitted))
             time.sleep(POLL_SECONDS if len(outcomes) < len(submitted) else 0)
     except KeyboardInterrupt:  # the jobs are the cluster's now: they go on
         log("sweep: the SLURM jobs go on without this command (squeue; scancel to stop them, each saves a "

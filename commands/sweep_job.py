@@ -79,10 +79,10 @@ def last_end(run_dir: Path) -> Optional[dict]:
     return ends[-1] if ends else None
 
 
-def triage(config: str, overrides: Sequence[str]) -> tuple[str, str]:
-    """(what the run needs, why): 'left_alone', 'finished' (trained to its end and scored), 'test'
-    (kept best checkpoints only: tested as it is), 'resume' or 'train'."""
-    cfg = load_config(config, overrides)
+def triage(config: str, cfg) -> tuple[str, str]:
+    """(what the run of `config` (loaded, with the sweep's overrides: `cfg`) needs, why): 'left_alone',
+    'finished' (trained to its end and scored), 'test' (kept best checkpoints only: tested as it
+    is), 'resume' or 'train'."""
     run_dir = cfg.resolved_run_dir
     folder = RunFolder.inspect(run_dir)
     if folder.state == "foreign":
@@ -106,7 +106,7 @@ def run_one(config: str, overrides: Sequence[str], variants: Sequence[tuple[str,
 
     cfg = load_config(config, overrides)
     run_dir = cfg.resolved_run_dir
-    action, why = triage(config, overrides)
+    action, why = triage(config, cfg)
     if action == "left_alone":
         log(f"sweep: left alone: {why}")
         return Outcome(str(run_dir), "left_alone", message=why)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -189,3 +190,26 @@ def check_random_beam_steps(model, label: str, beams: int = 4, steps: int = 7):
             new_tokens = torch.randint(4, VOCAB, (index.numel(), 1), generator=g)
             history = torch.cat([history.index_select(0, index), new_tokens], dim=1)
     return cache, enc, sentences, history
+
+
+def free_ports(count: int = 1) -> list[int]:
+    """`count` different ports free on loopback now (held together while picked)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def stop_process(proc: subprocess.Popen, timeout: float) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within `timeout` seconds."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -15,6 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from helpers import free_ports, stop_process
+
 BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo")
 
 
@@ -24,17 +26,6 @@ def missing_binaries() -> list[str]:
 
 def _binary(name: str) -> str:
     return shutil.which(name) or str(Path("/usr/sbin", name))
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 class LocalSlurm:
@@ -70,7 +61,7 @@ class LocalSlurm:
                      f"--seed-file={f / 'munge' / 'munged.seed'}"], f / "log" / "munged.out")
         self._wait(socket_path.exists, "munged did not create its socket")
         host, user = socket.gethostname(), getpass.getuser()
-        ctld_port, node_port = _free_ports(2)
+        ctld_port, node_port = free_ports(2)
         self.conf.write_text("\n".join([
             "ClusterName=harness-test",
             f"SlurmctldHost={host}(127.0.0.1)",
@@ -111,11 +102,5 @@ class LocalSlurm:
         if shutil.which("scancel"):
             self.run("scancel", "--user", getpass.getuser(), check=False)
         for proc in reversed(self.processes):  # slurmd, slurmctld, munged
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop_process(proc, timeout=30)
         self.processes.clear()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,16 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import read_jsonl, run
+from helpers import free_ports, read_jsonl, run, stop_process
 
 # Never through a proxy from the environment: the server is on 127.0.0.1.
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get_json(url: str):
@@ -62,7 +55,7 @@ def wait_for_tag(base: str, tag: str, proc: subprocess.Popen, log: Path, timeout
 @contextlib.contextmanager
 def tensorboard_server(logdir: Path, tmp_path: Path, tag: str):
     """A real `tensorboard` on a free localhost port: yields (base URL, name of the run that has `tag`)."""
-    port = free_port()
+    (port,) = free_ports()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "tensorboard.log"
     with open(log, "w") as out:
@@ -72,12 +65,7 @@ def tensorboard_server(logdir: Path, tmp_path: Path, tag: str):
         try:
             yield base, wait_for_tag(base, tag, proc, log)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc, timeout=15)
 
 
 def test_tensorboard_serves_the_logged_validation_loss(trained_run: Path, tmp_path: Path) -> None:  # noqa: F811
