@@ -29,7 +29,8 @@ SIZE_HELP = ("model sizes: report = 6+6 layers, d_model 512, 8 heads, FFN 2048, 
 def run_rounds(cases: list[str], target: Callable, args: tuple, rounds: int, key: str,
                unit: str) -> dict[str, dict]:
     """`target(case, *args, queue)` puts one result dict; returns per case the median-`key` result
-    (the round whose `key` is the median, plus `rounds_<key>`: every round's value)."""
+    (the round whose `key` is the median, plus `rounds_<key>`: every round's value). A case whose
+    process ends without a result is reported and left out."""
     ctx = mp.get_context("spawn")
     per_case: dict[str, list[dict]] = {c: [] for c in cases}
     for r in range(rounds):
@@ -38,16 +39,33 @@ def run_rounds(cases: list[str], target: Callable, args: tuple, rounds: int, key
             queue = ctx.Queue()
             proc = ctx.Process(target=target, args=(case, *args, queue))
             proc.start()
-            result = queue.get()
+            result = _result_of(proc, queue)
             proc.join()
+            if result is None:  # the case crashed (its traceback is above): the others still run
+                print(f"  round {r + 1}/{rounds}  {case:22s} FAILED (exit code {proc.exitcode})", flush=True)
+                continue
             per_case[case].append(result)
             print(f"  round {r + 1}/{rounds}  {case:22s} {result[key]:9.2f} {unit}", flush=True)
     out = {}
     for case, results in per_case.items():
+        if len(results) < rounds:  # a case that failed in any round is left out
+            continue
         values = [res[key] for res in results]
         median = statistics.median_low(values)
         out[case] = {**results[values.index(median)], f"rounds_{key}": values}
     return out
+
+
+def _result_of(proc, queue):
+    """The case's result, or None once its process has ended without one."""
+    import queue as queues
+
+    while True:
+        try:
+            return queue.get(timeout=2)
+        except queues.Empty:
+            if not proc.is_alive():
+                return None
 
 
 def ratio_spread(by: dict[str, dict], num: str, den: str, key: str) -> dict:

@@ -49,6 +49,17 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import MODEL_SIZES, SIZE_HELP, environment, ratio_spread, run_rounds, write_results  # noqa: E402
 
 PAD, BOS, EOS = 0, 2, 3
+CASES = ["ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer", "ours_legacy", "ours_sinusoidal_compiled"]
+RATIOS = {  # summary ratio: (numerator case, denominator case), target tokens/s
+    "ratio_vs_marian": ("ours_sinusoidal", "hf_marian"),
+    "ratio_vs_nn_transformer": ("ours_sinusoidal", "nn_transformer"),
+    "rope_ratio_vs_marian": ("ours_rope", "hf_marian"),
+    "ratio_vs_legacy_engine": ("ours_sinusoidal", "ours_legacy"),
+    "compiled_ratio_vs_marian": ("ours_sinusoidal_compiled", "hf_marian"),
+    "compiled_ratio_vs_nn_transformer": ("ours_sinusoidal_compiled", "nn_transformer"),
+    "compiled_ratio_vs_legacy_engine": ("ours_sinusoidal_compiled", "ours_legacy"),
+    "compiled_over_eager": ("ours_sinusoidal_compiled", "ours_sinusoidal"),
+}
 CORPUS = ROOT / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"
 
 
@@ -95,7 +106,7 @@ def build(case: str, sizes: dict, device: str = "cpu"):
         from models import build_model
         from utils.config import ModelConfig, PositionalConfig
 
-        name = case.split("_", 1)[1]
+        name = "sinusoidal" if case == "ours_legacy" else case.split("_")[1]
         model = build_model(ModelConfig(d_model=d, num_heads=h, num_encoder_layers=n, num_decoder_layers=n,
                                         ffn_dim=ffn, positional=PositionalConfig(name=name)), vocab, vocab, PAD)
         model.to(device)
@@ -155,8 +166,12 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
         if device == "cuda":
             torch.cuda.synchronize()
 
-    if case.startswith("ours"):  # train.py's own step (training/engine.py), its optimizer and its logging sums
-        step = harness_step(model, device, precision, dict(zip(map(id, batches), target_tokens)))
+    if case == "ours_legacy":  # the engine as it was when issue 33 opened, on today's model
+        step = legacy_step(model, device, precision)
+    elif case.startswith("ours"):  # train.py's own step (training/engine.py), its optimizer and its logging sums
+        from training.engine import compile_for_training
+        train_model = compile_for_training(model) if case.endswith("_compiled") else model  # training.compile
+        step = harness_step(model, train_model, device, precision, dict(zip(map(id, batches), target_tokens)))
     else:
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
 
@@ -167,10 +182,14 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
             loss.backward()
             optimizer.step()
 
-    warmup = 3 if device == "cuda" else 1  # allocations, kernels (and cuBLAS heuristics on a GPU)
+    # Warm-up: allocations, kernels, cuBLAS heuristics on a GPU; compilation (a first graph, then one
+    # with dynamic shapes at the second shape) -- timed apart from the steady state.
+    warmup = 3 if device == "cuda" or case.endswith("_compiled") else 1
+    start = time.perf_counter()
     for batch in batches[:warmup]:
         step(batch)
     sync()
+    warmup_seconds = time.perf_counter() - start
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     times, tokens = [], 0
@@ -186,13 +205,16 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
         with FlopCounterMode(display=False) as counter:
             step(batches[1])
         flops = counter.get_total_flops() / target_tokens[1]  # per target token
-    from host_syncs import CountHostSyncs
-    with CountHostSyncs() as syncs:  # an untimed step: the dispatch mode slows every operation
-        step(batches[2])
-    sync()
+    syncs = None
+    if not case.endswith("_compiled"):  # (a compiled step runs the same engine code around the model)
+        from host_syncs import CountHostSyncs
+        with CountHostSyncs() as syncs:  # an untimed step: the dispatch mode slows every operation
+            step(batches[2])
+        sync()
     total = sum(times)
     queue.put({"case": case, "params": sum(p.numel() for p in model.parameters()), "steps": steps,
-               "host_syncs_per_step": syncs.count, "host_syncs_at": sorted(set(syncs.where)),
+               "host_syncs_per_step": syncs and syncs.count, "host_syncs_at": syncs and sorted(set(syncs.where)),
+               "warmup_seconds": warmup_seconds,
                "target_tokens": tokens, "seconds": total, "median_step_seconds": statistics.median(times),
                "tokens_per_sec": tokens / total, "flops_per_target_token": flops,
                "peak_mb": (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
@@ -200,11 +222,11 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
                "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss"})
 
 
-def harness_step(model, device: str, precision: str, tokens_of: dict):
+def harness_step(model, train_model, device: str, precision: str, tokens_of: dict):
     """One update as train.py makes it: create_trainer's step (no value read back from the device,
-    training/step_stats.py) with build_optimizer's Adam (fused where the device has it); no
-    clipping, as the other contenders do not clip. Batch token counts come from the host, as the
-    collator gives them."""
+    training/step_stats.py) on `train_model` (the model, or its torch.compile wrapper) with
+    build_optimizer's Adam (fused where the device has it); no clipping, as the other contenders
+    do not clip. Batch token counts come from the host, as the collator gives them."""
     from types import SimpleNamespace
 
     import torch
@@ -216,13 +238,42 @@ def harness_step(model, device: str, precision: str, tokens_of: dict):
     optimizer = build_optimizer(model, SimpleNamespace(optimizer="adam", lr=1e-4, betas=(0.9, 0.98), eps=1e-8,
                                                        weight_decay=0.0))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
-    trainer = create_trainer(model, optimizer, scheduler, StepStats(device, 100), pad_id=PAD,
+    trainer = create_trainer(train_model, optimizer, scheduler, StepStats(device, 100), pad_id=PAD,
                              device=torch.device(device), precision=precision)
 
     def step(batch) -> None:
         src, tgt_in, tgt_out = batch
         trainer._process_function(trainer, [{"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out,
                                               "ntokens": tokens_of[id(batch)]}])
+    return step
+
+
+def legacy_step(model, device: str, precision: str):
+    """The training step as it was when issue 33 opened (training/engine.py at 276cc80^, kept here
+    to measure against): the token count read from the device copy, the non-finite check, the loss
+    and the gradient norm each read into Python (4 host syncs per step), and torch's default
+    (unfused) Adam."""
+    import torch
+    import torch.nn.functional as F
+
+    from utils.runtime import autocast
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-8)
+
+    def step(batch) -> None:
+        src, tgt_in, tgt_out = (t.to(device, non_blocking=True) for t in batch)
+        ntokens = int(tgt_out.ne(PAD).sum())
+        with autocast(precision, torch.device(device)):
+            logits = model(src, tgt_in)
+        loss_sum = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), tgt_out.reshape(-1),
+                                   ignore_index=PAD, reduction="sum")
+        if not torch.isfinite(loss_sum):
+            raise FloatingPointError(f"loss is {loss_sum.item()}")
+        (loss_sum / ntokens).backward()
+        float(loss_sum.detach())
+        float(torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None]))
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
     return step
 
 
@@ -260,6 +311,11 @@ def main(argv=None) -> int:
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
                         help="fp32, or bf16 autocast as training.precision: bf16 does")
     parser.add_argument("--size", default="report", choices=sorted(MODEL_SIZES), help=SIZE_HELP)
+    parser.add_argument("--cases", nargs="+", choices=CASES, metavar="CASE",
+                        help=f"run only these cases, of {', '.join(CASES)} (default: all but ours_*_compiled on "
+                             "a CPU, where compilation takes minutes; --quick: the first four). ours_legacy is "
+                             "the training step as it was when issue 33 opened; ours_sinusoidal_compiled is "
+                             "train.py's step with training.compile: true")
     parser.add_argument("--output", default=None,
                         help="JSON file (default benchmarks/results/train.json, train_cuda.json on cuda)")
     args = parser.parse_args(argv)
@@ -273,34 +329,38 @@ def main(argv=None) -> int:
     max_tokens = args.max_tokens or (1000 if args.quick else 3000)
     steps = args.steps or (3 if args.quick else 8)
     threads = args.threads or torch.get_num_threads()
-    cases = ["ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer"]
+    cases = args.cases or [c for c in CASES[:4 if args.quick else None]
+                           if args.device == "cuda" or not c.endswith("_compiled")]
+    cases = [c for c in CASES if c in cases]
     by = run_rounds(cases, run_case, (max_tokens, steps, threads, args.device, args.precision, args.size), args.rounds,
                     "tokens_per_sec", "target tokens/s")
-    results = [by[c] for c in cases]
+    results = [by[c] for c in cases if c in by]
     peak = matmul_peak(threads, args.device, args.precision)
-    ours = by["ours_sinusoidal"]
-    achieved = ours["flops_per_target_token"] * ours["tokens_per_sec"]
-    pairs = {"ratio_vs_marian": ("ours_sinusoidal", "hf_marian"),
-             "ratio_vs_nn_transformer": ("ours_sinusoidal", "nn_transformer"),
-             "rope_ratio_vs_marian": ("ours_rope", "hf_marian")}
-    spreads = {name: ratio_spread(by, a, b, "tokens_per_sec") for name, (a, b) in pairs.items()}
-    summary = {**{name: sp["ratio"] for name, sp in spreads.items()},
-               "matmul_peak_gflops": peak / 1e9, "achieved_gflops": achieved / 1e9,
-               "fraction_of_matmul_peak": achieved / peak,
-               "host_syncs_per_step": ours["host_syncs_per_step"]}
+    summary = {"matmul_peak_gflops": peak / 1e9}
+    flops = by.get("ours_sinusoidal", {}).get("flops_per_target_token")  # the same model in every ours_* case
+    for case, prefix in (("ours_sinusoidal", ""), ("ours_sinusoidal_compiled", "compiled_"), ("ours_legacy", "legacy_")):
+        if case in by and flops:
+            summary[f"{prefix}achieved_gflops"] = flops * by[case]["tokens_per_sec"] / 1e9
+            summary[f"{prefix}fraction_of_matmul_peak"] = flops * by[case]["tokens_per_sec"] / peak
+    if "ours_sinusoidal" in by:
+        summary["host_syncs_per_step"] = by["ours_sinusoidal"]["host_syncs_per_step"]
+    spreads = {name: ratio_spread(by, a, b, "tokens_per_sec") for name, (a, b) in RATIOS.items()
+               if a in by and b in by}
+    summary.update({name: sp["ratio"] for name, sp in spreads.items()})
     where = "cuda" if args.device == "cuda" else f"cpu, {threads} threads"
     print(f"\nTraining steps, {max_tokens}-token batches, {steps} timed steps, {args.precision}, {where}\n")
     memory = "peak CUDA memory (MB)" if args.device == "cuda" else "peak RSS (MB)"
-    print(f"| model | params | target tokens/s | median step (s) | {memory} | host syncs per step |")
-    print("|---|---|---|---|---|---|")
+    print(f"| model | params | target tokens/s | median step (s) | warm-up (s) | {memory} | host syncs per step |")
+    print("|---|---|---|---|---|---|---|")
     for r in results:
         print(f"| {r['case']} | {r['params'] / 1e6:.1f}M | {r['tokens_per_sec']:.0f} | "
-              f"{r['median_step_seconds']:.3f} | {r['peak_mb']:.0f} | {r['host_syncs_per_step']} |")
+              f"{r['median_step_seconds']:.3f} | {r['warmup_seconds']:.1f} | {r['peak_mb']:.0f} | "
+              f"{'-' if r['host_syncs_per_step'] is None else r['host_syncs_per_step']} |")
     print()
     for k, v in summary.items():
         rounds = ", ".join(f"{x:.3f}" for x in spreads[k]["per_round"]) if k in spreads else ""
         print(f"{k}: {v:.3f}" + (f"   (per round: {rounds})" if rounds and args.rounds > 1 else ""))
-    settings = {"max_tokens": max_tokens, "steps": steps, "rounds": args.rounds, "threads": threads,
+    settings = {"cases": cases, "max_tokens": max_tokens, "steps": steps, "rounds": args.rounds, "threads": threads,
                 "quick": args.quick, "precision": args.precision, "size": args.size, **MODEL_SIZES[args.size],
                 **environment(args.device)}
     write_results(args.output, settings, results, summary, spreads)

@@ -89,20 +89,26 @@ def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path
                                    "--output", str(out)])
     data = json.loads(out.read_text())
     cases = {r["case"]: r for r in data["results"]}
-    assert set(cases) == {"ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer"}
+    # on a CPU every contender but the compiled step (minutes of compilation) by default
+    assert set(cases) == {"ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer", "ours_legacy"}
     tokens = {r["target_tokens"] for r in cases.values()}
     assert len(tokens) == 1 and tokens.pop() > 0  # the same batches for every model
     for r in cases.values():
         assert positive(r["tokens_per_sec"]) and positive(r["peak_mb"]) and r["params"] > 0
     assert cases["ours_sinusoidal"]["params"] == cases["ours_rope"]["params"]  # neither encoding has weights
     assert positive(cases["ours_sinusoidal"]["flops_per_target_token"])
-    for key in ("ratio_vs_marian", "ratio_vs_nn_transformer", "fraction_of_matmul_peak", "matmul_peak_gflops"):
+    assert cases["ours_legacy"]["params"] == cases["ours_sinusoidal"]["params"]  # the same model, the old step
+    for key in ("ratio_vs_marian", "ratio_vs_nn_transformer", "fraction_of_matmul_peak", "matmul_peak_gflops",
+                "ratio_vs_legacy_engine", "legacy_fraction_of_matmul_peak"):
         assert positive(data[key]) and key in proc.stdout
     assert data["settings"]["size"] == "tiny"
     # train.py's own step reads nothing back from the device; every contender's count is reported
     assert data["host_syncs_per_step"] == 0 and "host_syncs_per_step: 0" in proc.stdout
     assert cases["ours_sinusoidal"]["host_syncs_per_step"] == cases["ours_rope"]["host_syncs_per_step"] == 0
     assert all(isinstance(r["host_syncs_per_step"], int) for r in cases.values())
+    # the step as it was reads the token count, the non-finite check, the loss and the norm back
+    assert {"train.py:" in w for w in cases["ours_legacy"]["host_syncs_at"]} == {True}
+    assert cases["ours_legacy"]["host_syncs_per_step"] >= 4
 
 
 def test_attention_benchmark_compares_the_kernel_with_its_peers(tmp_path: Path) -> None:

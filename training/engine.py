@@ -22,6 +22,19 @@ def sequence_loss(logits: Tensor, target: Tensor, pad_id: int, label_smoothing: 
                            label_smoothing=label_smoothing, reduction="sum")
 
 
+def compile_for_training(model):
+    """training.compile: torch.compile with symbolic batch size and lengths, so that one compilation
+    serves every batch (token-budget batches vary in both), and without duck sizing, which would
+    tie a source length to an equal target length and compile again when they first differ.
+    Inductor's mix-order reduction fusion is off: it is chosen by comparing a batch's size with a
+    threshold, which on a GPU compiled the step again whenever a batch crossed it (seen on an H200,
+    benchmarks/README.md). The checkpoint keeps the plain module."""
+    import torch._inductor.config as inductor_config
+    import torch.fx.experimental._config as fx_config
+
+    fx_config.use_duck_shape = False
+    options = {"triton.mix_order_reduction": False} if hasattr(inductor_config.triton, "mix_order_reduction") else {}
+    return torch.compile(model, dynamic=True, options=options)
 
 
 def target_tokens(batch: dict, pad_id: int) -> int:

@@ -106,7 +106,9 @@ def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_caus
     key_index: optional int32 `[batch, q_len, n]`, the only keys each query may attend to (on top
     of `attn_mask`): a beam's ancestors in the folded self-attention of a beam-search step. The
     kernel then reads just those keys; the other paths turn the index into a mask."""
-    short = short_query_path(q.device, q.size(-2)) and not is_causal and dropout_p == 0.0
+    # (compiled code takes SDPA: a branch on the query length would compile again at every length)
+    short = (not torch.compiler.is_compiling() and short_query_path(q.device, q.size(-2)) and not is_causal
+             and dropout_p == 0.0)
     batch, heads, q_len, head_dim = q.shape
     scale = head_dim ** -0.5
     if short and cpu_kernel.usable(q, k, v, attn_mask):  # fp32 on an AVX2 CPU: the C kernel, one pass over keys
