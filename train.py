@@ -173,7 +173,7 @@ def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1
         train_set = PairDataset(train)
         src_lens, tgt_lens = [len(s) for s in train.src], [len(s) for s in train.tgt]
     sampler = EpochBatchSampler(src_lens, tgt_lens, t.batch_size, t.max_tokens, shuffle=True, seed=cfg.seed,
-                                num_replicas=world, rank=rank)
+                                num_replicas=world, rank=rank, pad_to_multiple=t.pad_to_multiple)
     if t.max_tokens:
         alone = sum(max(a, b) + 1 > t.max_tokens for a, b in zip(src_lens, tgt_lens))
         if alone:
@@ -188,7 +188,7 @@ def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1
         say(f"data: validation loss on {len(valid):,} of {len(splits['valid']):,} valid pairs (the others are "
             f"empty or longer than data.max_len); validation BLEU on all of them")
     valid_sampler = EpochBatchSampler([len(s) for s in valid.src], [len(s) for s in valid.tgt], t.batch_size,
-                                      t.max_tokens, shuffle=False)
+                                      t.max_tokens, shuffle=False, pad_to_multiple=t.pad_to_multiple)
     valid_loader = DataLoader(PairDataset(valid), batch_sampler=valid_sampler, collate_fn=collate,
                               generator=torch.Generator().manual_seed(cfg.seed))
     return UpdateBatches(train_loader, t.update_freq), valid_loader, sampler
@@ -221,11 +221,15 @@ def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, w
     scaler = torch.amp.GradScaler(device.type) if t.precision == "fp16" else None
     train_model = idist.auto_model(model) if world > 1 else model  # DistributedDataParallel
     if t.compile:
-        train_model = compile_for_training(train_model)
+        if t.cuda_graphs and world > 1:
+            raise ConfigError("training.cuda_graphs runs on one GPU (a data-parallel step all-reduces "
+                              "inside the graph): leave it off with several processes")
+        train_model = compile_for_training(train_model, t.cuda_graphs)
     stats = StepStats(device, t.log_every)
     trainer = create_trainer(train_model, optimizer, scheduler, stats, pad_id=pad, device=device,
                              label_smoothing=t.label_smoothing, clip_grad_norm=t.clip_grad_norm,
-                             precision=t.precision, scaler=scaler, world_size=world)
+                             precision=t.precision, scaler=scaler, world_size=world,
+                             cuda_graphs=t.cuda_graphs)
     to_save = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "trainer": trainer,
                "rng": RNGState(), "meta": RunMeta(to_dict(cfg), tokenizer.state_dict()),
                "step_stats": stats,  # the unlogged interval: a resumed run logs the same losses

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's GPU figures in one command, for a lent GPU machine (issue 33): training throughput
-# at 12k- and 32k-token batches (compiled, eager, the engine as it was, Marian, nn.Transformer),
-# test-set-size beam-5 decoding against Marian generate(), and the compile check on the GPU.
+# at 12k- and 32k-token batches (CUDA graphs, compiled, eager, the engine as it was, Marian,
+# nn.Transformer), test-set-size beam-5 decoding against Marian generate(), and the compile
+# check on the GPU.
 # Recompilations are logged (TORCH_LOGS=recompiles). Results and the whole log go to $OUT
 # (default benchmarks/results/gpu/). About 8 minutes on one H200.
 #
@@ -18,10 +19,11 @@ export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false TORCH_LO
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
   python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 12000 --steps 20 \
-    --cases ours_sinusoidal_compiled ours_sinusoidal ours_legacy hf_marian nn_transformer ours_rope \
+    --cases ours_sinusoidal_cudagraphs ours_sinusoidal_compiled ours_sinusoidal ours_legacy hf_marian nn_transformer \
     --output "$out/train_cuda.json"
   python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 32000 --steps 20 \
-    --cases ours_sinusoidal_compiled ours_sinusoidal ours_legacy hf_marian --output "$out/train_cuda_32k.json"
+    --cases ours_sinusoidal_cudagraphs ours_sinusoidal_compiled ours_sinusoidal hf_marian \
+    --output "$out/train_cuda_32k.json"
   python3 benchmarks/decode.py --device cuda --sentences 2000 --max_tokens 30000 --repeats 1 \
     --cases ours_beam5_cached hf_beam5 --output "$out/decode_cuda_testset.json"
   python3 -m pytest -q -p no:cacheprovider tests/test_compile.py -k cuda

@@ -23,6 +23,12 @@ one training step of this project's model (torch.utils.flop_counter), giving the
 fraction of that peak. Prints a table and writes benchmarks/results/train.json with
 `ratio_vs_marian`, `ratio_vs_nn_transformer` and `fraction_of_matmul_peak`.
 
+Also run, by default on a GPU (`--cases` on a CPU): `ours_legacy`, the step as it was before its
+host syncs were removed; `ours_sinusoidal_compiled` (training.compile) and
+`ours_sinusoidal_cudagraphs` (training.cuda_graphs, batches cut and padded to multiples of 16 as
+training.pad_to_multiple does; its warm-up records every timed shape once). Warm-up (compilation,
+graph recording) is timed apart from the steady state.
+
   python benchmarks/train.py           # 3,000-token batches, 8 timed steps per case
   python benchmarks/train.py --quick   # under 2 minutes on 2 CPU cores: 1,000-token batches, 3 steps
   python benchmarks/train.py --rounds 3  # every case in 3 fresh processes, medians (timings vary ~10%)
@@ -49,7 +55,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import MODEL_SIZES, SIZE_HELP, environment, ratio_spread, run_rounds, write_results  # noqa: E402
 
 PAD, BOS, EOS = 0, 2, 3
-CASES = ["ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer", "ours_legacy", "ours_sinusoidal_compiled"]
+CASES = ["ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer", "ours_legacy", "ours_sinusoidal_compiled",
+         "ours_sinusoidal_cudagraphs"]
+GRAPH_MULTIPLE = 16  # training.pad_to_multiple of the CUDA-graph case
 RATIOS = {  # summary ratio: (numerator case, denominator case), target tokens/s
     "ratio_vs_marian": ("ours_sinusoidal", "hf_marian"),
     "ratio_vs_nn_transformer": ("ours_sinusoidal", "nn_transformer"),
@@ -59,15 +67,19 @@ RATIOS = {  # summary ratio: (numerator case, denominator case), target tokens/s
     "compiled_ratio_vs_nn_transformer": ("ours_sinusoidal_compiled", "nn_transformer"),
     "compiled_ratio_vs_legacy_engine": ("ours_sinusoidal_compiled", "ours_legacy"),
     "compiled_over_eager": ("ours_sinusoidal_compiled", "ours_sinusoidal"),
+    "cudagraphs_ratio_vs_marian": ("ours_sinusoidal_cudagraphs", "hf_marian"),
+    "cudagraphs_ratio_vs_legacy_engine": ("ours_sinusoidal_cudagraphs", "ours_legacy"),
+    "cudagraphs_over_eager": ("ours_sinusoidal_cudagraphs", "ours_sinusoidal"),
 }
 CORPUS = ROOT / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"
 
 
-def make_batches(max_tokens: int, count: int, vocab: int, seed: int = 0):
-    """`count` token-budget batches of random ids with the corpus' length distribution."""
+def make_batches(max_tokens: int, count: int, vocab: int, seed: int = 0, multiple: int = 1):
+    """`count` token-budget batches of random ids with the corpus' length distribution; with
+    `multiple`, cut and padded as training.pad_to_multiple does (few batch shapes)."""
     import torch
 
-    from data.pipeline import EpochBatchSampler
+    from data.pipeline import EpochBatchSampler, round_up
 
     rng = random.Random(seed)
     with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
@@ -75,11 +87,13 @@ def make_batches(max_tokens: int, count: int, vocab: int, seed: int = 0):
     sample = rng.sample(pairs, 20000)
     tgt_lens = [max(1, round(1.3 * len(en.split()))) for en, _ in sample]
     src_lens = [max(1, round(1.3 * len(fr.split()))) for _, fr in sample]
-    sampler = EpochBatchSampler(src_lens, tgt_lens, max_tokens=max_tokens, shuffle=True, seed=seed)
+    sampler = EpochBatchSampler(src_lens, tgt_lens, max_tokens=max_tokens, shuffle=True, seed=seed,
+                                pad_to_multiple=multiple)
     g = torch.Generator().manual_seed(seed)
     batches = []
     for idx in list(sampler)[:count]:
-        s_len, t_len = max(src_lens[i] for i in idx), max(tgt_lens[i] for i in idx) + 1
+        s_len, longest_tgt = round_up(max(src_lens[i] for i in idx), multiple), max(tgt_lens[i] for i in idx)
+        t_len = (round_up(longest_tgt + 1, multiple) if multiple > 1 else longest_tgt) + 1  # decoder length + 1
         src = torch.full((len(idx), s_len), PAD, dtype=torch.long)
         tgt = torch.full((len(idx), t_len), PAD, dtype=torch.long)
         for r, i in enumerate(idx):
@@ -155,7 +169,8 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
         from utils.runtime import skip_cudnn_attention
         skip_cudnn_attention()
     sizes = MODEL_SIZES[size]
-    host_batches = make_batches(max_tokens, steps + 3, sizes["vocab"])
+    graphs = case.endswith("_cudagraphs")  # trains as training.cuda_graphs with pad_to_multiple 16 would
+    host_batches = make_batches(max_tokens, steps + 3, sizes["vocab"], multiple=GRAPH_MULTIPLE if graphs else 1)
     batches = [tuple(t.to(device) for t in b) for b in host_batches]
     target_tokens = [int(b[2].ne(PAD).sum()) for b in host_batches]  # counted on the host, once
     model, step_loss = build(case, sizes, device)
@@ -170,8 +185,8 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
         step = legacy_step(model, device, precision)
     elif case.startswith("ours"):  # train.py's own step (training/engine.py), its optimizer and its logging sums
         from training.engine import compile_for_training
-        train_model = compile_for_training(model) if case.endswith("_compiled") else model  # training.compile
-        step = harness_step(model, train_model, device, precision, dict(zip(map(id, batches), target_tokens)))
+        train_model = compile_for_training(model, cuda_graphs=graphs) if compiled_case(case) else model
+        step = harness_step(model, train_model, device, precision, dict(zip(map(id, batches), target_tokens)), graphs)
     else:
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
 
@@ -184,9 +199,11 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
 
     # Warm-up: allocations, kernels, cuBLAS heuristics on a GPU; compilation (a first graph, then one
     # with dynamic shapes at the second shape) -- timed apart from the steady state.
-    warmup = 3 if device == "cuda" or case.endswith("_compiled") else 1
+    # CUDA graphs: one recording per batch shape, so the warm-up also passes over the timed batches
+    # (a long run has recorded all of its few shapes after its first epoch)
+    warmup = 3 if device == "cuda" or compiled_case(case) else 1
     start = time.perf_counter()
-    for batch in batches[:warmup]:
+    for batch in batches[:warmup] + (batches[warmup:warmup + steps] if graphs else []):
         step(batch)
     sync()
     warmup_seconds = time.perf_counter() - start
@@ -206,7 +223,7 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
             step(batches[1])
         flops = counter.get_total_flops() / target_tokens[1]  # per target token
     syncs = None
-    if not case.endswith("_compiled"):  # (a compiled step runs the same engine code around the model)
+    if not compiled_case(case):  # (a compiled step runs the same engine code around the model)
         from host_syncs import CountHostSyncs
         with CountHostSyncs() as syncs:  # an untimed step: the dispatch mode slows every operation
             step(batches[2])
@@ -222,7 +239,11 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
                "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss"})
 
 
-def harness_step(model, train_model, device: str, precision: str, tokens_of: dict):
+def compiled_case(case: str) -> bool:
+    return case.endswith(("_compiled", "_cudagraphs"))
+
+
+def harness_step(model, train_model, device: str, precision: str, tokens_of: dict, cuda_graphs: bool = False):
     """One update as train.py makes it: create_trainer's step (no value read back from the device,
     training/step_stats.py) on `train_model` (the model, or its torch.compile wrapper) with
     build_optimizer's Adam (fused where the device has it); no clipping, as the other contenders
@@ -239,7 +260,7 @@ def harness_step(model, train_model, device: str, precision: str, tokens_of: dic
                                                        weight_decay=0.0))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
     trainer = create_trainer(train_model, optimizer, scheduler, StepStats(device, 100), pad_id=PAD,
-                             device=torch.device(device), precision=precision)
+                             device=torch.device(device), precision=precision, cuda_graphs=cuda_graphs)
 
     def step(batch) -> None:
         src, tgt_in, tgt_out = batch
@@ -312,10 +333,11 @@ def main(argv=None) -> int:
                         help="fp32, or bf16 autocast as training.precision: bf16 does")
     parser.add_argument("--size", default="report", choices=sorted(MODEL_SIZES), help=SIZE_HELP)
     parser.add_argument("--cases", nargs="+", choices=CASES, metavar="CASE",
-                        help=f"run only these cases, of {', '.join(CASES)} (default: all but ours_*_compiled on "
-                             "a CPU, where compilation takes minutes; --quick: the first four). ours_legacy is "
-                             "the training step as it was when issue 33 opened; ours_sinusoidal_compiled is "
-                             "train.py's step with training.compile: true")
+                        help=f"run only these cases, of {', '.join(CASES)} (default: all but the compiled "
+                             "ones on a CPU, where compilation takes minutes; --quick: the first four). "
+                             "ours_legacy is the training step as it was when issue 33 opened; "
+                             "ours_sinusoidal_compiled is train.py's step with training.compile: true, "
+                             "ours_sinusoidal_cudagraphs with training.cuda_graphs: true and pad_to_multiple 16")
     parser.add_argument("--output", default=None,
                         help="JSON file (default benchmarks/results/train.json, train_cuda.json on cuda)")
     args = parser.parse_args(argv)
@@ -330,7 +352,7 @@ def main(argv=None) -> int:
     steps = args.steps or (3 if args.quick else 8)
     threads = args.threads or torch.get_num_threads()
     cases = args.cases or [c for c in CASES[:4 if args.quick else None]
-                           if args.device == "cuda" or not c.endswith("_compiled")]
+                           if args.device == "cuda" or not compiled_case(c)]
     cases = [c for c in CASES if c in cases]
     by = run_rounds(cases, run_case, (max_tokens, steps, threads, args.device, args.precision, args.size), args.rounds,
                     "tokens_per_sec", "target tokens/s")
@@ -338,7 +360,8 @@ def main(argv=None) -> int:
     peak = matmul_peak(threads, args.device, args.precision)
     summary = {"matmul_peak_gflops": peak / 1e9}
     flops = by.get("ours_sinusoidal", {}).get("flops_per_target_token")  # the same model in every ours_* case
-    for case, prefix in (("ours_sinusoidal", ""), ("ours_sinusoidal_compiled", "compiled_"), ("ours_legacy", "legacy_")):
+    for case, prefix in (("ours_sinusoidal", ""), ("ours_sinusoidal_compiled", "compiled_"),
+                         ("ours_sinusoidal_cudagraphs", "cudagraphs_"), ("ours_legacy", "legacy_")):
         if case in by and flops:
             summary[f"{prefix}achieved_gflops"] = flops * by[case]["tokens_per_sec"] / 1e9
             summary[f"{prefix}fraction_of_matmul_peak"] = flops * by[case]["tokens_per_sec"] / peak

@@ -107,11 +107,15 @@ class PairDataset(Dataset):
         return self.split.src[i], self.split.tgt[i]
 
 
+def round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
 def pad_batch(seqs: list[list[int]], pad_id: int, multiple: int = 1) -> Tensor:
     """Right-padded `[len(seqs), longest]` long tensor of token-id lists; with `multiple`, the
     length rounded up to a multiple of it."""
     longest = max(len(s) for s in seqs)
-    out = torch.full((len(seqs), -(-longest // multiple) * multiple), pad_id, dtype=torch.long)
+    out = torch.full((len(seqs), round_up(longest, multiple)), pad_id, dtype=torch.long)
     for i, s in enumerate(seqs):
         out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
     return out
@@ -156,15 +160,21 @@ class EpochBatchSampler(Sampler[list[int]]):
     Sentences are grouped by length (fairseq-style), into batches of `batch_size` sentences or
     of up to `max_tokens` (`batch_size * longest side (+1) <= max_tokens`), then the batch order is
     shuffled. `num_replicas`/`rank` give every data-parallel rank its own share of the batches.
+
+    pad_to_multiple > 1 (the collator pads both lengths up to a multiple of it): sentences are
+    grouped by their padded (source, decoder) lengths and the budget counts padded tokens, so a
+    token-budget batch of a group has the group's one row count, except the group's last batch --
+    a handful of batch shapes per run, which compilation and CUDA graphs need.
     """
 
     def __init__(self, src_lens: list[int], tgt_lens: list[int], batch_size: Optional[int] = None,
                  max_tokens: Optional[int] = None, shuffle: bool = True, seed: int = 0,
-                 num_replicas: int = 1, rank: int = 0) -> None:
+                 num_replicas: int = 1, rank: int = 0, pad_to_multiple: int = 1) -> None:
         if (batch_size is None) == (max_tokens is None):
             raise ValueError("give exactly one of batch_size and max_tokens")
         self.src_lens, self.tgt_lens = src_lens, tgt_lens
         self.batch_size, self.max_tokens = batch_size, max_tokens
+        self.multiple = pad_to_multiple
         self.shuffle, self.seed = shuffle, seed
         self.num_replicas, self.rank = num_replicas, rank
         self.epoch = 0
@@ -191,11 +201,18 @@ class EpochBatchSampler(Sampler[list[int]]):
         if self.shuffle:
             rng.shuffle(order)  # random tie-breaking among equal lengths
         # Sentences of similar length share a batch (fairseq, OpenNMT): little compute on padding
-        order.sort(key=lambda i: (self.tgt_lens[i], self.src_lens[i]))
+        m = self.multiple
+        if m > 1:  # grouped by padded shape: (the longer side, decoder input, source), padded
+            def padded(i: int) -> tuple[int, int, int]:
+                src, dec = round_up(self.src_lens[i], m), round_up(self.tgt_lens[i] + 1, m)
+                return max(src, dec), dec, src
+            order.sort(key=lambda i: (padded(i), self.tgt_lens[i], self.src_lens[i]))
+        else:
+            order.sort(key=lambda i: (self.tgt_lens[i], self.src_lens[i]))
         if self.max_tokens is None:
             batches = [order[i: i + self.batch_size] for i in range(0, n, self.batch_size)]
         else:
-            sizes = [max(s, t) + 1 for s, t in zip(self.src_lens, self.tgt_lens)]
+            sizes = [round_up(max(s, t) + 1, m) for s, t in zip(self.src_lens, self.tgt_lens)]
             batches = cut_by_token_budget(order, sizes, self.max_tokens)
         if self.shuffle:
             rng.shuffle(batches)

@@ -1,8 +1,8 @@
 """training.compile (issue: GPU training at the hardware's pace): the compiled model trains as the
 eager one. Both train from the same weights on the same batches of four shapes: every step's loss
 and the weights after the last step agree within the precision's tolerance, and one compilation
-serves all four shapes. Runs on the CPU (fp32,
-Inductor's C++ backend) and, where torch sees a GPU, on it too (bf16 autocast, Triton)."""
+serves all four shapes. Runs on the CPU (fp32, Inductor's C++ backend) and, where torch sees a
+GPU, on it too (bf16 autocast, Triton), also with training.cuda_graphs (one recording per shape)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from training.schedules import build_optimizer
 from training.step_stats import StepStats
 
 LR = 1e-4
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+# (device, training.cuda_graphs): CUDA graphs only where there is a GPU (Inductor ignores them on a CPU)
+CASES = [("cpu", False)] + ([("cuda", False), ("cuda", True)] if torch.cuda.is_available() else [])
 
 
 def batches() -> list[dict]:
@@ -34,13 +35,13 @@ def batches() -> list[dict]:
     return out
 
 
-def train(model, run_model, device: str, precision: str) -> list[float]:
+def train(model, run_model, device: str, precision: str, cuda_graphs: bool = False) -> list[float]:
     optimizer = build_optimizer(model, SimpleNamespace(optimizer="adam", lr=LR, betas=(0.9, 0.98), eps=1e-8,
                                                        weight_decay=0.0))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     stats = StepStats(device, window=1)
     trainer = create_trainer(run_model, optimizer, scheduler, stats, pad_id=0, device=torch.device(device),
-                             clip_grad_norm=1.0, precision=precision)
+                             clip_grad_norm=1.0, precision=precision, cuda_graphs=cuda_graphs)
     losses = []
     for batch in batches():
         trainer.run(UpdateBatches([batch], 1), max_epochs=1)
@@ -48,8 +49,8 @@ def train(model, run_model, device: str, precision: str) -> list[float]:
     return losses
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_a_compiled_model_trains_as_the_eager_one(device: str) -> None:
+@pytest.mark.parametrize("device, cuda_graphs", CASES)
+def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool) -> None:
     precision = "bf16" if device == "cuda" else "fp32"
     eager = tiny_model("sinusoidal", seed=1, layers=1).to(device).train()
     compiled = copy.deepcopy(eager)
@@ -57,7 +58,7 @@ def test_a_compiled_model_trains_as_the_eager_one(device: str) -> None:
     expected = train(eager, eager, device, precision)
     counters = torch._dynamo.utils.counters
     counters.clear()
-    got = train(compiled, compile_for_training(compiled), device, precision)
+    got = train(compiled, compile_for_training(compiled, cuda_graphs), device, precision, cuda_graphs)
     assert counters["stats"]["unique_graphs"] == 1, "compiled again for a new batch shape"
     tolerance = 2e-2 if precision == "bf16" else 1e-4
     assert got == pytest.approx(expected, rel=tolerance), (got, expected)

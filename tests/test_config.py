@@ -275,6 +275,7 @@ def test_an_option_of_another_encoding_is_refused_naming_both(tmp_path: Path):
     (["model.positional.name=learnable", "model.positional.max_positions=100", "data.max_len=100"],
      "model.positional.max_positions"),
     (["model.positional.name=alibi", "model.positional.cross_attention=maybe"], "model.positional.cross_attention"),
+    (["training.cuda_graphs=true"], "training.compile: true"),  # graphs replay the compiled step
 ])
 def test_encoding_options_are_checked_by_their_encoding(tmp_path: Path, overrides: list[str], key: str):
     msg = error_message(base_config_path(tmp_path), overrides)

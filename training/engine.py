@@ -22,18 +22,25 @@ def sequence_loss(logits: Tensor, target: Tensor, pad_id: int, label_smoothing: 
                            label_smoothing=label_smoothing, reduction="sum")
 
 
-def compile_for_training(model):
+def compile_for_training(model, cuda_graphs: bool = False):
     """training.compile: torch.compile with symbolic batch size and lengths, so that one compilation
     serves every batch (token-budget batches vary in both), and without duck sizing, which would
     tie a source length to an equal target length and compile again when they first differ.
     Inductor's mix-order reduction fusion is off: it is chosen by comparing a batch's size with a
     threshold, which on a GPU compiled the step again whenever a batch crossed it (seen on an H200,
-    benchmarks/README.md). The checkpoint keeps the plain module."""
+    benchmarks/README.md). The checkpoint keeps the plain module.
+
+    cuda_graphs (training.cuda_graphs; torch.compile's "reduce-overhead"): on a GPU each batch
+    shape's forward and backward are recorded once as CUDA graphs and replayed, so a step costs
+    no Python or kernel launches; training.pad_to_multiple keeps the shapes few
+    (data.pipeline.EpochBatchSampler). Inductor ignores it on a CPU."""
     import torch._inductor.config as inductor_config
     import torch.fx.experimental._config as fx_config
 
     fx_config.use_duck_shape = False
-    options = {"triton.mix_order_reduction": False} if hasattr(inductor_config.triton, "mix_order_reduction") else {}
+    options = {"triton.cudagraphs": cuda_graphs}
+    if hasattr(inductor_config.triton, "mix_order_reduction"):
+        options["triton.mix_order_reduction"] = False
     return torch.compile(model, dynamic=True, options=options)
 
 
@@ -45,7 +52,8 @@ def target_tokens(batch: dict, pad_id: int) -> int:
 
 def create_trainer(model, optimizer, scheduler, stats: StepStats, *, pad_id: int, device: torch.device,
                    label_smoothing: float = 0.0, clip_grad_norm: Optional[float] = None, precision: str = "fp32",
-                   scaler: Optional["torch.amp.GradScaler"] = None, world_size: int = 1) -> Engine:
+                   scaler: Optional["torch.amp.GradScaler"] = None, world_size: int = 1,
+                   cuda_graphs: bool = False) -> Engine:
     """Trainer engine. One iteration = one optimizer update over a list of batches (`update_freq`
     of them, see `data.pipeline.UpdateBatches`): their gradients are accumulated, unscaled (fp16),
     clipped and applied, and the LR schedule advances one step. The summed token loss is divided
@@ -56,10 +64,13 @@ def create_trainer(model, optimizer, scheduler, stats: StepStats, *, pad_id: int
 
     The step reads nothing back from the device: its loss and gradient norm (before clipping) go
     to `stats` (training/step_stats.py), which the training log reads once per interval; the
-    step returns its host-side token counts."""
+    step returns its host-side token counts. With `cuda_graphs` (a model compiled so) every step
+    starts a new generation of graph replays: the previous step's outputs are no longer read."""
 
     def train_step(engine: Engine, batches: list[dict[str, Tensor]]) -> dict[str, Any]:
         model.train()
+        if cuda_graphs:
+            torch.compiler.cudagraph_mark_step_begin()
         ntokens = sum(target_tokens(b, pad_id) for b in batches)
         padded = sum(b["tgt_out"].numel() for b in batches)
         moved = [[b[k].to(device, non_blocking=True) for k in ("src", "tgt_in", "tgt_out")] for b in batches]

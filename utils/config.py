@@ -356,6 +356,9 @@ def validate(cfg: ExperimentConfig) -> None:
         raise ConfigError("training.update_freq must be at least 1")
     if t.pad_to_multiple < 1:
         raise ConfigError(f"training.pad_to_multiple must be at least 1 (1: no rounding), got {t.pad_to_multiple}")
+    if t.cuda_graphs and not t.compile:
+        raise ConfigError("training.cuda_graphs replays the compiled step: set training.compile: true too "
+                          "(and training.pad_to_multiple: 8 or 16, so that a run has few batch shapes)")
     if not 0.0 <= t.label_smoothing < 1.0:
         raise ConfigError("training.label_smoothing must be in [0, 1)")
     if t.lr <= 0:

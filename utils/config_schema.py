@@ -179,6 +179,9 @@ class TrainingConfig:
     precision: Literal["fp32", "bf16", "fp16"] = setting("fp32", hparam=True)
     update_freq: int = setting(1, hparam=True)  # gradient accumulation: batches per optimizer update
     compile: bool = setting(False, role=RUNTIME)  # torch.compile the model for training
+    # With compile, on one GPU: replay each batch shape's step as a CUDA graph (one recording per
+    # shape; use with pad_to_multiple 8 or 16). No effect on a CPU.
+    cuda_graphs: bool = setting(False, role=RUNTIME)
     # Batch lengths rounded up to a multiple of this (padding, masked): few shapes for compilation
     pad_to_multiple: int = setting(1, role=RUNTIME)
     schedule: ScheduleConfig = setting(factory=ScheduleConfig)
