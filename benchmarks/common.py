@@ -64,8 +64,11 @@ def _result_of(proc, queue):
         try:
             return queue.get(timeout=2)
         except queues.Empty:
-            if not proc.is_alive():
-                return None
+            if not proc.is_alive():  # a result sent just before the exit may still be in the pipe
+                try:
+                    return queue.get(timeout=1)
+                except queues.Empty:
+                    return None
 
 
 def ratio_spread(by: dict[str, dict], num: str, den: str, key: str) -> dict:
@@ -84,12 +87,20 @@ def environment(device: str) -> dict:
             "machine": platform.processor() or platform.machine()}
 
 
-def write_results(path, settings: dict, results: list[dict], summary: dict, spreads: dict) -> None:
+def write_results(path, settings: dict, results: list[dict], summary: dict, spreads: dict,
+                  requested: list[str] | None = None) -> int:
     """The JSON results file: settings (+ environment), per-case results, headline figures and
-    the per-round ratios behind them."""
+    the per-round ratios behind them. With `requested` (the cases asked for), the ones that gave
+    no result are listed as `failed_cases`; returns the exit code (1 if any failed)."""
+    failed = [c for c in requested or [] if c not in {r["case"] for r in results}]
+    if requested is not None:
+        settings = {**settings, "failed_cases": failed}
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {"settings": settings, "results": results, **summary,
                "ratios_per_round": {k: sp["per_round"] for k, sp in spreads.items()}}
     out.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"\nwrote {out}")
+    if failed:
+        print(f"failed: {', '.join(failed)} (their tracebacks are above)")
+    return 1 if failed else 0

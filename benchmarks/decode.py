@@ -198,7 +198,8 @@ def main(argv=None) -> int:
     spreads = {name: ratio_spread(by, a, b, "sentences_per_sec") for name, (a, b) in pairs.items()
                if a in by and b in by}
     ratios = {name: sp["ratio"] for name, sp in spreads.items()}
-    batching = f"{results[0]['batches']} token-budget batches" if args.max_tokens else "one batch"
+    batching = (f"{results[0]['batches']} token-budget batches" if args.max_tokens and results
+                else "token-budget batches" if args.max_tokens else "one batch")
     print(f"\nDecoding {num} sentences ({batching}), {args.out_len} output tokens each, {device} ({threads} threads)\n")
     print("| case | beam | sentences/s | target tokens/s | peak memory (MB) |")
     print("|---|---|---|---|---|")
@@ -212,8 +213,7 @@ def main(argv=None) -> int:
     settings = {"cases": cases, "sentences": num, "max_tokens": args.max_tokens, "out_len": args.out_len,
                 "repeats": repeats, "rounds": args.rounds,
                 "threads": threads, "quick": args.quick, "size": args.size, **MODEL_SIZES[args.size], **environment(device)}
-    write_results(args.output, settings, results, ratios, spreads)
-    return 0
+    return write_results(args.output, settings, results, ratios, spreads, requested=cases)
 
 
 if __name__ == "__main__":

@@ -197,8 +197,8 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
             loss.backward()
             optimizer.step()
 
-    # Warm-up: allocations, kernels, cuBLAS heuristics on a GPU; compilation (a first graph, then one
-    # with dynamic shapes at the second shape) -- timed apart from the steady state.
+    # Warm-up: allocations, kernels, cuBLAS heuristics on a GPU; compilation (one graph with dynamic
+    # shapes) -- timed apart from the steady state.
     # CUDA graphs: one recording per batch shape, so the warm-up also passes over the timed batches
     # (a long run has recorded all of its few shapes after its first epoch)
     warmup = 3 if device == "cuda" or compiled_case(case) else 1
@@ -280,8 +280,10 @@ def legacy_step(model, device: str, precision: str):
     from utils.runtime import autocast
 
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-8)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
 
     def step(batch) -> None:
+        model.train()
         src, tgt_in, tgt_out = (t.to(device, non_blocking=True) for t in batch)
         ntokens = int(tgt_out.ne(PAD).sum())
         with autocast(precision, torch.device(device)):
@@ -295,6 +297,7 @@ def legacy_step(model, device: str, precision: str):
         float(torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None]))
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        scheduler.step()
     return step
 
 
@@ -386,8 +389,7 @@ def main(argv=None) -> int:
     settings = {"cases": cases, "max_tokens": max_tokens, "steps": steps, "rounds": args.rounds, "threads": threads,
                 "quick": args.quick, "precision": args.precision, "size": args.size, **MODEL_SIZES[args.size],
                 **environment(args.device)}
-    write_results(args.output, settings, results, summary, spreads)
-    return 0
+    return write_results(args.output, settings, results, summary, spreads, requested=cases)
 
 
 if __name__ == "__main__":

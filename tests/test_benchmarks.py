@@ -136,3 +136,22 @@ def test_attention_benchmark_compares_the_kernel_with_its_peers(tmp_path: Path) 
         assert sorted(data["indexed_over_kernel"]) == ["self_2", "self_5"]
         assert all(positive(v) for v in data["indexed_over_kernel"].values())
         assert "kernel / matmul" in proc.stdout and "indexed / kernel" in proc.stdout
+
+
+def report_unless_bad(case: str, queue) -> None:
+    """A benchmark case for run_rounds: the case named "bad" dies without a result."""
+    if case == "bad":
+        raise SystemExit(3)
+    queue.put({"case": case, "value": 1.0})
+
+
+def test_a_case_that_dies_is_reported_and_the_others_are_kept(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from common import run_rounds, write_results
+
+    by = run_rounds(["good", "bad"], report_unless_bad, (), 1, "value", "units")
+    assert list(by) == ["good"]
+    out = tmp_path / "results.json"
+    assert write_results(out, {}, list(by.values()), {}, {}, requested=["good", "bad"]) == 1
+    assert json.loads(out.read_text())["settings"]["failed_cases"] == ["bad"]
+    assert write_results(out, {}, list(by.values()), {}, {}, requested=["good"]) == 0

@@ -50,10 +50,14 @@ def train(model, run_model, device: str, precision: str, cuda_graphs: bool = Fal
 
 
 @pytest.mark.parametrize("device, cuda_graphs", CASES)
-def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool) -> None:
+def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool, monkeypatch) -> None:
+    import torch.fx.experimental._config as fx_config
+
+    monkeypatch.setattr(fx_config, "use_duck_shape", fx_config.use_duck_shape)  # compile_for_training sets it
     precision = "bf16" if device == "cuda" else "fp32"
     eager = tiny_model("sinusoidal", seed=1, layers=1).to(device).train()
     compiled = copy.deepcopy(eager)
+    start = torch.cat([p.detach().flatten() for p in eager.parameters()])
     torch._dynamo.reset()
     expected = train(eager, eager, device, precision)
     counters = torch._dynamo.utils.counters
@@ -62,6 +66,12 @@ def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool
     assert counters["stats"]["unique_graphs"] == 1, "compiled again for a new batch shape"
     tolerance = 2e-2 if precision == "bf16" else 1e-4
     assert got == pytest.approx(expected, rel=tolerance), (got, expected)
-    # Adam moves a weight by at most ~LR per step: a sign flip of a near-zero gradient costs 2 LR
-    for (name, a), b in zip(eager.named_parameters(), compiled.parameters()):
-        assert torch.allclose(a, b, atol=6 * LR, rtol=0), f"{name}: {float((a - b).abs().max())}"
+    # The updates agree: Adam moves each weight by about LR per step whatever the gradient's size,
+    # so the weights' total change is compared element by element (a near-zero gradient whose
+    # sign differs may flip a few of them; a step that did not train, or trained wrongly, moves
+    # most of them elsewhere).
+    moved_eager = torch.cat([p.detach().flatten() for p in eager.parameters()]) - start
+    moved_compiled = torch.cat([p.detach().flatten() for p in compiled.parameters()]) - start
+    assert float(moved_eager.abs().mean()) > LR / 2  # it trained
+    agree = (moved_compiled - moved_eager).abs() <= (0.25 if precision == "bf16" else 0.01) * LR
+    assert float(agree.float().mean()) >= (0.9 if precision == "bf16" else 0.99), float(agree.float().mean())

@@ -24,8 +24,11 @@ def sequence_loss(logits: Tensor, target: Tensor, pad_id: int, label_smoothing: 
 
 def compile_for_training(model, cuda_graphs: bool = False):
     """training.compile: torch.compile with symbolic batch size and lengths, so that one compilation
-    serves every batch (token-budget batches vary in both), and without duck sizing, which would
-    tie a source length to an equal target length and compile again when they first differ.
+    serves every batch of two or more sentences (token-budget batches vary in both; torch
+    specializes sizes 0 and 1, so a one-sentence batch compiles once more), and without duck
+    sizing, which would tie a source length to an equal target length and compile again when
+    they first differ (torch reads that setting from a global when it traces: it stays off for the
+    rest of the process, which compiles nothing else).
     Inductor's mix-order reduction fusion is off: it is chosen by comparing a batch's size with a
     threshold, which on a GPU compiled the step again whenever a batch crossed it (seen on an H200,
     benchmarks/README.md). The checkpoint keeps the plain module.

@@ -106,7 +106,8 @@ def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_caus
     key_index: optional int32 `[batch, q_len, n]`, the only keys each query may attend to (on top
     of `attn_mask`): a beam's ancestors in the folded self-attention of a beam-search step. The
     kernel then reads just those keys; the other paths turn the index into a mask."""
-    # (compiled code takes SDPA: a branch on the query length would compile again at every length)
+    # (compiled code takes SDPA: this CPU-only branch on the query length would guard it, and a
+    # batch on the other side of SHORT_QUERY would compile again)
     short = (not torch.compiler.is_compiling() and short_query_path(q.device, q.size(-2)) and not is_causal
              and dropout_p == 0.0)
     batch, heads, q_len, head_dim = q.shape
