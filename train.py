@@ -221,9 +221,6 @@ def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, w
     scaler = torch.amp.GradScaler(device.type) if t.precision == "fp16" else None
     train_model = idist.auto_model(model) if world > 1 else model  # DistributedDataParallel
     if t.compile:
-        if t.cuda_graphs and world > 1:
-            raise ConfigError("training.cuda_graphs runs on one GPU (a data-parallel step all-reduces "
-                              "inside the graph): leave it off with several processes")
         train_model = compile_for_training(train_model, t.cuda_graphs)
     stats = StepStats(device, t.log_every)
     trainer = create_trainer(train_model, optimizer, scheduler, stats, pad_id=pad, device=device,
@@ -298,6 +295,9 @@ def train_run(config: Optional[str] = None, run: Optional[str] = None, overrides
     backend = None
     if world > 1:
         backend = "nccl" if torch.cuda.is_available() and cfg.training.device != "cpu" else "gloo"
+        if cfg.training.cuda_graphs:  # (checked before the run folder is made)
+            raise ConfigError(f"training.cuda_graphs is for one process, this is one of {world}: "
+                              "set training.cuda_graphs: false with several processes")
     result: list[int] = []
     # training stops cleanly on these signals (stop_on_signals); what handled them before does again
     # after it (a sweep job: submitit's requeue on SIGUSR2 while the run is tested)

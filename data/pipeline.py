@@ -202,17 +202,17 @@ class EpochBatchSampler(Sampler[list[int]]):
             rng.shuffle(order)  # random tie-breaking among equal lengths
         # Sentences of similar length share a batch (fairseq, OpenNMT): little compute on padding
         m = self.multiple
-        if m > 1:  # grouped by padded shape: (the longer side, decoder input, source), padded
-            def padded(i: int) -> tuple[int, int, int]:
-                src, dec = round_up(self.src_lens[i], m), round_up(self.tgt_lens[i] + 1, m)
-                return max(src, dec), dec, src
-            order.sort(key=lambda i: (padded(i), self.tgt_lens[i], self.src_lens[i]))
+        if m > 1:  # grouped by padded shape, the budget counting padded tokens (as Collator pads)
+            shape = [(max(round_up(s, m), round_up(t + 1, m)), round_up(t + 1, m), round_up(s, m))
+                     for s, t in zip(self.src_lens, self.tgt_lens)]  # (longer side, decoder input, source)
+            order.sort(key=lambda i: (shape[i], self.tgt_lens[i], self.src_lens[i]))
+            sizes = [longer for longer, _, _ in shape]
         else:
             order.sort(key=lambda i: (self.tgt_lens[i], self.src_lens[i]))
+            sizes = [max(s, t) + 1 for s, t in zip(self.src_lens, self.tgt_lens)]
         if self.max_tokens is None:
             batches = [order[i: i + self.batch_size] for i in range(0, n, self.batch_size)]
         else:
-            sizes = [round_up(max(s, t) + 1, m) for s, t in zip(self.src_lens, self.tgt_lens)]
             batches = cut_by_token_budget(order, sizes, self.max_tokens)
         if self.shuffle:
             rng.shuffle(batches)

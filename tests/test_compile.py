@@ -2,7 +2,7 @@
 eager one. Both train from the same weights on the same batches of four shapes: every step's loss
 and the weights after the last step agree within the precision's tolerance, and one compilation
 serves all four shapes. Runs on the CPU (fp32, Inductor's C++ backend) and, where torch sees a
-GPU, on it too (bf16 autocast, Triton), also with training.cuda_graphs (one recording per shape)."""
+GPU, on it too (bf16 autocast, Triton), also with training.cuda_graphs (and then no graph skipped)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,7 @@ def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool
     counters.clear()
     got = train(compiled, compile_for_training(compiled, cuda_graphs), device, precision, cuda_graphs)
     assert counters["stats"]["unique_graphs"] == 1, "compiled again for a new batch shape"
+    assert not counters["inductor"]["cudagraph_skips"], "CUDA graphs were skipped"
     tolerance = 2e-2 if precision == "bf16" else 1e-4
     assert got == pytest.approx(expected, rel=tolerance), (got, expected)
     # The updates agree: Adam moves each weight by about LR per step whatever the gradient's size,
@@ -75,3 +76,15 @@ def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool
     assert float(moved_eager.abs().mean()) > LR / 2  # it trained
     agree = (moved_compiled - moved_eager).abs() <= (0.25 if precision == "bf16" else 0.01) * LR
     assert float(agree.float().mean()) >= (0.9 if precision == "bf16" else 0.99), float(agree.float().mean())
+
+
+def test_cuda_graphs_under_several_processes_are_refused_before_anything_is_made(tmp_path, monkeypatch) -> None:
+    from train import train_run
+    from utils.config import ConfigError
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    run_dir = tmp_path / "run"
+    with pytest.raises(ConfigError, match="set training.cuda_graphs: false with several processes"):
+        train_run(config="configs/demo/sinusoidal.yaml",
+                  overrides=[f"run_dir={run_dir}", "training.compile=true", "training.cuda_graphs=true"])
+    assert not run_dir.exists()

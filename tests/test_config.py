@@ -276,6 +276,7 @@ def test_an_option_of_another_encoding_is_refused_naming_both(tmp_path: Path):
      "model.positional.max_positions"),
     (["model.positional.name=alibi", "model.positional.cross_attention=maybe"], "model.positional.cross_attention"),
     (["training.cuda_graphs=true"], "training.compile: true"),  # graphs replay the compiled step
+    (["training.compile=true", "training.cuda_graphs=true", "training.update_freq=2"], "training.update_freq: 1"),
 ])
 def test_encoding_options_are_checked_by_their_encoding(tmp_path: Path, overrides: list[str], key: str):
     msg = error_message(base_config_path(tmp_path), overrides)

@@ -34,16 +34,16 @@ def compile_for_training(model, cuda_graphs: bool = False):
     benchmarks/README.md). The checkpoint keeps the plain module.
 
     cuda_graphs (training.cuda_graphs; torch.compile's "reduce-overhead"): on a GPU each batch
-    shape's forward and backward are recorded once as CUDA graphs and replayed, so a step costs
-    no Python or kernel launches; training.pad_to_multiple keeps the shapes few
-    (data.pipeline.EpochBatchSampler). Inductor ignores it on a CPU."""
+    shape's forward and backward are recorded once as CUDA graphs and replayed, so the model costs
+    no Python or per-kernel launches (the loss, clipping and optimizer still run as usual);
+    training.pad_to_multiple keeps the shapes few (data.pipeline.EpochBatchSampler), and a run may
+    have more than Inductor's default warning limit of 8. Inductor ignores it on a CPU."""
     import torch._inductor.config as inductor_config
     import torch.fx.experimental._config as fx_config
 
     fx_config.use_duck_shape = False
-    options = {"triton.cudagraphs": cuda_graphs}
-    if hasattr(inductor_config.triton, "mix_order_reduction"):
-        options["triton.mix_order_reduction"] = False
+    wanted = {"cudagraphs": cuda_graphs, "cudagraph_dynamic_shape_warn_limit": None, "mix_order_reduction": False}
+    options = {f"triton.{k}": v for k, v in wanted.items() if hasattr(inductor_config.triton, k)}  # (older torch)
     return torch.compile(model, dynamic=True, options=options)
 
 

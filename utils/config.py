@@ -359,6 +359,9 @@ def validate(cfg: ExperimentConfig) -> None:
     if t.cuda_graphs and not t.compile:
         raise ConfigError("training.cuda_graphs replays the compiled step: set training.compile: true too "
                           "(and training.pad_to_multiple: 8 or 16, so that a run has few batch shapes)")
+    if t.cuda_graphs and t.update_freq > 1:
+        raise ConfigError("training.cuda_graphs keeps each batch's gradients in graph memory until the next "
+                          "forward: set training.update_freq: 1 with it (or training.cuda_graphs: false)")
     if not 0.0 <= t.label_smoothing < 1.0:
         raise ConfigError("training.label_smoothing must be in [0, 1)")
     if t.lr <= 0:
