@@ -175,7 +175,7 @@ def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1
     sampler = EpochBatchSampler(src_lens, tgt_lens, t.batch_size, t.max_tokens, shuffle=True, seed=cfg.seed,
                                 num_replicas=world, rank=rank, pad_to_multiple=t.pad_to_multiple)
     if t.max_tokens:
-        alone = sum(max(a, b) + 1 > t.max_tokens for a, b in zip(src_lens, tgt_lens))
+        alone = sum(size > t.max_tokens for size in sampler.sizes)
         if alone:
             say(f"warning: {alone:,} training examples are longer than training.max_tokens={t.max_tokens} "
                 f"tokens: each of them is a batch of its own (raise training.max_tokens or lower data.max_len)")

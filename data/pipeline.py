@@ -174,7 +174,13 @@ class EpochBatchSampler(Sampler[list[int]]):
             raise ValueError("give exactly one of batch_size and max_tokens")
         self.src_lens, self.tgt_lens = src_lens, tgt_lens
         self.batch_size, self.max_tokens = batch_size, max_tokens
-        self.multiple = pad_to_multiple
+        self.multiple = m = pad_to_multiple
+        # Each example's padded (longer side, decoder input, source), as Collator pads them, and its
+        # size in the token budget: the padded longer side, or unpadded max(source, target) + 1
+        self._shapes = [(max(round_up(s, m), round_up(t + 1, m)), round_up(t + 1, m), round_up(s, m))
+                        for s, t in zip(src_lens, tgt_lens)]
+        self.sizes = ([shape[0] for shape in self._shapes] if m > 1
+                      else [max(s, t) + 1 for s, t in zip(src_lens, tgt_lens)])
         self.shuffle, self.seed = shuffle, seed
         self.num_replicas, self.rank = num_replicas, rank
         self.epoch = 0
@@ -201,19 +207,14 @@ class EpochBatchSampler(Sampler[list[int]]):
         if self.shuffle:
             rng.shuffle(order)  # random tie-breaking among equal lengths
         # Sentences of similar length share a batch (fairseq, OpenNMT): little compute on padding
-        m = self.multiple
-        if m > 1:  # grouped by padded shape, the budget counting padded tokens (as Collator pads)
-            shape = [(max(round_up(s, m), round_up(t + 1, m)), round_up(t + 1, m), round_up(s, m))
-                     for s, t in zip(self.src_lens, self.tgt_lens)]  # (longer side, decoder input, source)
-            order.sort(key=lambda i: (shape[i], self.tgt_lens[i], self.src_lens[i]))
-            sizes = [longer for longer, _, _ in shape]
+        if self.multiple > 1:  # grouped by padded shape
+            order.sort(key=lambda i: (self._shapes[i], self.tgt_lens[i], self.src_lens[i]))
         else:
             order.sort(key=lambda i: (self.tgt_lens[i], self.src_lens[i]))
-            sizes = [max(s, t) + 1 for s, t in zip(self.src_lens, self.tgt_lens)]
         if self.max_tokens is None:
             batches = [order[i: i + self.batch_size] for i in range(0, n, self.batch_size)]
         else:
-            batches = cut_by_token_budget(order, sizes, self.max_tokens)
+            batches = cut_by_token_budget(order, self.sizes, self.max_tokens)
         if self.shuffle:
             rng.shuffle(batches)
         if self.num_replicas > 1:
