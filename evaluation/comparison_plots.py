@@ -10,6 +10,23 @@ from pathlib import Path
 from utils.files import atomic_output
 
 
+def line_styles(labels: list[str]) -> list[dict]:
+    """A colour and line style per configuration for the line plots: a configuration whose label
+    is another's plus a suffix (`x_concat` beside `x`) takes that one's colour, dashed, so that a
+    variant reads as its base's."""
+    from matplotlib import colormaps
+
+    bases = [lab for lab in labels if not any(lab != other and lab.startswith(other + "_") for other in labels)]
+    # more than 10 bases: tab20's ten dark hues first, then their light pairs
+    palette = ([f"C{i}" for i in range(10)] if len(bases) <= 10
+               else [colormaps["tab20"](i) for i in (*range(0, 20, 2), *range(1, 20, 2))])
+    styles = []
+    for lab in labels:
+        base = next(b for b in bases if lab == b or lab.startswith(b + "_"))
+        styles.append({"color": palette[bases.index(base) % len(palette)], "linestyle": "-" if lab == base else "--"})
+    return styles
+
+
 def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
     """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_concat.png, PREFIX_teacher_forced.png,
     PREFIX_curves.png (each only when there is data for it)."""
@@ -24,7 +41,7 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
         path = stem.with_name(stem.name + suffix)
         fig.tight_layout()
         with atomic_output(path, "wb", encoding=None) as f:  # whole or not at all
-            fig.savefig(f, dpi=100, format="png")
+            fig.savefig(f, dpi=100, format="png", bbox_inches="tight")  # (legends outside the axes)
         plt.close(fig)
         written.append(path)
 
@@ -55,10 +72,10 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
     with_k = [g for g in groups if any(c["bleu"] is not None for c in (g.get("concat") or {}).values())]
     if with_k:
         fig, (bleu_ax, ratio_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
-        for i, g in enumerate(with_k):
+        for g, line in zip(with_k, line_styles([g["label"] for g in with_k])):
             ks = [k for k, c in sorted(g["concat"].items()) if c["bleu"] is not None]
             c = [g["concat"][k] for k in ks]
-            style = {"marker": "o", "capsize": 3, "color": f"C{i % 10}", "label": f"{g['label']} (n={g['n']})"}
+            style = {"marker": "o", "markersize": 3, "capsize": 2, "label": f"{g['label']} (n={g['n']})", **line}
             bleu_ax.errorbar(ks, [x["bleu"] for x in c], yerr=[x["bleu_std"] or 0.0 for x in c], **style)
             ratio_ax.errorbar(ks, [x["ratio"] for x in c], yerr=[x["ratio_std"] or 0.0 for x in c], **style)
         ratio_ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
@@ -66,27 +83,27 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
                     title="Length extrapolation (mean ± std over seeds)")
         ratio_ax.set(xlabel="k (consecutive test pairs per input)", ylabel="hypothesis / reference length",
                      title="Output length")
-        bleu_ax.legend(fontsize=7)
+        ratio_ax.legend(*bleu_ax.get_legend_handles_labels(), fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         save(fig, "_concat.png")
 
-    forced = [(i, g) for i, g in enumerate(groups) if g.get("teacher_forced")]
+    forced = [g for g in groups if g.get("teacher_forced")]
     if forced:
         fig, ax = plt.subplots(figsize=(7, 4))
-        lengths: dict[int, list[int]] = {}
-        for i, g in forced:
+        lengths: dict[int, list[dict]] = {}
+        for g, style in zip(forced, line_styles([g["label"] for g in forced])):
             points = [b for b in g["teacher_forced"]["by_position"] if b["mean"] is not None]
             ax.errorbar([b["from"] for b in points], [b["mean"] for b in points],
-                        yerr=[b["std"] or 0.0 for b in points], marker="o", capsize=3, color=f"C{i % 10}",
-                        label=g["label"])
+                        yerr=[b["std"] or 0.0 for b in points], marker="o", markersize=3, capsize=2,
+                        label=g["label"], **style)
             if g["teacher_forced"]["training_length"]:  # the group's runs agree on it
-                lengths.setdefault(g["teacher_forced"]["training_length"], []).append(i)
+                lengths.setdefault(g["teacher_forced"]["training_length"], []).append(style)
         for length, members in lengths.items():  # one grey line when every configuration shares it
             shared = len(lengths) == 1 and len(members) == len(forced)
-            ax.axvline(length, linestyle="--", linewidth=1, color="grey" if shared else f"C{members[0] % 10}",
+            ax.axvline(length, linestyle=":", linewidth=1, color="grey" if shared else members[0]["color"],
                        label=f"training length {length}" if shared else None)
         ax.set(xlabel="target position (bucket lower edge; 0 = BOS)", ylabel="NLL, EOS renormalised out")
         ax.set_title("Teacher-forced NLL by target position, pooled over k (mean ± std over seeds)", fontsize=10)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         save(fig, "_teacher_forced.png")
 
     runs = [(i, j, g, r) for i, g in enumerate(groups) for j, r in enumerate(g["runs"]) if r["valid_events"]]

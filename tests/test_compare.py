@@ -306,3 +306,17 @@ def test_a_variant_is_each_rope_run_tested_again_and_a_row_of_its_own(swept: Pat
     nll = [v["teacher_forced"]["k"]["1"]["buckets"][0]["nll"] for v in variant]
     assert nll != [v["teacher_forced"]["k"]["1"]["buckets"][0]["nll"] for v in plain]  # really scaled
     assert md_row((swept / "summary.md").read_text(), label)["seeds"] == "2"
+
+
+def test_a_variant_is_drawn_in_its_base_configurations_colour_dashed() -> None:
+    """The line plots: `x_concat` beside `x` takes x's colour, dashed; distinct bases get distinct
+    colours, from 20 when there are more than 10 of them."""
+    from evaluation.comparison_plots import line_styles
+
+    labels = ["length/alibi", "length/alibi_concat", "length/rope", "length/rope_randomized", "length/xpos_concat"]
+    alibi, alibi_concat, rope, rope_randomized, xpos_concat = line_styles(labels)
+    assert alibi_concat == {**alibi, "linestyle": "--"} and alibi["linestyle"] == "-"
+    assert rope_randomized == {**rope, "linestyle": "--"} and rope["color"] != alibi["color"]
+    assert xpos_concat["linestyle"] == "-"  # no base of its own: a base itself
+    many = line_styles([f"c{i:02d}" for i in range(15)])
+    assert len({str(s["color"]) for s in many}) == 15
