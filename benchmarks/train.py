@@ -275,8 +275,8 @@ def legacy_step(model, device: str, precision: str):
     and the gradient norm each read into Python (4 host syncs per step), and torch's default
     (unfused) Adam."""
     import torch
-    import torch.nn.functional as F
 
+    from training.engine import sequence_loss
     from utils.runtime import autocast
 
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-8)
@@ -288,8 +288,7 @@ def legacy_step(model, device: str, precision: str):
         ntokens = int(tgt_out.ne(PAD).sum())
         with autocast(precision, torch.device(device)):
             logits = model(src, tgt_in)
-        loss_sum = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), tgt_out.reshape(-1),
-                                   ignore_index=PAD, reduction="sum")
+        loss_sum = sequence_loss(logits, tgt_out, PAD)
         if not torch.isfinite(loss_sum):
             raise FloatingPointError(f"loss is {loss_sum.item()}")
         (loss_sum / ntokens).backward()

@@ -175,11 +175,11 @@ class EpochBatchSampler(Sampler[list[int]]):
         self.src_lens, self.tgt_lens = src_lens, tgt_lens
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.multiple = m = pad_to_multiple
-        # Each example's padded (longer side, decoder input, source), as Collator pads them, and its
-        # size in the token budget: the padded longer side, or unpadded max(source, target) + 1
-        self._shapes = [(max(round_up(s, m), round_up(t + 1, m)), round_up(t + 1, m), round_up(s, m))
-                        for s, t in zip(src_lens, tgt_lens)]
-        self.sizes = ([shape[0] for shape in self._shapes] if m > 1
+        # Each example's size in the token budget: unpadded max(source, target) + 1, or with m > 1
+        # the longer of its padded source and decoder input, as Collator pads them
+        self._padded = ([(round_up(s, m), round_up(t + 1, m)) for s, t in zip(src_lens, tgt_lens)] if m > 1
+                        else None)
+        self.sizes = ([max(p) for p in self._padded] if self._padded
                       else [max(s, t) + 1 for s, t in zip(src_lens, tgt_lens)])
         self.shuffle, self.seed = shuffle, seed
         self.num_replicas, self.rank = num_replicas, rank
@@ -207,8 +207,9 @@ class EpochBatchSampler(Sampler[list[int]]):
         if self.shuffle:
             rng.shuffle(order)  # random tie-breaking among equal lengths
         # Sentences of similar length share a batch (fairseq, OpenNMT): little compute on padding
-        if self.multiple > 1:  # grouped by padded shape
-            order.sort(key=lambda i: (self._shapes[i], self.tgt_lens[i], self.src_lens[i]))
+        if self._padded:  # grouped by padded shape: (longer side, decoder input, source)
+            order.sort(key=lambda i: (self.sizes[i], self._padded[i][1], self._padded[i][0],
+                                      self.tgt_lens[i], self.src_lens[i]))
         else:
             order.sort(key=lambda i: (self.tgt_lens[i], self.src_lens[i]))
         if self.max_tokens is None:
