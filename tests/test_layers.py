@@ -22,7 +22,7 @@ MAY_IMPORT = {
 }
 # The upward look-ups, done lazily: config validation asks the encoding registry for its names and
 # options, the key roles for the roles of an encoding's options.
-KNOWN_EXCEPTIONS = {("utils/config.py", "models"), ("utils/key_roles.py", "models")}
+KNOWN_EXCEPTIONS = {("utils/config.py", "models"), ("utils/config_checks.py", "models"), ("utils/key_roles.py", "models")}
 
 
 def project_imports(path: Path) -> set[str]:

@@ -8,3 +8,7 @@ nothing of the packages above it.
 
 class HarnessError(Exception):
     """An expected failure whose message names the file, key or line and the fix."""
+
+
+class ConfigError(HarnessError, ValueError):
+    """A config key or value is invalid; the message names the key and the fix."""
