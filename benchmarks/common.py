@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import platform
+import signal
 import statistics
 from pathlib import Path
 from typing import Callable
@@ -30,30 +31,48 @@ def run_rounds(cases: list[str], target: Callable, args: tuple, rounds: int, key
                unit: str) -> dict[str, dict]:
     """`target(case, *args, queue)` puts one result dict; returns per case the median-`key` result
     (the round whose `key` is the median, plus `rounds_<key>`: every round's value). A case whose
-    process ends without a result is reported and left out."""
+    process ends without a result is reported and left out. SIGTERM (a time limit's `timeout`) or
+    Ctrl-C stops the case running and returns what the finished cases measured, so that the
+    caller still writes them."""
     ctx = mp.get_context("spawn")
     per_case: dict[str, list[dict]] = {c: [] for c in cases}
-    for r in range(rounds):
-        order = cases if r % 2 == 0 else cases[::-1]
-        for case in order:
-            queue = ctx.Queue()
-            proc = ctx.Process(target=target, args=(case, *args, queue))
-            proc.start()
-            result = _result_of(proc, queue)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    proc = None
+    try:
+        for r in range(rounds):
+            order = cases if r % 2 == 0 else cases[::-1]
+            for case in order:
+                queue = ctx.Queue()
+                proc = ctx.Process(target=target, args=(case, *args, queue))
+                proc.start()
+                result = _result_of(proc, queue)
+                proc.join()
+                if result is None:  # the case crashed (its traceback is above): the others still run
+                    print(f"  round {r + 1}/{rounds}  {case:22s} FAILED (exit code {proc.exitcode})", flush=True)
+                    continue
+                per_case[case].append(result)
+                print(f"  round {r + 1}/{rounds}  {case:22s} {result[key]:9.2f} {unit}", flush=True)
+        complete = rounds
+    except KeyboardInterrupt:
+        if proc is not None and proc.is_alive():
+            proc.terminate()
             proc.join()
-            if result is None:  # the case crashed (its traceback is above): the others still run
-                print(f"  round {r + 1}/{rounds}  {case:22s} FAILED (exit code {proc.exitcode})", flush=True)
-                continue
-            per_case[case].append(result)
-            print(f"  round {r + 1}/{rounds}  {case:22s} {result[key]:9.2f} {unit}", flush=True)
+        print("  stopped: the cases measured so far are kept, the rest are left out", flush=True)
+        complete = 1  # a stopped run keeps every case with at least one round
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     out = {}
     for case, results in per_case.items():
-        if len(results) < rounds:  # a case that failed in any round is left out
+        if len(results) < complete:  # a case that failed in any round is left out
             continue
         values = [res[key] for res in results]
         median = statistics.median_low(values)
         out[case] = {**results[values.index(median)], f"rounds_{key}": values}
     return out
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _result_of(proc, queue):

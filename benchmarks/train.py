@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import math
 import random
 import resource
@@ -91,8 +92,14 @@ def make_batches(max_tokens: int, count: int, vocab: int, seed: int = 0, multipl
     sampler = EpochBatchSampler(src_lens, tgt_lens, max_tokens=max_tokens, shuffle=True, seed=seed,
                                 pad_to_multiple=multiple)
     g = torch.Generator().manual_seed(seed)
+    order = []
+    for epoch in itertools.count():  # as many epochs of the sample as `count` batches take (32k-token batches)
+        sampler.set_epoch(epoch)
+        order += list(sampler)
+        if len(order) >= count:
+            break
     batches = []
-    for idx in list(sampler)[:count]:
+    for idx in order[:count]:
         s_len, longest_tgt = round_up(max(src_lens[i] for i in idx), multiple), max(tgt_lens[i] for i in idx)
         t_len = (round_up(longest_tgt + 1, multiple) if multiple > 1 else longest_tgt) + 1  # decoder length + 1
         src = torch.full((len(idx), s_len), PAD, dtype=torch.long)
@@ -338,7 +345,7 @@ def main(argv=None) -> int:
                         help="fp32, or bf16 autocast as training.precision: bf16 does")
     parser.add_argument("--size", default="report", choices=sorted(MODEL_SIZES), help=SIZE_HELP)
     parser.add_argument("--cases", nargs="+", choices=CASES, metavar="CASE",
-                        help=f"run only these cases, of {', '.join(CASES)} (default: all but the compiled "
+                        help=f"run only these cases, in this order, of {', '.join(CASES)} (default: all but the compiled "
                              "ones on a CPU, where compilation takes minutes; --quick: the first four). "
                              "ours_legacy is the training step as it was when issue 33 opened; "
                              "ours_sinusoidal_compiled is train.py's step with training.compile: true, "

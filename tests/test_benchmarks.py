@@ -155,3 +155,39 @@ def test_a_case_that_dies_is_reported_and_the_others_are_kept(tmp_path: Path) ->
     assert write_results(out, {}, list(by.values()), {}, {}, requested=["good", "bad"]) == 1
     assert json.loads(out.read_text())["settings"]["failed_cases"] == ["bad"]
     assert write_results(out, {}, list(by.values()), {}, {}, requested=["good"]) == 0
+
+
+def report_unless_slow(case: str, queue) -> None:
+    """A benchmark case for run_rounds: the case named "slow" takes far longer than the test waits."""
+    import time
+
+    if case == "slow":
+        time.sleep(120)
+    queue.put({"case": case, "value": 1.0})
+
+
+def test_a_stopped_benchmark_keeps_what_it_measured(tmp_path: Path) -> None:
+    """SIGTERM (gpu_check.sh's per-step `timeout`) while a case runs: the finished cases are still
+    returned, in the order given, and the running one is stopped and left out."""
+    import signal
+    import time
+
+    script = ("import json, sys; sys.path[:0] = ['benchmarks', 'tests']\n"
+              "from common import run_rounds\nfrom test_benchmarks import report_unless_slow\n"
+              "by = run_rounds(['second', 'first', 'slow'], report_unless_slow, (), 1, 'value', 'units')\n"
+              "print('RESULT', json.dumps(list(by)))\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    lines = []
+    for line in proc.stdout:  # the two quick cases have reported: the slow one is running
+        lines.append(line)
+        if "first" in line:
+            break
+    time.sleep(1)
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=60)
+    assert time.monotonic() - start < 30  # the slow case was stopped, not waited for
+    assert proc.returncode == 0, "".join(lines) + rest
+    assert "stopped" in rest
+    assert json.loads(rest.split("RESULT ", 1)[1]) == ["second", "first"]

@@ -1,6 +1,7 @@
 """The base of every error the harness expects and explains in one line (exit code 2).
 
-Each package raises its own subclass (ConfigError, CorpusError, TokenizerError, CheckpointError);
+Each package raises its own subclass (CorpusError, TokenizerError, CheckpointError; the config's
+ConfigError is defined here, beside its base);
 the entry scripts' `utils.cli.main_guard` catches this base, so the ground layer needs to know
 nothing of the packages above it.
 """
