@@ -60,9 +60,10 @@ bench: venv
 archive:
 	@for d in runs/demo/* runs/length/* runs/report/length/*; do \
 	  [ -f $$d/test/scores.json ] || continue; \
-	  out=results/$${d#runs/}; mkdir -p $$out; rm -rf $$out/test; \
+	  out=results/$${d#runs/}; mkdir -p $$out; rm -rf $$out/test $$out/test_*; \
 	  cp $$d/config.yaml $$d/metrics.jsonl $$out/; cp -r $$d/test $$out/; \
-	  find $$out/test -name sources.txt -delete; \
+	  for v in $$d/test_*/; do [ -f $$v/scores.json ] && cp -r $$v $$out/ || true; done; \
+	  find $$out/test $$out/test_* -name sources.txt -delete 2>/dev/null || true; \
 	  for f in data_report.json training_lengths.json; do [ -f $$d/$$f ] && cp $$d/$$f $$out/ || true; done; \
 	  echo "archived $$d -> $$out"; \
 	done
