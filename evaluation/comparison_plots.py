@@ -45,6 +45,9 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
 
+    def height(entries: int, least: float) -> float:  # room for a legend of this many lines beside the axes
+        return max(least, 0.2 * entries)
+
     scored = [g for g in groups if g["mean"]["sacrebleu"] is not None]
     if scored:
         fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(scored) + 2), 3.5))
@@ -71,7 +74,7 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
 
     with_k = [g for g in groups if any(c["bleu"] is not None for c in (g.get("concat") or {}).values())]
     if with_k:
-        fig, (bleu_ax, ratio_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
+        fig, (bleu_ax, ratio_ax) = plt.subplots(1, 2, figsize=(10, height(len(with_k), 3.8)))
         for g, line in zip(with_k, line_styles([g["label"] for g in with_k])):
             ks = [k for k, c in sorted(g["concat"].items()) if c["bleu"] is not None]
             c = [g["concat"][k] for k in ks]
@@ -88,7 +91,7 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
 
     forced = [g for g in groups if g.get("teacher_forced")]
     if forced:
-        fig, ax = plt.subplots(figsize=(7, 4))
+        fig, ax = plt.subplots(figsize=(7, height(len(forced) + 1, 4.0)))
         lengths: dict[int, list[dict]] = {}
         for g, style in zip(forced, line_styles([g["label"] for g in forced])):
             points = [b for b in g["teacher_forced"]["by_position"] if b["mean"] is not None]
@@ -108,7 +111,8 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
 
     runs = [(i, j, g, r) for i, g in enumerate(groups) for j, r in enumerate(g["runs"]) if r["valid_events"]]
     if runs:
-        fig, (loss_ax, bleu_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
+        columns = 1 + len(runs) // 40  # a study of many runs: the legend in columns beside the axes
+        fig, (loss_ax, bleu_ax) = plt.subplots(1, 2, figsize=(10, height(-(-len(runs) // columns), 3.8)))
         for i, j, g, r in runs:  # one colour per configuration, one line style per seed
             style = {"marker": ".", "color": f"C{i % 10}", "linestyle": ("-", "--", ":", "-.")[j % 4],
                      "label": f"{g['label']} seed {r['seed']}"}
@@ -120,6 +124,7 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
                 bleu_ax.plot(*zip(*bleu), **style)
         loss_ax.set(xlabel="step", ylabel="valid loss", title="Validation loss")
         bleu_ax.set(xlabel="step", ylabel="valid sacreBLEU (greedy)", title="Validation BLEU")
-        loss_ax.legend(fontsize=7)
+        bleu_ax.legend(*loss_ax.get_legend_handles_labels(), fontsize=7, ncol=columns, loc="upper left",
+                       bbox_to_anchor=(1.01, 1.0))
         save(fig, "_curves.png")
     return written
