@@ -6,7 +6,8 @@
 # command); a benchmark stopped by its limit still writes what its finished cases measured, and
 # every step that did not end cleanly is named at the end (exit 1). Recompilations and Inductor's
 # perf hints (which say when it skips CUDA graphs) are logged. Results and the whole log go to
-# $OUT (default benchmarks/results/gpu/).
+# $OUT (default benchmarks/results/gpu/), with a profile of each 12k case (profile/profile_<case>.txt:
+# the busiest operators by GPU time).
 #
 #   benchmarks/gpu_check.sh
 # The compiled step without graphs takes about as long to warm up again; time it in a call of its own:
@@ -36,7 +37,7 @@ step() {  # step SECONDS NAME COMMAND...: run it under a time limit, remember it
   python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
   step 260 train_12k python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 12000 --steps 20 \
     --cases ours_sinusoidal ours_legacy hf_marian nn_transformer ours_sinusoidal_cudagraphs \
-    --output "$out/train_cuda.json"
+    --profile "$out/profile" --output "$out/train_cuda.json"
   step 120 train_32k python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 32000 --steps 20 \
     --cases ours_sinusoidal hf_marian ours_sinusoidal_cudagraphs --output "$out/train_cuda_32k.json"
   step 80 decode python3 benchmarks/decode.py --device cuda --sentences 2000 --max_tokens 30000 --repeats 1 \

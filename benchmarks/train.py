@@ -169,7 +169,7 @@ def build(case: str, sizes: dict, device: str = "cpu"):
 
 
 def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, precision: str, size: str,
-             queue) -> None:
+             profile_dir: str | None, queue) -> None:
     import torch
 
     torch.set_num_threads(threads)
@@ -226,6 +226,8 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
         sync()
         times.append(time.perf_counter() - start)
         tokens += n
+    if profile_dir:  # where a step's time goes: untimed steps under torch.profiler, the busiest ops
+        write_profile(step, batches[warmup:warmup + min(steps, 5)], device, Path(profile_dir) / f"profile_{case}.txt")
     flops = None
     if case == "ours_sinusoidal":
         from torch.utils.flop_counter import FlopCounterMode
@@ -247,6 +249,25 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
                "peak_mb": (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
                            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss"})
+
+
+def write_profile(step, batches: list, device: str, path: Path) -> None:
+    """torch.profiler over `batches` (already warm): the 40 busiest operators, by device time on a GPU
+    (by CPU time on a CPU), and the host's and the device's total time per step."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for batch in batches:
+            step(batch)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    events = prof.key_averages()
+    key = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{len(batches)} steps; sorted by {key}\n\n" + events.table(sort_by=key, row_limit=40) + "\n")
+    print(f"wrote {path}", flush=True)
 
 
 def compiled_case(case: str) -> bool:
@@ -352,6 +373,9 @@ def main(argv=None) -> int:
                              "ours_sinusoidal_cudagraphs with training.cuda_graphs: true and pad_to_multiple 16")
     parser.add_argument("--output", default=None,
                         help="JSON file (default benchmarks/results/train.json, train_cuda.json on cuda)")
+    parser.add_argument("--profile", metavar="DIR", default=None,
+                        help="also profile up to 5 untimed steps of each case after its timed ones "
+                             "(torch.profiler) and write the busiest operators to DIR/profile_<case>.txt")
     args = parser.parse_args(argv)
     import torch
 
@@ -366,7 +390,8 @@ def main(argv=None) -> int:
     # --cases runs in the order given (a time-limited GPU check puts first what it needs most)
     cases = list(dict.fromkeys(args.cases)) if args.cases else [
         c for c in CASES[:4 if args.quick else None] if args.device == "cuda" or not compiled_case(c)]
-    by = run_rounds(cases, run_case, (max_tokens, steps, threads, args.device, args.precision, args.size), args.rounds,
+    by = run_rounds(cases, run_case, (max_tokens, steps, threads, args.device, args.precision, args.size,
+                                      args.profile), args.rounds,
                     "tokens_per_sec", "target tokens/s")
     results = [by[c] for c in cases if c in by]
     peak = matmul_peak(threads, args.device, args.precision)

@@ -191,3 +191,15 @@ def test_a_stopped_benchmark_keeps_what_it_measured(tmp_path: Path) -> None:
     assert proc.returncode == 0, "".join(lines) + rest
     assert "stopped" in rest
     assert json.loads(rest.split("RESULT ", 1)[1]) == ["second", "first"]
+
+
+def test_train_benchmark_profiles_a_case_on_request(tmp_path: Path) -> None:
+    """--profile DIR: the busiest operators of a few untimed steps per case (what the next GPU check
+    reads to see where a step's time goes)."""
+    run_script("train.py", ["--size", "tiny", "--max_tokens", "300", "--steps", "2", "--threads", "1",
+                            "--cases", "ours_sinusoidal", "--profile", str(tmp_path / "prof"),
+                            "--output", str(tmp_path / "train.json")])
+    table = (tmp_path / "prof" / "profile_ours_sinusoidal.txt").read_text()
+    assert table.startswith("2 steps; sorted by cpu_time_total")
+    assert "aten::mm" in table or "aten::addmm" in table or "aten::linear" in table
+    assert json.loads((tmp_path / "train.json").read_text())["results"][0]["case"] == "ours_sinusoidal"
