@@ -1,0 +1,122 @@
+"""The contenders benchmarks/train.py times, each as a model and a step on one batch: our model
+(train.py's own step, or the step as it was when issue 33 opened), Hugging Face Marian and
+`nn.Transformer` with embeddings, all of the same size, on the same batches. How they are timed
+is benchmarks/train.py's."""
+
+from __future__ import annotations
+
+import math
+
+PAD, BOS, EOS = 0, 2, 3  # the benchmark vocabulary's special ids
+
+
+def build(case: str, sizes: dict, device: str = "cpu"):
+    """A model and `step_loss(src, tgt_in, tgt_out) -> loss` for each contender."""
+    import torch
+    import torch.nn.functional as F
+
+    d, h, n, ffn, vocab = (sizes[k] for k in ("d_model", "num_heads", "layers", "ffn_dim", "vocab"))
+    torch.manual_seed(0)
+
+    def ce(logits, tgt_out):
+        return F.cross_entropy(logits.reshape(-1, vocab).float(), tgt_out.reshape(-1), ignore_index=PAD)
+
+    if case.startswith("ours"):
+        from models import build_model
+        from utils.config import ModelConfig, PositionalConfig
+
+        name = "sinusoidal" if case == "ours_legacy" else case.split("_")[1]
+        model = build_model(ModelConfig(d_model=d, num_heads=h, num_encoder_layers=n, num_decoder_layers=n,
+                                        ffn_dim=ffn, positional=PositionalConfig(name=name)), vocab, vocab, PAD)
+        model.to(device)
+        return model, lambda s, ti, to: ce(model(s, ti), to)
+    if case == "hf_marian":
+        from transformers import MarianConfig, MarianMTModel
+
+        cfg = MarianConfig(vocab_size=vocab, d_model=d, encoder_layers=n, decoder_layers=n, encoder_attention_heads=h,
+                           decoder_attention_heads=h, encoder_ffn_dim=ffn, decoder_ffn_dim=ffn,
+                           max_position_embeddings=512, pad_token_id=PAD, eos_token_id=EOS,
+                           decoder_start_token_id=BOS, activation_function="relu", scale_embedding=True,
+                           dropout=0.1, attention_dropout=0.0, activation_dropout=0.1)
+        model = MarianMTModel(cfg).to(device)
+        return model, lambda s, ti, to: ce(model(input_ids=s, attention_mask=s.ne(PAD), decoder_input_ids=ti).logits, to)
+    if case == "nn_transformer":
+        from models.positional_encodings import sinusoidal_table
+
+        class Plain(torch.nn.Module):
+            """nn.Transformer with embeddings, sinusoidal positions and a tied output layer."""
+
+            def __init__(self):
+                super().__init__()
+                self.embed = torch.nn.Embedding(vocab, d, padding_idx=PAD)
+                self.core = torch.nn.Transformer(d, h, n, n, ffn, dropout=0.1, batch_first=True)
+
+            def forward(self, src, tgt_in):
+                def emb(x):
+                    pos = sinusoidal_table(torch.arange(x.size(1), device=x.device), d)
+                    return self.embed(x) * math.sqrt(d) + pos.to(x.device)
+                causal = torch.nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1), device=tgt_in.device)
+                out = self.core(emb(src), emb(tgt_in), tgt_mask=causal, src_key_padding_mask=src.eq(PAD),
+                                memory_key_padding_mask=src.eq(PAD), tgt_is_causal=True)
+                return out @ self.embed.weight.t()
+
+        model = Plain().to(device)
+        return model, lambda s, ti, to: ce(model(s, ti), to)
+    raise ValueError(case)
+
+
+def harness_step(model, train_model, device: str, precision: str, tokens_of: dict, cuda_graphs: bool = False):
+    """One update as train.py makes it: create_trainer's step (no value read back from the device,
+    training/step_stats.py) on `train_model` (the model, or its torch.compile wrapper) with
+    build_optimizer's Adam (fused where the device has it); no clipping, as the other contenders
+    do not clip. Batch token counts come from the host, as the collator gives them."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from training.engine import create_trainer
+    from training.schedules import build_optimizer
+    from training.step_stats import StepStats
+
+    optimizer = build_optimizer(model, SimpleNamespace(optimizer="adam", lr=1e-4, betas=(0.9, 0.98), eps=1e-8,
+                                                       weight_decay=0.0))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    trainer = create_trainer(train_model, optimizer, scheduler, StepStats(device, 100), pad_id=PAD,
+                             device=torch.device(device), precision=precision, cuda_graphs=cuda_graphs)
+
+    def step(batch) -> None:
+        src, tgt_in, tgt_out = batch
+        trainer._process_function(trainer, [{"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out,
+                                              "ntokens": tokens_of[id(batch)]}])
+    return step
+
+
+def legacy_step(model, device: str, precision: str):
+    """The training step as it was when issue 33 opened (training/engine.py at 276cc80^, kept here
+    to measure against): the token count read from the device copy, the non-finite check, the loss
+    and the gradient norm each read into Python (4 host syncs per step), and torch's default
+    (unfused) Adam."""
+    import torch
+
+    from training.engine import sequence_loss
+    from utils.runtime import autocast
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-8)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+
+    def step(batch) -> None:
+        model.train()
+        src, tgt_in, tgt_out = (t.to(device, non_blocking=True) for t in batch)
+        ntokens = int(tgt_out.ne(PAD).sum())
+        with autocast(precision, torch.device(device)):
+            logits = model(src, tgt_in)
+        loss_sum = sequence_loss(logits, tgt_out, PAD)
+        if not torch.isfinite(loss_sum):
+            raise FloatingPointError(f"loss is {loss_sum.item()}")
+        (loss_sum / ntokens).backward()
+        float(loss_sum.detach())
+        float(torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None]))
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        scheduler.step()
+    return step
