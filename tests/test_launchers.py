@@ -3,6 +3,7 @@ themselves run real sweeps in tests/test_compare.py (local, two at a time) and t
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -99,7 +100,13 @@ def test_training_gives_its_signals_back(tmp_path: Path) -> None:
             signal.signal(sig, handler)
 
 
-def start_long_local_sweep(tmp_path: Path):
+@contextlib.contextmanager
+def long_local_sweep(tmp_path: Path):
+    """A sweep of one 100,000-step local job, in a process group of its own. It takes SIGINT as a
+    terminal's Ctrl-C would even when the suite was started where SIGINT is ignored (a background
+    job of a non-interactive shell; children inherit that, and Python then installs no handler).
+    Whatever of it still runs at the end is killed, so a failure leaves no training behind."""
+    import signal
     import subprocess
     import sys
 
@@ -109,8 +116,17 @@ def start_long_local_sweep(tmp_path: Path):
     args = [sys.executable, "sweep.py", "configs/demo/sinusoidal.yaml", "--runs_root", str(tmp_path / "runs"), *sets,
             "--set", "training.bleu_sentences=0", "--set", "training.validate_every_steps=1000",
             "--launcher", "local", "--parallel", "1"]
-    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"}, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        yield proc
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the sweep's jobs too (they share its group)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
 
 
 def wait_for(condition, proc, what: str, seconds: float = 180) -> None:
@@ -129,16 +145,16 @@ def test_ctrl_c_stops_local_jobs_with_a_checkpoint(tmp_path: Path) -> None:
 
     from helpers import read_jsonl
 
-    proc = start_long_local_sweep(tmp_path)
-    metrics = tmp_path / "runs" / "demo" / "sinusoidal" / "metrics.jsonl"
-    wait_for(lambda: metrics.is_file() and '"train"' in metrics.read_text(), proc, "a training step")
-    proc.send_signal(signal.SIGINT)  # the sweep alone, as `kill -INT`: it must stop its jobs itself
-    out, _ = proc.communicate(timeout=180)
-    assert proc.returncode == 4, out[-3000:]
-    end = [r for r in read_jsonl(metrics) if r["event"] == "end"][-1]
-    assert end["finished"] is False and end["stopped_by_signal"] == signal.SIGTERM
-    assert list((metrics.parent / "checkpoints").glob(f"last_checkpoint_{end['step']}.pt"))
-    assert not (metrics.parent / "test").exists()  # an interrupted training is never tested
+    with long_local_sweep(tmp_path) as proc:
+        metrics = tmp_path / "runs" / "demo" / "sinusoidal" / "metrics.jsonl"
+        wait_for(lambda: metrics.is_file() and '"train"' in metrics.read_text(), proc, "a training step")
+        proc.send_signal(signal.SIGINT)  # the sweep alone, as `kill -INT`: it must stop its jobs itself
+        out, _ = proc.communicate(timeout=180)
+        assert proc.returncode == 4, out[-3000:]
+        end = [r for r in read_jsonl(metrics) if r["event"] == "end"][-1]
+        assert end["finished"] is False and end["stopped_by_signal"] == signal.SIGTERM
+        assert list((metrics.parent / "checkpoints").glob(f"last_checkpoint_{end['step']}.pt"))
+        assert not (metrics.parent / "test").exists()  # an interrupted training is never tested
 
 
 def test_ctrl_c_stops_a_local_job_before_it_trains(tmp_path: Path) -> None:
@@ -146,11 +162,11 @@ def test_ctrl_c_stops_a_local_job_before_it_trains(tmp_path: Path) -> None:
     without a result, and the sweep reports it interrupted instead of waiting for the whole budget."""
     import signal
 
-    proc = start_long_local_sweep(tmp_path)
-    logs = tmp_path / "runs" / "submitit"
-    wait_for(lambda: any("sweep: training" in f.read_text() for f in logs.glob("*/*_log.out")), proc,
-             "the job's start")
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=120)  # (a job that ignored it would train 100,000 steps)
-    assert proc.returncode == 4, out[-3000:]
-    assert "stopped (Ctrl-C)" in out and not (tmp_path / "runs" / "demo" / "sinusoidal" / "test").exists()
+    with long_local_sweep(tmp_path) as proc:
+        logs = tmp_path / "runs" / "submitit"
+        wait_for(lambda: any("sweep: training" in f.read_text() for f in logs.glob("*/*_log.out")), proc,
+                 "the job's start")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)  # (a job that ignored it would train 100,000 steps)
+        assert proc.returncode == 4, out[-3000:]
+        assert "stopped (Ctrl-C)" in out and not (tmp_path / "runs" / "demo" / "sinusoidal" / "test").exists()
