@@ -33,7 +33,7 @@ from data.pipeline import (Collator, EpochBatchSampler, PairDataset, UpdateBatch
 from models import build_model
 from tokenizer import PretrainedTokenizer, load_or_train_tokenizer
 from training.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint, saved_config
-from training.engine import compile_for_training, create_evaluator, create_trainer
+from training.engine import TokenLoss, compile_for_training, create_evaluator, create_trainer
 from training.handlers import (Rank0Only, TrainingRun, attach_training_log, attach_validation, validation_event,
                                resume_from_checkpoint, show_progress_bar, STOP_SIGNALS, stop_on_signals,
                                train_until_done)
@@ -219,13 +219,14 @@ def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, w
     optimizer = build_optimizer(model, t)
     scheduler = build_scheduler(optimizer, t.schedule, updates_per_epoch)
     scaler = torch.amp.GradScaler(device.type) if t.precision == "fp16" else None
-    train_model = idist.auto_model(model) if world > 1 else model  # DistributedDataParallel
+    loss = TokenLoss(model, pad, t.label_smoothing, t.precision)
+    if world > 1:
+        loss = idist.auto_model(loss)  # DistributedDataParallel
     if t.compile:
-        train_model = compile_for_training(train_model, t.cuda_graphs)
+        loss = compile_for_training(loss, t.cuda_graphs)
     stats = StepStats(device, t.log_every)
-    trainer = create_trainer(train_model, optimizer, scheduler, stats, pad_id=pad, device=device,
-                             label_smoothing=t.label_smoothing, clip_grad_norm=t.clip_grad_norm,
-                             precision=t.precision, scaler=scaler, world_size=world,
+    trainer = create_trainer(loss, optimizer, scheduler, stats, pad_id=pad, device=device,
+                             clip_grad_norm=t.clip_grad_norm, scaler=scaler, world_size=world,
                              cuda_graphs=t.cuda_graphs)
     to_save = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "trainer": trainer,
                "rng": RNGState(), "meta": RunMeta(to_dict(cfg), tokenizer.state_dict()),

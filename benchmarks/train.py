@@ -137,9 +137,8 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
     if case == "ours_legacy":  # the engine as it was when issue 33 opened, on today's model
         step = legacy_step(model, device, precision)
     elif case.startswith("ours"):  # train.py's own step (training/engine.py), its optimizer and its logging sums
-        from training.engine import compile_for_training
-        train_model = compile_for_training(model, cuda_graphs=graphs) if compiled_case(case) else model
-        step = harness_step(model, train_model, device, precision, dict(zip(map(id, batches), target_tokens)), graphs)
+        step = harness_step(model, device, precision, dict(zip(map(id, batches), target_tokens)), compiled_case(case),
+                            graphs)
     else:
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
 

@@ -65,24 +65,27 @@ def build(case: str, sizes: dict, device: str = "cpu"):
     raise ValueError(case)
 
 
-def harness_step(model, train_model, device: str, precision: str, tokens_of: dict, cuda_graphs: bool = False):
+def harness_step(model, device: str, precision: str, tokens_of: dict, compiled: bool = False,
+                 cuda_graphs: bool = False):
     """One update as train.py makes it: create_trainer's step (no value read back from the device,
-    training/step_stats.py) on `train_model` (the model, or its torch.compile wrapper) with
+    training/step_stats.py) on the model's TokenLoss (compiled with training.compile's settings
+    if `compiled`) with
     build_optimizer's Adam (fused where the device has it); no clipping, as the other contenders
     do not clip. Batch token counts come from the host, as the collator gives them."""
     from types import SimpleNamespace
 
     import torch
 
-    from training.engine import create_trainer
+    from training.engine import TokenLoss, compile_for_training, create_trainer
     from training.schedules import build_optimizer
     from training.step_stats import StepStats
 
     optimizer = build_optimizer(model, SimpleNamespace(optimizer="adam", lr=1e-4, betas=(0.9, 0.98), eps=1e-8,
                                                        weight_decay=0.0))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
-    trainer = create_trainer(train_model, optimizer, scheduler, StepStats(device, 100), pad_id=PAD,
-                             device=torch.device(device), precision=precision, cuda_graphs=cuda_graphs)
+    loss = TokenLoss(model, PAD, precision=precision)
+    trainer = create_trainer(compile_for_training(loss, cuda_graphs) if compiled else loss, optimizer, scheduler,
+                             StepStats(device, 100), pad_id=PAD, device=torch.device(device), cuda_graphs=cuda_graphs)
 
     def step(batch) -> None:
         src, tgt_in, tgt_out = batch

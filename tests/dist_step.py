@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from data.pipeline import Collator  # noqa: E402
 from helpers import tiny_model  # noqa: E402
-from training.engine import create_trainer  # noqa: E402
+from training.engine import TokenLoss, create_trainer  # noqa: E402
 from training.step_stats import StepStats  # noqa: E402
 
 
@@ -30,12 +30,13 @@ def fixed_pairs() -> list[tuple[list[int], list[int]]]:
 
 
 def one_step(model, batches: list[list[tuple[list[int], list[int]]]], world_size: int = 1) -> None:
-    """One optimizer update accumulated over `batches` (update_freq = len(batches))."""
+    """One optimizer update accumulated over `batches` (update_freq = len(batches)); with several
+    processes the loss is wrapped in DistributedDataParallel, as train.py does."""
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-    trainer = create_trainer(model, optimizer, scheduler, StepStats("cpu", 1), pad_id=0, device=torch.device("cpu"),
-                             label_smoothing=0.1,
-                             world_size=world_size)
+    loss = TokenLoss(model, pad_id=0, label_smoothing=0.1)
+    trainer = create_trainer(idist.auto_model(loss) if world_size > 1 else loss, optimizer, scheduler,
+                             StepStats("cpu", 1), pad_id=0, device=torch.device("cpu"), world_size=world_size)
     trainer.run([[Collator(0, 2, 3)(pairs) for pairs in batches]], max_epochs=1)
 
 
@@ -49,8 +50,7 @@ def split(pairs: list, rank: int, world: int, update_freq: int) -> list[list]:
 def worker(local_rank: int, out: str, update_freq: int) -> None:
     rank, world = idist.get_rank(), idist.get_world_size()
     model = model_for_step()
-    ddp = idist.auto_model(model)
-    one_step(ddp, split(fixed_pairs(), rank, world, update_freq), world)
+    one_step(model, split(fixed_pairs(), rank, world, update_freq), world)
     if rank == 0:
         torch.save(model.state_dict(), out)
 

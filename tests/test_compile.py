@@ -14,7 +14,7 @@ import torch
 
 from data.pipeline import Collator, UpdateBatches
 from helpers import tiny_model
-from training.engine import compile_for_training, create_trainer
+from training.engine import TokenLoss, compile_for_training, create_trainer
 from training.schedules import build_optimizer
 from training.step_stats import StepStats
 
@@ -35,13 +35,14 @@ def batches() -> list[dict]:
     return out
 
 
-def train(model, run_model, device: str, precision: str, cuda_graphs: bool = False) -> list[float]:
+def train(model, compiled: bool, device: str, precision: str, cuda_graphs: bool = False) -> list[float]:
     optimizer = build_optimizer(model, SimpleNamespace(optimizer="adam", lr=LR, betas=(0.9, 0.98), eps=1e-8,
                                                        weight_decay=0.0))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     stats = StepStats(device, window=1)
-    trainer = create_trainer(run_model, optimizer, scheduler, stats, pad_id=0, device=torch.device(device),
-                             clip_grad_norm=1.0, precision=precision, cuda_graphs=cuda_graphs)
+    loss = TokenLoss(model, pad_id=0, precision=precision)
+    trainer = create_trainer(compile_for_training(loss, cuda_graphs) if compiled else loss, optimizer, scheduler,
+                             stats, pad_id=0, device=torch.device(device), clip_grad_norm=1.0, cuda_graphs=cuda_graphs)
     losses = []
     for batch in batches():
         trainer.run(UpdateBatches([batch], 1), max_epochs=1)
@@ -59,10 +60,10 @@ def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool
     compiled = copy.deepcopy(eager)
     start = torch.cat([p.detach().flatten() for p in eager.parameters()])
     torch._dynamo.reset()
-    expected = train(eager, eager, device, precision)
+    expected = train(eager, False, device, precision)
     counters = torch._dynamo.utils.counters
     counters.clear()
-    got = train(compiled, compile_for_training(compiled, cuda_graphs), device, precision, cuda_graphs)
+    got = train(compiled, True, device, precision, cuda_graphs)
     assert counters["stats"]["unique_graphs"] == 1, "compiled again for a new batch shape"
     assert not counters["inductor"]["cudagraph_skips"], "CUDA graphs were skipped"
     tolerance = 2e-2 if precision == "bf16" else 1e-4

@@ -19,7 +19,7 @@ from benchmarks.host_syncs import CountHostSyncs
 from ignite.engine import Events
 from data.pipeline import Collator, UpdateBatches
 from helpers import encoding_cases, tiny_model
-from training.engine import create_trainer
+from training.engine import TokenLoss, create_trainer
 from training.schedules import build_optimizer
 from training.step_stats import StepStats
 
@@ -39,8 +39,8 @@ def batches(count: int, seed: int = 0) -> list[dict]:
 def trainer_for(model, stats: StepStats, clip: float | None = 1.0, update_freq: int = 1):
     optimizer = build_optimizer(model, OPTIMIZER)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-    return create_trainer(model, optimizer, scheduler, stats, pad_id=0, device=torch.device("cpu"),
-                          label_smoothing=0.1, clip_grad_norm=clip)
+    return create_trainer(TokenLoss(model, pad_id=0, label_smoothing=0.1), optimizer, scheduler, stats, pad_id=0,
+                          device=torch.device("cpu"), clip_grad_norm=clip)
 
 
 @pytest.mark.parametrize("name, options", encoding_cases())

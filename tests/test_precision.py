@@ -7,7 +7,7 @@ from ignite.engine import Events
 
 from data.pipeline import Collator, UpdateBatches
 from helpers import tiny_model
-from training.engine import create_trainer
+from training.engine import TokenLoss, create_trainer
 from training.step_stats import StepStats
 
 
@@ -25,8 +25,8 @@ def train(precision: str, steps: int, update_freq: int = 1, batches=None,
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     scaler = torch.amp.GradScaler("cpu") if precision == "fp16" else None
     stats = StepStats("cpu", 1)
-    trainer = create_trainer(model, optimizer, scheduler, stats, pad_id=0, device=torch.device("cpu"),
-                             clip_grad_norm=1.0, precision=precision, scaler=scaler)
+    trainer = create_trainer(TokenLoss(model, pad_id=0, precision=precision), optimizer, scheduler, stats, pad_id=0,
+                             device=torch.device("cpu"), clip_grad_norm=1.0, scaler=scaler)
     losses: list[float] = []
     trainer.add_event_handler(Events.ITERATION_COMPLETED, lambda e: losses.append(stats.read(e.state.iteration)["loss"]))
     trainer.run(UpdateBatches(batches or [batch()] * steps, update_freq), max_epochs=1)

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from ignite.engine import Engine
 from ignite.metrics import Metric
-from torch import Tensor
+from torch import Tensor, nn
 
 from training.step_stats import StepStats
 from utils.runtime import autocast
@@ -22,7 +22,25 @@ def sequence_loss(logits: Tensor, target: Tensor, pad_id: int, label_smoothing: 
                            label_smoothing=label_smoothing, reduction="sum")
 
 
-def compile_for_training(model, cuda_graphs: bool = False):
+class TokenLoss(nn.Module):
+    """What one training forward computes: the model's teacher-forced logits, under the run's
+    autocast, and their summed token cross-entropy (`sequence_loss`). One module, so that
+    training.compile compiles the loss with the model in one graph (the fp32 cast and the
+    log-softmax over the vocabulary become Inductor kernels instead of eager passes over the
+    `[tokens, vocabulary]` logits) and training.cuda_graphs records it too. Its parameters are the model's: checkpoints keep the plain
+    model."""
+
+    def __init__(self, model: nn.Module, pad_id: int, label_smoothing: float = 0.0, precision: str = "fp32") -> None:
+        super().__init__()
+        self.model, self.pad_id, self.label_smoothing, self.precision = model, pad_id, label_smoothing, precision
+
+    def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
+        with autocast(self.precision, src.device):
+            logits = self.model(src, tgt_in)
+        return sequence_loss(logits, tgt_out, self.pad_id, self.label_smoothing)
+
+
+def compile_for_training(loss: TokenLoss | nn.Module, cuda_graphs: bool = False):
     """training.compile: torch.compile with symbolic batch size and lengths, so that one compilation
     serves every batch of two or more sentences (token-budget batches vary in both; torch
     specializes sizes 0 and 1, so a one-sentence batch compiles once more), and without duck
@@ -31,11 +49,11 @@ def compile_for_training(model, cuda_graphs: bool = False):
     rest of the process, which compiles nothing else).
     Inductor's mix-order reduction fusion is off: it is chosen by comparing a batch's size with a
     threshold, which on a GPU compiled the step again whenever a batch crossed it (seen on an H200,
-    benchmarks/README.md). The checkpoint keeps the plain module.
+    benchmarks/README.md). The checkpoint keeps the plain model.
 
     cuda_graphs (training.cuda_graphs; torch.compile's "reduce-overhead"): on a GPU each batch
-    shape's forward and backward are recorded once as CUDA graphs and replayed, so the model costs
-    no Python or per-kernel launches (the loss, clipping and optimizer still run as usual);
+    shape's forward and backward are recorded once as CUDA graphs and replayed, so the model and its
+    loss cost no Python or per-kernel launches (clipping and the optimizer still run as usual);
     training.pad_to_multiple keeps the shapes few (data.pipeline.EpochBatchSampler), and a run may
     have more than Inductor's default warning limit of 8. Inductor ignores it on a CPU."""
     import torch._inductor.config as inductor_config
@@ -44,7 +62,7 @@ def compile_for_training(model, cuda_graphs: bool = False):
     fx_config.use_duck_shape = False
     wanted = {"cudagraphs": cuda_graphs, "cudagraph_dynamic_shape_warn_limit": None, "mix_order_reduction": False}
     options = {f"triton.{k}": v for k, v in wanted.items() if hasattr(inductor_config.triton, k)}  # (older torch)
-    return torch.compile(model, dynamic=True, options=options)
+    return torch.compile(loss, dynamic=True, options=options)
 
 
 def target_tokens(batch: dict, pad_id: int) -> int:
@@ -53,11 +71,12 @@ def target_tokens(batch: dict, pad_id: int) -> int:
     return batch["ntokens"] if "ntokens" in batch else int(batch["tgt_out"].ne(pad_id).sum())
 
 
-def create_trainer(model, optimizer, scheduler, stats: StepStats, *, pad_id: int, device: torch.device,
-                   label_smoothing: float = 0.0, clip_grad_norm: Optional[float] = None, precision: str = "fp32",
+def create_trainer(loss: TokenLoss | nn.Module, optimizer, scheduler, stats: StepStats, *, pad_id: int,
+                   device: torch.device, clip_grad_norm: Optional[float] = None,
                    scaler: Optional["torch.amp.GradScaler"] = None, world_size: int = 1,
                    cuda_graphs: bool = False) -> Engine:
-    """Trainer engine. One iteration = one optimizer update over a list of batches (`update_freq`
+    """Trainer engine over `loss` (a TokenLoss, or its DistributedDataParallel or torch.compile
+    wrapper). One iteration = one optimizer update over a list of batches (`update_freq`
     of them, see `data.pipeline.UpdateBatches`): their gradients are accumulated, unscaled (fp16),
     clipped and applied, and the LR schedule advances one step. The summed token loss is divided
     by the target tokens of the whole update -- of *all* ranks' batches with several processes
@@ -67,11 +86,11 @@ def create_trainer(model, optimizer, scheduler, stats: StepStats, *, pad_id: int
 
     The step reads nothing back from the device: its loss and gradient norm (before clipping) go
     to `stats` (training/step_stats.py), which the training log reads once per interval; the
-    step returns its host-side token counts. With `cuda_graphs` (a model compiled so) every step
+    step returns its host-side token counts. With `cuda_graphs` (a loss compiled so) every step
     starts a new generation of graph replays: the previous step's outputs are no longer read."""
 
     def train_step(engine: Engine, batches: list[dict[str, Tensor]]) -> dict[str, Any]:
-        model.train()
+        loss.train()
         if cuda_graphs:
             torch.compiler.cudagraph_mark_step_begin()
         ntokens = sum(target_tokens(b, pad_id) for b in batches)
@@ -84,20 +103,18 @@ def create_trainer(model, optimizer, scheduler, stats: StepStats, *, pad_id: int
         total_loss = torch.zeros((), device=device)
         for i, (src, tgt_in, tgt_out) in enumerate(moved):
             last = i == len(moved) - 1
-            accumulate = model.no_sync() if not last and hasattr(model, "no_sync") else contextlib.nullcontext()
+            accumulate = loss.no_sync() if not last and hasattr(loss, "no_sync") else contextlib.nullcontext()
             with accumulate:
-                with autocast(precision, device):
-                    logits = model(src, tgt_in)
-                loss_sum = sequence_loss(logits, tgt_out, pad_id, label_smoothing)
+                loss_sum = loss(src, tgt_in, tgt_out)
                 scaled = loss_sum * world_size / all_tokens
                 (scaler.scale(scaled) if scaler is not None else scaled).backward()
             total_loss = total_loss + loss_sum.detach()
         if scaler is not None:
             scaler.unscale_(optimizer)
         if clip_grad_norm:  # the norm before clipping is logged as train/grad_norm
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
+            grad_norm = torch.nn.utils.clip_grad_norm_(loss.parameters(), clip_grad_norm)
         else:
-            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None])
+            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in loss.parameters() if p.grad is not None])
         if scaler is not None:
             scaler.step(optimizer)
             scaler.update()
