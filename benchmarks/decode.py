@@ -167,7 +167,7 @@ def main(argv=None) -> int:
                         help="run every case this many times, each in a fresh process, order alternating; "
                              "figures are medians over rounds (default 1)")
     parser.add_argument("--cases", nargs="+", choices=CASES, metavar="CASE",
-                        help="run only these cases (default: all; ratios need both of their cases). "
+                        help="run only these cases, in this order (default: all; ratios need both of their cases). "
                              "E.g. --cases ours_beam5_cached hf_beam5 skips the slow uncached ones. "
                              f"Cases: {', '.join(CASES)}")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
@@ -186,7 +186,7 @@ def main(argv=None) -> int:
     num = args.sentences or (8 if args.quick else 32)
     repeats = args.repeats or (1 if args.quick else 3)
     threads = args.threads or torch.get_num_threads()
-    cases = [c for c in CASES if c in (args.cases or CASES)]
+    cases = list(dict.fromkeys(args.cases)) if args.cases else list(CASES)  # in the order given, as train.py
     by = run_rounds(cases, run_case, (num, args.out_len, repeats, threads, device, args.size, args.max_tokens),
                     args.rounds,
                     "sentences_per_sec", "sent/s")

@@ -49,18 +49,19 @@ def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> 
 
 
 def test_decode_benchmark_runs_only_the_chosen_cases(tmp_path: Path) -> None:
-    """`--cases` skips the others; only the ratios whose two cases ran are reported. With
+    """`--cases` skips the others and runs these in the order given; only the ratios whose two cases
+    ran are reported. With
     --max_tokens, both decode the same token-budget batches (the beam counted, as in test.py)."""
     out = tmp_path / "decode.json"
     proc = run_script("decode.py", ["--size", "tiny", "--sentences", "5", "--out_len", "4", "--repeats", "1",
                                     "--threads", "1", "--device", "cpu", "--cases", "hf_beam5", "ours_beam5_cached",
                                     "--max_tokens", "225", "--output", str(out)])
     data = json.loads(out.read_text())
-    assert [r["case"] for r in data["results"]] == ["ours_beam5_cached", "hf_beam5"]
-    (ours, hf) = data["results"]
+    assert [r["case"] for r in data["results"]] == ["hf_beam5", "ours_beam5_cached"]
+    (hf, ours) = data["results"]
     assert data["settings"]["max_tokens"] == 225 and ours["batches"] == hf["batches"] > 1
     assert ours["output_tokens"] in (5 * 4, 5 * 5)
-    assert data["settings"]["cases"] == ["ours_beam5_cached", "hf_beam5"]
+    assert data["settings"]["cases"] == ["hf_beam5", "ours_beam5_cached"]
     assert positive(data["beam5_over_hf_generate"]) and "beam5_over_hf_generate" in proc.stdout
     assert "greedy_cached_over_uncached" not in data and "greedy_cached_over_uncached" not in proc.stdout
 
