@@ -50,8 +50,8 @@ def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> 
 
 def test_decode_benchmark_runs_only_the_chosen_cases(tmp_path: Path) -> None:
     """`--cases` skips the others and runs these in the order given; only the ratios whose two cases
-    ran are reported. With
-    --max_tokens, both decode the same token-budget batches (the beam counted, as in test.py)."""
+    ran are reported. With --max_tokens, both decode the same token-budget batches (the beam
+    counted, as in test.py)."""
     out = tmp_path / "decode.json"
     proc = run_script("decode.py", ["--size", "tiny", "--sentences", "5", "--out_len", "4", "--repeats", "1",
                                     "--threads", "1", "--device", "cpu", "--cases", "hf_beam5", "ours_beam5_cached",
