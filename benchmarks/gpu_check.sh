@@ -2,10 +2,11 @@
 # The README's GPU figures in one command, for a lent GPU machine (issue 33): training throughput
 # at 12k-token batches over 3 rounds (CUDA graphs, Marian, the engine as it was, eager) and at 32k,
 # the compile check on the GPU, and test-set-size beam-5 decoding against Marian generate().
-# Each step runs under its own time limit (together 550 s, inside a lent machine's 600 s per
-# command); a benchmark stopped by its limit still writes what its finished cases measured, and
-# every step that did not end cleanly is named at the end (exit 1). Recompilations and Inductor's
-# perf hints (which say when it skips CUDA graphs) are logged. Results and the whole log go to
+# Each step runs under its own time limit (together 510 s, plus 10 s each to kill one that runs
+# over: 550 s, inside a lent machine's 600 s per command); a benchmark stopped by its limit still
+# writes what its finished cases measured, and every step that did not end cleanly is named at the
+# end (exit 1). Recompilations and Inductor's perf hints (which say when it skips CUDA graphs) are
+# logged. Results and the whole log go to
 # $OUT (default benchmarks/results/gpu/), with a profile of each 12k case (profile/profile_<case>.txt:
 # the busiest operators by GPU time).
 #
@@ -38,11 +39,11 @@ step() {  # step SECONDS NAME COMMAND...: run it under a time limit, remember it
   # First what the issue's acceptance reads: the 12k ratios over 3 rounds (fresh processes, order
   # alternating; Inductor's on-disk cache shortens the later rounds' compilation), then the
   # compiled step's losses against eager on the GPU, then 32k tokens and decoding.
-  step 330 train_12k python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 12000 --steps 20 \
+  step 300 train_12k python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 12000 --steps 20 \
     --rounds 3 --cases ours_sinusoidal_cudagraphs hf_marian ours_legacy ours_sinusoidal \
     --profile "$out/profile" --output "$out/train_cuda.json"
   step 80 compile_test python3 -m pytest -q -p no:cacheprovider tests/test_compile.py -k cuda
-  step 80 train_32k python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 32000 --steps 20 \
+  step 70 train_32k python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 32000 --steps 20 \
     --cases ours_sinusoidal_cudagraphs hf_marian ours_sinusoidal --output "$out/train_cuda_32k.json"
   step 60 decode python3 benchmarks/decode.py --device cuda --sentences 2000 --max_tokens 30000 --repeats 1 \
     --cases ours_beam5_cached hf_beam5 --output "$out/decode_cuda_testset.json"

@@ -40,7 +40,7 @@ def train(model, compiled: bool, device: str, precision: str, cuda_graphs: bool 
                                                        weight_decay=0.0))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     stats = StepStats(device, window=1)
-    loss = TokenLoss(model, pad_id=0, precision=precision)
+    loss = TokenLoss(model, pad_id=0, label_smoothing=0.1, precision=precision)  # as the demo configs
     trainer = create_trainer(compile_for_training(loss, cuda_graphs) if compiled else loss, optimizer, scheduler,
                              stats, pad_id=0, device=torch.device(device), clip_grad_norm=1.0, cuda_graphs=cuda_graphs)
     losses = []
@@ -51,10 +51,17 @@ def train(model, compiled: bool, device: str, precision: str, cuda_graphs: bool 
 
 
 @pytest.mark.parametrize("device, cuda_graphs", CASES)
-def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool, monkeypatch) -> None:
+def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool) -> None:
     import torch.fx.experimental._config as fx_config
 
-    monkeypatch.setattr(fx_config, "use_duck_shape", fx_config.use_duck_shape)  # compile_for_training sets it
+    duck_shape = fx_config.use_duck_shape  # compile_for_training sets it; put back by hand (monkeypatch's
+    try:                                   # undo deleted the entry from torch's config module)
+        check_compiled_training(device, cuda_graphs)
+    finally:
+        fx_config.use_duck_shape = duck_shape
+
+
+def check_compiled_training(device: str, cuda_graphs: bool) -> None:
     precision = "bf16" if device == "cuda" else "fp32"
     eager = tiny_model("sinusoidal", seed=1, layers=1).to(device).train()
     compiled = copy.deepcopy(eager)
@@ -89,3 +96,16 @@ def test_cuda_graphs_under_several_processes_are_refused_before_anything_is_made
         train_run(config="configs/demo/sinusoidal.yaml",
                   overrides=[f"run_dir={run_dir}", "training.compile=true", "training.cuda_graphs=true"])
     assert not run_dir.exists()
+
+
+def test_the_loss_is_compiled_with_the_model() -> None:
+    """What training.compile compiles is TokenLoss: the model's forward and its cross-entropy (label
+    smoothed) in one graph, without a break, so that CUDA graphs record the loss too."""
+    import torch.nn.functional as F
+
+    batch = batches()[1]
+    loss = TokenLoss(tiny_model("sinusoidal", seed=1, layers=1).train(), pad_id=0, label_smoothing=0.1)
+    torch._dynamo.reset()
+    explanation = torch._dynamo.explain(loss)(batch["src"], batch["tgt_in"], batch["tgt_out"])
+    assert explanation.graph_count == 1 and explanation.graph_break_count == 0, explanation.break_reasons
+    assert F.cross_entropy in {node.target for graph in explanation.graphs for node in graph.graph.nodes}

@@ -116,9 +116,12 @@ def long_local_sweep(tmp_path: Path):
     args = [sys.executable, "sweep.py", "configs/demo/sinusoidal.yaml", "--runs_root", str(tmp_path / "runs"), *sets,
             "--set", "training.bleu_sentences=0", "--set", "training.validate_every_steps=1000",
             "--launcher", "local", "--parallel", "1"]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"}, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a handled signal is reset at exec
+    try:
+        proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, "OMP_NUM_THREADS": "1"}, start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         yield proc
     finally:
@@ -126,7 +129,7 @@ def long_local_sweep(tmp_path: Path):
             os.killpg(proc.pid, signal.SIGKILL)  # the sweep's jobs too (they share its group)
         except ProcessLookupError:
             pass
-        proc.communicate()
+        proc.communicate(timeout=30)
 
 
 def wait_for(condition, proc, what: str, seconds: float = 180) -> None:
