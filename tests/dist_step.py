@@ -29,15 +29,27 @@ def fixed_pairs() -> list[tuple[list[int], list[int]]]:
             for n in lengths]
 
 
-def one_step(model, batches: list[list[tuple[list[int], list[int]]]], world_size: int = 1) -> None:
+def one_step(model, batches: list[list[tuple[list[int], list[int]]]], world_size: int = 1) -> list[int]:
     """One optimizer update accumulated over `batches` (update_freq = len(batches)); with several
-    processes the loss is wrapped in DistributedDataParallel, as train.py does."""
+    processes the loss is wrapped in DistributedDataParallel, as train.py does. Returns the index
+    of each gradient bucket DDP all-reduced, once per all-reduce."""
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     loss = TokenLoss(model, pad_id=0, label_smoothing=0.1)
-    trainer = create_trainer(idist.auto_model(loss) if world_size > 1 else loss, optimizer, scheduler,
-                             StepStats("cpu", 1), pad_id=0, device=torch.device("cpu"), world_size=world_size)
+    reduced: list[int] = []
+    if world_size > 1:
+        loss = idist.auto_model(loss)
+
+        def recorded(state, bucket):
+            reduced.append(bucket.index())
+            return allreduce_hook(state, bucket)
+        loss.register_comm_hook(None, recorded)
+    trainer = create_trainer(loss, optimizer, scheduler, StepStats("cpu", 1), pad_id=0, device=torch.device("cpu"),
+                             world_size=world_size)
     trainer.run([[Collator(0, 2, 3)(pairs) for pairs in batches]], max_epochs=1)
+    return reduced
 
 
 def split(pairs: list, rank: int, world: int, update_freq: int) -> list[list]:
@@ -50,9 +62,9 @@ def split(pairs: list, rank: int, world: int, update_freq: int) -> list[list]:
 def worker(local_rank: int, out: str, update_freq: int) -> None:
     rank, world = idist.get_rank(), idist.get_world_size()
     model = model_for_step()
-    one_step(model, split(fixed_pairs(), rank, world, update_freq), world)
+    reduced = one_step(model, split(fixed_pairs(), rank, world, update_freq), world)
     if rank == 0:
-        torch.save(model.state_dict(), out)
+        torch.save({"state": model.state_dict(), "reduced_buckets": reduced}, out)
 
 
 if __name__ == "__main__":

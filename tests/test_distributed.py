@@ -12,13 +12,16 @@ from helpers import read_jsonl, tiny_overrides, torchrun
 @pytest.mark.parametrize("update_freq", [1, 2])
 def test_two_ranks_on_half_batches_equal_one_process_on_the_whole_batch(tmp_path: Path, update_freq: int) -> None:
     """One update of 2 gloo ranks = one process on the union of their batches; with update_freq 2
-    each rank accumulates two micro-batches (locally, under DDP's no_sync) before the all-reduce."""
+    each rank accumulates two micro-batches (locally, under DDP's no_sync) before the all-reduce:
+    each gradient bucket is all-reduced once per update, whatever update_freq."""
     import dist_step
 
     out = tmp_path / "ddp.pt"
     proc = torchrun(["tests/dist_step.py", str(out), str(update_freq)])
     assert proc.returncode == 0, proc.stderr[-3000:]
-    ddp_state = torch.load(out)
+    saved = torch.load(out)
+    ddp_state, reduced = saved["state"], saved["reduced_buckets"]
+    assert reduced and sorted(reduced) == sorted(set(reduced)), reduced
     model = dist_step.model_for_step()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     shares = [dist_step.split(dist_step.fixed_pairs(), rank, 2, update_freq) for rank in range(2)]
