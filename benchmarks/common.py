@@ -114,11 +114,12 @@ def write_results(path, settings: dict, results: list[dict], summary: dict, spre
     failed = [c for c in requested or [] if c not in {r["case"] for r in results}]
     if requested is not None:
         settings = {**settings, "failed_cases": failed}
+    from utils.files import atomic_write_text
+
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
     payload = {"settings": settings, "results": results, **summary,
                "ratios_per_round": {k: sp["per_round"] for k, sp in spreads.items()}}
-    out.write_text(json.dumps(payload, indent=2) + "\n")
+    atomic_write_text(out, json.dumps(payload, indent=2) + "\n")  # a stopped run leaves the last file whole
     print(f"\nwrote {out}")
     if failed:
         print(f"failed: {', '.join(failed)} (their tracebacks are above)")

@@ -201,6 +201,8 @@ def write_profile(step, batches: list, device: str, path: Path) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    from utils.files import atomic_write_text
+
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=activities) as prof:
         for batch in batches:
@@ -209,8 +211,7 @@ def write_profile(step, batches: list, device: str, path: Path) -> None:
             torch.cuda.synchronize()
     events = prof.key_averages()
     key = "cuda_time_total" if device == "cuda" else "cpu_time_total"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"{len(batches)} steps; sorted by {key}\n\n" + events.table(sort_by=key, row_limit=40) + "\n")
+    atomic_write_text(path, f"{len(batches)} steps; sorted by {key}\n\n" + events.table(sort_by=key, row_limit=40) + "\n")
     print(f"wrote {path}", flush=True)
 
 
