@@ -6,9 +6,8 @@
 # over: 550 s, inside a lent machine's 600 s per command); a benchmark stopped by its limit still
 # writes what its finished cases measured, and every step that did not end cleanly is named at the
 # end (exit 1). Recompilations and Inductor's perf hints (which say when it skips CUDA graphs) are
-# logged. Results and the whole log go to
-# $OUT (default benchmarks/results/gpu/), with a profile of each 12k case (profile/profile_<case>.txt:
-# the busiest operators by GPU time).
+# logged. Results and the whole log go to $OUT (default benchmarks/results/gpu/), with a profile
+# of each 12k case (profile/profile_<case>.txt: the busiest operators by GPU time).
 #
 #   benchmarks/gpu_check.sh
 # The compiled step without graphs takes about as long to warm up again; time it in a call of its own:

@@ -50,18 +50,19 @@ def train(model, compiled: bool, device: str, precision: str, cuda_graphs: bool 
     return losses
 
 
-@pytest.mark.parametrize("device, cuda_graphs", CASES)
-def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool) -> None:
+@pytest.fixture
+def keeps_duck_shape():
+    """compile_for_training turns torch's duck sizing off for the process: put it back after the test
+    (by hand: monkeypatch's undo deletes the entry from torch's config module)."""
     import torch.fx.experimental._config as fx_config
 
-    duck_shape = fx_config.use_duck_shape  # compile_for_training sets it; put back by hand (monkeypatch's
-    try:                                   # undo deleted the entry from torch's config module)
-        check_compiled_training(device, cuda_graphs)
-    finally:
-        fx_config.use_duck_shape = duck_shape
+    saved = fx_config.use_duck_shape
+    yield
+    fx_config.use_duck_shape = saved
 
 
-def check_compiled_training(device: str, cuda_graphs: bool) -> None:
+@pytest.mark.parametrize("device, cuda_graphs", CASES)
+def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool, keeps_duck_shape) -> None:
     precision = "bf16" if device == "cuda" else "fp32"
     eager = tiny_model("sinusoidal", seed=1, layers=1).to(device).train()
     compiled = copy.deepcopy(eager)

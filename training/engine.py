@@ -27,8 +27,8 @@ class TokenLoss(nn.Module):
     autocast, and their summed token cross-entropy (`sequence_loss`). One module, so that
     training.compile compiles the loss with the model in one graph (the fp32 cast and the
     log-softmax over the vocabulary become Inductor kernels instead of eager passes over the
-    `[tokens, vocabulary]` logits) and training.cuda_graphs records it too. Its parameters are the model's: checkpoints keep the plain
-    model."""
+    `[tokens, vocabulary]` logits) and training.cuda_graphs records it too. Its parameters are the
+    model's: checkpoints keep the plain model."""
 
     def __init__(self, model: nn.Module, pad_id: int, label_smoothing: float = 0.0, precision: str = "fp32") -> None:
         super().__init__()

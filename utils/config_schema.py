@@ -179,8 +179,9 @@ class TrainingConfig:
     precision: Literal["fp32", "bf16", "fp16"] = setting("fp32", hparam=True)
     update_freq: int = setting(1, hparam=True)  # gradient accumulation: batches per optimizer update
     compile: bool = setting(False, role=RUNTIME)  # torch.compile the model and its loss for training
-    # With compile, on one GPU, update_freq 1: replay the model's forward and backward (loss included) as CUDA
-    # graphs (one recording per batch shape; use with pad_to_multiple 8 or 16). No effect on a CPU.
+    # With compile, on one GPU, update_freq 1: replay the model's forward and backward (loss
+    # included) as CUDA graphs (one recording per batch shape; use with pad_to_multiple 8 or 16).
+    # No effect on a CPU.
     cuda_graphs: bool = setting(False, role=RUNTIME)
     # Batch lengths rounded up to a multiple of this (padding, masked); with max_tokens the budget
     # counts the padded tokens (smaller batches): few batch shapes for compilation and CUDA graphs
