@@ -100,6 +100,37 @@ def test_training_gives_its_signals_back(tmp_path: Path) -> None:
             signal.signal(sig, handler)
 
 
+def test_a_signal_just_before_the_first_step_still_stops_training(tmp_path: Path, monkeypatch) -> None:
+    """SIGTERM once training's handlers are in place but before the trainer runs (Ignite's run()
+    clears a terminate() asked for earlier): the run stops as it starts, with a checkpoint and an
+    interrupted end record, instead of training its whole budget (a sweep's Ctrl-C hit this window)."""
+    import signal
+
+    import training.handlers as handlers
+    from helpers import ROOT, read_jsonl, tiny_overrides
+    from in_process import load_script
+    from utils.cli import EXIT_INTERRUPTED
+
+    start_of_session = handlers.mark_session_start  # called just before trainer.run
+
+    def signalled(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return start_of_session(*args, **kwargs)
+
+    monkeypatch.setattr(handlers, "mark_session_start", signalled)
+    saved = signal.getsignal(signal.SIGTERM)
+    try:
+        sets = tiny_overrides(tmp_path / "run", tmp_path / "cache", steps=30)[1::2]
+        train = load_script(ROOT / "train.py")
+        assert train.train_run(config=str(ROOT / "configs/demo/sinusoidal.yaml"),
+                               overrides=[*sets, "training.bleu_sentences=0"]) == EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, saved)
+    end = [r for r in read_jsonl(tmp_path / "run" / "metrics.jsonl") if r["event"] == "end"][-1]
+    assert end["step"] == 0 and end["finished"] is False and end["stopped_by_signal"] == signal.SIGTERM
+    assert list((tmp_path / "run" / "checkpoints").glob("last_checkpoint_0.pt"))
+
+
 @contextlib.contextmanager
 def long_local_sweep(tmp_path: Path):
     """A sweep of one 100,000-step local job, in a process group of its own. It takes SIGINT as a

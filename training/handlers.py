@@ -236,6 +236,11 @@ def stop_on_signals(run: TrainingRun) -> None:
         run.trainer.terminate()
         signal.signal(signum, signal.SIG_DFL)
 
+    def stop_if_signalled_before(engine: Engine) -> None:
+        if run.stopped_by is not None:  # a signal before run(), which clears the terminate() asked for
+            engine.terminate()
+
+    run.trainer.add_event_handler(Events.STARTED, stop_if_signalled_before)
     for sig in STOP_SIGNALS:
         signal.signal(sig, stop_cleanly)
 
