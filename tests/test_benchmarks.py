@@ -13,7 +13,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def benchmark_modules(monkeypatch):
+    """benchmarks/ importable for this test only. Its scripts put their folder first on sys.path when
+    imported; left there, a later `import train` in the same worker found benchmarks/train.py
+    instead of the entry script."""
+    monkeypatch.setattr(sys, "path", [str(ROOT / "benchmarks"), *sys.path])
 
 
 def run_script(script: str, args: list[str]) -> subprocess.CompletedProcess:
@@ -66,10 +76,9 @@ def test_decode_benchmark_runs_only_the_chosen_cases(tmp_path: Path) -> None:
     assert "greedy_cached_over_uncached" not in data and "greedy_cached_over_uncached" not in proc.stdout
 
 
-def test_decode_benchmark_cuts_a_set_into_token_budget_batches() -> None:
+def test_decode_benchmark_cuts_a_set_into_token_budget_batches(benchmark_modules) -> None:
     """--max_tokens: every sentence once, sorted by length, in batches within the budget with the
     beam counted as test.py counts it, and no column of padding alone."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from decode import PAD, make_sources, token_budget_batches
 
     src = make_sources(9, 100)
@@ -146,8 +155,7 @@ def report_unless_bad(case: str, queue) -> None:
     queue.put({"case": case, "value": 1.0})
 
 
-def test_a_case_that_dies_is_reported_and_the_others_are_kept(tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+def test_a_case_that_dies_is_reported_and_the_others_are_kept(tmp_path: Path, benchmark_modules) -> None:
     from common import run_rounds, write_results
 
     by = run_rounds(["good", "bad"], report_unless_bad, (), 1, "value", "units")
