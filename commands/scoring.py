@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Optional, Sequence
 
-from evaluation.teacher_forced import BEYOND_FILE, check_position_buckets, pool_nll, teacher_forced_scores
+from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.checkpoint import checkpoint_step
 from training.loading import check_model_matches, load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
@@ -22,7 +22,8 @@ from utils.runtime import log, pick_device
 
 
 # What test.py writes into its output folder (and concat/k<K>/ for the length protocol)
-OUTPUT_FILES = ("scores.json", "hypotheses.txt", "references.txt", "sources.txt", "source_lengths.txt", BEYOND_FILE)
+OUTPUT_FILES = ("scores.json", "hypotheses.txt", "references.txt", "sources.txt", "source_lengths.txt", BEYOND_FILE,
+                PAIRS_FILE)
 
 
 def run_test(run: Optional[str] = None, config: Optional[str] = None, model_path: Optional[str] = None,
@@ -91,8 +92,10 @@ def score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents,
     scores = evaluate(model, tokenizer, pairs, documents, cfg, device, out_dir, concat)
     if cfg.evaluation.teacher_forced:  # the references' likelihood per target position, whatever the search does
         log("teacher forcing the references (k = 1" + "".join(f", {k}" for k in sorted(set(concat) - {1})) + ")")
-        scores["teacher_forced"], beyond = teacher_forced_scores(model, tokenizer, pairs, documents, cfg, device, concat)
+        scores["teacher_forced"], beyond, per_pair = teacher_forced_scores(model, tokenizer, pairs, documents, cfg,
+                                                                           device, concat)
         atomic_write_text(out_dir / BEYOND_FILE, beyond)  # per input, for compare.py's test of the NLL
+        atomic_write_text(out_dir / PAIRS_FILE, per_pair)  # per pair and k, for compare.py's degradation
     if args.src:  # a file from outside the run: is it in the training data? (splits: see data_report.json)
         scores["overlap_with_train"] = overlap_with_training(cfg.data, pairs)
     scores.update(test_set=test_set, split=test_set.get("split"), checkpoint=str(ckpt),

@@ -46,6 +46,11 @@ DEFINITION = ("teacher forcing (tgt_in = BOS + reference, tgt_out = reference + 
               "training_length")
 BEYOND_FILE = "teacher_forced_beyond.tsv"  # per input: k, input, tokens and summed NLL beyond training
 BEYOND_HEADER = "k\tinput\ttokens\tnll_no_eos_sum"
+# per test pair and k: the sums of its target tokens after its first (EOS excluded), the same tokens
+# at k = 1 and inside a joined input, for compare.py's degradation (a pair's NLL joined minus alone)
+PAIRS_FILE = "teacher_forced_pairs.tsv"
+PAIRS_HEADER = "k\tpair\tstart\ttokens\tnll_sum\tnll_no_eos_sum\tbeyond_tokens\tbeyond_nll_no_eos_sum"
+PAIR_STATS = 5  # summed per pair: tokens, nll, nll_no_eos, beyond tokens, beyond nll_no_eos
 STATS = 6  # summed per cell: tokens, nll, correct, tokens_no_eos, nll_no_eos, correct_no_eos
 
 
@@ -64,16 +69,18 @@ class JoinedInputs:
                  limits: tuple[Optional[int], Optional[int]]) -> None:
         src_limit, tgt_limit = limits
         self.src, self.out, self.boundaries, self.source_lengths = [], [], [], []
+        self.members: list[list[tuple[int, int, int]]] = []  # per input: (pair, start position, tokens)
         self.truncated_sources = self.truncated_targets = self.empty_sources = 0
         for group in groups:
             src = [t for i in group for t in src_ids[i]]
             if not src:
                 self.empty_sources += 1
                 continue
-            out, starts = [], []
+            out, starts, members = [], [], []
             for i in group:
                 if tgt_ids[i] and out:  # a later member's first token: the model's cue to stop was here
                     starts.append(len(out))
+                members.append((i, len(out), len(tgt_ids[i])))
                 out += tgt_ids[i]
             out.append(eos)
             self.source_lengths.append(len(src))
@@ -84,6 +91,7 @@ class JoinedInputs:
             self.src.append(src)
             self.out.append(out)
             self.boundaries.append([t for t in starts if t < len(out)])
+            self.members.append(members)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -93,7 +101,8 @@ class PositionSums:
     """Per-token statistics summed on the device per (row group, position bucket, beyond training)
     cell, plus the boundary tokens' count, p(EOS) and NLL; read back once, at the end."""
 
-    def __init__(self, row_groups: int, edges: Sequence[int], training_length: int, device, inputs: int) -> None:
+    def __init__(self, row_groups: int, edges: Sequence[int], training_length: int, device, inputs: int,
+                 pairs: int = 0) -> None:
         device = torch.device(device)
         self.dtype = torch.float32 if device.type == "mps" else torch.float64  # no float64 on MPS
         self.shape = (row_groups, len(edges), 2)
@@ -104,10 +113,13 @@ class PositionSums:
         self.training_length = training_length
         # per input: NLL (EOS renormalised out) summed beyond the training length, and its tokens
         self.per_input = torch.zeros(inputs, 2, dtype=self.dtype, device=device)
+        # per test pair (+ one trash row): its tokens after the first, EOS excluded (PAIRS_FILE)
+        self.per_pair = torch.zeros(pairs + 1, PAIR_STATS, dtype=self.dtype, device=device)
 
     def add(self, logits: torch.Tensor, tgt_out: torch.Tensor, valid: torch.Tensor, boundary: torch.Tensor,
-            row_group: torch.Tensor, eos: int, input_index: torch.Tensor) -> None:
-        """logits `[batch, T, vocab]`, tgt_out/valid/boundary `[batch, T]`, row_group and input_index `[batch]`."""
+            row_group: torch.Tensor, eos: int, input_index: torch.Tensor, pair: Optional[torch.Tensor] = None) -> None:
+        """logits `[batch, T, vocab]`, tgt_out/valid/boundary `[batch, T]`, row_group and input_index `[batch]`;
+        pair `[batch, T]`: the test pair a position's token belongs to (-1: none, its first token, EOS)."""
         logits = logits.float()
         logp = logits.log_softmax(-1)
         y = tgt_out.unsqueeze(-1)
@@ -135,14 +147,22 @@ class PositionSums:
         far = keep_no_eos & beyond[None, :]
         self.per_input.index_add_(0, input_index, torch.stack([torch.where(far, nll_no_eos, 0.0).sum(-1),
                                                                far.float().sum(-1)], -1).to(self.dtype))
+        if pair is not None:
+            mine = valid & pair.ge(0)
+            far_mine = mine & beyond[None, :]
+            rows = torch.where(mine, pair, self.per_pair.size(0) - 1).flatten()
+            self.per_pair.index_add_(0, rows, torch.stack(
+                [mine.float(), torch.where(mine, nll, 0.0), torch.where(mine, nll_no_eos, 0.0), far_mine.float(),
+                 torch.where(far_mine, nll_no_eos, 0.0)], -1).flatten(0, 1).to(self.dtype))
         at = boundary & valid
         self.boundary += torch.stack([at.float().sum(), torch.where(at, p_eos, 0.0).sum(),
                                       torch.where(at, nll, 0.0).sum()]).to(self.dtype)
 
-    def read(self) -> tuple[torch.Tensor, list[float], torch.Tensor]:
-        """The sums `[row groups, buckets, 2, STATS]` (on the CPU), the boundary's [tokens, p_eos, nll]
-        and each input's [NLL, tokens] beyond the training length `[inputs, 2]`."""
-        return self.cells[:-1].view(*self.shape, STATS).cpu(), self.boundary.cpu().tolist(), self.per_input.cpu()
+    def read(self) -> tuple[torch.Tensor, list[float], torch.Tensor, torch.Tensor]:
+        """The sums `[row groups, buckets, 2, STATS]` (on the CPU), the boundary's [tokens, p_eos, nll],
+        each input's [NLL, tokens] beyond the training length `[inputs, 2]` and each pair's `[pairs, PAIR_STATS]`."""
+        return (self.cells[:-1].view(*self.shape, STATS).cpu(), self.boundary.cpu().tolist(), self.per_input.cpu(),
+                self.per_pair[:-1].cpu())
 
 
 def pool_nll(parts) -> Optional[float]:
@@ -185,11 +205,13 @@ def entry(cells: torch.Tensor, edges: Sequence[int], training_length: int, count
 
 
 def score_inputs(model, inputs: JoinedInputs, row_group: list[int], row_groups: int, tokenizer, cfg, device,
-                 training_length: int, progress=None) -> tuple[torch.Tensor, list[float], torch.Tensor]:
+                 training_length: int, progress=None, num_pairs: int = 0
+                 ) -> tuple[torch.Tensor, list[float], torch.Tensor, torch.Tensor]:
     """Teacher-force every input in batches of `decoding.max_tokens` (length-sorted); the sums per
-    (row group, position bucket, beyond training), the boundary sums and the per-input sums beyond
-    training."""
-    sums = PositionSums(row_groups, cfg.evaluation.position_buckets, training_length, device, len(inputs))
+    (row group, position bucket, beyond training), the boundary sums, the per-input sums beyond
+    training and the per-pair sums (PositionSums.read)."""
+    sums = PositionSums(row_groups, cfg.evaluation.position_buckets, training_length, device, len(inputs),
+                        num_pairs)
     order = sorted(range(len(inputs)), key=lambda i: (len(inputs.out[i]), len(inputs.src[i])))
     sizes = [max(len(s), len(o)) for s, o in zip(inputs.src, inputs.out)]
     batches = cut_by_token_budget(order, sizes, cfg.decoding.max_tokens)
@@ -201,12 +223,16 @@ def score_inputs(model, inputs: JoinedInputs, row_group: list[int], row_groups: 
         tgt_out = pad_batch(outs, pad)
         valid = torch.arange(tgt_out.size(1))[None, :] < torch.tensor([len(o) for o in outs])[:, None]
         boundary = torch.zeros_like(valid)
+        pair = torch.full(valid.shape, -1, dtype=torch.long)
         for row, i in enumerate(batch):
             boundary[row, inputs.boundaries[i]] = True
+            for index, start, length in inputs.members[i]:  # its tokens after the first (EOS is after them)
+                pair[row, start + 1:start + length] = index
         with autocast(cfg.decoding.precision, device):
             logits = model(src, tgt_in)  # [batch, T, vocab]
         sums.add(logits, tgt_out.to(device), valid.to(device), boundary.to(device),
-                 torch.tensor([row_group[i] for i in batch], device=device), eos, torch.tensor(batch, device=device))
+                 torch.tensor([row_group[i] for i in batch], device=device), eos, torch.tensor(batch, device=device),
+                 pair.to(device))
     return sums.read()
 
 
@@ -218,10 +244,11 @@ def _source_bucket(length: int, edges: Sequence[int]) -> int:
 
 @torch.no_grad()
 def teacher_forced_scores(model, tokenizer, pairs: list[tuple[str, str]], documents: Optional[list[str]], cfg,
-                          device, concat: Sequence[int] = ()) -> tuple[dict, str]:
+                          device, concat: Sequence[int] = ()) -> tuple[dict, str, str]:
     """scores.json's "teacher_forced": per k (1 and every k of `concat`) and, for k = 1, per
-    source-length bucket; and the text of BEYOND_FILE: every input's NLL (EOS renormalised out) and
-    tokens beyond the decoder's training length, for compare.py's paired bootstrap test."""
+    source-length bucket; the text of BEYOND_FILE: every input's NLL (EOS renormalised out) and
+    tokens beyond the decoder's training length; and the text of PAIRS_FILE: every test pair's sums
+    per k (its tokens after the first, EOS excluded: the same tokens alone and joined), for compare.py."""
     from tqdm import tqdm
 
     from data.readers import normalize_text
@@ -237,21 +264,25 @@ def teacher_forced_scores(model, tokenizer, pairs: list[tuple[str, str]], docume
     source_edges = cfg.evaluation.length_buckets
     report: dict = {"definition": DEFINITION, "training_length": {"source": lengths[0], "target": lengths[1]},
                     "position_buckets": list(edges), "k": {}}
-    beyond_rows = []
+    beyond_rows, pair_rows = [], []
     for k in sorted({1, *concat}):
         inputs = JoinedInputs(src_ids, tgt_ids, protocol_groups(len(pairs), k, documents, cfg),
                               tokenizer.eos_id, limits)
         # k = 1: one row group per source-length bucket (+ one for lengths outside them); else one
         row_group = [_source_bucket(n, source_edges) for n in inputs.source_lengths] if k == 1 else [0] * len(inputs)
         row_groups = len(source_edges) + 1 if k == 1 else 1
-        cells, boundary, per_input = score_inputs(model, inputs, row_group, row_groups, tokenizer, cfg, device, lengths[1],
-                                       lambda b: tqdm(b, desc=f"teacher forcing k={k}", unit="batch", mininterval=5))
+        cells, boundary, per_input, per_pair = score_inputs(
+            model, inputs, row_group, row_groups, tokenizer, cfg, device, lengths[1],
+            lambda b: tqdm(b, desc=f"teacher forcing k={k}", unit="batch", mininterval=5), len(pairs))
         counts = {"inputs": len(inputs), "target_tokens": sum(len(o) for o in inputs.out),
                   "truncated_sources": inputs.truncated_sources, "truncated_targets": inputs.truncated_targets,
                   "empty_sources": inputs.empty_sources}
         report["k"][str(k)] = entry(cells.sum(0), edges, lengths[1], counts, boundary if k > 1 else None)
         beyond_rows += [f"{k}\t{i}\t{int(tokens)}\t{nll:.6f}" for i, (nll, tokens) in enumerate(per_input.tolist())
                         if tokens]
+        starts = {index: start for members in inputs.members for index, start, _ in members}
+        pair_rows += [f"{k}\t{i}\t{starts[i]}\t{int(row[0])}\t{row[1]:.6f}\t{row[2]:.6f}\t{int(row[3])}\t{row[4]:.6f}"
+                      for i, row in enumerate(per_pair.tolist()) if row[0]]
         if k == 1:
             report["by_source_length"] = [
                 {"bucket": bucket_label(lo, hi), **entry(
@@ -260,4 +291,5 @@ def teacher_forced_scores(model, tokenizer, pairs: list[tuple[str, str]], docume
                      "target_tokens": sum(len(o) for o, g in zip(inputs.out, row_group) if g == b)})}
                 for b, (lo, hi) in enumerate(zip(source_edges, [*source_edges[1:], None]))]
     report["seconds"] = round(time.time() - start, 2)
-    return report, "".join(f"{line}\n" for line in [BEYOND_HEADER, *beyond_rows])
+    return (report, "".join(f"{line}\n" for line in [BEYOND_HEADER, *beyond_rows]),
+            "".join(f"{line}\n" for line in [PAIRS_HEADER, *pair_rows]))

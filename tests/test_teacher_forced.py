@@ -184,7 +184,7 @@ def test_beyond_and_within_split_at_the_decoder_training_length(model, report):
 def test_per_input_sums_beyond_training_equal_a_hand_computation(model):
     """The per-input file (the paired test's unit): each input's NLL, EOS renormalised out, summed
     over its non-boundary target positions t >= the training length, and their count."""
-    _, text = teacher_forced_scores(model, IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])
+    _, text, _ = teacher_forced_scores(model, IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])
     lines = text.splitlines()
     assert lines[0] == "k\tinput\ttokens\tnll_no_eos_sum"
     got = {(int(k), int(i)): (int(n), float(x)) for k, i, n, x in (line.split("\t") for line in lines[1:])}
@@ -200,6 +200,30 @@ def test_per_input_sums_beyond_training_equal_a_hand_computation(model):
     assert got.keys() == want.keys() and want
     for key, (n, x) in want.items():
         assert got[key][0] == n and got[key][1] == pytest.approx(x, abs=1e-5)
+
+
+def test_per_pair_sums_are_the_same_tokens_alone_and_joined(model):
+    """The per-pair file (the length study's degradation): each pair's target tokens after its
+    first, EOS excluded, scored alone (k = 1) and inside its joined input (k = 2), by hand; its start
+    position, and the part at positions >= the training length (3)."""
+    _, _, text = teacher_forced_scores(model, IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])
+    lines = text.splitlines()
+    assert lines[0] == "k\tpair\tstart\ttokens\tnll_sum\tnll_no_eos_sum\tbeyond_tokens\tbeyond_nll_no_eos_sum"
+    got = {(int(k), int(p)): [float(x) for x in rest] for k, p, *rest in (line.split("\t") for line in lines[1:])}
+    tgt0, tgt1 = ids(PAIRS[0][1]), ids(PAIRS[1][1])
+    alone = {i: hand_tokens(model, ids(s), ids(t)) for i, (s, t) in enumerate(PAIRS)}
+    joined = hand_tokens(model, ids(PAIRS[0][0]) + ids(PAIRS[1][0]), tgt0 + tgt1)
+    # pair 0 holds joined positions 1-2 (0 is its first token), pair 1 positions 4-6 (3 is the boundary)
+    want = {(1, 0): (0, alone[0][1:3]), (1, 1): (0, alone[1][1:4]), (2, 0): (0, joined[1:3]),
+            (2, 1): (3, joined[4:7])}  # pair 2 has one token: nothing after its first, no row
+    assert got.keys() == want.keys()
+    for key, (start, rows) in want.items():
+        far = [r for r in rows if r["t"] >= 3]
+        assert got[key][:2] == [start, len(rows)] and got[key][4] == len(far), key
+        assert got[key][2] == pytest.approx(sum(r["nll"] for r in rows), abs=1e-5)
+        assert got[key][3] == pytest.approx(sum(r["nll_no_eos"] for r in rows), abs=1e-5)
+        assert got[key][5] == pytest.approx(sum(r["nll_no_eos"] for r in far), abs=1e-5)
+    assert [r["y"] for r in joined[4:7]] == tgt1[1:]  # the same tokens as pair 1 alone, after its first
 
 
 def test_long_inputs_are_truncated_and_counted_and_empty_sources_left_out():
