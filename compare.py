@@ -6,15 +6,18 @@ Examples:
   python compare.py runs/demo/sinusoidal runs/demo/learnable runs/demo/rope
   python compare.py "runs/demo/*" --output runs/demo/summary     # summary.md/.csv/.json + summary_*.png
   python compare.py "runs/seeds/*/*" --baseline rope --output runs/seeds/summary
+  python compare.py "results/length/*" --family configs/length/findings/headline.yaml   # the declared headline family
 
 Runs whose resolved config.yaml files are equal except for `seed`, `name`, `run_dir` and runtime
 settings (where and how they ran: training.device, num_threads, data.cache_dir, ...) are one configuration
 (the seeds of one experiment): one row, labelled by the run name without a seed suffix (`_seed2`, `-s2`, `/seed2`), numbers as `mean ± std` (sample std) with the number of seeds.
-`p vs baseline` is a paired bootstrap resampling test of test sacreBLEU (sacrebleu.significance,
-1,000 resamples) of each configuration's first seed against the baseline's first seed. It measures
-test-set sampling noise for one pair of models; `seeds above baseline` counts, over the seeds both
-configurations were run with, how often this configuration's test sacreBLEU beat the baseline's
-with the same seed (e.g. `3/3`) — the check against seed noise.
+`p vs baseline` is the seed-level test of test sacreBLEU (evaluation/seed_test.py): Student's t over
+the per-seed differences with the test set's joint-bootstrap variance added, two-sided, over the
+seeds both configurations were run with (none with one seed). `seeds above baseline` counts the
+seeds where this configuration is above the baseline by more than the tie margin. The findings
+(`<prefix>_findings.md/.json`) word every comparison by one rule: only those declared in `--family`
+(the study's configs/<study>/findings/headline.yaml) can say ahead/behind, Holm-corrected over that family;
+each table states the smallest effect its seeds can see.
 Runs scored with test.py's teacher-forced diagnostic add a column (`TF NLL beyond training`), a table
 of NLL by target position, one of p(EOS) at the sentence boundaries per k and `<prefix>_teacher_forced.png`;
 runs without it (older ones) are tabulated exactly as before.
@@ -37,8 +40,11 @@ from pathlib import Path
 from typing import Optional
 
 from evaluation.comparison_plots import write_plots
+from evaluation.degradation import degradation_stats, degradation_table
 from evaluation.length_report import add_concat_stats, concat_tables
 from evaluation.findings import compute_findings, find_row, findings_markdown
+from evaluation.headline import headline_markdown
+from evaluation.seed_test import load_family
 from evaluation.run_stats import mean_std, read_lines, seed_wins, test_folder
 from evaluation.teacher_forced import pool_nll
 from evaluation.summary_tables import (NUMERIC, bucket_table, csv_rows, json_report, markdown_table,
@@ -88,13 +94,14 @@ def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> 
     if settings:
         name += " [" + ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in settings.items()) + "]"
     row = {"run": str(run_dir), "test_dir": str(run_dir / test_dir), "name": name, "seed": cfg.get("seed"),
+           "variant": bool(settings),
            "config": cfg,
            "encoding": cfg["model"]["positional"]["name"],
            "train_loss": ends[-1].get("final_train_loss") if ends else None,
            "valid_loss": best.get("valid_loss") if best else None,
            "valid_accuracy": best.get("valid_accuracy") if best else None,
            "params": ends[-1]["params"] if ends else None,
-           "train_minutes": ends[-1]["total_train_seconds"] / 60 if ends else None,
+           "train_minutes": training_minutes(records),
            "tokens_per_sec": statistics.fmean(speeds) if speeds else None,
            "steps": ends[-1]["step"] if ends else None,
            "valid_events": valid}
@@ -113,6 +120,24 @@ def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> 
     row["concat"] = {c["k"]: c for c in scores.get("concat") or []}
     row["teacher_forced"] = run_teacher_forced(scores.get("teacher_forced"))
     return row
+
+
+def training_minutes(records: list[dict]) -> Optional[float]:
+    """Minutes of training over every session of a run (a resumed run has several): a session's own
+    `end` record, else (stopped without one) the time from its `start` to its last record."""
+    sessions: list[list[dict]] = []
+    for r in records:
+        if r["event"] == "start" or not sessions:
+            sessions.append([])
+        sessions[-1].append(r)
+    total, counted = 0.0, False
+    for session in sessions:
+        end = next((r for r in session if r["event"] == "end" and r.get("train_seconds") is not None), None)
+        if end is not None:
+            total, counted = total + end["train_seconds"], True
+        elif session[0]["event"] == "start" and len(session) > 1 and "time" in session[0] and "time" in session[-1]:
+            total, counted = total + session[-1]["time"] - session[0]["time"], True
+    return total / 60 if counted else None
 
 
 def run_variants(run_dir: Path) -> list[tuple[str, dict]]:
@@ -145,6 +170,7 @@ def run_teacher_forced(report: Optional[dict]) -> Optional[dict]:
         for b in e["buckets"]:
             buckets.setdefault(b["from"], (b["bucket"], []))[1].append(b)
     return {"training_length": (report.get("training_length") or {}).get("target") or None,
+            "position_buckets": report.get("position_buckets") or [],
             "nll_beyond": pool_nll(e.get("beyond_training") for e in entries),
             "by_position": [{"bucket": label, "from": lo, "nll_no_eos": pool_nll(bs)}
                             for lo, (label, bs) in sorted(buckets.items())],
@@ -181,12 +207,14 @@ def group_runs(rows: list[dict]) -> list[dict]:
         g["runs"].sort(key=lambda r: (r["seed"] is None, r["seed"] if r["seed"] is not None else 0, r["run"]))
         first = g["runs"][0]
         g.update(label=config_label(first["name"]), encoding=first["encoding"], n=len(g["runs"]),
+                 variant=first.get("variant", False),
                  seeds=[r["seed"] for r in g["runs"]], mean={}, std={}, p_value=None, seeds_above=None,
                  is_baseline=False)
         for key in NUMERIC:
             g["mean"][key], g["std"][key], _ = mean_std([r.get(key) for r in g["runs"]])
         g["by_source_length"] = bucket_stats(g["runs"])
         g["teacher_forced"] = teacher_forced_stats(g["runs"])
+        g["degradation"] = degradation_stats(g["runs"])
     counts = Counter(g["label"] for g in out)
     for g in out:  # two configurations with one name (e.g. different --set): tell them apart by folder
         if counts[g["label"]] > 1:
@@ -270,13 +298,13 @@ def add_significance(groups: list[dict], baseline: dict, findings: dict) -> None
             c["p_value"] = row["p_value"] if row else None
 
 
-def add_seed_wins(groups: list[dict], baseline: dict) -> None:
+def add_seed_wins(groups: list[dict], baseline: dict, margin: float = 0.0) -> None:
     """Set each group's `seeds_above` = [wins, pairs]: over the seeds it shares with the baseline,
     how many of its runs have a higher test sacreBLEU than the baseline's run with the same seed
     (None when no seed is shared or no run is scored)."""
     for g in groups:
         if g is not baseline:
-            g["seeds_above"] = seed_wins(g["runs"], baseline["runs"], lambda r: r.get("sacrebleu"))
+            g["seeds_above"] = seed_wins(g["runs"], baseline["runs"], lambda r: r.get("sacrebleu"), margin)
 
 
 # ----------------------------------------------------------------------------- command line
@@ -303,13 +331,17 @@ def is_compare_report(path: Path) -> bool:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = command_parser(__doc__, output="path prefix: writes <prefix>.md, .csv, .json, <prefix>_findings.md/.json "
-                                            "and <prefix>_*.png plots",
+    parser = command_parser(__doc__, output="path prefix: writes <prefix>.md, .csv, .json, <prefix>_findings.md/.json, "
+                                            "<prefix>_headline.md (the result sentences) and <prefix>_*.png plots",
                             overwrite="let --output replace files that are not an earlier summary of compare.py")
     parser.add_argument("runs", nargs="+", help="run folders or glob patterns (quote them)")
     parser.add_argument("--baseline", metavar="NAME_OR_ENCODING",
                         help="configuration the others are tested against: a config label or an encoding "
                              "(default: the sinusoidal configuration if present, else the first)")
+    parser.add_argument("--family", metavar="YAML",
+                        help="the study's declared headline comparisons (e.g. configs/length/findings/headline.yaml): only "
+                             "these can be worded ahead/behind, with Holm's correction over them; also its "
+                             "baseline and tie margins (default: none declared, every finding descriptive)")
     parser.add_argument("--bootstrap_samples", type=int, default=10000,
                         help="paired bootstrap resamples (10,000: a p-value's standard error is at most 0.005)")
     parser.add_argument("--no_significance", action="store_true",
@@ -331,19 +363,24 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not rows:
         raise CompareError(f"no run folders (with config.yaml) among {', '.join(args.runs)}")
     groups = group_runs(rows)
+    family = load_family(args.family)
+    margin = family.tie_margin["sacreBLEU"]
     try:
-        baseline = pick_baseline(groups, args.baseline)
+        baseline = pick_baseline(groups, args.baseline or family.baseline)
         baseline["is_baseline"] = True
-        add_seed_wins(groups, baseline)
-        add_concat_stats(groups, baseline, check_inputs=not args.no_significance)
+        add_seed_wins(groups, baseline, margin)
+        add_concat_stats(groups, baseline, check_inputs=not args.no_significance, margin=margin)
         findings = None
         if not args.no_significance:
             check_same_references(groups)
-            findings = compute_findings(groups, baseline, args.bootstrap_samples)
+            findings = compute_findings(groups, baseline, args.bootstrap_samples, family=family)
             add_significance(groups, baseline, findings)
     except ValueError as e:  # references that differ between runs (evaluation/length_report.py)
         raise CompareError(str(e)) from None
     table = markdown_table(groups, baseline, args.bootstrap_samples)
+    degradation = degradation_table(groups)  # the length study's headline measure: its first table
+    if degradation:
+        table = degradation + "\n\n" + table
     for extra in (bucket_table(groups), concat_tables(groups, baseline, args.bootstrap_samples),
                   teacher_forced_tables(groups)):
         if extra:
@@ -365,6 +402,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if findings is not None:
             texts[named(out, "_findings.md")] = findings_markdown(findings) + "\n"
             texts[named(out, "_findings.json")] = json.dumps(findings, indent=2) + "\n"
+            texts[named(out, "_headline.md")] = headline_markdown(findings) + "\n"
         # its own earlier summary (the same prefix) is replaced; anything else needs --overwrite
         own = is_compare_report(named(out, ".json"))
         for path in texts:

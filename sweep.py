@@ -109,6 +109,9 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
                              "(repeatable; compare.py shows each as a row of its own), e.g. --variant yarn4 "
                              "model.positional.scaling=yarn model.positional.scaling_factor=4; a run whose "
                              "encoding does not take a key is not tested with it")
+    parser.add_argument("--family", metavar="YAML",
+                        help="the study's declared headline comparisons for the summary's findings (compare.py "
+                             "--family, e.g. configs/demo/findings/headline.yaml)")
     parser.add_argument("--runs_root", metavar="DIR",
                         help="put run folders under DIR/<name> instead of runs/<name> (ignored for a config "
                              "whose run_dir is set)")
@@ -228,7 +231,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         return EXIT_INTERRUPTED
     scored = [o.run_dir for o in settled if o.status == "scored"]
     if scored and len(scored) == len(order) - sum(o.status == "left_alone" for o in settled):
-        rc = compare.main(scored + (["--output", args.output] if args.output else []))
+        rc = compare.main(scored + (["--output", args.output] if args.output else [])
+                          + (["--family", args.family] if args.family else []))
         if rc:
             return rc
     elif scored:

@@ -1,55 +1,61 @@
 """Findings: what a comparison of runs supports, worded by one fixed rule, generated from the runs.
 
-For every configuration against the baseline, on the test set, on each k of the length protocol
-(k >= 2; k = 1 *is* the test set) and on each source-length bucket (where test.py recorded each
-sentence's length, `test/source_lengths.txt`): the mean sacreBLEU difference over the seeds both
-were run with, how many of those seeds it is ahead in, the paired bootstrap p of every seed
-(sacreBLEU's own test), and one combined test over the seeds that resamples the same sentences for
-every seed (evaluation/significance.py). Holm's correction runs over the rows of each table.
+For every configuration against the baseline: the length study's degradation (evaluation/
+degradation.py: a test pair's NLL inside a joined input minus alone, pooled over k, per k, and by
+where the pair starts), the test set, each k of the length protocol (k >= 2; k = 1 *is* the test
+set), each source-length bucket (where test.py recorded each sentence's length), and the
+teacher-forced NLL beyond the training length. Each row: the per-seed differences over the seeds
+both configurations were run with, the seed-level test (evaluation/seed_test.py: the seeds'
+spread plus the test set's, Student's t, two-sided) with its 95% interval, and sacreBLEU's own
+paired bootstrap p of each seed as a descriptive column (it holds the trained models fixed).
 
-The rule that words a row: "ahead"/"behind" by the sign of the mean difference; "in every seed"
-when each seed's difference has that sign, else "on average" (if significant) or "no consistent
-difference"; "significant" when the Holm-corrected combined p is below ALPHA.
+Verdicts: only the study's declared headline comparisons (configs/<study>/findings/headline.yaml) can be
+worded "ahead"/"behind", with Holm's correction over that family alone; every other row says how
+the seeds fall against the tie margin and gives the interval (seed_test.verdict).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import statistics
 from typing import Callable, Optional
 
 import numpy as np
 
+from evaluation.degradation import PairSums, read_pair_sums, selections
 from evaluation.run_stats import read_lines, test_folder
+from evaluation.seed_test import (ALPHA, ONE_SEED, POWER, TEST_NAME, Family, detectable_effect, format_p,
+                                  seed_test, seeds_needed, verdict)
 from evaluation.significance import DEFAULT_SEED, holm, paired_bootstrap_ratio, paired_bootstrap_seeds, sentence_stats
 from evaluation.teacher_forced import BEYOND_FILE
 
-ALPHA = 0.05
 MIN_SENTENCES = 10  # fewer and resampling says nothing (one sentence: every resample is that sentence)
-RULE = ("Finding, by one rule: ahead/behind by the sign of the mean difference; 'in every seed' when every "
-        "seed's difference has that sign, else 'on average' (when significant) or 'no consistent difference'; "
-        f"'significant' when the Holm-corrected p (all seeds) is below {ALPHA}.")
-
-
-def format_p(p: Optional[float]) -> str:
-    """A p-value to the digits its resampling supports (10,000 resamples: standard error <= 0.005)."""
-    if p is None:
-        return "–"
-    return "<0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+RULE = ("Finding, by one rule: 'ahead'/'behind' only for a comparison declared in the study's headline family "
+        f"whose Holm-adjusted p (over that family) is below {ALPHA} and with no seed beyond the tie margin on the "
+        "other side ('in every seed' when every seed is beyond the margin in that direction; lower is better for "
+        "NLL); every other row gives how the seeds fall against the tie margin and the 95% interval of the mean "
+        "difference, and no verdict.")
 
 
 class Outputs:
-    """Per-sentence BLEU statistics of a run's test outputs (read once), with their references, and
-    its per-input teacher-forced NLL beyond training (read once)."""
+    """Per-sentence BLEU statistics of a run's test outputs (read once), with their references, its
+    per-input teacher-forced NLL beyond training and its per-pair sums (read once)."""
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, int], Optional[tuple[np.ndarray, list[str]]]] = {}
         self._beyond: dict[str, Optional[dict]] = {}
+        self._pairs: dict[str, Optional[PairSums]] = {}
 
     def beyond(self, run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]]:
         key = str(test_folder(run))
         if key not in self._beyond:
             self._beyond[key] = nll_beyond(run)
         return self._beyond[key]
+
+    def pairs(self, run: dict) -> Optional[PairSums]:
+        key = str(test_folder(run))
+        if key not in self._pairs:
+            self._pairs[key] = read_pair_sums(run)
+        return self._pairs[key]
 
     def get(self, run: dict, k: int) -> Optional[tuple[np.ndarray, list[str]]]:
         """(stats, references) of the test set (k = 1) or of its k-inputs; None when not written."""
@@ -89,11 +95,36 @@ def training_length(run: dict) -> Optional[int]:
     return (run.get("teacher_forced") or {}).get("training_length")
 
 
+def _row(seeds: list, n_units: int, combined, per_seed_p: list[Optional[float]], lower_is_better: bool = False) -> dict:
+    """A comparison row from the joint bootstrap over seeds (its per-seed differences and the variance
+    of their mean) and each seed's own paired bootstrap p (descriptive)."""
+    test = seed_test(combined.per_seed, combined.variance)
+    return {"seeds": seeds, "num_sentences": n_units, "mean_difference": combined.difference,
+            "per_seed": [{"seed": s, "difference": d, "p_value": p}
+                         for s, d, p in zip(seeds, combined.per_seed, per_seed_p)],
+            "seed_test": vars(test), "p_value": test.p_value, "lower_is_better": lower_is_better}
+
+
+def _untested(seeds: list, n_units: int, lower_is_better: bool = False) -> dict:
+    return {"seeds": seeds, "num_sentences": n_units, "mean_difference": None, "per_seed": [], "seed_test": None,
+            "p_value": None, "lower_is_better": lower_is_better,
+            "finding": f"not tested (fewer than {MIN_SENTENCES} sentences)"}
+
+
+def compare_ratio(systems: list[np.ndarray], baselines: list[np.ndarray], seeds: list, n_samples: int,
+                  seed: int) -> dict:
+    """A lower-is-better ratio of sums (NLL per token) per unit `[units, 2]`, system vs baseline per seed."""
+    n = len(systems[0])
+    if n < MIN_SENTENCES:
+        return _untested(seeds, n, True)
+    combined = paired_bootstrap_ratio(systems, baselines, n_samples, seed)
+    per_seed = [paired_bootstrap_ratio([m], [b], n_samples, seed).p_value for m, b in zip(systems, baselines)]
+    return _row(seeds, n, combined, per_seed, lower_is_better=True)
+
+
 def compare_nll(pairs: list[tuple[dict, dict]], outputs: Outputs, n_samples: int, seed: int) -> Optional[dict]:
-    """Per-seed and combined paired bootstrap of the teacher-forced NLL beyond the training length,
-    pooled over every k: the unit resampled is an input (of any k) that has such tokens in either
-    run; the statistic the token-weighted mean NLL. Lower is better: `ahead` counts seeds with a
-    lower NLL than the baseline's."""
+    """The teacher-forced NLL beyond the training length, pooled over every k: the unit resampled is
+    an input (of any k) that has such tokens in either run; the statistic the token-weighted mean NLL."""
     sums = [(outputs.beyond(run), outputs.beyond(base), run["seed"]) for run, base in pairs]
     keys = sorted({key for mine, theirs, _ in sums for key in (*mine, *theirs)})
     if not keys:
@@ -102,18 +133,24 @@ def compare_nll(pairs: list[tuple[dict, dict]], outputs: Outputs, n_samples: int
     def rows(values: dict) -> np.ndarray:
         return np.array([values.get(key, (0.0, 0.0)) for key in keys])  # [inputs, 2]
 
-    systems, baselines = [rows(m) for m, _, _ in sums], [rows(t) for _, t, _ in sums]
-    seeds = [s for _, _, s in sums]
-    if len(keys) < MIN_SENTENCES:
-        return {"seeds": seeds, "num_sentences": len(keys), "mean_difference": None, "ahead": None,
-                "behind": None, "p_value": None, "per_seed": [], "lower_is_better": True}
-    combined = paired_bootstrap_ratio(systems, baselines, n_samples, seed)
-    per_seed = [paired_bootstrap_ratio([m], [b], n_samples, seed) for m, b in zip(systems, baselines)]
-    diffs = combined.per_seed
-    return {"seeds": seeds, "num_sentences": len(keys), "mean_difference": combined.difference,
-            "ahead": sum(d < 0 for d in diffs), "behind": sum(d > 0 for d in diffs), "p_value": combined.p_value,
-            "per_seed": [{"seed": s, "difference": d, "p_value": r.p_value} for s, d, r in zip(seeds, diffs, per_seed)],
-            "lower_is_better": True}
+    return compare_ratio([rows(m) for m, _, _ in sums], [rows(t) for _, t, _ in sums], [s for _, _, s in sums],
+                         n_samples, seed)
+
+
+def compare_degradation(pairs: list[tuple[dict, dict]], outputs: Outputs, keep, n_samples: int,
+                        seed: int) -> Optional[dict]:
+    """The degradation of one selection (evaluation/degradation.py), system vs baseline per seed; the
+    unit resampled is the test pair."""
+    sums = [(outputs.pairs(run), outputs.pairs(base)) for run, base in pairs]
+    if any(a.num_pairs != b.num_pairs for a, b in sums):
+        raise ValueError(f"{pairs[0][0]['run']} and {pairs[0][1]['run']} were teacher-forced on different test "
+                         f"sets: their degradation cannot be compared")
+    systems, baselines = [a.units(keep) for a, _ in sums], [b.units(keep) for _, b in sums]
+    if any(x[:, 1].sum() <= 0 for x in (*systems, *baselines)):
+        return None
+    used = int(sum((x[:, 1] > 0).any() for x in np.stack(systems + baselines, 1)))  # pairs with tokens
+    row = compare_ratio(systems, baselines, [r["seed"] for r, _ in pairs], n_samples, seed)
+    return {**row, "num_sentences": used}
 
 
 def _pairs(group: dict, baseline: dict, has: Callable[[dict], bool]) -> list[tuple[dict, dict]]:
@@ -132,7 +169,7 @@ def _pairs(group: dict, baseline: dict, has: Callable[[dict], bool]) -> list[tup
 
 def compare_pair(pairs: list[tuple[dict, dict]], outputs: Outputs, k: int, n_samples: int, seed: int,
                  bucket: Optional[tuple[int, Optional[int]]] = None) -> Optional[dict]:
-    """Per-seed and combined paired bootstrap of a configuration against the baseline."""
+    """Test sacreBLEU (k = 1), or on the k-inputs, of a configuration against the baseline over shared seeds."""
     systems, baselines, subsets, seeds = [], [], [], []
     for run, base in pairs:
         (mine, refs), (theirs, base_refs) = outputs.get(run, k), outputs.get(base, k)
@@ -157,48 +194,63 @@ def compare_pair(pairs: list[tuple[dict, dict]], outputs: Outputs, k: int, n_sam
         baselines = [b[m] for b, m in zip(baselines, subsets)]
     n = len(systems[0])
     if n < MIN_SENTENCES:
-        return {"seeds": seeds, "num_sentences": n, "mean_difference": None, "ahead": None, "behind": None,
-                "p_value": None, "per_seed": []}
+        return _untested(seeds, n)
     combined = paired_bootstrap_seeds(systems, baselines, n_samples, seed)
-    per_seed = [paired_bootstrap_seeds([s], [b], n_samples, seed) for s, b in zip(systems, baselines)]
-    diffs = combined.per_seed
-    return {"seeds": seeds, "num_sentences": n, "mean_difference": combined.difference, "ahead": sum(d > 0 for d in diffs),
-            "behind": sum(d < 0 for d in diffs), "p_value": combined.p_value,
-            "per_seed": [{"seed": s, "difference": d, "p_value": r.p_value}
-                         for s, d, r in zip(seeds, diffs, per_seed)]}
+    per_seed = [paired_bootstrap_seeds([s], [b], n_samples, seed).p_value for s, b in zip(systems, baselines)]
+    return _row(seeds, n, combined, per_seed)
 
 
-def verdict(row: dict) -> str:
-    if row["p_value"] is None:
-        return f"not tested (fewer than {MIN_SENTENCES} sentences)"
-    m, diff = len(row["seeds"]), row["mean_difference"]
-    better = -diff if row.get("lower_is_better") else diff  # NLL: lower is ahead
-    direction = "ahead" if better > 0 else "behind" if better < 0 else "level"
-    unanimous = better != 0 and (row["ahead"] if better > 0 else row["behind"]) == m
-    significant = row["p_holm"] < ALPHA
-    seeds = "the one seed" if m == 1 else f"every seed ({m}/{m})"
-    if unanimous:
-        return f"{direction} in {seeds}, {'significant' if significant else 'not significant'}"
-    if significant:
-        return f"{direction} on average ({row['ahead']}/{m} seeds ahead), significant"
-    return f"no consistent difference ({row['ahead']}/{m} seeds ahead), not significant"
 
 
 def _table(name: str, title: str, rows: list[dict], metric: str = "sacreBLEU") -> dict:
-    adjusted = holm([r["p_value"] for r in rows])
-    for r, p in zip(rows, adjusted):
-        r["p_holm"] = p
-        r["finding"] = verdict(r)
-    table = {"name": name, "title": title, "family_size": sum(r["p_value"] is not None for r in rows), "rows": rows}
-    return table if metric == "sacreBLEU" else {**table, "metric": metric}
+    return {"name": name, "title": title, "metric": metric, "rows": rows}
 
 
-def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000, seed: int = DEFAULT_SEED) -> dict:
+def power_line(rows: list[dict], metric: str, alpha: float, family: Family) -> Optional[dict]:
+    """The smallest effect a table's seeds can see: 80% power at `alpha` (two-sided) for the table's
+    usual seed count, with the median of its rows' SE; and the seeds a declared effect would need."""
+    tested = [r["seed_test"] for r in rows if r.get("seed_test") and r["seed_test"]["se"] is not None]
+    if not tested:
+        return None
+    n = int(statistics.median_low([t["n"] for t in tested]))
+    same_n = [t for t in tested if t["n"] == n]
+    se = statistics.median(t["se"] for t in same_n)
+    seed_sd = statistics.median(t["seed_sd"] for t in same_n)
+    v_sent = statistics.median(t["v_sent"] for t in same_n)
+    effect = family.effect[metric]
+    return {"n": n, "se": se, "seed_sd": seed_sd, "v_sent": v_sent, "alpha": alpha, "power": POWER,
+            "detectable": detectable_effect(se, n - 1, alpha), "effect": effect,
+            "seeds_needed": seeds_needed(effect, seed_sd, v_sent, alpha)}
+
+
+def apply_rule(tables: list[dict], family: Family) -> int:
+    """Holm over the declared rows of every table (one family), then every row's finding; returns
+    the family's size."""
+    declared = [(t, r) for t in tables for r in t["rows"] if family.declares(t["name"], r) and r["p_value"] is not None]
+    for t in tables:
+        for r in t["rows"]:
+            r["declared"], r["p_holm"] = False, None
+    for (t, r), p in zip(declared, holm([r["p_value"] for _, r in declared])):
+        r["declared"], r["p_holm"] = True, p
+    for t in tables:
+        margin = family.tie_margin[t["metric"]]
+        for r in t["rows"]:
+            r["finding"] = verdict(r, t["metric"], margin, r["declared"])
+    return len(declared)
+
+
+def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000, seed: int = DEFAULT_SEED,
+                     family: Optional[Family] = None) -> dict:
     """Every configuration against `baseline` (compare.py's groups), as tables of findings."""
+    family = family or Family()
     outputs = Outputs()
     others = [g for g in groups if g is not baseline]
     ks = sorted({k for g in groups for r in g["runs"] for k in (r.get("concat") or {}) if k > 1})
     buckets = next((r["by_source_length"] for r in baseline["runs"] if r.get("by_source_length")), None) or []
+    lengths = {r["seed"]: training_length(r) for r in baseline["runs"]}
+
+    def same_length(r: dict) -> bool:  # "beyond" is then the same tokens of the same inputs
+        return training_length(r) is not None and training_length(r) == lengths.get(r["seed"])
 
     def rows(comparisons: list[tuple[str, int, Optional[tuple]]]) -> list[dict]:
         out = []
@@ -210,31 +262,47 @@ def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000,
                     out.append({"config": g["label"], "encoding": g["encoding"], "compared_on": label, **result})
         return out
 
-    tables = [_table("test", "test set", rows([("test set", 1, None)]))]
+    degradation = []
+    for g in others:
+        pairs = _pairs(g, baseline, lambda r: outputs.pairs(r) is not None)
+        if not pairs:
+            continue
+        for label, keep, needs_length in selections(outputs.pairs(pairs[0][0])):
+            chosen = [(r, b) for r, b in pairs if not needs_length or same_length(r)]
+            result = compare_degradation(chosen, outputs, keep, n_samples, seed) if chosen else None
+            if result is not None:
+                degradation.append({"config": g["label"], "encoding": g["encoding"],
+                                    "compared_on": f"degradation, {label}", **result})
+    tables = [_table("degradation", "degradation: a test pair's teacher-forced NLL inside an input of k joined "
+                     "pairs minus alone, per token (EOS renormalised out), the same tokens", degradation, "NLL"),
+              _table("test", "test set", rows([("test set", 1, None)]))]
     if ks:
-        tables.append(_table("concat", "inputs of k test pairs joined",
-                             rows([(f"k={k}", k, None) for k in ks])))
+        tables.append(_table("concat", "inputs of k test pairs joined", rows([(f"k={k}", k, None) for k in ks])))
     if buckets:
         tables.append(_table("buckets", "test set by source length (subword tokens)",
                              rows([(f"{b['bucket']} tokens", 1, (b["min_len"], b["max_len"])) for b in buckets])))
     nll_rows = []
     for g in others:  # the encoding itself, whatever the search does: the references' NLL beyond training
-        # Only against a baseline run that was trained on the same lengths: "beyond" is then the same
-        # tokens of the same inputs (a run trained on joined pairs has other lengths).
-        lengths = {r["seed"]: training_length(r) for r in baseline["runs"]}
-        pairs = _pairs(g, baseline, lambda r: outputs.beyond(r) is not None
-                       and training_length(r) is not None and training_length(r) == lengths.get(r["seed"]))
+        pairs = _pairs(g, baseline, lambda r: outputs.beyond(r) is not None and same_length(r))
         result = compare_nll(pairs, outputs, n_samples, seed) if pairs else None
         if result is not None:
             nll_rows.append({"config": g["label"], "encoding": g["encoding"],
                              "compared_on": "teacher-forced NLL beyond training, all k", **result})
     tables.append(_table("teacher_forced", "teacher-forced NLL (EOS renormalised out) at target positions beyond "
-                         "the training length, inputs of every k", nll_rows, metric="NLL"))
-    return {"baseline": baseline["label"], "metric": "sacreBLEU", "alpha": ALPHA, "correction": "holm, within each table",
-            "test": "paired bootstrap resampling (sacreBLEU's: per seed equal to sacrebleu --paired-bs); all seeds: "
-                    "the same resampled sentences for every seed, statistic the mean difference over seeds",
-            "n_samples": n_samples, "bootstrap_seed": seed, "rule": RULE,
-            "tables": [t for t in tables if t["rows"]]}
+                         "the training length, inputs of every k (absolute: it mixes model quality with "
+                         "extrapolation)", nll_rows, "NLL"))
+    tables = [t for t in tables if t["rows"]]
+    size = apply_rule(tables, family)
+    alpha = ALPHA / size if size else ALPHA  # Holm's first step: what the strongest declared row must pass
+    for t in tables:
+        t["family_rows"] = sum(r["declared"] for r in t["rows"])
+        t["power"] = power_line(t["rows"], t["metric"], alpha, family)
+    return {"baseline": baseline["label"], "metric": "sacreBLEU", "alpha": ALPHA, "test": TEST_NAME,
+            "correction": "holm, over the declared headline family only", "family": family.path,
+            "family_size": size, "tie_margin": family.tie_margin,
+            "descriptive_p": "sacreBLEU's paired bootstrap per seed (sacrebleu --paired-bs: Koehn's statistic, one "
+                             "tail; it holds each trained model fixed), descriptive only",
+            "n_samples": n_samples, "bootstrap_seed": seed, "rule": RULE, "tables": tables}
 
 
 def find_row(findings: dict, table: str, config: str, compared_on: str) -> Optional[dict]:
@@ -244,29 +312,49 @@ def find_row(findings: dict, table: str, config: str, compared_on: str) -> Optio
     return None
 
 
+def _number(x: Optional[float], metric: str) -> str:
+    return "–" if x is None else f"{x:+.3f}" if metric == "NLL" else f"{x:+.2f}"
+
+
+def power_sentence(t: dict, unit: str) -> str:
+    pw = t.get("power")
+    if not pw:
+        return "Smallest detectable effect: needs two seeds or more."
+    metric = t["metric"]
+    need = f"{pw['seeds_needed']} seeds" if pw["seeds_needed"] else "more than 1,000 seeds"
+    return (f"Smallest effect these seeds can see (80% power, two-sided α = {pw['alpha']:.2g}, n = {pw['n']} seeds, "
+            f"median SE {pw['se']:.3g} {unit}: seed SD {pw['seed_sd']:.3g}, test-set SD {pw['v_sent'] ** 0.5:.3g}): "
+            f"{_number(pw['detectable'], metric).lstrip('+')} {unit}; a true difference of "
+            f"{_number(pw['effect'], metric).lstrip('+')} {unit} would need {need}.")
+
+
 def findings_markdown(findings: dict) -> str:
-    """The findings as markdown: one table per family, then how they were computed."""
+    """The findings as markdown: one table per measure, its smallest detectable effect, then how they were computed."""
     parts = []
     for t in findings["tables"]:
-        metric = t.get("metric", "sacreBLEU")
+        metric = t["metric"]
+        unit = "nats" if metric == "NLL" else "BLEU"
         lower = " (lower is better)" if metric == "NLL" else ""
         lines = [f"Against `{findings['baseline']}`, {t['title']}:", "",
-                 f"| config | compared on | Δ {metric} (mean over seeds){lower} | seeds ahead | p per seed | "
-                 "p, all seeds | p, Holm | finding |", "|---|---|---|---|---|---|---|---|"]
+                 f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
+                 "p, seeds (two-sided) | p, Holm (declared) | sacreBLEU's p per seed | finding |",
+                 "|---|---|---|---|---|---|---|---|"]
         for r in t["rows"]:
-            per_seed = ", ".join(f"{s['seed']}: {format_p(s['p_value'])}" for s in r["per_seed"])
-            diff = "–" if r["mean_difference"] is None else \
-                f"{r['mean_difference']:+.3f}" if metric == "NLL" else f"{r['mean_difference']:+.2f}"
-            ahead = "–" if r["ahead"] is None else f"{r['ahead']}/{len(r['seeds'])}"
-            lines.append(f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | {diff} | {ahead} | "
-                         f"{per_seed or '–'} | {format_p(r['p_value'])} | {format_p(r['p_holm'])} | {r['finding']} |")
+            per_seed = ", ".join(f"{s['seed']}: {_number(s['difference'], metric)}" for s in r["per_seed"])
+            seed_p = ", ".join(f"{s['seed']}: {format_p(s['p_value'])}" for s in r["per_seed"])
+            holm_p = format_p(r["p_holm"]) if r.get("declared") else "not declared"
+            lines.append(f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | "
+                         f"{_number(r['mean_difference'], metric)} | {per_seed or '–'} | "
+                         f"{format_p(r['p_value'])} | {holm_p} | {seed_p or '–'} | {r['finding']} |")
+        lines += ["", power_sentence(t, unit)]
         parts.append("\n".join(lines))
-    parts.append(f"p: paired bootstrap resampling of sacreBLEU ({findings['n_samples']:,} resamples, seed "
-                 f"{findings['bootstrap_seed']}); per seed it is sacreBLEU's own test (`sacrebleu --paired-bs`); "
-                 f"'all seeds' resamples the same sentences for every seed and tests the mean difference over "
-                 f"the seeds both configurations ran with. Holm's correction runs over the rows of each table. "
-                 + ("The NLL table resamples inputs (of every k) the same way: the statistic is the token-weighted "
-                    "mean NLL of the reference tokens beyond the training length, and ahead means lower. "
-                    if any(t.get("metric") == "NLL" for t in findings["tables"]) else "")
-                 + findings["rule"])
+    family = (f"the headline family declared in `{findings['family']}` ({findings['family_size']} comparisons)"
+              if findings.get("family") else "no declared headline family (every row is descriptive)")
+    margins = ", ".join(f"{v:g} {'nats' if k == 'NLL' else 'BLEU'}" for k, v in findings["tie_margin"].items())
+    parts.append(f"p, seeds: {findings['test']}; {findings['n_samples']:,} bootstrap resamples (seed "
+                 f"{findings['bootstrap_seed']}); assumes independent, roughly normal seed effects (Dror et al. 2018). "
+                 f"The interval is per row, not Holm-adjusted. Holm's correction runs over {family}. Tie margin: "
+                 f"{margins} (a seed closer to the baseline is a tie, never a win). sacreBLEU's p per seed: "
+                 f"{findings['descriptive_p']}. The NLL tables resample test pairs (degradation) or inputs "
+                 f"(absolute NLL beyond training). {findings['rule']}")
     return "\n\n".join(parts)

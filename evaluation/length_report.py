@@ -45,7 +45,7 @@ def check_same_inputs(groups: list[dict]) -> None:
                                  f"compared (pass --no_significance to tabulate them anyway)")
 
 
-def add_concat_stats(groups: list[dict], baseline: dict, check_inputs: bool = True) -> None:
+def add_concat_stats(groups: list[dict], baseline: dict, check_inputs: bool = True, margin: float = 0.0) -> None:
     """Set g["concat"] = {k: {bleu, bleu_std, ratio, ratio_std, n, seeds_above, p_value}} for every group
     (p_value None here: compare.py sets it from the findings)."""
     if check_inputs:
@@ -60,7 +60,7 @@ def add_concat_stats(groups: list[dict], baseline: dict, check_inputs: bool = Tr
             ratio, ratio_std, _ = mean_std([x["length_ratio"] for x in rows])
             g.setdefault("concat", {})[k] = {
                 "bleu": mean, "bleu_std": std, "ratio": ratio, "ratio_std": ratio_std, "n": n, "p_value": None,
-                "seeds_above": None if g is baseline else seed_wins(g["runs"], baseline["runs"], bleu)}
+                "seeds_above": None if g is baseline else seed_wins(g["runs"], baseline["runs"], bleu, margin)}
 
 
 def _cell(mean: Optional[float], std: Optional[float], digits: int) -> str:
@@ -92,6 +92,6 @@ def concat_tables(groups: list[dict], baseline: dict, n_samples: int = 1000) -> 
         "(mean ± std over seeds):\n\n" + table(lambda g, c: _cell(c["bleu"], c["bleu_std"], 2)),
         "Hypothesis/reference length ratio (sacreBLEU's; below 1 = output too short):\n\n"
         + table(lambda g, c: _cell(c["ratio"], c["ratio_std"], 3)),
-        f"Against `{baseline['label']}` per k: same-seed runs with a higher sacreBLEU (wins/seeds), and the paired "
-        f"bootstrap p ({n_samples:,} resamples, all seeds both ran, uncorrected; k = 1 is the test set):\n\n"
+        f"Against `{baseline['label']}` per k: same-seed runs above it by more than the tie margin (seeds/shared "
+        f"seeds), and the seed-level p (two-sided, uncorrected; k = 1 is the test set; the findings word them):\n\n"
         + table(against)])

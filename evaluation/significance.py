@@ -112,6 +112,9 @@ class BootstrapResult:
     difference: float  # observed mean over seeds of system BLEU minus baseline BLEU
     per_seed: list[float]  # observed per-seed differences
     n_samples: int
+    # variance of the mean difference over seeds across the resamples (the same resampled sentences
+    # for every seed): the test set's share of its uncertainty (evaluation/seed_test.py: v_sent)
+    variance: float = 0.0
 
 
 def _seed_mean(x: np.ndarray) -> np.ndarray:
@@ -176,17 +179,20 @@ def _paired_bootstrap(stats: list[np.ndarray], n_seeds: int, score, n_samples: i
     observed = score(np.stack([a.sum(axis=0) for a in stats]), float32=False)
     per_seed = observed[:n_seeds] - observed[n_seeds:]
     difference = float(_seed_mean(per_seed))
-    if np.all(per_seed == 0):  # identical outputs: nothing to attribute to chance
-        return BootstrapResult(1.0, difference, per_seed.tolist(), n_samples)
 
     # One matmul sums every resample of every system and seed: [n_samples, 2 * seeds, d].
     stacked = np.concatenate(stats, axis=1).astype(np.float32)
     resampled = (resample_counts(m, n_samples, seed) @ stacked).reshape(n_samples, 2 * n_seeds, -1)
     scores = score(resampled)
-    sample = np.abs(_seed_mean(scores[:, :n_seeds] - scores[:, n_seeds:]))
+    resampled_mean = _seed_mean(scores[:, :n_seeds] - scores[:, n_seeds:])
+    finite = resampled_mean[np.isfinite(resampled_mean)]
+    variance = float(np.var(finite, ddof=1)) if finite.size > 1 else 0.0
+    if np.all(per_seed == 0):  # identical scores: nothing to attribute to chance (sacreBLEU's p of 1)
+        return BootstrapResult(1.0, difference, per_seed.tolist(), n_samples, variance)
+    sample = np.abs(resampled_mean)
     centred = sample - sample.mean()  # the null hypothesis: resampled differences centred on 0
     count = int(np.sum(centred > abs(difference)))
-    return BootstrapResult((count + 1) / (n_samples + 1), difference, per_seed.tolist(), n_samples)
+    return BootstrapResult((count + 1) / (n_samples + 1), difference, per_seed.tolist(), n_samples, variance)
 
 
 def holm(p_values: list[float | None]) -> list[float | None]:

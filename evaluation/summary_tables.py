@@ -19,6 +19,8 @@ NUMERIC = {
 }
 COLUMNS = [("label", "config"), ("encoding", "encoding"), ("n", "seeds"), *NUMERIC.items(),
            ("p_value", "p vs baseline"), ("seeds_above", "seeds above baseline")]
+# columns of the training itself: a variant row (the same trained run tested with other settings) shows its base's
+TRAINING = ("train_loss", "valid_loss", "valid_accuracy", "params", "train_minutes", "tokens_per_sec", "steps")
 CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")
 TF_COLUMN = "TF NLL beyond training"  # after "BLEU longer-than-training", when some run has the diagnostic
 TF_NOTE = ("TF NLL beyond training: teacher-forced NLL of the references at target positions at or beyond the "
@@ -72,7 +74,8 @@ def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_sample
     lines = ["| " + " | ".join(titles) + " |", "|" + "|".join("---" for _ in titles) + "|"]
     for g in groups:
         cells = [g["label"], g["encoding"], str(g["n"])]
-        cells += [cell(k, g["mean"][k], g["std"][k]) for k in NUMERIC]
+        cells += [cell(k, g["mean"][k], g["std"][k]) + ("†" if g.get("variant") and k in TRAINING else "")
+                  for k in NUMERIC]
         if tf:
             cells.insert(at, tf_cell((g.get("teacher_forced") or {}).get("nll_beyond")))
         cells.append("baseline" if g["is_baseline"] else fmt("p_value", g["p_value"]))
@@ -80,17 +83,19 @@ def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_sample
         lines.append("| " + " | ".join(cells) + " |")
     runs = [r for g in groups for r in g["runs"]]
     lines.append("")
+    if any(g.get("variant") for g in groups):
+        lines.append("†: the base run's training (a row with [settings] is the same trained run, tested with "
+                     "those test-time settings).")
     if any(g["n"] > 1 for g in groups):
         lines.append("Figures are mean ± sample standard deviation over a configuration's seeds (`seeds`).")
     if baseline is not None and any(g["p_value"] is not None for g in groups):
-        lines.append(f"p vs baseline: paired bootstrap resampling of test sacreBLEU ({n_samples:,} resamples) against "
-                     f"`{baseline['label']}` over the seeds both were run with, the same resampled sentences for "
-                     f"every seed (one seed: sacreBLEU's own test); uncorrected — the findings give each seed's p, "
-                     f"Holm's correction and what the comparison supports.")
+        lines.append(f"p vs baseline: the seed-level test of test sacreBLEU against `{baseline['label']}` over the "
+                     f"seeds both were run with (Student's t over the per-seed differences, the test set's bootstrap "
+                     f"variance added; two-sided, uncorrected; none with one seed) — the findings give the intervals, "
+                     f"the declared family's Holm correction and what the comparison supports.")
     if baseline is not None and any(g["seeds_above"] is not None for g in groups):
-        lines.append(f"seeds above baseline: runs whose test sacreBLEU beat `{baseline['label']}` run with the "
-                     f"same seed, out of the seeds both were run with; a seed moves every configuration, so this "
-                     f"is the check that a difference is not seed noise.")
+        lines.append(f"seeds above baseline: runs whose test sacreBLEU is above `{baseline['label']}` run with the "
+                     f"same seed by more than the tie margin, out of the seeds both were run with.")
     signatures = sorted({r["sacrebleu_signature"] for r in runs if r.get("sacrebleu_signature")})
     if signatures:
         lines.append("sacreBLEU signature: " + "; ".join(f"`{s}`" for s in signatures))

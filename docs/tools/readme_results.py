@@ -27,13 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-# (output prefix, run folders, baseline): one compare.py call per study
+# (output prefix, run folders, baseline, declared headline family): one compare.py call per study;
+# a study without a family file (the joined-pair arm, the one-seed report size) is descriptive only
 STUDIES = [
-    ("results/demo/summary", "results/demo/*", None),
-    ("results/length/summary", "results/length/*", None),
-    ("results/length/concat_summary", "results/length/*_concat*", "length/sinusoidal_concat"),
-    ("results/report/length/summary", "results/report/length/*", None),
-    ("results/report/length/concat_summary", "results/report/length/*_concat*", "length/sinusoidal_concat"),
+    ("results/demo/summary", "results/demo/*", None, "configs/demo/findings/headline.yaml"),
+    ("results/length/summary", "results/length/*", None, "configs/length/findings/headline.yaml"),
+    ("results/length/concat_summary", "results/length/*_concat*", "length/sinusoidal_concat", None),
+    ("results/report/length/summary", "results/report/length/*", None, None),
+    ("results/report/length/concat_summary", "results/report/length/*_concat*", "length/sinusoidal_concat", None),
 ]
 # Blocks generated from code rather than from a file: the config keys' roles, from the schema.
 def _key_roles_table() -> str:
@@ -43,7 +44,7 @@ def _key_roles_table() -> str:
 
 
 GENERATED = {"utils/key_roles.py": _key_roles_table}
-COMPARED = (".md", "_findings.md", "_findings.json", ".json", ".csv")  # the plots are not compared byte for byte
+COMPARED = (".md", "_findings.md", "_findings.json", "_headline.md", ".json", ".csv")  # the plots are not compared byte for byte
 BLOCK = re.compile(r"<!-- generated from (?P<file>\S+) by `make readme`; do not edit this block -->\n"
                    r"(?:(?P<body>.*?)\n)?<!-- end of (?P=file) -->", re.DOTALL)
 
@@ -88,9 +89,10 @@ def recompute(out_root: Path) -> None:
     import compare
 
     os.chdir(ROOT)  # the run globs, and the run paths written into the summaries, are relative to it
-    for prefix, runs, baseline in STUDIES:
+    for prefix, runs, baseline, family in STUDIES:
         out = out_root / prefix
-        args = [runs, "--output", str(out)] + (["--baseline", baseline] if baseline else [])
+        args = [runs, "--output", str(out)] + (["--baseline", baseline] if baseline else []) + \
+            (["--family", family] if family else [])
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):  # the tables are in the files; print only progress
             rc = compare.main(args)
@@ -101,7 +103,7 @@ def recompute(out_root: Path) -> None:
 
 def changed_files(fresh_root: Path) -> list[str]:
     out = []
-    for prefix, _, _ in STUDIES:
+    for prefix, *_ in STUDIES:
         for suffix in COMPARED:
             committed, fresh = ROOT / f"{prefix}{suffix}", fresh_root / f"{prefix}{suffix}"
             if not committed.is_file() or committed.read_bytes() != fresh.read_bytes():

@@ -1,0 +1,58 @@
+"""The sentences a study's results section states, generated from its findings by a few fixed
+templates (compare.py writes them as <prefix>_headline.md; the README copies the file verbatim):
+what the declared family supports, each declared comparison as a sentence, and the smallest effect
+each table's seeds can see. No result sentence of the README is written by hand."""
+
+from __future__ import annotations
+
+from evaluation.seed_test import format_p
+
+SHORT_TITLES = {"degradation": "degradation (NLL joined minus alone)", "test": "test set",
+                "concat": "joined inputs", "buckets": "test set by source length",
+                "teacher_forced": "absolute NLL beyond training"}
+
+
+def _unit(metric: str) -> str:
+    return "nats" if metric == "NLL" else "BLEU"
+
+
+def _number(x: float, metric: str) -> str:
+    return f"{x:+.3f}" if metric == "NLL" else f"{x:+.2f}"
+
+
+def _row_sentence(r: dict, metric: str, baseline: str) -> str:
+    n = len(r["per_seed"])
+    lower = ", lower is better" if metric == "NLL" else ""
+    return (f"- `{r['config']}` against `{baseline}`, {r['compared_on']}: mean difference "
+            f"{_number(r['mean_difference'], metric)} {_unit(metric)}{lower} over {n} seed{'s' if n != 1 else ''}, "
+            f"p {format_p(r['p_value'])} — {r['finding']}.")
+
+
+def headline_markdown(findings: dict) -> str:
+    """The study's result sentences: the declared family's verdict count and rows (or, without a
+    family, the test-set rows), then one power sentence per table."""
+    baseline = findings["baseline"]
+    tables = findings["tables"]
+    declared = [(t, r) for t in tables for r in t["rows"] if r.get("declared")]
+    lines = []
+    if findings.get("family"):
+        worded = sum(r["finding"].startswith(("ahead", "behind")) for _, r in declared)
+        lines.append(f"- Declared headline family (`{findings['family']}`): {findings['family_size']} comparisons "
+                     f"against `{baseline}`, Holm-corrected over the family; {worded} of them "
+                     f"{'is' if worded == 1 else 'are'} worded as a direction, the others are descriptive.")
+        shown = declared
+    else:
+        lines.append(f"- No declared headline family: every comparison against `{baseline}` is descriptive.")
+        shown = [(t, r) for t in tables if t["name"] == "test" for r in t["rows"]]
+    lines += [_row_sentence(r, t["metric"], baseline) for t, r in shown if r.get("mean_difference") is not None]
+    for t in tables:
+        pw = t.get("power")
+        if not pw:
+            continue
+        unit = _unit(t["metric"])
+        need = f"{pw['seeds_needed']} seeds" if pw["seeds_needed"] else "more than 1,000 seeds"
+        lines.append(f"- {SHORT_TITLES.get(t['name'], t['name']).capitalize()}: with {pw['n']} seeds the smallest "
+                     f"difference found 80% of the time at α = {pw['alpha']:.2g} is "
+                     f"{_number(pw['detectable'], t['metric']).lstrip('+')} {unit}; "
+                     f"{_number(pw['effect'], t['metric']).lstrip('+')} {unit} would need {need}.")
+    return "\n".join(lines)

@@ -1,0 +1,247 @@
+"""A comparison of two encodings over training seeds: the test, its interval, its power, and the
+rule that words it.
+
+The question is about encodings, not about two trained models, so the unit of replication is the
+training seed. For a comparison run with n >= 2 seeds, d_s is seed s's difference (system minus
+baseline, on the same test sentences) and
+
+    T = mean(d) / SE,   SE = sqrt(s_d^2 / n + v_sent),
+
+tested against Student's t with n - 1 degrees of freedom, two-sided; v_sent is the variance of
+mean(d) under a joint bootstrap of the test sentences (the same resampled sentences for every seed
+and both systems: evaluation/significance.py), so the finite test set's noise is counted once on
+top of the seeds' spread. Assumptions: the seed effects are independent and roughly normal (the
+calibration test in tests/test_seed_test.py checks the rule with normal and t(3) seed effects).
+Reference: Dror, Baumer, Shlomov & Reichart, "The Hitchhiker's Guide to Testing Statistical
+Significance in NLP" (ACL 2018), and for the seed as the unit, Reimers & Gurevych, "Reporting Score
+Distributions Makes a Difference" (EMNLP 2017).
+
+A comparison is worded "ahead"/"behind" only when it was declared in the study's headline family
+(configs/<study>/findings/headline.yaml), its Holm-adjusted p over that family is below ALPHA, and no seed's
+difference lies beyond the tie margin on the other side. Every other row is descriptive: how many
+seeds fall above, below and within the tie margin, and the 95% interval.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+ALPHA = 0.05
+POWER = 0.8
+TEST_NAME = ("seed-level t-test: T = mean(d) / sqrt(s_d^2/n + v_sent), Student's t with n - 1 degrees of "
+             "freedom, two-sided; d = per-seed differences, v_sent = variance of mean(d) under the joint "
+             "bootstrap of test sentences (the same resampled sentences for every seed)")
+ONE_SEED = "one seed: this trained model, not the encoding"
+# Tie margins when a study declares none: a seed closer to the baseline than this is a tie
+DEFAULT_TIE_MARGIN = {"sacreBLEU": 0.1, "NLL": 0.01}
+DEFAULT_EFFECT = {"sacreBLEU": 1.0, "NLL": 0.05}  # the effect whose seeds-needed is reported
+
+
+@dataclass
+class SeedTest:
+    n: int
+    mean: float  # mean over seeds of d_s
+    seed_sd: Optional[float]  # s_d (None for one seed)
+    v_sent: float  # variance of mean(d) under the joint sentence bootstrap
+    se: Optional[float]
+    p_value: Optional[float]  # two-sided; None for one seed
+    low: Optional[float]  # 95% interval of mean(d), per row (not Holm-adjusted)
+    high: Optional[float]
+
+
+def t_quantile(q: float, df: int) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(q, df))
+
+
+def seed_p(diffs: np.ndarray, v_sent) -> np.ndarray:
+    """Two-sided p of the seed-level test for each row of per-seed differences `diffs [..., n]`
+    (n >= 2), with the sentence-bootstrap variance `v_sent` (scalar or [...]): vectorised, so the
+    calibration simulation runs the very test the findings use."""
+    from scipy.stats import t
+
+    d = np.asarray(diffs, dtype=np.float64)
+    n = d.shape[-1]
+    mean = d.mean(-1)
+    se = np.sqrt(d.var(-1, ddof=1) / n + np.maximum(v_sent, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = 2 * t.sf(np.abs(mean) / se, n - 1)
+    # SE 0: every seed identical and no sentence noise, nothing to attribute to chance
+    return np.where(se > 0, p, np.where(mean == 0, 1.0, 0.0))
+
+
+def seed_test(diffs: Sequence[float], v_sent: float) -> SeedTest:
+    """The seed-level test of per-seed differences `diffs` with sentence-bootstrap variance `v_sent`."""
+    d = np.asarray(diffs, dtype=np.float64)
+    n = len(d)
+    mean = float(d.mean())
+    if n < 2:
+        return SeedTest(n, mean, None, float(v_sent), None, None, None, None)
+    sd = float(d.std(ddof=1))
+    se = math.sqrt(sd * sd / n + max(float(v_sent), 0.0))
+    half = t_quantile(1 - ALPHA / 2, n - 1) * se
+    return SeedTest(n, mean, sd, float(v_sent), se, float(seed_p(d, v_sent)), mean - half, mean + half)
+
+
+def direction(diffs: np.ndarray, p_adjusted, margin: float, alpha: float = ALPHA) -> np.ndarray:
+    """+1 / -1 where the rule words a declared comparison (mean difference up / down), 0 where it
+    stays descriptive: adjusted p below `alpha` and no seed beyond the tie margin on the other side.
+    Vectorised over rows of `diffs [..., n]`."""
+    d = np.asarray(diffs, dtype=np.float64)
+    up = d.mean(-1) > 0
+    against = np.where(up, (d < -margin).any(-1), (d > margin).any(-1))
+    says = (np.asarray(p_adjusted) < alpha) & ~against & (d.mean(-1) != 0)
+    return np.where(says, np.where(up, 1, -1), 0)
+
+
+def power(effect: float, se: float, df: int, alpha: float) -> float:
+    """Probability that the two-sided t-test at `alpha` rejects when the true mean difference is
+    `effect`: T = (Z + effect/se) / sqrt(V/df) with V ~ chi2(df), averaged over 4,000 quantiles of V
+    (scipy's noncentral t returns NaN far in its tails)."""
+    from scipy.stats import chi2, norm
+
+    if se <= 0:
+        return 1.0
+    crit = t_quantile(1 - alpha / 2, df)
+    nc = abs(effect) / se
+    scale = crit * np.sqrt(chi2.ppf((np.arange(4000) + 0.5) / 4000, df) / df)
+    return float(np.mean(norm.sf(scale - nc) + norm.cdf(-scale - nc)))
+
+
+def detectable_effect(se: float, df: int, alpha: float, target: float = POWER) -> float:
+    """The smallest true difference the test finds with probability `target` (80%)."""
+    from scipy.optimize import brentq
+
+    if se <= 0:
+        return 0.0
+    hi = se
+    while power(hi, se, df, alpha) < target:
+        hi *= 2
+    return float(brentq(lambda e: power(e, se, df, alpha) - target, 0.0, hi, xtol=se * 1e-6))
+
+
+def seeds_needed(effect: float, seed_sd: float, v_sent: float, alpha: float, target: float = POWER,
+                 most: int = 1000) -> Optional[int]:
+    """How many seeds a true difference `effect` needs for `target` power at `alpha` (v_sent kept as
+    measured: more seeds do not shrink the shared test set's noise); None beyond `most`."""
+    for n in range(2, most + 1):
+        se = math.sqrt(seed_sd * seed_sd / n + v_sent)
+        if power(effect, se, n - 1, alpha) >= target:
+            return n
+    return None
+
+
+# ----------------------------------------------------------------------------- the declared family
+
+
+@dataclass
+class Family:
+    """A study's headline comparisons, declared before its runs (configs/<study>/findings/headline.yaml)."""
+
+    path: Optional[str] = None
+    baseline: Optional[str] = None
+    headline: list[dict] = field(default_factory=list)  # {table, compared_on?, configs?}
+    tie_margin: dict = field(default_factory=lambda: dict(DEFAULT_TIE_MARGIN))
+    effect: dict = field(default_factory=lambda: dict(DEFAULT_EFFECT))
+
+    def declares(self, table: str, row: dict) -> bool:
+        for h in self.headline:
+            if h["table"] != table:
+                continue
+            if h.get("compared_on") is not None and h["compared_on"] != row["compared_on"]:
+                continue
+            if h.get("configs") is not None and row["config"] not in h["configs"]:
+                continue
+            return True
+        return False
+
+
+def load_family(path: Optional[str]) -> Family:
+    """The family declared in `path` (YAML), or an empty one (every row descriptive)."""
+    if path is None:
+        return Family()
+    import yaml
+
+    from utils.config import ConfigError
+
+    file = Path(path)
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"--family {path}: cannot read it ({e.strerror}); give the study's configs/<study>/findings/headline.yaml") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML ({str(e).splitlines()[0]}); fix the file") from None
+    if not isinstance(data, dict) or not isinstance(data.get("headline"), list) or not data["headline"]:
+        raise ConfigError(f"{path}: expected a mapping with a non-empty 'headline' list of comparisons "
+                          f"({{table: test|concat|degradation|..., compared_on: ..., configs: [...]}})")
+    unknown = set(data) - {"baseline", "headline", "tie_margin", "effect"}
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; the keys are baseline, headline, "
+                          f"tie_margin, effect")
+    for i, h in enumerate(data["headline"]):
+        if not isinstance(h, dict) or "table" not in h or set(h) - {"table", "compared_on", "configs"}:
+            raise ConfigError(f"{path}: headline[{i}] must be {{table: ..., compared_on: ..., configs: [...]}} "
+                              f"(table required), got {h!r}")
+    margins = {**DEFAULT_TIE_MARGIN, **(data.get("tie_margin") or {})}
+    effects = {**DEFAULT_EFFECT, **(data.get("effect") or {})}
+    for key, value in (*margins.items(), *effects.items()):
+        if not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(f"{path}: tie_margin/effect {key} must be a number >= 0, got {value!r}")
+    return Family(str(path), data.get("baseline"), list(data["headline"]), margins, effects)
+
+
+# ----------------------------------------------------------------------------- wording
+
+
+def fmt_number(x: float, metric: str) -> str:
+    return f"{x:+.3f}" if metric == "NLL" else f"{x:+.2f}"
+
+
+def seed_signs(diffs: Sequence[float], margin: float) -> tuple[int, int, int]:
+    """Seeds above +margin, below -margin, and within (ties)."""
+    above = sum(d > margin for d in diffs)
+    below = sum(d < -margin for d in diffs)
+    return above, below, len(diffs) - above - below
+
+
+def describe(row: dict, metric: str, margin: float) -> str:
+    """A descriptive row: the seeds' signs against the tie margin and the 95% interval; no verdict."""
+    diffs = [s["difference"] for s in row["per_seed"]]
+    above, below, within = seed_signs(diffs, margin)
+    m = fmt_number(margin, metric).lstrip("+")
+    signs = f"seeds: {above} above +{m}, {below} below -{m}, {within} within"
+    if row["seed_test"]["p_value"] is None:
+        return f"{ONE_SEED}; {signs}"
+    low, high = row["seed_test"]["low"], row["seed_test"]["high"]
+    return f"{signs}; 95% interval {fmt_number(low, metric)} to {fmt_number(high, metric)}"
+
+
+def verdict(row: dict, metric: str, margin: float, declared: bool) -> str:
+    """The finding of one row. 'ahead'/'behind' only for a declared comparison with Holm p < ALPHA and
+    no seed beyond the tie margin on the other side (`direction`); 'in every seed' when every seed is
+    beyond the margin in that direction. Lower is better for NLL."""
+    if row.get("mean_difference") is None:
+        return row.get("finding") or "not tested"
+    diffs = [s["difference"] for s in row["per_seed"]]
+    if declared and row["seed_test"]["p_value"] is not None and row.get("p_holm") is not None:
+        sign = int(direction(np.array(diffs), row["p_holm"], margin))
+        if sign:
+            above, below, _ = seed_signs(diffs, margin)
+            better = (sign > 0) != (metric == "NLL")
+            every = (above if sign > 0 else below) == len(diffs)
+            return (f"{'ahead' if better else 'behind'} {'in every seed' if every else 'on average'} "
+                    f"(Holm p {format_p(row['p_holm'])}, declared); {describe(row, metric, margin)}")
+    return describe(row, metric, margin)
+
+
+def format_p(p: Optional[float]) -> str:
+    """A p-value to the digits that carry information."""
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
