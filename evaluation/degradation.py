@@ -1,0 +1,144 @@
+"""The length study's headline measure: how much worse a model predicts a test pair's reference when
+the pair sits inside a joined input than when it is scored alone, the same tokens on both sides.
+
+test.py writes, per test pair and k, the sums of the pair's target tokens after its first (EOS
+excluded) under teacher forcing (evaluation/teacher_forced.py: PAIRS_FILE): alone (k = 1) and inside
+the input of k joined pairs that holds it, with the position where its target starts there. A
+pair's degradation at k is its NLL inside the join minus its NLL alone (EOS renormalised out), per
+token. A pair counts at k only when every one of those tokens was scored there (a joined target cut
+at the decoder's limit is left out). Pooled over k, the unit is the test pair, carrying every input
+that contains it: per pair, (sum over k of NLL joined - NLL alone, sum over k of tokens).
+
+What it still mixes: the joined input's source is longer, and the preceding sentences are context
+the pair alone did not have; the measure moves with both, not only with the positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+from evaluation.metrics import bucket_label
+from evaluation.run_stats import read_lines, test_folder
+from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
+
+
+@dataclass
+class PairSums:
+    """One run's per-pair rows: alone[pair] = (tokens, NLL); joined[k] = arrays pair, start, tokens, NLL."""
+
+    alone_tokens: np.ndarray  # [pairs]
+    alone_nll: np.ndarray
+    joined: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    training_length: Optional[int]
+    position_buckets: list[int]
+
+    @property
+    def num_pairs(self) -> int:
+        return len(self.alone_tokens)
+
+    def units(self, keep: Callable[[int, np.ndarray], np.ndarray]) -> np.ndarray:
+        """[pairs, 2]: per test pair, (sum of NLL joined - NLL alone, sum of tokens) over the k and
+        start positions `keep(k, starts)` selects (a boolean mask over that k's rows)."""
+        out = np.zeros((self.num_pairs, 2))
+        for k, (pair, start, tokens, nll) in self.joined.items():
+            same = (tokens == self.alone_tokens[pair]) & (tokens > 0) & keep(k, start)
+            p = pair[same]
+            np.add.at(out[:, 0], p, nll[same] - self.alone_nll[p])
+            np.add.at(out[:, 1], p, tokens[same])
+        return out
+
+
+def read_pair_sums(run: dict) -> Optional[PairSums]:
+    """A run's PAIRS_FILE, or None when its test did not write one (runs tested before it existed)."""
+    path = test_folder(run) / PAIRS_FILE
+    lines = read_lines(path)
+    if lines is None:
+        return None
+    if not lines or lines[0] != PAIRS_HEADER:
+        raise ValueError(f"{path} is damaged (header {PAIRS_HEADER!r} expected); test the run again")
+    try:
+        rows = np.array([[float(x) for x in line.split("\t")] for line in lines[1:]]).reshape(-1, 8)
+    except ValueError:
+        raise ValueError(f"{path} is damaged (8 tab-separated numbers per line expected); test the run again") from None
+    ks = rows[:, 0].astype(int)
+    pairs = rows[:, 1].astype(int)
+    size = int(pairs.max()) + 1 if len(pairs) else 0
+    alone_tokens, alone_nll = np.zeros(size), np.zeros(size)
+    one = ks == 1
+    alone_tokens[pairs[one]], alone_nll[pairs[one]] = rows[one, 3], rows[one, 5]
+    joined = {int(k): (pairs[ks == k], rows[ks == k, 2], rows[ks == k, 3], rows[ks == k, 5])
+              for k in sorted(set(ks.tolist()) - {1})}
+    tf = run.get("teacher_forced") or {}
+    return PairSums(alone_tokens, alone_nll, joined, tf.get("training_length"), tf.get("position_buckets") or [])
+
+
+def selections(sums: PairSums, buckets: bool = False) -> list[tuple[str, Callable[[int, np.ndarray], np.ndarray], bool]]:
+    """(label, keep, needs the same training length) of every degradation row: pooled over k first
+    (the headline), then each k, then by where the pair's target starts (within or beyond the
+    decoder's training length; with `buckets`, also per target-position bucket of the start)."""
+    out: list = [("all k", lambda k, s: np.ones(len(s), bool), False)]
+    out += [(f"k={k}", (lambda kk: lambda k, s: np.full(len(s), k == kk))(k), False) for k in sorted(sums.joined)]
+    length = sums.training_length
+    if length:
+        out += [("start within training", lambda k, s: s < length, True),
+                ("start beyond training", lambda k, s: s >= length, True)]
+    edges = sums.position_buckets if buckets else []
+    for lo, hi in zip(edges, [*edges[1:], None]):
+        out.append((f"start {bucket_label(lo, hi)}",
+                    (lambda a, b: lambda k, s: (s >= a) & (s < b if b is not None else True))(lo, hi), False))
+    return out
+
+
+def pooled(units: np.ndarray) -> Optional[float]:
+    """Token-weighted degradation (nats per token) of per-pair units; None without tokens."""
+    tokens = units[:, 1].sum()
+    return float(units[:, 0].sum() / tokens) if tokens > 0 else None
+
+
+def run_degradation(run: dict) -> Optional[dict[str, float]]:
+    """A run's pooled degradation per selection (with the start-position buckets), None without PAIRS_FILE."""
+    sums = read_pair_sums(run)
+    if sums is None:
+        return None
+    out = {}
+    for label, keep, _ in selections(sums, buckets=True):
+        value = pooled(sums.units(keep))
+        if value is not None:
+            out[label] = value
+    return out
+
+
+def degradation_stats(runs: list[dict]) -> Optional[dict[str, dict]]:
+    """Mean, sample std and count over a configuration's runs of each selection's degradation."""
+    from evaluation.run_stats import mean_std
+
+    per_run = [d for d in (run_degradation(r) for r in runs) if d]
+    if not per_run:
+        return None
+    labels = list(dict.fromkeys(label for d in per_run for label in d))
+    return {label: dict(zip(("mean", "std", "n"), mean_std([d.get(label) for d in per_run]))) for label in labels}
+
+
+def degradation_table(groups: list[dict]) -> str:
+    """Markdown: each configuration's degradation (nats per token, mean ± std over seeds) pooled over
+    k, per k and by where the pair starts; empty when no run has PAIRS_FILE."""
+    have = [g for g in groups if g.get("degradation")]
+    if not have:
+        return ""
+    labels = list(dict.fromkeys(label for g in have for label in g["degradation"]))
+
+    def cell(stats: Optional[dict]) -> str:
+        if not stats or stats["mean"] is None:
+            return "–"
+        return f"{stats['mean']:+.3f}" + (f" ± {stats['std']:.3f}" if stats["std"] is not None else "")
+
+    lines = ["Degradation: a test pair's teacher-forced NLL inside an input of k joined pairs minus the same tokens' "
+             "NLL alone, nats per token (EOS renormalised out; mean ± std over seeds; lower is better):", "",
+             "| config | seeds | " + " | ".join(labels) + " |", "|---|---|" + "|".join("---" for _ in labels) + "|"]
+    for g in have:
+        n = max(s["n"] for s in g["degradation"].values())
+        lines.append(f"| {g['label']} | {n} | " + " | ".join(cell(g["degradation"].get(x)) for x in labels) + " |")
+    return "\n".join(lines)
