@@ -1,7 +1,9 @@
 """The comparison plots written by compare.py: test BLEU per configuration with error bars,
-BLEU per source-length bucket, BLEU and length ratio against k (inputs of k joined test pairs), the
-teacher-forced NLL against target position, and validation curves (one colour per configuration, one line
-style per seed). Input: compare.py's groups (one per configuration, with its runs)."""
+BLEU per source-length bucket, BLEU and length ratio per k (inputs of k joined test pairs), the
+teacher-forced NLL against target position, and validation curves. Readable at thirty
+configurations: small multiples (one panel per k, or per kind of training: single sentences,
+joined pairs, randomized positions, scaled at inference), one colour per encoding, one line style
+and marker per kind, legends outside the data. Input: compare.py's groups (one per configuration)."""
 
 from __future__ import annotations
 
@@ -10,21 +12,48 @@ from pathlib import Path
 from utils.files import atomic_output
 
 
-def line_styles(labels: list[str]) -> list[dict]:
-    """A colour and line style per configuration for the line plots: a configuration whose label
-    is another's plus a suffix (`x_concat` beside `x`) takes that one's colour, dashed, so that a
-    variant reads as its base's."""
+KINDS = {  # how a configuration was trained or tested: its line style and marker in every plot
+    "single sentences": {"linestyle": "-", "marker": "o"},
+    "joined pairs": {"linestyle": "--", "marker": "s"},
+    "randomized positions": {"linestyle": ":", "marker": "^"},
+    "scaled at inference": {"linestyle": "-.", "marker": "D"},
+}
+
+
+def kind_of(group: dict) -> str:
+    """single sentences, joined pairs (data.train_concat), randomized positions, or scaled at
+    inference (a variant: the same trained run tested with other settings)."""
+    if group.get("variant"):
+        return "scaled at inference"
+    cfg = group["runs"][0].get("config") or {}
+    if ((cfg.get("data") or {}).get("train_concat") or {}).get("prob", 0) > 0:
+        return "joined pairs"
+    if ((cfg.get("model") or {}).get("positional") or {}).get("randomized"):
+        return "randomized positions"
+    return "single sentences"
+
+
+def group_styles(groups: list[dict]) -> list[dict]:
+    """Per group: one colour per encoding (the same in every panel; tab20 beyond ten encodings),
+    line style and marker by how it was trained or tested (KINDS), so that a joined-pair run, a
+    randomized one and a scaled one never look like one another."""
     from matplotlib import colormaps
 
-    bases = [lab for lab in labels if not any(lab != other and lab.startswith(other + "_") for other in labels)]
-    # more than 10 bases: tab20's ten dark hues first, then their light pairs
-    palette = ([f"C{i}" for i in range(10)] if len(bases) <= 10
+    encodings = list(dict.fromkeys(g["encoding"] for g in groups))
+    palette = ([f"C{i}" for i in range(10)] if len(encodings) <= 10
                else [colormaps["tab20"](i) for i in (*range(0, 20, 2), *range(1, 20, 2))])
-    styles = []
-    for lab in labels:
-        base = next(b for b in bases if lab == b or lab.startswith(b + "_"))
-        styles.append({"color": palette[bases.index(base) % len(palette)], "linestyle": "-" if lab == base else "--"})
+    styles = [{"color": palette[encodings.index(g["encoding"]) % len(palette)], **KINDS[kind_of(g)]} for g in groups]
+    # the variants share their encoding (and colour): told apart by a colour of their own, in order
+    variants = [i for i, g in enumerate(groups) if kind_of(g) == "scaled at inference"]
+    for n, i in enumerate(variants):
+        styles[i]["color"] = colormaps["Dark2"](n % 8)
     return styles
+
+
+def panels_by_kind(groups: list[dict]) -> list[tuple[str, list[int]]]:
+    """(kind, indices of its groups) for every kind present, in KINDS order: one panel each."""
+    kinds = [kind_of(g) for g in groups]
+    return [(k, [i for i, x in enumerate(kinds) if x == k]) for k in KINDS if k in kinds]
 
 
 def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
@@ -59,54 +88,76 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
         ax.set_title("Test sacreBLEU (mean ± std over seeds)")
         save(fig, "_bleu.png")
 
-    bucketed = [g for g in groups if g["by_source_length"]]
+    styles = group_styles(groups)
+    bucketed = [i for i, g in enumerate(groups) if g["by_source_length"]]
     if bucketed:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        labels = [b["bucket"] for b in bucketed[0]["by_source_length"]]
-        for g in bucketed:
-            by = {b["bucket"]: b["mean"] for b in g["by_source_length"]}
-            ax.plot(labels, [by.get(lab) if by.get(lab) is not None else float("nan") for lab in labels],
-                    marker="o", label=g["label"])
-        ax.set_xlabel("source length (subword tokens)")
-        ax.set_ylabel("test sacreBLEU")
-        ax.legend(fontsize=7)
+        panels = panels_by_kind([groups[i] for i in bucketed])
+        rows = max(len(m) for _, m in panels)
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1.0, 3.6 + 0.16 * rows), sharey=True,
+                                 squeeze=False)
+        labels = [b["bucket"] for b in groups[bucketed[0]]["by_source_length"]]
+        for ax, (kind, members) in zip(axes[0], panels):
+            for i in (bucketed[m] for m in members):
+                by = {b["bucket"]: b["mean"] for b in groups[i]["by_source_length"]}
+                ax.plot(labels, [by.get(lab) if by.get(lab) is not None else float("nan") for lab in labels],
+                        label=groups[i]["label"], markersize=4, **styles[i])
+            ax.set(xlabel="source length (subword tokens)", title=kind)
+            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+        axes[0][0].set_ylabel("test sacreBLEU (mean over seeds)")
         save(fig, "_length_buckets.png")
 
-    with_k = [g for g in groups if any(c["bleu"] is not None for c in (g.get("concat") or {}).values())]
-    if with_k:
-        fig, (bleu_ax, ratio_ax) = plt.subplots(1, 2, figsize=(10, height(len(with_k), 3.8)))
-        for g, line in zip(with_k, line_styles([g["label"] for g in with_k])):
-            ks = [k for k, c in sorted(g["concat"].items()) if c["bleu"] is not None]
-            c = [g["concat"][k] for k in ks]
-            style = {"marker": "o", "markersize": 3, "capsize": 2, "label": f"{g['label']} (n={g['n']})", **line}
-            bleu_ax.errorbar(ks, [x["bleu"] for x in c], yerr=[x["bleu_std"] or 0.0 for x in c], **style)
-            ratio_ax.errorbar(ks, [x["ratio"] for x in c], yerr=[x["ratio_std"] or 0.0 for x in c], **style)
-        ratio_ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
-        bleu_ax.set(xlabel="k (consecutive test pairs per input)", ylabel="test sacreBLEU",
-                    title="Length extrapolation (mean ± std over seeds)")
-        ratio_ax.set(xlabel="k (consecutive test pairs per input)", ylabel="hypothesis / reference length",
-                     title="Output length")
-        ratio_ax.legend(*bleu_ax.get_legend_handles_labels(), fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    with_k = [i for i, g in enumerate(groups) if any(c["bleu"] is not None for c in (g.get("concat") or {}).values())]
+    if with_k:  # one panel per k: configurations down the side, BLEU (top row) and length ratio (bottom)
+        ks = sorted({k for i in with_k for k, c in groups[i]["concat"].items() if c["bleu"] is not None})
+        fig, axes = plt.subplots(2, len(ks), figsize=(1.9 * len(ks) + 3.0, 0.22 * len(with_k) * 2 + 2.0),
+                                 sharey=True, squeeze=False)
+        y = list(range(len(with_k)))[::-1]
+        for col, k in enumerate(ks):
+            for row, (key, std, title) in enumerate((("bleu", "bleu_std", "sacreBLEU"),
+                                                     ("ratio", "ratio_std", "length ratio"))):
+                ax = axes[row][col]
+                for yy, i in zip(y, with_k):
+                    c = groups[i]["concat"].get(k) or {}
+                    if c.get(key) is None:
+                        continue
+                    st = styles[i]
+                    ax.errorbar([c[key]], [yy], xerr=[c[std] or 0.0], marker=st["marker"], color=st["color"],
+                                markersize=4, capsize=2, linestyle="none")
+                base = next((groups[i]["concat"].get(k, {}).get(key) for i in with_k if groups[i]["is_baseline"]), None)
+                if base is not None:
+                    ax.axvline(base, color="grey", linewidth=0.8, linestyle=":")
+                if key == "ratio":
+                    ax.axvline(1.0, color="black", linewidth=0.6)
+                ax.set_title(f"k={k}: {title}", fontsize=8)
+                ax.tick_params(labelsize=7)
+        axes[0][0].set_yticks(y, [f"{groups[i]['label']} (n={groups[i]['n']})" for i in with_k], fontsize=7)
+        fig.suptitle("Inputs of k joined test pairs (mean ± std over seeds; dotted: the baseline; markers: "
+                     + ", ".join(f"{v['marker']} {k}" for k, v in KINDS.items()) + ")", fontsize=9)
         save(fig, "_concat.png")
 
-    forced = [g for g in groups if g.get("teacher_forced")]
-    if forced:
-        fig, ax = plt.subplots(figsize=(7, height(len(forced) + 1, 4.0)))
-        lengths: dict[int, list[dict]] = {}
-        for g, style in zip(forced, line_styles([g["label"] for g in forced])):
-            points = [b for b in g["teacher_forced"]["by_position"] if b["mean"] is not None]
-            ax.errorbar([b["from"] for b in points], [b["mean"] for b in points],
-                        yerr=[b["std"] or 0.0 for b in points], marker="o", markersize=3, capsize=2,
-                        label=g["label"], **style)
-            if g["teacher_forced"]["training_length"]:  # the group's runs agree on it
-                lengths.setdefault(g["teacher_forced"]["training_length"], []).append(style)
-        for length, members in lengths.items():  # one grey line when every configuration shares it
-            shared = len(lengths) == 1 and len(members) == len(forced)
-            ax.axvline(length, linestyle=":", linewidth=1, color="grey" if shared else members[0]["color"],
-                       label=f"training length {length}" if shared else None)
-        ax.set(xlabel="target position (bucket lower edge; 0 = BOS)", ylabel="NLL, EOS renormalised out")
-        ax.set_title("Teacher-forced NLL by target position, pooled over k (mean ± std over seeds)", fontsize=10)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    forced = [i for i, g in enumerate(groups) if g.get("teacher_forced")]
+    if forced:  # one panel per kind; the training length(s) as vertical lines
+        panels = panels_by_kind([groups[i] for i in forced])
+        rows = max(len(m) for _, m in panels)
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels) + 1.0, 3.6 + 0.16 * rows), sharey=True,
+                                 squeeze=False)
+        for ax, (kind, members) in zip(axes[0], panels):
+            lengths = set()
+            for i in (forced[m] for m in members):
+                tf = groups[i]["teacher_forced"]
+                points = [b for b in tf["by_position"] if b["mean"] is not None]
+                ax.errorbar([b["from"] for b in points], [b["mean"] for b in points],
+                            yerr=[b["std"] or 0.0 for b in points], markersize=3, capsize=2,
+                            label=groups[i]["label"], **styles[i])
+                if tf["training_length"]:
+                    lengths.add(tf["training_length"])
+            for length in sorted(lengths):
+                ax.axvline(length, linestyle=":", linewidth=1, color="grey")
+            ax.set(xlabel="target position (bucket lower edge; 0 = BOS)", title=kind)
+            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+        axes[0][0].set_ylabel("NLL, EOS renormalised out")
+        fig.suptitle("Teacher-forced NLL by target position, pooled over k (mean ± std over seeds; dotted: "
+                     "training length)", fontsize=9)
         save(fig, "_teacher_forced.png")
 
     runs = [(i, j, g, r) for i, g in enumerate(groups) for j, r in enumerate(g["runs"]) if r["valid_events"]]

@@ -308,15 +308,37 @@ def test_a_variant_is_each_rope_run_tested_again_and_a_row_of_its_own(swept: Pat
     assert md_row((swept / "summary.md").read_text(), label)["seeds"] == "2"
 
 
-def test_a_variant_is_drawn_in_its_base_configurations_colour_dashed() -> None:
-    """The line plots: `x_concat` beside `x` takes x's colour, dashed; distinct bases get distinct
-    colours, from 20 when there are more than 10 of them."""
-    from evaluation.comparison_plots import line_styles
+def test_plots_tell_joined_pair_randomized_and_scaled_runs_apart() -> None:
+    """Plot styles: one colour per encoding; joined-pair, randomized-position and scaled-at-inference
+    configurations each get a line style and marker of their own (never a plain run's, nor each
+    other's), scaled variants of one encoding distinct colours; one panel per kind."""
+    from evaluation.comparison_plots import group_styles, panels_by_kind
 
-    labels = ["length/alibi", "length/alibi_concat", "length/rope", "length/rope_randomized", "length/xpos_concat"]
-    alibi, alibi_concat, rope, rope_randomized, xpos_concat = line_styles(labels)
-    assert alibi_concat == {**alibi, "linestyle": "--"} and alibi["linestyle"] == "-"
-    assert rope_randomized == {**rope, "linestyle": "--"} and rope["color"] != alibi["color"]
-    assert xpos_concat["linestyle"] == "-"  # no base of its own: a base itself
-    many = line_styles([f"c{i:02d}" for i in range(15)])
-    assert len({str(s["color"]) for s in many}) == 15
+    def group(encoding, prob=0.0, randomized=False, variant=False):
+        cfg = {"data": {"train_concat": {"prob": prob}}, "model": {"positional": {"randomized": randomized}}}
+        return {"encoding": encoding, "variant": variant, "runs": [{"config": cfg}]}
+
+    groups = [group("alibi"), group("alibi", prob=0.25), group("rope"), group("rope", randomized=True),
+              group("rope", variant=True), group("rope", variant=True), group("xpos", prob=0.25)]
+    alibi, alibi_concat, rope, rope_randomized, linear, yarn, xpos_concat = group_styles(groups)
+    assert alibi_concat["color"] == alibi["color"] and alibi["color"] != rope["color"]
+    kinds = {(st["linestyle"], st["marker"]) for st in (alibi, alibi_concat, rope_randomized, linear)}
+    assert len(kinds) == 4 and rope_randomized["color"] == rope["color"]
+    assert linear["color"] != yarn["color"] and xpos_concat["linestyle"] == alibi_concat["linestyle"]
+    assert [k for k, _ in panels_by_kind(groups)] == ["single sentences", "joined pairs", "randomized positions",
+                                                       "scaled at inference"]
+    many = group_styles([group(f"e{i:02d}") for i in range(15)])
+    assert len({str(st["color"]) for st in many}) == 15
+
+
+def test_train_minutes_sum_every_session_of_a_resumed_run() -> None:
+    """A run resumed after a kill: the killed session left no `end` record, so its time is counted
+    from its `start` to its last record; each finished session by its own train_seconds."""
+    from compare import training_minutes
+
+    records = [{"event": "start", "time": 100.0}, {"event": "train", "time": 400.0},  # killed: 300 s
+               {"event": "start", "time": 1000.0}, {"event": "train", "time": 1100.0},
+               {"event": "end", "time": 1130.0, "train_seconds": 120.0, "total_train_seconds": 120.0}]
+    assert training_minutes(records) == pytest.approx((300.0 + 120.0) / 60)
+    assert training_minutes(records[2:]) == pytest.approx(2.0)
+    assert training_minutes([{"event": "start", "time": 5.0}]) is None
