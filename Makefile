@@ -3,7 +3,8 @@
 #   make test   run the test suite
 #   make length the length-extrapolation study: every encoding, single sentences and joined pairs, three
 #               seeds, RoPE scaled at test time (2-core CPU: a day; resumable, run it again after a stop)
-#   make demo-seeds   two more seeds of each demo encoding (1 and 2), then one table over all three
+#   make length-headline   the length study's declared headline set at seeds 3 and 4 too (five seeds)
+#   make demo-seeds   four more seeds of each demo encoding (1-4), then one table over all five
 # Both create the virtual environment (.venv) from requirements.txt when it is missing.
 
 PYTHON ?= python3
@@ -13,13 +14,15 @@ DEMO_CONFIGS := configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs
 # Every config of the length study: one per encoding trained on single sentences, one per encoding on
 # joined pairs (<name>_concat.yaml), rope_randomized
 LENGTH_CONFIGS := $(filter-out configs/length/base.yaml,$(sort $(wildcard configs/length/*.yaml)))
+# The length study's headline set, five seeds each: one encoding per family and sinusoidal on joined pairs
+LENGTH_HEADLINE := $(foreach n,sinusoidal rope alibi learnable t5_bias sinusoidal_concat,configs/length/$(n).yaml)
 # Launcher flags for the sweeps below, e.g. make length SWEEP="--launcher local --runs_per_gpu 4" (README:
 # "Sweeps on several GPUs or a SLURM cluster"); empty: one run after another in one process
 SWEEP ?=
 # Each RoPE run also tested stretched at inference, no retraining (<run>/test_<name>/, rows of their own)
 LENGTH_VARIANTS := $(foreach s,linear ntk yarn,--variant $(s)4 model.positional.scaling=$(s) model.positional.scaling_factor=4)
 
-.PHONY: demo demo-seeds length archive results readme results-check test bench venv clean-demo
+.PHONY: demo demo-seeds length length-headline archive results readme results-check test bench venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,18 +33,24 @@ $(VENV)/.installed: requirements.txt
 venv: $(VENV)/.installed
 
 demo: venv
-	$(PY) sweep.py $(DEMO_CONFIGS) $(SWEEP) --output runs/demo/summary
+	$(PY) sweep.py $(DEMO_CONFIGS) $(SWEEP) --family configs/demo/findings/headline.yaml --output runs/demo/summary
 
+# The demo's five seeds (the archived study: results/demo/), its declared family (configs/demo/findings/headline.yaml)
 demo-seeds: demo
-	$(PY) sweep.py $(DEMO_CONFIGS) --seeds 1 2 $(SWEEP) --output runs/demo/seeds12_summary
-	$(PY) compare.py "runs/demo/*" --output runs/demo/seeds_summary
+	$(PY) sweep.py $(DEMO_CONFIGS) --seeds 1 2 3 4 $(SWEEP) --output runs/demo/seeds1234_summary
+	$(PY) compare.py "runs/demo/*" --family configs/demo/findings/headline.yaml --output runs/demo/seeds_summary
 
 # Length extrapolation: every encoding trained on short sources (and on joined pairs), tested on
 # inputs of k joined test pairs; the config's own seed, then seeds 1 and 2, then one table over all
 length: venv
 	$(PY) sweep.py $(LENGTH_CONFIGS) $(LENGTH_VARIANTS) $(SWEEP) --output runs/length/seed1234_summary
 	$(PY) sweep.py $(LENGTH_CONFIGS) $(LENGTH_VARIANTS) --seeds 1 2 $(SWEEP) --output runs/length/seeds12_summary
-	$(PY) compare.py "runs/length/*" --output runs/length/summary
+	$(PY) compare.py "runs/length/*" --family configs/length/findings/headline.yaml --output runs/length/summary
+
+# The length study's declared headline set (configs/length/findings/headline.yaml) at seeds 3 and 4 as well: five seeds
+length-headline: length
+	$(PY) sweep.py $(LENGTH_HEADLINE) $(LENGTH_VARIANTS) --seeds 3 4 $(SWEEP) --output runs/length/seeds34_summary
+	$(PY) compare.py "runs/length/*" --family configs/length/findings/headline.yaml --output runs/length/summary
 
 # One pytest worker per core (pytest-xdist), each test module on one worker (its fixtures built once)
 test: venv

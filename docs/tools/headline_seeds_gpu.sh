@@ -17,7 +17,7 @@ OUT=${OUT:-/tmp/headline_out}
 EXTRA=${EXTRA:-}  # more sweep flags, e.g. for a smoke test: EXTRA="--set training.max_steps=3"
 mkdir -p "$OUT"
 # The length study's headline set: one encoding per family, plus training on joined pairs
-LENGTH="sinusoidal rope alibi learnable t5_bias fire none sinusoidal_concat"
+LENGTH="sinusoidal rope alibi learnable t5_bias sinusoidal_concat"
 DEMO="sinusoidal learnable rope"
 VARIANTS="--variant linear4 model.positional.scaling=linear model.positional.scaling_factor=4
  --variant ntk4 model.positional.scaling=ntk model.positional.scaling_factor=4
@@ -25,6 +25,10 @@ VARIANTS="--variant linear4 model.positional.scaling=linear model.positional.sca
 
 jobs=$OUT/jobs.txt
 : >"$jobs"
+if [ -n "${JOBS:-}" ]; then  # an explicit list instead, "CONFIG SEED;CONFIG SEED;..." (what an earlier call left)
+  echo "$JOBS" | tr ';' '\n' | sed '/^ *$/d' >"$jobs"
+  DEMO_ONLY=" " LENGTH_ONLY=" "
+fi
 for name in ${DEMO_ONLY:-$DEMO}; do
   for seed in ${SEEDS:-1234 1 2 3 4}; do echo "configs/demo/$name.yaml $seed" >>"$jobs"; done
 done
