@@ -206,21 +206,22 @@ def _table(name: str, title: str, rows: list[dict], metric: str = "sacreBLEU") -
     return {"name": name, "title": title, "metric": metric, "rows": rows}
 
 
-def power_line(rows: list[dict], metric: str, alpha: float, family: Family) -> Optional[dict]:
-    """The smallest effect a table's seeds can see: 80% power at `alpha` (two-sided) for the table's
-    usual seed count, with the median of its rows' SE; and the seeds a declared effect would need."""
+def power_lines(rows: list[dict], metric: str, alpha: float, family: Family) -> list[dict]:
+    """The smallest effect a table's seeds can see, for each seed count among its rows (most seeds
+    first): 80% power at `alpha` (two-sided) with the median SE of those rows; and the seeds a
+    declared effect would need (None: no number of seeds, the test set's own noise is too large)."""
     tested = [r["seed_test"] for r in rows if r.get("seed_test") and r["seed_test"]["se"] is not None]
-    if not tested:
-        return None
-    n = int(statistics.median_low([t["n"] for t in tested]))
-    same_n = [t for t in tested if t["n"] == n]
-    se = statistics.median(t["se"] for t in same_n)
-    seed_sd = statistics.median(t["seed_sd"] for t in same_n)
-    v_sent = statistics.median(t["v_sent"] for t in same_n)
-    effect = family.effect[metric]
-    return {"n": n, "se": se, "seed_sd": seed_sd, "v_sent": v_sent, "alpha": alpha, "power": POWER,
-            "detectable": detectable_effect(se, n - 1, alpha), "effect": effect,
-            "seeds_needed": seeds_needed(effect, seed_sd, v_sent, alpha)}
+    out = []
+    for n in sorted({t["n"] for t in tested}, reverse=True):
+        same_n = [t for t in tested if t["n"] == n]
+        se = statistics.median(t["se"] for t in same_n)
+        seed_sd = statistics.median(t["seed_sd"] for t in same_n)
+        v_sent = statistics.median(t["v_sent"] for t in same_n)
+        effect = family.effect[metric]
+        out.append({"n": n, "rows": len(same_n), "se": se, "seed_sd": seed_sd, "v_sent": v_sent, "alpha": alpha,
+                    "power": POWER, "detectable": detectable_effect(se, n - 1, alpha), "effect": effect,
+                    "seeds_needed": seeds_needed(effect, seed_sd, v_sent, alpha)})
+    return out
 
 
 def apply_rule(tables: list[dict], family: Family) -> int:
@@ -296,7 +297,7 @@ def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000,
     alpha = ALPHA / size if size else ALPHA  # Holm's first step: what the strongest declared row must pass
     for t in tables:
         t["family_rows"] = sum(r["declared"] for r in t["rows"])
-        t["power"] = power_line(t["rows"], t["metric"], alpha, family)
+        t["power"] = power_lines(t["rows"], t["metric"], alpha, family)
     return {"baseline": baseline["label"], "metric": "sacreBLEU", "alpha": ALPHA, "test": TEST_NAME,
             "correction": "holm, over the declared headline family only", "family": family.path,
             "family_size": size, "tie_margin": family.tie_margin,
@@ -317,15 +318,19 @@ def _number(x: Optional[float], metric: str) -> str:
 
 
 def power_sentence(t: dict, unit: str) -> str:
-    pw = t.get("power")
-    if not pw:
+    if not t.get("power"):
         return "Smallest detectable effect: needs two seeds or more."
     metric = t["metric"]
-    need = f"{pw['seeds_needed']} seeds" if pw["seeds_needed"] else "more than 1,000 seeds"
-    return (f"Smallest effect these seeds can see (80% power, two-sided α = {pw['alpha']:.2g}, n = {pw['n']} seeds, "
-            f"median SE {pw['se']:.3g} {unit}: seed SD {pw['seed_sd']:.3g}, test-set SD {pw['v_sent'] ** 0.5:.3g}): "
-            f"{_number(pw['detectable'], metric).lstrip('+')} {unit}; a true difference of "
-            f"{_number(pw['effect'], metric).lstrip('+')} {unit} would need {need}.")
+    parts = []
+    for pw in t["power"]:
+        need = (f"{pw['seeds_needed']} seeds" if pw["seeds_needed"] else
+                "more seeds than any study runs (the test set's own noise is too large for it)")
+        parts.append(f"with {pw['n']} seeds ({pw['rows']} rows; median SE {pw['se']:.3g} {unit}: seed SD "
+                     f"{pw['seed_sd']:.3g}, test-set SD {pw['v_sent'] ** 0.5:.3g}) "
+                     f"{_number(pw['detectable'], metric).lstrip('+')} {unit}, and a true difference of "
+                     f"{_number(pw['effect'], metric).lstrip('+')} {unit} would need {need}")
+    return (f"Smallest effect these seeds can see (80% power, two-sided α = {t['power'][0]['alpha']:.2g}): "
+            + "; ".join(parts) + ".")
 
 
 def findings_markdown(findings: dict) -> str:

@@ -22,7 +22,7 @@ def _number(x: float, metric: str) -> str:
 
 def _row_sentence(r: dict, metric: str, baseline: str) -> str:
     n = len(r["per_seed"])
-    lower = ", lower is better" if metric == "NLL" else ""
+    lower = " (lower is better)" if metric == "NLL" else ""
     return (f"- `{r['config']}` against `{baseline}`, {r['compared_on']}: mean difference "
             f"{_number(r['mean_difference'], metric)} {_unit(metric)}{lower} over {n} seed{'s' if n != 1 else ''}, "
             f"p {format_p(r['p_value'])} — {r['finding']}.")
@@ -46,13 +46,15 @@ def headline_markdown(findings: dict) -> str:
         shown = [(t, r) for t in tables if t["name"] == "test" for r in t["rows"]]
     lines += [_row_sentence(r, t["metric"], baseline) for t, r in shown if r.get("mean_difference") is not None]
     for t in tables:
-        pw = t.get("power")
-        if not pw:
-            continue
         unit = _unit(t["metric"])
-        need = f"{pw['seeds_needed']} seeds" if pw["seeds_needed"] else "more than 1,000 seeds"
-        lines.append(f"- {SHORT_TITLES.get(t['name'], t['name']).capitalize()}: with {pw['n']} seeds the smallest "
-                     f"difference found 80% of the time at α = {pw['alpha']:.2g} is "
-                     f"{_number(pw['detectable'], t['metric']).lstrip('+')} {unit}; "
-                     f"{_number(pw['effect'], t['metric']).lstrip('+')} {unit} would need {need}.")
+        parts = []
+        for pw in t.get("power") or []:
+            need = (f"{pw['seeds_needed']} seeds" if pw["seeds_needed"] else
+                    "more seeds than any study runs (the test set's own noise is too large)")
+            parts.append(f"with {pw['n']} seeds {_number(pw['detectable'], t['metric']).lstrip('+')} {unit} "
+                         f"({_number(pw['effect'], t['metric']).lstrip('+')} {unit} would need {need})")
+        if parts:
+            title = SHORT_TITLES.get(t["name"], t["name"])
+            lines.append(f"- {title[0].upper() + title[1:]}: the smallest difference found 80% of the time at "
+                         f"α = {t['power'][0]['alpha']:.2g} is " + "; ".join(parts) + ".")
     return "\n".join(lines)

@@ -66,8 +66,9 @@ def plain_groups(report: dict) -> dict[str, dict]:
 
 def md_row(markdown: str, label: str) -> dict[str, str]:
     lines = markdown.splitlines()
-    header = [c.strip() for c in lines[0].strip("|").split("|")]
-    row = next(line for line in lines if line.startswith(f"| {label} |"))
+    main = next(i for i, line in enumerate(lines) if line.startswith("| config | encoding |"))  # the main table
+    header = [c.strip() for c in lines[main].strip("|").split("|")]
+    row = next(line for line in lines[main:] if line.startswith(f"| {label} |"))
     return dict(zip(header, (c.strip() for c in row.strip("|").split("|"))))
 
 
@@ -132,7 +133,7 @@ def test_one_row_per_config_holds_the_runs_own_numbers(swept: Path) -> None:
     assert md_row(markdown, "demo/sinusoidal")["seeds above baseline"] == "baseline"
     assert "Test sacreBLEU by source length" in markdown
     # test.py's teacher-forced diagnostic (on by default) reaches the table: tests/test_teacher_forced.py
-    assert "TF NLL beyond training" in markdown.splitlines()[0] and "Teacher-forced NLL by target position" in markdown
+    assert "TF NLL beyond training" in next(x for x in markdown.splitlines() if x.startswith("| config | encoding |")) and "Teacher-forced NLL by target position" in markdown
 
 
 def test_per_k_table_holds_the_runs_own_numbers(swept: Path) -> None:
@@ -226,7 +227,10 @@ def test_findings_give_one_p_per_comparison(swept: Path) -> None:
     report = json.loads((swept / "summary.json").read_text())
     assert findings["baseline"] == "demo/sinusoidal" and findings["n_samples"] == 10000
     tables = {t["name"]: t for t in findings["tables"]}
-    assert set(tables) == {"test", "concat", "buckets", "teacher_forced"}
+    assert set(tables) == {"degradation", "test", "concat", "buckets", "teacher_forced"}
+    (pooled,) = [r for r in tables["degradation"]["rows"]
+                 if r["config"] == "demo/rope" and r["compared_on"] == "degradation, all k"]
+    assert pooled["seeds"] == [1, 2] and pooled["lower_is_better"] and pooled["num_sentences"] >= 10
     (nll,) = [r for r in tables["teacher_forced"]["rows"] if r["config"] == "demo/rope"]
     assert nll["seeds"] == [1, 2] and nll["lower_is_better"] and nll["num_sentences"] >= 1  # inputs with tokens there
     assert len(nll["per_seed"]) == 2 or nll["finding"].startswith("not tested")  # the tiny test set: few such inputs
@@ -238,10 +242,32 @@ def test_findings_give_one_p_per_comparison(swept: Path) -> None:
     (k2,) = [r for r in tables["concat"]["rows"] if r["config"] == "demo/rope"]
     assert k2["compared_on"] == "k=2" and rope["concat"]["2"]["p_value"] == k2["p_value"]
     assert test_row["finding"] in (swept / "summary_findings.md").read_text()
-    assert all(r["p_holm"] >= r["p_value"] for t in tables.values() for r in t["rows"] if r["p_value"] is not None)
+    assert test_row["p_value"] == test_row["seed_test"]["p_value"] and 0 < test_row["p_value"] <= 1
+    # no family declared (a sweep without --family): no Holm, no direction, every row descriptive
+    rows = [r for t in tables.values() for r in t["rows"]]
+    assert all(r["p_holm"] is None and not r["declared"] for r in rows)
+    assert not any(r["finding"].startswith(("ahead", "behind")) for r in rows)
+    assert all([p["n"] for p in t["power"]] == [2] for t in tables.values() if t.get("power"))
     # a bucket too small to resample is reported as not tested, never as significant
     small = [r for r in tables["buckets"]["rows"] if r["num_sentences"] < 10]
     assert small and all(r["p_value"] is None and r["finding"].startswith("not tested") for r in small)
+
+
+def test_a_declared_family_gets_holm_and_its_sentences(swept: Path, tmp_path: Path) -> None:
+    """--family: the declared rows alone are Holm-corrected (over the family), the others stay
+    undeclared; compare.py writes the result sentences from the findings."""
+    family = tmp_path / "headline.yaml"
+    family.write_text("headline:\n  - {table: test, compared_on: test set}\n  - {table: concat, compared_on: k=2}\n")
+    runs = [str(run_dir(swept, n, s)) for n in CONFIGS for s in SEEDS]
+    assert compare.main([*runs, "--family", str(family), "--output", str(tmp_path / "fam")]) == 0
+    findings = json.loads((tmp_path / "fam_findings.json").read_text())
+    declared = [r for t in findings["tables"] for r in t["rows"] if r["declared"]]
+    assert findings["family_size"] == len(declared) == 4  # 2 configurations x 2 comparisons
+    assert {r["compared_on"] for r in declared} == {"test set", "k=2"}
+    assert all(r["p_holm"] >= r["p_value"] for r in declared)
+    assert min(r["p_holm"] for r in declared) == pytest.approx(min(1.0, 4 * min(r["p_value"] for r in declared)))
+    headline = (tmp_path / "fam_headline.md").read_text()
+    assert f"`{family}`): 4 comparisons" in headline and "- `demo/rope` against `demo/sinusoidal`, k=2" in headline
 
 
 def test_baseline_option_and_refusal_on_different_references(swept: Path, tmp_path: Path, capsys) -> None:
