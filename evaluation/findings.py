@@ -323,12 +323,13 @@ def power_sentence(t: dict, unit: str) -> str:
     metric = t["metric"]
     parts = []
     for pw in t["power"]:
-        need = (f"{pw['seeds_needed']} seeds" if pw["seeds_needed"] else
-                "more seeds than any study runs (the test set's own noise is too large for it)")
+        effect = f"{_number(pw['effect'], metric).lstrip('+')} {unit}"
+        reach = (f"a true difference of {effect} would need {pw['seeds_needed']} seeds" if pw["seeds_needed"] else
+                 f"a true difference of {effect} is out of reach at any number of seeds (the test set's own noise, held as "
+                 f"measured, is larger)")
         parts.append(f"with {pw['n']} seeds ({pw['rows']} rows; median SE {pw['se']:.3g} {unit}: seed SD "
                      f"{pw['seed_sd']:.3g}, test-set SD {pw['v_sent'] ** 0.5:.3g}) "
-                     f"{_number(pw['detectable'], metric).lstrip('+')} {unit}, and a true difference of "
-                     f"{_number(pw['effect'], metric).lstrip('+')} {unit} would need {need}")
+                     f"{_number(pw['detectable'], metric).lstrip('+')} {unit}, and {reach}")
     return (f"Smallest effect these seeds can see (80% power, two-sided α = {t['power'][0]['alpha']:.2g}): "
             + "; ".join(parts) + ".")
 
@@ -342,7 +343,7 @@ def findings_markdown(findings: dict) -> str:
         lower = " (lower is better)" if metric == "NLL" else ""
         lines = [f"Against `{findings['baseline']}`, {t['title']}:", "",
                  f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
-                 "p, seeds (two-sided) | p, Holm (declared) | sacreBLEU's p per seed | finding |",
+                 "p, seeds (two-sided) | p, Holm (declared) | p per seed: paired bootstrap, model fixed | finding |",
                  "|---|---|---|---|---|---|---|---|"]
         for r in t["rows"]:
             per_seed = ", ".join(f"{s['seed']}: {_number(s['difference'], metric)}" for s in r["per_seed"])
@@ -359,7 +360,7 @@ def findings_markdown(findings: dict) -> str:
     parts.append(f"p, seeds: {findings['test']}; {findings['n_samples']:,} bootstrap resamples (seed "
                  f"{findings['bootstrap_seed']}); assumes independent, roughly normal seed effects (Dror et al. 2018). "
                  f"The interval is per row, not Holm-adjusted. Holm's correction runs over {family}. Tie margin: "
-                 f"{margins} (a seed closer to the baseline is a tie, never a win). sacreBLEU's p per seed: "
-                 f"{findings['descriptive_p']}. The NLL tables resample test pairs (degradation) or inputs "
+                 f"{margins} (a seed closer to the baseline is a tie, never a win). p per seed: "
+                 f"{findings['descriptive_p']} (for NLL the same resampling of its units). The NLL tables resample test pairs (degradation) or inputs "
                  f"(absolute NLL beyond training). {findings['rule']}")
     return "\n\n".join(parts)

@@ -24,8 +24,8 @@ def _row_sentence(r: dict, metric: str, baseline: str) -> str:
     n = len(r["per_seed"])
     lower = " (lower is better)" if metric == "NLL" else ""
     return (f"- `{r['config']}` against `{baseline}`, {r['compared_on']}: mean difference "
-            f"{_number(r['mean_difference'], metric)} {_unit(metric)}{lower} over {n} seed{'s' if n != 1 else ''}, "
-            f"p {format_p(r['p_value'])} — {r['finding']}.")
+            f"{_number(r['mean_difference'], metric)} {_unit(metric)}{lower} over {n} seed{'s' if n != 1 else ''}"
+            + (f", p {format_p(r['p_value'])}" if r["p_value"] is not None else "") + f" — {r['finding']}.")
 
 
 def headline_markdown(findings: dict) -> str:
@@ -49,12 +49,12 @@ def headline_markdown(findings: dict) -> str:
         unit = _unit(t["metric"])
         parts = []
         for pw in t.get("power") or []:
-            need = (f"{pw['seeds_needed']} seeds" if pw["seeds_needed"] else
-                    "more seeds than any study runs (the test set's own noise is too large)")
-            parts.append(f"with {pw['n']} seeds {_number(pw['detectable'], t['metric']).lstrip('+')} {unit} "
-                         f"({_number(pw['effect'], t['metric']).lstrip('+')} {unit} would need {need})")
+            effect = f"{_number(pw['effect'], t['metric']).lstrip('+')} {unit}"
+            reach = (f"{effect} would need {pw['seeds_needed']} seeds" if pw["seeds_needed"] else
+                     f"{effect} is out of reach at any number of seeds: the test set's own noise, held as measured, is larger")
+            parts.append(f"with {pw['n']} seeds, {_number(pw['detectable'], t['metric']).lstrip('+')} {unit} ({reach})")
         if parts:
             title = SHORT_TITLES.get(t["name"], t["name"])
-            lines.append(f"- {title[0].upper() + title[1:]}: the smallest difference found 80% of the time at "
-                         f"α = {t['power'][0]['alpha']:.2g} is " + "; ".join(parts) + ".")
+            lines.append(f"- {title[0].upper() + title[1:]}, the smallest difference found 80% of the time at "
+                         f"α = {t['power'][0]['alpha']:.2g}: " + "; ".join(parts) + ".")
     return "\n".join(lines)
