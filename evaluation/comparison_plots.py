@@ -1,6 +1,6 @@
 """The comparison plots written by compare.py: test BLEU per configuration with error bars,
 BLEU per source-length bucket, BLEU and length ratio per k (inputs of k joined test pairs), the
-teacher-forced NLL against target position, and validation curves. Readable at thirty
+teacher-forced NLL against target position, and validation loss per configuration. Readable at thirty
 configurations: small multiples (one panel per k, or per kind of training: single sentences,
 joined pairs, randomized positions, scaled at inference), one colour per encoding, one line style
 and marker per kind, legends outside the data. Input: compare.py's groups (one per configuration)."""
@@ -77,18 +77,22 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
     def height(entries: int, least: float) -> float:  # room for a legend of this many lines beside the axes
         return max(least, 0.2 * entries)
 
-    scored = [g for g in groups if g["mean"]["sacrebleu"] is not None]
-    if scored:
-        fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(scored) + 2), 3.5))
-        x = range(len(scored))
-        ax.bar(x, [g["mean"]["sacrebleu"] for g in scored], yerr=[g["std"]["sacrebleu"] or 0.0 for g in scored],
-               capsize=4, color=[f"C{i}" for i in x])
-        ax.set_xticks(list(x), [f"{g['label']}\n(n={g['n']})" for g in scored], fontsize=8)
-        ax.set_ylabel("test sacreBLEU")
-        ax.set_title("Test sacreBLEU (mean ± std over seeds)")
+    styles = group_styles(groups)
+    scored = [i for i, g in enumerate(groups) if g["mean"]["sacrebleu"] is not None]
+    if scored:  # one row per configuration: readable at any number of them
+        fig, ax = plt.subplots(figsize=(7.0, 0.28 * len(scored) + 1.2))
+        y = list(range(len(scored)))[::-1]
+        for yy, i in zip(y, scored):
+            g = groups[i]
+            ax.errorbar([g["mean"]["sacrebleu"]], [yy], xerr=[g["std"]["sacrebleu"] or 0.0], capsize=3,
+                        marker=styles[i]["marker"], color=styles[i]["color"], linestyle="none")
+            if g["is_baseline"]:
+                ax.axvline(g["mean"]["sacrebleu"], color="grey", linewidth=0.8, linestyle=":")
+        ax.set_yticks(y, [f"{groups[i]['label']} (n={groups[i]['n']})" for i in scored], fontsize=8)
+        ax.set_xlabel("test sacreBLEU")
+        ax.set_title("Test sacreBLEU (mean ± std over seeds; dotted: the baseline)", fontsize=10)
         save(fig, "_bleu.png")
 
-    styles = group_styles(groups)
     bucketed = [i for i, g in enumerate(groups) if g["by_source_length"]]
     if bucketed:
         panels = panels_by_kind([groups[i] for i in bucketed])
@@ -160,22 +164,26 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
                      "training length)", fontsize=9)
         save(fig, "_teacher_forced.png")
 
-    runs = [(i, j, g, r) for i, g in enumerate(groups) for j, r in enumerate(g["runs"]) if r["valid_events"]]
-    if runs:
-        columns = 1 + len(runs) // 40  # a study of many runs: the legend in columns beside the axes
-        fig, (loss_ax, bleu_ax) = plt.subplots(1, 2, figsize=(10, height(-(-len(runs) // columns), 3.8)))
-        for i, j, g, r in runs:  # one colour per configuration, one line style per seed
-            style = {"marker": ".", "color": f"C{i % 10}", "linestyle": ("-", "--", ":", "-.")[j % 4],
-                     "label": f"{g['label']} seed {r['seed']}"}
-            loss = [(e["step"], e["valid_loss"]) for e in r["valid_events"] if e.get("valid_loss") is not None]
-            bleu = [(e["step"], e["valid_bleu"]) for e in r["valid_events"] if e.get("valid_bleu") is not None]
-            if loss:
-                loss_ax.plot(*zip(*loss), **style)
-            if bleu:
-                bleu_ax.plot(*zip(*bleu), **style)
-        loss_ax.set(xlabel="step", ylabel="valid loss", title="Validation loss")
-        bleu_ax.set(xlabel="step", ylabel="valid sacreBLEU (greedy)", title="Validation BLEU")
-        bleu_ax.legend(*loss_ax.get_legend_handles_labels(), fontsize=7, ncol=columns, loc="upper left",
-                       bbox_to_anchor=(1.01, 1.0))
+    trained = [g for g in groups if not g.get("variant") and any(r["valid_events"] for r in g["runs"])]
+    if trained:  # one panel per configuration (a variant has its base's training), one line per seed
+        cols = min(6, len(trained))
+        rows = -(-len(trained) // cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols + 0.5, 2.1 * rows + 0.8), sharex=True, sharey=True,
+                                 squeeze=False)
+        for ax, g in zip(axes.flat, trained):
+            for j, r in enumerate(g["runs"]):
+                loss = [(e["step"], e["valid_loss"]) for e in r["valid_events"] if e.get("valid_loss") is not None]
+                if loss:
+                    ax.plot(*zip(*loss), marker=".", color=f"C{j % 10}", label=f"seed {r['seed']}")
+            ax.set_title(g["label"], fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.legend(fontsize=6)
+        for ax in axes.flat[len(trained):]:
+            ax.set_visible(False)
+        for ax in axes[-1]:
+            ax.set_xlabel("step", fontsize=8)
+        for ax in axes[:, 0]:
+            ax.set_ylabel("valid loss", fontsize=8)
+        fig.suptitle("Validation loss per configuration, one line per seed", fontsize=9)
         save(fig, "_curves.png")
     return written

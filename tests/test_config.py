@@ -17,7 +17,11 @@ from utils.config import (ConfigError, ExperimentConfig, ModelConfig, Positional
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = ROOT / "configs"
-ALL_CONFIGS = sorted(list(CONFIG_DIR.rglob("*.yaml")) + list(CONFIG_DIR.rglob("*.yml")))
+# every experiment config; not a study's declared findings (configs/<study>/findings/) nor a partial
+# file that configs put over another one (configs/report/size.yaml: a `base:` list item)
+PARTIAL = {CONFIG_DIR / "report" / "size.yaml"}
+ALL_CONFIGS = sorted(p for p in [*CONFIG_DIR.rglob("*.yaml"), *CONFIG_DIR.rglob("*.yml")]
+                     if p.parent.name != "findings" and p not in PARTIAL)
 V = 1000
 
 

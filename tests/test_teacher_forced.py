@@ -295,6 +295,12 @@ def test_compare_adds_the_diagnostic_only_when_runs_have_it(tmp_path: Path):
     runs = tmp_path / "runs"
     for name in ("rope", "rope_seed1", "sinusoidal", "sinusoidal_seed1"):
         shutil.copytree(ROOT / "results" / "demo" / name, runs / "demo" / name)
+        test = runs / "demo" / name / "test"  # as runs tested before the diagnostic existed
+        scores = json.loads((test / "scores.json").read_text())
+        scores.pop("teacher_forced", None)
+        (test / "scores.json").write_text(json.dumps(scores))
+        for extra in ("teacher_forced_beyond.tsv", "teacher_forced_pairs.tsv"):
+            (test / extra).unlink(missing_ok=True)
 
     def summarise(prefix: str) -> dict:
         assert compare.main([str(runs / "demo" / "*"), "--output", str(tmp_path / prefix), "--no_significance"]) == 0
@@ -351,9 +357,10 @@ def test_compare_adds_the_diagnostic_only_when_runs_have_it(tmp_path: Path):
 
 def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     """compare.py's findings: the teacher-forced NLL beyond training, pooled over every k, tested
-    by resampling inputs; lower is ahead. A configuration 0.3 nats better in every seed is found
-    ahead in every seed, significant; the baseline against a copy of itself is level."""
+    by resampling inputs; lower is ahead. Declared, a configuration 0.3 nats better in every seed
+    is found ahead in every seed; the baseline against a copy of itself is level (p 1)."""
     from evaluation.findings import compute_findings, findings_markdown
+    from evaluation.seed_test import Family
 
     rng = random.Random(5)
     inputs = [(k, i) for k in (1, 2, 4) for i in range(20)]
@@ -374,16 +381,20 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     same = {"label": "length/copy", "encoding": "sinusoidal", "runs": [dict(r, run=r["run"]) for r in base["runs"]]}
     # trained on joined pairs: longer training lengths, so "beyond" means other tokens: not tested
     joined = {"label": "length/alibi_concat", "encoding": "alibi", "runs": [run("j", s, 0.5, 44) for s in (1, 2, 3)]}
-    findings = compute_findings([base, good, same, joined], base, n_samples=2000)
+    family = Family(headline=[{"table": "teacher_forced"}])  # declared: it may be worded as a direction
+    findings = compute_findings([base, good, same, joined], base, n_samples=2000, family=family)
     (table,) = [t for t in findings["tables"] if t["name"] == "teacher_forced"]
     rows = {r["config"]: r for r in table["rows"]}
     assert "length/alibi_concat" not in rows
-    assert rows["length/alibi"]["num_sentences"] == len(inputs) and rows["length/alibi"]["ahead"] == 3
+    assert rows["length/alibi"]["num_sentences"] == len(inputs)
+    assert all(s["difference"] < -0.01 for s in rows["length/alibi"]["per_seed"])
     assert rows["length/alibi"]["mean_difference"] == pytest.approx(-0.3, abs=0.06)
-    assert rows["length/alibi"]["finding"] == "ahead in every seed (3/3), significant"
-    assert rows["length/copy"]["p_value"] == 1.0 and rows["length/copy"]["finding"].startswith("no consistent")
+    assert rows["length/alibi"]["finding"].startswith("ahead in every seed (Holm p")  # lower NLL is ahead
+    assert rows["length/copy"]["p_value"] == 1.0 and rows["length/copy"]["finding"].startswith("seeds: 0 above")
     text = findings_markdown(findings)
-    assert "Δ NLL (mean over seeds) (lower is better)" in text and "ahead means lower" in text
+    assert "Δ NLL (lower is better), mean over seeds" in text and "lower is better for NLL" in text
+    undeclared = compute_findings([base, good], base, n_samples=2000)  # no family: descriptive
+    assert not undeclared["tables"][-1]["rows"][0]["finding"].startswith("ahead")
     # a run that recorded no training length writes only the header: no data, never "ahead"
     from evaluation.findings import nll_beyond
     empty = tmp_path / "unrecorded" / "test"
