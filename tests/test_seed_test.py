@@ -200,3 +200,28 @@ def test_the_rule_before_issue_43_fails_the_calibration(rows):
     null = simulate(rows, todays_rule)
     print("the earlier rule, no true difference: " + ", ".join(f"{d} {r.mean():.1%}" for d, r in null.items()))
     assert all(rates.mean() > false_positive_bound(rates) for rates in null.values())
+
+
+def test_every_archived_direction_is_a_declared_comparison_that_passed():
+    """In every committed findings file: a row worded ahead/behind is declared, its Holm p (two-sided
+    seed-level test) is below 0.05 and no seed lies beyond the tie margin the other way; no row says
+    'significant'; the file names its test."""
+    files = sorted(ROOT.glob("results/**/*_findings.json"))
+    assert files
+    directions = 0
+    for path in files:
+        findings = json.loads(path.read_text(encoding="utf-8"))
+        assert "two-sided" in findings["test"] and "Student's t" in findings["test"], path
+        for table in findings["tables"]:
+            margin = findings["tie_margin"][table["metric"]]
+            for r in table["rows"]:
+                assert "significant" not in r["finding"], (path.name, r["config"], r["compared_on"])
+                if not r["finding"].startswith(("ahead", "behind")):
+                    assert not re.search(r"\b(ahead|behind)\b", r["finding"]), r["finding"]
+                    continue
+                directions += 1
+                diffs = [s["difference"] for s in r["per_seed"]]
+                up = r["mean_difference"] > 0
+                assert r["declared"] and r["p_holm"] < ALPHA, (path.name, r["config"], r["compared_on"])
+                assert not any(d < -margin if up else d > margin for d in diffs), (path.name, r["config"])
+    assert directions >= 1  # the archive's large effect (joined-pair training) is still said
