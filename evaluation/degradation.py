@@ -34,17 +34,32 @@ class PairSums:
     joined: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     training_length: Optional[int]
     position_buckets: list[int]
+    beyond: np.ndarray  # [pairs, 2]: NLL (EOS renormalised out) and tokens at positions >= the training length, all k
 
     @property
     def num_pairs(self) -> int:
         return len(self.alone_tokens)
 
-    def units(self, keep: Callable[[int, np.ndarray], np.ndarray]) -> np.ndarray:
+    def scored(self, k: int) -> np.ndarray:
+        """[pairs] bool: the pairs whose every token after the first was scored inside the join at k
+        (the same tokens as alone; a joined target cut at the decoder's limit is not)."""
+        pair, _, tokens, _ = self.joined[k]
+        out = np.zeros(self.num_pairs, dtype=bool)
+        out[pair] = (tokens == self.alone_tokens[pair]) & (tokens > 0)
+        return out
+
+    def units(self, keep: Callable[[int, np.ndarray], np.ndarray],
+              allowed: Optional[dict[int, np.ndarray]] = None) -> np.ndarray:
         """[pairs, 2]: per test pair, (sum of NLL joined - NLL alone, sum of tokens) over the k and
-        start positions `keep(k, starts)` selects (a boolean mask over that k's rows)."""
+        start positions `keep(k, starts)` selects (a boolean mask over that k's rows), among the
+        pairs `allowed[k]` (default: those this run scored whole at k; a comparison passes the pairs
+        every run of it scored whole, so both sides hold the same tokens)."""
         out = np.zeros((self.num_pairs, 2))
         for k, (pair, start, tokens, nll) in self.joined.items():
-            same = (tokens == self.alone_tokens[pair]) & (tokens > 0) & keep(k, start)
+            cells = allowed.get(k) if allowed is not None else self.scored(k)
+            if cells is None:  # a k some run of the comparison did not score
+                continue
+            same = cells[pair] & keep(k, start)
             p = pair[same]
             np.add.at(out[:, 0], p, nll[same] - self.alone_nll[p])
             np.add.at(out[:, 1], p, tokens[same])
@@ -71,8 +86,12 @@ def read_pair_sums(run: dict) -> Optional[PairSums]:
     alone_tokens[pairs[one]], alone_nll[pairs[one]] = rows[one, 3], rows[one, 5]
     joined = {int(k): (pairs[ks == k], rows[ks == k, 2], rows[ks == k, 3], rows[ks == k, 5])
               for k in sorted(set(ks.tolist()) - {1})}
+    beyond = np.zeros((size, 2))
+    np.add.at(beyond[:, 0], pairs, rows[:, 7])
+    np.add.at(beyond[:, 1], pairs, rows[:, 6])
     tf = run.get("teacher_forced") or {}
-    return PairSums(alone_tokens, alone_nll, joined, tf.get("training_length"), tf.get("position_buckets") or [])
+    return PairSums(alone_tokens, alone_nll, joined, tf.get("training_length"), tf.get("position_buckets") or [],
+                    beyond)
 
 
 def selections(sums: PairSums, buckets: bool = False) -> list[tuple[str, Callable[[int, np.ndarray], np.ndarray], bool]]:

@@ -27,6 +27,7 @@ from evaluation.seed_test import (ALPHA, ONE_SEED, POWER, TEST_NAME, Family, det
                                   seed_test, seeds_needed, verdict)
 from evaluation.significance import DEFAULT_SEED, holm, paired_bootstrap_ratio, paired_bootstrap_seeds, sentence_stats
 from evaluation.teacher_forced import BEYOND_FILE
+from utils.runtime import log
 
 MIN_SENTENCES = 10  # fewer and resampling says nothing (one sentence: every resample is that sentence)
 RULE = ("Finding, by one rule: 'ahead'/'behind' only for a comparison declared in the study's headline family "
@@ -95,13 +96,14 @@ def training_length(run: dict) -> Optional[int]:
     return (run.get("teacher_forced") or {}).get("training_length")
 
 
-def _row(seeds: list, n_units: int, combined, per_seed_p: list[Optional[float]], lower_is_better: bool = False) -> dict:
+def _row(seeds: list, n_units: int, combined, per_seed: list, lower_is_better: bool = False) -> dict:
     """A comparison row from the joint bootstrap over seeds (its per-seed differences and the variance
-    of their mean) and each seed's own paired bootstrap p (descriptive)."""
-    test = seed_test(combined.per_seed, combined.variance)
+    of their mean) and each seed's own paired bootstrap (its p, descriptive; its variance splits the
+    test set's noise into the part every seed shares and the part more seeds average out)."""
+    test = seed_test(combined.per_seed, combined.variance, [r.variance for r in per_seed])
     return {"seeds": seeds, "num_sentences": n_units, "mean_difference": combined.difference,
-            "per_seed": [{"seed": s, "difference": d, "p_value": p}
-                         for s, d, p in zip(seeds, combined.per_seed, per_seed_p)],
+            "per_seed": [{"seed": s, "difference": d, "p_value": r.p_value}
+                         for s, d, r in zip(seeds, combined.per_seed, per_seed)],
             "seed_test": vars(test), "p_value": test.p_value, "lower_is_better": lower_is_better}
 
 
@@ -118,37 +120,52 @@ def compare_ratio(systems: list[np.ndarray], baselines: list[np.ndarray], seeds:
     if n < MIN_SENTENCES:
         return _untested(seeds, n, True)
     combined = paired_bootstrap_ratio(systems, baselines, n_samples, seed)
-    per_seed = [paired_bootstrap_ratio([m], [b], n_samples, seed).p_value for m, b in zip(systems, baselines)]
+    per_seed = [paired_bootstrap_ratio([m], [b], n_samples, seed) for m, b in zip(systems, baselines)]
     return _row(seeds, n, combined, per_seed, lower_is_better=True)
 
 
 def compare_nll(pairs: list[tuple[dict, dict]], outputs: Outputs, n_samples: int, seed: int) -> Optional[dict]:
-    """The teacher-forced NLL beyond the training length, pooled over every k: the unit resampled is
-    an input (of any k) that has such tokens in either run; the statistic the token-weighted mean NLL."""
-    sums = [(outputs.beyond(run), outputs.beyond(base), run["seed"]) for run, base in pairs]
-    keys = sorted({key for mine, theirs, _ in sums for key in (*mine, *theirs)})
+    """The teacher-forced NLL beyond the training length, pooled over every k; the statistic the
+    token-weighted mean NLL. The unit resampled is the test pair (carrying every input that holds
+    it) where every run has test.py's per-pair sums, else (runs tested before them) an input of any
+    k that has such tokens in either run."""
+    seeds = [run["seed"] for run, _ in pairs]
+    if all(outputs.pairs(r) is not None for pair in pairs for r in pair):
+        sums = [(outputs.pairs(run).beyond, outputs.pairs(base).beyond) for run, base in pairs]
+        if len({x.shape for pair in sums for x in pair}) > 1:
+            raise ValueError(f"{pairs[0][0]['run']} and {pairs[0][1]['run']} were teacher-forced on different test "
+                             f"sets: their NLL cannot be compared")
+        if not any(x[:, 1].sum() for pair in sums for x in pair):
+            return None
+        return {**compare_ratio([m for m, _ in sums], [b for _, b in sums], seeds, n_samples, seed), "unit": "pair"}
+    sums = [(outputs.beyond(run), outputs.beyond(base)) for run, base in pairs]
+    keys = sorted({key for mine, theirs in sums for key in (*mine, *theirs)})
     if not keys:
         return None
 
     def rows(values: dict) -> np.ndarray:
         return np.array([values.get(key, (0.0, 0.0)) for key in keys])  # [inputs, 2]
 
-    return compare_ratio([rows(m) for m, _, _ in sums], [rows(t) for _, t, _ in sums], [s for _, _, s in sums],
-                         n_samples, seed)
+    return {**compare_ratio([rows(m) for m, _ in sums], [rows(t) for _, t in sums], seeds, n_samples, seed),
+            "unit": "input"}
 
 
 def compare_degradation(pairs: list[tuple[dict, dict]], outputs: Outputs, keep, n_samples: int,
                         seed: int) -> Optional[dict]:
     """The degradation of one selection (evaluation/degradation.py), system vs baseline per seed; the
-    unit resampled is the test pair."""
-    sums = [(outputs.pairs(run), outputs.pairs(base)) for run, base in pairs]
-    if any(a.num_pairs != b.num_pairs for a, b in sums):
+    unit resampled is the test pair; every run counts the same (pair, k) cells: those all of them
+    scored whole."""
+    sums = [outputs.pairs(r) for pair in pairs for r in pair]
+    if len({x.num_pairs for x in sums}) > 1:
         raise ValueError(f"{pairs[0][0]['run']} and {pairs[0][1]['run']} were teacher-forced on different test "
-                         f"sets: their degradation cannot be compared")
-    systems, baselines = [a.units(keep) for a, _ in sums], [b.units(keep) for _, b in sums]
-    if any(x[:, 1].sum() <= 0 for x in (*systems, *baselines)):
+                         f"sets (different numbers of pairs): their degradation cannot be compared")
+    ks = set.intersection(*(set(x.joined) for x in sums))  # the k every run scored
+    allowed = {k: np.logical_and.reduce([x.scored(k) for x in sums]) for k in ks}
+    units = [x.units(keep, allowed) for x in sums]
+    systems, baselines = units[0::2], units[1::2]
+    if any(x[:, 1].sum() <= 0 for x in units):
         return None
-    used = int(sum((x[:, 1] > 0).any() for x in np.stack(systems + baselines, 1)))  # pairs with tokens
+    used = int((np.stack(units)[:, :, 1] > 0).any(0).sum())  # pairs with tokens in some run
     row = compare_ratio(systems, baselines, [r["seed"] for r, _ in pairs], n_samples, seed)
     return {**row, "num_sentences": used}
 
@@ -196,7 +213,7 @@ def compare_pair(pairs: list[tuple[dict, dict]], outputs: Outputs, k: int, n_sam
     if n < MIN_SENTENCES:
         return _untested(seeds, n)
     combined = paired_bootstrap_seeds(systems, baselines, n_samples, seed)
-    per_seed = [paired_bootstrap_seeds([s], [b], n_samples, seed).p_value for s, b in zip(systems, baselines)]
+    per_seed = [paired_bootstrap_seeds([s], [b], n_samples, seed) for s, b in zip(systems, baselines)]
     return _row(seeds, n, combined, per_seed)
 
 
@@ -217,27 +234,39 @@ def power_lines(rows: list[dict], metric: str, alpha: float, family: Family) -> 
         se = statistics.median(t["se"] for t in same_n)
         seed_sd = statistics.median(t["seed_sd"] for t in same_n)
         v_sent = statistics.median(t["v_sent"] for t in same_n)
+        # the test set's noise: the part every seed shares stays, the rest averages out over more seeds
+        v_shared = statistics.median(t["v_shared"] if t.get("v_shared") is not None else t["v_sent"] for t in same_n)
+        v_int = statistics.median(t.get("v_int") or 0.0 for t in same_n)
         effect = family.effect[metric]
-        out.append({"n": n, "rows": len(same_n), "se": se, "seed_sd": seed_sd, "v_sent": v_sent, "alpha": alpha,
-                    "power": POWER, "detectable": detectable_effect(se, n - 1, alpha), "effect": effect,
-                    "seeds_needed": seeds_needed(effect, seed_sd, v_sent, alpha)})
+        out.append({"n": n, "rows": len(same_n), "se": se, "seed_sd": seed_sd, "v_sent": v_sent,
+                    "v_shared": v_shared, "v_int": v_int, "alpha": alpha, "power": POWER,
+                    "detectable": detectable_effect(se, n - 1, alpha), "effect": effect,
+                    "seeds_needed": seeds_needed(effect, seed_sd, v_shared, v_int, alpha)})
     return out
 
 
 def apply_rule(tables: list[dict], family: Family) -> int:
-    """Holm over the declared rows of every table (one family), then every row's finding; returns
-    the family's size."""
-    declared = [(t, r) for t in tables for r in t["rows"] if family.declares(t["name"], r) and r["p_value"] is not None]
+    """Holm over the declared rows of every table (one family; a declared row without a test counts
+    with p = 1, so the family is the size declared), then every row's finding; returns the family's size."""
+    declared = [(t, r) for t in tables for r in t["rows"] if family.declares(t["name"], r)]
     for t in tables:
         for r in t["rows"]:
             r["declared"], r["p_holm"] = False, None
-    for (t, r), p in zip(declared, holm([r["p_value"] for _, r in declared])):
-        r["declared"], r["p_holm"] = True, p
+    adjusted = holm([r["p_value"] if r["p_value"] is not None else 1.0 for _, r in declared])
+    for (t, r), p in zip(declared, adjusted):
+        r["declared"], r["p_holm"] = True, (p if r["p_value"] is not None else None)
     for t in tables:
         margin = family.tie_margin[t["metric"]]
         for r in t["rows"]:
             r["finding"] = verdict(r, t["metric"], margin, r["declared"])
     return len(declared)
+
+
+def unmatched(tables: list[dict], family: Family) -> list[str]:
+    """The headline entries that match no row (a typo, or a measure these runs did not record)."""
+    return [str(h) for h in family.headline
+            if not any(family.declares(t["name"], r) and h in family.matching(t["name"], r)
+                       for t in tables for r in t["rows"])]
 
 
 def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000, seed: int = DEFAULT_SEED,
@@ -294,13 +323,16 @@ def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000,
                          "extrapolation)", nll_rows, "NLL"))
     tables = [t for t in tables if t["rows"]]
     size = apply_rule(tables, family)
+    missing = unmatched(tables, family)
+    for entry in missing:
+        log(f"compare.py: the declared headline comparison {entry} of {family.path} matches no row of these runs")
     alpha = ALPHA / size if size else ALPHA  # Holm's first step: what the strongest declared row must pass
     for t in tables:
         t["family_rows"] = sum(r["declared"] for r in t["rows"])
         t["power"] = power_lines(t["rows"], t["metric"], alpha, family)
     return {"baseline": baseline["label"], "metric": "sacreBLEU", "alpha": ALPHA, "test": TEST_NAME,
             "correction": "holm, over the declared headline family only", "family": family.path,
-            "family_size": size, "tie_margin": family.tie_margin,
+            "family_size": size, "family_unmatched": missing, "tie_margin": family.tie_margin,
             "descriptive_p": "sacreBLEU's paired bootstrap per seed (sacrebleu --paired-bs: Koehn's statistic, one "
                              "tail; it holds each trained model fixed), descriptive only",
             "n_samples": n_samples, "bootstrap_seed": seed, "rule": RULE, "tables": tables}
@@ -325,8 +357,8 @@ def power_sentence(t: dict, unit: str) -> str:
     for pw in t["power"]:
         effect = f"{_number(pw['effect'], metric).lstrip('+')} {unit}"
         reach = (f"a true difference of {effect} would need {pw['seeds_needed']} seeds" if pw["seeds_needed"] else
-                 f"a true difference of {effect} is out of reach at any number of seeds (the test set's own noise, held as "
-                 f"measured, is larger)")
+                 f"a true difference of {effect} is out of reach at any number of seeds (the test set's noise "
+                 f"that every seed shares is larger)")
         parts.append(f"with {pw['n']} seeds ({pw['rows']} rows; median SE {pw['se']:.3g} {unit}: seed SD "
                      f"{pw['seed_sd']:.3g}, test-set SD {pw['v_sent'] ** 0.5:.3g}) "
                      f"{_number(pw['detectable'], metric).lstrip('+')} {unit}, and {reach}")

@@ -47,17 +47,17 @@ def headline_markdown(findings: dict) -> str:
     lines += [_row_sentence(r, t["metric"], baseline) for t, r in shown if r.get("mean_difference") is not None]
     # one sentence: the smallest effect the most-seeded rows can see, on each table the headline reads
     read = {t["name"] for t, _ in shown}
-    parts, alpha, seeds = [], None, None
+    parts, alpha = [], None
     for t in tables:
         if t["name"] in read and t.get("power"):
             pw = t["power"][0]  # the most seeds
-            alpha, seeds = pw["alpha"], pw["n"]
+            alpha = pw["alpha"]
             parts.append(f"{_number(pw['detectable'], t['metric']).lstrip('+')} {_unit(t['metric'])} on the "
-                         f"{SHORT_TITLES.get(t['name'], t['name'])}")
+                         f"{SHORT_TITLES.get(t['name'], t['name'])} ({pw['n']} seeds)")
     if parts:
-        lines.append(f"- The smallest true difference these {seeds} seeds find 80% of the time (two-sided α = "
-                     f"{alpha:.2g}): " + ", ".join(parts) + " (each findings table says more, and how many seeds "
-                     "a smaller one would need).")
+        lines.append(f"- The smallest true difference the seeds find 80% of the time (two-sided α = {alpha:.2g}): "
+                     + ", ".join(parts) + " (each findings table says more, and how many seeds a smaller one "
+                     "would need).")
     elif shown and all(len(r["per_seed"]) <= 1 for _, r in shown):
         lines.append("- One seed per configuration: no test and no detectable effect; every row is that trained model.")
     return "\n".join(lines)

@@ -52,6 +52,10 @@ class SeedTest:
     p_value: Optional[float]  # two-sided; None for one seed
     low: Optional[float]  # 95% interval of mean(d), per row (not Holm-adjusted)
     high: Optional[float]
+    # v_sent split (from each seed's own bootstrap variance): the test set's noise shared by every
+    # seed, which more seeds never shrink, and the seed-by-sentence part, which shrinks as 1/n
+    v_shared: Optional[float] = None
+    v_int: Optional[float] = None
 
 
 def t_quantile(q: float, df: int) -> float:
@@ -72,21 +76,34 @@ def seed_p(diffs: np.ndarray, v_sent) -> np.ndarray:
     se = np.sqrt(d.var(-1, ddof=1) / n + np.maximum(v_sent, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         p = 2 * t.sf(np.abs(mean) / se, n - 1)
-    # SE 0: every seed identical and no sentence noise, nothing to attribute to chance
-    return np.where(se > 0, p, np.where(mean == 0, 1.0, 0.0))
+    # SE 0: every seed identical and no sentence noise, nothing to attribute to chance; NaN: no test
+    p = np.where(se > 0, p, np.where(mean == 0, 1.0, 0.0))
+    return np.where(np.isfinite(mean) & np.isfinite(se), p, np.nan)
 
 
-def seed_test(diffs: Sequence[float], v_sent: float) -> SeedTest:
-    """The seed-level test of per-seed differences `diffs` with sentence-bootstrap variance `v_sent`."""
+def split_variance(v_sent: float, per_seed: Optional[Sequence[float]], n: int) -> tuple[Optional[float], Optional[float]]:
+    """(v_shared, v_int) from the joint bootstrap's variance of mean(d) and each seed's own bootstrap
+    variance: mean(per seed) = v_shared + v_int and v_sent = v_shared + v_int / n (None without them)."""
+    if not per_seed or n < 2 or len(per_seed) != n:
+        return None, None
+    v_int = max(0.0, (float(np.mean(per_seed)) - v_sent) * n / (n - 1))
+    return max(0.0, v_sent - v_int / n), v_int
+
+
+def seed_test(diffs: Sequence[float], v_sent: float, per_seed_variance: Optional[Sequence[float]] = None) -> SeedTest:
+    """The seed-level test of per-seed differences `diffs` with sentence-bootstrap variance `v_sent`
+    (and each seed's own bootstrap variance, for the power of more seeds)."""
     d = np.asarray(diffs, dtype=np.float64)
     n = len(d)
     mean = float(d.mean())
-    if n < 2:
-        return SeedTest(n, mean, None, float(v_sent), None, None, None, None)
+    v_shared, v_int = split_variance(float(v_sent), per_seed_variance, n)
+    p = float(seed_p(d, v_sent)) if n >= 2 else float("nan")
+    if n < 2 or not math.isfinite(p):
+        return SeedTest(n, mean, None, float(v_sent), None, None, None, None, v_shared, v_int)
     sd = float(d.std(ddof=1))
     se = math.sqrt(sd * sd / n + max(float(v_sent), 0.0))
     half = t_quantile(1 - ALPHA / 2, n - 1) * se
-    return SeedTest(n, mean, sd, float(v_sent), se, float(seed_p(d, v_sent)), mean - half, mean + half)
+    return SeedTest(n, mean, sd, float(v_sent), se, p, mean - half, mean + half, v_shared, v_int)
 
 
 def direction(diffs: np.ndarray, p_adjusted, margin: float, alpha: float = ALPHA) -> np.ndarray:
@@ -126,15 +143,23 @@ def detectable_effect(se: float, df: int, alpha: float, target: float = POWER) -
     return float(brentq(lambda e: power(e, se, df, alpha) - target, 0.0, hi, xtol=se * 1e-6))
 
 
-def seeds_needed(effect: float, seed_sd: float, v_sent: float, alpha: float, target: float = POWER,
-                 most: int = 1000) -> Optional[int]:
-    """How many seeds a true difference `effect` needs for `target` power at `alpha` (v_sent kept as
-    measured: more seeds do not shrink the shared test set's noise); None beyond `most`."""
-    for n in range(2, most + 1):
-        se = math.sqrt(seed_sd * seed_sd / n + v_sent)
-        if power(effect, se, n - 1, alpha) >= target:
-            return n
-    return None
+def seeds_needed(effect: float, seed_sd: float, v_shared: float, v_int: float, alpha: float,
+                 target: float = POWER) -> Optional[int]:
+    """How many seeds a true difference `effect` needs for `target` power at `alpha` with the test as
+    it stands at n seeds, SE^2 = seed_sd^2/n + v_shared + v_int/n; None when no number of seeds
+    reaches it (the shared test-set noise alone, at infinitely many seeds, leaves less power)."""
+    def enough(n: int) -> bool:
+        return power(effect, math.sqrt(seed_sd * seed_sd / n + v_shared + v_int / n), n - 1, alpha) >= target
+
+    if power(effect, math.sqrt(v_shared), 100_000, alpha) < target:
+        return None
+    low, high = 1, 2  # power grows with n: find a bracket, then bisect
+    while not enough(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return high
 
 
 # ----------------------------------------------------------------------------- the declared family
@@ -150,16 +175,14 @@ class Family:
     tie_margin: dict = field(default_factory=lambda: dict(DEFAULT_TIE_MARGIN))
     effect: dict = field(default_factory=lambda: dict(DEFAULT_EFFECT))
 
+    def matching(self, table: str, row: dict) -> list[dict]:
+        """The headline entries that declare this row."""
+        return [h for h in self.headline if h["table"] == table
+                and (h.get("compared_on") is None or h["compared_on"] == row["compared_on"])
+                and (h.get("configs") is None or row["config"] in h["configs"])]
+
     def declares(self, table: str, row: dict) -> bool:
-        for h in self.headline:
-            if h["table"] != table:
-                continue
-            if h.get("compared_on") is not None and h["compared_on"] != row["compared_on"]:
-                continue
-            if h.get("configs") is not None and row["config"] not in h["configs"]:
-                continue
-            return True
-        return False
+        return bool(self.matching(table, row))
 
 
 def load_family(path: Optional[str]) -> Family:

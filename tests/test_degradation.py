@@ -72,3 +72,23 @@ def test_a_damaged_file_is_named(tmp_path):
     path.write_text("k\tpair\n")
     with pytest.raises(ValueError, match="header"):
         read_pair_sums(run)
+
+
+def test_a_comparison_counts_only_the_cells_every_run_scored_whole(tmp_path):
+    """A pair cut at the decoder's limit in one run is left out of every run of the comparison, so
+    both sides hold the same tokens (here the runs differ only in that cell: no difference)."""
+    from evaluation.findings import Outputs, compare_degradation
+
+    def rows(cut: bool):
+        out = []
+        for p in range(12):
+            out += [(1, p, 0, 3, 4.0, 4.0, 0, 0.0), (2, p, 3, 3, 5.0, 5.0, 0, 0.0)]
+        out.append((3, 0, 0, 2 if cut else 3, 9.0, 9.0, 0, 0.0))  # pair 0 at k = 3: cut in one run only
+        return out
+
+    a, b = write_run(tmp_path / "a", rows(cut=True)), write_run(tmp_path / "b", rows(cut=False))
+    keep = dict((label, keep) for label, keep, _ in selections(read_pair_sums(a)))["all k"]
+    got = compare_degradation([(a, b)], Outputs(), keep, 200, 1)
+    assert got["mean_difference"] == pytest.approx(0.0) and got["num_sentences"] == 12
+    alone = read_pair_sums(b).units(keep)  # by itself, b counts the cell a lost
+    assert alone[0, 1] == 6

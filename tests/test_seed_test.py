@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluation.findings import apply_rule
+from evaluation.findings import apply_rule, unmatched
 from evaluation.seed_test import (ALPHA, ONE_SEED, Family, detectable_effect, direction, load_family, power, seed_p,
-                                  seed_test, seeds_needed, verdict)
+                                  seed_test, seeds_needed, split_variance, verdict)
 from utils.config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,11 +48,27 @@ def test_power_and_detectable_effect_agree_and_seeds_needed_is_monotone():
         crit = stats.t.ppf(1 - alpha / 2, df)
         assert power(nc * se, se, df, alpha) == pytest.approx(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc),
                                                               abs=2e-3)
-    small, large = seeds_needed(0.5, 0.7, 0.02, 0.05), seeds_needed(1.0, 0.7, 0.02, 0.05)
+    small, large = seeds_needed(0.5, 0.7, 0.02, 0.05, 0.05), seeds_needed(1.0, 0.7, 0.02, 0.05, 0.05)
     assert large < small
-    se = math.sqrt(0.7 ** 2 / large + 0.02)
-    assert power(1.0, se, large - 1, 0.05) >= 0.8 > power(1.0, math.sqrt(0.7 ** 2 / (large - 1) + 0.02), large - 2, 0.05)
-    assert seeds_needed(0.01, 1.0, 0.5, 0.05, most=50) is None  # the shared test set's noise never shrinks
+
+    def se(n):  # the seeds' spread and the seed-by-sentence noise average out, the shared noise stays
+        return math.sqrt(0.7 ** 2 / n + 0.02 + 0.05 / n)
+
+    assert power(1.0, se(large), large - 1, 0.05) >= 0.8 > power(1.0, se(large - 1), large - 2, 0.05)
+    assert seeds_needed(0.01, 1.0, 0.5, 0.0, 0.05) is None  # below what the shared test-set noise allows
+
+
+def test_the_test_sets_noise_splits_into_shared_and_per_seed_parts():
+    """Joint bootstrap variance of mean(d) = shared + per-seed / n; each seed's own bootstrap
+    variance = shared + per-seed; a NaN difference is no test (never p = 0)."""
+    shared, own, n = 0.01, 0.04, 4
+    v_shared, v_int = split_variance(shared + own / n, [shared + own] * n, n)
+    assert (v_shared, v_int) == (pytest.approx(shared), pytest.approx(own))
+    assert split_variance(0.02, None, 3) == (None, None)
+    got = seed_test([0.4, 0.5, 0.6, 0.7], shared + own / n, [shared + own] * n)
+    assert got.v_shared == pytest.approx(shared) and got.p_value is not None
+    assert seed_test([float("nan"), 1.0], 0.1).p_value is None
+    assert np.isnan(seed_p(np.array([[float("nan"), 1.0]]), 0.1)[0])
 
 
 def row(diffs, p_holm, v=0.0, compared_on="test set", config="c"):
@@ -85,6 +101,13 @@ def test_holm_runs_over_the_declared_family_only():
     assert sorted([a["p_holm"], b["p_holm"]]) == pytest.approx(
         sorted([2 * min(a["p_value"], b["p_value"]), max(a["p_value"], b["p_value"])]))
     assert tables[1]["rows"][0]["p_holm"] is None and "ahead" not in tables[1]["rows"][0]["finding"]
+    # a declared row without a test (one seed) still counts in the family, with p = 1
+    tables[0]["rows"].append(row([1.0], None, config="c"))
+    assert apply_rule(tables, family) == 3 and tables[0]["rows"][2]["p_holm"] is None
+    assert sorted(r["p_holm"] for r in tables[0]["rows"][:2]) == pytest.approx(
+        sorted([3 * min(a["p_value"], b["p_value"]), 2 * max(a["p_value"], b["p_value"])]))
+    typo = Family(headline=[{"table": "test", "compared_on": "test set"}, {"table": "concat", "compared_on": "k=4"}])
+    assert unmatched(tables, typo) == ["{'table': 'concat', 'compared_on': 'k=4'}"]
 
 
 def test_family_file_errors_are_one_line(tmp_path):
@@ -118,7 +141,7 @@ def archived_rows() -> list[dict]:
         for table in findings["tables"]:
             for r in table["rows"]:
                 t = r.get("seed_test")
-                if t and t["n"] >= 2 and t["seed_sd"] is not None:
+                if t and t["n"] >= 2 and t["seed_sd"] is not None and t.get("v_shared") is not None:
                     rows.append({**t, "metric": table["metric"], "margin": findings["tie_margin"][table["metric"]],
                                  "where": f"{path.name}: {r['config']} {r['compared_on']}"})
     return rows
@@ -127,20 +150,24 @@ def archived_rows() -> list[dict]:
 def simulate(rows: list[dict], rule, effect_in_sd: float = 0.0, observed: bool = False, seed: int = 0):
     """Per row, the fraction of simulated studies in which `rule(diffs, v_sent, margin)` words a
     direction (+1/-1) matching the true effect's sign (any direction when there is none). Seed
-    effects: normal and t(3), each scaled to the row's seed SD; the test set's noise: one normal draw
-    of variance v_sent shared by every seed (the same test sentences)."""
+    effects: normal and t(3), scaled so that with the test set's per-seed noise (variance v_int,
+    one draw per seed) they have the row's seed SD; the test set's shared noise: one normal draw of
+    variance v_shared for every seed (the same test sentences)."""
     rng = np.random.default_rng(seed)
     out = {}
     for dist in ("normal", "t3"):
         rates = []
         for r in rows:
             n, sd, v = r["n"], r["seed_sd"], r["v_sent"]
+            shared, own = r["v_shared"], r["v_int"]
+            effect_sd = math.sqrt(max(sd * sd - own, 0.0))
             if dist == "normal":
                 e = rng.standard_normal((SIMULATIONS, n))
             else:
                 e = rng.standard_t(3, (SIMULATIONS, n)) / math.sqrt(3.0)  # unit variance
             true = r["mean"] if observed else effect_in_sd * sd
-            diffs = true + sd * e + math.sqrt(max(v, 0.0)) * rng.standard_normal((SIMULATIONS, 1))
+            diffs = (true + effect_sd * e + math.sqrt(own) * rng.standard_normal((SIMULATIONS, n))
+                     + math.sqrt(shared) * rng.standard_normal((SIMULATIONS, 1)))
             said = rule(diffs, v, r["margin"])
             rates.append(np.mean(said != 0) if true == 0 else np.mean(said == np.sign(true)))
         out[dist] = np.array(rates)
