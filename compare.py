@@ -362,10 +362,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             rows += [summarise_run(p, variant) for variant in run_variants(p)]
     if not rows:
         raise CompareError(f"no run folders (with config.yaml) among {', '.join(args.runs)}")
-    groups = group_runs(rows)
     family = load_family(args.family)
     margin = family.tie_margin["sacreBLEU"]
     try:
+        groups = group_runs(rows)  # reads each run's per-pair sums: a damaged file is a one-line error
         baseline = pick_baseline(groups, args.baseline or family.baseline)
         baseline["is_baseline"] = True
         add_seed_wins(groups, baseline, margin)
@@ -375,7 +375,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             check_same_references(groups)
             findings = compute_findings(groups, baseline, args.bootstrap_samples, family=family)
             add_significance(groups, baseline, findings)
-    except ValueError as e:  # references that differ between runs (evaluation/length_report.py)
+    except ValueError as e:  # references that differ between runs, a damaged per-run file
         raise CompareError(str(e)) from None
     table = markdown_table(groups, baseline, args.bootstrap_samples)
     degradation = degradation_table(groups)  # the length study's headline measure: its first table

@@ -92,3 +92,19 @@ def test_a_comparison_counts_only_the_cells_every_run_scored_whole(tmp_path):
     assert got["mean_difference"] == pytest.approx(0.0) and got["num_sentences"] == 12
     alone = read_pair_sums(b).units(keep)  # by itself, b counts the cell a lost
     assert alone[0, 1] == 6
+
+
+def test_compare_names_a_damaged_per_pair_file_in_one_line(tmp_path, capsys):
+    import shutil
+
+    import compare
+    from helpers import ROOT
+    from utils.cli import main_guard
+
+    for name in ("rope", "sinusoidal"):
+        shutil.copytree(ROOT / "results" / "demo" / name, tmp_path / name)
+    with open(tmp_path / "rope" / "test" / PAIRS_FILE, "a") as f:
+        f.write("garbage\n")
+    assert main_guard(compare.main, [str(tmp_path / "*"), "--no_significance"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "teacher_forced_pairs.tsv is damaged" in err and "Traceback" not in err and len(err.splitlines()) == 1
