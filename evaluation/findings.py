@@ -373,9 +373,11 @@ def findings_markdown(findings: dict) -> str:
         metric = t["metric"]
         unit = "nats" if metric == "NLL" else "BLEU"
         lower = " (lower is better)" if metric == "NLL" else ""
+        seed_p_title = ("sacreBLEU's paired bootstrap p per seed (one tail, model fixed)" if metric == "sacreBLEU" else
+                        "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)")
         lines = [f"Against `{findings['baseline']}`, {t['title']}:", "",
                  f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
-                 "p, seeds (two-sided) | p, Holm (declared) | p per seed: paired bootstrap, model fixed | finding |",
+                 f"p, seeds (two-sided) | p, Holm (declared) | {seed_p_title} | finding |",
                  "|---|---|---|---|---|---|---|---|"]
         for r in t["rows"]:
             per_seed = ", ".join(f"{s['seed']}: {_number(s['difference'], metric)}" for s in r["per_seed"])
