@@ -175,6 +175,11 @@ def csv_rows(groups: list[dict]) -> tuple[list[str], list[dict]]:
         for g, row in zip(groups, rows):
             stats = (g.get("teacher_forced") or {}).get("nll_beyond") or {}
             row.update(tf_nll_beyond=stats.get("mean"), tf_nll_beyond_std=stats.get("std"))
+    if any(g.get("degradation") for g in groups):  # the length study's headline, pooled over k
+        fields += ["degradation", "degradation_std"]
+        for g, row in zip(groups, rows):
+            stats = (g.get("degradation") or {}).get("all k") or {}
+            row.update(degradation=stats.get("mean"), degradation_std=stats.get("std"))
     return fields, rows
 
 
@@ -182,7 +187,8 @@ def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) ->
     per_run = ("run", "seed", *NUMERIC)
     report = {
         "baseline": baseline["label"] if baseline else None,
-        "significance": {"test": "paired bootstrap resampling, one test over the seeds both ran (see *_findings.json)",
+        "significance": {"test": "seed-level t-test over the seeds both ran, the test set's joint-bootstrap variance "
+                                 "added, two-sided (see *_findings.json)",
                          "metric": "sacreBLEU", "n_samples": n_samples},
         "groups": [{"label": g["label"], "encoding": g["encoding"], "n": g["n"], "seeds": g["seeds"],
                     "runs": [r["run"] for r in g["runs"]], "mean": g["mean"], "std": g["std"],
@@ -193,4 +199,7 @@ def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) ->
     if has_teacher_forced(groups):  # only then: older runs' report stays as it was
         for g, out in zip(groups, report["groups"]):
             out["teacher_forced"] = g.get("teacher_forced")
+    if any(g.get("degradation") for g in groups):  # per selection (all k, each k, by start): mean, std, n
+        for g, out in zip(groups, report["groups"]):
+            out["degradation"] = g.get("degradation")
     return report

@@ -266,6 +266,10 @@ def test_a_declared_family_gets_holm_and_its_sentences(swept: Path, tmp_path: Pa
     assert {r["compared_on"] for r in declared} == {"test set", "k=2"}
     assert all(r["p_holm"] >= r["p_value"] for r in declared)
     assert min(r["p_holm"] for r in declared) == pytest.approx(min(1.0, 4 * min(r["p_value"] for r in declared)))
+    report = json.loads((tmp_path / "fam.json").read_text())
+    rope = next(g for g in report["groups"] if g["label"] == "demo/rope")
+    assert rope["degradation"]["all k"]["n"] == 2 and "degradation" in (tmp_path / "fam.csv").read_text().splitlines()[0]
+    assert (tmp_path / "fam.md").read_text().startswith("Degradation: a test pair's")  # the first table
     headline = (tmp_path / "fam_headline.md").read_text()
     assert f"`{family}`): 4 comparisons" in headline and "- `demo/rope` against `demo/sinusoidal`, k=2" in headline
 
