@@ -23,8 +23,8 @@ import numpy as np
 
 from evaluation.degradation import PairSums, read_pair_sums, selections
 from evaluation.run_stats import read_lines, test_folder
-from evaluation.seed_test import (ALPHA, ONE_SEED, POWER, TEST_NAME, Family, detectable_effect, format_p,
-                                  seed_test, seeds_needed, verdict)
+from evaluation.seed_test import (ALPHA, POWER, TEST_NAME, Family, detectable_effect, fmt_number, format_p,
+                                  seed_test, seeds_needed, unit_of, verdict)
 from evaluation.significance import DEFAULT_SEED, holm, paired_bootstrap_ratio, paired_bootstrap_seeds, sentence_stats
 from evaluation.teacher_forced import BEYOND_FILE
 from utils.runtime import log
@@ -265,8 +265,7 @@ def apply_rule(tables: list[dict], family: Family) -> int:
 def unmatched(tables: list[dict], family: Family) -> list[str]:
     """The headline entries that match no row (a typo, or a measure these runs did not record)."""
     return [str(h) for h in family.headline
-            if not any(family.declares(t["name"], r) and h in family.matching(t["name"], r)
-                       for t in tables for r in t["rows"])]
+            if not any(h in family.matching(t["name"], r) for t in tables for r in t["rows"])]
 
 
 def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000, seed: int = DEFAULT_SEED,
@@ -345,23 +344,19 @@ def find_row(findings: dict, table: str, config: str, compared_on: str) -> Optio
     return None
 
 
-def _number(x: Optional[float], metric: str) -> str:
-    return "–" if x is None else f"{x:+.3f}" if metric == "NLL" else f"{x:+.2f}"
-
-
 def power_sentence(t: dict, unit: str) -> str:
     if not t.get("power"):
         return "Smallest detectable effect: needs two seeds or more."
     metric = t["metric"]
     parts = []
     for pw in t["power"]:
-        effect = f"{_number(pw['effect'], metric).lstrip('+')} {unit}"
+        effect = f"{fmt_number(pw['effect'], metric).lstrip('+')} {unit}"
         reach = (f"a true difference of {effect} would need {pw['seeds_needed']} seeds" if pw["seeds_needed"] else
                  f"a true difference of {effect} is out of reach at any number of seeds (the test set's noise "
                  f"that every seed shares is larger)")
         parts.append(f"with {pw['n']} seeds ({pw['rows']} rows; median SE {pw['se']:.3g} {unit}: seed SD "
                      f"{pw['seed_sd']:.3g}, test-set SD {pw['v_sent'] ** 0.5:.3g}) "
-                     f"{_number(pw['detectable'], metric).lstrip('+')} {unit}, and {reach}")
+                     f"{fmt_number(pw['detectable'], metric).lstrip('+')} {unit}, and {reach}")
     return (f"Smallest effect these seeds can see (80% power, two-sided α = {t['power'][0]['alpha']:.2g}): "
             + "; ".join(parts) + ".")
 
@@ -371,7 +366,7 @@ def findings_markdown(findings: dict) -> str:
     parts = []
     for t in findings["tables"]:
         metric = t["metric"]
-        unit = "nats" if metric == "NLL" else "BLEU"
+        unit = unit_of(metric)
         lower = " (lower is better)" if metric == "NLL" else ""
         seed_p_title = ("sacreBLEU's paired bootstrap p per seed (one tail, model fixed)" if metric == "sacreBLEU" else
                         "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)")
@@ -380,17 +375,17 @@ def findings_markdown(findings: dict) -> str:
                  f"p, seeds (two-sided) | p, Holm (declared) | {seed_p_title} | finding |",
                  "|---|---|---|---|---|---|---|---|"]
         for r in t["rows"]:
-            per_seed = ", ".join(f"{s['seed']}: {_number(s['difference'], metric)}" for s in r["per_seed"])
+            per_seed = ", ".join(f"{s['seed']}: {fmt_number(s['difference'], metric)}" for s in r["per_seed"])
             seed_p = ", ".join(f"{s['seed']}: {format_p(s['p_value'])}" for s in r["per_seed"])
             holm_p = format_p(r["p_holm"]) if r.get("declared") else "not declared"
             lines.append(f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | "
-                         f"{_number(r['mean_difference'], metric)} | {per_seed or '–'} | "
+                         f"{fmt_number(r['mean_difference'], metric)} | {per_seed or '–'} | "
                          f"{format_p(r['p_value'])} | {holm_p} | {seed_p or '–'} | {r['finding']} |")
         lines += ["", power_sentence(t, unit)]
         parts.append("\n".join(lines))
     family = (f"the headline family declared in `{findings['family']}` ({findings['family_size']} comparisons)"
               if findings.get("family") else "no declared headline family (every row is descriptive)")
-    margins = ", ".join(f"{v:g} {'nats' if k == 'NLL' else 'BLEU'}" for k, v in findings["tie_margin"].items())
+    margins = ", ".join(f"{v:g} {unit_of(k)}" for k, v in findings["tie_margin"].items())
     parts.append(f"p, seeds: {findings['test']}; {findings['n_samples']:,} bootstrap resamples (seed "
                  f"{findings['bootstrap_seed']}); assumes independent, roughly normal seed effects (Dror et al. 2018). "
                  f"The interval is per row, not Holm-adjusted. Holm's correction runs over {family}. Tie margin: "

@@ -5,26 +5,18 @@ each table's seeds can see. No result sentence of the README is written by hand.
 
 from __future__ import annotations
 
-from evaluation.seed_test import format_p
+from evaluation.seed_test import fmt_number, format_p, unit_of
 
 SHORT_TITLES = {"degradation": "degradation (NLL joined minus alone)", "test": "test set",
                 "concat": "joined inputs", "buckets": "test set by source length",
                 "teacher_forced": "absolute NLL beyond training"}  # the table a sentence speaks of
 
 
-def _unit(metric: str) -> str:
-    return "nats" if metric == "NLL" else "BLEU"
-
-
-def _number(x: float, metric: str) -> str:
-    return f"{x:+.3f}" if metric == "NLL" else f"{x:+.2f}"
-
-
 def _row_sentence(r: dict, metric: str, baseline: str) -> str:
     n = len(r["per_seed"])
     lower = " (lower is better)" if metric == "NLL" else ""
     return (f"- `{r['config']}` against `{baseline}`, {r['compared_on']}: mean difference "
-            f"{_number(r['mean_difference'], metric)} {_unit(metric)}{lower} over {n} seed{'s' if n != 1 else ''}"
+            f"{fmt_number(r['mean_difference'], metric)} {unit_of(metric)}{lower} over {n} seed{'s' if n != 1 else ''}"
             + (f", p {format_p(r['p_value'])}" if r["p_value"] is not None else "") + f" — {r['finding']}.")
 
 
@@ -52,7 +44,7 @@ def headline_markdown(findings: dict) -> str:
         if t["name"] in read and t.get("power"):
             pw = t["power"][0]  # the most seeds
             alpha = pw["alpha"]
-            parts.append(f"{_number(pw['detectable'], t['metric']).lstrip('+')} {_unit(t['metric'])} on the "
+            parts.append(f"{fmt_number(pw['detectable'], t['metric']).lstrip('+')} {unit_of(t['metric'])} on the "
                          f"{SHORT_TITLES.get(t['name'], t['name'])} ({pw['n']} seeds)")
     if parts:
         lines.append(f"- The smallest true difference the seeds find 80% of the time (two-sided α = {alpha:.2g}): "

@@ -222,8 +222,13 @@ def load_family(path: Optional[str]) -> Family:
 # ----------------------------------------------------------------------------- wording
 
 
-def fmt_number(x: float, metric: str) -> str:
-    return f"{x:+.3f}" if metric == "NLL" else f"{x:+.2f}"
+def fmt_number(x: Optional[float], metric: str) -> str:
+    """A difference in its metric's digits, signed (NLL to 3 decimals, BLEU to 2); – for none."""
+    return "–" if x is None else f"{x:+.3f}" if metric == "NLL" else f"{x:+.2f}"
+
+
+def unit_of(metric: str) -> str:
+    return "nats" if metric == "NLL" else "BLEU"
 
 
 def seed_signs(diffs: Sequence[float], margin: float) -> tuple[int, int, int]:
