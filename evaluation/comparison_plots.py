@@ -74,8 +74,14 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
 
-    def height(entries: int, least: float) -> float:  # room for a legend of this many lines beside the axes
-        return max(least, 0.2 * entries)
+    def kind_panels(indices: list[int], width: float):
+        """A figure of one panel per kind of run among groups[indices], room below each for its
+        legend: (figure, first row of axes, [(axis, kind, group indices)])."""
+        panels = panels_by_kind([groups[i] for i in indices])
+        rows = max(len(m) for _, m in panels)
+        fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels) + 1.0, 3.6 + 0.16 * rows), sharey=True,
+                                 squeeze=False)
+        return fig, axes[0], [(ax, kind, [indices[m] for m in members]) for ax, (kind, members) in zip(axes[0], panels)]
 
     styles = group_styles(groups)
     scored = [i for i, g in enumerate(groups) if g["mean"]["sacrebleu"] is not None]
@@ -95,19 +101,16 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
 
     bucketed = [i for i, g in enumerate(groups) if g["by_source_length"]]
     if bucketed:
-        panels = panels_by_kind([groups[i] for i in bucketed])
-        rows = max(len(m) for _, m in panels)
-        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1.0, 3.6 + 0.16 * rows), sharey=True,
-                                 squeeze=False)
+        fig, axes, panels = kind_panels(bucketed, 4.2)
         labels = [b["bucket"] for b in groups[bucketed[0]]["by_source_length"]]
-        for ax, (kind, members) in zip(axes[0], panels):
-            for i in (bucketed[m] for m in members):
+        for ax, kind, members in panels:
+            for i in members:
                 by = {b["bucket"]: b["mean"] for b in groups[i]["by_source_length"]}
                 ax.plot(labels, [by.get(lab) if by.get(lab) is not None else float("nan") for lab in labels],
                         label=groups[i]["label"], markersize=4, **styles[i])
             ax.set(xlabel="source length (subword tokens)", title=kind)
             ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
-        axes[0][0].set_ylabel("test sacreBLEU (mean over seeds)")
+        axes[0].set_ylabel("test sacreBLEU (mean over seeds)")
         save(fig, "_length_buckets.png")
 
     with_k = [i for i, g in enumerate(groups) if any(c["bleu"] is not None for c in (g.get("concat") or {}).values())]
@@ -141,13 +144,10 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
 
     forced = [i for i, g in enumerate(groups) if g.get("teacher_forced")]
     if forced:  # one panel per kind; the training length(s) as vertical lines
-        panels = panels_by_kind([groups[i] for i in forced])
-        rows = max(len(m) for _, m in panels)
-        fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels) + 1.0, 3.6 + 0.16 * rows), sharey=True,
-                                 squeeze=False)
-        for ax, (kind, members) in zip(axes[0], panels):
+        fig, axes, panels = kind_panels(forced, 4.5)
+        for ax, kind, members in panels:
             lengths = set()
-            for i in (forced[m] for m in members):
+            for i in members:
                 tf = groups[i]["teacher_forced"]
                 points = [b for b in tf["by_position"] if b["mean"] is not None]
                 ax.errorbar([b["from"] for b in points], [b["mean"] for b in points],
@@ -159,7 +159,7 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
                 ax.axvline(length, linestyle=":", linewidth=1, color="grey")
             ax.set(xlabel="target position (bucket lower edge; 0 = BOS)", title=kind)
             ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16))
-        axes[0][0].set_ylabel("NLL, EOS renormalised out")
+        axes[0].set_ylabel("NLL, EOS renormalised out")
         fig.suptitle("Teacher-forced NLL by target position, pooled over k (mean ± std over seeds; dotted: "
                      "training length)", fontsize=9)
         save(fig, "_teacher_forced.png")
