@@ -45,7 +45,7 @@ from evaluation.length_report import add_concat_stats, concat_tables
 from evaluation.findings import compute_findings, find_row, findings_markdown
 from evaluation.headline import headline_markdown
 from evaluation.seed_test import load_family
-from evaluation.run_stats import mean_std, read_lines, seed_wins, test_folder
+from evaluation.run_stats import mean_std, read_lines, seed_wins, test_folder, training_minutes
 from evaluation.teacher_forced import pool_nll
 from evaluation.summary_tables import (NUMERIC, bucket_table, csv_rows, json_report, markdown_table,
                                        teacher_forced_tables)
@@ -120,24 +120,6 @@ def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> 
     row["concat"] = {c["k"]: c for c in scores.get("concat") or []}
     row["teacher_forced"] = run_teacher_forced(scores.get("teacher_forced"))
     return row
-
-
-def training_minutes(records: list[dict]) -> Optional[float]:
-    """Minutes of training over every session of a run (a resumed run has several): a session's own
-    `end` record, else (stopped without one) the time from its `start` to its last record."""
-    sessions: list[list[dict]] = []
-    for r in records:
-        if r["event"] == "start" or not sessions:
-            sessions.append([])
-        sessions[-1].append(r)
-    total, counted = 0.0, False
-    for session in sessions:
-        end = next((r for r in session if r["event"] == "end" and r.get("train_seconds") is not None), None)
-        if end is not None:
-            total, counted = total + end["train_seconds"], True
-        elif session[0]["event"] == "start" and len(session) > 1 and "time" in session[0] and "time" in session[-1]:
-            total, counted = total + session[-1]["time"] - session[0]["time"], True
-    return total / 60 if counted else None
 
 
 def run_variants(run_dir: Path) -> list[tuple[str, dict]]:

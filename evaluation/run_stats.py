@@ -34,3 +34,21 @@ def seed_wins(runs: list[dict], baseline_runs: list[dict], score: Callable[[dict
     pairs = [(score(r), base[r["seed"]]) for r in runs
              if r["seed"] in base and score(r) is not None and base[r["seed"]] is not None]
     return [sum(a - b > margin for a, b in pairs), len(pairs)] if pairs else None
+
+
+def training_minutes(records: list[dict]) -> Optional[float]:
+    """Minutes of training over every session of a run (a resumed run has several): a session's own
+    `end` record, else (stopped without one) the time from its `start` to its last record."""
+    sessions: list[list[dict]] = []
+    for r in records:
+        if r["event"] == "start" or not sessions:
+            sessions.append([])
+        sessions[-1].append(r)
+    total, counted = 0.0, False
+    for session in sessions:
+        end = next((r for r in session if r["event"] == "end" and r.get("train_seconds") is not None), None)
+        if end is not None:
+            total, counted = total + end["train_seconds"], True
+        elif session[0]["event"] == "start" and len(session) > 1 and "time" in session[0] and "time" in session[-1]:
+            total, counted = total + session[-1]["time"] - session[0]["time"], True
+    return total / 60 if counted else None

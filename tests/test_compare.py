@@ -364,7 +364,7 @@ def test_plots_tell_joined_pair_randomized_and_scaled_runs_apart() -> None:
 def test_train_minutes_sum_every_session_of_a_resumed_run() -> None:
     """A run resumed after a kill: the killed session left no `end` record, so its time is counted
     from its `start` to its last record; each finished session by its own train_seconds."""
-    from compare import training_minutes
+    from evaluation.run_stats import training_minutes
 
     records = [{"event": "start", "time": 100.0}, {"event": "train", "time": 400.0},  # killed: 300 s
                {"event": "start", "time": 1000.0}, {"event": "train", "time": 1100.0},
