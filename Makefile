@@ -77,19 +77,19 @@ archive:
 	  echo "archived $$d -> $$out"; \
 	done
 
-# The README's results are compare.py's output on results/, verbatim (docs/tools/readme_results.py):
+# The README's results are compare.py's output on results/, verbatim (tools/readme_results.py):
 #   make results        recompute every study's tables and findings from the archived runs, then the README
 #   make readme         copy the committed tables and findings into the README's generated blocks
 #   make results-check  fail if the README or a committed table/findings file differs from the runs now
 results: venv
-	$(PY) docs/tools/readme_results.py recompute
-	$(PY) docs/tools/readme_results.py render
+	$(PY) tools/readme_results.py recompute
+	$(PY) tools/readme_results.py render
 
 readme: venv
-	$(PY) docs/tools/readme_results.py render
+	$(PY) tools/readme_results.py render
 
 results-check: venv
-	$(PY) docs/tools/readme_results.py check --recompute
+	$(PY) tools/readme_results.py check --recompute
 
 clean-demo:
 	rm -rf runs/demo

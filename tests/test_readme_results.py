@@ -10,7 +10,7 @@ import re
 
 from helpers import ROOT
 
-spec = importlib.util.spec_from_file_location("readme_results", ROOT / "docs" / "tools" / "readme_results.py")
+spec = importlib.util.spec_from_file_location("readme_results", ROOT / "tools" / "readme_results.py")
 readme_results = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(readme_results)
 

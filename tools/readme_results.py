@@ -9,10 +9,10 @@ markers:
     ...the file...
     <!-- end of results/demo/summary.md -->
 
-  python docs/tools/readme_results.py render     # README blocks <- committed files   (make readme)
-  python docs/tools/readme_results.py recompute  # committed files <- compare.py on results/ (make results)
-  python docs/tools/readme_results.py check      # README blocks == committed files (the test suite does this)
-  python docs/tools/readme_results.py check --recompute   # and committed files == compare.py now (make results-check)
+  python tools/readme_results.py render     # README blocks <- committed files   (make readme)
+  python tools/readme_results.py recompute  # committed files <- compare.py on results/ (make results)
+  python tools/readme_results.py check      # README blocks == committed files (the test suite does this)
+  python tools/readme_results.py check --recompute   # and committed files == compare.py now (make results-check)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 # (output prefix, run folders, baseline, declared headline family): one compare.py call per study;
