@@ -32,8 +32,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from common import environment, write_results  # noqa: E402
-from models.decoding import cpu_kernel  # noqa: E402
-from models.decoding.attend import attend  # noqa: E402
+from decoding import cpu_kernel  # noqa: E402
+from decoding.attend import attend  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:

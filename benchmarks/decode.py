@@ -5,7 +5,7 @@ All contenders decode the same random source sentences with equal-sized models (
 d_model 512, 8 heads, FFN 2048, the same vocabulary size, random weights) and the same
 forced output length (EOS forbidden before it, so the work is equal):
 
-  ours greedy / beam-5, with the key/value cache   (models/search.py)
+  ours greedy / beam-5, with the key/value cache   (decoding/search.py)
   ours greedy / beam-5, without the cache           (FullPrefixDecoder: whole prefix each step, as the report did)
   MarianMTModel.generate(), greedy / num_beams=5    (transformers)
 
@@ -97,7 +97,7 @@ def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, devi
     """One contender in its own process: time `repeats` decodes, report throughput and peak memory."""
     import torch
 
-    from models.search import FullPrefixDecoder, beam_search, greedy_search
+    from decoding.search import FullPrefixDecoder, beam_search, greedy_search
 
     torch.set_num_threads(threads)
     if device == "cuda":  # as inference.py does, for both contenders (both attend through SDPA)

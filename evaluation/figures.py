@@ -69,7 +69,7 @@ def attention_figure(layers: list[torch.Tensor], rows: list[str], cols: list[str
 @torch.no_grad()
 def sentence_attention_figures(model, tokenizer, src_text: str, tgt_text: Optional[str] = None) -> dict:
     """{kind: figure} for one sentence and its translation (`tgt_text`, or the model's greedy output)."""
-    from models.search import greedy_search
+    from decoding.search import greedy_search
 
     device = next(model.parameters()).device
     src_ids = tokenizer.encode_src(src_text)

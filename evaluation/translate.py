@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import torch
 
 from data.pipeline import cut_by_token_budget, pad_batch
-from models.search import Hypothesis, beam_search, greedy_search
+from decoding.search import Hypothesis, beam_search, greedy_search
 from utils.config import DecodingConfig
 from utils.runtime import autocast
 

@@ -12,9 +12,9 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from models.decoding.attend import attend, fold_groups
-from models.decoding.cache import SelfAttentionCache
-from models.decoding.linear import DecodingLinear
+from decoding.attend import attend, fold_groups
+from decoding.cache import SelfAttentionCache
+from decoding.linear import DecodingLinear
 from models.positional_encodings import AttentionPositions, apply_rotary
 
 # Cross-attention's cache entry: {"k": [memory_rows, heads, src_len, head_dim], "v": ...}

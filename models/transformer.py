@@ -16,10 +16,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.attention import MultiHeadAttention
-from models.decoding.attend import StepPlan, per_head_mask, rows_per_memory_row
-from models.decoding.cache import DecoderCache
+from decoding.attend import StepPlan, per_head_mask, rows_per_memory_row
+from decoding.cache import DecoderCache
 from models.dropout import BitMaskDropout
-from models.decoding.linear import DecodingLinear
+from decoding.linear import DecodingLinear
 from models.positional_encodings import AttentionPositions, PositionalEncoding
 
 

@@ -124,7 +124,7 @@ def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path
 def test_attention_benchmark_compares_the_kernel_with_its_peers(tmp_path: Path) -> None:
     """benchmarks/attention.py: every contender on every shape, outputs checked equal, ratios in the JSON."""
     sys.path.insert(0, str(ROOT))
-    from models.decoding import cpu_kernel
+    from decoding import cpu_kernel
 
     out = tmp_path / "attention.json"
     proc = run_script("attention.py", ["--sentences", "2", "--heads", "2", "--head_dim", "16", "--lengths", "2", "5",

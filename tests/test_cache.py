@@ -1,4 +1,4 @@
-"""The decoder's key/value cache (models/decoding/cache.py): beams that never move, an ancestry map instead.
+"""The decoder's key/value cache (decoding/cache.py): beams that never move, an ancestry map instead.
 
 Reference for every check: the uncached decoder run on each row's whole token history, with the
 encoder memory copied for every row — no cache, no grouping, nothing shared.
@@ -11,7 +11,7 @@ import os
 import pytest
 import torch
 
-from models.decoding.cache import DecoderCache
+from decoding.cache import DecoderCache
 from helpers import (BOS, D_MODEL, HEADS, VOCAB, check_random_beam_steps, encoding_cases, give_bias_tables_a_signal,
                      mixed_batch, reference_step, tiny_model)
 
@@ -24,7 +24,7 @@ def test_grouped_cache_follows_beam_reorders_and_dropped_sentences(name, options
     scratch, at every step — through the CPU's short-query matmul path and through SDPA with the
     folded mask (what a GPU runs)."""
     if kernel == "sdpa":
-        monkeypatch.setattr("models.decoding.attend.SHORT_QUERY", 0)
+        monkeypatch.setattr("decoding.attend.SHORT_QUERY", 0)
     model = give_bias_tables_a_signal(tiny_model(name, seed=11, **options), seed=11)
     beams = 4
     cache, enc, sentences, history = check_random_beam_steps(model, f"{name} {options}", beams)
@@ -43,7 +43,7 @@ def test_cache_changes_rows_per_sentence(name, options, kernel, monkeypatch):
     `beam` rows. Here rows per sentence go 1, 1, 4 (with a sentence leaving), 4, 2, 2: the cached
     step equals decoding every row's history from scratch, at every step."""
     if kernel == "sdpa":
-        monkeypatch.setattr("models.decoding.attend.SHORT_QUERY", 0)
+        monkeypatch.setattr("decoding.attend.SHORT_QUERY", 0)
     model = give_bias_tables_a_signal(tiny_model(name, seed=21, **options), seed=21)
     groups_after = [1, 4, 4, 2, 2, 2]  # rows per sentence after each step's reorder
     g = torch.Generator().manual_seed(22)
@@ -149,7 +149,7 @@ def test_short_query_attention_equals_sdpa(mask_kind, q_len):
     within the score product (`per_head_mask` layout) and masks applied after it."""
     import torch.nn.functional as F
 
-    from models.decoding.attend import SHORT_QUERY, attend, per_head_mask
+    from decoding.attend import SHORT_QUERY, attend, per_head_mask
 
     assert q_len <= SHORT_QUERY
     g = torch.Generator().manual_seed(q_len)

@@ -1,4 +1,4 @@
-"""The C attention kernel for CPU decoding steps (models/decoding/cpu_kernel.py, models/decoding/csrc/decode_attention.c)."""
+"""The C attention kernel for CPU decoding steps (decoding/cpu_kernel.py, decoding/csrc/decode_attention.c)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import shutil
 import pytest
 import torch
 
-from models.decoding import cpu_kernel
-from models.decoding.attend import attend, per_head_mask
+from decoding import cpu_kernel
+from decoding.attend import attend, per_head_mask
 from helpers import (BOS, EOS, PAD, VOCAB, check_random_beam_steps, encoding_cases, give_bias_tables_a_signal,
                      mixed_batch, tiny_model)
-from models.search import beam_search, greedy_search
+from decoding.search import beam_search, greedy_search
 
 needs_avx2 = pytest.mark.skipif(not cpu_kernel.supported_cpu(), reason="the kernel is for x86-64 CPUs with AVX2")
 
@@ -284,7 +284,7 @@ def test_attend_with_a_key_index_equals_the_mask_it_stands_for(path, monkeypatch
     if path != "kernel":
         monkeypatch.setitem(cpu_kernel._state, "lib", None)
     if path == "sdpa":
-        monkeypatch.setattr("models.decoding.attend.SHORT_QUERY", 0)
+        monkeypatch.setattr("decoding.attend.SHORT_QUERY", 0)
     allowed = torch.zeros(3, 1, 5, 40, dtype=torch.bool).scatter_(-1, index[:, None].long(), True)
     for attn_mask in (None, bias):
         full = torch.zeros(3, 4, 5, 40).masked_fill(~allowed, float("-inf")) + (0 if attn_mask is None else attn_mask)
@@ -311,7 +311,7 @@ def test_beam_steps_through_the_ancestor_index_equal_histories_decoded_from_scra
     src = mixed_batch([6, 3, 8], seed=12)
     kw = dict(max_len_a=1.0, max_len_b=5, beam_size=4, nbest=4)
     with_index = beam_search(model, src, BOS, EOS, PAD, **kw)
-    monkeypatch.setattr("models.decoding.attend.ancestor_index_path", lambda *a: False)  # plan: mask, not index
+    monkeypatch.setattr("decoding.attend.ancestor_index_path", lambda *a: False)  # plan: mask, not index
     with_mask = beam_search(model, src, BOS, EOS, PAD, **kw)
     assert [[h.tokens for h in n] for n in with_index] == [[h.tokens for h in n] for n in with_mask]
     for got, ref in zip(with_index, with_mask):

@@ -1,4 +1,4 @@
-"""Cached decoding, padding invariance, greedy and beam search (models/transformer.py, models/search.py)."""
+"""Cached decoding, padding invariance, greedy and beam search (models/transformer.py, decoding/search.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 
 from helpers import BOS, D_MODEL, EOS, HEADS, PAD, VOCAB, encoding_cases, full_and_cached, mixed_batch, tiny_model
 from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
-from models.search import Hypothesis, beam_search, greedy_search, length_penalty
+from decoding.search import Hypothesis, beam_search, greedy_search, length_penalty
 from models.transformer import Seq2SeqTransformer
 from utils.config import PositionalConfig
 

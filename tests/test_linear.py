@@ -1,4 +1,4 @@
-"""models/decoding/linear.py: the transposed CPU inference product computes what `F.linear` computes."""
+"""decoding/linear.py: the transposed CPU inference product computes what `F.linear` computes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models.decoding.linear import FEW_ROWS, DecodingLinear
+from decoding.linear import FEW_ROWS, DecodingLinear
 from helpers import BOS, mixed_batch, tiny_model
 
 

@@ -7,7 +7,7 @@ import torch
 
 from helpers import tiny_model
 from models.positional_encodings import POSITIONAL_ENCODINGS
-from models.search import FullPrefixDecoder, beam_search, greedy_search
+from decoding.search import FullPrefixDecoder, beam_search, greedy_search
 from models.transformer import Seq2SeqTransformer
 
 

@@ -1,4 +1,4 @@
-"""The C attention kernel for CPU decoding steps (`models/decoding/csrc/decode_attention.c`).
+"""The C attention kernel for CPU decoding steps (`decoding/csrc/decode_attention.c`).
 
 Built on first use with the system C compiler (`cc -O3 -mavx2 -mfma -fopenmp`, about a second)
 into a per-user cache directory, loaded with ctypes, and used by `models.attention.attend` for

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from models.decoding import cpu_kernel
+from decoding import cpu_kernel
 
 
 def rows_per_memory_row(rows: int, memory_rows: int) -> int:

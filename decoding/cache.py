@@ -21,7 +21,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from models.decoding.attend import StepPlan, rows_per_memory_row
+from decoding.attend import StepPlan, rows_per_memory_row
 
 
 def own_slots(groups: int, device: torch.device) -> Tensor:
@@ -68,7 +68,7 @@ class DecoderCache:
 
     def __init__(self, num_layers: int, capacity: Optional[int] = None, plan: Optional[StepPlan] = None) -> None:
         self.num_layers = num_layers
-        self.plan = plan or StepPlan()  # how this search's steps attend (models.decoding.attend)
+        self.plan = plan or StepPlan()  # how this search's steps attend (decoding.attend)
         self.cross: list[dict[str, Tensor]] = [{} for _ in range(num_layers)]  # per layer {"k", "v"}
         self.kv: Optional[Tensor] = None
         self.capacity = int(capacity) if capacity else 0

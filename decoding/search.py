@@ -88,7 +88,7 @@ def _ban_repeated_ngrams(logp: Tensor, tokens: Tensor, n: int) -> None:
 def _log_probs(logits: Tensor) -> Tensor:
     """Log-probabilities `[rows, vocab]` in fp32, computed in place in the step's logits (which the
     search owns): no new 8k-wide tensor per step. Logits in the feature-major layout of
-    `models.decoding.linear.DecodingLinear` are first made row-major (a blocked transpose copy), since softmax and
+    `decoding.linear.DecodingLinear` are first made row-major (a blocked transpose copy), since softmax and
     top-k over a row are several times slower on a strided row."""
     logits = logits.float().contiguous()
     return torch.log_softmax(logits, dim=-1, out=logits)
