@@ -1,75 +1,9 @@
 #!/usr/bin/env python
-"""Average the weights of a run's last N checkpoints (as fairseq/OpenNMT offer) into one checkpoint.
+"""Average the weights of a run's last N checkpoints into one checkpoint: `python average.py --help`.
+The command's flags and work: commands/average.py."""
 
-Examples:
-  python average.py --run runs/demo/rope --average_last 3
-  python test.py --model_path runs/demo/rope/checkpoints/averaged_last3.pt --output_dir runs/demo/rope/test_avg3
-
-The result is self-contained like any checkpoint (config and tokenizer from the newest input).
-Keep enough checkpoints while training: training.keep_last (default 2).
-"""
-
-from __future__ import annotations
-
-from pathlib import Path
-from typing import Optional
-
-from training.checkpoint import CheckpointError, checkpoint_step, read_checkpoint
-from utils.cli import command_parser, main_guard
-from utils.config import ConfigError
-from utils.files import atomic_save, check_target
-
-
-def average_checkpoints(paths: list[Path]) -> dict:
-    """A checkpoint dict whose float weights are the element-wise mean of `paths` (newest last)."""
-    total: Optional[dict] = None
-    for path in paths:
-        state = read_checkpoint(path)["model"]
-        if total is None:
-            total = {k: v.double() if v.is_floating_point() else v.clone() for k, v in state.items()}
-        elif state.keys() != total.keys():
-            raise CheckpointError(f"{path} holds a different model than {paths[0]}")
-        else:
-            for k, v in state.items():
-                if v.is_floating_point():
-                    total[k] += v.double()
-    newest = read_checkpoint(paths[-1])
-    model = {k: (v / len(paths)).to(newest["model"][k].dtype) if v.is_floating_point() else v
-             for k, v in total.items()}
-    return {"model": model, "meta": newest["meta"], "averaged_from": [str(p) for p in paths]}
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    parser = command_parser(__doc__, run="the run folder whose newest checkpoints to average",
-                            output="output file (default: <run>/checkpoints/averaged_lastN.pt)",
-                            overwrite="let --output replace an existing file")
-    parser.add_argument("--average_last", type=int, required=True, metavar="N", help="how many checkpoints")
-    args = parser.parse_args(argv)
-    if not args.run:
-        raise ConfigError("say which run: --run runs/<name> (its newest checkpoints are averaged)")
-    if args.average_last < 1:
-        raise ConfigError(f"--average_last must be at least 1 (how many of the newest checkpoints to average), "
-                          f"got {args.average_last}")
-    ckpt_dir = Path(args.run) / "checkpoints"
-    if not ckpt_dir.is_dir():
-        raise CheckpointError(f"--run {args.run} is not a run folder with checkpoints (no {ckpt_dir})")
-    by_step: dict[int, Path] = {}
-    for path in sorted(ckpt_dir.glob("*.pt")):
-        step = checkpoint_step(path)
-        if step is not None and not path.name.startswith("averaged"):
-            by_step.setdefault(step, path)
-    if len(by_step) < args.average_last:
-        raise CheckpointError(f"{ckpt_dir} has checkpoints of {len(by_step)} steps ({sorted(by_step)}); "
-                              f"cannot average the last {args.average_last}. Keep more with training.keep_last.")
-    paths = [by_step[s] for s in sorted(by_step)[-args.average_last:]]
-    out = Path(args.output) if args.output else ckpt_dir / f"averaged_last{args.average_last}.pt"
-    # its own averaged_*.pt may be replaced; a training checkpoint, an input or a user's file never
-    check_target(out, "--output", inputs=paths, overwrite=args.overwrite or not args.output,
-                 own=("checkpoints/averaged_*.pt",))
-    atomic_save(average_checkpoints(paths), out)
-    print(f"averaged {', '.join(p.name for p in paths)} -> {out}")
-    return 0
-
+from commands.cli import main_guard
+from commands.average import main
 
 if __name__ == "__main__":
     raise SystemExit(main_guard(main))

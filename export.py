@@ -1,63 +1,9 @@
 #!/usr/bin/env python
-"""Export a trained model to a self-contained folder: weights as safetensors, the resolved config
-as JSON, the tokenizer, and a model card with the run's test scores. No pickle anywhere, so the
-folder is safe to share and to load.
+"""Export a trained model to a self-contained folder (safetensors, config, tokenizer, model card): `python export.py --help`.
+The command's flags and work: commands/export.py."""
 
-Examples:
-  python export.py --run runs/demo/rope --out exported/rope          # the run's best checkpoint
-  python export.py --model_path runs/demo/rope/checkpoints/last_checkpoint_1000.pt --out exported/rope-last
-  python inference.py --model_path exported/rope --src_text "Bonjour !"
-  python test.py --model_path exported/rope --output_dir exported/rope-scores
-
-An existing --out is never replaced. The model card quotes <run>/test/scores.json when it scored
-the exported checkpoint.
-"""
-
-from __future__ import annotations
-
-import argparse
-import json
-from pathlib import Path
-from typing import Optional
-
-from training.loading import load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
-from training.export import write_export
-from utils.files import check_output_folder
-from utils.cli import command_parser, main_guard
-from utils.errors import HarnessError
-from utils.runtime import log
-
-
-def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
-    parser = command_parser(__doc__, run="a run folder: export its best checkpoint", model_path=True,
-                            output="the folder to create (must not exist)", output_required=True)
-    return parser.parse_args(argv)
-
-
-def scores_of(ckpt: Path) -> Optional[dict]:
-    """The run's test scores, if they were computed with this very checkpoint."""
-    path = run_dir_of_checkpoint(ckpt) / "test" / "scores.json"
-    if not path.is_file():
-        return None
-    scores = json.loads(path.read_text(encoding="utf-8"))
-    if Path(scores.get("checkpoint", "")).name != ckpt.name:
-        log(f"note: {path} scored {scores.get('checkpoint')}, not {ckpt.name}: the model card has no test scores")
-        return None
-    return scores
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    args = parse_args(argv)
-    out = Path(args.output)
-    check_output_folder(out, "--output")  # never inside a run folder, whose files are the harness's own
-    if out.exists():
-        raise HarnessError(f"--output {out} exists; export.py never replaces a folder: choose a new --output")
-    ckpt = resolve_checkpoint(args)
-    cfg, tokenizer, model = load_for_inference(ckpt)
-    write_export(cfg, tokenizer, model, out, scores_of(ckpt), str(ckpt))
-    log(f"exported {ckpt} -> {out} ({', '.join(sorted(p.name for p in out.iterdir()))})")
-    return 0
-
+from commands.cli import main_guard
+from commands.export import main
 
 if __name__ == "__main__":
     raise SystemExit(main_guard(main))

@@ -15,9 +15,11 @@ from typing import Optional, Sequence
 
 import submitit
 
-from commands.scoring import run_test
-from training.run_folder import RunFolder
-from utils.cli import EXIT_INTERRUPTED
+from commands.test import run_test
+from commands.train import train
+from training.handlers import budget_reached
+from utils.run_folder import RunFolder
+from commands.cli import EXIT_INTERRUPTED
 from utils.config import flatten, load_config, parse_override, to_dict
 from utils.config_schema import INFERENCE, RUNTIME
 from utils.errors import HarnessError
@@ -67,7 +69,7 @@ def training_finished(run_dir: Path, cfg) -> bool:
     wanted = cfg.training
     if (wanted.max_steps, wanted.epochs) == (trained.max_steps, trained.epochs):
         return True  # the budget it trained to (early stopping included)
-    return last["step"] >= wanted.max_steps if wanted.max_steps is not None else last["epoch"] >= wanted.epochs
+    return budget_reached(wanted, last["step"], last["epoch"])
 
 
 def last_end(run_dir: Path) -> Optional[dict]:
@@ -102,8 +104,6 @@ def triage(config: str, cfg) -> tuple[str, str]:
 
 def run_one(config: str, overrides: Sequence[str], variants: Sequence[tuple[str, list[str]]] = ()) -> Outcome:
     """Train (or resume) and test one run of a sweep, then test it once per variant."""
-    import train as train_command  # the entry script's training function (train.py sits beside this package)
-
     cfg = load_config(config, overrides)
     run_dir = cfg.resolved_run_dir
     action, why = triage(config, cfg)
@@ -117,7 +117,7 @@ def run_one(config: str, overrides: Sequence[str], variants: Sequence[tuple[str,
             log(f"sweep: {why}")
         else:
             log(f"sweep: {'resuming' if action == 'resume' else 'training'} {why}")
-            rc = train_command.train_run(config=config, overrides=overrides, resume=action == "resume")
+            rc = train(config=config, overrides=overrides, resume=action == "resume")
             if rc == EXIT_INTERRUPTED:
                 return Outcome(str(run_dir), "interrupted", rc, f"{run_dir}: training was stopped by a signal "
                                                                  f"after a checkpoint; run the sweep again to resume it")

@@ -12,6 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import models.positional_encodings  # noqa: E402,F401 (registers the encodings config validation reads)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never reach the network
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
@@ -34,12 +36,15 @@ def one_torch_thread():
 
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory) -> Path:
-    """A tiny RoPE run trained through train.py (one per test module that asks for it)."""
-    from helpers import run, tiny_overrides
+    """A tiny RoPE run trained through train.py (one per test module that asks for it), in this
+    process (tests/in_process.py), with its TensorBoard images."""
+    from helpers import tiny_overrides
+    from in_process import run_in_process
 
     base = tmp_path_factory.mktemp("e2e")
     run_dir = base / "run"
-    proc = run(["train.py", "--config", "configs/demo/rope.yaml", *tiny_overrides(run_dir, base / "cache")])
+    proc = run_in_process(["train.py", "--config", "configs/demo/rope.yaml",
+                           *tiny_overrides(run_dir, base / "cache", images=True)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     return run_dir
 

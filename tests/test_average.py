@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-import average
+from commands import average
 from helpers import run
 from training.checkpoint import read_checkpoint
 

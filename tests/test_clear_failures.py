@@ -49,14 +49,14 @@ def test_inference_input_that_is_not_utf8_or_missing(trained_run: Path, tmp_path
     bad = tmp_path / "in.fr"
     bad.write_bytes("Bonjour.\n".encode() + LATIN1)
     assert f"{bad}:2: not valid UTF-8" in one_error_line(run(["inference.py", "--run", str(trained_run),
-                                                               "--input", str(bad)]))
+                                                               "--src", str(bad)]))
     proc = subprocess.run([sys.executable, "inference.py", "--run", str(trained_run)], cwd=ROOT,
                           input="Bonjour.\n".encode() + LATIN1, capture_output=True, timeout=300)
     stderr = proc.stderr.decode()
     assert proc.returncode == 2 and "Traceback" not in stderr and "stdin:2: not valid UTF-8" in stderr, stderr
     missing = tmp_path / "missing.fr"
     assert f"{missing}: file not found" in one_error_line(run(["inference.py", "--run", str(trained_run),
-                                                                "--input", str(missing)]))
+                                                                "--src", str(missing)]))
 
 
 @pytest.mark.parametrize("name, content, expected", [

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-import compare
+from commands import compare
+from evaluation import run_groups
 from evaluation.findings import format_p
-from utils.cli import main_guard
+from commands.cli import main_guard
 from helpers import read_jsonl, run, tiny_overrides
 
 CONFIGS = {"demo/sinusoidal": "configs/demo/sinusoidal.yaml", "demo/rope": "configs/demo/rope.yaml"}
@@ -172,7 +173,7 @@ def test_seeds_above_baseline_pairs_runs_by_seed() -> None:
     unpaired = group((7, 50.0))
     unscored = group((1, None))
     groups = [baseline, better_on_shared, tie, unpaired, unscored]
-    compare.add_seed_wins(groups, baseline)
+    run_groups.add_seed_wins(groups, baseline)
     assert better_on_shared["seeds_above"] == [1, 2]
     assert tie["seeds_above"] == [0, 1]
     assert unpaired["seeds_above"] is None and unscored["seeds_above"] is None
@@ -301,7 +302,7 @@ def test_baseline_option_and_refusal_on_different_references(swept: Path, tmp_pa
 
 def test_seed_suffixes_are_dropped_from_labels() -> None:
     for name in ("demo/rope_seed2", "demo/rope-s2", "demo/rope/seed2", "demo/rope_seed_12", "demo/rope"):
-        assert compare.config_label(name) == "demo/rope", name
+        assert run_groups.config_label(name) == "demo/rope", name
 
 
 def test_runtime_settings_do_not_split_a_configuration() -> None:
@@ -310,8 +311,8 @@ def test_runtime_settings_do_not_split_a_configuration() -> None:
     other_machine = {**base, "seed": 2, "training": {"lr": 1.0, "num_threads": 16, "device": "cuda"},
                      "data": {"cache_dir": "/tmp/c", "max_len": 5}}
     other_lr = {**base, "training": {**base["training"], "lr": 2.0}}
-    assert compare.experiment_settings(base) == compare.experiment_settings(other_machine)
-    assert compare.experiment_settings(base) != compare.experiment_settings(other_lr)
+    assert run_groups.experiment_settings(base) == run_groups.experiment_settings(other_machine)
+    assert run_groups.experiment_settings(base) != run_groups.experiment_settings(other_lr)
 
 
 def test_a_variant_is_each_rope_run_tested_again_and_a_row_of_its_own(swept: Path) -> None:

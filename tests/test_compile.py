@@ -88,14 +88,14 @@ def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool
 
 
 def test_cuda_graphs_under_several_processes_are_refused_before_anything_is_made(tmp_path, monkeypatch) -> None:
-    from train import train_run
+    from commands.train import train
     from utils.config import ConfigError
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     run_dir = tmp_path / "run"
     with pytest.raises(ConfigError, match="set training.cuda_graphs: false with several processes"):
-        train_run(config="configs/demo/sinusoidal.yaml",
-                  overrides=[f"run_dir={run_dir}", "training.compile=true", "training.cuda_graphs=true"])
+        train(config="configs/demo/sinusoidal.yaml",
+              overrides=[f"run_dir={run_dir}", "training.compile=true", "training.cuda_graphs=true"])
     assert not run_dir.exists()
 
 

@@ -97,9 +97,9 @@ def test_a_comparison_counts_only_the_cells_every_run_scored_whole(tmp_path):
 def test_compare_names_a_damaged_per_pair_file_in_one_line(tmp_path, capsys):
     import shutil
 
-    import compare
+    from commands import compare
     from helpers import ROOT
-    from utils.cli import main_guard
+    from commands.cli import main_guard
 
     for name in ("rope", "sinusoidal"):
         shutil.copytree(ROOT / "results" / "demo" / name, tmp_path / name)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import inference
+from commands import inference
 from helpers import ROOT, one_error_line, run
 
 SENTENCES = ["Bonjour !", "Je ne sais pas.", "Où est la gare ?"]
@@ -76,7 +76,7 @@ def read_line(stream, timeout: float = 120.0) -> str:
     return stream.readline()
 
 
-@pytest.mark.parametrize("stdin_flag", [[], ["--input", "-"]], ids=["stdin", "input-dash"])
+@pytest.mark.parametrize("stdin_flag", [[], ["--src", "-"]], ids=["stdin", "input-dash"])
 def test_interactive_translates_each_line_as_it_arrives(trained_run: Path, stdin_flag: list[str]) -> None:
     """With --interactive (the default at a terminal) a line is translated before the next one is
     typed: the answer comes back while stdin is still open."""
@@ -100,7 +100,7 @@ def test_interactive_translates_each_line_as_it_arrives(trained_run: Path, stdin
 
 def test_interactive_with_other_input_is_refused(trained_run: Path, tmp_path: Path) -> None:
     (tmp_path / "in.txt").write_text("Bonjour.\n")
-    for other in (["--src_text", "Bonjour."], ["--input", str(tmp_path / "in.txt")]):
+    for other in (["--src_text", "Bonjour."], ["--src", str(tmp_path / "in.txt")]):
         message = one_error_line(run(["inference.py", "--run", str(trained_run), "--interactive", *other]))
         assert "--interactive" in message and "standard input" in message
 

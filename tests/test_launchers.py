@@ -81,7 +81,7 @@ def test_training_gives_its_signals_back(tmp_path: Path) -> None:
     import signal
 
     from helpers import ROOT, tiny_overrides
-    from in_process import load_script
+    from commands.train import train
 
     def marker(signum, frame):
         pass
@@ -91,9 +91,8 @@ def test_training_gives_its_signals_back(tmp_path: Path) -> None:
         for sig in saved:
             signal.signal(sig, marker)
         sets = tiny_overrides(tmp_path / "run", tmp_path / "cache", steps=2)[1::2]
-        train = load_script(ROOT / "train.py")
-        assert train.train_run(config=str(ROOT / "configs/demo/sinusoidal.yaml"),
-                               overrides=[*sets, "training.bleu_sentences=0"]) == 0
+        assert train(config=str(ROOT / "configs/demo/sinusoidal.yaml"),
+                     overrides=[*sets, "training.bleu_sentences=0"]) == 0
         assert all(signal.getsignal(sig) is marker for sig in saved)
     finally:
         for sig, handler in saved.items():
@@ -108,8 +107,8 @@ def test_a_signal_just_before_the_first_step_still_stops_training(tmp_path: Path
 
     import training.handlers as handlers
     from helpers import ROOT, read_jsonl, tiny_overrides
-    from in_process import load_script
-    from utils.cli import EXIT_INTERRUPTED
+    from commands.cli import EXIT_INTERRUPTED
+    from commands.train import train
 
     start_of_session = handlers.mark_session_start  # called just before trainer.run
 
@@ -121,9 +120,8 @@ def test_a_signal_just_before_the_first_step_still_stops_training(tmp_path: Path
     saved = signal.getsignal(signal.SIGTERM)
     try:
         sets = tiny_overrides(tmp_path / "run", tmp_path / "cache", steps=30)[1::2]
-        train = load_script(ROOT / "train.py")
-        assert train.train_run(config=str(ROOT / "configs/demo/sinusoidal.yaml"),
-                               overrides=[*sets, "training.bleu_sentences=0"]) == EXIT_INTERRUPTED
+        assert train(config=str(ROOT / "configs/demo/sinusoidal.yaml"),
+                     overrides=[*sets, "training.bleu_sentences=0"]) == EXIT_INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, saved)
     end = [r for r in read_jsonl(tmp_path / "run" / "metrics.jsonl") if r["event"] == "end"][-1]

@@ -1,6 +1,12 @@
-"""The packages import one way (docs/DESIGN.md, "Layers"): entry scripts and commands (their work as
-functions) -> training / evaluation -> models, data, tokenizer -> utils (config and runtime helpers),
-which imports nothing above it."""
+"""The packages import one way (docs/DESIGN.md, "Layers"), with no exceptions:
+
+    entry scripts (train.py, ...)  ->  commands/  ->  training/, evaluation/, decoding/
+    ->  models/, data/, tokenizer/  ->  utils/
+
+A package imports only itself and the packages listed for it below (function-level imports
+count); an entry script imports only `commands`; and no module anywhere in the project (tests,
+benchmarks and tools included) imports an entry script: other code calls the command's function in
+commands/<name>.py."""
 
 from __future__ import annotations
 
@@ -10,42 +16,80 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("commands", "training", "evaluation", "models", "data", "tokenizer", "utils")
+SCRIPTS = ("train", "test", "inference", "visualize", "compare", "sweep", "average", "export")
 MAY_IMPORT = {
-    "commands": set(PACKAGES),
-    "training": {"training", "evaluation", "models", "data", "tokenizer", "utils"},
-    "evaluation": {"evaluation", "models", "data", "tokenizer", "utils"},
-    "models": {"models"},
+    "commands": {"commands", "training", "evaluation", "decoding", "models", "data", "tokenizer", "utils"},
+    # one floor: training validates with evaluation's metrics and decoding's search
+    "training": {"training", "evaluation", "decoding", "models", "data", "tokenizer", "utils"},
+    "evaluation": {"evaluation", "decoding", "models", "data", "tokenizer", "utils"},
+    "decoding": {"decoding", "models", "utils"},
+    "models": {"models", "utils"},
     "data": {"data", "utils"},
     "tokenizer": {"tokenizer", "utils"},
     "utils": {"utils"},
 }
-# The upward look-ups, done lazily: config validation asks the encoding registry for its names and
-# options, the key roles for the roles of an encoding's options.
-KNOWN_EXCEPTIONS = {("utils/config.py", "models"), ("utils/config_checks.py", "models"), ("utils/key_roles.py", "models")}
+PACKAGES = tuple(MAY_IMPORT)
+ELSEWHERE = ("tests", "benchmarks", "tools")  # may import any package, never an entry script
 
 
-def project_imports(path: Path) -> set[str]:
-    """Top-level project packages imported anywhere in the module (function-level imports included)."""
+def imported_modules(path: Path) -> set[str]:
+    """The top-level names of every absolute import in the module (function-level ones included)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module.split(".")[0])
         elif isinstance(node, ast.Import):
             found.update(alias.name.split(".")[0] for alias in node.names)
-    return found & set(PACKAGES)
+    return found
 
 
-@pytest.mark.parametrize("package", PACKAGES)
-def test_imports_run_one_way(package: str) -> None:
-    modules = sorted((ROOT / package).rglob("*.py"))
-    assert modules
-    wrong = [f"{m.relative_to(ROOT)} imports {p}" for m in modules for p in sorted(project_imports(m))
-             if p not in MAY_IMPORT[package] and (str(m.relative_to(ROOT)), p) not in KNOWN_EXCEPTIONS]
-    assert not wrong, wrong
+def violations(root: Path) -> list[str]:
+    """Every import against the layer rule in the project at `root`."""
+    wrong = []
+    for package, allowed in MAY_IMPORT.items():
+        for module in sorted((root / package).rglob("*.py")):
+            for name in sorted(imported_modules(module) & (set(PACKAGES) | set(SCRIPTS))):
+                if name not in allowed:
+                    wrong.append(f"{module.relative_to(root)} imports {name}")
+    for script in SCRIPTS:
+        path = root / f"{script}.py"
+        if path.is_file():
+            wrong += [f"{script}.py imports {name}" for name in sorted(imported_modules(path) & set(PACKAGES))
+                      if name != "commands"]
+    for folder in ELSEWHERE:
+        for module in sorted((root / folder).rglob("*.py")):
+            wrong += [f"{module.relative_to(root)} imports the entry script {name}.py"
+                      for name in sorted(imported_modules(module) & set(SCRIPTS))]
+    return wrong
 
 
-def test_the_checker_sees_function_level_imports(tmp_path: Path) -> None:
-    module = tmp_path / "m.py"
-    module.write_text("import os\n\ndef f():\n    from training.engine import create_trainer\n    import models\n")
-    assert project_imports(module) == {"training", "models"}
+def test_imports_run_one_way() -> None:
+    assert all(any((ROOT / p).rglob("*.py")) for p in PACKAGES)
+    assert violations(ROOT) == []
+
+
+@pytest.mark.parametrize("module, source", [
+    ("models/m.py", "from decoding.search import beam_search\n"),          # a lower layer importing a higher one
+    ("utils/m.py", "def f():\n    from models.positional_encodings import POSITIONAL_ENCODINGS\n"),  # lazily
+    ("data/m.py", "import training.engine\n"),
+    ("decoding/m.py", "from evaluation import metrics\n"),                 # across one floor the wrong way
+    ("commands/m.py", "import compare\n"),                                  # an entry script, from a package
+    ("tests/test_m.py", "from train import main\n"),                        # ... or from a test
+    ("train.py", "from training.run import train_run\n"),                   # a script skipping the command layer
+])
+def test_the_checker_fails_on_a_back_edge(tmp_path: Path, module: str, source: str) -> None:
+    for package in (*PACKAGES, *ELSEWHERE):
+        (tmp_path / package).mkdir()
+    (tmp_path / module).write_text(source, encoding="utf-8")
+    assert len(violations(tmp_path)) == 1
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_entry_scripts_are_thin_doors(script: str) -> None:
+    """Each script is short and calls one function of its command module."""
+    path = ROOT / f"{script}.py"
+    assert len(path.read_text(encoding="utf-8").splitlines()) < 80
+    assert imported_modules(path) == {"commands"}
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    froms = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert froms == {"commands.cli", f"commands.{script}"}

@@ -1,7 +1,7 @@
 """Misuse and faults, round two (issue 31): each case through the real entry point. Nothing a user
 made is lost, no wrong result is given without a word, and every failure is one line (exit 2).
 The mechanisms: one write guard and atomic writes (utils/files.py), one lock per run folder
-(training/run_folder.py: RunLock), a resume that trusts the checkpoint, strict config reading."""
+(utils/run_folder.py: RunLock), a resume that trusts the checkpoint, strict config reading."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 import helpers
 from helpers import CONFIG, ROOT, one_error_line, read_jsonl, run, snapshot, tiny_overrides, train
 from in_process import run_in_process
-from training.run_folder import RunLock
+from utils.run_folder import RunLock
 
 ROPE = "configs/demo/rope.yaml"  # the trained_run fixture's config
 
@@ -75,7 +75,7 @@ def test_02_inference_never_writes_over_its_input(trained_run: Path, tmp_path: P
     link = tmp_path / "link.fr"
     link.symlink_to(source)
     for target in (source, link):
-        message = one_error_line(run_in_process(["inference.py", "--run", str(trained_run), "--input", str(source),
+        message = one_error_line(run_in_process(["inference.py", "--run", str(trained_run), "--src", str(source),
                                                  "--output", str(target), "--overwrite"]))
         assert "is also this command's input" in message, message
         assert source.read_text() == "Bonjour !\nMerci.\n"
@@ -179,7 +179,7 @@ def test_11_test_outputs_never_go_into_the_run_folders_own_places(trained_run: P
                                                                    inside: str) -> None:
     run_dir = copy_run(trained_run, tmp_path)
     before = snapshot(run_dir)
-    message = one_error_line(run_in_process(["test.py", "--run", str(run_dir), "--output_dir", str(run_dir / inside)]))
+    message = one_error_line(run_in_process(["test.py", "--run", str(run_dir), "--output", str(run_dir / inside)]))
     assert "run folder" in message, message
     assert snapshot(run_dir) == before
 
@@ -227,7 +227,7 @@ def test_16_an_empty_split_is_named(trained_run: Path, tmp_path: Path) -> None:
     message = one_error_line(train_here(tmp_path / "r", tmp_path / "cache", "data.valid_size=0"))
     assert "data.valid_size must be at least 1" in message, message
     message = one_error_line(run_in_process(["test.py", "--run", str(trained_run), "--split", "valid",
-                                             "--set", "data.valid_size=0", "--output_dir", str(tmp_path / "out")]))
+                                             "--set", "data.valid_size=0", "--output", str(tmp_path / "out")]))
     assert "data.valid_size" in message and not (tmp_path / "out").exists()
 
 
@@ -258,10 +258,10 @@ def fail_writes(monkeypatch) -> None:
 
 
 def test_17_disk_full_leaves_nothing_partial(trained_run: Path, tmp_path: Path, monkeypatch, capsys) -> None:
-    import inference
-    import train as train_cmd
-    from commands.scoring import run_test
-    from utils.cli import main_guard
+    from commands import inference
+    from commands import train as train_cmd
+    from commands.test import run_test
+    from commands.cli import main_guard
 
     fail_writes(monkeypatch)
     out = tmp_path / "out.en"
@@ -289,7 +289,7 @@ def test_17_a_real_full_tmpfs(trained_run: Path, tmp_path: Path) -> None:
         (small / "filler").write_bytes(b"\0" * (2 * 1024 * 1024 - 4096))
         src = tmp_path / "in.fr"
         src.write_text("Bonjour !\n" * 2000)
-        message = one_error_line(run_in_process(["inference.py", "--run", str(trained_run), "--input", str(src),
+        message = one_error_line(run_in_process(["inference.py", "--run", str(trained_run), "--src", str(src),
                                                  "--output", str(small / "out.en")]))
         assert "out.en" in message and "No space left" in message, message
         assert sorted(p.name for p in small.iterdir()) == ["filler"]
@@ -355,7 +355,7 @@ def test_20_a_file_that_is_not_a_checkpoint_is_called_so(tmp_path: Path) -> None
     plain = tmp_path / "plain.txt"
     plain.write_text("just text\n")
     message = one_error_line(run_in_process(["test.py", "--model_path", str(plain),
-                                              "--output_dir", str(tmp_path / "o")]))
+                                              "--output", str(tmp_path / "o")]))
     assert "is not a checkpoint (not a PyTorch file)" in message and "could run code" not in message
 
 
@@ -365,7 +365,7 @@ def test_20_a_file_that_is_not_a_checkpoint_is_called_so(tmp_path: Path) -> None
 def test_21_blank_input_lines_are_empty_translations(trained_run: Path, tmp_path: Path) -> None:
     blank = tmp_path / "blank.fr"
     blank.write_text("  \n\t\n \n")
-    proc = run_in_process(["inference.py", "--run", str(trained_run), "--input", str(blank)])
+    proc = run_in_process(["inference.py", "--run", str(trained_run), "--src", str(blank)])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout == "\n\n\n"
 
@@ -404,7 +404,7 @@ def test_test_py_never_replaces_a_users_files_in_its_output_folder(trained_run: 
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "references.txt").write_text("my references\n")
-    message = one_error_line(run_in_process(["test.py", "--run", str(trained_run), "--output_dir", str(folder)]))
+    message = one_error_line(run_in_process(["test.py", "--run", str(trained_run), "--output", str(folder)]))
     assert "references.txt exists; pass --overwrite" in message, message
     assert sorted(p.name for p in folder.iterdir()) == ["references.txt"]
     # its own sources given as --src inside the output folder are never written over, even with --overwrite
@@ -412,7 +412,7 @@ def test_test_py_never_replaces_a_users_files_in_its_output_folder(trained_run: 
     src.write_text("Bonjour !\n")
     ref.write_text("Hello!\n")
     message = one_error_line(run_in_process(["test.py", "--run", str(trained_run), "--src", str(src),
-                                             "--ref", str(ref), "--output_dir", str(folder), "--overwrite"]))
+                                             "--ref", str(ref), "--output", str(folder), "--overwrite"]))
     assert "also this command's input" in message and src.read_text() == "Bonjour !\n", message
 
 
@@ -423,16 +423,16 @@ def test_outputs_of_compare_and_visualize_are_guarded(trained_run: Path, tmp_pat
                                              "--no_significance"]))
     assert "summary.md exists; pass --overwrite" in message and notes.read_text() == "my notes", message
     out = trained_run / "checkpoints" / "heatmap.png"
-    message = one_error_line(run_in_process(["visualize.py", "pe-heatmap", "--out", str(out)]))
+    message = one_error_line(run_in_process(["visualize.py", "pe-heatmap", "--output", str(out)]))
     assert "inside the run folder" in message and not out.exists(), message
     png = tmp_path / "heatmap.png"
     png.write_bytes(b"my photo")
     assert "exists; pass --overwrite" in one_error_line(
-        run_in_process(["visualize.py", "pe-heatmap", "--out", str(png)]))
+        run_in_process(["visualize.py", "pe-heatmap", "--output", str(png)]))
     assert png.read_bytes() == b"my photo"
-    assert run_in_process(["visualize.py", "pe-heatmap", "--out", str(png), "--overwrite"]).returncode == 0
+    assert run_in_process(["visualize.py", "pe-heatmap", "--output", str(png), "--overwrite"]).returncode == 0
     pdf = tmp_path / "heatmap.pdf"  # the format its name says
-    assert run_in_process(["visualize.py", "pe-heatmap", "--out", str(pdf)]).returncode == 0
+    assert run_in_process(["visualize.py", "pe-heatmap", "--output", str(pdf)]).returncode == 0
     assert pdf.read_bytes().startswith(b"%PDF") and png.read_bytes().startswith(b"\x89PNG")
     # compare.py: a dot in the prefix stays part of the name; files are as readable as any
     assert run_in_process(["compare.py", str(trained_run), "--output", str(tmp_path / "v1.2"),
@@ -446,23 +446,23 @@ def test_outputs_of_compare_and_visualize_are_guarded(trained_run: Path, tmp_pat
 def test_test_outputs_belong_to_their_own_run_and_split(trained_run: Path, tmp_path: Path) -> None:
     mine, other = copy_run(trained_run, tmp_path, "mine"), copy_run(trained_run, tmp_path, "other")
     before = snapshot(other)
-    message = one_error_line(run_in_process(["test.py", "--run", str(mine), "--output_dir", str(other / "test")]))
+    message = one_error_line(run_in_process(["test.py", "--run", str(mine), "--output", str(other / "test")]))
     assert f"inside the run folder {other}" in message and "would pass for that run's" in message, message
     link = tmp_path / "link"
     link.symlink_to(other / "checkpoints")
-    one_error_line(run_in_process(["test.py", "--run", str(mine), "--output_dir", str(link / "..")]))
+    one_error_line(run_in_process(["test.py", "--run", str(mine), "--output", str(link / "..")]))
     assert snapshot(other) == before
     # the valid split never lands in test/ (compare.py would read it as the test score)
-    message = one_error_line(run_in_process(["test.py", "--run", str(mine), "--split", "valid", "--output_dir",
+    message = one_error_line(run_in_process(["test.py", "--run", str(mine), "--split", "valid", "--output",
                                              str(mine / "test")]))
     assert "run folder" in message and not (mine / "test").exists(), message
     assert "run folder" in one_error_line(run_in_process(  # only test/ itself is its own
-        ["test.py", "--run", str(mine), "--output_dir", str(mine / "test" / "deeper")]))
+        ["test.py", "--run", str(mine), "--output", str(mine / "test" / "deeper")]))
     # an output folder outside any run is locked while test.py writes into it
     out = tmp_path / "scores"
     with RunLock(out, "another test.py"):  # held by this process: test.py runs as another one
         assert "in use by another process" in one_error_line(
-            run(["test.py", "--run", str(mine), "--output_dir", str(out)]))
+            run(["test.py", "--run", str(mine), "--output", str(out)]))
 
 
 def test_average_owns_only_checkpoints_averaged_files(trained_run: Path, tmp_path: Path) -> None:

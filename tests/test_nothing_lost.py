@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import CONFIG, one_error_line, read_jsonl, run, snapshot, tiny_overrides, train
+from helpers import CONFIG, one_error_line, read_jsonl, snapshot, tiny_overrides, train
+from in_process import run_in_process as run  # every entry point here runs in this process
 
 # ---- 1. --overwrite deletes only the harness's own run folder, and only after start-up checks
 
@@ -120,7 +121,7 @@ def test_resume_and_lookup_go_by_step_when_a_copy_reordered_modification_times(t
 
 
 def test_a_resume_supersedes_what_an_interrupted_attempt_logged_after_its_checkpoint(tmp_path: Path) -> None:
-    import compare
+    from evaluation import run_groups
     from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
     from tensorboard.util.tensor_util import make_ndarray
     from training.checkpoint import checkpoint_step
@@ -146,7 +147,7 @@ def test_a_resume_supersedes_what_an_interrupted_attempt_logged_after_its_checkp
     assert train_records[-1] == [r for r in raw if r["event"] == "train"][-1]  # the resumed attempt's step 12
     assert train_records[-1]["loss"] != [r for r in raw if r["event"] == "train"][5]["loss"]  # new lr, new loss
     assert [r["step"] for r in history if r["event"] == "valid"] == [4, 8, 12]
-    assert [r["step"] for r in compare.summarise_run(run_dir)["valid_events"]] == [4, 8, 12]
+    assert [r["step"] for r in run_groups.summarise_run(run_dir)["valid_events"]] == [4, 8, 12]
 
     # As the TensorBoard server's Python loader reads them (the Rust loader hides as much or more).
     events = EventAccumulator(str(run_dir / "tb"))
@@ -163,7 +164,7 @@ def test_a_resume_supersedes_what_an_interrupted_attempt_logged_after_its_checkp
 def test_a_damaged_training_log_counts_as_results(tmp_path: Path) -> None:
     """A run folder whose checkpoints were removed keeps its results; if its metrics.jsonl has a
     damaged line, the folder is still not taken for a failed start (which would be cleared)."""
-    from training.run_folder import RunFolder
+    from utils.run_folder import RunFolder
 
     run_dir = tmp_path / "run"
     assert train(run_dir, tmp_path / "cache", steps=2).returncode == 0

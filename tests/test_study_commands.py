@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import sweep
+from commands import sweep
 from helpers import ROOT
 from utils.config import flatten, load_config, to_dict
 from utils.key_roles import configuration_settings
@@ -63,7 +63,7 @@ def produced() -> dict[str, dict]:
     try:
         for command in readme_commands():
             for argv in sweep_argvs(command):
-                args = sweep.parse_args(argv)
+                args = sweep.build_parser().parse_args(argv)
                 for config, overrides, run_dir in sweep.expand_runs(args.configs, args.overrides, args.seeds,
                                                                     args.runs_root):
                     out[str(Path(run_dir))] = settings(to_dict(load_config(config, overrides)))

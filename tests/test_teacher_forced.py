@@ -246,10 +246,10 @@ def test_position_buckets_must_start_at_zero_and_increase():
 
 def test_test_py_writes_the_diagnostic_into_scores_json(trained_run: Path, tmp_path: Path, capsys):
     """(d) a real run through test.py (in-process): scores.json["teacher_forced"] with its layout."""
-    import test as test_script
+    from commands import test as test_script
 
     out = tmp_path / "scored"
-    assert test_script.main(["--run", str(trained_run), "--concat", "1", "2", "--output_dir", str(out)]) == 0
+    assert test_script.main(["--run", str(trained_run), "--concat", "1", "2", "--output", str(out)]) == 0
     printed = capsys.readouterr().out
     tf = json.loads((out / "scores.json").read_text())["teacher_forced"]
     assert set(tf) >= {"definition", "training_length", "position_buckets", "k", "by_source_length"}
@@ -264,7 +264,7 @@ def test_test_py_writes_the_diagnostic_into_scores_json(trained_run: Path, tmp_p
     assert tf["k"]["1"]["inputs"] == 10 and sum(b["inputs"] for b in tf["by_source_length"]) == 10
     assert tf["k"]["2"]["boundary"]["tokens"] == 5  # 10 test pairs (one order): 5 joined inputs, one boundary each
     off = tmp_path / "off"
-    assert test_script.main(["--run", str(trained_run), "--output_dir", str(off),
+    assert test_script.main(["--run", str(trained_run), "--output", str(off),
                              "--set", "evaluation.teacher_forced=false"]) == 0
     assert "teacher_forced" not in json.loads((off / "scores.json").read_text())
 
@@ -290,7 +290,7 @@ def synthetic(beyond: float, position: list[float], p_eos: float, length: int = 
 
 def test_compare_adds_the_diagnostic_only_when_runs_have_it(tmp_path: Path):
     """(e) archived runs without it compare as before; with it, a column, two tables, a plot, the JSON."""
-    import compare
+    from commands import compare
 
     runs = tmp_path / "runs"
     for name in ("rope", "rope_seed1", "sinusoidal", "sinusoidal_seed1"):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import visualize
+from commands import visualize
 from evaluation.figures import attention_maps
 
 
@@ -25,7 +25,7 @@ def test_computed_encoding_plots(command: str, tmp_path: Path) -> None:
     for encoding in encodings:
         out = tmp_path / f"{command}-{encoding}.png"
         assert visualize.main([command, "--encoding", encoding, "--positions", "64", "--position", "20",
-                               "--out", str(out)]) == 0
+                               "--output", str(out)]) == 0
         assert_real_png(out)
 
 
@@ -41,14 +41,14 @@ def test_classical_mds_recovers_a_line() -> None:
 
 def test_attention_maps_of_a_trained_model(trained_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "attention"
-    assert visualize.main(["attention", "--run", str(trained_run), "--src", "Je t'aime beaucoup.",
-                           "--tgt", "I love you very much.", "--out", str(out)]) == 0
+    assert visualize.main(["attention", "--run", str(trained_run), "--src_text", "Je t'aime beaucoup.",
+                           "--tgt_text", "I love you very much.", "--output", str(out)]) == 0
     for name in ("encoder_self_attention", "decoder_self_attention", "cross_attention"):
         assert_real_png(out / f"{name}.png")
     # similarity plot from the trained model's own encoding (rope -> computed rotary curve)
     sim = tmp_path / "sim.png"
     assert visualize.main(["pe-similarity", "--run", str(trained_run), "--positions", "30", "--position", "10",
-                           "--out", str(sim)]) == 0
+                           "--output", str(sim)]) == 0
     assert_real_png(sim)
 
 
@@ -92,20 +92,20 @@ def test_plots_of_trained_learned_encodings(trained_family_runs: dict[str, Path]
     for command in ("pe-heatmap", "pe-mds", "pe-similarity"):
         out = tmp_path / f"learnable-{command}.png"
         assert visualize.main([command, "--run", learnable, "--positions", "40", "--position", "10",
-                               "--out", str(out)]) == 0
+                               "--output", str(out)]) == 0
         assert_real_png(out)
     out = tmp_path / "t5-similarity.png"
     assert visualize.main(["pe-similarity", "--run", str(trained_family_runs["t5_bias"]), "--positions", "40",
-                           "--position", "10", "--out", str(out)]) == 0
+                           "--position", "10", "--output", str(out)]) == 0
     assert_real_png(out)
     for name in ("fire", "xpos"):  # from the trained model's own hooks
         out = tmp_path / f"{name}-similarity.png"
         assert visualize.main(["pe-similarity", "--run", str(trained_family_runs[name]), "--positions", "40",
-                               "--position", "10", "--out", str(out)]) == 0
+                               "--position", "10", "--output", str(out)]) == 0
         assert_real_png(out)
     attention = tmp_path / "t5-attention"
-    assert visualize.main(["attention", "--run", str(trained_family_runs["t5_bias"]), "--src", "Bonjour !",
-                           "--out", str(attention)]) == 0
+    assert visualize.main(["attention", "--run", str(trained_family_runs["t5_bias"]), "--src_text", "Bonjour !",
+                           "--output", str(attention)]) == 0
     assert_real_png(attention / "encoder_self_attention.png")
 
 

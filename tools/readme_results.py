@@ -1,17 +1,22 @@
 #!/usr/bin/env python
-"""The README's results are compare.py's output, verbatim.
+"""The results in the README and in each study's page are compare.py's output, verbatim.
 
 Each study's tables and findings are written by compare.py from the archived runs in results/
-(`<prefix>.md`, `<prefix>_findings.md`, ... beside the runs) and copied into README.md between
-markers:
+(`<prefix>.md`, `<prefix>_findings.md`, ... beside the runs) and copied between markers into the
+study's page, results/<study>/README.md (tables, findings, plots and the method text of that
+study), and its result sentences (`<prefix>_headline.md`) also into README.md:
 
     <!-- generated from results/demo/summary.md by `make readme`; do not edit this block -->
     ...the file...
     <!-- end of results/demo/summary.md -->
 
-  python tools/readme_results.py render     # README blocks <- committed files   (make readme)
+The text around the blocks is hand-written and explains method only: `check` fails on a metric
+figure or a verdict word there (RESULT_TEXT, METHOD_LINES).
+
+  python tools/readme_results.py render     # README + study page blocks <- committed files  (make readme)
   python tools/readme_results.py recompute  # committed files <- compare.py on results/ (make results)
-  python tools/readme_results.py check      # README blocks == committed files (the test suite does this)
+  python tools/readme_results.py check      # blocks == committed files, no hand-written result, links resolve
+                                            #   (the test suite does this: tests/test_readme_results.py)
   python tools/readme_results.py check --recompute   # and committed files == compare.py now (make results-check)
 """
 
@@ -36,6 +41,20 @@ STUDIES = [
     ("results/report/length/summary", "results/report/length/*", None, None),
     ("results/report/length/concat_summary", "results/report/length/*_concat*", "length/sinusoidal_concat", None),
 ]
+# The study pages: each holds the tables and findings of these prefixes (the first one's tables, every
+# one's findings), its plots and the method text belonging to it; README.md holds each page's result
+# sentences (the first prefix's _headline.md) and a link to it.
+PAGES = {
+    "results/demo/README.md": ("results/demo/summary",),
+    "results/length/README.md": ("results/length/summary", "results/length/concat_summary"),
+    "results/report/length/README.md": ("results/report/length/summary", "results/report/length/concat_summary"),
+}
+README = "README.md"
+# Where a result may be stated only inside generated blocks: the README's "## Results" section, the
+# results index (the method shared by the studies) and every study page.
+RESULT_TEXT = (README, "results/README.md", *PAGES)
+DOCUMENTS = (README, *PAGES)  # the files with generated blocks
+
 # Blocks generated from code rather than from a file: the config keys' roles, from the schema.
 def _key_roles_table() -> str:
     from utils.key_roles import roles_markdown
@@ -69,15 +88,96 @@ def _block(file: str, text: str) -> str:
             f"{text.rstrip(chr(10))}\n<!-- end of {file} -->")
 
 
-def stale_blocks(readme: str, root: Path = ROOT) -> list[str]:
-    """The generated blocks whose text differs from their file (with a short diff)."""
+def stale_blocks(text: str, root: Path = ROOT, name: str = README) -> list[str]:
+    """The generated blocks of a document whose text differs from their file (with a short diff)."""
     out = []
-    for file, body in blocks(readme):
+    for file, body in blocks(text):
         want = source_text(file, root).rstrip("\n")
         if body != want:
-            diff = list(difflib.unified_diff(want.splitlines(), body.splitlines(), file, "README.md", lineterm="", n=0))
+            diff = list(difflib.unified_diff(want.splitlines(), body.splitlines(), file, name, lineterm="", n=0))
             out.append("\n".join(diff[:12]))
     return out
+
+
+def missing_blocks(texts: dict[str, str]) -> list[str]:
+    """The blocks a document lacks: each page its tables, findings and result sentences, the README
+    each page's result sentences and a link to the page."""
+    out = []
+    for page, prefixes in PAGES.items():
+        files = {f for f, _ in blocks(texts[page])}
+        wanted = [f"{prefixes[0]}.md", f"{prefixes[0]}_headline.md", *(f"{p}_findings.md" for p in prefixes)]
+        out += [f"{page} has no block of {f}" for f in wanted if f not in files]
+        readme_files = {f for f, _ in blocks(texts[README])}
+        if f"{prefixes[0]}_headline.md" not in readme_files:
+            out.append(f"{README} has no block of {prefixes[0]}_headline.md")
+        if f"]({page})" not in texts[README]:
+            out.append(f"{README} does not link to {page}")
+    return out
+
+
+# What result text may say outside generated blocks: method only. A metric figure (a decimal number
+# or a signed one) or a verdict word there is a hand-written result, unless the line is one of these
+# method sentences (data facts, settings, definitions), matched by a fragment of the line.
+VERDICT_WORDS = re.compile(r"\b(significant|ahead|behind|every seed)\b", re.IGNORECASE)
+FIGURE = re.compile(r"(?<![\w.])[+−±]\s?\d|(?<![\w.-])\d+\.\d+(?![\w.])")
+METHOD_LINES = (
+    "Student's t with n − 1 degrees of freedom",
+    "only when it is declared, its Holm-adjusted p is below 0.05",   # the rule itself
+    "worded as a direction only when it is declared",
+    "difference lies beyond the tie margin (0.1 BLEU, 0.01 nats)",
+    "(0.05 nats) effect would need",
+    "the smallest effect its seeds can see (80% power",
+    "assumes independent, roughly normal seed effects (Dror et al., ACL 2018",
+    "what may be called a direction",
+    "**What may be called a direction.**",
+    "a high peak learning rate (2e-3)",
+    "length-bucketed 1,500-token batches (0.1% padding)",
+    "pre-norm, tied",
+    "The demo model (1.95M parameters)",
+    "`configs/length/` trains the demo model (d_model 128, 2+2 layers, 1.95M parameters",
+    "48.2M parameters (48.5M with the learnable table)",
+    "rate 7e-4, 800 updates",
+    "runs trained side by side (`nvidia-smi`: 100% busy, 83 GB): all ten trained and tested in 5.7",
+)
+
+
+def result_lines(name: str, text: str) -> list[tuple[int, str]]:
+    """(line number, text) of a document's result text outside generated blocks, code blocks, tables,
+    images and HTML: the README's "## Results" section, the whole of a study page or the results index."""
+    lines = text.splitlines()
+    start, end = 0, len(lines)
+    if name == README:
+        start = lines.index("## Results")
+        end = next((n for n in range(start + 1, len(lines)) if lines[n].startswith("## ")), len(lines))
+    out, generated, code = [], False, False
+    for number in range(start, end):
+        line = lines[number]
+        if line.startswith("<!-- generated from"):
+            generated = True
+        if line.startswith("```"):
+            code = not code
+            continue
+        if not (generated or code or line.startswith(("|", "![", "<"))):
+            out.append((number + 1, line))
+        if line.startswith("<!-- end of"):
+            generated = False
+    return out
+
+
+def hand_written_results(text: str, name: str = README) -> list[str]:
+    """The lines of result text that state a figure or a verdict by hand (outside generated blocks)."""
+    return [f"{name}:{n}: {line}" for n, line in result_lines(name, text)
+            if (VERDICT_WORDS.search(line) or FIGURE.search(line)) and not any(m in line for m in METHOD_LINES)]
+
+
+LINK = re.compile(r"\]\((?!https?://|#|mailto:)([^)\s#]+)(?:#[^)]*)?\)")
+
+
+def broken_links(name: str, text: str, root: Path = ROOT) -> list[str]:
+    """Relative links (pages, plots) of a document that name no file or folder."""
+    base = (root / name).parent
+    return [f"{name} links to {target}, which does not exist" for target in LINK.findall(text)
+            if not (base / target).exists()]
 
 
 def recompute(out_root: Path) -> None:
@@ -86,19 +186,17 @@ def recompute(out_root: Path) -> None:
     import io
     import os
 
-    import compare
+    from commands.compare import compare
 
     os.chdir(ROOT)  # the run globs, and the run paths written into the summaries, are relative to it
     for prefix, runs, baseline, family in STUDIES:
         out = out_root / prefix
-        args = [runs, "--output", str(out)] + (["--baseline", baseline] if baseline else []) + \
-            (["--family", family] if family else [])
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):  # the tables are in the files; print only progress
-            rc = compare.main(args)
+            rc = compare([runs], output=str(out), baseline=baseline, family=family)
         if rc != 0:
-            raise SystemExit(f"error: compare.py {' '.join(args)} failed")
-        print(f"compare.py {' '.join(args)}: done")
+            raise SystemExit(f"error: compare.py {runs} --output {out} failed")
+        print(f"compare.py {runs} --output {out}: done")
 
 
 def changed_files(fresh_root: Path) -> list[str]:
@@ -111,20 +209,35 @@ def changed_files(fresh_root: Path) -> list[str]:
     return out
 
 
+def check(root: Path = ROOT) -> list[str]:
+    """Everything `check` fails on, without recomputing: stale or missing blocks, hand-written
+    results, broken links."""
+    texts = {name: (root / name).read_text(encoding="utf-8") for name in RESULT_TEXT}
+    failures = [f"{name} block differs from its file:\n{d}"
+                for name in DOCUMENTS for d in stale_blocks(texts[name], root, name)]
+    failures += missing_blocks(texts)
+    failures += [f"a result written by hand outside the generated blocks: {line}"
+                 for name in RESULT_TEXT for line in hand_written_results(texts[name], name)]
+    failures += [b for name in RESULT_TEXT for b in broken_links(name, texts[name], root)]
+    return failures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=["render", "recompute", "check"])
     parser.add_argument("--recompute", action="store_true", help="check: also recompute the files from the runs")
     args = parser.parse_args(argv)
-    readme_path = ROOT / "README.md"
     if args.action == "recompute":
         recompute(ROOT)
         return 0
     if args.action == "render":
-        readme_path.write_text(render(readme_path.read_text(encoding="utf-8")), encoding="utf-8")
-        print(f"rendered {len(blocks(readme_path.read_text(encoding='utf-8')))} blocks into README.md")
+        for name in DOCUMENTS:
+            path = ROOT / name
+            text = render(path.read_text(encoding="utf-8"))
+            path.write_text(text, encoding="utf-8")
+            print(f"rendered {len(blocks(text))} blocks into {name}")
         return 0
-    failures = [f"README.md block differs from its file:\n{d}" for d in stale_blocks(readme_path.read_text("utf-8"))]
+    failures = check()
     if args.recompute:
         with tempfile.TemporaryDirectory() as tmp:
             recompute(Path(tmp))
@@ -133,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     for f in failures:
         print(f"error: {f}", file=sys.stderr)
     if not failures:
-        print("README results blocks and the committed summaries agree" + (" with the runs" if args.recompute else ""))
+        print("the results blocks of the README and the study pages agree with the committed summaries"
+              + (" and with the runs" if args.recompute else ""))
     return 1 if failures else 0
 
 

@@ -245,13 +245,18 @@ def stop_on_signals(run: TrainingRun) -> None:
         signal.signal(sig, stop_cleanly)
 
 
+def budget_reached(t, step: int, epoch: int) -> bool:
+    """Whether a run at `step` (updates) and `epoch` has trained to the budget of `t` (a training
+    config section): training.max_steps when set, else training.epochs."""
+    return step >= t.max_steps if t.max_steps is not None else epoch >= t.epochs
+
+
 def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, num_params: int) -> bool:
     """Run the trainer to `max_steps` (or `epochs`) and log the run's start and end records. True
     when training finished (its budget, or early stopping), False when a signal stopped it."""
     t, trainer = run.cfg.training, run.trainer
     target = {"max_iters": t.max_steps} if t.max_steps is not None else {"max_epochs": t.epochs}
-    done = trainer.state.iteration >= t.max_steps if t.max_steps is not None else trainer.state.epoch >= t.epochs
-    if resumed and done:
+    if resumed and budget_reached(t, trainer.state.iteration, trainer.state.epoch):
         run.say(f"{run.run_dir} already finished training ({trainer.state.iteration} steps); raise "
                 f"training.max_steps or training.epochs with --set to train longer")
         return True

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from training.checkpoint import CheckpointError, find_best_checkpoint, read_checkpoint, saved_config
 from training.export import CONFIG, EXPORT_FORMAT, EXPORT_VERSION, WEIGHTS, is_export
@@ -100,18 +100,19 @@ def check_training_lengths(model, source: str) -> None:
                                   f"use scaling linear or ntk with scaling_factor, or retrain")
 
 
-def resolve_checkpoint(args) -> Path:
-    """The model an entry script names: --model_path (a checkpoint or an export folder), or the best
+def resolve_checkpoint(model_path: Optional[str] = None, run: Optional[str] = None, config: Optional[str] = None,
+                       overrides: Sequence[str] = ()) -> Path:
+    """The model a command names: --model_path (a checkpoint or an export folder), or the best
     checkpoint of --run, or of the --config's run folder (for the commands that take --config)."""
-    if args.model_path:
-        path = Path(args.model_path)
+    if model_path:
+        path = Path(model_path)
         if not path.exists():
             raise CheckpointError(f"--model_path {path}: no such checkpoint file or export folder")
         return path
-    if args.run:
-        return find_best_checkpoint(args.run)
-    if getattr(args, "config", None):
-        return find_best_checkpoint(load_config(args.config, args.overrides).resolved_run_dir)
+    if run:
+        return find_best_checkpoint(run)
+    if config:
+        return find_best_checkpoint(load_config(config, list(overrides)).resolved_run_dir)
     raise ConfigError("say which model to use: --model_path <checkpoint.pt>, --run runs/<name>, "
                       "or --config <file.yaml> (its run folder's best checkpoint)")
 

@@ -26,6 +26,7 @@ from utils.config_schema import (  # re-exported (__all__): callers import the s
     TokenizerConfig, TrainConcatConfig, TrainingConfig)
 from utils.config_checks import validate  # re-exported: the cross-key checks load_config runs
 from utils.errors import ConfigError
+from utils.encoding_registry import registered_encodings
 
 __all__ = ["ConfigError", "DataConfig", "DecodingConfig", "EvaluationConfig", "ExperimentConfig", "ModelConfig",
            "PositionalConfig", "ScheduleConfig", "TokenizerConfig", "TrainConcatConfig", "TrainingConfig",
@@ -273,8 +274,7 @@ def _migrate_positional(options: dict, name: str, valid: list[str], key: str) ->
 
 def _positional_from_dict(raw: Any, key: str) -> PositionalConfig:
     """`{name: rope, theta: 500.0}` -> PositionalConfig(name, options of that encoding, defaults filled)."""
-    from models.positional_encodings import POSITIONAL_ENCODINGS  # each encoding declares its options
-
+    POSITIONAL_ENCODINGS = registered_encodings()  # each encoding declares its options
     if not isinstance(raw, dict):
         raise ConfigError(f"{key}: expected a mapping of keys, got {raw!r}")
     options = dict(raw)

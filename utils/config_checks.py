@@ -8,12 +8,12 @@ import dataclasses
 
 from utils.config_schema import ExperimentConfig
 from utils.errors import ConfigError
+from utils.encoding_registry import registered_encodings
 
 
 def validate(cfg: ExperimentConfig) -> None:
     """Cross-field checks that types alone cannot express."""
-    from models.positional_encodings import POSITIONAL_ENCODINGS
-
+    POSITIONAL_ENCODINGS = registered_encodings()
     m = cfg.model
     pe = m.positional.name
     if pe not in POSITIONAL_ENCODINGS:

@@ -2,9 +2,14 @@
 
 Each package raises its own subclass (CorpusError, TokenizerError, CheckpointError; the config's
 ConfigError is defined here, beside its base);
-the entry scripts' `utils.cli.main_guard` catches this base, so the ground layer needs to know
+the entry scripts' `commands.cli.main_guard` catches this base, so the ground layer needs to know
 nothing of the packages above it.
 """
+
+# Exit statuses of every command: 0 done, 2 a usage or input error (one line), 3 training diverged,
+# 4 training was stopped by a signal (Ctrl-C, SIGTERM, a preemption) after saving a checkpoint:
+# resumable, not finished.
+EXIT_ERROR, EXIT_DIVERGED, EXIT_INTERRUPTED = 2, 3, 4
 
 
 class HarnessError(Exception):

@@ -19,28 +19,13 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from utils.errors import HarnessError
+from utils.run_folder import is_run_folder, run_folder_above
 
 TMP_SUFFIX = ".tmp"  # our temporaries: .<name>.<random>.tmp beside the target
 
 
 class WriteError(HarnessError):
     """A file cannot or may not be written; the message names it and the fix."""
-
-
-def is_run_folder(path: Path) -> bool:
-    """A run folder of this harness (it holds a config.yaml and a checkpoints/ folder or a metrics log)."""
-    path = Path(path)
-    return path.is_dir() and (path / "config.yaml").is_file() and \
-        ((path / "checkpoints").is_dir() or (path / "metrics.jsonl").is_file())
-
-
-def run_folder_above(path: Path) -> Optional[Path]:
-    """The run folder that holds `path` (or is it), if any."""
-    path = Path(path).resolve()
-    for folder in (path, *path.parents):
-        if is_run_folder(folder):
-            return folder
-    return None
 
 
 def owns(relative: Path, patterns: tuple[str, ...]) -> bool:

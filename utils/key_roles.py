@@ -17,6 +17,7 @@ import typing
 from typing import Iterator, Optional
 
 from utils.config_schema import EXPERIMENT, ROLES, ExperimentConfig, PositionalConfig
+from utils.encoding_registry import registered_encodings
 
 WHEN = {"resume": 0, "test": 1}  # index into ROLES' tuple
 POSITIONAL = "model.positional."
@@ -50,8 +51,7 @@ def schema_roles() -> dict[str, Optional[str]]:
 
 def option_role(encoding: str, option: str) -> str:
     """The role of one of an encoding's options: EXPERIMENT unless its `Options` field declares one."""
-    from models.positional_encodings import POSITIONAL_ENCODINGS
-
+    POSITIONAL_ENCODINGS = registered_encodings()
     options = POSITIONAL_ENCODINGS[encoding].Options
     field = next((f for f in dataclasses.fields(options) if f.name == option), None)
     return (field.metadata.get("role") if field is not None else None) or EXPERIMENT
@@ -75,8 +75,7 @@ def changeable_keys(when: str, encoding: Optional[str] = None) -> list[str]:
     """The keys that may change `when` ('resume' or 'test'), a whole section as `section.*`."""
     roles = schema_roles()
     if encoding is not None:
-        from models.positional_encodings import POSITIONAL_ENCODINGS
-
+        POSITIONAL_ENCODINGS = registered_encodings()
         for f in dataclasses.fields(POSITIONAL_ENCODINGS[encoding].Options):
             roles[POSITIONAL + f.name] = option_role(encoding, f.name)
     allowed = {k for k, r in roles.items() if ROLES[r][WHEN[when]]}

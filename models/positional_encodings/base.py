@@ -25,11 +25,12 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor, nn
 
-POSITIONAL_ENCODINGS: dict[str, type["PositionalEncoding"]] = {}
+from utils.encoding_registry import POSITIONAL_ENCODINGS  # the registry the config reads (utils: no import upward)
 
 
 def register(name: str) -> Callable[[type], type]:
-    """Class decorator: make an encoding selectable as `model.positional.name: <name>`."""
+    """Class decorator: make an encoding selectable as `model.positional.name: <name>` (its `Options`
+    and `check_options` are then what config validation uses)."""
     def wrap(cls: type) -> type:
         POSITIONAL_ENCODINGS[name] = cls
         cls.registry_name = name

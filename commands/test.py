@@ -1,12 +1,37 @@
-"""Scoring a trained model on a test set (what `test.py` runs, and sweep.py's jobs call): the
-checks that keep a score honest (only test-time keys overridden, the output folder the run's own or
-the user's, never a file replaced unasked, one writer per run folder), decoding and scoring the set
-whole, the teacher-forced diagnostic, scores.json, the run's TensorBoard test scalars and a summary."""
+"""Translate a test set and score it whole: sacreBLEU (with signature), chrF, nltk BLEU-4 on word
+tokens, the hypothesis/reference length ratio, scores per source length, and optionally the
+length-extrapolation protocol (--concat); and a teacher-forced length diagnostic that does not depend
+on when the model stops: the references' NLL and accuracy per target position, per k, beyond and
+within the training length, and p(EOS) at the sentence boundaries of joined inputs
+(evaluation/teacher_forced.py; `--set evaluation.teacher_forced=false` skips it).
 
+Examples:
+  python test.py --run runs/demo/rope                       # the run's best checkpoint, its test split
+  python test.py --run runs/demo/rope --src tst2017.fr.xml --ref tst2017.en.xml --output runs/demo/rope/tst2017
+  python test.py --run runs/length/rope --concat 1 2 4 8    # inputs of k consecutive test pairs joined
+  python test.py --config configs/demo/rope.yaml --model_path runs/demo/rope/checkpoints/best_....pt
+  python test.py --model_path ckpt.pt --set decoding.beam_size=1 --output /tmp/greedy --overwrite
+
+Writes into <run>/test/ (or --output): hypotheses.txt (exactly one detokenized line per test
+pair, in test order), references.txt, sources.txt, source_lengths.txt (subword tokens per source,
+for compare.py's findings per length bucket) and scores.json; with --concat (or the config's
+evaluation.concat) also concat/k<K>/ for each K. Every pair is scored: an empty source gets an
+empty hypothesis, a source longer than the model can represent is truncated and counted.
+--src/--ref take plain text (.gz allowed), raw WIT3 train.tags files or WIT3 XML (aligned by
+document and segment id; documents keep --concat inputs within one talk).
+The scores of a run's own test split also go to its TensorBoard events (test/*), where the
+HParams dashboard shows them beside the run's settings.
+
+The work (what sweep.py's jobs call too): `run_test` checks that keep a score honest (only
+test-time keys overridden, the output folder the run's own or the user's, never a file replaced
+unasked, one writer per run folder), decodes and scores the set whole, runs the teacher-forced
+diagnostic and writes scores.json, the run's TensorBoard test scalars and a summary.
+"""
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -14,8 +39,9 @@ from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_bu
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.checkpoint import checkpoint_step
 from training.loading import check_model_matches, load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
-from training.run_folder import RunLock
+from utils.run_folder import RunLock
 from training.tensorboard_log import log_test_scores
+from commands.cli import RUN_HELP, TEST_TIME_SETS, command_parser, parse_command
 from utils.config import ConfigError, parse_override, to_dict
 from utils.files import WriteError, atomic_write_text, check_output_folder, check_target, run_folder_above
 from utils.runtime import log, pick_device
@@ -26,15 +52,49 @@ OUTPUT_FILES = ("scores.json", "hypotheses.txt", "references.txt", "sources.txt"
                 PAIRS_FILE)
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser(__doc__, config=True, run=RUN_HELP, sets=TEST_TIME_SETS, model_path=True, device=True,
+                            output="where to write the outputs (default: <run>/<split>/, or <run>/test_<src file "
+                                   "name>/ with --src)",
+                            overwrite="the outputs of an earlier test.py in the output folder")
+    parser.add_argument("--split", choices=["test", "valid"], help="which split of the config (default: test)")
+    parser.add_argument("--src", metavar="FILE", help="score this source file instead of a split (needs --ref)")
+    parser.add_argument("--ref", metavar="FILE", help="the reference translations of --src, line by line")
+    parser.add_argument("--concat", type=int, nargs="+", metavar="K",
+                        help="also score inputs of K consecutive pairs joined, for each K (e.g. 1 2 4 8); "
+                             "default: the config's evaluation.concat")
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    return run_test(**vars(parse_command(build_parser(), argv)))
+
+
+@dataclass
+class TestRequest:
+    """What to score and where (run_test's arguments, checked)."""
+    run: Optional[str] = None
+    config: Optional[str] = None
+    model_path: Optional[str] = None
+    overrides: list[str] = field(default_factory=list)
+    split: Optional[str] = None
+    src: Optional[str] = None
+    ref: Optional[str] = None
+    concat: Optional[list[int]] = None
+    output: Optional[str] = None
+    overwrite: bool = False
+    device: str = "auto"
+
+
 def run_test(run: Optional[str] = None, config: Optional[str] = None, model_path: Optional[str] = None,
              overrides: Sequence[str] = (), split: Optional[str] = None, src: Optional[str] = None,
              ref: Optional[str] = None, concat: Optional[Sequence[int]] = None, output: Optional[str] = None,
              overwrite: bool = False, device: str = "auto") -> int:
     """Score a trained model on a test set, as `test.py` does (sweep.py's jobs call this): the run's
     best checkpoint (or --model_path) on its test split (or --src/--ref) into <run>/<split>/ (or output)."""
-    args = argparse.Namespace(run=run, config=config, model_path=model_path, overrides=list(overrides), split=split,
-                              src=src, ref=ref, concat=None if concat is None else list(concat), output=output,
-                              overwrite=overwrite, device=device)
+    args = TestRequest(run=run, config=config, model_path=model_path, overrides=list(overrides), split=split,
+                       src=src, ref=ref, concat=None if concat is None else list(concat), output=output,
+                       overwrite=overwrite, device=device)
     if (args.src is None) != (args.ref is None):
         raise ConfigError("give both --src FILE and --ref FILE (source and reference translations), or neither")
     if args.src and args.split:
@@ -42,7 +102,7 @@ def run_test(run: Optional[str] = None, config: Optional[str] = None, model_path
     args.split = args.split or "test"
     if args.concat is not None and any(k < 1 for k in args.concat):
         raise ConfigError(f"--concat: every K is a number of pairs per input (at least 1), got {args.concat}")
-    ckpt = resolve_checkpoint(args)
+    ckpt = resolve_checkpoint(args.model_path, args.run, args.config, args.overrides)
     if args.output:
         out_dir = Path(args.output)
     elif args.src:
@@ -83,7 +143,7 @@ def run_test(run: Optional[str] = None, config: Optional[str] = None, model_path
         return score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir)
 
 
-def score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir) -> int:
+def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir) -> int:
     if (out_dir / "scores.json").exists() and not args.overwrite:  # written by another test.py meanwhile
         raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it")
     concat = args.concat if args.concat is not None else cfg.evaluation.concat

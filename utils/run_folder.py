@@ -1,4 +1,6 @@
-"""What is a run folder of this harness, and what `train.py` may do with an existing one.
+"""What a run folder of this harness is, in one place: the files it holds (`RUN_FILES`), how to tell
+one (`is_run_folder`, `run_folder_above`), its states (`RunFolder`: absent, foreign, fresh,
+trained), what `train.py` may do with an existing one, and its one-writer lock (`RunLock`).
 
 Only a folder that is provably the harness's own is ever emptied: it holds a `config.yaml` that
 reads as an experiment config and nothing but the files training and testing write. Anything else
@@ -24,6 +26,22 @@ from utils.runtime import JsonlLogger, make_writable_folder
 RUN_FILES = {"config.yaml", "tokenizer.json", "checkpoints", "tb", "metrics.jsonl", "data_report.json",
              "training_lengths.json", "test", "valid"}
 LOCK_FILES = (".lock", ".lock.pid")
+
+
+def is_run_folder(path: Path) -> bool:
+    """A run folder of this harness (it holds a config.yaml and a checkpoints/ folder or a metrics log)."""
+    path = Path(path)
+    return path.is_dir() and (path / "config.yaml").is_file() and \
+        ((path / "checkpoints").is_dir() or (path / "metrics.jsonl").is_file())
+
+
+def run_folder_above(path: Path) -> Optional[Path]:
+    """The run folder that holds `path` (or is it), if any."""
+    path = Path(path).resolve()
+    for folder in (path, *path.parents):
+        if is_run_folder(folder):
+            return folder
+    return None
 
 
 def _is_run_entry(path: Path) -> bool:

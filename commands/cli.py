@@ -1,6 +1,7 @@
-"""The command layer every entry script shares: one parser factory (`command_parser`: --config, --run,
---set, --model_path, --device, --overwrite, --output), the schema's setting flags, and `main_guard`,
-which turns expected errors into one line and exit code 2."""
+"""What every command shares: one parser factory (`command_parser`: --config, --run, --set,
+--model_path, --device, --overwrite, --output, each spelled and meaning the same everywhere), the
+schema's setting flags, the deprecated spellings of flags (accepted for one release with a one-line
+note, not shown in --help), and `main_guard`, which turns expected errors into one line and exit code 2."""
 
 from __future__ import annotations
 
@@ -8,11 +9,7 @@ import argparse
 import sys
 from typing import Literal, Optional, Union, get_args, get_origin
 
-from utils.errors import HarnessError
-
-# Exit statuses: 0 done, 2 a usage or input error (one line), 3 training diverged, 4 training was
-# stopped by a signal (Ctrl-C, SIGTERM, a preemption) after saving a checkpoint: resumable, not finished.
-EXIT_INTERRUPTED = 4
+from utils.errors import EXIT_DIVERGED, EXIT_ERROR, EXIT_INTERRUPTED, HarnessError  # noqa: F401 (re-exported)
 
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -25,13 +22,37 @@ def command_parser(doc: str, **flags) -> argparse.ArgumentParser:
     return parser
 
 
+class Deprecated(argparse.Action):
+    """An old spelling of a flag: sets what the new one sets, says once on stderr that it is
+    deprecated, and is left out of --help (README "Migrations")."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs) -> None:
+        self.new = new
+        kwargs.setdefault("help", argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"note: {option_string} is deprecated and will be removed in the next release: use {self.new}",
+              file=sys.stderr)
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+
+
+def deprecated_flag(parser, old: str, new: str, dest: str, **kwargs) -> None:
+    """Accept `old` as an alias of the flag `new` (dest `dest`) for one release."""
+    parser.add_argument(old, dest=dest, action=Deprecated, new=new, default=argparse.SUPPRESS, **kwargs)
+
+
+OVERWRITE_HELP = "replace what this command wrote before at the same place"
+
+
 def add_command_flags(parser, *, config: bool = False, run: Optional[str] = None, sets: Optional[str] = None,
                       model_path: bool = False, device: bool = False, overwrite: Optional[str] = None,
                       output: Optional[str] = None, output_required: bool = False,
                       output_default: Optional[str] = None) -> None:
     """The flags every command spells the same way: --config, --run, --set, --model_path, --device,
-    --overwrite and one output flag, --output (its earlier names --output_dir and --out kept as
-    aliases). Each help text given (not None) adds that flag with it."""
+    --overwrite ("replace what this command wrote before", the help text saying what that is) and
+    one output flag, --output (its earlier names --output_dir and --out deprecated). Each help text
+    given (not None) adds that flag with it."""
     if config:
         parser.add_argument("--config", help="YAML experiment config (e.g. configs/demo/sinusoidal.yaml)")
     if run is not None:
@@ -44,10 +65,23 @@ def add_command_flags(parser, *, config: bool = False, run: Optional[str] = None
     if device:
         parser.add_argument("--device", default="auto", choices=DEVICES, help="where the model runs (default: auto)")
     if output is not None:
-        parser.add_argument("--output", "--output_dir", "--out", dest="output", required=output_required,
-                            default=output_default, metavar="PATH", help=output)
+        parser.add_argument("--output", dest="output", default=output_default, metavar="PATH", help=output)
+        for old in ("--output_dir", "--out"):
+            deprecated_flag(parser, old, "--output", "output", metavar="PATH")
+        if output_required:
+            parser.set_defaults(_required_output=True)
     if overwrite is not None:
-        parser.add_argument("--overwrite", action="store_true", help=overwrite)
+        parser.add_argument("--overwrite", action="store_true", help=f"{OVERWRITE_HELP}: {overwrite}")
+
+
+def parse_command(parser: argparse.ArgumentParser, argv: Optional[list[str]]) -> argparse.Namespace:
+    """Parse `argv`; a required --output given by an old spelling counts as given."""
+    args = parser.parse_args(argv)
+    if getattr(args, "_required_output", False):
+        if args.output is None:
+            parser.error("the following arguments are required: --output")
+        del args._required_output
+    return args
 
 
 RUN_HELP = "a run folder (runs/<name>): use its config and its best checkpoint"
@@ -97,12 +131,12 @@ def main_guard(main, argv: Optional[list[str]] = None) -> int:
         return main(argv) or 0
     except (HarnessError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     except OSError as e:  # a full disk, a read-only folder, a missing file: one line, naming it
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         print(f"error: {where}{e.strerror or e}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     except FloatingPointError as e:
         print(f"error: training diverged ({e}). The checkpoints written before are kept; try a lower "
               f"training.lr, training.clip_grad_norm, or more warmup, and resume or restart.", file=sys.stderr)
-        return 3
+        return EXIT_DIVERGED

@@ -1,0 +1,178 @@
+"""Summarise run folders into one results table: one row per configuration, mean ± std over its
+seeds, paired bootstrap significance against a baseline, scores per source length, and plots.
+
+Examples:
+  python compare.py runs/demo/sinusoidal runs/demo/learnable runs/demo/rope
+  python compare.py "runs/demo/*" --output runs/demo/summary     # summary.md/.csv/.json + summary_*.png
+  python compare.py "runs/seeds/*/*" --baseline rope --output runs/seeds/summary
+  python compare.py "results/length/*" --family configs/length/findings/headline.yaml   # the declared headline family
+
+Runs whose resolved config.yaml files are equal except for `seed`, `name`, `run_dir` and runtime
+settings (where and how they ran: training.device, num_threads, data.cache_dir, ...) are one configuration
+(the seeds of one experiment): one row, labelled by the run name without a seed suffix (`_seed2`, `-s2`, `/seed2`), numbers as `mean ± std` (sample std) with the number of seeds.
+`p vs baseline` is the seed-level test of test sacreBLEU (evaluation/seed_test.py): Student's t over
+the per-seed differences with the test set's joint-bootstrap variance added, two-sided, over the
+seeds both configurations were run with (none with one seed). `seeds above baseline` counts the
+seeds where this configuration is above the baseline by more than the tie margin. The findings
+(`<prefix>_findings.md/.json`) word every comparison by one rule: only those declared in `--family`
+(the study's configs/<study>/findings/headline.yaml) can say ahead/behind, Holm-corrected over that family;
+each table states the smallest effect its seeds can see.
+Runs scored with test.py's teacher-forced diagnostic add a column (`TF NLL beyond training`), a table
+of NLL by target position, one of p(EOS) at the sentence boundaries per k and `<prefix>_teacher_forced.png`;
+runs without it (older ones) are tabulated exactly as before.
+
+Numbers come from each run's own files: metrics.jsonl (training/validation log) and
+test/scores.json, test/hypotheses.txt, test/references.txt (written by test.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+import io
+import json
+from pathlib import Path
+from typing import Optional, Sequence
+
+from commands.cli import command_parser, parse_command
+from evaluation.comparison_plots import write_plots
+from evaluation.degradation import degradation_table
+from evaluation.findings import compute_findings, findings_markdown
+from evaluation.headline import headline_markdown
+from evaluation.length_report import add_concat_stats, concat_tables
+from evaluation.run_groups import (CompareError, add_seed_wins, add_significance, check_same_references, group_runs,
+                                   pick_baseline, run_variants, summarise_run)
+from evaluation.seed_test import load_family
+from evaluation.summary_tables import bucket_table, csv_rows, json_report, markdown_table, teacher_forced_tables
+from utils.files import atomic_write_text, check_target
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser(__doc__, output="path prefix: writes <prefix>.md, .csv, .json, <prefix>_findings.md/.json, "
+                                            "<prefix>_headline.md (the result sentences) and <prefix>_*.png plots",
+                            overwrite="files at --output that are not an earlier summary of compare.py "
+                                      "(its own earlier summary with the same prefix is replaced without asking)")
+    parser.add_argument("runs", nargs="+", help="run folders or glob patterns (quote them)")
+    parser.add_argument("--baseline", metavar="NAME_OR_ENCODING",
+                        help="configuration the others are tested against: a config label or an encoding "
+                             "(default: the sinusoidal configuration if present, else the first)")
+    parser.add_argument("--family", metavar="YAML",
+                        help="the study's declared headline comparisons (e.g. configs/length/findings/headline.yaml): "
+                             "only these can be worded ahead/behind, with Holm's correction over them; also its "
+                             "baseline and tie margins (default: none declared, every finding descriptive)")
+    parser.add_argument("--bootstrap_samples", type=int, default=10000,
+                        help="paired bootstrap resamples (10,000: a p-value's standard error is at most 0.005)")
+    parser.add_argument("--no_significance", action="store_true",
+                        help="skip the paired bootstrap test (and the same-references check)")
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    return compare(**vars(parse_command(build_parser(), argv)))
+
+
+def compare(runs: Sequence[str], output: Optional[str] = None, overwrite: bool = False, baseline: Optional[str] = None,
+            family: Optional[str] = None, bootstrap_samples: int = 10000, no_significance: bool = False) -> int:
+    """Summarise the run folders `runs` (paths or glob patterns), as compare.py does: print the
+    tables and findings, and write them (and the plots) under the prefix `output`."""
+    if bootstrap_samples < 1:
+        raise CompareError(f"--bootstrap_samples must be at least 1, got {bootstrap_samples}")
+    rows = read_runs(runs)
+    declared = load_family(family)
+    margin = declared.tie_margin["sacreBLEU"]
+    try:
+        groups = group_runs(rows)  # reads each run's per-pair sums: a damaged file is a one-line error
+        base = pick_baseline(groups, baseline or declared.baseline)
+        base["is_baseline"] = True
+        add_seed_wins(groups, base, margin)
+        add_concat_stats(groups, base, check_inputs=not no_significance, margin=margin)
+        findings = None
+        if not no_significance:
+            check_same_references(groups)
+            findings = compute_findings(groups, base, bootstrap_samples, family=declared)
+            add_significance(groups, base, findings)
+    except ValueError as e:  # references that differ between runs, a damaged per-run file
+        raise CompareError(str(e)) from None
+    table = summary_markdown(groups, base, bootstrap_samples)
+    print(table)
+    if findings is not None:
+        print("\n" + findings_markdown(findings))
+    if output:
+        written = write_reports(output_prefix(output), table, groups, base, findings, bootstrap_samples, overwrite)
+        print("\nwrote " + ", ".join(map(str, written)))
+    return 0
+
+
+def read_runs(patterns: Sequence[str]) -> list[dict]:
+    """One row per run folder the patterns name (each once), and one per variant it was tested as."""
+    paths: list[Path] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) or [pattern]
+        paths += [Path(m) for m in matches]
+    seen: set = set()
+    rows = []
+    for p in paths:
+        if p.is_dir() and p.resolve() not in seen and (row := summarise_run(p)) is not None:
+            seen.add(p.resolve())
+            rows.append(row)
+            rows += [summarise_run(p, variant) for variant in run_variants(p)]
+    if not rows:
+        raise CompareError(f"no run folders (with config.yaml) among {', '.join(patterns)}")
+    return rows
+
+
+def summary_markdown(groups: list[dict], baseline: dict, bootstrap_samples: int) -> str:
+    """summary.md: the degradation table first (the length study's headline measure), the main
+    table, then the tables per length bucket, per k of joined inputs and teacher-forced NLL."""
+    tables = [degradation_table(groups), markdown_table(groups, baseline, bootstrap_samples), bucket_table(groups),
+              concat_tables(groups, baseline, bootstrap_samples), teacher_forced_tables(groups)]
+    return "\n\n".join(t for t in tables if t)
+
+
+def write_reports(out: Path, table: str, groups: list[dict], baseline: dict, findings: Optional[dict],
+                  bootstrap_samples: int, overwrite: bool) -> list[Path]:
+    """Write <out>.md/.json/.csv, the findings and headline files, and the plots; returns the paths."""
+    texts = {named(out, ".md"): table + "\n",
+             named(out, ".json"): json.dumps(json_report(groups, baseline, bootstrap_samples), indent=2) + "\n",
+             named(out, ".csv"): csv_text(groups)}
+    if findings is not None:
+        texts[named(out, "_findings.md")] = findings_markdown(findings) + "\n"
+        texts[named(out, "_findings.json")] = json.dumps(findings, indent=2) + "\n"
+        texts[named(out, "_headline.md")] = headline_markdown(findings) + "\n"
+    # its own earlier summary (the same prefix) is replaced; anything else needs --overwrite
+    own = is_compare_report(named(out, ".json"))
+    for path in texts:
+        check_target(path, "--output", overwrite=overwrite or own)
+    for path, text in texts.items():
+        atomic_write_text(path, text)
+    return list(texts) + write_plots(groups, out)
+
+
+def csv_text(groups: list[dict]) -> str:
+    fields, rows = csv_rows(groups)
+    with io.StringIO() as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+        return f.getvalue()
+
+
+def output_prefix(text: str) -> Path:
+    """--output as a prefix: `runs/x/summary` (a `.md`/`.csv`/`.json` ending is dropped); a dot in
+    the name (`v1.2`) stays part of it."""
+    out = Path(text)
+    return out.with_suffix("") if out.suffix in (".md", ".csv", ".json") else out
+
+
+def named(prefix: Path, suffix: str) -> Path:
+    return prefix.with_name(prefix.name + suffix)
+
+
+def is_compare_report(path: Path) -> bool:
+    """An earlier summary of compare.py (its JSON), which a new one with the same prefix may replace."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(report, dict) and {"baseline", "significance", "groups"} <= set(report)

@@ -1,0 +1,143 @@
+"""Translate French sentences with a trained model (greedy or beam search, n-best).
+
+Examples:
+  python inference.py --run runs/demo/rope --src_text "Je t'aime." "Où est la gare ?"
+  python inference.py --run runs/demo/rope --src sentences.fr --output out.en --lenpen 1.0
+  python inference.py --run runs/demo/rope            # at a terminal: each line translated as you type it
+  cat sentences.fr | python inference.py --model_path runs/demo/rope/checkpoints/best_....pt --max_tokens 8000
+  python inference.py --model_path exported/rope --src_text "Bonjour !" --nbest 3   # an export.py folder
+
+Output: one line per input line, the best translation. With --nbest N (beam search), N lines per
+input, best first: "<input index, from 0>\\t<score>\\t<translation>", the score being the
+hypothesis' log-probability after the length penalty (higher is better).
+
+Input: --src_text, --src FILE ('-' for stdin), or stdin. Piped stdin is read to the end and translated in
+length-sorted batches (fast); a terminal on stdin, or --interactive, translates each line as soon
+as it is entered. Decoding flags override the model's `decoding` config (as --set decoding.*=...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from typing import Iterator, Optional, Sequence, TextIO
+
+from data.parallel_text import decode_utf8, read_text, split_lines
+from evaluation.translate import Translation, max_positions, translate
+from training.loading import check_model_matches, load_for_inference, resolve_checkpoint
+from commands.cli import (RUN_HELP, TEST_TIME_SETS, add_setting_flags, command_parser, deprecated_flag, parse_command,
+                          setting_flag_overrides)
+from utils.errors import HarnessError
+from utils.files import atomic_output, check_target
+from utils.runtime import pick_device
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser(__doc__, config=True, run=RUN_HELP, sets=TEST_TIME_SETS, model_path=True, device=True,
+                            output="write the translations to this file instead of stdout",
+                            overwrite="the --output file")
+    io = parser.add_argument_group("input")
+    io.add_argument("--src_text", nargs="+", action="extend", help="sentence(s) to translate")
+    io.add_argument("--src", metavar="FILE", help="a file with one sentence per line ('-' for stdin)")
+    deprecated_flag(io, "--input", "--src FILE", "src", metavar="FILE")
+    io.add_argument("--interactive", action="store_true",
+                    help="translate stdin line by line as it arrives (the default when stdin is a terminal)")
+    add_setting_flags(parser.add_argument_group("decoding (default: the model's decoding config)"))
+    return parser
+
+
+def decoding_overrides(args: argparse.Namespace) -> list[str]:
+    """--set overrides, then the decoding flags as `decoding.key=value` (so flags win)."""
+    overrides = list(args.overrides) + setting_flag_overrides(args)
+    if args.nbest and args.nbest > 1 and not args.strategy:
+        overrides.append("decoding.strategy=beam")
+        if not args.beam_size:
+            overrides.append(f"decoding.beam_size={max(args.nbest, 5)}")
+    return overrides
+
+
+def input_lines(text: str) -> list[str]:
+    """One sentence per line (newline or CRLF endings); other line-break characters stay in the sentence."""
+    return [line.rstrip("\r") for line in split_lines(text)]
+
+
+def streamed_lines(stream, prompt: bool) -> Iterator[list[str]]:
+    """stdin one line at a time, as it arrives (interactive use)."""
+    if prompt:
+        print("Type a sentence and press Enter; Ctrl-D ends.", file=sys.stderr)
+    for number, raw in enumerate(iter(stream.readline, b""), start=1):
+        text = decode_utf8(raw, "stdin", first_line=number)
+        yield input_lines(text) or [""]
+
+
+class Printer:
+    """Writes translations (and n-best lists) to stdout or an --output file, numbering inputs."""
+
+    def __init__(self, out: TextIO, nbest: bool, model) -> None:
+        self.out, self.nbest, self.model, self.count = out, nbest, model, 0
+
+    def write(self, translations: list[Translation]) -> None:
+        for out in translations:
+            if out.truncated_from is not None:
+                print(f"warning: line {self.count + 1}: the input has {out.truncated_from} tokens; this model takes "
+                      f"at most {max_positions(self.model)} (model.positional.max_positions), so it was truncated",
+                      file=sys.stderr)
+            if self.nbest:
+                for text, score in out.hypotheses:
+                    self.out.write(f"{self.count}\t{score:.4f}\t{text}\n")
+            else:
+                self.out.write(out.text + "\n")
+            self.count += 1
+        self.out.flush()
+
+
+def open_output(path: Optional[str], overwrite: bool, inputs: list[Optional[str]]):
+    """stdout, or the --output file written atomically (whole or not at all), after the write
+    guard: never an input of this command, never an existing file without --overwrite."""
+    if path is None:
+        return contextlib.nullcontext(sys.stdout)
+    check_target(path, "--output", inputs=[i for i in inputs if i not in (None, "-")], overwrite=overwrite)
+    return atomic_output(path)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_command(build_parser(), argv)
+    return run_inference(run=args.run, config=args.config, model_path=args.model_path,
+                         overrides=decoding_overrides(args), src_text=args.src_text, src=args.src,
+                         interactive=args.interactive, output=args.output, overwrite=args.overwrite, device=args.device)
+
+
+def input_batches(src_text: Optional[Sequence[str]], src: Optional[str], interactive: bool) -> Iterator[list[str]]:
+    """The sentences to translate, batch by batch: --src_text, the --src file, or stdin (read to the
+    end, or line by line as it arrives when interactive or at a terminal)."""
+    stdin_is_terminal = sys.stdin.isatty()
+    from_stdin = not src_text and src in (None, "-")
+    if interactive and not from_stdin:
+        raise HarnessError("--interactive translates standard input line by line: drop --src_text / --src FILE")
+    if src_text:
+        return iter([list(src_text)])
+    if src and src != "-":  # missing, not UTF-8: one line naming the file and line
+        return iter([input_lines(read_text(src, allow_blank=True))])
+    if interactive or stdin_is_terminal:
+        return streamed_lines(sys.stdin.buffer, prompt=stdin_is_terminal)
+    return iter([input_lines(decode_utf8(sys.stdin.buffer.read(), "stdin"))])
+
+
+def run_inference(run: Optional[str] = None, config: Optional[str] = None, model_path: Optional[str] = None,
+                  overrides: Sequence[str] = (), src_text: Optional[Sequence[str]] = None, src: Optional[str] = None,
+                  interactive: bool = False, output: Optional[str] = None, overwrite: bool = False,
+                  device: str = "auto") -> int:
+    """Translate sentences with a trained model, as inference.py does: to stdout or the --output file."""
+    batches = input_batches(src_text, src, interactive)
+    overrides = list(overrides)
+    ckpt = resolve_checkpoint(model_path, run, config, overrides)
+    where = pick_device(device)
+    cfg, tokenizer, model = load_for_inference(ckpt, overrides, device=str(where))
+    if config:
+        cfg = check_model_matches(config, overrides, cfg, ckpt)
+    settings = cfg.decoding
+    with open_output(output, overwrite, [src, config, model_path]) as out:
+        printer = Printer(out, settings.nbest > 1 and settings.strategy == "beam", model)
+        for sentences in batches:
+            printer.write(translate(model, tokenizer, sentences, settings, where))
+    return 0

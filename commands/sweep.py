@@ -1,0 +1,260 @@
+r"""Train, test and compare a list of configs in one command: one after another in this process, or as
+jobs run side by side on this machine's GPUs or CPUs, or on a SLURM cluster (submitit). Resumable.
+
+Examples:
+  python sweep.py configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs/demo/rope.yaml \
+      --output runs/demo/summary                                   # what `make demo` runs
+  python sweep.py configs/demo/sinusoidal.yaml configs/demo/rope.yaml --seeds 1 2 3 \
+      --output runs/demo/seeds_summary          # runs/demo/<encoding>_seed<N>, one row per config
+  python sweep.py configs/length/*.yaml --seeds 1 2 --launcher local --runs_per_gpu 4 \
+      --output runs/length/summary              # 4 runs at a time on each GPU of this machine
+  python sweep.py configs/iwslt2017/*.yaml --launcher slurm --partition gpu --time 24:00:00 \
+      --gpus_per_run 1 --cpus_per_run 8 --mem 64G --output runs/iwslt/summary
+
+With --seeds, every config runs once per seed into <run folder>_seed<N> (run folder: runs/<name>,
+or --runs_root/<name>, or the config's own run_dir); without it, once with the config's own seed,
+into its own run folder.
+
+Launchers: `serial` (default) trains and tests the runs one after another in this process;
+`local` runs each (config, seed) as a submitit job, a process of its own on this machine, at most
+--parallel at a time, each with --gpus_per_run GPUs (CUDA_VISIBLE_DEVICES), --runs_per_gpu of them
+sharing a GPU; `slurm` submits them as a SLURM job array (--partition, --time, --gpus_per_run,
+--cpus_per_run, --mem, --slurm_array_parallelism, --slurm_setup). A SLURM job stopped by its time
+limit or a preemption is requeued and resumes from the run's last checkpoint. submitit's logs go
+to <sweep folder>/submitit/<date-time>/<job id>_* (sweep folder: the folder of --output, else
+--runs_root, else runs/).
+
+Under every launcher, a sweep never deletes a run. A run that trained to its end and has
+test/scores.json is skipped; one with a last checkpoint is resumed (training continues if it is not
+finished, e.g. after a Ctrl-C), then tested; one that kept only best checkpoints is tested as it is;
+one that never saved a checkpoint starts again. A run folder holding files that are not the
+harness's, or a run of another configuration (its config.yaml differs in experiment keys), is
+reported and left alone (exit code 2 once the other runs are done). A training stopped by a signal
+is never tested as finished (exit code 4); run the same command again to continue. The summary is
+written once every run has ended. Pass --set overrides to every run (e.g. --set
+training.max_steps=50 for a smoke test); testing takes only those that may change at test time
+(decoding.*, evaluation.*, ...), since the others are in the trained run already.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+from commands.launchers import LaunchOptions, run_local, run_slurm
+from commands.sweep_job import Outcome, SweepJob, run_one, triage
+from commands.cli import EXIT_INTERRUPTED, command_parser, parse_command
+from commands.compare import compare
+from utils.config import ConfigError, load_config, parse_override
+from utils.runtime import log
+
+ROOT = Path(__file__).resolve().parents[1]  # the project, for the jobs' PYTHONPATH
+
+
+def expand_runs(configs: list[str], overrides: list[str], seeds: Optional[list[int]],
+                runs_root: Optional[str]) -> list[tuple[str, list[str], str]]:
+    """(config, overrides, run folder) per run: one per config, or one per config and seed with its
+    own run folder."""
+    runs = []
+    for config in configs:
+        cfg = load_config(config, overrides)
+        base = Path(cfg.run_dir) if cfg.run_dir else Path(runs_root or "runs") / cfg.name
+        if not seeds:
+            run_overrides = overrides if cfg.run_dir or not runs_root else [*overrides, f"run_dir={base}"]
+            runs.append((config, run_overrides, str(load_config(config, run_overrides).resolved_run_dir)))
+            continue
+        for seed in seeds:
+            folder = Path(f"{base}_seed{seed}")
+            runs.append((config, [*overrides, f"seed={seed}", f"run_dir={folder}"], str(folder)))
+    folders: dict[Path, str] = {}
+    for config, _, run_dir in runs:  # two runs in one folder would be one run trained twice
+        folder = Path(run_dir).resolve()
+        if folder in folders:
+            raise ConfigError(f"{config} and {folders[folder]} would both run in {folder}: give each config its own "
+                              f"name or run_dir, or use --runs_root")
+        folders[folder] = config
+    return runs
+
+
+def check_variants(given: list[list[str]]) -> list[tuple[str, list[str]]]:
+    """--variant NAME KEY=VALUE ... as (name, overrides); the name becomes a folder name."""
+    variants = []
+    for name, *overrides in given:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) or "=" in name:
+            raise ConfigError(f"--variant {name}: give a name first (letters, digits, _ . -), then KEY=VALUE "
+                              f"overrides, e.g. --variant yarn4 model.positional.scaling=yarn")
+        if not overrides:
+            raise ConfigError(f"--variant {name}: give the test-time overrides after the name (KEY=VALUE ...)")
+        for override in overrides:
+            parse_override(override)  # one line naming a malformed KEY=VALUE
+        variants.append((name, overrides))
+    return variants
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser(__doc__, sets="override applied to every config (repeatable)",
+                            output="path prefix of the summary (.md, .csv, .json and plots: see compare.py)")
+    parser.add_argument("configs", nargs="+", help="YAML configs to run, in order")
+    parser.add_argument("--seeds", type=int, nargs="+", metavar="N",
+                        help="run every config once per seed, into <run folder>_seed<N> (default: the config's "
+                             "own seed, into its own run folder)")
+    parser.add_argument("--variant", nargs="+", action="append", default=[], metavar="NAME KEY=VALUE",
+                        help="also test every run with these test-time overrides, into <run>/test_<NAME>/ "
+                             "(repeatable; compare.py shows each as a row of its own), e.g. --variant yarn4 "
+                             "model.positional.scaling=yarn model.positional.scaling_factor=4; a run whose "
+                             "encoding does not take a key is not tested with it")
+    parser.add_argument("--family", metavar="YAML",
+                        help="the study's declared headline comparisons for the summary's findings (compare.py "
+                             "--family, e.g. configs/demo/findings/headline.yaml)")
+    parser.add_argument("--runs_root", metavar="DIR",
+                        help="put run folders under DIR/<name> instead of runs/<name> (ignored for a config "
+                             "whose run_dir is set)")
+    launch = parser.add_argument_group("launching runs (submitit)")
+    launch.add_argument("--launcher", choices=["serial", "local", "slurm"], default="serial",
+                        help="serial: one after another in this process (default); local: jobs as processes on "
+                             "this machine; slurm: a SLURM job array")
+    launch.add_argument("--parallel", type=int, metavar="N",
+                        help="at most N runs at once (local default: one per GPU slot, see --runs_per_gpu, or 1 "
+                             "on a CPU-only machine; slurm: the array's parallelism unless --slurm_array_parallelism)")
+    launch.add_argument("--gpus_per_run", type=int, metavar="N", choices=[0, 1],
+                        help="GPUs per run, 0 or 1 (local default: 1 if this machine has a GPU, else 0; slurm "
+                             "default: 0)")
+    launch.add_argument("--runs_per_gpu", type=int, default=1, metavar="N",
+                        help="local: runs sharing each GPU (small models), so up to GPUs x N at once "
+                             "(with --parallel)")
+    launch.add_argument("--log_dir", metavar="DIR", help="submitit's job logs go to DIR/<date-time of the sweep>/ "
+                                                          "(default: <sweep folder>/submitit)")
+    launch.add_argument("--time", dest="time_limit", help="time limit per job: minutes or [D-]HH:MM:SS (slurm default 1440; local "
+                                       "default: none); a SLURM job that reaches it is requeued and resumes")
+    slurm = parser.add_argument_group("slurm")
+    slurm.add_argument("--partition", help="SLURM partition")
+    slurm.add_argument("--cpus_per_run", type=int, metavar="N", help="CPUs per job (default 1)")
+    slurm.add_argument("--mem", help="memory per job, e.g. 32G")
+    slurm.add_argument("--slurm_array_parallelism", type=int, metavar="N", help="jobs of the array running at once")
+    slurm.add_argument("--slurm_setup", action="append", default=[], metavar="LINE",
+                       help="a shell line run before each job, e.g. 'module load cuda' (repeatable)")
+    return parser
+
+
+def launch_options(output: Optional[str], runs_root: Optional[str], launcher: str = "serial",
+                   parallel: Optional[int] = None, gpus_per_run: Optional[int] = None, runs_per_gpu: int = 1,
+                   log_dir: Optional[str] = None, time_limit: Optional[str] = None, partition: Optional[str] = None,
+                   cpus_per_run: Optional[int] = None, mem: Optional[str] = None,
+                   slurm_array_parallelism: Optional[int] = None, slurm_setup: Sequence[str] = ()) -> LaunchOptions:
+    """The launcher flags, checked, with the sweep's log folder."""
+    for flag, value in (("parallel", parallel), ("runs_per_gpu", runs_per_gpu)):
+        if value is not None and value < 1:
+            raise ConfigError(f"--{flag} must be at least 1, got {value}")
+    if gpus_per_run is not None and not 0 <= gpus_per_run <= 1:
+        raise ConfigError(f"--gpus_per_run {gpus_per_run}: a sweep's run is one process on 0 or 1 GPU; train one "
+                          f"run on several GPUs with torchrun (README: Speed and scale)")
+    folder = Path(output).parent if output else Path(runs_root or "runs")
+    # one log folder per sweep command: a job id (a local job's is a process id) may come again later
+    logs = Path(log_dir or folder / "submitit") / time.strftime("%Y%m%d-%H%M%S")
+    return LaunchOptions(launcher=launcher, parallel=parallel, log_dir=logs.resolve(), gpus_per_run=gpus_per_run,
+                         runs_per_gpu=runs_per_gpu, partition=partition, time=time_limit, cpus_per_run=cpus_per_run,
+                         mem=mem, slurm_array_parallelism=slurm_array_parallelism, slurm_setup=list(slurm_setup))
+
+
+def absolute(config: str, overrides: list[str], run_dir: str) -> tuple[str, list[str]]:
+    """A run's config and run folder as absolute paths, so that a job finds them wherever it runs."""
+    return str(Path(config).resolve()), [*overrides, f"run_dir={Path(run_dir).resolve()}"]
+
+
+def run_serial(runs: list[tuple[str, list[str], str]], variants) -> list[Outcome]:
+    """One run after another in this process; the first run that fails or is interrupted stops the sweep."""
+    outcomes = []
+    for config, overrides, _ in runs:
+        outcomes.append(run_one(config, overrides, variants))
+        if outcomes[-1].status in ("failed", "interrupted"):
+            break
+    return outcomes
+
+
+def run_as_jobs(runs: list[tuple[str, list[str], str]], variants, options: LaunchOptions) -> list[Outcome]:
+    """The runs that need work as submitit jobs (local or slurm); the others are settled here."""
+    outcomes, jobs, run_dirs = [], [], []
+    for config, overrides, run_dir in runs:
+        action, why = triage(config, load_config(config, overrides))
+        if action == "left_alone":
+            log(f"sweep: left alone: {why}")
+            outcomes.append(Outcome(run_dir, "left_alone", message=why))
+        elif action == "finished" and not variants:
+            log(f"sweep: {why}: skipped")
+            outcomes.append(Outcome(run_dir, "scored"))
+        else:
+            jobs.append(SweepJob(*absolute(config, overrides, run_dir), variants, workdir=os.getcwd()))
+            run_dirs.append(run_dir)
+    if jobs:
+        options.log_dir.mkdir(parents=True, exist_ok=True)
+        # a job process imports this project's modules (commands.sweep_job, ...) wherever it starts
+        before = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), before]))
+        try:
+            ended = (run_local if options.launcher == "local" else run_slurm)(jobs, run_dirs, options)
+        finally:
+            if before is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = before
+        for outcome, run_dir in zip(ended, run_dirs):
+            outcome.run_dir = run_dir  # as this sweep names it (the job had it absolute)
+        outcomes += ended
+    return outcomes
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    return sweep(**vars(parse_command(build_parser(), argv)))
+
+
+def sweep(configs: Sequence[str], overrides: Sequence[str] = (), seeds: Optional[Sequence[int]] = None,
+          variant: Sequence[Sequence[str]] = (), family: Optional[str] = None, runs_root: Optional[str] = None,
+          output: Optional[str] = None, **launch) -> int:
+    """Train, test and compare `configs`, as sweep.py does; `launch`: launch_options' keywords."""
+    variants = check_variants([list(v) for v in variant])
+    options = launch_options(output, runs_root, **launch)
+    runs = expand_runs(list(configs), list(overrides), list(seeds) if seeds else None, runs_root)
+    try:
+        outcomes = run_serial(runs, variants) if options.launcher == "serial" else \
+            run_as_jobs(runs, variants, options)
+    except KeyboardInterrupt:
+        log("sweep: stopped (Ctrl-C); run the same command again to resume")
+        return EXIT_INTERRUPTED
+    by_run = {o.run_dir: o for o in outcomes}
+    order = [run_dir for _, _, run_dir in runs]  # the summary lists runs in sweep order
+    return settle([by_run[d] for d in order if d in by_run], len(order), options.launcher == "serial", output,
+                  family)
+
+
+def settle(settled: list[Outcome], planned: int, serial: bool, output: Optional[str], family: Optional[str]) -> int:
+    """Report how the runs ended, write the summary once every run is scored, and return the exit code."""
+    for outcome in settled:
+        if outcome.status in ("failed", "interrupted"):
+            log(f"sweep: {outcome.message}")
+    failed = [o for o in settled if o.status == "failed"]
+    if failed and serial:  # the commands' own exit code, as before
+        return failed[0].rc
+    interrupted = [o for o in settled if o.status == "interrupted"]
+    if interrupted and serial:
+        return EXIT_INTERRUPTED
+    scored = [o.run_dir for o in settled if o.status == "scored"]
+    if scored and len(scored) == planned - sum(o.status == "left_alone" for o in settled):
+        rc = compare(scored, output=output, family=family)
+        if rc:
+            return rc
+    elif scored:
+        log(f"sweep: {planned - len(scored)} run(s) not scored yet: no summary (run the same command again)")
+    if failed:
+        return max(o.rc for o in failed) or 1
+    if interrupted:
+        return EXIT_INTERRUPTED
+    left_alone = [o.run_dir for o in settled if o.status == "left_alone"]
+    if left_alone:
+        log(f"sweep: {len(left_alone)} run folder(s) left alone: {', '.join(left_alone)}; move them "
+            f"away or set run_dir / --runs_root")
+        return 2
+    return 0

@@ -1,0 +1,59 @@
+"""Train an encoder-decoder Transformer from a YAML config (PyTorch-Ignite engine).
+
+Examples:
+  python train.py --config configs/demo/sinusoidal.yaml
+  python train.py --config configs/iwslt2017/transformer_512dh8_e6d6_epochbased_rope.yaml
+  python train.py --config configs/demo/rope.yaml --set training.max_steps=100 --set run_dir=runs/try
+  python train.py --run runs/demo/rope --resume        # continue exactly where it stopped
+
+A run folder gets: config.yaml (resolved), tokenizer.json, checkpoints/ (best-k + last,
+self-contained), TensorBoard events (tb/), metrics.jsonl (machine-readable log)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Optional, Sequence
+
+from commands.cli import OVERWRITE_HELP, command_parser, parse_command
+from training.run import train_run
+from utils.config import ConfigError, ExperimentConfig, load_config
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser(__doc__, config=True, run="a run folder (runs/<name>) to continue from its last checkpoint",
+                            sets="override a config value, e.g. --set model.positional.name=rope (repeatable)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--resume", action="store_true",
+                       help="continue the run in the config's run folder from its last checkpoint")
+    group.add_argument("--overwrite", action="store_true",
+                       help=f"{OVERWRITE_HELP}: delete the run folder (the harness's own only) and start over")
+    return parser
+
+
+def resolve_config(config: Optional[str], run: Optional[str], overrides: Sequence[str]) -> ExperimentConfig:
+    """The config to train: the run folder's own (`--run`), or the config file with `--set` applied."""
+    if run:
+        saved = Path(run) / "config.yaml"
+        if not saved.is_file():
+            raise ConfigError(f"{run} is not a run folder (no config.yaml)")
+        return load_config(saved, [*overrides, f"run_dir={run}"])
+    # With --config X --resume, X (and --set) say what the resumed run follows: the start compares it
+    # with the checkpoint's config and refuses any change a resume may not make
+    return load_config(config, list(overrides))
+
+
+def train(config: Optional[str] = None, run: Optional[str] = None, overrides: Sequence[str] = (),
+          resume: bool = False, overwrite: bool = False) -> int:
+    """Train one run, as train.py does (a sweep's jobs call this): 0 when training finished,
+    EXIT_INTERRUPTED when a signal stopped it after a checkpoint (resumable, not finished)."""
+    if resume and run is None and config is None:
+        raise ConfigError("--resume needs --run runs/<name> or --config <file.yaml>")
+    if run is None and config is None:
+        raise ConfigError("say what to train: --config <file.yaml>, or --run runs/<name> to continue a run")
+    resume = resume or run is not None  # `--run` names an existing run: continue it
+    return train_run(resolve_config(config, run, overrides), resume=resume, overwrite=overwrite)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    return train(**vars(parse_command(build_parser(), argv)))

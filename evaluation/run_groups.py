@@ -1,0 +1,258 @@
+"""The runs of a comparison, read and grouped (compare.py's input side): one row per run folder (and
+per test-time variant tested into <run>/test_<name>/), runs of one configuration grouped as its
+seeds (`group_runs`), the baseline picked, and the per-seed statistics every table and finding uses
+(seed wins, significance columns, per-bucket and teacher-forced pools)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Optional
+
+from evaluation.degradation import degradation_stats
+from evaluation.findings import find_row
+from evaluation.run_stats import mean_std, read_lines, seed_wins, test_folder, training_minutes
+from evaluation.summary_tables import NUMERIC
+from evaluation.teacher_forced import pool_nll
+from utils.config import flatten, load_config, to_dict
+from utils.config_schema import METRIC_SIGN
+from utils.errors import HarnessError
+from utils.key_roles import configuration_settings
+from utils.runtime import JsonlLogger
+
+SEED_SUFFIX = re.compile(r"[_\-/.](?:seed|s)[_\-=]?\d+$", re.IGNORECASE)
+
+
+class CompareError(HarnessError):
+    """Runs that cannot be compared (e.g. scored on different test sets)."""
+
+
+def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> Optional[dict]:
+    """One row for a run folder, or None if it is not one (no config.yaml). With `variant` (folder
+    name, test-time settings), the row of the run tested so, in <run>/<folder>/ (`run_variants`)."""
+    if not (run_dir / "config.yaml").is_file():
+        return None
+    test_dir, settings = variant or ("test", {})
+    # Through the loader, so runs saved with an older spelling of a key group with today's runs; a
+    # variant's settings make it a configuration of its own.
+    cfg = to_dict(load_config(run_dir / "config.yaml", [f"{k}={json.dumps(v)}" for k, v in settings.items()]))
+    try:
+        records = JsonlLogger(run_dir / "metrics.jsonl").history()
+    except ValueError as e:
+        raise CompareError(f"{run_dir / 'metrics.jsonl'} is not a log of JSON lines ({e}); "
+                           f"leave the run out or repair the line") from None
+    valid = [r for r in records if r["event"] == "valid"]
+    ends = [r for r in records if r["event"] == "end"]
+    speeds = [r["tokens_per_sec"] for r in records if r["event"] == "train" and r.get("tokens_per_sec") is not None]
+    metric = cfg["training"]["checkpoint_metric"]
+    best = None
+    if valid:
+        sign = METRIC_SIGN[metric]
+        scored = [r for r in valid if r.get(metric) is not None and math.isfinite(r[metric])]
+        best = max(scored, key=lambda r: sign * r[metric]) if scored else valid[-1]
+    name = cfg.get("name") or run_dir.name
+    if settings:
+        name += " [" + ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in settings.items()) + "]"
+    row = {"run": str(run_dir), "test_dir": str(run_dir / test_dir), "name": name, "seed": cfg.get("seed"),
+           "variant": bool(settings),
+           "config": cfg,
+           "encoding": cfg["model"]["positional"]["name"],
+           "train_loss": ends[-1].get("final_train_loss") if ends else None,
+           "valid_loss": best.get("valid_loss") if best else None,
+           "valid_accuracy": best.get("valid_accuracy") if best else None,
+           "params": ends[-1]["params"] if ends else None,
+           "train_minutes": training_minutes(records),
+           "tokens_per_sec": statistics.fmean(speeds) if speeds else None,
+           "steps": ends[-1]["step"] if ends else None,
+           "valid_events": valid}
+    scores_path = run_dir / test_dir / "scores.json"
+    try:
+        scores = json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
+    except ValueError as e:
+        raise CompareError(f"{scores_path} is not readable JSON ({e}); test the run again "
+                           f"(python test.py --run {run_dir} --overwrite) or leave it out") from None
+    if isinstance(scores.get("decoding"), dict):  # runs decoded differently are different configurations
+        cfg["decoding"] = scores["decoding"]
+    for key in ("sacrebleu", "chrf", "nltk_bleu4", "sacrebleu_signature", "nltk_tokenization"):
+        row[key] = scores.get(key)
+    row["longer_bleu"] = (scores.get("longer_than_training") or {}).get("sacrebleu")
+    row["by_source_length"] = scores.get("by_source_length")
+    row["concat"] = {c["k"]: c for c in scores.get("concat") or []}
+    row["teacher_forced"] = run_teacher_forced(scores.get("teacher_forced"))
+    return row
+
+
+def run_variants(run_dir: Path) -> list[tuple[str, dict]]:
+    """(folder, settings) of each variant of a run: a test_<name>/ of its own test split scored
+    with test-time --set overrides (sweep.py --variant); test_<file>/ of other test sets are not."""
+    trained = flatten(to_dict(load_config(run_dir / "config.yaml")))
+    variants = []
+    for folder in sorted(run_dir.glob("test_*/scores.json")):
+        try:
+            scores = json.loads(folder.read_text(encoding="utf-8"))
+        except ValueError:
+            continue  # not readable: not offered as a variant (its own run's scores are checked)
+        # what it changed (a sweep's --set that the run was trained with is not a change)
+        settings = {k: v for k, v in (scores.get("test_time_overrides") or {}).items() if trained.get(k) != v}
+        if scores.get("split") and settings:
+            variants.append((folder.parent.name, settings))
+    return variants
+
+
+def run_teacher_forced(report: Optional[dict]) -> Optional[dict]:
+    """A run's teacher-forced diagnostic (evaluation/teacher_forced.py) pooled over k = 1 and every
+    joined k, token-weighted, EOS renormalised out, boundaries excluded: NLL beyond the decoder's
+    training length, NLL per target-position bucket, and p(EOS) at the boundaries per k. None for
+    runs tested without it (older runs)."""
+    if not isinstance(report, dict) or not report.get("k"):
+        return None
+    entries = list(report["k"].values())
+    buckets: dict[int, tuple[str, list]] = {}
+    for e in entries:
+        for b in e["buckets"]:
+            buckets.setdefault(b["from"], (b["bucket"], []))[1].append(b)
+    return {"training_length": (report.get("training_length") or {}).get("target") or None,
+            "position_buckets": report.get("position_buckets") or [],
+            "nll_beyond": pool_nll(e.get("beyond_training") for e in entries),
+            "by_position": [{"bucket": label, "from": lo, "nll_no_eos": pool_nll(bs)}
+                            for lo, (label, bs) in sorted(buckets.items())],
+            "boundary_p_eos": {k: e["boundary"]["p_eos"] for k, e in sorted(report["k"].items(), key=_k_order)
+                               if e.get("boundary")}}
+
+
+def _k_order(item: tuple[str, dict]) -> int:
+    return int(item[0])  # scores.json's k keys are strings: "2" before "10"
+
+
+# ----------------------------------------------------------------------------- grouping and statistics
+
+
+def config_label(name: str) -> str:
+    """A run name without its seed suffix: demo/rope_seed2 -> demo/rope."""
+    return SEED_SUFFIX.sub("", name) or name
+
+
+def experiment_settings(config: dict) -> dict:
+    """A run's resolved config (flattened) without the keys that do not tell configurations apart:
+    its seed, name, folder and how it ran (the keys' roles: utils/key_roles.py)."""
+    return configuration_settings(flatten(config), config.get("model", {}).get("positional", {}).get("name"))
+
+
+def group_runs(rows: list[dict]) -> list[dict]:
+    """One group per configuration (config equal except seed/name/run_dir), in order of first appearance."""
+    groups: dict[str, dict] = {}
+    for row in rows:
+        key = json.dumps(experiment_settings(row["config"]), sort_keys=True)
+        groups.setdefault(key, {"runs": []})["runs"].append(row)
+    out = list(groups.values())
+    for g in out:
+        g["runs"].sort(key=lambda r: (r["seed"] is None, r["seed"] if r["seed"] is not None else 0, r["run"]))
+        first = g["runs"][0]
+        g.update(label=config_label(first["name"]), encoding=first["encoding"], n=len(g["runs"]),
+                 variant=first.get("variant", False),
+                 seeds=[r["seed"] for r in g["runs"]], mean={}, std={}, p_value=None, seeds_above=None,
+                 is_baseline=False)
+        for key in NUMERIC:
+            g["mean"][key], g["std"][key], _ = mean_std([r.get(key) for r in g["runs"]])
+        g["by_source_length"] = bucket_stats(g["runs"])
+        g["teacher_forced"] = teacher_forced_stats(g["runs"])
+        g["degradation"] = degradation_stats(g["runs"])
+    counts = Counter(g["label"] for g in out)
+    for g in out:  # two configurations with one name (e.g. different --set): tell them apart by folder
+        if counts[g["label"]] > 1:
+            g["label"] = f"{g['label']} ({config_label(g['runs'][0]['run'])})"
+    for i, g in enumerate(out):
+        if [h["label"] for h in out].count(g["label"]) > 1:
+            g["label"] += f" #{i + 1}"
+    return out
+
+
+def bucket_stats(runs: list[dict]) -> Optional[list[dict]]:
+    """Mean/std test sacreBLEU per source-length bucket over a group's runs (None if no run has buckets)."""
+    with_buckets = [r["by_source_length"] for r in runs if r.get("by_source_length")]
+    if not with_buckets:
+        return None
+    out = []
+    for b in with_buckets[0]:
+        vals = [next((x["sacrebleu"] for x in bs if x["bucket"] == b["bucket"]), None) for bs in with_buckets]
+        mean, std, _ = mean_std(vals)
+        out.append({"bucket": b["bucket"], "num_sentences": b["num_sentences"], "mean": mean, "std": std})
+    return out
+
+
+def teacher_forced_stats(runs: list[dict]) -> Optional[dict]:
+    """Mean/std over a group's runs of their pooled teacher-forced figures (None if no run has them);
+    the training length where the runs agree on it."""
+    have = [r for r in runs if r.get("teacher_forced")]
+    if not have:
+        return None
+    tf = [r["teacher_forced"] for r in have]
+
+    def stats(values: list) -> dict:
+        return dict(zip(("mean", "std", "n"), mean_std(values)))
+
+    positions = sorted({(b["from"], b["bucket"]) for t in tf for b in t["by_position"]})
+    lengths = {t["training_length"] for t in tf}
+    ks = sorted({k for t in tf for k in t["boundary_p_eos"]}, key=int)
+    return {"runs": len(have), "training_length": lengths.pop() if len(lengths) == 1 else None,
+            "nll_beyond": stats([t["nll_beyond"] for t in tf]),
+            "by_position": [{"bucket": label, "from": lo, **stats(
+                [next((b["nll_no_eos"] for b in t["by_position"] if b["from"] == lo), None) for t in tf])}
+                for lo, label in positions],
+            "boundary_p_eos": {k: stats([t["boundary_p_eos"].get(k) for t in tf]) for k in ks},
+            "per_run": [{"run": r["run"], "seed": r["seed"], **r["teacher_forced"]} for r in have]}
+
+
+def pick_baseline(groups: list[dict], wanted: Optional[str]) -> dict:
+    """The group named `wanted` (label, then encoding); default: the sinusoidal group, else the first."""
+    if wanted:
+        for field in ("label", "encoding"):
+            match = [g for g in groups if g[field] == wanted]
+            if match:
+                return match[0]
+        raise CompareError(f"--baseline {wanted!r} matches no configuration; choose a label "
+                           f"({', '.join(g['label'] for g in groups)}) or an encoding "
+                           f"({', '.join(sorted({g['encoding'] for g in groups}))})")
+    return next((g for g in groups if g["encoding"] == "sinusoidal"), groups[0])
+
+
+def check_same_references(groups: list[dict]) -> None:
+    """Runs scored on different test sets cannot be compared: CompareError naming two of them."""
+    refs_by_run = {str(test_folder(r)): read_lines(test_folder(r) / "references.txt") for g in groups for r in g["runs"]}
+    have = [(run, refs) for run, refs in refs_by_run.items() if refs is not None]
+    for run, refs in have[1:]:
+        if refs != have[0][1]:
+            raise CompareError(f"test references differ between {have[0][0]} and {run}: runs scored on different "
+                               f"test sets cannot be compared (pass --no_significance to tabulate them anyway)")
+
+
+def add_significance(groups: list[dict], baseline: dict, findings: dict) -> None:
+    """Each group's p vs the baseline on the test set and per k: the findings' p over all shared
+    seeds, so that one comparison has one p wherever it is printed (k = 1 is the test set)."""
+    for g in groups:
+        if g is baseline:
+            continue
+        row = find_row(findings, "test", g["label"], "test set")
+        g["p_value"] = row["p_value"] if row else None
+        for k, c in (g.get("concat") or {}).items():
+            row = find_row(findings, "test", g["label"], "test set") if k == 1 else \
+                find_row(findings, "concat", g["label"], f"k={k}")
+            c["p_value"] = row["p_value"] if row else None
+
+
+def add_seed_wins(groups: list[dict], baseline: dict, margin: float = 0.0) -> None:
+    """Set each group's `seeds_above` = [wins, pairs]: over the seeds it shares with the baseline,
+    how many of its runs have a higher test sacreBLEU than the baseline's run with the same seed
+    (None when no seed is shared or no run is scored)."""
+    for g in groups:
+        if g is not baseline:
+            g["seeds_above"] = seed_wins(g["runs"], baseline["runs"], lambda r: r.get("sacrebleu"), margin)
+
+
+# ----------------------------------------------------------------------------- command line
+
+
