@@ -12,7 +12,7 @@ longer_than_training, and each concat row's mean_source_tokens (joined k-inputs)
 the file written; nothing else in the run folder changes. (A length off by a little within its
 bucket would go unseen by the buckets; the concat means bound the total.)
 
-  .venv/bin/python docs/tools/backfill_source_lengths.py results/demo/* results/length/* results/report/length/*
+  .venv/bin/python tools/backfill_source_lengths.py results/demo/* results/length/* results/report/length/*
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import models.positional_encodings  # noqa: E402,F401 (registers the encodings config validation reads)
 from data.concat import concat_groups, join_pairs  # noqa: E402
 from data.readers import corpus_fingerprint, normalize_text, read_corpus  # noqa: E402
 from evaluation.metrics import score_by_length, score_subset  # noqa: E402

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# Test the length study's runs as their trainings finish (docs/tools/length_train_queue.sh trains
+# Test the length study's runs as their trainings finish (tools/length_train_queue.sh trains
 # them), from one fixed commit, so that every score of the study comes from the same evaluation
 # code: `python test.py --run runs/length/<run> --overwrite`, what `make length` runs for each run.
 # Resumable: run it again after a stop (a scored run is skipped; one whose test was cut short is
 # tested again). It ends once every run folder it sees is trained and scored and there are at least
 # EXPECTED of them (default 75: 13 single-sentence and 12 joined-pair configs x 3 seeds).
 #
-#   docs/tools/length_test_queue.sh COMMIT [EXPECTED]
-#   e.g.  setsid nohup docs/tools/length_test_queue.sh 2c09493 > runs/length/tester.log 2>&1 &
+#   tools/length_test_queue.sh COMMIT [EXPECTED]
+#   e.g.  setsid nohup tools/length_test_queue.sh 2c09493 > runs/length/tester.log 2>&1 &
 #
 # `make length` afterwards skips what is trained and scored, tests the RoPE variants and writes
 # the tables.
 set -uo pipefail
 commit=$1 expected=${2:-75}
-here=$(cd "$(dirname "$0")/../.." && pwd)
+here=$(cd "$(dirname "$0")/.." && pwd)
 tree="$here/../study-test-$commit"
 if [ ! -d "$tree" ]; then
   git -C "$here" worktree add --detach "$tree" "$commit"

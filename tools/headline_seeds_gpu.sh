@@ -4,7 +4,7 @@
 # process per run, PARALLEL at a time; then copy every finished run into results/ (`make archive`)
 # and pack those folders into $OUT/headline.tar.xz.part-* (split below 16 MB).
 #
-#   OUT=/tmp/out PARALLEL=16 LIMIT=470 docs/tools/headline_seeds_gpu.sh
+#   OUT=/tmp/out PARALLEL=16 LIMIT=470 tools/headline_seeds_gpu.sh
 #
 # Runs are ordered configuration by configuration, so a stop at LIMIT seconds leaves whole
 # configurations done; what did not finish is run again later by the same sweep commands

@@ -5,7 +5,7 @@ Needs Qt's Chromium engine, which is not a project requirement:
   pip install PyQt6 PyQt6-WebEngine
 
 Usage (the README's image; start `tensorboard --logdir runs/demo` first):
-  python docs/tools/tensorboard_screenshot.py --url "http://127.0.0.1:6006/#hparams" \
+  python tools/tensorboard_screenshot.py --url "http://127.0.0.1:6006/#hparams" \
       --out docs/images/tb_hparams.png --width 1900 --height 400 --wait 12 \
       --hide "data.*" "test_concat/*" --show test/sacrebleu test/nltk_bleu4 valid/bleu valid/loss
 """

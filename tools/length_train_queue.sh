@@ -5,15 +5,15 @@
 # the tables. Resumable: run it again after a stop (finished runs are skipped, interrupted ones
 # resumed from their last checkpoint).
 #
-#   docs/tools/length_train_queue.sh COMMIT WORKER WORKERS [single|concat]
-#   e.g. on 2 cores:  for w in 0 1; do docs/tools/length_train_queue.sh 1fb850f $w 2 single & done
+#   tools/length_train_queue.sh COMMIT WORKER WORKERS [single|concat]
+#   e.g. on 2 cores:  for w in 0 1; do tools/length_train_queue.sh 1fb850f $w 2 single & done
 #
 # The code is checked out once into ../study-<commit> (a git worktree sharing .venv and data/cache);
 # the configs are this checkout's, and the run folders go to runs/length/<config>[_seed<N>] of this
 # checkout, as `make length` expects.
 set -euo pipefail
 commit=$1 worker=$2 workers=$3 arm=${4:-single}
-here=$(cd "$(dirname "$0")/../.." && pwd)
+here=$(cd "$(dirname "$0")/.." && pwd)
 tree="$here/../study-$commit"
 if mkdir "$tree.setup" 2>/dev/null; then  # the first worker sets the tree up; the others wait for it
   if [ ! -d "$tree" ]; then

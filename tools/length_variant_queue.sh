@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Test the length study's RoPE runs stretched at inference (the variants `make length` passes to
 # sweep.py: linear4, ntk4, yarn4) as their plain tests finish, from the same fixed commit as
-# docs/tools/length_test_queue.sh, through sweep.py's own `score_variants` (so <run>/test_<name>/
+# tools/length_test_queue.sh, through sweep.py's own `score_variants` (so <run>/test_<name>/
 # is what `make length` would write, and `make length` afterwards skips it). RoPE runs with
 # randomized positions take no scaling and are left out, as `make length` leaves them. Resumable;
 # it ends once every RoPE run folder it sees (at least EXPECTED, default 9: rope, rope_concat and
 # rope_randomized x 3 seeds) is scored with its variants, or failed once (named at the end).
 #
-#   docs/tools/length_variant_queue.sh COMMIT [EXPECTED]
-#   e.g.  setsid nohup docs/tools/length_variant_queue.sh 2c09493 > runs/length/variants.log 2>&1 &
+#   tools/length_variant_queue.sh COMMIT [EXPECTED]
+#   e.g.  setsid nohup tools/length_variant_queue.sh 2c09493 > runs/length/variants.log 2>&1 &
 set -uo pipefail
 commit=$1 expected=${2:-9}
-here=$(cd "$(dirname "$0")/../.." && pwd)
+here=$(cd "$(dirname "$0")/.." && pwd)
 tree="$here/../study-test-$commit"
-[ -d "$tree" ] || { echo "no worktree $tree: start docs/tools/length_test_queue.sh $commit first"; exit 2; }
+[ -d "$tree" ] || { echo "no worktree $tree: start tools/length_test_queue.sh $commit first"; exit 2; }
 cd "$tree" || exit 2
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 declare -A failed  # variants that failed once in this invocation: not again (the log above says why)
