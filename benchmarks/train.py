@@ -128,40 +128,67 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
     target_tokens = [int(b[2].ne(PAD).sum()) for b in host_batches]  # counted on the host, once
     model, step_loss = build(case, sizes, device)
     model.train()
-    dtype = {"fp32": None, "bf16": torch.bfloat16}[precision]
 
     def sync() -> None:
         if device == "cuda":
             torch.cuda.synchronize()
 
-    if case == "ours_legacy":  # the engine as it was when issue 33 opened, on today's model
-        step = legacy_step(model, device, precision)
-    elif case.startswith("ours"):  # train.py's own step (training/engine.py), its optimizer and its logging sums
-        step = harness_step(model, device, precision, dict(zip(map(id, batches), target_tokens)), compiled_case(case),
-                            graphs)
-    else:
-        optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-
-        def step(batch) -> None:
-            with torch.autocast(device, dtype=dtype, enabled=dtype is not None):
-                loss = step_loss(*batch)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-
-    # Warm-up: allocations, kernels, cuBLAS heuristics on a GPU; compilation (one graph with dynamic
-    # shapes) -- timed apart from the steady state.
-    # Compiled: the warm-up also passes over the timed batches, as a long run's first epoch meets its
-    # few graph variants (an unaligned length is one more). CUDA graphs: twice, since Inductor's
-    # graph trees run a new shape once eagerly and record it on its second call.
+    step = make_step(case, model, step_loss, device, precision, dict(zip(map(id, batches), target_tokens)), graphs)
     warmup = 3 if device == "cuda" or compiled_case(case) else 1
+    warmup_seconds, times, tokens = time_steps(step, case, batches, target_tokens, warmup, steps, graphs, sync)
+    if profile_dir:  # where a step's time goes: untimed steps under torch.profiler, the busiest ops
+        write_profile(step, batches[warmup:warmup + min(steps, 5)], device, Path(profile_dir) / f"profile_{case}.txt")
+    flops, syncs = step_counts(step, case, batches, target_tokens, sync)
+    total = sum(times)
+    queue.put({"case": case, "params": sum(p.numel() for p in model.parameters()), "steps": steps,
+               "host_syncs_per_step": syncs and syncs.count, "host_syncs_at": syncs and sorted(set(syncs.where)),
+               "warmup_seconds": warmup_seconds,
+               "target_tokens": tokens, "seconds": total, "median_step_seconds": statistics.median(times),
+               "tokens_per_sec": tokens / total, "flops_per_target_token": flops,
+               "peak_mb": (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
+                           else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+               "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss"})
+
+
+def make_step(case: str, model, step_loss, device: str, precision: str, tokens_by_batch: dict, graphs: bool):
+    """One training step of `case` on a batch: the harness's own engine (ours_*), the engine as it was
+    (ours_legacy), or a plain Adam step of a contender."""
+    import torch
+
+    if case == "ours_legacy":  # the engine as it was when issue 33 opened, on today's model
+        return legacy_step(model, device, precision)
+    if case.startswith("ours"):  # train.py's own step (training/engine.py), its optimizer and its logging sums
+        return harness_step(model, device, precision, tokens_by_batch, compiled_case(case), graphs)
+    dtype = {"fp32": None, "bf16": torch.bfloat16}[precision]
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+
+    def step(batch) -> None:
+        with torch.autocast(device, dtype=dtype, enabled=dtype is not None):
+            loss = step_loss(*batch)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return step
+
+
+def time_steps(step, case: str, batches: list, target_tokens: list, warmup: int, steps: int, graphs: bool,
+               sync) -> tuple[float, list[float], int]:
+    """(warm-up seconds, the timed steps' seconds, their target tokens).
+
+    Warm-up: allocations, kernels, cuBLAS heuristics on a GPU; compilation (one graph with dynamic
+    shapes) -- timed apart from the steady state. Compiled: the warm-up also passes over the timed
+    batches, as a long run's first epoch meets its few graph variants (an unaligned length is one
+    more). CUDA graphs: twice, since Inductor's graph trees run a new shape once eagerly and record
+    it on its second call."""
+    import torch
+
     passes = 2 if graphs else 1 if compiled_case(case) else 0
     start = time.perf_counter()
     for batch in batches[:warmup] + batches[warmup:warmup + steps] * passes:
         step(batch)
     sync()
     warmup_seconds = time.perf_counter() - start
-    if device == "cuda":
+    if batches and batches[0][0].is_cuda:  # the peak of the timed steps, not of the warm-up
         torch.cuda.reset_peak_memory_stats()
     times, tokens = [], 0
     for batch, n in zip(batches[warmup:warmup + steps], target_tokens[warmup:warmup + steps]):
@@ -170,8 +197,11 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
         sync()
         times.append(time.perf_counter() - start)
         tokens += n
-    if profile_dir:  # where a step's time goes: untimed steps under torch.profiler, the busiest ops
-        write_profile(step, batches[warmup:warmup + min(steps, 5)], device, Path(profile_dir) / f"profile_{case}.txt")
+    return warmup_seconds, times, tokens
+
+
+def step_counts(step, case: str, batches: list, target_tokens: list, sync) -> tuple:
+    """(FLOPs per target token of ours_sinusoidal, the host syncs of an eager step), on untimed steps."""
     flops = None
     if case == "ours_sinusoidal":
         from torch.utils.flop_counter import FlopCounterMode
@@ -184,15 +214,7 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
         with CountHostSyncs() as syncs:  # an untimed step: the dispatch mode slows every operation
             step(batches[2])
         sync()
-    total = sum(times)
-    queue.put({"case": case, "params": sum(p.numel() for p in model.parameters()), "steps": steps,
-               "host_syncs_per_step": syncs and syncs.count, "host_syncs_at": syncs and sorted(set(syncs.where)),
-               "warmup_seconds": warmup_seconds,
-               "target_tokens": tokens, "seconds": total, "median_step_seconds": statistics.median(times),
-               "tokens_per_sec": tokens / total, "flops_per_target_token": flops,
-               "peak_mb": (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
-                           else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-               "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss"})
+    return flops, syncs
 
 
 def write_profile(step, batches: list, device: str, path: Path) -> None:
@@ -239,7 +261,7 @@ def matmul_peak(threads: int, device: str, precision: str, repeats: int = 5) -> 
     return 2 * n ** 3 / best
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small version (< 2 min on 2 CPU cores)")
     parser.add_argument("--max_tokens", type=int, help="token budget per batch (default 3000, quick 1000)")
@@ -264,25 +286,12 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", metavar="DIR", default=None,
                         help="also profile up to 5 untimed steps of each case after its timed ones "
                              "(torch.profiler) and write the busiest operators to DIR/profile_<case>.txt")
-    args = parser.parse_args(argv)
-    import torch
+    return parser
 
-    if args.device == "cuda" and not torch.cuda.is_available():
-        parser.error("--device cuda: no CUDA device is visible to torch (install a CUDA build of torch)")
-    args.output = args.output or str(ROOT / "benchmarks" / "results" /
-                                     ("train_cuda.json" if args.device == "cuda" else "train.json"))
 
-    max_tokens = args.max_tokens or (1000 if args.quick else 3000)
-    steps = args.steps or (3 if args.quick else 8)
-    threads = args.threads or torch.get_num_threads()
-    # --cases runs in the order given (a time-limited GPU check puts first what it needs most)
-    cases = list(dict.fromkeys(args.cases)) if args.cases else [
-        c for c in CASES[:4 if args.quick else None] if args.device == "cuda" or not compiled_case(c)]
-    by = run_rounds(cases, run_case, (max_tokens, steps, threads, args.device, args.precision, args.size,
-                                      args.profile), args.rounds,
-                    "tokens_per_sec", "target tokens/s")
-    results = [by[c] for c in cases if c in by]
-    peak = matmul_peak(threads, args.device, args.precision)
+def summarise(by: dict, peak: float) -> tuple[dict, dict]:
+    """(summary figures: achieved FLOP/s and the fraction of the matmul peak per ours_* case, host
+    syncs, the ratios; the ratios' spread over rounds)."""
     summary = {"matmul_peak_gflops": peak / 1e9}
     flops = by.get("ours_sinusoidal", {}).get("flops_per_target_token")  # the same model in every ours_* case
     for case, prefix in (("ours_sinusoidal", ""), ("ours_sinusoidal_compiled", "compiled_"),
@@ -295,9 +304,12 @@ def main(argv=None) -> int:
     spreads = {name: ratio_spread(by, a, b, "tokens_per_sec") for name, (a, b) in RATIOS.items()
                if a in by and b in by}
     summary.update({name: sp["ratio"] for name, sp in spreads.items()})
-    where = "cuda" if args.device == "cuda" else f"cpu, {threads} threads"
-    print(f"\nTraining steps, {max_tokens}-token batches, {steps} timed steps, {args.precision}, {where}\n")
-    memory = "peak CUDA memory (MB)" if args.device == "cuda" else "peak RSS (MB)"
+    return summary, spreads
+
+
+def print_results(results: list[dict], summary: dict, spreads: dict, heading: str, device: str, rounds: int) -> None:
+    print(heading)
+    memory = "peak CUDA memory (MB)" if device == "cuda" else "peak RSS (MB)"
     print(f"| model | params | target tokens/s | median step (s) | warm-up (s) | {memory} | host syncs per step |")
     print("|---|---|---|---|---|---|---|")
     for r in results:
@@ -306,13 +318,37 @@ def main(argv=None) -> int:
               f"{'-' if r['host_syncs_per_step'] is None else r['host_syncs_per_step']} |")
     print()
     for k, v in summary.items():
-        rounds = ", ".join(f"{x:.3f}" for x in spreads[k]["per_round"]) if k in spreads else ""
-        print(f"{k}: {v:.3f}" + (f"   (per round: {rounds})" if rounds and args.rounds > 1 else ""))
+        per_round = ", ".join(f"{x:.3f}" for x in spreads[k]["per_round"]) if k in spreads else ""
+        print(f"{k}: {v:.3f}" + (f"   (per round: {per_round})" if per_round and rounds > 1 else ""))
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    import torch
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device is visible to torch (install a CUDA build of torch)")
+    args.output = args.output or str(ROOT / "benchmarks" / "results" /
+                                     ("train_cuda.json" if args.device == "cuda" else "train.json"))
+    max_tokens = args.max_tokens or (1000 if args.quick else 3000)
+    steps = args.steps or (3 if args.quick else 8)
+    threads = args.threads or torch.get_num_threads()
+    # --cases runs in the order given (a time-limited GPU check puts first what it needs most)
+    cases = list(dict.fromkeys(args.cases)) if args.cases else [
+        c for c in CASES[:4 if args.quick else None] if args.device == "cuda" or not compiled_case(c)]
+    by = run_rounds(cases, run_case, (max_tokens, steps, threads, args.device, args.precision, args.size,
+                                      args.profile), args.rounds,
+                    "tokens_per_sec", "target tokens/s")
+    results = [by[c] for c in cases if c in by]
+    summary, spreads = summarise(by, matmul_peak(threads, args.device, args.precision))
+    where = "cuda" if args.device == "cuda" else f"cpu, {threads} threads"
+    print_results(results, summary, spreads, f"\nTraining steps, {max_tokens}-token batches, {steps} timed steps, "
+                  f"{args.precision}, {where}\n", args.device, args.rounds)
     settings = {"cases": cases, "max_tokens": max_tokens, "steps": steps, "rounds": args.rounds, "threads": threads,
                 "quick": args.quick, "precision": args.precision, "size": args.size, **MODEL_SIZES[args.size],
                 **environment(args.device)}
     return write_results(args.output, settings, results, summary, spreads, requested=cases)
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

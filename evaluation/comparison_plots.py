@@ -56,134 +56,168 @@ def panels_by_kind(groups: list[dict]) -> list[tuple[str, list[int]]]:
     return [(k, [i for i, x in enumerate(kinds) if x == k]) for k in KINDS if k in kinds]
 
 
-def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
-    """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_concat.png, PREFIX_teacher_forced.png,
-    PREFIX_curves.png (each only when there is data for it)."""
+def _pyplot():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    return plt
 
-    stem = prefix
+
+def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
+    """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_concat.png, PREFIX_teacher_forced.png,
+    PREFIX_curves.png (each only when there is data for it)."""
+    plt = _pyplot()
+    styles = group_styles(groups)
     written = []
-
-    def save(fig, suffix: str) -> None:
-        path = stem.with_name(stem.name + suffix)
+    for suffix, figure in (("_bleu.png", bleu_figure), ("_length_buckets.png", length_buckets_figure),
+                           ("_concat.png", concat_figure), ("_teacher_forced.png", teacher_forced_figure),
+                           ("_curves.png", curves_figure)):
+        fig = figure(groups, styles)
+        if fig is None:
+            continue
+        path = prefix.with_name(prefix.name + suffix)
         fig.tight_layout()
         with atomic_output(path, "wb", encoding=None) as f:  # whole or not at all
             fig.savefig(f, dpi=100, format="png", bbox_inches="tight")  # (legends outside the axes)
         plt.close(fig)
         written.append(path)
-
-    def kind_panels(indices: list[int], width: float):
-        """A figure of one panel per kind of run among groups[indices], room below each for its
-        legend: (figure, first row of axes, [(axis, kind, group indices)])."""
-        panels = panels_by_kind([groups[i] for i in indices])
-        rows = max(len(m) for _, m in panels)
-        fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels) + 1.0, 3.6 + 0.16 * rows), sharey=True,
-                                 squeeze=False)
-        return fig, axes[0], [(ax, kind, [indices[m] for m in members]) for ax, (kind, members) in zip(axes[0], panels)]
-
-    styles = group_styles(groups)
-    scored = [i for i, g in enumerate(groups) if g["mean"]["sacrebleu"] is not None]
-    if scored:  # one row per configuration: readable at any number of them
-        fig, ax = plt.subplots(figsize=(7.0, 0.28 * len(scored) + 1.2))
-        y = list(range(len(scored)))[::-1]
-        for yy, i in zip(y, scored):
-            g = groups[i]
-            ax.errorbar([g["mean"]["sacrebleu"]], [yy], xerr=[g["std"]["sacrebleu"] or 0.0], capsize=3,
-                        marker=styles[i]["marker"], color=styles[i]["color"], linestyle="none")
-            if g["is_baseline"]:
-                ax.axvline(g["mean"]["sacrebleu"], color="grey", linewidth=0.8, linestyle=":")
-        ax.set_yticks(y, [f"{groups[i]['label']} (n={groups[i]['n']})" for i in scored], fontsize=8)
-        ax.set_xlabel("test sacreBLEU")
-        ax.set_title("Test sacreBLEU (mean ± std over seeds; dotted: the baseline)", fontsize=10)
-        save(fig, "_bleu.png")
-
-    bucketed = [i for i, g in enumerate(groups) if g["by_source_length"]]
-    if bucketed:
-        fig, axes, panels = kind_panels(bucketed, 4.2)
-        labels = [b["bucket"] for b in groups[bucketed[0]]["by_source_length"]]
-        for ax, kind, members in panels:
-            for i in members:
-                by = {b["bucket"]: b["mean"] for b in groups[i]["by_source_length"]}
-                ax.plot(labels, [by.get(lab) if by.get(lab) is not None else float("nan") for lab in labels],
-                        label=groups[i]["label"], markersize=4, **styles[i])
-            ax.set(xlabel="source length (subword tokens)", title=kind)
-            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
-        axes[0].set_ylabel("test sacreBLEU (mean over seeds)")
-        save(fig, "_length_buckets.png")
-
-    with_k = [i for i, g in enumerate(groups) if any(c["bleu"] is not None for c in (g.get("concat") or {}).values())]
-    if with_k:  # one panel per k: configurations down the side, BLEU (top row) and length ratio (bottom)
-        ks = sorted({k for i in with_k for k, c in groups[i]["concat"].items() if c["bleu"] is not None})
-        fig, axes = plt.subplots(2, len(ks), figsize=(1.9 * len(ks) + 3.0, 0.22 * len(with_k) * 2 + 2.0),
-                                 sharey=True, squeeze=False)
-        y = list(range(len(with_k)))[::-1]
-        for col, k in enumerate(ks):
-            for row, (key, std, title) in enumerate((("bleu", "bleu_std", "sacreBLEU"),
-                                                     ("ratio", "ratio_std", "length ratio"))):
-                ax = axes[row][col]
-                for yy, i in zip(y, with_k):
-                    c = groups[i]["concat"].get(k) or {}
-                    if c.get(key) is None:
-                        continue
-                    st = styles[i]
-                    ax.errorbar([c[key]], [yy], xerr=[c[std] or 0.0], marker=st["marker"], color=st["color"],
-                                markersize=4, capsize=2, linestyle="none")
-                base = next((groups[i]["concat"].get(k, {}).get(key) for i in with_k if groups[i]["is_baseline"]), None)
-                if base is not None:
-                    ax.axvline(base, color="grey", linewidth=0.8, linestyle=":")
-                if key == "ratio":
-                    ax.axvline(1.0, color="black", linewidth=0.6)
-                ax.set_title(f"k={k}: {title}", fontsize=8)
-                ax.tick_params(labelsize=7)
-        axes[0][0].set_yticks(y, [f"{groups[i]['label']} (n={groups[i]['n']})" for i in with_k], fontsize=7)
-        fig.suptitle("Inputs of k joined test pairs (mean ± std over seeds; dotted: the baseline; markers: "
-                     + ", ".join(f"{v['marker']} {k}" for k, v in KINDS.items()) + ")", fontsize=9)
-        save(fig, "_concat.png")
-
-    forced = [i for i, g in enumerate(groups) if g.get("teacher_forced")]
-    if forced:  # one panel per kind; the training length(s) as vertical lines
-        fig, axes, panels = kind_panels(forced, 4.5)
-        for ax, kind, members in panels:
-            lengths = set()
-            for i in members:
-                tf = groups[i]["teacher_forced"]
-                points = [b for b in tf["by_position"] if b["mean"] is not None]
-                ax.errorbar([b["from"] for b in points], [b["mean"] for b in points],
-                            yerr=[b["std"] or 0.0 for b in points], markersize=3, capsize=2,
-                            label=groups[i]["label"], **styles[i])
-                if tf["training_length"]:
-                    lengths.add(tf["training_length"])
-            for length in sorted(lengths):
-                ax.axvline(length, linestyle=":", linewidth=1, color="grey")
-            ax.set(xlabel="target position (bucket lower edge; 0 = BOS)", title=kind)
-            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16))
-        axes[0].set_ylabel("NLL, EOS renormalised out")
-        fig.suptitle("Teacher-forced NLL by target position, pooled over k (mean ± std over seeds; dotted: "
-                     "training length)", fontsize=9)
-        save(fig, "_teacher_forced.png")
-
-    trained = [g for g in groups if not g.get("variant") and any(r["valid_events"] for r in g["runs"])]
-    if trained:  # one panel per configuration (a variant has its base's training), one line per seed
-        cols = min(6, len(trained))
-        rows = -(-len(trained) // cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols + 0.5, 2.1 * rows + 0.8), sharex=True, sharey=True,
-                                 squeeze=False)
-        for ax, g in zip(axes.flat, trained):
-            for j, r in enumerate(g["runs"]):
-                loss = [(e["step"], e["valid_loss"]) for e in r["valid_events"] if e.get("valid_loss") is not None]
-                if loss:
-                    ax.plot(*zip(*loss), marker=".", color=f"C{j % 10}", label=f"seed {r['seed']}")
-            ax.set_title(g["label"], fontsize=8)
-            ax.tick_params(labelsize=7)
-            ax.legend(fontsize=6)
-        for ax in axes.flat[len(trained):]:
-            ax.set_visible(False)
-        for ax in axes[-1]:
-            ax.set_xlabel("step", fontsize=8)
-        for ax in axes[:, 0]:
-            ax.set_ylabel("valid loss", fontsize=8)
-        fig.suptitle("Validation loss per configuration, one line per seed", fontsize=9)
-        save(fig, "_curves.png")
     return written
+
+
+def kind_panels(groups: list[dict], indices: list[int], width: float):
+    """A figure of one panel per kind of run among groups[indices], room below each for its legend:
+    (figure, first row of axes, [(axis, kind, group indices)])."""
+    panels = panels_by_kind([groups[i] for i in indices])
+    rows = max(len(m) for _, m in panels)
+    fig, axes = _pyplot().subplots(1, len(panels), figsize=(width * len(panels) + 1.0, 3.6 + 0.16 * rows),
+                                   sharey=True, squeeze=False)
+    return fig, axes[0], [(ax, kind, [indices[m] for m in members]) for ax, (kind, members) in zip(axes[0], panels)]
+
+
+def bleu_figure(groups: list[dict], styles: list[dict]):
+    """Test sacreBLEU, one row per configuration: readable at any number of them."""
+    scored = [i for i, g in enumerate(groups) if g["mean"]["sacrebleu"] is not None]
+    if not scored:
+        return None
+    fig, ax = _pyplot().subplots(figsize=(7.0, 0.28 * len(scored) + 1.2))
+    y = list(range(len(scored)))[::-1]
+    for yy, i in zip(y, scored):
+        g = groups[i]
+        ax.errorbar([g["mean"]["sacrebleu"]], [yy], xerr=[g["std"]["sacrebleu"] or 0.0], capsize=3,
+                    marker=styles[i]["marker"], color=styles[i]["color"], linestyle="none")
+        if g["is_baseline"]:
+            ax.axvline(g["mean"]["sacrebleu"], color="grey", linewidth=0.8, linestyle=":")
+    ax.set_yticks(y, [f"{groups[i]['label']} (n={groups[i]['n']})" for i in scored], fontsize=8)
+    ax.set_xlabel("test sacreBLEU")
+    ax.set_title("Test sacreBLEU (mean ± std over seeds; dotted: the baseline)", fontsize=10)
+    return fig
+
+
+def length_buckets_figure(groups: list[dict], styles: list[dict]):
+    """Test sacreBLEU per source-length bucket, one panel per kind of run."""
+    bucketed = [i for i, g in enumerate(groups) if g["by_source_length"]]
+    if not bucketed:
+        return None
+    fig, axes, panels = kind_panels(groups, bucketed, 4.2)
+    labels = [b["bucket"] for b in groups[bucketed[0]]["by_source_length"]]
+    for ax, kind, members in panels:
+        for i in members:
+            by = {b["bucket"]: b["mean"] for b in groups[i]["by_source_length"]}
+            ax.plot(labels, [by.get(lab) if by.get(lab) is not None else float("nan") for lab in labels],
+                    label=groups[i]["label"], markersize=4, **styles[i])
+        ax.set(xlabel="source length (subword tokens)", title=kind)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    axes[0].set_ylabel("test sacreBLEU (mean over seeds)")
+    return fig
+
+
+def concat_figure(groups: list[dict], styles: list[dict]):
+    """One panel per k of joined inputs: configurations down the side, BLEU (top row) and length
+    ratio (bottom)."""
+    with_k = [i for i, g in enumerate(groups) if any(c["bleu"] is not None for c in (g.get("concat") or {}).values())]
+    if not with_k:
+        return None
+    ks = sorted({k for i in with_k for k, c in groups[i]["concat"].items() if c["bleu"] is not None})
+    fig, axes = _pyplot().subplots(2, len(ks), figsize=(1.9 * len(ks) + 3.0, 0.22 * len(with_k) * 2 + 2.0),
+                                   sharey=True, squeeze=False)
+    y = list(range(len(with_k)))[::-1]
+    for col, k in enumerate(ks):
+        for row, (key, std, title) in enumerate((("bleu", "bleu_std", "sacreBLEU"),
+                                                 ("ratio", "ratio_std", "length ratio"))):
+            concat_panel(axes[row][col], groups, styles, with_k, y, k, key, std)
+            axes[row][col].set_title(f"k={k}: {title}", fontsize=8)
+    axes[0][0].set_yticks(y, [f"{groups[i]['label']} (n={groups[i]['n']})" for i in with_k], fontsize=7)
+    fig.suptitle("Inputs of k joined test pairs (mean ± std over seeds; dotted: the baseline; markers: "
+                 + ", ".join(f"{v['marker']} {k}" for k, v in KINDS.items()) + ")", fontsize=9)
+    return fig
+
+
+def concat_panel(ax, groups: list[dict], styles: list[dict], with_k: list[int], y: list[int], k: str, key: str,
+                 std: str) -> None:
+    """One configuration per row at one k: the mean of `key` with its std over seeds."""
+    for yy, i in zip(y, with_k):
+        c = groups[i]["concat"].get(k) or {}
+        if c.get(key) is None:
+            continue
+        st = styles[i]
+        ax.errorbar([c[key]], [yy], xerr=[c[std] or 0.0], marker=st["marker"], color=st["color"],
+                    markersize=4, capsize=2, linestyle="none")
+    base = next((groups[i]["concat"].get(k, {}).get(key) for i in with_k if groups[i]["is_baseline"]), None)
+    if base is not None:
+        ax.axvline(base, color="grey", linewidth=0.8, linestyle=":")
+    if key == "ratio":
+        ax.axvline(1.0, color="black", linewidth=0.6)
+    ax.tick_params(labelsize=7)
+
+
+def teacher_forced_figure(groups: list[dict], styles: list[dict]):
+    """Teacher-forced NLL by target position, one panel per kind; the training length(s) as lines."""
+    forced = [i for i, g in enumerate(groups) if g.get("teacher_forced")]
+    if not forced:
+        return None
+    fig, axes, panels = kind_panels(groups, forced, 4.5)
+    for ax, kind, members in panels:
+        lengths = set()
+        for i in members:
+            tf = groups[i]["teacher_forced"]
+            points = [b for b in tf["by_position"] if b["mean"] is not None]
+            ax.errorbar([b["from"] for b in points], [b["mean"] for b in points],
+                        yerr=[b["std"] or 0.0 for b in points], markersize=3, capsize=2,
+                        label=groups[i]["label"], **styles[i])
+            if tf["training_length"]:
+                lengths.add(tf["training_length"])
+        for length in sorted(lengths):
+            ax.axvline(length, linestyle=":", linewidth=1, color="grey")
+        ax.set(xlabel="target position (bucket lower edge; 0 = BOS)", title=kind)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    axes[0].set_ylabel("NLL, EOS renormalised out")
+    fig.suptitle("Teacher-forced NLL by target position, pooled over k (mean ± std over seeds; dotted: "
+                 "training length)", fontsize=9)
+    return fig
+
+
+def curves_figure(groups: list[dict], styles: list[dict]):
+    """Validation loss, one panel per configuration (a variant has its base's training), one line per seed."""
+    trained = [g for g in groups if not g.get("variant") and any(r["valid_events"] for r in g["runs"])]
+    if not trained:
+        return None
+    cols = min(6, len(trained))
+    rows = -(-len(trained) // cols)
+    fig, axes = _pyplot().subplots(rows, cols, figsize=(2.6 * cols + 0.5, 2.1 * rows + 0.8), sharex=True,
+                                   sharey=True, squeeze=False)
+    for ax, g in zip(axes.flat, trained):
+        for j, r in enumerate(g["runs"]):
+            loss = [(e["step"], e["valid_loss"]) for e in r["valid_events"] if e.get("valid_loss") is not None]
+            if loss:
+                ax.plot(*zip(*loss), marker=".", color=f"C{j % 10}", label=f"seed {r['seed']}")
+        ax.set_title(g["label"], fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=6)
+    for ax in axes.flat[len(trained):]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("step", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("valid loss", fontsize=8)
+    fig.suptitle("Validation loss per configuration, one line per seed", fontsize=9)
+    return fig

@@ -291,17 +291,7 @@ def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000,
                     out.append({"config": g["label"], "encoding": g["encoding"], "compared_on": label, **result})
         return out
 
-    degradation = []
-    for g in others:
-        pairs = _pairs(g, baseline, lambda r: outputs.pairs(r) is not None)
-        if not pairs:
-            continue
-        for label, keep, needs_length in selections(outputs.pairs(pairs[0][0])):
-            chosen = [(r, b) for r, b in pairs if not needs_length or same_length(r)]
-            result = compare_degradation(chosen, outputs, keep, n_samples, seed) if chosen else None
-            if result is not None:
-                degradation.append({"config": g["label"], "encoding": g["encoding"],
-                                    "compared_on": f"degradation, {label}", **result})
+    degradation = degradation_rows(others, baseline, outputs, n_samples, seed, same_length)
     tables = [_table("degradation", "degradation: a test pair's teacher-forced NLL inside an input of k joined "
                      "pairs minus alone, per token (EOS renormalised out), the same tokens", degradation, "NLL"),
               _table("test", "test set", rows([("test set", 1, None)]))]
@@ -310,17 +300,53 @@ def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000,
     if buckets:
         tables.append(_table("buckets", "test set by source length (subword tokens)",
                              rows([(f"{b['bucket']} tokens", 1, (b["min_len"], b["max_len"])) for b in buckets])))
-    nll_rows = []
-    for g in others:  # the encoding itself, whatever the search does: the references' NLL beyond training
+    tables.append(_table("teacher_forced", "teacher-forced NLL (EOS renormalised out) at target positions beyond "
+                         "the training length, inputs of every k (absolute: it mixes model quality with "
+                         "extrapolation)", nll_beyond_rows(others, baseline, outputs, n_samples, seed, same_length),
+                         "NLL"))
+    tables = [t for t in tables if t["rows"]]
+    size, missing = word_tables(tables, family)
+    return {"baseline": baseline["label"], "metric": "sacreBLEU", "alpha": ALPHA, "test": TEST_NAME,
+            "correction": "holm, over the declared headline family only", "family": family.path,
+            "family_size": size, "family_unmatched": missing, "tie_margin": family.tie_margin,
+            "descriptive_p": "sacreBLEU's paired bootstrap per seed (sacrebleu --paired-bs: Koehn's statistic, one "
+                             "tail; it holds each trained model fixed), descriptive only",
+            "n_samples": n_samples, "bootstrap_seed": seed, "rule": RULE, "tables": tables}
+
+
+def degradation_rows(others: list[dict], baseline: dict, outputs: "Outputs", n_samples: int, seed: int,
+                     same_length) -> list[dict]:
+    """Each configuration's degradation against the baseline's, per selection of (pair, k) cells."""
+    rows = []
+    for g in others:
+        pairs = _pairs(g, baseline, lambda r: outputs.pairs(r) is not None)
+        if not pairs:
+            continue
+        for label, keep, needs_length in selections(outputs.pairs(pairs[0][0])):
+            chosen = [(r, b) for r, b in pairs if not needs_length or same_length(r)]
+            result = compare_degradation(chosen, outputs, keep, n_samples, seed) if chosen else None
+            if result is not None:
+                rows.append({"config": g["label"], "encoding": g["encoding"], "compared_on": f"degradation, {label}",
+                             **result})
+    return rows
+
+
+def nll_beyond_rows(others: list[dict], baseline: dict, outputs: "Outputs", n_samples: int, seed: int,
+                    same_length) -> list[dict]:
+    """The encoding itself, whatever the search does: the references' NLL beyond training, all k."""
+    rows = []
+    for g in others:
         pairs = _pairs(g, baseline, lambda r: outputs.beyond(r) is not None and same_length(r))
         result = compare_nll(pairs, outputs, n_samples, seed) if pairs else None
         if result is not None:
-            nll_rows.append({"config": g["label"], "encoding": g["encoding"],
-                             "compared_on": "teacher-forced NLL beyond training, all k", **result})
-    tables.append(_table("teacher_forced", "teacher-forced NLL (EOS renormalised out) at target positions beyond "
-                         "the training length, inputs of every k (absolute: it mixes model quality with "
-                         "extrapolation)", nll_rows, "NLL"))
-    tables = [t for t in tables if t["rows"]]
+            rows.append({"config": g["label"], "encoding": g["encoding"],
+                         "compared_on": "teacher-forced NLL beyond training, all k", **result})
+    return rows
+
+
+def word_tables(tables: list[dict], family: Family) -> tuple[int, list[str]]:
+    """Word every row by the rule (Holm over the declared family) and add each table's power lines;
+    returns (the family's size, the declared entries no row matched)."""
     size = apply_rule(tables, family)
     missing = unmatched(tables, family)
     for entry in missing:
@@ -329,12 +355,7 @@ def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000,
     for t in tables:
         t["family_rows"] = sum(r["declared"] for r in t["rows"])
         t["power"] = power_lines(t["rows"], t["metric"], alpha, family)
-    return {"baseline": baseline["label"], "metric": "sacreBLEU", "alpha": ALPHA, "test": TEST_NAME,
-            "correction": "holm, over the declared headline family only", "family": family.path,
-            "family_size": size, "family_unmatched": missing, "tie_margin": family.tie_margin,
-            "descriptive_p": "sacreBLEU's paired bootstrap per seed (sacrebleu --paired-bs: Koehn's statistic, one "
-                             "tail; it holds each trained model fixed), descriptive only",
-            "n_samples": n_samples, "bootstrap_seed": seed, "rule": RULE, "tables": tables}
+    return size, missing
 
 
 def find_row(findings: dict, table: str, config: str, compared_on: str) -> Optional[dict]:

@@ -93,3 +93,23 @@ def test_entry_scripts_are_thin_doors(script: str) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     froms = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert froms == {"commands.cli", f"commands.{script}"}
+
+
+def long_functions(root: Path, limit: int = 60) -> list[str]:
+    """Functions (methods, nested ones) longer than `limit` lines in the project's Python files."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if {".venv", "runs", "results"} & set(path.relative_to(root).parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= limit:
+                found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} "
+                             f"({node.end_lineno - node.lineno + 1} lines)")
+    return found
+
+
+def test_no_function_is_longer_than_60_lines(tmp_path: Path) -> None:
+    """Long functions are split into named steps (docs/DESIGN.md, "House rules")."""
+    assert long_functions(ROOT) == []
+    (tmp_path / "m.py").write_text("def f():\n" + "    x = 1\n" * 60, encoding="utf-8")  # the checker sees one
+    assert long_functions(tmp_path) == ["m.py:1 f (61 lines)"]

@@ -333,6 +333,12 @@ def test_compare_adds_the_diagnostic_only_when_runs_have_it(tmp_path: Path):
     assert [b["from"] for b in rope["by_position"]] == [0, 8] and rope["boundary_p_eos"]["2"]["n"] == 2
     assert "tf_nll_beyond" in after[".csv"].splitlines()[0]
     # everything else is as it was: without what the diagnostic added, the files are the same
+    assert_same_without_the_diagnostic(before, after, report)
+
+
+def assert_same_without_the_diagnostic(before: dict, after: dict, report: dict) -> None:
+    """Without what the teacher-forced diagnostic added, compare.py's files are as they were."""
+    md = after[".md"]
     chunks = md.split("\n\n")
     drop = {i for i, c in enumerate(chunks) if c.startswith("Teacher-forced")}
     assert len(drop) == 2  # NLL by position, boundary p(EOS); each followed by its table

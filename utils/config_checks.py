@@ -12,7 +12,16 @@ from utils.encoding_registry import registered_encodings
 
 
 def validate(cfg: ExperimentConfig) -> None:
-    """Cross-field checks that types alone cannot express."""
+    """Cross-field checks that types alone cannot express, section by section."""
+    check_model(cfg)
+    check_training(cfg.training)
+    check_data(cfg)
+    check_evaluation(cfg)
+    check_decoding(cfg)
+
+
+def check_model(cfg: ExperimentConfig) -> None:
+    """Sizes, dropout, and the positional encoding's own options (its defaults filled in)."""
     POSITIONAL_ENCODINGS = registered_encodings()
     m = cfg.model
     pe = m.positional.name
@@ -38,7 +47,9 @@ def validate(cfg: ExperimentConfig) -> None:
     for key in ("dropout", "attention_dropout"):
         if not 0.0 <= getattr(m, key) < 1.0:
             raise ConfigError(f"model.{key} must be in [0, 1)")
-    t = cfg.training
+
+
+def check_training(t) -> None:
     if (t.batch_size is None) == (t.max_tokens is None):
         raise ConfigError("set exactly one of training.batch_size (sentences) and training.max_tokens "
                           "(token budget); set the other to null")
@@ -65,6 +76,9 @@ def validate(cfg: ExperimentConfig) -> None:
         raise ConfigError("training.label_smoothing must be in [0, 1)")
     if t.lr <= 0:
         raise ConfigError("training.lr must be positive")
+
+
+def check_data(cfg: ExperimentConfig) -> None:
     if cfg.tokenizer.type == "pretrained" and not cfg.tokenizer.name:
         raise ConfigError("tokenizer.type=pretrained needs tokenizer.name (e.g. Helsinki-NLP/opus-mt-fr-en)")
     d = cfg.data
@@ -88,11 +102,17 @@ def validate(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"data.train_concat.prob must be in [0, 1], got {tc.prob}")
     if tc.max_k < 2:
         raise ConfigError(f"data.train_concat.max_k must be at least 2 (pairs joined), got {tc.max_k}")
+
+
+def check_evaluation(cfg: ExperimentConfig) -> None:
     if any(k < 1 for k in cfg.evaluation.concat):
         raise ConfigError(f"evaluation.concat lists pairs per input (k >= 1), got {cfg.evaluation.concat}")
     edges = cfg.evaluation.length_buckets
     if not edges or any(b <= a for a, b in zip(edges, edges[1:])):
         raise ConfigError(f"evaluation.length_buckets must be increasing bucket edges, got {edges}")
+
+
+def check_decoding(cfg: ExperimentConfig) -> None:
     if cfg.decoding.nbest > 1 and cfg.decoding.strategy == "greedy":
         raise ConfigError(f"decoding.nbest={cfg.decoding.nbest} needs beam search, but decoding.strategy is "
                           f"greedy (one hypothesis): drop nbest or use strategy beam (--strategy beam)")
