@@ -14,16 +14,25 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+# Every 80th line of the shipped Tatoeba file (data/corpora/tatoeba-fr-en/fra-eng.tsv.gz, same format,
+# same length spread): the tiny runs take 400 training pairs either way, but reading and splitting the
+# whole 167k-line file costs each training and each test.py about 6 s.
+TINY_CORPUS = ROOT / "tests" / "fixtures" / "tatoeba-sample.tsv.gz"
 
 
-def tiny_overrides(run_dir: Path, cache_dir: Path, steps: int = 6) -> list[str]:
+def tiny_overrides(run_dir: Path, cache_dir: Path, steps: int = 6, images: bool = False) -> list[str]:
+    """`--set` flags for a tiny run of `steps` steps on TINY_CORPUS. Without `images`, no attention
+    maps or position tables go to TensorBoard (their figures cost a tiny run 2-3 s): the trained_run
+    fixture and the tests that read them ask for them."""
     sets = [
-        f"run_dir={run_dir}", f"data.cache_dir={cache_dir}", "data.max_train_pairs=400", "data.valid_size=12",
+        f"run_dir={run_dir}", f"data.cache_dir={cache_dir}", f"data.path={TINY_CORPUS}", "data.max_train_pairs=400",
+        "data.valid_size=12",
         "data.test_size=10", "tokenizer.vocab_size=400", "model.d_model=32", "model.num_heads=4",
         "model.ffn_dim=64", "model.num_encoder_layers=1", "model.num_decoder_layers=1",
         f"training.max_steps={steps}", "training.validate_every_steps=3", "training.max_tokens=300",
         "training.bleu_sentences=4", "training.log_every=2", "training.num_threads=1", "training.keep_best=2",
         "decoding.beam_size=2", "decoding.max_len_b=5", "decoding.max_len_a=1.0",
+        *([] if images else ["training.tensorboard_images_every=0"]),
     ]
     return [x for s in sets for x in ("--set", s)]
 
@@ -50,8 +59,11 @@ CONFIG = "configs/demo/sinusoidal.yaml"
 
 
 def train(run_dir: Path, cache: Path, *extra: str, steps: int = 4, flags: tuple[str, ...] = ()):
-    return run(["train.py", "--config", CONFIG, *tiny_overrides(run_dir, cache, steps=steps),
-                "--set", "training.bleu_sentences=0", *[x for e in extra for x in ("--set", e)], *flags])
+    """A tiny sinusoidal training through train.py, in this process (tests/in_process.py)."""
+    from in_process import run_in_process
+
+    return run_in_process(["train.py", "--config", CONFIG, *tiny_overrides(run_dir, cache, steps=steps),
+                           "--set", "training.bleu_sentences=0", *[x for e in extra for x in ("--set", e)], *flags])
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

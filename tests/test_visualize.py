@@ -73,15 +73,17 @@ def test_attention_rows_are_distributions(trained_run: Path) -> None:
 def trained_family_runs(tmp_path_factory) -> dict[str, Path]:
     """Tiny trained runs with a learned position table (learnable), a learned bias (t5_bias), a
     learned MLP bias (fire) and a decaying rotation (xpos)."""
-    from helpers import run, tiny_overrides
+    from helpers import tiny_overrides
+    from in_process import run_in_process
 
     base = tmp_path_factory.mktemp("families")
     runs = {}
     for name in ("learnable", "t5_bias", "fire", "xpos"):
         run_dir = base / name
-        proc = run(["train.py", "--config", "configs/demo/sinusoidal.yaml", *tiny_overrides(run_dir, base / "cache"),
-                    "--set", f"model.positional.name={name}",
-                    *(["--set", "model.positional.max_positions=130"] if name == "learnable" else [])])
+        proc = run_in_process(["train.py", "--config", "configs/demo/sinusoidal.yaml",
+                               *tiny_overrides(run_dir, base / "cache", images=True),
+                               "--set", f"model.positional.name={name}",
+                               *(["--set", "model.positional.max_positions=130"] if name == "learnable" else [])])
         assert proc.returncode == 0, proc.stderr[-2000:]
         runs[name] = run_dir
     return runs
