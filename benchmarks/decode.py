@@ -5,8 +5,9 @@ All contenders decode the same random source sentences with equal-sized models (
 d_model 512, 8 heads, FFN 2048, the same vocabulary size, random weights) and the same
 forced output length (EOS forbidden before it, so the work is equal):
 
-  ours greedy / beam-5, with the key/value cache   (decoding/search.py)
-  ours greedy / beam-5, without the cache           (FullPrefixDecoder: whole prefix each step, as the report did)
+  ours greedy / beam-5, with the key/value cache   (decoding/search.py over decoding/step.py's CachedDecoder)
+  ours greedy / beam-5, without the cache           (FullPrefixDecoder: the model's plain decode() of the whole
+                                                     prefix each step, as the report did)
   MarianMTModel.generate(), greedy / num_beams=5    (transformers)
 
 Each case runs in a fresh process so that its peak memory (resident set, or CUDA peak
@@ -98,6 +99,7 @@ def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, devi
     import torch
 
     from decoding.search import FullPrefixDecoder, beam_search, greedy_search
+    from decoding.step import CachedDecoder
 
     torch.set_num_threads(threads)
     if device == "cuda":  # as inference.py does, for both contenders (both attend through SDPA)
@@ -119,7 +121,7 @@ def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, devi
             return tokens
     else:
         model = build_ours(device, sizes)
-        runner = FullPrefixDecoder(model) if "uncached" in case else model
+        runner = FullPrefixDecoder(model) if "uncached" in case else CachedDecoder(model)
         kw = dict(max_len_a=0.0, max_len_b=out_len, min_len=out_len)
 
         def decode():

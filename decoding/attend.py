@@ -1,7 +1,8 @@
 """How attention is computed at decoding steps on CPU: the C kernel, batched matmuls for a few
 queries per row, masks laid out once per step, beam ancestors as a key index, and cross-attention
-folded per sentence. `attend()` is the one entry point; training and GPUs end in
-`F.scaled_dot_product_attention`. Measured speed-ups: benchmarks/README.md."""
+folded per sentence. `attend()` is the one entry point of the cached decoding step
+(decoding/step.py); GPUs and long query blocks end in `F.scaled_dot_product_attention`, as the
+model's own attention does. Measured speed-ups: benchmarks/README.md."""
 
 from __future__ import annotations
 

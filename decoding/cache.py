@@ -110,7 +110,8 @@ class DecoderCache:
             self.ancestry[:, :, self.start:self.length] = own_slots(groups, device)  # row g's new tokens sit in slot g
 
     def ensure_storage(self, k: Tensor) -> None:
-        """Allocate (or grow to the capacity) the key/value storage, shaped after keys `k` `[rows, heads, new, head_dim]`."""
+        """Allocate (or grow to the capacity) the key/value storage, shaped after keys `k`
+        `[rows, heads, new, head_dim]`."""
         if self.kv is None:
             _, heads, _, head_dim = k.shape
             self.kv = k.new_empty(self.num_layers, 2, self.sentences, heads, self.capacity, self.groups, head_dim)

@@ -1,7 +1,7 @@
 """The C attention kernel for CPU decoding steps (`decoding/csrc/decode_attention.c`).
 
 Built on first use with the system C compiler (`cc -O3 -mavx2 -mfma -fopenmp`, about a second)
-into a per-user cache directory, loaded with ctypes, and used by `models.attention.attend` for
+into a per-user cache directory, loaded with ctypes, and used by `decoding.attend.attend` for
 fp32 decoding steps on x86-64 CPUs with AVX2. Where it cannot be had (another CPU, no compiler,
 `PE_CPU_KERNEL=0` in the environment) `attend` keeps its batched-matmul path, with a one-time
 warning if a build was tried and failed. `attention(key_index=...)` restricts each query to listed

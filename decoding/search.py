@@ -1,4 +1,4 @@
-"""Greedy and beam search: pure functions over `model.encode()` and `model.decode_step()`.
+"""Greedy and beam search: pure functions over a `Searchable`'s `encode()` and `decode_step()`.
 
 Both are batched and use the decoder's key/value cache. Scores are sums of token
 log-probabilities; beam search ranks finished hypotheses with a length penalty, keeps
@@ -7,9 +7,10 @@ length is capped at `max_len_a * src_len + max_len_b` tokens (EOS included; and 
 e.g. a learnable encoding's table size), where only EOS
 is allowed at the last step, identically in both searches, so beam size 1 equals greedy.
 `min_len` forbids EOS before that many tokens; `no_repeat_ngram` forbids repeating an n-gram.
-`FullPrefixDecoder` wraps a model to decode without the cache (the whole prefix every step).
-A model's `decode_step()` must return new logits at every call: the searches turn them into
-log-probabilities in place.
+A trained model is searched through `decoding.step.CachedDecoder(model)` (the key/value cache and
+the CPU shortcuts); `FullPrefixDecoder(model)` runs the model's plain `decode()` on the whole
+prefix every step instead (no cache). A `decode_step()` must return new logits at every call: the
+searches turn them into log-probabilities in place.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class EncoderState(Protocol):
 
 
 class Searchable(Protocol):
-    """What the searches need from a model (`Seq2SeqTransformer`, `FullPrefixDecoder`, or a
+    """What the searches need from a model (`decoding.step.CachedDecoder`, `FullPrefixDecoder`, or a
     model of your own): encode a batch once, then extend hypotheses one token per step."""
 
     def encode(self, src: Tensor) -> EncoderState:
@@ -88,7 +89,7 @@ def _ban_repeated_ngrams(logp: Tensor, tokens: Tensor, n: int) -> None:
 def _log_probs(logits: Tensor) -> Tensor:
     """Log-probabilities `[rows, vocab]` in fp32, computed in place in the step's logits (which the
     search owns): no new 8k-wide tensor per step. Logits in the feature-major layout of
-    `decoding.linear.DecodingLinear` are first made row-major (a blocked transpose copy), since softmax and
+    `decoding.linear.linear` are first made row-major (a blocked transpose copy), since softmax and
     top-k over a row are several times slower on a strided row."""
     logits = logits.float().contiguous()
     return torch.log_softmax(logits, dim=-1, out=logits)
@@ -229,9 +230,10 @@ def beam_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, be
 
 
 class FullPrefixDecoder:
-    """Decoding without a key/value cache: every step re-runs the decoder on the whole prefix
-    (what the original report did). Same interface as the model, so the same searches run on it;
-    its "cache" only remembers the prefix tokens. For benchmarks and equivalence tests."""
+    """Decoding without a key/value cache: every step re-runs the model's plain `decode()` on the
+    whole prefix (what the original report did), the encoder rows repeated for the beams of a
+    sentence. A `Searchable` like `CachedDecoder`, so the same searches run on it; its "cache" only
+    remembers the prefix tokens. For benchmarks and equivalence tests."""
 
     def __init__(self, model) -> None:
         self.model = model
@@ -251,4 +253,8 @@ class FullPrefixDecoder:
     def decode_step(self, tokens: Tensor, enc, cache: dict, offset: int) -> Tensor:
         prefix = tokens if "tokens" not in cache else torch.cat([cache["tokens"], tokens], dim=1)  # [rows, offset + 1]
         cache["tokens"] = prefix
+        sentences = enc.src_mask.size(0)
+        if sentences != prefix.size(0):  # the beams of a sentence share its encoder row: one copy per beam
+            beams = prefix.size(0) // sentences
+            enc = enc.index_select(torch.arange(sentences, device=prefix.device).repeat_interleave(beams))
         return self.model.decode(prefix, enc)[:, -1]  # [rows, vocab]

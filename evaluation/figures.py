@@ -70,6 +70,7 @@ def attention_figure(layers: list[torch.Tensor], rows: list[str], cols: list[str
 def sentence_attention_figures(model, tokenizer, src_text: str, tgt_text: Optional[str] = None) -> dict:
     """{kind: figure} for one sentence and its translation (`tgt_text`, or the model's greedy output)."""
     from decoding.search import greedy_search
+    from decoding.step import CachedDecoder
 
     device = next(model.parameters()).device
     src_ids = tokenizer.encode_src(src_text)
@@ -77,7 +78,8 @@ def sentence_attention_figures(model, tokenizer, src_text: str, tgt_text: Option
     if tgt_text is not None:
         tgt_ids = tokenizer.encode_tgt(tgt_text)
     else:
-        tgt_ids = greedy_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id)[0].tokens
+        found = greedy_search(CachedDecoder(model), src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id)
+        tgt_ids = found[0].tokens
     maps = attention_maps(model, src, torch.tensor([[tokenizer.bos_id, *tgt_ids]], device=device))
     src_labels = tokenizer.tokens(src_ids, "src")
     tgt_labels = ["<s>", *tokenizer.tokens(tgt_ids)]

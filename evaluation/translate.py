@@ -13,6 +13,7 @@ import torch
 
 from data.pipeline import cut_by_token_budget, pad_batch
 from decoding.search import Hypothesis, beam_search, greedy_search
+from decoding.step import CachedDecoder
 from utils.config import DecodingConfig
 from utils.runtime import autocast
 
@@ -35,14 +36,16 @@ def max_positions(model) -> Optional[int]:
 
 
 def search_batch(model, src: torch.Tensor, tokenizer, settings: DecodingConfig) -> list[list[Hypothesis]]:
-    """Run the configured search on one padded batch `[batch, src_len]`."""
+    """Run the configured search on one padded batch `[batch, src_len]` (the model decoded step by
+    step with a key/value cache: `CachedDecoder`)."""
     cap = max_positions(model)
+    decoder = CachedDecoder(model)
     common = dict(max_len_a=settings.max_len_a, max_len_b=settings.max_len_b, max_len_cap=cap,
                   min_len=settings.min_len, no_repeat_ngram=settings.no_repeat_ngram)
     if settings.strategy == "greedy":
-        return [[h] for h in greedy_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id,
+        return [[h] for h in greedy_search(decoder, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id,
                                            **common)]
-    return beam_search(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id, beam_size=settings.beam_size,
+    return beam_search(decoder, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id, beam_size=settings.beam_size,
                        penalty=settings.length_penalty, alpha=settings.alpha, nbest=settings.nbest, **common)
 
 

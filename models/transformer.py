@@ -1,8 +1,9 @@
-"""Encoder-decoder Transformer with pluggable positional encodings and cached decoding.
+"""Encoder-decoder Transformer with pluggable positional encodings.
 
-`encode()` runs the encoder once; `decode()` runs the decoder over a target prefix (all of it
-in training, one new token per call with a cache when searching). Positions are explicit:
-the decoder's positions start at `offset`, the length of what is already cached.
+`encode()` runs the encoder once; `decode()` runs the decoder over a whole target prefix (teacher
+forcing); `forward()` is both. Positions are explicit. This is the plain computation: decoding one
+token at a time with a key/value cache and the CPU shortcuts is a separate path over these modules'
+weights (`decoding.step.CachedDecoder`), tested equal to `decode()`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.attention import MultiHeadAttention
-from decoding.attend import StepPlan, per_head_mask, rows_per_memory_row
-from decoding.cache import DecoderCache
 from models.dropout import BitMaskDropout
-from decoding.linear import DecodingLinear
 from models.positional_encodings import AttentionPositions, PositionalEncoding
 
 
@@ -49,8 +47,8 @@ def merge_mask(bool_mask: Optional[Tensor], bias: Optional[Tensor]) -> Optional[
 class FeedForward(nn.Module):
     def __init__(self, d_model: int, ffn_dim: int, dropout: float, activation: str) -> None:
         super().__init__()
-        self.fc1 = DecodingLinear(d_model, ffn_dim)
-        self.fc2 = DecodingLinear(ffn_dim, d_model)
+        self.fc1 = nn.Linear(d_model, ffn_dim)
+        self.fc2 = nn.Linear(ffn_dim, d_model)
         self.dropout = BitMaskDropout(dropout)
         self.activation = F.gelu if activation == "gelu" else F.relu
 
@@ -88,17 +86,13 @@ class DecoderLayer(nn.Module):
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Optional[Tensor], is_causal: bool,
-                cross_mask: Optional[Tensor], self_pos, cross_pos,
-                cache: Optional[dict] = None, self_index: Optional[Tensor] = None) -> Tensor:
-        self_cache = cache["self"] if cache is not None else None
-        cross_cache = cache["cross"] if cache is not None else None
-
+                cross_mask: Optional[Tensor], self_pos: Optional[AttentionPositions],
+                cross_pos: Optional[AttentionPositions]) -> Tensor:
         def sa(h: Tensor) -> Tensor:
-            return self.self_attn(h, attn_mask=self_mask, is_causal=is_causal, attn_positions=self_pos, cache=self_cache,
-                                  key_index=self_index)
+            return self.self_attn(h, attn_mask=self_mask, is_causal=is_causal, attn_positions=self_pos)
 
         def ca(h: Tensor) -> Tensor:
-            return self.cross_attn(h, memory, attn_mask=cross_mask, attn_positions=cross_pos, cache=cross_cache)
+            return self.cross_attn(h, memory, attn_mask=cross_mask, attn_positions=cross_pos)
 
         if self.norm_first:
             x = x + self.dropout(sa(self.norm1(x)))
@@ -133,7 +127,7 @@ class Seq2SeqTransformer(nn.Module):
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.dropout = BitMaskDropout(dropout)
-        self.output_proj = DecodingLinear(d_model, tgt_vocab_size, bias=False)  # W @ xᵀ at decoding steps on CPU
+        self.output_proj = nn.Linear(d_model, tgt_vocab_size, bias=False)
         self._reset_parameters()
         if tie_output:
             self.output_proj.weight = self.tgt_embed.weight
@@ -169,80 +163,30 @@ class Seq2SeqTransformer(nn.Module):
 
     # ------------------------------------------------------------------ decoder
 
-    def decode(self, tgt: Tensor, enc: EncoderOutput, cache: Optional[DecoderCache] = None,
-               offset: int = 0) -> Tensor:
-        """Logits `[batch, tgt_len, vocab]` for target prefix `tgt` `[batch, tgt_len]` starting at `offset`.
-
-        `enc` has one row per target row, or one per group of consecutive target rows (the beams
-        of a sentence): cross-attention then reads each sentence's memory once for its group.
-
-        With a cache (from `new_cache()`), `tgt` holds only the new tokens and `offset` the number
-        already decoded; keys and values of earlier positions come from the cache.
-        """
+    def decode(self, tgt: Tensor, enc: EncoderOutput) -> Tensor:
+        """Teacher-forced logits `[batch, tgt_len, vocab]` for the target prefix `tgt` `[batch, tgt_len]`
+        (BOS first, right-padded with pad_id), with one encoder row per target row."""
         batch, tgt_len = tgt.shape
-        groups = rows_per_memory_row(batch, enc.memory.size(0))  # beams: a sentence's rows are consecutive
-        if cache is not None:
-            cache.extend(batch, enc.memory.size(0), tgt_len, offset, tgt.device)
-        elif offset:
-            raise ValueError("decode(offset > 0) continues a cached prefix: pass the cache from new_cache()")
-        # Every key's position (cached ones included), then the queries' among them: a shift or a
-        # draw is then shared by queries and keys alike.
-        source_lengths = enc.lengths if groups == 1 else enc.lengths.repeat_interleave(groups)  # [batch]
-        lengths = tgt.ne(self.pad_id).sum(-1) if cache is None else None  # a whole forward's own lengths
-        k_positions = self.decoder_pe.positions(offset + tgt_len, batch, self.training, tgt.device,
-                                                source_lengths, lengths)  # [(batch,) k_len]
-        positions = k_positions[..., offset:]  # [(batch,) tgt_len]
+        if enc.memory.size(0) != batch:
+            raise ValueError(f"decode() takes one encoder row per target row: {batch} target rows, "
+                             f"{enc.memory.size(0)} encoder rows (repeat them with enc.index_select)")
+        lengths = tgt.ne(self.pad_id).sum(-1)  # [batch]
+        positions = self.decoder_pe.positions(tgt_len, batch, self.training, tgt.device, enc.lengths,
+                                              lengths)  # [tgt_len] or [batch, tgt_len]
         x = self.tgt_embed(tgt) * self.embed_scale  # [batch, tgt_len, d_model]
         x = self.dropout(self.decoder_pe.add_to_embeddings(x, positions))
 
-        self_pos = self.decoder_pe.self_attention(positions, k_positions)
-        bias = self_pos.bias if self_pos is not None else None
-        is_causal = False
-        grouped = cache is not None and cache.groups > 1  # beams: rows of a sentence share its cache
-        if tgt_len == 1:
-            causal = None  # one new query sees every cached key
-        elif offset == 0 and bias is None and not grouped:
-            causal, is_causal = None, True  # let SDPA use its fused causal kernel
+        self_pos = self.decoder_pe.self_attention(positions, positions)
+        if self_pos is not None and self_pos.bias is not None:
+            causal = torch.ones(tgt_len, tgt_len, dtype=torch.bool, device=tgt.device).tril()  # [tgt_len, tgt_len]
+            self_mask, is_causal = merge_mask(causal, self_pos.bias), False
         else:
-            causal = torch.ones(tgt_len, offset + tgt_len, dtype=torch.bool, device=tgt.device).tril(offset)
-        # A beam-search step on CPU: each beam's self-attention reads only its ancestors' keys (an
-        # index into the sentence's cache) instead of every beam's keys under an ancestry mask.
-        self_index = None
-        if grouped and tgt_len == 1 and not self.training and cache.plan.ancestor_index:
-            self_index = cache.ancestor_keys()  # [sentences, groups, offset + 1]
-            self_mask = cache.self_attention_mask(None, bias) if bias is not None else None
-        else:
-            self_mask = cache.self_attention_mask(causal, bias) if grouped else merge_mask(causal, bias)
-
+            self_mask, is_causal = None, True  # SDPA's fused causal kernel
         cross_pos = self.decoder_pe.cross_attention(positions, enc.positions)
         cross_mask = merge_mask(enc.src_mask[:, None, None, :], cross_pos.bias if cross_pos is not None else None)
-        if cache is not None and not self.training and cache.plan.per_head_masks(cache.groups * tgt_len):
-            self_mask = per_head_mask(self_mask, cache.sentences if grouped else batch, self.num_heads)
-            cross_mask = per_head_mask(cross_mask, enc.memory.size(0), self.num_heads)
-        for i, layer in enumerate(self.decoder_layers):
-            x = layer(x, enc.memory, self_mask, is_causal, cross_mask, self_pos, cross_pos,
-                      cache[i] if cache is not None else None, self_index)
+        for layer in self.decoder_layers:
+            x = layer(x, enc.memory, self_mask, is_causal, cross_mask, self_pos, cross_pos)
         return self.output_proj(self.decoder_norm(x))  # [batch, tgt_len, vocab]
-
-    def new_cache(self, capacity: Optional[int] = None) -> DecoderCache:
-        """An empty cache; `capacity` (target positions, e.g. the search's length limit) preallocates it."""
-        plan = StepPlan.for_weights(self.tgt_embed.weight, self.d_model // self.num_heads)
-        return DecoderCache(len(self.decoder_layers), capacity, plan)
-
-    @staticmethod
-    def reorder_cache(cache: DecoderCache, index: Tensor, memory_index: Optional[Tensor] = None,
-                      groups: Optional[int] = None) -> None:
-        """Keep/reorder cached rows in place. Self-attention rows follow `index` (beam reordering,
-        dropping finished sentences; beams of a sentence only move a bool ancestry map). The
-        cross-attention cache has one row per encoder row: it follows `memory_index` if given (pass
-        `index` again when the memory has one row per decoder row) and is left as it is otherwise
-        (beams reordered within their sentence). `groups` changes the number of rows per
-        sentence (beam search's first step decodes one row per sentence, then `beam`)."""
-        cache.reorder(index, memory_index, groups)
-
-    def decode_step(self, tokens: Tensor, enc: EncoderOutput, cache: DecoderCache, offset: int) -> Tensor:
-        """Logits `[batch, vocab]` for the next token after `tokens` `[batch, 1]` at position `offset`."""
-        return self.decode(tokens, enc, cache=cache, offset=offset)[:, -1]
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced logits `[batch, tgt_len, vocab]`."""

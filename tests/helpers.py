@@ -155,17 +155,21 @@ def mixed_batch(lengths: list[int], seed: int):
 
 
 def full_and_cached(model, src: torch.Tensor, tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(logits of one full decode of `tgt`, the same decoded one cached step at a time), no grad."""
+    """(logits of the model's plain full decode of `tgt`, the same decoded one cached step at a time by
+    `decoding.step.CachedDecoder`), no grad."""
+    from decoding.step import CachedDecoder
+
+    decoder = CachedDecoder(model)
     with torch.no_grad():
-        enc = model.encode(src)
-        full = model.decode(tgt, enc)
-        cache = model.new_cache()
-        steps = [model.decode_step(tgt[:, t:t + 1], enc, cache, offset=t) for t in range(tgt.size(1))]
+        full = model.decode(tgt, model.encode(src))
+        enc = decoder.encode(src)
+        cache = decoder.new_cache()
+        steps = [decoder.decode_step(tgt[:, t:t + 1], enc, cache, offset=t) for t in range(tgt.size(1))]
     return full, torch.stack(steps, dim=1)
 
 
 def reference_step(model, history: torch.Tensor, enc, sentence_of_row: torch.Tensor) -> torch.Tensor:
-    """Next-token logits `[rows, vocab]` of each row's history, decoded from scratch."""
+    """Next-token logits `[rows, vocab]` of each row's history, decoded from scratch by the model's plain forward."""
     return model.decode(history, enc.index_select(sentence_of_row))[:, -1]
 
 
@@ -178,30 +182,34 @@ def give_bias_tables_a_signal(model, seed: int):
 
 
 def check_random_beam_steps(model, label: str, beams: int = 4, steps: int = 7):
-    """3 sentences x `beams` beams, `steps` cached steps: each step the beams of a sentence are
-    re-drawn from its current beams (with repeats, as beam search does); at step 4 the middle
-    sentence leaves. Asserts that every cached step equals decoding every row's history from
-    scratch; returns (cache, enc, sentences, history) after the last reorder."""
+    """3 sentences x `beams` beams, `steps` cached steps of `CachedDecoder(model)`: each step the beams
+    of a sentence are re-drawn from its current beams (with repeats, as beam search does); at step 4
+    the middle sentence leaves. Asserts that every cached step equals decoding every row's history
+    from scratch with the model's plain forward; returns (decoder, cache, enc, sentences, history)
+    after the last reorder (enc: the decoder's)."""
+    from decoding.step import CachedDecoder
+
+    decoder = CachedDecoder(model)
     g = torch.Generator().manual_seed(12)
     src = mixed_batch([6, 3, 8], seed=12)
     with torch.no_grad():
-        enc = model.encode(src)
+        enc, plain_enc = decoder.encode(src), model.encode(src)
         sentences = torch.arange(3)  # original sentence of each active group
         history = torch.full((3 * beams, 1), BOS)
-        cache = model.new_cache(capacity=3)  # too small on purpose: the buffers must grow
+        cache = decoder.new_cache(capacity=3)  # too small on purpose: the buffers must grow
         for step in range(steps):
             rows_sentence = sentences.repeat_interleave(beams)
-            got = model.decode_step(history[:, -1:], enc.index_select(sentences), cache, offset=step)
-            torch.testing.assert_close(got, reference_step(model, history, enc, rows_sentence), atol=1e-5, rtol=0,
-                                       msg=lambda m: f"{label} step {step}: {m}")
+            got = decoder.decode_step(history[:, -1:], enc.index_select(sentences), cache, offset=step)
+            torch.testing.assert_close(got, reference_step(model, history, plain_enc, rows_sentence), atol=1e-5,
+                                       rtol=0, msg=lambda m, step=step: f"{label} step {step}: {m}")
             parents = torch.randint(0, beams, (sentences.numel(), beams), generator=g)
             keep = torch.tensor([0, 2]) if step == 4 else torch.arange(sentences.numel())
             index = (keep[:, None] * beams + parents[keep]).view(-1)
-            model.reorder_cache(cache, index, keep if keep.numel() < sentences.numel() else None)
+            decoder.reorder_cache(cache, index, keep if keep.numel() < sentences.numel() else None)
             sentences = sentences[keep]
             new_tokens = torch.randint(4, VOCAB, (index.numel(), 1), generator=g)
             history = torch.cat([history.index_select(0, index), new_tokens], dim=1)
-    return cache, enc, sentences, history
+    return decoder, cache, enc, sentences, history
 
 
 def free_ports(count: int = 1) -> list[int]:

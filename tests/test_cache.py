@@ -1,7 +1,8 @@
 """The decoder's key/value cache (decoding/cache.py): beams that never move, an ancestry map instead.
 
-Reference for every check: the uncached decoder run on each row's whole token history, with the
-encoder memory copied for every row — no cache, no grouping, nothing shared.
+Reference for every check: the model's plain decoder run on each row's whole token history, with
+the encoder memory copied for every row — no cache, no grouping, nothing shared. The cached steps
+are `decoding.step.CachedDecoder`'s.
 """
 
 from __future__ import annotations
@@ -10,10 +11,21 @@ import os
 
 import pytest
 import torch
+from helpers import (
+    BOS,
+    D_MODEL,
+    HEADS,
+    VOCAB,
+    check_random_beam_steps,
+    encoding_cases,
+    give_bias_tables_a_signal,
+    mixed_batch,
+    reference_step,
+    tiny_model,
+)
 
 from decoding.cache import DecoderCache
-from helpers import (BOS, D_MODEL, HEADS, VOCAB, check_random_beam_steps, encoding_cases, give_bias_tables_a_signal,
-                     mixed_batch, reference_step, tiny_model)
+from decoding.step import CachedDecoder
 
 
 @pytest.mark.parametrize("kernel", ["matmul", "sdpa"])
@@ -27,12 +39,12 @@ def test_grouped_cache_follows_beam_reorders_and_dropped_sentences(name, options
         monkeypatch.setattr("decoding.attend.SHORT_QUERY", 0)
     model = give_bias_tables_a_signal(tiny_model(name, seed=11, **options), seed=11)
     beams = 4
-    cache, enc, sentences, history = check_random_beam_steps(model, f"{name} {options}", beams)
+    decoder, cache, enc, sentences, history = check_random_beam_steps(model, f"{name} {options}", beams)
     with torch.no_grad():
         assert cache.sentences == 2 and cache.capacity >= 7
         # Each row's cached keys, gathered along its ancestry, are the keys of its own history.
-        fresh = model.new_cache()
-        model.decode(history[:, :-1], enc.index_select(sentences.repeat_interleave(beams)), fresh)
+        fresh = decoder.new_cache()
+        decoder.decode(history[:, :-1], enc.index_select(sentences.repeat_interleave(beams)), fresh)
         torch.testing.assert_close(cache[1]["self"].keys, fresh[1]["self"].keys, atol=1e-5, rtol=0)
 
 
@@ -45,52 +57,54 @@ def test_cache_changes_rows_per_sentence(name, options, kernel, monkeypatch):
     if kernel == "sdpa":
         monkeypatch.setattr("decoding.attend.SHORT_QUERY", 0)
     model = give_bias_tables_a_signal(tiny_model(name, seed=21, **options), seed=21)
+    decoder = CachedDecoder(model)
     groups_after = [1, 4, 4, 2, 2, 2]  # rows per sentence after each step's reorder
     g = torch.Generator().manual_seed(22)
     src = mixed_batch([6, 3, 8], seed=22)
     with torch.no_grad():
-        enc = model.encode(src)
+        enc, plain_enc = decoder.encode(src), model.encode(src)
         sentences, groups = torch.arange(3), 1
         history = torch.full((3, 1), BOS)
-        cache = model.new_cache(capacity=8)
+        cache = decoder.new_cache(capacity=8)
         for step, new_groups in enumerate(groups_after):
-            got = model.decode_step(history[:, -1:], enc.index_select(sentences), cache, offset=step)
-            expected = reference_step(model, history, enc, sentences.repeat_interleave(groups))
-            torch.testing.assert_close(got, expected, atol=1e-5, rtol=0, msg=lambda m: f"{name} step {step}: {m}")
+            got = decoder.decode_step(history[:, -1:], enc.index_select(sentences), cache, offset=step)
+            expected = reference_step(model, history, plain_enc, sentences.repeat_interleave(groups))
+            torch.testing.assert_close(got, expected, atol=1e-5, rtol=0,
+                                       msg=lambda m, step=step: f"{name} step {step}: {m}")
             keep = torch.tensor([0, 2]) if step == 1 else torch.arange(sentences.numel())
             if new_groups < groups:  # distinct parents: each kept row's own history must move into its slot
                 parents = torch.stack([torch.randperm(groups, generator=g)[:new_groups] for _ in sentences])
             else:
                 parents = torch.randint(0, groups, (sentences.numel(), new_groups), generator=g)
             index = (keep[:, None] * groups + parents[keep]).view(-1)
-            model.reorder_cache(cache, index, keep if keep.numel() < sentences.numel() else None,
-                                groups=new_groups)
+            decoder.reorder_cache(cache, index, keep if keep.numel() < sentences.numel() else None,
+                                  groups=new_groups)
             sentences, groups = sentences[keep], new_groups
             history = torch.cat([history.index_select(0, index),
                                  torch.randint(4, VOCAB, (index.numel(), 1), generator=g)], dim=1)
         assert (cache.sentences, cache.groups) == (2, 2)
         with pytest.raises(ValueError, match="mixes sentences"):
-            model.reorder_cache(cache, torch.tensor([0, 2, 1, 3]), torch.tensor([0, 1]), groups=4)
+            decoder.reorder_cache(cache, torch.tensor([0, 2, 1, 3]), torch.tensor([0, 1]), groups=4)
         with pytest.raises(ValueError, match="does not fill groups of 3"):
-            model.reorder_cache(cache, torch.tensor([0, 1, 2, 3]), torch.tensor([0, 1]), groups=3)
+            decoder.reorder_cache(cache, torch.tensor([0, 1, 2, 3]), torch.tensor([0, 1]), groups=3)
 
 
 def one_step_of_two_sentences_by_three_beams():
-    """A model and its cache after decoding BOS for 2 sentences x 3 beams (capacity 4)."""
-    model = tiny_model("sinusoidal", seed=13)
+    """A model's `CachedDecoder` and its cache after decoding BOS for 2 sentences x 3 beams (capacity 4)."""
+    decoder = CachedDecoder(tiny_model("sinusoidal", seed=13))
     with torch.no_grad():
-        cache = model.new_cache(capacity=4)
-        model.decode_step(torch.full((6, 1), BOS), model.encode(mixed_batch([5, 4], seed=13)), cache, offset=0)
-    return model, cache
+        cache = decoder.new_cache(capacity=4)
+        decoder.decode_step(torch.full((6, 1), BOS), decoder.encode(mixed_batch([5, 4], seed=13)), cache, offset=0)
+    return decoder, cache
 
 
 def test_cache_moves_only_the_ancestry_when_beams_reorder():
     """A within-sentence reorder leaves the key buffers untouched (same storage, same values)."""
-    model, cache = one_step_of_two_sentences_by_three_beams()
+    decoder, cache = one_step_of_two_sentences_by_three_beams()
     with torch.no_grad():
         held = slice(0, cache.length)  # positions past it are uninitialised memory (may hold NaNs)
         storage, snapshot = cache.kv, cache.kv[:, :, :, :, held].clone()
-        model.reorder_cache(cache, torch.tensor([2, 2, 0, 4, 3, 3]))
+        decoder.reorder_cache(cache, torch.tensor([2, 2, 0, 4, 3, 3]))
         assert cache.kv is storage and torch.equal(cache.kv[:, :, :, :, held], snapshot)
         assert cache.ancestry[:, :, 0].long().argmax(-1).tolist() == [[2, 2, 0], [1, 0, 0]]
 
@@ -98,36 +112,36 @@ def test_cache_moves_only_the_ancestry_when_beams_reorder():
 def test_ancestor_keys_point_at_each_rows_ancestors():
     """`ancestor_keys()`: per row and position, the index `position * groups + slot` of the slot
     holding the row's token there, following reorders; refused where it has no meaning."""
-    model, cache = one_step_of_two_sentences_by_three_beams()
+    decoder, cache = one_step_of_two_sentences_by_three_beams()
     with torch.no_grad():
-        model.reorder_cache(cache, torch.tensor([2, 2, 0, 4, 3, 3]))  # parents: [2, 2, 0], [1, 0, 0]
+        decoder.reorder_cache(cache, torch.tensor([2, 2, 0, 4, 3, 3]))  # parents: [2, 2, 0], [1, 0, 0]
         cache.extend(6, 2, 1, 1, torch.device("cpu"))  # what the next decode call reserves
         keys = cache.ancestor_keys()
         assert keys.dtype == torch.int32 and keys.shape == (2, 3, 2)
         assert keys[..., 0].tolist() == [[2, 2, 0], [1, 0, 0]]  # position 0: the parent's slot
         assert keys[..., 1].tolist() == [[3, 4, 5], [3, 4, 5]]  # position 1: the row's own slot, 1 * 3 + g
         with pytest.raises(ValueError, match="one new position"):
-            model.new_cache().ancestor_keys()
+            decoder.new_cache().ancestor_keys()
 
 
 def test_cache_refuses_inconsistent_calls():
     """Clear errors for what would silently corrupt a cache."""
-    model = tiny_model("rope", seed=14)
+    decoder = CachedDecoder(tiny_model("rope", seed=14))
     src = mixed_batch([5, 4], seed=14)
     with torch.no_grad():
-        enc = model.encode(src)
-        cache = model.new_cache()
-        model.decode_step(torch.full((6, 1), BOS), enc, cache, offset=0)
+        enc = decoder.encode(src)
+        cache = decoder.new_cache()
+        decoder.decode_step(torch.full((6, 1), BOS), enc, cache, offset=0)
         with pytest.raises(ValueError, match="pass offset=1"):
-            model.decode_step(torch.full((6, 1), BOS), enc, cache, offset=3)
+            decoder.decode_step(torch.full((6, 1), BOS), enc, cache, offset=3)
         with pytest.raises(ValueError, match="use reorder_cache"):
-            model.decode_step(torch.full((4, 1), BOS), enc, cache, offset=1)
+            decoder.decode_step(torch.full((4, 1), BOS), enc, cache, offset=1)
         with pytest.raises(ValueError, match="mixes sentences"):
-            model.reorder_cache(cache, torch.tensor([0, 1, 3, 3, 4, 5]))
+            decoder.reorder_cache(cache, torch.tensor([0, 1, 3, 3, 4, 5]))
         with pytest.raises(ValueError, match="pass memory_index"):
-            model.reorder_cache(cache, torch.tensor([3, 4, 5, 0, 1, 2]))
+            decoder.reorder_cache(cache, torch.tensor([3, 4, 5, 0, 1, 2]))
         with pytest.raises(ValueError, match="cannot share"):
-            model.decode(torch.full((5, 1), BOS), enc, model.new_cache())
+            decoder.decode(torch.full((5, 1), BOS), enc, decoder.new_cache())
 
 
 def test_one_row_per_sentence_has_no_ancestry_and_reorders_rows():

@@ -7,12 +7,22 @@ import shutil
 
 import pytest
 import torch
+from helpers import (
+    BOS,
+    EOS,
+    PAD,
+    VOCAB,
+    check_random_beam_steps,
+    encoding_cases,
+    give_bias_tables_a_signal,
+    mixed_batch,
+    tiny_model,
+)
 
 from decoding import cpu_kernel
 from decoding.attend import attend, per_head_mask
-from helpers import (BOS, EOS, PAD, VOCAB, check_random_beam_steps, encoding_cases, give_bias_tables_a_signal,
-                     mixed_batch, tiny_model)
 from decoding.search import beam_search, greedy_search
+from decoding.step import CachedDecoder
 
 needs_avx2 = pytest.mark.skipif(not cpu_kernel.supported_cpu(), reason="the kernel is for x86-64 CPUs with AVX2")
 
@@ -184,6 +194,7 @@ def test_searches_through_the_kernel_match_the_matmul_path(kernel_built, monkeyp
     """Every encoding: cached decoding steps through the kernel give the teacher-forced logits,
     and beam / greedy search give the same hypotheses (and scores) with and without the kernel."""
     model = tiny_model(name, 4, heads=2, **options)  # head_dim 16: the kernel needs a multiple of 16
+    decoder = CachedDecoder(model)
     src = mixed_batch([9, 4, 6], seed=4)
     calls = []
     real = cpu_kernel.attention
@@ -191,19 +202,19 @@ def test_searches_through_the_kernel_match_the_matmul_path(kernel_built, monkeyp
     g = torch.Generator().manual_seed(5)
     tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 9), generator=g)], dim=1)
     with torch.no_grad():
-        enc = model.encode(src)
-        full = model.decode(tgt, enc)
-        cache = model.new_cache()
+        enc = decoder.encode(src)
+        full = model.decode(tgt, model.encode(src))
+        cache = decoder.new_cache()
         for step in range(tgt.size(1)):
-            torch.testing.assert_close(model.decode_step(tgt[:, step:step + 1], enc, cache, offset=step),
+            torch.testing.assert_close(decoder.decode_step(tgt[:, step:step + 1], enc, cache, offset=step),
                                        full[:, step], atol=1e-5, rtol=0)
     kw = dict(max_len_a=1.0, max_len_b=4)
-    beams, greedy = beam_search(model, src, BOS, EOS, PAD, beam_size=4, nbest=3, **kw), \
-        greedy_search(model, src, BOS, EOS, PAD, **kw)
+    beams, greedy = beam_search(decoder, src, BOS, EOS, PAD, beam_size=4, nbest=3, **kw), \
+        greedy_search(decoder, src, BOS, EOS, PAD, **kw)
     assert calls, "the kernel was not used"
     monkeypatch.setitem(cpu_kernel._state, "lib", None)
-    beams_ref, greedy_ref = beam_search(model, src, BOS, EOS, PAD, beam_size=4, nbest=3, **kw), \
-        greedy_search(model, src, BOS, EOS, PAD, **kw)
+    beams_ref, greedy_ref = beam_search(decoder, src, BOS, EOS, PAD, beam_size=4, nbest=3, **kw), \
+        greedy_search(decoder, src, BOS, EOS, PAD, **kw)
     assert [h.tokens for h in greedy] == [h.tokens for h in greedy_ref]
     assert [[h.tokens for h in n] for n in beams] == [[h.tokens for h in n] for n in beams_ref]
     for got, ref in zip(beams, beams_ref):
@@ -310,9 +321,9 @@ def test_beam_steps_through_the_ancestor_index_equal_histories_decoded_from_scra
     assert any(indexed), "no step went through the ancestor index"
     src = mixed_batch([6, 3, 8], seed=12)
     kw = dict(max_len_a=1.0, max_len_b=5, beam_size=4, nbest=4)
-    with_index = beam_search(model, src, BOS, EOS, PAD, **kw)
+    with_index = beam_search(CachedDecoder(model), src, BOS, EOS, PAD, **kw)
     monkeypatch.setattr("decoding.attend.ancestor_index_path", lambda *a: False)  # plan: mask, not index
-    with_mask = beam_search(model, src, BOS, EOS, PAD, **kw)
+    with_mask = beam_search(CachedDecoder(model), src, BOS, EOS, PAD, **kw)
     assert [[h.tokens for h in n] for n in with_index] == [[h.tokens for h in n] for n in with_mask]
     for got, ref in zip(with_index, with_mask):
         assert [h.score for h in got] == pytest.approx([h.score for h in ref], abs=1e-4)

@@ -1,4 +1,5 @@
-"""Cached decoding, padding invariance, greedy and beam search (models/transformer.py, decoding/search.py)."""
+"""Cached decoding equals the plain forward, padding invariance, greedy and beam search
+(models/transformer.py, decoding/step.py, decoding/search.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-
 from helpers import BOS, D_MODEL, EOS, HEADS, PAD, VOCAB, encoding_cases, full_and_cached, mixed_batch, tiny_model
-from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
+
 from decoding.search import Hypothesis, beam_search, greedy_search, length_penalty
+from decoding.step import CachedDecoder
+from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
 from models.transformer import Seq2SeqTransformer
 from utils.config import PositionalConfig
+
 
 def trim(row: torch.Tensor) -> torch.Tensor:
     """One padded source row as an unpadded `[1, len]` batch."""
@@ -33,19 +36,25 @@ def rescore(model, src_row: torch.Tensor, tokens: list[int]) -> float:
 
 @pytest.mark.parametrize("name, options", encoding_cases())
 def test_cached_step_by_step_equals_full_decode(name, options):
+    """`CachedDecoder` (its encoder pass, then one cached step per token) gives the logits of the
+    model's plain forward at every step."""
     model = tiny_model(name, seed=1, **options)
+    decoder = CachedDecoder(model)
     src = mixed_batch([9, 4, 6], seed=1)
     g = torch.Generator().manual_seed(2)
     tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 11), generator=g)], dim=1)  # [3, 12]
     with torch.no_grad():
-        enc = model.encode(src)
-        full = model.decode(tgt, enc)  # [3, 12, vocab], teacher forced
-        cache = model.new_cache()
+        plain = model.encode(src)
+        full = model.decode(tgt, plain)  # [3, 12, vocab], teacher forced
+        enc = decoder.encode(src)
+        torch.testing.assert_close(enc.memory, plain.memory, atol=1e-5, rtol=0)
+        assert torch.equal(enc.src_mask, plain.src_mask) and torch.equal(enc.lengths, plain.lengths)
+        cache = decoder.new_cache()
         for step in range(tgt.size(1)):
-            logits = model.decode_step(tgt[:, step:step + 1], enc, cache, offset=step)
+            logits = decoder.decode_step(tgt[:, step:step + 1], enc, cache, offset=step)
             assert logits.shape == (3, VOCAB)
             torch.testing.assert_close(logits, full[:, step], atol=1e-5, rtol=0,
-                                       msg=lambda m: f"{name} {options} step {step}: {m}")
+                                       msg=lambda m, step=step: f"{name} {options} step {step}: {m}")
     # The cache grew one position per step in every layer; the cross-attention cache covers the source.
     for layer in cache:
         assert layer["self"].keys.shape == (3, HEADS, 12, D_MODEL // HEADS)
@@ -62,23 +71,27 @@ def grouped_cases():
 @pytest.mark.parametrize("name, options", grouped_cases())
 def test_beams_share_one_memory_row(name, options):
     """Beam rows read their sentence's single encoder row (cross-attention keys/values computed and
-    cached once per sentence) and get exactly what a memory copied for every beam gives."""
+    cached once per sentence) and get exactly what the plain forward over a memory copied for every
+    beam gives: the whole prefix in one cached call, or one step at a time."""
     model = tiny_model(name, seed=6, **options)
+    decoder = CachedDecoder(model)
     src = mixed_batch([7, 4], seed=6)
     beams = 3
     g = torch.Generator().manual_seed(7)
     tgt = torch.cat([torch.full((6, 1), BOS), torch.randint(4, VOCAB, (6, 5), generator=g)], dim=1)  # [2 * 3, 6]
     with torch.no_grad():
-        enc = model.encode(src)
-        expanded = enc.index_select(torch.arange(2).repeat_interleave(beams))
+        enc = decoder.encode(src)
+        expanded = model.encode(src).index_select(torch.arange(2).repeat_interleave(beams))
         reference = model.decode(tgt, expanded)
-        torch.testing.assert_close(model.decode(tgt, enc), reference, atol=1e-5, rtol=0)
-        cache = model.new_cache()
-        steps = torch.stack([model.decode_step(tgt[:, s:s + 1], enc, cache, offset=s) for s in range(6)], dim=1)
+        torch.testing.assert_close(decoder.decode(tgt, enc, decoder.new_cache()), reference, atol=1e-5, rtol=0)
+        cache = decoder.new_cache()
+        steps = torch.stack([decoder.decode_step(tgt[:, s:s + 1], enc, cache, offset=s) for s in range(6)], dim=1)
         torch.testing.assert_close(steps, reference, atol=1e-5, rtol=0)
         assert cache[0]["cross"]["k"].size(0) == 2  # one row per sentence, not per beam
         with pytest.raises(ValueError, match="cannot share"):
-            model.decode(tgt[:5], enc)
+            decoder.decode(tgt[:5], enc, decoder.new_cache())
+        with pytest.raises(ValueError, match="one encoder row per target row"):  # the plain forward does not fold
+            model.decode(tgt, enc)
 
 
 @pytest.mark.parametrize("name", ["sinusoidal", "rope"])
@@ -108,12 +121,13 @@ def test_reorder_cache_follows_rows(name, options):
     g = torch.Generator().manual_seed(4)
     tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 5), generator=g)], dim=1)
     index = torch.tensor([2, 0, 0])
+    decoder = CachedDecoder(model)
     with torch.no_grad():
-        enc = model.encode(src)
-        cache = model.new_cache()
-        model.decode(tgt[:, :4], enc, cache)
-        model.reorder_cache(cache, index, index)
-        step = model.decode_step(tgt[index, 4:5], enc.index_select(index), cache, offset=4)
+        enc = decoder.encode(src)
+        cache = decoder.new_cache()
+        decoder.decode(tgt[:, :4], enc, cache)
+        decoder.reorder_cache(cache, index, index)
+        step = decoder.decode_step(tgt[index, 4:5], enc.index_select(index), cache, offset=4)
         full = model.decode(tgt[index], model.encode(src[index]))
     torch.testing.assert_close(step, full[:, 4], atol=1e-5, rtol=0)
 
@@ -150,8 +164,9 @@ def test_padding_does_not_change_other_rows(name, options):
 def test_beam_size_one_equals_greedy(name, seed):
     model = tiny_model(name, seed=seed)
     src = mixed_batch([6, 2, 9, 4], seed=10 + seed)
-    greedy = greedy_search(model, src, BOS, EOS, PAD, max_len_a=1, max_len_b=5)
-    beam = beam_search(model, src, BOS, EOS, PAD, beam_size=1, max_len_a=1, max_len_b=5, penalty="none")
+    greedy = greedy_search(CachedDecoder(model), src, BOS, EOS, PAD, max_len_a=1, max_len_b=5)
+    beam = beam_search(CachedDecoder(model), src, BOS, EOS, PAD, beam_size=1, max_len_a=1, max_len_b=5,
+                       penalty="none")
     assert len(greedy) == len(beam) == 4
     assert any(h.tokens for h in greedy)  # not a degenerate all-empty comparison
     for i, (g_hyp, b_hyps) in enumerate(zip(greedy, beam)):
@@ -166,7 +181,7 @@ def test_beam_size_one_equals_greedy(name, seed):
 
 @pytest.mark.parametrize("name", sorted(POSITIONAL_ENCODINGS))
 def test_beam_search_batch_equals_each_sentence_alone(name):
-    model = tiny_model(name, seed=7)
+    model = CachedDecoder(tiny_model(name, seed=7))
     src = mixed_batch([3, 8, 5, 1], seed=7)
     kwargs = dict(beam_size=3, max_len_a=1, max_len_b=5, penalty="wu", alpha=0.6, nbest=3)
     batched = beam_search(model, src, BOS, EOS, PAD, **kwargs)
@@ -183,7 +198,7 @@ def test_beam_search_batch_equals_each_sentence_alone(name):
 def test_nbest_sorted_and_raw_scores_match_teacher_forced_rescoring(penalty, alpha):
     model = tiny_model("sinusoidal", seed=8)
     src = mixed_batch([4, 7], seed=8)
-    results = beam_search(model, src, BOS, EOS, PAD, beam_size=4, max_len_a=1, max_len_b=5,
+    results = beam_search(CachedDecoder(model), src, BOS, EOS, PAD, beam_size=4, max_len_a=1, max_len_b=5,
                           penalty=penalty, alpha=alpha, nbest=4)
     assert len(results) == 2
     for i, hyps in enumerate(results):
@@ -200,7 +215,7 @@ def test_nbest_sorted_and_raw_scores_match_teacher_forced_rescoring(penalty, alp
 
 
 def test_beam_search_rejects_bad_nbest():
-    model = tiny_model("none")
+    model = CachedDecoder(tiny_model("none"))
     with pytest.raises(ValueError, match="nbest"):
         beam_search(model, mixed_batch([3], seed=0), BOS, EOS, PAD, beam_size=2, nbest=3)
 

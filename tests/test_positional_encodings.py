@@ -12,8 +12,9 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-
 from helpers import BOS, D_MODEL, HEADS, PAD, VOCAB, encoding_cases, tiny_model
+
+from decoding.step import CachedDecoder
 from models.attention import MultiHeadAttention
 from models.positional_encodings import (
     POSITIONAL_ENCODINGS,
@@ -30,7 +31,6 @@ from models.positional_encodings import (
 )
 from models.transformer import Seq2SeqTransformer
 from utils.config import ConfigError, PositionalConfig, load_config
-
 
 
 def make_pe(name: str, causal: bool, d_model: int = D_MODEL, num_heads: int = HEADS, **options):
@@ -226,14 +226,15 @@ def test_learnable_limits_in_model_encoder_and_decoder():
     assert model.decode(random_tokens(2, 6), enc).shape == (2, 6, VOCAB)
     with pytest.raises(ValueError, match="max_positions"):
         model.decode(random_tokens(2, 7), enc)
-    cache = model.new_cache()
+    decoder = CachedDecoder(model)
+    cache = decoder.new_cache()
     with pytest.raises(RuntimeError, match="torch.no_grad"):  # the cache is for inference
-        model.decode(random_tokens(2, 6), enc, cache)
-    cache = model.new_cache()
+        decoder.decode(random_tokens(2, 6), enc, cache)
+    cache = decoder.new_cache()
     with torch.no_grad():
-        model.decode(random_tokens(2, 6), enc, cache)
+        decoder.decode(random_tokens(2, 6), enc, cache)
         with pytest.raises(ValueError, match="max_positions"):  # position 6 through the cached path
-            model.decode_step(random_tokens(2, 1), enc, cache, offset=6)
+            decoder.decode_step(random_tokens(2, 1), enc, cache, offset=6)
 
 
 # ---------------------------------------------------------------------------- NoPE
@@ -396,8 +397,9 @@ def test_shape_inference_adds_table_at_positions_plus_fixed_shift(inference_shif
     with torch.no_grad():
         enc = model.encode(src)
         full = model.decode(tgt, enc)
-        cache = model.new_cache()
-        steps = [model.decode_step(tgt[:, t:t + 1], enc, cache, offset=t) for t in range(5)]
+        decoder = CachedDecoder(model)
+        cache = decoder.new_cache()
+        steps = [decoder.decode_step(tgt[:, t:t + 1], enc, cache, offset=t) for t in range(5)]
     (positions, added), = enc_log
     assert torch.equal(positions, torch.arange(6) + expected)
     torch.testing.assert_close(added, sinusoidal_table(torch.arange(6) + expected, D_MODEL).expand(2, 6, D_MODEL),
@@ -457,10 +459,11 @@ def test_decode_with_offset_after_cached_prefix_equals_full_decode(name, options
         enc = model.encode(src)
         full = model.decode(tgt, enc)
         assert full.shape == (2, 10, VOCAB)
+        decoder = CachedDecoder(model)
         for t in (1, 4, 7, 9):
-            cache = model.new_cache()
-            prefix = model.decode(tgt[:, :t], enc, cache)  # positions 0..t-1
-            rest = model.decode(tgt[:, t:], enc, cache, offset=t)  # positions t.., prefix from the cache
+            cache = decoder.new_cache()
+            prefix = decoder.decode(tgt[:, :t], enc, cache)  # positions 0..t-1
+            rest = decoder.decode(tgt[:, t:], enc, cache, offset=t)  # positions t.., prefix from the cache
             torch.testing.assert_close(prefix, full[:, :t], atol=1e-5, rtol=1e-5)
             torch.testing.assert_close(rest, full[:, t:], atol=1e-5, rtol=1e-5)
             assert cache[0]["self"].keys.shape[2] == 10  # the cache holds every position once
@@ -480,12 +483,13 @@ def test_decoder_offset_matters(name):
     with torch.no_grad():
         enc = model.encode(src)
         full = model.decode(tgt, enc)
-        right = model.new_cache()
+        decoder = CachedDecoder(model)
+        right = decoder.new_cache()
         for step in range(6):
-            torch.testing.assert_close(model.decode_step(tgt[:, step:step + 1], enc, right, offset=step),
+            torch.testing.assert_close(decoder.decode_step(tgt[:, step:step + 1], enc, right, offset=step),
                                        full[:, step], atol=1e-5, rtol=1e-5)
         with pytest.raises(ValueError, match="pass offset=6"):
-            model.decode_step(tgt[:, :1], enc, right, offset=0)
+            decoder.decode_step(tgt[:, :1], enc, right, offset=0)
 
 
 # ---------------------------------------------------------------------------- every registered encoding

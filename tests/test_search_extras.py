@@ -1,13 +1,15 @@
-"""Decoding without the cache equals decoding with it; min_len and no-repeat-ngram constraints hold."""
+"""Decoding without the cache (the model's plain forward on the whole prefix) equals decoding with it
+(`CachedDecoder`); min_len and no-repeat-ngram constraints hold."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-
 from helpers import tiny_model
-from models.positional_encodings import POSITIONAL_ENCODINGS
+
 from decoding.search import FullPrefixDecoder, beam_search, greedy_search
+from decoding.step import CachedDecoder
+from models.positional_encodings import POSITIONAL_ENCODINGS
 from models.transformer import Seq2SeqTransformer
 
 
@@ -26,17 +28,17 @@ def test_uncached_search_equals_cached_search(name: str) -> None:
     src = torch.randint(4, 40, (3, 6))
     src[1, 4:] = 0
     kw = dict(max_len_a=1.0, max_len_b=4)
-    cached = greedy_search(model, src, 2, 3, 0, **kw)
+    cached = greedy_search(CachedDecoder(model), src, 2, 3, 0, **kw)
     uncached = greedy_search(FullPrefixDecoder(model), src, 2, 3, 0, **kw)
     assert [h.tokens for h in cached] == [h.tokens for h in uncached]
     assert [h.score for h in cached] == pytest.approx([h.score for h in uncached], abs=1e-4)
-    cached = beam_search(model, src, 2, 3, 0, beam_size=3, nbest=3, **kw)
+    cached = beam_search(CachedDecoder(model), src, 2, 3, 0, beam_size=3, nbest=3, **kw)
     uncached = beam_search(FullPrefixDecoder(model), src, 2, 3, 0, beam_size=3, nbest=3, **kw)
     assert [[h.tokens for h in hs] for hs in cached] == [[h.tokens for h in hs] for hs in uncached]
 
 
 def test_min_len_forces_the_output_length() -> None:
-    model = tiny("sinusoidal")
+    model = CachedDecoder(tiny("sinusoidal"))
     src = torch.randint(4, 40, (4, 5))
     for hyps in (greedy_search(model, src, 2, 3, 0, max_len_a=0.0, max_len_b=9, min_len=9),
                  [h[0] for h in beam_search(model, src, 2, 3, 0, beam_size=3, max_len_a=0.0, max_len_b=9,
@@ -45,7 +47,7 @@ def test_min_len_forces_the_output_length() -> None:
 
 
 def test_no_repeat_ngram_blocks_repeats() -> None:
-    model = tiny("none", seed=3)
+    model = CachedDecoder(tiny("none", seed=3))
     src = torch.randint(4, 40, (4, 5))
     free = greedy_search(model, src, 2, 3, 0, max_len_a=0.0, max_len_b=30, min_len=30)
     blocked = greedy_search(model, src, 2, 3, 0, max_len_a=0.0, max_len_b=30, min_len=30, no_repeat_ngram=2)
