@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-
 from common import environment, write_results  # noqa: E402
+
 from decoding import cpu_kernel  # noqa: E402
 from decoding.attend import attend  # noqa: E402
 
@@ -94,11 +94,9 @@ def time_contender(fn, layers, mask, index, repeats: int) -> float:
     return statistics.median(passes)
 
 
-def main(argv=None) -> None:
-    args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    kernel_ok = cpu_kernel.available()
-    scale = args.head_dim ** -0.5
+def contenders(head_dim: int, kernel_ok: bool) -> dict:
+    """The attention implementations timed, by name: each `fn(q, k, v, mask, index)`."""
+    scale = head_dim ** -0.5
 
     def kernel(q, k, v, mask, index):
         return cpu_kernel.attention(q, k, v, mask, scale)
@@ -117,18 +115,22 @@ def main(argv=None) -> None:
     def sdpa(q, k, v, mask, index):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
-    contenders = {"matmul": matmul, "sdpa": sdpa}
     if kernel_ok:
-        contenders = {"kernel": kernel, "indexed": indexed, **contenders}
-    else:
-        print(f"the C kernel is not available here ({cpu_kernel.unavailable_reason()}): timing the others only")
+        return {"kernel": kernel, "indexed": indexed, "matmul": matmul, "sdpa": sdpa}
+    print(f"the C kernel is not available here ({cpu_kernel.unavailable_reason()}): timing the others only")
+    return {"matmul": matmul, "sdpa": sdpa}
+
+
+def measure(args, runners: dict, kernel_ok: bool) -> list[dict]:
+    """One row per shape: each contender's microseconds per layer, its outputs' largest difference
+    from SDPA's, and the kernel's speed-ups."""
     shapes = [("self", n) for n in args.lengths] + [("cross", args.src_len)]
     results = []
     with torch.inference_mode():
         for i, (kind, length) in enumerate(shapes):
             layers, mask, index = make_shape(args, kind, length, seed=i)
             q, k, v = layers[0]
-            runs = {name: fn for name, fn in contenders.items() if name != "indexed" or index is not None}
+            runs = {name: fn for name, fn in runners.items() if name != "indexed" or index is not None}
             outputs = {name: fn(q, k, v, mask, index) for name, fn in runs.items()}
             reference = outputs["sdpa"]
             row = {"shape": kind, "positions": length, "keys": k.size(2),
@@ -141,10 +143,12 @@ def main(argv=None) -> None:
                 if "indexed_us" in row:
                     row["indexed_over_kernel"] = row["kernel_us"] / row["indexed_us"]
             results.append(row)
+    return results
 
+
+def print_table(args, names: list[str], results: list[dict], kernel_ok: bool) -> None:
     print(f"\nOne decoding step's attention: {args.sentences} sentences x {args.beams} queries x {args.heads} heads "
           f"of {args.head_dim}, cpu ({args.threads} threads), microseconds per layer (median of {args.repeats})\n")
-    names = list(contenders)
     print("| shape | keys | " + " | ".join(f"{n} (us)" for n in names)
           + (" | kernel / matmul | kernel / sdpa | indexed / kernel |" if kernel_ok else " |"))
     print("|---|---|" + "---|" * len(names) + ("---|---|---|" if kernel_ok else ""))
@@ -155,6 +159,15 @@ def main(argv=None) -> None:
             cells += [f"{row['kernel_over_matmul']:.2f}x", f"{row['kernel_over_sdpa']:.2f}x",
                       f"{row['indexed_over_kernel']:.2f}x" if "indexed_over_kernel" in row else "-"]
         print("| " + " | ".join(cells) + " |")
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    kernel_ok = cpu_kernel.available()
+    runners = contenders(args.head_dim, kernel_ok)
+    results = measure(args, runners, kernel_ok)
+    print_table(args, list(runners), results, kernel_ok)
     settings = {k: v for k, v in vars(args).items() if k != "output"}
     settings.update(environment("cpu"))
     settings["kernel"] = kernel_ok

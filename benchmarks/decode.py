@@ -155,7 +155,7 @@ def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, devi
                "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss"})
 
 
-def main(argv=None) -> int:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small version (< 2 min on 2 CPU cores)")
     parser.add_argument("--sentences", type=int, help="sentences per decode (default 32, quick 8)")
@@ -177,6 +177,24 @@ def main(argv=None) -> int:
     parser.add_argument("--size", default="report", choices=sorted(MODEL_SIZES), help=SIZE_HELP)
     parser.add_argument("--output", default=None,
                         help="JSON file (default benchmarks/results/decode.json, decode_cuda.json on cuda)")
+    return parser
+
+
+def print_table(results: list[dict], ratios: dict, spreads: dict, header: str, rounds: int) -> None:
+    print(f"\n{header}\n")
+    print("| case | beam | sentences/s | target tokens/s | peak memory (MB) |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['case']} | {r['beam']} | {r['sentences_per_sec']:.2f} | {r['tokens_per_sec']:.0f} | "
+              f"{r['peak_memory_mb']:.0f} |")
+    print()
+    for k, v in ratios.items():
+        per_round = ", ".join(f"{x:.2f}" for x in spreads[k]["per_round"])
+        print(f"{k}: {v:.2f}x" + (f"   (per round: {per_round})" if rounds > 1 else ""))
+
+
+def main(argv=None) -> int:
+    parser = make_parser()
     args = parser.parse_args(argv)
     import torch
 
@@ -202,19 +220,11 @@ def main(argv=None) -> int:
     ratios = {name: sp["ratio"] for name, sp in spreads.items()}
     batching = (f"{results[0]['batches']} token-budget batches" if args.max_tokens and results
                 else "token-budget batches" if args.max_tokens else "one batch")
-    print(f"\nDecoding {num} sentences ({batching}), {args.out_len} output tokens each, {device} ({threads} threads)\n")
-    print("| case | beam | sentences/s | target tokens/s | peak memory (MB) |")
-    print("|---|---|---|---|---|")
-    for r in results:
-        print(f"| {r['case']} | {r['beam']} | {r['sentences_per_sec']:.2f} | {r['tokens_per_sec']:.0f} | "
-              f"{r['peak_memory_mb']:.0f} |")
-    print()
-    for k, v in ratios.items():
-        rounds = ", ".join(f"{x:.2f}" for x in spreads[k]["per_round"])
-        print(f"{k}: {v:.2f}x" + (f"   (per round: {rounds})" if args.rounds > 1 else ""))
+    print_table(results, ratios, spreads, f"Decoding {num} sentences ({batching}), {args.out_len} output tokens each, "
+                f"{device} ({threads} threads)", args.rounds)
     settings = {"cases": cases, "sentences": num, "max_tokens": args.max_tokens, "out_len": args.out_len,
-                "repeats": repeats, "rounds": args.rounds,
-                "threads": threads, "quick": args.quick, "size": args.size, **MODEL_SIZES[args.size], **environment(device)}
+                "repeats": repeats, "rounds": args.rounds, "threads": threads, "quick": args.quick, "size": args.size,
+                **MODEL_SIZES[args.size], **environment(device)}
     return write_results(args.output, settings, results, ratios, spreads, requested=cases)
 
 

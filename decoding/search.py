@@ -145,8 +145,8 @@ def greedy_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, 
 
 
 @torch.no_grad()
-def beam_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, beam_size: int = 5, max_len_a: float = 1.5,
-                max_len_b: int = 10, penalty: str = "wu", alpha: float = 0.6, nbest: int = 1,
+def beam_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, beam_size: int = 5,
+                max_len_a: float = 1.5, max_len_b: int = 10, penalty: str = "wu", alpha: float = 0.6, nbest: int = 1,
                 max_len_cap: Optional[int] = None, min_len: int = 0,
                 no_repeat_ngram: int = 0) -> list[list[Hypothesis]]:
     """Batched beam search; returns the `nbest` hypotheses per sentence, best first.
@@ -170,10 +170,8 @@ def beam_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, be
     cache = model.new_cache(capacity=int(limits_all.max()))
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     banned = tuple(sorted({pad, bos} - {eos}))
-    cand_order = torch.arange(2 * k, device=device)
 
     for step in range(int(limits_all.max())):
-        n = active.numel()
         # The first step decodes one row per sentence (its beams are all BOS); then one per beam.
         rows_per = 1 if step == 0 else k
         decoded = tokens if rows_per == k else tokens[::k]  # [n * rows_per, step + 1]
@@ -181,29 +179,9 @@ def beam_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, be
         logits = model.decode_step(decoded[:, -1:], enc, cache, offset=step)  # [n * rows_per, vocab]
         logp = _mask_specials(_log_probs(logits), step, limits, eos, banned, min_len)
         _ban_repeated_ngrams(logp, decoded, no_repeat_ngram)
-        vocab = logp.size(-1)
-        if rows_per == k:  # add each beam's score in place (logp is not needed afterwards)
-            cand = logp.view(n, k, vocab).add_(beam_scores[:, :, None]).view(n, k * vocab)  # [n, beam * vocab]
-        else:
-            cand = (beam_scores[:, :, None] + logp.view(n, rows_per, vocab)).view(n, k * vocab)
-        top_scores, top_idx = cand.topk(min(2 * k, k * vocab), dim=1)  # [n, 2 * beam]
-        top_beam, top_tok = top_idx // vocab, top_idx % vocab  # [n, 2 * beam]
-        is_eos = top_tok.eq(eos) | top_scores.isneginf()
-
-        # Finish EOS candidates that rank among the top `beam` of their sentence.
-        for i, j in (top_tok[:, :k].eq(eos) & top_scores[:, :k].isfinite()).nonzero().tolist():
-            sid = int(active[i])
-            if len(finished[sid]) < k:
-                seq = tokens[i * k + int(top_beam[i, j]), 1:].tolist()
-                raw = float(top_scores[i, j])
-                finished[sid].append(Hypothesis(seq, raw, float(length_penalty(raw, step + 1, penalty, alpha))))
-
-        # The best `beam` non-EOS candidates continue.
-        order = (is_eos.long() * (2 * k) + cand_order[: is_eos.size(1)]).argsort(dim=1)[:, :k]  # [n, beam]
-        # A slot that still holds an EOS (or an impossible) candidate is a dead beam: never extended.
-        next_scores = top_scores.gather(1, order).masked_fill(is_eos.gather(1, order), float("-inf"))  # [n, beam]
-        next_beam = top_beam.gather(1, order)
-        next_tok = top_tok.gather(1, order)
+        top = _top_candidates(logp, beam_scores, rows_per)
+        _finish_eos_candidates(finished, active, tokens, top, eos, step, penalty, alpha)
+        next_scores, next_beam, next_tok = _continuations(top, eos, k)
 
         done = torch.tensor([len(finished[int(s)]) >= k for s in active], device=device)
         done |= limits_all[active].le(step + 1) | next_scores[:, 0].isneginf()
@@ -211,22 +189,63 @@ def beam_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, be
         if keep.numel() == 0:
             break
         rows = (keep[:, None] * k + next_beam[keep]).view(-1)  # [n_keep * beam] rows of the current batch
-        tokens = torch.cat([tokens.index_select(0, rows), next_tok[keep].view(-1, 1)], dim=1)  # [n_keep * beam, step + 2]
+        tokens = torch.cat([tokens.index_select(0, rows), next_tok[keep].view(-1, 1)], dim=1)  # [n_keep * beam, +1]
         beam_scores = next_scores[keep]
-        # Beams reordered within their sentences: the cross-attention cache stays as it is;
-        # finished sentences leave the batch, with their encoder rows.
-        cache_rows = rows if rows_per == k else keep.repeat_interleave(k)  # rows of the decoded batch
-        memory_index = keep if keep.numel() < n else None
-        model.reorder_cache(cache, cache_rows, memory_index, groups=None if rows_per == k else k)
-        if memory_index is not None:
-            enc = enc.index_select(keep)
+        enc = _reorder(model, cache, enc, keep, rows, rows_per, k)
         active = active[keep]
 
-    results = []
-    for hyps in finished:
-        hyps.sort(key=lambda h: h.normalized_score, reverse=True)
-        results.append(hyps[:nbest])
-    return results
+    return [sorted(hyps, key=lambda h: h.normalized_score, reverse=True)[:nbest] for hyps in finished]
+
+
+def _top_candidates(logp: Tensor, beam_scores: Tensor, rows_per: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The top `2 * beam` continuations of each sentence, from the step's log-probabilities `logp`
+    `[n * rows_per, vocab]` and the beams' scores `[n, beam]`: their scores, the beam each extends and
+    its token, each `[n, 2 * beam]`."""
+    n, k = beam_scores.shape
+    vocab = logp.size(-1)
+    if rows_per == k:  # add each beam's score in place (logp is not needed afterwards)
+        cand = logp.view(n, k, vocab).add_(beam_scores[:, :, None]).view(n, k * vocab)  # [n, beam * vocab]
+    else:
+        cand = (beam_scores[:, :, None] + logp.view(n, rows_per, vocab)).view(n, k * vocab)
+    top_scores, top_idx = cand.topk(min(2 * k, k * vocab), dim=1)  # [n, 2 * beam]
+    return top_scores, top_idx // vocab, top_idx % vocab
+
+
+def _finish_eos_candidates(finished: list[list[Hypothesis]], active: Tensor, tokens: Tensor,
+                           top: tuple[Tensor, Tensor, Tensor], eos: int, step: int, penalty: str,
+                           alpha: float) -> None:
+    """Finish the EOS candidates that rank among the top `beam` of their sentence (up to `beam`
+    finished hypotheses per sentence). tokens: the beams' prefixes `[n * beam, step + 1]`."""
+    top_scores, top_beam, top_tok = top
+    k = tokens.size(0) // active.numel()
+    for i, j in (top_tok[:, :k].eq(eos) & top_scores[:, :k].isfinite()).nonzero().tolist():
+        sid = int(active[i])
+        if len(finished[sid]) < k:
+            seq = tokens[i * k + int(top_beam[i, j]), 1:].tolist()
+            raw = float(top_scores[i, j])
+            finished[sid].append(Hypothesis(seq, raw, float(length_penalty(raw, step + 1, penalty, alpha))))
+
+
+def _continuations(top: tuple[Tensor, Tensor, Tensor], eos: int, k: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The best `k` non-EOS candidates of each sentence: scores, beams and tokens `[n, k]`. A slot that
+    still holds an EOS (or an impossible) candidate is a dead beam, -inf, never extended."""
+    top_scores, top_beam, top_tok = top
+    is_eos = top_tok.eq(eos) | top_scores.isneginf()
+    cand_order = torch.arange(is_eos.size(1), device=is_eos.device)
+    order = (is_eos.long() * (2 * k) + cand_order).argsort(dim=1)[:, :k]  # [n, k]
+    next_scores = top_scores.gather(1, order).masked_fill(is_eos.gather(1, order), float("-inf"))
+    return next_scores, top_beam.gather(1, order), top_tok.gather(1, order)
+
+
+def _reorder(model: Searchable, cache: Any, enc: EncoderState, keep: Tensor, rows: Tensor, rows_per: int,
+             k: int) -> EncoderState:
+    """Reorder the cache for the continuing beams `rows` of the kept sentences `keep`; returns the
+    encoder output of the kept sentences. Beams reordered within their sentences leave the
+    cross-attention cache as it is; finished sentences leave the batch, with their encoder rows."""
+    cache_rows = rows if rows_per == k else keep.repeat_interleave(k)  # rows of the decoded batch
+    memory_index = keep if keep.numel() < enc.src_mask.size(0) else None
+    model.reorder_cache(cache, cache_rows, memory_index, groups=None if rows_per == k else k)
+    return enc if memory_index is None else enc.index_select(keep)
 
 
 class FullPrefixDecoder:
