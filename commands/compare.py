@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from commands.cli import command_parser, parse_command
-from evaluation.comparison_plots import write_plots
+from evaluation.comparison_plots import PLOT_SUFFIXES, write_plots
 from evaluation.degradation import degradation_table
 from evaluation.findings import compute_findings, findings_markdown
 from evaluation.headline import headline_markdown
@@ -51,8 +51,7 @@ from utils.files import atomic_write_text, check_target
 def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(__doc__, output="path prefix: writes <prefix>.md, .csv, .json, <prefix>_findings.md/.json, "
                                             "<prefix>_headline.md (the result sentences) and <prefix>_*.png plots",
-                            overwrite="files at --output that are not an earlier summary of compare.py "
-                                      "(its own earlier summary with the same prefix is replaced without asking)")
+                            overwrite="the summary files and plots at --output")
     parser.add_argument("runs", nargs="+", help="run folders or glob patterns (quote them)")
     parser.add_argument("--baseline", metavar="NAME_OR_ENCODING",
                         help="configuration the others are tested against: a config label or an encoding "
@@ -140,10 +139,8 @@ def write_reports(out: Path, table: str, groups: list[dict], baseline: dict, fin
         texts[named(out, "_findings.md")] = findings_markdown(findings) + "\n"
         texts[named(out, "_findings.json")] = json.dumps(findings, indent=2) + "\n"
         texts[named(out, "_headline.md")] = headline_markdown(findings) + "\n"
-    # its own earlier summary (the same prefix) is replaced; anything else needs --overwrite
-    own = is_compare_report(named(out, ".json"))
-    for path in texts:
-        check_target(path, "--output", overwrite=overwrite or own)
+    for path in [*texts, *(named(out, suffix) for suffix in PLOT_SUFFIXES)]:  # an earlier summary: --overwrite
+        check_target(path, "--output", overwrite=overwrite)
     for path, text in texts.items():
         atomic_write_text(path, text)
     return list(texts) + write_plots(groups, out)
@@ -167,12 +164,3 @@ def output_prefix(text: str) -> Path:
 
 def named(prefix: Path, suffix: str) -> Path:
     return prefix.with_name(prefix.name + suffix)
-
-
-def is_compare_report(path: Path) -> bool:
-    """An earlier summary of compare.py (its JSON), which a new one with the same prefix may replace."""
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(report, dict) and {"baseline", "significance", "groups"} <= set(report)

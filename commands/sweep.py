@@ -243,7 +243,7 @@ def settle(settled: list[Outcome], planned: int, serial: bool, output: Optional[
         return EXIT_INTERRUPTED
     scored = [o.run_dir for o in settled if o.status == "scored"]
     if scored and len(scored) == planned - sum(o.status == "left_alone" for o in settled):
-        rc = compare(scored, output=output, family=family)
+        rc = compare(scored, output=output, family=family, overwrite=True)  # the sweep's own summary
         if rc:
             return rc
     elif scored:

@@ -56,6 +56,9 @@ def panels_by_kind(groups: list[dict]) -> list[tuple[str, list[int]]]:
     return [(k, [i for i, x in enumerate(kinds) if x == k]) for k in KINDS if k in kinds]
 
 
+PLOT_SUFFIXES = ("_bleu.png", "_length_buckets.png", "_concat.png", "_teacher_forced.png", "_curves.png")
+
+
 def _pyplot():
     import matplotlib
     matplotlib.use("Agg")
@@ -69,9 +72,8 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
     plt = _pyplot()
     styles = group_styles(groups)
     written = []
-    for suffix, figure in (("_bleu.png", bleu_figure), ("_length_buckets.png", length_buckets_figure),
-                           ("_concat.png", concat_figure), ("_teacher_forced.png", teacher_forced_figure),
-                           ("_curves.png", curves_figure)):
+    for suffix, figure in zip(PLOT_SUFFIXES, (bleu_figure, length_buckets_figure, concat_figure,
+                                              teacher_forced_figure, curves_figure)):
         fig = figure(groups, styles)
         if fig is None:
             continue

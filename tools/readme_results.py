@@ -193,7 +193,7 @@ def recompute(out_root: Path) -> None:
         out = out_root / prefix
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):  # the tables are in the files; print only progress
-            rc = compare([runs], output=str(out), baseline=baseline, family=family)
+            rc = compare([runs], output=str(out), baseline=baseline, family=family, overwrite=True)
         if rc != 0:
             raise SystemExit(f"error: compare.py {runs} --output {out} failed")
         print(f"compare.py {runs} --output {out}: done")
