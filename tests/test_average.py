@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from commands import average
-from helpers import run
+from in_process import run_in_process as run
 from training.checkpoint import read_checkpoint
 
 

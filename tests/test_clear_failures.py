@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CONFIG, ROOT, one_error_line, run, tiny_overrides, torchrun, train, write_parquet_dir
+from helpers import CONFIG, ROOT, one_error_line, tiny_overrides, torchrun, train, write_parquet_dir
+from in_process import run_in_process as run  # real subprocesses only for stdin and torchrun
 from utils.config import ConfigError, load_config
 
 LATIN1 = "Très bien, merci.\n".encode("latin-1")

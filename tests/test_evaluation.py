@@ -11,7 +11,8 @@ import torch
 
 from data.concat import concat_groups, join_pairs
 from data.parallel_text import read_line_aligned_documents as read_pairs_with_documents
-from helpers import run, tiny_model
+from helpers import tiny_model
+from in_process import run_in_process as run
 from utils.config import ExperimentConfig
 
 FIX = Path(__file__).parent / "fixtures"

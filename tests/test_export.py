@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import one_error_line, run
+from helpers import one_error_line
+from in_process import run_in_process as run
 
 SENTENCES = ["Bonjour !", "Je ne sais pas ce que tu veux dire.", "Où est la gare ?", ""]
 

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from commands import inference
-from helpers import ROOT, one_error_line, run
+from helpers import ROOT, one_error_line
+from helpers import run as run_subprocess
+from in_process import run_in_process as run  # a real process only where stdin is read
 
 SENTENCES = ["Bonjour !", "Je ne sais pas.", "Où est la gare ?"]
 
@@ -54,8 +56,8 @@ def test_the_length_limit_flags_bound_the_output(trained_run: Path, capsys) -> N
 
 def test_piped_input_lenpen_and_output_file(trained_run: Path, tmp_path: Path) -> None:
     """The README's piped use: inference.py --run R --lenpen 0.6 --output out.txt < in.txt."""
-    proc = run(["inference.py", "--run", str(trained_run), "--lenpen", "0.6", "--output", str(tmp_path / "out.txt")],
-               stdin="".join(s + "\n" for s in SENTENCES))
+    proc = run_subprocess(["inference.py", "--run", str(trained_run), "--lenpen", "0.6", "--output",
+                           str(tmp_path / "out.txt")], stdin="".join(s + "\n" for s in SENTENCES))
     assert proc.returncode == 0 and proc.stdout == "", proc.stderr[-2000:]
     written = (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()
     direct = run(["inference.py", "--run", str(trained_run), "--lenpen", "0.6", "--src_text", *SENTENCES])

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from commands.sweep_job import overrides_for_testing
-from helpers import one_error_line, run
+from helpers import one_error_line
+from in_process import run_in_process as run
 from models import POSITIONAL_ENCODINGS
 from utils.config_schema import ROLES
 from utils.key_roles import changeable_keys, flag_settings, hparam_keys, may_change, option_role, schema_roles

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import one_error_line, run
+from helpers import one_error_line
+from in_process import run_in_process as run
 from tokenizer import PretrainedTokenizer, TokenizerError, load_or_train_tokenizer, tokenizer_from_state_dict
 from utils.config import TokenizerConfig
 
@@ -143,7 +144,8 @@ def train_with(tokenizer_dir: Path, tmp_path: Path, *sets: str):
             "tokenizer.type=pretrained", f"tokenizer.name={tokenizer_dir}",
             "model.d_model=16", "model.num_heads=2", "model.ffn_dim=32", "model.num_encoder_layers=1",
             "model.num_decoder_layers=1", "training.max_steps=2", "training.validate_every_steps=2",
-            "training.max_tokens=200", "training.bleu_sentences=2", "training.num_threads=1", *sets]
+            "training.max_tokens=200", "training.bleu_sentences=2", "training.num_threads=1",
+            "training.tensorboard_images_every=0", *sets]
     return run(["train.py", "--config", "configs/demo/sinusoidal.yaml", *[x for s in sets for x in ("--set", s)]])
 
 

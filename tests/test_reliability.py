@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, final_params, losses, read_jsonl, run, tiny_overrides
+from helpers import ROOT, final_params, losses, read_jsonl, tiny_overrides
+from in_process import run_in_process as run  # a subprocess only where a signal is sent
 
 
 def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path: Path) -> None:

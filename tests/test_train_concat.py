@@ -8,7 +8,8 @@ import pytest
 
 from data.concat import ConcatPairDataset, plan_train_concat
 from data.pipeline import Collator, EncodedSplit, EpochBatchSampler
-from helpers import final_params, losses, run, tiny_overrides
+from helpers import final_params, losses, tiny_overrides
+from in_process import run_in_process as run
 
 
 def _split(n: int = 300, seed: int = 0) -> EncodedSplit:
