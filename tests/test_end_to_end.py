@@ -1,17 +1,23 @@
 """A tiny run through the real command-line entry points: train -> checkpoint -> resume -> test -> translate.
 
-Uses the shipped corpus capped to a few hundred pairs and a very small model, so the whole
-module takes well under a minute on 2 cores.
+Uses a sample of the shipped corpus capped to a few hundred pairs and a very small model; the
+commands run in this process (tests/in_process.py), except where a real interpreter is the point:
+piped stdin, and every script's `--help` as `python SCRIPT` runs it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, read_jsonl, run, tiny_overrides
+from helpers import ROOT, read_jsonl, tiny_overrides
+from helpers import run as run_subprocess
+from in_process import run_in_process as run
 
 def test_train_writes_a_complete_run_folder(trained_run: Path) -> None:
     assert (trained_run / "config.yaml").is_file()
@@ -99,8 +105,8 @@ def test_inference_needs_only_the_checkpoint(trained_run: Path, tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.split("\n")
     assert len(lines) == 4 and lines[2] == "" and lines[3] == ""  # 3 translations; the empty input stays empty
-    nbest = run([str(ROOT / "inference.py"), "--model_path", str(ckpt), "--nbest", "2"], cwd=tmp_path,
-                stdin="Je t'aime.\n")
+    nbest = run_subprocess([str(ROOT / "inference.py"), "--model_path", str(ckpt), "--nbest", "2"], cwd=tmp_path,
+                           stdin="Je t'aime.\n")
     assert nbest.returncode == 0, nbest.stderr[-3000:]
     rows = [line.split("\t") for line in nbest.stdout.splitlines()]
     assert len(rows) == 2 and all(r[0] == "0" for r in rows)
@@ -116,7 +122,23 @@ def test_config_and_checkpoint_mismatch_is_a_clear_error(trained_run: Path) -> N
 
 
 def test_every_command_has_help() -> None:
-    for script in ("train.py", "test.py", "inference.py", "compare.py", "sweep.py", "export.py", "average.py",
-                   "visualize.py"):
-        proc = run([script, "--help"])
-        assert proc.returncode == 0 and "usage:" in proc.stdout, script
+    """Each script run as `python SCRIPT --help` runs it (as __main__, its folder first on sys.path),
+    the eight one after another in one fresh interpreter (one torch import, not eight)."""
+    scripts = ("train.py", "test.py", "inference.py", "compare.py", "sweep.py", "export.py", "average.py",
+               "visualize.py")
+    code = ("import runpy, sys\n"
+            "for script in sys.argv[1:]:\n"
+            "    print(f'==== {script}', flush=True)\n"
+            "    sys.argv = [script, '--help']\n"
+            "    try:\n"
+            "        runpy.run_path(script, run_name='__main__')\n"
+            "    except SystemExit as e:\n"
+            "        print(f'==== exit {e.code!r}', flush=True)\n")
+    proc = subprocess.run([sys.executable, "-c", code, *scripts], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    outputs = proc.stdout.split("==== ")[1:]
+    assert len(outputs) == 2 * len(scripts), proc.stdout[-3000:]
+    for script, (start, end) in zip(scripts, zip(outputs[::2], outputs[1::2])):
+        assert start.startswith(script) and "usage:" in start, (script, start[:500])
+        assert end.strip() in ("exit 0", "exit None"), (script, end)
