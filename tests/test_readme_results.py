@@ -1,6 +1,8 @@
-"""The README's results are compare.py's output, verbatim: every generated block equals the
-committed file it names (results/<study>/*summary*.md), and the blocks cover every study. That the
-committed files equal what compare.py writes from the runs now is `make results-check` (slow)."""
+"""The results in the README and in each study's page (results/<study>/README.md) are compare.py's
+output, verbatim: every generated block equals the committed file it names, every study's tables,
+findings and result sentences have their blocks, and no line of result text outside the blocks
+states a figure or a verdict. That the committed files equal what compare.py writes from the runs
+now is `make results-check` (slow)."""
 
 from __future__ import annotations
 
@@ -14,23 +16,57 @@ spec = importlib.util.spec_from_file_location("readme_results", ROOT / "tools" /
 readme_results = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(readme_results)
 
-
-def test_readme_results_equal_the_committed_tables_and_findings() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert readme_results.stale_blocks(readme) == []
-    files = {f for f, _ in readme_results.blocks(readme)}
-    for prefix, *_ in readme_results.STUDIES:  # every study's findings are in the README
-        assert f"{prefix}_findings.md" in files, prefix
-    for name in ("demo", "length", "report/length"):
-        assert f"results/{name}/summary.md" in files
+DEMO_PAGE = "results/demo/README.md"
 
 
-def test_an_edited_readme_cell_is_caught() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    row = next(line for line in readme.splitlines() if line.startswith("| demo/rope | rope | 5 |"))
-    edited = readme.replace(row, row.replace(" 5/5 |", " 4/5 |"), 1)
-    assert edited != readme and len(readme_results.stale_blocks(edited)) == 1
-    assert readme_results.stale_blocks(readme_results.render(edited)) == []
+def text(name: str) -> str:
+    return (ROOT / name).read_text(encoding="utf-8")
+
+
+def texts() -> dict[str, str]:
+    return {name: text(name) for name in readme_results.RESULT_TEXT}
+
+
+def test_the_results_check_passes() -> None:
+    """What `tools/readme_results.py check` fails on, all at once."""
+    assert readme_results.check() == []
+
+
+def test_every_block_equals_its_committed_file_and_every_study_has_its_blocks() -> None:
+    for name in readme_results.DOCUMENTS:
+        assert readme_results.stale_blocks(text(name), name=name) == [], name
+    assert readme_results.missing_blocks(texts()) == []
+    pages = {f: page for page in readme_results.PAGES for f, _ in readme_results.blocks(text(page))}
+    for prefix, *_ in readme_results.STUDIES:  # every study's findings are in a page
+        assert f"{prefix}_findings.md" in pages, prefix
+    for name in ("demo", "length", "report/length"):  # its tables in its own page, its sentences in the README
+        assert pages[f"results/{name}/summary.md"] == f"results/{name}/README.md"
+        assert f"results/{name}/summary_headline.md" in {f for f, _ in readme_results.blocks(text("README.md"))}
+
+
+def test_an_edited_cell_is_caught() -> None:
+    page = text(DEMO_PAGE)
+    row = next(line for line in page.splitlines() if line.startswith("| demo/rope | rope | 5 |"))
+    edited = page.replace(row, row.replace(" 5/5 |", " 4/5 |"), 1)
+    assert edited != page and len(readme_results.stale_blocks(edited, name=DEMO_PAGE)) == 1
+    assert readme_results.stale_blocks(readme_results.render(edited), name=DEMO_PAGE) == []
+
+
+def test_a_missing_block_or_link_is_caught() -> None:
+    docs = texts()
+    readme = docs["README.md"]
+    block = re.search(r"<!-- generated from results/length/summary_headline\.md.*?<!-- end of \S+ -->", readme, re.DOTALL)
+    assert readme_results.missing_blocks({**docs, "README.md": readme.replace(block[0], "")}) == [
+        "README.md has no block of results/length/summary_headline.md"]
+    unlinked = readme.replace("](results/length/README.md)", "](results/README.md)")
+    assert readme_results.missing_blocks({**docs, "README.md": unlinked}) == [
+        "README.md does not link to results/length/README.md"]
+    page = docs[DEMO_PAGE]
+    findings = re.search(r"<!-- generated from results/demo/summary_findings\.md.*?<!-- end of \S+ -->", page, re.DOTALL)
+    assert readme_results.missing_blocks({**docs, DEMO_PAGE: page.replace(findings[0], "")}) == [
+        f"{DEMO_PAGE} has no block of results/demo/summary_findings.md"]
+    assert readme_results.broken_links(DEMO_PAGE, page.replace("](summary_bleu.png)", "](summary_blue.png)")) == [
+        f"{DEMO_PAGE} links to summary_blue.png, which does not exist"]
 
 
 def test_committed_findings_agree_with_their_tables() -> None:
@@ -45,65 +81,23 @@ def test_committed_findings_agree_with_their_tables() -> None:
                 assert g["p_value"] == test_rows[g["label"]]["p_value"], (prefix, g["label"])
 
 
-# What the results sections may say outside generated blocks: method only. A metric figure (a decimal
-# number or a signed one) or a verdict word there is a hand-written result, unless the line is one of
-# these method sentences (data facts, settings, definitions), matched by a fragment of the line.
-VERDICT_WORDS = re.compile(r"\b(significant|ahead|behind|every seed)\b", re.IGNORECASE)
-FIGURE = re.compile(r"(?<![\w.])[+−±]\s?\d|(?<![\w.-])\d+\.\d+(?![\w.])")
-METHOD_LINES = (
-    "Student's t with n − 1 degrees of freedom",
-    "only when it is declared, its Holm-adjusted p is below 0.05",   # the rule itself
-    "worded as a direction only when it is declared",
-    "difference lies beyond the tie margin (0.1 BLEU, 0.01 nats)",
-    "(0.05 nats) effect would need",
-    "the smallest effect its seeds can see (80% power",
-    "assumes independent, roughly normal seed effects (Dror et al., ACL 2018",
-    "what may be called a direction",
-    "**What may be called a direction.**",
-    "a high peak learning rate (2e-3)",
-    "length-bucketed 1,500-token batches (0.1% padding)",
-    "pre-norm, tied",
-    "The demo model (1.95M parameters)",
-    "`configs/length/` trains the demo model (d_model 128, 2+2 layers, 1.95M parameters",
-    "48.2M parameters (48.5M with the learnable table)",
-    "rate 7e-4, 800 updates",
-    "runs trained side by side (`nvidia-smi`: 100% busy, 83 GB): all ten trained and tested in 5.7",
-)
-
-
-def results_section_lines(readme: str) -> list[tuple[int, str]]:
-    """(line number, text) of the README's results section outside generated blocks, code blocks,
-    tables, images and HTML."""
-    lines = readme.splitlines()
-    start = lines.index("## Results")
-    end = lines.index("## Commands")
-    out, generated, code = [], False, False
-    for number in range(start, end):
-        line = lines[number]
-        if line.startswith("<!-- generated from"):
-            generated = True
-        if line.startswith("```"):
-            code = not code
-            continue
-        if not (generated or code or line.startswith(("|", "![", "<"))):
-            out.append((number + 1, line))
-        if line.startswith("<!-- end of"):
-            generated = False
-    return out
-
-
-def hand_written_results(readme: str) -> list[str]:
-    return [f"README.md:{n}: {line}" for n, line in results_section_lines(readme)
-            if (VERDICT_WORDS.search(line) or FIGURE.search(line)) and not any(m in line for m in METHOD_LINES)]
-
-
 def test_no_hand_written_result_outside_the_generated_blocks() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert hand_written_results(readme) == []
-    # the check sees a figure or a verdict typed into the prose, and an edited generated sentence
-    prose = next(line for _, line in results_section_lines(readme) if line.startswith("Three studies."))
-    for typed in ("RoPE is ahead of sinusoidal.", "RoPE gains +0.68 BLEU.", "a gap of 0.68 BLEU"):
-        assert hand_written_results(readme.replace(prose, f"{prose} {typed}", 1)), typed
+    for name, doc in texts().items():
+        assert readme_results.hand_written_results(doc, name) == [], name
+    # the check sees a figure or a verdict typed into the README's results prose, a study page's
+    # method text or the results index, and an edited generated sentence
+    for name, first in (("README.md", "Three studies, archived in"), (DEMO_PAGE, "The demo trains on all source"),
+                        ("results/README.md", "The question is about encodings")):
+        doc = text(name)
+        prose = next(line for _, line in readme_results.result_lines(name, doc) if line.startswith(first))
+        for typed in ("RoPE is ahead of sinusoidal.", "RoPE gains +0.68 BLEU.", "a gap of 0.68 BLEU"):
+            assert readme_results.hand_written_results(doc.replace(prose, f"{prose} {typed}", 1), name), (name, typed)
+    readme = text("README.md")
     bullet = next(line for line in readme.splitlines() if line.startswith("- `demo/rope` against"))
     edited = readme.replace(bullet, re.sub(r"\d\.\d\d", "9.99", bullet, count=1), 1)
     assert edited != readme and readme_results.stale_blocks(edited)
+    # in the README the guard reads the results section only (elsewhere figures are settings, benchmarks)
+    lines = readme.splitlines()
+    start = lines.index("## Results") + 1
+    end = next(n for n in range(start, len(lines)) if lines[n].startswith("## ")) + 1
+    assert {n for n, _ in readme_results.result_lines("README.md", readme)} <= set(range(start, end))

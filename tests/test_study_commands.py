@@ -1,11 +1,12 @@
 """Each archived study reproduces from a committed config: for every run folder in results/, a
-command the README gives in its results section (a `make` target, expanded by `make -n`, or a
-`python sweep.py` line) produces that run folder through sweep.py's own run expansion, with a
+command its study page gives (results/<study>/README.md: a `make` target, expanded by `make -n`, or
+a `python sweep.py` line) produces that run folder through sweep.py's own run expansion, with a
 configuration equal to the archived config.yaml in experiment keys (utils/key_roles.py)."""
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import json
 import os
 import re
@@ -20,17 +21,22 @@ from helpers import ROOT
 from utils.config import flatten, load_config, to_dict
 from utils.key_roles import configuration_settings
 
+spec = importlib.util.spec_from_file_location("readme_results", ROOT / "tools" / "readme_results.py")
+readme_results = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(readme_results)
+
 
 def readme_commands() -> list[str]:
-    """The `make ...` and `python sweep.py ...` lines of the code blocks in the README's results section."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Results"):readme.index("## Commands")]
+    """The `make ...` and `python sweep.py ...` lines of the code blocks of the study pages (the
+    pages tools/readme_results.py keeps: results/<study>/README.md)."""
     commands = []
-    for block in re.findall(r"```bash\n(.*?)```", section, re.DOTALL):
-        for line in block.replace("\\\n", " ").splitlines():
-            line = line.split("#")[0].strip()
-            if line.startswith(("make ", "python sweep.py")):
-                commands.append(line)
+    for page in readme_results.PAGES:
+        text = (ROOT / page).read_text(encoding="utf-8")
+        for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = line.split("#")[0].strip()
+                if line.startswith(("make ", "python sweep.py")):
+                    commands.append(line)
     return commands
 
 
@@ -85,4 +91,4 @@ def test_every_archived_run_comes_from_a_readme_command(produced):
         if archived != produced[folder]:
             keys = sorted(k for k in {*archived, *produced[folder]} if archived.get(k) != produced[folder].get(k))
             differ.append(f"{folder}: {', '.join(keys[:5])}")
-    assert missing == [] and differ == [], json.dumps({"no README command": missing, "differs": differ}, indent=1)
+    assert missing == [] and differ == [], json.dumps({"no study page command": missing, "differs": differ}, indent=1)
