@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from commands import launchers
 from commands.launchers import LaunchOptions, gpu_slots, minutes, run_local
-from commands.sweep_job import Outcome
+from launcher_jobs import Fails, VisibleDevices
 from utils.config import ConfigError
 
 
@@ -36,22 +37,13 @@ def test_a_malformed_time_limit_is_named(text: str) -> None:
         minutes(text)
 
 
-class VisibleDevices:
-    """A job that reports the GPUs it was given (and stays a moment, so the four overlap)."""
-
-    def __call__(self) -> Outcome:
-        import time
-
-        time.sleep(1.0)
-        return Outcome(os.environ.get("CUDA_VISIBLE_DEVICES", "unset"), "scored")
-
-
 def test_local_jobs_get_their_slot_of_gpus(tmp_path: Path, monkeypatch) -> None:
     """On a machine with 2 GPUs, --runs_per_gpu 2: four jobs at once, two on each GPU; the indices
     are those this process sees (CUDA_VISIBLE_DEVICES=2,3: GPUs 2 and 3)."""
     import torch
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(launchers, "POLL_SECONDS", 0.1)  # (how often the launcher looks: not what is tested)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1])]))
     options = LaunchOptions(launcher="local", log_dir=tmp_path, gpus_per_run=1, runs_per_gpu=2)
@@ -62,15 +54,11 @@ def test_local_jobs_get_their_slot_of_gpus(tmp_path: Path, monkeypatch) -> None:
     assert sorted(o.run_dir for o in outcomes) == ["2", "3"]
 
 
-class Fails:
-    def __call__(self):
-        raise FileExistsError("runs/x/config.yaml exists")
-
-
 def test_a_job_that_raised_is_failed_not_interrupted(tmp_path: Path, monkeypatch) -> None:
     """A job whose code raised is reported as failed, naming the error (a job that ended without a
     result is the interrupted one)."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1])]))
+    monkeypatch.setattr(launchers, "POLL_SECONDS", 0.1)
     (outcome,) = run_local([Fails()], ["runs/x"], LaunchOptions(launcher="local", log_dir=tmp_path, gpus_per_run=0))
     assert outcome.status == "failed" and "FileExistsError: runs/x/config.yaml exists" in outcome.message
 
