@@ -138,7 +138,7 @@ class Seq2SeqTransformer(nn.Module):
                 nn.init.xavier_uniform_(p)
             elif name.endswith(".bias") and "pe." not in name:  # an encoding's MLP (FIRE) keeps its own init
                 nn.init.zeros_(p)
-        for emb in {self.src_embed, self.tgt_embed}:
+        for emb in dict.fromkeys((self.src_embed, self.tgt_embed)):  # in this order (a set's follows addresses)
             nn.init.normal_(emb.weight, mean=0.0, std=self.d_model ** -0.5)
             with torch.no_grad():
                 emb.weight[self.pad_id].zero_()

@@ -526,3 +526,19 @@ def test_every_registered_encoding_forward_backward(name):
 def test_build_positional_encoding_rejects_unknown_name():
     with pytest.raises(ValueError, match="unknown positional encoding"):
         build_positional_encoding(PositionalConfig(name="no-such-encoding"), D_MODEL, HEADS, False)
+
+
+def test_separate_embeddings_are_initialised_in_a_fixed_order(monkeypatch) -> None:
+    """With share_embeddings false, the source table draws its initial values before the target's,
+    every time: the order once followed the objects' addresses (a set), so a seed did not fix it."""
+    from models import build_model
+
+    cfg = load_config("configs/demo/sinusoidal.yaml", ["model.share_embeddings=false", "model.d_model=16",
+                                                        "model.num_heads=2", "model.ffn_dim=16"]).model
+    order = []
+    real = torch.nn.init.normal_
+    monkeypatch.setattr(torch.nn.init, "normal_", lambda t, *a, **k: order.append(t.shape[0]) or real(t, *a, **k))
+    for _ in range(20):
+        order.clear()
+        model = build_model(cfg, 30, 40, PAD)
+        assert model.src_embed is not model.tgt_embed and order[-2:] == [30, 40]  # (after their constructors)
