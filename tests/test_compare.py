@@ -21,7 +21,7 @@ from commands import compare
 from evaluation import run_groups
 from evaluation.findings import format_p
 from commands.cli import main_guard
-from helpers import read_jsonl, run, tiny_overrides
+from helpers import read_jsonl, tiny_overrides
 
 CONFIGS = {"demo/sinusoidal": "configs/demo/sinusoidal.yaml", "demo/rope": "configs/demo/rope.yaml"}
 SEEDS = (1, 2)
@@ -42,10 +42,17 @@ def sweep_overrides(cache_dir: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory) -> Path:
+    """sweep.py in this process (tests/in_process.py); its four jobs are processes of their own, as
+    always with the local launcher, which looks at them every 0.1 s here instead of 2 s."""
+    from commands import launchers
+    from in_process import run_in_process
+
     base = tmp_path_factory.mktemp("sweep")
-    proc = run(["sweep.py", *CONFIGS.values(), "--seeds", *map(str, SEEDS), "--runs_root", str(base / "runs"),
-                *sweep_overrides(base / "cache"), "--output", str(base / "summary"), *VARIANT,
-                "--launcher", "local", "--parallel", "2"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(launchers, "POLL_SECONDS", 0.1)
+        proc = run_in_process(["sweep.py", *CONFIGS.values(), "--seeds", *map(str, SEEDS),
+                               "--runs_root", str(base / "runs"), *sweep_overrides(base / "cache"),
+                               "--output", str(base / "summary"), *VARIANT, "--launcher", "local", "--parallel", "2"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     (base / "stdout.txt").write_text(proc.stdout)
     return base
