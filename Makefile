@@ -22,7 +22,7 @@ SWEEP ?=
 # Each RoPE run also tested stretched at inference, no retraining (<run>/test_<name>/, rows of their own)
 LENGTH_VARIANTS := $(foreach s,linear ntk yarn,--variant $(s)4 model.positional.scaling=$(s) model.positional.scaling_factor=4)
 
-.PHONY: demo demo-seeds length length-headline archive results readme results-check test bench venv clean-demo
+.PHONY: demo demo-seeds length length-headline archive results readme results-check readme-check test bench venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +90,12 @@ readme: venv
 
 results-check: venv
 	$(PY) tools/readme_results.py check --recompute
+
+# Every command the README shows, run for real in a scratch copy of the project with tiny configs of the
+# same names; those marked (needs a GPU), (needs a SLURM cluster), (needs several nodes) parsed only
+# (tools/readme_check.py; several minutes on 2 cores)
+readme-check: venv
+	$(PY) tools/readme_check.py
 
 clean-demo:
 	rm -rf runs/demo
