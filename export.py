@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Export a trained model to a self-contained folder (safetensors, config, tokenizer, model card): `python export.py --help`.
+"""Export a trained model to a self-contained folder (safetensors, config, tokenizer, model card):
+`python export.py --help`.
 The command's flags and work: commands/export.py."""
 
 from commands.cli import main_guard

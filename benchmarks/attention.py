@@ -43,8 +43,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--beams", type=int, default=5, help="queries per sentence and head (default 5)")
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--head_dim", type=int, default=64)
-    p.add_argument("--lengths", type=int, nargs="+", default=[3, 10, 25, 50],
-                   help="decoded positions per beam for the self-attention shapes (default 3 10 25 50)")
+    p.add_argument(
+        "--lengths",
+        type=int,
+        nargs="+",
+        default=[3, 10, 25, 50],
+        help="decoded positions per beam for the self-attention shapes (default 3 10 25 50)",
+    )
     p.add_argument("--src_len", type=int, default=30, help="padded source length for the cross-attention shape")
     p.add_argument("--layers", type=int, default=6, help="key/value sets cycled through (default 6)")
     p.add_argument("--repeats", type=int, default=None, help="timed passes over the layers (default 20, quick 3)")
@@ -53,8 +58,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.repeats is None:
         args.repeats = 3 if args.quick else 20
-    if min(args.sentences, args.beams, args.heads, args.head_dim, args.layers, args.repeats, args.src_len) < 1 \
-            or min(args.lengths) < 1:
+    if (
+        min(args.sentences, args.beams, args.heads, args.head_dim, args.layers, args.repeats, args.src_len) < 1
+        or min(args.lengths) < 1
+    ):
         p.error("sizes, lengths and repeats must be positive")
     return args
 
@@ -96,7 +103,7 @@ def time_contender(fn, layers, mask, index, repeats: int) -> float:
 
 def contenders(head_dim: int, kernel_ok: bool) -> dict:
     """The attention implementations timed, by name: each `fn(q, k, v, mask, index)`."""
-    scale = head_dim ** -0.5
+    scale = head_dim**-0.5
 
     def kernel(q, k, v, mask, index):
         return cpu_kernel.attention(q, k, v, mask, scale)
@@ -133,8 +140,12 @@ def measure(args, runners: dict, kernel_ok: bool) -> list[dict]:
             runs = {name: fn for name, fn in runners.items() if name != "indexed" or index is not None}
             outputs = {name: fn(q, k, v, mask, index) for name, fn in runs.items()}
             reference = outputs["sdpa"]
-            row = {"shape": kind, "positions": length, "keys": k.size(2),
-                   "max_abs_diff": max(float((out - reference).abs().max()) for out in outputs.values())}
+            row = {
+                "shape": kind,
+                "positions": length,
+                "keys": k.size(2),
+                "max_abs_diff": max(float((out - reference).abs().max()) for out in outputs.values()),
+            }
             for name, fn in runs.items():
                 row[f"{name}_us"] = time_contender(fn, layers, mask, index, args.repeats)
             if kernel_ok:
@@ -147,17 +158,25 @@ def measure(args, runners: dict, kernel_ok: bool) -> list[dict]:
 
 
 def print_table(args, names: list[str], results: list[dict], kernel_ok: bool) -> None:
-    print(f"\nOne decoding step's attention: {args.sentences} sentences x {args.beams} queries x {args.heads} heads "
-          f"of {args.head_dim}, cpu ({args.threads} threads), microseconds per layer (median of {args.repeats})\n")
-    print("| shape | keys | " + " | ".join(f"{n} (us)" for n in names)
-          + (" | kernel / matmul | kernel / sdpa | indexed / kernel |" if kernel_ok else " |"))
+    print(
+        f"\nOne decoding step's attention: {args.sentences} sentences x {args.beams} queries x {args.heads} heads "
+        f"of {args.head_dim}, cpu ({args.threads} threads), microseconds per layer (median of {args.repeats})\n"
+    )
+    print(
+        "| shape | keys | "
+        + " | ".join(f"{n} (us)" for n in names)
+        + (" | kernel / matmul | kernel / sdpa | indexed / kernel |" if kernel_ok else " |")
+    )
     print("|---|---|" + "---|" * len(names) + ("---|---|---|" if kernel_ok else ""))
     for row in results:
         cells = [f"{row['shape']} ({row['positions']} pos.)", str(row["keys"])]
         cells += [f"{row[f'{n}_us']:.0f}" if f"{n}_us" in row else "-" for n in names]
         if kernel_ok:
-            cells += [f"{row['kernel_over_matmul']:.2f}x", f"{row['kernel_over_sdpa']:.2f}x",
-                      f"{row['indexed_over_kernel']:.2f}x" if "indexed_over_kernel" in row else "-"]
+            cells += [
+                f"{row['kernel_over_matmul']:.2f}x",
+                f"{row['kernel_over_sdpa']:.2f}x",
+                f"{row['indexed_over_kernel']:.2f}x" if "indexed_over_kernel" in row else "-",
+            ]
         print("| " + " | ".join(cells) + " |")
 
 
@@ -171,10 +190,13 @@ def main(argv=None) -> None:
     settings = {k: v for k, v in vars(args).items() if k != "output"}
     settings.update(environment("cpu"))
     settings["kernel"] = kernel_ok
-    summary = {"kernel_over_matmul": {f"{r['shape']}_{r['positions']}": r.get("kernel_over_matmul") for r in results},
-               "kernel_over_sdpa": {f"{r['shape']}_{r['positions']}": r.get("kernel_over_sdpa") for r in results},
-               "indexed_over_kernel": {f"{r['shape']}_{r['positions']}": r["indexed_over_kernel"] for r in results
-                                       if "indexed_over_kernel" in r}}
+    summary = {
+        "kernel_over_matmul": {f"{r['shape']}_{r['positions']}": r.get("kernel_over_matmul") for r in results},
+        "kernel_over_sdpa": {f"{r['shape']}_{r['positions']}": r.get("kernel_over_sdpa") for r in results},
+        "indexed_over_kernel": {
+            f"{r['shape']}_{r['positions']}": r["indexed_over_kernel"] for r in results if "indexed_over_kernel" in r
+        },
+    }
     write_results(args.output, settings, results, summary, {})
 
 

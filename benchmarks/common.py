@@ -16,19 +16,19 @@ import statistics
 from pathlib import Path
 from typing import Callable
 
-
 # Model sizes of the benchmark models. "report" is the original report's 6-layer model (the
 # figures in the README); "tiny" exists so that the test suite can run the scripts end to end.
 MODEL_SIZES = {
     "report": dict(d_model=512, num_heads=8, layers=6, ffn_dim=2048, vocab=8000),
     "tiny": dict(d_model=32, num_heads=2, layers=1, ffn_dim=64, vocab=500),
 }
-SIZE_HELP = ("model sizes: report = 6+6 layers, d_model 512, 8 heads, FFN 2048, 8k vocabulary (the README's figures); "
-             "tiny = a 1+1-layer d_model 32 model, only to check that the script runs")
+SIZE_HELP = (
+    "model sizes: report = 6+6 layers, d_model 512, 8 heads, FFN 2048, 8k vocabulary (the README's figures); "
+    "tiny = a 1+1-layer d_model 32 model, only to check that the script runs"
+)
 
 
-def run_rounds(cases: list[str], target: Callable, args: tuple, rounds: int, key: str,
-               unit: str) -> dict[str, dict]:
+def run_rounds(cases: list[str], target: Callable, args: tuple, rounds: int, key: str, unit: str) -> dict[str, dict]:
     """`target(case, *args, queue)` puts one result dict; returns per case the median-`key` result
     (the round whose `key` is the median, plus `rounds_<key>`: every round's value). A case whose
     process ends without a result is reported and left out. SIGTERM (a time limit's `timeout`) or
@@ -101,13 +101,18 @@ def environment(device: str) -> dict:
     import torch
     import transformers
 
-    return {"device": device, "device_name": torch.cuda.get_device_name() if device == "cuda" else None,
-            "torch": torch.__version__, "transformers": transformers.__version__,
-            "machine": platform.processor() or platform.machine()}
+    return {
+        "device": device,
+        "device_name": torch.cuda.get_device_name() if device == "cuda" else None,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "machine": platform.processor() or platform.machine(),
+    }
 
 
-def write_results(path, settings: dict, results: list[dict], summary: dict, spreads: dict,
-                  requested: list[str] | None = None) -> int:
+def write_results(
+    path, settings: dict, results: list[dict], summary: dict, spreads: dict, requested: list[str] | None = None
+) -> int:
     """The JSON results file: settings (+ environment), per-case results, headline figures and
     the per-round ratios behind them. With `requested` (the cases asked for), the ones that gave
     no result are listed as `failed_cases`; returns the exit code (1 if any failed)."""
@@ -117,8 +122,12 @@ def write_results(path, settings: dict, results: list[dict], summary: dict, spre
     from utils.files import atomic_write_text
 
     out = Path(path)
-    payload = {"settings": settings, "results": results, **summary,
-               "ratios_per_round": {k: sp["per_round"] for k, sp in spreads.items()}}
+    payload = {
+        "settings": settings,
+        "results": results,
+        **summary,
+        "ratios_per_round": {k: sp["per_round"] for k, sp in spreads.items()},
+    }
     atomic_write_text(out, json.dumps(payload, indent=2) + "\n")  # a stopped run leaves the last file whole
     print(f"\nwrote {out}")
     if failed:

@@ -38,8 +38,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import MODEL_SIZES, SIZE_HELP, environment, ratio_spread, run_rounds, write_results  # noqa: E402
 
 PAD, BOS, EOS = 0, 2, 3
-CASES = ["ours_greedy_cached", "ours_greedy_uncached", "hf_greedy", "ours_beam5_cached", "ours_beam5_uncached",
-         "hf_beam5"]
+CASES = [
+    "ours_greedy_cached",
+    "ours_greedy_uncached",
+    "hf_greedy",
+    "ours_beam5_cached",
+    "ours_beam5_uncached",
+    "hf_beam5",
+]
 
 
 def make_sources(num: int, vocab: int, seed: int = 0):
@@ -62,7 +68,7 @@ def token_budget_batches(src, max_tokens: int | None, beam: int) -> list:
     if not max_tokens:
         return [src]
     lengths = src.ne(PAD).sum(1).tolist()
-    return [src[rows][:, :max(lengths[i] for i in rows)] for rows in make_batches(lengths, max_tokens, beam)]
+    return [src[rows][:, : max(lengths[i] for i in rows)] for rows in make_batches(lengths, max_tokens, beam)]
 
 
 def build_ours(device: str, sizes: dict):
@@ -73,10 +79,23 @@ def build_ours(device: str, sizes: dict):
 
     torch.manual_seed(0)
     d, h, vocab = sizes["d_model"], sizes["num_heads"], sizes["vocab"]
-    return Seq2SeqTransformer(vocab, vocab, PAD, SinusoidalPositionalEncoding(d, h, False),
-                              SinusoidalPositionalEncoding(d, h, True), d_model=d, num_heads=h,
-                              num_encoder_layers=sizes["layers"], num_decoder_layers=sizes["layers"],
-                              ffn_dim=sizes["ffn_dim"], dropout=0.1).to(device).eval()
+    return (
+        Seq2SeqTransformer(
+            vocab,
+            vocab,
+            PAD,
+            SinusoidalPositionalEncoding(d, h, False),
+            SinusoidalPositionalEncoding(d, h, True),
+            d_model=d,
+            num_heads=h,
+            num_encoder_layers=sizes["layers"],
+            num_decoder_layers=sizes["layers"],
+            ffn_dim=sizes["ffn_dim"],
+            dropout=0.1,
+        )
+        .to(device)
+        .eval()
+    )
 
 
 def build_marian(device: str, sizes: dict):
@@ -84,55 +103,117 @@ def build_marian(device: str, sizes: dict):
     from transformers import MarianConfig, MarianMTModel
 
     torch.manual_seed(0)
-    cfg = MarianConfig(vocab_size=sizes["vocab"], d_model=sizes["d_model"], encoder_layers=sizes["layers"],
-                       decoder_layers=sizes["layers"], encoder_attention_heads=sizes["num_heads"],
-                       decoder_attention_heads=sizes["num_heads"], encoder_ffn_dim=sizes["ffn_dim"],
-                       decoder_ffn_dim=sizes["ffn_dim"], max_position_embeddings=512, pad_token_id=PAD,
-                       eos_token_id=EOS, decoder_start_token_id=BOS, forced_eos_token_id=None,
-                       scale_embedding=True, activation_function="relu")
+    cfg = MarianConfig(
+        vocab_size=sizes["vocab"],
+        d_model=sizes["d_model"],
+        encoder_layers=sizes["layers"],
+        decoder_layers=sizes["layers"],
+        encoder_attention_heads=sizes["num_heads"],
+        decoder_attention_heads=sizes["num_heads"],
+        encoder_ffn_dim=sizes["ffn_dim"],
+        decoder_ffn_dim=sizes["ffn_dim"],
+        max_position_embeddings=512,
+        pad_token_id=PAD,
+        eos_token_id=EOS,
+        decoder_start_token_id=BOS,
+        forced_eos_token_id=None,
+        scale_embedding=True,
+        activation_function="relu",
+    )
     return MarianMTModel(cfg).to(device).eval()
 
 
-def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, device: str, size: str,
-             max_tokens: int | None, queue) -> None:
+def run_case(
+    case: str, num: int, out_len: int, repeats: int, threads: int, device: str, size: str, max_tokens: int | None, queue
+) -> None:
     """One contender in its own process: time `repeats` decodes, report throughput and peak memory."""
     import torch
-
-    from decoding.search import FullPrefixDecoder, beam_search, greedy_search
-    from decoding.step import CachedDecoder
 
     torch.set_num_threads(threads)
     if device == "cuda":  # as inference.py does, for both contenders (both attend through SDPA)
         from utils.runtime import skip_cudnn_attention
+
         skip_cudnn_attention()
     sizes = MODEL_SIZES[size]
     beam = 5 if "beam" in case else 1
     batches = [b.to(device) for b in token_budget_batches(make_sources(num, sizes["vocab"]), max_tokens, beam)]
-    if case.startswith("hf"):
-        model = build_marian(device, sizes)
+    decode = (
+        marian_decoder(batches, device, sizes, beam, out_len)
+        if case.startswith("hf")
+        else our_decoder(batches, device, sizes, beam, out_len, uncached="uncached" in case)
+    )
+    times, tokens = time_decodes(decode, repeats, device)
+    seconds = statistics.median(times)
+    peak = (
+        torch.cuda.max_memory_allocated() / 2**20
+        if device == "cuda"
+        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    )
+    queue.put(
+        {
+            "case": case,
+            "beam": beam,
+            "sentences": num,
+            "batches": len(batches),
+            "output_tokens": tokens,
+            "seconds": seconds,
+            "sentences_per_sec": num / seconds,
+            "tokens_per_sec": tokens / seconds,
+            "peak_memory_mb": peak,
+            "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss",
+        }
+    )
 
-        def decode():
-            tokens = 0
-            for src in batches:
-                out = model.generate(input_ids=src, attention_mask=src.ne(PAD), num_beams=beam, do_sample=False,
-                                     max_new_tokens=out_len, min_new_tokens=out_len, length_penalty=1.0,
-                                     early_stopping=False)
-                tokens += out[:, 1:].ne(PAD).sum().item()  # generated tokens (the start token excluded)
-            return tokens
-    else:
-        model = build_ours(device, sizes)
-        runner = FullPrefixDecoder(model) if "uncached" in case else CachedDecoder(model)
-        kw = dict(max_len_a=0.0, max_len_b=out_len, min_len=out_len)
 
-        def decode():
-            tokens = 0
-            for src in batches:
-                if beam == 1:
-                    hyps = greedy_search(runner, src, BOS, EOS, PAD, **kw)
-                else:
-                    hyps = [h[0] for h in beam_search(runner, src, BOS, EOS, PAD, beam_size=beam, **kw)]
-                tokens += sum(len(h.tokens) + 1 for h in hyps)  # + EOS
-            return tokens
+def marian_decoder(batches: list, device: str, sizes: dict, beam: int, out_len: int):
+    """Hugging Face `generate()` over the batches, forced to `out_len` new tokens; returns the tokens made."""
+    model = build_marian(device, sizes)
+
+    def decode() -> int:
+        tokens = 0
+        for src in batches:
+            out = model.generate(
+                input_ids=src,
+                attention_mask=src.ne(PAD),
+                num_beams=beam,
+                do_sample=False,
+                max_new_tokens=out_len,
+                min_new_tokens=out_len,
+                length_penalty=1.0,
+                early_stopping=False,
+            )
+            tokens += out[:, 1:].ne(PAD).sum().item()  # generated tokens (the start token excluded)
+        return tokens
+
+    return decode
+
+
+def our_decoder(batches: list, device: str, sizes: dict, beam: int, out_len: int, uncached: bool):
+    """This project's greedy or beam search over the batches (the cached step, or the plain forward on
+    the whole prefix), forced to `out_len` tokens; returns the tokens made (EOS included)."""
+    from decoding.search import FullPrefixDecoder, beam_search, greedy_search
+    from decoding.step import CachedDecoder
+
+    model = build_ours(device, sizes)
+    runner = FullPrefixDecoder(model) if uncached else CachedDecoder(model)
+    kw = dict(max_len_a=0.0, max_len_b=out_len, min_len=out_len)
+
+    def decode() -> int:
+        tokens = 0
+        for src in batches:
+            if beam == 1:
+                hyps = greedy_search(runner, src, BOS, EOS, PAD, **kw)
+            else:
+                hyps = [h[0] for h in beam_search(runner, src, BOS, EOS, PAD, beam_size=beam, **kw)]
+            tokens += sum(len(h.tokens) + 1 for h in hyps)  # + EOS
+        return tokens
+
+    return decode
+
+
+def time_decodes(decode, repeats: int, device: str) -> tuple[list[float], int]:
+    """(seconds of each of `repeats` timed decodes after one warm-up, the tokens of one decode)."""
+    import torch
 
     with torch.inference_mode():
         decode()  # warm-up
@@ -146,13 +227,7 @@ def run_case(case: str, num: int, out_len: int, repeats: int, threads: int, devi
             if device == "cuda":
                 torch.cuda.synchronize()
             times.append(time.perf_counter() - start)
-    seconds = statistics.median(times)
-    peak = (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    queue.put({"case": case, "beam": beam, "sentences": num, "batches": len(batches), "output_tokens": tokens,
-               "seconds": seconds,
-               "sentences_per_sec": num / seconds, "tokens_per_sec": tokens / seconds, "peak_memory_mb": peak,
-               "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss"})
+    return times, tokens
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -160,23 +235,37 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="small version (< 2 min on 2 CPU cores)")
     parser.add_argument("--sentences", type=int, help="sentences per decode (default 32, quick 8)")
     parser.add_argument("--out_len", type=int, default=50, help="forced output length in tokens")
-    parser.add_argument("--max_tokens", type=int, metavar="N",
-                        help="decode in batches sorted by length with batch x longest source x beam <= N, the "
-                             "same batches for every contender of a beam size (as test.py cuts a test set with "
-                             "decoding.max_tokens; default: one batch)")
+    parser.add_argument(
+        "--max_tokens",
+        type=int,
+        metavar="N",
+        help="decode in batches sorted by length with batch x longest source x beam <= N, the "
+        "same batches for every contender of a beam size (as test.py cuts a test set with "
+        "decoding.max_tokens; default: one batch)",
+    )
     parser.add_argument("--repeats", type=int, help="timed repeats per case (median; default 3, quick 1)")
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="run every case this many times, each in a fresh process, order alternating; "
-                             "figures are medians over rounds (default 1)")
-    parser.add_argument("--cases", nargs="+", choices=CASES, metavar="CASE",
-                        help="run only these cases, in this order (default: all; ratios need both of their cases). "
-                             "E.g. --cases ours_beam5_cached hf_beam5 skips the slow uncached ones. "
-                             f"Cases: {', '.join(CASES)}")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every case this many times, each in a fresh process, order alternating; "
+        "figures are medians over rounds (default 1)",
+    )
+    parser.add_argument(
+        "--cases",
+        nargs="+",
+        choices=CASES,
+        metavar="CASE",
+        help="run only these cases, in this order (default: all; ratios need both of their cases). "
+        "E.g. --cases ours_beam5_cached hf_beam5 skips the slow uncached ones. "
+        f"Cases: {', '.join(CASES)}",
+    )
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--size", default="report", choices=sorted(MODEL_SIZES), help=SIZE_HELP)
-    parser.add_argument("--output", default=None,
-                        help="JSON file (default benchmarks/results/decode.json, decode_cuda.json on cuda)")
+    parser.add_argument(
+        "--output", default=None, help="JSON file (default benchmarks/results/decode.json, decode_cuda.json on cuda)"
+    )
     return parser
 
 
@@ -185,12 +274,23 @@ def print_table(results: list[dict], ratios: dict, spreads: dict, header: str, r
     print("| case | beam | sentences/s | target tokens/s | peak memory (MB) |")
     print("|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['case']} | {r['beam']} | {r['sentences_per_sec']:.2f} | {r['tokens_per_sec']:.0f} | "
-              f"{r['peak_memory_mb']:.0f} |")
+        print(
+            f"| {r['case']} | {r['beam']} | {r['sentences_per_sec']:.2f} | {r['tokens_per_sec']:.0f} | "
+            f"{r['peak_memory_mb']:.0f} |"
+        )
     print()
     for k, v in ratios.items():
         per_round = ", ".join(f"{x:.2f}" for x in spreads[k]["per_round"])
         print(f"{k}: {v:.2f}x" + (f"   (per round: {per_round})" if rounds > 1 else ""))
+
+
+# Each ratio: the first case's sentences/s over the second's, in the same run
+RATIOS = {
+    "greedy_cached_over_uncached": ("ours_greedy_cached", "ours_greedy_uncached"),
+    "beam5_cached_over_uncached": ("ours_beam5_cached", "ours_beam5_uncached"),
+    "beam5_over_hf_generate": ("ours_beam5_cached", "hf_beam5"),
+    "greedy_over_hf_generate": ("ours_greedy_cached", "hf_greedy"),
+}
 
 
 def main(argv=None) -> int:
@@ -201,30 +301,53 @@ def main(argv=None) -> int:
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     if device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is visible to torch (install a CUDA build of torch)")
-    args.output = args.output or str(ROOT / "benchmarks" / "results" /
-                                     ("decode_cuda.json" if device == "cuda" else "decode.json"))
+    args.output = args.output or str(
+        ROOT / "benchmarks" / "results" / ("decode_cuda.json" if device == "cuda" else "decode.json")
+    )
     num = args.sentences or (8 if args.quick else 32)
     repeats = args.repeats or (1 if args.quick else 3)
     threads = args.threads or torch.get_num_threads()
     cases = list(dict.fromkeys(args.cases)) if args.cases else list(CASES)  # in the order given, as train.py
-    by = run_rounds(cases, run_case, (num, args.out_len, repeats, threads, device, args.size, args.max_tokens),
-                    args.rounds,
-                    "sentences_per_sec", "sent/s")
+    by = run_rounds(
+        cases,
+        run_case,
+        (num, args.out_len, repeats, threads, device, args.size, args.max_tokens),
+        args.rounds,
+        "sentences_per_sec",
+        "sent/s",
+    )
     results = [by[c] for c in cases if c in by]
-    pairs = {"greedy_cached_over_uncached": ("ours_greedy_cached", "ours_greedy_uncached"),
-             "beam5_cached_over_uncached": ("ours_beam5_cached", "ours_beam5_uncached"),
-             "beam5_over_hf_generate": ("ours_beam5_cached", "hf_beam5"),
-             "greedy_over_hf_generate": ("ours_greedy_cached", "hf_greedy")}
-    spreads = {name: ratio_spread(by, a, b, "sentences_per_sec") for name, (a, b) in pairs.items()
-               if a in by and b in by}
+    spreads = {
+        name: ratio_spread(by, a, b, "sentences_per_sec") for name, (a, b) in RATIOS.items() if a in by and b in by
+    }
     ratios = {name: sp["ratio"] for name, sp in spreads.items()}
-    batching = (f"{results[0]['batches']} token-budget batches" if args.max_tokens and results
-                else "token-budget batches" if args.max_tokens else "one batch")
-    print_table(results, ratios, spreads, f"Decoding {num} sentences ({batching}), {args.out_len} output tokens each, "
-                f"{device} ({threads} threads)", args.rounds)
-    settings = {"cases": cases, "sentences": num, "max_tokens": args.max_tokens, "out_len": args.out_len,
-                "repeats": repeats, "rounds": args.rounds, "threads": threads, "quick": args.quick, "size": args.size,
-                **MODEL_SIZES[args.size], **environment(device)}
+    batching = (
+        f"{results[0]['batches']} token-budget batches"
+        if args.max_tokens and results
+        else "token-budget batches"
+        if args.max_tokens
+        else "one batch"
+    )
+    print_table(
+        results,
+        ratios,
+        spreads,
+        f"Decoding {num} sentences ({batching}), {args.out_len} output tokens each, {device} ({threads} threads)",
+        args.rounds,
+    )
+    settings = {
+        "cases": cases,
+        "sentences": num,
+        "max_tokens": args.max_tokens,
+        "out_len": args.out_len,
+        "repeats": repeats,
+        "rounds": args.rounds,
+        "threads": threads,
+        "quick": args.quick,
+        "size": args.size,
+        **MODEL_SIZES[args.size],
+        **environment(device),
+    }
     return write_results(args.output, settings, results, ratios, spreads, requested=cases)
 
 

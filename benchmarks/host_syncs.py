@@ -30,8 +30,11 @@ class CountHostSyncs(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func in SYNC_OPS or (func in COPY_OPS and _to_host_from_device(func, args, kwargs or {})):
-            frames = [f for f in traceback.extract_stack()[:-1] if "site-packages" not in f.filename
-                      and "host_syncs.py" not in f.filename]
+            frames = [
+                f
+                for f in traceback.extract_stack()[:-1]
+                if "site-packages" not in f.filename and "host_syncs.py" not in f.filename
+            ]
             self.where.append(f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?")
         return func(*args, **(kwargs or {}))
 
@@ -42,4 +45,6 @@ def _to_host_from_device(func, args, kwargs) -> bool:
     if func is torch.ops.aten.copy_.default:  # copy_(dst, src)
         return len(tensors) == 2 and tensors[0].device.type == "cpu" and tensors[1].device.type != "cpu"
     target = kwargs.get("device")
-    return bool(tensors) and tensors[0].device.type != "cpu" and target is not None and torch.device(target).type == "cpu"
+    return (
+        bool(tensors) and tensors[0].device.type != "cpu" and target is not None and torch.device(target).type == "cpu"
+    )

@@ -57,8 +57,15 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import MODEL_SIZES, SIZE_HELP, environment, ratio_spread, run_rounds, write_results  # noqa: E402
 from train_contenders import BOS, PAD, build, harness_step, legacy_step  # noqa: E402
 
-CASES = ["ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer", "ours_legacy", "ours_sinusoidal_compiled",
-         "ours_sinusoidal_cudagraphs"]
+CASES = [
+    "ours_sinusoidal",
+    "ours_rope",
+    "hf_marian",
+    "nn_transformer",
+    "ours_legacy",
+    "ours_sinusoidal_compiled",
+    "ours_sinusoidal_cudagraphs",
+]
 GRAPH_MULTIPLE = 16  # training.pad_to_multiple of the CUDA-graph case
 RATIOS = {  # summary ratio: (numerator case, denominator case), target tokens/s
     "ratio_vs_marian": ("ours_sinusoidal", "hf_marian"),
@@ -89,8 +96,9 @@ def make_batches(max_tokens: int, count: int, vocab: int, seed: int = 0, multipl
     sample = rng.sample(pairs, 20000)
     tgt_lens = [max(1, round(1.3 * len(en.split()))) for en, _ in sample]
     src_lens = [max(1, round(1.3 * len(fr.split()))) for _, fr in sample]
-    sampler = EpochBatchSampler(src_lens, tgt_lens, max_tokens=max_tokens, shuffle=True, seed=seed,
-                                pad_to_multiple=multiple)
+    sampler = EpochBatchSampler(
+        src_lens, tgt_lens, max_tokens=max_tokens, shuffle=True, seed=seed, pad_to_multiple=multiple
+    )
     g = torch.Generator().manual_seed(seed)
     order = []
     for epoch in itertools.count():  # as many epochs of the sample as `count` batches take (32k-token batches)
@@ -113,13 +121,23 @@ def make_batches(max_tokens: int, count: int, vocab: int, seed: int = 0, multipl
     return batches
 
 
-def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, precision: str, size: str,
-             profile_dir: str | None, queue) -> None:
+def run_case(
+    case: str,
+    max_tokens: int,
+    steps: int,
+    threads: int,
+    device: str,
+    precision: str,
+    size: str,
+    profile_dir: str | None,
+    queue,
+) -> None:
     import torch
 
     torch.set_num_threads(threads)
     if device == "cuda":  # as train.py does, for every contender alike (all three attend through SDPA)
         from utils.runtime import skip_cudnn_attention
+
         skip_cudnn_attention()
     sizes = MODEL_SIZES[size]
     graphs = case.endswith("_cudagraphs")  # trains as training.cuda_graphs with pad_to_multiple 16 would
@@ -137,17 +155,30 @@ def run_case(case: str, max_tokens: int, steps: int, threads: int, device: str, 
     warmup = 3 if device == "cuda" or compiled_case(case) else 1
     warmup_seconds, times, tokens = time_steps(step, case, batches, target_tokens, warmup, steps, graphs, sync)
     if profile_dir:  # where a step's time goes: untimed steps under torch.profiler, the busiest ops
-        write_profile(step, batches[warmup:warmup + min(steps, 5)], device, Path(profile_dir) / f"profile_{case}.txt")
+        write_profile(step, batches[warmup : warmup + min(steps, 5)], device, Path(profile_dir) / f"profile_{case}.txt")
     flops, syncs = step_counts(step, case, batches, target_tokens, sync)
     total = sum(times)
-    queue.put({"case": case, "params": sum(p.numel() for p in model.parameters()), "steps": steps,
-               "host_syncs_per_step": syncs and syncs.count, "host_syncs_at": syncs and sorted(set(syncs.where)),
-               "warmup_seconds": warmup_seconds,
-               "target_tokens": tokens, "seconds": total, "median_step_seconds": statistics.median(times),
-               "tokens_per_sec": tokens / total, "flops_per_target_token": flops,
-               "peak_mb": (torch.cuda.max_memory_allocated() / 2**20 if device == "cuda"
-                           else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-               "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss"})
+    queue.put(
+        {
+            "case": case,
+            "params": sum(p.numel() for p in model.parameters()),
+            "steps": steps,
+            "host_syncs_per_step": syncs and syncs.count,
+            "host_syncs_at": syncs and sorted(set(syncs.where)),
+            "warmup_seconds": warmup_seconds,
+            "target_tokens": tokens,
+            "seconds": total,
+            "median_step_seconds": statistics.median(times),
+            "tokens_per_sec": tokens / total,
+            "flops_per_target_token": flops,
+            "peak_mb": (
+                torch.cuda.max_memory_allocated() / 2**20
+                if device == "cuda"
+                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            ),
+            "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss",
+        }
+    )
 
 
 def make_step(case: str, model, step_loss, device: str, precision: str, tokens_by_batch: dict, graphs: bool):
@@ -168,11 +199,13 @@ def make_step(case: str, model, step_loss, device: str, precision: str, tokens_b
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
+
     return step
 
 
-def time_steps(step, case: str, batches: list, target_tokens: list, warmup: int, steps: int, graphs: bool,
-               sync) -> tuple[float, list[float], int]:
+def time_steps(
+    step, case: str, batches: list, target_tokens: list, warmup: int, steps: int, graphs: bool, sync
+) -> tuple[float, list[float], int]:
     """(warm-up seconds, the timed steps' seconds, their target tokens).
 
     Warm-up: allocations, kernels, cuBLAS heuristics on a GPU; compilation (one graph with dynamic
@@ -184,14 +217,14 @@ def time_steps(step, case: str, batches: list, target_tokens: list, warmup: int,
 
     passes = 2 if graphs else 1 if compiled_case(case) else 0
     start = time.perf_counter()
-    for batch in batches[:warmup] + batches[warmup:warmup + steps] * passes:
+    for batch in batches[:warmup] + batches[warmup : warmup + steps] * passes:
         step(batch)
     sync()
     warmup_seconds = time.perf_counter() - start
     if batches and batches[0][0].is_cuda:  # the peak of the timed steps, not of the warm-up
         torch.cuda.reset_peak_memory_stats()
     times, tokens = [], 0
-    for batch, n in zip(batches[warmup:warmup + steps], target_tokens[warmup:warmup + steps]):
+    for batch, n in zip(batches[warmup : warmup + steps], target_tokens[warmup : warmup + steps]):
         start = time.perf_counter()
         step(batch)
         sync()
@@ -205,12 +238,14 @@ def step_counts(step, case: str, batches: list, target_tokens: list, sync) -> tu
     flops = None
     if case == "ours_sinusoidal":
         from torch.utils.flop_counter import FlopCounterMode
+
         with FlopCounterMode(display=False) as counter:
             step(batches[1])
         flops = counter.get_total_flops() / target_tokens[1]  # per target token
     syncs = None
     if not compiled_case(case):  # (a compiled step runs the same engine code around the model)
         from host_syncs import CountHostSyncs
+
         with CountHostSyncs() as syncs:  # an untimed step: the dispatch mode slows every operation
             step(batches[2])
         sync()
@@ -233,7 +268,9 @@ def write_profile(step, batches: list, device: str, path: Path) -> None:
             torch.cuda.synchronize()
     events = prof.key_averages()
     key = "cuda_time_total" if device == "cuda" else "cpu_time_total"
-    atomic_write_text(path, f"{len(batches)} steps; sorted by {key}\n\n" + events.table(sort_by=key, row_limit=40) + "\n")
+    atomic_write_text(
+        path, f"{len(batches)} steps; sorted by {key}\n\n" + events.table(sort_by=key, row_limit=40) + "\n"
+    )
     print(f"wrote {path}", flush=True)
 
 
@@ -258,7 +295,7 @@ def matmul_peak(threads: int, device: str, precision: str, repeats: int = 5) -> 
         if device == "cuda":
             torch.cuda.synchronize()
         best = min(best, time.perf_counter() - start)
-    return 2 * n ** 3 / best
+    return 2 * n**3 / best
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -266,26 +303,45 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="small version (< 2 min on 2 CPU cores)")
     parser.add_argument("--max_tokens", type=int, help="token budget per batch (default 3000, quick 1000)")
     parser.add_argument("--steps", type=int, help="timed steps per case (default 8, quick 3)")
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="run every case this many times, each in a fresh process, order alternating; "
-                             "figures are medians over rounds (default 1)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every case this many times, each in a fresh process, order alternating; "
+        "figures are medians over rounds (default 1)",
+    )
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
-                        help="cpu (default, the figures in the README) or cuda")
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
-                        help="fp32, or bf16 autocast as training.precision: bf16 does")
+    parser.add_argument(
+        "--device", default="cpu", choices=["cpu", "cuda"], help="cpu (default, the figures in the README) or cuda"
+    )
+    parser.add_argument(
+        "--precision",
+        default="fp32",
+        choices=["fp32", "bf16"],
+        help="fp32, or bf16 autocast as training.precision: bf16 does",
+    )
     parser.add_argument("--size", default="report", choices=sorted(MODEL_SIZES), help=SIZE_HELP)
-    parser.add_argument("--cases", nargs="+", choices=CASES, metavar="CASE",
-                        help=f"run only these cases, in this order, of {', '.join(CASES)} (default: all but the compiled "
-                             "ones on a CPU, where compilation takes minutes; --quick: the first four). "
-                             "ours_legacy is the training step as it was when issue 33 opened; "
-                             "ours_sinusoidal_compiled is train.py's step with training.compile: true, "
-                             "ours_sinusoidal_cudagraphs with training.cuda_graphs: true and pad_to_multiple 16")
-    parser.add_argument("--output", default=None,
-                        help="JSON file (default benchmarks/results/train.json, train_cuda.json on cuda)")
-    parser.add_argument("--profile", metavar="DIR", default=None,
-                        help="also profile up to 5 untimed steps of each case after its timed ones "
-                             "(torch.profiler) and write the busiest operators to DIR/profile_<case>.txt")
+    parser.add_argument(
+        "--cases",
+        nargs="+",
+        choices=CASES,
+        metavar="CASE",
+        help=f"run only these cases, in this order, of {', '.join(CASES)} (default: all but the compiled "
+        "ones on a CPU, where compilation takes minutes; --quick: the first four). "
+        "ours_legacy is the training step as it was when issue 33 opened; "
+        "ours_sinusoidal_compiled is train.py's step with training.compile: true, "
+        "ours_sinusoidal_cudagraphs with training.cuda_graphs: true and pad_to_multiple 16",
+    )
+    parser.add_argument(
+        "--output", default=None, help="JSON file (default benchmarks/results/train.json, train_cuda.json on cuda)"
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        default=None,
+        help="also profile up to 5 untimed steps of each case after its timed ones "
+        "(torch.profiler) and write the busiest operators to DIR/profile_<case>.txt",
+    )
     return parser
 
 
@@ -294,15 +350,18 @@ def summarise(by: dict, peak: float) -> tuple[dict, dict]:
     syncs, the ratios; the ratios' spread over rounds)."""
     summary = {"matmul_peak_gflops": peak / 1e9}
     flops = by.get("ours_sinusoidal", {}).get("flops_per_target_token")  # the same model in every ours_* case
-    for case, prefix in (("ours_sinusoidal", ""), ("ours_sinusoidal_compiled", "compiled_"),
-                         ("ours_sinusoidal_cudagraphs", "cudagraphs_"), ("ours_legacy", "legacy_")):
+    for case, prefix in (
+        ("ours_sinusoidal", ""),
+        ("ours_sinusoidal_compiled", "compiled_"),
+        ("ours_sinusoidal_cudagraphs", "cudagraphs_"),
+        ("ours_legacy", "legacy_"),
+    ):
         if case in by and flops:
             summary[f"{prefix}achieved_gflops"] = flops * by[case]["tokens_per_sec"] / 1e9
             summary[f"{prefix}fraction_of_matmul_peak"] = flops * by[case]["tokens_per_sec"] / peak
     if "ours_sinusoidal" in by:
         summary["host_syncs_per_step"] = by["ours_sinusoidal"]["host_syncs_per_step"]
-    spreads = {name: ratio_spread(by, a, b, "tokens_per_sec") for name, (a, b) in RATIOS.items()
-               if a in by and b in by}
+    spreads = {name: ratio_spread(by, a, b, "tokens_per_sec") for name, (a, b) in RATIOS.items() if a in by and b in by}
     summary.update({name: sp["ratio"] for name, sp in spreads.items()})
     return summary, spreads
 
@@ -313,9 +372,11 @@ def print_results(results: list[dict], summary: dict, spreads: dict, heading: st
     print(f"| model | params | target tokens/s | median step (s) | warm-up (s) | {memory} | host syncs per step |")
     print("|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['case']} | {r['params'] / 1e6:.1f}M | {r['tokens_per_sec']:.0f} | "
-              f"{r['median_step_seconds']:.3f} | {r['warmup_seconds']:.1f} | {r['peak_mb']:.0f} | "
-              f"{'-' if r['host_syncs_per_step'] is None else r['host_syncs_per_step']} |")
+        print(
+            f"| {r['case']} | {r['params'] / 1e6:.1f}M | {r['tokens_per_sec']:.0f} | "
+            f"{r['median_step_seconds']:.3f} | {r['warmup_seconds']:.1f} | {r['peak_mb']:.0f} | "
+            f"{'-' if r['host_syncs_per_step'] is None else r['host_syncs_per_step']} |"
+        )
     print()
     for k, v in summary.items():
         per_round = ", ".join(f"{x:.3f}" for x in spreads[k]["per_round"]) if k in spreads else ""
@@ -329,26 +390,51 @@ def main(argv=None) -> int:
 
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is visible to torch (install a CUDA build of torch)")
-    args.output = args.output or str(ROOT / "benchmarks" / "results" /
-                                     ("train_cuda.json" if args.device == "cuda" else "train.json"))
+    args.output = args.output or str(
+        ROOT / "benchmarks" / "results" / ("train_cuda.json" if args.device == "cuda" else "train.json")
+    )
     max_tokens = args.max_tokens or (1000 if args.quick else 3000)
     steps = args.steps or (3 if args.quick else 8)
     threads = args.threads or torch.get_num_threads()
     # --cases runs in the order given (a time-limited GPU check puts first what it needs most)
-    cases = list(dict.fromkeys(args.cases)) if args.cases else [
-        c for c in CASES[:4 if args.quick else None] if args.device == "cuda" or not compiled_case(c)]
-    by = run_rounds(cases, run_case, (max_tokens, steps, threads, args.device, args.precision, args.size,
-                                      args.profile), args.rounds,
-                    "tokens_per_sec", "target tokens/s")
+    cases = (
+        list(dict.fromkeys(args.cases))
+        if args.cases
+        else [c for c in CASES[: 4 if args.quick else None] if args.device == "cuda" or not compiled_case(c)]
+    )
+    by = run_rounds(
+        cases,
+        run_case,
+        (max_tokens, steps, threads, args.device, args.precision, args.size, args.profile),
+        args.rounds,
+        "tokens_per_sec",
+        "target tokens/s",
+    )
     results = [by[c] for c in cases if c in by]
     summary, spreads = summarise(by, matmul_peak(threads, args.device, args.precision))
     where = "cuda" if args.device == "cuda" else f"cpu, {threads} threads"
-    print_results(results, summary, spreads, f"\nTraining steps, {max_tokens}-token batches, {steps} timed steps, "
-                  f"{args.precision}, {where}\n", args.device, args.rounds)
-    settings = {"cases": cases, "max_tokens": max_tokens, "steps": steps, "rounds": args.rounds, "threads": threads,
-                "quick": args.quick, "precision": args.precision, "size": args.size, **MODEL_SIZES[args.size],
-                **environment(args.device)}
+    print_results(
+        results,
+        summary,
+        spreads,
+        f"\nTraining steps, {max_tokens}-token batches, {steps} timed steps, {args.precision}, {where}\n",
+        args.device,
+        args.rounds,
+    )
+    settings = {
+        "cases": cases,
+        "max_tokens": max_tokens,
+        "steps": steps,
+        "rounds": args.rounds,
+        "threads": threads,
+        "quick": args.quick,
+        "precision": args.precision,
+        "size": args.size,
+        **MODEL_SIZES[args.size],
+        **environment(args.device),
+    }
     return write_results(args.output, settings, results, summary, spreads, requested=cases)
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

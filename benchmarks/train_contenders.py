@@ -15,58 +15,107 @@ def build(case: str, sizes: dict, device: str = "cpu"):
     import torch
     import torch.nn.functional as F
 
-    d, h, n, ffn, vocab = (sizes[k] for k in ("d_model", "num_heads", "layers", "ffn_dim", "vocab"))
+    vocab = sizes["vocab"]
     torch.manual_seed(0)
 
     def ce(logits, tgt_out):
         return F.cross_entropy(logits.reshape(-1, vocab).float(), tgt_out.reshape(-1), ignore_index=PAD)
 
     if case.startswith("ours"):
-        from models import build_model
-        from utils.config import ModelConfig, PositionalConfig
-
-        name = "sinusoidal" if case == "ours_legacy" else case.split("_")[1]
-        model = build_model(ModelConfig(d_model=d, num_heads=h, num_encoder_layers=n, num_decoder_layers=n,
-                                        ffn_dim=ffn, positional=PositionalConfig(name=name)), vocab, vocab, PAD)
-        model.to(device)
+        model = ours(case, sizes).to(device)
         return model, lambda s, ti, to: ce(model(s, ti), to)
     if case == "hf_marian":
-        from transformers import MarianConfig, MarianMTModel
-
-        cfg = MarianConfig(vocab_size=vocab, d_model=d, encoder_layers=n, decoder_layers=n, encoder_attention_heads=h,
-                           decoder_attention_heads=h, encoder_ffn_dim=ffn, decoder_ffn_dim=ffn,
-                           max_position_embeddings=512, pad_token_id=PAD, eos_token_id=EOS,
-                           decoder_start_token_id=BOS, activation_function="relu", scale_embedding=True,
-                           dropout=0.1, attention_dropout=0.0, activation_dropout=0.1)
-        model = MarianMTModel(cfg).to(device)
-        return model, lambda s, ti, to: ce(model(input_ids=s, attention_mask=s.ne(PAD), decoder_input_ids=ti).logits, to)
+        model = marian(sizes).to(device)
+        return model, lambda s, ti, to: ce(
+            model(input_ids=s, attention_mask=s.ne(PAD), decoder_input_ids=ti).logits, to
+        )
     if case == "nn_transformer":
-        from models.positional_encodings import sinusoidal_table
-
-        class Plain(torch.nn.Module):
-            """nn.Transformer with embeddings, sinusoidal positions and a tied output layer."""
-
-            def __init__(self):
-                super().__init__()
-                self.embed = torch.nn.Embedding(vocab, d, padding_idx=PAD)
-                self.core = torch.nn.Transformer(d, h, n, n, ffn, dropout=0.1, batch_first=True)
-
-            def forward(self, src, tgt_in):
-                def emb(x):
-                    pos = sinusoidal_table(torch.arange(x.size(1), device=x.device), d)
-                    return self.embed(x) * math.sqrt(d) + pos.to(x.device)
-                causal = torch.nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1), device=tgt_in.device)
-                out = self.core(emb(src), emb(tgt_in), tgt_mask=causal, src_key_padding_mask=src.eq(PAD),
-                                memory_key_padding_mask=src.eq(PAD), tgt_is_causal=True)
-                return out @ self.embed.weight.t()
-
-        model = Plain().to(device)
+        model = plain_transformer(sizes).to(device)
         return model, lambda s, ti, to: ce(model(s, ti), to)
     raise ValueError(case)
 
 
-def harness_step(model, device: str, precision: str, tokens_of: dict, compiled: bool = False,
-                 cuda_graphs: bool = False):
+def ours(case: str, sizes: dict):
+    """This project's model (sinusoidal for ours_legacy, else the encoding the case names)."""
+    from models import build_model
+    from utils.config import ModelConfig, PositionalConfig
+
+    d, h, n, ffn, vocab = (sizes[k] for k in ("d_model", "num_heads", "layers", "ffn_dim", "vocab"))
+    name = "sinusoidal" if case == "ours_legacy" else case.split("_")[1]
+    cfg = ModelConfig(
+        d_model=d,
+        num_heads=h,
+        num_encoder_layers=n,
+        num_decoder_layers=n,
+        ffn_dim=ffn,
+        positional=PositionalConfig(name=name),
+    )
+    return build_model(cfg, vocab, vocab, PAD)
+
+
+def marian(sizes: dict):
+    """Hugging Face Marian of the same size (post-norm, ReLU, scaled embeddings, as ours)."""
+    from transformers import MarianConfig, MarianMTModel
+
+    d, h, n, ffn, vocab = (sizes[k] for k in ("d_model", "num_heads", "layers", "ffn_dim", "vocab"))
+    cfg = MarianConfig(
+        vocab_size=vocab,
+        d_model=d,
+        encoder_layers=n,
+        decoder_layers=n,
+        encoder_attention_heads=h,
+        decoder_attention_heads=h,
+        encoder_ffn_dim=ffn,
+        decoder_ffn_dim=ffn,
+        max_position_embeddings=512,
+        pad_token_id=PAD,
+        eos_token_id=EOS,
+        decoder_start_token_id=BOS,
+        activation_function="relu",
+        scale_embedding=True,
+        dropout=0.1,
+        attention_dropout=0.0,
+        activation_dropout=0.1,
+    )
+    return MarianMTModel(cfg)
+
+
+def plain_transformer(sizes: dict):
+    """nn.Transformer with embeddings, sinusoidal positions and a tied output layer."""
+    import torch
+
+    from models.positional_encodings import sinusoidal_table
+
+    d, h, n, ffn, vocab = (sizes[k] for k in ("d_model", "num_heads", "layers", "ffn_dim", "vocab"))
+
+    class Plain(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(vocab, d, padding_idx=PAD)
+            self.core = torch.nn.Transformer(d, h, n, n, ffn, dropout=0.1, batch_first=True)
+
+        def forward(self, src, tgt_in):
+            def emb(x):
+                pos = sinusoidal_table(torch.arange(x.size(1), device=x.device), d)
+                return self.embed(x) * math.sqrt(d) + pos.to(x.device)
+
+            causal = torch.nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1), device=tgt_in.device)
+            out = self.core(
+                emb(src),
+                emb(tgt_in),
+                tgt_mask=causal,
+                src_key_padding_mask=src.eq(PAD),
+                memory_key_padding_mask=src.eq(PAD),
+                tgt_is_causal=True,
+            )
+            return out @ self.embed.weight.t()
+
+    return Plain()
+
+
+def harness_step(
+    model, device: str, precision: str, tokens_of: dict, compiled: bool = False, cuda_graphs: bool = False
+):
     """One update as train.py makes it: create_trainer's step (no value read back from the device,
     training/step_stats.py) on the model's TokenLoss (compiled with training.compile's settings
     if `compiled`) with
@@ -80,17 +129,27 @@ def harness_step(model, device: str, precision: str, tokens_of: dict, compiled: 
     from training.schedules import build_optimizer
     from training.step_stats import StepStats
 
-    optimizer = build_optimizer(model, SimpleNamespace(optimizer="adam", lr=1e-4, betas=(0.9, 0.98), eps=1e-8,
-                                                       weight_decay=0.0))
+    optimizer = build_optimizer(
+        model, SimpleNamespace(optimizer="adam", lr=1e-4, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.0)
+    )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
     loss = TokenLoss(model, PAD, precision=precision)
-    trainer = create_trainer(compile_for_training(loss, cuda_graphs) if compiled else loss, optimizer, scheduler,
-                             StepStats(device, 100), pad_id=PAD, device=torch.device(device), cuda_graphs=cuda_graphs)
+    trainer = create_trainer(
+        compile_for_training(loss, cuda_graphs) if compiled else loss,
+        optimizer,
+        scheduler,
+        StepStats(device, 100),
+        pad_id=PAD,
+        device=torch.device(device),
+        cuda_graphs=cuda_graphs,
+    )
 
     def step(batch) -> None:
         src, tgt_in, tgt_out = batch
-        trainer._process_function(trainer, [{"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out,
-                                              "ntokens": tokens_of[id(batch)]}])
+        trainer._process_function(
+            trainer, [{"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out, "ntokens": tokens_of[id(batch)]}]
+        )
+
     return step
 
 
@@ -122,4 +181,5 @@ def legacy_step(model, device: str, precision: str):
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         scheduler.step()
+
     return step

@@ -14,8 +14,8 @@ import argparse
 from pathlib import Path
 from typing import Optional
 
-from training.checkpoint import CheckpointError, checkpoint_step, read_checkpoint
 from commands.cli import command_parser, parse_command
+from training.checkpoint import CheckpointError, checkpoint_step, read_checkpoint
 from utils.config import ConfigError
 from utils.files import atomic_save, check_target
 
@@ -34,15 +34,17 @@ def average_checkpoints(paths: list[Path]) -> dict:
                 if v.is_floating_point():
                     total[k] += v.double()
     newest = read_checkpoint(paths[-1])
-    model = {k: (v / len(paths)).to(newest["model"][k].dtype) if v.is_floating_point() else v
-             for k, v in total.items()}
+    model = {k: (v / len(paths)).to(newest["model"][k].dtype) if v.is_floating_point() else v for k, v in total.items()}
     return {"model": model, "meta": newest["meta"], "averaged_from": [str(p) for p in paths]}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = command_parser(__doc__, run="the run folder whose newest checkpoints to average",
-                            output="output file (default: <run>/checkpoints/averaged_lastN.pt)",
-                            overwrite="the --output file (its own averaged_lastN.pt is replaced without asking)")
+    parser = command_parser(
+        __doc__,
+        run="the run folder whose newest checkpoints to average",
+        output="output file (default: <run>/checkpoints/averaged_lastN.pt)",
+        overwrite="the --output file (its own averaged_lastN.pt is replaced without asking)",
+    )
     parser.add_argument("--average_last", type=int, required=True, metavar="N", help="how many checkpoints")
     return parser
 
@@ -62,8 +64,10 @@ def newest_checkpoints(run: str, count: int) -> list[Path]:
         if step is not None and not path.name.startswith("averaged"):
             by_step.setdefault(step, path)
     if len(by_step) < count:
-        raise CheckpointError(f"{ckpt_dir} has checkpoints of {len(by_step)} steps ({sorted(by_step)}); "
-                              f"cannot average the last {count}. Keep more with training.keep_last.")
+        raise CheckpointError(
+            f"{ckpt_dir} has checkpoints of {len(by_step)} steps ({sorted(by_step)}); "
+            f"cannot average the last {count}. Keep more with training.keep_last."
+        )
     return [by_step[s] for s in sorted(by_step)[-count:]]
 
 
@@ -72,13 +76,13 @@ def average(run: Optional[str], average_last: int, output: Optional[str] = None,
     if not run:
         raise ConfigError("say which run: --run runs/<name> (its newest checkpoints are averaged)")
     if average_last < 1:
-        raise ConfigError(f"--average_last must be at least 1 (how many of the newest checkpoints to average), "
-                          f"got {average_last}")
+        raise ConfigError(
+            f"--average_last must be at least 1 (how many of the newest checkpoints to average), got {average_last}"
+        )
     paths = newest_checkpoints(run, average_last)
     out = Path(output) if output else Path(run) / "checkpoints" / f"averaged_last{average_last}.pt"
     # its own averaged_*.pt may be replaced; a training checkpoint, an input or a user's file never
-    check_target(out, "--output", inputs=paths, overwrite=overwrite or not output,
-                 own=("checkpoints/averaged_*.pt",))
+    check_target(out, "--output", inputs=paths, overwrite=overwrite or not output, own=("checkpoints/averaged_*.pt",))
     atomic_save(average_checkpoints(paths), out)
     print(f"averaged {', '.join(p.name for p in paths)} -> {out}")
     return 0

@@ -11,7 +11,6 @@ from typing import Literal, Optional, Union, get_args, get_origin
 
 from utils.errors import EXIT_DIVERGED, EXIT_ERROR, EXIT_INTERRUPTED, HarnessError  # noqa: F401 (re-exported)
 
-
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
 
@@ -32,8 +31,10 @@ class Deprecated(argparse.Action):
         super().__init__(option_strings, dest, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        print(f"note: {option_string} is deprecated and will be removed in the next release: use {self.new}",
-              file=sys.stderr)
+        print(
+            f"note: {option_string} is deprecated and will be removed in the next release: use {self.new}",
+            file=sys.stderr,
+        )
         setattr(namespace, self.dest, True if self.nargs == 0 else values)
 
 
@@ -45,10 +46,19 @@ def deprecated_flag(parser, old: str, new: str, dest: str, **kwargs) -> None:
 OVERWRITE_HELP = "replace what this command wrote before at the same place"
 
 
-def add_command_flags(parser, *, config: bool = False, run: Optional[str] = None, sets: Optional[str] = None,
-                      model_path: bool = False, device: bool = False, overwrite: Optional[str] = None,
-                      output: Optional[str] = None, output_required: bool = False,
-                      output_default: Optional[str] = None) -> None:
+def add_command_flags(
+    parser,
+    *,
+    config: bool = False,
+    run: Optional[str] = None,
+    sets: Optional[str] = None,
+    model_path: bool = False,
+    device: bool = False,
+    overwrite: Optional[str] = None,
+    output: Optional[str] = None,
+    output_required: bool = False,
+    output_default: Optional[str] = None,
+) -> None:
     """The flags every command spells the same way: --config, --run, --set, --model_path, --device,
     --overwrite ("replace what this command wrote before", the help text saying what that is) and
     one output flag, --output (its earlier names --output_dir and --out deprecated). Each help text
@@ -60,8 +70,10 @@ def add_command_flags(parser, *, config: bool = False, run: Optional[str] = None
     if sets is not None:
         parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=sets)
     if model_path:
-        parser.add_argument("--model_path", help="a checkpoint file (.pt) or a folder written by export.py; "
-                                                 "self-contained, no config needed")
+        parser.add_argument(
+            "--model_path",
+            help="a checkpoint file (.pt) or a folder written by export.py; self-contained, no config needed",
+        )
     if device:
         parser.add_argument("--device", default="auto", choices=DEVICES, help="where the model runs (default: auto)")
     if output is not None:
@@ -85,8 +97,10 @@ def parse_command(parser: argparse.ArgumentParser, argv: Optional[list[str]]) ->
 
 
 RUN_HELP = "a run folder (runs/<name>): use its config and its best checkpoint"
-TEST_TIME_SETS = ("override how the trained model is decoded or scored, e.g. --set decoding.beam_size=2 "
-                  "(repeatable); a key that would change the trained model is refused")
+TEST_TIME_SETS = (
+    "override how the trained model is decoded or scored, e.g. --set decoding.beam_size=2 "
+    "(repeatable); a key that would change the trained model is refused"
+)
 
 
 def _flag_type(tp) -> dict:
@@ -108,9 +122,10 @@ def add_setting_flags(group) -> None:
     --lenpen: each sets its key."""
     from utils.key_roles import flag_settings
 
-    for key, field, tp in flag_settings():
-        group.add_argument(*field.metadata["flags"], dest=_flag_dest(field), help=field.metadata["help"],
-                           **_flag_type(tp))
+    for _key, field, tp in flag_settings():
+        group.add_argument(
+            *field.metadata["flags"], dest=_flag_dest(field), help=field.metadata["help"], **_flag_type(tp)
+        )
 
 
 def setting_flag_overrides(args: argparse.Namespace) -> list[str]:
@@ -137,6 +152,9 @@ def main_guard(main, argv: Optional[list[str]] = None) -> int:
         print(f"error: {where}{e.strerror or e}", file=sys.stderr)
         return EXIT_ERROR
     except FloatingPointError as e:
-        print(f"error: training diverged ({e}). The checkpoints written before are kept; try a lower "
-              f"training.lr, training.clip_grad_norm, or more warmup, and resume or restart.", file=sys.stderr)
+        print(
+            f"error: training diverged ({e}). The checkpoints written before are kept; try a lower "
+            f"training.lr, training.clip_grad_norm, or more warmup, and resume or restart.",
+            file=sys.stderr,
+        )
         return EXIT_DIVERGED

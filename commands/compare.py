@@ -8,8 +8,9 @@ Examples:
   python compare.py "results/length/*" --family configs/length/findings/headline.yaml   # the declared headline family
 
 Runs whose resolved config.yaml files are equal except for `seed`, `name`, `run_dir` and runtime
-settings (where and how they ran: training.device, num_threads, data.cache_dir, ...) are one configuration
-(the seeds of one experiment): one row, labelled by the run name without a seed suffix (`_seed2`, `-s2`, `/seed2`), numbers as `mean ± std` (sample std) with the number of seeds.
+settings (where and how they ran: training.device, num_threads, data.cache_dir, ...) are one
+configuration (the seeds of one experiment): one row, labelled by the run name without a seed suffix
+(`_seed2`, `-s2`, `/seed2`), numbers as `mean ± std` (sample std) with the number of seeds.
 `p vs baseline` is the seed-level test of test sacreBLEU (evaluation/seed_test.py): Student's t over
 the per-seed differences with the test set's joint-bootstrap variance added, two-sided, over the
 seeds both configurations were run with (none with one seed). `seeds above baseline` counts the
@@ -41,29 +42,51 @@ from evaluation.degradation import degradation_table
 from evaluation.findings import compute_findings, findings_markdown
 from evaluation.headline import headline_markdown
 from evaluation.length_report import add_concat_stats, concat_tables
-from evaluation.run_groups import (CompareError, add_seed_wins, add_significance, check_same_references, group_runs,
-                                   pick_baseline, run_variants, summarise_run)
+from evaluation.run_groups import (
+    CompareError,
+    add_seed_wins,
+    add_significance,
+    check_same_references,
+    group_runs,
+    pick_baseline,
+    run_variants,
+    summarise_run,
+)
 from evaluation.seed_test import load_family
 from evaluation.summary_tables import bucket_table, csv_rows, json_report, markdown_table, teacher_forced_tables
 from utils.files import atomic_write_text, check_target
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = command_parser(__doc__, output="path prefix: writes <prefix>.md, .csv, .json, <prefix>_findings.md/.json, "
-                                            "<prefix>_headline.md (the result sentences) and <prefix>_*.png plots",
-                            overwrite="the summary files and plots at --output")
+    parser = command_parser(
+        __doc__,
+        output="path prefix: writes <prefix>.md, .csv, .json, <prefix>_findings.md/.json, "
+        "<prefix>_headline.md (the result sentences) and <prefix>_*.png plots",
+        overwrite="the summary files and plots at --output",
+    )
     parser.add_argument("runs", nargs="+", help="run folders or glob patterns (quote them)")
-    parser.add_argument("--baseline", metavar="NAME_OR_ENCODING",
-                        help="configuration the others are tested against: a config label or an encoding "
-                             "(default: the sinusoidal configuration if present, else the first)")
-    parser.add_argument("--family", metavar="YAML",
-                        help="the study's declared headline comparisons (e.g. configs/length/findings/headline.yaml): "
-                             "only these can be worded ahead/behind, with Holm's correction over them; also its "
-                             "baseline and tie margins (default: none declared, every finding descriptive)")
-    parser.add_argument("--bootstrap_samples", type=int, default=10000,
-                        help="paired bootstrap resamples (10,000: a p-value's standard error is at most 0.005)")
-    parser.add_argument("--no_significance", action="store_true",
-                        help="skip the paired bootstrap test (and the same-references check)")
+    parser.add_argument(
+        "--baseline",
+        metavar="NAME_OR_ENCODING",
+        help="configuration the others are tested against: a config label or an encoding "
+        "(default: the sinusoidal configuration if present, else the first)",
+    )
+    parser.add_argument(
+        "--family",
+        metavar="YAML",
+        help="the study's declared headline comparisons (e.g. configs/length/findings/headline.yaml): "
+        "only these can be worded ahead/behind, with Holm's correction over them; also its "
+        "baseline and tie margins (default: none declared, every finding descriptive)",
+    )
+    parser.add_argument(
+        "--bootstrap_samples",
+        type=int,
+        default=10000,
+        help="paired bootstrap resamples (10,000: a p-value's standard error is at most 0.005)",
+    )
+    parser.add_argument(
+        "--no_significance", action="store_true", help="skip the paired bootstrap test (and the same-references check)"
+    )
     return parser
 
 
@@ -71,8 +94,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     return compare(**vars(parse_command(build_parser(), argv)))
 
 
-def compare(runs: Sequence[str], output: Optional[str] = None, overwrite: bool = False, baseline: Optional[str] = None,
-            family: Optional[str] = None, bootstrap_samples: int = 10000, no_significance: bool = False) -> int:
+def compare(
+    runs: Sequence[str],
+    output: Optional[str] = None,
+    overwrite: bool = False,
+    baseline: Optional[str] = None,
+    family: Optional[str] = None,
+    bootstrap_samples: int = 10000,
+    no_significance: bool = False,
+) -> int:
     """Summarise the run folders `runs` (paths or glob patterns), as compare.py does: print the
     tables and findings, and write them (and the plots) under the prefix `output`."""
     if bootstrap_samples < 1:
@@ -124,17 +154,31 @@ def read_runs(patterns: Sequence[str]) -> list[dict]:
 def summary_markdown(groups: list[dict], baseline: dict, bootstrap_samples: int) -> str:
     """summary.md: the degradation table first (the length study's headline measure), the main
     table, then the tables per length bucket, per k of joined inputs and teacher-forced NLL."""
-    tables = [degradation_table(groups), markdown_table(groups, baseline, bootstrap_samples), bucket_table(groups),
-              concat_tables(groups, baseline, bootstrap_samples), teacher_forced_tables(groups)]
+    tables = [
+        degradation_table(groups),
+        markdown_table(groups, baseline, bootstrap_samples),
+        bucket_table(groups),
+        concat_tables(groups, baseline, bootstrap_samples),
+        teacher_forced_tables(groups),
+    ]
     return "\n\n".join(t for t in tables if t)
 
 
-def write_reports(out: Path, table: str, groups: list[dict], baseline: dict, findings: Optional[dict],
-                  bootstrap_samples: int, overwrite: bool) -> list[Path]:
+def write_reports(
+    out: Path,
+    table: str,
+    groups: list[dict],
+    baseline: dict,
+    findings: Optional[dict],
+    bootstrap_samples: int,
+    overwrite: bool,
+) -> list[Path]:
     """Write <out>.md/.json/.csv, the findings and headline files, and the plots; returns the paths."""
-    texts = {named(out, ".md"): table + "\n",
-             named(out, ".json"): json.dumps(json_report(groups, baseline, bootstrap_samples), indent=2) + "\n",
-             named(out, ".csv"): csv_text(groups)}
+    texts = {
+        named(out, ".md"): table + "\n",
+        named(out, ".json"): json.dumps(json_report(groups, baseline, bootstrap_samples), indent=2) + "\n",
+        named(out, ".csv"): csv_text(groups),
+    }
     if findings is not None:
         texts[named(out, "_findings.md")] = findings_markdown(findings) + "\n"
         texts[named(out, "_findings.json")] = json.dumps(findings, indent=2) + "\n"

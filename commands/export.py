@@ -19,17 +19,22 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from training.loading import load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
-from training.export import write_export
-from utils.files import check_output_folder
 from commands.cli import command_parser, parse_command
+from training.export import write_export
+from training.loading import load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
 from utils.errors import HarnessError
+from utils.files import check_output_folder
 from utils.runtime import log
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return command_parser(__doc__, run="a run folder: export its best checkpoint", model_path=True,
-                          output="the folder to create (must not exist)", output_required=True)
+    return command_parser(
+        __doc__,
+        run="a run folder: export its best checkpoint",
+        model_path=True,
+        output="the folder to create (must not exist)",
+        output_required=True,
+    )
 
 
 def scores_of(ckpt: Path) -> Optional[dict]:

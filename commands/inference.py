@@ -23,25 +23,43 @@ import contextlib
 import sys
 from typing import Iterator, Optional, Sequence, TextIO
 
+from commands.cli import (
+    RUN_HELP,
+    TEST_TIME_SETS,
+    add_setting_flags,
+    command_parser,
+    deprecated_flag,
+    parse_command,
+    setting_flag_overrides,
+)
 from data.parallel_text import decode_utf8, read_text, split_lines
 from evaluation.translate import Translation, max_positions, translate
 from training.loading import check_model_matches, load_for_inference, resolve_checkpoint
-from commands.cli import (RUN_HELP, TEST_TIME_SETS, add_setting_flags, command_parser, deprecated_flag, parse_command,
-                          setting_flag_overrides)
 from utils.errors import HarnessError
 from utils.files import atomic_output, check_target
 from utils.runtime import pick_device
 
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = command_parser(__doc__, config=True, run=RUN_HELP, sets=TEST_TIME_SETS, model_path=True, device=True,
-                            output="write the translations to this file instead of stdout",
-                            overwrite="the --output file")
+    parser = command_parser(
+        __doc__,
+        config=True,
+        run=RUN_HELP,
+        sets=TEST_TIME_SETS,
+        model_path=True,
+        device=True,
+        output="write the translations to this file instead of stdout",
+        overwrite="the --output file",
+    )
     io = parser.add_argument_group("input")
     io.add_argument("--src_text", nargs="+", action="extend", help="sentence(s) to translate")
     io.add_argument("--src", metavar="FILE", help="a file with one sentence per line ('-' for stdin)")
     deprecated_flag(io, "--input", "--src FILE", "src", metavar="FILE")
-    io.add_argument("--interactive", action="store_true",
-                    help="translate stdin line by line as it arrives (the default when stdin is a terminal)")
+    io.add_argument(
+        "--interactive",
+        action="store_true",
+        help="translate stdin line by line as it arrives (the default when stdin is a terminal)",
+    )
     add_setting_flags(parser.add_argument_group("decoding (default: the model's decoding config)"))
     return parser
 
@@ -79,9 +97,11 @@ class Printer:
     def write(self, translations: list[Translation]) -> None:
         for out in translations:
             if out.truncated_from is not None:
-                print(f"warning: line {self.count + 1}: the input has {out.truncated_from} tokens; this model takes "
-                      f"at most {max_positions(self.model)} (model.positional.max_positions), so it was truncated",
-                      file=sys.stderr)
+                print(
+                    f"warning: line {self.count + 1}: the input has {out.truncated_from} tokens; this model takes "
+                    f"at most {max_positions(self.model)} (model.positional.max_positions), so it was truncated",
+                    file=sys.stderr,
+                )
             if self.nbest:
                 for text, score in out.hypotheses:
                     self.out.write(f"{self.count}\t{score:.4f}\t{text}\n")
@@ -102,9 +122,18 @@ def open_output(path: Optional[str], overwrite: bool, inputs: list[Optional[str]
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_command(build_parser(), argv)
-    return run_inference(run=args.run, config=args.config, model_path=args.model_path,
-                         overrides=decoding_overrides(args), src_text=args.src_text, src=args.src,
-                         interactive=args.interactive, output=args.output, overwrite=args.overwrite, device=args.device)
+    return run_inference(
+        run=args.run,
+        config=args.config,
+        model_path=args.model_path,
+        overrides=decoding_overrides(args),
+        src_text=args.src_text,
+        src=args.src,
+        interactive=args.interactive,
+        output=args.output,
+        overwrite=args.overwrite,
+        device=args.device,
+    )
 
 
 def input_batches(src_text: Optional[Sequence[str]], src: Optional[str], interactive: bool) -> Iterator[list[str]]:
@@ -123,10 +152,18 @@ def input_batches(src_text: Optional[Sequence[str]], src: Optional[str], interac
     return iter([input_lines(decode_utf8(sys.stdin.buffer.read(), "stdin"))])
 
 
-def run_inference(run: Optional[str] = None, config: Optional[str] = None, model_path: Optional[str] = None,
-                  overrides: Sequence[str] = (), src_text: Optional[Sequence[str]] = None, src: Optional[str] = None,
-                  interactive: bool = False, output: Optional[str] = None, overwrite: bool = False,
-                  device: str = "auto") -> int:
+def run_inference(
+    run: Optional[str] = None,
+    config: Optional[str] = None,
+    model_path: Optional[str] = None,
+    overrides: Sequence[str] = (),
+    src_text: Optional[Sequence[str]] = None,
+    src: Optional[str] = None,
+    interactive: bool = False,
+    output: Optional[str] = None,
+    overwrite: bool = False,
+    device: str = "auto",
+) -> int:
     """Translate sentences with a trained model, as inference.py does: to stdout or the --output file."""
     batches = input_batches(src_text, src, interactive)
     overrides = list(overrides)

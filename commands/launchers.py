@@ -30,6 +30,7 @@ NO_LIMIT_MINUTES = 365 * 24 * 60  # a local job without --time: submitit's local
 @dataclass
 class LaunchOptions:
     """The sweep's --launcher settings (sweep.py --help explains each)."""
+
     launcher: str = "serial"
     parallel: Optional[int] = None  # None: local, every slot; slurm, no cap
     log_dir: Path = Path("runs/submitit")
@@ -77,8 +78,10 @@ def visible_devices(slot: tuple[int, ...]) -> list[int]:
     if not seen:
         return list(slot)
     if not all(d.isdigit() for d in seen):
-        raise ConfigError(f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']} names GPUs by UUID: give the "
-                          f"local launcher their indices (e.g. CUDA_VISIBLE_DEVICES=0,1)")
+        raise ConfigError(
+            f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']} names GPUs by UUID: give the "
+            f"local launcher their indices (e.g. CUDA_VISIBLE_DEVICES=0,1)"
+        )
     return [int(seen[i]) for i in slot]
 
 
@@ -89,9 +92,14 @@ def outcome_of(job, run_dir: str):
 
     from commands.sweep_job import Outcome
 
-    interrupted = Outcome(run_dir, "interrupted", 4, f"{run_dir}: its job (id {job.job_id}) ended without a result "
-                                                     f"(stopped by a signal, cancelled or killed: see "
-                                                     f"{job.paths.stderr}); run the sweep again to resume it")
+    interrupted = Outcome(
+        run_dir,
+        "interrupted",
+        4,
+        f"{run_dir}: its job (id {job.job_id}) ended without a result "
+        f"(stopped by a signal, cancelled or killed: see "
+        f"{job.paths.stderr}); run the sweep again to resume it",
+    )
     # A local job is done once its process has exited, after writing any result: no need for
     # job.result()'s 15 s wait for a pickle (which a SLURM job's shared filesystem may need)
     if isinstance(job, submitit.LocalJob) and not job.paths.result_pickle.exists():
@@ -103,8 +111,9 @@ def outcome_of(job, run_dir: str):
         text = str(e)
         trace = text.split(rule, 1)[1].rsplit(rule, 1)[0] if text.count(rule) >= 2 else text
         last = next((line.strip() for line in reversed(trace.splitlines()) if line.strip()), "no message")
-        return Outcome(run_dir, "failed", 1, f"{run_dir}: its job (id {job.job_id}) failed: {last} "
-                                             f"(log: {job.paths.stderr})")
+        return Outcome(
+            run_dir, "failed", 1, f"{run_dir}: its job (id {job.job_id}) failed: {last} (log: {job.paths.stderr})"
+        )
     except UncompletedJobError:
         return interrupted
 
@@ -123,15 +132,17 @@ def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
     gpus = torch.cuda.device_count()
     per_run = options.gpus_per_run if options.gpus_per_run is not None else min(gpus, 1)
     if per_run > 0 and gpus == 0:
-        raise ConfigError(f"--gpus_per_run {per_run}: this machine has no GPU (CUDA); use --gpus_per_run 0 "
-                          f"to run on the CPU")
+        raise ConfigError(
+            f"--gpus_per_run {per_run}: this machine has no GPU (CUDA); use --gpus_per_run 0 to run on the CPU"
+        )
     slots = gpu_slots(gpus, per_run, options.runs_per_gpu)
     if slots == [()]:  # CPU runs: --parallel of them (each takes training.num_threads threads, or all cores)
         slots = [()] * (options.parallel or 1)
-    slots = slots[:options.parallel] if options.parallel else slots
+    slots = slots[: options.parallel] if options.parallel else slots
     executor = submitit.LocalExecutor(folder=str(options.log_dir))
-    executor.update_parameters(timeout_min=minutes(options.time) if options.time else NO_LIMIT_MINUTES,
-                               gpus_per_node=per_run)
+    executor.update_parameters(
+        timeout_min=minutes(options.time) if options.time else NO_LIMIT_MINUTES, gpus_per_node=per_run
+    )
     waiting = list(range(len(jobs)))
     running: dict[int, tuple[object, tuple[int, ...]]] = {}
     outcomes: dict[int, object] = {}
@@ -150,8 +161,10 @@ def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
                     running[index] = (executor.submit(jobs[index]), slot)
                 finally:
                     signal.signal(signal.SIGINT, previous)
-                log(f"sweep: started {run_dirs[index]} (job {running[index][0].job_id}"
-                    + (f", GPU {','.join(map(str, visible_devices(slot)))})" if slot else ")"))
+                log(
+                    f"sweep: started {run_dirs[index]} (job {running[index][0].job_id}"
+                    + (f", GPU {','.join(map(str, visible_devices(slot)))})" if slot else ")")
+                )
             for index, (job, slot) in list(running.items()):
                 if job.done():
                     collect(job, run_dirs[index], outcomes, index, len(jobs))
@@ -175,9 +188,14 @@ def run_slurm(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
     import submitit
 
     executor = submitit.SlurmExecutor(folder=str(options.log_dir))
-    parameters = dict(time=minutes(options.time or DEFAULT_SLURM_TIME), cpus_per_task=options.cpus_per_run or 1,
-                      ntasks_per_node=1, nodes=1,
-                      setup=list(options.slurm_setup), job_name="pe-sweep")
+    parameters = dict(
+        time=minutes(options.time or DEFAULT_SLURM_TIME),
+        cpus_per_task=options.cpus_per_run or 1,
+        ntasks_per_node=1,
+        nodes=1,
+        setup=list(options.slurm_setup),
+        job_name="pe-sweep",
+    )
     if options.slurm_array_parallelism or options.parallel:
         parameters["array_parallelism"] = options.slurm_array_parallelism or options.parallel
     if options.gpus_per_run:
@@ -189,8 +207,10 @@ def run_slurm(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
     executor.update_parameters(**parameters)
     with executor.batch():
         submitted = [executor.submit(job) for job in jobs]
-    log(f"sweep: submitted {len(submitted)} SLURM job(s) (array {submitted[0].job_id.split('_')[0]}); "
-        f"logs in {options.log_dir}")
+    log(
+        f"sweep: submitted {len(submitted)} SLURM job(s) (array {submitted[0].job_id.split('_')[0]}); "
+        f"logs in {options.log_dir}"
+    )
     outcomes: dict[int, object] = {}
     try:
         while len(outcomes) < len(submitted):
@@ -199,7 +219,9 @@ def run_slurm(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
                     collect(job, run_dirs[index], outcomes, index, len(submitted))
             time.sleep(POLL_SECONDS if len(outcomes) < len(submitted) else 0)
     except KeyboardInterrupt:  # the jobs are the cluster's now: they go on
-        log("sweep: the SLURM jobs go on without this command (squeue; scancel to stop them, each saves a "
-            "checkpoint); run the same command again once they have ended for the summary")
+        log(
+            "sweep: the SLURM jobs go on without this command (squeue; scancel to stop them, each saves a "
+            "checkpoint); run the same command again once they have ended for the summary"
+        )
         raise
     return [outcomes[i] for i in range(len(submitted))]

@@ -45,18 +45,19 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from commands.launchers import LaunchOptions, run_local, run_slurm
-from commands.sweep_job import Outcome, SweepJob, run_one, triage
 from commands.cli import EXIT_INTERRUPTED, command_parser, parse_command
 from commands.compare import compare
+from commands.launchers import LaunchOptions, run_local, run_slurm
+from commands.sweep_job import Outcome, SweepJob, run_one, triage
 from utils.config import ConfigError, load_config, parse_override
 from utils.runtime import log
 
 ROOT = Path(__file__).resolve().parents[1]  # the project, for the jobs' PYTHONPATH
 
 
-def expand_runs(configs: list[str], overrides: list[str], seeds: Optional[list[int]],
-                runs_root: Optional[str]) -> list[tuple[str, list[str], str]]:
+def expand_runs(
+    configs: list[str], overrides: list[str], seeds: Optional[list[int]], runs_root: Optional[str]
+) -> list[tuple[str, list[str], str]]:
     """(config, overrides, run folder) per run: one per config, or one per config and seed with its
     own run folder."""
     runs = []
@@ -74,8 +75,10 @@ def expand_runs(configs: list[str], overrides: list[str], seeds: Optional[list[i
     for config, _, run_dir in runs:  # two runs in one folder would be one run trained twice
         folder = Path(run_dir).resolve()
         if folder in folders:
-            raise ConfigError(f"{config} and {folders[folder]} would both run in {folder}: give each config its own "
-                              f"name or run_dir, or use --runs_root")
+            raise ConfigError(
+                f"{config} and {folders[folder]} would both run in {folder}: give each config its own "
+                f"name or run_dir, or use --runs_root"
+            )
         folders[folder] = config
     return runs
 
@@ -85,8 +88,10 @@ def check_variants(given: list[list[str]]) -> list[tuple[str, list[str]]]:
     variants = []
     for name, *overrides in given:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) or "=" in name:
-            raise ConfigError(f"--variant {name}: give a name first (letters, digits, _ . -), then KEY=VALUE "
-                              f"overrides, e.g. --variant yarn4 model.positional.scaling=yarn")
+            raise ConfigError(
+                f"--variant {name}: give a name first (letters, digits, _ . -), then KEY=VALUE "
+                f"overrides, e.g. --variant yarn4 model.positional.scaling=yarn"
+            )
         if not overrides:
             raise ConfigError(f"--variant {name}: give the test-time overrides after the name (KEY=VALUE ...)")
         for override in overrides:
@@ -96,68 +101,142 @@ def check_variants(given: list[list[str]]) -> list[tuple[str, list[str]]]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = command_parser(__doc__, sets="override applied to every config (repeatable)",
-                            output="path prefix of the summary (.md, .csv, .json and plots: see compare.py)")
+    parser = command_parser(
+        __doc__,
+        sets="override applied to every config (repeatable)",
+        output="path prefix of the summary (.md, .csv, .json and plots: see compare.py)",
+    )
     parser.add_argument("configs", nargs="+", help="YAML configs to run, in order")
-    parser.add_argument("--seeds", type=int, nargs="+", metavar="N",
-                        help="run every config once per seed, into <run folder>_seed<N> (default: the config's "
-                             "own seed, into its own run folder)")
-    parser.add_argument("--variant", nargs="+", action="append", default=[], metavar="NAME KEY=VALUE",
-                        help="also test every run with these test-time overrides, into <run>/test_<NAME>/ "
-                             "(repeatable; compare.py shows each as a row of its own), e.g. --variant yarn4 "
-                             "model.positional.scaling=yarn model.positional.scaling_factor=4; a run whose "
-                             "encoding does not take a key is not tested with it")
-    parser.add_argument("--family", metavar="YAML",
-                        help="the study's declared headline comparisons for the summary's findings (compare.py "
-                             "--family, e.g. configs/demo/findings/headline.yaml)")
-    parser.add_argument("--runs_root", metavar="DIR",
-                        help="put run folders under DIR/<name> instead of runs/<name> (ignored for a config "
-                             "whose run_dir is set)")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="run every config once per seed, into <run folder>_seed<N> (default: the config's "
+        "own seed, into its own run folder)",
+    )
+    parser.add_argument(
+        "--variant",
+        nargs="+",
+        action="append",
+        default=[],
+        metavar="NAME KEY=VALUE",
+        help="also test every run with these test-time overrides, into <run>/test_<NAME>/ "
+        "(repeatable; compare.py shows each as a row of its own), e.g. --variant yarn4 "
+        "model.positional.scaling=yarn model.positional.scaling_factor=4; a run whose "
+        "encoding does not take a key is not tested with it",
+    )
+    parser.add_argument(
+        "--family",
+        metavar="YAML",
+        help="the study's declared headline comparisons for the summary's findings (compare.py "
+        "--family, e.g. configs/demo/findings/headline.yaml)",
+    )
+    parser.add_argument(
+        "--runs_root",
+        metavar="DIR",
+        help="put run folders under DIR/<name> instead of runs/<name> (ignored for a config whose run_dir is set)",
+    )
+    add_launch_flags(parser)
+    return parser
+
+
+def add_launch_flags(parser: argparse.ArgumentParser) -> None:
+    """How the runs are launched: in this process, as local jobs, or as a SLURM job array."""
     launch = parser.add_argument_group("launching runs (submitit)")
-    launch.add_argument("--launcher", choices=["serial", "local", "slurm"], default="serial",
-                        help="serial: one after another in this process (default); local: jobs as processes on "
-                             "this machine; slurm: a SLURM job array")
-    launch.add_argument("--parallel", type=int, metavar="N",
-                        help="at most N runs at once (local default: one per GPU slot, see --runs_per_gpu, or 1 "
-                             "on a CPU-only machine; slurm: the array's parallelism unless --slurm_array_parallelism)")
-    launch.add_argument("--gpus_per_run", type=int, metavar="N", choices=[0, 1],
-                        help="GPUs per run, 0 or 1 (local default: 1 if this machine has a GPU, else 0; slurm "
-                             "default: 0)")
-    launch.add_argument("--runs_per_gpu", type=int, default=1, metavar="N",
-                        help="local: runs sharing each GPU (small models), so up to GPUs x N at once "
-                             "(with --parallel)")
-    launch.add_argument("--log_dir", metavar="DIR", help="submitit's job logs go to DIR/<date-time of the sweep>/ "
-                                                          "(default: <sweep folder>/submitit)")
-    launch.add_argument("--time", dest="time_limit", help="time limit per job: minutes or [D-]HH:MM:SS (slurm default 1440; local "
-                                       "default: none); a SLURM job that reaches it is requeued and resumes")
+    launch.add_argument(
+        "--launcher",
+        choices=["serial", "local", "slurm"],
+        default="serial",
+        help="serial: one after another in this process (default); local: jobs as processes on "
+        "this machine; slurm: a SLURM job array",
+    )
+    launch.add_argument(
+        "--parallel",
+        type=int,
+        metavar="N",
+        help="at most N runs at once (local default: one per GPU slot, see --runs_per_gpu, or 1 "
+        "on a CPU-only machine; slurm: the array's parallelism unless --slurm_array_parallelism)",
+    )
+    launch.add_argument(
+        "--gpus_per_run",
+        type=int,
+        metavar="N",
+        choices=[0, 1],
+        help="GPUs per run, 0 or 1 (local default: 1 if this machine has a GPU, else 0; slurm default: 0)",
+    )
+    launch.add_argument(
+        "--runs_per_gpu",
+        type=int,
+        default=1,
+        metavar="N",
+        help="local: runs sharing each GPU (small models), so up to GPUs x N at once (with --parallel)",
+    )
+    launch.add_argument(
+        "--log_dir",
+        metavar="DIR",
+        help="submitit's job logs go to DIR/<date-time of the sweep>/ (default: <sweep folder>/submitit)",
+    )
+    launch.add_argument(
+        "--time",
+        dest="time_limit",
+        help="time limit per job: minutes or [D-]HH:MM:SS (slurm default 1440; local "
+        "default: none); a SLURM job that reaches it is requeued and resumes",
+    )
     slurm = parser.add_argument_group("slurm")
     slurm.add_argument("--partition", help="SLURM partition")
     slurm.add_argument("--cpus_per_run", type=int, metavar="N", help="CPUs per job (default 1)")
     slurm.add_argument("--mem", help="memory per job, e.g. 32G")
     slurm.add_argument("--slurm_array_parallelism", type=int, metavar="N", help="jobs of the array running at once")
-    slurm.add_argument("--slurm_setup", action="append", default=[], metavar="LINE",
-                       help="a shell line run before each job, e.g. 'module load cuda' (repeatable)")
-    return parser
+    slurm.add_argument(
+        "--slurm_setup",
+        action="append",
+        default=[],
+        metavar="LINE",
+        help="a shell line run before each job, e.g. 'module load cuda' (repeatable)",
+    )
 
 
-def launch_options(output: Optional[str], runs_root: Optional[str], launcher: str = "serial",
-                   parallel: Optional[int] = None, gpus_per_run: Optional[int] = None, runs_per_gpu: int = 1,
-                   log_dir: Optional[str] = None, time_limit: Optional[str] = None, partition: Optional[str] = None,
-                   cpus_per_run: Optional[int] = None, mem: Optional[str] = None,
-                   slurm_array_parallelism: Optional[int] = None, slurm_setup: Sequence[str] = ()) -> LaunchOptions:
+def launch_options(
+    output: Optional[str],
+    runs_root: Optional[str],
+    launcher: str = "serial",
+    parallel: Optional[int] = None,
+    gpus_per_run: Optional[int] = None,
+    runs_per_gpu: int = 1,
+    log_dir: Optional[str] = None,
+    time_limit: Optional[str] = None,
+    partition: Optional[str] = None,
+    cpus_per_run: Optional[int] = None,
+    mem: Optional[str] = None,
+    slurm_array_parallelism: Optional[int] = None,
+    slurm_setup: Sequence[str] = (),
+) -> LaunchOptions:
     """The launcher flags, checked, with the sweep's log folder."""
     for flag, value in (("parallel", parallel), ("runs_per_gpu", runs_per_gpu)):
         if value is not None and value < 1:
             raise ConfigError(f"--{flag} must be at least 1, got {value}")
     if gpus_per_run is not None and not 0 <= gpus_per_run <= 1:
-        raise ConfigError(f"--gpus_per_run {gpus_per_run}: a sweep's run is one process on 0 or 1 GPU; train one "
-                          f"run on several GPUs with torchrun (README: Speed and scale)")
+        raise ConfigError(
+            f"--gpus_per_run {gpus_per_run}: a sweep's run is one process on 0 or 1 GPU; train one "
+            f"run on several GPUs with torchrun (README: Speed and scale)"
+        )
     folder = Path(output).parent if output else Path(runs_root or "runs")
     # one log folder per sweep command: a job id (a local job's is a process id) may come again later
     logs = Path(log_dir or folder / "submitit") / time.strftime("%Y%m%d-%H%M%S")
-    return LaunchOptions(launcher=launcher, parallel=parallel, log_dir=logs.resolve(), gpus_per_run=gpus_per_run,
-                         runs_per_gpu=runs_per_gpu, partition=partition, time=time_limit, cpus_per_run=cpus_per_run,
-                         mem=mem, slurm_array_parallelism=slurm_array_parallelism, slurm_setup=list(slurm_setup))
+    return LaunchOptions(
+        launcher=launcher,
+        parallel=parallel,
+        log_dir=logs.resolve(),
+        gpus_per_run=gpus_per_run,
+        runs_per_gpu=runs_per_gpu,
+        partition=partition,
+        time=time_limit,
+        cpus_per_run=cpus_per_run,
+        mem=mem,
+        slurm_array_parallelism=slurm_array_parallelism,
+        slurm_setup=list(slurm_setup),
+    )
 
 
 def absolute(config: str, overrides: list[str], run_dir: str) -> tuple[str, list[str]]:
@@ -211,23 +290,28 @@ def main(argv: Optional[list[str]] = None) -> int:
     return sweep(**vars(parse_command(build_parser(), argv)))
 
 
-def sweep(configs: Sequence[str], overrides: Sequence[str] = (), seeds: Optional[Sequence[int]] = None,
-          variant: Sequence[Sequence[str]] = (), family: Optional[str] = None, runs_root: Optional[str] = None,
-          output: Optional[str] = None, **launch) -> int:
+def sweep(
+    configs: Sequence[str],
+    overrides: Sequence[str] = (),
+    seeds: Optional[Sequence[int]] = None,
+    variant: Sequence[Sequence[str]] = (),
+    family: Optional[str] = None,
+    runs_root: Optional[str] = None,
+    output: Optional[str] = None,
+    **launch,
+) -> int:
     """Train, test and compare `configs`, as sweep.py does; `launch`: launch_options' keywords."""
     variants = check_variants([list(v) for v in variant])
     options = launch_options(output, runs_root, **launch)
     runs = expand_runs(list(configs), list(overrides), list(seeds) if seeds else None, runs_root)
     try:
-        outcomes = run_serial(runs, variants) if options.launcher == "serial" else \
-            run_as_jobs(runs, variants, options)
+        outcomes = run_serial(runs, variants) if options.launcher == "serial" else run_as_jobs(runs, variants, options)
     except KeyboardInterrupt:
         log("sweep: stopped (Ctrl-C); run the same command again to resume")
         return EXIT_INTERRUPTED
     by_run = {o.run_dir: o for o in outcomes}
     order = [run_dir for _, _, run_dir in runs]  # the summary lists runs in sweep order
-    return settle([by_run[d] for d in order if d in by_run], len(order), options.launcher == "serial", output,
-                  family)
+    return settle([by_run[d] for d in order if d in by_run], len(order), options.launcher == "serial", output, family)
 
 
 def settle(settled: list[Outcome], planned: int, serial: bool, output: Optional[str], family: Optional[str]) -> int:
@@ -254,7 +338,9 @@ def settle(settled: list[Outcome], planned: int, serial: bool, output: Optional[
         return EXIT_INTERRUPTED
     left_alone = [o.run_dir for o in settled if o.status == "left_alone"]
     if left_alone:
-        log(f"sweep: {len(left_alone)} run folder(s) left alone: {', '.join(left_alone)}; move them "
-            f"away or set run_dir / --runs_root")
+        log(
+            f"sweep: {len(left_alone)} run folder(s) left alone: {', '.join(left_alone)}; move them "
+            f"away or set run_dir / --runs_root"
+        )
         return 2
     return 0

@@ -15,15 +15,15 @@ from typing import Optional, Sequence
 
 import submitit
 
+from commands.cli import EXIT_INTERRUPTED
 from commands.test import run_test
 from commands.train import train
 from training.handlers import budget_reached
-from utils.run_folder import RunFolder
-from commands.cli import EXIT_INTERRUPTED
 from utils.config import flatten, load_config, parse_override, to_dict
 from utils.config_schema import INFERENCE, RUNTIME
 from utils.errors import HarnessError
 from utils.key_roles import refused_on_resume, role_of
+from utils.run_folder import RunFolder
 from utils.runtime import JsonlLogger, log
 
 
@@ -31,6 +31,7 @@ from utils.runtime import JsonlLogger, log
 class Outcome:
     """How one run of a sweep ended: scored (tested now or before), left_alone (not this sweep's to
     touch), interrupted (stopped by a signal after a checkpoint: resumable) or failed (rc, message)."""
+
     run_dir: str
     status: str
     rc: int = 0
@@ -50,8 +51,7 @@ def other_configuration(run_dir: Path, cfg) -> Optional[str]:
         saved = load_config(run_dir / "config.yaml")
     except HarnessError as e:
         return f"its config.yaml does not load: {e}"
-    changed, refused, _ = refused_on_resume(flatten(to_dict(saved)), flatten(to_dict(cfg)),
-                                            saved.model.positional.name)
+    changed, refused, _ = refused_on_resume(flatten(to_dict(saved)), flatten(to_dict(cfg)), saved.model.positional.name)
     return "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in refused) or None
 
 
@@ -119,14 +119,19 @@ def run_one(config: str, overrides: Sequence[str], variants: Sequence[tuple[str,
             log(f"sweep: {'resuming' if action == 'resume' else 'training'} {why}")
             rc = train(config=config, overrides=overrides, resume=action == "resume")
             if rc == EXIT_INTERRUPTED:
-                return Outcome(str(run_dir), "interrupted", rc, f"{run_dir}: training was stopped by a signal "
-                                                                 f"after a checkpoint; run the sweep again to resume it")
+                return Outcome(
+                    str(run_dir),
+                    "interrupted",
+                    rc,
+                    f"{run_dir}: training was stopped by a signal after a checkpoint; run the sweep again to resume it",
+                )
             if rc:
                 return Outcome(str(run_dir), "failed", rc, f"{run_dir}: training ended with exit code {rc}")
         # Testing takes only the overrides that may change at test time (decoding, evaluation, ...):
         # the rest (seed, run_dir, model.*, training.*) made the run and is in its checkpoint.
-        rc = run_test(run=str(run_dir), overrides=overrides_for_testing(overrides, cfg.model.positional.name),
-                      overwrite=True)  # replaces only <run>/test/
+        rc = run_test(
+            run=str(run_dir), overrides=overrides_for_testing(overrides, cfg.model.positional.name), overwrite=True
+        )  # replaces only <run>/test/
         if rc:
             return Outcome(str(run_dir), "failed", rc, f"{run_dir}: testing ended with exit code {rc}")
     rc = score_variants(run_dir, variants, overrides)
@@ -149,8 +154,12 @@ def score_variants(run_dir: Path, variants: Sequence[tuple[str, list[str]]], ove
             log(f"sweep: variant {name} does not apply to {run_dir} ({e}): not tested")
             continue
         log(f"sweep: testing {run_dir} as variant {name} ({' '.join(variant)})")
-        rc = run_test(run=str(run_dir), overrides=[*overrides_for_testing(overrides, encoding), *variant],
-                      output=str(out), overwrite=True)
+        rc = run_test(
+            run=str(run_dir),
+            overrides=[*overrides_for_testing(overrides, encoding), *variant],
+            output=str(out),
+            overwrite=True,
+        )
         if rc:
             return rc
     return 0
@@ -161,11 +170,13 @@ class SweepJob(submitit.helpers.Checkpointable):
 
     A job that a signal stops (SLURM's requeue or preemption sends SIGTERM; a time limit, SIGUSR2
     shortly before it) finishes its training step, saves a checkpoint and exits without a result (or,
-    outside training, exits at once), so the sweep never takes it for finished; SLURM runs a requeued job again, and it resumes. On SIGUSR2
-    it then asks submitit to requeue it (submitit's own handler, deferred until the checkpoint is saved)."""
+    outside training, exits at once), so the sweep never takes it for finished; SLURM runs a requeued
+    job again, and it resumes. On SIGUSR2 it then asks submitit to requeue it (submitit's own handler,
+    deferred until the checkpoint is saved)."""
 
-    def __init__(self, config: str, overrides: Sequence[str], variants: Sequence[tuple[str, list[str]]],
-                 workdir: str) -> None:
+    def __init__(
+        self, config: str, overrides: Sequence[str], variants: Sequence[tuple[str, list[str]]], workdir: str
+    ) -> None:
         self.config, self.overrides, self.variants, self.workdir = config, list(overrides), list(variants), workdir
 
     def __call__(self) -> Outcome:
@@ -181,8 +192,9 @@ class SweepJob(submitit.helpers.Checkpointable):
         except HarnessError as e:  # one line for the sweep to report, as the entry scripts print it
             return Outcome(str(load_config(self.config, self.overrides).resolved_run_dir), "failed", 2, str(e))
         except FloatingPointError as e:
-            return Outcome(str(load_config(self.config, self.overrides).resolved_run_dir), "failed", 3,
-                           f"training diverged ({e})")
+            return Outcome(
+                str(load_config(self.config, self.overrides).resolved_run_dir), "failed", 3, f"training diverged ({e})"
+            )
         if outcome.status == "interrupted":
             end = last_end(Path(outcome.run_dir)) or {}
             if end.get("stopped_by_signal") == signal.SIGUSR2 and callable(requeue):

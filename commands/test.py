@@ -27,6 +27,7 @@ test-time keys overridden, the output folder the run's own or the user's, never 
 unasked, one writer per run folder), decodes and scores the set whole, runs the teacher-forced
 diagnostic and writes scores.json, the run's TensorBoard test scalars and a summary.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,34 +36,51 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
+from commands.cli import RUN_HELP, TEST_TIME_SETS, command_parser, parse_command
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.checkpoint import checkpoint_step
 from training.loading import check_model_matches, load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
-from utils.run_folder import RunLock
 from training.tensorboard_log import log_test_scores
-from commands.cli import RUN_HELP, TEST_TIME_SETS, command_parser, parse_command
 from utils.config import ConfigError, parse_override, to_dict
 from utils.files import WriteError, atomic_write_text, check_output_folder, check_target, run_folder_above
+from utils.run_folder import RunLock
 from utils.runtime import log, pick_device
 
-
 # What test.py writes into its output folder (and concat/k<K>/ for the length protocol)
-OUTPUT_FILES = ("scores.json", "hypotheses.txt", "references.txt", "sources.txt", "source_lengths.txt", BEYOND_FILE,
-                PAIRS_FILE)
+OUTPUT_FILES = (
+    "scores.json",
+    "hypotheses.txt",
+    "references.txt",
+    "sources.txt",
+    "source_lengths.txt",
+    BEYOND_FILE,
+    PAIRS_FILE,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = command_parser(__doc__, config=True, run=RUN_HELP, sets=TEST_TIME_SETS, model_path=True, device=True,
-                            output="where to write the outputs (default: <run>/<split>/, or <run>/test_<src file "
-                                   "name>/ with --src)",
-                            overwrite="the outputs of an earlier test.py in the output folder")
+    parser = command_parser(
+        __doc__,
+        config=True,
+        run=RUN_HELP,
+        sets=TEST_TIME_SETS,
+        model_path=True,
+        device=True,
+        output="where to write the outputs (default: <run>/<split>/, or <run>/test_<src file name>/ with --src)",
+        overwrite="the outputs of an earlier test.py in the output folder",
+    )
     parser.add_argument("--split", choices=["test", "valid"], help="which split of the config (default: test)")
     parser.add_argument("--src", metavar="FILE", help="score this source file instead of a split (needs --ref)")
     parser.add_argument("--ref", metavar="FILE", help="the reference translations of --src, line by line")
-    parser.add_argument("--concat", type=int, nargs="+", metavar="K",
-                        help="also score inputs of K consecutive pairs joined, for each K (e.g. 1 2 4 8); "
-                             "default: the config's evaluation.concat")
+    parser.add_argument(
+        "--concat",
+        type=int,
+        nargs="+",
+        metavar="K",
+        help="also score inputs of K consecutive pairs joined, for each K (e.g. 1 2 4 8); "
+        "default: the config's evaluation.concat",
+    )
     return parser
 
 
@@ -73,6 +91,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 @dataclass
 class TestRequest:
     """What to score and where (run_test's arguments, checked)."""
+
     run: Optional[str] = None
     config: Optional[str] = None
     model_path: Optional[str] = None
@@ -86,42 +105,37 @@ class TestRequest:
     device: str = "auto"
 
 
-def run_test(run: Optional[str] = None, config: Optional[str] = None, model_path: Optional[str] = None,
-             overrides: Sequence[str] = (), split: Optional[str] = None, src: Optional[str] = None,
-             ref: Optional[str] = None, concat: Optional[Sequence[int]] = None, output: Optional[str] = None,
-             overwrite: bool = False, device: str = "auto") -> int:
+def run_test(
+    run: Optional[str] = None,
+    config: Optional[str] = None,
+    model_path: Optional[str] = None,
+    overrides: Sequence[str] = (),
+    split: Optional[str] = None,
+    src: Optional[str] = None,
+    ref: Optional[str] = None,
+    concat: Optional[Sequence[int]] = None,
+    output: Optional[str] = None,
+    overwrite: bool = False,
+    device: str = "auto",
+) -> int:
     """Score a trained model on a test set, as `test.py` does (sweep.py's jobs call this): the run's
     best checkpoint (or --model_path) on its test split (or --src/--ref) into <run>/<split>/ (or output)."""
-    args = TestRequest(run=run, config=config, model_path=model_path, overrides=list(overrides), split=split,
-                       src=src, ref=ref, concat=None if concat is None else list(concat), output=output,
-                       overwrite=overwrite, device=device)
-    if (args.src is None) != (args.ref is None):
-        raise ConfigError("give both --src FILE and --ref FILE (source and reference translations), or neither")
-    if args.src and args.split:
-        raise ConfigError("--split picks a split of the config; with --src/--ref the files are the test set: drop one")
-    args.split = args.split or "test"
-    if args.concat is not None and any(k < 1 for k in args.concat):
-        raise ConfigError(f"--concat: every K is a number of pairs per input (at least 1), got {args.concat}")
+    args = TestRequest(
+        run=run,
+        config=config,
+        model_path=model_path,
+        overrides=list(overrides),
+        split=split,
+        src=src,
+        ref=ref,
+        concat=None if concat is None else list(concat),
+        output=output,
+        overwrite=overwrite,
+        device=device,
+    )
+    check_request(args)
     ckpt = resolve_checkpoint(args.model_path, args.run, args.config, args.overrides)
-    if args.output:
-        out_dir = Path(args.output)
-    elif args.src:
-        out_dir = run_dir_of_checkpoint(ckpt) / f"test_{Path(args.src).name}"
-    else:
-        out_dir = run_dir_of_checkpoint(ckpt) / args.split
-    # Never the run folder itself, its checkpoints/ or any folder in it but this test's own: the
-    # split's folder (test/ for the test split) or test_<name>/, and only in the checkpoint's own run
-    own = ("test_*",) if args.src else (args.split, "test_*")
-    check_output_folder(out_dir, "--output", own=own)
-    run = run_folder_above(out_dir)
-    if run is not None and run != run_dir_of_checkpoint(ckpt).resolve():
-        raise WriteError(f"--output {args.output} is inside the run folder {run}, but the model is "
-                         f"{ckpt}: its scores would pass for that run's; write them elsewhere")
-    if (out_dir / "concat").exists() and not args.overwrite and out_dir.name not in own:  # its k-inputs' folder
-        raise WriteError(f"{out_dir / 'concat'} exists; pass --overwrite to replace it, or choose another --output")
-    for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input
-        check_target(out_dir / name, "--output", inputs=[args.src, args.ref], overwrite=args.overwrite,
-                     own=tuple(f"{folder}/{name}" for folder in own))
+    out_dir, run = checked_output_folder(args, ckpt)
     device = pick_device(args.device)
     cfg, tokenizer, model = load_for_inference(ckpt, args.overrides, device=str(device))
     if args.config:
@@ -135,32 +149,85 @@ def run_test(run: Optional[str] = None, config: Optional[str] = None, model_path
         pairs, documents = read_config_split(cfg.data, args.split)
         test_set = {"split": args.split}
     if not pairs:
-        raise ConfigError(f"no pairs to score in {test_set.get('src') or f'the {args.split} split'}: give a "
-                          f"non-empty test set")
+        raise ConfigError(
+            f"no pairs to score in {test_set.get('src') or f'the {args.split} split'}: give a non-empty test set"
+        )
     check_writable(out_dir)
     # One writer at a time: the run folder's lock (training or testing into it), else the output folder's
     with RunLock(run if run is not None else out_dir, "test.py"):
         return score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir)
 
 
+def check_request(args: TestRequest) -> None:
+    """The flags that go together, and the split's default."""
+    if (args.src is None) != (args.ref is None):
+        raise ConfigError("give both --src FILE and --ref FILE (source and reference translations), or neither")
+    if args.src and args.split:
+        raise ConfigError("--split picks a split of the config; with --src/--ref the files are the test set: drop one")
+    args.split = args.split or "test"
+    if args.concat is not None and any(k < 1 for k in args.concat):
+        raise ConfigError(f"--concat: every K is a number of pairs per input (at least 1), got {args.concat}")
+
+
+def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional[Path]]:
+    """(the output folder, the run folder holding it if any), after the write guard: never the run
+    folder itself, its checkpoints/ or any folder in it but this test's own, never a file replaced
+    unasked or an input."""
+    if args.output:
+        out_dir = Path(args.output)
+    elif args.src:
+        out_dir = run_dir_of_checkpoint(ckpt) / f"test_{Path(args.src).name}"
+    else:
+        out_dir = run_dir_of_checkpoint(ckpt) / args.split
+    # Never the run folder itself, its checkpoints/ or any folder in it but this test's own: the
+    # split's folder (test/ for the test split) or test_<name>/, and only in the checkpoint's own run
+    own = ("test_*",) if args.src else (args.split, "test_*")
+    check_output_folder(out_dir, "--output", own=own)
+    run = run_folder_above(out_dir)
+    if run is not None and run != run_dir_of_checkpoint(ckpt).resolve():
+        raise WriteError(
+            f"--output {args.output} is inside the run folder {run}, but the model is "
+            f"{ckpt}: its scores would pass for that run's; write them elsewhere"
+        )
+    if (out_dir / "concat").exists() and not args.overwrite and out_dir.name not in own:  # its k-inputs' folder
+        raise WriteError(f"{out_dir / 'concat'} exists; pass --overwrite to replace it, or choose another --output")
+    for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input
+        check_target(
+            out_dir / name,
+            "--output",
+            inputs=[args.src, args.ref],
+            overwrite=args.overwrite,
+            own=tuple(f"{folder}/{name}" for folder in own),
+        )
+    return out_dir, run
+
+
 def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir) -> int:
     if (out_dir / "scores.json").exists() and not args.overwrite:  # written by another test.py meanwhile
         raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it")
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
-    log(f"scoring {len(pairs):,} pairs of {test_set} with {ckpt}"
-        + (f" ({len(set(documents))} documents)" if documents else ""))
+    log(
+        f"scoring {len(pairs):,} pairs of {test_set} with {ckpt}"
+        + (f" ({len(set(documents))} documents)" if documents else "")
+    )
     scores = evaluate(model, tokenizer, pairs, documents, cfg, device, out_dir, concat)
     if cfg.evaluation.teacher_forced:  # the references' likelihood per target position, whatever the search does
         log("teacher forcing the references (k = 1" + "".join(f", {k}" for k in sorted(set(concat) - {1})) + ")")
-        scores["teacher_forced"], beyond, per_pair = teacher_forced_scores(model, tokenizer, pairs, documents, cfg,
-                                                                           device, concat)
+        scores["teacher_forced"], beyond, per_pair = teacher_forced_scores(
+            model, tokenizer, pairs, documents, cfg, device, concat
+        )
         atomic_write_text(out_dir / BEYOND_FILE, beyond)  # per input, for compare.py's test of the NLL
         atomic_write_text(out_dir / PAIRS_FILE, per_pair)  # per pair and k, for compare.py's degradation
     if args.src:  # a file from outside the run: is it in the training data? (splits: see data_report.json)
         scores["overlap_with_train"] = overlap_with_training(cfg.data, pairs)
-    scores.update(test_set=test_set, split=test_set.get("split"), checkpoint=str(ckpt),
-                  positional=cfg.model.positional.name, decoding=to_dict(cfg.decoding),
-                  test_time_overrides=test_time_settings(args.overrides))
+    scores.update(
+        test_set=test_set,
+        split=test_set.get("split"),
+        checkpoint=str(ckpt),
+        positional=cfg.model.positional.name,
+        decoding=to_dict(cfg.decoding),
+        test_time_overrides=test_time_settings(args.overrides),
+    )
     atomic_write_text(out_dir / "scores.json", json.dumps(scores, indent=2) + "\n")
     run_dir = run_dir_of_checkpoint(ckpt)
     if out_dir.resolve() == (run_dir / "test").resolve():  # the run's own test set: into its TensorBoard/HParams
@@ -176,20 +243,30 @@ def test_time_settings(overrides: list[str]) -> dict:
 
 
 def print_summary(scores: dict, out_dir: Path) -> None:
-    print(f"sacreBLEU {scores['sacrebleu']:.2f}  chrF {scores['chrf']:.2f}  nltk BLEU-4 {scores['nltk_bleu4']:.4f} "
-          f"({scores['nltk_tokenization']})  length ratio {scores['length_ratio']:.3f}  on {scores['num_sentences']} "
-          f"sentences ({scores['truncated_sources']} truncated)")
+    print(
+        f"sacreBLEU {scores['sacrebleu']:.2f}  chrF {scores['chrf']:.2f}  nltk BLEU-4 {scores['nltk_bleu4']:.4f} "
+        f"({scores['nltk_tokenization']})  length ratio {scores['length_ratio']:.3f}  on {scores['num_sentences']} "
+        f"sentences ({scores['truncated_sources']} truncated)"
+    )
     print(f"signature: {scores['sacrebleu_signature']}")
-    print("by source length (subword tokens): " + "  ".join(
-        f"{b['bucket']}: {b['sacrebleu'] if b['sacrebleu'] is not None else '-'} (n={b['num_sentences']})"
-        for b in scores["by_source_length"]))
+    print(
+        "by source length (subword tokens): "
+        + "  ".join(
+            f"{b['bucket']}: {b['sacrebleu'] if b['sacrebleu'] is not None else '-'} (n={b['num_sentences']})"
+            for b in scores["by_source_length"]
+        )
+    )
     if "longer_than_training" in scores:
         lt = scores["longer_than_training"]
-        print(f"longer than training (> {lt['train_max_src_len']} tokens): sacreBLEU {lt['sacrebleu']} "
-              f"chrF {lt['chrf']} (n={lt['num_sentences']})")
+        print(
+            f"longer than training (> {lt['train_max_src_len']} tokens): sacreBLEU {lt['sacrebleu']} "
+            f"chrF {lt['chrf']} (n={lt['num_sentences']})"
+        )
     for row in scores.get("concat", []):
-        print(f"k={row['k']}: sacreBLEU {row['sacrebleu']:.2f}  chrF {row['chrf']:.2f}  length ratio "
-              f"{row['length_ratio']:.3f}  ({row['num_inputs']} inputs)")
+        print(
+            f"k={row['k']}: sacreBLEU {row['sacrebleu']:.2f}  chrF {row['chrf']:.2f}  length ratio "
+            f"{row['length_ratio']:.3f}  ({row['num_inputs']} inputs)"
+        )
     for k, entry in (scores.get("teacher_forced") or {}).get("k", {}).items():
         print(teacher_forced_line(k, entry))
     print(f"outputs: {out_dir}")
@@ -198,18 +275,23 @@ def print_summary(scores: dict, out_dir: Path) -> None:
 def teacher_forced_line(k: str, entry: dict) -> str:
     """One k of the teacher-forced diagnostic: NLL (EOS renormalised out) beyond and within the
     decoder's training length, and p(EOS) at the sentence boundaries of joined inputs."""
+
     def nll(part: Optional[dict]) -> str:
         if not part or part["nll_no_eos"] is None:
             return "–"
         return f"{part['nll_no_eos']:.3f} (n={part['tokens_no_eos']})"
 
     if entry["beyond_training"] is None:
-        pooled = {"tokens_no_eos": sum(b["tokens_no_eos"] for b in entry["buckets"]),
-                  "nll_no_eos": pool_nll(entry["buckets"])}
+        pooled = {
+            "tokens_no_eos": sum(b["tokens_no_eos"] for b in entry["buckets"]),
+            "nll_no_eos": pool_nll(entry["buckets"]),
+        }
         text = f"k={k} teacher-forced NLL, EOS renormalised out: {nll(pooled)} (training length not recorded)"
     else:
-        text = (f"k={k} teacher-forced NLL, EOS renormalised out: beyond training {nll(entry['beyond_training'])}, "
-                f"within {nll(entry['within_training'])}")
+        text = (
+            f"k={k} teacher-forced NLL, EOS renormalised out: beyond training {nll(entry['beyond_training'])}, "
+            f"within {nll(entry['within_training'])}"
+        )
     boundary = entry.get("boundary")
     if boundary:
         p = "–" if boundary["p_eos"] is None else f"{boundary['p_eos']:.3f}"

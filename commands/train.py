@@ -21,13 +21,21 @@ from utils.config import ConfigError, ExperimentConfig, load_config
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = command_parser(__doc__, config=True, run="a run folder (runs/<name>) to continue from its last checkpoint",
-                            sets="override a config value, e.g. --set model.positional.name=rope (repeatable)")
+    parser = command_parser(
+        __doc__,
+        config=True,
+        run="a run folder (runs/<name>) to continue from its last checkpoint",
+        sets="override a config value, e.g. --set model.positional.name=rope (repeatable)",
+    )
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--resume", action="store_true",
-                       help="continue the run in the config's run folder from its last checkpoint")
-    group.add_argument("--overwrite", action="store_true",
-                       help=f"{OVERWRITE_HELP}: delete the run folder (the harness's own only) and start over")
+    group.add_argument(
+        "--resume", action="store_true", help="continue the run in the config's run folder from its last checkpoint"
+    )
+    group.add_argument(
+        "--overwrite",
+        action="store_true",
+        help=f"{OVERWRITE_HELP}: delete the run folder (the harness's own only) and start over",
+    )
     return parser
 
 
@@ -43,8 +51,13 @@ def resolve_config(config: Optional[str], run: Optional[str], overrides: Sequenc
     return load_config(config, list(overrides))
 
 
-def train(config: Optional[str] = None, run: Optional[str] = None, overrides: Sequence[str] = (),
-          resume: bool = False, overwrite: bool = False) -> int:
+def train(
+    config: Optional[str] = None,
+    run: Optional[str] = None,
+    overrides: Sequence[str] = (),
+    resume: bool = False,
+    overwrite: bool = False,
+) -> int:
     """Train one run, as train.py does (a sweep's jobs call this): 0 when training finished,
     EXIT_INTERRUPTED when a signal stopped it after a checkpoint (resumable, not finished)."""
     if resume and run is None and config is None:

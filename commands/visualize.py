@@ -30,10 +30,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from evaluation.figures import sentence_attention_figures, table_figure  # noqa: E402
-from models.positional_encodings import (alibi_slopes, apply_rotary, rope_tables,  # noqa: E402
-                                         sinusoidal_table)
 from commands.cli import RUN_HELP, add_command_flags, deprecated_flag, parse_command  # noqa: E402
+from evaluation.figures import sentence_attention_figures, table_figure  # noqa: E402
+from models.positional_encodings import (
+    alibi_slopes,
+    apply_rotary,
+    rope_tables,  # noqa: E402
+    sinusoidal_table,
+)
 from utils.config import ConfigError  # noqa: E402
 from utils.files import atomic_output, check_target  # noqa: E402
 
@@ -41,6 +45,7 @@ from utils.files import atomic_output, check_target  # noqa: E402
 @dataclass
 class PlotRequest:
     """One plot: what visualize.py's flags say (the subcommand, the model, the output)."""
+
     command: str
     output: str
     run: Optional[str] = None
@@ -61,8 +66,9 @@ def _load(args: PlotRequest):
     from training.loading import load_for_inference, resolve_checkpoint
 
     if not (args.model_path or args.run):
-        raise ConfigError("this plot needs a trained model: --model_path <checkpoint.pt or export folder> "
-                          "or --run <run folder>")
+        raise ConfigError(
+            "this plot needs a trained model: --model_path <checkpoint.pt or export folder> or --run <run folder>"
+        )
     return load_for_inference(resolve_checkpoint(args.model_path, args.run))
 
 
@@ -81,8 +87,10 @@ def position_table(args: PlotRequest) -> tuple[torch.Tensor, str]:
         _, _, model = _load(args)
         pe = model.encoder_pe if args.stack == "encoder" else model.decoder_pe
         if not hasattr(pe, "table"):
-            raise ConfigError(f"the model's encoding is {pe.registry_name}: it has no learned table "
-                              f"(use --encoding sinusoidal for the computed one)")
+            raise ConfigError(
+                f"the model's encoding is {pe.registry_name}: it has no learned table "
+                f"(use --encoding sinusoidal for the computed one)"
+            )
         n = min(args.positions, pe.max_positions)
         return pe.table.weight[:n].detach(), f"learnable ({args.stack})"
     if args.encoding != "sinusoidal":
@@ -158,8 +166,11 @@ def cmd_pe_similarity(args: PlotRequest) -> None:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for label, values in curves.items():
         ax.plot(rel.numpy(), values.numpy(), label=label, linewidth=1.2)
-    ax.set(xlabel=f"relative position j − i (i = {args.position})", ylabel="similarity / bias",
-           title=f"{title}: position {args.position} against all others")
+    ax.set(
+        xlabel=f"relative position j − i (i = {args.position})",
+        ylabel="similarity / bias",
+        title=f"{title}: position {args.position} against all others",
+    )
     ax.legend(fontsize=7, ncol=2)
     _save(fig, args.output, args.overwrite)
 
@@ -174,8 +185,12 @@ def cmd_attention(args: PlotRequest) -> None:
         _save(fig, str(out_dir / f"{kind.replace(' ', '_').replace('-', '_')}.png"), args.overwrite)
 
 
-PLOTS = {"pe-heatmap": cmd_pe_heatmap, "pe-mds": cmd_pe_mds, "pe-similarity": cmd_pe_similarity,
-         "attention": cmd_attention}
+PLOTS = {
+    "pe-heatmap": cmd_pe_heatmap,
+    "pe-mds": cmd_pe_mds,
+    "pe-similarity": cmd_pe_similarity,
+    "attention": cmd_attention,
+}
 
 
 def visualize(request: PlotRequest) -> int:
@@ -191,16 +206,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p, needs_out: str) -> None:
-        add_command_flags(p, run=RUN_HELP, model_path=True, output=f"output PNG (default {needs_out})",
-                          output_default=needs_out, overwrite="the PNG files of an earlier plot")
+        add_command_flags(
+            p,
+            run=RUN_HELP,
+            model_path=True,
+            output=f"output PNG (default {needs_out})",
+            output_default=needs_out,
+            overwrite="the PNG files of an earlier plot",
+        )
 
-    for name, help_text in (("pe-heatmap", "positions x dimensions heatmap"),
-                            ("pe-mds", "2-D MDS of position vectors"),
-                            ("pe-similarity", "similarity against distance")):
+    for name, help_text in (
+        ("pe-heatmap", "positions x dimensions heatmap"),
+        ("pe-mds", "2-D MDS of position vectors"),
+        ("pe-similarity", "similarity against distance"),
+    ):
         p = sub.add_parser(name, help=help_text)
         common(p, f"plots/{name}.png")
-        p.add_argument("--encoding", default="sinusoidal", choices=["sinusoidal", "shape", "rope", "alibi"],
-                       help="computed encoding when no model is given")
+        p.add_argument(
+            "--encoding",
+            default="sinusoidal",
+            choices=["sinusoidal", "shape", "rope", "alibi"],
+            help="computed encoding when no model is given",
+        )
         p.add_argument("--positions", type=int, default=100, help="number of positions")
         p.add_argument("--position", type=int, default=50, help="reference position i (pe-similarity)")
         p.add_argument("--d_model", type=int, default=128)

@@ -24,14 +24,21 @@ def tokenizer_cache_path(cfg) -> Optional[Path]:
     """Where a BPE trained on this corpus with these tokenizer settings is shared between runs."""
     if not cfg.data.cache_dir or cfg.tokenizer.type != "bpe":
         return None
-    payload = json.dumps({"corpus": corpus_fingerprint(cfg.data), "tokenizer": vars(cfg.tokenizer),
-                          "v": CACHE_VERSION}, sort_keys=True, default=str)
+    payload = json.dumps(
+        {"corpus": corpus_fingerprint(cfg.data), "tokenizer": vars(cfg.tokenizer), "v": CACHE_VERSION},
+        sort_keys=True,
+        default=str,
+    )
     return Path(cfg.data.cache_dir) / f"tokenizer-{hashlib.sha256(payload.encode()).hexdigest()[:20]}.json"
 
 
-def prepare_splits(data_cfg, tokenizer, splits: tuple[str, ...] = ("train", "valid", "test"),
-                   corpus: Optional[Callable[[], dict]] = None, log: Callable[[str], None] = print
-                   ) -> dict[str, EncodedSplit]:
+def prepare_splits(
+    data_cfg,
+    tokenizer,
+    splits: tuple[str, ...] = ("train", "valid", "test"),
+    corpus: Optional[Callable[[], dict]] = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, EncodedSplit]:
     """Encode (or load from cache) the requested splits with `tokenizer`, logging dropped pairs."""
     corpus = corpus or make_corpus_loader(data_cfg)
     info = corpus_fingerprint(data_cfg)
@@ -51,8 +58,10 @@ def prepare_splits(data_cfg, tokenizer, splits: tuple[str, ...] = ("train", "val
             log(f"data: {split}: {len(encoded):,} pairs ({how}; all kept for scoring)")
             dropped = "none"
         if len(encoded) == 0:
-            raise CorpusError(f"the {split} split is empty after filtering (dropped: {dropped}); "
-                             f"check data.max_len / data.train_max_src_len and the corpus files")
+            raise CorpusError(
+                f"the {split} split is empty after filtering (dropped: {dropped}); "
+                f"check data.max_len / data.train_max_src_len and the corpus files"
+            )
         out[split] = encoded
     return out
 

@@ -4,6 +4,7 @@ The hub is often unreachable (these machines have no network): the hub path
 fails fast with a :class:`~data.parallel_text.CorpusError` that explains how
 to point the config at local files instead.
 """
+
 from __future__ import annotations
 
 import functools
@@ -63,16 +64,20 @@ def _hub_offline_reason() -> Optional[str]:
 def _rows_to_pairs(rows: Any, where: str, src_lang: str, tgt_lang: str) -> list[Pair]:
     """Turn ``{"translation": {lang: text}}`` rows into stripped (src, tgt) pairs."""
     if "translation" not in rows.column_names:
-        raise CorpusError(f"{where}: no 'translation' column (columns: "
-                          f"{rows.column_names}); expected rows like "
-                          "{'translation': {'en': ..., 'fr': ...}}")
+        raise CorpusError(
+            f"{where}: no 'translation' column (columns: "
+            f"{rows.column_names}); expected rows like "
+            "{'translation': {'en': ..., 'fr': ...}}"
+        )
     pairs: list[Pair] = []
     for i, tr in enumerate(rows["translation"]):
         if not isinstance(tr, dict) or src_lang not in tr or tgt_lang not in tr:
             langs = sorted(tr) if isinstance(tr, dict) else type(tr).__name__
-            raise CorpusError(f"{where}: row {i} has languages {langs}, need "
-                              f"{src_lang!r} and {tgt_lang!r}; check src_lang/tgt_lang "
-                              "and the dataset config")
+            raise CorpusError(
+                f"{where}: row {i} has languages {langs}, need "
+                f"{src_lang!r} and {tgt_lang!r}; check src_lang/tgt_lang "
+                "and the dataset config"
+            )
         pairs.append(((tr[src_lang] or "").strip(), (tr[tgt_lang] or "").strip()))
     return pairs
 
@@ -91,7 +96,8 @@ def _local_data_files(root: Path, hf_config: str) -> dict[str, list[str]]:
             raise CorpusError(
                 f"{base / theirs}: no *.parquet files for split {ours!r}; a local copy "
                 f"of the parquet conversion needs {base}/{{train,validation,test}}/"
-                "*.parquet (e.g. 0000.parquet from the hub's refs/convert/parquet)")
+                "*.parquet (e.g. 0000.parquet from the hub's refs/convert/parquet)"
+            )
         files[theirs] = found
     return files
 
@@ -116,6 +122,7 @@ def resolve_hub_revision(hf_name: str, revision: str) -> str:
     if reason is None:
         try:
             from huggingface_hub import HfApi
+
             info = HfApi().dataset_info(hf_name, revision=revision, timeout=PROBE_TIMEOUT_S * 3)
             if info.sha:
                 return info.sha
@@ -124,14 +131,18 @@ def resolve_hub_revision(hf_name: str, revision: str) -> str:
     raise CorpusError(
         f"data.hf_revision: cannot check which commit {revision!r} of {hf_name!r} is now "
         f"({reason or f'{type(error).__name__}: {error}'}), so data cached for it could be stale; pin "
-        "data.hf_revision to a commit id (40 hex digits) to use cached data offline, or use local files")
+        "data.hf_revision to a commit id (40 hex digits) to use cached data offline, or use local files"
+    )
 
 
-def read_iwslt2017_hf(hf_name: str = "IWSLT/iwslt2017",
-                      hf_config: str = "iwslt2017-fr-en",
-                      revision: str = "refs/convert/parquet",
-                      src_lang: str = "fr", tgt_lang: str = "en",
-                      cache_dir: Optional[str] = None) -> dict[str, list[Pair]]:
+def read_iwslt2017_hf(
+    hf_name: str = "IWSLT/iwslt2017",
+    hf_config: str = "iwslt2017-fr-en",
+    revision: str = "refs/convert/parquet",
+    src_lang: str = "fr",
+    tgt_lang: str = "en",
+    cache_dir: Optional[str] = None,
+) -> dict[str, list[Pair]]:
     """Load IWSLT2017 as ``{"train", "valid", "test"}`` -> list of (src, tgt) pairs.
 
     ``hf_name`` is a hub dataset id, or a local directory holding
@@ -143,30 +154,37 @@ def read_iwslt2017_hf(hf_name: str = "IWSLT/iwslt2017",
         data_files = _local_data_files(local, hf_config)
         where = str(local / hf_config)
     elif hf_name.startswith((".", "/", "~")) or hf_name.count("/") > 1:
-        raise CorpusError(f"{hf_name}: local dataset directory not found (resolved to "
-                          f"{local.resolve()}); fix the path, or use a hub id like "
-                          "IWSLT/iwslt2017")
+        raise CorpusError(
+            f"{hf_name}: local dataset directory not found (resolved to "
+            f"{local.resolve()}); fix the path, or use a hub id like "
+            "IWSLT/iwslt2017"
+        )
     else:
         reason = _hub_offline_reason()
         if reason is not None:
             raise CorpusError(
                 f"the Hugging Face hub is unreachable ({reason}), so dataset "
-                f"{hf_name!r} (config {hf_config!r}) cannot be loaded.\n"
-                + _local_help(hf_config, src_lang, tgt_lang))
+                f"{hf_name!r} (config {hf_config!r}) cannot be loaded.\n" + _local_help(hf_config, src_lang, tgt_lang)
+            )
         rev = quote(revision, safe="")
-        data_files = {theirs: [f"hf://datasets/{hf_name}@{rev}/{hf_config}/{theirs}/*.parquet"]
-                      for theirs in SPLITS.values()}
+        data_files = {
+            theirs: [f"hf://datasets/{hf_name}@{rev}/{hf_config}/{theirs}/*.parquet"] for theirs in SPLITS.values()
+        }
         where = f"hf://datasets/{hf_name}@{revision}/{hf_config}"
     try:
         import datasets  # lazy: heavy import, only needed here
     except ImportError as exc:
-        raise CorpusError("the 'datasets' package is not installed: `pip install "
-                          "datasets`. " + _local_help(hf_config, src_lang, tgt_lang)) from exc
+        raise CorpusError(
+            "the 'datasets' package is not installed: `pip install "
+            "datasets`. " + _local_help(hf_config, src_lang, tgt_lang)
+        ) from exc
     try:
         ds = datasets.load_dataset("parquet", data_files=data_files, cache_dir=cache_dir)
     except Exception as exc:  # network, auth, missing files, corrupt parquet...
-        raise CorpusError(f"{where}: loading the parquet files failed "
-                          f"({type(exc).__name__}: {exc}).\n"
-                          + _local_help(hf_config, src_lang, tgt_lang)) from exc
-    return {ours: _rows_to_pairs(ds[theirs], f"{where}/{theirs}", src_lang, tgt_lang)
-            for ours, theirs in SPLITS.items()}
+        raise CorpusError(
+            f"{where}: loading the parquet files failed "
+            f"({type(exc).__name__}: {exc}).\n" + _local_help(hf_config, src_lang, tgt_lang)
+        ) from exc
+    return {
+        ours: _rows_to_pairs(ds[theirs], f"{where}/{theirs}", src_lang, tgt_lang) for ours, theirs in SPLITS.items()
+    }

@@ -85,21 +85,26 @@ def overlap_report(splits: dict[str, Pairs]) -> dict:
     only: linear in the corpus size (about a second for the 167k-pair Tatoeba file)."""
     keys = {name: _keys(pairs) for name, pairs in splits.items()}
     train, train_keys = splits.get("train", []), keys.get("train", _keys([]))
-    report: dict = {"key": "casefold, punctuation/symbols -> space, whitespace collapsed (data/overlap.py)",
-                    "pairs": {name: len(pairs) for name, pairs in splits.items()},
-                    "exact_duplicates_within_split": {name: exact_duplicates(pairs)
-                                                      for name, pairs in splits.items()}}
+    report: dict = {
+        "key": "casefold, punctuation/symbols -> space, whitespace collapsed (data/overlap.py)",
+        "pairs": {name: len(pairs) for name, pairs in splits.items()},
+        "exact_duplicates_within_split": {name: exact_duplicates(pairs) for name, pairs in splits.items()},
+    }
     indexes = {aspect: _index(train, train_keys[aspect]) for aspect in ASPECTS}
     for name in ("valid", "test"):
         if name in splits:
-            report[name] = {"against": "train", "pairs": len(splits[name]),
-                            **{aspect: _measure(splits[name], keys[name][aspect], indexes[aspect], "train")
-                               for aspect in ASPECTS}}
+            report[name] = {
+                "against": "train",
+                "pairs": len(splits[name]),
+                **{aspect: _measure(splits[name], keys[name][aspect], indexes[aspect], "train") for aspect in ASPECTS},
+            }
     if "valid" in splits and "test" in splits:
         valid_sources = _index(splits["valid"], keys["valid"]["source"])
-        report["test_vs_valid"] = {"against": "valid", "pairs": len(splits["test"]),
-                                   "source": _measure(splits["test"], keys["test"]["source"], valid_sources,
-                                                      "valid")}
+        report["test_vs_valid"] = {
+            "against": "valid",
+            "pairs": len(splits["test"]),
+            "source": _measure(splits["test"], keys["test"]["source"], valid_sources, "valid"),
+        }
     return report
 
 
@@ -109,8 +114,10 @@ def overlap_summary(report: dict, split: str) -> Optional[str]:
     if part is None:
         return None
     src, tgt, pair = part["source"], part["target"], part["pair"]
-    return (f"data: {split} overlap with train: {src['count']:,} sources ({100 * src['fraction']:.1f}%), "
-            f"{tgt['count']:,} targets ({100 * tgt['fraction']:.1f}%), {pair['count']:,} pairs")
+    return (
+        f"data: {split} overlap with train: {src['count']:,} sources ({100 * src['fraction']:.1f}%), "
+        f"{tgt['count']:,} targets ({100 * tgt['fraction']:.1f}%), {pair['count']:,} pairs"
+    )
 
 
 def drop_overlapping_sources(train: Pairs, held_out: Iterable[Pairs]) -> tuple[Pairs, int]:

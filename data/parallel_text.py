@@ -5,6 +5,7 @@ surrounding whitespace of each sentence stripped. Empty pairs are kept: the
 caller filters (and counts) empty or over-long pairs. Problems with the input
 raise :class:`CorpusError`, whose message names the file and says how to fix it.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -21,8 +22,7 @@ Pair = tuple[str, str]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 # Metadata lines of the raw WIT3 ``train.tags.*`` files all start with "<".
-_TAGS_FIRST_LINE = re.compile(
-    r"^<(doc|/doc|url|talkid|title|description|keywords|speaker|reviewer|translator)\b")
+_TAGS_FIRST_LINE = re.compile(r"^<(doc|/doc|url|talkid|title|description|keywords|speaker|reviewer|translator)\b")
 
 
 class CorpusError(HarnessError, ValueError):
@@ -35,9 +35,11 @@ def _read_bytes(path: PathLike) -> bytes:
     if p.is_dir():
         raise CorpusError(f"{p} is a folder; give the path of a file")
     if not p.is_file():
-        raise CorpusError(f"{p}: file not found (resolved to {p.resolve()}); "
-                          "check the path (relative paths are relative to the "
-                          "current working directory)")
+        raise CorpusError(
+            f"{p}: file not found (resolved to {p.resolve()}); "
+            "check the path (relative paths are relative to the "
+            "current working directory)"
+        )
     try:
         data = p.read_bytes()
     except OSError as exc:
@@ -46,11 +48,11 @@ def _read_bytes(path: PathLike) -> bytes:
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError) as exc:
-            raise CorpusError(f"{p}: corrupt gzip file ({exc}); re-download or "
-                              "re-compress it") from exc
+            raise CorpusError(f"{p}: corrupt gzip file ({exc}); re-download or re-compress it") from exc
     elif p.suffix == ".gz":
-        raise CorpusError(f"{p}: named .gz but not a gzip file; compress it (`gzip -c FILE > {p.name}`) "
-                          f"or drop the .gz from its name")
+        raise CorpusError(
+            f"{p}: named .gz but not a gzip file; compress it (`gzip -c FILE > {p.name}`) or drop the .gz from its name"
+        )
     return data
 
 
@@ -69,8 +71,7 @@ def _peek(path: PathLike, size: int = 4096) -> bytes:
             with gzip.open(p, "rb") as f:
                 head = f.read(size)
         except (OSError, EOFError) as exc:
-            raise CorpusError(f"{p}: corrupt gzip file ({exc}); re-download or "
-                              "re-compress it") from exc
+            raise CorpusError(f"{p}: corrupt gzip file ({exc}); re-download or re-compress it") from exc
     return head
 
 
@@ -80,11 +81,12 @@ def decode_utf8(data: bytes, name: str, first_line: int = 1) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + first_line
+        line = data[: exc.start].count(b"\n") + first_line
         raise CorpusError(
             f"{name}:{line}: not valid UTF-8 (bad byte 0x{data[exc.start]:02x} at "
             f"byte offset {exc.start}); convert it to UTF-8, e.g. "
-            f"`iconv -f latin1 -t utf-8 {name} > out`") from None
+            f"`iconv -f latin1 -t utf-8 {name} > out`"
+        ) from None
 
 
 def read_text(path: PathLike, allow_blank: bool = False) -> str:
@@ -93,8 +95,7 @@ def read_text(path: PathLike, allow_blank: bool = False) -> str:
     to an empty line."""
     text = decode_utf8(_read_bytes(path), str(path))
     if not text.strip() and not allow_blank:
-        raise CorpusError(f"{path}: file is empty (no text); point the config at "
-                          "the right file or re-create it")
+        raise CorpusError(f"{path}: file is empty (no text); point the config at the right file or re-create it")
     return text
 
 
@@ -132,13 +133,15 @@ def _detect_format(path: PathLike) -> str:
     return "plain"
 
 
-def _zip_aligned(src: list[str], tgt: list[str], src_path: PathLike,
-                 tgt_path: PathLike, what: str = "lines") -> list[Pair]:
+def _zip_aligned(
+    src: list[str], tgt: list[str], src_path: PathLike, tgt_path: PathLike, what: str = "lines"
+) -> list[Pair]:
     if len(src) != len(tgt):
         raise CorpusError(
             f"{src_path} has {len(src)} {what} but {tgt_path} has {len(tgt)}; "
             "the two files must be line-aligned translations of each other "
-            "(check that they belong together and were not truncated)")
+            "(check that they belong together and were not truncated)"
+        )
     return list(zip(src, tgt))
 
 
@@ -147,20 +150,21 @@ def read_line_aligned(src_path: PathLike, tgt_path: PathLike) -> list[Pair]:
     return read_line_aligned_documents(src_path, tgt_path)[0]
 
 
-def read_line_aligned_documents(src_path: PathLike, tgt_path: PathLike
-                                ) -> tuple[list[Pair], Optional[list[str]]]:
+def read_line_aligned_documents(src_path: PathLike, tgt_path: PathLike) -> tuple[list[Pair], Optional[list[str]]]:
     """`read_line_aligned`, with each pair's document id where the format has documents (WIT3 XML)."""
     fmt_src, fmt_tgt = _detect_format(src_path), _detect_format(tgt_path)
     if fmt_src != fmt_tgt:
         raise CorpusError(
             f"{src_path} looks like {fmt_src} but {tgt_path} looks like {fmt_tgt}; "
             "give both sides of the same release (e.g. train.tags.fr-en.fr and "
-            "train.tags.fr-en.en, or the two .xml files of one dev/test set)")
+            "train.tags.fr-en.en, or the two .xml files of one dev/test set)"
+        )
     if fmt_src == "xml":
         return read_wit3_xml_documents(src_path, tgt_path)
     if fmt_src == "tags":
-        return _zip_aligned(read_wit3_tags(src_path), read_wit3_tags(tgt_path),
-                            src_path, tgt_path, "sentence lines (metadata dropped)"), None
+        return _zip_aligned(
+            read_wit3_tags(src_path), read_wit3_tags(tgt_path), src_path, tgt_path, "sentence lines (metadata dropped)"
+        ), None
     return _zip_aligned(read_lines(src_path), read_lines(tgt_path), src_path, tgt_path), None
 
 
@@ -172,27 +176,33 @@ def read_wit3_xml(path: PathLike) -> dict[tuple[str, str], str]:
         root = ET.fromstring(data)
     except ET.ParseError as exc:
         line, col = exc.position
-        raise CorpusError(f"{path}:{line}: malformed XML at column {col} ({exc}); "
-                          "use the unmodified WIT3/IWSLT .xml file") from exc
+        raise CorpusError(
+            f"{path}:{line}: malformed XML at column {col} ({exc}); use the unmodified WIT3/IWSLT .xml file"
+        ) from exc
     out: dict[tuple[str, str], str] = {}
     for doc in root.iter("doc"):
         doc_id = doc.get("docid")
         if doc_id is None:
-            raise CorpusError(f"{path}: a <doc> element has no docid attribute; "
-                              "use the unmodified WIT3/IWSLT .xml file")
+            raise CorpusError(
+                f"{path}: a <doc> element has no docid attribute; use the unmodified WIT3/IWSLT .xml file"
+            )
         for seg in doc.iter("seg"):
             seg_id = seg.get("id")
             if seg_id is None:
-                raise CorpusError(f"{path}: a <seg> in doc {doc_id} has no id "
-                                  "attribute; use the unmodified WIT3/IWSLT .xml file")
+                raise CorpusError(
+                    f"{path}: a <seg> in doc {doc_id} has no id attribute; use the unmodified WIT3/IWSLT .xml file"
+                )
             key = (doc_id.strip(), seg_id.strip())
             if key in out:
-                raise CorpusError(f"{path}: doc {key[0]} has seg id {key[1]} twice; "
-                                  "seg ids must be unique within a doc")
+                raise CorpusError(
+                    f"{path}: doc {key[0]} has seg id {key[1]} twice; seg ids must be unique within a doc"
+                )
             out[key] = "".join(seg.itertext()).strip()
     if not out:
-        raise CorpusError(f"{path}: no <seg id=...> inside <doc docid=...> found; "
-                          "expected a WIT3 XML file like IWSLT17.TED.dev2010.fr-en.fr.xml")
+        raise CorpusError(
+            f"{path}: no <seg id=...> inside <doc docid=...> found; "
+            "expected a WIT3 XML file like IWSLT17.TED.dev2010.fr-en.fr.xml"
+        )
     return out
 
 
@@ -204,22 +214,21 @@ def read_wit3_xml_pair(src_path: PathLike, tgt_path: PathLike) -> list[Pair]:
 def read_wit3_xml_documents(src_path: PathLike, tgt_path: PathLike) -> tuple[list[Pair], list[str]]:
     """Like `read_wit3_xml_pair`, with the document id of every pair."""
     src, tgt = read_wit3_xml(src_path), read_wit3_xml(tgt_path)
-    for have, have_path, other, other_path in ((src, src_path, tgt, tgt_path),
-                                               (tgt, tgt_path, src, src_path)):
+    for have, have_path, other, other_path in ((src, src_path, tgt, tgt_path), (tgt, tgt_path, src, src_path)):
         for doc_id, seg_id in have:
             if (doc_id, seg_id) not in other:
                 raise CorpusError(
                     f"{other_path}: doc {doc_id} seg id {seg_id} is missing (it is "
                     f"present in {have_path}); the two XML files must hold the same "
-                    "segments: use both sides of the same dev/test set")
+                    "segments: use both sides of the same dev/test set"
+                )
     return [(text, tgt[key]) for key, text in src.items()], [doc_id for doc_id, _ in src]
 
 
 def read_tsv(path: PathLike, src_column: int, tgt_column: int) -> list[Pair]:
     """Read a tab-separated (optionally gzipped) file; extra columns are ignored."""
     if min(src_column, tgt_column) < 0:
-        raise CorpusError(f"{path}: TSV columns must be >= 0 "
-                          f"(got src_column={src_column}, tgt_column={tgt_column})")
+        raise CorpusError(f"{path}: TSV columns must be >= 0 (got src_column={src_column}, tgt_column={tgt_column})")
     need = max(src_column, tgt_column) + 1
     pairs: list[Pair] = []
     for number, line in enumerate(split_lines(read_text(path)), start=1):
@@ -229,7 +238,8 @@ def read_tsv(path: PathLike, src_column: int, tgt_column: int) -> list[Pair]:
                 f"{path}:{number}: {len(fields)} tab-separated field(s), need at "
                 f"least {need} (source column {src_column}, target column "
                 f"{tgt_column}, 0-based); fix or delete that line, and check the "
-                "separator is a tab")
+                "separator is a tab"
+            )
         pairs.append((fields[src_column].strip(), fields[tgt_column].strip()))
     return pairs
 
@@ -245,7 +255,8 @@ def _check_not_swapped(src: PathLike, tgt: PathLike, src_lang: str, tgt_lang: st
             raise CorpusError(
                 f"source file {src} looks like {tgt_lang} and target file {tgt} like "
                 f"{src_lang}, but the direction is {src_lang}->{tgt_lang}; swap "
-                "the src and tgt paths")
+                "the src and tgt paths"
+            )
 
 
 def read_split(spec: Mapping[str, object], src_lang: str, tgt_lang: str) -> list[Pair]:
@@ -258,16 +269,17 @@ def read_split(spec: Mapping[str, object], src_lang: str, tgt_lang: str) -> list
     return read_split_documents(spec, src_lang, tgt_lang)[0]
 
 
-def read_split_documents(spec: Mapping[str, object], src_lang: str, tgt_lang: str
-                         ) -> tuple[list[Pair], Optional[list[str]]]:
+def read_split_documents(
+    spec: Mapping[str, object], src_lang: str, tgt_lang: str
+) -> tuple[list[Pair], Optional[list[str]]]:
     """`read_split`, with each pair's document id where the files have documents (WIT3 XML)."""
     if not isinstance(spec, Mapping):
-        raise CorpusError(f"data split spec must be a mapping like "
-                          f"{{src: path, tgt: path}} or {{tsv: path}}, got {spec!r}")
+        raise CorpusError(
+            f"data split spec must be a mapping like {{src: path, tgt: path}} or {{tsv: path}}, got {spec!r}"
+        )
     keys = set(spec)
     if keys == {"src", "tgt"}:
-        src, tgt = Path(os.path.expanduser(str(spec["src"]))), \
-            Path(os.path.expanduser(str(spec["tgt"])))
+        src, tgt = Path(os.path.expanduser(str(spec["src"]))), Path(os.path.expanduser(str(spec["tgt"])))
         for p in (src, tgt):
             if not p.is_file():
                 _read_bytes(p)  # raises the "file not found" CorpusError
@@ -278,10 +290,10 @@ def read_split_documents(spec: Mapping[str, object], src_lang: str, tgt_lang: st
         try:
             src_col, tgt_col = int(spec.get("src_column", 0)), int(spec.get("tgt_column", 1))
         except (TypeError, ValueError) as exc:
-            raise CorpusError(f"{path}: src_column/tgt_column must be integers "
-                              f"(got {spec!r})") from exc
+            raise CorpusError(f"{path}: src_column/tgt_column must be integers (got {spec!r})") from exc
         return read_tsv(path, src_col, tgt_col), None
     raise CorpusError(
         f"data split spec {dict(spec)!r} not understood: use {{src: path, tgt: path}} "
         "for two line-aligned files (raw train.tags.* and WIT3 .xml are detected) or "
-        "{tsv: path} for a src<TAB>tgt file (optional src_column/tgt_column)")
+        "{tsv: path} for a src<TAB>tgt file (optional src_column/tgt_column)"
+    )

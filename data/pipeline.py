@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 import torch
-
-from utils.files import atomic_save
 from torch import Tensor
 from torch.utils.data import Dataset, Sampler
+
+from utils.files import atomic_save
 
 CACHE_VERSION = 2  # 2: the Tatoeba split groups pairs by source sentence (data/readers.py)
 
@@ -47,8 +47,9 @@ def drop_reason(src_len: int, tgt_len: int, max_len: int, max_src_len: Optional[
     return None
 
 
-def encode_split(pairs: list[tuple[str, str]], tokenizer, max_len: Optional[int],
-                 max_src_len: Optional[int] = None) -> EncodedSplit:
+def encode_split(
+    pairs: list[tuple[str, str]], tokenizer, max_len: Optional[int], max_src_len: Optional[int] = None
+) -> EncodedSplit:
     """Tokenize and drop empty pairs and pairs longer than the limits, counting each reason.
     `max_len=None` keeps every pair (valid and test sets are scored whole)."""
     srcs = tokenizer.encode_src_batch([s for s, _ in pairs])
@@ -66,16 +67,32 @@ def encode_split(pairs: list[tuple[str, str]], tokenizer, max_len: Optional[int]
     return out
 
 
-def cache_key(corpus_info: dict, split: str, tokenizer_fingerprint: str, max_len: Optional[int],
-              max_src_len: Optional[int]) -> str:
-    payload = json.dumps({"v": CACHE_VERSION, "corpus": corpus_info, "split": split, "tok": tokenizer_fingerprint,
-                          "max_len": max_len, "max_src_len": max_src_len}, sort_keys=True, default=str)
+def cache_key(
+    corpus_info: dict, split: str, tokenizer_fingerprint: str, max_len: Optional[int], max_src_len: Optional[int]
+) -> str:
+    payload = json.dumps(
+        {
+            "v": CACHE_VERSION,
+            "corpus": corpus_info,
+            "split": split,
+            "tok": tokenizer_fingerprint,
+            "max_len": max_len,
+            "max_src_len": max_src_len,
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
-def load_or_encode(pairs_fn: Callable[[], list[tuple[str, str]]], cache_dir: Optional[Path], key: str,
-                   tokenizer, max_len: Optional[int], max_src_len: Optional[int] = None
-                   ) -> tuple[EncodedSplit, bool]:
+def load_or_encode(
+    pairs_fn: Callable[[], list[tuple[str, str]]],
+    cache_dir: Optional[Path],
+    key: str,
+    tokenizer,
+    max_len: Optional[int],
+    max_src_len: Optional[int] = None,
+) -> tuple[EncodedSplit, bool]:
     """Return the cached split for `key` or encode it (and write the cache atomically)."""
     path = cache_dir / f"{key}.pt" if cache_dir is not None else None
     if path is not None and path.is_file():
@@ -92,8 +109,12 @@ def load_or_encode(pairs_fn: Callable[[], list[tuple[str, str]]], cache_dir: Opt
 def trainable_pairs(split: EncodedSplit, max_len: int) -> EncodedSplit:
     """The pairs of a whole (valid) split that a loss can be computed on: non-empty, within `max_len`."""
     keep = [i for i, (s, t) in enumerate(zip(split.src, split.tgt)) if drop_reason(len(s), len(t), max_len) is None]
-    return EncodedSplit([split.src[i] for i in keep], [split.tgt[i] for i in keep],
-                        [split.raw_src[i] for i in keep], [split.raw_tgt[i] for i in keep])
+    return EncodedSplit(
+        [split.src[i] for i in keep],
+        [split.tgt[i] for i in keep],
+        [split.raw_src[i] for i in keep],
+        [split.raw_tgt[i] for i in keep],
+    )
 
 
 class PairDataset(Dataset):
@@ -147,11 +168,13 @@ class Collator:
         self.pad_id, self.bos_id, self.eos_id, self.multiple = pad_id, bos_id, eos_id, pad_to_multiple
 
     def __call__(self, items: list[tuple[list[int], list[int]]]) -> dict[str, Tensor | int]:
-        return {"src": pad_batch([s for s, _ in items], self.pad_id, self.multiple),  # [batch, src_len]
-                "tgt_in": pad_batch([[self.bos_id, *t] for _, t in items], self.pad_id, self.multiple),
-                "tgt_out": pad_batch([[*t, self.eos_id] for _, t in items], self.pad_id, self.multiple),
-                # counted here, on the host, so that a training step never reads it back from the device
-                "ntokens": sum(len(t) + 1 for _, t in items)}
+        return {
+            "src": pad_batch([s for s, _ in items], self.pad_id, self.multiple),  # [batch, src_len]
+            "tgt_in": pad_batch([[self.bos_id, *t] for _, t in items], self.pad_id, self.multiple),
+            "tgt_out": pad_batch([[*t, self.eos_id] for _, t in items], self.pad_id, self.multiple),
+            # counted here, on the host, so that a training step never reads it back from the device
+            "ntokens": sum(len(t) + 1 for _, t in items),
+        }
 
 
 class EpochBatchSampler(Sampler[list[int]]):
@@ -167,9 +190,18 @@ class EpochBatchSampler(Sampler[list[int]]):
     a handful of batch shapes per run, which compilation and CUDA graphs need.
     """
 
-    def __init__(self, src_lens: list[int], tgt_lens: list[int], batch_size: Optional[int] = None,
-                 max_tokens: Optional[int] = None, shuffle: bool = True, seed: int = 0,
-                 num_replicas: int = 1, rank: int = 0, pad_to_multiple: int = 1) -> None:
+    def __init__(
+        self,
+        src_lens: list[int],
+        tgt_lens: list[int],
+        batch_size: Optional[int] = None,
+        max_tokens: Optional[int] = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        num_replicas: int = 1,
+        rank: int = 0,
+        pad_to_multiple: int = 1,
+    ) -> None:
         if (batch_size is None) == (max_tokens is None):
             raise ValueError("give exactly one of batch_size and max_tokens")
         self.src_lens, self.tgt_lens = src_lens, tgt_lens
@@ -177,10 +209,10 @@ class EpochBatchSampler(Sampler[list[int]]):
         self.multiple = m = pad_to_multiple
         # Each example's size in the token budget: unpadded max(source, target) + 1, or with m > 1
         # the longer of its padded source and decoder input, as Collator pads them
-        self._padded = ([(round_up(s, m), round_up(t + 1, m)) for s, t in zip(src_lens, tgt_lens)] if m > 1
-                        else None)
-        self.sizes = ([max(p) for p in self._padded] if self._padded
-                      else [max(s, t) + 1 for s, t in zip(src_lens, tgt_lens)])
+        self._padded = [(round_up(s, m), round_up(t + 1, m)) for s, t in zip(src_lens, tgt_lens)] if m > 1 else None
+        self.sizes = (
+            [max(p) for p in self._padded] if self._padded else [max(s, t) + 1 for s, t in zip(src_lens, tgt_lens)]
+        )
         self.shuffle, self.seed = shuffle, seed
         self.num_replicas, self.rank = num_replicas, rank
         self.epoch = 0
@@ -208,23 +240,30 @@ class EpochBatchSampler(Sampler[list[int]]):
             rng.shuffle(order)  # random tie-breaking among equal lengths
         # Sentences of similar length share a batch (fairseq, OpenNMT): little compute on padding
         if self._padded:  # grouped by padded shape: (longer side, decoder input, source)
-            order.sort(key=lambda i: (self.sizes[i], self._padded[i][1], self._padded[i][0],
-                                      self.tgt_lens[i], self.src_lens[i]))
+            order.sort(
+                key=lambda i: (
+                    self.sizes[i],
+                    self._padded[i][1],
+                    self._padded[i][0],
+                    self.tgt_lens[i],
+                    self.src_lens[i],
+                )
+            )
         else:
             order.sort(key=lambda i: (self.tgt_lens[i], self.src_lens[i]))
         if self.max_tokens is None:
-            batches = [order[i: i + self.batch_size] for i in range(0, n, self.batch_size)]
+            batches = [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
         else:
             batches = cut_by_token_budget(order, self.sizes, self.max_tokens)
         if self.shuffle:
             rng.shuffle(batches)
         if self.num_replicas > 1:
             usable = len(batches) - len(batches) % self.num_replicas
-            batches = batches[self.rank: usable: self.num_replicas]
+            batches = batches[self.rank : usable : self.num_replicas]
         return batches
 
     def __iter__(self) -> Iterator[list[int]]:
-        return iter(self._batches()[self.start_batch:])
+        return iter(self._batches()[self.start_batch :])
 
     def __len__(self) -> int:
         return self._length

@@ -34,8 +34,9 @@ def normalize_pairs(pairs: Pairs) -> Pairs:
     return [(normalize_text(src), normalize_text(tgt)) for src, tgt in pairs]
 
 
-def read_tatoeba(path: str | Path, src_lang: str, tgt_lang: str, valid_size: int, test_size: int,
-                 seed: int) -> dict[str, Pairs]:
+def read_tatoeba(
+    path: str | Path, src_lang: str, tgt_lang: str, valid_size: int, test_size: int, seed: int
+) -> dict[str, Pairs]:
     """The manythings.org Tatoeba export: English first, then the other language.
 
     Exact duplicate pairs (after `normalize_text`) are kept once. Pairs are grouped by the
@@ -43,8 +44,10 @@ def read_tatoeba(path: str | Path, src_lang: str, tgt_lang: str, valid_size: int
     no source sentence (up to case, punctuation, spacing) is in two splits. See `split_groups`."""
     path = Path(path)
     if not path.is_file():
-        raise CorpusError(f"Tatoeba corpus not found: {path}. It ships in data/corpora/tatoeba-fr-en/; "
-                          f"run from the repository root or set data.path.")
+        raise CorpusError(
+            f"Tatoeba corpus not found: {path}. It ships in data/corpora/tatoeba-fr-en/; "
+            f"run from the repository root or set data.path."
+        )
     columns = {"en": 0, "fr": 1}
     if src_lang not in columns or tgt_lang not in columns or src_lang == tgt_lang:
         raise CorpusError(f"the Tatoeba file holds en and fr; got src_lang={src_lang!r}, tgt_lang={tgt_lang!r}")
@@ -60,8 +63,9 @@ def read_tatoeba(path: str | Path, src_lang: str, tgt_lang: str, valid_size: int
             seen.add(normalized)
             pairs.append(pair)
     if valid_size + test_size >= len(pairs):
-        raise CorpusError(f"{path} has {len(pairs)} distinct pairs: too few for valid_size={valid_size} + "
-                          f"test_size={test_size}")
+        raise CorpusError(
+            f"{path} has {len(pairs)} distinct pairs: too few for valid_size={valid_size} + test_size={test_size}"
+        )
     return split_groups(pairs, valid_size, test_size, seed)
 
 
@@ -105,16 +109,19 @@ def read_corpus(cfg) -> CorpusSplits:
         splits = read_tatoeba(cfg.path, cfg.src_lang, cfg.tgt_lang, cfg.valid_size, cfg.test_size, cfg.split_seed)
     elif cfg.source == "iwslt2017":
         from data.iwslt import read_iwslt2017_hf
+
         splits = read_iwslt2017_hf(cfg.hf_name, cfg.hf_config, cfg.hf_revision, cfg.src_lang, cfg.tgt_lang)
     elif cfg.source == "parallel_text":
-        splits = {split: read_split(getattr(cfg, split), cfg.src_lang, cfg.tgt_lang)
-                  for split in ("train", "valid", "test")}
+        splits = {
+            split: read_split(getattr(cfg, split), cfg.src_lang, cfg.tgt_lang) for split in ("train", "valid", "test")
+        }
     else:
         raise CorpusError(f"unknown data.source {cfg.source!r}; valid: tatoeba, iwslt2017, parallel_text")
     splits = CorpusSplits({name: normalize_pairs(pairs) for name, pairs in splits.items()})
     if cfg.drop_train_overlap:  # official sets are never re-split: the remedy is to drop from train
         splits["train"], splits.dropped_for_overlap = drop_overlapping_sources(
-            splits["train"], (splits["valid"], splits["test"]))
+            splits["train"], (splits["valid"], splits["test"])
+        )
     if cfg.max_train_pairs is not None and len(splits["train"]) > cfg.max_train_pairs:
         rng = random.Random(cfg.split_seed)
         keep = sorted(rng.sample(range(len(splits["train"])), cfg.max_train_pairs))
@@ -146,17 +153,24 @@ def file_id(p: str) -> str:
 def corpus_fingerprint(cfg) -> dict:
     """Everything about the corpus source that changes what `read_corpus` returns (for cache keys)."""
 
-    info = {k: getattr(cfg, k) for k in ("source", "src_lang", "tgt_lang", "max_train_pairs", "split_seed",
-                                         "drop_train_overlap")}
+    info = {
+        k: getattr(cfg, k)
+        for k in ("source", "src_lang", "tgt_lang", "max_train_pairs", "split_seed", "drop_train_overlap")
+    }
     if cfg.source == "tatoeba":
         info.update(path=file_id(cfg.path), valid_size=cfg.valid_size, test_size=cfg.test_size)
     elif cfg.source == "iwslt2017":
         from data.iwslt import dataset_files
+
         files = dataset_files(cfg.hf_name, cfg.hf_config, cfg.hf_revision)
         if "local_files" in files:  # hashed, so an edited or replaced parquet file is re-read
             files["local_files"] = {split: [file_id(p) for p in paths] for split, paths in files["local_files"].items()}
         info.update(hf_name=cfg.hf_name, hf_config=cfg.hf_config, hf_revision=cfg.hf_revision, **files)
     else:
-        info.update({split: {k: file_id(v) if isinstance(v, str) else v for k, v in getattr(cfg, split).items()}
-                     for split in ("train", "valid", "test")})
+        info.update(
+            {
+                split: {k: file_id(v) if isinstance(v, str) else v for k, v in getattr(cfg, split).items()}
+                for split in ("train", "valid", "test")
+            }
+        )
     return info

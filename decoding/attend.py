@@ -59,8 +59,13 @@ def per_head_mask(attn_mask: Optional[Tensor], rows: int, heads: int) -> Optiona
 def ancestor_index_path(device: torch.device, dtype: torch.dtype, head_dim: int) -> bool:
     """Whether a beam-search step's self-attention on this device/dtype runs through the C kernel
     with each beam's ancestors as a key index (`attend(key_index=...)`) instead of an ancestry mask."""
-    return (device.type == "cpu" and dtype == torch.float32 and head_dim % 16 == 0
-            and not torch.is_autocast_enabled("cpu") and cpu_kernel.available())
+    return (
+        device.type == "cpu"
+        and dtype == torch.float32
+        and head_dim % 16 == 0
+        and not torch.is_autocast_enabled("cpu")
+        and cpu_kernel.available()
+    )
 
 
 @dataclass(frozen=True)
@@ -75,8 +80,10 @@ class StepPlan:
 
     @classmethod
     def for_weights(cls, weight: Tensor, head_dim: int) -> "StepPlan":
-        return cls(short_queries=weight.device.type == "cpu",
-                   ancestor_index=ancestor_index_path(weight.device, weight.dtype, head_dim))
+        return cls(
+            short_queries=weight.device.type == "cpu",
+            ancestor_index=ancestor_index_path(weight.device, weight.dtype, head_dim),
+        )
 
     def per_head_masks(self, queries_per_row: int) -> bool:
         """Whether a step with this many queries per row should get `per_head_mask` masks."""
@@ -96,8 +103,15 @@ def index_mask(key_index: Tensor, k_len: int, attn_mask: Optional[Tensor]) -> Te
     return attn_mask.masked_fill(~allowed, float("-inf"))
 
 
-def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_causal: bool, dropout_p: float,
-           key_index: Optional[Tensor] = None) -> Tensor:
+def attend(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    attn_mask: Optional[Tensor],
+    is_causal: bool,
+    dropout_p: float,
+    key_index: Optional[Tensor] = None,
+) -> Tensor:
     """Scaled dot-product attention. On CPU, a few queries per row (a decoding step: one token, or
     the folded beams of a sentence) go through the C kernel of `cpu_kernel` where it applies
     (fp32, AVX2), else through two batched matmuls and a softmax, both faster than SDPA at these
@@ -109,10 +123,14 @@ def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_caus
     kernel then reads just those keys; the other paths turn the index into a mask."""
     # (compiled code takes SDPA: this CPU-only branch on the query length would guard it, and a
     # batch on the other side of SHORT_QUERY would compile again)
-    short = (not torch.compiler.is_compiling() and short_query_path(q.device, q.size(-2)) and not is_causal
-             and dropout_p == 0.0)
+    short = (
+        not torch.compiler.is_compiling()
+        and short_query_path(q.device, q.size(-2))
+        and not is_causal
+        and dropout_p == 0.0
+    )
     batch, heads, q_len, head_dim = q.shape
-    scale = head_dim ** -0.5
+    scale = head_dim**-0.5
     if short and cpu_kernel.usable(q, k, v, attn_mask):  # fp32 on an AVX2 CPU: the C kernel, one pass over keys
         return cpu_kernel.attention(q, k, v, attn_mask, scale, key_index)
     if key_index is not None:
@@ -121,8 +139,13 @@ def attend(q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_caus
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p)
     k_len = k.size(-2)
     q3, k3, v3 = q.reshape(-1, q_len, head_dim), k.reshape(-1, k_len, head_dim), v.reshape(-1, k_len, head_dim)
-    if (attn_mask is not None and attn_mask.dtype != torch.bool and attn_mask.dim() == 4
-            and tuple(attn_mask.shape[:2]) == (batch, heads) and attn_mask.is_contiguous()):
+    if (
+        attn_mask is not None
+        and attn_mask.dtype != torch.bool
+        and attn_mask.dim() == 4
+        and tuple(attn_mask.shape[:2]) == (batch, heads)
+        and attn_mask.is_contiguous()
+    ):
         scores = torch.baddbmm(attn_mask.view(-1, attn_mask.size(-2), k_len), q3, k3.transpose(1, 2), alpha=scale)
     else:
         scores = torch.bmm(q3, k3.transpose(1, 2)).mul_(scale)  # [batch * heads, q_len, k_len]

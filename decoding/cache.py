@@ -41,8 +41,10 @@ class SelfAttentionCache:
         reserved; return every cached key/value of each sentence, `[sentences, heads, len * groups, head_dim]`
         (key axis ordered position-major, slot-minor, as `DecoderCache.self_attention_mask` expects)."""
         if k.requires_grad or v.requires_grad:
-            raise RuntimeError("the decoder cache is for inference (keys are written in place): "
-                               "decode under torch.no_grad() or torch.inference_mode()")
+            raise RuntimeError(
+                "the decoder cache is for inference (keys are written in place): "
+                "decode under torch.no_grad() or torch.inference_mode()"
+            )
         owner = self.owner
         owner.ensure_storage(k)
         sentences, groups, start, end = owner.sentences, owner.groups, owner.start, owner.length
@@ -91,14 +93,18 @@ class DecoderCache:
     def extend(self, rows: int, memory_rows: int, new: int, offset: int, device: torch.device) -> None:
         """Reserve `new` positions for a decode call over `rows` rows whose memory has `memory_rows`."""
         if offset != self.length:
-            raise ValueError(f"decoding at offset {offset}, but the cache holds {self.length} positions: "
-                             f"pass offset={self.length} (the number of tokens already decoded into this cache)")
+            raise ValueError(
+                f"decoding at offset {offset}, but the cache holds {self.length} positions: "
+                f"pass offset={self.length} (the number of tokens already decoded into this cache)"
+            )
         groups = rows_per_memory_row(rows, memory_rows)
         if self.groups == 0:
             self.sentences, self.groups = memory_rows, groups
         elif (memory_rows, groups) != (self.sentences, self.groups):
-            raise ValueError(f"the cache holds {self.sentences} sentences x {self.groups} rows, but this call has "
-                             f"{memory_rows} x {groups}: use reorder_cache() when rows are dropped or reordered")
+            raise ValueError(
+                f"the cache holds {self.sentences} sentences x {self.groups} rows, but this call has "
+                f"{memory_rows} x {groups}: use reorder_cache() when rows are dropped or reordered"
+            )
         self.start, self.length = self.length, self.length + new
         if self.length > self.capacity:
             self.capacity = max(self.length, 2 * self.capacity)
@@ -107,7 +113,9 @@ class DecoderCache:
                 self.ancestry = torch.zeros(memory_rows, groups, self.capacity, groups, dtype=torch.bool, device=device)
             elif self.ancestry.size(2) < self.capacity:
                 self.ancestry = self.grown(self.ancestry, dim=2)
-            self.ancestry[:, :, self.start:self.length] = own_slots(groups, device)  # row g's new tokens sit in slot g
+            self.ancestry[:, :, self.start : self.length] = own_slots(
+                groups, device
+            )  # row g's new tokens sit in slot g
 
     def ensure_storage(self, k: Tensor) -> None:
         """Allocate (or grow to the capacity) the key/value storage, shaped after keys `k`
@@ -164,7 +172,7 @@ class DecoderCache:
     def ancestor_slots(self) -> Tensor:
         """Per row and held position, the slot holding the row's token there: `[sentences, groups, length]`
         (the one True per position of the ancestry map)."""
-        return self.ancestry[:, :, :self.length].to(torch.uint8).argmax(-1)
+        return self.ancestry[:, :, : self.length].to(torch.uint8).argmax(-1)
 
     def reorder(self, index: Tensor, memory_index: Optional[Tensor] = None, groups: Optional[int] = None) -> None:
         """Rows follow `index` (into the current rows). With several rows per sentence (beams),
@@ -184,7 +192,8 @@ class DecoderCache:
         new_groups = self.groups if groups is None else groups
         sentences, parents = self._split(index, new_groups)
         moved = sentences.numel() != self.sentences or not torch.equal(
-            sentences, torch.arange(self.sentences, device=sentences.device))
+            sentences, torch.arange(self.sentences, device=sentences.device)
+        )
         if moved and memory_index is None and (self.groups > 1 or new_groups > 1):
             raise ValueError("reorder index moves rows across sentences: pass memory_index too")
         if new_groups != self.groups:
@@ -193,7 +202,7 @@ class DecoderCache:
         if moved:
             if self.kv is not None:  # copy only the positions held: the rest of the block stays untouched
                 kept = self.kv.new_empty(self.kv.shape[:2] + (sentences.numel(),) + self.kv.shape[3:])
-                kept[:, :, :, :, :self.length] = self.kv[:, :, :, :, :self.length].index_select(2, sentences)
+                kept[:, :, :, :, : self.length] = self.kv[:, :, :, :, : self.length].index_select(2, sentences)
                 self.kv = kept
             if self.ancestry is not None:
                 self.ancestry = self.ancestry.index_select(0, sentences.to(self.ancestry.device))
@@ -209,8 +218,10 @@ class DecoderCache:
             raise ValueError(f"reorder index of {index.numel()} rows does not fill groups of {groups}")
         sentence_of = (index // self.groups).view(-1, groups)  # [new_sentences, groups]
         if groups > 1 and not sentence_of.eq(sentence_of[:, :1]).all():
-            raise ValueError("reorder index mixes sentences inside a group of beams: each group of "
-                             f"{groups} rows must come from one sentence")
+            raise ValueError(
+                "reorder index mixes sentences inside a group of beams: each group of "
+                f"{groups} rows must come from one sentence"
+            )
         return sentence_of[:, 0], (index % self.groups).view(-1, groups)
 
     def _regroup(self, index: Tensor, sentences: Tensor, groups: int) -> None:
@@ -218,24 +229,25 @@ class DecoderCache:
         (its source row's keys along its ancestry) sits in the row's own slot."""
         if self.kv is not None:
             layers, kinds, _, heads, _, old_groups, head_dim = self.kv.shape
-            held = self.kv[:, :, :, :, :self.length]  # [layers, 2, S, heads, len, G, head_dim]
-            held = held.permute(2, 0, 1, 3, 4, 5, 6).reshape(self.sentences, layers * kinds * heads, self.length,
-                                                              old_groups, head_dim)
+            held = self.kv[:, :, :, :, : self.length]  # [layers, 2, S, heads, len, G, head_dim]
+            held = held.permute(2, 0, 1, 3, 4, 5, 6).reshape(
+                self.sentences, layers * kinds * heads, self.length, old_groups, head_dim
+            )
             rows = self.gather_rows(held).index_select(0, index)  # [new_rows, layers * 2 * heads, len, head_dim]
             rows = rows.view(sentences.numel(), groups, layers, kinds, heads, self.length, head_dim)
             self.kv = self.kv.new_empty(layers, kinds, sentences.numel(), heads, self.capacity, groups, head_dim)
-            self.kv[:, :, :, :, :self.length] = rows.permute(2, 3, 0, 4, 5, 1, 6)
+            self.kv[:, :, :, :, : self.length] = rows.permute(2, 3, 0, 4, 5, 1, 6)
         self.sentences, self.groups = sentences.numel(), groups
         self.ancestry = None
         if groups > 1:  # every row's history is in its own slot
             device = index.device
             self.ancestry = torch.zeros(self.sentences, groups, self.capacity, groups, dtype=torch.bool, device=device)
-            self.ancestry[:, :, :self.length] = own_slots(groups, device)
+            self.ancestry[:, :, : self.length] = own_slots(groups, device)
 
     def gather_rows(self, buf: Tensor) -> Tensor:
         """Per-row view of a slot buffer: `[rows, heads, len, head_dim]`, each row's keys along its ancestry."""
         sentences, heads, _, groups, head_dim = buf.shape
-        held = buf[:, :, :self.length]  # [S, heads, len, G, head_dim]
+        held = buf[:, :, : self.length]  # [S, heads, len, G, head_dim]
         if groups == 1:
             return held.squeeze(3)
         slot = self.ancestor_slots().to(buf.device)  # [S, G, len]

@@ -90,9 +90,12 @@ def _load() -> Optional[ctypes.CDLL]:
                 fn.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_int64] * 13 + [ctypes.c_float, ctypes.c_int]
             except (OSError, RuntimeError, AttributeError) as exc:
                 lib, error = None, str(exc)
-                warnings.warn(f"the CPU decoding attention kernel could not be built, so decoding on CPU uses "
-                              f"batched matmuls instead (same results, slower): {error}", RuntimeWarning,
-                              stacklevel=3)
+                warnings.warn(
+                    f"the CPU decoding attention kernel could not be built, so decoding on CPU uses "
+                    f"batched matmuls instead (same results, slower): {error}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
     _state["lib"], _state["error"] = lib, error
     return lib
 
@@ -120,15 +123,37 @@ def usable(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor]) -> bool:
         return False
     if k.stride(-1) != 1 or v.stride(-1) != 1 or k.size(2) == 0:
         return False
-    if mask is not None and not (mask.dtype == torch.float32 and mask.dim() == 4 and mask.is_contiguous()
-                                 and tuple(mask.shape[:2]) == (batch, heads) and mask.size(2) in (1, q_len)
-                                 and mask.size(3) == k.size(2)):
+    if mask is not None and not (
+        mask.dtype == torch.float32
+        and mask.dim() == 4
+        and mask.is_contiguous()
+        and tuple(mask.shape[:2]) == (batch, heads)
+        and mask.size(2) in (1, q_len)
+        and mask.size(3) == k.size(2)
+    ):
         return False
     return available()
 
 
-def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], scale: float,
-              key_index: Optional[Tensor] = None) -> Tensor:
+def _checked_key_index(key_index: Tensor, batch: int, q_len: int) -> Tensor:
+    """`key_index` as the kernel reads it (contiguous int32 `[batch, q_len, n >= 1]` on the CPU)."""
+    if (
+        key_index.dtype != torch.int32
+        or key_index.device.type != "cpu"
+        or key_index.dim() != 3
+        or tuple(key_index.shape[:2]) != (batch, q_len)
+        or key_index.size(2) == 0
+    ):
+        raise ValueError(
+            f"key_index must be int32 [batch, q_len, n] = [{batch}, {q_len}, n >= 1] on the CPU, "
+            f"got {key_index.dtype} {tuple(key_index.shape)} on {key_index.device}"
+        )
+    return key_index.contiguous()
+
+
+def attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], scale: float, key_index: Optional[Tensor] = None
+) -> Tensor:
     """softmax(scale · q kᵀ + mask) v for inputs that pass `usable()`; `[batch, heads, q_len, head_dim]`.
 
     key_index: optional int32 `[batch, q_len, n]`: query i of row b attends only to keys
@@ -143,20 +168,46 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], scale: fl
     mask_ptr, mask_rows = (mask.data_ptr(), mask.size(2)) if mask is not None else (None, 1)
     if key_index is None:
         status = lib.decode_attention(
-            q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr, out.data_ptr(),
-            batch, heads, q_len, k.size(2), head_dim, *k.stride()[:3], *v.stride()[:3],
-            mask_rows, float(scale), torch.get_num_threads())
+            q.data_ptr(),
+            k.data_ptr(),
+            v.data_ptr(),
+            mask_ptr,
+            out.data_ptr(),
+            batch,
+            heads,
+            q_len,
+            k.size(2),
+            head_dim,
+            *k.stride()[:3],
+            *v.stride()[:3],
+            mask_rows,
+            float(scale),
+            torch.get_num_threads(),
+        )
     else:
-        if (key_index.dtype != torch.int32 or key_index.device.type != "cpu" or key_index.dim() != 3
-                or tuple(key_index.shape[:2]) != (batch, q_len) or key_index.size(2) == 0):
-            raise ValueError(f"key_index must be int32 [batch, q_len, n] = [{batch}, {q_len}, n >= 1] on the CPU, "
-                             f"got {key_index.dtype} {tuple(key_index.shape)} on {key_index.device}")
-        key_index = key_index.contiguous()
+        key_index = _checked_key_index(key_index, batch, q_len)
         status = lib.decode_attention_indexed(
-            q.data_ptr(), k.data_ptr(), v.data_ptr(), mask_ptr, key_index.data_ptr(), out.data_ptr(),
-            batch, heads, q_len, k.size(2), key_index.size(2), head_dim, *k.stride()[:3], *v.stride()[:3],
-            mask_rows, float(scale), torch.get_num_threads())
+            q.data_ptr(),
+            k.data_ptr(),
+            v.data_ptr(),
+            mask_ptr,
+            key_index.data_ptr(),
+            out.data_ptr(),
+            batch,
+            heads,
+            q_len,
+            k.size(2),
+            key_index.size(2),
+            head_dim,
+            *k.stride()[:3],
+            *v.stride()[:3],
+            mask_rows,
+            float(scale),
+            torch.get_num_threads(),
+        )
     if status != 0:
-        raise RuntimeError(f"the CPU attention kernel failed on q {tuple(q.shape)}, k {tuple(k.shape)}"
-                           + ("" if key_index is None else f", key_index {tuple(key_index.shape)} (out of range?)"))
+        raise RuntimeError(
+            f"the CPU attention kernel failed on q {tuple(q.shape)}, k {tuple(k.shape)}"
+            + ("" if key_index is None else f", key_index {tuple(key_index.shape)} (out of range?)")
+        )
     return out

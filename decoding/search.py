@@ -45,8 +45,9 @@ class Searchable(Protocol):
         """Logits `[rows, vocab]` for the next token after `tokens` `[rows, 1]` at position `offset`
         (new logits at every call: the searches write into them)."""
 
-    def reorder_cache(self, cache: Any, index: Tensor, memory_index: Optional[Tensor] = None,
-                      groups: Optional[int] = None) -> None:
+    def reorder_cache(
+        self, cache: Any, index: Tensor, memory_index: Optional[Tensor] = None, groups: Optional[int] = None
+    ) -> None:
         """Keep the cache rows of `index` (rows of encoder memory: `memory_index`; `groups` beams per
         sentence)."""
 
@@ -80,7 +81,7 @@ def _ban_repeated_ngrams(logp: Tensor, tokens: Tensor, n: int) -> None:
     if n <= 0 or tokens.size(1) < n:
         return
     windows = tokens.unfold(1, n, 1)  # [rows, num_windows, n]
-    prefix = tokens[:, tokens.size(1) - (n - 1):] if n > 1 else tokens[:, :0]  # [rows, n - 1]
+    prefix = tokens[:, tokens.size(1) - (n - 1) :] if n > 1 else tokens[:, :0]  # [rows, n - 1]
     match = (windows[:, :, : n - 1] == prefix[:, None, :]).all(dim=-1)  # [rows, num_windows]
     rows, cols = match.nonzero(as_tuple=True)
     logp[rows, windows[rows, cols, n - 1]] = float("-inf")
@@ -95,8 +96,9 @@ def _log_probs(logits: Tensor) -> Tensor:
     return torch.log_softmax(logits, dim=-1, out=logits)
 
 
-def _mask_specials(logp: Tensor, step: int, limits: Tensor, eos: int, banned: tuple[int, ...],
-                   min_len: int = 0) -> Tensor:
+def _mask_specials(
+    logp: Tensor, step: int, limits: Tensor, eos: int, banned: tuple[int, ...], min_len: int = 0
+) -> Tensor:
     """Forbid banned ids (pad, bos) and EOS before `min_len`; allow only EOS for rows at their length limit."""
     logp[:, list(banned)] = float("-inf")
     if step + 1 < min_len:
@@ -110,9 +112,18 @@ def _mask_specials(logp: Tensor, step: int, limits: Tensor, eos: int, banned: tu
 
 
 @torch.no_grad()
-def greedy_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, max_len_a: float = 1.5,
-                  max_len_b: int = 10, max_len_cap: Optional[int] = None, min_len: int = 0,
-                  no_repeat_ngram: int = 0) -> list[Hypothesis]:
+def greedy_search(
+    model: Searchable,
+    src: Tensor,
+    bos: int,
+    eos: int,
+    pad: int,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    max_len_cap: Optional[int] = None,
+    min_len: int = 0,
+    no_repeat_ngram: int = 0,
+) -> list[Hypothesis]:
     """Pick the most likely token at each step, for a batch `src` `[batch, src_len]`."""
     enc = model.encode(src)
     batch = src.size(0)
@@ -145,10 +156,22 @@ def greedy_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, 
 
 
 @torch.no_grad()
-def beam_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, beam_size: int = 5,
-                max_len_a: float = 1.5, max_len_b: int = 10, penalty: str = "wu", alpha: float = 0.6, nbest: int = 1,
-                max_len_cap: Optional[int] = None, min_len: int = 0,
-                no_repeat_ngram: int = 0) -> list[list[Hypothesis]]:
+def beam_search(
+    model: Searchable,
+    src: Tensor,
+    bos: int,
+    eos: int,
+    pad: int,
+    beam_size: int = 5,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    penalty: str = "wu",
+    alpha: float = 0.6,
+    nbest: int = 1,
+    max_len_cap: Optional[int] = None,
+    min_len: int = 0,
+    no_repeat_ngram: int = 0,
+) -> list[list[Hypothesis]]:
     """Batched beam search; returns the `nbest` hypotheses per sentence, best first.
 
     Rows are laid out `[batch * beam]`. At each step the top `2 * beam` continuations of each
@@ -176,9 +199,7 @@ def beam_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, be
         rows_per = 1 if step == 0 else k
         decoded = tokens if rows_per == k else tokens[::k]  # [n * rows_per, step + 1]
         limits = limits_all[active].repeat_interleave(rows_per)  # [n * rows_per]
-        logits = model.decode_step(decoded[:, -1:], enc, cache, offset=step)  # [n * rows_per, vocab]
-        logp = _mask_specials(_log_probs(logits), step, limits, eos, banned, min_len)
-        _ban_repeated_ngrams(logp, decoded, no_repeat_ngram)
+        logp = _next_log_probs(model, decoded, enc, cache, step, limits, eos, banned, min_len, no_repeat_ngram)
         top = _top_candidates(logp, beam_scores, rows_per)
         _finish_eos_candidates(finished, active, tokens, top, eos, step, penalty, alpha)
         next_scores, next_beam, next_tok = _continuations(top, eos, k)
@@ -197,6 +218,26 @@ def beam_search(model: Searchable, src: Tensor, bos: int, eos: int, pad: int, be
     return [sorted(hyps, key=lambda h: h.normalized_score, reverse=True)[:nbest] for hyps in finished]
 
 
+def _next_log_probs(
+    model: Searchable,
+    decoded: Tensor,
+    enc,
+    cache,
+    step: int,
+    limits: Tensor,
+    eos: int,
+    banned: tuple,
+    min_len: int,
+    no_repeat_ngram: int,
+) -> Tensor:
+    """Log-probabilities `[rows, vocab]` of the next token after `decoded`, with the special tokens
+    masked (EOS forced at the limit, held back before min_len) and repeated n-grams banned."""
+    logits = model.decode_step(decoded[:, -1:], enc, cache, offset=step)  # [rows, vocab]
+    logp = _mask_specials(_log_probs(logits), step, limits, eos, banned, min_len)
+    _ban_repeated_ngrams(logp, decoded, no_repeat_ngram)
+    return logp
+
+
 def _top_candidates(logp: Tensor, beam_scores: Tensor, rows_per: int) -> tuple[Tensor, Tensor, Tensor]:
     """The top `2 * beam` continuations of each sentence, from the step's log-probabilities `logp`
     `[n * rows_per, vocab]` and the beams' scores `[n, beam]`: their scores, the beam each extends and
@@ -211,9 +252,16 @@ def _top_candidates(logp: Tensor, beam_scores: Tensor, rows_per: int) -> tuple[T
     return top_scores, top_idx // vocab, top_idx % vocab
 
 
-def _finish_eos_candidates(finished: list[list[Hypothesis]], active: Tensor, tokens: Tensor,
-                           top: tuple[Tensor, Tensor, Tensor], eos: int, step: int, penalty: str,
-                           alpha: float) -> None:
+def _finish_eos_candidates(
+    finished: list[list[Hypothesis]],
+    active: Tensor,
+    tokens: Tensor,
+    top: tuple[Tensor, Tensor, Tensor],
+    eos: int,
+    step: int,
+    penalty: str,
+    alpha: float,
+) -> None:
     """Finish the EOS candidates that rank among the top `beam` of their sentence (up to `beam`
     finished hypotheses per sentence). tokens: the beams' prefixes `[n * beam, step + 1]`."""
     top_scores, top_beam, top_tok = top
@@ -237,8 +285,9 @@ def _continuations(top: tuple[Tensor, Tensor, Tensor], eos: int, k: int) -> tupl
     return next_scores, top_beam.gather(1, order), top_tok.gather(1, order)
 
 
-def _reorder(model: Searchable, cache: Any, enc: EncoderState, keep: Tensor, rows: Tensor, rows_per: int,
-             k: int) -> EncoderState:
+def _reorder(
+    model: Searchable, cache: Any, enc: EncoderState, keep: Tensor, rows: Tensor, rows_per: int, k: int
+) -> EncoderState:
     """Reorder the cache for the continuing beams `rows` of the kept sentences `keep`; returns the
     encoder output of the kept sentences. Beams reordered within their sentences leave the
     cross-attention cache as it is; finished sentences leave the batch, with their encoder rows."""
@@ -264,8 +313,9 @@ class FullPrefixDecoder:
         return {}
 
     @staticmethod
-    def reorder_cache(cache: dict, index: Tensor, memory_index: Optional[Tensor] = None,
-                      groups: Optional[int] = None) -> None:
+    def reorder_cache(
+        cache: dict, index: Tensor, memory_index: Optional[Tensor] = None, groups: Optional[int] = None
+    ) -> None:
         if "tokens" in cache:
             cache["tokens"] = cache["tokens"].index_select(0, index)
 

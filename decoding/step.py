@@ -53,8 +53,9 @@ class CachedDecoder:
         batch, src_len = src.shape
         src_mask = src.ne(model.pad_id)  # [batch, src_len]
         lengths = src_mask.sum(-1)  # [batch]
-        positions = model.encoder_pe.positions(src_len, batch, model.training, src.device, lengths,
-                                               lengths)  # [src_len] or [batch, src_len]
+        positions = model.encoder_pe.positions(
+            src_len, batch, model.training, src.device, lengths, lengths
+        )  # [src_len] or [batch, src_len]
         x = model.src_embed(src) * model.embed_scale  # [batch, src_len, d_model]
         x = model.dropout(model.encoder_pe.add_to_embeddings(x, positions))
         pos = model.encoder_pe.self_attention(positions, positions)
@@ -70,8 +71,9 @@ class CachedDecoder:
         return DecoderCache(len(model.decoder_layers), capacity, plan)
 
     @staticmethod
-    def reorder_cache(cache: DecoderCache, index: Tensor, memory_index: Optional[Tensor] = None,
-                      groups: Optional[int] = None) -> None:
+    def reorder_cache(
+        cache: DecoderCache, index: Tensor, memory_index: Optional[Tensor] = None, groups: Optional[int] = None
+    ) -> None:
         """Keep/reorder cached rows in place. Self-attention rows follow `index` (beam reordering,
         dropping finished sentences; beams of a sentence only move a bool ancestry map). The
         cross-attention cache has one row per encoder row: it follows `memory_index` if given (pass
@@ -112,8 +114,9 @@ class CachedDecoder:
         batch, tgt_len = tgt.shape
         source_lengths = enc.lengths if groups == 1 else enc.lengths.repeat_interleave(groups)  # [batch]
         model = self.model
-        k_positions = model.decoder_pe.positions(offset + tgt_len, batch, model.training, tgt.device,
-                                                 source_lengths, None)  # [(batch,) k_len]
+        k_positions = model.decoder_pe.positions(
+            offset + tgt_len, batch, model.training, tgt.device, source_lengths, None
+        )  # [(batch,) k_len]
         return k_positions[..., offset:], k_positions
 
     def _masks(self, positions: Tensor, k_positions: Tensor, enc: EncoderOutput, cache: DecoderCache) -> StepMasks:
@@ -142,9 +145,11 @@ class CachedDecoder:
         return StepMasks(self_mask, self_index, self_pos, cross_mask, cross_pos)
 
 
-def encoder_layer(layer: EncoderLayer, x: Tensor, mask: Optional[Tensor],
-                  positions: Optional[AttentionPositions]) -> Tensor:
+def encoder_layer(
+    layer: EncoderLayer, x: Tensor, mask: Optional[Tensor], positions: Optional[AttentionPositions]
+) -> Tensor:
     """`EncoderLayer.forward` over the layer's own modules, through the fast paths."""
+
     def sa(h: Tensor) -> Tensor:
         attn = layer.self_attn
         q, k, v = attn.split_heads(project(attn.qkv_proj, h), 3)  # [batch, heads, src_len, head_dim]
@@ -161,6 +166,7 @@ def encoder_layer(layer: EncoderLayer, x: Tensor, mask: Optional[Tensor],
 
 def decoder_layer(layer: DecoderLayer, x: Tensor, memory: Tensor, masks: StepMasks, cache: dict) -> Tensor:
     """`DecoderLayer.forward` over the layer's own modules, with the cache and the fast paths."""
+
     def sa(h: Tensor) -> Tensor:
         return self_attention(layer.self_attn, h, masks.self_mask, masks.self_pos, cache["self"], masks.self_index)
 
@@ -191,9 +197,14 @@ def rotate(x: Tensor, table: Optional[tuple[Tensor, ...]], positions: AttentionP
     return x if table is None else apply_rotary(x, *table, positions.rotary_layout)
 
 
-def self_attention(attn: MultiHeadAttention, x: Tensor, mask: Optional[Tensor],
-                   positions: Optional[AttentionPositions], cache: SelfAttentionCache,
-                   key_index: Optional[Tensor]) -> Tensor:
+def self_attention(
+    attn: MultiHeadAttention,
+    x: Tensor,
+    mask: Optional[Tensor],
+    positions: Optional[AttentionPositions],
+    cache: SelfAttentionCache,
+    key_index: Optional[Tensor],
+) -> Tensor:
     """Self-attention of the new positions `x` `[batch, new, d_model]` over every cached key of their
     sentence. This call's keys and values are appended to `cache`; with several rows per sentence
     (beams), `mask` is the folded one the cache builds, and `key_index` (int32 `[sentences,
@@ -205,8 +216,14 @@ def self_attention(attn: MultiHeadAttention, x: Tensor, mask: Optional[Tensor],
     return attend_and_project(attn, x, q, k, v, mask, key_index)
 
 
-def cross_attention(attn: MultiHeadAttention, x: Tensor, memory: Tensor, mask: Optional[Tensor],
-                    positions: Optional[AttentionPositions], cache: dict) -> Tensor:
+def cross_attention(
+    attn: MultiHeadAttention,
+    x: Tensor,
+    memory: Tensor,
+    mask: Optional[Tensor],
+    positions: Optional[AttentionPositions],
+    cache: dict,
+) -> Tensor:
     """Cross-attention of `x` `[batch, new, d_model]` over `memory` `[batch or batch / beams, src_len,
     d_model]` (the beams of a sentence in consecutive rows share its row). Keys and values are
     computed from the memory at the first call and kept in `cache` (`{"k", "v"}`)."""
@@ -221,8 +238,15 @@ def cross_attention(attn: MultiHeadAttention, x: Tensor, memory: Tensor, mask: O
     return attend_and_project(attn, x, q, cache["k"], cache["v"], mask, None)
 
 
-def attend_and_project(attn: MultiHeadAttention, x: Tensor, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor],
-                       key_index: Optional[Tensor]) -> Tensor:
+def attend_and_project(
+    attn: MultiHeadAttention,
+    x: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Optional[Tensor],
+    key_index: Optional[Tensor],
+) -> Tensor:
     """`attend` of q `[batch, heads, new, head_dim]` over k, v `[rows, heads, k_len, head_dim]`, then the output
     projection: `[batch, new, d_model]`. With fewer key rows than query rows (the beams of a sentence
     share them), each group of query rows is folded into the query axis."""

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from utils.files import atomic_output
 
-
 KINDS = {  # how a configuration was trained or tested: its line style and marker in every plot
     "single sentences": {"linestyle": "-", "marker": "o"},
     "joined pairs": {"linestyle": "--", "marker": "s"},
@@ -40,8 +39,11 @@ def group_styles(groups: list[dict]) -> list[dict]:
     from matplotlib import colormaps
 
     encodings = list(dict.fromkeys(g["encoding"] for g in groups))
-    palette = ([f"C{i}" for i in range(10)] if len(encodings) <= 10
-               else [colormaps["tab20"](i) for i in (*range(0, 20, 2), *range(1, 20, 2))])
+    palette = (
+        [f"C{i}" for i in range(10)]
+        if len(encodings) <= 10
+        else [colormaps["tab20"](i) for i in (*range(0, 20, 2), *range(1, 20, 2))]
+    )
     styles = [{"color": palette[encodings.index(g["encoding"]) % len(palette)], **KINDS[kind_of(g)]} for g in groups]
     # the variants share their encoding (and colour): told apart by a colour of their own, in order
     variants = [i for i, g in enumerate(groups) if kind_of(g) == "scaled at inference"]
@@ -61,8 +63,10 @@ PLOT_SUFFIXES = ("_bleu.png", "_length_buckets.png", "_concat.png", "_teacher_fo
 
 def _pyplot():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
@@ -72,8 +76,9 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
     plt = _pyplot()
     styles = group_styles(groups)
     written = []
-    for suffix, figure in zip(PLOT_SUFFIXES, (bleu_figure, length_buckets_figure, concat_figure,
-                                              teacher_forced_figure, curves_figure)):
+    for suffix, figure in zip(
+        PLOT_SUFFIXES, (bleu_figure, length_buckets_figure, concat_figure, teacher_forced_figure, curves_figure)
+    ):
         fig = figure(groups, styles)
         if fig is None:
             continue
@@ -91,8 +96,9 @@ def kind_panels(groups: list[dict], indices: list[int], width: float):
     (figure, first row of axes, [(axis, kind, group indices)])."""
     panels = panels_by_kind([groups[i] for i in indices])
     rows = max(len(m) for _, m in panels)
-    fig, axes = _pyplot().subplots(1, len(panels), figsize=(width * len(panels) + 1.0, 3.6 + 0.16 * rows),
-                                   sharey=True, squeeze=False)
+    fig, axes = _pyplot().subplots(
+        1, len(panels), figsize=(width * len(panels) + 1.0, 3.6 + 0.16 * rows), sharey=True, squeeze=False
+    )
     return fig, axes[0], [(ax, kind, [indices[m] for m in members]) for ax, (kind, members) in zip(axes[0], panels)]
 
 
@@ -105,8 +111,15 @@ def bleu_figure(groups: list[dict], styles: list[dict]):
     y = list(range(len(scored)))[::-1]
     for yy, i in zip(y, scored):
         g = groups[i]
-        ax.errorbar([g["mean"]["sacrebleu"]], [yy], xerr=[g["std"]["sacrebleu"] or 0.0], capsize=3,
-                    marker=styles[i]["marker"], color=styles[i]["color"], linestyle="none")
+        ax.errorbar(
+            [g["mean"]["sacrebleu"]],
+            [yy],
+            xerr=[g["std"]["sacrebleu"] or 0.0],
+            capsize=3,
+            marker=styles[i]["marker"],
+            color=styles[i]["color"],
+            linestyle="none",
+        )
         if g["is_baseline"]:
             ax.axvline(g["mean"]["sacrebleu"], color="grey", linewidth=0.8, linestyle=":")
     ax.set_yticks(y, [f"{groups[i]['label']} (n={groups[i]['n']})" for i in scored], fontsize=8)
@@ -125,8 +138,13 @@ def length_buckets_figure(groups: list[dict], styles: list[dict]):
     for ax, kind, members in panels:
         for i in members:
             by = {b["bucket"]: b["mean"] for b in groups[i]["by_source_length"]}
-            ax.plot(labels, [by.get(lab) if by.get(lab) is not None else float("nan") for lab in labels],
-                    label=groups[i]["label"], markersize=4, **styles[i])
+            ax.plot(
+                labels,
+                [by.get(lab) if by.get(lab) is not None else float("nan") for lab in labels],
+                label=groups[i]["label"],
+                markersize=4,
+                **styles[i],
+            )
         ax.set(xlabel="source length (subword tokens)", title=kind)
         ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     axes[0].set_ylabel("test sacreBLEU (mean over seeds)")
@@ -140,30 +158,45 @@ def concat_figure(groups: list[dict], styles: list[dict]):
     if not with_k:
         return None
     ks = sorted({k for i in with_k for k, c in groups[i]["concat"].items() if c["bleu"] is not None})
-    fig, axes = _pyplot().subplots(2, len(ks), figsize=(1.9 * len(ks) + 3.0, 0.22 * len(with_k) * 2 + 2.0),
-                                   sharey=True, squeeze=False)
+    fig, axes = _pyplot().subplots(
+        2, len(ks), figsize=(1.9 * len(ks) + 3.0, 0.22 * len(with_k) * 2 + 2.0), sharey=True, squeeze=False
+    )
     y = list(range(len(with_k)))[::-1]
     for col, k in enumerate(ks):
-        for row, (key, std, title) in enumerate((("bleu", "bleu_std", "sacreBLEU"),
-                                                 ("ratio", "ratio_std", "length ratio"))):
+        for row, (key, std, title) in enumerate(
+            (("bleu", "bleu_std", "sacreBLEU"), ("ratio", "ratio_std", "length ratio"))
+        ):
             concat_panel(axes[row][col], groups, styles, with_k, y, k, key, std)
             axes[row][col].set_title(f"k={k}: {title}", fontsize=8)
     axes[0][0].set_yticks(y, [f"{groups[i]['label']} (n={groups[i]['n']})" for i in with_k], fontsize=7)
-    fig.suptitle("Inputs of k joined test pairs (mean ± std over seeds; dotted: the baseline; markers: "
-                 + ", ".join(f"{v['marker']} {k}" for k, v in KINDS.items()) + ")", fontsize=9)
+    fig.suptitle(
+        "Inputs of k joined test pairs (mean ± std over seeds; dotted: the baseline; markers: "
+        + ", ".join(f"{v['marker']} {k}" for k, v in KINDS.items())
+        + ")",
+        fontsize=9,
+    )
     return fig
 
 
-def concat_panel(ax, groups: list[dict], styles: list[dict], with_k: list[int], y: list[int], k: str, key: str,
-                 std: str) -> None:
+def concat_panel(
+    ax, groups: list[dict], styles: list[dict], with_k: list[int], y: list[int], k: str, key: str, std: str
+) -> None:
     """One configuration per row at one k: the mean of `key` with its std over seeds."""
     for yy, i in zip(y, with_k):
         c = groups[i]["concat"].get(k) or {}
         if c.get(key) is None:
             continue
         st = styles[i]
-        ax.errorbar([c[key]], [yy], xerr=[c[std] or 0.0], marker=st["marker"], color=st["color"],
-                    markersize=4, capsize=2, linestyle="none")
+        ax.errorbar(
+            [c[key]],
+            [yy],
+            xerr=[c[std] or 0.0],
+            marker=st["marker"],
+            color=st["color"],
+            markersize=4,
+            capsize=2,
+            linestyle="none",
+        )
     base = next((groups[i]["concat"].get(k, {}).get(key) for i in with_k if groups[i]["is_baseline"]), None)
     if base is not None:
         ax.axvline(base, color="grey", linewidth=0.8, linestyle=":")
@@ -183,9 +216,15 @@ def teacher_forced_figure(groups: list[dict], styles: list[dict]):
         for i in members:
             tf = groups[i]["teacher_forced"]
             points = [b for b in tf["by_position"] if b["mean"] is not None]
-            ax.errorbar([b["from"] for b in points], [b["mean"] for b in points],
-                        yerr=[b["std"] or 0.0 for b in points], markersize=3, capsize=2,
-                        label=groups[i]["label"], **styles[i])
+            ax.errorbar(
+                [b["from"] for b in points],
+                [b["mean"] for b in points],
+                yerr=[b["std"] or 0.0 for b in points],
+                markersize=3,
+                capsize=2,
+                label=groups[i]["label"],
+                **styles[i],
+            )
             if tf["training_length"]:
                 lengths.add(tf["training_length"])
         for length in sorted(lengths):
@@ -193,8 +232,10 @@ def teacher_forced_figure(groups: list[dict], styles: list[dict]):
         ax.set(xlabel="target position (bucket lower edge; 0 = BOS)", title=kind)
         ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16))
     axes[0].set_ylabel("NLL, EOS renormalised out")
-    fig.suptitle("Teacher-forced NLL by target position, pooled over k (mean ± std over seeds; dotted: "
-                 "training length)", fontsize=9)
+    fig.suptitle(
+        "Teacher-forced NLL by target position, pooled over k (mean ± std over seeds; dotted: training length)",
+        fontsize=9,
+    )
     return fig
 
 
@@ -205,8 +246,9 @@ def curves_figure(groups: list[dict], styles: list[dict]):
         return None
     cols = min(6, len(trained))
     rows = -(-len(trained) // cols)
-    fig, axes = _pyplot().subplots(rows, cols, figsize=(2.6 * cols + 0.5, 2.1 * rows + 0.8), sharex=True,
-                                   sharey=True, squeeze=False)
+    fig, axes = _pyplot().subplots(
+        rows, cols, figsize=(2.6 * cols + 0.5, 2.1 * rows + 0.8), sharex=True, sharey=True, squeeze=False
+    )
     for ax, g in zip(axes.flat, trained):
         for j, r in enumerate(g["runs"]):
             loss = [(e["step"], e["valid_loss"]) for e in r["valid_events"] if e.get("valid_loss") is not None]
@@ -215,7 +257,7 @@ def curves_figure(groups: list[dict], styles: list[dict]):
         ax.set_title(g["label"], fontsize=8)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=6)
-    for ax in axes.flat[len(trained):]:
+    for ax in axes.flat[len(trained) :]:
         ax.set_visible(False)
     for ax in axes[-1]:
         ax.set_xlabel("step", fontsize=8)

@@ -48,8 +48,9 @@ class PairSums:
         out[pair] = (tokens == self.alone_tokens[pair]) & (tokens > 0)
         return out
 
-    def units(self, keep: Callable[[int, np.ndarray], np.ndarray],
-              allowed: Optional[dict[int, np.ndarray]] = None) -> np.ndarray:
+    def units(
+        self, keep: Callable[[int, np.ndarray], np.ndarray], allowed: Optional[dict[int, np.ndarray]] = None
+    ) -> np.ndarray:
         """[pairs, 2]: per test pair, (sum of NLL joined - NLL alone, sum of tokens) over the k and
         start positions `keep(k, starts)` selects (a boolean mask over that k's rows), among the
         pairs `allowed[k]` (default: those this run scored whole at k; a comparison passes the pairs
@@ -84,17 +85,22 @@ def read_pair_sums(run: dict) -> Optional[PairSums]:
     alone_tokens, alone_nll = np.zeros(size), np.zeros(size)
     one = ks == 1
     alone_tokens[pairs[one]], alone_nll[pairs[one]] = rows[one, 3], rows[one, 5]
-    joined = {int(k): (pairs[ks == k], rows[ks == k, 2], rows[ks == k, 3], rows[ks == k, 5])
-              for k in sorted(set(ks.tolist()) - {1})}
+    joined = {
+        int(k): (pairs[ks == k], rows[ks == k, 2], rows[ks == k, 3], rows[ks == k, 5])
+        for k in sorted(set(ks.tolist()) - {1})
+    }
     beyond = np.zeros((size, 2))
     np.add.at(beyond[:, 0], pairs, rows[:, 7])
     np.add.at(beyond[:, 1], pairs, rows[:, 6])
     tf = run.get("teacher_forced") or {}
-    return PairSums(alone_tokens, alone_nll, joined, tf.get("training_length"), tf.get("position_buckets") or [],
-                    beyond)
+    return PairSums(
+        alone_tokens, alone_nll, joined, tf.get("training_length"), tf.get("position_buckets") or [], beyond
+    )
 
 
-def selections(sums: PairSums, buckets: bool = False) -> list[tuple[str, Callable[[int, np.ndarray], np.ndarray], bool]]:
+def selections(
+    sums: PairSums, buckets: bool = False
+) -> list[tuple[str, Callable[[int, np.ndarray], np.ndarray], bool]]:
     """(label, keep, needs the same training length) of every degradation row: pooled over k first
     (the headline), then each k, then by where the pair's target starts (within or beyond the
     decoder's training length; with `buckets`, also per target-position bucket of the start)."""
@@ -102,12 +108,19 @@ def selections(sums: PairSums, buckets: bool = False) -> list[tuple[str, Callabl
     out += [(f"k={k}", (lambda kk: lambda k, s: np.full(len(s), k == kk))(k), False) for k in sorted(sums.joined)]
     length = sums.training_length
     if length:
-        out += [("start within training", lambda k, s: s < length, True),
-                ("start beyond training", lambda k, s: s >= length, True)]
+        out += [
+            ("start within training", lambda k, s: s < length, True),
+            ("start beyond training", lambda k, s: s >= length, True),
+        ]
     edges = sums.position_buckets if buckets else []
     for lo, hi in zip(edges, [*edges[1:], None]):
-        out.append((f"start {bucket_label(lo, hi)}",
-                    (lambda a, b: lambda k, s: (s >= a) & (s < b if b is not None else True))(lo, hi), False))
+        out.append(
+            (
+                f"start {bucket_label(lo, hi)}",
+                (lambda a, b: lambda k, s: (s >= a) & (s < b if b is not None else True))(lo, hi),
+                False,
+            )
+        )
     return out
 
 
@@ -154,9 +167,13 @@ def degradation_table(groups: list[dict]) -> str:
             return "–"
         return f"{stats['mean']:+.3f}" + (f" ± {stats['std']:.3f}" if stats["std"] is not None else "")
 
-    lines = ["Degradation: a test pair's teacher-forced NLL inside an input of k joined pairs minus the same tokens' "
-             "NLL alone, nats per token (EOS renormalised out; mean ± std over seeds; lower is better):", "",
-             "| config | seeds | " + " | ".join(labels) + " |", "|---|---|" + "|".join("---" for _ in labels) + "|"]
+    lines = [
+        "Degradation: a test pair's teacher-forced NLL inside an input of k joined pairs minus the same tokens' "
+        "NLL alone, nats per token (EOS renormalised out; mean ± std over seeds; lower is better):",
+        "",
+        "| config | seeds | " + " | ".join(labels) + " |",
+        "|---|---|" + "|".join("---" for _ in labels) + "|",
+    ]
     for g in have:
         n = max(s["n"] for s in g["degradation"].values())
         lines.append(f"| {g['label']} | {n} | " + " | ".join(cell(g["degradation"].get(x)) for x in labels) + " |")

@@ -26,6 +26,7 @@ def attention_maps(model, src: torch.Tensor, tgt_in: torch.Tensor) -> dict[str, 
     def capture(kind):
         def hook(module, args, kwargs):
             captured[kind].append((module, args, kwargs))
+
         return hook
 
     for layer in model.encoder_layers:
@@ -83,8 +84,11 @@ def sentence_attention_figures(model, tokenizer, src_text: str, tgt_text: Option
     maps = attention_maps(model, src, torch.tensor([[tokenizer.bos_id, *tgt_ids]], device=device))
     src_labels = tokenizer.tokens(src_ids, "src")
     tgt_labels = ["<s>", *tokenizer.tokens(tgt_ids)]
-    labels = {"encoder self-attention": (src_labels, src_labels),
-              "decoder self-attention": (tgt_labels, tgt_labels), "cross-attention": (tgt_labels, src_labels)}
+    labels = {
+        "encoder self-attention": (src_labels, src_labels),
+        "decoder self-attention": (tgt_labels, tgt_labels),
+        "cross-attention": (tgt_labels, src_labels),
+    }
     return {kind: attention_figure([w.cpu() for w in layers], *labels[kind]) for kind, layers in maps.items()}
 
 

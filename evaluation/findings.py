@@ -23,18 +23,31 @@ import numpy as np
 
 from evaluation.degradation import PairSums, read_pair_sums, selections
 from evaluation.run_stats import read_lines, test_folder
-from evaluation.seed_test import (ALPHA, POWER, TEST_NAME, Family, detectable_effect, fmt_number, format_p,
-                                  seed_test, seeds_needed, unit_of, verdict)
+from evaluation.seed_test import (
+    ALPHA,
+    POWER,
+    TEST_NAME,
+    Family,
+    detectable_effect,
+    fmt_number,
+    format_p,
+    seed_test,
+    seeds_needed,
+    unit_of,
+    verdict,
+)
 from evaluation.significance import DEFAULT_SEED, holm, paired_bootstrap_ratio, paired_bootstrap_seeds, sentence_stats
 from evaluation.teacher_forced import BEYOND_FILE
 from utils.runtime import log
 
 MIN_SENTENCES = 10  # fewer and resampling says nothing (one sentence: every resample is that sentence)
-RULE = ("Finding, by one rule: 'ahead'/'behind' only for a comparison declared in the study's headline family "
-        f"whose Holm-adjusted p (over that family) is below {ALPHA} and with no seed beyond the tie margin on the "
-        "other side ('in every seed' when every seed is beyond the margin in that direction; lower is better for "
-        "NLL); every other row gives how the seeds fall against the tie margin and the 95% interval of the mean "
-        "difference, and no verdict.")
+RULE = (
+    "Finding, by one rule: 'ahead'/'behind' only for a comparison declared in the study's headline family "
+    f"whose Holm-adjusted p (over that family) is below {ALPHA} and with no seed beyond the tie margin on the "
+    "other side ('in every seed' when every seed is beyond the margin in that direction; lower is better for "
+    "NLL); every other row gives how the seeds fall against the tie margin and the 95% interval of the mean "
+    "difference, and no verdict."
+)
 
 
 class Outputs:
@@ -74,8 +87,9 @@ def source_lengths(run: dict) -> Optional[list[int]]:
     try:
         return None if lines is None else [int(x) for x in lines]
     except ValueError:
-        raise ValueError(f"{path} is damaged (one length in subword tokens per line expected); test the run "
-                         f"again or delete the file") from None
+        raise ValueError(
+            f"{path} is damaged (one length in subword tokens per line expected); test the run again or delete the file"
+        ) from None
 
 
 def nll_beyond(run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]]:
@@ -87,8 +101,10 @@ def nll_beyond(run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]
     try:
         return {(int(k), int(i)): (float(x), float(n)) for k, i, n, x in (line.split("\t") for line in lines[1:])}
     except ValueError:
-        raise ValueError(f"{test_folder(run) / BEYOND_FILE} is damaged (k, input, tokens, NLL sum per line "
-                         f"expected); test the run again or delete the file") from None
+        raise ValueError(
+            f"{test_folder(run) / BEYOND_FILE} is damaged (k, input, tokens, NLL sum per line "
+            f"expected); test the run again or delete the file"
+        ) from None
 
 
 def training_length(run: dict) -> Optional[int]:
@@ -101,20 +117,35 @@ def _row(seeds: list, n_units: int, combined, per_seed: list, lower_is_better: b
     of their mean) and each seed's own paired bootstrap (its p, descriptive; its variance splits the
     test set's noise into the part every seed shares and the part more seeds average out)."""
     test = seed_test(combined.per_seed, combined.variance, [r.variance for r in per_seed])
-    return {"seeds": seeds, "num_sentences": n_units, "mean_difference": combined.difference,
-            "per_seed": [{"seed": s, "difference": d, "p_value": r.p_value}
-                         for s, d, r in zip(seeds, combined.per_seed, per_seed)],
-            "seed_test": vars(test), "p_value": test.p_value, "lower_is_better": lower_is_better}
+    return {
+        "seeds": seeds,
+        "num_sentences": n_units,
+        "mean_difference": combined.difference,
+        "per_seed": [
+            {"seed": s, "difference": d, "p_value": r.p_value} for s, d, r in zip(seeds, combined.per_seed, per_seed)
+        ],
+        "seed_test": vars(test),
+        "p_value": test.p_value,
+        "lower_is_better": lower_is_better,
+    }
 
 
 def _untested(seeds: list, n_units: int, lower_is_better: bool = False) -> dict:
-    return {"seeds": seeds, "num_sentences": n_units, "mean_difference": None, "per_seed": [], "seed_test": None,
-            "p_value": None, "lower_is_better": lower_is_better,
-            "finding": f"not tested (fewer than {MIN_SENTENCES} sentences)"}
+    return {
+        "seeds": seeds,
+        "num_sentences": n_units,
+        "mean_difference": None,
+        "per_seed": [],
+        "seed_test": None,
+        "p_value": None,
+        "lower_is_better": lower_is_better,
+        "finding": f"not tested (fewer than {MIN_SENTENCES} sentences)",
+    }
 
 
-def compare_ratio(systems: list[np.ndarray], baselines: list[np.ndarray], seeds: list, n_samples: int,
-                  seed: int) -> dict:
+def compare_ratio(
+    systems: list[np.ndarray], baselines: list[np.ndarray], seeds: list, n_samples: int, seed: int
+) -> dict:
     """A lower-is-better ratio of sums (NLL per token) per unit `[units, 2]`, system vs baseline per seed."""
     n = len(systems[0])
     if n < MIN_SENTENCES:
@@ -133,8 +164,10 @@ def compare_nll(pairs: list[tuple[dict, dict]], outputs: Outputs, n_samples: int
     if all(outputs.pairs(r) is not None for pair in pairs for r in pair):
         sums = [(outputs.pairs(run).beyond, outputs.pairs(base).beyond) for run, base in pairs]
         if len({x.shape for pair in sums for x in pair}) > 1:
-            raise ValueError(f"{pairs[0][0]['run']} and {pairs[0][1]['run']} were teacher-forced on different test "
-                             f"sets: their NLL cannot be compared")
+            raise ValueError(
+                f"{pairs[0][0]['run']} and {pairs[0][1]['run']} were teacher-forced on different test "
+                f"sets: their NLL cannot be compared"
+            )
         if not any(x[:, 1].sum() for pair in sums for x in pair):
             return None
         return {**compare_ratio([m for m, _ in sums], [b for _, b in sums], seeds, n_samples, seed), "unit": "pair"}
@@ -146,19 +179,24 @@ def compare_nll(pairs: list[tuple[dict, dict]], outputs: Outputs, n_samples: int
     def rows(values: dict) -> np.ndarray:
         return np.array([values.get(key, (0.0, 0.0)) for key in keys])  # [inputs, 2]
 
-    return {**compare_ratio([rows(m) for m, _ in sums], [rows(t) for _, t in sums], seeds, n_samples, seed),
-            "unit": "input"}
+    return {
+        **compare_ratio([rows(m) for m, _ in sums], [rows(t) for _, t in sums], seeds, n_samples, seed),
+        "unit": "input",
+    }
 
 
-def compare_degradation(pairs: list[tuple[dict, dict]], outputs: Outputs, keep, n_samples: int,
-                        seed: int) -> Optional[dict]:
+def compare_degradation(
+    pairs: list[tuple[dict, dict]], outputs: Outputs, keep, n_samples: int, seed: int
+) -> Optional[dict]:
     """The degradation of one selection (evaluation/degradation.py), system vs baseline per seed; the
     unit resampled is the test pair; every run counts the same (pair, k) cells: those all of them
     scored whole."""
     sums = [outputs.pairs(r) for pair in pairs for r in pair]
     if len({x.num_pairs for x in sums}) > 1:
-        raise ValueError(f"{pairs[0][0]['run']} and {pairs[0][1]['run']} were teacher-forced on different test "
-                         f"sets (different numbers of pairs): their degradation cannot be compared")
+        raise ValueError(
+            f"{pairs[0][0]['run']} and {pairs[0][1]['run']} were teacher-forced on different test "
+            f"sets (different numbers of pairs): their degradation cannot be compared"
+        )
     ks = set.intersection(*(set(x.joined) for x in sums))  # the k every run scored
     allowed = {k: np.logical_and.reduce([x.scored(k) for x in sums]) for k in ks}
     units = [x.units(keep, allowed) for x in sums]
@@ -184,15 +222,23 @@ def _pairs(group: dict, baseline: dict, has: Callable[[dict], bool]) -> list[tup
     return [(r, base[seed]) for seed, r in mine.items()]
 
 
-def compare_pair(pairs: list[tuple[dict, dict]], outputs: Outputs, k: int, n_samples: int, seed: int,
-                 bucket: Optional[tuple[int, Optional[int]]] = None) -> Optional[dict]:
+def compare_pair(
+    pairs: list[tuple[dict, dict]],
+    outputs: Outputs,
+    k: int,
+    n_samples: int,
+    seed: int,
+    bucket: Optional[tuple[int, Optional[int]]] = None,
+) -> Optional[dict]:
     """Test sacreBLEU (k = 1), or on the k-inputs, of a configuration against the baseline over shared seeds."""
     systems, baselines, subsets, seeds = [], [], [], []
     for run, base in pairs:
         (mine, refs), (theirs, base_refs) = outputs.get(run, k), outputs.get(base, k)
         if refs != base_refs:
-            raise ValueError(f"{run['run']} and {base['run']} were scored on different references "
-                             f"({'test set' if k == 1 else f'k={k}'}): they cannot be compared")
+            raise ValueError(
+                f"{run['run']} and {base['run']} were scored on different references "
+                f"({'test set' if k == 1 else f'k={k}'}): they cannot be compared"
+            )
         subset = None
         if bucket is not None:
             lengths = source_lengths(run)
@@ -217,8 +263,6 @@ def compare_pair(pairs: list[tuple[dict, dict]], outputs: Outputs, k: int, n_sam
     return _row(seeds, n, combined, per_seed)
 
 
-
-
 def _table(name: str, title: str, rows: list[dict], metric: str = "sacreBLEU") -> dict:
     return {"name": name, "title": title, "metric": metric, "rows": rows}
 
@@ -238,10 +282,22 @@ def power_lines(rows: list[dict], metric: str, alpha: float, family: Family) -> 
         v_shared = statistics.median(t["v_shared"] if t.get("v_shared") is not None else t["v_sent"] for t in same_n)
         v_int = statistics.median(t.get("v_int") or 0.0 for t in same_n)
         effect = family.effect[metric]
-        out.append({"n": n, "rows": len(same_n), "se": se, "seed_sd": seed_sd, "v_sent": v_sent,
-                    "v_shared": v_shared, "v_int": v_int, "alpha": alpha, "power": POWER,
-                    "detectable": detectable_effect(se, n - 1, alpha), "effect": effect,
-                    "seeds_needed": seeds_needed(effect, seed_sd, v_shared, v_int, alpha)})
+        out.append(
+            {
+                "n": n,
+                "rows": len(same_n),
+                "se": se,
+                "seed_sd": seed_sd,
+                "v_sent": v_sent,
+                "v_shared": v_shared,
+                "v_int": v_int,
+                "alpha": alpha,
+                "power": POWER,
+                "detectable": detectable_effect(se, n - 1, alpha),
+                "effect": effect,
+                "seeds_needed": seeds_needed(effect, seed_sd, v_shared, v_int, alpha),
+            }
+        )
     return out
 
 
@@ -253,7 +309,7 @@ def apply_rule(tables: list[dict], family: Family) -> int:
         for r in t["rows"]:
             r["declared"], r["p_holm"] = False, None
     adjusted = holm([r["p_value"] if r["p_value"] is not None else 1.0 for _, r in declared])
-    for (t, r), p in zip(declared, adjusted):
+    for (_, r), p in zip(declared, adjusted):
         r["declared"], r["p_holm"] = True, (p if r["p_value"] is not None else None)
     for t in tables:
         margin = family.tie_margin[t["metric"]]
@@ -264,12 +320,31 @@ def apply_rule(tables: list[dict], family: Family) -> int:
 
 def unmatched(tables: list[dict], family: Family) -> list[str]:
     """The headline entries that match no row (a typo, or a measure these runs did not record)."""
-    return [str(h) for h in family.headline
-            if not any(h in family.matching(t["name"], r) for t in tables for r in t["rows"])]
+    return [
+        str(h)
+        for h in family.headline
+        if not any(h in family.matching(t["name"], r) for t in tables for r in t["rows"])
+    ]
 
 
-def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000, seed: int = DEFAULT_SEED,
-                     family: Optional[Family] = None) -> dict:
+DEGRADATION_TITLE = (
+    "degradation: a test pair's teacher-forced NLL inside an input of k joined "
+    "pairs minus alone, per token (EOS renormalised out), the same tokens"
+)
+NLL_BEYOND_TITLE = (
+    "teacher-forced NLL (EOS renormalised out) at target positions beyond "
+    "the training length, inputs of every k (absolute: it mixes model quality with "
+    "extrapolation)"
+)
+
+
+def compute_findings(
+    groups: list[dict],
+    baseline: dict,
+    n_samples: int = 10000,
+    seed: int = DEFAULT_SEED,
+    family: Optional[Family] = None,
+) -> dict:
     """Every configuration against `baseline` (compare.py's groups), as tables of findings."""
     family = family or Family()
     outputs = Outputs()
@@ -282,40 +357,70 @@ def compute_findings(groups: list[dict], baseline: dict, n_samples: int = 10000,
         return training_length(r) is not None and training_length(r) == lengths.get(r["seed"])
 
     def rows(comparisons: list[tuple[str, int, Optional[tuple]]]) -> list[dict]:
-        out = []
-        for g in others:
-            for label, k, bucket in comparisons:
-                pairs = _pairs(g, baseline, lambda r: outputs.get(r, k) is not None)
-                result = compare_pair(pairs, outputs, k, n_samples, seed, bucket) if pairs else None
-                if result is not None:
-                    out.append({"config": g["label"], "encoding": g["encoding"], "compared_on": label, **result})
-        return out
+        return bleu_rows(others, baseline, outputs, comparisons, n_samples, seed)
 
     degradation = degradation_rows(others, baseline, outputs, n_samples, seed, same_length)
-    tables = [_table("degradation", "degradation: a test pair's teacher-forced NLL inside an input of k joined "
-                     "pairs minus alone, per token (EOS renormalised out), the same tokens", degradation, "NLL"),
-              _table("test", "test set", rows([("test set", 1, None)]))]
+    tables = [
+        _table("degradation", DEGRADATION_TITLE, degradation, "NLL"),
+        _table("test", "test set", rows([("test set", 1, None)])),
+    ]
     if ks:
         tables.append(_table("concat", "inputs of k test pairs joined", rows([(f"k={k}", k, None) for k in ks])))
     if buckets:
-        tables.append(_table("buckets", "test set by source length (subword tokens)",
-                             rows([(f"{b['bucket']} tokens", 1, (b["min_len"], b["max_len"])) for b in buckets])))
-    tables.append(_table("teacher_forced", "teacher-forced NLL (EOS renormalised out) at target positions beyond "
-                         "the training length, inputs of every k (absolute: it mixes model quality with "
-                         "extrapolation)", nll_beyond_rows(others, baseline, outputs, n_samples, seed, same_length),
-                         "NLL"))
+        tables.append(
+            _table(
+                "buckets",
+                "test set by source length (subword tokens)",
+                rows([(f"{b['bucket']} tokens", 1, (b["min_len"], b["max_len"])) for b in buckets]),
+            )
+        )
+    nll_rows = nll_beyond_rows(others, baseline, outputs, n_samples, seed, same_length)
+    tables.append(_table("teacher_forced", NLL_BEYOND_TITLE, nll_rows, "NLL"))
     tables = [t for t in tables if t["rows"]]
     size, missing = word_tables(tables, family)
-    return {"baseline": baseline["label"], "metric": "sacreBLEU", "alpha": ALPHA, "test": TEST_NAME,
-            "correction": "holm, over the declared headline family only", "family": family.path,
-            "family_size": size, "family_unmatched": missing, "tie_margin": family.tie_margin,
-            "descriptive_p": "sacreBLEU's paired bootstrap per seed (sacrebleu --paired-bs: Koehn's statistic, one "
-                             "tail; it holds each trained model fixed), descriptive only",
-            "n_samples": n_samples, "bootstrap_seed": seed, "rule": RULE, "tables": tables}
+    return findings_report(baseline, family, size, missing, n_samples, seed, tables)
 
 
-def degradation_rows(others: list[dict], baseline: dict, outputs: "Outputs", n_samples: int, seed: int,
-                     same_length) -> list[dict]:
+def findings_report(
+    baseline: dict, family: Family, size: int, missing: list[str], n_samples: int, seed: int, tables: list[dict]
+) -> dict:
+    """The findings JSON: the method's settings beside the tables."""
+    return {
+        "baseline": baseline["label"],
+        "metric": "sacreBLEU",
+        "alpha": ALPHA,
+        "test": TEST_NAME,
+        "correction": "holm, over the declared headline family only",
+        "family": family.path,
+        "family_size": size,
+        "family_unmatched": missing,
+        "tie_margin": family.tie_margin,
+        "descriptive_p": "sacreBLEU's paired bootstrap per seed (sacrebleu --paired-bs: Koehn's statistic, one "
+        "tail; it holds each trained model fixed), descriptive only",
+        "n_samples": n_samples,
+        "bootstrap_seed": seed,
+        "rule": RULE,
+        "tables": tables,
+    }
+
+
+def bleu_rows(
+    others: list[dict], baseline: dict, outputs: "Outputs", comparisons: list, n_samples: int, seed: int
+) -> list[dict]:
+    """Each configuration against the baseline on each (label, k, source-length bucket) comparison."""
+    out = []
+    for g in others:
+        for label, k, bucket in comparisons:
+            pairs = _pairs(g, baseline, lambda r, k=k: outputs.get(r, k) is not None)
+            result = compare_pair(pairs, outputs, k, n_samples, seed, bucket) if pairs else None
+            if result is not None:
+                out.append({"config": g["label"], "encoding": g["encoding"], "compared_on": label, **result})
+    return out
+
+
+def degradation_rows(
+    others: list[dict], baseline: dict, outputs: "Outputs", n_samples: int, seed: int, same_length
+) -> list[dict]:
     """Each configuration's degradation against the baseline's, per selection of (pair, k) cells."""
     rows = []
     for g in others:
@@ -326,21 +431,29 @@ def degradation_rows(others: list[dict], baseline: dict, outputs: "Outputs", n_s
             chosen = [(r, b) for r, b in pairs if not needs_length or same_length(r)]
             result = compare_degradation(chosen, outputs, keep, n_samples, seed) if chosen else None
             if result is not None:
-                rows.append({"config": g["label"], "encoding": g["encoding"], "compared_on": f"degradation, {label}",
-                             **result})
+                rows.append(
+                    {"config": g["label"], "encoding": g["encoding"], "compared_on": f"degradation, {label}", **result}
+                )
     return rows
 
 
-def nll_beyond_rows(others: list[dict], baseline: dict, outputs: "Outputs", n_samples: int, seed: int,
-                    same_length) -> list[dict]:
+def nll_beyond_rows(
+    others: list[dict], baseline: dict, outputs: "Outputs", n_samples: int, seed: int, same_length
+) -> list[dict]:
     """The encoding itself, whatever the search does: the references' NLL beyond training, all k."""
     rows = []
     for g in others:
         pairs = _pairs(g, baseline, lambda r: outputs.beyond(r) is not None and same_length(r))
         result = compare_nll(pairs, outputs, n_samples, seed) if pairs else None
         if result is not None:
-            rows.append({"config": g["label"], "encoding": g["encoding"],
-                         "compared_on": "teacher-forced NLL beyond training, all k", **result})
+            rows.append(
+                {
+                    "config": g["label"],
+                    "encoding": g["encoding"],
+                    "compared_on": "teacher-forced NLL beyond training, all k",
+                    **result,
+                }
+            )
     return rows
 
 
@@ -372,14 +485,22 @@ def power_sentence(t: dict, unit: str) -> str:
     parts = []
     for pw in t["power"]:
         effect = f"{fmt_number(pw['effect'], metric).lstrip('+')} {unit}"
-        reach = (f"a true difference of {effect} would need {pw['seeds_needed']} seeds" if pw["seeds_needed"] else
-                 f"a true difference of {effect} is out of reach at any number of seeds (the test set's noise "
-                 f"that every seed shares is larger)")
-        parts.append(f"with {pw['n']} seeds ({pw['rows']} rows; median SE {pw['se']:.3g} {unit}: seed SD "
-                     f"{pw['seed_sd']:.3g}, test-set SD {pw['v_sent'] ** 0.5:.3g}) "
-                     f"{fmt_number(pw['detectable'], metric).lstrip('+')} {unit}, and {reach}")
-    return (f"Smallest effect these seeds can see (80% power, two-sided α = {t['power'][0]['alpha']:.2g}): "
-            + "; ".join(parts) + ".")
+        reach = (
+            f"a true difference of {effect} would need {pw['seeds_needed']} seeds"
+            if pw["seeds_needed"]
+            else f"a true difference of {effect} is out of reach at any number of seeds (the test set's noise "
+            f"that every seed shares is larger)"
+        )
+        parts.append(
+            f"with {pw['n']} seeds ({pw['rows']} rows; median SE {pw['se']:.3g} {unit}: seed SD "
+            f"{pw['seed_sd']:.3g}, test-set SD {pw['v_sent'] ** 0.5:.3g}) "
+            f"{fmt_number(pw['detectable'], metric).lstrip('+')} {unit}, and {reach}"
+        )
+    return (
+        f"Smallest effect these seeds can see (80% power, two-sided α = {t['power'][0]['alpha']:.2g}): "
+        + "; ".join(parts)
+        + "."
+    )
 
 
 def findings_markdown(findings: dict) -> str:
@@ -389,28 +510,41 @@ def findings_markdown(findings: dict) -> str:
         metric = t["metric"]
         unit = unit_of(metric)
         lower = " (lower is better)" if metric == "NLL" else ""
-        seed_p_title = ("sacreBLEU's paired bootstrap p per seed (one tail, model fixed)" if metric == "sacreBLEU" else
-                        "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)")
-        lines = [f"Against `{findings['baseline']}`, {t['title']}:", "",
-                 f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
-                 f"p, seeds (two-sided) | p, Holm (declared) | {seed_p_title} | finding |",
-                 "|---|---|---|---|---|---|---|---|"]
+        seed_p_title = (
+            "sacreBLEU's paired bootstrap p per seed (one tail, model fixed)"
+            if metric == "sacreBLEU"
+            else "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)"
+        )
+        lines = [
+            f"Against `{findings['baseline']}`, {t['title']}:",
+            "",
+            f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
+            f"p, seeds (two-sided) | p, Holm (declared) | {seed_p_title} | finding |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for r in t["rows"]:
             per_seed = ", ".join(f"{s['seed']}: {fmt_number(s['difference'], metric)}" for s in r["per_seed"])
             seed_p = ", ".join(f"{s['seed']}: {format_p(s['p_value'])}" for s in r["per_seed"])
             holm_p = format_p(r["p_holm"]) if r.get("declared") else "not declared"
-            lines.append(f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | "
-                         f"{fmt_number(r['mean_difference'], metric)} | {per_seed or '–'} | "
-                         f"{format_p(r['p_value'])} | {holm_p} | {seed_p or '–'} | {r['finding']} |")
+            lines.append(
+                f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | "
+                f"{fmt_number(r['mean_difference'], metric)} | {per_seed or '–'} | "
+                f"{format_p(r['p_value'])} | {holm_p} | {seed_p or '–'} | {r['finding']} |"
+            )
         lines += ["", power_sentence(t, unit)]
         parts.append("\n".join(lines))
-    family = (f"the headline family declared in `{findings['family']}` ({findings['family_size']} comparisons)"
-              if findings.get("family") else "no declared headline family (every row is descriptive)")
+    family = (
+        f"the headline family declared in `{findings['family']}` ({findings['family_size']} comparisons)"
+        if findings.get("family")
+        else "no declared headline family (every row is descriptive)"
+    )
     margins = ", ".join(f"{v:g} {unit_of(k)}" for k, v in findings["tie_margin"].items())
-    parts.append(f"p, seeds: {findings['test']}; {findings['n_samples']:,} bootstrap resamples (seed "
-                 f"{findings['bootstrap_seed']}); assumes independent, roughly normal seed effects (Dror et al. 2018). "
-                 f"The interval is per row, not Holm-adjusted. Holm's correction runs over {family}. Tie margin: "
-                 f"{margins} (a seed closer to the baseline is a tie, never a win). p per seed: "
-                 f"{findings['descriptive_p']} (for NLL the same resampling of its units). The NLL tables resample test pairs (degradation) or inputs "
-                 f"(absolute NLL beyond training). {findings['rule']}")
+    parts.append(
+        f"p, seeds: {findings['test']}; {findings['n_samples']:,} bootstrap resamples (seed "
+        f"{findings['bootstrap_seed']}); assumes independent, roughly normal seed effects (Dror et al. 2018). "
+        f"The interval is per row, not Holm-adjusted. Holm's correction runs over {family}. Tie margin: "
+        f"{margins} (a seed closer to the baseline is a tie, never a win). p per seed: "
+        f"{findings['descriptive_p']} (for NLL the same resampling of its units). The NLL tables resample "
+        f"test pairs (degradation) or inputs (absolute NLL beyond training). {findings['rule']}"
+    )
     return "\n\n".join(parts)

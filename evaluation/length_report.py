@@ -11,7 +11,6 @@ were scored on the same joined inputs (same references), as compare.py does for 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 from evaluation.findings import format_p
@@ -40,9 +39,11 @@ def check_same_inputs(groups: list[dict]) -> None:
             if first is None:
                 first = (r["run"], refs)
             elif refs != first[1]:
-                raise ValueError(f"the k={k} references differ between {first[0]} and {r['run']}: runs scored on "
-                                 f"different joined inputs (another test set or evaluation.concat_seed) cannot be "
-                                 f"compared (pass --no_significance to tabulate them anyway)")
+                raise ValueError(
+                    f"the k={k} references differ between {first[0]} and {r['run']}: runs scored on "
+                    f"different joined inputs (another test set or evaluation.concat_seed) cannot be "
+                    f"compared (pass --no_significance to tabulate them anyway)"
+                )
 
 
 def add_concat_stats(groups: list[dict], baseline: dict, check_inputs: bool = True, margin: float = 0.0) -> None:
@@ -51,6 +52,7 @@ def add_concat_stats(groups: list[dict], baseline: dict, check_inputs: bool = Tr
     if check_inputs:
         check_same_inputs(groups)
     for k in concat_ks(groups):
+
         def bleu(r: dict, k: int = k) -> Optional[float]:
             return (r.get("concat") or {}).get(k, {}).get("sacrebleu")
 
@@ -59,8 +61,14 @@ def add_concat_stats(groups: list[dict], baseline: dict, check_inputs: bool = Tr
             mean, std, n = mean_std([x["sacrebleu"] for x in rows])
             ratio, ratio_std, _ = mean_std([x["length_ratio"] for x in rows])
             g.setdefault("concat", {})[k] = {
-                "bleu": mean, "bleu_std": std, "ratio": ratio, "ratio_std": ratio_std, "n": n, "p_value": None,
-                "seeds_above": None if g is baseline else seed_wins(g["runs"], baseline["runs"], bleu, margin)}
+                "bleu": mean,
+                "bleu_std": std,
+                "ratio": ratio,
+                "ratio_std": ratio_std,
+                "n": n,
+                "p_value": None,
+                "seeds_above": None if g is baseline else seed_wins(g["runs"], baseline["runs"], bleu, margin),
+            }
 
 
 def _cell(mean: Optional[float], std: Optional[float], digits: int) -> str:
@@ -74,11 +82,19 @@ def concat_tables(groups: list[dict], baseline: dict, n_samples: int = 1000) -> 
     ks = concat_ks(groups)
     if not ks:
         return ""
-    head = "| config | encoding | " + " | ".join(f"k={k}" for k in ks) + " |\n|---|---|" + "|".join("---" for _ in ks) + "|"
+    head = (
+        "| config | encoding | "
+        + " | ".join(f"k={k}" for k in ks)
+        + " |\n|---|---|"
+        + "|".join("---" for _ in ks)
+        + "|"
+    )
 
     def table(render) -> str:
-        rows = [f"| {g['label']} | {g['encoding']} | " + " | ".join(render(g, g["concat"][k]) for k in ks) + " |"
-                for g in groups]
+        rows = [
+            f"| {g['label']} | {g['encoding']} | " + " | ".join(render(g, g["concat"][k]) for k in ks) + " |"
+            for g in groups
+        ]
         return head + "\n" + "\n".join(rows)
 
     def against(g: dict, c: dict) -> str:
@@ -87,11 +103,14 @@ def concat_tables(groups: list[dict], baseline: dict, n_samples: int = 1000) -> 
         wins = f"{c['seeds_above'][0]}/{c['seeds_above'][1]}" if c["seeds_above"] else "–"
         return wins + (f", p={format_p(c['p_value'])}" if c["p_value"] is not None else "")
 
-    return "\n\n".join([
-        "Length extrapolation: test sacreBLEU on inputs of k consecutive test pairs joined "
-        "(mean ± std over seeds):\n\n" + table(lambda g, c: _cell(c["bleu"], c["bleu_std"], 2)),
-        "Hypothesis/reference length ratio (sacreBLEU's; below 1 = output too short):\n\n"
-        + table(lambda g, c: _cell(c["ratio"], c["ratio_std"], 3)),
-        f"Against `{baseline['label']}` per k: same-seed runs above it by more than the tie margin (seeds/shared "
-        f"seeds), and the seed-level p (two-sided, uncorrected; k = 1 is the test set; the findings word them):\n\n"
-        + table(against)])
+    return "\n\n".join(
+        [
+            "Length extrapolation: test sacreBLEU on inputs of k consecutive test pairs joined "
+            "(mean ± std over seeds):\n\n" + table(lambda g, c: _cell(c["bleu"], c["bleu_std"], 2)),
+            "Hypothesis/reference length ratio (sacreBLEU's; below 1 = output too short):\n\n"
+            + table(lambda g, c: _cell(c["ratio"], c["ratio_std"], 3)),
+            f"Against `{baseline['label']}` per k: same-seed runs above it by more than the tie margin (seeds/shared "
+            f"seeds), and the seed-level p (two-sided, uncorrected; k = 1 is the test set; the findings word them):\n\n"
+            + table(against),
+        ]
+    )

@@ -36,8 +36,8 @@ class TranslationScores:
 
 def nltk_corpus_bleu4(hypotheses: list[str], references: list[str]) -> float:
     """Corpus BLEU-4 over Treebank word tokens (one reference per sentence)."""
-    from nltk.translate.bleu_score import corpus_bleu
     from nltk.tokenize import TreebankWordTokenizer
+    from nltk.translate.bleu_score import corpus_bleu
 
     tok = TreebankWordTokenizer()
     hyps = [tok.tokenize(h) for h in hypotheses]
@@ -62,11 +62,17 @@ def score_translations(hypotheses: list[str], references: list[str]) -> Translat
         warnings.simplefilter("ignore")  # nltk warns when a higher-order n-gram has no match
         nltk_score = nltk_corpus_bleu4(hypotheses, references)
     return TranslationScores(
-        sacrebleu=round(bleu_score.score, 2), sacrebleu_signature=str(bleu.get_signature()),
-        chrf=round(chrf_score.score, 2), chrf_signature=str(chrf.get_signature()),
-        nltk_bleu4=round(nltk_score, 4), nltk_tokenization=NLTK_TOKENIZATION,
-        num_sentences=len(hypotheses), hyp_len=bleu_score.sys_len, ref_len=bleu_score.ref_len,
-        length_ratio=round(bleu_score.sys_len / max(1, bleu_score.ref_len), 4))
+        sacrebleu=round(bleu_score.score, 2),
+        sacrebleu_signature=str(bleu.get_signature()),
+        chrf=round(chrf_score.score, 2),
+        chrf_signature=str(chrf.get_signature()),
+        nltk_bleu4=round(nltk_score, 4),
+        nltk_tokenization=NLTK_TOKENIZATION,
+        num_sentences=len(hypotheses),
+        hyp_len=bleu_score.sys_len,
+        ref_len=bleu_score.ref_len,
+        length_ratio=round(bleu_score.sys_len / max(1, bleu_score.ref_len), 4),
+    )
 
 
 def bucket_label(lo: int, hi: int | None) -> str:
@@ -78,8 +84,14 @@ def score_by_length(hypotheses: list[str], references: list[str], lengths: list[
     rows = []
     for lo, hi in zip(edges, [*edges[1:], None]):
         keep = [n >= lo and (hi is None or n < hi) for n in lengths]
-        rows.append({"bucket": bucket_label(lo, hi), "min_len": lo, "max_len": None if hi is None else hi - 1,
-                     **score_subset(hypotheses, references, keep)})
+        rows.append(
+            {
+                "bucket": bucket_label(lo, hi),
+                "min_len": lo,
+                "max_len": None if hi is None else hi - 1,
+                **score_subset(hypotheses, references, keep),
+            }
+        )
     return rows
 
 
@@ -93,6 +105,9 @@ def score_subset(hypotheses: list[str], references: list[str], keep: list[bool])
     if not hyps:
         return {"num_sentences": 0, "sacrebleu": None, "chrf": None, "length_ratio": None}
     bleu = BLEU().corpus_score(hyps, [refs])
-    return {"num_sentences": len(hyps), "sacrebleu": round(bleu.score, 2),
-            "chrf": round(CHRF().corpus_score(hyps, [refs]).score, 2),
-            "length_ratio": round(bleu.sys_len / max(1, bleu.ref_len), 4)}
+    return {
+        "num_sentences": len(hyps),
+        "sacrebleu": round(bleu.score, 2),
+        "chrf": round(CHRF().corpus_score(hyps, [refs]).score, 2),
+        "length_ratio": round(bleu.sys_len / max(1, bleu.ref_len), 4),
+    }

@@ -31,6 +31,27 @@ class CompareError(HarnessError):
     """Runs that cannot be compared (e.g. scored on different test sets)."""
 
 
+def best_validation(valid: list[dict], metric: str) -> Optional[dict]:
+    """The validation record the run's best checkpoint was chosen by (its finite best by `metric`)."""
+    if not valid:
+        return None
+    sign = METRIC_SIGN[metric]
+    scored = [r for r in valid if r.get(metric) is not None and math.isfinite(r[metric])]
+    return max(scored, key=lambda r: sign * r[metric]) if scored else valid[-1]
+
+
+def read_scores(run_dir: Path, test_dir: str) -> dict:
+    """<run>/<test_dir>/scores.json ({} when the run is not tested)."""
+    scores_path = run_dir / test_dir / "scores.json"
+    try:
+        return json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
+    except ValueError as e:
+        raise CompareError(
+            f"{scores_path} is not readable JSON ({e}); test the run again "
+            f"(python test.py --run {run_dir} --overwrite) or leave it out"
+        ) from None
+
+
 def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> Optional[dict]:
     """One row for a run folder, or None if it is not one (no config.yaml). With `variant` (folder
     name, test-time settings), the row of the run tested so, in <run>/<folder>/ (`run_variants`)."""
@@ -43,38 +64,34 @@ def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> 
     try:
         records = JsonlLogger(run_dir / "metrics.jsonl").history()
     except ValueError as e:
-        raise CompareError(f"{run_dir / 'metrics.jsonl'} is not a log of JSON lines ({e}); "
-                           f"leave the run out or repair the line") from None
+        raise CompareError(
+            f"{run_dir / 'metrics.jsonl'} is not a log of JSON lines ({e}); leave the run out or repair the line"
+        ) from None
     valid = [r for r in records if r["event"] == "valid"]
     ends = [r for r in records if r["event"] == "end"]
     speeds = [r["tokens_per_sec"] for r in records if r["event"] == "train" and r.get("tokens_per_sec") is not None]
-    metric = cfg["training"]["checkpoint_metric"]
-    best = None
-    if valid:
-        sign = METRIC_SIGN[metric]
-        scored = [r for r in valid if r.get(metric) is not None and math.isfinite(r[metric])]
-        best = max(scored, key=lambda r: sign * r[metric]) if scored else valid[-1]
+    best = best_validation(valid, cfg["training"]["checkpoint_metric"])
     name = cfg.get("name") or run_dir.name
     if settings:
         name += " [" + ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in settings.items()) + "]"
-    row = {"run": str(run_dir), "test_dir": str(run_dir / test_dir), "name": name, "seed": cfg.get("seed"),
-           "variant": bool(settings),
-           "config": cfg,
-           "encoding": cfg["model"]["positional"]["name"],
-           "train_loss": ends[-1].get("final_train_loss") if ends else None,
-           "valid_loss": best.get("valid_loss") if best else None,
-           "valid_accuracy": best.get("valid_accuracy") if best else None,
-           "params": ends[-1]["params"] if ends else None,
-           "train_minutes": training_minutes(records),
-           "tokens_per_sec": statistics.fmean(speeds) if speeds else None,
-           "steps": ends[-1]["step"] if ends else None,
-           "valid_events": valid}
-    scores_path = run_dir / test_dir / "scores.json"
-    try:
-        scores = json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
-    except ValueError as e:
-        raise CompareError(f"{scores_path} is not readable JSON ({e}); test the run again "
-                           f"(python test.py --run {run_dir} --overwrite) or leave it out") from None
+    row = {
+        "run": str(run_dir),
+        "test_dir": str(run_dir / test_dir),
+        "name": name,
+        "seed": cfg.get("seed"),
+        "variant": bool(settings),
+        "config": cfg,
+        "encoding": cfg["model"]["positional"]["name"],
+        "train_loss": ends[-1].get("final_train_loss") if ends else None,
+        "valid_loss": best.get("valid_loss") if best else None,
+        "valid_accuracy": best.get("valid_accuracy") if best else None,
+        "params": ends[-1]["params"] if ends else None,
+        "train_minutes": training_minutes(records),
+        "tokens_per_sec": statistics.fmean(speeds) if speeds else None,
+        "steps": ends[-1]["step"] if ends else None,
+        "valid_events": valid,
+    }
+    scores = read_scores(run_dir, test_dir)
     if isinstance(scores.get("decoding"), dict):  # runs decoded differently are different configurations
         cfg["decoding"] = scores["decoding"]
     for key in ("sacrebleu", "chrf", "nltk_bleu4", "sacrebleu_signature", "nltk_tokenization"):
@@ -115,13 +132,17 @@ def run_teacher_forced(report: Optional[dict]) -> Optional[dict]:
     for e in entries:
         for b in e["buckets"]:
             buckets.setdefault(b["from"], (b["bucket"], []))[1].append(b)
-    return {"training_length": (report.get("training_length") or {}).get("target") or None,
-            "position_buckets": report.get("position_buckets") or [],
-            "nll_beyond": pool_nll(e.get("beyond_training") for e in entries),
-            "by_position": [{"bucket": label, "from": lo, "nll_no_eos": pool_nll(bs)}
-                            for lo, (label, bs) in sorted(buckets.items())],
-            "boundary_p_eos": {k: e["boundary"]["p_eos"] for k, e in sorted(report["k"].items(), key=_k_order)
-                               if e.get("boundary")}}
+    return {
+        "training_length": (report.get("training_length") or {}).get("target") or None,
+        "position_buckets": report.get("position_buckets") or [],
+        "nll_beyond": pool_nll(e.get("beyond_training") for e in entries),
+        "by_position": [
+            {"bucket": label, "from": lo, "nll_no_eos": pool_nll(bs)} for lo, (label, bs) in sorted(buckets.items())
+        ],
+        "boundary_p_eos": {
+            k: e["boundary"]["p_eos"] for k, e in sorted(report["k"].items(), key=_k_order) if e.get("boundary")
+        },
+    }
 
 
 def _k_order(item: tuple[str, dict]) -> int:
@@ -152,10 +173,18 @@ def group_runs(rows: list[dict]) -> list[dict]:
     for g in out:
         g["runs"].sort(key=lambda r: (r["seed"] is None, r["seed"] if r["seed"] is not None else 0, r["run"]))
         first = g["runs"][0]
-        g.update(label=config_label(first["name"]), encoding=first["encoding"], n=len(g["runs"]),
-                 variant=first.get("variant", False),
-                 seeds=[r["seed"] for r in g["runs"]], mean={}, std={}, p_value=None, seeds_above=None,
-                 is_baseline=False)
+        g.update(
+            label=config_label(first["name"]),
+            encoding=first["encoding"],
+            n=len(g["runs"]),
+            variant=first.get("variant", False),
+            seeds=[r["seed"] for r in g["runs"]],
+            mean={},
+            std={},
+            p_value=None,
+            seeds_above=None,
+            is_baseline=False,
+        )
         for key in NUMERIC:
             g["mean"][key], g["std"][key], _ = mean_std([r.get(key) for r in g["runs"]])
         g["by_source_length"] = bucket_stats(g["runs"])
@@ -198,13 +227,21 @@ def teacher_forced_stats(runs: list[dict]) -> Optional[dict]:
     positions = sorted({(b["from"], b["bucket"]) for t in tf for b in t["by_position"]})
     lengths = {t["training_length"] for t in tf}
     ks = sorted({k for t in tf for k in t["boundary_p_eos"]}, key=int)
-    return {"runs": len(have), "training_length": lengths.pop() if len(lengths) == 1 else None,
-            "nll_beyond": stats([t["nll_beyond"] for t in tf]),
-            "by_position": [{"bucket": label, "from": lo, **stats(
-                [next((b["nll_no_eos"] for b in t["by_position"] if b["from"] == lo), None) for t in tf])}
-                for lo, label in positions],
-            "boundary_p_eos": {k: stats([t["boundary_p_eos"].get(k) for t in tf]) for k in ks},
-            "per_run": [{"run": r["run"], "seed": r["seed"], **r["teacher_forced"]} for r in have]}
+    return {
+        "runs": len(have),
+        "training_length": lengths.pop() if len(lengths) == 1 else None,
+        "nll_beyond": stats([t["nll_beyond"] for t in tf]),
+        "by_position": [
+            {
+                "bucket": label,
+                "from": lo,
+                **stats([next((b["nll_no_eos"] for b in t["by_position"] if b["from"] == lo), None) for t in tf]),
+            }
+            for lo, label in positions
+        ],
+        "boundary_p_eos": {k: stats([t["boundary_p_eos"].get(k) for t in tf]) for k in ks},
+        "per_run": [{"run": r["run"], "seed": r["seed"], **r["teacher_forced"]} for r in have],
+    }
 
 
 def pick_baseline(groups: list[dict], wanted: Optional[str]) -> dict:
@@ -214,20 +251,26 @@ def pick_baseline(groups: list[dict], wanted: Optional[str]) -> dict:
             match = [g for g in groups if g[field] == wanted]
             if match:
                 return match[0]
-        raise CompareError(f"--baseline {wanted!r} matches no configuration; choose a label "
-                           f"({', '.join(g['label'] for g in groups)}) or an encoding "
-                           f"({', '.join(sorted({g['encoding'] for g in groups}))})")
+        raise CompareError(
+            f"--baseline {wanted!r} matches no configuration; choose a label "
+            f"({', '.join(g['label'] for g in groups)}) or an encoding "
+            f"({', '.join(sorted({g['encoding'] for g in groups}))})"
+        )
     return next((g for g in groups if g["encoding"] == "sinusoidal"), groups[0])
 
 
 def check_same_references(groups: list[dict]) -> None:
     """Runs scored on different test sets cannot be compared: CompareError naming two of them."""
-    refs_by_run = {str(test_folder(r)): read_lines(test_folder(r) / "references.txt") for g in groups for r in g["runs"]}
+    refs_by_run = {
+        str(test_folder(r)): read_lines(test_folder(r) / "references.txt") for g in groups for r in g["runs"]
+    }
     have = [(run, refs) for run, refs in refs_by_run.items() if refs is not None]
     for run, refs in have[1:]:
         if refs != have[0][1]:
-            raise CompareError(f"test references differ between {have[0][0]} and {run}: runs scored on different "
-                               f"test sets cannot be compared (pass --no_significance to tabulate them anyway)")
+            raise CompareError(
+                f"test references differ between {have[0][0]} and {run}: runs scored on different "
+                f"test sets cannot be compared (pass --no_significance to tabulate them anyway)"
+            )
 
 
 def add_significance(groups: list[dict], baseline: dict, findings: dict) -> None:
@@ -239,8 +282,11 @@ def add_significance(groups: list[dict], baseline: dict, findings: dict) -> None
         row = find_row(findings, "test", g["label"], "test set")
         g["p_value"] = row["p_value"] if row else None
         for k, c in (g.get("concat") or {}).items():
-            row = find_row(findings, "test", g["label"], "test set") if k == 1 else \
-                find_row(findings, "concat", g["label"], f"k={k}")
+            row = (
+                find_row(findings, "test", g["label"], "test set")
+                if k == 1
+                else find_row(findings, "concat", g["label"], f"k={k}")
+            )
             c["p_value"] = row["p_value"] if row else None
 
 
@@ -254,5 +300,3 @@ def add_seed_wins(groups: list[dict], baseline: dict, margin: float = 0.0) -> No
 
 
 # ----------------------------------------------------------------------------- command line
-
-

@@ -25,14 +25,18 @@ def mean_std(values: list) -> tuple[Optional[float], Optional[float], int]:
     return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else None), len(xs)
 
 
-def seed_wins(runs: list[dict], baseline_runs: list[dict], score: Callable[[dict], Optional[float]],
-              margin: float = 0.0) -> Optional[list[int]]:
+def seed_wins(
+    runs: list[dict], baseline_runs: list[dict], score: Callable[[dict], Optional[float]], margin: float = 0.0
+) -> Optional[list[int]]:
     """[wins, pairs]: over the seeds `runs` share with `baseline_runs`, how many of its runs score
     more than `margin` (the tie margin) above the baseline's run with the same seed (None when no
     scored seed is shared)."""
     base = {r["seed"]: score(r) for r in baseline_runs if r["seed"] is not None}
-    pairs = [(score(r), base[r["seed"]]) for r in runs
-             if r["seed"] in base and score(r) is not None and base[r["seed"]] is not None]
+    pairs = [
+        (score(r), base[r["seed"]])
+        for r in runs
+        if r["seed"] in base and score(r) is not None and base[r["seed"]] is not None
+    ]
     return [sum(a - b > margin for a, b in pairs), len(pairs)] if pairs else None
 
 

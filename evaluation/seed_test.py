@@ -33,9 +33,11 @@ import numpy as np
 
 ALPHA = 0.05
 POWER = 0.8
-TEST_NAME = ("seed-level t-test: T = mean(d) / sqrt(s_d^2/n + v_sent), Student's t with n - 1 degrees of "
-             "freedom, two-sided; d = per-seed differences, v_sent = variance of mean(d) under the joint "
-             "bootstrap of test sentences (the same resampled sentences for every seed)")
+TEST_NAME = (
+    "seed-level t-test: T = mean(d) / sqrt(s_d^2/n + v_sent), Student's t with n - 1 degrees of "
+    "freedom, two-sided; d = per-seed differences, v_sent = variance of mean(d) under the joint "
+    "bootstrap of test sentences (the same resampled sentences for every seed)"
+)
 ONE_SEED = "one seed: this trained model, not the encoding"
 # Tie margins when a study declares none: a seed closer to the baseline than this is a tie
 DEFAULT_TIE_MARGIN = {"sacreBLEU": 0.1, "NLL": 0.01}
@@ -81,7 +83,9 @@ def seed_p(diffs: np.ndarray, v_sent) -> np.ndarray:
     return np.where(np.isfinite(mean) & np.isfinite(se), p, np.nan)
 
 
-def split_variance(v_sent: float, per_seed: Optional[Sequence[float]], n: int) -> tuple[Optional[float], Optional[float]]:
+def split_variance(
+    v_sent: float, per_seed: Optional[Sequence[float]], n: int
+) -> tuple[Optional[float], Optional[float]]:
     """(v_shared, v_int) from the joint bootstrap's variance of mean(d) and each seed's own bootstrap
     variance: mean(per seed) = v_shared + v_int and v_sent = v_shared + v_int / n (None without them)."""
     if not per_seed or n < 2 or len(per_seed) != n:
@@ -143,11 +147,13 @@ def detectable_effect(se: float, df: int, alpha: float, target: float = POWER) -
     return float(brentq(lambda e: power(e, se, df, alpha) - target, 0.0, hi, xtol=se * 1e-6))
 
 
-def seeds_needed(effect: float, seed_sd: float, v_shared: float, v_int: float, alpha: float,
-                 target: float = POWER) -> Optional[int]:
+def seeds_needed(
+    effect: float, seed_sd: float, v_shared: float, v_int: float, alpha: float, target: float = POWER
+) -> Optional[int]:
     """How many seeds a true difference `effect` needs for `target` power at `alpha` with the test as
     it stands at n seeds, SE^2 = seed_sd^2/n + v_shared + v_int/n; None when no number of seeds
     reaches it (the shared test-set noise alone, at infinitely many seeds, leaves less power)."""
+
     def enough(n: int) -> bool:
         return power(effect, math.sqrt(seed_sd * seed_sd / n + v_shared + v_int / n), n - 1, alpha) >= target
 
@@ -177,9 +183,13 @@ class Family:
 
     def matching(self, table: str, row: dict) -> list[dict]:
         """The headline entries that declare this row."""
-        return [h for h in self.headline if h["table"] == table
-                and (h.get("compared_on") is None or h["compared_on"] == row["compared_on"])
-                and (h.get("configs") is None or row["config"] in h["configs"])]
+        return [
+            h
+            for h in self.headline
+            if h["table"] == table
+            and (h.get("compared_on") is None or h["compared_on"] == row["compared_on"])
+            and (h.get("configs") is None or row["config"] in h["configs"])
+        ]
 
     def declares(self, table: str, row: dict) -> bool:
         return bool(self.matching(table, row))
@@ -197,20 +207,27 @@ def load_family(path: Optional[str]) -> Family:
     try:
         data = yaml.safe_load(file.read_text(encoding="utf-8"))
     except OSError as e:
-        raise ConfigError(f"--family {path}: cannot read it ({e.strerror}); give the study's configs/<study>/findings/headline.yaml") from None
+        raise ConfigError(
+            f"--family {path}: cannot read it ({e.strerror}); give the study's configs/<study>/findings/headline.yaml"
+        ) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML ({str(e).splitlines()[0]}); fix the file") from None
     if not isinstance(data, dict) or not isinstance(data.get("headline"), list) or not data["headline"]:
-        raise ConfigError(f"{path}: expected a mapping with a non-empty 'headline' list of comparisons "
-                          f"({{table: test|concat|degradation|..., compared_on: ..., configs: [...]}})")
+        raise ConfigError(
+            f"{path}: expected a mapping with a non-empty 'headline' list of comparisons "
+            f"({{table: test|concat|degradation|..., compared_on: ..., configs: [...]}})"
+        )
     unknown = set(data) - {"baseline", "headline", "tie_margin", "effect"}
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; the keys are baseline, headline, "
-                          f"tie_margin, effect")
+        raise ConfigError(
+            f"{path}: unknown key(s) {', '.join(sorted(unknown))}; the keys are baseline, headline, tie_margin, effect"
+        )
     for i, h in enumerate(data["headline"]):
         if not isinstance(h, dict) or "table" not in h or set(h) - {"table", "compared_on", "configs"}:
-            raise ConfigError(f"{path}: headline[{i}] must be {{table: ..., compared_on: ..., configs: [...]}} "
-                              f"(table required), got {h!r}")
+            raise ConfigError(
+                f"{path}: headline[{i}] must be {{table: ..., compared_on: ..., configs: [...]}} "
+                f"(table required), got {h!r}"
+            )
     margins = {**DEFAULT_TIE_MARGIN, **(data.get("tie_margin") or {})}
     effects = {**DEFAULT_EFFECT, **(data.get("effect") or {})}
     for key, value in (*margins.items(), *effects.items()):
@@ -263,8 +280,10 @@ def verdict(row: dict, metric: str, margin: float, declared: bool) -> str:
             above, below, _ = seed_signs(diffs, margin)
             better = (sign > 0) != (metric == "NLL")
             every = (above if sign > 0 else below) == len(diffs)
-            return (f"{'ahead' if better else 'behind'} {'in every seed' if every else 'on average'} "
-                    f"(Holm p {format_p(row['p_holm'])}, declared); {describe(row, metric, margin)}")
+            return (
+                f"{'ahead' if better else 'behind'} {'in every seed' if every else 'on average'} "
+                f"(Holm p {format_p(row['p_holm'])}, declared); {describe(row, metric, margin)}"
+            )
     return describe(row, metric, margin)
 
 

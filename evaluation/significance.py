@@ -55,7 +55,7 @@ def bleu_from_stats(totals: np.ndarray, *, float32: bool = True) -> np.ndarray:
         raise ValueError(f"expected statistics [..., {2 + 2 * MAX_ORDER}], got {t.shape}")
     sys_len = np.trunc(t[..., 0].astype(np.float64))  # int(stats[0]) in sacreBLEU
     ref_len = np.trunc(t[..., 1].astype(np.float64))
-    correct, total = t[..., 2:2 + MAX_ORDER], t[..., 2 + MAX_ORDER:]
+    correct, total = t[..., 2 : 2 + MAX_ORDER], t[..., 2 + MAX_ORDER :]
 
     # Brevity penalty: exp(1 - r/c) when shorter than the reference, 0 for an empty output.
     bp = np.ones(t.shape[:-1])
@@ -96,9 +96,9 @@ def resample_counts(n: int, n_samples: int, seed: int = DEFAULT_SEED) -> np.ndar
     counts = np.empty((key[1], key[0]), dtype=np.float32)
     chunk = max(1, (1 << 18) // max(key[0], 1))  # a block of rows at a time: small, cache-warm buffers
     for start in range(0, key[1], chunk):
-        block = idx[start:start + chunk]
+        block = idx[start : start + chunk]
         flat = (block + key[0] * np.arange(block.shape[0])[:, None]).ravel()
-        counts[start:start + block.shape[0]] = np.bincount(flat, minlength=block.size).reshape(block.shape)
+        counts[start : start + block.shape[0]] = np.bincount(flat, minlength=block.size).reshape(block.shape)
     counts.flags.writeable = False
     _COUNTS_CACHE[key] = counts
     while len(_COUNTS_CACHE) > _COUNTS_CACHE_SIZE:
@@ -126,9 +126,13 @@ def _seed_mean(x: np.ndarray) -> np.ndarray:
     return mean
 
 
-def paired_bootstrap_seeds(systems: list[np.ndarray], baselines: list[np.ndarray],
-                           n_samples: int = 10000, seed: int = DEFAULT_SEED,
-                           subset: np.ndarray | None = None) -> BootstrapResult:
+def paired_bootstrap_seeds(
+    systems: list[np.ndarray],
+    baselines: list[np.ndarray],
+    n_samples: int = 10000,
+    seed: int = DEFAULT_SEED,
+    subset: np.ndarray | None = None,
+) -> BootstrapResult:
     """Paired bootstrap test of system vs baseline BLEU, one combined test over seeds.
 
     systems[s], baselines[s]: sentence_stats of seed s's system and baseline outputs (same
@@ -150,8 +154,9 @@ def paired_bootstrap_seeds(systems: list[np.ndarray], baselines: list[np.ndarray
     return _paired_bootstrap(stats, len(systems), bleu_from_stats, n_samples, seed)
 
 
-def paired_bootstrap_ratio(systems: list[np.ndarray], baselines: list[np.ndarray], n_samples: int = 10000,
-                           seed: int = DEFAULT_SEED) -> BootstrapResult:
+def paired_bootstrap_ratio(
+    systems: list[np.ndarray], baselines: list[np.ndarray], n_samples: int = 10000, seed: int = DEFAULT_SEED
+) -> BootstrapResult:
     """The same test for a ratio of sums, e.g. a token-weighted mean NLL: systems[s], baselines[s]
     are `[n, 2]` (numerator, denominator) per unit (sentence or input); score = sum(num) / sum(den)."""
     if not systems or len(systems) != len(baselines):
@@ -210,4 +215,3 @@ def holm(p_values: list[float | None]) -> list[float | None]:
         running = max(running, min(1.0, (len(order) - rank) * p_values[i]))
         adjusted[i] = running
     return adjusted
-

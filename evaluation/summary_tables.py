@@ -12,20 +12,35 @@ from evaluation.findings import format_p
 
 # numeric columns: key -> table title (means and stds over a configuration's seeds)
 NUMERIC = {
-    "train_loss": "train loss", "valid_loss": "valid loss", "valid_accuracy": "valid acc",
-    "sacrebleu": "test sacreBLEU", "chrf": "test chrF", "nltk_bleu4": "test nltk BLEU-4",
-    "longer_bleu": "BLEU longer-than-training", "params": "params", "train_minutes": "train min",
-    "tokens_per_sec": "tgt tokens/s", "steps": "steps",
+    "train_loss": "train loss",
+    "valid_loss": "valid loss",
+    "valid_accuracy": "valid acc",
+    "sacrebleu": "test sacreBLEU",
+    "chrf": "test chrF",
+    "nltk_bleu4": "test nltk BLEU-4",
+    "longer_bleu": "BLEU longer-than-training",
+    "params": "params",
+    "train_minutes": "train min",
+    "tokens_per_sec": "tgt tokens/s",
+    "steps": "steps",
 }
-COLUMNS = [("label", "config"), ("encoding", "encoding"), ("n", "seeds"), *NUMERIC.items(),
-           ("p_value", "p vs baseline"), ("seeds_above", "seeds above baseline")]
+COLUMNS = [
+    ("label", "config"),
+    ("encoding", "encoding"),
+    ("n", "seeds"),
+    *NUMERIC.items(),
+    ("p_value", "p vs baseline"),
+    ("seeds_above", "seeds above baseline"),
+]
 # columns of the training itself: a variant row (the same trained run tested with other settings) shows its base's
 TRAINING = ("train_loss", "valid_loss", "valid_accuracy", "params", "train_minutes", "tokens_per_sec", "steps")
 CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")
 TF_COLUMN = "TF NLL beyond training"  # after "BLEU longer-than-training", when some run has the diagnostic
-TF_NOTE = ("TF NLL beyond training: teacher-forced NLL of the references at target positions at or beyond the "
-           "decoder's training length, EOS renormalised out, pooled token-weighted over k = 1 and every joined k, "
-           "sentence boundaries of joined inputs excluded (test.py, evaluation/teacher_forced.py).")
+TF_NOTE = (
+    "TF NLL beyond training: teacher-forced NLL of the references at target positions at or beyond the "
+    "decoder's training length, EOS renormalised out, pooled token-weighted over k = 1 and every joined k, "
+    "sentence boundaries of joined inputs excluded (test.py, evaluation/teacher_forced.py)."
+)
 
 
 def fmt(key: str, value) -> str:
@@ -74,8 +89,9 @@ def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_sample
     lines = ["| " + " | ".join(titles) + " |", "|" + "|".join("---" for _ in titles) + "|"]
     for g in groups:
         cells = [g["label"], g["encoding"], str(g["n"])]
-        cells += [cell(k, g["mean"][k], g["std"][k]) + ("†" if g.get("variant") and k in TRAINING else "")
-                  for k in NUMERIC]
+        cells += [
+            cell(k, g["mean"][k], g["std"][k]) + ("†" if g.get("variant") and k in TRAINING else "") for k in NUMERIC
+        ]
         if tf:
             cells.insert(at, tf_cell((g.get("teacher_forced") or {}).get("nll_beyond")))
         cells.append("baseline" if g["is_baseline"] else fmt("p_value", g["p_value"]))
@@ -84,18 +100,24 @@ def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_sample
     runs = [r for g in groups for r in g["runs"]]
     lines.append("")
     if any(g.get("variant") for g in groups):
-        lines.append("†: the base run's training (a row with [settings] is the same trained run, tested with "
-                     "those test-time settings).")
+        lines.append(
+            "†: the base run's training (a row with [settings] is the same trained run, tested with "
+            "those test-time settings)."
+        )
     if any(g["n"] > 1 for g in groups):
         lines.append("Figures are mean ± sample standard deviation over a configuration's seeds (`seeds`).")
     if baseline is not None and any(g["p_value"] is not None for g in groups):
-        lines.append(f"p vs baseline: the seed-level test of test sacreBLEU against `{baseline['label']}` over the "
-                     f"seeds both were run with (Student's t over the per-seed differences, the test set's bootstrap "
-                     f"variance added; two-sided, uncorrected; none with one seed) — the findings give the intervals, "
-                     f"the declared family's Holm correction and what the comparison supports.")
+        lines.append(
+            f"p vs baseline: the seed-level test of test sacreBLEU against `{baseline['label']}` over the "
+            f"seeds both were run with (Student's t over the per-seed differences, the test set's bootstrap "
+            f"variance added; two-sided, uncorrected; none with one seed) — the findings give the intervals, "
+            f"the declared family's Holm correction and what the comparison supports."
+        )
     if baseline is not None and any(g["seeds_above"] is not None for g in groups):
-        lines.append(f"seeds above baseline: runs whose test sacreBLEU is above `{baseline['label']}` run with the "
-                     f"same seed by more than the tie margin, out of the seeds both were run with.")
+        lines.append(
+            f"seeds above baseline: runs whose test sacreBLEU is above `{baseline['label']}` run with the "
+            f"same seed by more than the tie margin, out of the seeds both were run with."
+        )
     signatures = sorted({r["sacrebleu_signature"] for r in runs if r.get("sacrebleu_signature")})
     if signatures:
         lines.append("sacreBLEU signature: " + "; ".join(f"`{s}`" for s in signatures))
@@ -114,12 +136,17 @@ def bucket_table(groups: list[dict]) -> str:
         return ""
     labels = [b["bucket"] for b in rows[0]["by_source_length"]]
     counts = {b["bucket"]: b["num_sentences"] for b in rows[0]["by_source_length"]}
-    lines = ["| config | encoding | " + " | ".join(f"{lab} (n={counts[lab]})" for lab in labels) + " |",
-             "|---|---|" + "|".join("---" for _ in labels) + "|"]
+    lines = [
+        "| config | encoding | " + " | ".join(f"{lab} (n={counts[lab]})" for lab in labels) + " |",
+        "|---|---|" + "|".join("---" for _ in labels) + "|",
+    ]
     for g in rows:
         by = {b["bucket"]: b for b in g["by_source_length"]}
-        lines.append(f"| {g['label']} | {g['encoding']} | " + " | ".join(
-            cell("sacrebleu", by[lab]["mean"], by[lab]["std"]) if lab in by else "–" for lab in labels) + " |")
+        lines.append(
+            f"| {g['label']} | {g['encoding']} | "
+            + " | ".join(cell("sacrebleu", by[lab]["mean"], by[lab]["std"]) if lab in by else "–" for lab in labels)
+            + " |"
+        )
     return "Test sacreBLEU by source length (subword tokens):\n\n" + "\n".join(lines)
 
 
@@ -130,39 +157,62 @@ def teacher_forced_tables(groups: list[dict]) -> str:
     if not rows:
         return ""
     buckets = sorted({(b["from"], b["bucket"]) for g in rows for b in g["teacher_forced"]["by_position"]})
-    lines = ["| config | encoding | " + " | ".join(label for _, label in buckets) + " |",
-             "|---|---|" + "|".join("---" for _ in buckets) + "|"]
+    lines = [
+        "| config | encoding | " + " | ".join(label for _, label in buckets) + " |",
+        "|---|---|" + "|".join("---" for _ in buckets) + "|",
+    ]
     for g in rows:
         by = {b["from"]: b for b in g["teacher_forced"]["by_position"]}
         cells = [tf_cell(by.get(lo)) for lo, _ in buckets]
         lines.append(f"| {g['label']} | {g['encoding']} | " + " | ".join(cells) + " |")
     lengths = sorted({g["teacher_forced"]["training_length"] for g in rows} - {None})
-    text = ("Teacher-forced NLL by target position (decoder positions, 0 = BOS; EOS renormalised out, pooled "
-            "token-weighted over k = 1 and every joined k, sentence boundaries excluded; mean ± std over seeds"
-            + (f"; decoder training length: {', '.join(map(str, lengths))}" if lengths else "") + "):\n\n"
-            + "\n".join(lines))
+    text = (
+        "Teacher-forced NLL by target position (decoder positions, 0 = BOS; EOS renormalised out, pooled "
+        "token-weighted over k = 1 and every joined k, sentence boundaries excluded; mean ± std over seeds"
+        + (f"; decoder training length: {', '.join(map(str, lengths))}" if lengths else "")
+        + "):\n\n"
+        + "\n".join(lines)
+    )
     ks = sorted({k for g in rows for k in g["teacher_forced"]["boundary_p_eos"]}, key=int)
     if ks:
-        lines = ["| config | encoding | " + " | ".join(f"k={k}" for k in ks) + " |",
-                 "|---|---|" + "|".join("---" for _ in ks) + "|"]
-        lines += [f"| {g['label']} | {g['encoding']} | "
-                  + " | ".join(tf_cell(g["teacher_forced"]["boundary_p_eos"].get(k)) for k in ks) + " |" for g in rows]
-        text += ("\n\nTeacher-forced p(EOS) at the sentence boundaries of joined inputs (the first reference token of "
-                 "each later pair, where a single-sentence model wants to stop; mean ± std over seeds):\n\n"
-                 + "\n".join(lines))
+        lines = [
+            "| config | encoding | " + " | ".join(f"k={k}" for k in ks) + " |",
+            "|---|---|" + "|".join("---" for _ in ks) + "|",
+        ]
+        lines += [
+            f"| {g['label']} | {g['encoding']} | "
+            + " | ".join(tf_cell(g["teacher_forced"]["boundary_p_eos"].get(k)) for k in ks)
+            + " |"
+            for g in rows
+        ]
+        text += (
+            "\n\nTeacher-forced p(EOS) at the sentence boundaries of joined inputs (the first reference token of "
+            "each later pair, where a single-sentence model wants to stop; mean ± std over seeds):\n\n"
+            + "\n".join(lines)
+        )
     return text
 
 
 def csv_rows(groups: list[dict]) -> tuple[list[str], list[dict]]:
-    fields = ["label", "encoding", "n"] + [f for k in NUMERIC for f in (k, f"{k}_std")] + \
-             ["p_value", "seeds_above", "seeds_compared", "is_baseline", "runs", "sacrebleu_signature"]
+    fields = (
+        ["label", "encoding", "n"]
+        + [f for k in NUMERIC for f in (k, f"{k}_std")]
+        + ["p_value", "seeds_above", "seeds_compared", "is_baseline", "runs", "sacrebleu_signature"]
+    )
     rows = []
     for g in groups:
         wins = g["seeds_above"]
-        row = {"label": g["label"], "encoding": g["encoding"], "n": g["n"], "p_value": g["p_value"],
-               "seeds_above": wins[0] if wins else None, "seeds_compared": wins[1] if wins else None,
-               "is_baseline": g["is_baseline"], "runs": ";".join(r["run"] for r in g["runs"]),
-               "sacrebleu_signature": g["runs"][0].get("sacrebleu_signature")}
+        row = {
+            "label": g["label"],
+            "encoding": g["encoding"],
+            "n": g["n"],
+            "p_value": g["p_value"],
+            "seeds_above": wins[0] if wins else None,
+            "seeds_compared": wins[1] if wins else None,
+            "is_baseline": g["is_baseline"],
+            "runs": ";".join(r["run"] for r in g["runs"]),
+            "sacrebleu_signature": g["runs"][0].get("sacrebleu_signature"),
+        }
         for k in NUMERIC:
             row[k], row[f"{k}_std"] = g["mean"][k], g["std"][k]
         for k, c in (g.get("concat") or {}).items():  # the length protocol, one set of columns per k
@@ -187,14 +237,30 @@ def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) ->
     per_run = ("run", "seed", *NUMERIC)
     report = {
         "baseline": baseline["label"] if baseline else None,
-        "significance": {"test": "seed-level t-test over the seeds both ran, the test set's joint-bootstrap variance "
-                                 "added, two-sided (see *_findings.json)",
-                         "metric": "sacreBLEU", "n_samples": n_samples},
-        "groups": [{"label": g["label"], "encoding": g["encoding"], "n": g["n"], "seeds": g["seeds"],
-                    "runs": [r["run"] for r in g["runs"]], "mean": g["mean"], "std": g["std"],
-                    "p_value": g["p_value"], "seeds_above": g["seeds_above"], "is_baseline": g["is_baseline"],
-                    "by_source_length": g["by_source_length"], "concat": g.get("concat") or None,
-                    "per_run": [{k: r.get(k) for k in per_run} for r in g["runs"]]} for g in groups],
+        "significance": {
+            "test": "seed-level t-test over the seeds both ran, the test set's joint-bootstrap variance "
+            "added, two-sided (see *_findings.json)",
+            "metric": "sacreBLEU",
+            "n_samples": n_samples,
+        },
+        "groups": [
+            {
+                "label": g["label"],
+                "encoding": g["encoding"],
+                "n": g["n"],
+                "seeds": g["seeds"],
+                "runs": [r["run"] for r in g["runs"]],
+                "mean": g["mean"],
+                "std": g["std"],
+                "p_value": g["p_value"],
+                "seeds_above": g["seeds_above"],
+                "is_baseline": g["is_baseline"],
+                "by_source_length": g["by_source_length"],
+                "concat": g.get("concat") or None,
+                "per_run": [{k: r.get(k) for k in per_run} for r in g["runs"]],
+            }
+            for g in groups
+        ],
     }
     if has_teacher_forced(groups):  # only then: older runs' report stays as it was
         for g, out in zip(groups, report["groups"]):

@@ -15,9 +15,9 @@ from typing import Optional, Sequence
 from data.concat import concat_groups, join_pairs
 from data.readers import normalize_pairs
 from evaluation.metrics import score_by_length, score_subset, score_translations
+from evaluation.translate import Translation, translate
 from utils.files import atomic_write_text
 from utils.runtime import log, make_writable_folder
-from evaluation.translate import Translation, translate
 
 Pair = tuple[str, str]
 
@@ -73,8 +73,9 @@ def check_writable(folder: Path) -> None:
     try:
         make_writable_folder(folder)
     except OSError as e:
-        raise FileExistsError(f"cannot write to the output folder {folder} ({e.strerror}); "
-                              f"pick another with --output") from e
+        raise FileExistsError(
+            f"cannot write to the output folder {folder} ({e.strerror}); pick another with --output"
+        ) from e
 
 
 def longest_training_source(data_cfg) -> Optional[int]:
@@ -92,32 +93,48 @@ def _translate(model, tokenizer, sources: list[str], settings, device, what: str
     from tqdm import tqdm
 
     start = time.time()
-    outputs = translate(model, tokenizer, sources, settings, device,
-                        progress=lambda b: tqdm(b, desc=what, unit="batch", mininterval=5))
+    outputs = translate(
+        model, tokenizer, sources, settings, device, progress=lambda b: tqdm(b, desc=what, unit="batch", mininterval=5)
+    )
     return outputs, time.time() - start
 
 
 def _truncations(outputs: list[Translation], what: str) -> int:
     n = sum(o.truncated_from is not None for o in outputs)
     if n:
-        log(f"warning: {what}: {n} source(s) longer than the model can represent (model.positional."
-            f"max_positions) were truncated to that limit (counted in scores.json: truncated_sources)")
+        log(
+            f"warning: {what}: {n} source(s) longer than the model can represent (model.positional."
+            f"max_positions) were truncated to that limit (counted in scores.json: truncated_sources)"
+        )
     return n
 
 
-def evaluate(model, tokenizer, pairs: list[Pair], documents: Optional[list[str]], cfg, device,
-             out_dir: Path, concat: Sequence[int] = ()) -> dict:
+def evaluate(
+    model,
+    tokenizer,
+    pairs: list[Pair],
+    documents: Optional[list[str]],
+    cfg,
+    device,
+    out_dir: Path,
+    concat: Sequence[int] = (),
+) -> dict:
     """Translate and score `pairs` whole; write sources/references/hypotheses and return the scores.
     With `concat`, also score inputs of k joined pairs for each k (under out_dir/concat/k<k>/)."""
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
     settings = cfg.decoding
-    log(f"translating {len(sources):,} sentences ({settings.strategy}, "
-        f"beam {settings.beam_size if settings.strategy == 'beam' else 1})")
+    log(
+        f"translating {len(sources):,} sentences ({settings.strategy}, "
+        f"beam {settings.beam_size if settings.strategy == 'beam' else 1})"
+    )
     outputs, seconds = _translate(model, tokenizer, sources, settings, device, "translating")
     hyps = [o.text for o in outputs]
     scores = score_translations(hyps, references).as_dict()
-    scores.update(truncated_sources=_truncations(outputs, "test"), translate_seconds=round(seconds, 2),
-                  sentences_per_second=round(len(hyps) / max(seconds, 1e-9), 2))
+    scores.update(
+        truncated_sources=_truncations(outputs, "test"),
+        translate_seconds=round(seconds, 2),
+        sentences_per_second=round(len(hyps) / max(seconds, 1e-9), 2),
+    )
     lengths = [o.source_length for o in outputs]
     scores["by_source_length"] = score_by_length(hyps, references, lengths, cfg.evaluation.length_buckets)
     cap = longest_training_source(cfg.data)
@@ -125,11 +142,14 @@ def evaluate(model, tokenizer, pairs: list[Pair], documents: Optional[list[str]]
         longer = score_subset(hyps, references, [n > cap for n in lengths])
         scores["longer_than_training"] = {"train_max_src_len": cap, **longer}
     # each sentence's length, so that compare.py can test a length bucket sentence by sentence
-    write_lines(out_dir, hypotheses=hyps, references=references, sources=sources,
-                source_lengths=[str(n) for n in lengths])
+    write_lines(
+        out_dir, hypotheses=hyps, references=references, sources=sources, source_lengths=[str(n) for n in lengths]
+    )
     if concat:
-        scores["concat"] = [_score_concat(model, tokenizer, pairs, documents, cfg, device, out_dir, k, outputs)
-                            for k in sorted(set(concat))]
+        scores["concat"] = [
+            _score_concat(model, tokenizer, pairs, documents, cfg, device, out_dir, k, outputs)
+            for k in sorted(set(concat))
+        ]
         scores["concat_order"] = "documents" if documents is not None else f"seeded (seed {cfg.evaluation.concat_seed})"
     return scores
 
@@ -141,8 +161,17 @@ def protocol_groups(num_pairs: int, k: int, documents: Optional[list[str]], cfg)
     return concat_groups(num_pairs, k, documents, cfg.evaluation.concat_seed)
 
 
-def _score_concat(model, tokenizer, pairs: list[Pair], documents: Optional[list[str]], cfg, device,
-                  out_dir: Path, k: int, single: list[Translation]) -> dict:
+def _score_concat(
+    model,
+    tokenizer,
+    pairs: list[Pair],
+    documents: Optional[list[str]],
+    cfg,
+    device,
+    out_dir: Path,
+    k: int,
+    single: list[Translation],
+) -> dict:
     """One k of the length protocol: join, translate (k = 1 reuses the sentence-level outputs), score."""
     groups = protocol_groups(len(pairs), k, documents, cfg)
     joined = join_pairs(pairs, groups)
@@ -154,11 +183,22 @@ def _score_concat(model, tokenizer, pairs: list[Pair], documents: Optional[list[
     hyps = [o.text for o in outputs]
     s = score_translations(hyps, references)
     write_lines(out_dir / "concat" / f"k{k}", hypotheses=hyps, references=references, sources=sources)
-    row = {"k": k, "num_inputs": len(joined), "short_groups": sum(len(g) < k for g in groups),
-           "sacrebleu": s.sacrebleu, "chrf": s.chrf, "nltk_bleu4": s.nltk_bleu4, "length_ratio": s.length_ratio,
-           "hyp_len": s.hyp_len, "ref_len": s.ref_len, "truncated_sources": _truncations(outputs, f"k={k}"),
-           "mean_source_tokens": round(sum(o.source_length for o in outputs) / max(1, len(outputs)), 2),
-           "translate_seconds": round(seconds, 2)}
-    log(f"k={k}: sacreBLEU {row['sacrebleu']:.2f}  chrF {row['chrf']:.2f}  length ratio {row['length_ratio']:.3f} "
-        f"({row['num_inputs']} inputs, {row['mean_source_tokens']} source tokens on average)")
+    row = {
+        "k": k,
+        "num_inputs": len(joined),
+        "short_groups": sum(len(g) < k for g in groups),
+        "sacrebleu": s.sacrebleu,
+        "chrf": s.chrf,
+        "nltk_bleu4": s.nltk_bleu4,
+        "length_ratio": s.length_ratio,
+        "hyp_len": s.hyp_len,
+        "ref_len": s.ref_len,
+        "truncated_sources": _truncations(outputs, f"k={k}"),
+        "mean_source_tokens": round(sum(o.source_length for o in outputs) / max(1, len(outputs)), 2),
+        "translate_seconds": round(seconds, 2),
+    }
+    log(
+        f"k={k}: sacreBLEU {row['sacrebleu']:.2f}  chrF {row['chrf']:.2f}  length ratio {row['length_ratio']:.3f} "
+        f"({row['num_inputs']} inputs, {row['mean_source_tokens']} source tokens on average)"
+    )
     return row

@@ -40,13 +40,29 @@ def search_batch(model, src: torch.Tensor, tokenizer, settings: DecodingConfig) 
     step with a key/value cache: `CachedDecoder`)."""
     cap = max_positions(model)
     decoder = CachedDecoder(model)
-    common = dict(max_len_a=settings.max_len_a, max_len_b=settings.max_len_b, max_len_cap=cap,
-                  min_len=settings.min_len, no_repeat_ngram=settings.no_repeat_ngram)
+    common = dict(
+        max_len_a=settings.max_len_a,
+        max_len_b=settings.max_len_b,
+        max_len_cap=cap,
+        min_len=settings.min_len,
+        no_repeat_ngram=settings.no_repeat_ngram,
+    )
     if settings.strategy == "greedy":
-        return [[h] for h in greedy_search(decoder, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id,
-                                           **common)]
-    return beam_search(decoder, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id, beam_size=settings.beam_size,
-                       penalty=settings.length_penalty, alpha=settings.alpha, nbest=settings.nbest, **common)
+        return [
+            [h] for h in greedy_search(decoder, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id, **common)
+        ]
+    return beam_search(
+        decoder,
+        src,
+        tokenizer.bos_id,
+        tokenizer.eos_id,
+        tokenizer.pad_id,
+        beam_size=settings.beam_size,
+        penalty=settings.length_penalty,
+        alpha=settings.alpha,
+        nbest=settings.nbest,
+        **common,
+    )
 
 
 def make_batches(lengths: list[int], max_tokens: int, beam: int) -> list[list[int]]:
@@ -56,8 +72,14 @@ def make_batches(lengths: list[int], max_tokens: int, beam: int) -> list[list[in
 
 
 @torch.no_grad()
-def translate(model, tokenizer, sentences: list[str], settings: DecodingConfig,
-              device: torch.device | str = "cpu", progress: Optional[Callable] = None) -> list[Translation]:
+def translate(
+    model,
+    tokenizer,
+    sentences: list[str],
+    settings: DecodingConfig,
+    device: torch.device | str = "cpu",
+    progress: Optional[Callable] = None,
+) -> list[Translation]:
     """Translate `sentences` in input order: one translation per sentence, always. Empty input
     gives an empty translation; a source longer than the model can represent (a learnable
     encoding's table) is truncated to that limit and marked (`truncated_from`), never dropped."""
@@ -77,8 +99,9 @@ def translate(model, tokenizer, sentences: list[str], settings: DecodingConfig,
             truncated_from[i] = len(src)
             ids[i] = src[:limit]
         todo.append(i)
-    batches = make_batches([len(ids[i]) for i in todo], settings.max_tokens,
-                           1 if settings.strategy == "greedy" else settings.beam_size)
+    batches = make_batches(
+        [len(ids[i]) for i in todo], settings.max_tokens, 1 if settings.strategy == "greedy" else settings.beam_size
+    )
     iterator = progress(batches) if progress is not None else batches
     for batch in iterator:
         rows = [todo[j] for j in batch]
@@ -86,6 +109,10 @@ def translate(model, tokenizer, sentences: list[str], settings: DecodingConfig,
         with autocast(settings.precision, device):
             found = search_batch(model, src.to(device), tokenizer, settings)
         for i, hyps in zip(rows, found):
-            results[i] = Translation(sentences[i], [(tokenizer.decode(h.tokens), h.normalized_score) for h in hyps],
-                                     truncated_from.get(i, len(ids[i])), truncated_from.get(i))
+            results[i] = Translation(
+                sentences[i],
+                [(tokenizer.decode(h.tokens), h.normalized_score) for h in hyps],
+                truncated_from.get(i, len(ids[i])),
+                truncated_from.get(i),
+            )
     return results  # type: ignore[return-value]

@@ -8,16 +8,28 @@ from models.transformer import EncoderOutput, Seq2SeqTransformer
 
 def build_model(cfg, src_vocab_size: int, tgt_vocab_size: int, pad_id: int) -> Seq2SeqTransformer:
     """Builder: a `Seq2SeqTransformer` from the `model` config section and the tokenizer's vocabulary."""
+
     def pe(causal: bool):
         return build_positional_encoding(cfg.positional, cfg.d_model, cfg.num_heads, causal)
 
     return Seq2SeqTransformer(
-        src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, pad_id=pad_id,
-        encoder_pe=pe(False), decoder_pe=pe(True), d_model=cfg.d_model, num_heads=cfg.num_heads,
-        num_encoder_layers=cfg.num_encoder_layers, num_decoder_layers=cfg.num_decoder_layers,
-        ffn_dim=cfg.ffn_dim, dropout=cfg.dropout, attention_dropout=cfg.attention_dropout,
-        activation=cfg.activation, norm_first=cfg.norm_first, share_embeddings=cfg.share_embeddings,
-        tie_output=cfg.tie_output)
+        src_vocab_size=src_vocab_size,
+        tgt_vocab_size=tgt_vocab_size,
+        pad_id=pad_id,
+        encoder_pe=pe(False),
+        decoder_pe=pe(True),
+        d_model=cfg.d_model,
+        num_heads=cfg.num_heads,
+        num_encoder_layers=cfg.num_encoder_layers,
+        num_decoder_layers=cfg.num_decoder_layers,
+        ffn_dim=cfg.ffn_dim,
+        dropout=cfg.dropout,
+        attention_dropout=cfg.attention_dropout,
+        activation=cfg.activation,
+        norm_first=cfg.norm_first,
+        share_embeddings=cfg.share_embeddings,
+        tie_output=cfg.tie_output,
+    )
 
 
 __all__ = ["POSITIONAL_ENCODINGS", "EncoderOutput", "Seq2SeqTransformer", "build_model"]

@@ -43,8 +43,14 @@ class MultiHeadAttention(nn.Module):
         x = x.view(batch, length, parts, self.num_heads, self.head_dim)  # [batch, len, parts, heads, head_dim]
         return x.permute(2, 0, 3, 1, 4).unbind(0)  # parts x [batch, heads, len, head_dim]
 
-    def forward(self, x: Tensor, memory: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
-                is_causal: bool = False, attn_positions: Optional[AttentionPositions] = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        memory: Optional[Tensor] = None,
+        attn_mask: Optional[Tensor] = None,
+        is_causal: bool = False,
+        attn_positions: Optional[AttentionPositions] = None,
+    ) -> Tensor:
         """x: `[batch, q_len, d_model]`; memory: `[batch, src_len, d_model]` for cross-attention.
 
         attn_mask: bool (True = attend) or float (added to scores), broadcastable to
@@ -54,13 +60,20 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self.queries_keys_values(x, memory, attn_positions)
         if attn_mask is not None and attn_mask.dtype != torch.bool:
             attn_mask = attn_mask.to(q.dtype)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal and attn_mask is None,
-                                             dropout_p=self.dropout if self.training else 0.0)
+        out = F.scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            attn_mask=attn_mask,
+            is_causal=is_causal and attn_mask is None,
+            dropout_p=self.dropout if self.training else 0.0,
+        )
         out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)  # [batch, q_len, d_model]
         return self.out_proj(out)
 
-    def queries_keys_values(self, x: Tensor, memory: Optional[Tensor],
-                            positions: Optional[AttentionPositions]) -> tuple[Tensor, Tensor, Tensor]:
+    def queries_keys_values(
+        self, x: Tensor, memory: Optional[Tensor], positions: Optional[AttentionPositions]
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """Projected, head-split, rotated (RoPE) q `[batch, heads, q_len, head_dim]` and k, v
         `[batch, heads, k_len, head_dim]` (k_len: the memory's length in cross-attention)."""
         if self.cross:
@@ -76,12 +89,18 @@ class MultiHeadAttention(nn.Module):
             q = apply_rotary(q, *positions.rotary_q, positions.rotary_layout)
         return q, k, v
 
-    def attention_weights(self, x: Tensor, memory: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
-                          attn_positions: Optional[AttentionPositions] = None) -> Tensor:
+    def attention_weights(
+        self,
+        x: Tensor,
+        memory: Optional[Tensor] = None,
+        attn_mask: Optional[Tensor] = None,
+        attn_positions: Optional[AttentionPositions] = None,
+    ) -> Tensor:
         """The softmax attention matrix `[batch, heads, q_len, k_len]` (for plots; no dropout)."""
         q, k, _ = self.queries_keys_values(x, memory, attn_positions)
-        scores = q @ k.transpose(-1, -2) / self.head_dim ** 0.5  # [batch, heads, q_len, k_len]
+        scores = q @ k.transpose(-1, -2) / self.head_dim**0.5  # [batch, heads, q_len, k_len]
         if attn_mask is not None:
-            scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
-                else scores + attn_mask
+            scores = (
+                scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+            )
         return scores.softmax(dim=-1)

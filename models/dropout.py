@@ -30,7 +30,7 @@ def keep_mask(shape: torch.Size, p: float, generator: torch.Generator | None = N
     for size in shape:
         count *= size
     words = torch.empty((count + 3) // 4, dtype=torch.int64)
-    words.random_(-(2 ** 63), None, generator=generator)  # the full 64-bit range: every bit uniform
+    words.random_(-(2**63), None, generator=generator)  # the full 64-bit range: every bit uniform
     lanes = words.view(torch.int16)[:count].view(shape)  # uniform over [-32768, 32767]
     return lanes >= dropped - _LANES // 2, _LANES / (_LANES - dropped)
 

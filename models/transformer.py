@@ -31,8 +31,12 @@ class EncoderOutput:
     def index_select(self, index: Tensor) -> "EncoderOutput":
         """Rows for beams / surviving sentences: index `[new_batch]` into the batch."""
         positions = self.positions.index_select(0, index) if self.positions.dim() == 2 else self.positions
-        return EncoderOutput(self.memory.index_select(0, index), self.src_mask.index_select(0, index), positions,
-                             self.lengths.index_select(0, index))
+        return EncoderOutput(
+            self.memory.index_select(0, index),
+            self.src_mask.index_select(0, index),
+            positions,
+            self.lengths.index_select(0, index),
+        )
 
 
 def merge_mask(bool_mask: Optional[Tensor], bias: Optional[Tensor]) -> Optional[Tensor]:
@@ -57,8 +61,16 @@ class FeedForward(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    def __init__(self, d_model: int, num_heads: int, ffn_dim: int, dropout: float, attention_dropout: float,
-                 activation: str, norm_first: bool) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        ffn_dim: int,
+        dropout: float,
+        attention_dropout: float,
+        activation: str,
+        norm_first: bool,
+    ) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout)
         self.ffn = FeedForward(d_model, ffn_dim, dropout, activation)
@@ -75,8 +87,16 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, d_model: int, num_heads: int, ffn_dim: int, dropout: float, attention_dropout: float,
-                 activation: str, norm_first: bool) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        ffn_dim: int,
+        dropout: float,
+        attention_dropout: float,
+        activation: str,
+        norm_first: bool,
+    ) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, attention_dropout, cross=True)
@@ -85,9 +105,16 @@ class DecoderLayer(nn.Module):
         self.dropout = BitMaskDropout(dropout)
         self.norm_first = norm_first
 
-    def forward(self, x: Tensor, memory: Tensor, self_mask: Optional[Tensor], is_causal: bool,
-                cross_mask: Optional[Tensor], self_pos: Optional[AttentionPositions],
-                cross_pos: Optional[AttentionPositions]) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        self_mask: Optional[Tensor],
+        is_causal: bool,
+        cross_mask: Optional[Tensor],
+        self_pos: Optional[AttentionPositions],
+        cross_pos: Optional[AttentionPositions],
+    ) -> Tensor:
         def sa(h: Tensor) -> Tensor:
             return self.self_attn(h, attn_mask=self_mask, is_causal=is_causal, attn_positions=self_pos)
 
@@ -106,11 +133,25 @@ class DecoderLayer(nn.Module):
 class Seq2SeqTransformer(nn.Module):
     """Encoder-decoder Transformer (Vaswani et al. 2017) with a pluggable positional encoding."""
 
-    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, pad_id: int, encoder_pe: PositionalEncoding,
-                 decoder_pe: PositionalEncoding, d_model: int = 512, num_heads: int = 8,
-                 num_encoder_layers: int = 6, num_decoder_layers: int = 6, ffn_dim: int = 2048,
-                 dropout: float = 0.1, attention_dropout: float = 0.0, activation: str = "relu",
-                 norm_first: bool = False, share_embeddings: bool = True, tie_output: bool = True) -> None:
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        pad_id: int,
+        encoder_pe: PositionalEncoding,
+        decoder_pe: PositionalEncoding,
+        d_model: int = 512,
+        num_heads: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        ffn_dim: int = 2048,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        activation: str = "relu",
+        norm_first: bool = False,
+        share_embeddings: bool = True,
+        tie_output: bool = True,
+    ) -> None:
         super().__init__()
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError("share_embeddings needs one joint vocabulary (same source and target size)")
@@ -119,7 +160,9 @@ class Seq2SeqTransformer(nn.Module):
         self.num_heads = num_heads
         self.embed_scale = math.sqrt(d_model)
         self.src_embed = nn.Embedding(src_vocab_size, d_model, padding_idx=pad_id)
-        self.tgt_embed = self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size, d_model, padding_idx=pad_id)
+        self.tgt_embed = (
+            self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size, d_model, padding_idx=pad_id)
+        )
         self.encoder_pe, self.decoder_pe = encoder_pe, decoder_pe
         layer_args = (d_model, num_heads, ffn_dim, dropout, attention_dropout, activation, norm_first)
         self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(num_encoder_layers))
@@ -139,7 +182,7 @@ class Seq2SeqTransformer(nn.Module):
             elif name.endswith(".bias") and "pe." not in name:  # an encoding's MLP (FIRE) keeps its own init
                 nn.init.zeros_(p)
         for emb in dict.fromkeys((self.src_embed, self.tgt_embed)):  # in this order (a set's follows addresses)
-            nn.init.normal_(emb.weight, mean=0.0, std=self.d_model ** -0.5)
+            nn.init.normal_(emb.weight, mean=0.0, std=self.d_model**-0.5)
             with torch.no_grad():
                 emb.weight[self.pad_id].zero_()
 
@@ -150,8 +193,9 @@ class Seq2SeqTransformer(nn.Module):
         batch, src_len = src.shape
         src_mask = src.ne(self.pad_id)  # [batch, src_len]
         lengths = src_mask.sum(-1)  # [batch]
-        positions = self.encoder_pe.positions(src_len, batch, self.training, src.device, lengths,
-                                              lengths)  # [src_len] or [batch, src_len]
+        positions = self.encoder_pe.positions(
+            src_len, batch, self.training, src.device, lengths, lengths
+        )  # [src_len] or [batch, src_len]
         x = self.src_embed(src) * self.embed_scale  # [batch, src_len, d_model]
         x = self.dropout(self.encoder_pe.add_to_embeddings(x, positions))
         pos = self.encoder_pe.self_attention(positions, positions)
@@ -168,11 +212,14 @@ class Seq2SeqTransformer(nn.Module):
         (BOS first, right-padded with pad_id), with one encoder row per target row."""
         batch, tgt_len = tgt.shape
         if enc.memory.size(0) != batch:
-            raise ValueError(f"decode() takes one encoder row per target row: {batch} target rows, "
-                             f"{enc.memory.size(0)} encoder rows (repeat them with enc.index_select)")
+            raise ValueError(
+                f"decode() takes one encoder row per target row: {batch} target rows, "
+                f"{enc.memory.size(0)} encoder rows (repeat them with enc.index_select)"
+            )
         lengths = tgt.ne(self.pad_id).sum(-1)  # [batch]
-        positions = self.decoder_pe.positions(tgt_len, batch, self.training, tgt.device, enc.lengths,
-                                              lengths)  # [tgt_len] or [batch, tgt_len]
+        positions = self.decoder_pe.positions(
+            tgt_len, batch, self.training, tgt.device, enc.lengths, lengths
+        )  # [tgt_len] or [batch, tgt_len]
         x = self.tgt_embed(tgt) * self.embed_scale  # [batch, tgt_len, d_model]
         x = self.dropout(self.decoder_pe.add_to_embeddings(x, positions))
 

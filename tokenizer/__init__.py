@@ -65,6 +65,7 @@ class BaseTokenizer:
     def fingerprint(self) -> str:
         """A stable hash of the tokenizer (keys the encoded-data cache)."""
         import hashlib
+
         return hashlib.sha256(json.dumps(self.state_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -89,14 +90,16 @@ class BPETokenizer(BaseTokenizer):
         tok.normalizer = normalizers.NFC()
         tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
         tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                      special_tokens=SPECIAL_TOKENS, show_progress=False)
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS, show_progress=False
+        )
         tok.train_from_iterator(texts, trainer=trainer)
         return cls(tok)
 
     @classmethod
     def from_json(cls, text: str) -> "BPETokenizer":
         from tokenizers import Tokenizer
+
         return cls(Tokenizer.from_str(text))
 
     @classmethod
@@ -107,9 +110,11 @@ class BPETokenizer(BaseTokenizer):
         try:
             return cls.from_json(path.read_text(encoding="utf-8"))
         except Exception as e:  # truncated, not JSON, not a tokenizer: the tokenizers library's message
-            raise TokenizerError(f"{path} is not a readable tokenizer ({' '.join(str(e).split())[:160]}); a "
-                                 f"checkpoint of the run holds its tokenizer: restore the file from a copy of "
-                                 f"the run") from None
+            raise TokenizerError(
+                f"{path} is not a readable tokenizer ({' '.join(str(e).split())[:160]}); a "
+                f"checkpoint of the run holds its tokenizer: restore the file from a copy of "
+                f"the run"
+            ) from None
 
     def encode_src(self, text: str) -> list[int]:
         return self._tok.encode(text, add_special_tokens=False).ids
@@ -123,7 +128,6 @@ class BPETokenizer(BaseTokenizer):
 
     def decode(self, ids: Iterable[int]) -> str:
         return self._tok.decode(list(ids), skip_special_tokens=True)
-
 
     def tokens(self, ids: Iterable[int], side: str = "tgt") -> list[str]:
         return [self._tok.id_to_token(int(i)) or "<?>" for i in ids]
@@ -161,22 +165,25 @@ class PretrainedTokenizer(BaseTokenizer):
         marian = hasattr(hf_tokenizer, "spm_target")
         self._decode_options = {"use_source_tokenizer": False} if marian else {}
         # One vocabulary when the tokenizer says so, or when its two vocabularies are the same.
-        self.shared_vocab = (not getattr(hf_tokenizer, "separate_vocabs", False)
-                             or hf_tokenizer.encoder == hf_tokenizer.target_encoder)
+        self.shared_vocab = (
+            not getattr(hf_tokenizer, "separate_vocabs", False) or hf_tokenizer.encoder == hf_tokenizer.target_encoder
+        )
         if not self.shared_vocab:
             target = hf_tokenizer.target_encoder  # (get_tgt_vocab() fails in transformers 5.23)
             self.tgt_vocab_size = max(target.values()) + 1
             specials = {"pad": self.pad_id, "eos": self.eos_id, "unk": self.unk_id}
-            differ = [k for k, i in specials.items()
-                      if target.get(getattr(hf_tokenizer, f"{k}_token")) != i]
+            differ = [k for k, i in specials.items() if target.get(getattr(hf_tokenizer, f"{k}_token")) != i]
             if differ:
-                raise TokenizerError(f"tokenizer.name={name}: the target vocabulary numbers its special tokens "
-                                     f"({', '.join(differ)}) differently from the source vocabulary; this harness "
-                                     f"uses one id per special token on both sides")
+                raise TokenizerError(
+                    f"tokenizer.name={name}: the target vocabulary numbers its special tokens "
+                    f"({', '.join(differ)}) differently from the source vocabulary; this harness "
+                    f"uses one id per special token on both sides"
+                )
 
     @classmethod
     def from_pretrained(cls, name: str) -> "PretrainedTokenizer":
         from transformers import AutoTokenizer
+
         try:
             tok = AutoTokenizer.from_pretrained(name)
         except Exception as e:  # missing folder, no hub access, missing sentencepiece, ...
@@ -185,7 +192,8 @@ class PretrainedTokenizer(BaseTokenizer):
                 f"tokenizer.name={name}: could not load the pretrained tokenizer ({type(e).__name__}: {reason}). "
                 f"Without Hugging Face hub access, download it elsewhere "
                 f"(`AutoTokenizer.from_pretrained({name!r}).save_pretrained('DIR')`), copy DIR here and set "
-                f"tokenizer.name: DIR; or use tokenizer.type: bpe, which trains on the corpus.") from e
+                f"tokenizer.name: DIR; or use tokenizer.type: bpe, which trains on the corpus."
+            ) from e
         return cls(tok, name)
 
     def encode_src(self, text: str) -> list[int]:
@@ -217,6 +225,7 @@ class PretrainedTokenizer(BaseTokenizer):
     @classmethod
     def from_state_dict(cls, state: dict) -> "PretrainedTokenizer":
         from transformers import AutoTokenizer
+
         with tempfile.TemporaryDirectory() as tmp:
             for name, content in state["files"].items():
                 (Path(tmp) / Path(name).name).write_bytes(content)
@@ -230,6 +239,7 @@ class PretrainedTokenizer(BaseTokenizer):
     @property
     def fingerprint(self) -> str:
         import hashlib
+
         digest = hashlib.sha256()
         for name, content in sorted(self.state_dict()["files"].items()):
             digest.update(name.encode() + b"\0" + content)
@@ -244,8 +254,13 @@ def tokenizer_from_state_dict(state: dict) -> BaseTokenizer:
     raise ValueError(f"unknown tokenizer kind in checkpoint: {state.get('kind')!r}")
 
 
-def load_or_train_tokenizer(cfg, train_pairs: Optional[list[tuple[str, str]] | Callable[[], list]], run_dir: Path,
-                            log=print, cache_path: Optional[Path] = None) -> BaseTokenizer:
+def load_or_train_tokenizer(
+    cfg,
+    train_pairs: Optional[list[tuple[str, str]] | Callable[[], list]],
+    run_dir: Path,
+    log=print,
+    cache_path: Optional[Path] = None,
+) -> BaseTokenizer:
     """Builder: reuse the run's saved tokenizer, else train a BPE on the training split (or load a pretrained one).
 
     `train_pairs` may be a callable (read only if training is needed). `cache_path`, keyed by the
@@ -255,6 +270,7 @@ def load_or_train_tokenizer(cfg, train_pairs: Optional[list[tuple[str, str]] | C
         saved = run_dir / PretrainedTokenizer.dirname
         if saved.is_dir():
             from transformers import AutoTokenizer
+
             return PretrainedTokenizer(AutoTokenizer.from_pretrained(saved), cfg.name)
         tok = PretrainedTokenizer.from_pretrained(cfg.name)
         tok.save(run_dir)

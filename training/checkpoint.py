@@ -64,33 +64,43 @@ def read_checkpoint(path: str | Path) -> dict:
     with open(path, "rb") as f:
         magic = f.read(4)
     if magic != b"PK\x03\x04" and magic[:1] != b"\x80":  # torch's zip format, or a legacy pickle
-        raise CheckpointError(f"{path} is not a checkpoint (not a PyTorch file); give a .pt written by train.py "
-                              f"or average.py, or a folder written by export.py")
+        raise CheckpointError(
+            f"{path} is not a checkpoint (not a PyTorch file); give a .pt written by train.py "
+            f"or average.py, or a folder written by export.py"
+        )
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         if "weights only load failed" not in str(e).lower():
             raise CheckpointError(f"checkpoint {path} is unreadable (truncated or corrupted?): {e}") from None
         first = str(e).splitlines()[-1] if str(e).strip() else ""
-        raise CheckpointError(f"{path} is not a checkpoint of this harness: it holds Python objects, not only "
-                              f"tensors and plain data, and loading it could run code, so it was not opened "
-                              f"({first.strip()[:200]})") from None
+        raise CheckpointError(
+            f"{path} is not a checkpoint of this harness: it holds Python objects, not only "
+            f"tensors and plain data, and loading it could run code, so it was not opened "
+            f"({first.strip()[:200]})"
+        ) from None
     except Exception as e:  # truncated zip, not a torch file, ...
-        raise CheckpointError(f"checkpoint {path} is unreadable (truncated or corrupted?): "
-                              f"{type(e).__name__}: {e}") from None
+        raise CheckpointError(
+            f"checkpoint {path} is unreadable (truncated or corrupted?): {type(e).__name__}: {e}"
+        ) from None
     if not isinstance(ckpt, dict) or "model" not in ckpt or "meta" not in ckpt:
         raise CheckpointError(f"{path} is not a checkpoint of this project (no 'model'/'meta' entries)")
     version = ckpt["meta"].get("format_version", FORMAT_VERSION) if isinstance(ckpt["meta"], dict) else None
     if version is None or version > FORMAT_VERSION:
-        raise CheckpointError(f"{path} has checkpoint format {version}, newer than this harness reads "
-                              f"({FORMAT_VERSION}); update the harness")
+        raise CheckpointError(
+            f"{path} has checkpoint format {version}, newer than this harness reads "
+            f"({FORMAT_VERSION}); update the harness"
+        )
     return ckpt
 
 
 def non_finite_tensors(state: dict) -> list[str]:
     """Names of the floating-point tensors in a state dict that hold NaN or infinity."""
-    return [name for name, t in state.items()
-            if torch.is_tensor(t) and t.is_floating_point() and not bool(torch.isfinite(t).all())]
+    return [
+        name
+        for name, t in state.items()
+        if torch.is_tensor(t) and t.is_floating_point() and not bool(torch.isfinite(t).all())
+    ]
 
 
 def is_finite_score(value) -> bool:
@@ -159,8 +169,10 @@ def read_newest_good_checkpoint(run_dir: str | Path, log=print) -> tuple[Path, d
             continue
         bad = non_finite_tensors(state["model"])
         if bad:
-            log(f"warning: {path} has non-finite weights ({len(bad)} tensors, e.g. {bad[0]}); skipped, "
-                f"falling back to an older checkpoint")
+            log(
+                f"warning: {path} has non-finite weights ({len(bad)} tensors, e.g. {bad[0]}); skipped, "
+                f"falling back to an older checkpoint"
+            )
             continue
         return path, state
     raise CheckpointError(f"no readable checkpoint with finite weights in {ckpt_dir}")

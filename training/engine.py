@@ -18,8 +18,13 @@ from utils.runtime import autocast
 
 def sequence_loss(logits: Tensor, target: Tensor, pad_id: int, label_smoothing: float = 0.0) -> Tensor:
     """Summed token cross-entropy over non-pad targets. logits `[batch, len, vocab]`, target `[batch, len]`."""
-    return F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), target.reshape(-1), ignore_index=pad_id,
-                           label_smoothing=label_smoothing, reduction="sum")
+    return F.cross_entropy(
+        logits.reshape(-1, logits.size(-1)).float(),
+        target.reshape(-1),
+        ignore_index=pad_id,
+        label_smoothing=label_smoothing,
+        reduction="sum",
+    )
 
 
 class TokenLoss(nn.Module):
@@ -71,10 +76,38 @@ def target_tokens(batch: dict, pad_id: int) -> int:
     return batch["ntokens"] if "ntokens" in batch else int(batch["tgt_out"].ne(pad_id).sum())
 
 
-def create_trainer(loss: TokenLoss | nn.Module, optimizer, scheduler, stats: StepStats, *, pad_id: int,
-                   device: torch.device, clip_grad_norm: Optional[float] = None,
-                   scaler: Optional["torch.amp.GradScaler"] = None, world_size: int = 1,
-                   cuda_graphs: bool = False) -> Engine:
+def apply_update(loss: nn.Module, optimizer, scheduler, scaler, clip_grad_norm: Optional[float]) -> Tensor:
+    """Unscale (fp16), clip, step the optimizer and the LR schedule; returns the gradient norm
+    before clipping (logged as train/grad_norm), left on the device."""
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    if clip_grad_norm:
+        grad_norm = torch.nn.utils.clip_grad_norm_(loss.parameters(), clip_grad_norm)
+    else:
+        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in loss.parameters() if p.grad is not None])
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    scheduler.step()
+    return grad_norm
+
+
+def create_trainer(
+    loss: TokenLoss | nn.Module,
+    optimizer,
+    scheduler,
+    stats: StepStats,
+    *,
+    pad_id: int,
+    device: torch.device,
+    clip_grad_norm: Optional[float] = None,
+    scaler: Optional["torch.amp.GradScaler"] = None,
+    world_size: int = 1,
+    cuda_graphs: bool = False,
+) -> Engine:
     """Trainer engine over `loss` (a TokenLoss, or its DistributedDataParallel or torch.compile
     wrapper). One iteration = one optimizer update over a list of batches (`update_freq`
     of them, see `data.pipeline.UpdateBatches`): their gradients are accumulated, unscaled (fp16),
@@ -99,6 +132,7 @@ def create_trainer(loss: TokenLoss | nn.Module, optimizer, scheduler, stats: Ste
         all_tokens: Tensor | int = ntokens
         if world_size > 1:  # the update's tokens over all ranks, left on the device
             import ignite.distributed as idist
+
             all_tokens = idist.all_reduce(torch.tensor(float(ntokens), device=device))
         total_loss = torch.zeros((), device=device)
         for i, (src, tgt_in, tgt_out) in enumerate(moved):
@@ -109,19 +143,7 @@ def create_trainer(loss: TokenLoss | nn.Module, optimizer, scheduler, stats: Ste
                 scaled = loss_sum * world_size / all_tokens
                 (scaler.scale(scaled) if scaler is not None else scaled).backward()
             total_loss = total_loss + loss_sum.detach()
-        if scaler is not None:
-            scaler.unscale_(optimizer)
-        if clip_grad_norm:  # the norm before clipping is logged as train/grad_norm
-            grad_norm = torch.nn.utils.clip_grad_norm_(loss.parameters(), clip_grad_norm)
-        else:
-            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in loss.parameters() if p.grad is not None])
-        if scaler is not None:
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        scheduler.step()
+        grad_norm = apply_update(loss, optimizer, scheduler, scaler, clip_grad_norm)
         stats.add(total_loss, grad_norm, ntokens, padded)
         return {"ntokens": ntokens, "padded_tgt": padded}
 
@@ -149,8 +171,11 @@ class TokenMetrics(Metric):
 
     def compute(self) -> dict[str, float]:
         loss = self._nll / max(1, self._tokens)
-        return {"valid_loss": loss, "valid_ppl": math.exp(min(loss, 50.0)),
-                "valid_accuracy": self._correct / max(1, self._tokens)}
+        return {
+            "valid_loss": loss,
+            "valid_ppl": math.exp(min(loss, 50.0)),
+            "valid_accuracy": self._correct / max(1, self._tokens),
+        }
 
 
 def create_evaluator(model, pad_id: int, device: torch.device) -> Engine:

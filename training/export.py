@@ -39,8 +39,12 @@ def write_export(cfg, tokenizer, model, out_dir: Path, scores: Optional[dict], s
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         save_model(model, str(staging / WEIGHTS), metadata={"format": EXPORT_FORMAT})
-        config = {"format": EXPORT_FORMAT, "format_version": EXPORT_VERSION, "exported_from": source,
-                  "config": to_dict(cfg)}
+        config = {
+            "format": EXPORT_FORMAT,
+            "format_version": EXPORT_VERSION,
+            "exported_from": source,
+            "config": to_dict(cfg),
+        }
         (staging / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         tokenizer.save(staging)
         params = sum(p.numel() for p in model.parameters())
@@ -55,34 +59,57 @@ def write_export(cfg, tokenizer, model, out_dir: Path, scores: Optional[dict], s
 def model_card(cfg, params: int, scores: Optional[dict], source: str) -> str:
     m, d = cfg.model, cfg.data
     options = ", ".join(f"{k}={v}" for k, v in m.positional.options.items()) or "no options"
-    corpus = {"tatoeba": f"Tatoeba ({d.path})", "iwslt2017": f"IWSLT 2017 ({d.hf_name}, {d.hf_config})",
-              "parallel_text": "parallel text files (config.json: data)"}[d.source]
-    lines = [f"# {cfg.name}: {d.src_lang} → {d.tgt_lang} Transformer, positional encoding `{m.positional.name}`", "",
-             f"Exported from `{source}` by this harness's `export.py`.", "",
-             "| | |", "|---|---|",
-             f"| positional encoding | `{m.positional.name}` ({options}) |",
-             f"| model | {m.num_encoder_layers}+{m.num_decoder_layers} layers, d_model {m.d_model}, "
-             f"{m.num_heads} heads, FFN {m.ffn_dim}, {'pre' if m.norm_first else 'post'}-norm, {params:,} parameters |",
-             f"| tokenizer | {cfg.tokenizer.type}" + (f" ({cfg.tokenizer.name})" if cfg.tokenizer.name else
-                                                       f", vocabulary {cfg.tokenizer.vocab_size}") + " |",
-             f"| training data | {corpus} |",
-             f"| seed | {cfg.seed} |", ""]
+    corpus = {
+        "tatoeba": f"Tatoeba ({d.path})",
+        "iwslt2017": f"IWSLT 2017 ({d.hf_name}, {d.hf_config})",
+        "parallel_text": "parallel text files (config.json: data)",
+    }[d.source]
+    lines = [
+        f"# {cfg.name}: {d.src_lang} → {d.tgt_lang} Transformer, positional encoding `{m.positional.name}`",
+        "",
+        f"Exported from `{source}` by this harness's `export.py`.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| positional encoding | `{m.positional.name}` ({options}) |",
+        f"| model | {m.num_encoder_layers}+{m.num_decoder_layers} layers, d_model {m.d_model}, "
+        f"{m.num_heads} heads, FFN {m.ffn_dim}, {'pre' if m.norm_first else 'post'}-norm, {params:,} parameters |",
+        f"| tokenizer | {cfg.tokenizer.type}"
+        + (f" ({cfg.tokenizer.name})" if cfg.tokenizer.name else f", vocabulary {cfg.tokenizer.vocab_size}")
+        + " |",
+        f"| training data | {corpus} |",
+        f"| seed | {cfg.seed} |",
+        "",
+    ]
     if scores:
         where = scores.get("test_set") or {"split": scores.get("split")}
-        lines += ["## Test scores", "",
-                  f"On {scores['num_sentences']:,} sentences of {json.dumps(where)} "
-                  f"({scores['decoding']['strategy']} search, beam {scores['decoding']['beam_size']}):", "",
-                  f"- sacreBLEU **{scores['sacrebleu']:.2f}** (`{scores['sacrebleu_signature']}`)",
-                  f"- chrF {scores['chrf']:.2f} (`{scores.get('chrf_signature', '')}`)",
-                  f"- nltk BLEU-4 {scores['nltk_bleu4']:.4f} ({scores.get('nltk_tokenization', '')})", ""]
+        lines += [
+            "## Test scores",
+            "",
+            f"On {scores['num_sentences']:,} sentences of {json.dumps(where)} "
+            f"({scores['decoding']['strategy']} search, beam {scores['decoding']['beam_size']}):",
+            "",
+            f"- sacreBLEU **{scores['sacrebleu']:.2f}** (`{scores['sacrebleu_signature']}`)",
+            f"- chrF {scores['chrf']:.2f} (`{scores.get('chrf_signature', '')}`)",
+            f"- nltk BLEU-4 {scores['nltk_bleu4']:.4f} ({scores.get('nltk_tokenization', '')})",
+            "",
+        ]
         for row in scores.get("concat") or []:
             lines.append(f"- k={row['k']} joined pairs: sacreBLEU {row['sacrebleu']:.2f}")
         if scores.get("concat"):
             lines.append("")
     else:
         lines += ["No test scores: the run had none for this checkpoint (`test.py --run ...` writes them).", ""]
-    lines += ["## Use", "", "```bash", 'python inference.py --model_path THIS_FOLDER --src_text "Bonjour !"',
-              "python test.py --model_path THIS_FOLDER --output scores/", "```", "",
-              "`model.safetensors` holds the weights (tied embeddings once), `config.json` the resolved config "
-              "(`config.model` builds the network), the tokenizer file(s) the vocabulary.", ""]
+    lines += [
+        "## Use",
+        "",
+        "```bash",
+        'python inference.py --model_path THIS_FOLDER --src_text "Bonjour !"',
+        "python test.py --model_path THIS_FOLDER --output scores/",
+        "```",
+        "",
+        "`model.safetensors` holds the weights (tied embeddings once), `config.json` the resolved config "
+        "(`config.model` builds the network), the tokenizer file(s) the vocabulary.",
+        "",
+    ]
     return "\n".join(lines)

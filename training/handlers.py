@@ -23,9 +23,9 @@ from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, g
 from evaluation.metrics import score_translations
 from evaluation.translate import translate
 from training.checkpoint import CheckpointError, read_newest_good_checkpoint, restore_checkpointer
-from training.tensorboard_log import mark_session_start
 from training.schedules import keep_implementation, set_peak_lr
 from training.step_stats import StepStats
+from training.tensorboard_log import mark_session_start
 from utils.config_schema import METRIC_SIGN
 from utils.files import WriteError
 
@@ -81,9 +81,11 @@ class RotatingDiskSaver(DiskSaver):
         try:
             super().__call__(checkpoint, filename, metadata)  # Ignite removes its temporary on failure
         except (OSError, RuntimeError) as e:
-            raise WriteError(f"cannot write the checkpoint {Path(self.dirname) / filename}: "
-                             f"{getattr(e, 'strerror', None) or str(e).splitlines()[0]} (disk full?); the "
-                             f"checkpoints written before are kept") from None
+            raise WriteError(
+                f"cannot write the checkpoint {Path(self.dirname) / filename}: "
+                f"{getattr(e, 'strerror', None) or str(e).splitlines()[0]} (disk full?); the "
+                f"checkpoints written before are kept"
+            ) from None
         for name in self._rotated_out:
             if name != filename:
                 super().remove(name)
@@ -99,8 +101,10 @@ def refuse_non_finite(model: torch.nn.Module, metrics: dict, step: int, stats: O
     bad_metrics = [f"{k}={v}" for k, v in metrics.items() if not math.isfinite(v)]
     bad_params = [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
     if bad_metrics or bad_params:
-        what = ", ".join(bad_metrics + ([f"non-finite weights in {len(bad_params)} tensors (e.g. {bad_params[0]})"]
-                                        if bad_params else []))
+        what = ", ".join(
+            bad_metrics
+            + ([f"non-finite weights in {len(bad_params)} tensors (e.g. {bad_params[0]})"] if bad_params else [])
+        )
         raise FloatingPointError(f"step {step}: {what}; no checkpoint was written for this step")
 
 
@@ -119,22 +123,61 @@ def attach_training_log(run: TrainingRun, show_bar: bool) -> None:
         elapsed = max(1e-9, time.time() - shown["start"])
         tokens, padded = got["tokens"] * run.world, got["padded"] * run.world  # every rank trains on its own batch
         loss = shown["loss"] = got["loss"]
-        record = {"step": engine.state.iteration, "epoch": engine.state.epoch, "loss": loss,
-                  "lr": run.optimizer.param_groups[0]["lr"], "tokens_per_sec": tokens / elapsed,
-                  "tgt_padding": 1.0 - tokens / max(1, padded), "grad_norm": got["grad_norm"]}
+        record = {
+            "step": engine.state.iteration,
+            "epoch": engine.state.epoch,
+            "loss": loss,
+            "lr": run.optimizer.param_groups[0]["lr"],
+            "tokens_per_sec": tokens / elapsed,
+            "tgt_padding": 1.0 - tokens / max(1, padded),
+            "grad_norm": got["grad_norm"],
+        }
         run.metrics_log.write("train", **record)
         for key in ("loss", "lr", "tokens_per_sec", "tgt_padding", "grad_norm"):
             run.tb.add_scalar(f"train/{key}", record[key], record["step"])
         shown["start"] = time.time()
         if not show_bar:
-                run.say(f"step {record['step']} epoch {record['epoch']}: loss={loss:.3f} lr={record['lr']:.2e} "
-                        f"tokens/s={record['tokens_per_sec']:.0f}")
+            run.say(
+                f"step {record['step']} epoch {record['epoch']}: loss={loss:.3f} lr={record['lr']:.2e} "
+                f"tokens/s={record['tokens_per_sec']:.0f}"
+            )
 
 
 def validation_event(t):
     """When validation runs (besides the end): every `validate_every_steps` updates, else every epoch."""
-    return Events.ITERATION_COMPLETED(every=t.validate_every_steps) if t.validate_every_steps \
-        else Events.EPOCH_COMPLETED
+    return (
+        Events.ITERATION_COMPLETED(every=t.validate_every_steps) if t.validate_every_steps else Events.EPOCH_COMPLETED
+    )
+
+
+def checkpoint_keepers(run: TrainingRun, score) -> tuple[Checkpoint, Checkpoint]:
+    """The best `keep_best` checkpoints by `score` and the last `keep_last`, written atomically."""
+    t, trainer = run.cfg.training, run.trainer
+    saver = RotatingDiskSaver(run.run_dir / "checkpoints", require_empty=False, atomic=True)
+    step_of = global_step_from_engine(trainer, Events.ITERATION_COMPLETED)
+    best = Checkpoint(
+        run.to_save,
+        saver,
+        filename_prefix="best",
+        score_function=score,
+        score_name=t.checkpoint_metric,
+        n_saved=t.keep_best,
+        global_step_transform=step_of,
+    )
+    last = Checkpoint(run.to_save, saver, filename_prefix="last", n_saved=t.keep_last, global_step_transform=step_of)
+    return best, last
+
+
+def validation_bleu(run: TrainingRun, tokenizer, valid_split, n_bleu: int, settings, step: int) -> float:
+    """Greedy sacreBLEU on the first `n_bleu` valid pairs; a few samples go to TensorBoard."""
+    t = run.cfg.training
+    outs = translate(run.model, tokenizer, valid_split.raw_src[:n_bleu], settings, run.device)
+    bleu = score_translations([o.text for o in outs], valid_split.raw_tgt[:n_bleu]).sacrebleu
+    for i, o in enumerate(outs[: t.num_sample_translations]):
+        run.tb.add_text(
+            f"samples/{i}", f"**src:** {o.source}  \n**hyp:** {o.text}  \n**ref:** {valid_split.raw_tgt[i]}", step
+        )
+    return bleu
 
 
 def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) -> tuple[Checkpoint, Checkpoint]:
@@ -149,11 +192,7 @@ def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) ->
         value = engine.state.metrics.get(t.checkpoint_metric)
         return sign * value if value is not None else float("-inf")
 
-    saver = RotatingDiskSaver(run.run_dir / "checkpoints", require_empty=False, atomic=True)
-    step_of = global_step_from_engine(trainer, Events.ITERATION_COMPLETED)
-    best = Checkpoint(run.to_save, saver, filename_prefix="best", score_function=score,
-                      score_name=t.checkpoint_metric, n_saved=t.keep_best, global_step_transform=step_of)
-    last = Checkpoint(run.to_save, saver, filename_prefix="last", n_saved=t.keep_last, global_step_transform=step_of)
+    best, last = checkpoint_keepers(run, score)
     stopper = EarlyStopping(t.early_stopping_patience, score, trainer) if t.early_stopping_patience else None
     settings = dataclasses.replace(run.cfg.decoding, strategy="greedy")
     n_bleu = len(valid_split) if t.bleu_sentences is None else min(t.bleu_sentences, len(valid_split))
@@ -168,21 +207,19 @@ def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) ->
         evaluator.run(valid_loader)
         m = {k: evaluator.state.metrics[k] for k in ("valid_loss", "valid_ppl", "valid_accuracy")}
         state["validations"] += 1
-        if n_bleu and (state["validations"] % t.bleu_every == 0 or engine.should_terminate
-                       or t.checkpoint_metric == "valid_bleu"):
-            outs = translate(model, tokenizer, valid_split.raw_src[:n_bleu], settings, run.device)
-            m["valid_bleu"] = score_translations([o.text for o in outs], valid_split.raw_tgt[:n_bleu]).sacrebleu
-            for i, o in enumerate(outs[: t.num_sample_translations]):
-                run.tb.add_text(f"samples/{i}", f"**src:** {o.source}  \n**hyp:** {o.text}  \n"
-                                                f"**ref:** {valid_split.raw_tgt[i]}", step)
+        if n_bleu and (
+            state["validations"] % t.bleu_every == 0 or engine.should_terminate or t.checkpoint_metric == "valid_bleu"
+        ):
+            m["valid_bleu"] = validation_bleu(run, tokenizer, valid_split, n_bleu, settings, step)
         evaluator.state.metrics.update(m)
         run.metrics_log.write("valid", step=step, epoch=engine.state.epoch, **m)
         refuse_non_finite(model, m, step)  # before any checkpoint of this step is written (the loss: above)
         for k, v in m.items():
             run.tb.add_scalar(f"valid/{k.removeprefix('valid_')}", v, step)
         run.tb.flush()
-        run.say(f"validation @ step {step} (epoch {engine.state.epoch}): "
-                + "  ".join(f"{k}={v:.4f}" for k, v in m.items()))
+        run.say(
+            f"validation @ step {step} (epoch {engine.state.epoch}): " + "  ".join(f"{k}={v:.4f}" for k, v in m.items())
+        )
         best(evaluator)  # after BLEU is known, so any metric can select checkpoints
         if stopper is not None:
             stopper(evaluator)
@@ -197,21 +234,25 @@ def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) ->
     return best, last
 
 
-def resume_from_checkpoint(run: TrainingRun, best: Checkpoint, last: Checkpoint, sampler, updates_per_epoch: int,
-                           changes: dict) -> None:
+def resume_from_checkpoint(
+    run: TrainingRun, best: Checkpoint, last: Checkpoint, sampler, updates_per_epoch: int, changes: dict
+) -> None:
     """Load the newest good checkpoint into everything `to_save` holds, apply a changed peak LR,
     hand the checkpoint handlers the files they wrote before, and make the interrupted epoch's
     batches continue where they stopped (so a resumed run equals an uninterrupted one)."""
     path, state_dict = read_newest_good_checkpoint(run.run_dir, run.say)
     try:
         # (checkpoints written before the step statistics were saved start a fresh log interval)
-        Checkpoint.load_objects({k: v for k, v in run.to_save.items()
-                                 if k != "meta" and (k in state_dict or k != "step_stats")}, state_dict)
+        Checkpoint.load_objects(
+            {k: v for k, v in run.to_save.items() if k != "meta" and (k in state_dict or k != "step_stats")}, state_dict
+        )
     except (RuntimeError, KeyError, ValueError) as e:
-        raise CheckpointError(f"{path} does not fit the model built from {run.run_dir}/config.yaml and "
-                              f"tokenizer.json ({str(e).splitlines()[0][:200]}); was tokenizer.json replaced? "
-                              f"The checkpoint holds the run's own tokenizer: restore tokenizer.json from a copy "
-                              f"of the run") from None
+        raise CheckpointError(
+            f"{path} does not fit the model built from {run.run_dir}/config.yaml and "
+            f"tokenizer.json ({str(e).splitlines()[0][:200]}); was tokenizer.json replaced? "
+            f"The checkpoint holds the run's own tokenizer: restore tokenizer.json from a copy "
+            f"of the run"
+        ) from None
     keep_implementation(run.optimizer)
     step = run.trainer.state.iteration
     run.say(f"resumed from {path} at step {step} (epoch {run.trainer.state.epoch})")
@@ -229,9 +270,12 @@ def stop_on_signals(run: TrainingRun) -> None:
     """Ctrl-C / SIGTERM / SIGUSR2 (what SLURM sends before a time limit, with --signal): finish the
     current update, validate and checkpoint, then end with EXIT_INTERRUPTED (the run is resumable,
     not finished; the end record names the signal); a second signal stops at once."""
+
     def stop_cleanly(signum, frame) -> None:
-        run.say(f"received signal {signum}: stopping after this step and saving a checkpoint "
-                f"(continue with: python train.py --run {run.run_dir})")
+        run.say(
+            f"received signal {signum}: stopping after this step and saving a checkpoint "
+            f"(continue with: python train.py --run {run.run_dir})"
+        )
         run.stopped_by = signum
         run.trainer.terminate()
         signal.signal(signum, signal.SIG_DFL)
@@ -257,34 +301,50 @@ def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, nu
     t, trainer = run.cfg.training, run.trainer
     target = {"max_iters": t.max_steps} if t.max_steps is not None else {"max_epochs": t.epochs}
     if resumed and budget_reached(t, trainer.state.iteration, trainer.state.epoch):
-        run.say(f"{run.run_dir} already finished training ({trainer.state.iteration} steps); raise "
-                f"training.max_steps or training.epochs with --set to train longer")
+        run.say(
+            f"{run.run_dir} already finished training ({trainer.state.iteration} steps); raise "
+            f"training.max_steps or training.epochs with --set to train longer"
+        )
         return True
     if run.is_main:  # on a resume, what an interrupted attempt logged after the checkpoint is trained again
         mark_session_start(run.tb, trainer.state.iteration + 1)
-    run.metrics_log.write("start", params=num_params, resume=resumed, step=trainer.state.iteration,
-                          world_size=run.world, **({"changed": {k: list(v) for k, v in changes.items()}}
-                                                   if changes else {}))
+    run.metrics_log.write(
+        "start",
+        params=num_params,
+        resume=resumed,
+        step=trainer.state.iteration,
+        world_size=run.world,
+        **({"changed": {k: list(v) for k, v in changes.items()}} if changes else {}),
+    )
     start = time.time()
     trainer.run(updates, **target)
     run.tb.close()
     elapsed = time.time() - start
     previous = sum(r.get("train_seconds", 0.0) for r in (run.metrics_log.read("end") or []))
     finished = run.stopped_by is None
-    run.metrics_log.write("end", step=trainer.state.iteration, epoch=trainer.state.epoch, finished=finished,
-                          **({"stopped_by_signal": run.stopped_by} if not finished else {}), train_seconds=elapsed,
-                          total_train_seconds=previous + elapsed, params=num_params,
-                          final_train_loss=run.stats.final_loss())
+    run.metrics_log.write(
+        "end",
+        step=trainer.state.iteration,
+        epoch=trainer.state.epoch,
+        finished=finished,
+        **({"stopped_by_signal": run.stopped_by} if not finished else {}),
+        train_seconds=elapsed,
+        total_train_seconds=previous + elapsed,
+        params=num_params,
+        final_train_loss=run.stats.final_loss(),
+    )
     if not finished:
-        run.say(f"stopped at step {trainer.state.iteration} (signal {run.stopped_by}); checkpoint saved, not finished: "
-                f"continue with python train.py --run {run.run_dir}")
+        run.say(
+            f"stopped at step {trainer.state.iteration} (signal {run.stopped_by}); checkpoint saved, not finished: "
+            f"continue with python train.py --run {run.run_dir}"
+        )
         return False
-    run.say(f"done: {trainer.state.iteration} steps in {elapsed / 60:.1f} min; checkpoints in "
-            f"{run.run_dir / 'checkpoints'}")
+    run.say(
+        f"done: {trainer.state.iteration} steps in {elapsed / 60:.1f} min; checkpoints in {run.run_dir / 'checkpoints'}"
+    )
     return True
 
 
 def show_progress_bar(is_main: bool) -> bool:
     """A live bar on terminals; logs and CI get periodic lines instead."""
     return is_main and sys.stderr.isatty()
-

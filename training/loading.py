@@ -30,8 +30,9 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
     try:
         model.load_state_dict(ckpt["model"])
     except RuntimeError as e:
-        raise CheckpointError(f"{path}: the weights do not fit the model built from its config "
-                              f"(was model.* overridden?): {e}") from None
+        raise CheckpointError(
+            f"{path}: the weights do not fit the model built from its config (was model.* overridden?): {e}"
+        ) from None
     check_training_lengths(model, str(path))
     model.to(device).eval()
     return cfg, tokenizer, model
@@ -47,9 +48,11 @@ def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
     path = Path(path)
     meta = json.loads((path / CONFIG).read_text(encoding="utf-8"))
     if meta.get("format") != EXPORT_FORMAT or meta.get("format_version", 0) > EXPORT_VERSION:
-        raise CheckpointError(f"{path / CONFIG} is not an export of this harness (format {meta.get('format')!r}, "
-                              f"version {meta.get('format_version')!r}); export.py writes {EXPORT_FORMAT} "
-                              f"version {EXPORT_VERSION}")
+        raise CheckpointError(
+            f"{path / CONFIG} is not an export of this harness (format {meta.get('format')!r}, "
+            f"version {meta.get('format_version')!r}); export.py writes {EXPORT_FORMAT} "
+            f"version {EXPORT_VERSION}"
+        )
     cfg = test_time_config(meta["config"], overrides, str(path))
     if (path / BPETokenizer.filename).is_file():
         tokenizer = BPETokenizer.load(path)
@@ -59,8 +62,10 @@ def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
     try:
         load_model(model, str(path / WEIGHTS), strict=True)
     except (RuntimeError, OSError) as e:
-        raise CheckpointError(f"{path / WEIGHTS}: the weights do not fit the model of {path / CONFIG} "
-                              f"(was model.* overridden?): {str(e).splitlines()[0][:300]}") from None
+        raise CheckpointError(
+            f"{path / WEIGHTS}: the weights do not fit the model of {path / CONFIG} "
+            f"(was model.* overridden?): {str(e).splitlines()[0][:300]}"
+        ) from None
     check_training_lengths(model, str(path))
     model.to(device).eval()
     return cfg, tokenizer, model
@@ -95,13 +100,19 @@ def check_training_lengths(model, source: str) -> None:
     recorded it (trained from 2026-11-26 on): otherwise one line saying what else works."""
     for stack, pe in (("encoder", model.encoder_pe), ("decoder", model.decoder_pe)):
         if getattr(pe, "needs_training_length", False) and int(pe.training_length) < 1:
-            raise CheckpointError(f"{source}: model.positional.scaling=yarn is relative to the training length, "
-                                  f"which this model's {stack} does not record (trained before it was recorded); "
-                                  f"use scaling linear or ntk with scaling_factor, or retrain")
+            raise CheckpointError(
+                f"{source}: model.positional.scaling=yarn is relative to the training length, "
+                f"which this model's {stack} does not record (trained before it was recorded); "
+                f"use scaling linear or ntk with scaling_factor, or retrain"
+            )
 
 
-def resolve_checkpoint(model_path: Optional[str] = None, run: Optional[str] = None, config: Optional[str] = None,
-                       overrides: Sequence[str] = ()) -> Path:
+def resolve_checkpoint(
+    model_path: Optional[str] = None,
+    run: Optional[str] = None,
+    config: Optional[str] = None,
+    overrides: Sequence[str] = (),
+) -> Path:
     """The model a command names: --model_path (a checkpoint or an export folder), or the best
     checkpoint of --run, or of the --config's run folder (for the commands that take --config)."""
     if model_path:
@@ -113,8 +124,10 @@ def resolve_checkpoint(model_path: Optional[str] = None, run: Optional[str] = No
         return find_best_checkpoint(run)
     if config:
         return find_best_checkpoint(load_config(config, list(overrides)).resolved_run_dir)
-    raise ConfigError("say which model to use: --model_path <checkpoint.pt>, --run runs/<name>, "
-                      "or --config <file.yaml> (its run folder's best checkpoint)")
+    raise ConfigError(
+        "say which model to use: --model_path <checkpoint.pt>, --run runs/<name>, "
+        "or --config <file.yaml> (its run folder's best checkpoint)"
+    )
 
 
 def run_dir_of_checkpoint(path: Path) -> Path:
@@ -139,8 +152,10 @@ def check_model_matches(config_path: str, overrides: list[str], ckpt_cfg, ckpt_p
     refused = [k for k in diff if role_of(k, encoding) == EXPERIMENT]
     if refused:
         details = "; ".join(f"{k}: checkpoint={diff[k][0]!r} config={diff[k][1]!r}" for k in refused)
-        raise CheckpointError(f"{ckpt_path} was trained with a different model or data than {config_path}: {details}. "
-                              f"Drop --config (the checkpoint carries its own) or pick the matching config.")
+        raise CheckpointError(
+            f"{ckpt_path} was trained with a different model or data than {config_path}: {details}. "
+            f"Drop --config (the checkpoint carries its own) or pick the matching config."
+        )
     raw = to_dict(ckpt_cfg)
     for key, (_, value) in diff.items():
         if may_change(key, "test", encoding):

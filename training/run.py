@@ -19,22 +19,30 @@ from torch.utils.data import DataLoader
 
 from data import make_corpus_loader, prepare_splits, tokenizer_cache_path, write_data_report
 from data.concat import ConcatPairDataset, plan_train_concat
-from data.pipeline import (Collator, EpochBatchSampler, PairDataset, UpdateBatches, padding_fraction,
-                           trainable_pairs)
+from data.pipeline import Collator, EpochBatchSampler, PairDataset, UpdateBatches, padding_fraction, trainable_pairs
 from models import build_model
 from tokenizer import PretrainedTokenizer, load_or_train_tokenizer
 from training.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint, saved_config
 from training.engine import TokenLoss, compile_for_training, create_evaluator, create_trainer
-from training.handlers import (Rank0Only, TrainingRun, attach_training_log, attach_validation, validation_event,
-                               resume_from_checkpoint, show_progress_bar, STOP_SIGNALS, stop_on_signals,
-                               train_until_done)
-from training.tensorboard_log import attach_tensorboard_review
-from utils.run_folder import LOCK_FILES, RunFolder, RunLock, resume_changes
+from training.handlers import (
+    STOP_SIGNALS,
+    Rank0Only,
+    TrainingRun,
+    attach_training_log,
+    attach_validation,
+    resume_from_checkpoint,
+    show_progress_bar,
+    stop_on_signals,
+    train_until_done,
+    validation_event,
+)
 from training.schedules import build_optimizer, build_scheduler
 from training.step_stats import StepStats
+from training.tensorboard_log import attach_tensorboard_review
 from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
 from utils.errors import EXIT_INTERRUPTED, HarnessError
 from utils.files import atomic_write_text, remove_stale_temporaries
+from utils.run_folder import LOCK_FILES, RunFolder, RunLock, resume_changes
 from utils.runtime import JsonlLogger, log, pick_device, rank0_first, seed_everything, skip_cudnn_attention
 
 # Start-up errors that end every rank with the same one-line message (commands.cli.main_guard)
@@ -100,67 +108,109 @@ def check_metrics_log(run_dir: Path) -> None:
     try:
         JsonlLogger(run_dir / "metrics.jsonl").read()
     except ValueError as e:
-        raise ConfigError(f"{e}: the run's training log is damaged; repair or delete that line, then resume") \
-            from None
+        raise ConfigError(f"{e}: the run's training log is damaged; repair or delete that line, then resume") from None
 
 
 def check_embedding_sharing(cfg: ExperimentConfig, tokenizer) -> None:
     if cfg.model.share_embeddings and not tokenizer.shared_vocab:
-        raise ConfigError(f"model.share_embeddings=true needs one vocabulary for both sides, but "
-                          f"tokenizer.name={cfg.tokenizer.name} has separate source and target vocabularies: "
-                          f"set model.share_embeddings=false")
+        raise ConfigError(
+            f"model.share_embeddings=true needs one vocabulary for both sides, but "
+            f"tokenizer.name={cfg.tokenizer.name} has separate source and target vocabularies: "
+            f"set model.share_embeddings=false"
+        )
 
 
 def prepare_data(cfg: ExperimentConfig, corpus, say=log):
     """(tokenizer, encoded train and valid splits): the run's tokenizer (reused, taken from the
     cache, or trained on the training split) and the splits (from the cache, or encoded)."""
     run_dir = cfg.resolved_run_dir
-    tokenizer = load_or_train_tokenizer(cfg.tokenizer, lambda: corpus()["train"], run_dir, say,
-                                        tokenizer_cache_path(cfg))
+    tokenizer = load_or_train_tokenizer(
+        cfg.tokenizer, lambda: corpus()["train"], run_dir, say, tokenizer_cache_path(cfg)
+    )
     check_embedding_sharing(cfg, tokenizer)
     return tokenizer, prepare_splits(cfg.data, tokenizer, ("train", "valid"), corpus, say)
 
 
-def build_loaders(cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1, rank: int = 0,
-                  say=log, pin_memory: bool = False) -> tuple[UpdateBatches, DataLoader, EpochBatchSampler]:
+def build_loaders(
+    cfg: ExperimentConfig, splits: dict, tokenizer, world: int = 1, rank: int = 0, say=log, pin_memory: bool = False
+) -> tuple[UpdateBatches, DataLoader, EpochBatchSampler]:
     """(training batches grouped per optimizer update, validation batches, the training sampler).
     With `pin_memory` (a CUDA device) batches come in page-locked memory, so the step's copies to
     the device run asynchronously; `training.num_workers` > 0 prepares the next batches meanwhile."""
     t = cfg.training
     collate = Collator(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, t.pad_to_multiple)
-    train = splits["train"]
-    concat = cfg.data.train_concat
-    if concat.prob > 0:  # joined pairs (Varis & Bojar 2021), drawn once from the seed
-        units = plan_train_concat([len(s) for s in train.src], [len(s) for s in train.tgt], concat.prob,
-                                  concat.max_k, cfg.data.max_len, cfg.seed)
-        train_set = ConcatPairDataset(train, units)
-        src_lens, tgt_lens = train_set.lengths()
-        joined = sum(len(u) > 1 for u in units)
-        say(f"data: train_concat: {len(train):,} pairs -> {len(units):,} examples ({joined:,} of them joined "
-            f"pairs, up to {max(map(len, units))} per example)")
-    else:
-        train_set = PairDataset(train)
-        src_lens, tgt_lens = [len(s) for s in train.src], [len(s) for s in train.tgt]
-    sampler = EpochBatchSampler(src_lens, tgt_lens, t.batch_size, t.max_tokens, shuffle=True, seed=cfg.seed,
-                                num_replicas=world, rank=rank, pad_to_multiple=t.pad_to_multiple)
+    train_set, src_lens, tgt_lens = training_examples(cfg, splits["train"], say)
+    sampler = EpochBatchSampler(
+        src_lens,
+        tgt_lens,
+        t.batch_size,
+        t.max_tokens,
+        shuffle=True,
+        seed=cfg.seed,
+        num_replicas=world,
+        rank=rank,
+        pad_to_multiple=t.pad_to_multiple,
+    )
     if t.max_tokens:
         alone = sum(size > t.max_tokens for size in sampler.sizes)
         if alone:
-            say(f"warning: {alone:,} training examples are longer than training.max_tokens={t.max_tokens} "
-                f"tokens: each of them is a batch of its own (raise training.max_tokens or lower data.max_len)")
+            say(
+                f"warning: {alone:,} training examples are longer than training.max_tokens={t.max_tokens} "
+                f"tokens: each of them is a batch of its own (raise training.max_tokens or lower data.max_len)"
+            )
     # Its own generator: creating an iterator must not draw from the global RNG (exact resume).
-    train_loader = DataLoader(train_set, batch_sampler=sampler, collate_fn=collate, pin_memory=pin_memory,
-                              num_workers=t.num_workers, generator=torch.Generator().manual_seed(cfg.seed))
-    # The validation loss runs on the pairs a model can be trained on; BLEU uses the whole split.
-    valid = trainable_pairs(splits["valid"], cfg.data.max_len)
-    if len(valid) < len(splits["valid"]):
-        say(f"data: validation loss on {len(valid):,} of {len(splits['valid']):,} valid pairs (the others are "
-            f"empty or longer than data.max_len); validation BLEU on all of them")
-    valid_sampler = EpochBatchSampler([len(s) for s in valid.src], [len(s) for s in valid.tgt], t.batch_size,
-                                      t.max_tokens, shuffle=False, pad_to_multiple=t.pad_to_multiple)
-    valid_loader = DataLoader(PairDataset(valid), batch_sampler=valid_sampler, collate_fn=collate,
-                              generator=torch.Generator().manual_seed(cfg.seed))
-    return UpdateBatches(train_loader, t.update_freq), valid_loader, sampler
+    train_loader = DataLoader(
+        train_set,
+        batch_sampler=sampler,
+        collate_fn=collate,
+        pin_memory=pin_memory,
+        num_workers=t.num_workers,
+        generator=torch.Generator().manual_seed(cfg.seed),
+    )
+    return UpdateBatches(train_loader, t.update_freq), validation_loader(cfg, splits["valid"], collate, say), sampler
+
+
+def training_examples(cfg: ExperimentConfig, train, say=log) -> tuple:
+    """(the training dataset, its source lengths, its target lengths): the pairs, or with
+    data.train_concat some of them joined (Varis & Bojar 2021), drawn once from the seed."""
+    concat = cfg.data.train_concat
+    if concat.prob <= 0:
+        return PairDataset(train), [len(s) for s in train.src], [len(s) for s in train.tgt]
+    units = plan_train_concat(
+        [len(s) for s in train.src], [len(s) for s in train.tgt], concat.prob, concat.max_k, cfg.data.max_len, cfg.seed
+    )
+    train_set = ConcatPairDataset(train, units)
+    joined = sum(len(u) > 1 for u in units)
+    say(
+        f"data: train_concat: {len(train):,} pairs -> {len(units):,} examples ({joined:,} of them joined "
+        f"pairs, up to {max(map(len, units))} per example)"
+    )
+    return (train_set, *train_set.lengths())
+
+
+def validation_loader(cfg: ExperimentConfig, split, collate, say=log) -> DataLoader:
+    """The validation loss's batches: the pairs a model can be trained on (BLEU uses the whole split)."""
+    t = cfg.training
+    valid = trainable_pairs(split, cfg.data.max_len)
+    if len(valid) < len(split):
+        say(
+            f"data: validation loss on {len(valid):,} of {len(split):,} valid pairs (the others are "
+            f"empty or longer than data.max_len); validation BLEU on all of them"
+        )
+    valid_sampler = EpochBatchSampler(
+        [len(s) for s in valid.src],
+        [len(s) for s in valid.tgt],
+        t.batch_size,
+        t.max_tokens,
+        shuffle=False,
+        pad_to_multiple=t.pad_to_multiple,
+    )
+    return DataLoader(
+        PairDataset(valid),
+        batch_sampler=valid_sampler,
+        collate_fn=collate,
+        generator=torch.Generator().manual_seed(cfg.seed),
+    )
 
 
 def record_training_lengths(model, sampler: EpochBatchSampler, run_dir: Optional[Path], say=log) -> None:
@@ -172,13 +222,16 @@ def record_training_lengths(model, sampler: EpochBatchSampler, run_dir: Optional
     model.encoder_pe.training_length.fill_(source)
     model.decoder_pe.training_length.fill_(target)
     if run_dir is not None:
-        atomic_write_text(Path(run_dir) / "training_lengths.json",
-                          json.dumps({"source_positions": source, "target_positions": target}, indent=2) + "\n")
+        atomic_write_text(
+            Path(run_dir) / "training_lengths.json",
+            json.dumps({"source_positions": source, "target_positions": target}, indent=2) + "\n",
+        )
         say(f"data: longest training source {source} positions, longest decoder input {target} (target + BOS)")
 
 
-def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, world: int, updates_per_epoch: int,
-                       is_main: bool, say=log) -> TrainingRun:
+def build_training_run(
+    cfg: ExperimentConfig, tokenizer, device: torch.device, world: int, updates_per_epoch: int, is_main: bool, say=log
+) -> TrainingRun:
     """Model, optimizer, LR schedule, trainer and evaluator engines, and the logs of one process."""
     from torch.utils.tensorboard import SummaryWriter
 
@@ -194,22 +247,50 @@ def build_training_run(cfg: ExperimentConfig, tokenizer, device: torch.device, w
     if t.compile:
         loss = compile_for_training(loss, t.cuda_graphs)
     stats = StepStats(device, t.log_every)
-    trainer = create_trainer(loss, optimizer, scheduler, stats, pad_id=pad, device=device,
-                             clip_grad_norm=t.clip_grad_norm, scaler=scaler, world_size=world,
-                             cuda_graphs=t.cuda_graphs)
-    to_save = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "trainer": trainer,
-               "rng": RNGState(), "meta": RunMeta(to_dict(cfg), tokenizer.state_dict()),
-               "step_stats": stats,  # the unlogged interval: a resumed run logs the same losses
-               **({"scaler": scaler} if scaler is not None else {})}
-    return TrainingRun(cfg=cfg, run_dir=run_dir, device=device, model=model, optimizer=optimizer,
-                       scheduler=scheduler, trainer=trainer, evaluator=create_evaluator(model, pad, device),
-                       to_save=to_save, metrics_log=Rank0Only(JsonlLogger(run_dir / "metrics.jsonl"), is_main),
-                       tb=Rank0Only(SummaryWriter(log_dir=str(run_dir / "tb")) if is_main else None, is_main),
-                       say=say, world=world, is_main=is_main, stats=stats)
+    trainer = create_trainer(
+        loss,
+        optimizer,
+        scheduler,
+        stats,
+        pad_id=pad,
+        device=device,
+        clip_grad_norm=t.clip_grad_norm,
+        scaler=scaler,
+        world_size=world,
+        cuda_graphs=t.cuda_graphs,
+    )
+    to_save = {
+        "model": model,
+        "optimizer": optimizer,
+        "scheduler": scheduler,
+        "trainer": trainer,
+        "rng": RNGState(),
+        "meta": RunMeta(to_dict(cfg), tokenizer.state_dict()),
+        "step_stats": stats,  # the unlogged interval: a resumed run logs the same losses
+        **({"scaler": scaler} if scaler is not None else {}),
+    }
+    return TrainingRun(
+        cfg=cfg,
+        run_dir=run_dir,
+        device=device,
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        trainer=trainer,
+        evaluator=create_evaluator(model, pad, device),
+        to_save=to_save,
+        metrics_log=Rank0Only(JsonlLogger(run_dir / "metrics.jsonl"), is_main),
+        tb=Rank0Only(SummaryWriter(log_dir=str(run_dir / "tb")) if is_main else None, is_main),
+        say=say,
+        world=world,
+        is_main=is_main,
+        stats=stats,
+    )
 
 
-def train_worker(local_rank: int, cfg: ExperimentConfig, resume_asked: bool, overwrite: bool,
-                 result: list[int]) -> None:
+def train_worker(
+    local_rank: int, cfg: ExperimentConfig, resume_asked: bool, overwrite: bool, result: list[int]
+) -> None:
     """The training run of one process (rank); rank 0 alone writes logs, TensorBoard and checkpoints."""
     rank, world = idist.get_rank(), idist.get_world_size()
     is_main = rank == 0
@@ -221,20 +302,27 @@ def train_worker(local_rank: int, cfg: ExperimentConfig, resume_asked: bool, ove
     device = idist.device() if world > 1 else pick_device(t.device)
     if device.type == "cuda":
         skip_cudnn_attention()
-    say(f"run folder: {cfg.resolved_run_dir}  device: {device}  positional encoding: {cfg.model.positional.name}"
-        + (f"  processes: {world} ({idist.backend()})" if world > 1 else ""))
+    say(
+        f"run folder: {cfg.resolved_run_dir}  device: {device}  positional encoding: {cfg.model.positional.name}"
+        + (f"  processes: {world} ({idist.backend()})" if world > 1 else "")
+    )
 
     corpus = make_corpus_loader(cfg.data)
     # Rank 0 sets up the run folder, trains the tokenizer and fills the data cache; the others wait,
     # then read them (and stop with rank 0's own error if its start-up fails).
-    resume, changes = rank0_first(lambda: start_run(cfg, corpus, resume_asked, overwrite, say), EXPECTED_ERRORS,
-                                  share=True)
-    tokenizer, splits = rank0_first(lambda: prepare_data(cfg, corpus, say), EXPECTED_ERRORS) or \
-        prepare_data(cfg, corpus, say)
-    updates, valid_loader, sampler = build_loaders(cfg, splits, tokenizer, world, rank, say,
-                                                   pin_memory=device.type == "cuda")
-    say(f"data: {len(sampler):,} batches, {len(updates):,} updates per epoch{' per process' if world > 1 else ''}; "
-        f"target padding {padding_fraction(list(sampler), sampler.tgt_lens):.1%}")
+    resume, changes = rank0_first(
+        lambda: start_run(cfg, corpus, resume_asked, overwrite, say), EXPECTED_ERRORS, share=True
+    )
+    tokenizer, splits = rank0_first(lambda: prepare_data(cfg, corpus, say), EXPECTED_ERRORS) or prepare_data(
+        cfg, corpus, say
+    )
+    updates, valid_loader, sampler = build_loaders(
+        cfg, splits, tokenizer, world, rank, say, pin_memory=device.type == "cuda"
+    )
+    say(
+        f"data: {len(sampler):,} batches, {len(updates):,} updates per epoch{' per process' if world > 1 else ''}; "
+        f"target padding {padding_fraction(list(sampler), sampler.tgt_lens):.1%}"
+    )
 
     run = build_training_run(cfg, tokenizer, device, world, len(updates), is_main, say)
     run.trainer.add_event_handler(Events.EPOCH_STARTED, lambda engine: sampler.set_epoch(engine.state.epoch))
@@ -260,8 +348,10 @@ def train_run(cfg: ExperimentConfig, resume: bool = False, overwrite: bool = Fal
     if world > 1:
         backend = "nccl" if torch.cuda.is_available() and cfg.training.device != "cpu" else "gloo"
         if cfg.training.cuda_graphs:  # (checked before the run folder is made)
-            raise ConfigError(f"training.cuda_graphs is for one process, this is one of {world}: "
-                              "set training.cuda_graphs: false with several processes")
+            raise ConfigError(
+                f"training.cuda_graphs is for one process, this is one of {world}: "
+                "set training.cuda_graphs: false with several processes"
+            )
     result: list[int] = []
     # training stops cleanly on these signals (stop_on_signals); what handled them before does again
     # after it (a sweep job: submitit's requeue on SIGUSR2 while the run is tested)

@@ -30,16 +30,20 @@ def inverse_sqrt(t: int, warmup: int) -> float:
 
 def schedule_factor(cfg, steps_per_epoch: int) -> Callable[[int], float]:
     """Builder: a function of the optimizer step -> LR factor, from the `training.schedule` config."""
+
     def unit(step: int) -> int:
         return step // max(1, steps_per_epoch) if cfg.unit == "epoch" else step
 
     if cfg.name == "warmup_exponential":
+
         def factor(step: int) -> float:
             return max(cfg.min_factor, warmup_exponential(unit(step), cfg.warmup, cfg.hold, cfg.decay))
     elif cfg.name == "inverse_sqrt":
+
         def factor(step: int) -> float:
             return max(cfg.min_factor, inverse_sqrt(unit(step), cfg.warmup))
     elif cfg.name == "constant":
+
         def factor(step: int) -> float:
             return 1.0
     else:

@@ -32,8 +32,9 @@ class StepStats:
         """One optimizer update: its summed token loss and gradient norm (device scalars, not read)."""
         loss_sum = loss_sum.detach().to(self.dtype)
         finite = torch.isfinite(loss_sum)
-        self.sums += torch.stack([torch.where(finite, loss_sum, 0.0), grad_norm.detach().to(self.dtype),
-                                  (~finite).to(self.dtype)])
+        self.sums += torch.stack(
+            [torch.where(finite, loss_sum, 0.0), grad_norm.detach().to(self.dtype), (~finite).to(self.dtype)]
+        )
         slot = self.total_steps % self.recent_loss.numel()
         self.recent_loss[slot] = loss_sum  # a device copy, no read
         self.recent_tokens[slot] = tokens
@@ -46,8 +47,13 @@ class StepStats:
         if a loss of the interval was not finite."""
         loss, grad_norm, non_finite = self.sums.tolist()
         self._refuse(non_finite, step)
-        out = {"loss": loss / max(1, self.tokens), "grad_norm": grad_norm / max(1, self.steps),
-               "tokens": self.tokens, "padded": self.padded, "steps": self.steps}
+        out = {
+            "loss": loss / max(1, self.tokens),
+            "grad_norm": grad_norm / max(1, self.steps),
+            "tokens": self.tokens,
+            "padded": self.padded,
+            "steps": self.steps,
+        }
         self.sums.zero_()
         self.tokens = self.padded = self.steps = 0
         return out
@@ -59,8 +65,9 @@ class StepStats:
 
     def _refuse(self, non_finite: float, step: int) -> None:
         if non_finite:
-            raise FloatingPointError(f"the loss was not finite at {int(non_finite)} of the {self.steps} steps up "
-                                     f"to step {step}")
+            raise FloatingPointError(
+                f"the loss was not finite at {int(non_finite)} of the {self.steps} steps up to step {step}"
+            )
 
     def final_loss(self) -> Optional[float]:
         """Mean token loss over the last `window` steps (None before any)."""
@@ -71,9 +78,15 @@ class StepStats:
 
     def state_dict(self) -> dict:
         """The unread interval and the recent window as plain numbers (reads the device)."""
-        return {"sums": self.sums.tolist(), "recent_loss": self.recent_loss.tolist(),
-                "recent_tokens": list(self.recent_tokens), "tokens": self.tokens, "padded": self.padded,
-                "steps": self.steps, "total_steps": self.total_steps}
+        return {
+            "sums": self.sums.tolist(),
+            "recent_loss": self.recent_loss.tolist(),
+            "recent_tokens": list(self.recent_tokens),
+            "tokens": self.tokens,
+            "padded": self.padded,
+            "steps": self.steps,
+            "total_steps": self.total_steps,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what `state_dict` saved; a resume may change training.log_every (the window's

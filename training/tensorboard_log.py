@@ -24,6 +24,7 @@ from evaluation.figures import sentence_attention_figures, table_figure
 from utils.config import flatten, to_dict
 from utils.key_roles import hparam_keys
 
+
 def run_hparams(cfg) -> dict:
     """The run's HParams: values as TensorBoard takes them (numbers, strings, booleans; None -> 'none')."""
     flat = flatten(to_dict(cfg))
@@ -41,8 +42,9 @@ def write_session(writer, cfg, start: bool) -> None:
     writer.flush()
 
 
-def log_model_images(writer, model, tokenizer, sentence: str, step: int, figures: bool = True,
-                     projector: bool = False) -> None:
+def log_model_images(
+    writer, model, tokenizer, sentence: str, step: int, figures: bool = True, projector: bool = False
+) -> None:
     """Attention maps for `sentence` and the learned positional tables as images at `step`; with
     `projector`, learnable position tables also go to the TensorBoard projector."""
     if figures:
@@ -63,8 +65,12 @@ def log_model_images(writer, model, tokenizer, sentence: str, step: int, figures
             if figures:
                 writer.add_figure(f"positions/{stack}/{name}", table_figure(param, title, *axes), step)
             if positions and projector:
-                writer.add_embedding(param.detach().float().cpu(), metadata=[str(i) for i in range(param.size(0))],
-                                     tag=f"positions_{stack}", global_step=step)
+                writer.add_embedding(
+                    param.detach().float().cpu(),
+                    metadata=[str(i) for i in range(param.size(0))],
+                    tag=f"positions_{stack}",
+                    global_step=step,
+                )
     writer.flush()
 
 
@@ -88,8 +94,9 @@ def attach_tensorboard_review(run, tokenizer, valid_split, validation_event, res
     def on_completed(engine: Engine) -> None:
         step = engine.state.iteration
         if every and sentence:
-            log_model_images(run.tb, run.model, tokenizer, sentence, step, figures=state["logged"] != step,
-                             projector=True)
+            log_model_images(
+                run.tb, run.model, tokenizer, sentence, step, figures=state["logged"] != step, projector=True
+            )
         write_session(run.tb, run.cfg, start=False)
 
     run.trainer.add_event_handler(validation_event, on_validation)
@@ -122,7 +129,8 @@ def log_test_scores(run_dir: Path, scores: dict, step: Optional[int]) -> None:
         for row in scores.get("concat") or []:
             writer.add_scalar(f"test_concat/k{row['k']}_sacrebleu", row["sacrebleu"], step)
             writer.add_scalar(f"test_concat/k{row['k']}_length_ratio", row["length_ratio"], step)
-        writer.add_text("test/signature", f"{scores['sacrebleu_signature']} (chrF: {scores.get('chrf_signature')})",
-                        step)
+        writer.add_text(
+            "test/signature", f"{scores['sacrebleu_signature']} (chrF: {scores.get('chrf_signature')})", step
+        )
     finally:
         writer.close()

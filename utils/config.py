@@ -21,17 +21,44 @@ from typing import Any, Literal, Optional, Union, get_args, get_origin
 
 import yaml
 
-from utils.config_schema import (  # re-exported (__all__): callers import the schema from here too
-    DataConfig, DecodingConfig, EvaluationConfig, ExperimentConfig, ModelConfig, PositionalConfig, ScheduleConfig,
-    TokenizerConfig, TrainConcatConfig, TrainingConfig)
 from utils.config_checks import validate  # re-exported: the cross-key checks load_config runs
-from utils.errors import ConfigError
+from utils.config_schema import (  # re-exported (__all__): callers import the schema from here too
+    DataConfig,
+    DecodingConfig,
+    EvaluationConfig,
+    ExperimentConfig,
+    ModelConfig,
+    PositionalConfig,
+    ScheduleConfig,
+    TokenizerConfig,
+    TrainConcatConfig,
+    TrainingConfig,
+)
 from utils.encoding_registry import registered_encodings
+from utils.errors import ConfigError
 
-__all__ = ["ConfigError", "DataConfig", "DecodingConfig", "EvaluationConfig", "ExperimentConfig", "ModelConfig",
-           "PositionalConfig", "ScheduleConfig", "TokenizerConfig", "TrainConcatConfig", "TrainingConfig",
-           "apply_overrides", "dump_config", "dump_text", "flatten", "from_dict", "load_config", "parse_override", "to_dict",
-           "validate"]
+__all__ = [
+    "ConfigError",
+    "DataConfig",
+    "DecodingConfig",
+    "EvaluationConfig",
+    "ExperimentConfig",
+    "ModelConfig",
+    "PositionalConfig",
+    "ScheduleConfig",
+    "TokenizerConfig",
+    "TrainConcatConfig",
+    "TrainingConfig",
+    "apply_overrides",
+    "dump_config",
+    "dump_text",
+    "flatten",
+    "from_dict",
+    "load_config",
+    "parse_override",
+    "to_dict",
+    "validate",
+]
 
 
 # ----------------------------------------------------------------------------- loading
@@ -50,8 +77,9 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         except yaml.YAMLError as e:
             raise ConfigError(f"{path}: invalid YAML: {' '.join(str(e).split())}") from None
     if raw is None:
-        raise ConfigError(f"{path} is empty: a config needs at least `base:` or the keys it sets "
-                          f"(see configs/demo/rope.yaml)")
+        raise ConfigError(
+            f"{path} is empty: a config needs at least `base:` or the keys it sets (see configs/demo/rope.yaml)"
+        )
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: top level must be a mapping of keys, got {type(raw).__name__}")
     base = raw.pop("base", None)
@@ -74,8 +102,12 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first on line {seen[key] + 1}, again on line "
-                                f"{key_node.start_mark.line + 1}): keep one of them", key_node.start_mark)
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first on line {seen[key] + 1}, again on line "
+                    f"{key_node.start_mark.line + 1}): keep one of them",
+                    key_node.start_mark,
+                )
             seen[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep=deep)
 
@@ -114,8 +146,9 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
     return out
 
 
-def load_config(path: Optional[str | Path] = None, overrides: Optional[list[str]] = None,
-                raw: Optional[dict] = None) -> ExperimentConfig:
+def load_config(
+    path: Optional[str | Path] = None, overrides: Optional[list[str]] = None, raw: Optional[dict] = None
+) -> ExperimentConfig:
     """Load a YAML file (or an already-read mapping), apply overrides, validate."""
     if raw is None:
         if path is None:
@@ -132,6 +165,7 @@ def load_config(path: Optional[str | Path] = None, overrides: Optional[list[str]
 
 def to_dict(cfg: Any) -> dict:
     """Dataclass -> plain dict (tuples become lists) suitable for YAML/JSON."""
+
     def conv(v: Any) -> Any:
         if isinstance(v, PositionalConfig):  # the encoding's options sit beside `name`, as in YAML
             return {"name": v.name, **conv(v.options)}
@@ -142,6 +176,7 @@ def to_dict(cfg: Any) -> dict:
         if isinstance(v, dict):
             return {k: conv(x) for k, x in v.items()}
         return v
+
     return conv(cfg)
 
 
@@ -175,8 +210,10 @@ def from_dict(cls: type, raw: Any, prefix: str) -> Any:
     for key, value in raw.items():
         dotted = f"{prefix}.{key}" if prefix else str(key)
         if key not in names:
-            raise ConfigError(f"unknown config key '{dotted}'.{_suggest(str(key), names)} "
-                              f"Valid keys{' in ' + prefix if prefix else ''}: {', '.join(names)}")
+            raise ConfigError(
+                f"unknown config key '{dotted}'.{_suggest(str(key), names)} "
+                f"Valid keys{' in ' + prefix if prefix else ''}: {', '.join(names)}"
+            )
         kwargs[key] = _convert(hints[key], value, dotted)
     return cls(**kwargs)
 
@@ -193,8 +230,9 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
     if origin is Literal:
         choices = list(get_args(tp))
         if value not in choices:
-            raise ConfigError(f"invalid value {value!r} for config key '{key}'. "
-                              f"Valid choices: {', '.join(map(str, choices))}")
+            raise ConfigError(
+                f"invalid value {value!r} for config key '{key}'. Valid choices: {', '.join(map(str, choices))}"
+            )
         return value
     if tp is PositionalConfig:
         return _positional_from_dict(value, key)
@@ -242,11 +280,18 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
 # where a key of another encoding was accepted and ignored). A config (or a saved run's config.yaml,
 # a checkpoint) that uses one still loads in this release, with a note: its keys are renamed, and
 # keys the chosen encoding does not take are dropped, as they were ignored then.
-LEGACY_POSITIONAL_KEYS = {"rope_theta": "theta", "rope_fraction": "fraction", "rope_layout": "layout",
-                          "shape_max_shift": "max_shift", "shape_inference_shift": "inference_shift",
-                          "max_positions": "max_positions", "cross_attention": "cross_attention",
-                          "num_buckets": "num_buckets", "max_distance": "max_distance",
-                          "clip_distance": "clip_distance"}
+LEGACY_POSITIONAL_KEYS = {
+    "rope_theta": "theta",
+    "rope_fraction": "fraction",
+    "rope_layout": "layout",
+    "shape_max_shift": "max_shift",
+    "shape_inference_shift": "inference_shift",
+    "max_positions": "max_positions",
+    "cross_attention": "cross_attention",
+    "num_buckets": "num_buckets",
+    "max_distance": "max_distance",
+    "clip_distance": "clip_distance",
+}
 _RENAMED = [old for old, new in LEGACY_POSITIONAL_KEYS.items() if old != new]
 _legacy_noted = False
 
@@ -266,9 +311,12 @@ def _migrate_positional(options: dict, name: str, valid: list[str], key: str) ->
     if not _legacy_noted:
         _legacy_noted = True
         renames = ", ".join(f"{old} -> {LEGACY_POSITIONAL_KEYS[old]}" for old in _RENAMED)
-        print(f"note: {key} uses the option names of the previous release ({renames}); they load in this "
-              f"release only, and options that {name!r} does not take are ignored. Write {key}: "
-              f"{{name: {name}{''.join(f', {k}: ...' for k in valid)}}}", file=sys.stderr)
+        print(
+            f"note: {key} uses the option names of the previous release ({renames}); they load in this "
+            f"release only, and options that {name!r} does not take are ignored. Write {key}: "
+            f"{{name: {name}{''.join(f', {k}: ...' for k in valid)}}}",
+            file=sys.stderr,
+        )
     return migrated
 
 
@@ -280,20 +328,27 @@ def _positional_from_dict(raw: Any, key: str) -> PositionalConfig:
     options = dict(raw)
     name = options.pop("name", PositionalConfig.name)
     if name not in POSITIONAL_ENCODINGS:
-        raise ConfigError(f"invalid value {name!r} for config key '{key}.name'. "
-                          f"Valid choices: {', '.join(sorted(POSITIONAL_ENCODINGS))}")
+        raise ConfigError(
+            f"invalid value {name!r} for config key '{key}.name'. "
+            f"Valid choices: {', '.join(sorted(POSITIONAL_ENCODINGS))}"
+        )
     options_cls = POSITIONAL_ENCODINGS[name].Options
     valid = [f.name for f in dataclasses.fields(options_cls)]
     options = _migrate_positional(options, name, valid, key)
     for option in options:
         if option not in valid:
-            takers = sorted(n for n, cls in POSITIONAL_ENCODINGS.items()
-                            if option in {f.name for f in dataclasses.fields(cls.Options)})
+            takers = sorted(
+                n
+                for n, cls in POSITIONAL_ENCODINGS.items()
+                if option in {f.name for f in dataclasses.fields(cls.Options)}
+            )
             raise ConfigError(
                 f"config key '{key}.{option}' is not an option of the {name!r} encoding"
-                + (f" (it is one of: {', '.join(takers)})" if takers else "") + ". "
+                + (f" (it is one of: {', '.join(takers)})" if takers else "")
+                + ". "
                 + (f"Options of {name!r}: {', '.join(valid)}." if valid else f"{name!r} takes no options.")
-                + _suggest(str(option), ["name", *valid]))
+                + _suggest(str(option), ["name", *valid])
+            )
     return PositionalConfig(name=name, options=dataclasses.asdict(from_dict(options_cls, options, key)))
 
 

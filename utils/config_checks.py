@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 
 from utils.config_schema import ExperimentConfig
-from utils.errors import ConfigError
 from utils.encoding_registry import registered_encodings
+from utils.errors import ConfigError
 
 
 def validate(cfg: ExperimentConfig) -> None:
@@ -26,8 +26,10 @@ def check_model(cfg: ExperimentConfig) -> None:
     m = cfg.model
     pe = m.positional.name
     if pe not in POSITIONAL_ENCODINGS:
-        raise ConfigError(f"invalid value {pe!r} for config key 'model.positional.name'. "
-                          f"Valid choices: {', '.join(sorted(POSITIONAL_ENCODINGS))}")
+        raise ConfigError(
+            f"invalid value {pe!r} for config key 'model.positional.name'. "
+            f"Valid choices: {', '.join(sorted(POSITIONAL_ENCODINGS))}"
+        )
     for key in ("d_model", "num_heads", "ffn_dim", "num_encoder_layers", "num_decoder_layers"):
         if getattr(m, key) < 1:
             raise ConfigError(f"model.{key} must be at least 1, got {getattr(m, key)}")
@@ -40,8 +42,9 @@ def check_model(cfg: ExperimentConfig) -> None:
         # training.pad_to_multiple rounds a batch's length (the longest input plus BOS) up
         multiple = max(1, cfg.training.pad_to_multiple)
         longest = -(-(cfg.data.max_len + 1) // multiple) * multiple - 1
-        encoding.check_options(encoding.Options(**m.positional.options), head_dim=m.d_model // m.num_heads,
-                               max_len=longest)
+        encoding.check_options(
+            encoding.Options(**m.positional.options), head_dim=m.d_model // m.num_heads, max_len=longest
+        )
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{e} (model.positional.name: {pe})") from None
     for key in ("dropout", "attention_dropout"):
@@ -51,27 +54,45 @@ def check_model(cfg: ExperimentConfig) -> None:
 
 def check_training(t) -> None:
     if (t.batch_size is None) == (t.max_tokens is None):
-        raise ConfigError("set exactly one of training.batch_size (sentences) and training.max_tokens "
-                          "(token budget); set the other to null")
-    for key in ("max_steps", "epochs", "batch_size", "max_tokens", "validate_every_steps", "bleu_every",
-                "log_every", "keep_best", "keep_last"):
+        raise ConfigError(
+            "set exactly one of training.batch_size (sentences) and training.max_tokens "
+            "(token budget); set the other to null"
+        )
+    for key in (
+        "max_steps",
+        "epochs",
+        "batch_size",
+        "max_tokens",
+        "validate_every_steps",
+        "bleu_every",
+        "log_every",
+        "keep_best",
+        "keep_last",
+    ):
         value = getattr(t, key)
         if value is not None and value < 1:
-            raise ConfigError(f"training.{key} must be at least 1, got {value}"
-                              + (" (or null)" if key in ("max_steps", "batch_size", "max_tokens",
-                                                         "validate_every_steps") else ""))
+            raise ConfigError(
+                f"training.{key} must be at least 1, got {value}"
+                + (" (or null)" if key in ("max_steps", "batch_size", "max_tokens", "validate_every_steps") else "")
+            )
     if t.tensorboard_images_every < 0:
-        raise ConfigError(f"training.tensorboard_images_every must be >= 0 (0: no images), got {t.tensorboard_images_every}")
+        raise ConfigError(
+            f"training.tensorboard_images_every must be >= 0 (0: no images), got {t.tensorboard_images_every}"
+        )
     if t.update_freq < 1:
         raise ConfigError("training.update_freq must be at least 1")
     if t.pad_to_multiple < 1:
         raise ConfigError(f"training.pad_to_multiple must be at least 1 (1: no rounding), got {t.pad_to_multiple}")
     if t.cuda_graphs and not t.compile:
-        raise ConfigError("training.cuda_graphs replays the compiled step: set training.compile: true too "
-                          "(and training.pad_to_multiple: 8 or 16, so that a run has few batch shapes)")
+        raise ConfigError(
+            "training.cuda_graphs replays the compiled step: set training.compile: true too "
+            "(and training.pad_to_multiple: 8 or 16, so that a run has few batch shapes)"
+        )
     if t.cuda_graphs and t.update_freq > 1:
-        raise ConfigError("training.cuda_graphs keeps each batch's gradients in graph memory until the next "
-                          "forward: set training.update_freq: 1 with it (or training.cuda_graphs: false)")
+        raise ConfigError(
+            "training.cuda_graphs keeps each batch's gradients in graph memory until the next "
+            "forward: set training.update_freq: 1 with it (or training.cuda_graphs: false)"
+        )
     if not 0.0 <= t.label_smoothing < 1.0:
         raise ConfigError("training.label_smoothing must be in [0, 1)")
     if t.lr <= 0:
@@ -93,8 +114,9 @@ def check_data(cfg: ExperimentConfig) -> None:
         for split in ("train", "valid", "test"):
             spec = getattr(d, split)
             if spec is None:
-                raise ConfigError(f"data.source=parallel_text needs data.{split}: "
-                                  f"{{src: path, tgt: path}} or {{tsv: path}}")
+                raise ConfigError(
+                    f"data.source=parallel_text needs data.{split}: {{src: path, tgt: path}} or {{tsv: path}}"
+                )
             if not ({"src", "tgt"} <= set(spec) or "tsv" in spec):
                 raise ConfigError(f"data.{split} must have keys src and tgt, or tsv; got {sorted(spec)}")
     tc = d.train_concat
@@ -114,8 +136,10 @@ def check_evaluation(cfg: ExperimentConfig) -> None:
 
 def check_decoding(cfg: ExperimentConfig) -> None:
     if cfg.decoding.nbest > 1 and cfg.decoding.strategy == "greedy":
-        raise ConfigError(f"decoding.nbest={cfg.decoding.nbest} needs beam search, but decoding.strategy is "
-                          f"greedy (one hypothesis): drop nbest or use strategy beam (--strategy beam)")
+        raise ConfigError(
+            f"decoding.nbest={cfg.decoding.nbest} needs beam search, but decoding.strategy is "
+            f"greedy (one hypothesis): drop nbest or use strategy beam (--strategy beam)"
+        )
     if cfg.decoding.beam_size < 1 or cfg.decoding.nbest < 1 or cfg.decoding.nbest > cfg.decoding.beam_size:
         raise ConfigError("decoding needs beam_size >= 1 and 1 <= nbest <= beam_size")
     for key in ("max_tokens", "max_len_a", "max_len_b", "min_len", "no_repeat_ngram", "alpha"):

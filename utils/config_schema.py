@@ -15,11 +15,11 @@ from typing import Any, Literal, Optional
 # resume may change, what test.py/inference.py may override, which keys tell configurations apart
 # in compare.py, the TensorBoard HParams columns and inference.py's flags are all derived from it.
 EXPERIMENT = "experiment"  # defines the experiment (model, data, tokenizer, recipe): fixed once a run starts
-SEED = "seed"              # fixed once a run starts; runs that differ only in it are seeds of one configuration
-IDENTITY = "identity"      # names and places the run (name, run_dir); not part of the configuration
-TRAINING = "training"      # steers training from now on (lr, max_steps, validation): a resume may change it
-RUNTIME = "runtime"        # how and where it runs, not what it computes (device, threads, disk): any time
-INFERENCE = "inference"    # how a trained model is decoded and scored: on resume and at test/inference time
+SEED = "seed"  # fixed once a run starts; runs that differ only in it are seeds of one configuration
+IDENTITY = "identity"  # names and places the run (name, run_dir); not part of the configuration
+TRAINING = "training"  # steers training from now on (lr, max_steps, validation): a resume may change it
+RUNTIME = "runtime"  # how and where it runs, not what it computes (device, threads, disk): any time
+INFERENCE = "inference"  # how a trained model is decoded and scored: on resume and at test/inference time
 
 # role -> (a resume may change it, test.py/inference.py --set may change it, it tells configurations apart)
 ROLES = {
@@ -32,8 +32,15 @@ ROLES = {
 }
 
 
-def setting(default: Any = MISSING, *, role: Optional[str] = None, factory: Any = MISSING, hparam: bool = False,
-            flags: tuple[str, ...] = (), help: Optional[str] = None) -> Any:
+def setting(
+    default: Any = MISSING,
+    *,
+    role: Optional[str] = None,
+    factory: Any = MISSING,
+    hparam: bool = False,
+    flags: tuple[str, ...] = (),
+    help: Optional[str] = None,
+) -> Any:
     """A config key with its role (inherited from its section when None), whether it is a TensorBoard
     HParams column, and the command-line flags inference.py offers for it (with their help)."""
     if role is not None and role not in ROLES:
@@ -215,27 +222,32 @@ class DecodingConfig:
     strategy: Literal["greedy", "beam"] = setting("beam", flags=("--strategy",), help="search")
     beam_size: int = setting(5, flags=("--beam_size", "--beam"), help="beam width")
     length_penalty: Literal["none", "avg", "wu"] = setting(
-        "wu", flags=("--length_penalty",),
-        help="length normalisation: none, avg (per token), wu (GNMT, exponent --lenpen)")
-    alpha: float = setting(0.6, flags=("--lenpen", "--alpha"),  # exponent of the `wu` (GNMT) length penalty
-                           help="length-penalty exponent: alpha of the wu penalty ((5 + len) / 6) ** alpha "
-                                "(--alpha: OpenNMT's name)")
+        "wu",
+        flags=("--length_penalty",),
+        help="length normalisation: none, avg (per token), wu (GNMT, exponent --lenpen)",
+    )
+    alpha: float = setting(
+        0.6,
+        flags=("--lenpen", "--alpha"),  # exponent of the `wu` (GNMT) length penalty
+        help="length-penalty exponent: alpha of the wu penalty ((5 + len) / 6) ** alpha (--alpha: OpenNMT's name)",
+    )
     # max output length = a * src_len + b
     max_len_a: float = setting(1.5, flags=("--max_len_a",), help="output length limit a * source length + b: a")
     max_len_b: int = setting(10, flags=("--max_len_b",), help="output length limit a * source length + b: b")
     # N best hypotheses per input (beam search; inference.py prints them with their scores)
-    nbest: int = setting(1, flags=("--nbest",),
-                         help="print the N best translations with their scores (beam search)")
+    nbest: int = setting(1, flags=("--nbest",), help="print the N best translations with their scores (beam search)")
     # token budget per decoding batch (source tokens x beam)
-    max_tokens: int = setting(4000, flags=("--max_tokens",),
-                              help="token budget of a decoding batch (source tokens x beam)")
+    max_tokens: int = setting(
+        4000, flags=("--max_tokens",), help="token budget of a decoding batch (source tokens x beam)"
+    )
     min_len: int = setting(0, flags=("--min_len",), help="no end of sentence before this many tokens")
-    no_repeat_ngram: int = setting(0, flags=("--no_repeat_ngram",),
-                                   help="never repeat an n-gram of this size (0: off)")
+    no_repeat_ngram: int = setting(0, flags=("--no_repeat_ngram",), help="never repeat an n-gram of this size (0: off)")
     # Autocast dtype of the search: bf16/fp16 on GPUs (bf16 also on CPU, where fp32 is usually faster)
     precision: Literal["fp32", "bf16", "fp16"] = setting(
-        "fp32", flags=("--precision",),
-        help="autocast dtype: bf16/fp16 on GPUs, bf16 on CPU (fp32 is usually faster there)")
+        "fp32",
+        flags=("--precision",),
+        help="autocast dtype: bf16/fp16 on GPUs, bf16 on CPU (fp32 is usually faster there)",
+    )
 
 
 @dataclass

@@ -15,6 +15,8 @@ POSITIONAL_ENCODINGS: dict[str, type] = {}
 def registered_encodings() -> dict[str, type]:
     """{name: encoding class} of every registered positional encoding."""
     if not POSITIONAL_ENCODINGS:
-        raise RuntimeError("no positional encoding is registered: import models.positional_encodings before "
-                           "reading a config (the commands do)")
+        raise RuntimeError(
+            "no positional encoding is registered: import models.positional_encodings before "
+            "reading a config (the commands do)"
+        )
     return POSITIONAL_ENCODINGS

@@ -31,25 +31,37 @@ class WriteError(HarnessError):
 def owns(relative: Path, patterns: tuple[str, ...]) -> bool:
     """Whether a path relative to a run folder is one of `patterns` (matched whole, part by part)."""
     parts = relative.parts
-    return any(len(parts) == len(Path(p).parts) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, Path(p).parts))
-               for p in patterns)
+    return any(
+        len(parts) == len(Path(p).parts) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, Path(p).parts))
+        for p in patterns
+    )
 
 
-def check_target(path: str | Path, what: str, *, inputs: Iterable[str | Path] = (), overwrite: bool = False,
-                 own: tuple[str, ...] = ()) -> Path:
+def check_target(
+    path: str | Path,
+    what: str,
+    *,
+    inputs: Iterable[str | Path] = (),
+    overwrite: bool = False,
+    own: tuple[str, ...] = (),
+) -> Path:
     """The resolved target if `path` may be written; WriteError naming it and the fix otherwise.
     `own`: the paths inside a run folder (relative to it, glob patterns) this command writes."""
     target = Path(path).resolve()
     for given in inputs:
         if given is not None and Path(given).exists() and Path(given).resolve() == target:
-            raise WriteError(f"{what} {path} is also this command's input ({given}): it would be replaced by "
-                             f"its own output; write to another file")
+            raise WriteError(
+                f"{what} {path} is also this command's input ({given}): it would be replaced by "
+                f"its own output; write to another file"
+            )
     if target.is_dir():
         raise WriteError(f"{what} {path} is a folder; give a file name")
     run = run_folder_above(target.parent)
     if run is not None and not owns(target.relative_to(run), own):
-        raise WriteError(f"{what} {path} is inside the run folder {run}, where only the harness writes its own "
-                         f"files; write it elsewhere")
+        raise WriteError(
+            f"{what} {path} is inside the run folder {run}, where only the harness writes its own "
+            f"files; write it elsewhere"
+        )
     if target.exists() and not overwrite:
         raise WriteError(f"{what} {path} exists; pass --overwrite to replace it, or choose another file")
     return target
@@ -60,13 +72,17 @@ def check_output_folder(path: str | Path, what: str, own: tuple[str, ...] = ()) 
     other than those it owns (`own`: names relative to the run folder, glob patterns)."""
     folder = Path(path).resolve()
     if is_run_folder(folder):
-        raise WriteError(f"{what} {path} is a run folder: its outputs would mix with the run's files; "
-                         f"give a folder of its own (e.g. {Path(path) / 'test_mine'})")
+        raise WriteError(
+            f"{what} {path} is a run folder: its outputs would mix with the run's files; "
+            f"give a folder of its own (e.g. {Path(path) / 'test_mine'})"
+        )
     run = run_folder_above(folder.parent)
     if run is not None:
         if not owns(folder.relative_to(run), own):
-            raise WriteError(f"{what} {path} is inside the run folder {run}, where only the harness writes its "
-                             f"own files; use {run / 'test_<name>'} or a folder outside the run")
+            raise WriteError(
+                f"{what} {path} is inside the run folder {run}, where only the harness writes its "
+                f"own files; use {run / 'test_<name>'} or a folder outside the run"
+            )
     return folder
 
 
@@ -137,5 +153,6 @@ def atomic_save(obj, path: str | Path) -> None:
         with atomic_output(path, "wb", encoding=None) as f:
             torch.save(obj, f)
     except RuntimeError as e:
-        raise WriteError(f"cannot write {path}: {str(e).splitlines()[0]} (disk full?); nothing partial was left") \
-            from None
+        raise WriteError(
+            f"cannot write {path}: {str(e).splitlines()[0]} (disk full?); nothing partial was left"
+        ) from None

@@ -23,8 +23,9 @@ WHEN = {"resume": 0, "test": 1}  # index into ROLES' tuple
 POSITIONAL = "model.positional."
 
 
-def _fields(cls: type = ExperimentConfig, prefix: str = "", inherited: Optional[str] = None
-            ) -> Iterator[tuple[str, dataclasses.Field, Optional[str], type]]:
+def _fields(
+    cls: type = ExperimentConfig, prefix: str = "", inherited: Optional[str] = None
+) -> Iterator[tuple[str, dataclasses.Field, Optional[str], type]]:
     """(dotted key, field, role, type) of every key of the schema, sections unfolded (a section's role is
     inherited by keys that declare none); `model.positional` gives `name` only (options: `role_of`)."""
     hints = typing.get_type_hints(cls)
@@ -63,7 +64,7 @@ def role_of(key: str, encoding: Optional[str]) -> str:
     if key in roles:
         return roles[key]
     if key.startswith(POSITIONAL) and encoding is not None:
-        return option_role(encoding, key[len(POSITIONAL):])
+        return option_role(encoding, key[len(POSITIONAL) :])
     return EXPERIMENT
 
 
@@ -129,12 +130,18 @@ def test_time_refusal(refused: list[tuple[str, object, object]], encoding: Optio
     why = []
     for key, was, now in refused:
         role = role_of(key, encoding)
-        what = ("a training setting: it has no effect on a trained model" if role == "training" else
-                "the seed the model was trained with" if role == "seed" else
-                "part of what the model was trained with")
+        what = (
+            "a training setting: it has no effect on a trained model"
+            if role == "training"
+            else "the seed the model was trained with"
+            if role == "seed"
+            else "part of what the model was trained with"
+        )
         why.append(f"{key}={now!r} ({checkpoint} has {key}={was!r}; {what})")
-    return (f"refused: {'; '.join(why)}. At test time only how the trained model is decoded and scored may "
-            f"change: {_allowed('test', encoding)}. To score another model, train it (or pick its run with --run)")
+    return (
+        f"refused: {'; '.join(why)}. At test time only how the trained model is decoded and scored may "
+        f"change: {_allowed('test', encoding)}. To score another model, train it (or pick its run with --run)"
+    )
 
 
 def roles_markdown() -> str:
@@ -145,14 +152,22 @@ def roles_markdown() -> str:
     for key, role in schema_roles().items():
         by_role.setdefault(role, []).append(key)
     yes = {True: "yes", False: "no"}
-    lines = ["| role | a resume may change it | test.py / inference.py `--set` may change it | tells configurations "
-             "apart (compare.py) | keys |", "|---|---|---|---|---|"]
+    lines = [
+        "| role | a resume may change it | test.py / inference.py `--set` may change it | tells configurations "
+        "apart (compare.py) | keys |",
+        "|---|---|---|---|---|",
+    ]
     for role, (resume, test, groups) in ROLES.items():
         keys = by_role.get(role, [])
         sections = {k.split(".")[0] for k in keys if "." in k}
-        shown = [f"`{s}.*`" for s in sorted(sections) if all(r == role for k, r in schema_roles().items()
-                                                             if k.startswith(s + "."))]
+        shown = [
+            f"`{s}.*`"
+            for s in sorted(sections)
+            if all(r == role for k, r in schema_roles().items() if k.startswith(s + "."))
+        ]
         shown += [f"`{k}`" for k in keys if "." not in k or f"`{k.split('.')[0]}.*`" not in shown]
         lines.append(f"| {role} | {yes[resume]} | {yes[test]} | {yes[groups]} | {', '.join(shown)} |")
-    return "\n".join(lines) + ("\n\nAn encoding's options are experiment keys unless its `Options` field declares "
-                               "another role (SHAPE's `inference_shift` is an inference key).")
+    return "\n".join(lines) + (
+        "\n\nAn encoding's options are experiment keys unless its `Options` field declares "
+        "another role (SHAPE's `inference_shift` is an inference key)."
+    )

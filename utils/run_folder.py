@@ -23,16 +23,28 @@ from utils.runtime import JsonlLogger, make_writable_folder
 
 # Written by train.py (config, tokenizer, checkpoints, logs, data report) and test.py (<split>/,
 # test_<file>/); the run lock's files (RunLock) are not content and never inspected.
-RUN_FILES = {"config.yaml", "tokenizer.json", "checkpoints", "tb", "metrics.jsonl", "data_report.json",
-             "training_lengths.json", "test", "valid"}
+RUN_FILES = {
+    "config.yaml",
+    "tokenizer.json",
+    "checkpoints",
+    "tb",
+    "metrics.jsonl",
+    "data_report.json",
+    "training_lengths.json",
+    "test",
+    "valid",
+}
 LOCK_FILES = (".lock", ".lock.pid")
 
 
 def is_run_folder(path: Path) -> bool:
     """A run folder of this harness (it holds a config.yaml and a checkpoints/ folder or a metrics log)."""
     path = Path(path)
-    return path.is_dir() and (path / "config.yaml").is_file() and \
-        ((path / "checkpoints").is_dir() or (path / "metrics.jsonl").is_file())
+    return (
+        path.is_dir()
+        and (path / "config.yaml").is_file()
+        and ((path / "checkpoints").is_dir() or (path / "metrics.jsonl").is_file())
+    )
 
 
 def run_folder_above(path: Path) -> Optional[Path]:
@@ -46,8 +58,11 @@ def run_folder_above(path: Path) -> Optional[Path]:
 
 def _is_run_entry(path: Path) -> bool:
     name = path.name
-    return (name in RUN_FILES or (name.startswith("test_") and path.is_dir())
-            or (name.startswith(".") and name.endswith(".tmp")))  # an interrupted atomic write
+    return (
+        name in RUN_FILES
+        or (name.startswith("test_") and path.is_dir())
+        or (name.startswith(".") and name.endswith(".tmp"))
+    )  # an interrupted atomic write
 
 
 def _has_run_config(run_dir: Path) -> bool:
@@ -70,8 +85,11 @@ def _is_written_config(path: Path) -> bool:
 
 
 def _has_results(run_dir: Path) -> bool:
-    if any(run_dir.glob("checkpoints/*.pt")) or any(p.is_dir() for p in run_dir.glob("test*")) \
-            or (run_dir / "valid").is_dir():
+    if (
+        any(run_dir.glob("checkpoints/*.pt"))
+        or any(p.is_dir() for p in run_dir.glob("test*"))
+        or (run_dir / "valid").is_dir()
+    ):
         return True
     try:
         return bool(JsonlLogger(run_dir / "metrics.jsonl").read("end"))  # no log: []
@@ -96,13 +114,15 @@ class RunFolder:
     def inspect(cls, run_dir: Path) -> "RunFolder":
         run_dir = Path(run_dir)
         if run_dir.exists() and not run_dir.is_dir():
-            raise ConfigError(f"run_dir {run_dir} is a file, not a folder; set run_dir to a folder "
-                              f"(--set run_dir=runs/<name>)")
+            raise ConfigError(
+                f"run_dir {run_dir} is a file, not a folder; set run_dir to a folder (--set run_dir=runs/<name>)"
+            )
         try:  # the lock of a start in progress is not content
             entries = sorted(p for p in run_dir.iterdir() if p.name not in LOCK_FILES) if run_dir.is_dir() else []
         except OSError as e:
-            raise ConfigError(f"run_dir {run_dir} cannot be read ({e.strerror}); set run_dir to a folder you "
-                              f"can write") from None
+            raise ConfigError(
+                f"run_dir {run_dir} cannot be read ({e.strerror}); set run_dir to a folder you can write"
+            ) from None
         if not entries:
             return cls(run_dir, "absent")
         foreign = tuple(p.name for p in entries if not _is_run_entry(p))
@@ -122,35 +142,44 @@ class RunFolder:
         """Refuse (ConfigError / FileExistsError) what may not be done; otherwise return what `apply`
         will do: None (use as it is), 'create', 'clear' (own files of a run with no checkpoint) or 'delete'."""
         if overwrite and self.path.is_symlink():
-            raise FileExistsError(f"--overwrite refused: run_dir {self.path} is a symbolic link (to "
-                                  f"{self.path.resolve()}); --overwrite never follows links: set run_dir to the "
-                                  f"folder itself, or remove the link")
+            raise FileExistsError(
+                f"--overwrite refused: run_dir {self.path} is a symbolic link (to "
+                f"{self.path.resolve()}); --overwrite never follows links: set run_dir to the "
+                f"folder itself, or remove the link"
+            )
         if self.state == "absent":
             if resume:
-                raise FileExistsError(f"--resume: nothing to resume in {self.path} (no such run); start "
-                                      f"without --resume")
+                raise FileExistsError(
+                    f"--resume: nothing to resume in {self.path} (no such run); start without --resume"
+                )
             return "create"
         if self.state == "foreign":
             if overwrite:
-                raise FileExistsError(f"--overwrite refused: {self.describe_foreign()}, so nothing was deleted; "
-                                      f"set run_dir to a new folder, or empty this one yourself")
-            raise FileExistsError(f"{self.describe_foreign()}; set run_dir to a new folder "
-                                  f"(--set run_dir=runs/<name>)")
+                raise FileExistsError(
+                    f"--overwrite refused: {self.describe_foreign()}, so nothing was deleted; "
+                    f"set run_dir to a new folder, or empty this one yourself"
+                )
+            raise FileExistsError(f"{self.describe_foreign()}; set run_dir to a new folder (--set run_dir=runs/<name>)")
         if self.state == "fresh":
             return "clear"
         if overwrite:
             return "delete"
         if not resume:
-            raise FileExistsError(f"run folder {self.path} already exists. Use --resume to continue it, "
-                                  f"--overwrite to delete it and start over, or --set run_dir=<new folder>.")
+            raise FileExistsError(
+                f"run folder {self.path} already exists. Use --resume to continue it, "
+                f"--overwrite to delete it and start over, or --set run_dir=<new folder>."
+            )
         return None
 
     def apply(self, action: Optional[str], say=print) -> None:
         """Carry out `check`'s decision; call it only once everything else at start-up has been checked."""
         if action in ("delete", "clear"):
-            say(f"--overwrite: deleting the contents of the run folder {self.path}" if action == "delete" else
-                f"starting over in {self.path}: it holds no checkpoint (an earlier start failed or stopped "
-                f"before its first checkpoint)")
+            say(
+                f"--overwrite: deleting the contents of the run folder {self.path}"
+                if action == "delete"
+                else f"starting over in {self.path}: it holds no checkpoint (an earlier start failed or stopped "
+                f"before its first checkpoint)"
+            )
             # Entry by entry, all of them the harness's own (checked by `inspect`): the folder itself
             # stays (it may be the working directory) and so does the lock this start holds.
             for entry in self.path.iterdir():
@@ -159,8 +188,10 @@ class RunFolder:
         try:
             make_writable_folder(self.path)
         except OSError as e:
-            raise ConfigError(f"run_dir {self.path} cannot be created or written ({e.strerror}); set run_dir "
-                              f"to a folder you can write (--set run_dir=runs/<name>)") from None
+            raise ConfigError(
+                f"run_dir {self.path} cannot be created or written ({e.strerror}); set run_dir "
+                f"to a folder you can write (--set run_dir=runs/<name>)"
+            ) from None
 
 
 def resume_changes(saved: dict, new: dict) -> dict[str, tuple]:
@@ -173,9 +204,11 @@ def resume_changes(saved: dict, new: dict) -> dict[str, tuple]:
     changed, refused, allowed = refused_on_resume(flatten(saved), flatten(new), encoding)
     if refused:
         details = "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in refused)
-        raise ConfigError(f"a resumed run keeps its experiment settings, but this resume changes {details}. "
-                          f"Start a new run for that (--set run_dir=<new folder>); a resume may change "
-                          f"only: {allowed}")
+        raise ConfigError(
+            f"a resumed run keeps its experiment settings, but this resume changes {details}. "
+            f"Start a new run for that (--set run_dir=<new folder>); a resume may change "
+            f"only: {allowed}"
+        )
     return changed
 
 
@@ -199,11 +232,14 @@ class RunLock:
         except Timeout:  # (a TimeoutError, so an OSError: caught first)
             holder = self.run_dir / ".lock.pid"
             who = holder.read_text(encoding="utf-8").strip() if holder.is_file() else "unknown process"
-            raise HarnessError(f"{self.run_dir} is in use by another process ({who}); wait for it to end or stop "
-                               f"it, then try again") from None
+            raise HarnessError(
+                f"{self.run_dir} is in use by another process ({who}); wait for it to end or stop it, then try again"
+            ) from None
         except OSError as e:
-            raise ConfigError(f"{self.run_dir} cannot be created or written ({e.strerror}); choose a folder you "
-                              f"can write (train.py: --set run_dir=runs/<name>; test.py: --output)") from None
+            raise ConfigError(
+                f"{self.run_dir} cannot be created or written ({e.strerror}); choose a folder you "
+                f"can write (train.py: --set run_dir=runs/<name>; test.py: --output)"
+            ) from None
         self._lock = lock
         (self.run_dir / ".lock.pid").write_text(f"PID {os.getpid()}: {self.command}\n", encoding="utf-8")
         return self

@@ -33,6 +33,7 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
     try:
         import numpy as np
+
         np.random.seed(seed % 2**32)
     except ImportError:  # numpy is optional
         pass
@@ -62,13 +63,16 @@ def pick_device(name: str = "auto") -> torch.device:
             return torch.device("mps")
         return torch.device("cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise DeviceError(f"device {name} was asked for (training.device or --device) but no CUDA GPU is "
-                          f"visible; use auto (the best device there is) or cpu")
+        raise DeviceError(
+            f"device {name} was asked for (training.device or --device) but no CUDA GPU is "
+            f"visible; use auto (the best device there is) or cpu"
+        )
     if name.startswith("cuda"):
         skip_cudnn_attention()
     if name == "mps" and not torch.backends.mps.is_available():
-        raise DeviceError("device mps was asked for (training.device or --device) but MPS is not available; "
-                          "use auto or cpu")
+        raise DeviceError(
+            "device mps was asked for (training.device or --device) but MPS is not available; use auto or cpu"
+        )
     return torch.device(name)
 
 
@@ -84,6 +88,7 @@ def make_writable_folder(folder: Path) -> None:
 def log(message: str) -> None:
     """Print without breaking tqdm progress bars."""
     from tqdm import tqdm
+
     tqdm.write(message)
     sys.stdout.flush()  # lines appear at once in redirected logs too
 
@@ -124,8 +129,13 @@ class JsonlLogger:
         kept: list[dict] = []
         for r in self.read():
             if r.get("event") == "start" and r.get("resume") and isinstance(r.get("step"), int):
-                kept = [k for k in kept if k.get("event") not in ("train", "valid")
-                        or not isinstance(k.get("step"), int) or k["step"] <= r["step"]]
+                kept = [
+                    k
+                    for k in kept
+                    if k.get("event") not in ("train", "valid")
+                    or not isinstance(k.get("step"), int)
+                    or k["step"] <= r["step"]
+                ]
             kept.append(r)
         return kept
 

@@ -49,8 +49,9 @@ class SinusoidalPositionalEncoding(RandomizedPositions, SinusoidalAdded):
 
     Options = RandomizedOptions
 
-    def __init__(self, d_model: int, num_heads: int, causal: bool, randomized: bool = False,
-                 max_position: int = 1024) -> None:
+    def __init__(
+        self, d_model: int, num_heads: int, causal: bool, randomized: bool = False, max_position: int = 1024
+    ) -> None:
         super().__init__(d_model, num_heads, causal)
         self.init_randomized(randomized, max_position)
 
@@ -70,8 +71,15 @@ class LearnablePositionalEncoding(RandomizedPositions, PositionalEncoding):
 
     Options = LearnableOptions
 
-    def __init__(self, d_model: int, num_heads: int, causal: bool, max_positions: int = 1024,
-                 randomized: bool = False, max_position: int = 1024) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        causal: bool,
+        max_positions: int = 1024,
+        randomized: bool = False,
+        max_position: int = 1024,
+    ) -> None:
         super().__init__(d_model, num_heads, causal)
         self.init_randomized(randomized, max_position)
         self.max_positions = max_positions
@@ -81,22 +89,34 @@ class LearnablePositionalEncoding(RandomizedPositions, PositionalEncoding):
     @classmethod
     def check_options(cls, options: LearnableOptions, *, head_dim: int, max_len: int) -> None:
         if options.max_positions < max_len + 1:
-            raise ValueError(f"model.positional.max_positions ({options.max_positions}) must be at least "
-                             f"data.max_len + 1 ({max_len + 1}: the longest input plus BOS)")
+            raise ValueError(
+                f"model.positional.max_positions ({options.max_positions}) must be at least "
+                f"data.max_len + 1 ({max_len + 1}: the longest input plus BOS)"
+            )
         if options.randomized and options.max_positions < options.max_position:
-            raise ValueError(f"model.positional.max_positions ({options.max_positions}) must be at least "
-                             f"max_position ({options.max_position}): randomized positions are drawn up to it")
+            raise ValueError(
+                f"model.positional.max_positions ({options.max_positions}) must be at least "
+                f"max_position ({options.max_position}): randomized positions are drawn up to it"
+            )
         cls.check_randomized(options, max_len)
 
-    def positions(self, count: int, batch: int, training: bool, device: torch.device,
-                  source_lengths: Optional[Tensor] = None, lengths: Optional[Tensor] = None) -> Tensor:
+    def positions(
+        self,
+        count: int,
+        batch: int,
+        training: bool,
+        device: torch.device,
+        source_lengths: Optional[Tensor] = None,
+        lengths: Optional[Tensor] = None,
+    ) -> Tensor:
         # Checked on the count, a host number (randomized draws stay below max_position, within
         # the table): reading the positions back would stop the CPU until the device catches up.
         if not self.randomized and count > self.max_positions:
             raise ValueError(
                 f"input needs position {count - 1} but the learnable positional encoding has only "
                 f"{self.max_positions} positions (model.positional.max_positions). Shorten the input "
-                f"or train a model with a larger max_positions.")
+                f"or train a model with a larger max_positions."
+            )
         return super().positions(count, batch, training, device, source_lengths, lengths)
 
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
@@ -123,8 +143,9 @@ class ShapePositionalEncoding(SinusoidalAdded):
 
     Options = ShapeOptions
 
-    def __init__(self, d_model: int, num_heads: int, causal: bool, max_shift: int = 100,
-                 inference_shift: Optional[int] = None) -> None:
+    def __init__(
+        self, d_model: int, num_heads: int, causal: bool, max_shift: int = 100, inference_shift: Optional[int] = None
+    ) -> None:
         super().__init__(d_model, num_heads, causal)
         if max_shift < 1:
             raise ValueError(f"SHAPE needs max_shift >= 1, got {max_shift}")
@@ -136,11 +157,14 @@ class ShapePositionalEncoding(SinusoidalAdded):
     @classmethod
     def check_options(cls, options: ShapeOptions, *, head_dim: int, max_len: int) -> None:
         if options.max_shift < 1:
-            raise ValueError(f"model.positional.max_shift must be at least 1 (SHAPE draws training shifts "
-                             f"from 0..max_shift-1), got {options.max_shift}")
+            raise ValueError(
+                f"model.positional.max_shift must be at least 1 (SHAPE draws training shifts "
+                f"from 0..max_shift-1), got {options.max_shift}"
+            )
         if options.inference_shift is not None and options.inference_shift < 0:
-            raise ValueError(f"model.positional.inference_shift must be >= 0 (or empty: max_shift), "
-                             f"got {options.inference_shift}")
+            raise ValueError(
+                f"model.positional.inference_shift must be >= 0 (or empty: max_shift), got {options.inference_shift}"
+            )
 
     @classmethod
     def upgrade_checkpoint_options(cls, positional: dict) -> dict:
@@ -150,8 +174,15 @@ class ShapePositionalEncoding(SinusoidalAdded):
             return {**positional, "shape_inference_shift": 0}
         return positional
 
-    def positions(self, count: int, batch: int, training: bool, device: torch.device,
-                  source_lengths: Optional[Tensor] = None, lengths: Optional[Tensor] = None) -> Tensor:
+    def positions(
+        self,
+        count: int,
+        batch: int,
+        training: bool,
+        device: torch.device,
+        source_lengths: Optional[Tensor] = None,
+        lengths: Optional[Tensor] = None,
+    ) -> Tensor:
         positions = torch.arange(count, device=device)
         if training:  # one shift per sequence; a decoder's queries and keys share it
             return positions + torch.randint(0, self.max_shift, (batch, 1), device=device)  # [batch, count]
@@ -176,8 +207,15 @@ class CapePositionalEncoding(SinusoidalAdded):
 
     Options = CapeOptions
 
-    def __init__(self, d_model: int, num_heads: int, causal: bool, max_global_shift: float = 5.0,
-                 max_local_shift: float = 0.5, max_global_scaling: float = 1.03) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        causal: bool,
+        max_global_shift: float = 5.0,
+        max_local_shift: float = 0.5,
+        max_global_scaling: float = 1.03,
+    ) -> None:
         super().__init__(d_model, num_heads, causal)
         self.max_global_shift, self.max_local_shift = max_global_shift, max_local_shift
         self.max_global_scaling = max_global_scaling
@@ -188,11 +226,19 @@ class CapePositionalEncoding(SinusoidalAdded):
             if getattr(options, key) < 0:
                 raise ValueError(f"model.positional.{key} must be >= 0, got {getattr(options, key)}")
         if options.max_global_scaling < 1:
-            raise ValueError(f"model.positional.max_global_scaling must be >= 1 (1: no scaling), "
-                             f"got {options.max_global_scaling}")
+            raise ValueError(
+                f"model.positional.max_global_scaling must be >= 1 (1: no scaling), got {options.max_global_scaling}"
+            )
 
-    def positions(self, count: int, batch: int, training: bool, device: torch.device,
-                  source_lengths: Optional[Tensor] = None, lengths: Optional[Tensor] = None) -> Tensor:
+    def positions(
+        self,
+        count: int,
+        batch: int,
+        training: bool,
+        device: torch.device,
+        source_lengths: Optional[Tensor] = None,
+        lengths: Optional[Tensor] = None,
+    ) -> Tensor:
         positions = torch.arange(count, device=device, dtype=torch.float32)
         if not training:
             return positions  # [count]

@@ -31,10 +31,12 @@ from utils.encoding_registry import POSITIONAL_ENCODINGS  # the registry the con
 def register(name: str) -> Callable[[type], type]:
     """Class decorator: make an encoding selectable as `model.positional.name: <name>` (its `Options`
     and `check_options` are then what config validation uses)."""
+
     def wrap(cls: type) -> type:
         POSITIONAL_ENCODINGS[name] = cls
         cls.registry_name = name
         return cls
+
     return wrap
 
 
@@ -87,8 +89,15 @@ class PositionalEncoding(nn.Module):
         state_dict.setdefault(prefix + "training_length", torch.zeros((), dtype=torch.long))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
-    def positions(self, count: int, batch: int, training: bool, device: torch.device,
-                  source_lengths: Optional[Tensor] = None, lengths: Optional[Tensor] = None) -> Tensor:
+    def positions(
+        self,
+        count: int,
+        batch: int,
+        training: bool,
+        device: torch.device,
+        source_lengths: Optional[Tensor] = None,
+        lengths: Optional[Tensor] = None,
+    ) -> Tensor:
         """The positions of a stack's first `count` tokens: `[count]` (every sequence alike) or
         `[batch, count]`. A decoder's cached steps ask again with a larger `count` and must get the
         same leading positions (at inference; in training every forward is whole).

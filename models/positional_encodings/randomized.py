@@ -48,14 +48,23 @@ class RandomizedPositions:
         self.randomized, self.max_position = randomized, max_position
         self._draws: dict[tuple[int, str], Tensor] = {}
 
-    def positions(self, count: int, batch: int, training: bool, device: torch.device,
-                  source_lengths: Optional[Tensor] = None, lengths: Optional[Tensor] = None) -> Tensor:
+    def positions(
+        self,
+        count: int,
+        batch: int,
+        training: bool,
+        device: torch.device,
+        source_lengths: Optional[Tensor] = None,
+        lengths: Optional[Tensor] = None,
+    ) -> Tensor:
         if not self.randomized:
             return super().positions(count, batch, training, device, source_lengths, lengths)
         if training:
             if count > self.max_position:
-                raise ValueError(f"a training sequence of {count} tokens needs model.positional.max_position "
-                                 f">= {count} (randomized positions draw them from 0..max_position-1)")
+                raise ValueError(
+                    f"a training sequence of {count} tokens needs model.positional.max_position "
+                    f">= {count} (randomized positions draw them from 0..max_position-1)"
+                )
             return self.training_draw(count, batch, device, lengths)
         if source_lengths is None:  # one draw for every row
             return self.seeded_positions(count, count, device)  # [count]
@@ -100,5 +109,7 @@ class RandomizedPositions:
     @staticmethod
     def check_randomized(options: RandomizedOptions, max_len: int) -> None:
         if options.randomized and options.max_position < max_len + 1:
-            raise ValueError(f"model.positional.max_position ({options.max_position}) must be at least "
-                             f"data.max_len + 1 ({max_len + 1}) to draw a training sequence's positions")
+            raise ValueError(
+                f"model.positional.max_position ({options.max_position}) must be at least "
+                f"data.max_len + 1 ({max_len + 1}) to draw a training sequence's positions"
+            )

@@ -55,8 +55,9 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
     return torch.cat([out, x_pass], dim=-1) if x_pass.numel() else out
 
 
-def yarn_inv_freq(inv_freq: Tensor, factor: float, training_length: int, alpha: float = 1.0,
-                  beta: float = 32.0) -> Tensor:
+def yarn_inv_freq(
+    inv_freq: Tensor, factor: float, training_length: int, alpha: float = 1.0, beta: float = 32.0
+) -> Tensor:
     """YaRN's frequencies (Peng et al. 2023, "NTK-by-parts"): a pair that turns fewer than `alpha`
     times over the training length is interpolated (frequency / factor), one that turns more than
     `beta` times is kept, and those between are blended linearly in the number of turns."""
@@ -93,10 +94,20 @@ class RotaryPositionalEncoding(RandomizedPositions, PositionalEncoding):
 
     Options = RopeOptions
 
-    def __init__(self, d_model: int, num_heads: int, causal: bool, theta: float = 10000.0,
-                 fraction: float = 1.0, layout: str = "half", cross_attention: bool = False,
-                 randomized: bool = False, max_position: int = 1024, scaling: str = "none",
-                 scaling_factor: float = 2.0) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        causal: bool,
+        theta: float = 10000.0,
+        fraction: float = 1.0,
+        layout: str = "half",
+        cross_attention: bool = False,
+        randomized: bool = False,
+        max_position: int = 1024,
+        scaling: str = "none",
+        scaling_factor: float = 2.0,
+    ) -> None:
         super().__init__(d_model, num_heads, causal)
         self.init_randomized(randomized, max_position)
         self.theta = theta
@@ -114,12 +125,16 @@ class RotaryPositionalEncoding(RandomizedPositions, PositionalEncoding):
         if options.theta <= 0:
             raise ValueError(f"model.positional.theta must be positive, got {options.theta}")
         if options.scaling_factor < 1:
-            raise ValueError(f"model.positional.scaling_factor must be >= 1 (how many times longer the "
-                             f"inputs are than the training lengths), got {options.scaling_factor}")
+            raise ValueError(
+                f"model.positional.scaling_factor must be >= 1 (how many times longer the "
+                f"inputs are than the training lengths), got {options.scaling_factor}"
+            )
         cls.check_randomized(options, max_len)
         if options.randomized and options.scaling != "none":
-            raise ValueError("model.positional.scaling stretches RoPE past its training positions; with "
-                             "randomized: true they already span 0..max_position-1: use scaling: none")
+            raise ValueError(
+                "model.positional.scaling stretches RoPE past its training positions; with "
+                "randomized: true they already span 0..max_position-1: use scaling: none"
+            )
 
     @property
     def needs_training_length(self) -> bool:
@@ -137,8 +152,10 @@ class RotaryPositionalEncoding(RandomizedPositions, PositionalEncoding):
             return angles.cos(), angles.sin()
         length = int(self.training_length)
         if length < 1:
-            raise ValueError("RoPE scaling 'yarn' is relative to the training length, which this model does not "
-                             "record (trained before 2026-11-26): use scaling linear or ntk")
+            raise ValueError(
+                "RoPE scaling 'yarn' is relative to the training length, which this model does not "
+                "record (trained before 2026-11-26): use scaling linear or ntk"
+            )
         angles = rotary_angles(positions, yarn_inv_freq(inv_freq, factor, length), self.layout)
         temperature = 0.1 * math.log(factor) + 1.0
         return angles.cos() * temperature, angles.sin() * temperature
@@ -151,8 +168,9 @@ class RotaryPositionalEncoding(RandomizedPositions, PositionalEncoding):
     def cross_attention(self, q_positions: Tensor, k_positions: Tensor) -> Optional[AttentionPositions]:
         if not self.use_in_cross_attention:
             return None
-        return AttentionPositions(rotary_q=self._tables(q_positions), rotary_k=self._tables(k_positions),
-                                  rotary_layout=self.layout)
+        return AttentionPositions(
+            rotary_q=self._tables(q_positions), rotary_k=self._tables(k_positions), rotary_layout=self.layout
+        )
 
 
 @dataclass
@@ -175,24 +193,35 @@ class XposPositionalEncoding(RotaryPositionalEncoding):
 
     Options = XposOptions
 
-    def __init__(self, d_model: int, num_heads: int, causal: bool, theta: float = 10000.0,
-                 fraction: float = 1.0, layout: str = "interleaved", scale_base: float = 512.0,
-                 cross_attention: bool = False) -> None:
-        super().__init__(d_model, num_heads, causal, theta=theta, fraction=fraction, layout=layout,
-                         cross_attention=cross_attention)
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        causal: bool,
+        theta: float = 10000.0,
+        fraction: float = 1.0,
+        layout: str = "interleaved",
+        scale_base: float = 512.0,
+        cross_attention: bool = False,
+    ) -> None:
+        super().__init__(
+            d_model, num_heads, causal, theta=theta, fraction=fraction, layout=layout, cross_attention=cross_attention
+        )
         self.scale_base = scale_base
 
     @classmethod
     def check_options(cls, options: XposOptions, *, head_dim: int, max_len: int) -> None:
-        super().check_options(RopeOptions(theta=options.theta, fraction=options.fraction), head_dim=head_dim,
-                              max_len=max_len)
+        super().check_options(
+            RopeOptions(theta=options.theta, fraction=options.fraction), head_dim=head_dim, max_len=max_len
+        )
         if options.scale_base <= 0:
             raise ValueError(f"model.positional.scale_base must be positive, got {options.scale_base}")
 
     def _decay(self, positions: Tensor) -> Tensor:
         """zeta^(position / scale_base) per rotated dimension: `[..., rot_dim]`."""
-        zeta = (torch.arange(0, self.rot_dim, 2, device=positions.device, dtype=torch.float32) / self.rot_dim
-                + 0.4) / 1.4  # [rot_dim/2]
+        zeta = (
+            torch.arange(0, self.rot_dim, 2, device=positions.device, dtype=torch.float32) / self.rot_dim + 0.4
+        ) / 1.4  # [rot_dim/2]
         power = positions.to(torch.float32).unsqueeze(-1) / self.scale_base * zeta.log()  # [..., rot_dim/2]
         power = torch.cat([power, power], dim=-1) if self.layout == "half" else power.repeat_interleave(2, dim=-1)
         return power.exp()
@@ -200,8 +229,9 @@ class XposPositionalEncoding(RotaryPositionalEncoding):
     def _scaled(self, q_positions: Tensor, k_positions: Tensor) -> AttentionPositions:
         (cos_q, sin_q), (cos_k, sin_k) = self._tables(q_positions), self._tables(k_positions)
         up, down = self._decay(q_positions), 1.0 / self._decay(k_positions)
-        return AttentionPositions(rotary_q=(cos_q * up, sin_q * up), rotary_k=(cos_k * down, sin_k * down),
-                                  rotary_layout=self.layout)
+        return AttentionPositions(
+            rotary_q=(cos_q * up, sin_q * up), rotary_k=(cos_k * down, sin_k * down), rotary_layout=self.layout
+        )
 
     def self_attention(self, q_positions: Tensor, k_positions: Tensor) -> AttentionPositions:
         # New keys in self-attention sit at the query positions; cached keys are stored scaled.

@@ -19,7 +19,6 @@ from torch import Tensor, nn
 from models.positional_encodings.base import AttentionPositions, PositionalEncoding, register
 
 
-
 @dataclass
 class ScoreBiasOptions:
     # Also add the bias in cross-attention (target positions vs source positions): an ablation.
@@ -65,6 +64,7 @@ class ScoreBiasEncoding(PositionalEncoding):
 def alibi_slopes(num_heads: int) -> Tensor:
     """Press et al. (2022): geometric slopes 2^(-8/n), 2^(-16/n), ... for n a power of two; otherwise
     the slopes of the closest smaller power of two, then every other slope of the next one."""
+
     def power_of_two(n: int) -> list[float]:
         start = 2.0 ** (-8.0 / n)
         return [start ** (i + 1) for i in range(n)]
@@ -128,8 +128,15 @@ class T5RelativeBias(ScoreBiasEncoding):
 
     Options = T5BiasOptions
 
-    def __init__(self, d_model: int, num_heads: int, causal: bool, num_buckets: int = 32, max_distance: int = 128,
-                 cross_attention: bool = False) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        causal: bool,
+        num_buckets: int = 32,
+        max_distance: int = 128,
+        cross_attention: bool = False,
+    ) -> None:
         super().__init__(d_model, num_heads, causal, cross_attention)
         self.num_buckets, self.max_distance = num_buckets, max_distance
         self.bias_table, self.cross_table = bias_tables(num_buckets, num_heads, cross_attention)
@@ -141,8 +148,10 @@ class T5RelativeBias(ScoreBiasEncoding):
         if options.num_buckets < 4:
             raise ValueError(f"model.positional.num_buckets must be at least 4, got {options.num_buckets}")
         if options.max_distance <= options.num_buckets // 2:
-            raise ValueError(f"model.positional.max_distance ({options.max_distance}) must exceed "
-                             f"num_buckets / 2 ({options.num_buckets // 2}), the exact buckets")
+            raise ValueError(
+                f"model.positional.max_distance ({options.max_distance}) must exceed "
+                f"num_buckets / 2 ({options.num_buckets // 2}), the exact buckets"
+            )
 
     def relative_bias(self, relative: Tensor, bidirectional: bool, cross: bool) -> Tensor:
         table = self.cross_table if cross else self.bias_table
@@ -163,8 +172,9 @@ class ShawRelativeBias(ScoreBiasEncoding):
 
     Options = ShawOptions
 
-    def __init__(self, d_model: int, num_heads: int, causal: bool, clip_distance: int = 16,
-                 cross_attention: bool = False) -> None:
+    def __init__(
+        self, d_model: int, num_heads: int, causal: bool, clip_distance: int = 16, cross_attention: bool = False
+    ) -> None:
         super().__init__(d_model, num_heads, causal, cross_attention)
         self.clip_distance = clip_distance
         self.bias_table, self.cross_table = bias_tables(2 * clip_distance + 1, num_heads, cross_attention)
@@ -225,8 +235,15 @@ class FireBias(ScoreBiasEncoding):
 
     Options = FireOptions
 
-    def __init__(self, d_model: int, num_heads: int, causal: bool, hidden: int = 32, threshold: float = 64.0,
-                 cross_attention: bool = False) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        causal: bool,
+        hidden: int = 32,
+        threshold: float = 64.0,
+        cross_attention: bool = False,
+    ) -> None:
         super().__init__(d_model, num_heads, causal, cross_attention)
         self.mlp = self._mlp(hidden, num_heads)
         self.log_c = nn.Parameter(torch.zeros(()))  # c = exp(log_c) > 0
