@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -34,18 +35,29 @@ def one_torch_thread():
     torch.set_num_threads(previous)
 
 
-@pytest.fixture(scope="module")
-def trained_run(tmp_path_factory) -> Path:
-    """A tiny RoPE run trained through train.py (one per test module that asks for it), in this
-    process (tests/in_process.py), with its TensorBoard images."""
+@pytest.fixture(scope="session")
+def trained_run_master(tmp_path_factory) -> Path:
+    """A tiny RoPE run trained through train.py, in this process (tests/in_process.py), once per
+    pytest process; tests use a copy of it (`trained_run`). It logs no TensorBoard images (nor do
+    the resumes of its copies: rendering them costs a tiny run 2-5 s); tests/test_tensorboard_server.py
+    trains its own run with them."""
     from helpers import tiny_overrides
     from in_process import run_in_process
 
-    base = tmp_path_factory.mktemp("e2e")
+    base = tmp_path_factory.mktemp("e2e-master")
     run_dir = base / "run"
     proc = run_in_process(["train.py", "--config", "configs/demo/rope.yaml",
-                           *tiny_overrides(run_dir, base / "cache", images=True)])
+                           *tiny_overrides(run_dir, base / "cache")])
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def trained_run(trained_run_master: Path, tmp_path_factory) -> Path:
+    """A copy of the tiny trained run (`trained_run_master`), one per test module that asks for it:
+    a module's tests may write into it (test outputs, resumes) without reaching another module's."""
+    run_dir = tmp_path_factory.mktemp("e2e") / "run"
+    shutil.copytree(trained_run_master, run_dir)
     return run_dir
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import free_ports, read_jsonl, run, stop_process
+from helpers import free_ports, read_jsonl, stop_process
+from in_process import run_in_process as run
 
 # Never through a proxy from the environment: the server is on 127.0.0.1.
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -66,6 +67,21 @@ def tensorboard_server(logdir: Path, tmp_path: Path, tag: str):
             yield base, wait_for_tag(base, tag, proc, log)
         finally:
             stop_process(proc, timeout=15)
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory) -> Path:
+    """The tiny RoPE run of tests/conftest.py, trained with its TensorBoard images (the attention
+    maps the HParams test reads; the shared trained run logs none)."""
+    from helpers import tiny_overrides
+    from in_process import run_in_process
+
+    base = tmp_path_factory.mktemp("e2e-images")
+    run_dir = base / "run"
+    proc = run_in_process(["train.py", "--config", "configs/demo/rope.yaml",
+                           *tiny_overrides(run_dir, base / "cache", images=True)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run_dir
 
 
 def test_tensorboard_serves_the_logged_validation_loss(trained_run: Path, tmp_path: Path) -> None:  # noqa: F811
