@@ -39,7 +39,8 @@ from typing import Optional, Sequence
 from commands.cli import command_parser, parse_command
 from evaluation.comparison_plots import PLOT_SUFFIXES, write_plots
 from evaluation.degradation import degradation_table
-from evaluation.findings import compute_findings, findings_markdown
+from evaluation.findings import compute_findings
+from evaluation.findings_markdown import findings_markdown
 from evaluation.headline import headline_markdown
 from evaluation.length_report import add_concat_stats, concat_tables
 from evaluation.run_groups import (

@@ -21,23 +21,10 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from evaluation.degradation import PairSums, read_pair_sums, selections
-from evaluation.run_stats import read_lines, test_folder
-from evaluation.seed_test import (
-    ALPHA,
-    POWER,
-    TEST_NAME,
-    Family,
-    detectable_effect,
-    fmt_number,
-    format_p,
-    seed_test,
-    seeds_needed,
-    unit_of,
-    verdict,
-)
-from evaluation.significance import DEFAULT_SEED, holm, paired_bootstrap_ratio, paired_bootstrap_seeds, sentence_stats
-from evaluation.teacher_forced import BEYOND_FILE
+from evaluation.degradation import selections
+from evaluation.run_outputs import Outputs, source_lengths, training_length
+from evaluation.seed_test import ALPHA, POWER, TEST_NAME, Family, detectable_effect, seed_test, seeds_needed, verdict
+from evaluation.significance import DEFAULT_SEED, holm, paired_bootstrap_ratio, paired_bootstrap_seeds
 from utils.runtime import log
 
 MIN_SENTENCES = 10  # fewer and resampling says nothing (one sentence: every resample is that sentence)
@@ -48,68 +35,6 @@ RULE = (
     "NLL); every other row gives how the seeds fall against the tie margin and the 95% interval of the mean "
     "difference, and no verdict."
 )
-
-
-class Outputs:
-    """Per-sentence BLEU statistics of a run's test outputs (read once), with their references, its
-    per-input teacher-forced NLL beyond training and its per-pair sums (read once)."""
-
-    def __init__(self) -> None:
-        self._cache: dict[tuple[str, int], Optional[tuple[np.ndarray, list[str]]]] = {}
-        self._beyond: dict[str, Optional[dict]] = {}
-        self._pairs: dict[str, Optional[PairSums]] = {}
-
-    def beyond(self, run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]]:
-        key = str(test_folder(run))
-        if key not in self._beyond:
-            self._beyond[key] = nll_beyond(run)
-        return self._beyond[key]
-
-    def pairs(self, run: dict) -> Optional[PairSums]:
-        key = str(test_folder(run))
-        if key not in self._pairs:
-            self._pairs[key] = read_pair_sums(run)
-        return self._pairs[key]
-
-    def get(self, run: dict, k: int) -> Optional[tuple[np.ndarray, list[str]]]:
-        """(stats, references) of the test set (k = 1) or of its k-inputs; None when not written."""
-        key = (str(test_folder(run)), k)
-        if key not in self._cache:
-            folder = test_folder(run) / ("" if k == 1 else f"concat/k{k}")
-            hyps, refs = read_lines(folder / "hypotheses.txt"), read_lines(folder / "references.txt")
-            self._cache[key] = None if hyps is None or refs is None else (sentence_stats(hyps, refs), refs)
-        return self._cache[key]
-
-
-def source_lengths(run: dict) -> Optional[list[int]]:
-    path = test_folder(run) / "source_lengths.txt"
-    lines = read_lines(path)
-    try:
-        return None if lines is None else [int(x) for x in lines]
-    except ValueError:
-        raise ValueError(
-            f"{path} is damaged (one length in subword tokens per line expected); test the run again or delete the file"
-        ) from None
-
-
-def nll_beyond(run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]]:
-    """A run's teacher-forced NLL beyond its training length per input: {(k, input): (NLL sum,
-    tokens)} (test.py's BEYOND_FILE), or None when it was not written."""
-    lines = read_lines(test_folder(run) / BEYOND_FILE)
-    if lines is None or len(lines) < 2:  # not written, or no token beyond (no training length recorded)
-        return None
-    try:
-        return {(int(k), int(i)): (float(x), float(n)) for k, i, n, x in (line.split("\t") for line in lines[1:])}
-    except ValueError:
-        raise ValueError(
-            f"{test_folder(run) / BEYOND_FILE} is damaged (k, input, tokens, NLL sum per line "
-            f"expected); test the run again or delete the file"
-        ) from None
-
-
-def training_length(run: dict) -> Optional[int]:
-    """The decoder training length a run's teacher-forced figures were split at (None: unknown)."""
-    return (run.get("teacher_forced") or {}).get("training_length")
 
 
 def _row(seeds: list, n_units: int, combined, per_seed: list, lower_is_better: bool = False) -> dict:
@@ -476,75 +401,3 @@ def find_row(findings: dict, table: str, config: str, compared_on: str) -> Optio
         if t["name"] == table:
             return next((r for r in t["rows"] if r["config"] == config and r["compared_on"] == compared_on), None)
     return None
-
-
-def power_sentence(t: dict, unit: str) -> str:
-    if not t.get("power"):
-        return "Smallest detectable effect: needs two seeds or more."
-    metric = t["metric"]
-    parts = []
-    for pw in t["power"]:
-        effect = f"{fmt_number(pw['effect'], metric).lstrip('+')} {unit}"
-        reach = (
-            f"a true difference of {effect} would need {pw['seeds_needed']} seeds"
-            if pw["seeds_needed"]
-            else f"a true difference of {effect} is out of reach at any number of seeds (the test set's noise "
-            f"that every seed shares is larger)"
-        )
-        parts.append(
-            f"with {pw['n']} seeds ({pw['rows']} rows; median SE {pw['se']:.3g} {unit}: seed SD "
-            f"{pw['seed_sd']:.3g}, test-set SD {pw['v_sent'] ** 0.5:.3g}) "
-            f"{fmt_number(pw['detectable'], metric).lstrip('+')} {unit}, and {reach}"
-        )
-    return (
-        f"Smallest effect these seeds can see (80% power, two-sided α = {t['power'][0]['alpha']:.2g}): "
-        + "; ".join(parts)
-        + "."
-    )
-
-
-def findings_markdown(findings: dict) -> str:
-    """The findings as markdown: one table per measure, its smallest detectable effect, then how they were computed."""
-    parts = []
-    for t in findings["tables"]:
-        metric = t["metric"]
-        unit = unit_of(metric)
-        lower = " (lower is better)" if metric == "NLL" else ""
-        seed_p_title = (
-            "sacreBLEU's paired bootstrap p per seed (one tail, model fixed)"
-            if metric == "sacreBLEU"
-            else "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)"
-        )
-        lines = [
-            f"Against `{findings['baseline']}`, {t['title']}:",
-            "",
-            f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
-            f"p, seeds (two-sided) | p, Holm (declared) | {seed_p_title} | finding |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for r in t["rows"]:
-            per_seed = ", ".join(f"{s['seed']}: {fmt_number(s['difference'], metric)}" for s in r["per_seed"])
-            seed_p = ", ".join(f"{s['seed']}: {format_p(s['p_value'])}" for s in r["per_seed"])
-            holm_p = format_p(r["p_holm"]) if r.get("declared") else "not declared"
-            lines.append(
-                f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | "
-                f"{fmt_number(r['mean_difference'], metric)} | {per_seed or '–'} | "
-                f"{format_p(r['p_value'])} | {holm_p} | {seed_p or '–'} | {r['finding']} |"
-            )
-        lines += ["", power_sentence(t, unit)]
-        parts.append("\n".join(lines))
-    family = (
-        f"the headline family declared in `{findings['family']}` ({findings['family_size']} comparisons)"
-        if findings.get("family")
-        else "no declared headline family (every row is descriptive)"
-    )
-    margins = ", ".join(f"{v:g} {unit_of(k)}" for k, v in findings["tie_margin"].items())
-    parts.append(
-        f"p, seeds: {findings['test']}; {findings['n_samples']:,} bootstrap resamples (seed "
-        f"{findings['bootstrap_seed']}); assumes independent, roughly normal seed effects (Dror et al. 2018). "
-        f"The interval is per row, not Holm-adjusted. Holm's correction runs over {family}. Tie margin: "
-        f"{margins} (a seed closer to the baseline is a tie, never a win). p per seed: "
-        f"{findings['descriptive_p']} (for NLL the same resampling of its units). The NLL tables resample "
-        f"test pairs (degradation) or inputs (absolute NLL beyond training). {findings['rule']}"
-    )
-    return "\n\n".join(parts)

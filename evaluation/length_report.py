@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from evaluation.findings import format_p
 from evaluation.run_stats import mean_std, read_lines, seed_wins, test_folder
+from evaluation.seed_test import format_p
 
 
 def concat_ks(groups: list[dict]) -> list[int]:

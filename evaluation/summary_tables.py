@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from evaluation.findings import format_p
+from evaluation.seed_test import format_p
 
 # numeric columns: key -> table title (means and stds over a configuration's seeds)
 NUMERIC = {

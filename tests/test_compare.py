@@ -16,12 +16,12 @@ import statistics
 from pathlib import Path
 
 import pytest
+from helpers import read_jsonl, tiny_overrides
 
 from commands import compare
-from evaluation import run_groups
-from evaluation.findings import format_p
 from commands.cli import main_guard
-from helpers import read_jsonl, tiny_overrides
+from evaluation import run_groups
+from evaluation.seed_test import format_p
 
 CONFIGS = {"demo/sinusoidal": "configs/demo/sinusoidal.yaml", "demo/rope": "configs/demo/rope.yaml"}
 SEEDS = (1, 2)
@@ -44,8 +44,9 @@ def sweep_overrides(cache_dir: Path) -> list[str]:
 def swept(tmp_path_factory) -> Path:
     """sweep.py in this process (tests/in_process.py); its four jobs are processes of their own, as
     always with the local launcher, which looks at them every 0.1 s here instead of 2 s."""
-    from commands import launchers
     from in_process import run_in_process
+
+    from commands import launchers
 
     base = tmp_path_factory.mktemp("sweep")
     with pytest.MonkeyPatch.context() as patch:

@@ -77,7 +77,8 @@ def test_a_damaged_file_is_named(tmp_path):
 def test_a_comparison_counts_only_the_cells_every_run_scored_whole(tmp_path):
     """A pair cut at the decoder's limit in one run is left out of every run of the comparison, so
     both sides hold the same tokens (here the runs differ only in that cell: no difference)."""
-    from evaluation.findings import Outputs, compare_degradation
+    from evaluation.findings import compare_degradation
+    from evaluation.run_outputs import Outputs
 
     def rows(cut: bool):
         out = []

@@ -365,7 +365,8 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     """compare.py's findings: the teacher-forced NLL beyond training, pooled over every k, tested
     by resampling inputs; lower is ahead. Declared, a configuration 0.3 nats better in every seed
     is found ahead in every seed; the baseline against a copy of itself is level (p 1)."""
-    from evaluation.findings import compute_findings, findings_markdown
+    from evaluation.findings import compute_findings
+    from evaluation.findings_markdown import findings_markdown
     from evaluation.seed_test import Family
 
     rng = random.Random(5)
@@ -402,7 +403,7 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     undeclared = compute_findings([base, good], base, n_samples=2000)  # no family: descriptive
     assert not undeclared["tables"][-1]["rows"][0]["finding"].startswith("ahead")
     # a run that recorded no training length writes only the header: no data, never "ahead"
-    from evaluation.findings import nll_beyond
+    from evaluation.run_outputs import nll_beyond
     empty = tmp_path / "unrecorded" / "test"
     empty.mkdir(parents=True)
     (empty / "teacher_forced_beyond.tsv").write_text("k\tinput\ttokens\tnll_no_eos_sum\n")

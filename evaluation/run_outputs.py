@@ -1,0 +1,76 @@
+"""What the findings read from a run's test folder, each file once: per-sentence BLEU statistics of
+its outputs with their references (the test set and each k), its teacher-forced NLL beyond training
+per input (BEYOND_FILE) and its per-pair sums (PAIRS_FILE), and each source's length."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from evaluation.degradation import PairSums, read_pair_sums
+from evaluation.run_stats import read_lines, test_folder
+from evaluation.significance import sentence_stats
+from evaluation.teacher_forced import BEYOND_FILE
+
+
+class Outputs:
+    """Per-sentence BLEU statistics of a run's test outputs (read once), with their references, its
+    per-input teacher-forced NLL beyond training and its per-pair sums (read once)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, int], Optional[tuple[np.ndarray, list[str]]]] = {}
+        self._beyond: dict[str, Optional[dict]] = {}
+        self._pairs: dict[str, Optional[PairSums]] = {}
+
+    def beyond(self, run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]]:
+        key = str(test_folder(run))
+        if key not in self._beyond:
+            self._beyond[key] = nll_beyond(run)
+        return self._beyond[key]
+
+    def pairs(self, run: dict) -> Optional[PairSums]:
+        key = str(test_folder(run))
+        if key not in self._pairs:
+            self._pairs[key] = read_pair_sums(run)
+        return self._pairs[key]
+
+    def get(self, run: dict, k: int) -> Optional[tuple[np.ndarray, list[str]]]:
+        """(stats, references) of the test set (k = 1) or of its k-inputs; None when not written."""
+        key = (str(test_folder(run)), k)
+        if key not in self._cache:
+            folder = test_folder(run) / ("" if k == 1 else f"concat/k{k}")
+            hyps, refs = read_lines(folder / "hypotheses.txt"), read_lines(folder / "references.txt")
+            self._cache[key] = None if hyps is None or refs is None else (sentence_stats(hyps, refs), refs)
+        return self._cache[key]
+
+
+def source_lengths(run: dict) -> Optional[list[int]]:
+    path = test_folder(run) / "source_lengths.txt"
+    lines = read_lines(path)
+    try:
+        return None if lines is None else [int(x) for x in lines]
+    except ValueError:
+        raise ValueError(
+            f"{path} is damaged (one length in subword tokens per line expected); test the run again or delete the file"
+        ) from None
+
+
+def nll_beyond(run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]]:
+    """A run's teacher-forced NLL beyond its training length per input: {(k, input): (NLL sum,
+    tokens)} (test.py's BEYOND_FILE), or None when it was not written."""
+    lines = read_lines(test_folder(run) / BEYOND_FILE)
+    if lines is None or len(lines) < 2:  # not written, or no token beyond (no training length recorded)
+        return None
+    try:
+        return {(int(k), int(i)): (float(x), float(n)) for k, i, n, x in (line.split("\t") for line in lines[1:])}
+    except ValueError:
+        raise ValueError(
+            f"{test_folder(run) / BEYOND_FILE} is damaged (k, input, tokens, NLL sum per line "
+            f"expected); test the run again or delete the file"
+        ) from None
+
+
+def training_length(run: dict) -> Optional[int]:
+    """The decoder training length a run's teacher-forced figures were split at (None: unknown)."""
+    return (run.get("teacher_forced") or {}).get("training_length")
