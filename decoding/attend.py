@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from decoding import cpu_kernel
+from models import attention as model_attention
 
 
 def rows_per_memory_row(rows: int, memory_rows: int) -> int:
@@ -34,14 +34,6 @@ def fold_groups(q: Tensor, memory_rows: int, attn_mask: Optional[Tensor]) -> tup
     if attn_mask is not None and attn_mask.size(-2) > 1:  # one mask row per query position
         attn_mask = attn_mask.repeat(*([1] * (attn_mask.dim() - 2)), groups, 1)
     return q, attn_mask, groups
-
-
-SHORT_QUERY = 16  # query lengths up to this use plain matmul-softmax-matmul on CPU (see `attend`)
-
-
-def short_query_path(device: torch.device, q_len: int) -> bool:
-    """Whether `attend` computes attention of `q_len` queries per row with batched matmuls (CPU decoding steps)."""
-    return device.type == "cpu" and q_len <= SHORT_QUERY
 
 
 def per_head_mask(attn_mask: Optional[Tensor], rows: int, heads: int) -> Optional[Tensor]:
@@ -87,7 +79,7 @@ class StepPlan:
 
     def per_head_masks(self, queries_per_row: int) -> bool:
         """Whether a step with this many queries per row should get `per_head_mask` masks."""
-        return self.short_queries and queries_per_row <= SHORT_QUERY
+        return self.short_queries and queries_per_row <= model_attention.SHORT_QUERY
 
 
 def index_mask(key_index: Tensor, k_len: int, attn_mask: Optional[Tensor]) -> Tensor:
@@ -115,7 +107,8 @@ def attend(
     """Scaled dot-product attention. On CPU, a few queries per row (a decoding step: one token, or
     the folded beams of a sentence) go through the C kernel of `cpu_kernel` where it applies
     (fp32, AVX2), else through two batched matmuls and a softmax, both faster than SDPA at these
-    shapes (figures: benchmarks/README.md); a float mask laid out by `per_head_mask` is added
+    shapes (figures: benchmarks/README.md; the matmuls are the model's own branch,
+    `models.attention.scaled_dot_product`); a float mask laid out by `per_head_mask` is added
     within the first product. Everything else is `F.scaled_dot_product_attention`.
 
     key_index: optional int32 `[batch, q_len, n]`, the only keys each query may attend to (on top
@@ -125,34 +118,12 @@ def attend(
     # batch on the other side of SHORT_QUERY would compile again)
     short = (
         not torch.compiler.is_compiling()
-        and short_query_path(q.device, q.size(-2))
+        and model_attention.short_query_path(q.device, q.size(-2))
         and not is_causal
         and dropout_p == 0.0
     )
-    batch, heads, q_len, head_dim = q.shape
-    scale = head_dim**-0.5
     if short and cpu_kernel.usable(q, k, v, attn_mask):  # fp32 on an AVX2 CPU: the C kernel, one pass over keys
-        return cpu_kernel.attention(q, k, v, attn_mask, scale, key_index)
+        return cpu_kernel.attention(q, k, v, attn_mask, q.size(-1) ** -0.5, key_index)
     if key_index is not None:
         attn_mask = index_mask(key_index, k.size(-2), attn_mask)
-    if not short:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p)
-    k_len = k.size(-2)
-    q3, k3, v3 = q.reshape(-1, q_len, head_dim), k.reshape(-1, k_len, head_dim), v.reshape(-1, k_len, head_dim)
-    if (
-        attn_mask is not None
-        and attn_mask.dtype != torch.bool
-        and attn_mask.dim() == 4
-        and tuple(attn_mask.shape[:2]) == (batch, heads)
-        and attn_mask.is_contiguous()
-    ):
-        scores = torch.baddbmm(attn_mask.view(-1, attn_mask.size(-2), k_len), q3, k3.transpose(1, 2), alpha=scale)
-    else:
-        scores = torch.bmm(q3, k3.transpose(1, 2)).mul_(scale)  # [batch * heads, q_len, k_len]
-        if attn_mask is not None:
-            scores4 = scores.view(batch, heads, q_len, k_len)
-            if attn_mask.dtype == torch.bool:
-                scores4.masked_fill_(~attn_mask, float("-inf"))
-            else:
-                scores4.add_(attn_mask)
-    return torch.bmm(torch.softmax(scores, dim=-1), v3).view(batch, heads, q_len, head_dim)
+    return model_attention.scaled_dot_product(q, k, v, attn_mask, is_causal, dropout_p)  # the model's own

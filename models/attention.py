@@ -1,4 +1,4 @@
-"""Multi-head attention over `F.scaled_dot_product_attention`.
+"""Multi-head attention over `F.scaled_dot_product_attention`, with one CPU branch (`scaled_dot_product`).
 
 Positional information arrives as an `AttentionPositions` computed once per stack:
 rotary tables are applied to q and k after the head split; score biases are already
@@ -16,6 +16,43 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.positional_encodings import AttentionPositions, apply_rotary
+
+SHORT_QUERY = 16  # on a CPU, up to this many queries per row take two batched matmuls (`scaled_dot_product`)
+
+
+def short_query_path(device: torch.device, q_len: int) -> bool:
+    """Whether attention of `q_len` queries per row runs as two batched matmuls and a softmax."""
+    return device.type == "cpu" and q_len <= SHORT_QUERY
+
+
+def scaled_dot_product(
+    q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_causal: bool, dropout_p: float
+) -> Tensor:
+    """softmax(q kᵀ / √head_dim + mask) v, `[batch, heads, q_len, head_dim]`.
+
+    The one branch: on a CPU, a few queries per row without dropout or the causal flag are two
+    batched matmuls and a softmax, faster than SDPA's CPU kernel at these shapes (a float mask laid
+    out `[batch, heads, q_len or 1, k_len]` is added inside the first product). Every run trained
+    so far computed this, so a seed still gives the same run. Everything else, compiled code
+    included (a branch on the length would guard the graph), is `F.scaled_dot_product_attention`."""
+    short = not torch.compiler.is_compiling() and short_query_path(q.device, q.size(-2)) and not is_causal
+    if not short or dropout_p != 0.0:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p)
+    batch, heads, q_len, head_dim = q.shape
+    k_len, scale = k.size(-2), head_dim**-0.5
+    q3, k3, v3 = q.reshape(-1, q_len, head_dim), k.reshape(-1, k_len, head_dim), v.reshape(-1, k_len, head_dim)
+    per_head = attn_mask is not None and attn_mask.dtype != torch.bool and attn_mask.dim() == 4
+    if per_head and tuple(attn_mask.shape[:2]) == (batch, heads) and attn_mask.is_contiguous():
+        scores = torch.baddbmm(attn_mask.view(-1, attn_mask.size(-2), k_len), q3, k3.transpose(1, 2), alpha=scale)
+    else:
+        scores = torch.bmm(q3, k3.transpose(1, 2)).mul_(scale)  # [batch * heads, q_len, k_len]
+        if attn_mask is not None:
+            scores4 = scores.view(batch, heads, q_len, k_len)
+            if attn_mask.dtype == torch.bool:
+                scores4.masked_fill_(~attn_mask, float("-inf"))
+            else:
+                scores4.add_(attn_mask)
+    return torch.bmm(torch.softmax(scores, dim=-1), v3).view(batch, heads, q_len, head_dim)
 
 
 class MultiHeadAttention(nn.Module):
@@ -60,14 +97,8 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self.queries_keys_values(x, memory, attn_positions)
         if attn_mask is not None and attn_mask.dtype != torch.bool:
             attn_mask = attn_mask.to(q.dtype)
-        out = F.scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            attn_mask=attn_mask,
-            is_causal=is_causal and attn_mask is None,
-            dropout_p=self.dropout if self.training else 0.0,
-        )
+        dropout_p = self.dropout if self.training else 0.0
+        out = scaled_dot_product(q, k, v, attn_mask, is_causal and attn_mask is None, dropout_p)
         out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)  # [batch, q_len, d_model]
         return self.out_proj(out)
 

@@ -36,7 +36,7 @@ def test_grouped_cache_follows_beam_reorders_and_dropped_sentences(name, options
     scratch, at every step — through the CPU's short-query matmul path and through SDPA with the
     folded mask (what a GPU runs)."""
     if kernel == "sdpa":
-        monkeypatch.setattr("decoding.attend.SHORT_QUERY", 0)
+        monkeypatch.setattr("models.attention.SHORT_QUERY", 0)
     model = give_bias_tables_a_signal(tiny_model(name, seed=11, **options), seed=11)
     beams = 4
     decoder, cache, enc, sentences, history = check_random_beam_steps(model, f"{name} {options}", beams)
@@ -55,7 +55,7 @@ def test_cache_changes_rows_per_sentence(name, options, kernel, monkeypatch):
     `beam` rows. Here rows per sentence go 1, 1, 4 (with a sentence leaving), 4, 2, 2: the cached
     step equals decoding every row's history from scratch, at every step."""
     if kernel == "sdpa":
-        monkeypatch.setattr("decoding.attend.SHORT_QUERY", 0)
+        monkeypatch.setattr("models.attention.SHORT_QUERY", 0)
     model = give_bias_tables_a_signal(tiny_model(name, seed=21, **options), seed=21)
     decoder = CachedDecoder(model)
     groups_after = [1, 4, 4, 2, 2, 2]  # rows per sentence after each step's reorder
@@ -163,7 +163,8 @@ def test_short_query_attention_equals_sdpa(mask_kind, q_len):
     within the score product (`per_head_mask` layout) and masks applied after it."""
     import torch.nn.functional as F
 
-    from decoding.attend import SHORT_QUERY, attend, per_head_mask
+    from decoding.attend import attend, per_head_mask
+    from models.attention import SHORT_QUERY
 
     assert q_len <= SHORT_QUERY
     g = torch.Generator().manual_seed(q_len)

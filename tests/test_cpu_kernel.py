@@ -295,7 +295,7 @@ def test_attend_with_a_key_index_equals_the_mask_it_stands_for(path, monkeypatch
     if path != "kernel":
         monkeypatch.setitem(cpu_kernel._state, "lib", None)
     if path == "sdpa":
-        monkeypatch.setattr("decoding.attend.SHORT_QUERY", 0)
+        monkeypatch.setattr("models.attention.SHORT_QUERY", 0)
     allowed = torch.zeros(3, 1, 5, 40, dtype=torch.bool).scatter_(-1, index[:, None].long(), True)
     for attn_mask in (None, bias):
         full = torch.zeros(3, 4, 5, 40).masked_fill(~allowed, float("-inf")) + (0 if attn_mask is None else attn_mask)

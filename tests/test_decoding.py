@@ -51,10 +51,11 @@ def test_cached_step_by_step_equals_full_decode(name, options):
         assert torch.equal(enc.src_mask, plain.src_mask) and torch.equal(enc.lengths, plain.lengths)
         cache = decoder.new_cache()
         for step in range(tgt.size(1)):
-            logits = decoder.decode_step(tgt[:, step:step + 1], enc, cache, offset=step)
+            logits = decoder.decode_step(tgt[:, step : step + 1], enc, cache, offset=step)
             assert logits.shape == (3, VOCAB)
-            torch.testing.assert_close(logits, full[:, step], atol=1e-5, rtol=0,
-                                       msg=lambda m, step=step: f"{name} {options} step {step}: {m}")
+            torch.testing.assert_close(
+                logits, full[:, step], atol=1e-5, rtol=0, msg=lambda m, step=step: f"{name} {options} step {step}: {m}"
+            )
     # The cache grew one position per step in every layer; the cross-attention cache covers the source.
     for layer in cache:
         assert layer["self"].keys.shape == (3, HEADS, 12, D_MODEL // HEADS)
@@ -64,7 +65,9 @@ def test_cached_step_by_step_equals_full_decode(name, options):
 def grouped_cases():
     """Every encoding, and each family that can also act in cross-attention with that switched on."""
     cases = encoding_cases()
-    cases += [pytest.param(name, {"cross_attention": True}, id=f"{name}-cross") for name in ("alibi", "t5_bias", "shaw")]
+    cases += [
+        pytest.param(name, {"cross_attention": True}, id=f"{name}-cross") for name in ("alibi", "t5_bias", "shaw")
+    ]
     return cases
 
 
@@ -85,7 +88,7 @@ def test_beams_share_one_memory_row(name, options):
         reference = model.decode(tgt, expanded)
         torch.testing.assert_close(decoder.decode(tgt, enc, decoder.new_cache()), reference, atol=1e-5, rtol=0)
         cache = decoder.new_cache()
-        steps = torch.stack([decoder.decode_step(tgt[:, s:s + 1], enc, cache, offset=s) for s in range(6)], dim=1)
+        steps = torch.stack([decoder.decode_step(tgt[:, s : s + 1], enc, cache, offset=s) for s in range(6)], dim=1)
         torch.testing.assert_close(steps, reference, atol=1e-5, rtol=0)
         assert cache[0]["cross"]["k"].size(0) == 2  # one row per sentence, not per beam
         with pytest.raises(ValueError, match="cannot share"):
@@ -100,11 +103,22 @@ def test_cached_decoding_pre_norm_gelu_untied(name):
     cfg = PositionalConfig(name=name)
     torch.manual_seed(4)
     model = Seq2SeqTransformer(
-        src_vocab_size=40, tgt_vocab_size=VOCAB, pad_id=PAD,
+        src_vocab_size=40,
+        tgt_vocab_size=VOCAB,
+        pad_id=PAD,
         encoder_pe=build_positional_encoding(cfg, D_MODEL, HEADS, causal=False),
         decoder_pe=build_positional_encoding(cfg, D_MODEL, HEADS, causal=True),
-        d_model=D_MODEL, num_heads=HEADS, num_encoder_layers=1, num_decoder_layers=3, ffn_dim=48,
-        dropout=0.0, activation="gelu", norm_first=True, share_embeddings=False, tie_output=False).eval()
+        d_model=D_MODEL,
+        num_heads=HEADS,
+        num_encoder_layers=1,
+        num_decoder_layers=3,
+        ffn_dim=48,
+        dropout=0.0,
+        activation="gelu",
+        norm_first=True,
+        share_embeddings=False,
+        tie_output=False,
+    ).eval()
     src = mixed_batch([5, 8], seed=4).clamp(max=39)
     g = torch.Generator().manual_seed(5)
     tgt = torch.cat([torch.full((2, 1), BOS), torch.randint(4, VOCAB, (2, 7), generator=g)], dim=1)
@@ -152,8 +166,8 @@ def test_padding_does_not_change_other_rows(name, options):
             alone = model.encode(alone_src)
             n_src = alone_src.size(1)
             torch.testing.assert_close(enc.memory[i, :n_src], alone.memory[0], atol=1e-5, rtol=1e-5)
-            alone_logits = model.decode(tgt[i:i + 1, :tgt_lens[i]], alone)
-            torch.testing.assert_close(batch_logits[i, :tgt_lens[i]], alone_logits[0], atol=1e-5, rtol=1e-5)
+            alone_logits = model.decode(tgt[i : i + 1, : tgt_lens[i]], alone)
+            torch.testing.assert_close(batch_logits[i, : tgt_lens[i]], alone_logits[0], atol=1e-5, rtol=1e-5)
 
 
 # ---------------------------------------------------------------------------- greedy / beam on the real model
@@ -165,8 +179,7 @@ def test_beam_size_one_equals_greedy(name, seed):
     model = tiny_model(name, seed=seed)
     src = mixed_batch([6, 2, 9, 4], seed=10 + seed)
     greedy = greedy_search(CachedDecoder(model), src, BOS, EOS, PAD, max_len_a=1, max_len_b=5)
-    beam = beam_search(CachedDecoder(model), src, BOS, EOS, PAD, beam_size=1, max_len_a=1, max_len_b=5,
-                       penalty="none")
+    beam = beam_search(CachedDecoder(model), src, BOS, EOS, PAD, beam_size=1, max_len_a=1, max_len_b=5, penalty="none")
     assert len(greedy) == len(beam) == 4
     assert any(h.tokens for h in greedy)  # not a degenerate all-empty comparison
     for i, (g_hyp, b_hyps) in enumerate(zip(greedy, beam)):
@@ -198,8 +211,19 @@ def test_beam_search_batch_equals_each_sentence_alone(name):
 def test_nbest_sorted_and_raw_scores_match_teacher_forced_rescoring(penalty, alpha):
     model = tiny_model("sinusoidal", seed=8)
     src = mixed_batch([4, 7], seed=8)
-    results = beam_search(CachedDecoder(model), src, BOS, EOS, PAD, beam_size=4, max_len_a=1, max_len_b=5,
-                          penalty=penalty, alpha=alpha, nbest=4)
+    results = beam_search(
+        CachedDecoder(model),
+        src,
+        BOS,
+        EOS,
+        PAD,
+        beam_size=4,
+        max_len_a=1,
+        max_len_b=5,
+        penalty=penalty,
+        alpha=alpha,
+        nbest=4,
+    )
     assert len(results) == 2
     for i, hyps in enumerate(results):
         assert len(hyps) == 4
@@ -211,7 +235,8 @@ def test_nbest_sorted_and_raw_scores_match_teacher_forced_rescoring(penalty, alp
             assert not {PAD, BOS, EOS} & set(h.tokens)
             assert h.score == pytest.approx(rescore(model, src[i], h.tokens), abs=1e-4)
             assert h.normalized_score == pytest.approx(
-                length_penalty(h.score, len(h.tokens) + 1, penalty, alpha), abs=1e-5)
+                length_penalty(h.score, len(h.tokens) + 1, penalty, alpha), abs=1e-5
+            )
 
 
 def test_beam_search_rejects_bad_nbest():
@@ -329,8 +354,9 @@ def assert_hyps(hyps, expected, penalty):
 @pytest.mark.parametrize("penalty", ["none", "avg"])
 def test_beam_search_hand_computed_greedy_trap(penalty):
     model = TransitionModel()
-    hyps = beam_search(model, TRAP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10,
-                       penalty=penalty, nbest=2)[0]
+    hyps = beam_search(
+        model, TRAP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10, penalty=penalty, nbest=2
+    )[0]
     assert_hyps(hyps, TRAP_BEAM, penalty)
     if penalty == "avg":
         assert hyps[0].normalized_score == pytest.approx((math.log(0.4) + math.log(0.9)) / 2, abs=1e-6)
@@ -339,20 +365,23 @@ def test_beam_search_hand_computed_greedy_trap(penalty):
     greedy = greedy_search(TransitionModel(), TRAP_SRC, BOS, EOS, PAD, max_len_a=0, max_len_b=10)[0]
     assert (greedy.tokens, pytest.approx(greedy.score, abs=1e-6)) == (TRAP_GREEDY[0], TRAP_GREEDY[1])
     assert hyps[0].score > greedy.score + 0.1  # beam 2 beats greedy
-    beam1 = beam_search(TransitionModel(), TRAP_SRC, BOS, EOS, PAD, beam_size=1, max_len_a=0, max_len_b=10,
-                        penalty=penalty)[0]
+    beam1 = beam_search(
+        TransitionModel(), TRAP_SRC, BOS, EOS, PAD, beam_size=1, max_len_a=0, max_len_b=10, penalty=penalty
+    )[0]
     assert beam1[0].tokens == greedy.tokens and beam1[0].score == pytest.approx(greedy.score, abs=1e-6)
 
 
 @pytest.mark.parametrize("penalty, expected", [("none", [FLIP_EMPTY, FLIP_AB]), ("avg", [FLIP_AB, FLIP_EMPTY])])
 def test_beam_search_hand_computed_length_penalty_reorders(penalty, expected):
     model = TransitionModel()
-    hyps = beam_search(model, FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10,
-                       penalty=penalty, nbest=2)[0]
+    hyps = beam_search(
+        model, FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10, penalty=penalty, nbest=2
+    )[0]
     assert_hyps(hyps, expected, penalty)
     assert model.calls == 3
-    best = beam_search(TransitionModel(), FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10,
-                       penalty=penalty, nbest=1)[0]
+    best = beam_search(
+        TransitionModel(), FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10, penalty=penalty, nbest=1
+    )[0]
     assert [h.tokens for h in best] == [expected[0][0]]
     greedy = greedy_search(TransitionModel(), FLIP_SRC, BOS, EOS, PAD, max_len_a=0, max_len_b=10)[0]
     assert greedy.tokens == FLIP_GREEDY[0] and greedy.score == pytest.approx(FLIP_GREEDY[1], abs=1e-6)
@@ -362,8 +391,7 @@ def test_beam_search_hand_computed_batch_drops_finished_sentences():
     """Both sentences in one batch: the first finishes at step 1 and leaves; the second goes on."""
     src = torch.cat([TRAP_SRC, FLIP_SRC, TRAP_SRC])
     model = TransitionModel()
-    results = beam_search(model, src, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10,
-                          penalty="none", nbest=2)
+    results = beam_search(model, src, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10, penalty="none", nbest=2)
     assert len(results) == 3
     assert_hyps(results[0], TRAP_BEAM, "none")
     assert_hyps(results[1], [FLIP_EMPTY, FLIP_AB], "none")
@@ -376,12 +404,14 @@ def test_beam_search_hand_computed_batch_drops_finished_sentences():
 
 def test_beam_search_hand_computed_length_limit():
     """max_len_b=1: only EOS may be produced at the first (and last) step."""
-    hyps = beam_search(TransitionModel(), TRAP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=1,
-                       penalty="none", nbest=1)[0]
+    hyps = beam_search(
+        TransitionModel(), TRAP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=1, penalty="none", nbest=1
+    )[0]
     assert_hyps(hyps, [([], math.log(0.1))], "none")
     # max_len_b=2: [A] and [B] must end at step 1 -> same as the unlimited search here.
-    hyps = beam_search(TransitionModel(), FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=2,
-                       penalty="none", nbest=2)[0]
+    hyps = beam_search(
+        TransitionModel(), FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=2, penalty="none", nbest=2
+    )[0]
     # AVG_FLIP capped at 2 tokens: finished [] (.30) at step 0; at step 1 only EOS is allowed:
     # [A]+EOS .65*.05 = .0325 and [B]+EOS .05*.4 = .02 -> the second best is [A] (.0325).
     assert_hyps(hyps, [FLIP_EMPTY, ([A], math.log(0.65) + math.log(0.05))], "none")
@@ -400,11 +430,13 @@ FLIP_A = ([A], math.log(0.65) + math.log(0.05))
 FLIP_B = ([B], math.log(0.05) + math.log(0.4))
 
 
-@pytest.mark.parametrize("beam, expected", [(3, [FLIP_EMPTY, FLIP_AB, FLIP_A]),
-                                            (4, [FLIP_EMPTY, FLIP_AB, FLIP_A, FLIP_B])])
+@pytest.mark.parametrize(
+    "beam, expected", [(3, [FLIP_EMPTY, FLIP_AB, FLIP_A]), (4, [FLIP_EMPTY, FLIP_AB, FLIP_A, FLIP_B])]
+)
 def test_beam_search_never_continues_a_finished_hypothesis(beam, expected):
-    hyps = beam_search(TransitionModel(), FLIP_SRC, BOS, EOS, PAD, beam_size=beam, max_len_a=0, max_len_b=6,
-                       penalty="none", nbest=beam)[0]
+    hyps = beam_search(
+        TransitionModel(), FLIP_SRC, BOS, EOS, PAD, beam_size=beam, max_len_a=0, max_len_b=6, penalty="none", nbest=beam
+    )[0]
     for h in hyps:
         assert EOS not in h.tokens, f"hypothesis continued after EOS: {h}"
     assert_hyps(hyps, expected, "none")
@@ -420,7 +452,7 @@ def test_length_penalty_wu(alpha):
         assert length_penalty(-7.5, length, "wu", alpha) == pytest.approx(expected, rel=1e-12)
     assert length_penalty(-7.5, 1, "wu", alpha) == pytest.approx(-7.5)  # ((5+1)/6)^alpha = 1
     scores = torch.tensor([-1.0, -4.0])
-    torch.testing.assert_close(length_penalty(scores, 7, "wu", alpha), scores / (2.0 ** alpha))
+    torch.testing.assert_close(length_penalty(scores, 7, "wu", alpha), scores / (2.0**alpha))
 
 
 def test_length_penalty_avg_and_none():
@@ -431,3 +463,25 @@ def test_length_penalty_avg_and_none():
         assert length_penalty(-6.0, length, "none", 0.6) == -6.0
     with pytest.raises(ValueError, match="length penalty"):
         length_penalty(-1.0, 3, "bogus", 0.6)
+
+
+@pytest.mark.parametrize("q_len", [1, 5, 16, 17])
+@pytest.mark.parametrize("mask_kind", ["none", "padding", "per_head_bias"])
+def test_the_models_cpu_branch_computes_what_sdpa_computes(q_len: int, mask_kind: str) -> None:
+    """models.attention.scaled_dot_product: a few queries per row on a CPU are two batched matmuls
+    (the one branch the model keeps), longer ones SDPA; both are softmax(q kᵀ/√d + mask) v."""
+    import torch.nn.functional as F
+
+    from models.attention import SHORT_QUERY, scaled_dot_product
+
+    torch.manual_seed(0)
+    batch, heads, k_len, head_dim = 3, 2, 9, 8
+    q, k, v = (torch.randn(batch, heads, n, head_dim) for n in (q_len, k_len, k_len))
+    mask = {
+        "none": None,
+        "padding": torch.arange(k_len)[None, None, None, :] < torch.tensor([9, 6, 2])[:, None, None, None],
+        "per_head_bias": torch.randn(batch, heads, q_len, k_len),
+    }[mask_kind]
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert torch.allclose(scaled_dot_product(q, k, v, mask, False, 0.0), expected, atol=1e-6)
+    assert (q_len <= SHORT_QUERY) == (q_len != 17)  # both sides of the branch are exercised
