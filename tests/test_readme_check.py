@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers import ROOT
 
 spec = importlib.util.spec_from_file_location("readme_check", ROOT / "tools" / "readme_check.py")
@@ -29,65 +28,100 @@ def readme_commands() -> list:
 def test_every_command_of_the_readme_is_found_and_the_walk_through_runs() -> None:
     cmds = readme_commands()
     walk = [c for c in cmds if c.section == "A ten-minute walk-through" and not c.parse_only]
-    for start in ("python train.py", "tensorboard", "python test.py", "python inference.py", "python compare.py",
-                  "python visualize.py"):
+    for start in (
+        "python train.py",
+        "tensorboard",
+        "python test.py",
+        "python inference.py",
+        "python compare.py",
+        "python visualize.py",
+    ):
         assert any(c.text.startswith(start) for c in walk), start
     for script in SCRIPTS:  # each script has a command that runs for real
         assert any(c.text.startswith(f"python {script}") and not c.parse_only for c in cmds), script
     assert {"make demo", "make test"} <= {c.text for c in cmds if c.section == "The two commands"}
     # what cannot run here is marked, and only that is parsed alone
     for c in cmds:
-        needs = ("--launcher slurm" in c.text and "SLURM", "--nnodes" in c.text and "several nodes",
-                 "--runs_per_gpu" in c.text and "GPU", "cu128" in c.text and "GPU")
+        needs = (
+            "--launcher slurm" in c.text and "SLURM",
+            "--nnodes" in c.text and "several nodes",
+            "--runs_per_gpu" in c.text and "GPU",
+            "cu128" in c.text and "GPU",
+        )
         for need in filter(None, needs):
             assert need in c.parse_only, (c.line, c.text)
         assert not c.parse_only or c.marker or c.text in readme_check.CHECKS, (c.line, c.text)
 
 
 def test_markers_comments_continuations_and_console_blocks_are_read() -> None:
-    text = "\n".join([
-        "## Sweeps", "```bash", "python x.py --flag '# not a comment'", "# two runs (needs a GPU)",
-        "python sweep.py a.yaml \\", "    --seeds 1 2   # two seeds", "make length   # (needs a SLURM cluster)", "```",
-        "```bash", "# (needs several nodes) every line of this block", "torchrun a", "torchrun b", "```",
-        "```console", "$ python train.py --bad", "error: the line it prints", "```",
-        "| `python test.py --run r` | scores (needs a GPU) |", "| `--run DIR` | a flag row |",
-        "Prose names `make clean-demo` and `python average.py --run r --average_last 2`, not `--run r`.",
-    ])
+    text = "\n".join(
+        [
+            "## Sweeps",
+            "```bash",
+            "python x.py --flag '# not a comment'",
+            "# two runs (needs a GPU)",
+            "python sweep.py a.yaml \\",
+            "    --seeds 1 2   # two seeds",
+            "make length   # (needs a SLURM cluster)",
+            "```",
+            "```bash",
+            "# (needs several nodes) every line of this block",
+            "torchrun a",
+            "torchrun b",
+            "```",
+            "```console",
+            "$ python train.py --bad",
+            "error: the line it prints",
+            "```",
+            "| `python test.py --run r` | scores (needs a GPU) |",
+            "| `--run DIR` | a flag row |",
+            "Prose names `make clean-demo` and `python average.py --run r --average_last 2`, not `--run r`.",
+        ]
+    )
     got = [(c.text, c.marker, c.output) for c in readme_check.commands(text)]
     assert got == [
         ("python x.py --flag '# not a comment'", "", []),
         ("python sweep.py a.yaml --seeds 1 2", "needs a GPU", []),
         ("make length", "needs a SLURM cluster", []),
-        ("torchrun a", "needs several nodes", []), ("torchrun b", "needs several nodes", []),
+        ("torchrun a", "needs several nodes", []),
+        ("torchrun b", "needs several nodes", []),
         ("python train.py --bad", "", ["error: the line it prints"]),
         ("python test.py --run r", "needs a GPU", []),
-        ("make clean-demo", "", []), ("python average.py --run r --average_last 2", "", []),
+        ("make clean-demo", "", []),
+        ("python average.py --run r --average_last 2", "", []),
     ]
 
 
 def test_a_wrong_or_deprecated_flag_fails_the_check() -> None:
-    cmds = [readme_check.Command(text, "Commands", n) for n, text in enumerate([
-        "python train.py --config configs/demo/rope.yaml",             # accepted
-        "python train.py --config configs/demo/rope.yaml --no_such_flag",
-        "python inference.py --run runs/demo/rope --input in.fr",      # the spelling before --src
-        "torchrun --nproc_per_node 2 train.py --confg x.yaml",
-        "make no-such-target",
-        ".venv/bin/pip install torch==1.0 --index-url https://download.pytorch.org/whl/cu128",
-    ])]
+    cmds = [
+        readme_check.Command(text, "Commands", n)
+        for n, text in enumerate(
+            [
+                "python train.py --config configs/demo/rope.yaml",  # accepted
+                "python train.py --config configs/demo/rope.yaml --no_such_flag",
+                "python inference.py --run runs/demo/rope --input in.fr",  # the spelling before --src
+                "torchrun --nproc_per_node 2 train.py --confg x.yaml",
+                "make no-such-target",
+                ".venv/bin/pip install torch==1.0 --index-url https://download.pytorch.org/whl/cu128",
+            ]
+        )
+    ]
     results = readme_check.parse_commands(cmds, ROOT)
     assert [ok for ok, _ in results] == [True, False, False, False, False, False], results
     assert "deprecated" in results[2][1]
 
 
 def test_every_command_of_the_readme_parses() -> None:
-    proc = subprocess.run([sys.executable, "tools/readme_check.py", "--parse-only"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "tools/readme_check.py", "--parse-only"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
 
 
 @pytest.mark.slow
 def test_every_command_of_the_readme_runs() -> None:
     """`make readme-check`: several minutes on 2 CPU cores."""
-    proc = subprocess.run([sys.executable, "tools/readme_check.py"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=3600)
+    proc = subprocess.run(
+        [sys.executable, "tools/readme_check.py"], cwd=ROOT, capture_output=True, text=True, timeout=3600
+    )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-4000:]

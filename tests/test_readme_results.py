@@ -55,18 +55,26 @@ def test_an_edited_cell_is_caught() -> None:
 def test_a_missing_block_or_link_is_caught() -> None:
     docs = texts()
     readme = docs["README.md"]
-    block = re.search(r"<!-- generated from results/length/summary_headline\.md.*?<!-- end of \S+ -->", readme, re.DOTALL)
+    block = re.search(
+        r"<!-- generated from results/length/summary_headline\.md.*?<!-- end of \S+ -->", readme, re.DOTALL
+    )
     assert readme_results.missing_blocks({**docs, "README.md": readme.replace(block[0], "")}) == [
-        "README.md has no block of results/length/summary_headline.md"]
+        "README.md has no block of results/length/summary_headline.md"
+    ]
     unlinked = readme.replace("](results/length/README.md)", "](results/README.md)")
     assert readme_results.missing_blocks({**docs, "README.md": unlinked}) == [
-        "README.md does not link to results/length/README.md"]
+        "README.md does not link to results/length/README.md"
+    ]
     page = docs[DEMO_PAGE]
-    findings = re.search(r"<!-- generated from results/demo/summary_findings\.md.*?<!-- end of \S+ -->", page, re.DOTALL)
+    findings = re.search(
+        r"<!-- generated from results/demo/summary_findings\.md.*?<!-- end of \S+ -->", page, re.DOTALL
+    )
     assert readme_results.missing_blocks({**docs, DEMO_PAGE: page.replace(findings[0], "")}) == [
-        f"{DEMO_PAGE} has no block of results/demo/summary_findings.md"]
+        f"{DEMO_PAGE} has no block of results/demo/summary_findings.md"
+    ]
     assert readme_results.broken_links(DEMO_PAGE, page.replace("](summary_bleu.png)", "](summary_blue.png)")) == [
-        f"{DEMO_PAGE} links to summary_blue.png, which does not exist"]
+        f"{DEMO_PAGE} links to summary_blue.png, which does not exist"
+    ]
 
 
 def test_committed_findings_agree_with_their_tables() -> None:
@@ -86,8 +94,11 @@ def test_no_hand_written_result_outside_the_generated_blocks() -> None:
         assert readme_results.hand_written_results(doc, name) == [], name
     # the check sees a figure or a verdict typed into the README's results prose, a study page's
     # method text or the results index, and an edited generated sentence
-    for name, first in (("README.md", "Three studies, archived in"), (DEMO_PAGE, "The demo trains on all source"),
-                        ("results/README.md", "The question is about encodings")):
+    for name, first in (
+        ("README.md", "Three studies, archived in"),
+        (DEMO_PAGE, "The demo trains on all source"),
+        ("results/README.md", "The question is about encodings"),
+    ):
         doc = text(name)
         prose = next(line for _, line in readme_results.result_lines(name, doc) if line.startswith(first))
         for typed in ("RoPE is ahead of sinusoidal.", "RoPE gains +0.68 BLEU.", "a gap of 0.68 BLEU"):

@@ -15,9 +15,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from commands import sweep
-from helpers import ROOT
 from utils.config import flatten, load_config, to_dict
 from utils.key_roles import configuration_settings
 
@@ -45,12 +45,18 @@ def sweep_argvs(command: str) -> list[list[str]]:
     if command.startswith("python sweep.py"):
         lines = [command]
     else:
-        printed = subprocess.run(["make", "-n", "-s", *shlex.split(command)[1:], "PY=python"], cwd=ROOT, text=True,
-                                 capture_output=True, check=True, env={**os.environ, "MAKEFLAGS": ""}).stdout
+        printed = subprocess.run(
+            ["make", "-n", "-s", *shlex.split(command)[1:], "PY=python"],
+            cwd=ROOT,
+            text=True,
+            capture_output=True,
+            check=True,
+            env={**os.environ, "MAKEFLAGS": ""},
+        ).stdout
         lines = [line for line in printed.splitlines() if " sweep.py " in f" {line} "]
     argvs = []
     for line in lines:
-        words = shlex.split(line[line.index("sweep.py") + len("sweep.py"):])
+        words = shlex.split(line[line.index("sweep.py") + len("sweep.py") :])
         argvs.append([m for w in words for m in (sorted(glob.glob(str(ROOT / w))) if "*" in w else [w])])
     return argvs
 
@@ -70,8 +76,9 @@ def produced() -> dict[str, dict]:
         for command in readme_commands():
             for argv in sweep_argvs(command):
                 args = sweep.build_parser().parse_args(argv)
-                for config, overrides, run_dir in sweep.expand_runs(args.configs, args.overrides, args.seeds,
-                                                                    args.runs_root):
+                for config, overrides, run_dir in sweep.expand_runs(
+                    args.configs, args.overrides, args.seeds, args.runs_root
+                ):
                     out[str(Path(run_dir))] = settings(to_dict(load_config(config, overrides)))
     finally:
         os.chdir(cwd)

@@ -41,7 +41,6 @@ import contextlib
 import json
 import os
 import re
-import shlex
 import shutil
 import signal
 import socket
@@ -74,8 +73,14 @@ TINY = {
     "data": {"max_train_pairs": 400, "valid_size": 12, "test_size": 10},
     "tokenizer": {"vocab_size": 400},
     "model": {"d_model": 32, "num_heads": 4, "ffn_dim": 64, "num_encoder_layers": 1, "num_decoder_layers": 1},
-    "training": {"max_steps": 6, "validate_every_steps": 3, "max_tokens": 300, "bleu_sentences": 4,
-                 "log_every": 2, "num_threads": 1},
+    "training": {
+        "max_steps": 6,
+        "validate_every_steps": 3,
+        "max_tokens": 300,
+        "bleu_sentences": 4,
+        "log_every": 2,
+        "num_threads": 1,
+    },
     "decoding": {"beam_size": 2, "max_len_a": 1.0, "max_len_b": 5},
 }
 DEPRECATED = re.compile(r"note: \S+ is deprecated")
@@ -84,10 +89,10 @@ TIMEOUT = 900
 
 @dataclass
 class Command:
-    text: str                 # as shown (continuations joined, comment dropped)
-    section: str              # the README's `## ` section
-    line: int                 # where it starts in README.md
-    marker: str = ""          # "needs a GPU", ... : parsed only
+    text: str  # as shown (continuations joined, comment dropped)
+    section: str  # the README's `## ` section
+    line: int  # where it starts in README.md
+    marker: str = ""  # "needs a GPU", ... : parsed only
     output: list[str] = field(default_factory=list)  # a console block's expected lines
 
     @property
@@ -101,6 +106,7 @@ class Command:
 
 
 # ---- reading the README
+
 
 def _strip_comment(line: str) -> tuple[str, str]:
     """(command, comment) of a shell line: the first `#` outside quotes starts the comment."""
@@ -175,6 +181,7 @@ def _block_commands(block: list[str], lang: str, section: str, start: int) -> li
 
 # ---- the scratch copy
 
+
 def _merge_tiny(data: dict, only_set: bool) -> dict:
     for section, values in TINY.items():
         if only_set and not isinstance(data.get(section), dict):
@@ -199,8 +206,16 @@ def tiny_configs(scratch: Path) -> None:
 def make_scratch(dest: Path) -> Path:
     """A copy of the working tree (tracked and untracked files, not the ignored ones), tiny configs,
     the project's virtual environment linked in (make sees it installed)."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         src = ROOT / rel
         if src.is_file() and not src.is_symlink():
@@ -213,30 +228,54 @@ def make_scratch(dest: Path) -> Path:
 
 
 def env() -> dict:
-    return {**os.environ, "PATH": f"{VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", "OMP_NUM_THREADS": "1",
-            "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg", "MAKEFLAGS": "", "PYTHONDONTWRITEBYTECODE": "1"}
+    return {
+        **os.environ,
+        "PATH": f"{VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "MPLBACKEND": "Agg",
+        "MAKEFLAGS": "",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
 
 
 def stand_ins(cmds: list[Command], scratch: Path, log) -> None:
     """Replace each archived run folder a running command reads by a tiny run of its config and seed."""
     import yaml
 
-    folders = sorted({m for c in cmds if not c.parse_only
-                      for m in re.findall(r"results/(?:report/)?[a-z]+/\w+", c.text)
-                      if (ROOT / m / "config.yaml").is_file()})
+    folders = sorted(
+        {
+            m
+            for c in cmds
+            if not c.parse_only
+            for m in re.findall(r"results/(?:report/)?[a-z]+/\w+", c.text)
+            if (ROOT / m / "config.yaml").is_file()
+        }
+    )
     for folder in folders:
         archived = yaml.safe_load((ROOT / folder / "config.yaml").read_text(encoding="utf-8"))
         shutil.rmtree(scratch / folder)
-        for cmd in (f"python train.py --config configs/{archived['name']}.yaml --set seed={archived['seed']} "
-                    f"--set run_dir={folder}", f"python test.py --run {folder}"):
-            proc = subprocess.run(["bash", "-c", cmd], cwd=scratch, env=env(), capture_output=True, text=True,
-                                  stdin=subprocess.DEVNULL, timeout=TIMEOUT)
+        for cmd in (
+            f"python train.py --config configs/{archived['name']}.yaml --set seed={archived['seed']} "
+            f"--set run_dir={folder}",
+            f"python test.py --run {folder}",
+        ):
+            proc = subprocess.run(
+                ["bash", "-c", cmd],
+                cwd=scratch,
+                env=env(),
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
+                timeout=TIMEOUT,
+            )
             if proc.returncode != 0:
                 raise SystemExit(f"error: the stand-in for {folder} failed: {cmd}\n{proc.stderr[-2000:]}")
         log(f"stand-in: {folder} is a tiny run of configs/{archived['name']}.yaml (seed {archived['seed']})")
 
 
 # ---- parsing a command's arguments without running it
+
 
 class _Parsed(BaseException):
     pass
@@ -267,8 +306,12 @@ def parse_scripts(argvs: list[list[str]]) -> list[tuple[bool, str]]:
             results.append((False, f"{argv[0]} ran without parsing its arguments"))
         except _Parsed:
             deprecated = DEPRECATED.search(said.getvalue())
-            results.append((not deprecated, f"a deprecated spelling: {deprecated[0]}" if deprecated
-                            else f"{argv[0]} accepts its arguments"))
+            results.append(
+                (
+                    not deprecated,
+                    f"a deprecated spelling: {deprecated[0]}" if deprecated else f"{argv[0]} accepts its arguments",
+                )
+            )
         except SystemExit as e:
             lines = said.getvalue().strip().splitlines() or [f"exit {e.code}"]
             results.append((False, lines[-1]))
@@ -292,13 +335,17 @@ def parse_plan(cmd: str, cwd: Path) -> tuple[list[list[str]], str, bool]:
     that passed). A make line: `make -n`, then every `python X.py` line of its recipe."""
     text = _python_part(cmd)
     if text.startswith("make "):
-        proc = subprocess.run(["bash", "-c", f"make -n {text[5:]}"], cwd=cwd, env=env(), capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            ["bash", "-c", f"make -n {text[5:]}"], cwd=cwd, env=env(), capture_output=True, text=True, timeout=120
+        )
         if proc.returncode != 0:
             return [], f"make -n: {proc.stderr.strip()[-500:]}", False
-        argvs = [argv for line in proc.stdout.splitlines()
-                 if (m := re.search(r"\S*python\S* (\S+\.py\b.*)$", line))
-                 for argv in parse_plan(f"python {m[1]}", cwd)[0]]
+        argvs = [
+            argv
+            for line in proc.stdout.splitlines()
+            if (m := re.search(r"\S*python\S* (\S+\.py\b.*)$", line))
+            for argv in parse_plan(f"python {m[1]}", cwd)[0]
+        ]
         return argvs, f"make -n, and the {len(argvs)} python line(s) it would run", True
     if text.startswith((".venv/bin/pip", "pip")):
         pins = dict(re.findall(r"^(torch)==(\S+)", (ROOT / "requirements.txt").read_text(), re.M))
@@ -337,8 +384,15 @@ def parse_commands(cmds: list[Command], cwd: Path) -> list[tuple[bool, str]]:
     run in one process (`--parse-scripts`)."""
     plans = [parse_plan(c.text, cwd) for c in cmds]
     argvs = [argv for plan in plans for argv in plan[0]]
-    proc = subprocess.run([str(VENV / "bin" / "python"), str(Path(__file__).resolve()), "--parse-scripts"],
-                          input=json.dumps(argvs), cwd=cwd, env=env(), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [str(VENV / "bin" / "python"), str(Path(__file__).resolve()), "--parse-scripts"],
+        input=json.dumps(argvs),
+        cwd=cwd,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"error: parsing the commands failed: {proc.stderr[-2000:]}")
     parsed = iter(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -355,6 +409,7 @@ def parse_commands(cmds: list[Command], cwd: Path) -> list[tuple[bool, str]]:
 
 # ---- running a command
 
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -365,8 +420,14 @@ def run_tensorboard(cmd: str, cwd: Path) -> tuple[bool, str]:
     port = _free_port()
     log = cwd / f".tensorboard-{port}.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen(["bash", "-c", f"exec {cmd} --host 127.0.0.1 --port {port}"], cwd=cwd, env=env(),
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            ["bash", "-c", f"exec {cmd} --host 127.0.0.1 --port {port}"],
+            cwd=cwd,
+            env=env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         deadline = time.time() + 120
@@ -388,8 +449,15 @@ def run_tensorboard(cmd: str, cwd: Path) -> tuple[bool, str]:
 def run_command(c: Command, cwd: Path) -> tuple[bool, str]:
     if c.text.startswith("tensorboard "):
         return run_tensorboard(c.text, cwd)
-    proc = subprocess.run(["bash", "-c", c.text], cwd=cwd, env=env(), capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=TIMEOUT)
+    proc = subprocess.run(
+        ["bash", "-c", c.text],
+        cwd=cwd,
+        env=env(),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=TIMEOUT,
+    )
     said = proc.stdout + proc.stderr
     if DEPRECATED.search(proc.stderr):
         return False, f"a deprecated spelling: {DEPRECATED.search(proc.stderr)[0]}"
@@ -404,6 +472,7 @@ def run_command(c: Command, cwd: Path) -> tuple[bool, str]:
 
 
 # ---- the check
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -460,8 +529,10 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(scratch, ignore_errors=True)
     for f in failures:
         print(f"error: {f}", file=sys.stderr)
-    print(f"{len(seen)} commands of README.md checked, {len(failures)} failed "
-          f"({'parsed only' if args.parse_only else 'run, or parsed where marked'}; {time.time() - start:.0f} s)")
+    print(
+        f"{len(seen)} commands of README.md checked, {len(failures)} failed "
+        f"({'parsed only' if args.parse_only else 'run, or parsed where marked'}; {time.time() - start:.0f} s)"
+    )
     return 1 if failures else 0
 
 

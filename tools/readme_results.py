@@ -55,6 +55,7 @@ README = "README.md"
 RESULT_TEXT = (README, "results/README.md", *PAGES)
 DOCUMENTS = (README, *PAGES)  # the files with generated blocks
 
+
 # Blocks generated from code rather than from a file: the config keys' roles, from the schema.
 def _key_roles_table() -> str:
     from utils.key_roles import roles_markdown
@@ -63,9 +64,19 @@ def _key_roles_table() -> str:
 
 
 GENERATED = {"utils/key_roles.py": _key_roles_table}
-COMPARED = (".md", "_findings.md", "_findings.json", "_headline.md", ".json", ".csv")  # the plots are not compared byte for byte
-BLOCK = re.compile(r"<!-- generated from (?P<file>\S+) by `make readme`; do not edit this block -->\n"
-                   r"(?:(?P<body>.*?)\n)?<!-- end of (?P=file) -->", re.DOTALL)
+COMPARED = (
+    ".md",
+    "_findings.md",
+    "_findings.json",
+    "_headline.md",
+    ".json",
+    ".csv",
+)  # the plots are not compared byte for byte
+BLOCK = re.compile(
+    r"<!-- generated from (?P<file>\S+) by `make readme`; do not edit this block -->\n"
+    r"(?:(?P<body>.*?)\n)?<!-- end of (?P=file) -->",
+    re.DOTALL,
+)
 
 
 def blocks(readme: str) -> list[tuple[str, str]]:
@@ -84,8 +95,10 @@ def render(readme: str, root: Path = ROOT) -> str:
 
 
 def _block(file: str, text: str) -> str:
-    return (f"<!-- generated from {file} by `make readme`; do not edit this block -->\n"
-            f"{text.rstrip(chr(10))}\n<!-- end of {file} -->")
+    return (
+        f"<!-- generated from {file} by `make readme`; do not edit this block -->\n"
+        f"{text.rstrip(chr(10))}\n<!-- end of {file} -->"
+    )
 
 
 def stale_blocks(text: str, root: Path = ROOT, name: str = README) -> list[str]:
@@ -122,7 +135,7 @@ VERDICT_WORDS = re.compile(r"\b(significant|ahead|behind|every seed)\b", re.IGNO
 FIGURE = re.compile(r"(?<![\w.])[+−±]\s?\d|(?<![\w.-])\d+\.\d+(?![\w.])")
 METHOD_LINES = (
     "Student's t with n − 1 degrees of freedom",
-    "only when it is declared, its Holm-adjusted p is below 0.05",   # the rule itself
+    "only when it is declared, its Holm-adjusted p is below 0.05",  # the rule itself
     "worded as a direction only when it is declared",
     "difference lies beyond the tie margin (0.1 BLEU, 0.01 nats)",
     "(0.05 nats) effect would need",
@@ -166,8 +179,11 @@ def result_lines(name: str, text: str) -> list[tuple[int, str]]:
 
 def hand_written_results(text: str, name: str = README) -> list[str]:
     """The lines of result text that state a figure or a verdict by hand (outside generated blocks)."""
-    return [f"{name}:{n}: {line}" for n, line in result_lines(name, text)
-            if (VERDICT_WORDS.search(line) or FIGURE.search(line)) and not any(m in line for m in METHOD_LINES)]
+    return [
+        f"{name}:{n}: {line}"
+        for n, line in result_lines(name, text)
+        if (VERDICT_WORDS.search(line) or FIGURE.search(line)) and not any(m in line for m in METHOD_LINES)
+    ]
 
 
 LINK = re.compile(r"\]\((?!https?://|#|mailto:)([^)\s#]+)(?:#[^)]*)?\)")
@@ -176,8 +192,11 @@ LINK = re.compile(r"\]\((?!https?://|#|mailto:)([^)\s#]+)(?:#[^)]*)?\)")
 def broken_links(name: str, text: str, root: Path = ROOT) -> list[str]:
     """Relative links (pages, plots) of a document that name no file or folder."""
     base = (root / name).parent
-    return [f"{name} links to {target}, which does not exist" for target in LINK.findall(text)
-            if not (base / target).exists()]
+    return [
+        f"{name} links to {target}, which does not exist"
+        for target in LINK.findall(text)
+        if not (base / target).exists()
+    ]
 
 
 def recompute(out_root: Path) -> None:
@@ -213,11 +232,15 @@ def check(root: Path = ROOT) -> list[str]:
     """Everything `check` fails on, without recomputing: stale or missing blocks, hand-written
     results, broken links."""
     texts = {name: (root / name).read_text(encoding="utf-8") for name in RESULT_TEXT}
-    failures = [f"{name} block differs from its file:\n{d}"
-                for name in DOCUMENTS for d in stale_blocks(texts[name], root, name)]
+    failures = [
+        f"{name} block differs from its file:\n{d}" for name in DOCUMENTS for d in stale_blocks(texts[name], root, name)
+    ]
     failures += missing_blocks(texts)
-    failures += [f"a result written by hand outside the generated blocks: {line}"
-                 for name in RESULT_TEXT for line in hand_written_results(texts[name], name)]
+    failures += [
+        f"a result written by hand outside the generated blocks: {line}"
+        for name in RESULT_TEXT
+        for line in hand_written_results(texts[name], name)
+    ]
     failures += [b for name in RESULT_TEXT for b in broken_links(name, texts[name], root)]
     return failures
 
@@ -241,13 +264,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.recompute:
         with tempfile.TemporaryDirectory() as tmp:
             recompute(Path(tmp))
-            failures += [f"{f} differs from what compare.py writes from the runs now (make results)"
-                         for f in changed_files(Path(tmp))]
+            failures += [
+                f"{f} differs from what compare.py writes from the runs now (make results)"
+                for f in changed_files(Path(tmp))
+            ]
     for f in failures:
         print(f"error: {f}", file=sys.stderr)
     if not failures:
-        print("the results blocks of the README and the study pages agree with the committed summaries"
-              + (" and with the runs" if args.recompute else ""))
+        print(
+            "the results blocks of the README and the study pages agree with the committed summaries"
+            + (" and with the runs" if args.recompute else "")
+        )
     return 1 if failures else 0
 
 
