@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from commands.cli import command_parser, parse_command
-from training.export import write_export
+from training.export import is_own_export, write_export
 from training.loading import load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
 from utils.errors import HarnessError
 from utils.files import check_output_folder
@@ -32,8 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
         __doc__,
         run="a run folder: export its best checkpoint",
         model_path=True,
-        output="the folder to create (must not exist)",
+        output="the folder to create",
         output_required=True,
+        overwrite="an earlier export at --output (only a folder holding nothing but an export's files)",
     )
 
 
@@ -49,15 +50,25 @@ def scores_of(ckpt: Path) -> Optional[dict]:
     return scores
 
 
-def export(output: str, run: Optional[str] = None, model_path: Optional[str] = None) -> int:
-    """Write the model --run or --model_path names into the new folder `output`, as export.py does."""
+def export(output: str, run: Optional[str] = None, model_path: Optional[str] = None, overwrite: bool = False) -> int:
+    """Write the model --run or --model_path names into the folder `output`, as export.py does: a
+    new folder, or with `overwrite` in place of an earlier export (replaced once the new one is whole)."""
     out = Path(output)
     check_output_folder(out, "--output")  # never inside a run folder, whose files are the harness's own
-    if out.exists():
-        raise HarnessError(f"--output {out} exists; export.py never replaces a folder: choose a new --output")
+    if out.exists() and not (overwrite and is_own_export(out)):
+        why = (
+            "is not an export folder of export.py alone"
+            if overwrite
+            else "exists; pass --overwrite to replace an export"
+        )
+        raise HarnessError(f"--output {out} {why}: choose a new --output")
     ckpt = resolve_checkpoint(model_path, run)
+    if out.exists() and Path(ckpt).resolve().is_relative_to(out.resolve()):
+        raise HarnessError(
+            f"--output {out} is the export being read (--model_path {model_path}): choose a new --output"
+        )
     cfg, tokenizer, model = load_for_inference(ckpt)
-    write_export(cfg, tokenizer, model, out, scores_of(ckpt), str(ckpt))
+    write_export(cfg, tokenizer, model, out, scores_of(ckpt), str(ckpt), replace=overwrite)
     log(f"exported {ckpt} -> {out} ({', '.join(sorted(p.name for p in out.iterdir()))})")
     return 0
 

@@ -20,7 +20,7 @@ def test_export_round_trip_translates_identically(trained_run: Path, tmp_path: P
     tested = run(["test.py", "--run", str(run_dir)])
     assert tested.returncode == 0, tested.stderr[-2000:]
     out = tmp_path / "exported"
-    proc = run(["export.py", "--run", str(run_dir), "--out", str(out)])
+    proc = run(["export.py", "--run", str(run_dir), "--output", str(out)])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert sorted(p.name for p in out.iterdir()) == ["README.md", "config.json", "model.safetensors", "tokenizer.json"]
     # no pickle: safetensors header + JSON; the weights are exactly the checkpoint's
@@ -47,7 +47,7 @@ def test_export_round_trip_translates_identically(trained_run: Path, tmp_path: P
         assert from_export.returncode == 0, from_export.stderr[-2000:]
         assert from_export.stdout == from_ckpt.stdout and from_ckpt.stdout.strip()
     # test.py scores the export like the run
-    scored = run(["test.py", "--model_path", str(out), "--output_dir", str(tmp_path / "scores")])
+    scored = run(["test.py", "--model_path", str(out), "--output", str(tmp_path / "scores")])
     assert scored.returncode == 0, scored.stderr[-2000:]
     assert (tmp_path / "scores" / "hypotheses.txt").read_text() == (run_dir / "test" / "hypotheses.txt").read_text()
     assert json.loads((tmp_path / "scores" / "scores.json").read_text())["sacrebleu"] == scores["sacrebleu"]
@@ -62,7 +62,7 @@ def test_loading_an_export_never_unpickles(trained_run: Path, tmp_path: Path, mo
     from evaluation.translate import translate
 
     out = tmp_path / "exported"
-    assert run(["export.py", "--run", str(trained_run), "--out", str(out)]).returncode == 0
+    assert run(["export.py", "--run", str(trained_run), "--output", str(out)]).returncode == 0
 
     def refuse(*args, **kwargs):
         raise AssertionError("an export must load without pickle")
@@ -75,15 +75,27 @@ def test_loading_an_export_never_unpickles(trained_run: Path, tmp_path: Path, mo
         load_for_inference(next((trained_run / "checkpoints").glob("*.pt")))
 
 
-def test_export_never_replaces_a_folder(trained_run: Path, tmp_path: Path) -> None:
+def test_export_replaces_only_its_own_export_and_only_with_overwrite(trained_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "mine"
     out.mkdir()
     (out / "notes.txt").write_text("keep me")
-    message = one_error_line(run(["export.py", "--run", str(trained_run), "--out", str(out)]))
-    assert "--out" in message and str(out) in message
-    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    for overwrite in ([], ["--overwrite"]):  # a folder of the user's: never, --overwrite or not
+        message = one_error_line(run(["export.py", "--run", str(trained_run), "--output", str(out), *overwrite]))
+        assert "--output" in message and str(out) in message
+        assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    export = tmp_path / "export"
+    assert run(["export.py", "--run", str(trained_run), "--output", str(export)]).returncode == 0
+    # (the weights' file names one of the tied tensors, chosen by safetensors: compared by name only)
+    before = {p.name: p.read_bytes() for p in export.iterdir() if p.is_file() and p.suffix != ".safetensors"}
+    assert "pass --overwrite" in one_error_line(run(["export.py", "--run", str(trained_run), "--output", str(export)]))
+    (export / "README.md").write_text("an old card")  # what export.py wrote before: replaced with --overwrite
+    proc = run(["export.py", "--run", str(trained_run), "--output", str(export), "--overwrite"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    after = {p.name: p.read_bytes() for p in export.iterdir() if p.is_file() and p.suffix != ".safetensors"}
+    assert after == before and (export / "model.safetensors").is_file()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # nothing left aside
     # a run whose scores came from another checkpoint: exported without them, saying so
     last = next((trained_run / "checkpoints").glob("last_*.pt"))
-    proc = run(["export.py", "--model_path", str(last), "--out", str(tmp_path / "last")])
+    proc = run(["export.py", "--model_path", str(last), "--output", str(tmp_path / "last")])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "No test scores" in (tmp_path / "last" / "README.md").read_text()

@@ -30,8 +30,18 @@ def is_export(path: str | Path) -> bool:
     return path.is_dir() and (path / WEIGHTS).is_file() and (path / CONFIG).is_file()
 
 
-def write_export(cfg, tokenizer, model, out_dir: Path, scores: Optional[dict], source: str) -> Path:
-    """Write the folder next to `out_dir` and rename it into place: a failed export leaves nothing."""
+def is_own_export(path: str | Path) -> bool:
+    """An export folder holding nothing but what write_export writes: the only folder that
+    `export.py --overwrite` replaces."""
+    own = {WEIGHTS, CONFIG, CARD, "tokenizer.json", "tokenizer"}
+    return is_export(path) and all(entry.name in own for entry in Path(path).iterdir())
+
+
+def write_export(
+    cfg, tokenizer, model, out_dir: Path, scores: Optional[dict], source: str, replace: bool = False
+) -> Path:
+    """Write the folder next to `out_dir` and rename it into place: a failed export leaves nothing.
+    With `replace`, an export already at `out_dir` is swapped out only once the new one is complete."""
     from safetensors.torch import save_model
 
     out_dir = Path(out_dir)
@@ -49,11 +59,29 @@ def write_export(cfg, tokenizer, model, out_dir: Path, scores: Optional[dict], s
         tokenizer.save(staging)
         params = sum(p.numel() for p in model.parameters())
         (staging / CARD).write_text(model_card(cfg, params, scores, source), encoding="utf-8")
-        os.replace(staging, out_dir)  # fails if out_dir appeared meanwhile (not empty): nothing replaced
+        swap_into_place(staging, out_dir, replace)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out_dir
+
+
+def swap_into_place(staging: Path, out_dir: Path, replace: bool) -> None:
+    """Rename the complete `staging` folder to `out_dir`; with `replace`, the folder there first
+    moves aside and is deleted only after the rename (put back if it fails)."""
+    if not (replace and out_dir.exists()):
+        os.replace(staging, out_dir)  # fails if out_dir appeared meanwhile (not empty): nothing replaced
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=out_dir.parent))
+    os.replace(out_dir, old / out_dir.name)
+    try:
+        os.replace(staging, out_dir)
+    except BaseException:
+        os.replace(old / out_dir.name, out_dir)
+        raise
+    finally:
+        if not (old / out_dir.name).exists() or out_dir.exists():
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def model_card(cfg, params: int, scores: Optional[dict], source: str) -> str:
