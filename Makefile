@@ -22,7 +22,7 @@ SWEEP ?=
 # Each RoPE run also tested stretched at inference, no retraining (<run>/test_<name>/, rows of their own)
 LENGTH_VARIANTS := $(foreach s,linear ntk yarn,--variant $(s)4 model.positional.scaling=$(s) model.positional.scaling_factor=4)
 
-.PHONY: demo demo-seeds length length-headline archive results readme results-check readme-check test bench venv clean-demo
+.PHONY: demo demo-seeds length length-headline archive results readme results-check readme-check test test-fast bench venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -52,9 +52,15 @@ length-headline: length
 	$(PY) sweep.py $(LENGTH_HEADLINE) $(LENGTH_VARIANTS) --seeds 3 4 $(SWEEP) --output runs/length/seeds34_summary
 	$(PY) compare.py "runs/length/*" --family configs/length/findings/headline.yaml --output runs/length/summary
 
-# One pytest worker per core (pytest-xdist), each test module on one worker (its fixtures built once)
+# One pytest worker per core (pytest-xdist), each test module on one worker (its fixtures built once),
+# in the order tests/conftest.py gives them (the modules with long tests first)
+XDIST := -n auto --dist loadfile --no-loadscope-reorder
 test: venv
-	$(PY) -m pytest -q -n auto --dist loadfile
+	$(PY) -m pytest -q $(XDIST)
+
+# The same without the tests marked slow (pytest.ini): the quick check while working
+test-fast: venv
+	$(PY) -m pytest -q $(XDIST) -m "not slow"
 
 # Speed benchmarks against peer implementations (tables + benchmarks/results/*.json)
 bench: venv

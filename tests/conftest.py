@@ -19,6 +19,22 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never reach the network
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Modules with tests marked slow run first, those with the fewest tests first (a few long
+    integration tests: the SLURM cluster, torchrun, the README's commands), then the others in their
+    usual order; a module's own tests keep theirs. Under pytest-xdist (`make test`: --dist loadfile
+    --no-loadscope-reorder) the long modules so start at once on some worker: xdist's own order
+    (most tests first) left them for last, one worker running them while the other had finished."""
+    modules: dict[str, list] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def priority(tests: list) -> tuple[int, int]:
+        return (0, len(tests)) if any(t.get_closest_marker("slow") for t in tests) else (1, 0)
+
+    items[:] = [item for tests in sorted(modules.values(), key=priority) for item in tests]
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT

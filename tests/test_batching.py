@@ -143,6 +143,7 @@ def test_sampler_replicas_get_disjoint_shares(mode):
     assert all(b in single for share in shares for b in share)
 
 
+@pytest.mark.slow
 def test_shipped_corpus_token_batches_have_little_target_padding(shipped_corpus):
     """The demo's setting on the real length distribution: a joint 8k BPE trained on the training
     split (as train.py does), 1,500-token batches; bucketing keeps target padding under 10%."""

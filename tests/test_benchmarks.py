@@ -38,6 +38,7 @@ def positive(x) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
 
 
+@pytest.mark.slow
 def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> None:
     out = tmp_path / "decode.json"
     proc = run_script("decode.py", ["--size", "tiny", "--sentences", "3", "--out_len", "6", "--repeats", "1",
@@ -58,6 +59,7 @@ def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> 
     assert data["settings"]["device"] == "cpu"
 
 
+@pytest.mark.slow
 def test_decode_benchmark_runs_only_the_chosen_cases(tmp_path: Path) -> None:
     """`--cases` skips the others and runs these in the order given; only the ratios whose two cases
     ran are reported. With --max_tokens, both decode the same token-budget batches (the beam
@@ -93,6 +95,7 @@ def test_decode_benchmark_cuts_a_set_into_token_budget_batches(benchmark_modules
             sorted(map(tuple, (r[r.ne(PAD)].tolist() for r in src)))
 
 
+@pytest.mark.slow
 def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path) -> None:
     out = tmp_path / "train.json"
     proc = run_script("train.py", ["--size", "tiny", "--max_tokens", "300", "--steps", "1", "--threads", "1",
@@ -121,6 +124,7 @@ def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path
     assert cases["ours_legacy"]["host_syncs_per_step"] >= 4
 
 
+@pytest.mark.slow
 def test_attention_benchmark_compares_the_kernel_with_its_peers(tmp_path: Path) -> None:
     """benchmarks/attention.py: every contender on every shape, outputs checked equal, ratios in the JSON."""
     sys.path.insert(0, str(ROOT))
@@ -155,6 +159,7 @@ def report_unless_bad(case: str, queue) -> None:
     queue.put({"case": case, "value": 1.0})
 
 
+@pytest.mark.slow
 def test_a_case_that_dies_is_reported_and_the_others_are_kept(tmp_path: Path, benchmark_modules) -> None:
     from common import run_rounds, write_results
 
@@ -175,6 +180,7 @@ def report_unless_slow(case: str, queue) -> None:
     queue.put({"case": case, "value": 1.0})
 
 
+@pytest.mark.slow
 def test_a_stopped_benchmark_keeps_what_it_measured(tmp_path: Path) -> None:
     """SIGTERM (gpu_check.sh's per-step `timeout`) while a case runs: the finished cases are still
     returned, in the order given, and the running one is stopped and left out."""
@@ -214,6 +220,7 @@ def test_gpu_check_steps_fit_in_one_lent_command() -> None:
     assert len(limits) >= 4 and sum(limits) + 10 * len(limits) <= 550, limits
 
 
+@pytest.mark.slow
 def test_train_benchmark_profiles_a_case_on_request(tmp_path: Path) -> None:
     """--profile DIR: the busiest operators of a few untimed steps per case (what the next GPU check
     reads to see where a step's time goes)."""

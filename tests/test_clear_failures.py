@@ -46,6 +46,7 @@ def test_a_token_budget_below_a_sentence_is_reported(tmp_path: Path) -> None:
 # ---- 10. unreadable input and corpora, bad run folders, tokenizers that do not load
 
 
+@pytest.mark.slow
 def test_inference_input_that_is_not_utf8_or_missing(trained_run: Path, tmp_path: Path) -> None:
     bad = tmp_path / "in.fr"
     bad.write_bytes("Bonjour.\n".encode() + LATIN1)
@@ -89,6 +90,7 @@ def test_a_pretrained_tokenizer_that_does_not_load(tmp_path: Path) -> None:
 # ---- 11. under torchrun every rank ends with the same one-line error
 
 
+@pytest.mark.slow
 def test_torchrun_ranks_fail_with_rank0s_message(trained_run: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     shutil.copytree(trained_run, run_dir)
@@ -101,6 +103,7 @@ def test_torchrun_ranks_fail_with_rank0s_message(trained_run: Path, tmp_path: Pa
     assert not any(s in proc.stderr for s in ("DistBackendError", "Connection closed", "timed out")), proc.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_torchrun_ranks_end_with_one_line_for_a_subclass_of_the_expected_errors(trained_run: Path,
                                                                                  tmp_path: Path) -> None:
     """A resume refusal is a ConfigError (a HarnessError): every rank still ends with rank 0's line."""

@@ -81,6 +81,7 @@ def md_row(markdown: str, label: str) -> dict[str, str]:
     return dict(zip(header, (c.strip() for c in row.strip("|").split("|"))))
 
 
+@pytest.mark.slow
 def test_sweep_trains_each_config_once_per_seed(swept: Path) -> None:
     for name in CONFIGS:
         for seed in SEEDS:
@@ -90,6 +91,7 @@ def test_sweep_trains_each_config_once_per_seed(swept: Path) -> None:
             assert f"seed: {seed}\n" in cfg and f"run_dir: {folder}" in cfg
 
 
+@pytest.mark.slow
 def test_the_local_launcher_runs_two_jobs_at_a_time(swept: Path) -> None:
     """Four runs as four submitit jobs (their logs under the sweep's folder), the second started
     before the first ended, never more than two at once."""
@@ -104,6 +106,7 @@ def test_the_local_launcher_runs_two_jobs_at_a_time(swept: Path) -> None:
     assert len(list((swept / "submitit").glob("*/*_result.pkl"))) == 4
 
 
+@pytest.mark.slow
 def test_one_row_per_config_holds_the_runs_own_numbers(swept: Path) -> None:
     report = json.loads((swept / "summary.json").read_text())
     groups = plain_groups(report)
@@ -145,6 +148,7 @@ def test_one_row_per_config_holds_the_runs_own_numbers(swept: Path) -> None:
     assert "TF NLL beyond training" in next(x for x in markdown.splitlines() if x.startswith("| config | encoding |")) and "Teacher-forced NLL by target position" in markdown
 
 
+@pytest.mark.slow
 def test_per_k_table_holds_the_runs_own_numbers(swept: Path) -> None:
     report = json.loads((swept / "summary.json").read_text())
     groups = plain_groups(report)
@@ -188,6 +192,7 @@ def test_seeds_above_baseline_pairs_runs_by_seed() -> None:
     assert "seeds_above" not in baseline
 
 
+@pytest.mark.slow
 def test_csv_and_json_agree(swept: Path) -> None:
     report = json.loads((swept / "summary.json").read_text())
     with open(swept / "summary.csv", newline="") as f:
@@ -208,6 +213,7 @@ def test_csv_and_json_agree(swept: Path) -> None:
             assert float(r[f"k{k}_ratio"]) == pytest.approx(g["concat"][str(k)]["ratio"])
 
 
+@pytest.mark.slow
 def test_plots_are_real_images(swept: Path) -> None:
     import matplotlib.image as mpimg
 
@@ -217,6 +223,7 @@ def test_plots_are_real_images(swept: Path) -> None:
         assert pixels[..., :3].std() > 0.01, f"{suffix} is blank"
 
 
+@pytest.mark.slow
 def test_bootstrap_of_a_system_against_itself_is_not_significant(swept: Path) -> None:
     from evaluation.significance import paired_bootstrap_seeds, sentence_stats
 
@@ -229,6 +236,7 @@ def test_bootstrap_of_a_system_against_itself_is_not_significant(swept: Path) ->
     assert paired_bootstrap_seeds([sentence_stats(refs, refs)], [stats], 1000).p_value < 0.05
 
 
+@pytest.mark.slow
 def test_findings_give_one_p_per_comparison(swept: Path) -> None:
     """The findings file holds every seed's p and one test over the seeds; the main table and the
     k = 1 column print that one p (k = 1 is the test set), the k = 2 column the findings' k = 2 p."""
@@ -262,6 +270,7 @@ def test_findings_give_one_p_per_comparison(swept: Path) -> None:
     assert small and all(r["p_value"] is None and r["finding"].startswith("not tested") for r in small)
 
 
+@pytest.mark.slow
 def test_a_declared_family_gets_holm_and_its_sentences(swept: Path, tmp_path: Path) -> None:
     """--family: the declared rows alone are Holm-corrected (over the family), the others stay
     undeclared; compare.py writes the result sentences from the findings."""
@@ -283,6 +292,7 @@ def test_a_declared_family_gets_holm_and_its_sentences(swept: Path, tmp_path: Pa
     assert f"`{family}`): 4 comparisons" in headline and "- `demo/rope` against `demo/sinusoidal`, k=2" in headline
 
 
+@pytest.mark.slow
 def test_baseline_option_and_refusal_on_different_references(swept: Path, tmp_path: Path, capsys) -> None:
     runs = [str(run_dir(swept, n, s)) for n in CONFIGS for s in SEEDS]
     assert compare.main([*runs, "--baseline", "rope", "--output", str(tmp_path / "by_rope")]) == 0
@@ -323,6 +333,7 @@ def test_runtime_settings_do_not_split_a_configuration() -> None:
     assert run_groups.experiment_settings(base) != run_groups.experiment_settings(other_lr)
 
 
+@pytest.mark.slow
 def test_a_variant_is_each_rope_run_tested_again_and_a_row_of_its_own(swept: Path) -> None:
     """sweep.py --variant tests every run whose encoding takes the keys into <run>/test_<name>/,
     recording the settings; compare.py makes those a configuration of their own, with the
@@ -383,6 +394,7 @@ def test_train_minutes_sum_every_session_of_a_resumed_run() -> None:
     assert training_minutes([{"event": "start", "time": 5.0}]) is None
 
 
+@pytest.mark.slow
 def test_an_earlier_summary_and_its_plots_are_replaced_only_with_overwrite(swept: Path, tmp_path: Path,
                                                                            capsys) -> None:
     """--overwrite means what it means for every command: replace what this command wrote before."""

@@ -9,6 +9,8 @@ import torch
 
 from helpers import read_jsonl, tiny_overrides, torchrun
 
+pytestmark = pytest.mark.slow  # torchrun: two ranks, each a process of its own
+
 @pytest.mark.parametrize("update_freq", [1, 2])
 def test_two_ranks_on_half_batches_equal_one_process_on_the_whole_batch(tmp_path: Path, update_freq: int) -> None:
     """One update of 2 gloo ranks = one process on the union of their batches; with update_freq 2

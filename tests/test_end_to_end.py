@@ -97,6 +97,7 @@ def test_test_py_writes_scores_and_hypotheses(trained_run: Path) -> None:
     assert (trained_run / "test_greedy" / "hypotheses.txt").read_text() == (trained_run / "test_beam1" / "hypotheses.txt").read_text()
 
 
+@pytest.mark.slow
 def test_inference_needs_only_the_checkpoint(trained_run: Path, tmp_path: Path) -> None:
     ckpt = next((trained_run / "checkpoints").glob("best_*.pt"))
     # run from an empty folder: no config, no corpus, no tokenizer file around
@@ -121,6 +122,7 @@ def test_config_and_checkpoint_mismatch_is_a_clear_error(trained_run: Path) -> N
     assert "model.positional.name" in proc.stderr and "model.d_model" in proc.stderr
 
 
+@pytest.mark.slow
 def test_every_command_has_help() -> None:
     """Each script run as `python SCRIPT --help` runs it (as __main__, its folder first on sys.path),
     the eight one after another in one fresh interpreter (one torch import, not eight)."""

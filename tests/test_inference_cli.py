@@ -54,6 +54,7 @@ def test_the_length_limit_flags_bound_the_output(trained_run: Path, capsys) -> N
     assert len(lines) == 3 and all(len(tokenizer.encode_tgt(line)) <= 2 for line in lines)
 
 
+@pytest.mark.slow
 def test_piped_input_lenpen_and_output_file(trained_run: Path, tmp_path: Path) -> None:
     """The README's piped use: inference.py --run R --lenpen 0.6 --output out.txt < in.txt."""
     proc = run_subprocess(["inference.py", "--run", str(trained_run), "--lenpen", "0.6", "--output",
@@ -78,6 +79,7 @@ def read_line(stream, timeout: float = 120.0) -> str:
     return stream.readline()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stdin_flag", [[], ["--src", "-"]], ids=["stdin", "input-dash"])
 def test_interactive_translates_each_line_as_it_arrives(trained_run: Path, stdin_flag: list[str]) -> None:
     """With --interactive (the default at a terminal) a line is translated before the next one is
@@ -116,6 +118,7 @@ def test_mixed_precision_decoding_runs_on_cpu(trained_run: Path, precision: str)
     assert len(lines) == len(fp32) == 3 and all(lines)
 
 
+@pytest.mark.slow
 def test_interactive_input_that_is_not_utf8_names_its_line(trained_run: Path) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run([sys.executable, "inference.py", "--run", str(trained_run), "--interactive"], cwd=ROOT,

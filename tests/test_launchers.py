@@ -37,6 +37,7 @@ def test_a_malformed_time_limit_is_named(text: str) -> None:
         minutes(text)
 
 
+@pytest.mark.slow
 def test_local_jobs_get_their_slot_of_gpus(tmp_path: Path, monkeypatch) -> None:
     """On a machine with 2 GPUs, --runs_per_gpu 2: four jobs at once, two on each GPU; the indices
     are those this process sees (CUDA_VISIBLE_DEVICES=2,3: GPUs 2 and 3)."""
@@ -158,6 +159,7 @@ def wait_for(condition, proc, what: str, seconds: float = 180) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_local_jobs_with_a_checkpoint(tmp_path: Path) -> None:
     """SIGINT to the sweep: each running job is stopped through its controller (SIGTERM), saves a
     checkpoint and is reported interrupted (exit 4), never finished or tested."""
@@ -177,6 +179,7 @@ def test_ctrl_c_stops_local_jobs_with_a_checkpoint(tmp_path: Path) -> None:
         assert not (metrics.parent / "test").exists()  # an interrupted training is never tested
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_local_job_before_it_trains(tmp_path: Path) -> None:
     """Ctrl-C while a job starts its run (before training's own handlers): the job ends at once,
     without a result, and the sweep reports it interrupted instead of waiting for the whole budget."""

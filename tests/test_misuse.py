@@ -157,6 +157,7 @@ def test_09_a_sweep_compares_before_it_skips(trained_run: Path, tmp_path: Path) 
     assert (base / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_10_one_writer_per_run_folder(trained_run: Path, tmp_path: Path) -> None:
     run_dir = copy_run(trained_run, tmp_path)
     fresh = tmp_path / "fresh"
@@ -444,6 +445,7 @@ def test_outputs_of_compare_and_visualize_are_guarded(trained_run: Path, tmp_pat
     assert (tmp_path / "v1.2.md").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
+@pytest.mark.slow
 def test_test_outputs_belong_to_their_own_run_and_split(trained_run: Path, tmp_path: Path) -> None:
     mine, other = copy_run(trained_run, tmp_path, "mine"), copy_run(trained_run, tmp_path, "other")
     before = snapshot(other)

@@ -15,6 +15,7 @@ from helpers import ROOT, final_params, losses, read_jsonl, tiny_overrides
 from in_process import run_in_process as run  # a subprocess only where a signal is sent
 
 
+@pytest.mark.slow
 def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     args = ["train.py", "--config", "configs/demo/sinusoidal.yaml",
@@ -59,6 +60,7 @@ def test_divergence_stops_with_a_message(tmp_path: Path) -> None:
     assert "diverged" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     import torch
 

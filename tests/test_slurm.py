@@ -16,6 +16,8 @@ import torch
 from helpers import ROOT, final_params, losses, read_jsonl, tiny_overrides
 from slurm_cluster import LocalSlurm, missing_binaries
 
+pytestmark = pytest.mark.slow  # a real SLURM cluster started and stopped, sweeps of real jobs
+
 CONFIGS = ("configs/demo/sinusoidal.yaml", "configs/demo/rope.yaml")
 
 

@@ -84,6 +84,7 @@ def trained_run(tmp_path_factory) -> Path:
     return run_dir
 
 
+@pytest.mark.slow
 def test_tensorboard_serves_the_logged_validation_loss(trained_run: Path, tmp_path: Path) -> None:  # noqa: F811
     with tensorboard_server(trained_run, tmp_path, "valid/loss") as (base, run_name):
         assert run_name in get_json(f"{base}/data/runs")
@@ -105,6 +106,7 @@ def hparams_request(base: str, route: str, request: dict):
     return get_json(f"{base}/data/plugin/hparams/{route}?" + urllib.parse.urlencode({"request": json.dumps(request)}))
 
 
+@pytest.mark.slow
 def test_a_sweep_reviews_in_the_hparams_dashboard(trained_run: Path, tmp_path: Path) -> None:
     """Each run is an HParams session (encoding, its options, sizes, seed, ...) whose metrics are its
     validation scalars and the test scores test.py adds; attention maps are images of the run."""
