@@ -136,6 +136,10 @@ def test_a_resume_supersedes_what_an_interrupted_attempt_logged_after_its_checkp
             path.unlink()
     log = run_dir / "metrics.jsonl"
     log.write_text("".join(line + "\n" for line in log.read_text().splitlines() if '"event": "end"' not in line))
+    # The resume comes at least a second later, as it would in another process after the kill: an
+    # event file is named by the second it was opened, then by a counter within its process, and
+    # TensorBoard reads a run's files in name order (10 before 9 when both opened in one second).
+    time.sleep(1.0)
     resumed = run(["train.py", "--run", str(run_dir), "--set", "training.max_steps=12", "--set", "training.lr=0.0005"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
