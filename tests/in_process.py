@@ -59,7 +59,7 @@ _SCRIPTS: dict[Path, ModuleType] = {}
 def load_script(path: Path) -> ModuleType:
     """The entry script at `path` as a module (not as `__main__`, so its main guard does not run),
     loaded once per file. Loaded from the file itself: `import test` would name Python's own test
-    package (sweep.py calls commands.scoring.run_test instead)."""
+    package (sweep.py calls commands.test.run_test instead)."""
     path = path.resolve()
     if path not in _SCRIPTS:
         if str(path.parent) not in sys.path:  # `python SCRIPT` puts the script's folder on sys.path

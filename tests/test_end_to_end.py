@@ -90,9 +90,9 @@ def test_test_py_writes_scores_and_hypotheses(trained_run: Path) -> None:
     assert again.returncode == 2 and "--overwrite" in again.stderr
     # beam 1 through the command line equals greedy through the command line
     greedy = run(["test.py", "--run", str(trained_run), "--set", "decoding.strategy=greedy",
-                  "--output_dir", str(trained_run / "test_greedy")])
+                  "--output", str(trained_run / "test_greedy")])
     beam1 = run(["test.py", "--run", str(trained_run), "--set", "decoding.beam_size=1",
-                 "--output_dir", str(trained_run / "test_beam1")])
+                 "--output", str(trained_run / "test_beam1")])
     assert greedy.returncode == 0 and beam1.returncode == 0, greedy.stderr[-2000:] + beam1.stderr[-2000:]
     assert (trained_run / "test_greedy" / "hypotheses.txt").read_text() == (trained_run / "test_beam1" / "hypotheses.txt").read_text()
 

@@ -97,7 +97,7 @@ def test_test_py_scores_sources_longer_than_max_len_whole(trained_run: Path, tmp
     src.write_text(f"Bonjour.\n{long_src}\nMerci.\n")
     ref.write_text("Hello.\n" + " ".join(["Where is the station? I do not know."] * 30) + "\nThanks.\n")
     out = tmp_path / "out"
-    proc = run(["test.py", "--run", str(trained_run), "--src", str(src), "--ref", str(ref), "--output_dir", str(out)])
+    proc = run(["test.py", "--run", str(trained_run), "--src", str(src), "--ref", str(ref), "--output", str(out)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     scores = json.loads((out / "scores.json").read_text())
     assert scores["num_sentences"] == 3 == len(lines(out / "hypotheses.txt")) == len(lines(out / "sources.txt"))
@@ -117,7 +117,7 @@ def test_test_py_scores_a_text_file_pair_and_concatenates_by_hand(trained_run: P
     ref.write_text("\n".join(ref_lines) + "\n")
     out = tmp_path / "out"
     proc = run(["test.py", "--run", str(trained_run), "--src", str(src), "--ref", str(ref), "--concat", "1", "2", "4",
-                "--set", "evaluation.concat_seed=3", "--output_dir", str(out)])
+                "--set", "evaluation.concat_seed=3", "--output", str(out)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     scores = json.loads((out / "scores.json").read_text())
     assert scores["num_sentences"] == 6 and len(lines(out / "hypotheses.txt")) == 6
@@ -143,7 +143,7 @@ def test_test_py_scores_a_text_file_pair_and_concatenates_by_hand(trained_run: P
 def test_test_py_scores_wit3_xml_and_keeps_documents(trained_run: Path, tmp_path: Path):
     out = tmp_path / "xml"
     proc = run(["test.py", "--run", str(trained_run), "--src", str(XML_SRC), "--ref", str(XML_REF),
-                "--concat", "2", "--output_dir", str(out)])
+                "--concat", "2", "--output", str(out)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     scores = json.loads((out / "scores.json").read_text())
     assert scores["num_sentences"] == 5 and scores["test_set"]["src"] == str(XML_SRC)
@@ -159,18 +159,18 @@ def test_test_py_file_errors_are_one_line(trained_run: Path, tmp_path: Path):
     only_src = run(["test.py", "--run", str(trained_run), "--src", str(XML_SRC)])
     assert only_src.returncode == 2 and "--ref" in only_src.stderr and "Traceback" not in only_src.stderr
     missing = run(["test.py", "--run", str(trained_run), "--src", str(tmp_path / "nope.fr"), "--ref", str(XML_REF),
-                   "--output_dir", str(tmp_path / "o")])
+                   "--output", str(tmp_path / "o")])
     assert missing.returncode == 2 and "nope.fr" in missing.stderr and "Traceback" not in missing.stderr
     folder = run(["test.py", "--run", str(trained_run), "--src", str(tmp_path), "--ref", str(XML_REF),
-                  "--output_dir", str(tmp_path / "o")])
+                  "--output", str(tmp_path / "o")])
     assert folder.returncode == 2 and "is a folder" in folder.stderr and "Traceback" not in folder.stderr
     both = run(["test.py", "--run", str(trained_run), "--src", str(XML_SRC), "--ref", str(XML_REF), "--split", "valid"])
     assert both.returncode == 2 and "--split" in both.stderr
-    zero = run(["test.py", "--run", str(trained_run), "--concat", "0", "--output_dir", str(tmp_path / "zero")])
+    zero = run(["test.py", "--run", str(trained_run), "--concat", "0", "--output", str(tmp_path / "zero")])
     assert zero.returncode == 2 and "--concat" in zero.stderr and not (tmp_path / "zero").exists()  # checked first
     blocked = tmp_path / "file"
     blocked.write_text("a file where a folder should go")
-    unwritable = run(["test.py", "--run", str(trained_run), "--output_dir", str(blocked / "sub")])
+    unwritable = run(["test.py", "--run", str(trained_run), "--output", str(blocked / "sub")])
     assert unwritable.returncode == 2 and "output" in unwritable.stderr and "Traceback" not in unwritable.stderr
 
 

@@ -62,7 +62,7 @@ def test_sweep_tests_with_the_test_time_overrides_only() -> None:
 def test_test_py_refuses_a_set_that_changes_the_trained_model(trained_run: Path, tmp_path: Path, override: str,
                                                                key: str) -> None:
     out = tmp_path / "out"
-    message = one_error_line(run(["test.py", "--run", str(trained_run), "--set", override, "--output_dir", str(out)]))
+    message = one_error_line(run(["test.py", "--run", str(trained_run), "--set", override, "--output", str(out)]))
     assert f"{key}=" in message and "At test time only" in message, message
     assert not out.exists()
 
