@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make demo   train, test and compare the three demo encodings on the shipped corpus (CPU, < 30 min)
-#   make test   run the test suite
+#   make test   run the test suite (make test-fast: without the tests marked slow; make lint: ruff)
 #   make length the length-extrapolation study: every encoding, single sentences and joined pairs, three
 #               seeds, RoPE scaled at test time (2-core CPU: a day; resumable, run it again after a stop)
 #   make length-headline   the length study's declared headline set at seeds 3 and 4 too (five seeds)
@@ -22,7 +22,7 @@ SWEEP ?=
 # Each RoPE run also tested stretched at inference, no retraining (<run>/test_<name>/, rows of their own)
 LENGTH_VARIANTS := $(foreach s,linear ntk yarn,--variant $(s)4 model.positional.scaling=$(s) model.positional.scaling_factor=4)
 
-.PHONY: demo demo-seeds length length-headline archive results readme results-check readme-check test test-fast bench venv clean-demo
+.PHONY: demo demo-seeds length length-headline archive results readme results-check readme-check test test-fast lint bench venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,11 @@ length-headline: length
 XDIST := -n auto --dist loadfile --no-loadscope-reorder
 test: venv
 	$(PY) -m pytest -q $(XDIST)
+
+# Lint and format check (ruff.toml; .ci/run runs it before the tests): `ruff format .` fixes the format
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # The same without the tests marked slow (pytest.ini): the quick check while working
 test-fast: venv

@@ -41,7 +41,7 @@ step() {  # step SECONDS NAME COMMAND...: run it under a time limit, remember it
   step 300 train_12k python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 12000 --steps 20 \
     --rounds 3 --cases ours_sinusoidal_cudagraphs hf_marian ours_legacy ours_sinusoidal \
     --profile "$out/profile" --output "$out/train_cuda.json"
-  step 80 compile_test python3 -m pytest -q -p no:cacheprovider tests/test_compile.py -k cuda
+  step 80 compile_test python3 -m pytest -q -p no:cacheprovider tests/training/test_compile.py -k cuda
   step 70 train_32k python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 32000 --steps 20 \
     --cases ours_sinusoidal_cudagraphs hf_marian ours_sinusoidal --output "$out/train_cuda_32k.json"
   step 60 decode python3 benchmarks/decode.py --device cuda --sentences 2000 --max_tokens 30000 --repeats 1 \

@@ -6,7 +6,7 @@ fp32 decoding steps on x86-64 CPUs with AVX2. Where it cannot be had (another CP
 `PE_CPU_KERNEL=0` in the environment) `attend` keeps its batched-matmul path, with a one-time
 warning if a build was tried and failed. `attention(key_index=...)` restricts each query to listed
 keys (a beam's ancestors at a beam-search step), which are then the only keys read. Both paths give
-the same attention up to float rounding (tests/test_cpu_kernel.py); `benchmarks/decode.py`
+the same attention up to float rounding (tests/decoding/test_cpu_kernel.py); `benchmarks/decode.py`
 measures the search with it.
 """
 

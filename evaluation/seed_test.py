@@ -11,7 +11,7 @@ tested against Student's t with n - 1 degrees of freedom, two-sided; v_sent is t
 mean(d) under a joint bootstrap of the test sentences (the same resampled sentences for every seed
 and both systems: evaluation/significance.py), so the finite test set's noise is counted once on
 top of the seeds' spread. Assumptions: the seed effects are independent and roughly normal (the
-calibration test in tests/test_seed_test.py checks the rule with normal and t(3) seed effects).
+calibration test in tests/evaluation/test_seed_test.py checks the rule with normal and t(3) seed effects).
 Reference: Dror, Baumer, Shlomov & Reichart, "The Hitchhiker's Guide to Testing Statistical
 Significance in NLP" (ACL 2018), and for the seed as the unit, Reimers & Gurevych, "Reporting Score
 Distributions Makes a Difference" (EMNLP 2017).

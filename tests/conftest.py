@@ -1,4 +1,8 @@
-"""Shared test setup: the repository root on sys.path, one CPU thread for tiny models."""
+"""Shared test setup: the repository root and tests/ on sys.path, one CPU thread for tiny models.
+
+The tests sit in folders that mirror the code (tests/commands/, tests/training/, ...; the
+guarantees kept through the real commands in tests/guarantees/, the layer rules in
+tests/test_layers.py); docs/TESTS.md says what each costs."""
 
 from __future__ import annotations
 
@@ -10,8 +14,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# The project, and tests/ itself (helpers.py, in_process.py, ...) for the tests in its folders
+for path in (ROOT, ROOT / "tests"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 import models.positional_encodings  # noqa: E402,F401 (registers the encodings config validation reads)
 
@@ -55,15 +61,14 @@ def one_torch_thread():
 def trained_run_master(tmp_path_factory) -> Path:
     """A tiny RoPE run trained through train.py, in this process (tests/in_process.py), once per
     pytest process; tests use a copy of it (`trained_run`). It logs no TensorBoard images (nor do
-    the resumes of its copies: rendering them costs a tiny run 2-5 s); tests/test_tensorboard_server.py
+    the resumes of its copies: rendering them costs a tiny run 2-5 s); tests/training/test_tensorboard_server.py
     trains its own run with them."""
     from helpers import tiny_overrides
     from in_process import run_in_process
 
     base = tmp_path_factory.mktemp("e2e-master")
     run_dir = base / "run"
-    proc = run_in_process(["train.py", "--config", "configs/demo/rope.yaml",
-                           *tiny_overrides(run_dir, base / "cache")])
+    proc = run_in_process(["train.py", "--config", "configs/demo/rope.yaml", *tiny_overrides(run_dir, base / "cache")])
     assert proc.returncode == 0, proc.stderr[-3000:]
     return run_dir
 

@@ -11,8 +11,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from data.pipeline import Collator  # noqa: E402
 from helpers import tiny_model  # noqa: E402
+
+from data.pipeline import Collator  # noqa: E402
 from training.engine import TokenLoss, create_trainer  # noqa: E402
 from training.step_stats import StepStats  # noqa: E402
 
@@ -25,8 +26,10 @@ def model_for_step():
 def fixed_pairs() -> list[tuple[list[int], list[int]]]:
     g = torch.Generator().manual_seed(1)
     lengths = [3, 7, 5, 2, 6, 4, 8, 3]
-    return [(torch.randint(4, 30, (n,), generator=g).tolist(), torch.randint(4, 30, (n + 1,), generator=g).tolist())
-            for n in lengths]
+    return [
+        (torch.randint(4, 30, (n,), generator=g).tolist(), torch.randint(4, 30, (n + 1,), generator=g).tolist())
+        for n in lengths
+    ]
 
 
 def one_step(model, batches: list[list[tuple[list[int], list[int]]]], world_size: int = 1) -> list[int]:
@@ -45,9 +48,11 @@ def one_step(model, batches: list[list[tuple[list[int], list[int]]]], world_size
         def recorded(state, bucket):
             reduced.append(bucket.index())
             return allreduce_hook(state, bucket)
+
         loss.register_comm_hook(None, recorded)
-    trainer = create_trainer(loss, optimizer, scheduler, StepStats("cpu", 1), pad_id=0, device=torch.device("cpu"),
-                             world_size=world_size)
+    trainer = create_trainer(
+        loss, optimizer, scheduler, StepStats("cpu", 1), pad_id=0, device=torch.device("cpu"), world_size=world_size
+    )
     trainer.run([[Collator(0, 2, 3)(pairs) for pairs in batches]], max_epochs=1)
     return reduced
 
@@ -56,7 +61,7 @@ def split(pairs: list, rank: int, world: int, update_freq: int) -> list[list]:
     """Rank `rank`'s share of `pairs`, cut into `update_freq` consecutive micro-batches."""
     mine = pairs[rank::world]
     size = len(mine) // update_freq
-    return [mine[i * size: (i + 1) * size] for i in range(update_freq)]
+    return [mine[i * size : (i + 1) * size] for i in range(update_freq)]
 
 
 def worker(local_rank: int, out: str, update_freq: int) -> None:

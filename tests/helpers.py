@@ -25,13 +25,28 @@ def tiny_overrides(run_dir: Path, cache_dir: Path, steps: int = 6, images: bool 
     maps or position tables go to TensorBoard (their figures cost a tiny run 2-3 s): the trained_run
     fixture and the tests that read them ask for them."""
     sets = [
-        f"run_dir={run_dir}", f"data.cache_dir={cache_dir}", f"data.path={TINY_CORPUS}", "data.max_train_pairs=400",
+        f"run_dir={run_dir}",
+        f"data.cache_dir={cache_dir}",
+        f"data.path={TINY_CORPUS}",
+        "data.max_train_pairs=400",
         "data.valid_size=12",
-        "data.test_size=10", "tokenizer.vocab_size=400", "model.d_model=32", "model.num_heads=4",
-        "model.ffn_dim=64", "model.num_encoder_layers=1", "model.num_decoder_layers=1",
-        f"training.max_steps={steps}", "training.validate_every_steps=3", "training.max_tokens=300",
-        "training.bleu_sentences=4", "training.log_every=2", "training.num_threads=1", "training.keep_best=2",
-        "decoding.beam_size=2", "decoding.max_len_b=5", "decoding.max_len_a=1.0",
+        "data.test_size=10",
+        "tokenizer.vocab_size=400",
+        "model.d_model=32",
+        "model.num_heads=4",
+        "model.ffn_dim=64",
+        "model.num_encoder_layers=1",
+        "model.num_decoder_layers=1",
+        f"training.max_steps={steps}",
+        "training.validate_every_steps=3",
+        "training.max_tokens=300",
+        "training.bleu_sentences=4",
+        "training.log_every=2",
+        "training.num_threads=1",
+        "training.keep_best=2",
+        "decoding.beam_size=2",
+        "decoding.max_len_b=5",
+        "decoding.max_len_a=1.0",
         *([] if images else ["training.tensorboard_images_every=0"]),
     ]
     return [x for s in sets for x in ("--set", s)]
@@ -39,8 +54,9 @@ def tiny_overrides(run_dir: Path, cache_dir: Path, steps: int = 6, images: bool 
 
 def run(args: list[str], cwd: Path = ROOT, stdin: str | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, env=env,
-                          input=stdin, timeout=300)
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, env=env, input=stdin, timeout=300
+    )
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -62,8 +78,18 @@ def train(run_dir: Path, cache: Path, *extra: str, steps: int = 4, flags: tuple[
     """A tiny sinusoidal training through train.py, in this process (tests/in_process.py)."""
     from in_process import run_in_process
 
-    return run_in_process(["train.py", "--config", CONFIG, *tiny_overrides(run_dir, cache, steps=steps),
-                           "--set", "training.bleu_sentences=0", *[x for e in extra for x in ("--set", e)], *flags])
+    return run_in_process(
+        [
+            "train.py",
+            "--config",
+            CONFIG,
+            *tiny_overrides(run_dir, cache, steps=steps),
+            "--set",
+            "training.bleu_sentences=0",
+            *[x for e in extra for x in ("--set", e)],
+            *flags,
+        ]
+    )
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -88,11 +114,13 @@ def final_params(run_dir: Path):
 def losses(run_dir: Path) -> dict[int, float]:
     """Training loss per step of the run its checkpoints continue (JsonlLogger.history)."""
     from utils.runtime import JsonlLogger
+
     return {r["step"]: r["loss"] for r in JsonlLogger(run_dir / "metrics.jsonl").history() if r["event"] == "train"}
 
 
 def write_parquet_dir(root: Path, config: str, split_dir: dict[str, list[tuple[str, str]]]):
     import datasets
+
     for folder, pairs in split_dir.items():
         out = root / config / folder
         out.mkdir(parents=True)
@@ -100,8 +128,20 @@ def write_parquet_dir(root: Path, config: str, split_dir: dict[str, list[tuple[s
         datasets.Dataset.from_list(rows).to_parquet(str(out / "0000.parquet"))
 
 
-def tiny_model(name: str = "sinusoidal", seed: int = 0, *, vocab: int = 50, d_model: int = 32, heads: int = 4,
-               layers: int = 2, ffn_dim: int = 64, pad_id: int = 0, encoder_pe=None, decoder_pe=None, **options):
+def tiny_model(
+    name: str = "sinusoidal",
+    seed: int = 0,
+    *,
+    vocab: int = 50,
+    d_model: int = 32,
+    heads: int = 4,
+    layers: int = 2,
+    ffn_dim: int = 64,
+    pad_id: int = 0,
+    encoder_pe=None,
+    decoder_pe=None,
+    **options,
+):
     """A small eval-mode `Seq2SeqTransformer` (no dropout) whose encoder and decoder use the
     registered encoding `name` with `options` (that encoding's options; a learnable table has 64 rows
     unless given), or the given encoding modules."""
@@ -116,9 +156,19 @@ def tiny_model(name: str = "sinusoidal", seed: int = 0, *, vocab: int = 50, d_mo
         cfg = PositionalConfig(name=name, options={"max_positions": 64, **options} if name == "learnable" else options)
         encoder_pe = build_positional_encoding(cfg, d_model, heads, causal=False)
         decoder_pe = build_positional_encoding(cfg, d_model, heads, causal=True)
-    model = Seq2SeqTransformer(src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=pad_id, encoder_pe=encoder_pe,
-                               decoder_pe=decoder_pe, d_model=d_model, num_heads=heads, num_encoder_layers=layers,
-                               num_decoder_layers=layers, ffn_dim=ffn_dim, dropout=0.0)
+    model = Seq2SeqTransformer(
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        pad_id=pad_id,
+        encoder_pe=encoder_pe,
+        decoder_pe=decoder_pe,
+        d_model=d_model,
+        num_heads=heads,
+        num_encoder_layers=layers,
+        num_decoder_layers=layers,
+        ffn_dim=ffn_dim,
+        dropout=0.0,
+    )
     return model.eval()
 
 
@@ -138,7 +188,7 @@ def encoding_cases():
     cases.append(pytest.param("rope", {"layout": "interleaved", "fraction": 0.5}, id="rope-interleaved-half"))
     for name, top in (("sinusoidal", 256), ("learnable", 64), ("rope", 256)):
         cases.append(pytest.param(name, {"randomized": True, "max_position": top}, id=f"{name}-randomized"))
-    for scaling in ("linear", "ntk"):  # yarn needs a recorded training length: tests/test_length_encodings.py
+    for scaling in ("linear", "ntk"):  # yarn needs a recorded training length: tests/models/test_length_encodings.py
         cases.append(pytest.param("rope", {"scaling": scaling, "scaling_factor": 3.0}, id=f"rope-{scaling}"))
     cases.append(pytest.param("xpos", {"cross_attention": True}, id="xpos-cross"))
     cases.append(pytest.param("fire", {"cross_attention": True}, id="fire-cross"))
@@ -164,7 +214,7 @@ def full_and_cached(model, src: torch.Tensor, tgt: torch.Tensor) -> tuple[torch.
         full = model.decode(tgt, model.encode(src))
         enc = decoder.encode(src)
         cache = decoder.new_cache()
-        steps = [decoder.decode_step(tgt[:, t:t + 1], enc, cache, offset=t) for t in range(tgt.size(1))]
+        steps = [decoder.decode_step(tgt[:, t : t + 1], enc, cache, offset=t) for t in range(tgt.size(1))]
     return full, torch.stack(steps, dim=1)
 
 
@@ -200,8 +250,13 @@ def check_random_beam_steps(model, label: str, beams: int = 4, steps: int = 7):
         for step in range(steps):
             rows_sentence = sentences.repeat_interleave(beams)
             got = decoder.decode_step(history[:, -1:], enc.index_select(sentences), cache, offset=step)
-            torch.testing.assert_close(got, reference_step(model, history, plain_enc, rows_sentence), atol=1e-5,
-                                       rtol=0, msg=lambda m, step=step: f"{label} step {step}: {m}")
+            torch.testing.assert_close(
+                got,
+                reference_step(model, history, plain_enc, rows_sentence),
+                atol=1e-5,
+                rtol=0,
+                msg=lambda m, step=step: f"{label} step {step}: {m}",
+            )
             parents = torch.randint(0, beams, (sentences.numel(), beams), generator=g)
             keep = torch.tensor([0, 2]) if step == 4 else torch.arange(sentences.numel())
             index = (keep[:, None] * beams + parents[keep]).view(-1)

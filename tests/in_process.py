@@ -142,6 +142,7 @@ def _torch_state():
     states = [random.getstate(), torch.get_rng_state()]
     try:
         import numpy as np
+
         states.append(np.random.get_state())
     except ImportError:
         np = None
@@ -156,11 +157,17 @@ def _torch_state():
 
 
 def _stream_handlers() -> list[logging.StreamHandler]:
-    loggers = [logging.getLogger()] + [x for x in logging.Logger.manager.loggerDict.values()
-                                       if isinstance(x, logging.Logger)]
-    return [h for lg in loggers for h in lg.handlers  # (a `stream` property, e.g. logging's last resort,
-            if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)  # follows sys.stderr)
-            and not isinstance(getattr(type(h), "stream", None), property)]
+    loggers = [logging.getLogger()] + [
+        x for x in logging.Logger.manager.loggerDict.values() if isinstance(x, logging.Logger)
+    ]
+    return [
+        h
+        for lg in loggers
+        for h in lg.handlers  # (a `stream` property, e.g. logging's last resort,
+        if isinstance(h, logging.StreamHandler)
+        and not isinstance(h, logging.FileHandler)  # follows sys.stderr)
+        and not isinstance(getattr(type(h), "stream", None), property)
+    ]
 
 
 @contextlib.contextmanager
@@ -190,9 +197,12 @@ def run_in_process(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedPro
     cwd = Path(cwd).resolve()
     script = Path(args[0]) if Path(args[0]).is_absolute() else cwd / args[0]
     if not script.is_file():  # as the interpreter answers
-        return subprocess.CompletedProcess([sys.executable, *map(str, args)], 2, "",
-                                           f"{sys.executable}: can't open file {str(script.absolute())!r}: "
-                                           f"[Errno 2] No such file or directory\n")
+        return subprocess.CompletedProcess(
+            [sys.executable, *map(str, args)],
+            2,
+            "",
+            f"{sys.executable}: can't open file {str(script.absolute())!r}: [Errno 2] No such file or directory\n",
+        )
     out, err = io.StringIO(), io.StringIO()
     stdin = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
     saved_argv, saved_stdin, console_out, console_err = sys.argv, sys.stdin, sys.stdout, sys.stderr
@@ -220,5 +230,4 @@ def run_in_process(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedPro
             sys.stderr.flush()
     finally:
         sys.argv, sys.stdin = saved_argv, saved_stdin
-    return subprocess.CompletedProcess([sys.executable, *map(str, args)], returncode, out.getvalue(),
-                                       err.getvalue())
+    return subprocess.CompletedProcess([sys.executable, *map(str, args)], returncode, out.getvalue(), err.getvalue())

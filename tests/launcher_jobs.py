@@ -1,4 +1,4 @@
-"""The jobs tests/test_launchers.py gives the local launcher. A job's process unpickles its job by
+"""The jobs tests/commands/test_launchers.py gives the local launcher. A job's process unpickles its job by
 importing the module that defines it: this one imports nothing heavy, where the test module pulls
 in torch and the commands (seconds in every job's process)."""
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 @dataclass
 class Reported:
     """What the job returns, as a sweep job's Outcome would (the launcher passes it on as it is)."""
+
     run_dir: str
     status: str
 

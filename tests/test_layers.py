@@ -54,12 +54,17 @@ def violations(root: Path) -> list[str]:
     for script in SCRIPTS:
         path = root / f"{script}.py"
         if path.is_file():
-            wrong += [f"{script}.py imports {name}" for name in sorted(imported_modules(path) & set(PACKAGES))
-                      if name != "commands"]
+            wrong += [
+                f"{script}.py imports {name}"
+                for name in sorted(imported_modules(path) & set(PACKAGES))
+                if name != "commands"
+            ]
     for folder in ELSEWHERE:
         for module in sorted((root / folder).rglob("*.py")):
-            wrong += [f"{module.relative_to(root)} imports the entry script {name}.py"
-                      for name in sorted(imported_modules(module) & set(SCRIPTS))]
+            wrong += [
+                f"{module.relative_to(root)} imports the entry script {name}.py"
+                for name in sorted(imported_modules(module) & set(SCRIPTS))
+            ]
     return wrong
 
 
@@ -68,15 +73,18 @@ def test_imports_run_one_way() -> None:
     assert violations(ROOT) == []
 
 
-@pytest.mark.parametrize("module, source", [
-    ("models/m.py", "from decoding.search import beam_search\n"),          # a lower layer importing a higher one
-    ("utils/m.py", "def f():\n    from models.positional_encodings import POSITIONAL_ENCODINGS\n"),  # lazily
-    ("data/m.py", "import training.engine\n"),
-    ("decoding/m.py", "from evaluation import metrics\n"),                 # across one floor the wrong way
-    ("commands/m.py", "import compare\n"),                                  # an entry script, from a package
-    ("tests/test_m.py", "from train import main\n"),                        # ... or from a test
-    ("train.py", "from training.run import train_run\n"),                   # a script skipping the command layer
-])
+@pytest.mark.parametrize(
+    "module, source",
+    [
+        ("models/m.py", "from decoding.search import beam_search\n"),  # a lower layer importing a higher one
+        ("utils/m.py", "def f():\n    from models.positional_encodings import POSITIONAL_ENCODINGS\n"),  # lazily
+        ("data/m.py", "import training.engine\n"),
+        ("decoding/m.py", "from evaluation import metrics\n"),  # across one floor the wrong way
+        ("commands/m.py", "import compare\n"),  # an entry script, from a package
+        ("tests/test_m.py", "from train import main\n"),  # ... or from a test
+        ("train.py", "from training.run import train_run\n"),  # a script skipping the command layer
+    ],
+)
 def test_the_checker_fails_on_a_back_edge(tmp_path: Path, module: str, source: str) -> None:
     for package in (*PACKAGES, *ELSEWHERE):
         (tmp_path / package).mkdir()
@@ -103,8 +111,9 @@ def long_functions(root: Path, limit: int = 60) -> list[str]:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= limit:
-                found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} "
-                             f"({node.end_lineno - node.lineno + 1} lines)")
+                found.append(
+                    f"{path.relative_to(root)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+                )
     return found
 
 

@@ -47,12 +47,17 @@ def read_lines(path: Path) -> list[str]:
 
 def run_tokenizer(cfg):
     """The run's BPE, trained as train.py trains it (same function, same training split); cached."""
-    key = json.dumps({"corpus": corpus_fingerprint(cfg.data), "tokenizer": vars(cfg.tokenizer)},
-                     sort_keys=True, default=str)
+    key = json.dumps(
+        {"corpus": corpus_fingerprint(cfg.data), "tokenizer": vars(cfg.tokenizer)}, sort_keys=True, default=str
+    )
     if key not in _tokenizers:
         with tempfile.TemporaryDirectory() as scratch:  # the run folder gets no tokenizer.json
-            _tokenizers[key] = load_or_train_tokenizer(cfg.tokenizer, lambda: read_corpus(cfg.data)["train"],
-                                                       Path(scratch), lambda msg: print(f"  {msg}", flush=True))
+            _tokenizers[key] = load_or_train_tokenizer(
+                cfg.tokenizer,
+                lambda: read_corpus(cfg.data)["train"],
+                Path(scratch),
+                lambda msg: print(f"  {msg}", flush=True),
+            )
     return _tokenizers[key]
 
 
@@ -79,13 +84,17 @@ def backfill(run: Path) -> str:
     lengths = lengths_of(tokenizer, [s for s, _ in pairs])
     buckets = score_by_length(hyps, refs, lengths, cfg.evaluation.length_buckets)
     if buckets != scores["by_source_length"]:
-        diff = [(b["bucket"], {k: (b[k], a.get(k)) for k in b if b[k] != a.get(k)})
-                for b, a in zip(buckets, scores["by_source_length"]) if b != a]
+        diff = [
+            (b["bucket"], {k: (b[k], a.get(k)) for k in b if b[k] != a.get(k)})
+            for b, a in zip(buckets, scores["by_source_length"])
+            if b != a
+        ]
         return f"MISMATCH by_source_length (recomputed, archived): {diff or 'bucket lists differ'}"
     cap = longest_training_source(cfg.data)
     if cap is not None or "longer_than_training" in scores:
-        longer = None if cap is None else {"train_max_src_len": cap,
-                                           **score_subset(hyps, refs, [x > cap for x in lengths])}
+        longer = (
+            None if cap is None else {"train_max_src_len": cap, **score_subset(hyps, refs, [x > cap for x in lengths])}
+        )
         if longer != scores.get("longer_than_training"):
             return f"MISMATCH longer_than_training: recomputed {longer}, archived {scores.get('longer_than_training')}"
     for row in scores.get("concat", []):
@@ -93,13 +102,17 @@ def backfill(run: Path) -> str:
         k_lengths = lengths_of(tokenizer, [s for s, _ in joined])
         mean = round(sum(k_lengths) / max(1, len(k_lengths)), 2)
         if (len(joined), mean) != (row["num_inputs"], row["mean_source_tokens"]):
-            return (f"MISMATCH concat k={row['k']}: recomputed {len(joined)} inputs, {mean} mean source tokens; "
-                    f"archived {row['num_inputs']}, {row['mean_source_tokens']}")
+            return (
+                f"MISMATCH concat k={row['k']}: recomputed {len(joined)} inputs, {mean} mean source tokens; "
+                f"archived {row['num_inputs']}, {row['mean_source_tokens']}"
+            )
     out = run / "test" / "source_lengths.txt"
     out.write_text("".join(f"{x}\n" for x in lengths), encoding="utf-8", newline="\n")
     extra = f", longer_than_training n={scores['longer_than_training']['num_sentences']}" if cap is not None else ""
-    return (f"verified ({len(buckets)} buckets{extra}, {len(scores.get('concat', []))} concat means), "
-            f"written test/source_lengths.txt ({len(lengths)} lines)")
+    return (
+        f"verified ({len(buckets)} buckets{extra}, {len(scores.get('concat', []))} concat means), "
+        f"written test/source_lengths.txt ({len(lengths)} lines)"
+    )
 
 
 def main(argv: list[str]) -> int:

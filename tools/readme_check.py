@@ -66,7 +66,7 @@ CHECKS = {
     "make test-fast": "the suite without its slow tests",
     "make results-check": "its own check (about five minutes)",
     "make readme-check": "this check",
-    "make bench": "tests/test_benchmarks.py runs benchmarks/decode.py and train.py at tiny sizes",
+    "make bench": "tests/tools/test_benchmarks.py runs benchmarks/decode.py and train.py at tiny sizes",
 }
 ISOLATED = ("The two commands",)
 TINY = {

@@ -16,7 +16,7 @@ figure or a verdict word there (RESULT_TEXT, METHOD_LINES).
   python tools/readme_results.py render     # README + study page blocks <- committed files  (make readme)
   python tools/readme_results.py recompute  # committed files <- compare.py on results/ (make results)
   python tools/readme_results.py check      # blocks == committed files, no hand-written result, links resolve
-                                            #   (the test suite does this: tests/test_readme_results.py)
+                                            #   (the test suite does this: tests/tools/test_readme_results.py)
   python tools/readme_results.py check --recompute   # and committed files == compare.py now (make results-check)
 """
 

@@ -28,10 +28,15 @@ def main() -> int:
     parser.add_argument("--width", type=int, default=1600)
     parser.add_argument("--height", type=int, default=900)
     parser.add_argument("--wait", type=float, default=8.0, help="seconds to let the page render after loading")
-    parser.add_argument("--show", nargs="*", default=[], metavar="LABEL",
-                        help="HParams columns to show (TensorBoard ticks only the first five hyperparameters "
-                             "and metrics): the labels of their checkboxes in the left pane; a label ending "
-                             "in * stands for every label that starts with the rest")
+    parser.add_argument(
+        "--show",
+        nargs="*",
+        default=[],
+        metavar="LABEL",
+        help="HParams columns to show (TensorBoard ticks only the first five hyperparameters "
+        "and metrics): the labels of their checkboxes in the left pane; a label ending "
+        "in * stands for every label that starts with the rest",
+    )
     parser.add_argument("--hide", nargs="*", default=[], metavar="LABEL", help="HParams columns to hide (as --show)")
     args = parser.parse_args()
 
@@ -57,7 +62,8 @@ def main() -> int:
         if (el.shadowRoot) walk(el.shadowRoot);
       });
       walk(document);
-      const match = (labels, label) => labels.some(h => h.endsWith('*') ? label.startsWith(h.slice(0, -1)) : label === h);
+      const match = (labels, label) =>
+        labels.some(h => h.endsWith('*') ? label.startsWith(h.slice(0, -1)) : label === h);
       const box = boxes.find(b => b.checked ? match(hide, b.textContent.trim()) : match(show, b.textContent.trim()));
       if (box) box.click();
       return box ? (box.checked ? 'showed ' : 'hid ') + box.textContent.trim() : '';

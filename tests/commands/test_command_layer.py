@@ -1,0 +1,152 @@
+"""One command layer: every command's flags come from commands/cli.py (the same names and meanings
+everywhere), the README shows only flags the commands take, each command's old flag spellings still
+work for one release with a one-line note and are not shown in --help, sweep.py calls functions
+rather than other scripts' main(), and every command reports its errors in one line (exit 2)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, one_error_line
+from in_process import run_in_process
+
+SCRIPTS = ("train.py", "test.py", "inference.py", "compare.py", "sweep.py", "export.py", "average.py", "visualize.py")
+SHARED = {"--config", "--run", "--set", "--model_path", "--device", "--overwrite", "--output"}
+
+
+def parser_of(script: str, subcommand: str | None = None):
+    """The argparse parser of a command (visualize.py: one of its subcommands)."""
+    import argparse
+
+    parser = importlib.import_module(f"commands.{script.removesuffix('.py')}").build_parser()
+    if subcommand:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[subcommand]
+    return parser
+
+
+def flags_of(parser) -> dict[str, object]:
+    return {flag: action for action in parser._actions for flag in action.option_strings}
+
+
+def visible_flags(parser) -> set[str]:
+    """The flags --help shows (deprecated spellings are hidden)."""
+    import argparse
+
+    return {flag for action in parser._actions if action.help != argparse.SUPPRESS for flag in action.option_strings}
+
+
+def readme_command_lines() -> list[str]:
+    """Every README line that runs an entry script, outside the Migrations section (which names the
+    old spellings on purpose)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = re.sub(r"\n## Migrations.*?(?=\n## )", "\n", text, flags=re.S)
+    return [line for line in text.splitlines() if re.search(r"python \w+\.py", line)]
+
+
+def test_the_readme_uses_only_flags_the_commands_show() -> None:
+    checked = set()
+    for line in readme_command_lines():
+        for match in re.finditer(r"python (\w+\.py)(?: ([\w-]+))?([^|`#;]*)", line):
+            script, sub, rest = match.groups()
+            if script not in SCRIPTS:
+                continue
+            sub = sub if script == "visualize.py" else None
+            used = set(re.findall(r"(?<![\w-])(--[a-z_]+)", f"{match.group(2) or ''} {rest}")) - {"--help"}
+            assert used <= visible_flags(parser_of(script, sub)), (
+                line,
+                sorted(used - visible_flags(parser_of(script, sub))),
+            )
+            checked.add(script)
+    assert checked == set(SCRIPTS)  # every command is shown
+
+
+@pytest.mark.parametrize(
+    "script, old, new",
+    [
+        ("test.py", "--output_dir", "--output"),
+        ("export.py", "--out", "--output"),
+        ("inference.py", "--input", "--src"),
+        ("visualize.py", "--src", "--src_text"),
+        ("visualize.py", "--tgt", "--tgt_text"),
+    ],
+)
+def test_old_flag_spellings_are_hidden_but_still_set_the_new_flag(script: str, old: str, new: str, capsys) -> None:
+    sub = "attention" if script == "visualize.py" else None
+    parser = parser_of(script, sub)
+    assert old not in visible_flags(parser) and new in visible_flags(parser)
+    required = {"export.py": [], "visualize.py": []}.get(script, [])
+    args = parser.parse_args([*required, old, "x"])
+    dest = next(a.dest for a in parser._actions if new in a.option_strings)
+    assert getattr(args, dest) == "x"
+    assert f"note: {old} is deprecated" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_command_spells_the_shared_flags_alike(script: str) -> None:
+    parser = parser_of(script, "attention" if script == "visualize.py" else None)
+    flags = flags_of(parser)
+    for flag in SHARED & set(flags):
+        action = flags[flag]
+        assert action.dest == {"--set": "overrides"}.get(flag, flag.lstrip("-")), (script, flag)
+    if "--overwrite" in flags:  # one meaning everywhere: replace what this command wrote before
+        assert flags["--overwrite"].help.startswith("replace what this command wrote before"), script
+
+
+def test_sweep_calls_functions_not_scripts() -> None:
+    """No command loads a script through importlib, and none passes argument lists to a main()."""
+    for path in (ROOT / "commands").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not any(name.startswith("importlib") for name in imported), path
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "main"]
+        assert not calls, path
+
+
+def test_sweep_help_prints_its_examples_intact() -> None:
+    proc = run_in_process(["sweep.py", "--help"])
+    assert proc.returncode == 0
+    assert "configs/demo/learnable.yaml configs/demo/rope.yaml \\\n      --output runs/demo/summary" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["visualize.py", "attention", "--src_text", "Bonjour"],  # no model
+        ["visualize.py", "pe-heatmap", "--encoding", "rope"],  # only sinusoidal without a model
+        ["visualize.py", "attention", "--run", "no/such/run", "--src_text", "Bonjour"],
+        ["visualize.py", "attention", "--model_path", "no/such.pt", "--src_text", "Bonjour"],
+        ["export.py", "--run", "no/such/run", "--output", "somewhere"],
+        ["export.py", "--model_path", "no/such.pt", "--output", "somewhere"],
+        ["average.py", "--run", "no/such/run", "--average_last", "2"],
+        ["average.py", "--average_last", "2"],
+        ["train.py"],
+    ],
+)
+def test_commands_report_errors_in_one_line(args: list[str], tmp_path: Path) -> None:
+    args = [str(ROOT / args[0]), *args[1:]]
+    line = one_error_line(run_in_process(args, cwd=tmp_path))
+    assert len(line) < 400
+
+
+def test_an_output_alias_is_the_same_flag(trained_run: Path, tmp_path: Path) -> None:
+    """--output_dir (test.py's earlier name) writes where --output does, with a one-line note."""
+    proc = run_in_process(
+        [
+            "test.py",
+            "--run",
+            str(trained_run),
+            "--output_dir",
+            str(tmp_path / "scored"),
+            "--set",
+            "evaluation.teacher_forced=false",
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "scored" / "scores.json").is_file()
+    assert "note: --output_dir is deprecated and will be removed in the next release: use --output" in proc.stderr

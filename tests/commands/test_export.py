@@ -1,0 +1,101 @@
+"""export.py: a self-contained, pickle-free folder that translates exactly like its checkpoint."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import one_error_line
+from in_process import run_in_process as run
+
+SENTENCES = ["Bonjour !", "Je ne sais pas ce que tu veux dire.", "Où est la gare ?", ""]
+
+
+def test_export_round_trip_translates_identically(trained_run: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run, run_dir)
+    tested = run(["test.py", "--run", str(run_dir)])
+    assert tested.returncode == 0, tested.stderr[-2000:]
+    out = tmp_path / "exported"
+    proc = run(["export.py", "--run", str(run_dir), "--output", str(out)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "config.json", "model.safetensors", "tokenizer.json"]
+    # no pickle: safetensors header + JSON; the weights are exactly the checkpoint's
+    from safetensors import safe_open
+
+    from training.checkpoint import find_best_checkpoint
+    from training.loading import load_for_inference
+
+    ckpt = find_best_checkpoint(run_dir)
+    _, _, model = load_for_inference(ckpt)
+    with safe_open(str(out / "model.safetensors"), framework="pt") as f:
+        stored = {name: f.get_tensor(name) for name in f.keys()}
+    state = model.state_dict()
+    assert stored and all(name in state and state[name].equal(t) for name, t in stored.items())
+    config = json.loads((out / "config.json").read_text())
+    assert config["format"] == "pe-harness-export" and config["config"]["model"]["positional"]["name"] == "rope"
+    # the model card quotes the run's test scores and their signature
+    scores = json.loads((run_dir / "test" / "scores.json").read_text())
+    card = (out / "README.md").read_text()
+    assert f"sacreBLEU **{scores['sacrebleu']:.2f}**" in card and scores["sacrebleu_signature"] in card
+    # translations: the export equals the checkpoint, greedy and beam with n-best scores
+    for flags in (["--strategy", "greedy"], ["--nbest", "2"]):
+        from_ckpt = run(["inference.py", "--model_path", str(ckpt), "--src_text", *SENTENCES, *flags])
+        from_export = run(["inference.py", "--model_path", str(out), "--src_text", *SENTENCES, *flags])
+        assert from_export.returncode == 0, from_export.stderr[-2000:]
+        assert from_export.stdout == from_ckpt.stdout and from_ckpt.stdout.strip()
+    # test.py scores the export like the run
+    scored = run(["test.py", "--model_path", str(out), "--output", str(tmp_path / "scores")])
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    assert (tmp_path / "scores" / "hypotheses.txt").read_text() == (run_dir / "test" / "hypotheses.txt").read_text()
+    assert json.loads((tmp_path / "scores" / "scores.json").read_text())["sacrebleu"] == scores["sacrebleu"]
+
+
+def test_loading_an_export_never_unpickles(trained_run: Path, tmp_path: Path, monkeypatch) -> None:
+    import pickle
+
+    import torch
+
+    from evaluation.translate import translate
+    from training.loading import load_for_inference
+
+    out = tmp_path / "exported"
+    assert run(["export.py", "--run", str(trained_run), "--output", str(out)]).returncode == 0
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("an export must load without pickle")
+
+    for module, name in ((torch, "load"), (pickle, "load"), (pickle, "loads")):
+        monkeypatch.setattr(module, name, refuse)
+    cfg, tokenizer, model = load_for_inference(out)
+    assert translate(model, tokenizer, SENTENCES[:2], cfg.decoding)[0].text
+    with pytest.raises(Exception, match="without pickle"):  # the guard does catch a checkpoint's torch.load
+        load_for_inference(next((trained_run / "checkpoints").glob("*.pt")))
+
+
+def test_export_replaces_only_its_own_export_and_only_with_overwrite(trained_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    for overwrite in ([], ["--overwrite"]):  # a folder of the user's: never, --overwrite or not
+        message = one_error_line(run(["export.py", "--run", str(trained_run), "--output", str(out), *overwrite]))
+        assert "--output" in message and str(out) in message
+        assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    export = tmp_path / "export"
+    assert run(["export.py", "--run", str(trained_run), "--output", str(export)]).returncode == 0
+    # (the weights' file names one of the tied tensors, chosen by safetensors: compared by name only)
+    before = {p.name: p.read_bytes() for p in export.iterdir() if p.is_file() and p.suffix != ".safetensors"}
+    assert "pass --overwrite" in one_error_line(run(["export.py", "--run", str(trained_run), "--output", str(export)]))
+    (export / "README.md").write_text("an old card")  # what export.py wrote before: replaced with --overwrite
+    proc = run(["export.py", "--run", str(trained_run), "--output", str(export), "--overwrite"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    after = {p.name: p.read_bytes() for p in export.iterdir() if p.is_file() and p.suffix != ".safetensors"}
+    assert after == before and (export / "model.safetensors").is_file()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # nothing left aside
+    # a run whose scores came from another checkpoint: exported without them, saying so
+    last = next((trained_run / "checkpoints").glob("last_*.pt"))
+    proc = run(["export.py", "--model_path", str(last), "--output", str(tmp_path / "last")])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "No test scores" in (tmp_path / "last" / "README.md").read_text()

@@ -1,0 +1,158 @@
+"""Each plot command writes a PNG that decodes and is not blank, for each encoding family."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from commands import visualize
+from evaluation.figures import attention_maps
+
+
+def assert_real_png(path: Path) -> None:
+    import matplotlib.image as mpimg
+
+    assert path.is_file() and path.stat().st_size > 1000
+    image = mpimg.imread(path)
+    assert image.ndim == 3 and image.shape[0] > 50 and image.shape[1] > 50
+    assert float(image[..., :3].std()) > 0.01  # not one colour
+
+
+@pytest.mark.parametrize("command", ["pe-heatmap", "pe-mds", "pe-similarity"])
+def test_computed_encoding_plots(command: str, tmp_path: Path) -> None:
+    encodings = ["sinusoidal"] if command != "pe-similarity" else ["sinusoidal", "rope", "alibi"]
+    for encoding in encodings:
+        out = tmp_path / f"{command}-{encoding}.png"
+        assert (
+            visualize.main(
+                [command, "--encoding", encoding, "--positions", "64", "--position", "20", "--output", str(out)]
+            )
+            == 0
+        )
+        assert_real_png(out)
+
+
+def test_classical_mds_recovers_a_line() -> None:
+    import torch
+
+    points = torch.zeros(10, 5)
+    points[:, 2] = torch.arange(10.0)
+    coords = visualize.classical_mds(points)
+    distances = torch.cdist(coords, coords)
+    assert torch.allclose(distances, torch.cdist(points, points), atol=1e-4)
+
+
+def test_attention_maps_of_a_trained_model(trained_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "attention"
+    assert (
+        visualize.main(
+            [
+                "attention",
+                "--run",
+                str(trained_run),
+                "--src_text",
+                "Je t'aime beaucoup.",
+                "--tgt_text",
+                "I love you very much.",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    for name in ("encoder_self_attention", "decoder_self_attention", "cross_attention"):
+        assert_real_png(out / f"{name}.png")
+    # similarity plot from the trained model's own encoding (rope -> computed rotary curve)
+    sim = tmp_path / "sim.png"
+    assert (
+        visualize.main(
+            ["pe-similarity", "--run", str(trained_run), "--positions", "30", "--position", "10", "--output", str(sim)]
+        )
+        == 0
+    )
+    assert_real_png(sim)
+
+
+def test_attention_rows_are_distributions(trained_run: Path) -> None:
+    import torch
+
+    from training.checkpoint import find_best_checkpoint
+    from training.loading import load_for_inference
+
+    _, tok, model = load_for_inference(find_best_checkpoint(trained_run))
+    src = torch.tensor([tok.encode_src("Bonjour à tous.")])
+    tgt = torch.tensor([[tok.bos_id, *tok.encode_tgt("Hello everyone.")]])
+    maps = attention_maps(model, src, tgt)
+    for kind, layers in maps.items():
+        for weights in layers:
+            assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5), kind
+    dec = maps["decoder self-attention"][0]
+    assert torch.all(dec.triu(1) == 0)  # causal: no weight on future positions
+
+
+@pytest.fixture(scope="module")
+def trained_family_runs(tmp_path_factory) -> dict[str, Path]:
+    """Tiny trained runs with a learned position table (learnable), a learned bias (t5_bias), a
+    learned MLP bias (fire) and a decaying rotation (xpos)."""
+    from helpers import tiny_overrides
+    from in_process import run_in_process
+
+    base = tmp_path_factory.mktemp("families")
+    runs = {}
+    for name in ("learnable", "t5_bias", "fire", "xpos"):
+        run_dir = base / name
+        proc = run_in_process(
+            [
+                "train.py",
+                "--config",
+                "configs/demo/sinusoidal.yaml",
+                *tiny_overrides(run_dir, base / "cache", images=True),
+                "--set",
+                f"model.positional.name={name}",
+                *(["--set", "model.positional.max_positions=130"] if name == "learnable" else []),
+            ]
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs[name] = run_dir
+    return runs
+
+
+def plot(*args: str) -> None:
+    assert visualize.main(list(args)) == 0, args
+
+
+def test_plots_of_trained_learned_encodings(trained_family_runs: dict[str, Path], tmp_path: Path) -> None:
+    learnable = str(trained_family_runs["learnable"])
+    for command in ("pe-heatmap", "pe-mds", "pe-similarity"):
+        out = tmp_path / f"learnable-{command}.png"
+        plot(command, "--run", learnable, "--positions", "40", "--position", "10", "--output", str(out))
+        assert_real_png(out)
+    for name in ("t5_bias", "fire", "xpos"):  # a learned bias; the trained model's own hooks
+        out = tmp_path / f"{name}-similarity.png"
+        run = str(trained_family_runs[name])
+        plot("pe-similarity", "--run", run, "--positions", "40", "--position", "10", "--output", str(out))
+        assert_real_png(out)
+    attention = tmp_path / "t5-attention"
+    plot(
+        "attention", "--run", str(trained_family_runs["t5_bias"]), "--src_text", "Bonjour !", "--output", str(attention)
+    )
+    assert_real_png(attention / "encoder_self_attention.png")
+
+
+def test_learned_positional_tables_reach_tensorboard(trained_family_runs: dict[str, Path]) -> None:
+    """At the end of training: each learned table as an image, and a learnable table in the projector."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tags = {}
+    for name, run_dir in trained_family_runs.items():
+        events = EventAccumulator(str(run_dir / "tb"), size_guidance={"images": 0})
+        events.Reload()
+        tags[name] = set(events.Tags()["images"])
+        assert "attention/cross-attention" in tags[name]
+    assert {"positions/encoder/table.weight", "positions/decoder/table.weight"} <= tags["learnable"]
+    assert {"positions/encoder/bias_table.weight", "positions/decoder/bias_table.weight"} <= tags["t5_bias"]
+    assert not {t for t in tags["fire"] | tags["xpos"] if t.startswith("positions/")}  # no tables: no table images
+    projector = (trained_family_runs["learnable"] / "tb" / "projector_config.pbtxt").read_text()
+    assert "positions_encoder" in projector and "positions_decoder" in projector
+    assert not (trained_family_runs["t5_bias"] / "tb" / "projector_config.pbtxt").exists()

@@ -1,0 +1,115 @@
+"""The length study's degradation (evaluation/degradation.py), from test.py's per-pair sums: a
+hand-computed example (one pair, one k), pairs cut at the decoder's limit left out, pooling over k
+with the test pair as the unit, the selections by where a pair starts, and damaged files named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evaluation.degradation import degradation_stats, pooled, read_pair_sums, run_degradation, selections
+from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
+
+# k, pair, start, tokens, nll_sum, nll_no_eos_sum, beyond_tokens, beyond_nll_no_eos_sum
+ROWS = [
+    (1, 0, 0, 2, 3.1, 3.0, 0, 0.0),
+    (1, 1, 0, 3, 4.6, 4.5, 0, 0.0),
+    (2, 0, 0, 2, 5.2, 5.0, 0, 0.0),  # pair 0 joined at k = 2: 5.0 against 3.0 alone
+    (2, 1, 4, 3, 9.1, 9.0, 3, 9.0),  # pair 1 starts at position 4, beyond a training length of 4
+    (3, 0, 0, 2, 6.1, 6.0, 0, 0.0),
+    (3, 1, 4, 2, 5.0, 4.9, 2, 4.9),  # cut at the decoder's limit: 2 of its 3 tokens, left out at k = 3
+]
+
+
+def write_run(tmp_path, rows=ROWS, training_length=4):
+    test = tmp_path / "run" / "test"
+    test.mkdir(parents=True)
+    lines = [PAIRS_HEADER] + ["\t".join(str(x) for x in r) for r in rows]
+    (test / PAIRS_FILE).write_text("\n".join(lines) + "\n")
+    return {
+        "run": str(tmp_path / "run"),
+        "seed": 1,
+        "teacher_forced": {"training_length": training_length, "position_buckets": [0, 4, 8]},
+    }
+
+
+def test_one_pair_at_one_k_by_hand(tmp_path):
+    sums = read_pair_sums(write_run(tmp_path))
+    k2 = dict((label, keep) for label, keep, _ in selections(sums))["k=2"]
+    units = sums.units(k2)
+    # pair 0: (NLL joined - NLL alone) / tokens = (5.0 - 3.0) / 2, the EOS-renormalised sums
+    assert units[0].tolist() == pytest.approx([2.0, 2.0])
+    assert units[1].tolist() == pytest.approx([4.5, 3.0])  # pair 1: 9.0 - 4.5 over its 3 tokens
+    assert pooled(units) == pytest.approx((2.0 + 4.5) / 5)
+
+
+def test_pooled_over_k_the_unit_is_the_pair_and_cut_pairs_are_left_out(tmp_path):
+    sums = read_pair_sums(write_run(tmp_path))
+    keep = dict((label, keep) for label, keep, _ in selections(sums))
+    everything = sums.units(keep["all k"])
+    # pair 0 at k = 2 and 3: (5.0 - 3.0) + (6.0 - 3.0) over 2 + 2 tokens; pair 1 only at k = 2
+    assert np.allclose(everything, [[5.0, 4.0], [4.5, 3.0]])
+    assert sums.units(keep["k=3"])[1].tolist() == [0.0, 0.0]
+    assert np.allclose(sums.units(keep["start beyond training"]), [[0.0, 0.0], [4.5, 3.0]])
+    assert np.allclose(sums.units(keep["start within training"]), [[5.0, 4.0], [0.0, 0.0]])
+    got = run_degradation(write_run(tmp_path / "b"))
+    assert got["all k"] == pytest.approx(9.5 / 7) and got["start 4-7"] == pytest.approx(1.5)
+    assert "start 8+" not in got  # no pair starts there
+
+
+def test_seeds_are_averaged_and_a_run_without_the_file_is_left_out(tmp_path):
+    a = write_run(tmp_path / "a")
+    b = write_run(tmp_path / "b", [r if r[:2] != (2, 0) else (2, 0, 0, 2, 5.2, 7.0, 0, 0.0) for r in ROWS])
+    stats = degradation_stats([a, b, {"run": str(tmp_path / "none"), "seed": 3}])
+    values = [9.5 / 7, 11.5 / 7]  # pair 0 at k = 2 is 2.0 worse in b
+    assert stats["all k"]["n"] == 2 and stats["all k"]["mean"] == pytest.approx(np.mean(values))
+    assert stats["all k"]["std"] == pytest.approx(np.std(values, ddof=1))
+
+
+def test_a_damaged_file_is_named(tmp_path):
+    run = write_run(tmp_path)
+    path = tmp_path / "run" / "test" / PAIRS_FILE
+    path.write_text(PAIRS_HEADER + "\n1\t0\tx\n")
+    with pytest.raises(ValueError, match="teacher_forced_pairs.tsv is damaged"):
+        read_pair_sums(run)
+    path.write_text("k\tpair\n")
+    with pytest.raises(ValueError, match="header"):
+        read_pair_sums(run)
+
+
+def test_a_comparison_counts_only_the_cells_every_run_scored_whole(tmp_path):
+    """A pair cut at the decoder's limit in one run is left out of every run of the comparison, so
+    both sides hold the same tokens (here the runs differ only in that cell: no difference)."""
+    from evaluation.findings import compare_degradation
+    from evaluation.run_outputs import Outputs
+
+    def rows(cut: bool):
+        out = []
+        for p in range(12):
+            out += [(1, p, 0, 3, 4.0, 4.0, 0, 0.0), (2, p, 3, 3, 5.0, 5.0, 0, 0.0)]
+        out.append((3, 0, 0, 2 if cut else 3, 9.0, 9.0, 0, 0.0))  # pair 0 at k = 3: cut in one run only
+        return out
+
+    a, b = write_run(tmp_path / "a", rows(cut=True)), write_run(tmp_path / "b", rows(cut=False))
+    keep = dict((label, keep) for label, keep, _ in selections(read_pair_sums(a)))["all k"]
+    got = compare_degradation([(a, b)], Outputs(), keep, 200, 1)
+    assert got["mean_difference"] == pytest.approx(0.0) and got["num_sentences"] == 12
+    alone = read_pair_sums(b).units(keep)  # by itself, b counts the cell a lost
+    assert alone[0, 1] == 6
+
+
+def test_compare_names_a_damaged_per_pair_file_in_one_line(tmp_path, capsys):
+    import shutil
+
+    from helpers import ROOT
+
+    from commands import compare
+    from commands.cli import main_guard
+
+    for name in ("rope", "sinusoidal"):
+        shutil.copytree(ROOT / "results" / "demo" / name, tmp_path / name)
+    with open(tmp_path / "rope" / "test" / PAIRS_FILE, "a") as f:
+        f.write("garbage\n")
+    assert main_guard(compare.main, [str(tmp_path / "*"), "--no_significance"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "teacher_forced_pairs.tsv is damaged" in err and "Traceback" not in err and len(err.splitlines()) == 1

@@ -1,0 +1,81 @@
+"""Translation metrics (evaluation/metrics.py) against the standard libraries: sacreBLEU with its
+signature, chrF, nltk BLEU-4 on word tokens."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from evaluation.metrics import NLTK_TOKENIZATION, nltk_corpus_bleu4, score_translations
+
+
+def test_identical_translations_score_perfectly():
+    refs = ["The cat is on the mat.", "I don't know what you're talking about!", "Where is the hotel?"]
+    scores = score_translations(list(refs), refs)
+    assert scores.sacrebleu == 100.0
+    assert scores.nltk_bleu4 == 1.0
+    assert scores.chrf == 100.0
+    assert scores.num_sentences == 3
+
+
+def test_sacrebleu_signature_and_value_match_the_library():
+    import sacrebleu
+
+    hyps = ["The cat sat on a mat.", "He doesn't like it at all."]
+    refs = ["The cat is on the mat.", "He does not like it at all."]
+    scores = score_translations(hyps, refs)
+    sig = scores.sacrebleu_signature
+    # sacreBLEU 2.x format: "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.x"
+    assert "tok:13a" in sig and "case:mixed" in sig and "nrefs:1" in sig and "version:" in sig
+    assert "chrF" in scores.chrf_signature or "nc:6" in scores.chrf_signature
+    assert scores.sacrebleu == pytest.approx(round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2))
+    assert scores.chrf == pytest.approx(round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2))
+    assert "Treebank" in scores.nltk_tokenization and scores.nltk_tokenization == NLTK_TOKENIZATION
+    assert set(scores.as_dict()) >= {"sacrebleu", "sacrebleu_signature", "nltk_bleu4", "chrf"}
+
+
+def test_nltk_bleu4_is_on_word_tokens_not_characters():
+    """The original report's mistake: raw strings make nltk score character 4-grams."""
+    from nltk.tokenize import TreebankWordTokenizer
+    from nltk.translate.bleu_score import corpus_bleu
+
+    # Many characters shared, few word 4-grams shared.
+    hyps = [
+        "He is walking to the station now.",
+        "The children were playing in the gardens.",
+        "She's reading the newspaper.",
+    ]
+    refs = [
+        "He was walking to the stations now.",
+        "The children are playing in the garden.",
+        "She's reading the newspaper.",
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        char_level = corpus_bleu([[r] for r in refs], hyps)  # what the report computed
+        tok = TreebankWordTokenizer()
+        independent = corpus_bleu(
+            [[tok.tokenize(r)] for r in refs], [tok.tokenize(h) for h in hyps], weights=(0.25, 0.25, 0.25, 0.25)
+        )
+    reported = score_translations(hyps, refs).nltk_bleu4
+    assert reported == pytest.approx(independent, abs=1e-4)
+    assert nltk_corpus_bleu4(hyps, refs) == pytest.approx(independent)
+    assert char_level - reported > 0.3, (char_level, reported)
+    assert 0.0 < reported < 0.6
+
+
+def test_nltk_bleu4_tokenizes_punctuation():
+    """Treebank splits "mat." into "mat" "." and "don't" into "do" "n't"."""
+    assert nltk_corpus_bleu4(["I don't know the mat."], ["I don't know the mat."]) == 1.0
+    # One changed word: word-level BLEU drops a lot, far more than on characters.
+    score = nltk_corpus_bleu4(["I do not know the mat ."], ["I don't know the mat."])
+    assert 0.0 < score < 1.0
+
+
+def test_metrics_edge_cases():
+    with pytest.raises(ValueError, match="2 hypotheses but 1 references"):
+        score_translations(["a", "b"], ["a"])
+    assert nltk_corpus_bleu4(["", ""], ["a b c d", "e f g h"]) == 0.0
+    scores = score_translations(["", ""], ["a b c d", "e f g h"])
+    assert scores.sacrebleu == 0.0 and scores.nltk_bleu4 == 0.0

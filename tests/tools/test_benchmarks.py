@@ -1,0 +1,334 @@
+"""The benchmark scripts run end to end (tiny models, one step or one short decode per case).
+
+Timings are never asserted here: only that every contender ran, did the same amount of work,
+and that the JSON carries the ratios that the README and benchmarks/README.md quote.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def benchmark_modules(monkeypatch):
+    """benchmarks/ importable for this test only. Its scripts put their folder first on sys.path when
+    imported; left there, a later `import train` in the same worker found benchmarks/train.py
+    instead of the entry script."""
+    monkeypatch.setattr(sys, "path", [str(ROOT / "benchmarks"), *sys.path])
+
+
+def run_script(script: str, args: list[str]) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(
+        [sys.executable, f"benchmarks/{script}", *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def positive(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+@pytest.mark.slow
+def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> None:
+    out = tmp_path / "decode.json"
+    proc = run_script(
+        "decode.py",
+        [
+            "--size",
+            "tiny",
+            "--sentences",
+            "3",
+            "--out_len",
+            "6",
+            "--repeats",
+            "1",
+            "--threads",
+            "1",
+            "--device",
+            "cpu",
+            "--output",
+            str(out),
+        ],
+    )
+    data = json.loads(out.read_text())
+    cases = {r["case"]: r for r in data["results"]}
+    assert set(cases) == {
+        "ours_greedy_cached",
+        "ours_greedy_uncached",
+        "hf_greedy",
+        "ours_beam5_cached",
+        "ours_beam5_uncached",
+        "hf_beam5",
+    }
+    for r in cases.values():
+        # Equal work: every contender emits exactly out_len tokens for every sentence (EOS forced at the end).
+        assert r["output_tokens"] in (3 * 6, 3 * 7), r  # ours counts the final EOS, generate() may too
+        assert positive(r["sentences_per_sec"]) and positive(r["peak_memory_mb"])
+    assert cases["ours_greedy_cached"]["output_tokens"] == cases["ours_greedy_uncached"]["output_tokens"]
+    for key in (
+        "greedy_cached_over_uncached",
+        "beam5_over_hf_generate",
+        "beam5_cached_over_uncached",
+        "greedy_over_hf_generate",
+    ):
+        assert positive(data[key]) and key in proc.stdout
+    assert data["settings"]["size"] == "tiny" and data["settings"]["d_model"] == 32
+    assert data["settings"]["device"] == "cpu"
+
+
+@pytest.mark.slow
+def test_decode_benchmark_runs_only_the_chosen_cases(tmp_path: Path) -> None:
+    """`--cases` skips the others and runs these in the order given; only the ratios whose two cases
+    ran are reported. With --max_tokens, both decode the same token-budget batches (the beam
+    counted, as in test.py)."""
+    out = tmp_path / "decode.json"
+    proc = run_script(
+        "decode.py",
+        [
+            "--size",
+            "tiny",
+            "--sentences",
+            "5",
+            "--out_len",
+            "4",
+            "--repeats",
+            "1",
+            "--threads",
+            "1",
+            "--device",
+            "cpu",
+            "--cases",
+            "hf_beam5",
+            "ours_beam5_cached",
+            "--max_tokens",
+            "225",
+            "--output",
+            str(out),
+        ],
+    )
+    data = json.loads(out.read_text())
+    assert [r["case"] for r in data["results"]] == ["hf_beam5", "ours_beam5_cached"]
+    (hf, ours) = data["results"]
+    assert data["settings"]["max_tokens"] == 225 and ours["batches"] == hf["batches"] > 1
+    assert ours["output_tokens"] in (5 * 4, 5 * 5)
+    assert data["settings"]["cases"] == ["hf_beam5", "ours_beam5_cached"]
+    assert positive(data["beam5_over_hf_generate"]) and "beam5_over_hf_generate" in proc.stdout
+    assert "greedy_cached_over_uncached" not in data and "greedy_cached_over_uncached" not in proc.stdout
+
+
+def test_decode_benchmark_cuts_a_set_into_token_budget_batches(benchmark_modules) -> None:
+    """--max_tokens: every sentence once, sorted by length, in batches within the budget with the
+    beam counted as test.py counts it, and no column of padding alone."""
+    from decode import PAD, make_sources, token_budget_batches
+
+    src = make_sources(9, 100)
+    for beam in (1, 5):
+        batches = token_budget_batches(src, 45 * beam, beam)  # test.py's budget counts the beam
+        assert sum(len(b) for b in batches) == 9 and len(batches) > 1
+        assert all(len(b) * b.size(1) * beam <= 45 * beam or len(b) == 1 for b in batches)
+        lengths = [int(n) for b in batches for n in b.ne(PAD).sum(1)]
+        assert lengths == sorted(int(n) for n in src.ne(PAD).sum(1))  # every sentence once, by length
+        assert all(bool(b[:, -1].ne(PAD).any()) for b in batches)  # no all-padding column
+        assert sorted(map(tuple, (r[r.ne(PAD)].tolist() for b in batches for r in b))) == sorted(
+            map(tuple, (r[r.ne(PAD)].tolist() for r in src))
+        )
+
+
+@pytest.mark.slow
+def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path) -> None:
+    out = tmp_path / "train.json"
+    proc = run_script(
+        "train.py", ["--size", "tiny", "--max_tokens", "300", "--steps", "1", "--threads", "1", "--output", str(out)]
+    )
+    data = json.loads(out.read_text())
+    cases = {r["case"]: r for r in data["results"]}
+    # on a CPU every contender but the compiled step (minutes of compilation) by default
+    assert set(cases) == {"ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer", "ours_legacy"}
+    tokens = {r["target_tokens"] for r in cases.values()}
+    assert len(tokens) == 1 and tokens.pop() > 0  # the same batches for every model
+    for r in cases.values():
+        assert positive(r["tokens_per_sec"]) and positive(r["peak_mb"]) and r["params"] > 0
+    assert cases["ours_sinusoidal"]["params"] == cases["ours_rope"]["params"]  # neither encoding has weights
+    assert positive(cases["ours_sinusoidal"]["flops_per_target_token"])
+    assert cases["ours_legacy"]["params"] == cases["ours_sinusoidal"]["params"]  # the same model, the old step
+    for key in (
+        "ratio_vs_marian",
+        "ratio_vs_nn_transformer",
+        "fraction_of_matmul_peak",
+        "matmul_peak_gflops",
+        "ratio_vs_legacy_engine",
+        "legacy_fraction_of_matmul_peak",
+    ):
+        assert positive(data[key]) and key in proc.stdout
+    assert data["settings"]["size"] == "tiny"
+    # train.py's own step reads nothing back from the device; every contender's count is reported
+    assert data["host_syncs_per_step"] == 0 and "host_syncs_per_step: 0" in proc.stdout
+    assert cases["ours_sinusoidal"]["host_syncs_per_step"] == cases["ours_rope"]["host_syncs_per_step"] == 0
+    assert all(isinstance(r["host_syncs_per_step"], int) for r in cases.values())
+    # the step as it was reads the token count, the non-finite check, the loss and the norm back
+    assert {"benchmarks/train_contenders.py:" in w for w in cases["ours_legacy"]["host_syncs_at"]} == {True}
+    assert cases["ours_legacy"]["host_syncs_per_step"] >= 4
+
+
+@pytest.mark.slow
+def test_attention_benchmark_compares_the_kernel_with_its_peers(tmp_path: Path) -> None:
+    """benchmarks/attention.py: every contender on every shape, outputs checked equal, ratios in the JSON."""
+    sys.path.insert(0, str(ROOT))
+    from decoding import cpu_kernel
+
+    out = tmp_path / "attention.json"
+    proc = run_script(
+        "attention.py",
+        [
+            "--sentences",
+            "2",
+            "--heads",
+            "2",
+            "--head_dim",
+            "16",
+            "--lengths",
+            "2",
+            "5",
+            "--src_len",
+            "7",
+            "--repeats",
+            "1",
+            "--layers",
+            "2",
+            "--threads",
+            "1",
+            "--output",
+            str(out),
+        ],
+    )
+    data = json.loads(out.read_text())
+    rows = data["results"]
+    assert [(r["shape"], r["keys"]) for r in rows] == [("self", 10), ("self", 25), ("cross", 7)]
+    contenders = ["kernel", "indexed", "matmul", "sdpa"] if cpu_kernel.available() else ["matmul", "sdpa"]
+    assert data["settings"]["kernel"] == ("kernel" in contenders)
+    for r in rows:
+        assert r["max_abs_diff"] < 1e-5, r
+        timed = [name for name in contenders if not (name == "indexed" and r["shape"] == "cross")]
+        assert all(positive(r[f"{name}_us"]) for name in timed), r
+        assert ("indexed_us" in r) == ("indexed" in timed)  # the index is for self-attention only
+    if "kernel" in contenders:
+        assert all(positive(v) for v in data["kernel_over_matmul"].values())
+        assert all(positive(v) for v in data["kernel_over_sdpa"].values())
+        assert sorted(data["indexed_over_kernel"]) == ["self_2", "self_5"]
+        assert all(positive(v) for v in data["indexed_over_kernel"].values())
+        assert "kernel / matmul" in proc.stdout and "indexed / kernel" in proc.stdout
+
+
+def report_unless_bad(case: str, queue) -> None:
+    """A benchmark case for run_rounds: the case named "bad" dies without a result."""
+    if case == "bad":
+        raise SystemExit(3)
+    queue.put({"case": case, "value": 1.0})
+
+
+@pytest.mark.slow
+def test_a_case_that_dies_is_reported_and_the_others_are_kept(tmp_path: Path, benchmark_modules) -> None:
+    from common import run_rounds, write_results
+
+    by = run_rounds(["good", "bad"], report_unless_bad, (), 1, "value", "units")
+    assert list(by) == ["good"]
+    out = tmp_path / "results.json"
+    assert write_results(out, {}, list(by.values()), {}, {}, requested=["good", "bad"]) == 1
+    assert json.loads(out.read_text())["settings"]["failed_cases"] == ["bad"]
+    assert write_results(out, {}, list(by.values()), {}, {}, requested=["good"]) == 0
+
+
+def report_unless_slow(case: str, queue) -> None:
+    """A benchmark case for run_rounds: the case named "slow" takes far longer than the test waits."""
+    import time
+
+    if case == "slow":
+        time.sleep(120)
+    queue.put({"case": case, "value": 1.0})
+
+
+@pytest.mark.slow
+def test_a_stopped_benchmark_keeps_what_it_measured(tmp_path: Path) -> None:
+    """SIGTERM (gpu_check.sh's per-step `timeout`) while a case runs: the finished cases are still
+    returned, in the order given, and the running one is stopped and left out."""
+    import signal
+    import time
+
+    script = (
+        "import json, sys; sys.path[:0] = ['benchmarks', 'tests']\n"
+        "from common import run_rounds\nfrom test_benchmarks import report_unless_slow\n"
+        "by = run_rounds(['second', 'first', 'slow'], report_unless_slow, (), 1, 'value', 'units')\n"
+        "print('RESULT', json.dumps(list(by)))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    lines = []
+    for line in proc.stdout:  # the two quick cases have reported: the slow one is running
+        lines.append(line)
+        if "first" in line:
+            break
+    time.sleep(1)
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=60)
+    assert time.monotonic() - start < 30  # the slow case was stopped, not waited for
+    assert proc.returncode == 0, "".join(lines) + rest
+    assert "stopped" in rest
+    assert json.loads(rest.split("RESULT ", 1)[1]) == ["second", "first"]
+
+
+def test_gpu_check_steps_fit_in_one_lent_command() -> None:
+    """benchmarks/gpu_check.sh: its steps' time limits, with the 10 s `timeout -k` grants each to
+    die, add up to at most 550 s, inside a lent machine's 600 s per command (the set-up and the
+    copying back need the rest); a script that ran over lost everything the machine had measured."""
+    import re
+
+    script = (ROOT / "benchmarks" / "gpu_check.sh").read_text()
+    limits = [int(n) for n in re.findall(r"^\s*step (\d+) \w+ ", script, flags=re.M)]
+    assert "timeout -k 10 " in script
+    assert len(limits) >= 4 and sum(limits) + 10 * len(limits) <= 550, limits
+
+
+@pytest.mark.slow
+def test_train_benchmark_profiles_a_case_on_request(tmp_path: Path) -> None:
+    """--profile DIR: the busiest operators of a few untimed steps per case (what the next GPU check
+    reads to see where a step's time goes)."""
+    run_script(
+        "train.py",
+        [
+            "--size",
+            "tiny",
+            "--max_tokens",
+            "300",
+            "--steps",
+            "2",
+            "--threads",
+            "1",
+            "--cases",
+            "ours_sinusoidal",
+            "--profile",
+            str(tmp_path / "prof"),
+            "--output",
+            str(tmp_path / "train.json"),
+        ],
+    )
+    table = (tmp_path / "prof" / "profile_ours_sinusoidal.txt").read_text()
+    assert table.startswith("2 steps; sorted by cpu_time_total")
+    assert "aten::mm" in table or "aten::addmm" in table or "aten::linear" in table
+    assert json.loads((tmp_path / "train.json").read_text())["results"][0]["case"] == "ours_sinusoidal"
