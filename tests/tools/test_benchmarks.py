@@ -266,7 +266,7 @@ def test_a_stopped_benchmark_keeps_what_it_measured(tmp_path: Path) -> None:
     import time
 
     script = (
-        "import json, sys; sys.path[:0] = ['benchmarks', 'tests']\n"
+        "import json, sys; sys.path[:0] = ['benchmarks', 'tests/tools']\n"
         "from common import run_rounds\nfrom test_benchmarks import report_unless_slow\n"
         "by = run_rounds(['second', 'first', 'slow'], report_unless_slow, (), 1, 'value', 'units')\n"
         "print('RESULT', json.dumps(list(by)))\n"
