@@ -38,19 +38,19 @@ demo: venv
 # The demo's five seeds (the archived study: results/demo/), its declared family (configs/demo/findings/headline.yaml)
 demo-seeds: demo
 	$(PY) sweep.py $(DEMO_CONFIGS) --seeds 1 2 3 4 $(SWEEP) --output runs/demo/seeds1234_summary
-	$(PY) compare.py "runs/demo/*" --family configs/demo/findings/headline.yaml --output runs/demo/seeds_summary
+	$(PY) compare.py "runs/demo/*" --family configs/demo/findings/headline.yaml --output runs/demo/seeds_summary --overwrite
 
 # Length extrapolation: every encoding trained on short sources (and on joined pairs), tested on
 # inputs of k joined test pairs; the config's own seed, then seeds 1 and 2, then one table over all
 length: venv
 	$(PY) sweep.py $(LENGTH_CONFIGS) $(LENGTH_VARIANTS) $(SWEEP) --output runs/length/seed1234_summary
 	$(PY) sweep.py $(LENGTH_CONFIGS) $(LENGTH_VARIANTS) --seeds 1 2 $(SWEEP) --output runs/length/seeds12_summary
-	$(PY) compare.py "runs/length/*" --family configs/length/findings/headline.yaml --output runs/length/summary
+	$(PY) compare.py "runs/length/*" --family configs/length/findings/headline.yaml --output runs/length/summary --overwrite
 
 # The length study's declared headline set (configs/length/findings/headline.yaml) at seeds 3 and 4 as well: five seeds
 length-headline: length
 	$(PY) sweep.py $(LENGTH_HEADLINE) $(LENGTH_VARIANTS) --seeds 3 4 $(SWEEP) --output runs/length/seeds34_summary
-	$(PY) compare.py "runs/length/*" --family configs/length/findings/headline.yaml --output runs/length/summary
+	$(PY) compare.py "runs/length/*" --family configs/length/findings/headline.yaml --output runs/length/summary --overwrite
 
 # One pytest worker per core (pytest-xdist), each test module on one worker (its fixtures built once),
 # in the order tests/conftest.py gives them (the modules with long tests first)

@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         __doc__,
         run="the run folder whose newest checkpoints to average",
         output="output file (default: <run>/checkpoints/averaged_lastN.pt)",
-        overwrite="the --output file (its own averaged_lastN.pt is replaced without asking)",
+        overwrite="the --output file (by default <run>/checkpoints/averaged_lastN.pt)",
     )
     parser.add_argument("--average_last", type=int, required=True, metavar="N", help="how many checkpoints")
     return parser
@@ -82,7 +82,7 @@ def average(run: Optional[str], average_last: int, output: Optional[str] = None,
     paths = newest_checkpoints(run, average_last)
     out = Path(output) if output else Path(run) / "checkpoints" / f"averaged_last{average_last}.pt"
     # its own averaged_*.pt may be replaced; a training checkpoint, an input or a user's file never
-    check_target(out, "--output", inputs=paths, overwrite=overwrite or not output, own=("checkpoints/averaged_*.pt",))
+    check_target(out, "--output", inputs=paths, overwrite=overwrite, own=("checkpoints/averaged_*.pt",))
     atomic_save(average_checkpoints(paths), out)
     print(f"averaged {', '.join(p.name for p in paths)} -> {out}")
     return 0

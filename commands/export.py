@@ -8,7 +8,8 @@ Examples:
   python inference.py --model_path exported/rope --src_text "Bonjour !"
   python test.py --model_path exported/rope --output exported/rope-scores
 
-An existing --output is never replaced. The model card quotes <run>/test/scores.json when it scored
+An existing --output is replaced only with --overwrite, and only when it is an export of export.py
+alone (a folder of yours never is). The model card quotes <run>/test/scores.json when it scored
 the exported checkpoint.
 """
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from pathlib import Path
 from typing import Iterator, Optional, Sequence, TextIO
 
 from commands.cli import (
@@ -146,6 +147,8 @@ def input_batches(src_text: Optional[Sequence[str]], src: Optional[str], interac
     if src_text:
         return iter([list(src_text)])
     if src and src != "-":  # missing, not UTF-8: one line naming the file and line
+        if not Path(src).exists():  # (until this release an abbreviation of --src_text could read as --src)
+            raise HarnessError(f"--src {src}: no such file; --src takes a file of sentences, --src_text a sentence")
         return iter([input_lines(read_text(src, allow_blank=True))])
     if interactive or stdin_is_terminal:
         return streamed_lines(sys.stdin.buffer, prompt=stdin_is_terminal)

@@ -104,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         __doc__,
         sets="override applied to every config (repeatable)",
-        output="path prefix of the summary (.md, .csv, .json and plots: see compare.py)",
+        output="path prefix of the summary (.md, .csv, .json and plots: see compare.py), the sweep's own: "
+        "written anew each time the sweep runs",
     )
     parser.add_argument("configs", nargs="+", help="YAML configs to run, in order")
     parser.add_argument(
@@ -287,7 +288,24 @@ def run_as_jobs(runs: list[tuple[str, list[str], str]], variants, options: Launc
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    return sweep(**vars(parse_command(build_parser(), argv)))
+    args = vars(parse_command(build_parser(), argv))
+    launch = launch_options(args["output"], args["runs_root"], **{key: args.pop(key) for key in LAUNCH_FLAGS})
+    return sweep(**args, launch=launch)
+
+
+LAUNCH_FLAGS = (
+    "launcher",
+    "parallel",
+    "gpus_per_run",
+    "runs_per_gpu",
+    "log_dir",
+    "time_limit",
+    "partition",
+    "cpus_per_run",
+    "mem",
+    "slurm_array_parallelism",
+    "slurm_setup",
+)  # launch_options' keywords
 
 
 def sweep(
@@ -298,11 +316,12 @@ def sweep(
     family: Optional[str] = None,
     runs_root: Optional[str] = None,
     output: Optional[str] = None,
-    **launch,
+    launch: Optional[LaunchOptions] = None,
 ) -> int:
-    """Train, test and compare `configs`, as sweep.py does; `launch`: launch_options' keywords."""
+    """Train, test and compare `configs`, as sweep.py does; `launch`: how (default: one after another
+    in this process)."""
     variants = check_variants([list(v) for v in variant])
-    options = launch_options(output, runs_root, **launch)
+    options = launch or launch_options(output, runs_root)
     runs = expand_runs(list(configs), list(overrides), list(seeds) if seeds else None, runs_root)
     try:
         outcomes = run_serial(runs, variants) if options.launcher == "serial" else run_as_jobs(runs, variants, options)

@@ -6,7 +6,7 @@ Needs Qt's Chromium engine, which is not a project requirement:
 
 Usage (the README's image; start `tensorboard --logdir runs/demo` first):
   python tools/tensorboard_screenshot.py --url "http://127.0.0.1:6006/#hparams" \
-      --out docs/images/tb_hparams.png --width 1900 --height 400 --wait 12 \
+      --output docs/images/tb_hparams.png --width 1900 --height 400 --wait 12 \
       --hide "data.*" "test_concat/*" --show test/sacrebleu test/nltk_bleu4 valid/bleu valid/loss
 """
 
@@ -24,7 +24,7 @@ os.environ.setdefault("QTWEBENGINE_CHROMIUM_FLAGS", "--no-sandbox --disable-gpu"
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", required=True)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--output", required=True, help="the PNG to write")
     parser.add_argument("--width", type=int, default=1600)
     parser.add_argument("--height", type=int, default=900)
     parser.add_argument("--wait", type=float, default=8.0, help="seconds to let the page render after loading")
@@ -49,8 +49,8 @@ def main() -> int:
     view.resize(args.width, args.height)
 
     def shoot() -> None:
-        view.grab().save(args.out)
-        print(f"wrote {args.out}")
+        view.grab().save(args.output)
+        print(f"wrote {args.output}")
         app.quit()
 
     # The dashboard's checkboxes live in nested shadow roots and re-render after each click: flip

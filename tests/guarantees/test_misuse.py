@@ -110,9 +110,11 @@ def test_03_average_never_replaces_a_training_checkpoint_or_a_users_file(trained
         run_in_process(["average.py", "--run", str(run_dir), "--average_last", "2", "--output", str(user)])
     )
     assert "exists; pass --overwrite" in message and user.read_text() == "mine"
-    # its own default output, in checkpoints/, is allowed (and may be rewritten)
-    for _ in range(2):
-        assert run_in_process(["average.py", "--run", str(run_dir), "--average_last", "2"]).returncode == 0
+    # its own default output, in checkpoints/, is allowed; rewritten, as any output, with --overwrite
+    assert run_in_process(["average.py", "--run", str(run_dir), "--average_last", "2"]).returncode == 0
+    again = one_error_line(run_in_process(["average.py", "--run", str(run_dir), "--average_last", "2"]))
+    assert "exists; pass --overwrite" in again
+    assert run_in_process(["average.py", "--run", str(run_dir), "--average_last", "2", "--overwrite"]).returncode == 0
     assert (run_dir / "checkpoints" / "averaged_last2.pt").is_file()
     assert run_in_process(["train.py", "--run", str(run_dir), "--set", "training.max_steps=7"]).returncode == 0
 
