@@ -148,7 +148,7 @@ def input_batches(src_text: Optional[Sequence[str]], src: Optional[str], interac
         return iter([list(src_text)])
     if src and src != "-":  # missing, not UTF-8: one line naming the file and line
         if not Path(src).exists():  # (until this release an abbreviation of --src_text could read as --src)
-            raise HarnessError(f"--src {src}: no such file; --src takes a file of sentences, --src_text a sentence")
+            raise HarnessError(f"{src}: file not found (--src takes a file of sentences; a sentence: --src_text)")
         return iter([input_lines(read_text(src, allow_blank=True))])
     if interactive or stdin_is_terminal:
         return streamed_lines(sys.stdin.buffer, prompt=stdin_is_terminal)
