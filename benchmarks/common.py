@@ -28,6 +28,17 @@ SIZE_HELP = (
 )
 
 
+def add_rounds_flag(parser) -> None:
+    """--rounds, as run_rounds takes it."""
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every case this many times, each in a fresh process, order alternating; "
+        "figures are medians over rounds (default 1)",
+    )
+
+
 def run_rounds(cases: list[str], target: Callable, args: tuple, rounds: int, key: str, unit: str) -> dict[str, dict]:
     """`target(case, *args, queue)` puts one result dict; returns per case the median-`key` result
     (the round whose `key` is the median, plus `rounds_<key>`: every round's value). A case whose

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import MODEL_SIZES, SIZE_HELP, environment, ratio_spread, run_rounds, write_results  # noqa: E402
+from common import MODEL_SIZES, SIZE_HELP, add_rounds_flag, environment, ratio_spread, run_rounds, write_results  # noqa: E402
 
 PAD, BOS, EOS = 0, 2, 3
 CASES = [
@@ -244,13 +244,7 @@ def make_parser() -> argparse.ArgumentParser:
         "decoding.max_tokens; default: one batch)",
     )
     parser.add_argument("--repeats", type=int, help="timed repeats per case (median; default 3, quick 1)")
-    parser.add_argument(
-        "--rounds",
-        type=int,
-        default=1,
-        help="run every case this many times, each in a fresh process, order alternating; "
-        "figures are medians over rounds (default 1)",
-    )
+    add_rounds_flag(parser)
     parser.add_argument(
         "--cases",
         nargs="+",

@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import MODEL_SIZES, SIZE_HELP, environment, ratio_spread, run_rounds, write_results  # noqa: E402
+from common import MODEL_SIZES, SIZE_HELP, add_rounds_flag, environment, ratio_spread, run_rounds, write_results  # noqa: E402
 from train_contenders import BOS, PAD, build, harness_step, legacy_step  # noqa: E402
 
 CASES = [
@@ -303,13 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="small version (< 2 min on 2 CPU cores)")
     parser.add_argument("--max_tokens", type=int, help="token budget per batch (default 3000, quick 1000)")
     parser.add_argument("--steps", type=int, help="timed steps per case (default 8, quick 3)")
-    parser.add_argument(
-        "--rounds",
-        type=int,
-        default=1,
-        help="run every case this many times, each in a fresh process, order alternating; "
-        "figures are medians over rounds (default 1)",
-    )
+    add_rounds_flag(parser)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument(
         "--device", default="cpu", choices=["cpu", "cuda"], help="cpu (default, the figures in the README) or cuda"

@@ -39,6 +39,7 @@ training.max_steps=50 for a smoke test); testing takes only those that may chang
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import re
 import time
@@ -293,19 +294,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     return sweep(**args, launch=launch)
 
 
-LAUNCH_FLAGS = (
-    "launcher",
-    "parallel",
-    "gpus_per_run",
-    "runs_per_gpu",
-    "log_dir",
-    "time_limit",
-    "partition",
-    "cpus_per_run",
-    "mem",
-    "slurm_array_parallelism",
-    "slurm_setup",
-)  # launch_options' keywords
+# The flags launch_options takes (all its parameters but the sweep's output and runs_root)
+LAUNCH_FLAGS = tuple(inspect.signature(launch_options).parameters)[2:]
 
 
 def sweep(

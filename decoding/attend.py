@@ -116,13 +116,9 @@ def attend(
     kernel then reads just those keys; the other paths turn the index into a mask."""
     # (compiled code takes SDPA: this CPU-only branch on the query length would guard it, and a
     # batch on the other side of SHORT_QUERY would compile again)
-    short = (
-        not torch.compiler.is_compiling()
-        and model_attention.short_query_path(q.device, q.size(-2))
-        and not is_causal
-        and dropout_p == 0.0
-    )
-    if short and cpu_kernel.usable(q, k, v, attn_mask):  # fp32 on an AVX2 CPU: the C kernel, one pass over keys
+    if model_attention.short_path(q, is_causal, dropout_p) and cpu_kernel.usable(
+        q, k, v, attn_mask
+    ):  # fp32 on an AVX2 CPU: the C kernel, one pass over keys
         return cpu_kernel.attention(q, k, v, attn_mask, q.size(-1) ** -0.5, key_index)
     if key_index is not None:
         attn_mask = index_mask(key_index, k.size(-2), attn_mask)

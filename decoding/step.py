@@ -49,20 +49,7 @@ class CachedDecoder:
         (on a CPU: `W @ xᵀ` for up to `FEW_ROWS` tokens, batched matmuls or the C kernel for short
         sources), so that a search decodes from the same memory, to the bit, as before the model
         lost its fast paths. src: `[batch, src_len]` token ids, right-padded with pad_id."""
-        model = self.model
-        batch, src_len = src.shape
-        src_mask = src.ne(model.pad_id)  # [batch, src_len]
-        lengths = src_mask.sum(-1)  # [batch]
-        positions = model.encoder_pe.positions(
-            src_len, batch, model.training, src.device, lengths, lengths
-        )  # [src_len] or [batch, src_len]
-        x = model.src_embed(src) * model.embed_scale  # [batch, src_len, d_model]
-        x = model.dropout(model.encoder_pe.add_to_embeddings(x, positions))
-        pos = model.encoder_pe.self_attention(positions, positions)
-        attn_mask = merge_mask(src_mask[:, None, None, :], pos.bias if pos is not None else None)
-        for layer in model.encoder_layers:
-            x = encoder_layer(layer, x, attn_mask, pos)
-        return EncoderOutput(model.encoder_norm(x), src_mask, positions, lengths)
+        return self.model.encode(src, run_layer=encoder_layer)
 
     def new_cache(self, capacity: Optional[int] = None) -> DecoderCache:
         """An empty cache; `capacity` (target positions, e.g. the search's length limit) preallocates it."""

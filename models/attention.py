@@ -25,6 +25,16 @@ def short_query_path(device: torch.device, q_len: int) -> bool:
     return device.type == "cpu" and q_len <= SHORT_QUERY
 
 
+def short_path(q: Tensor, is_causal: bool, dropout_p: float) -> bool:
+    """Whether attention of q `[batch, heads, q_len, head_dim]` takes the CPU branch (see below)."""
+    return (
+        not torch.compiler.is_compiling()
+        and short_query_path(q.device, q.size(-2))
+        and not is_causal
+        and dropout_p == 0.0
+    )
+
+
 def scaled_dot_product(
     q: Tensor, k: Tensor, v: Tensor, attn_mask: Optional[Tensor], is_causal: bool, dropout_p: float
 ) -> Tensor:
@@ -35,8 +45,7 @@ def scaled_dot_product(
     out `[batch, heads, q_len or 1, k_len]` is added inside the first product). Every run trained
     so far computed this, so a seed still gives the same run. Everything else, compiled code
     included (a branch on the length would guard the graph), is `F.scaled_dot_product_attention`."""
-    short = not torch.compiler.is_compiling() and short_query_path(q.device, q.size(-2)) and not is_causal
-    if not short or dropout_p != 0.0:
+    if not short_path(q, is_causal, dropout_p):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p)
     batch, heads, q_len, head_dim = q.shape
     k_len, scale = k.size(-2), head_dim**-0.5

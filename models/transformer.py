@@ -188,8 +188,9 @@ class Seq2SeqTransformer(nn.Module):
 
     # ------------------------------------------------------------------ encoder
 
-    def encode(self, src: Tensor) -> EncoderOutput:
-        """src: `[batch, src_len]` token ids, right-padded with pad_id."""
+    def encode(self, src: Tensor, run_layer=None) -> EncoderOutput:
+        """src: `[batch, src_len]` token ids, right-padded with pad_id. `run_layer(layer, x, mask,
+        positions)` computes one layer (default: its own forward; the cached decoder passes its fast path)."""
         batch, src_len = src.shape
         src_mask = src.ne(self.pad_id)  # [batch, src_len]
         lengths = src_mask.sum(-1)  # [batch]
@@ -202,7 +203,7 @@ class Seq2SeqTransformer(nn.Module):
         key_mask = src_mask[:, None, None, :]  # [batch, 1, 1, src_len]
         attn_mask = merge_mask(key_mask, pos.bias if pos is not None else None)
         for layer in self.encoder_layers:
-            x = layer(x, attn_mask, pos)
+            x = layer(x, attn_mask, pos) if run_layer is None else run_layer(layer, x, attn_mask, pos)
         return EncoderOutput(self.encoder_norm(x), src_mask, positions, lengths)
 
     # ------------------------------------------------------------------ decoder

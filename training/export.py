@@ -77,11 +77,10 @@ def swap_into_place(staging: Path, out_dir: Path, replace: bool) -> None:
     try:
         os.replace(staging, out_dir)
     except BaseException:
-        os.replace(old / out_dir.name, out_dir)
+        os.replace(old / out_dir.name, out_dir)  # the earlier export back (if this fails too, it stays in `old`)
+        old.rmdir()
         raise
-    finally:
-        if not (old / out_dir.name).exists() or out_dir.exists():
-            shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(old)
 
 
 def model_card(cfg, params: int, scores: Optional[dict], source: str) -> str:
