@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Optional
 
+import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import command_parser, parse_command
 from training.checkpoint import CheckpointError, checkpoint_step, read_checkpoint
 from utils.config import ConfigError

@@ -6,10 +6,12 @@ note, not shown in --help), and `main_guard`, which turns expected errors into o
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import sys
 from typing import Literal, Optional, Union, get_args, get_origin
 
-from utils.errors import EXIT_DIVERGED, EXIT_ERROR, EXIT_INTERRUPTED, HarnessError  # noqa: F401 (re-exported)
+from utils.errors import EXIT_BROKEN_PIPE, EXIT_DIVERGED, EXIT_ERROR, EXIT_INTERRUPTED, RERUN_HINT, HarnessError  # noqa: F401 (re-exported)
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
@@ -140,12 +142,61 @@ def setting_flag_overrides(args: argparse.Namespace) -> list[str]:
     return out
 
 
+def lazy_main(module: str):
+    """The `main` of command module `module`, imported when first called: an entry script imports
+    only this light module before `main_guard` is in place, so a Ctrl-C while torch loads is caught."""
+
+    def main(argv: Optional[list[str]] = None) -> int:
+        return importlib.import_module(module).main(argv)
+
+    main.__qualname__ = f"{module}.main"
+    return main
+
+
+class UsageError(HarnessError):
+    """Flags that cannot go together (exit 2, one line naming both)."""
+
+
+def refuse_together(args: argparse.Namespace, what: str, *flags: str) -> None:
+    """UsageError when more than one of `flags` (spelled as on the command line) was given: each names
+    `what` (the config, the model, the input), and silently using one of them would ignore the other."""
+    given = [f for f in flags if getattr(args, f.lstrip("-").replace("-", "_"), None) not in (None, False, [], "")]
+    if len(given) > 1:
+        raise UsageError(
+            f"{' and '.join(given)} both name {what}: give one of them (the other would be ignored without a word)"
+        )
+
+
+def _stdout_closed() -> int:
+    """A reader of our output went away (`| head`): end quietly as Unix tools do (status 141 =
+    128 + SIGPIPE, as a shell reports such a tool), without Python's flush error at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
+
+
 def main_guard(main, argv: Optional[list[str]] = None) -> int:
-    """Run `main`; turn the project's expected errors into one clear line and exit code 2."""
+    """Run `main`; turn the project's expected errors into one clear line and exit code 2, a Ctrl-C
+    into one line and EXIT_INTERRUPTED, a closed output pipe into silence and EXIT_BROKEN_PIPE."""
     try:
         return main(argv) or 0
+    except KeyboardInterrupt:
+        print(f"interrupted: stopped before finishing; {RERUN_HINT}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return _stdout_closed()
     except (HarnessError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except MemoryError:
+        print(
+            "error: out of memory: the model, the batch or an input is larger than this machine can hold; "
+            "use smaller model.* sizes, a smaller training.max_tokens / decoding.max_tokens, or shorter inputs",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
     except OSError as e:  # a full disk, a read-only folder, a missing file: one line, naming it
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""

@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
+import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import command_parser, parse_command
 from training.export import is_own_export, write_export
 from training.loading import load_for_inference, resolve_checkpoint, run_dir_of_checkpoint

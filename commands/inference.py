@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Iterator, Optional, Sequence, TextIO
 
+import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import (
     RUN_HELP,
     TEST_TIME_SETS,

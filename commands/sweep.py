@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
+import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import EXIT_INTERRUPTED, command_parser, parse_command
 from commands.compare import compare
 from commands.launchers import LaunchOptions, run_local, run_slurm

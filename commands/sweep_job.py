@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 
 import submitit
 
+import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import EXIT_INTERRUPTED
 from commands.test import run_test
 from commands.train import train

@@ -15,6 +15,7 @@ import argparse
 from pathlib import Path
 from typing import Optional, Sequence
 
+import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import OVERWRITE_HELP, command_parser, parse_command
 from training.run import train_run
 from utils.config import ConfigError, ExperimentConfig, load_config

@@ -26,6 +26,8 @@ from typing import Optional
 
 import matplotlib
 
+import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402

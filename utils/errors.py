@@ -6,10 +6,12 @@ the entry scripts' `commands.cli.main_guard` catches this base, so the ground la
 nothing of the packages above it.
 """
 
-# Exit statuses of every command: 0 done, 2 a usage or input error (one line), 3 training diverged,
-# 4 training was stopped by a signal (Ctrl-C, SIGTERM, a preemption) after saving a checkpoint:
-# resumable, not finished.
-EXIT_ERROR, EXIT_DIVERGED, EXIT_INTERRUPTED = 2, 3, 4
+# Exit statuses of every command (README "Exit codes"): 0 done; 2 a usage or input error (one line);
+# 3 training diverged; 4 stopped before finishing (Ctrl-C, SIGTERM, a preemption): run the same
+# command again (train.py saved a checkpoint first and continues from it with --resume); 141 the
+# reader of the output went away (`| head`), quietly, as 128 + SIGPIPE is for other Unix tools.
+EXIT_ERROR, EXIT_DIVERGED, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 3, 4, 141
+RERUN_HINT = "nothing it was writing was left partial: run the same command again"
 
 
 class HarnessError(Exception):
