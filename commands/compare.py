@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import glob
 import io
 import json
 from pathlib import Path
@@ -51,12 +50,14 @@ from evaluation.run_groups import (
     check_same_references,
     group_runs,
     pick_baseline,
-    run_variants,
-    summarise_run,
+    read_runs,
 )
 from evaluation.seed_test import load_family
 from evaluation.summary_tables import bucket_table, csv_rows, json_report, markdown_table, teacher_forced_tables
-from utils.files import atomic_write_text, check_target
+from utils.files import atomic_write_text, check_file_name, check_target, is_unchanged_output, record_written
+
+REPORT_SUFFIXES = (".md", ".json", ".csv", "_findings.md", "_findings.json", "_headline.md")
+WRITER = "compare.py"  # the name its files are recorded under: --overwrite replaces only those
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,6 +110,9 @@ def compare(
     tables and findings, and write them (and the plots) under the prefix `output`."""
     if bootstrap_samples < 1:
         raise CompareError(f"--bootstrap_samples must be at least 1, got {bootstrap_samples}")
+    out = output_prefix(output) if output else None
+    if out is not None:  # refused before minutes of bootstrap, not after
+        check_outputs(out, overwrite)
     rows = read_runs(runs)
     declared = load_family(family)
     margin = declared.tie_margin["sacreBLEU"]
@@ -129,28 +133,10 @@ def compare(
     print(table)
     if findings is not None:
         print("\n" + findings_markdown(findings))
-    if output:
-        written = write_reports(output_prefix(output), table, groups, base, findings, bootstrap_samples, overwrite)
+    if out is not None:
+        written = write_reports(out, table, groups, base, findings, bootstrap_samples, overwrite)
         print("\nwrote " + ", ".join(map(str, written)))
     return 0
-
-
-def read_runs(patterns: Sequence[str]) -> list[dict]:
-    """One row per run folder the patterns name (each once), and one per variant it was tested as."""
-    paths: list[Path] = []
-    for pattern in patterns:
-        matches = sorted(glob.glob(pattern)) or [pattern]
-        paths += [Path(m) for m in matches]
-    seen: set = set()
-    rows = []
-    for p in paths:
-        if p.is_dir() and p.resolve() not in seen and (row := summarise_run(p)) is not None:
-            seen.add(p.resolve())
-            rows.append(row)
-            rows += [summarise_run(p, variant) for variant in run_variants(p)]
-    if not rows:
-        raise CompareError(f"no run folders (with config.yaml) among {', '.join(patterns)}")
-    return rows
 
 
 def summary_markdown(groups: list[dict], baseline: dict, bootstrap_samples: int) -> str:
@@ -175,7 +161,10 @@ def write_reports(
     bootstrap_samples: int,
     overwrite: bool,
 ) -> list[Path]:
-    """Write <out>.md/.json/.csv, the findings and headline files, and the plots; returns the paths."""
+    """Write <out>.md/.json/.csv, the findings and headline files, and the plots; returns the paths.
+    Every file of the prefix passes the write guard first, plots included: with --overwrite only
+    what compare.py recorded writing (and nobody edited since) is replaced; an earlier output of
+    its own that this summary no longer has (a plot without data now) is removed, not left stale."""
     texts = {
         named(out, ".md"): table + "\n",
         named(out, ".json"): json.dumps(json_report(groups, baseline, bootstrap_samples), indent=2) + "\n",
@@ -185,11 +174,25 @@ def write_reports(
         texts[named(out, "_findings.md")] = findings_markdown(findings) + "\n"
         texts[named(out, "_findings.json")] = json.dumps(findings, indent=2) + "\n"
         texts[named(out, "_headline.md")] = headline_markdown(findings) + "\n"
-    for path in [*texts, *(named(out, suffix) for suffix in PLOT_SUFFIXES)]:  # an earlier summary: --overwrite
-        check_target(path, "--output", overwrite=overwrite)
+    targets = check_outputs(out, overwrite)
+    names = list(targets)
     for path, text in texts.items():
-        atomic_write_text(path, text)
-    return list(texts) + write_plots(groups, out)
+        atomic_write_text(targets[path], text)
+    written = list(texts) + write_plots(groups, out)
+    stale = [targets[p] for p in names if p not in written and targets[p].is_file()]
+    stale = [p for p in stale if is_unchanged_output(p, WRITER)]  # (a user's file is never removed)
+    for path in stale:
+        path.unlink()
+        print(f"removed {path}: an earlier compare.py output that this summary does not have")
+    record_written([targets[p] for p in written], WRITER, forget=stale)
+    return written
+
+
+def check_outputs(out: Path, overwrite: bool) -> dict[Path, Path]:
+    """{each file compare.py may write under the prefix `out`: where it is written} after the write
+    guard (resolved through links: a link is written through, never replaced by a file)."""
+    names = [named(out, suffix) for suffix in (*REPORT_SUFFIXES, *PLOT_SUFFIXES)]
+    return {path: check_target(path, "--output", overwrite=overwrite, written_by=WRITER) for path in names}
 
 
 def csv_text(groups: list[dict]) -> str:
@@ -203,7 +206,8 @@ def csv_text(groups: list[dict]) -> str:
 
 def output_prefix(text: str) -> Path:
     """--output as a prefix: `runs/x/summary` (a `.md`/`.csv`/`.json` ending is dropped); a dot in
-    the name (`v1.2`) stays part of it."""
+    the name (`v1.2`) stays part of it. Never a folder (`runs/x/`, or an existing one)."""
+    check_file_name(text, "--output")
     out = Path(text)
     return out.with_suffix("") if out.suffix in (".md", ".csv", ".json") else out
 

@@ -5,23 +5,33 @@ killed write never leaves a partial file and never destroys what was there.
 The guard (`check_target`): resolved through symlinks, a target is never one of the command's
 inputs, never an existing file without `--overwrite`, never a run folder or a file inside a run
 folder that the command does not own (`own` names what it may write there, e.g. average.py's
-`checkpoints/averaged_*.pt`, test.py's `test/`).
+`checkpoints/averaged_*.pt`, test.py's `test/`), never a device, FIFO, socket, /proc or /sys file or a
+read-only place (unless the command streams there by design: `stream`), never a folder or a dangling
+link. A link is written through: what it points to is replaced, never the link itself.
+
+What a command claims as its own (`written_by`): it records each file's content hash in its folder's
+`WRITTEN_RECORD` when it writes it (`record_written`), and `--overwrite` replaces only a file whose
+hash still matches; a file it never wrote, or one edited since, is the user's and refused.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import fnmatch
+import hashlib
+import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from utils.errors import HarnessError
-from utils.run_folder import is_run_folder, run_folder_above
+from utils.run_folder import is_run_folder, matches, run_folder_above
 
 TMP_SUFFIX = ".tmp"  # our temporaries: .<name>.<random>.tmp beside the target
+WRITTEN_RECORD = ".harness_written.json"  # per folder: {file name: {"sha256": ..., "by": command}}
+PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"))  # the kernel's files: never replaced by an output
 
 
 class WriteError(HarnessError):
@@ -30,11 +40,7 @@ class WriteError(HarnessError):
 
 def owns(relative: Path, patterns: tuple[str, ...]) -> bool:
     """Whether a path relative to a run folder is one of `patterns` (matched whole, part by part)."""
-    parts = relative.parts
-    return any(
-        len(parts) == len(Path(p).parts) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, Path(p).parts))
-        for p in patterns
-    )
+    return matches(relative, patterns)
 
 
 def check_target(
@@ -44,10 +50,16 @@ def check_target(
     inputs: Iterable[str | Path] = (),
     overwrite: bool = False,
     own: tuple[str, ...] = (),
+    stream: bool = False,
+    written_by: Optional[str] = None,
 ) -> Path:
-    """The resolved target if `path` may be written; WriteError naming it and the fix otherwise.
-    `own`: the paths inside a run folder (relative to it, glob patterns) this command writes."""
-    target = Path(path).resolve()
+    """The resolved target if `path` may be written (write there, not to `path`: a link is written
+    through); WriteError naming it and the fix otherwise. `own`: the paths inside a run folder
+    (relative to it, glob patterns) this command writes. `stream`: the command writes into a device or
+    pipe by design (opened, not replaced), so one is accepted as it is. `written_by`: --overwrite
+    replaces only a file this command recorded writing (`record_written`) and nobody edited since."""
+    check_file_name(path, what)
+    target = followed_link(path, what)
     for given in inputs:
         if given is not None and Path(given).exists() and Path(given).resolve() == target:
             raise WriteError(
@@ -56,6 +68,9 @@ def check_target(
             )
     if target.is_dir():
         raise WriteError(f"{what} {path} is a folder; give a file name")
+    if stream and special_kind(target):
+        return target
+    check_ordinary_place(target, path, what)
     run = run_folder_above(target.parent)
     if run is not None and not owns(target.relative_to(run), own):
         raise WriteError(
@@ -64,13 +79,67 @@ def check_target(
         )
     if target.exists() and not overwrite:
         raise WriteError(f"{what} {path} exists; pass --overwrite to replace it, or choose another file")
+    if target.exists() and written_by:
+        check_written_by(target, path, what, written_by)
     return target
+
+
+def check_file_name(path: str | Path, what: str) -> None:
+    """A file name, not a folder: a path ending in `/` names a folder even when none exists yet."""
+    if str(path).endswith(("/", os.sep)) or Path(path).is_dir():
+        raise WriteError(f"{what} {path} is a folder; give a file name")
+
+
+def followed_link(path: str | Path, what: str) -> Path:
+    """`path` resolved through links; a link to nothing is refused (writing through it would create
+    a file where it points, writing over it would lose the link)."""
+    given = Path(path)
+    if given.is_symlink() and not given.exists():
+        raise WriteError(
+            f"{what} {path} is a link to {os.readlink(given)}, which does not exist; point the link "
+            f"at an existing file, remove it, or give another file name"
+        )
+    return given.resolve()
+
+
+def special_kind(target: Path) -> Optional[str]:
+    """What `target` is when it exists and is neither a regular file nor a folder (None otherwise)."""
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return None
+    kinds = {
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISFIFO: "a named pipe (FIFO)",
+        stat.S_ISSOCK: "a socket",
+    }
+    return next((name for test, name in kinds.items() if test(mode)), None)
+
+
+def check_ordinary_place(target: Path, path: str | Path, what: str) -> None:
+    """Outputs are regular files in writable folders: never a device, FIFO or socket (an atomic
+    write would replace it with a regular file), never the kernel's /proc or /sys, never a
+    read-only filesystem."""
+    kind = special_kind(target)
+    if kind:
+        raise WriteError(f"{what} {path} is {kind} ({target}), not a regular file; give a file name")
+    if any(target == fs or fs in target.parents for fs in PSEUDO_FILESYSTEMS):
+        raise WriteError(f"{what} {path} is a file of the kernel ({target}), not a place for outputs; give a file name")
+    existing = next(folder for folder in target.parents if folder.exists())
+    with contextlib.suppress(OSError):
+        if os.statvfs(existing).f_flag & os.ST_RDONLY:
+            raise WriteError(f"{what} {path} is on a read-only filesystem ({existing}); write it elsewhere")
 
 
 def check_output_folder(path: str | Path, what: str, own: tuple[str, ...] = ()) -> Path:
     """A folder a command fills with its outputs: never a run folder itself, nor a folder inside one
-    other than those it owns (`own`: names relative to the run folder, glob patterns)."""
-    folder = Path(path).resolve()
+    other than those it owns (`own`: names relative to the run folder, glob patterns), never a file,
+    a device or a dangling link."""
+    folder = followed_link(path, what)
+    if folder.exists() and not folder.is_dir():
+        raise WriteError(f"{what} {path} is a file, not a folder; give a folder name")
+    check_ordinary_place(folder, path, what)
     if is_run_folder(folder):
         raise WriteError(
             f"{what} {path} is a run folder: its outputs would mix with the run's files; "
@@ -84,6 +153,58 @@ def check_output_folder(path: str | Path, what: str, own: tuple[str, ...] = ()) 
                 f"own files; use {run / 'test_<name>'} or a folder outside the run"
             )
     return folder
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def written_record(folder: Path) -> dict:
+    """{file name: {"sha256", "by"}} of what commands recorded writing in `folder` ({} when none,
+    or unreadable: then nothing there counts as the harness's, so nothing is replaced on a guess)."""
+    try:
+        record = json.loads((Path(folder) / WRITTEN_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def record_written(paths: Iterable[Path], by: str, forget: Iterable[Path] = ()) -> None:
+    """Record the content hash of each file in `paths` as written by `by` (in its folder's
+    WRITTEN_RECORD), and drop the entries of `forget` (files removed)."""
+    folders: dict[Path, tuple[list[Path], list[Path]]] = {}
+    for path in paths:
+        folders.setdefault(Path(path).parent, ([], []))[0].append(Path(path))
+    for path in forget:
+        folders.setdefault(Path(path).parent, ([], []))[1].append(Path(path))
+    for folder, (written, removed) in folders.items():
+        record = written_record(folder)
+        record.update({p.name: {"sha256": file_sha256(p), "by": by} for p in written})
+        for p in removed:
+            record.pop(p.name, None)
+        atomic_write_text(folder / WRITTEN_RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def is_unchanged_output(path: Path, by: str) -> bool:
+    """Whether `path` is a file `by` recorded writing, as it wrote it."""
+    entry = written_record(Path(path).parent).get(Path(path).name)
+    return isinstance(entry, dict) and entry.get("by") == by and entry.get("sha256") == file_sha256(path)
+
+
+def check_written_by(target: Path, path: str | Path, what: str, by: str) -> None:
+    """--overwrite replaces a file only if `by` wrote it and nobody edited it since."""
+    entry = written_record(target.parent).get(target.name)
+    if not isinstance(entry, dict) or entry.get("by") != by:
+        raise WriteError(
+            f"{what} {path} exists and was not written by {by}, so --overwrite leaves it alone: move it "
+            f"away or choose another {what}"
+        )
+    if entry.get("sha256") != file_sha256(target):
+        raise WriteError(f"{what} {path} was edited since {by} wrote it: move it away or choose another {what}")
 
 
 def remove_stale_temporaries(folder: Path) -> list[Path]:
@@ -121,8 +242,11 @@ _FILE_MODE = _file_mode()
 @contextlib.contextmanager
 def atomic_output(path: str | Path, mode: str = "w", encoding: Optional[str] = "utf-8") -> Iterator:
     """Open a temporary beside `path` for writing; on success it replaces `path` in one rename, on any
-    error it is removed (an OSError becomes one WriteError line naming `path`)."""
-    path = Path(path)
+    error it is removed (an OSError becomes one WriteError line naming `path`). A link is written
+    through (what it points to is replaced); a device, FIFO or socket is never replaced by a file."""
+    path = followed_link(path, "output") if Path(path).is_symlink() else Path(path)
+    if special_kind(path):
+        raise WriteError(f"cannot write {path}: it is {special_kind(path)}, not a regular file; give a file name")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     try:

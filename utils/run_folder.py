@@ -9,6 +9,7 @@ is refused with a message, so `--overwrite` or a sweep can never delete a user's
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 from dataclasses import dataclass
@@ -35,6 +36,35 @@ RUN_FILES = {
     "valid",
 }
 LOCK_FILES = (".lock", ".lock.pid")
+# Inside those folders, what the writers put there (glob patterns per path part; a temporary an
+# interrupted write left is the harness's too). Anything else is a user's file: --overwrite refuses.
+_TEMPORARIES = (".*.tmp", "tmp*")  # ours (utils/files.py) and Ignite's checkpoint temporaries
+_TEST_FILES = (  # test.py's OUTPUT_FILES (commands/test.py) and the k-input files (evaluation/test_set.py)
+    "scores.json",
+    "hypotheses.txt",
+    "references.txt",
+    "sources.txt",
+    "source_lengths.txt",
+    "teacher_forced_beyond.tsv",
+    "teacher_forced_pairs.tsv",
+)
+_TEST_FOLDERS = ("test", "valid", "test_*")  # test.py's output folders, and their concat/k<K>/
+_TEST_OUTPUT_FOLDERS = (*_TEST_FOLDERS, *(f"{t}/concat/k*" for t in _TEST_FOLDERS))
+HARNESS_FOLDERS = (
+    "checkpoints",
+    "tb",
+    "tb/[0-9]*",  # add_embedding's projector files: tb/<step>/<tag>/
+    "tb/[0-9]*/*",
+    *_TEST_OUTPUT_FOLDERS,
+    *(f"{t}/concat" for t in _TEST_FOLDERS),
+)
+HARNESS_FILES = (
+    *(f"checkpoints/{name}" for name in ("best_*.pt", "last_*.pt", "averaged_*.pt", *_TEMPORARIES)),
+    "tb/events.out.tfevents.*",
+    "tb/projector_config.pbtxt",
+    "tb/[0-9]*/*/*",
+    *(f"{folder}/{name}" for folder in _TEST_OUTPUT_FOLDERS for name in (*_TEST_FILES, ".*.tmp")),
+)
 
 
 def is_run_folder(path: Path) -> bool:
@@ -97,6 +127,34 @@ def _has_results(run_dir: Path) -> bool:
         return True
 
 
+def matches(relative: Path, patterns: tuple[str, ...]) -> bool:
+    """Whether a relative path is one of `patterns` (glob patterns, matched whole, part by part)."""
+    parts = relative.parts
+    return any(
+        len(parts) == len(Path(p).parts) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, Path(p).parts))
+        for p in patterns
+    )
+
+
+def users_files_inside(run_dir: Path) -> tuple[str, ...]:
+    """The files and folders inside the run's own folders (checkpoints/, tb/, test*/, valid/) that
+    the harness does not write (a user's notes, a hand-averaged checkpoint), relative to the run.
+    A link is judged by its own name and never followed (deleting it loses nothing it points to)."""
+    found = []
+    for top in sorted(run_dir.iterdir()):
+        if top.is_symlink() or not top.is_dir() or not matches(Path(top.name), HARNESS_FOLDERS):
+            continue
+        for folder, dirs, files in os.walk(top):  # (links to folders are listed in dirs, not entered)
+            for name in sorted(dirs + files):
+                path = Path(folder) / name
+                relative = path.relative_to(run_dir)
+                is_folder = path.is_dir() and not path.is_symlink()
+                if not matches(relative, HARNESS_FOLDERS if is_folder else HARNESS_FILES):
+                    found.append(str(relative) + ("/" if is_folder else ""))
+            dirs[:] = [d for d in dirs if matches((Path(folder) / d).relative_to(run_dir), HARNESS_FOLDERS)]
+    return tuple(found)
+
+
 @dataclass
 class RunFolder:
     """An inspected run folder: `state` is one of
@@ -109,6 +167,7 @@ class RunFolder:
     path: Path
     state: str
     foreign: tuple[str, ...] = ()
+    users_files: tuple[str, ...] = ()  # inside its own folders (checkpoints/notes.txt): never deleted
 
     @classmethod
     def inspect(cls, run_dir: Path) -> "RunFolder":
@@ -128,11 +187,12 @@ class RunFolder:
         foreign = tuple(p.name for p in entries if not _is_run_entry(p))
         if foreign or not _has_run_config(run_dir):
             return cls(run_dir, "foreign", foreign or ("config.yaml (not an experiment config)",))
+        users = users_files_inside(run_dir)
         if _has_results(run_dir):
-            return cls(run_dir, "trained")
+            return cls(run_dir, "trained", users_files=users)
         if not _is_written_config(run_dir / "config.yaml"):  # never a user's own config file
             return cls(run_dir, "foreign", ("config.yaml (a config written by hand, not by train.py)",))
-        return cls(run_dir, "fresh")
+        return cls(run_dir, "fresh", users_files=users)
 
     def describe_foreign(self) -> str:
         shown = ", ".join(self.foreign[:5]) + (f" and {len(self.foreign) - 5} more" if len(self.foreign) > 5 else "")
@@ -160,6 +220,8 @@ class RunFolder:
                     f"set run_dir to a new folder, or empty this one yourself"
                 )
             raise FileExistsError(f"{self.describe_foreign()}; set run_dir to a new folder (--set run_dir=runs/<name>)")
+        if self.state == "fresh" or overwrite:
+            self.check_nothing_of_users(overwrite)
         if self.state == "fresh":
             return "clear"
         if overwrite:
@@ -170,6 +232,19 @@ class RunFolder:
                 f"--overwrite to delete it and start over, or --set run_dir=<new folder>."
             )
         return None
+
+    def check_nothing_of_users(self, overwrite: bool) -> None:
+        """Emptying the folder would delete the user's files inside the run's own folders: refuse
+        (as for a user's file beside them), rather than keep them beside a new run's files."""
+        if self.users_files:
+            shown = ", ".join(self.users_files[:5]) + (
+                f" and {len(self.users_files) - 5} more" if len(self.users_files) > 5 else ""
+            )
+            refused = "--overwrite refused" if overwrite else "starting over (the run has no checkpoint) refused"
+            raise FileExistsError(
+                f"{refused}: the run folder {self.path} holds files the harness did not write ({shown}), "
+                f"so nothing was deleted; move them out of the run folder, or set run_dir to a new folder"
+            )
 
     def apply(self, action: Optional[str], say=print) -> None:
         """Carry out `check`'s decision; call it only once everything else at start-up has been checked."""
