@@ -19,10 +19,14 @@ Launchers: `serial` (default) trains and tests the runs one after another in thi
 `local` runs each (config, seed) as a submitit job, a process of its own on this machine, at most
 --parallel at a time, each with --gpus_per_run GPUs (CUDA_VISIBLE_DEVICES), --runs_per_gpu of them
 sharing a GPU; `slurm` submits them as a SLURM job array (--partition, --time, --gpus_per_run,
---cpus_per_run, --mem, --slurm_array_parallelism, --slurm_setup). A SLURM job stopped by its time
-limit or a preemption is requeued and resumes from the run's last checkpoint. submitit's logs go
-to <sweep folder>/submitit/<date-time>/<job id>_* (sweep folder: the folder of --output, else
---runs_root, else runs/).
+--cpus_per_run, --mem, --slurm_array_parallelism, --slurm_setup), checked with sbatch --test-only
+before anything is submitted. A SLURM job stopped by its time limit or a preemption is requeued and
+resumes from the run's last checkpoint (after a time limit at most 3 times, submitit's limit; then
+the sweep reports it and the next sweep resumes it). A job cancelled or failed is reported by run,
+with how it ended, and the sweep exits non-zero; run it again to submit only what is missing. A
+sweep stopped by Ctrl-C leaves its SLURM jobs running: the same command again waits for them
+rather than submitting them twice. submitit's logs go to <sweep folder>/submitit/<date-time>/<job
+id>_* (sweep folder: the folder of --output, else --runs_root, else runs/).
 
 Under every launcher, a sweep never deletes a run. A run that trained to its end and has
 test/scores.json is skipped; one with a last checkpoint is resumed (training continues if it is not
@@ -49,7 +53,7 @@ from typing import Optional, Sequence
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import EXIT_INTERRUPTED, command_parser, parse_command
 from commands.compare import compare
-from commands.launchers import LaunchOptions, run_local, run_slurm
+from commands.launchers import MIN_SLURM_MINUTES, LaunchOptions, minutes, run_local, run_slurm
 from commands.sweep_job import Outcome, SweepJob, run_one, triage
 from utils.config import ConfigError, load_config, parse_override
 from utils.runtime import log
@@ -183,8 +187,8 @@ def add_launch_flags(parser: argparse.ArgumentParser) -> None:
     launch.add_argument(
         "--time",
         dest="time_limit",
-        help="time limit per job: minutes or [D-]HH:MM:SS (slurm default 1440; local "
-        "default: none); a SLURM job that reaches it is requeued and resumes",
+        help="time limit per job: minutes or [D-]HH:MM:SS (slurm default 1440, at least 5; local "
+        "default: none); a SLURM job that reaches it is requeued and resumes (at most 3 times: submitit's limit)",
     )
     slurm = parser.add_argument_group("slurm")
     slurm.add_argument("--partition", help="SLURM partition")
@@ -223,6 +227,12 @@ def launch_options(
         raise ConfigError(
             f"--gpus_per_run {gpus_per_run}: a sweep's run is one process on 0 or 1 GPU; train one "
             f"run on several GPUs with torchrun (README: Speed and scale)"
+        )
+    if launcher == "slurm" and time_limit is not None and minutes(time_limit) < MIN_SLURM_MINUTES:
+        raise ConfigError(
+            f"--time {time_limit}: a SLURM job needs at least {MIN_SLURM_MINUTES} minutes (submitit signals it "
+            f"90 s before its limit to save a checkpoint and requeue it; a shorter job fails instead); "
+            f"give --time {MIN_SLURM_MINUTES} or more"
         )
     folder = Path(output).parent if output else Path(runs_root or "runs")
     # one log folder per sweep command: a job id (a local job's is a process id) may come again later

@@ -7,8 +7,11 @@ by a timeout or a preemption is requeued and resumes from the run's last checkpo
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import signal
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -16,7 +19,7 @@ from typing import Optional, Sequence
 import submitit
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
-from commands.cli import EXIT_INTERRUPTED
+from commands.cli import EXIT_INTERRUPTED, main_guard
 from commands.test import run_test
 from commands.train import train
 from training.handlers import budget_reached
@@ -166,6 +169,37 @@ def score_variants(run_dir: Path, variants: Sequence[tuple[str, list[str]]], ove
     return 0
 
 
+def ignore_stop_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def guarded(run_dir: str, work) -> Outcome:
+    """`work()`'s Outcome, under the entry scripts' guard (commands.cli.main_guard): an expected error is
+    one line in the job's log and a failed Outcome naming it; a signal outside training (SIGTERM of a
+    requeue or scancel, SIGINT) is one line and the job ends without a result (interrupted). Never a
+    traceback in the job's log for what the user can cause."""
+    try:
+        return work()
+    except KeyboardInterrupt as error:
+        ignore_stop_signals()  # SLURM may send SIGTERM twice (the step and the batch script): one line
+        caught = error
+    except (HarnessError, FileExistsError, MemoryError, OSError, FloatingPointError) as error:
+        caught = error
+
+    def reraise(_argv):
+        raise caught
+
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        rc = main_guard(reraise)  # main_guard's own line and exit code for it
+    line = said.getvalue().strip()
+    print(line, file=sys.stderr, flush=True)
+    if rc == EXIT_INTERRUPTED:
+        raise SystemExit(EXIT_INTERRUPTED)  # no result: the run is resumed by the next sweep
+    return Outcome(run_dir, "failed", rc, line.removeprefix("error: "))
+
+
 class SweepJob(submitit.helpers.Checkpointable):
     """One run as a submitit job (a local process or a SLURM job), run in the sweep's working folder.
 
@@ -188,20 +222,20 @@ class SweepJob(submitit.helpers.Checkpointable):
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.default_int_handler)
         requeue = signal.getsignal(signal.SIGUSR2)  # submitit's checkpoint-and-requeue, while training defers it
-        try:
-            outcome = run_one(self.config, self.overrides, self.variants)
-        except HarnessError as e:  # one line for the sweep to report, as the entry scripts print it
-            return Outcome(str(load_config(self.config, self.overrides).resolved_run_dir), "failed", 2, str(e))
-        except FloatingPointError as e:
-            return Outcome(
-                str(load_config(self.config, self.overrides).resolved_run_dir), "failed", 3, f"training diverged ({e})"
-            )
+        outcome = guarded(self.run_dir, lambda: run_one(self.config, self.overrides, self.variants))
         if outcome.status == "interrupted":
+            ignore_stop_signals()  # the job ends now: a second SIGTERM must not end it with a traceback
             end = last_end(Path(outcome.run_dir)) or {}
             if end.get("stopped_by_signal") == signal.SIGUSR2 and callable(requeue):
                 requeue(signal.SIGUSR2, None)  # calls self.checkpoint(), requeues the job and exits
             raise SystemExit(EXIT_INTERRUPTED)  # no result: the job is not over (SLURM reruns a requeued one)
         return outcome
+
+    @property
+    def run_dir(self) -> str:
+        """The run folder (the sweep passes it as the last run_dir= override, absolute)."""
+        given = [o.split("=", 1)[1] for o in self.overrides if o.startswith("run_dir=")]
+        return given[-1] if given else str(load_config(self.config, self.overrides).resolved_run_dir)
 
     def __repr__(self) -> str:
         return f"SweepJob({self.config} {' '.join(self.overrides)})"

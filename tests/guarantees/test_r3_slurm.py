@@ -1,0 +1,189 @@
+"""Issue 45, round three: sweeps on SLURM. A cancelled or failed job is reported by run and the sweep
+exits non-zero rather than waiting for ever (squeue's states: a cluster without accounting gives sacct
+nothing); a rerun after Ctrl-C waits for the jobs already submitted instead of submitting them twice;
+a flag SLURM refuses (--partition, --mem, --cpus_per_run), a --time too short to checkpoint and
+requeue, or no SLURM at all is one line before anything is submitted; a job stopped by a signal
+ends with one line in its log, never a traceback. The fast tests use recorded squeue output and
+stand-in commands; the slow ones the real controller of tests/slurm_cluster.py."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from helpers import CONFIG, ROOT, one_error_line, tiny_overrides
+from in_process import run_in_process as run
+from slurm_cluster import LocalSlurm, missing_binaries
+
+from commands import launchers
+from commands.launchers import JobState, ended_how, parse_squeue, watch_slurm
+from commands.sweep_job import guarded
+from utils.config import ConfigError
+
+# `squeue -h -r --states=all -O <launchers.SQUEUE_FORMAT>`: the first five rows as the suite's cluster printed
+# them (an array with tasks cancelled, running; a job that exited 3; one pending), the last three in the
+# same form for what it cannot produce (exit 4 after a checkpoint, out of memory, a node failure)
+RECORDED_SQUEUE = """\
+1_1                                     CANCELLED               15          Resources
+1_2                                     CANCELLED               0           Resources
+2                                       FAILED                  768         NonZeroExitCode
+3                                       PENDING                 0           PartitionConfig
+1_0                                     RUNNING                 0           None
+4                                       FAILED                  1024        NonZeroExitCode
+5                                       OUT_OF_MEMORY           0           OutOfMemory
+6                                       NODE_FAIL               0           NodeFail
+"""
+
+
+def test_job_states_tell_how_a_job_ended_without_a_result() -> None:
+    states = parse_squeue(RECORDED_SQUEUE)
+    assert states["1_0"] == JobState("RUNNING", "None", 0) and states["3"].reason == "PartitionConfig"
+    assert ended_how(states["1_0"]) is None and ended_how(states["3"]) is None  # may still run
+    assert ended_how(states["1_1"]) == ("interrupted", "was cancelled (scancel)")
+    assert ended_how(states["2"]) == ("failed", "failed with exit code 3")
+    assert ended_how(states["4"])[0] == "interrupted"  # exit 4: stopped after a checkpoint, resumable
+    assert ended_how(states["5"]) == ("failed", "ran out of memory (give it more --mem)")
+    assert "node failure" in ended_how(states["6"])[1]
+    assert ended_how(None) == ("interrupted", "is no longer known to SLURM and left no result")
+
+
+def fake_job(tmp_path: Path, job_id: str):
+    return SimpleNamespace(job_id=job_id, paths=SimpleNamespace(result_pickle=tmp_path / "none.pkl", stderr="x.err"))
+
+
+def test_the_client_stops_waiting_for_a_cancelled_job(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(launchers, "POLL_SECONDS", 0.0)
+    monkeypatch.setattr(launchers, "RESULT_GRACE_S", 0.0)
+    answers = iter([RECORDED_SQUEUE.replace("CANCELLED", "PENDING"), RECORDED_SQUEUE])
+    monkeypatch.setattr(launchers, "queue_states", lambda: parse_squeue(next(answers)))
+    outcomes = watch_slurm({0: fake_job(tmp_path, "1_1")}, ["runs/a"])
+    assert outcomes[0].status == "interrupted" and outcomes[0].rc == 4
+    assert "runs/a: its SLURM job 1_1 was cancelled (scancel)" in outcomes[0].message
+    assert "PartitionConfig" not in capsys.readouterr().out  # (job 3 is not this sweep's)
+
+
+def tiny_sweep(tmp_path: Path, *flags: str) -> list[str]:
+    sets = tiny_overrides(tmp_path / "unused", tmp_path / "cache", steps=4)[2:]
+    return ["sweep.py", CONFIG, *sets, "--runs_root", str(tmp_path / "runs"), "--launcher", "slurm", *flags]
+
+
+def test_no_slurm_here_is_one_line_naming_the_launchers_that_work(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    line = one_error_line(run(tiny_sweep(tmp_path)))
+    assert "SLURM was not found here (no sbatch on PATH)" in line and "--launcher local" in line
+
+
+def test_a_time_limit_too_short_to_requeue_is_one_line(tmp_path: Path) -> None:
+    line = one_error_line(run(tiny_sweep(tmp_path, "--time", "2")))
+    assert line.startswith("error: --time 2: a SLURM job needs at least 5 minutes")
+
+
+def test_a_flag_sbatch_refuses_is_named(tmp_path: Path, monkeypatch) -> None:
+    """A stand-in sbatch that refuses more than 4 CPUs: the refused flag is named, nothing submitted."""
+    (tmp_path / "bin").mkdir()
+    sbatch = tmp_path / "bin" / "sbatch"
+    sbatch.write_text(
+        '#!/bin/sh\ncase "$*" in *--test-only*cpus-per-task=64*) '
+        'echo "allocation failure: Requested node configuration is not available" >&2; exit 1;; '
+        '*--test-only*) exit 0;; esac\ntouch "$0.submitted"; exit 1\n'
+    )
+    sbatch.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    line = one_error_line(run(tiny_sweep(tmp_path, "--cpus_per_run", "64", "--mem", "1G")))
+    assert line.startswith("error: --cpus_per_run 64: SLURM refuses the job (Requested node configuration")
+    assert not (tmp_path / "bin" / "sbatch.submitted").exists()
+
+
+def test_a_signal_in_a_job_is_one_line_and_no_result(capsys) -> None:
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+
+        def stopped():
+            raise KeyboardInterrupt
+
+        with pytest.raises(SystemExit) as ended:
+            guarded("runs/a", stopped)
+        assert ended.value.code == 4
+        err = capsys.readouterr().err
+        assert err.startswith("interrupted: ") and len(err.strip().splitlines()) == 1
+
+        def refused():
+            raise ConfigError("data.path x: no such file")
+
+        outcome = guarded("runs/a", refused)
+        assert (outcome.status, outcome.rc, outcome.message) == ("failed", 2, "data.path x: no such file")
+        assert capsys.readouterr().err == "error: data.path x: no such file\n"
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    missing = missing_binaries()
+    if missing:
+        pytest.skip(f"SLURM is not installed here (no {', '.join(missing)}): apt-get install slurm-wlm munge")
+    with LocalSlurm(tmp_path_factory.mktemp("slurm")) as running:
+        yield running
+
+
+@pytest.mark.slow
+def test_a_bad_partition_is_one_line(cluster: LocalSlurm, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
+    line = one_error_line(run(tiny_sweep(tmp_path, "--partition", "nope")))
+    assert line.startswith("error: --partition nope: SLURM refuses the job (invalid partition specified: nope)")
+    assert cluster.run("squeue", "-h") == ""  # nothing submitted
+
+
+def start_sweep(cluster: LocalSlurm, tmp_path: Path) -> subprocess.Popen:
+    args = tiny_sweep(tmp_path, "--seeds", "1", "2", "--slurm_array_parallelism", "1", "--time", "10")
+    args += ["--set", "training.bleu_sentences=0", "--set", "evaluation.teacher_forced=false"]
+    return subprocess.Popen(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env={**cluster.env, "OMP_NUM_THREADS": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def read_until(proc: subprocess.Popen, text: str) -> str:
+    seen = ""
+    while text not in seen:
+        line = proc.stdout.readline()
+        assert line, seen[-3000:]
+        seen += line
+    return seen
+
+
+@pytest.mark.slow
+def test_a_rerun_waits_for_the_jobs_and_a_cancelled_one_is_reported(cluster: LocalSlurm, tmp_path: Path) -> None:
+    """Ctrl-C after submitting, then the same command: it waits for the two jobs (no second array);
+    one job cancelled: the sweep names its run and how it ended, and exits non-zero soon after."""
+    first = start_sweep(cluster, tmp_path)
+    read_until(first, "submitted 2 SLURM job(s)")
+    first.send_signal(signal.SIGINT)
+    assert first.wait(timeout=30) == 4
+    second = start_sweep(cluster, tmp_path)
+    seen = read_until(second, "seed2 is in SLURM job")
+    assert "submitted" not in seen and "seed1 is in SLURM job" in seen
+    jobs = cluster.run("squeue", "-h", "-r", "-o", "%i").split()
+    assert len(jobs) == 2 and len({j.split("_")[0] for j in jobs}) == 1  # one array, not two
+    cluster.run("scancel", max(jobs))  # the second task, pending behind --slurm_array_parallelism 1
+    cancelled = time.time()
+    out, _ = second.communicate(timeout=120)
+    assert second.returncode == 4 and time.time() - cancelled < 60, out[-3000:]
+    assert f"seed2: its SLURM job {max(jobs)} was cancelled (scancel)" in out
+    assert "seed1: scored" in out and "sacct" not in out and "Traceback" not in out
+    assert not list((tmp_path / "runs" / "demo").glob(".*.slurm_job"))  # records go with their jobs
+    job_logs = list((tmp_path / "runs" / "submitit").glob("*/*_log.err"))
+    assert job_logs and not any("Traceback" in log.read_text() for log in job_logs)
+    assert json.loads((tmp_path / "runs" / "demo" / "sinusoidal_seed1" / "test" / "scores.json").read_text())
