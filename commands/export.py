@@ -9,24 +9,29 @@ Examples:
   python test.py --model_path exported/rope --output exported/rope-scores
 
 An existing --output is replaced only with --overwrite, and only when it is an export of export.py
-alone (a folder of yours never is). The model card quotes <run>/test/scores.json when it scored
-the exported checkpoint.
+alone (a folder of yours never is); an empty folder is filled, a link is followed. The folder and
+its files are as readable as any file you make (your umask). The model card says how far the model
+trained, how it decodes, and quotes <run>/test/scores.json (with its sacreBLEU signature) when it
+scored the exported checkpoint; it holds no absolute path. The folder needs this harness's code to
+load (inference.py / test.py --model_path).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Optional
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
-from commands.cli import command_parser, parse_command
-from training.export import is_own_export, write_export
+from commands.cli import command_parser, parse_command, refuse_together
+from training.checkpoint import checkpoint_step
+from training.export import harness_commit, is_export, is_own_export, number, read_export_facts, write_export
 from training.loading import load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
 from utils.errors import HarnessError
 from utils.files import check_output_folder
-from utils.runtime import log
+from utils.runtime import JsonlLogger, log
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,44 +39,144 @@ def build_parser() -> argparse.ArgumentParser:
         __doc__,
         run="a run folder: export its best checkpoint",
         model_path=True,
-        output="the folder to create",
+        output="the folder to create (an empty folder is filled; a link is followed)",
         output_required=True,
         overwrite="an earlier export at --output (only a folder holding nothing but an export's files)",
     )
 
 
+SCORE_KEYS = ("sacrebleu", "sacrebleu_signature", "chrf", "chrf_signature", "nltk_bleu4", "nltk_tokenization")
+SCORE_KEYS += ("num_sentences", "split", "decoding")
+
+
 def scores_of(ckpt: Path) -> Optional[dict]:
-    """The run's test scores, if they were computed with this very checkpoint."""
+    """The run's test scores, if they were computed with this very checkpoint: what the card quotes
+    (no paths of this machine). An unreadable scores.json is a note and no scores, never a failure."""
     path = run_dir_of_checkpoint(ckpt) / "test" / "scores.json"
     if not path.is_file():
         return None
-    scores = json.loads(path.read_text(encoding="utf-8"))
-    if Path(scores.get("checkpoint", "")).name != ckpt.name:
+    try:
+        scores = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(scores, dict):
+            raise ValueError("not a JSON object")
+    except (ValueError, UnicodeDecodeError) as e:
+        log(f"note: {path} cannot be read ({e}): the model card has no test scores")
+        return None
+    if Path(str(scores.get("checkpoint", ""))).name != ckpt.name:
         log(f"note: {path} scored {scores.get('checkpoint')}, not {ckpt.name}: the model card has no test scores")
         return None
-    return scores
+    for key in ("sacrebleu", "chrf", "nltk_bleu4"):
+        if number(scores.get(key), "") is None:
+            log(f"note: {path}: {key} is {scores.get(key)!r}, not a number: the model card leaves it out")
+    test_set = {k: Path(v).name if k in ("src", "ref") else v for k, v in (scores.get("test_set") or {}).items()}
+    rows = [r for r in scores.get("concat") or [] if isinstance(r, dict)]
+    concat = [{"k": r.get("k"), "sacrebleu": r.get("sacrebleu")} for r in rows]
+    return {**{k: scores.get(k) for k in SCORE_KEYS}, "test_set": test_set, "concat": concat, "checkpoint": ckpt.name}
+
+
+def training_budget(ckpt: Path) -> Optional[dict]:
+    """How far the exported checkpoint trained (updates and epoch, from its name and the run's
+    metrics.jsonl) and whether its run finished: None when the run left no log to tell."""
+    run_dir = run_dir_of_checkpoint(ckpt)
+    try:
+        history = JsonlLogger(run_dir / "metrics.jsonl").history()
+    except (ValueError, OSError) as e:
+        log(f"note: {run_dir / 'metrics.jsonl'} cannot be read ({e}): the model card has no training budget")
+        return None
+    steps = checkpoint_step(ckpt)
+    logged = [r for r in history if r.get("event") in ("train", "valid") and isinstance(r.get("step"), int)]
+    if steps is None or not logged:
+        return None
+    epochs = [r.get("epoch") for r in logged if r["step"] <= steps and isinstance(r.get("epoch"), int)]
+    end: dict = {}
+    for record in history:  # the last attempt's end, if it ended (a later start means it trains again)
+        end = record if record.get("event") == "end" else {} if record.get("event") == "start" else end
+    return {
+        "steps": steps,
+        "epoch": epochs[-1] if epochs else None,
+        "finished": bool(end.get("finished")),
+        "run_steps": end.get("step"),
+    }
+
+
+def source_name(ckpt: Path) -> str:
+    """The checkpoint as `<run name>/checkpoints/<file>` (or its file name): no path of this machine."""
+    ckpt = Path(ckpt).resolve()
+    run_dir = run_dir_of_checkpoint(ckpt)
+    return str(ckpt.relative_to(run_dir.parent)) if ckpt.parent.name == "checkpoints" else ckpt.name
+
+
+def facts_of(ckpt: Path) -> dict:
+    """What the model card says beyond the config. An export exported again keeps its own."""
+    if is_export(ckpt):
+        return {**read_export_facts(ckpt), "commit": harness_commit()}
+    return {
+        "exported_from": source_name(ckpt),
+        "training": training_budget(ckpt),
+        "test_scores": scores_of(ckpt),
+        "commit": harness_commit(),
+    }
+
+
+def check_export_target(out: Path, overwrite: bool) -> Path:
+    """The folder the export goes to: a link is followed (the link stays, the export is written
+    where it points); never a run folder or inside one; an existing folder is replaced only when it
+    is an earlier export and --overwrite is given, or filled when it is empty."""
+    if out.is_symlink():
+        target = Path(os.path.realpath(out))
+        if not target.exists():
+            raise HarnessError(
+                f"--output {out} is a symbolic link to {os.readlink(out)}, which does not exist: "
+                f"create that folder, remove the link, or choose another --output"
+            )
+        log(f"note: --output {out} is a link to {target}: the export is written there (the link stays)")
+        out = target
+    check_output_folder(out, "--output")  # never inside a run folder, whose files are the harness's own
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return out
+    if not is_own_export(out):
+        what = "a folder that is not an export of export.py alone" if out.is_dir() else "a file"
+        raise HarnessError(f"--output {out} exists and is {what}: export.py never replaces it; choose a new --output")
+    if not overwrite:
+        raise HarnessError(
+            f"--output {out} is an earlier export: pass --overwrite to replace it, or choose a new --output"
+        )
+    return out
+
+
+def checked_model(run: Optional[str], model_path: Optional[str]) -> Path:
+    """The checkpoint or export --run / --model_path names, with a one-line error for a --run that
+    is no run folder (a file, an export, a typo) or has no checkpoint yet."""
+    if run and not model_path:
+        path = Path(run)
+        if is_export(path):
+            raise HarnessError(f"--run {run} is an export folder: to export it again, give it as --model_path {run}")
+        if path.is_file():
+            fix = f"give it as --model_path {run}" if path.suffix == ".pt" else "give the run folder (runs/<name>)"
+            raise HarnessError(f"--run {run} is a file, not a run folder: {fix}")
+        if not path.is_dir():
+            raise HarnessError(f"--run {run}: no such run folder (a run is runs/<name>, written by train.py)")
+        if not any((path / "checkpoints").glob("*.pt")):
+            raise HarnessError(
+                f"--run {run} has no checkpoint yet: train.py writes one at each validation; wait for "
+                f"the first (if it is training) or train it again (if it failed)"
+            )
+    return Path(resolve_checkpoint(model_path, run))
 
 
 def export(output: str, run: Optional[str] = None, model_path: Optional[str] = None, overwrite: bool = False) -> int:
     """Write the model --run or --model_path names into the folder `output`, as export.py does: a
     new folder, or with `overwrite` in place of an earlier export (replaced once the new one is whole)."""
-    out = Path(output)
-    check_output_folder(out, "--output")  # never inside a run folder, whose files are the harness's own
-    if out.exists() and not (overwrite and is_own_export(out)):
-        why = (
-            "is not an export folder of export.py alone"
-            if overwrite
-            else "exists; pass --overwrite to replace an export"
-        )
-        raise HarnessError(f"--output {out} {why}: choose a new --output")
-    ckpt = resolve_checkpoint(model_path, run)
-    if out.exists() and Path(ckpt).resolve().is_relative_to(out.resolve()):
+    refuse_together(argparse.Namespace(run=run, model_path=model_path), "the model to export", "--run", "--model_path")
+    out = check_export_target(Path(output), overwrite)
+    ckpt = checked_model(run, model_path)
+    if out.exists() and ckpt.resolve().is_relative_to(out.resolve()):
         raise HarnessError(
-            f"--output {out} is the export being read (--model_path {model_path}): choose a new --output"
+            f"--output {output} is the export being read (--model_path {model_path}): choose a new --output"
         )
     cfg, tokenizer, model = load_for_inference(ckpt)
-    write_export(cfg, tokenizer, model, out, scores_of(ckpt), str(ckpt), replace=overwrite)
-    log(f"exported {ckpt} -> {out} ({', '.join(sorted(p.name for p in out.iterdir()))})")
+    write_export(cfg, tokenizer, model, out, facts_of(ckpt), replace=overwrite and is_own_export(out))
+    log(f"exported {ckpt} -> {output} ({', '.join(sorted(p.name for p in out.iterdir()))})")
     return 0
 
 

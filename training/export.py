@@ -2,27 +2,37 @@
 
     DIR/
       model.safetensors   the weights (safetensors; tied embeddings stored once)
-      config.json         the resolved experiment config the model was built from, with a format marker
+      config.json         the resolved experiment config the model was built from, with a format marker,
+                          and what the model card says (training budget, test scores, harness commit)
       tokenizer.json      the joint BPE (or tokenizer/, a pretrained tokenizer's save_pretrained folder)
-      README.md           a model card: encoding, size, training data, test scores and sacreBLEU signature
+      README.md           a model card: encoding, size, training data and budget, decoding, test scores
+                          with their sacreBLEU signature, how to load it
 
 `inference.py --model_path DIR` and `test.py --model_path DIR` load it through `training/loading.py`.
+The folder and its files follow the user's umask like any file they make (a shared model is readable
+where their files are), and the card holds no absolute path of the machine that wrote it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
+import re
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from utils.config import to_dict
+from utils.files import WriteError, describe_os_error
 
 EXPORT_FORMAT = "pe-harness-export"
 EXPORT_VERSION = 1
 WEIGHTS, CONFIG, CARD = "model.safetensors", "config.json", "README.md"
+HARNESS_ROOT = Path(__file__).resolve().parents[1]
 
 
 def is_export(path: str | Path) -> bool:
@@ -37,38 +47,118 @@ def is_own_export(path: str | Path) -> bool:
     return is_export(path) and all(entry.name in own for entry in Path(path).iterdir())
 
 
-def write_export(
-    cfg, tokenizer, model, out_dir: Path, scores: Optional[dict], source: str, replace: bool = False
-) -> Path:
-    """Write the folder next to `out_dir` and rename it into place: a failed export leaves nothing.
-    With `replace`, an export already at `out_dir` is swapped out only once the new one is complete."""
-    from safetensors.torch import save_model
+def read_export_facts(path: str | Path) -> dict:
+    """What an export's config.json says of its model beyond the config (source, training, test
+    scores): carried over when an export is exported again."""
+    meta = json.loads((Path(path) / CONFIG).read_text(encoding="utf-8"))
+    return {key: meta.get(key) for key in ("exported_from", "training", "test_scores")}
 
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+
+def harness_commit() -> Optional[str]:
+    """The git commit of this harness's code (with ' + local changes' when the tree differs), or None
+    outside a git checkout: the card says which code loads the folder."""
     try:
-        save_model(model, str(staging / WEIGHTS), metadata={"format": EXPORT_FORMAT})
-        config = {
-            "format": EXPORT_FORMAT,
-            "format_version": EXPORT_VERSION,
-            "exported_from": source,
-            "config": to_dict(cfg),
-        }
-        (staging / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        tokenizer.save(staging)
-        params = sum(p.numel() for p in model.parameters())
-        (staging / CARD).write_text(model_card(cfg, params, scores, source), encoding="utf-8")
+        git = ["git", "-C", str(HARNESS_ROOT)]
+        head = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + (" + local changes" if dirty.stdout.strip() else "")
+
+
+def write_export(cfg, tokenizer, model, out_dir: Path, facts: dict, replace: bool = False) -> Path:
+    """Write the folder next to `out_dir` and rename it into place: a failed export leaves nothing,
+    and an error names the file at `out_dir` (never the staging folder). With `replace`, an export
+    already at `out_dir` is swapped out only once the new one is complete. `facts`: exported_from
+    (a path relative to the run's parent), training (`training_budget`), test_scores, commit."""
+    out_dir = Path(out_dir)
+    staging = None
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+        fill_export(cfg, tokenizer, model, staging, facts)
+        follow_umask(staging)  # mkdtemp and safetensors make them private (0700, 0600)
         swap_into_place(staging, out_dir, replace)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    except BaseException as e:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        failure = write_failure(e, staging, out_dir)
+        if failure is None:
+            raise
+        kept = f"; the export at {out_dir} is unchanged" if replace and out_dir.exists() else ""
+        raise WriteError(str(failure) + kept) from None
     return out_dir
 
 
+def fill_export(cfg, tokenizer, model, staging: Path, facts: dict) -> None:
+    from safetensors.torch import save_model
+
+    save_model(model, str(staging / WEIGHTS), metadata={"format": EXPORT_FORMAT})
+    config = {
+        "format": EXPORT_FORMAT,
+        "format_version": EXPORT_VERSION,
+        **{key: facts.get(key) for key in ("exported_from", "training", "test_scores", "commit")},
+        "config": to_dict(cfg),
+    }
+    with naming_file(staging / CONFIG):
+        (staging / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    with naming_file(staging / "tokenizer.json"):
+        tokenizer.save(staging)
+    params = sum(p.numel() for p in model.parameters())
+    with naming_file(staging / CARD):
+        (staging / CARD).write_text(model_card(cfg, params, facts), encoding="utf-8")
+
+
+@contextlib.contextmanager
+def naming_file(path: Path) -> Iterator[None]:
+    """A failed write() (a full disk) is an OSError without a file name: give it the file's."""
+    try:
+        yield
+    except OSError as e:
+        e.filename = e.filename or str(path)
+        raise
+
+
+def write_failure(e: BaseException, staging: Optional[Path], out_dir: Path) -> Optional[WriteError]:
+    """A failed write as one line naming the file at `out_dir` (the staging folder is internal):
+    an OSError, the tokenizer's WriteError, or safetensors' I/O error (a SafetensorError whose text
+    carries the OS error, e.g. a full disk). None for anything else (raised as it is)."""
+
+    def shown(name: Optional[str]) -> Path:
+        if staging is None or not name:
+            return out_dir
+        path = Path(name)
+        if path.is_relative_to(staging):
+            return out_dir / path.relative_to(staging)
+        internal = path.parent == out_dir.parent and path.name.startswith(f".{out_dir.name}.")
+        return out_dir if internal else path  # (the folder the earlier export moves aside into)
+
+    if isinstance(e, WriteError):
+        return WriteError(str(e).replace(str(staging), str(out_dir)) if staging else str(e))
+    if isinstance(e, OSError):
+        return WriteError(describe_os_error(e, shown(e.filename)))
+    io_error = re.search(r"I/O error: (.*?) \(os error (\d+)\)", str(e))
+    if type(e).__name__ == "SafetensorError" and io_error:
+        return WriteError(describe_os_error(OSError(int(io_error[2]), io_error[1]), out_dir / WEIGHTS))
+    return None
+
+
+def follow_umask(folder: Path) -> None:
+    """Give `folder` and everything in it the modes a new folder / file of the user's gets."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in [folder, *folder.rglob("*")]:
+        os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~umask)
+
+
 def swap_into_place(staging: Path, out_dir: Path, replace: bool) -> None:
-    """Rename the complete `staging` folder to `out_dir`; with `replace`, the folder there first
-    moves aside and is deleted only after the rename (put back if it fails)."""
+    """Rename the complete `staging` folder to `out_dir` (an empty folder there is taken over); with
+    `replace`, the folder there first moves aside and is deleted only after the rename (put back if
+    it fails)."""
     if not (replace and out_dir.exists()):
         os.replace(staging, out_dir)  # fails if out_dir appeared meanwhile (not empty): nothing replaced
         return
@@ -83,52 +173,103 @@ def swap_into_place(staging: Path, out_dir: Path, replace: bool) -> None:
     shutil.rmtree(old)
 
 
-def model_card(cfg, params: int, scores: Optional[dict], source: str) -> str:
+def number(value, spec: str) -> Optional[str]:
+    """`value` formatted with `spec`, or None when it is not a finite number (a hand-edited or
+    foreign scores.json): the card leaves such a score out rather than failing."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return format(value, spec)
+
+
+def describe_decoding(decoding: dict) -> str:
+    """The search as configured: greedy has no beam; beam search names its width and length penalty."""
+    if decoding.get("strategy") == "greedy":
+        return "greedy search"
+    penalty = decoding.get("length_penalty")
+    words = f"beam search, beam {decoding.get('beam_size')}, length penalty {penalty}"
+    return words + (f", alpha {decoding.get('alpha')}" if penalty == "wu" else "")
+
+
+def describe_training(cfg, training: Optional[dict]) -> str:
+    t = cfg.training
+    budget = f"budget {t.epochs} epochs" + (f" or {t.max_steps:,} updates" if t.max_steps else "")
+    if not training or training.get("steps") is None:
+        return f"not recorded ({budget})"
+    words = f"{training['steps']:,} updates" + (f", epoch {training['epoch']}" if training.get("epoch") else "")
+    run_steps = training.get("run_steps")
+    if training.get("finished"):
+        words += f"; the run finished after {run_steps:,} updates" if run_steps else "; the run finished"
+    else:
+        words += "; the run had not finished its budget when exported"
+    return f"{words} ({budget}, training.update_freq {t.update_freq})"
+
+
+def model_card(cfg, params: int, facts: dict) -> str:
     m, d = cfg.model, cfg.data
     options = ", ".join(f"{k}={v}" for k, v in m.positional.options.items()) or "no options"
     corpus = {
-        "tatoeba": f"Tatoeba ({d.path})",
+        "tatoeba": f"Tatoeba (`{Path(d.path).name}`)",
         "iwslt2017": f"IWSLT 2017 ({d.hf_name}, {d.hf_config})",
         "parallel_text": "parallel text files (config.json: data)",
     }[d.source]
+    tokenizer = cfg.tokenizer.type + (
+        f" ({cfg.tokenizer.name})" if cfg.tokenizer.name else f", vocabulary {cfg.tokenizer.vocab_size}"
+    )
     lines = [
         f"# {cfg.name}: {d.src_lang} → {d.tgt_lang} Transformer, positional encoding `{m.positional.name}`",
         "",
-        f"Exported from `{source}` by this harness's `export.py`.",
+        f"Exported from `{facts.get('exported_from')}` by the pe-harness's `export.py`.",
         "",
         "| | |",
         "|---|---|",
         f"| positional encoding | `{m.positional.name}` ({options}) |",
         f"| model | {m.num_encoder_layers}+{m.num_decoder_layers} layers, d_model {m.d_model}, "
         f"{m.num_heads} heads, FFN {m.ffn_dim}, {'pre' if m.norm_first else 'post'}-norm, {params:,} parameters |",
-        f"| tokenizer | {cfg.tokenizer.type}"
-        + (f" ({cfg.tokenizer.name})" if cfg.tokenizer.name else f", vocabulary {cfg.tokenizer.vocab_size}")
-        + " |",
+        f"| tokenizer | {tokenizer} |",
         f"| training data | {corpus} |",
+        f"| training | {describe_training(cfg, facts.get('training'))} |",
+        f"| decoding (config.json, inference.py's default) | {describe_decoding(to_dict(cfg.decoding))} |",
         f"| seed | {cfg.seed} |",
         "",
+        *score_lines(facts.get("test_scores")),
+        *loading_lines(facts.get("commit")),
     ]
-    if scores:
-        where = scores.get("test_set") or {"split": scores.get("split")}
-        lines += [
-            "## Test scores",
-            "",
-            f"On {scores['num_sentences']:,} sentences of {json.dumps(where)} "
-            f"({scores['decoding']['strategy']} search, beam {scores['decoding']['beam_size']}):",
-            "",
-            f"- sacreBLEU **{scores['sacrebleu']:.2f}** (`{scores['sacrebleu_signature']}`)",
-            f"- chrF {scores['chrf']:.2f} (`{scores.get('chrf_signature', '')}`)",
-            f"- nltk BLEU-4 {scores['nltk_bleu4']:.4f} ({scores.get('nltk_tokenization', '')})",
-            "",
-        ]
-        for row in scores.get("concat") or []:
-            lines.append(f"- k={row['k']} joined pairs: sacreBLEU {row['sacrebleu']:.2f}")
-        if scores.get("concat"):
-            lines.append("")
-    else:
-        lines += ["No test scores: the run had none for this checkpoint (`test.py --run ...` writes them).", ""]
-    lines += [
-        "## Use",
+    return "\n".join(lines)
+
+
+def score_lines(scores: Optional[dict]) -> list[str]:
+    if not scores:
+        return ["No test scores: the run had none for this checkpoint (`test.py --run ...` writes them).", ""]
+    where = scores.get("test_set") or {"split": scores.get("split")}
+    sentences = number(scores.get("num_sentences"), ",") or "?"
+    search = describe_decoding(scores.get("decoding") or {})
+    lines = ["## Test scores", "", f"On {sentences} sentences of {json.dumps(where)} ({search}):", ""]
+    rows = (
+        ("sacreBLEU **{}**", "sacrebleu", ".2f", "sacrebleu_signature"),
+        ("chrF {}", "chrf", ".2f", "chrf_signature"),
+        ("nltk BLEU-4 {}", "nltk_bleu4", ".4f", "nltk_tokenization"),
+    )
+    for text, key, spec, about in rows:
+        value = number(scores.get(key), spec)
+        detail = f" (`{scores[about]}`)" if scores.get(about) else ""
+        missing = f"- {key}: left out (not a number in the run's scores.json)"
+        lines.append(f"- {text.format(value)}{detail}" if value else missing)
+    lines.append("")
+    concat = [row for row in scores.get("concat") or [] if isinstance(row, dict)]
+    for row in concat:
+        bleu = number(row.get("sacrebleu"), ".2f") or "not a number"
+        lines.append(f"- k={row.get('k')} joined pairs: sacreBLEU {bleu}")
+    return lines + ([""] if concat else [])
+
+
+def loading_lines(commit: Optional[str]) -> list[str]:
+    code = f"commit `{commit}`" if commit else "its version that wrote this folder"
+    return [
+        "## How to load",
+        "",
+        "This folder needs the code of the pe-harness (the project this model was trained with, "
+        f"{code}): `config.json` describes the harness's own Transformer, which no other library builds. "
+        "From a checkout of it:",
         "",
         "```bash",
         'python inference.py --model_path THIS_FOLDER --src_text "Bonjour !"',
@@ -136,7 +277,6 @@ def model_card(cfg, params: int, scores: Optional[dict], source: str) -> str:
         "```",
         "",
         "`model.safetensors` holds the weights (tied embeddings once), `config.json` the resolved config "
-        "(`config.model` builds the network), the tokenizer file(s) the vocabulary.",
+        "(`config.model` builds the network) and what this card says, the tokenizer file(s) the vocabulary.",
         "",
     ]
-    return "\n".join(lines)
