@@ -456,19 +456,24 @@ def test_train_minutes_sum_every_session_of_a_resumed_run() -> None:
 
 @pytest.mark.slow
 def test_an_earlier_summary_and_its_plots_are_replaced_only_with_overwrite(swept: Path, tmp_path: Path, capsys) -> None:
-    """--overwrite means what it means for every command: replace what this command wrote before."""
+    """--overwrite means what it means for every command: replace what this command wrote before,
+    and only that (a file of the prefix it did not write, or one edited since, is the user's)."""
     runs = [str(run_dir(swept, n, s)) for n in CONFIGS for s in SEEDS]
     prefix = tmp_path / "again"
     assert main_guard(compare.main, [*runs, "--no_significance", "--output", str(prefix)]) == 0
     before = (tmp_path / "again.md").read_bytes()
-    (tmp_path / "again.md").write_text("my notes\n")
     assert main_guard(compare.main, [*runs, "--no_significance", "--output", str(prefix)]) == 2
-    assert "pass --overwrite" in capsys.readouterr().err and (tmp_path / "again.md").read_text() == "my notes\n"
+    assert "pass --overwrite" in capsys.readouterr().err
+    assert main_guard(compare.main, [*runs, "--no_significance", "--output", str(prefix), "--overwrite"]) == 0
+    assert (tmp_path / "again.md").read_bytes() == before
+    (tmp_path / "again.md").write_text("my notes\n")
+    assert main_guard(compare.main, [*runs, "--no_significance", "--output", str(prefix), "--overwrite"]) == 2
+    assert "was edited since compare.py wrote it" in capsys.readouterr().err
+    assert (tmp_path / "again.md").read_text() == "my notes\n"
     for path in tmp_path.glob("again*"):
         path.unlink()
     (tmp_path / "again_bleu.png").write_bytes(b"a picture of mine")  # a plot's name alone is guarded too
     assert main_guard(compare.main, [*runs, "--no_significance", "--output", str(prefix)]) == 2
+    assert main_guard(compare.main, [*runs, "--no_significance", "--output", str(prefix), "--overwrite"]) == 2
+    assert "move it away or choose another --output" in capsys.readouterr().err  # not compare.py's as it wrote it
     assert (tmp_path / "again_bleu.png").read_bytes() == b"a picture of mine"
-    assert main_guard(compare.main, [*runs, "--no_significance", "--output", str(prefix), "--overwrite"]) == 0
-    assert (tmp_path / "again.md").read_bytes() == before
-    assert (tmp_path / "again_bleu.png").read_bytes() != b"a picture of mine"
