@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset, Sampler
 
+from data.parallel_text import CorpusError
 from utils.files import atomic_save
 
 CACHE_VERSION = 2  # 2: the Tatoeba split groups pairs by source sentence (data/readers.py)
@@ -64,7 +65,25 @@ def encode_split(
         out.tgt.append(t)
         out.raw_src.append(raw_s)
         out.raw_tgt.append(raw_t)
+    if pairs and not out.src and max_len is not None:  # before any loader is built on nothing
+        refuse_no_training_pairs(pairs, out.dropped, max_len, max_src_len)
     return out
+
+
+def refuse_no_training_pairs(pairs, dropped: dict[str, int], max_len: int, max_src_len: Optional[int]) -> None:
+    """One line: which filters (with counts) left no training pair, the file, and what to raise."""
+    why = {
+        "too_long": f"longer than data.max_len={max_len} tokens",
+        "above_train_max_src_len": f"sources longer than data.train_max_src_len={max_src_len}",
+        "empty": "empty on one side",
+    }
+    counts = [f"{n:,} {why[k]}" for k, n in dropped.items() if n]
+    where = [*(f"before them {f}" for f in getattr(pairs, "filters", ())), getattr(pairs, "origin", "")]
+    raise CorpusError(
+        f"0 of {len(pairs):,} training pairs left after the length filters: {', '.join(counts)}"
+        f"{''.join(f'; {w}' for w in where if w)}. Raise data.max_len"
+        f"{' / data.train_max_src_len' if dropped.get('above_train_max_src_len') else ''} or train on longer pairs"
+    )
 
 
 def cache_key(
@@ -107,8 +126,16 @@ def load_or_encode(
 
 
 def trainable_pairs(split: EncodedSplit, max_len: int) -> EncodedSplit:
-    """The pairs of a whole (valid) split that a loss can be computed on: non-empty, within `max_len`."""
+    """The pairs of a whole (valid) split that a loss can be computed on: non-empty, within `max_len`
+    (none of them is refused: a validation loss over nothing cannot select a checkpoint)."""
     keep = [i for i, (s, t) in enumerate(zip(split.src, split.tgt)) if drop_reason(len(s), len(t), max_len) is None]
+    if split.src and not keep:
+        sizes = [max(len(s), len(t)) for s, t in zip(split.src, split.tgt) if s and t]
+        fix = f"raise data.max_len to at least {min(sizes)}" if sizes else "give valid pairs with text on both sides"
+        raise CorpusError(
+            f"0 of the {len(split):,} valid pairs are non-empty and within data.max_len={max_len} tokens "
+            f"(the validation loss needs some): {fix}"
+        )
     return EncodedSplit(
         [split.src[i] for i in keep],
         [split.tgt[i] for i in keep],

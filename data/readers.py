@@ -102,9 +102,46 @@ class CorpusSplits(dict):
     dropped_for_overlap: int = 0  # training pairs removed by data.drop_train_overlap
 
 
+class SplitPairs(list):
+    """One split's pairs, with where they were read (`origin`) and what was done to them before
+    encoding (`filters`), so that a split the filters leave empty is refused naming both."""
+
+    def __init__(self, pairs: Pairs, origin: str, filters: tuple[str, ...] = ()) -> None:
+        super().__init__(pairs)
+        self.origin, self.filters = origin, filters
+
+
+def corpus_origin(cfg, split: str) -> str:
+    """Where a split's pairs are read from, in the config's words (for messages)."""
+    if cfg.source == "tatoeba":
+        return f"data file {cfg.path}"
+    if cfg.source == "parallel_text":
+        spec = getattr(cfg, split) or {}
+        return "data file " + " + ".join(str(spec[k]) for k in ("src", "tgt", "tsv") if k in spec)
+    return f"data.hf_name {cfg.hf_name} ({cfg.hf_config}, {split})"
+
+
+def refuse_empty_splits(splits: dict, cfg) -> None:
+    """A split with no pairs cannot train, validate or be scored: one line naming it and its file."""
+    for split, pairs in splits.items():
+        if pairs:
+            continue
+        if split == "train" and cfg.drop_train_overlap and splits.dropped_for_overlap:
+            raise CorpusError(
+                f"0 training pairs left after data.drop_train_overlap removed all "
+                f"{splits.dropped_for_overlap:,} ({corpus_origin(cfg, split)}): every training source is also a "
+                f"valid or test source; set data.drop_train_overlap: false or train on another file"
+            )
+        raise CorpusError(
+            f"the {split} split has no pairs ({corpus_origin(cfg, split)}): give a file with at least one "
+            f"{cfg.src_lang}-{cfg.tgt_lang} pair for it"
+        )
+
+
 def read_corpus(cfg) -> CorpusSplits:
     """Builder: read the configured source, normalise spaces, optionally drop training pairs whose
-    source is also a valid/test source (`drop_train_overlap`), cap the training pairs."""
+    source is also a valid/test source (`drop_train_overlap`), cap the training pairs. Each split
+    comes as `SplitPairs` (its origin and filters); an empty one is refused."""
     if cfg.source == "tatoeba":
         splits = read_tatoeba(cfg.path, cfg.src_lang, cfg.tgt_lang, cfg.valid_size, cfg.test_size, cfg.split_seed)
     elif cfg.source == "iwslt2017":
@@ -118,14 +155,20 @@ def read_corpus(cfg) -> CorpusSplits:
     else:
         raise CorpusError(f"unknown data.source {cfg.source!r}; valid: tatoeba, iwslt2017, parallel_text")
     splits = CorpusSplits({name: normalize_pairs(pairs) for name, pairs in splits.items()})
+    filters: list[str] = []
     if cfg.drop_train_overlap:  # official sets are never re-split: the remedy is to drop from train
         splits["train"], splits.dropped_for_overlap = drop_overlapping_sources(
             splits["train"], (splits["valid"], splits["test"])
         )
+        filters.append(f"data.drop_train_overlap removed {splits.dropped_for_overlap:,}")
     if cfg.max_train_pairs is not None and len(splits["train"]) > cfg.max_train_pairs:
+        filters.append(f"data.max_train_pairs kept {cfg.max_train_pairs:,} of {len(splits['train']):,}")
         rng = random.Random(cfg.split_seed)
         keep = sorted(rng.sample(range(len(splits["train"])), cfg.max_train_pairs))
         splits["train"] = [splits["train"][i] for i in keep]
+    refuse_empty_splits(splits, cfg)
+    for name in splits:
+        splits[name] = SplitPairs(splits[name], corpus_origin(cfg, name), tuple(filters) if name == "train" else ())
     return splits
 
 

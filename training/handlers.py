@@ -7,7 +7,6 @@ validates on the whole set, so checkpoint and early-stopping decisions agree acr
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import signal
 import sys
@@ -26,7 +25,7 @@ from training.checkpoint import CheckpointError, read_newest_good_checkpoint, re
 from training.schedules import keep_implementation, set_peak_lr
 from training.step_stats import StepStats
 from training.tensorboard_log import mark_session_start
-from utils.config_schema import METRIC_SIGN
+from utils.config_schema import METRIC_SIGN, DecodingConfig
 from utils.files import WriteError
 
 
@@ -168,6 +167,20 @@ def checkpoint_keepers(run: TrainingRun, score) -> tuple[Checkpoint, Checkpoint]
     return best, last
 
 
+def validation_search(cfg) -> DecodingConfig:
+    """Validation BLEU's search: greedy, from the training.bleu_* keys alone (decoding.* is how a
+    trained model is decoded at test time, and must not change which checkpoint training keeps).
+    Only the batch budget comes from decoding.max_tokens: it batches the search, it finds the same."""
+    t = cfg.training
+    return DecodingConfig(
+        strategy="greedy",
+        max_len_a=t.bleu_max_len_a,
+        max_len_b=t.bleu_max_len_b,
+        precision=t.bleu_precision,
+        max_tokens=cfg.decoding.max_tokens,
+    )
+
+
 def validation_bleu(run: TrainingRun, tokenizer, valid_split, n_bleu: int, settings, step: int) -> float:
     """Greedy sacreBLEU on the first `n_bleu` valid pairs; a few samples go to TensorBoard."""
     t = run.cfg.training
@@ -194,7 +207,7 @@ def attach_validation(run: TrainingRun, tokenizer, valid_split, valid_loader) ->
 
     best, last = checkpoint_keepers(run, score)
     stopper = EarlyStopping(t.early_stopping_patience, score, trainer) if t.early_stopping_patience else None
-    settings = dataclasses.replace(run.cfg.decoding, strategy="greedy")
+    settings = validation_search(run.cfg)
     n_bleu = len(valid_split) if t.bleu_sentences is None else min(t.bleu_sentences, len(valid_split))
     state = {"validations": 0, "last_step": -1}
 

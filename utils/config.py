@@ -71,11 +71,18 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         raise ConfigError(f"config inheritance loop: {' -> '.join(str(p) for p in (*seen, path))}")
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
-    with open(path, encoding="utf-8") as f:
-        try:
+    try:
+        with open(path, encoding="utf-8") as f:
             raw = yaml.load(f, Loader=_UniqueKeyLoader)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: invalid YAML: {' '.join(str(e).split())}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{path} is not UTF-8 text (it holds the byte {e.object[e.start : e.start + 1]!r}): "
+            f"a config is a YAML file; save it as UTF-8"
+        ) from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(e).split())}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid YAML: sections nested too deeply for a config") from None
     if raw is None:
         raise ConfigError(
             f"{path} is empty: a config needs at least `base:` or the keys it sets (see configs/demo/rope.yaml)"
@@ -86,19 +93,64 @@ def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
     if base is None:
         return raw
     bases = base if isinstance(base, list) else [base]
+    if not all(isinstance(b, str) and b.strip() for b in bases):
+        raise ConfigError(
+            f"{path}: base takes a path or a list of paths (relative to this file), "
+            f"e.g. `base: ../base.yaml`; got {base!r}"
+        )
     merged: dict = {}
     for b in bases:
         merged = _deep_merge(merged, _read_yaml(path.parent / b, (*seen, path)))
     return _deep_merge(merged, raw)
 
 
+# A YAML alias repeats the node it names, and nested aliases multiply (the "billion laughs": nine
+# lines that expand to 10^9 values). A config is a few hundred values; more than this is refused.
+MAX_EXPANDED_NODES = 100_000
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _expanded_size(node: yaml.Node, sizes: dict, open_nodes: set) -> int:
+    """How many nodes `node` becomes with every alias expanded (memoised by node: linear time)."""
+    if id(node) in sizes:
+        return sizes[id(node)]
+    if id(node) in open_nodes:
+        raise yaml.composer.ComposerError(None, None, "an alias refers to a node that contains it", node.start_mark)
+    open_nodes.add(id(node))
+    children: list = []
+    if isinstance(node, yaml.SequenceNode):
+        children = node.value
+    elif isinstance(node, yaml.MappingNode):
+        children = [n for pair in node.value for n in pair]
+    size = 1 + sum(_expanded_size(child, sizes, open_nodes) for child in children)
+    open_nodes.discard(id(node))
+    sizes[id(node)] = size
+    return size
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """YAML's safe loader, except that a key given twice in one mapping is an error (PyYAML keeps
-    the last one silently, so a second `model:` section would replace the first without a word)."""
+    the last one silently, so a second `model:` section would replace the first without a word),
+    and that a document whose aliases expand beyond MAX_EXPANDED_NODES is refused. Merge keys
+    (`<<: *defaults`) work as in YAML: the mapping's own keys override the merged ones."""
+
+    def construct_document(self, node):
+        size = _expanded_size(node, {}, set())
+        if size > MAX_EXPANDED_NODES:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"its aliases (*name) expand to {size:,} values, more than the {MAX_EXPANDED_NODES:,} a config "
+                f"may hold: write the values out, or use fewer nested aliases",
+                node.start_mark,
+            )
+        return super().construct_document(node)
 
     def construct_mapping(self, node, deep=False):
         seen: dict = {}
         for key_node, _ in node.value:
+            if key_node.tag == MERGE_TAG:  # `<<:` merges another mapping: not a key of this one
+                continue
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
@@ -157,9 +209,14 @@ def load_config(
     else:
         raw = copy.deepcopy(raw)
         raw.pop("base", None)
-    raw = apply_overrides(raw, overrides or [])
-    cfg = from_dict(ExperimentConfig, raw, "")
-    validate(cfg)
+    try:
+        raw = apply_overrides(raw, overrides or [])
+        cfg = from_dict(ExperimentConfig, raw, "")
+        validate(cfg)
+    except ConfigError as e:
+        if path is None or str(path) in str(e):
+            raise
+        raise ConfigError(f"{path}: {e}") from None  # the file the key was read from (or --set)
     return cfg
 
 

@@ -18,8 +18,10 @@ EXPERIMENT = "experiment"  # defines the experiment (model, data, tokenizer, rec
 SEED = "seed"  # fixed once a run starts; runs that differ only in it are seeds of one configuration
 IDENTITY = "identity"  # names and places the run (name, run_dir); not part of the configuration
 TRAINING = "training"  # steers training from now on (lr, max_steps, validation): a resume may change it
-RUNTIME = "runtime"  # how and where it runs, not what it computes (device, threads, disk): any time
-INFERENCE = "inference"  # how a trained model is decoded and scored: on resume and at test/inference time
+# how and where it runs and what test.py reports (device, threads, disk, batch budgets, evaluation.*'s
+# breakdowns), not what the configuration is: any time
+RUNTIME = "runtime"
+INFERENCE = "inference"  # how a trained model is decoded: on resume and at test/inference time
 
 # role -> (a resume may change it, test.py/inference.py --set may change it, it tells configurations apart)
 ROLES = {
@@ -37,18 +39,45 @@ def setting(
     *,
     role: Optional[str] = None,
     factory: Any = MISSING,
+    low: Optional[float] = None,
+    above: Optional[float] = None,
+    high: Optional[float] = None,
+    below: Optional[float] = None,
+    zero: Optional[str] = None,
+    null: Optional[str] = None,
     hparam: bool = False,
     flags: tuple[str, ...] = (),
     help: Optional[str] = None,
 ) -> Any:
-    """A config key with its role (inherited from its section when None), whether it is a TensorBoard
-    HParams column, and the command-line flags inference.py offers for it (with their help)."""
+    """A config key with its role (inherited from its section when None), its bounds, whether it is a
+    TensorBoard HParams column, and the command-line flags inference.py offers for it (with their help).
+
+    Bounds of a number (of each element of a list or pair of numbers): at least `low`, above `above`,
+    at most `high`, below `below` (`utils.config_checks.check_bounds` refuses every value outside).
+    `zero` and `null` say what 0 and null do for a key that accepts them (e.g. "no images"): a value
+    that switches something off is documented where the key is declared."""
     if role is not None and role not in ROLES:
         raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
-    metadata = {"role": role, "hparam": hparam, "flags": flags, "help": help}
+    bounds = {"low": low, "above": above, "high": high, "below": below}
+    metadata = {"role": role, "hparam": hparam, "flags": flags, "help": help, "zero": zero, "null": null}
+    metadata["bounds"] = {k: v for k, v in bounds.items() if v is not None}
     if factory is not MISSING:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
+
+
+# Largest sizes a key may take: far beyond any model this harness trains (the base model is 512 wide),
+# small enough that a typo (an extra zero or two) is refused before anything is allocated.
+MAX_WIDTH = 65_536
+MAX_LAYERS = 256
+MAX_VOCAB = 1_000_000
+MAX_LENGTH = 1_000_000  # tokens of one sentence
+MAX_SEED = 2**32 - 1  # numpy's seeds are 32-bit
+# The model's float32 weights plus Adam's state and gradients (16 bytes a parameter) must stay below
+# this: 1e10 parameters are 160 GB, more than the largest single accelerator (141 GB) or the hosts
+# this runs on hold. A fixed cap, not this machine's memory, so that a config is valid or not
+# everywhere (compare.py reads runs trained elsewhere); see config_checks.check_model_size.
+MAX_PARAMETERS = 10_000_000_000
 
 
 @dataclass
@@ -57,8 +86,8 @@ class TrainConcatConfig:
     joins k ~ U{2..max_k} random training pairs (both sides within `data.max_len`). Which pairs
     are joined is drawn once per run from `seed`, so epochs have a fixed length and resume is exact."""
 
-    prob: float = setting(0.0, role=EXPERIMENT, hparam=True)
-    max_k: int = setting(2, role=EXPERIMENT)
+    prob: float = setting(0.0, role=EXPERIMENT, low=0.0, high=1.0, zero="single pairs only", hparam=True)
+    max_k: int = setting(2, role=EXPERIMENT, low=2, high=1024)
 
 
 @dataclass
@@ -72,9 +101,9 @@ class DataConfig:
     tgt_lang: str = setting("en")
     # tatoeba: sizes of the held-out splits, drawn by a seeded shuffle (the file is sorted by length)
     # of source-sentence groups: all translations of one French sentence land in the same split
-    valid_size: int = setting(2000)
-    test_size: int = setting(2000)
-    split_seed: int = setting(1)
+    valid_size: int = setting(2000, low=1, high=MAX_LENGTH * 100)
+    test_size: int = setting(2000, low=1, high=MAX_LENGTH * 100)
+    split_seed: int = setting(1, low=0, high=MAX_SEED, zero="a seed like any other")
     # Drop training pairs whose source (up to case, punctuation, spacing) is a valid or test source.
     # For official splits that are never re-split (iwslt2017, parallel_text); a no-op on tatoeba.
     drop_train_overlap: bool = setting(False)
@@ -90,11 +119,11 @@ class DataConfig:
     # Caps on the *training* pairs: how many are kept (seeded sample), and their length in subword
     # tokens (BOS/EOS excluded); longer or empty training pairs are dropped and counted. Valid and
     # test sets are never filtered: every pair is scored (see evaluation/test_set.py).
-    max_train_pairs: Optional[int] = setting(None)
-    max_len: int = setting(256)
+    max_train_pairs: Optional[int] = setting(None, low=1, null="every training pair")
+    max_len: int = setting(256, low=1, high=MAX_LENGTH)
     # Only for training pairs: drop pairs whose source has more than this many tokens
     # (length-generalisation experiments); valid/test keep every pair.
-    train_max_src_len: Optional[int] = setting(None, hparam=True)
+    train_max_src_len: Optional[int] = setting(None, low=1, high=MAX_LENGTH, null="no cap", hparam=True)
     cache_dir: str = setting("data/cache", role=RUNTIME)
     # Joined training pairs (a remedy for long inputs); prob 0 (default) trains on single pairs.
     train_concat: TrainConcatConfig = setting(factory=TrainConcatConfig)
@@ -105,8 +134,8 @@ class TokenizerConfig:
     """Subword tokenizer: a joint BPE trained on the training split, or a pretrained one."""
 
     type: Literal["bpe", "pretrained"] = setting("bpe", hparam=True)
-    vocab_size: int = setting(8000, hparam=True)
-    min_frequency: int = setting(2)
+    vocab_size: int = setting(8000, low=16, high=MAX_VOCAB, hparam=True)
+    min_frequency: int = setting(2, low=0, high=MAX_LENGTH, zero="as 1: every pair of symbols may merge")
     # pretrained: a Hugging Face name or local directory (e.g. Helsinki-NLP/opus-mt-fr-en)
     name: Optional[str] = setting(None)
 
@@ -126,13 +155,13 @@ class PositionalConfig:
 class ModelConfig:
     """Encoder-decoder Transformer. Defaults are the report's base model."""
 
-    d_model: int = setting(512, hparam=True)
-    num_heads: int = setting(8, hparam=True)
-    num_encoder_layers: int = setting(6, hparam=True)
-    num_decoder_layers: int = setting(6, hparam=True)
-    ffn_dim: int = setting(2048, hparam=True)
-    dropout: float = setting(0.1)
-    attention_dropout: float = setting(0.0)
+    d_model: int = setting(512, low=1, high=MAX_WIDTH, hparam=True)
+    num_heads: int = setting(8, low=1, high=MAX_WIDTH, hparam=True)
+    num_encoder_layers: int = setting(6, low=1, high=MAX_LAYERS, hparam=True)
+    num_decoder_layers: int = setting(6, low=1, high=MAX_LAYERS, hparam=True)
+    ffn_dim: int = setting(2048, low=1, high=4 * MAX_WIDTH, hparam=True)
+    dropout: float = setting(0.1, low=0.0, below=1.0, zero="no dropout")
+    attention_dropout: float = setting(0.0, low=0.0, below=1.0, zero="no dropout")
     activation: Literal["relu", "gelu"] = setting("relu")
     norm_first: bool = setting(False, hparam=True)  # pre-norm (True) or post-norm as in the paper (False)
     # Share source/target embeddings (needs a joint vocabulary) and tie the output projection.
@@ -154,10 +183,10 @@ class ScheduleConfig:
 
     name: Literal["warmup_exponential", "inverse_sqrt", "constant"] = setting("warmup_exponential", hparam=True)
     unit: Literal["step", "epoch"] = setting("epoch")
-    warmup: int = setting(6)
-    hold: int = setting(1)
-    decay: float = setting(0.35)
-    min_factor: float = setting(0.0)
+    warmup: int = setting(6, low=0, high=MAX_LENGTH * 100, zero="no warmup")
+    hold: int = setting(1, low=0, high=MAX_LENGTH * 100, zero="no hold")
+    decay: float = setting(0.35, low=0.0, high=100.0, zero="no decay")
+    min_factor: float = setting(0.0, low=0.0, high=1.0, zero="no floor")
 
 
 # Direction of each checkpoint metric: +1 when higher is better. Checkpoint scores (and the
@@ -169,22 +198,28 @@ METRIC_SIGN = {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}
 class TrainingConfig:
     """Optimisation, batching, validation and checkpointing."""
 
-    epochs: int = setting(20, role=TRAINING, hparam=True)
+    epochs: int = setting(20, role=TRAINING, low=1, high=MAX_LENGTH, hparam=True)
     # stop after this many updates (overrides epochs when reached)
-    max_steps: Optional[int] = setting(None, role=TRAINING, hparam=True)
-    batch_size: Optional[int] = setting(56, hparam=True)  # sentences per batch; or use max_tokens
+    max_steps: Optional[int] = setting(None, role=TRAINING, low=1, null="no limit: `epochs` ends it", hparam=True)
+    batch_size: Optional[int] = setting(
+        56, low=1, null="use max_tokens", hparam=True
+    )  # sentences per batch; or use max_tokens
     # token budget per batch (target+source max), length-bucketed
-    max_tokens: Optional[int] = setting(None, hparam=True)
+    max_tokens: Optional[int] = setting(None, low=1, null="use batch_size", hparam=True)
     optimizer: Literal["adam", "adamw"] = setting("adam")
-    lr: float = setting(3e-4, role=TRAINING, hparam=True)
-    betas: tuple[float, float] = setting((0.9, 0.98))
-    eps: float = setting(1e-8)
-    weight_decay: float = setting(0.0)
-    label_smoothing: float = setting(0.0, hparam=True)
-    clip_grad_norm: Optional[float] = setting(None, role=TRAINING)  # applied after unscaling (fp16)
+    lr: float = setting(3e-4, role=TRAINING, above=0.0, high=10.0, hparam=True)
+    betas: tuple[float, float] = setting((0.9, 0.98), low=0.0, below=1.0, zero="no averaging")
+    eps: float = setting(1e-8, above=0.0, high=1.0)
+    weight_decay: float = setting(0.0, low=0.0, high=10.0, zero="no weight decay")
+    label_smoothing: float = setting(0.0, low=0.0, below=1.0, zero="no smoothing", hparam=True)
+    clip_grad_norm: Optional[float] = setting(
+        None, role=TRAINING, above=0.0, null="no clipping"
+    )  # applied after unscaling (fp16)
     # autocast dtype (bf16 also runs on CPU)
     precision: Literal["fp32", "bf16", "fp16"] = setting("fp32", hparam=True)
-    update_freq: int = setting(1, hparam=True)  # gradient accumulation: batches per optimizer update
+    update_freq: int = setting(
+        1, low=1, high=MAX_LENGTH, hparam=True
+    )  # gradient accumulation: batches per optimizer update
     compile: bool = setting(False, role=RUNTIME)  # torch.compile the model and its loss for training
     # With compile, on one GPU, update_freq 1: replay the model's forward and backward (loss
     # included) as CUDA graphs (one recording per batch shape; use with pad_to_multiple 8 or 16).
@@ -192,35 +227,45 @@ class TrainingConfig:
     cuda_graphs: bool = setting(False, role=RUNTIME)
     # Batch lengths rounded up to a multiple of this (padding, masked); with max_tokens the budget
     # counts the padded tokens (smaller batches): few batch shapes for compilation and CUDA graphs
-    pad_to_multiple: int = setting(1)
+    pad_to_multiple: int = setting(1, low=1, high=1024)
     schedule: ScheduleConfig = setting(factory=ScheduleConfig)
     # Validation: loss/perplexity/accuracy every `validate_every_steps` (or every epoch if None),
     # greedy sacreBLEU on `bleu_sentences` validation pairs every `bleu_every` validations.
-    validate_every_steps: Optional[int] = setting(None, role=TRAINING)
-    bleu_every: int = setting(1, role=TRAINING)
-    bleu_sentences: Optional[int] = setting(500, role=TRAINING)
+    validate_every_steps: Optional[int] = setting(None, role=TRAINING, low=1, null="every epoch")
+    bleu_every: int = setting(1, role=TRAINING, low=1)
+    # Validation BLEU's greedy search: its output length limit a * source length + b and its autocast
+    # dtype. Training keys of their own (not decoding.*, a test-time choice), so that how a trained
+    # model is decoded later never changes which checkpoint training kept by valid_bleu.
+    bleu_max_len_a: float = setting(1.5, role=TRAINING, low=0.0, high=1000.0, zero="bleu_max_len_b alone")
+    bleu_max_len_b: int = setting(10, role=TRAINING, low=0, high=MAX_LENGTH, zero="bleu_max_len_a alone")
+    bleu_precision: Literal["fp32", "bf16", "fp16"] = setting("fp32", role=TRAINING)
+    bleu_sentences: Optional[int] = setting(
+        500, role=TRAINING, low=0, zero="no validation BLEU", null="every validation pair"
+    )
     # Checkpoints: the best `keep_best` by `checkpoint_metric`, plus the last one.
     checkpoint_metric: Literal["valid_loss", "valid_bleu", "valid_accuracy"] = setting("valid_loss")
-    keep_best: int = setting(1, role=RUNTIME)
+    keep_best: int = setting(1, role=RUNTIME, low=1)
     # newest checkpoints kept (resume falls back to an older one; averaging)
-    keep_last: int = setting(2, role=RUNTIME)
-    early_stopping_patience: Optional[int] = setting(None, role=TRAINING)
+    keep_last: int = setting(2, role=RUNTIME, low=1)
+    early_stopping_patience: Optional[int] = setting(None, role=TRAINING, low=1, null="no early stopping")
     device: Literal["auto", "cpu", "cuda", "mps"] = setting("auto", role=RUNTIME)
-    num_threads: Optional[int] = setting(None, role=RUNTIME)  # torch CPU threads (None: torch default)
-    num_workers: int = setting(0, role=RUNTIME)
-    log_every: int = setting(50, role=RUNTIME)
-    num_sample_translations: int = setting(3, role=RUNTIME)
+    num_threads: Optional[int] = setting(
+        None, role=RUNTIME, low=1, high=4096, null="torch's default"
+    )  # torch CPU threads
+    num_workers: int = setting(0, role=RUNTIME, low=0, high=1024, zero="batches built in the training process")
+    log_every: int = setting(50, role=RUNTIME, low=1)
+    num_sample_translations: int = setting(3, role=RUNTIME, low=0, zero="no samples")
     # TensorBoard images (attention maps of a fixed validation sentence, learned positional tables)
     # every this many validations and at the end; 0: none
-    tensorboard_images_every: int = setting(5, role=RUNTIME)
+    tensorboard_images_every: int = setting(5, role=RUNTIME, low=0, zero="no images")
 
 
 @dataclass
 class DecodingConfig:
-    """Search used by validation BLEU, test.py and inference.py."""
+    """Search used by test.py and inference.py (validation BLEU has its own: training.bleu_*)."""
 
     strategy: Literal["greedy", "beam"] = setting("beam", flags=("--strategy",), help="search")
-    beam_size: int = setting(5, flags=("--beam_size", "--beam"), help="beam width")
+    beam_size: int = setting(5, low=1, high=1024, flags=("--beam_size", "--beam"), help="beam width")
     length_penalty: Literal["none", "avg", "wu"] = setting(
         "wu",
         flags=("--length_penalty",),
@@ -228,20 +273,53 @@ class DecodingConfig:
     )
     alpha: float = setting(
         0.6,
+        low=0.0,
+        high=10.0,
+        zero="as length_penalty none",
         flags=("--lenpen", "--alpha"),  # exponent of the `wu` (GNMT) length penalty
         help="length-penalty exponent: alpha of the wu penalty ((5 + len) / 6) ** alpha (--alpha: OpenNMT's name)",
     )
     # max output length = a * src_len + b
-    max_len_a: float = setting(1.5, flags=("--max_len_a",), help="output length limit a * source length + b: a")
-    max_len_b: int = setting(10, flags=("--max_len_b",), help="output length limit a * source length + b: b")
-    # N best hypotheses per input (beam search; inference.py prints them with their scores)
-    nbest: int = setting(1, flags=("--nbest",), help="print the N best translations with their scores (beam search)")
-    # token budget per decoding batch (source tokens x beam)
-    max_tokens: int = setting(
-        4000, flags=("--max_tokens",), help="token budget of a decoding batch (source tokens x beam)"
+    max_len_a: float = setting(
+        1.5,
+        low=0.0,
+        high=1000.0,
+        zero="max_len_b alone",
+        flags=("--max_len_a",),
+        help="output length limit a * source length + b: a",
     )
-    min_len: int = setting(0, flags=("--min_len",), help="no end of sentence before this many tokens")
-    no_repeat_ngram: int = setting(0, flags=("--no_repeat_ngram",), help="never repeat an n-gram of this size (0: off)")
+    max_len_b: int = setting(
+        10,
+        low=0,
+        high=MAX_LENGTH,
+        zero="max_len_a alone",
+        flags=("--max_len_b",),
+        help="output length limit a * source length + b: b",
+    )
+    # N best hypotheses per input (beam search; inference.py prints them with their scores)
+    nbest: int = setting(
+        1, low=1, high=1024, flags=("--nbest",), help="print the N best translations with their scores (beam search)"
+    )
+    # token budget per decoding batch (source tokens x beam)
+    # (a batch budget: how the search is batched, not what it finds)
+    max_tokens: int = setting(
+        4000,
+        role=RUNTIME,
+        low=1,
+        flags=("--max_tokens",),
+        help="token budget of a decoding batch (source tokens x beam)",
+    )
+    min_len: int = setting(
+        0, low=0, high=MAX_LENGTH, zero="off", flags=("--min_len",), help="no end of sentence before this many tokens"
+    )
+    no_repeat_ngram: int = setting(
+        0,
+        low=0,
+        high=1024,
+        zero="off",
+        flags=("--no_repeat_ngram",),
+        help="never repeat an n-gram of this size (0: off)",
+    )
     # Autocast dtype of the search: bf16/fp16 on GPUs (bf16 also on CPU, where fp32 is usually faster)
     precision: Literal["fp32", "bf16", "fp16"] = setting(
         "fp32",
@@ -255,18 +333,25 @@ class EvaluationConfig:
     """How test.py breaks scores down."""
 
     # Edges of source-length buckets in subword tokens: [e0, e1), [e1, e2), ..., [e_last, inf).
-    length_buckets: list[int] = setting(factory=lambda: [1, 10, 15, 20, 30, 40])
+    length_buckets: list[int] = setting(
+        factory=lambda: [1, 10, 15, 20, 30, 40], low=0, high=MAX_LENGTH, zero="an edge like any other"
+    )
     # Length extrapolation: also score inputs made of k consecutive test pairs joined, for each k
     # listed (e.g. [1, 2, 4, 8]); consecutive within a document when the reader knows documents
     # (WIT3 XML), else in an order shuffled with `concat_seed` (k = 1 is the test set in its own
     # order). test.py --concat overrides.
-    concat: list[int] = setting(factory=list)
-    concat_seed: int = setting(1)
+    concat: list[int] = setting(factory=list, low=1, high=1024)
+    concat_seed: int = setting(1, low=0, high=MAX_SEED, zero="a seed like any other")
     # Teacher-forced diagnostic (evaluation/teacher_forced.py): the references' NLL and accuracy per
     # target position, for k = 1 and every k above, independent of when the model stops.
     teacher_forced: bool = setting(True)
     # Its target-position buckets (decoder positions, 0 = BOS): [b0, b1), ..., [b_last, inf); b0 = 0.
-    position_buckets: list[int] = setting(factory=lambda: [0, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512])
+    position_buckets: list[int] = setting(
+        factory=lambda: [0, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512],
+        low=0,
+        high=MAX_LENGTH,
+        zero="the first edge (BOS)",
+    )
 
 
 @dataclass
@@ -275,14 +360,16 @@ class ExperimentConfig:
 
     name: str = setting("experiment", role=IDENTITY, hparam=True)
     run_dir: Optional[str] = setting(None, role=IDENTITY)  # default: runs/<name>
-    seed: int = setting(1234, role=SEED, hparam=True)
+    seed: int = setting(1234, role=SEED, low=0, high=MAX_SEED, zero="a seed like any other", hparam=True)
     # A section's role is the role of each of its keys that does not declare its own.
     data: DataConfig = setting(factory=DataConfig, role=EXPERIMENT)
     tokenizer: TokenizerConfig = setting(factory=TokenizerConfig, role=EXPERIMENT)
     model: ModelConfig = setting(factory=ModelConfig, role=EXPERIMENT)
     training: TrainingConfig = setting(factory=TrainingConfig, role=EXPERIMENT)
     decoding: DecodingConfig = setting(factory=DecodingConfig, role=INFERENCE)
-    evaluation: EvaluationConfig = setting(factory=EvaluationConfig, role=INFERENCE)
+    # what is measured and how scores are broken down, not what the configuration is: a run scored
+    # with other buckets is still the same configuration (and test.py may change it)
+    evaluation: EvaluationConfig = setting(factory=EvaluationConfig, role=RUNTIME)
 
     @property
     def resolved_run_dir(self) -> Path:

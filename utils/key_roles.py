@@ -5,7 +5,8 @@
 - test.py / inference.py may override only INFERENCE, RUNTIME and IDENTITY keys: anything else
   would score a model other than the one trained (`check_test_time`);
 - compare.py groups runs that differ only in SEED, IDENTITY and RUNTIME keys as seeds of one
-  configuration (`configuration_settings`);
+  configuration (`configuration_settings`): RUNTIME covers how a run ran and what test.py reported
+  (decoding.max_tokens, evaluation.*), never what was trained or how it was decoded;
 - HParams columns and inference.py's flags are the keys marked `hparam` / `flags`.
 """
 
@@ -50,16 +51,23 @@ def schema_roles() -> dict[str, Optional[str]]:
     return dict(_schema_roles())
 
 
+def default_option_role() -> str:
+    """The role of an encoding's option that declares none: the schema's `model.positional.options`."""
+    options = next(f for f in dataclasses.fields(PositionalConfig) if f.name == "options")
+    return options.metadata["role"]
+
+
 def option_role(encoding: str, option: str) -> str:
-    """The role of one of an encoding's options: EXPERIMENT unless its `Options` field declares one."""
+    """The role of one of an encoding's options: its `Options` field's own, else the schema's default."""
     POSITIONAL_ENCODINGS = registered_encodings()
     options = POSITIONAL_ENCODINGS[encoding].Options
     field = next((f for f in dataclasses.fields(options) if f.name == option), None)
-    return (field.metadata.get("role") if field is not None else None) or EXPERIMENT
+    return (field.metadata.get("role") if field is not None else None) or default_option_role()
 
 
 def role_of(key: str, encoding: Optional[str]) -> str:
-    """The role of a dotted key of a run whose encoding is `encoding` (EXPERIMENT for an unknown key)."""
+    """The role of a dotted key of a run whose encoding is `encoding` (EXPERIMENT for an unknown key:
+    it tells configurations apart and is fixed once a run starts)."""
     roles = schema_roles()
     if key in roles:
         return roles[key]
@@ -168,6 +176,6 @@ def roles_markdown() -> str:
         shown += [f"`{k}`" for k in keys if "." not in k or f"`{k.split('.')[0]}.*`" not in shown]
         lines.append(f"| {role} | {yes[resume]} | {yes[test]} | {yes[groups]} | {', '.join(shown)} |")
     return "\n".join(lines) + (
-        "\n\nAn encoding's options are experiment keys unless its `Options` field declares "
+        f"\n\nAn encoding's options are {default_option_role()} keys unless its `Options` field declares "
         "another role (SHAPE's `inference_shift` is an inference key)."
     )

@@ -1,0 +1,226 @@
+"""Issue 45, round three: config values, key roles and empty data. Every config value has declared
+bounds (all violations in one error, one line each, naming the file), a model too large to train
+is refused before anything is allocated, the YAML loader refuses what it cannot read safely (a
+base that is not a path, a file that is not UTF-8, an alias bomb) and supports merge keys, the
+search behind validation BLEU is a training setting of its own, batch budgets and evaluation
+breakdowns do not split configurations, and a split the filters leave empty is one line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, TINY_CORPUS, one_error_line, tiny_overrides
+from in_process import run_in_process as run
+
+from evaluation.run_groups import experiment_settings
+from training.handlers import validation_search
+from utils.config import load_config, to_dict
+from utils.config_checks import estimated_parameters
+from utils.config_schema import RUNTIME, TRAINING, ExperimentConfig, PositionalConfig
+from utils.key_roles import option_role, role_of, roles_markdown
+
+CONFIG = ROOT / "configs" / "demo" / "rope.yaml"
+
+
+def refused(tmp_path: Path, *sets: str, config: Path = CONFIG) -> tuple[str, str]:
+    """train.py on `config` with `--set`s: (its one error line, its stderr); nothing was created."""
+    run_dir = tmp_path / "never"
+    flags = [x for s in (f"run_dir={run_dir}", *sets) for x in ("--set", s)]
+    proc = run(["train.py", "--config", str(config), *flags])
+    line = one_error_line(proc)
+    assert not run_dir.exists()
+    return line, proc.stderr
+
+
+def numeric_keys(cls: type = ExperimentConfig, prefix: str = ""):
+    """(dotted key, field, type without Optional) of every number, pair or list of numbers."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp) and tp is not PositionalConfig:
+            yield from numeric_keys(tp, f"{prefix}{f.name}.")
+            continue
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        inner = args[0] if typing.get_origin(tp) is typing.Union else tp
+        element = typing.get_args(inner)[0] if typing.get_origin(inner) in (list, tuple) else inner
+        if element in (int, float):
+            yield f"{prefix}{f.name}", f, tp
+
+
+def test_every_number_declares_its_bounds_and_what_0_and_null_do() -> None:
+    keys = list(numeric_keys())
+    assert len(keys) > 50
+    for key, f, tp in keys:
+        bounds = f.metadata.get("bounds")
+        assert bounds, f"{key} declares no bounds (setting(low=/above=/high=/below=))"
+        low = bounds.get("low", bounds.get("above"))
+        assert low is not None, f"{key} declares no lower bound"
+        if bounds.get("low") == 0:  # 0 is accepted: the schema says what it does
+            assert f.metadata.get("zero"), f"{key} accepts 0 but does not say what 0 does (zero=)"
+        if type(None) in typing.get_args(tp):
+            assert f.metadata.get("null"), f"{key} accepts null but does not say what null does (null=)"
+
+
+@pytest.mark.parametrize(
+    "override, line",
+    [
+        ("tokenizer.vocab_size=-5", "tokenizer.vocab_size must be at least 16, got -5"),
+        ("training.betas=[0.9, 1.0]", "each of training.betas must be below 1, got [0.9, 1.0]"),
+        ("training.eps=-1e-8", "training.eps must be above 0, got -1e-08"),
+        ("training.weight_decay=-0.1", "training.weight_decay must be at least 0, got -0.1"),
+        ("training.num_threads=0", "training.num_threads must be at least 1 (or null: torch's default), got 0"),
+        ("model.d_model=1000000", "model.d_model must be at most 65536, got 1000000"),
+        ("decoding.max_tokens=0", "decoding.max_tokens must be at least 1, got 0"),
+    ],
+)
+def test_a_value_out_of_bounds_is_one_line_naming_the_file_and_key(tmp_path: Path, override: str, line: str) -> None:
+    message, _ = refused(tmp_path, override)
+    assert message == f"error: {CONFIG}: {line}", message
+
+
+def test_every_violation_is_reported_at_once_one_line_each(tmp_path: Path) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(f"base: {CONFIG}\nmodel:\n  d_model: 0\n  dropout: 1.5\ntraining:\n  num_threads: -2\n")
+    message, stderr = refused(tmp_path, "training.eps=-1", config=config)
+    assert message == f"error: {config}: 4 config values are out of bounds:", message
+    for line in (
+        "  model.d_model must be at least 1, got 0",
+        "  model.dropout must be below 1, got 1.5",
+        "  training.eps must be above 0, got -1.0",
+        "  training.num_threads must be at least 1 (or null: torch's default), got -2",
+    ):
+        assert line in stderr.splitlines(), stderr
+
+
+def test_a_model_too_large_to_train_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    message, _ = refused(tmp_path, "model.d_model=40000")
+    assert "would have about 39 billion parameters" in message and "model.d_model (40000)" in message, message
+
+
+def test_the_size_estimate_is_the_built_models_size(trained_run: Path) -> None:
+    ends = [json.loads(line) for line in (trained_run / "metrics.jsonl").read_text().splitlines()]
+    params = next(r["params"] for r in reversed(ends) if r["event"] == "end")
+    estimate = estimated_parameters(load_config(trained_run / "config.yaml"))
+    assert abs(estimate - params) <= 0.05 * params, (estimate, params)
+
+
+@pytest.mark.parametrize("base", ["3", "{a: 1}", "[../x.yaml, 4]"])
+def test_a_base_that_is_not_a_path_is_named(tmp_path: Path, base: str) -> None:
+    config = tmp_path / "child.yaml"
+    config.write_text(f"base: {base}\n")
+    message, _ = refused(tmp_path, config=config)
+    assert message.startswith(f"error: {config}: base takes a path or a list of paths"), message
+
+
+def test_a_config_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    config = tmp_path / "latin1.yaml"
+    config.write_bytes(f"base: {CONFIG}\nname: caf\xe9\n".encode("latin-1"))
+    message, _ = refused(tmp_path, config=config)
+    assert message.startswith(f"error: {config} is not UTF-8 text"), message
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+def test_aliases_that_expand_without_limit_are_refused(tmp_path: Path, recursive: bool) -> None:
+    config = tmp_path / "bomb.yaml"
+    if recursive:
+        config.write_text(f"base: {CONFIG}\nname: &x [*x]\n")
+    else:
+        levels = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+        levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+        config.write_text("\n".join(levels) + "\n")
+    message, _ = refused(tmp_path, config=config)
+    assert message.startswith(f"error: {config}: invalid YAML:"), message
+    assert ("refers to a node that contains it" if recursive else "more than the 100,000") in message, message
+
+
+def test_merge_keys_merge_and_a_mappings_own_keys_win(tmp_path: Path) -> None:
+    config = tmp_path / "merge.yaml"
+    # a mapping merged into model (YAML merge key), one of its keys overridden by the mapping itself
+    config.write_text(f"base: {CONFIG}\nmodel:\n  <<: &small {{ffn_dim: 0, d_model: 0}}\n  d_model: 32\n")
+    message, _ = refused(tmp_path, config=config)
+    assert message == f"error: {config}: model.ffn_dim must be at least 1, got 0", message  # d_model: 32 won
+    config.write_text(f"base: {CONFIG}\nmodel:\n  <<: {{ffn_dim: 64}}\n  d_model: 32\n  d_model: 64\n")
+    message, _ = refused(tmp_path, config=config)
+    assert "duplicate key 'd_model'" in message, message
+
+
+def test_validation_bleus_search_is_a_training_setting_not_decodings(tmp_path: Path) -> None:
+    plain = load_config(CONFIG)
+    test_time = load_config(
+        CONFIG,
+        [
+            "decoding.max_len_a=0.5",
+            "decoding.max_len_b=1",
+            "decoding.min_len=4",
+            "decoding.no_repeat_ngram=2",
+            "decoding.precision=bf16",
+            "decoding.strategy=greedy",
+        ],
+    )
+    assert validation_search(test_time) == validation_search(plain)  # what training keeps is unchanged
+    own = validation_search(load_config(CONFIG, ["training.bleu_max_len_a=0.5", "training.bleu_max_len_b=1"]))
+    assert (own.max_len_a, own.max_len_b, own.strategy) == (0.5, 1, "greedy")
+    assert role_of("training.bleu_max_len_a", "rope") == TRAINING and role_of("decoding.max_len_a", "rope") != TRAINING
+
+
+def test_batch_budgets_and_evaluation_breakdowns_do_not_split_a_configuration() -> None:
+    one = to_dict(load_config(CONFIG))
+    other = to_dict(load_config(CONFIG, ["decoding.max_tokens=123", "evaluation.length_buckets=[1, 5]"]))
+    other["evaluation"]["concat"] = [1, 2]
+    assert experiment_settings(one) == experiment_settings(other)
+    beam = to_dict(load_config(CONFIG, ["decoding.beam_size=2"]))
+    assert experiment_settings(one) != experiment_settings(beam)  # how it was decoded still does
+    assert role_of("evaluation.concat", "rope") == RUNTIME == role_of("decoding.max_tokens", "rope")
+
+
+def test_an_options_default_role_is_the_schemas_declaration(monkeypatch) -> None:
+    options = next(f for f in dataclasses.fields(PositionalConfig) if f.name == "options")
+    assert option_role("rope", "theta") == options.metadata["role"]
+    monkeypatch.setattr(options, "metadata", {**options.metadata, "role": TRAINING})
+    assert option_role("rope", "theta") == TRAINING  # one source: the schema
+    assert "An encoding's options are training keys" in roles_markdown()
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cache")  # one tokenizer for the tiny corpus, shared
+
+
+def train_tiny(run_dir: Path, cache: Path, *sets: str, config: Path = CONFIG):
+    flags = [x for s in sets for x in ("--set", s)]
+    return run(["train.py", "--config", str(config), *tiny_overrides(run_dir, cache), *flags])
+
+
+def test_length_filters_that_leave_no_training_pair_are_named(tmp_path: Path, cache: Path) -> None:
+    message = one_error_line(train_tiny(tmp_path / "r", cache, "data.max_len=2"))
+    assert "0 of 400 training pairs left after the length filters: 400 longer than data.max_len=2" in message
+    assert "data.max_train_pairs kept 400" in message and str(TINY_CORPUS) in message, message
+    message = one_error_line(train_tiny(tmp_path / "r2", cache, "data.train_max_src_len=1"))
+    assert "sources longer than data.train_max_src_len=1" in message and "Raise data.max_len / " in message
+
+
+def test_a_max_len_that_leaves_no_valid_pair_for_the_loss_is_named(tmp_path: Path, cache: Path) -> None:
+    proc = train_tiny(tmp_path / "r", cache, "data.max_len=4")
+    message = one_error_line(proc)
+    assert "0 of the 12 valid pairs are non-empty and within data.max_len=4" in message, message
+    assert "raise data.max_len to at least" in message and not list((tmp_path / "r").glob("checkpoints/*.pt"))
+
+
+def write_tsv(path: Path, pairs: list[tuple[str, str]]) -> dict:
+    path.write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    return {"tsv": str(path)}
+
+
+def test_an_overlap_drop_that_leaves_no_training_pair_names_its_file(tmp_path: Path, cache: Path) -> None:
+    pairs = [(f"Bonjour numéro {i} .", f"Hello number {i} .") for i in range(20)]
+    train = write_tsv(tmp_path / "train.tsv", pairs)  # every source is also a valid or test source
+    valid, test = write_tsv(tmp_path / "valid.tsv", pairs[:10]), write_tsv(tmp_path / "test.tsv", pairs[10:])
+    sets = ["data.source=parallel_text", f"data.train={json.dumps(train)}", f"data.valid={json.dumps(valid)}"]
+    sets += [f"data.test={json.dumps(test)}", "data.drop_train_overlap=true", "tokenizer.vocab_size=100"]
+    message = one_error_line(train_tiny(tmp_path / "r", cache, *sets))
+    assert "0 training pairs left after data.drop_train_overlap removed all 20" in message, message
+    assert str(tmp_path / "train.tsv") in message and "data.drop_train_overlap: false" in message
