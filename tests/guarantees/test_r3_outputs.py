@@ -52,6 +52,18 @@ def test_a_plot_of_the_users_at_the_prefix_is_never_replaced(summary_runs: list[
     assert mine.read_bytes() == b"a picture of mine" and sorted(p.name for p in tmp_path.iterdir()) == [mine.name]
 
 
+def test_overwrite_removes_its_own_outputs_this_summary_no_longer_has(trained_run: Path, tmp_path: Path) -> None:
+    """Findings written by an earlier compare.py, then a summary without them: left, they would pass
+    for this summary's; compare.py's own, unedited, are removed (a user's is refused, above)."""
+    prefix = tmp_path / "summary"
+    assert run(["compare.py", str(trained_run), "--bootstrap_samples", "10", "--output", str(prefix)]).returncode == 0
+    findings = [tmp_path / "summary_findings.md", tmp_path / "summary_findings.json", tmp_path / "summary_headline.md"]
+    assert all(p.is_file() for p in findings)
+    proc = run(["compare.py", str(trained_run), "--no_significance", "--output", str(prefix), "--overwrite"])
+    assert proc.returncode == 0 and f"removed {findings[0]}" in proc.stdout, proc.stderr
+    assert not any(p.exists() for p in findings) and (tmp_path / "summary.md").is_file()
+
+
 def test_compare_output_that_is_a_folder_is_refused(summary_runs: list[str], tmp_path: Path) -> None:
     for output in (f"{tmp_path / 'new'}/", str(tmp_path)):  # a trailing slash; an existing folder
         message = one_error_line(run([*summary_runs, "--output", output]))
