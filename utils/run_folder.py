@@ -3,8 +3,10 @@ one (`is_run_folder`, `run_folder_above`), its states (`RunFolder`: absent, fore
 trained), what `train.py` may do with an existing one, and its one-writer lock (`RunLock`).
 
 Only a folder that is provably the harness's own is ever emptied: it holds a `config.yaml` that
-reads as an experiment config and nothing but the files training and testing write. Anything else
-is refused with a message, so `--overwrite` or a sweep can never delete a user's files.
+reads as an experiment config and nothing but the files training and testing write, at the top and
+inside its own folders (`HARNESS_FILES`: a note or a hand-averaged checkpoint in checkpoints/ is the
+user's). Anything else is refused with a message, so `--overwrite` or a sweep can never delete a
+user's files.
 """
 
 from __future__ import annotations
