@@ -130,6 +130,9 @@ def test_output_links_and_folders_that_are_not_exports(greedy_run: Path, exporte
     message = one_error_line(run(["export.py", "--run", str(greedy_run), "--output", str(tmp_path / "mine")]))
     assert "is a folder that is not an export of export.py alone" in message and "pass --overwrite" not in message
     assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]
+    (tmp_path / "empty").mkdir()  # an empty folder (made beforehand with mkdir) is filled: nothing to lose
+    assert run(["export.py", "--run", str(greedy_run), "--output", str(tmp_path / "empty")]).returncode == 0
+    assert (tmp_path / "empty" / "model.safetensors").is_file()
     # an earlier export without --overwrite: says --overwrite replaces it
     message = one_error_line(run(["export.py", "--run", str(greedy_run), "--output", str(exported)]))
     assert "is an earlier export: pass --overwrite" in message
