@@ -68,6 +68,18 @@ def test_the_client_stops_waiting_for_a_cancelled_job(tmp_path: Path, monkeypatc
     assert "PartitionConfig" not in capsys.readouterr().out  # (job 3 is not this sweep's)
 
 
+def test_a_job_pending_for_a_reason_slurm_does_not_resolve_is_said_once(tmp_path: Path, capsys) -> None:
+    """--cpus_per_run more than a node has (where sbatch still takes it) pends for ever: said, once."""
+    said: dict = {}
+    states = parse_squeue(RECORDED_SQUEUE)
+    for _ in range(3):
+        for job_id in ("3", "1_0"):  # pending (PartitionConfig), running
+            launchers.say_pending(fake_job(tmp_path, job_id), states[job_id], "runs/a", said)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and "runs/a: its SLURM job 3 is pending (PartitionConfig)" in lines[0]
+    assert "--cpus_per_run" in lines[0] and "scancel 3" in lines[0]
+
+
 def tiny_sweep(tmp_path: Path, *flags: str) -> list[str]:
     sets = tiny_overrides(tmp_path / "unused", tmp_path / "cache", steps=4)[2:]
     return ["sweep.py", CONFIG, *sets, "--runs_root", str(tmp_path / "runs"), "--launcher", "slurm", *flags]
