@@ -16,16 +16,20 @@ from typing import Optional
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import command_parser, parse_command
-from training.checkpoint import CheckpointError, checkpoint_step, read_checkpoint
+from training.checkpoint import CheckpointError, checkpoint_step, read_checkpoint, saved_config
+from training.loading import check_checkpoint_of_run
 from utils.config import ConfigError
-from utils.files import atomic_save, check_target
+from utils.files import WriteError, atomic_save, check_target
+from utils.run_folder import run_folder_above
 
 
 def average_checkpoints(paths: list[Path]) -> dict:
     """A checkpoint dict whose float weights are the element-wise mean of `paths` (newest last)."""
     total: Optional[dict] = None
     for path in paths:
-        state = read_checkpoint(path)["model"]
+        ckpt = read_checkpoint(path)
+        check_checkpoint_of_run(path, saved_config(ckpt))  # the run's own model, not a copied-in one
+        state = ckpt["model"]
         if total is None:
             total = {k: v.double() if v.is_floating_point() else v.clone() for k, v in state.items()}
         elif state.keys() != total.keys():
@@ -84,6 +88,13 @@ def average(run: Optional[str], average_last: int, output: Optional[str] = None,
     out = Path(output) if output else Path(run) / "checkpoints" / f"averaged_last{average_last}.pt"
     # its own averaged_*.pt may be replaced; a training checkpoint, an input or a user's file never
     check_target(out, "--output", inputs=paths, overwrite=overwrite, own=("checkpoints/averaged_*.pt",))
+    holder = run_folder_above(out.parent)
+    if holder is not None and holder != Path(run).resolve():  # `own` holds only in the averaged run
+        raise WriteError(
+            f"--output {out} is inside the run folder {holder}, but the checkpoints averaged are "
+            f"{run}'s: it would pass for {holder.name}'s own; write it to {Path(run) / 'checkpoints'} "
+            f"or outside any run folder"
+        )
     atomic_save(average_checkpoints(paths), out)
     print(f"averaged {', '.join(p.name for p in paths)} -> {out}")
     return 0

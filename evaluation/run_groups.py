@@ -5,10 +5,12 @@ seeds (`group_runs`), the baseline picked, and the per-seed statistics every tab
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import re
 import statistics
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Optional
@@ -25,6 +27,7 @@ from utils.key_roles import configuration_settings
 from utils.runtime import JsonlLogger
 
 SEED_SUFFIX = re.compile(r"[_\-/.](?:seed|s)[_\-=]?\d+$", re.IGNORECASE)
+SCORE_KEYS = ("sacrebleu", "chrf", "nltk_bleu4")  # test.py writes each as a number
 
 
 class CompareError(HarnessError):
@@ -43,13 +46,18 @@ def best_validation(valid: list[dict], metric: str) -> Optional[dict]:
 def read_scores(run_dir: Path, test_dir: str) -> dict:
     """<run>/<test_dir>/scores.json ({} when the run is not tested)."""
     scores_path = run_dir / test_dir / "scores.json"
+    again = f"test the run again (python test.py --run {run_dir} --overwrite) or leave it out"
     try:
-        return json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
-    except ValueError as e:
-        raise CompareError(
-            f"{scores_path} is not readable JSON ({e}); test the run again "
-            f"(python test.py --run {run_dir} --overwrite) or leave it out"
-        ) from None
+        scores = json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CompareError(f"{scores_path} is not readable JSON ({e}); {again}") from None
+    if not isinstance(scores, dict):
+        raise CompareError(f"{scores_path} is not a scores object (it holds {type(scores).__name__}); {again}")
+    for key in SCORE_KEYS:  # a hand edit or a damaged file must not pass for an untested run
+        value = scores.get(key, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise CompareError(f"{scores_path}: {key!r} is {value!r}, not a number; {again}")
+    return scores
 
 
 def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> Optional[dict]:
@@ -101,6 +109,66 @@ def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> 
     row["concat"] = {c["k"]: c for c in scores.get("concat") or []}
     row["teacher_forced"] = run_teacher_forced(scores.get("teacher_forced"))
     return row
+
+
+def read_runs(patterns: list[str]) -> list[dict]:
+    """One row per run folder the patterns name (each once), and one per variant it was tested as.
+    A folder that is not a run is named on stderr with the reason; none left is a CompareError; the
+    same run given twice (a copied folder) is refused, not counted as two seeds."""
+    rows, seen, skipped = [], set(), []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern))
+        for path in map(Path, matches or [pattern]):
+            why = not_a_run(path, named=not matches)
+            if why:
+                skipped.append(f"{path} ({why})")
+            elif path.resolve() not in seen:
+                seen.add(path.resolve())
+                rows.append(summarise_run(path))
+                rows += [summarise_run(path, variant) for variant in run_variants(path)]
+    for line in skipped:
+        print(f"note: compare.py skipped {line}", file=sys.stderr)
+    if not rows:
+        raise CompareError(
+            f"no run folders (with config.yaml) among {', '.join(patterns)}"
+            + (f"; skipped {'; '.join(skipped[:5])}" if skipped else "")
+        )
+    check_no_copies(rows)
+    return rows
+
+
+def not_a_run(path: Path, named: bool) -> Optional[str]:
+    """Why `path` is not a run folder to compare (None when it is one). A file a glob matched
+    (an earlier summary.md) is passed over quietly; one named as it is, is not."""
+    if not path.exists():
+        return "no such folder"
+    if not path.is_dir():
+        return "a file, not a run folder" if named else None
+    if (path / "config.yaml").is_file():
+        return None
+    inner = [p.parent.name for p in sorted(path.glob("*/config.yaml"))]
+    return "no config.yaml: not a run folder" + (
+        f"; it holds runs ({', '.join(inner[:3])}{' ...' if len(inner) > 3 else ''}): give {path}/*" if inner else ""
+    )
+
+
+def check_no_copies(rows: list[dict]) -> None:
+    """Two folders with one configuration, one seed and the same test hypotheses are one run given
+    twice (a copied folder): counted as two seeds they would shrink the spread and fake a second
+    seed. Test outputs, not checkpoints, are compared: archived runs keep no checkpoints."""
+    seen: dict[str, list[tuple[str, list[str]]]] = {}
+    for row in rows:
+        hyps = None if row.get("variant") else read_lines(Path(row["test_dir"]) / "hypotheses.txt")
+        if hyps is None:
+            continue
+        key = json.dumps([experiment_settings(row["config"]), row["seed"]], sort_keys=True)
+        for other, other_hyps in seen.get(key, []):
+            if other_hyps == hyps:
+                raise CompareError(
+                    f"{other} and {row['run']} are the same run (one configuration, seed {row['seed']}, "
+                    f"identical test hypotheses): a copy would count as a second seed; leave one of them out"
+                )
+        seen.setdefault(key, []).append((row["run"], hyps))
 
 
 def run_variants(run_dir: Path) -> list[tuple[str, dict]]:

@@ -181,9 +181,28 @@ class PretrainedTokenizer(BaseTokenizer):
                 )
 
     @classmethod
+    def from_folder(cls, folder: str | Path, name: Optional[str] = None) -> "PretrainedTokenizer":
+        """A tokenizer saved in a local folder (save_pretrained), read from it alone: a missing or
+        damaged folder is named, never taken for a hub name."""
+        from transformers import AutoTokenizer
+
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise TokenizerError(f"{folder} is missing: the tokenizer's folder (save_pretrained) is not there")
+        try:
+            tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        except Exception as e:  # a file of it missing or damaged
+            raise TokenizerError(
+                f"{folder} is not a readable tokenizer folder ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
+            ) from None
+        return cls(tok, name or str(folder))
+
+    @classmethod
     def from_pretrained(cls, name: str) -> "PretrainedTokenizer":
         from transformers import AutoTokenizer
 
+        if Path(name).is_dir() or looks_like_a_path(name):  # a local folder: never the hub
+            return cls.from_folder(name, name)
         try:
             tok = AutoTokenizer.from_pretrained(name)
         except Exception as e:  # missing folder, no hub access, missing sentencepiece, ...
@@ -229,7 +248,7 @@ class PretrainedTokenizer(BaseTokenizer):
         with tempfile.TemporaryDirectory() as tmp:
             for name, content in state["files"].items():
                 (Path(tmp) / Path(name).name).write_bytes(content)
-            return cls(AutoTokenizer.from_pretrained(tmp), state["name"])
+            return cls(AutoTokenizer.from_pretrained(tmp, local_files_only=True), state["name"])
 
     def save(self, directory: str | Path) -> Path:
         path = Path(directory) / self.dirname
@@ -244,6 +263,12 @@ class PretrainedTokenizer(BaseTokenizer):
         for name, content in sorted(self.state_dict()["files"].items()):
             digest.update(name.encode() + b"\0" + content)
         return digest.hexdigest()[:16]
+
+
+def looks_like_a_path(name: str) -> bool:
+    """A tokenizer name that can only be a local folder, not a hub id ('org/name'): absolute,
+    relative to here or home, or with more than one '/'."""
+    return Path(name).is_absolute() or name.startswith((".", "~")) or name.count("/") > 1
 
 
 def tokenizer_from_state_dict(state: dict) -> BaseTokenizer:
@@ -271,7 +296,7 @@ def load_or_train_tokenizer(
         if saved.is_dir():
             from transformers import AutoTokenizer
 
-            return PretrainedTokenizer(AutoTokenizer.from_pretrained(saved), cfg.name)
+            return PretrainedTokenizer(AutoTokenizer.from_pretrained(saved, local_files_only=True), cfg.name)
         tok = PretrainedTokenizer.from_pretrained(cfg.name)
         tok.save(run_dir)
         return tok

@@ -59,17 +59,28 @@ def read_checkpoint(path: str | Path) -> dict:
     """torch.load of tensors and plain data only (`weights_only=True`: unpickling arbitrary objects
     can run code), with a clear error for a missing, truncated, unsafe or foreign file."""
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint not found: {path}")
-    with open(path, "rb") as f:
-        magic = f.read(4)
+    try:  # one open file throughout: a checkpoint rotated away meanwhile is still read whole
+        with open(path, "rb") as f:
+            return checked_checkpoint(path, load_open_checkpoint(path, f))
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise CheckpointError(f"checkpoint not found: {path}") from None
+
+
+def load_open_checkpoint(path: Path, f) -> Any:
+    """torch.load of the open file `f` (of `path`), refusing what is not a checkpoint."""
+    magic = f.read(4)
+    if not magic:
+        raise CheckpointError(
+            f"{path} is empty (0 bytes: a copy or a write was cut short); restore it from a copy, or delete it"
+        )
     if magic != b"PK\x03\x04" and magic[:1] != b"\x80":  # torch's zip format, or a legacy pickle
         raise CheckpointError(
             f"{path} is not a checkpoint (not a PyTorch file); give a .pt written by train.py "
             f"or average.py, or a folder written by export.py"
         )
+    f.seek(0)
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(f, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         if "weights only load failed" not in str(e).lower():
             raise CheckpointError(f"checkpoint {path} is unreadable (truncated or corrupted?): {e}") from None
@@ -83,6 +94,10 @@ def read_checkpoint(path: str | Path) -> dict:
         raise CheckpointError(
             f"checkpoint {path} is unreadable (truncated or corrupted?): {type(e).__name__}: {e}"
         ) from None
+
+
+def checked_checkpoint(path: Path, ckpt: Any) -> dict:
+    """`ckpt` if it is a checkpoint of this harness in a format it reads; CheckpointError otherwise."""
     if not isinstance(ckpt, dict) or "model" not in ckpt or "meta" not in ckpt:
         raise CheckpointError(f"{path} is not a checkpoint of this project (no 'model'/'meta' entries)")
     version = ckpt["meta"].get("format_version", FORMAT_VERSION) if isinstance(ckpt["meta"], dict) else None
@@ -166,6 +181,13 @@ def read_newest_good_checkpoint(run_dir: str | Path, log=print) -> tuple[Path, d
             state = read_checkpoint(path)
         except CheckpointError as e:
             log(f"warning: {e}; falling back to an older checkpoint")
+            continue
+        if not {"trainer", "optimizer"} <= set(state):  # average.py's: weights and config only
+            log(
+                f"warning: {path} holds no training state (an averaged checkpoint, average.py's "
+                f"averaged_*.pt renamed?): training cannot continue from it; skipped, falling back "
+                f"to an older checkpoint"
+            )
             continue
         bad = non_finite_tensors(state["model"])
         if bad:

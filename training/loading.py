@@ -5,12 +5,19 @@ the test-time config a model is scored under (only keys that cannot change the t
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from training.checkpoint import CheckpointError, find_best_checkpoint, read_checkpoint, saved_config
+from training.checkpoint import CheckpointError, checkpoint_step, find_best_checkpoint, read_checkpoint, saved_config
 from training.export import CONFIG, EXPORT_FORMAT, EXPORT_VERSION, WEIGHTS, is_export
 from utils.config import ConfigError, flatten, load_config, to_dict
+from utils.run_folder import LOCK_FILES, is_run_folder
+
+ROTATION_TRIES = 5  # a training run may rotate its best/last checkpoint between listing and reading
+# The checkpoint `resolve_checkpoint` read from a run ({resolved path: contents}), handed to
+# `load_for_inference` once: the file may have been rotated away since it was read.
+_READ_FROM_RUN: dict[str, dict] = {}
 
 
 def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, device: str = "cpu"):
@@ -22,8 +29,9 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
     if is_export(path):
         return read_export(path, overrides, device)
 
-    ckpt = read_checkpoint(path)
+    ckpt = _READ_FROM_RUN.pop(str(Path(path).resolve()), None) or read_checkpoint(path)
     meta = ckpt["meta"]
+    check_checkpoint_of_run(path, saved_config(ckpt))
     cfg = test_time_config(saved_config(ckpt), overrides, str(path))
     tokenizer = tokenizer_from_state_dict(meta["tokenizer"])
     model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)
@@ -40,27 +48,23 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
 
 def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
     """(config, tokenizer, model in eval mode) from an exported folder."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_model
 
     from models import build_model
-    from tokenizer import BPETokenizer, PretrainedTokenizer
 
     path = Path(path)
-    meta = json.loads((path / CONFIG).read_text(encoding="utf-8"))
-    if meta.get("format") != EXPORT_FORMAT or meta.get("format_version", 0) > EXPORT_VERSION:
-        raise CheckpointError(
-            f"{path / CONFIG} is not an export of this harness (format {meta.get('format')!r}, "
-            f"version {meta.get('format_version')!r}); export.py writes {EXPORT_FORMAT} "
-            f"version {EXPORT_VERSION}"
-        )
+    meta = read_export_config(path)
     cfg = test_time_config(meta["config"], overrides, str(path))
-    if (path / BPETokenizer.filename).is_file():
-        tokenizer = BPETokenizer.load(path)
-    else:
-        tokenizer = PretrainedTokenizer.from_pretrained(str(path / PretrainedTokenizer.dirname))
+    tokenizer = export_tokenizer(path, meta)
     model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)
     try:
         load_model(model, str(path / WEIGHTS), strict=True)
+    except SafetensorError as e:  # a cut copy: not the file's fault that it does not "fit"
+        raise CheckpointError(
+            f"{path / WEIGHTS} is unreadable (truncated or damaged?: {str(e).splitlines()[0][:200]}); "
+            f"{reexport_hint(path, meta)}"
+        ) from None
     except (RuntimeError, OSError) as e:
         raise CheckpointError(
             f"{path / WEIGHTS}: the weights do not fit the model of {path / CONFIG} "
@@ -69,6 +73,49 @@ def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
     check_training_lengths(model, str(path))
     model.to(device).eval()
     return cfg, tokenizer, model
+
+
+def read_export_config(path: Path) -> dict:
+    """An export's config.json, checked: one line naming the file when it is cut, foreign or newer."""
+    try:
+        meta = json.loads((path / CONFIG).read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CheckpointError(
+            f"{path / CONFIG} is not readable JSON (truncated or damaged?: {e}); {reexport_hint(path, {})}"
+        ) from None
+    if (
+        not isinstance(meta, dict)
+        or meta.get("format") != EXPORT_FORMAT
+        or meta.get("format_version", 0) > EXPORT_VERSION
+    ):
+        meta = meta if isinstance(meta, dict) else {}
+        raise CheckpointError(
+            f"{path / CONFIG} is not an export of this harness (format {meta.get('format')!r}, "
+            f"version {meta.get('format_version')!r}); export.py writes {EXPORT_FORMAT} "
+            f"version {EXPORT_VERSION}"
+        )
+    if not isinstance(meta.get("config"), dict):
+        raise CheckpointError(f"{path / CONFIG} holds no 'config' section; {reexport_hint(path, meta)}")
+    return meta
+
+
+def export_tokenizer(path: Path, meta: dict):
+    """The export's own tokenizer (tokenizer.json, or a pretrained one's tokenizer/ folder), read
+    from the folder alone: a missing file is named, never looked up on the Hugging Face hub."""
+    from tokenizer import BPETokenizer, PretrainedTokenizer
+
+    if (path / BPETokenizer.filename).is_file():
+        return BPETokenizer.load(path)
+    if (path / PretrainedTokenizer.dirname).is_dir():
+        return PretrainedTokenizer.from_folder(path / PretrainedTokenizer.dirname)
+    pretrained = (meta["config"].get("tokenizer") or {}).get("type") == "pretrained"
+    missing = path / (PretrainedTokenizer.dirname if pretrained else BPETokenizer.filename)
+    raise CheckpointError(f"{missing} is missing: {reexport_hint(path, meta)}")
+
+
+def reexport_hint(path: Path, meta: dict) -> str:
+    source = meta.get("exported_from") or "<the checkpoint it came from>"
+    return f"re-export it (python export.py --model_path {source} --output {path} --overwrite)"
 
 
 def test_time_config(saved: dict, overrides: Optional[list[str]], checkpoint: str):
@@ -116,18 +163,112 @@ def resolve_checkpoint(
     """The model a command names: --model_path (a checkpoint or an export folder), or the best
     checkpoint of --run, or of the --config's run folder (for the commands that take --config)."""
     if model_path:
-        path = Path(model_path)
-        if not path.exists():
-            raise CheckpointError(f"--model_path {path}: no such checkpoint file or export folder")
-        return path
+        return checked_model_path(Path(model_path))
     if run:
-        return find_best_checkpoint(run)
+        if is_export(run):
+            raise CheckpointError(f"--run {run} is an export folder (export.py): use --model_path {run}")
+        if not Path(run).is_dir():
+            raise CheckpointError(f"--run {run}: no such run folder")
+        return read_from_run(Path(run))
     if config:
-        return find_best_checkpoint(load_config(config, list(overrides)).resolved_run_dir)
+        return read_from_run(load_config(config, list(overrides)).resolved_run_dir)
     raise ConfigError(
         "say which model to use: --model_path <checkpoint.pt>, --run runs/<name>, "
         "or --config <file.yaml> (its run folder's best checkpoint)"
     )
+
+
+def checked_model_path(path: Path) -> Path:
+    """--model_path as given, if it names a checkpoint file or an export folder; else which flag fits."""
+    if not path.exists():
+        raise CheckpointError(f"--model_path {path}: no such checkpoint file or export folder")
+    if path.is_dir() and not is_export(path):
+        if is_run_folder(path):
+            raise CheckpointError(
+                f"--model_path {path} is a run folder: use --run {path} (its best checkpoint), "
+                f"or --model_path {path / 'checkpoints'}/<file>.pt"
+            )
+        missing = [name for name in (WEIGHTS, CONFIG) if not (path / name).is_file()]
+        if len(missing) == 1:
+            raise CheckpointError(f"{path / missing[0]} is missing: {reexport_hint(path, {})}")
+        raise CheckpointError(
+            f"--model_path {path} is a folder but not an export (export.py writes {WEIGHTS} and "
+            f"{CONFIG}); give a checkpoint .pt, an export folder, or --run for a run folder"
+        )
+    return path
+
+
+def read_from_run(run_dir: Path) -> Path:
+    """The run's best checkpoint, read now (`load_for_inference` takes it from here). A run that is
+    training rotates its checkpoints: one that vanished between listing and reading is listed again,
+    never blamed."""
+    path = None
+    for _ in range(ROTATION_TRIES):
+        try:
+            path = find_best_checkpoint(run_dir)
+            ckpt = read_checkpoint(path)
+        except (CheckpointError, FileNotFoundError):
+            if path is None or path.exists():  # no checkpoint at all, or a damaged one: say so
+                raise
+            continue  # rotated away: list again
+        _READ_FROM_RUN.clear()
+        _READ_FROM_RUN[str(path.resolve())] = ckpt
+        holder = training_holder(run_dir)
+        if holder:
+            print(
+                f"note: run {run_dir} is still training ({holder}): using its checkpoint of step "
+                f"{checkpoint_step(path)} ({path.name}); a later one may follow",
+                file=sys.stderr,
+            )
+        return path
+    raise CheckpointError(
+        f"the checkpoints of {run_dir} were replaced {ROTATION_TRIES} times while being read (the "
+        f"run is training and rotating them); run the command again"
+    )
+
+
+def training_holder(run_dir: Path) -> Optional[str]:
+    """Who holds the run folder's lock (`utils/run_folder.py: RunLock`: 'PID n: train.py'), if
+    train.py does; None when nobody does. Probed with a shared lock that is dropped at once."""
+    lock, holder = (Path(run_dir) / name for name in LOCK_FILES)
+    try:
+        import fcntl
+
+        who = holder.read_text(encoding="utf-8").strip()
+        with open(lock, "rb") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return who if "train.py" in who else None
+            fcntl.flock(f, fcntl.LOCK_UN)
+    except (ImportError, OSError):  # no lock file (nobody holds it), or no flock here
+        return None
+    return None
+
+
+def check_checkpoint_of_run(path: str | Path, saved: dict) -> None:
+    """The checkpoint's own config is the model: one loaded through a run folder (its checkpoints/,
+    where test.py writes into the run and compare.py groups by config.yaml) must have been trained
+    with the run's experiment and seed (the keys a resume may not change). CheckpointError naming
+    the keys and both files otherwise, so that its scores never pass for that run's."""
+    from utils.key_roles import changes, may_change
+
+    path = Path(path)
+    run_config = run_dir_of_checkpoint(path) / "config.yaml"
+    if path.is_dir() or not run_config.is_file():
+        return
+    trained = load_config(raw=saved)
+    encoding = trained.model.positional.name
+    diff = changes(flatten(to_dict(trained)), flatten(to_dict(load_config(run_config))))
+    refused = [k for k in diff if not may_change(k, "resume", encoding)]
+    if refused:
+        details = "; ".join(f"{k}: {diff[k][0]!r} -> {diff[k][1]!r}" for k in refused[:6])
+        raise CheckpointError(
+            f"{path} is not a checkpoint of the run {run_config.parent}: it was trained with other "
+            f"experiment settings than {run_config} has (checkpoint -> config.yaml: {details}"
+            f"{' ...' if len(refused) > 6 else ''}); move it out of the run folder and give it "
+            f"with --model_path, or restore the run's config.yaml"
+        )
 
 
 def run_dir_of_checkpoint(path: Path) -> Path:
