@@ -202,12 +202,14 @@ def read_from_run(run_dir: Path) -> Path:
     """The run's best checkpoint, read now (`load_for_inference` takes it from here). A run that is
     training rotates its checkpoints: one that vanished between listing and reading is listed again,
     never blamed."""
-    path = None
     for _ in range(ROTATION_TRIES):
+        path = None
         try:
             path = find_best_checkpoint(run_dir)
             ckpt = read_checkpoint(path)
-        except (CheckpointError, FileNotFoundError):
+        except FileNotFoundError:  # (only the listing raises it) a listed file vanished: list again
+            continue
+        except CheckpointError:
             if path is None or path.exists():  # no checkpoint at all, or a damaged one: say so
                 raise
             continue  # rotated away: list again

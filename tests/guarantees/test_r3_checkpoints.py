@@ -206,3 +206,19 @@ def test_a_reader_says_the_run_is_still_training(trained_run: Path, tmp_path: Pa
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"run {run_dir} is still training (PID" in proc.stderr, proc.stderr
     assert f"checkpoint of step {step}" in proc.stderr, proc.stderr
+
+
+def test_a_checkpoint_rotated_away_while_listed_is_listed_again(trained_run: Path, tmp_path: Path) -> None:
+    from training import checkpoint
+
+    real, calls = checkpoint.newest_key, []
+
+    def vanished_once(path: Path):
+        calls.append(path)
+        if len(calls) == 1:  # the stat of a file that rotation removed after the glob listed it
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real(path)
+
+    with mock.patch.object(checkpoint, "newest_key", vanished_once):
+        proc = run(["export.py", "--run", str(trained_run), "--output", str(tmp_path / "e")])
+    assert proc.returncode == 0 and len(calls) > 1, proc.stderr[-2000:]
