@@ -32,6 +32,7 @@ from commands.cli import (
     command_parser,
     deprecated_flag,
     parse_command,
+    refuse_together,
     setting_flag_overrides,
 )
 from data.parallel_text import decode_utf8, read_text, split_lines
@@ -40,6 +41,10 @@ from training.loading import check_model_matches, load_for_inference, resolve_ch
 from utils.errors import HarnessError
 from utils.files import atomic_output, check_target
 from utils.runtime import pick_device
+
+RUN_DEVICE_HELP = (
+    "where the model runs (default: the run's training.device; auto: CUDA when visible, else MPS, else the CPU)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         output="write the translations to this file instead of stdout",
         overwrite="the --output file",
     )
+    run_default_device(parser)
     io = parser.add_argument_group("input")
     io.add_argument("--src_text", nargs="+", action="extend", help="sentence(s) to translate")
     io.add_argument("--src", metavar="FILE", help="a file with one sentence per line ('-' for stdin)")
@@ -64,6 +70,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_setting_flags(parser.add_argument_group("decoding (default: the model's decoding config)"))
     return parser
+
+
+def run_default_device(parser: argparse.ArgumentParser) -> None:
+    """--device defaults to the run's own training.device (a runtime key: where it runs), not to auto."""
+    action = next(a for a in parser._actions if a.dest == "device")
+    action.default, action.help = None, RUN_DEVICE_HELP
+
+
+def test_time_device(flag: Optional[str], cfg, model: Path):
+    """Where a trained model runs at test time: --device when given, else its config's training.device
+    (as `--set training.device=...` may change it)."""
+    if flag:
+        return pick_device(flag, "--device")
+    return pick_device(cfg.training.device, f"training.device of {model}; --device picks another")
 
 
 def decoding_overrides(args: argparse.Namespace) -> list[str]:
@@ -124,6 +144,7 @@ def open_output(path: Optional[str], overwrite: bool, inputs: list[Optional[str]
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_command(build_parser(), argv)
+    refuse_together(args, "the sentences to translate", "--src_text", "--src")
     return run_inference(
         run=args.run,
         config=args.config,
@@ -138,6 +159,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     )
 
 
+def read_sentences(src: str) -> str:
+    """The text of --src: a file, or a pipe (a shell's `<(...)`, a FIFO, /dev/fd/N) read once as it
+    streams; only a path that is not there says "not found"."""
+    path = Path(src)
+    if not path.exists():  # (until this release an abbreviation of --src_text could read as --src)
+        raise HarnessError(f"--src {src}: file not found (--src takes a file of sentences; a sentence: --src_text)")
+    if path.is_file() or path.is_dir():  # a folder: one line from the reader
+        return read_text(src, allow_blank=True)
+    with open(path, "rb") as stream:
+        return decode_utf8(stream.read(), src)
+
+
 def input_batches(src_text: Optional[Sequence[str]], src: Optional[str], interactive: bool) -> Iterator[list[str]]:
     """The sentences to translate, batch by batch: --src_text, the --src file, or stdin (read to the
     end, or line by line as it arrives when interactive or at a terminal)."""
@@ -148,9 +181,7 @@ def input_batches(src_text: Optional[Sequence[str]], src: Optional[str], interac
     if src_text:
         return iter([list(src_text)])
     if src and src != "-":  # missing, not UTF-8: one line naming the file and line
-        if not Path(src).exists():  # (until this release an abbreviation of --src_text could read as --src)
-            raise HarnessError(f"{src}: file not found (--src takes a file of sentences; a sentence: --src_text)")
-        return iter([input_lines(read_text(src, allow_blank=True))])
+        return iter([input_lines(read_sentences(src))])
     if interactive or stdin_is_terminal:
         return streamed_lines(sys.stdin.buffer, prompt=stdin_is_terminal)
     return iter([input_lines(decode_utf8(sys.stdin.buffer.read(), "stdin"))])
@@ -166,16 +197,21 @@ def run_inference(
     interactive: bool = False,
     output: Optional[str] = None,
     overwrite: bool = False,
-    device: str = "auto",
+    device: Optional[str] = None,
 ) -> int:
-    """Translate sentences with a trained model, as inference.py does: to stdout or the --output file."""
+    """Translate sentences with a trained model, as inference.py does: to stdout or the --output file,
+    on `device` or else the run's training.device."""
+    named = argparse.Namespace(run=run, model_path=model_path, config=config)
+    refuse_together(named, "the model (--run: its best checkpoint)", "--run", "--model_path")
+    refuse_together(named, "the config (--run: the run folder's own)", "--run", "--config")
     batches = input_batches(src_text, src, interactive)
     overrides = list(overrides)
     ckpt = resolve_checkpoint(model_path, run, config, overrides)
-    where = pick_device(device)
-    cfg, tokenizer, model = load_for_inference(ckpt, overrides, device=str(where))
+    cfg, tokenizer, model = load_for_inference(ckpt, overrides, device="cpu")
     if config:
         cfg = check_model_matches(config, overrides, cfg, ckpt)
+    where = test_time_device(device, cfg, ckpt)
+    model.to(where)
     settings = cfg.decoding
     with open_output(output, overwrite, [src, config, model_path]) as out:
         printer = Printer(out, settings.nbest > 1 and settings.strategy == "beam", model)

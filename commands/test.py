@@ -31,13 +31,16 @@ diagnostic and writes scores.json, the run's TensorBoard test scalars and a summ
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-from dataclasses import dataclass, field
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
-from commands.cli import RUN_HELP, TEST_TIME_SETS, command_parser, parse_command
+from commands.cli import RUN_HELP, TEST_TIME_SETS, command_parser, parse_command, refuse_together
+from commands.inference import run_default_device, test_time_device
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.checkpoint import checkpoint_step
@@ -46,7 +49,7 @@ from training.tensorboard_log import log_test_scores
 from utils.config import ConfigError, parse_override, to_dict
 from utils.files import WriteError, atomic_write_text, check_output_folder, check_target, run_folder_above
 from utils.run_folder import RunLock
-from utils.runtime import log, pick_device
+from utils.runtime import log
 
 # What test.py writes into its output folder (and concat/k<K>/ for the length protocol)
 OUTPUT_FILES = (
@@ -71,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         output="where to write the outputs (default: <run>/<split>/, or <run>/test_<src file name>/ with --src)",
         overwrite="the outputs of an earlier test.py in the output folder",
     )
+    run_default_device(parser)
     parser.add_argument("--split", choices=["test", "valid"], help="which split of the config (default: test)")
     parser.add_argument("--src", metavar="FILE", help="score this source file instead of a split (needs --ref)")
     parser.add_argument("--ref", metavar="FILE", help="the reference translations of --src, line by line")
@@ -91,76 +95,85 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 @dataclass
 class TestRequest:
-    """What to score and where (run_test's arguments, checked)."""
+    """What to score and where: run_test's keyword arguments (test.py's flags), one copy."""
 
     run: Optional[str] = None
     config: Optional[str] = None
     model_path: Optional[str] = None
-    overrides: list[str] = field(default_factory=list)
+    overrides: Sequence[str] = ()
     split: Optional[str] = None
     src: Optional[str] = None
     ref: Optional[str] = None
-    concat: Optional[list[int]] = None
+    concat: Optional[Sequence[int]] = None
     output: Optional[str] = None
     overwrite: bool = False
-    device: str = "auto"
+    device: Optional[str] = None  # None: the run's training.device (auto: CUDA when visible)
+
+    def __post_init__(self) -> None:
+        self.overrides = list(self.overrides)
+        self.concat = None if self.concat is None else list(self.concat)
 
 
-def run_test(
-    run: Optional[str] = None,
-    config: Optional[str] = None,
-    model_path: Optional[str] = None,
-    overrides: Sequence[str] = (),
-    split: Optional[str] = None,
-    src: Optional[str] = None,
-    ref: Optional[str] = None,
-    concat: Optional[Sequence[int]] = None,
-    output: Optional[str] = None,
-    overwrite: bool = False,
-    device: str = "auto",
-) -> int:
-    """Score a trained model on a test set, as `test.py` does (sweep.py's jobs call this): the run's
-    best checkpoint (or --model_path) on its test split (or --src/--ref) into <run>/<split>/ (or output)."""
-    args = TestRequest(
-        run=run,
-        config=config,
-        model_path=model_path,
-        overrides=list(overrides),
-        split=split,
-        src=src,
-        ref=ref,
-        concat=None if concat is None else list(concat),
-        output=output,
-        overwrite=overwrite,
-        device=device,
-    )
+def run_test(**request) -> int:
+    """Score a trained model on a test set, as `test.py` does (sweep.py's jobs call this; keyword
+    arguments: TestRequest's fields): the run's best checkpoint (or --model_path) on its test split
+    (or --src/--ref) into <run>/<split>/ (or output), on --device or else the run's training.device."""
+    args = TestRequest(**request)
     check_request(args)
     ckpt = resolve_checkpoint(args.model_path, args.run, args.config, args.overrides)
     out_dir, run = checked_output_folder(args, ckpt)
-    device = pick_device(args.device)
-    cfg, tokenizer, model = load_for_inference(ckpt, args.overrides, device=str(device))
+    cfg, tokenizer, model = load_for_inference(ckpt, args.overrides, device="cpu")
     if args.config:
         cfg = check_model_matches(args.config, args.overrides, cfg, ckpt)
+    device = test_time_device(args.device, cfg, ckpt)
+    model.to(device)
     if cfg.evaluation.teacher_forced:  # before hours of decoding, not after
         check_position_buckets(cfg.evaluation.position_buckets)
-    if args.src:
-        pairs, documents = read_file_pair({"src": args.src, "tgt": args.ref}, cfg.data.src_lang, cfg.data.tgt_lang)
-        test_set = {"src": str(args.src), "ref": str(args.ref)}
-    else:
-        pairs, documents = read_config_split(cfg.data, args.split)
-        test_set = {"split": args.split}
-    if not pairs:
-        raise ConfigError(
-            f"no pairs to score in {test_set.get('src') or f'the {args.split} split'}: give a non-empty test set"
-        )
+    pairs, documents, test_set = read_test_set(args, cfg, ckpt)
     check_writable(out_dir)
     # One writer at a time: the run folder's lock (training or testing into it), else the output folder's
     with RunLock(run if run is not None else out_dir, "test.py"):
         return score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir)
 
 
+def read_test_set(args: TestRequest, cfg, ckpt: Path) -> tuple[list, Optional[list], dict]:
+    """(pairs, their documents, what test set it is): the --src/--ref files or the config's split."""
+    if args.src:
+        with rereadable(args.src, args.ref) as (src, ref):
+            pairs, documents = read_file_pair({"src": src, "tgt": ref}, cfg.data.src_lang, cfg.data.tgt_lang)
+        test_set = {"src": str(args.src), "ref": str(args.ref)}
+    else:
+        pairs, documents = read_config_split(cfg.data, args.split)
+        test_set = {"split": args.split}
+    if not pairs:
+        where = f"--src {args.src} / --ref {args.ref}" if args.src else f"the {args.split} split of {ckpt}'s config"
+        raise ConfigError(f"no pairs to score in {where}: give a non-empty test set")
+    return pairs, documents, test_set
+
+
+@contextlib.contextmanager
+def rereadable(*paths: str) -> Iterator[list[str]]:
+    """The paths, each pipe among them (a shell's `<(...)`, a FIFO, /dev/fd/N) copied first into a
+    temporary file of the same name: the readers look at a file's head to tell its format, then read
+    it whole, and a pipe streams once. A missing path is passed on: the reader names it."""
+    with tempfile.TemporaryDirectory(prefix="test-inputs-") as spool:
+        copies = []
+        for number, path in enumerate(paths):
+            p = Path(path)
+            if p.exists() and not (p.is_file() or p.is_dir()):
+                copy = Path(spool) / str(number) / p.name
+                copy.parent.mkdir()
+                with open(p, "rb") as stream:
+                    copy.write_bytes(stream.read())
+                path = str(copy)
+            copies.append(path)
+        yield copies
+
+
 def check_request(args: TestRequest) -> None:
     """The flags that go together, and the split's default."""
+    refuse_together(args, "the model (--run: its best checkpoint)", "--run", "--model_path")
+    refuse_together(args, "the config (--run: the run folder's own)", "--run", "--config")
     if (args.src is None) != (args.ref is None):
         raise ConfigError("give both --src FILE and --ref FILE (source and reference translations), or neither")
     if args.src and args.split:
@@ -208,7 +221,7 @@ def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pair
         raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it")
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
     log(
-        f"scoring {len(pairs):,} pairs of {test_set} with {ckpt}"
+        f"scoring {len(pairs):,} pairs of {test_set} with {ckpt} on {device}"
         + (f" ({len(set(documents))} documents)" if documents else "")
     )
     scores = evaluate(model, tokenizer, pairs, documents, cfg, device, out_dir, concat)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
-from commands.cli import OVERWRITE_HELP, command_parser, parse_command
+from commands.cli import OVERWRITE_HELP, UsageError, command_parser, parse_command, refuse_together
 from training.run import train_run
 from utils.config import ConfigError, ExperimentConfig, load_config
 
@@ -69,5 +69,18 @@ def train(
     return train_run(resolve_config(config, run, overrides), resume=resume, overwrite=overwrite)
 
 
+def check_flags(args: argparse.Namespace) -> None:
+    """Flags that would silently ignore one another: --config beside --run (the run's own config
+    would be trained, the file ignored), --overwrite beside --run (which continues the run)."""
+    refuse_together(args, "the config to train (--run: the run folder's own config.yaml)", "--config", "--run")
+    if args.run and args.overwrite:
+        raise UsageError(
+            f"--run {args.run} continues that run and --overwrite deletes it: to start it over, give "
+            f"--config {Path(args.run) / 'config.yaml'} --overwrite; to continue it, drop --overwrite"
+        )
+
+
 def main(argv: Optional[list[str]] = None) -> int:
-    return train(**vars(parse_command(build_parser(), argv)))
+    args = parse_command(build_parser(), argv)
+    check_flags(args)
+    return train(**vars(args))

@@ -20,6 +20,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -32,7 +33,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from commands.cli import RUN_HELP, add_command_flags, deprecated_flag, parse_command  # noqa: E402
+from commands.cli import RUN_HELP, UsageError, add_command_flags, deprecated_flag, parse_command, refuse_together  # noqa: E402
 from evaluation.figures import sentence_attention_figures, table_figure  # noqa: E402
 from models.positional_encodings import (
     alibi_slopes,
@@ -42,6 +43,11 @@ from models.positional_encodings import (
 )
 from utils.config import ConfigError  # noqa: E402
 from utils.files import atomic_output, check_target  # noqa: E402
+
+# Beyond these a plot is unreadable and its tables need more memory than a plot is worth
+# (pe-mds holds a positions x positions distance matrix)
+MAX_POSITIONS, MAX_D_MODEL, MAX_HEADS = 4096, 8192, 64
+MAX_ATTENTION_TOKENS = 200  # per sentence: one row and column of each map per subword token
 
 
 @dataclass
@@ -74,13 +80,41 @@ def _load(args: PlotRequest):
     return load_for_inference(resolve_checkpoint(args.model_path, args.run))
 
 
+def plot_format(out: str) -> str:
+    """The file format `out`'s extension names (none: PNG); one line listing those matplotlib writes
+    when it cannot write it (checked before any work)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    suffix = Path(out).suffix.lstrip(".").lower() or "png"
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if suffix not in formats:
+        raise ConfigError(
+            f"--output {out}: matplotlib cannot write .{suffix} files; name the plot with one of "
+            f"{', '.join('.' + f for f in sorted(formats))} (e.g. .png)"
+        )
+    return suffix
+
+
 def _save(fig, out: str, overwrite: bool) -> None:
     # never into a run folder, never over an existing file unless --overwrite
     check_target(out, "--output", overwrite=overwrite)
     with atomic_output(out, "wb", encoding=None) as f:  # whole or not at all, in the format its name says
-        fig.savefig(f, dpi=110, bbox_inches="tight", format=Path(out).suffix.lstrip(".").lower() or "png")
+        fig.savefig(f, dpi=110, bbox_inches="tight", format=plot_format(out))
     plt.close(fig)
     print(f"wrote {out}")
+
+
+def fit_to_table(args: PlotRequest, pe) -> int:
+    """How many positions of a learned table to plot: --positions, or (with a note) the table's size."""
+    if args.positions > pe.max_positions:
+        print(
+            f"note: the model's learned position table has {pe.max_positions} rows: plotting positions "
+            f"0-{pe.max_positions - 1}, not --positions {args.positions}",
+            file=sys.stderr,
+        )
+        args.positions = pe.max_positions
+    check_range("--position", args.position, 0, args.positions - 1, " (a position the table holds)")
+    return args.positions
 
 
 def position_table(args: PlotRequest) -> tuple[torch.Tensor, str]:
@@ -93,7 +127,7 @@ def position_table(args: PlotRequest) -> tuple[torch.Tensor, str]:
                 f"the model's encoding is {pe.registry_name}: it has no learned table "
                 f"(use --encoding sinusoidal for the computed one)"
             )
-        n = min(args.positions, pe.max_positions)
+        n = fit_to_table(args, pe)
         return pe.table.weight[:n].detach(), f"learnable ({args.stack})"
     if args.encoding != "sinusoidal":
         raise ConfigError("without a model only --encoding sinusoidal can be computed: give --model_path or --run")
@@ -128,11 +162,13 @@ def cmd_pe_mds(args: PlotRequest) -> None:
 
 def similarity_curves(args: PlotRequest) -> tuple[torch.Tensor, dict[str, torch.Tensor], str]:
     """Distances j - i and one curve per label (heads for the bias families)."""
+    model = _load(args)[2] if args.model_path or args.run else None
+    if model is not None and hasattr(model.encoder_pe, "table"):
+        fit_to_table(args, model.encoder_pe)
     n, i = args.positions, args.position
     positions = torch.arange(n)
     rel = positions - i
-    if args.model_path or args.run:
-        _, _, model = _load(args)
+    if model is not None:
         pe = model.encoder_pe
         name = pe.registry_name
         if hasattr(pe, "relative_bias"):
@@ -177,10 +213,30 @@ def cmd_pe_similarity(args: PlotRequest) -> None:
     _save(fig, args.output, args.overwrite)
 
 
+def check_attention_lengths(args: PlotRequest, tokenizer, model) -> None:
+    """A sentence the maps can show: some tokens, at most MAX_ATTENTION_TOKENS (one row and column
+    each) and no more than a learned position table holds."""
+    from evaluation.translate import max_positions
+
+    table = max_positions(model) or MAX_ATTENTION_TOKENS
+    limit = min(MAX_ATTENTION_TOKENS, table)
+    why = "one row and column per token" if limit == MAX_ATTENTION_TOKENS else f"the model's {table} positions"
+    for flag, tokens in (
+        ("--src_text", tokenizer.encode_src(args.src_text)),
+        ("--tgt_text", tokenizer.encode_tgt(args.tgt_text) if args.tgt_text is not None else []),
+    ):
+        if flag == "--src_text" and not tokens:
+            raise ConfigError(f"--src_text {args.src_text!r} has no tokens: give a French sentence")
+        if len(tokens) + 1 > limit:  # (+1: the decoder's <s>, the encoder's end of sentence)
+            raise ConfigError(
+                f"{flag} has {len(tokens)} subword tokens; attention maps show at most {limit - 1} "
+                f"({why}): give a shorter sentence"
+            )
+
+
 def cmd_attention(args: PlotRequest) -> None:
     cfg, tokenizer, model = _load(args)
-    if not tokenizer.encode_src(args.src_text):
-        raise ConfigError("--src_text is empty: give a French sentence")
+    check_attention_lengths(args, tokenizer, model)
     out_dir = Path(args.output)
     for kind, fig in sentence_attention_figures(model, tokenizer, args.src_text, args.tgt_text).items():
         fig.suptitle(f"{kind} ({cfg.model.positional.name})")
@@ -195,10 +251,38 @@ PLOTS = {
 }
 
 
+def check_range(flag: str, value: int, lowest: int, highest: int, why: str = "") -> None:
+    if not lowest <= value <= highest:
+        raise ConfigError(f"{flag} {value}: give a whole number from {lowest} to {highest}{why}")
+
+
+def check_request(args: PlotRequest) -> None:
+    """Values a plot cannot be drawn from, refused in one line naming the flag before any work."""
+    refuse_together(args, "the model to plot", "--run", "--model_path")
+    if not args.output.strip():
+        raise ConfigError("--output is empty: give the plot's file name (a folder for attention), e.g. plots/x.png")
+    if args.command == "attention":
+        for flag, text in (("--src_text", args.src_text), ("--tgt_text", args.tgt_text)):
+            if text is not None and not text.strip():
+                raise ConfigError(f"{flag} is {'empty' if not text else 'only spaces'}: give a sentence")
+        return
+    plot_format(args.output)
+    check_range("--positions", args.positions, 2 if args.command == "pe-mds" else 1, MAX_POSITIONS)
+    check_range("--position", args.position, 0, args.positions - 1, " (a position below --positions)")
+    if args.model_path or args.run:  # the model's own sizes and encoding are plotted
+        return
+    check_range("--d_model", args.d_model, 2, MAX_D_MODEL)
+    check_range("--heads", args.heads, 1, min(MAX_HEADS, args.d_model))
+    if args.encoding == "rope" and (args.d_model % args.heads or args.d_model // args.heads % 2):
+        raise ConfigError(
+            f"--encoding rope rotates pairs of each head's dimensions: --d_model {args.d_model} / --heads "
+            f"{args.heads} must be a whole, even number (e.g. --d_model {2 * args.heads * 8} --heads {args.heads})"
+        )
+
+
 def visualize(request: PlotRequest) -> int:
     """Write the plot `request` asks for (PNG files), as visualize.py does."""
-    if request.position >= request.positions:
-        raise ConfigError("--position must be smaller than --positions")
+    check_request(request)
     PLOTS[request.command](request)
     return 0
 
@@ -226,14 +310,13 @@ def build_parser() -> argparse.ArgumentParser:
         common(p, f"plots/{name}.png")
         p.add_argument(
             "--encoding",
-            default="sinusoidal",
             choices=["sinusoidal", "shape", "rope", "alibi"],
-            help="computed encoding when no model is given",
+            help="computed encoding when no model is given (default: sinusoidal)",
         )
         p.add_argument("--positions", type=int, default=100, help="number of positions")
         p.add_argument("--position", type=int, default=50, help="reference position i (pe-similarity)")
-        p.add_argument("--d_model", type=int, default=128)
-        p.add_argument("--heads", type=int, default=8)
+        p.add_argument("--d_model", type=int, help="width of the computed encoding (default: 128)")
+        p.add_argument("--heads", type=int, help="heads of the computed encoding (default: 8)")
         p.add_argument("--stack", choices=["encoder", "decoder"], default="encoder")
     p = sub.add_parser("attention", help="attention maps for a sentence pair")
     common(p, "plots/attention")  # a folder: one PNG per attention kind
@@ -249,4 +332,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parse_command(parser, argv)
     if args.command == "attention" and args.src_text is None:
         parser.error("attention: --src_text is required")
-    return visualize(PlotRequest(**vars(args)))
+    computed = [f"--{k}" for k in ("encoding", "d_model", "heads") if getattr(args, k, None) is not None]
+    if computed and (args.run or args.model_path):
+        model_flag = "--run" if args.run else "--model_path"
+        verb = "is" if len(computed) == 1 else "are"
+        raise UsageError(
+            f"{' and '.join(computed)} {verb} for a computed encoding, but {model_flag} names a trained model, "
+            f"whose own encoding and sizes are plotted: drop one of them"
+        )
+    return visualize(PlotRequest(**{k: v for k, v in vars(args).items() if v is not None}))

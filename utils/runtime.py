@@ -50,8 +50,9 @@ def skip_cudnn_attention() -> None:
     torch.backends.cuda.enable_cudnn_sdp(False)
 
 
-def pick_device(name: str = "auto") -> torch.device:
-    """`auto` picks cuda, then mps, then cpu; an explicit device that is missing is an error.
+def pick_device(name: str = "auto", asked_by: str = "training.device") -> torch.device:
+    """`auto` picks cuda, then mps, then cpu; an explicit device that is missing is an error naming
+    `asked_by` (the flag or key, and whose, that asked for it).
 
     On cuda, attention is kept off the cuDNN backend (see `skip_cudnn_attention`).
     """
@@ -64,15 +65,13 @@ def pick_device(name: str = "auto") -> torch.device:
         return torch.device("cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise DeviceError(
-            f"device {name} was asked for (training.device or --device) but no CUDA GPU is "
-            f"visible; use auto (the best device there is) or cpu"
+            f"device {name} was asked for ({asked_by}) but no CUDA GPU is visible; use auto (the best "
+            f"device there is) or cpu"
         )
     if name.startswith("cuda"):
         skip_cudnn_attention()
     if name == "mps" and not torch.backends.mps.is_available():
-        raise DeviceError(
-            "device mps was asked for (training.device or --device) but MPS is not available; use auto or cpu"
-        )
+        raise DeviceError(f"device mps was asked for ({asked_by}) but MPS is not available; use auto or cpu")
     return torch.device(name)
 
 
