@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from utils.config import to_dict
-from utils.files import WriteError, describe_os_error
+from utils.files import WriteError, describe_os_error, user_mode
 
 EXPORT_FORMAT = "pe-harness-export"
 EXPORT_VERSION = 1
@@ -149,10 +149,8 @@ def write_failure(e: BaseException, staging: Optional[Path], out_dir: Path) -> O
 
 def follow_umask(folder: Path) -> None:
     """Give `folder` and everything in it the modes a new folder / file of the user's gets."""
-    umask = os.umask(0)
-    os.umask(umask)
     for path in [folder, *folder.rglob("*")]:
-        os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~umask)
+        os.chmod(path, user_mode(folder=path.is_dir()))
 
 
 def swap_into_place(staging: Path, out_dir: Path, replace: bool) -> None:

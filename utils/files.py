@@ -230,13 +230,12 @@ def describe_os_error(e: OSError, path: Path) -> str:
     return f"cannot write {path}: {reason}; nothing partial was left"
 
 
-def _file_mode() -> int:
+def user_mode(folder: bool = False) -> int:
+    """The mode a new file (folder) of the user's gets now: 0666 (0777) less the umask, read at each
+    call (a process may change its umask after this module is imported)."""
     umask = os.umask(0)
     os.umask(umask)
-    return 0o666 & ~umask
-
-
-_FILE_MODE = _file_mode()
+    return (0o777 if folder else 0o666) & ~umask
 
 
 @contextlib.contextmanager
@@ -254,7 +253,7 @@ def atomic_output(path: str | Path, mode: str = "w", encoding: Optional[str] = "
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, _FILE_MODE)  # mkstemp makes it private (0600); outputs are as readable as any file
+        os.chmod(tmp, user_mode())  # mkstemp makes it private (0600); outputs are as readable as any file
         os.replace(tmp, path)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
