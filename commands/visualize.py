@@ -61,7 +61,7 @@ class PlotRequest:
     overwrite: bool = False
     encoding: str = "sinusoidal"
     positions: int = 100
-    position: int = 50
+    position: Optional[int] = None  # pe-similarity's reference position (None: the middle one)
     d_model: int = 128
     heads: int = 8
     stack: str = "encoder"
@@ -113,7 +113,8 @@ def fit_to_table(args: PlotRequest, pe) -> int:
             file=sys.stderr,
         )
         args.positions = pe.max_positions
-    check_range("--position", args.position, 0, args.positions - 1, " (a position the table holds)")
+    if args.position is not None:
+        check_range("--position", args.position, 0, args.positions - 1, " (a position the table holds)")
     return args.positions
 
 
@@ -165,6 +166,8 @@ def similarity_curves(args: PlotRequest) -> tuple[torch.Tensor, dict[str, torch.
     model = _load(args)[2] if args.model_path or args.run else None
     if model is not None and hasattr(model.encoder_pe, "table"):
         fit_to_table(args, model.encoder_pe)
+    if args.position is None:
+        args.position = args.positions // 2
     n, i = args.positions, args.position
     positions = torch.arange(n)
     rel = positions - i
@@ -268,7 +271,8 @@ def check_request(args: PlotRequest) -> None:
         return
     plot_format(args.output)
     check_range("--positions", args.positions, 2 if args.command == "pe-mds" else 1, MAX_POSITIONS)
-    check_range("--position", args.position, 0, args.positions - 1, " (a position below --positions)")
+    if args.position is not None:
+        check_range("--position", args.position, 0, args.positions - 1, " (a position below --positions)")
     if args.model_path or args.run:  # the model's own sizes and encoding are plotted
         return
     check_range("--d_model", args.d_model, 2, MAX_D_MODEL)
@@ -314,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="computed encoding when no model is given (default: sinusoidal)",
         )
         p.add_argument("--positions", type=int, default=100, help="number of positions")
-        p.add_argument("--position", type=int, default=50, help="reference position i (pe-similarity)")
+        p.add_argument("--position", type=int, help="reference position i (pe-similarity; default: the middle one)")
         p.add_argument("--d_model", type=int, help="width of the computed encoding (default: 128)")
         p.add_argument("--heads", type=int, help="heads of the computed encoding (default: 8)")
         p.add_argument("--stack", choices=["encoder", "decoder"], default="encoder")
@@ -340,4 +344,6 @@ def main(argv: Optional[list[str]] = None) -> int:
             f"{' and '.join(computed)} {verb} for a computed encoding, but {model_flag} names a trained model, "
             f"whose own encoding and sizes are plotted: drop one of them"
         )
-    return visualize(PlotRequest(**{k: v for k, v in vars(args).items() if v is not None}))
+    status = visualize(PlotRequest(**{k: v for k, v in vars(args).items() if v is not None}))
+    sys.stdout.flush()  # here, inside main_guard: a reader gone (`| head`) is then quiet, not an error at exit
+    return status

@@ -125,12 +125,14 @@ def test_visualize_names_an_unwritable_format_and_the_empty_output(tmp_path: Pat
 # ---- 4. Ctrl-C: one line, exit 4, nothing partial
 
 
-def start(args: list[str], **popen) -> subprocess.Popen:
+def start(args: list[str], buffered: bool = False, **popen) -> subprocess.Popen:
     """`python *args` taking SIGINT as a terminal's Ctrl-C would, even where the suite runs with SIGINT
     ignored (a background job: children inherit that, and Python then installs no handler)."""
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a handled signal is reset at exec
     try:
         env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+        if buffered:
+            env.pop("PYTHONUNBUFFERED", None)
         return subprocess.Popen([sys.executable, *args], cwd=ROOT, text=True, env=env, **popen)
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -215,13 +217,20 @@ def test_ctrl_c_while_translating_is_one_line(model) -> None:
 
 
 @pytest.mark.slow  # a process of its own, sent a signal or a closed pipe
-def test_a_closed_output_pipe_is_quiet(model) -> None:
-    """`inference.py ... | head -0`: the reader is gone before the first translation is written."""
-    sentences = ["Bonjour !"] * 200
+@pytest.mark.parametrize("script", ["inference.py", "visualize.py", "test.py"])
+def test_a_closed_output_pipe_is_quiet(script: str, model, tmp_path: Path) -> None:
+    """`SCRIPT ... | head -0`: the reader is gone before the first line is written; block-buffered
+    stdout as in a shell (no PYTHONUNBUFFERED), so the last lines are flushed only at the end."""
+    args = {
+        "inference.py": ["--run", model["run"], "--src_text", *["Bonjour !"] * 50],
+        "visualize.py": ["pe-heatmap", "--positions", "8", "--output", str(tmp_path / "x.png")],
+        "test.py": ["--run", model["run"], "--src", model["src"], "--ref", model["ref"], "--output", str(tmp_path)],
+    }[script]
     proc = start(
-        ["inference.py", "--run", model["run"], "--src_text", *sentences],
+        [script, *args, *(QUICK_TEST if script == "test.py" else [])],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        buffered=True,
     )
     proc.stdout.close()
     _, err = proc.communicate(timeout=120)
