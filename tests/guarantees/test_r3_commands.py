@@ -138,27 +138,33 @@ def start(args: list[str], buffered: bool = False, **popen) -> subprocess.Popen:
         signal.signal(signal.SIGINT, previous)
 
 
-def wait_for_line(proc: subprocess.Popen, text: str, seconds: float = 120) -> None:
-    """Read `proc`'s stdout until a line holding `text` (on a thread: readline blocks)."""
+def wait_for_line(proc: subprocess.Popen, text: str, seconds: float = 120) -> list[str]:
+    """Read `proc`'s stdout (on a thread: readline blocks) until a line holding `text`; the list of
+    its lines, which the thread keeps filling until the process ends."""
+    lines: list[str] = []
     seen = threading.Event()
 
     def read() -> None:
         for line in proc.stdout:
+            lines.append(line)
             if text in line:
                 seen.set()
-                return
 
     threading.Thread(target=read, daemon=True).start()
-    assert seen.wait(seconds), f"never printed {text!r}"
+    assert seen.wait(seconds), f"never printed {text!r}: {''.join(lines)[-2000:]}"
+    return lines
 
 
 def interrupted(proc: subprocess.Popen) -> str:
-    """Send SIGINT; its stderr after asserting exit 4, no traceback, one 'interrupted' line."""
+    """Send SIGINT; its stderr after asserting exit 4 and no traceback (killed after 120 s)."""
     proc.send_signal(signal.SIGINT)
+    killer = threading.Timer(120, proc.kill)
+    killer.start()
     try:
-        _, err = proc.communicate(timeout=120)
+        err = proc.stderr.read()
+        proc.wait()
     finally:
-        proc.kill()
+        killer.cancel()
     assert proc.returncode == 4 and "Traceback" not in err, (proc.returncode, err[-3000:])
     return err
 
@@ -181,9 +187,12 @@ def test_ctrl_c_while_training_saves_and_says_so(model) -> None:
     """After start-up train.py's own handler stops after the step, checkpoints and says how to continue."""
     args = ["train.py", "--run", model["run"], "--set", "training.max_steps=100000"]
     proc = start(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    wait_for_line(proc, "step 8 ")
-    interrupted(proc)
-    assert list(Path(model["run"], "checkpoints").glob("last_checkpoint_*.pt"))
+    lines = wait_for_line(proc, "step 8 ")
+    err = interrupted(proc)
+    assert "interrupted:" not in err and "error:" not in err, err
+    assert any(line.startswith("received signal 2: stopping after this step") for line in lines), lines
+    last = max(int(p.stem.split("_")[-1]) for p in Path(model["run"], "checkpoints").glob("last_checkpoint_*.pt"))
+    assert last >= 8
 
 
 @pytest.mark.slow  # a process of its own, sent a signal or a closed pipe
