@@ -45,7 +45,9 @@ def resolve_config(config: Optional[str], run: Optional[str], overrides: Sequenc
     if run:
         saved = Path(run) / "config.yaml"
         if not saved.is_file():
-            raise ConfigError(f"{run} is not a run folder (no config.yaml)")
+            raise ConfigError(
+                f"--run {run}: not a run folder (no config.yaml in it); to start a new run give --config <file.yaml>"
+            )
         return load_config(saved, [*overrides, f"run_dir={run}"])
     # With --config X --resume, X (and --set) say what the resumed run follows: the start compares it
     # with the checkpoint's config and refuses any change a resume may not make

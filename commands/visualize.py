@@ -125,13 +125,17 @@ def position_table(args: PlotRequest) -> tuple[torch.Tensor, str]:
         pe = model.encoder_pe if args.stack == "encoder" else model.decoder_pe
         if not hasattr(pe, "table"):
             raise ConfigError(
-                f"the model's encoding is {pe.registry_name}: it has no learned table "
-                f"(use --encoding sinusoidal for the computed one)"
+                f"{args.model_path or args.run}: the model's encoding is {pe.registry_name}, which has no learned "
+                f"table to plot ({args.command} plots learnable models; without --run/--model_path, the "
+                f"computed sinusoidal one)"
             )
         n = fit_to_table(args, pe)
         return pe.table.weight[:n].detach(), f"learnable ({args.stack})"
     if args.encoding != "sinusoidal":
-        raise ConfigError("without a model only --encoding sinusoidal can be computed: give --model_path or --run")
+        raise ConfigError(
+            f"--encoding {args.encoding}: {args.command} computes only --encoding sinusoidal; for a trained "
+            f"model's table give --model_path or --run"
+        )
     return sinusoidal_table(torch.arange(args.positions), args.d_model), "sinusoidal"
 
 
@@ -199,7 +203,7 @@ def similarity_curves(args: PlotRequest) -> tuple[torch.Tensor, dict[str, torch.
     if args.encoding == "alibi":
         slopes = alibi_slopes(args.heads)
         return rel, {f"head {h}": -slopes[h] * rel.abs() for h in range(args.heads)}, "alibi"
-    raise ConfigError(f"--encoding {args.encoding} needs a trained model (--model_path / --run)")
+    raise ConfigError(f"--encoding {args.encoding}: pe-similarity needs a trained model of it (--model_path / --run)")
 
 
 def cmd_pe_similarity(args: PlotRequest) -> None:
