@@ -182,7 +182,9 @@ def main_guard(main, argv: Optional[list[str]] = None) -> int:
     """Run `main`; turn the project's expected errors into one clear line and exit code 2, a Ctrl-C
     into one line and EXIT_INTERRUPTED, a closed output pipe into silence and EXIT_BROKEN_PIPE."""
     try:
-        return main(argv) or 0
+        status = main(argv) or 0
+        sys.stdout.flush()  # a reader gone before the last block is flushed is caught here, not at exit
+        return status
     except KeyboardInterrupt:
         print(f"interrupted: stopped before finishing; {RERUN_HINT}", file=sys.stderr)
         return EXIT_INTERRUPTED
