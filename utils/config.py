@@ -182,7 +182,14 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     keys = [k for k in key.strip().split(".") if k]
     if not keys:
         raise ConfigError(f"override {text!r} has an empty key")
-    return keys, yaml.safe_load(value) if value.strip() else None
+    if not value.strip():
+        return keys, None
+    try:  # the file's loader: a key given twice or an alias bomb is refused here too
+        return keys, yaml.load(value, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as e:
+        quote = f"; quote a text: --set '{key.strip()}=\"...\"'"
+        hint = "" if isinstance(e, yaml.constructor.ConstructorError) else quote
+        raise ConfigError(f"override {text!r}: invalid YAML value ({' '.join(str(e).split())}){hint}") from None
 
 
 def apply_overrides(raw: dict, overrides: list[str]) -> dict:
@@ -209,8 +216,8 @@ def load_config(
     else:
         raw = copy.deepcopy(raw)
         raw.pop("base", None)
+    raw = apply_overrides(raw, overrides or [])  # its errors name the --set
     try:
-        raw = apply_overrides(raw, overrides or [])
         cfg = from_dict(ExperimentConfig, raw, "")
         validate(cfg)
     except ConfigError as e:

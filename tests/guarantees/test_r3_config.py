@@ -148,6 +148,18 @@ def test_merge_keys_merge_and_a_mappings_own_keys_win(tmp_path: Path) -> None:
     assert "duplicate key 'd_model'" in message, message
 
 
+@pytest.mark.parametrize(
+    "override, why",
+    [
+        ("model.d_model=[1", "expected ',' or ']'"),
+        ("model={d_model: 32, d_model: 64, num_heads: 0}", "duplicate key 'd_model'"),
+    ],
+)
+def test_a_set_value_that_is_not_yaml_is_one_line_naming_it(tmp_path: Path, override: str, why: str) -> None:
+    message, _ = refused(tmp_path, override)
+    assert message.startswith(f"error: override {override!r}: invalid YAML value") and why in message, message
+
+
 def test_validation_bleus_search_is_a_training_setting_not_decodings(tmp_path: Path) -> None:
     plain = load_config(CONFIG)
     test_time = load_config(
