@@ -28,6 +28,7 @@ import models.positional_encodings  # noqa: F401 (registers the encodings config
 from commands.cli import (
     RUN_HELP,
     TEST_TIME_SETS,
+    UsageError,
     add_setting_flags,
     command_parser,
     deprecated_flag,
@@ -87,11 +88,22 @@ def test_time_device(flag: Optional[str], cfg, model: Path):
 
 
 def decoding_overrides(args: argparse.Namespace) -> list[str]:
-    """--set overrides, then the decoding flags as `decoding.key=value` (so flags win)."""
-    overrides = list(args.overrides) + setting_flag_overrides(args)
-    if args.nbest and args.nbest > 1 and not args.strategy:
-        overrides.append("decoding.strategy=beam")
-        if not args.beam_size:
+    """--set overrides and the decoding flags as `decoding.key=value`; a key set both ways is refused
+    (one of the two values would be dropped without a word), and --nbest asks for a beam search of at
+    least its size unless the strategy or beam size is given."""
+    from utils.key_roles import flag_settings
+
+    flags = {key: "/".join(field.metadata["flags"]) for key, field, _ in flag_settings()}
+    set_keys = {override.split("=", 1)[0].strip() for override in args.overrides}
+    flagged = setting_flag_overrides(args)
+    for key in (override.split("=", 1)[0] for override in flagged):
+        if key in set_keys:
+            raise UsageError(f"{flags[key]} and --set {key}=... both set {key}: give one of them")
+    overrides = list(args.overrides) + flagged
+    if args.nbest and args.nbest > 1:
+        if not args.strategy and "decoding.strategy" not in set_keys:
+            overrides.append("decoding.strategy=beam")
+        if not args.beam_size and "decoding.beam_size" not in set_keys:
             overrides.append(f"decoding.beam_size={max(args.nbest, 5)}")
     return overrides
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
-from commands.cli import RUN_HELP, TEST_TIME_SETS, command_parser, parse_command, refuse_together
+from commands.cli import RUN_HELP, TEST_TIME_SETS, UsageError, command_parser, parse_command, refuse_together
 from commands.inference import run_default_device, test_time_device
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
@@ -177,6 +177,8 @@ def check_request(args: TestRequest) -> None:
     """The flags that go together, and the split's default."""
     refuse_together(args, "the model (--run: its best checkpoint)", "--run", "--model_path")
     refuse_together(args, "the config (--run: the run folder's own)", "--run", "--config")
+    if args.concat is not None and any(o.split("=", 1)[0].strip() == "evaluation.concat" for o in args.overrides):
+        raise UsageError("--concat and --set evaluation.concat=... both set evaluation.concat: give one of them")
     if (args.src is None) != (args.ref is None):
         raise ConfigError("give both --src FILE and --ref FILE (source and reference translations), or neither")
     if args.src and args.split:

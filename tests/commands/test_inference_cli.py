@@ -15,6 +15,7 @@ from helpers import run as run_subprocess
 from in_process import run_in_process as run  # a real process only where stdin is read
 
 from commands import inference
+from commands.cli import UsageError
 
 SENTENCES = ["Bonjour !", "Je ne sais pas.", "Où est la gare ?"]
 
@@ -77,26 +78,13 @@ def test_decoding_flags_become_the_search_settings(trained_run: Path, monkeypatc
     assert (settings.strategy, settings.beam_size, settings.alpha, settings.length_penalty) == ("beam", 3, 0.8, "avg")
     assert (settings.max_len_a, settings.max_len_b, settings.max_tokens) == (0.5, 2, 77)
     assert (settings.min_len, settings.no_repeat_ngram, settings.precision) == (1, 2, "bf16")
-    # --alpha is --lenpen's other name; a flag wins over --set
+    # --alpha is --lenpen's other name; a flag and --set on other keys combine, on one key are refused
     seen.clear()
-    assert (
-        inference.main(
-            [
-                "--run",
-                str(trained_run),
-                "--src_text",
-                "Merci.",
-                "--alpha",
-                "0.3",
-                "--set",
-                "decoding.alpha=0.9",
-                "--set",
-                "decoding.max_tokens=55",
-            ]
-        )
-        == 0
-    )
+    args = ["--run", str(trained_run), "--src_text", "Merci.", "--alpha", "0.3", "--set", "decoding.max_tokens=55"]
+    assert inference.main(args) == 0
     assert (seen[0].alpha, seen[0].max_tokens) == (0.3, 55)
+    with pytest.raises(UsageError, match="--lenpen/--alpha and --set decoding.alpha"):
+        inference.main([*args, "--set", "decoding.alpha=0.9"])
 
 
 def test_the_length_limit_flags_bound_the_output(trained_run: Path, capsys) -> None:

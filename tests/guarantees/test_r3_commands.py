@@ -45,6 +45,14 @@ DOUBLE_NAMES = [
     (["inference.py", "--run", "{run}", "--src", "{src}", "--src_text", "Salut"], ("--src_text", "--src")),
     (["inference.py", "--run", "{run}", "--input", "{src}", "--src_text", "Salut"], ("--src_text", "--src")),
     (
+        ["test.py", "--run", "{run}", "--concat", "2", "--set", "evaluation.concat=[4]"],
+        ("--concat", "evaluation.concat"),
+    ),
+    (
+        ["inference.py", "--run", "{run}", "--src_text", "S", "--lenpen", "1", "--set", "decoding.alpha=0"],
+        ("--lenpen", "alpha"),
+    ),
+    (
         ["visualize.py", "pe-heatmap", "--run", "{run}", "--model_path", "{best}", "--output", "{tmp}/x.png"],
         ("--run", "--model_path"),
     ),
@@ -100,7 +108,7 @@ VISUALIZE_MISUSE = [
     (["pe-heatmap", "--positions", str(10**12)], "--positions"),
     (["pe-similarity", "--position", "-1"], "--position -1"),
     (["pe-similarity", "--positions", "10", "--position", "10"], "--position 10"),
-    (["pe-mds", "--positions", "1", "--position", "0"], "--positions 1"),
+    (["pe-mds", "--positions", "1"], "--positions 1"),
     (["pe-similarity", "--encoding", "alibi", "--heads", "0"], "--heads 0"),
     (["pe-heatmap", "--d_model", "0"], "--d_model 0"),
     (["pe-heatmap", "--run", "no/such/run"], ".png"),  # x.foo: the format is checked before the model
