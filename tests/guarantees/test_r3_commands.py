@@ -181,7 +181,10 @@ def interrupted(proc: subprocess.Popen) -> str:
 def test_ctrl_c_while_train_starts_is_one_line(tmp_path: Path) -> None:
     """Before train.py's own handlers exist (torch still loading): main_guard's one line."""
     proc = start(["train.py", "--config", CONFIG, "--set", f"run_dir={tmp_path / 'run'}"], stderr=subprocess.PIPE)
-    time.sleep(0.5)
+    maps, deadline = Path(f"/proc/{proc.pid}/maps"), time.time() + 60
+    while "libtorch" not in maps.read_text():  # torch loads only inside main_guard (the command's lazy import)
+        assert time.time() < deadline and proc.poll() is None, "torch never loaded"
+        time.sleep(0.01)
     err = interrupted(proc)
     assert (
         [line for line in err.splitlines() if line.strip()]
