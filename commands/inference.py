@@ -79,7 +79,7 @@ def run_default_device(parser: argparse.ArgumentParser) -> None:
     action.default, action.help = None, RUN_DEVICE_HELP
 
 
-def test_time_device(flag: Optional[str], cfg, model: Path):
+def device_at_test_time(flag: Optional[str], cfg, model: Path):
     """Where a trained model runs at test time: --device when given, else its config's training.device
     (as `--set training.device=...` may change it)."""
     if flag:
@@ -222,7 +222,7 @@ def run_inference(
     cfg, tokenizer, model = load_for_inference(ckpt, overrides, device="cpu")
     if config:
         cfg = check_model_matches(config, overrides, cfg, ckpt)
-    where = test_time_device(device, cfg, ckpt)
+    where = device_at_test_time(device, cfg, ckpt)
     model.to(where)
     settings = cfg.decoding
     with open_output(output, overwrite, [src, config, model_path]) as out:

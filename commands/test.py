@@ -41,7 +41,7 @@ from typing import Iterator, Optional, Sequence
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import RUN_HELP, TEST_TIME_SETS, UsageError, command_parser, parse_command, refuse_together
-from commands.inference import run_default_device, test_time_device
+from commands.inference import device_at_test_time, run_default_device
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.checkpoint import checkpoint_step
@@ -128,7 +128,7 @@ def run_test(**request) -> int:
     cfg, tokenizer, model = load_for_inference(ckpt, args.overrides, device="cpu")
     if args.config:
         cfg = check_model_matches(args.config, args.overrides, cfg, ckpt)
-    device = test_time_device(args.device, cfg, ckpt)
+    device = device_at_test_time(args.device, cfg, ckpt)
     model.to(device)
     if cfg.evaluation.teacher_forced:  # before hours of decoding, not after
         check_position_buckets(cfg.evaluation.position_buckets)
