@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,9 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    status = run_test(**vars(parse_command(build_parser(), argv)))
-    sys.stdout.flush()  # here, inside main_guard: a reader gone (`| head`) is then quiet, not an error at exit
-    return status
+    return run_test(**vars(parse_command(build_parser(), argv)))
 
 
 @dataclass

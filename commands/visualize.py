@@ -348,6 +348,4 @@ def main(argv: Optional[list[str]] = None) -> int:
             f"{' and '.join(computed)} {verb} for a computed encoding, but {model_flag} names a trained model, "
             f"whose own encoding and sizes are plotted: drop one of them"
         )
-    status = visualize(PlotRequest(**{k: v for k, v in vars(args).items() if v is not None}))
-    sys.stdout.flush()  # here, inside main_guard: a reader gone (`| head`) is then quiet, not an error at exit
-    return status
+    return visualize(PlotRequest(**{k: v for k, v in vars(args).items() if v is not None}))
