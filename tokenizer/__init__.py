@@ -202,7 +202,10 @@ class PretrainedTokenizer(BaseTokenizer):
         from transformers import AutoTokenizer
 
         if Path(name).is_dir() or looks_like_a_path(name):  # a local folder: never the hub
-            return cls.from_folder(name, name)
+            try:
+                return cls.from_folder(name, name)
+            except TokenizerError as e:
+                raise TokenizerError(f"tokenizer.name={name}: could not load the pretrained tokenizer: {e}") from None
         try:
             tok = AutoTokenizer.from_pretrained(name)
         except Exception as e:  # missing folder, no hub access, missing sentencepiece, ...
