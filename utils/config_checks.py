@@ -29,13 +29,19 @@ def validate(cfg: ExperimentConfig) -> None:
 
 
 def _numbers(cfg: Any, prefix: str = "") -> Iterator[tuple[str, dataclasses.Field, Any]]:
-    """(dotted key, field, value) of every key of a config's sections (an encoding's options are
-    its own `check_options`' concern)."""
+    """(dotted key, field, value) of every key of a config's sections, the chosen encoding's options
+    included (their fields may declare bounds as the schema's do: `setting(low=...)`)."""
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)
-        if dataclasses.is_dataclass(value) and not isinstance(value, PositionalConfig):
+        if isinstance(value, PositionalConfig):
+            yield f"{prefix}{f.name}.name", f, value.name
+            encoding = registered_encodings().get(value.name)
+            for option in dataclasses.fields(encoding.Options) if encoding is not None else ():
+                given = value.options.get(option.name, option.default)
+                yield f"{prefix}{f.name}.{option.name}", option, given
+        elif dataclasses.is_dataclass(value):
             yield from _numbers(value, f"{prefix}{f.name}.")
-        elif not isinstance(value, PositionalConfig):
+        else:
             yield f"{prefix}{f.name}", f, value
 
 

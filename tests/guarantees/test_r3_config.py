@@ -21,6 +21,7 @@ from training.handlers import validation_search
 from utils.config import load_config, to_dict
 from utils.config_checks import estimated_parameters
 from utils.config_schema import RUNTIME, TRAINING, ExperimentConfig, PositionalConfig
+from utils.encoding_registry import registered_encodings
 from utils.key_roles import option_role, role_of, roles_markdown
 
 CONFIG = ROOT / "configs" / "demo" / "rope.yaml"
@@ -94,6 +95,14 @@ def test_every_violation_is_reported_at_once_one_line_each(tmp_path: Path) -> No
         "  training.num_threads must be at least 1 (or null: torch's default), got -2",
     ):
         assert line in stderr.splitlines(), stderr
+
+
+def test_an_encodings_options_are_checked_by_the_bounds_they_declare(tmp_path: Path, monkeypatch) -> None:
+    options = registered_encodings()["rope"].Options
+    theta = next(f for f in dataclasses.fields(options) if f.name == "theta")
+    monkeypatch.setattr(theta, "metadata", {**theta.metadata, "bounds": {"above": 1.0}})  # as setting(above=1.0)
+    message, _ = refused(tmp_path, "model.positional.theta=0.5")
+    assert message == f"error: {CONFIG}: model.positional.theta must be above 1, got 0.5", message
 
 
 def test_a_model_too_large_to_train_is_refused_before_it_is_built(tmp_path: Path) -> None:
