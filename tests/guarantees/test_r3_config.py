@@ -188,6 +188,11 @@ def test_validation_bleus_search_is_a_training_setting_not_decodings(tmp_path: P
     assert role_of("training.bleu_max_len_a", "rope") == TRAINING and role_of("decoding.max_len_a", "rope") != TRAINING
 
 
+def test_keeping_checkpoints_by_a_validation_bleu_that_is_switched_off_is_refused(tmp_path: Path) -> None:
+    message, _ = refused(tmp_path, "training.checkpoint_metric=valid_bleu", "training.bleu_sentences=0")
+    assert "training.checkpoint_metric valid_bleu needs validation BLEU" in message, message
+
+
 def test_batch_budgets_and_evaluation_breakdowns_do_not_split_a_configuration() -> None:
     one = to_dict(load_config(CONFIG))
     other = to_dict(load_config(CONFIG, ["decoding.max_tokens=123", "evaluation.length_buckets=[1, 5]"]))
