@@ -113,10 +113,10 @@ def compare(
     out = output_prefix(output) if output else None
     if out is not None:  # refused before minutes of bootstrap, not after
         check_outputs(out, overwrite)
-    rows = read_runs(runs)
     declared = load_family(family)
     margin = declared.tie_margin["sacreBLEU"]
     try:
+        rows = read_runs(runs)  # a damaged test output is a one-line error naming it
         groups = group_runs(rows)  # reads each run's per-pair sums: a damaged file is a one-line error
         base = pick_baseline(groups, baseline or declared.baseline)
         base["is_baseline"] = True

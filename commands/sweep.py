@@ -66,6 +66,7 @@ def expand_runs(
 ) -> list[tuple[str, list[str], str]]:
     """(config, overrides, run folder) per run: one per config, or one per config and seed with its
     own run folder."""
+    check_given_once(configs, seeds)
     runs = []
     for config in configs:
         cfg = load_config(config, overrides)
@@ -87,6 +88,27 @@ def expand_runs(
             )
         folders[folder] = config
     return runs
+
+
+def check_given_once(configs: list[str], seeds: Optional[list[int]]) -> None:
+    """A config or seed named twice would be one run trained twice (said as what the user typed,
+    not as a folder clash); a pattern the shell left unexpanded matched no config."""
+    for config in configs:
+        if not Path(config).exists() and any(c in config for c in "*?["):
+            raise ConfigError(
+                f"{config} matches no config file; check the pattern (the shell passes one that "
+                f"matches nothing as it is)"
+            )
+    repeated = sorted({s for s in seeds or [] if list(seeds).count(s) > 1})
+    if repeated:
+        raise ConfigError(f"--seeds names seed {repeated[0]} more than once; give each seed once")
+    seen: dict[Path, str] = {}
+    for config in configs:
+        key = Path(config).resolve()
+        if key in seen:
+            also = "" if seen[key] == config else f" (also as {seen[key]})"
+            raise ConfigError(f"{config} is given twice{also}; give each config once (use --seeds for repeats)")
+        seen[key] = config
 
 
 def check_variants(given: list[list[str]]) -> list[tuple[str, list[str]]]:

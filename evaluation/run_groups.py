@@ -17,7 +17,8 @@ from typing import Optional
 
 from evaluation.degradation import degradation_stats
 from evaluation.findings import find_row
-from evaluation.run_stats import mean_std, read_lines, seed_wins, test_folder, training_minutes
+from evaluation.run_outputs import output_lines
+from evaluation.run_stats import mean_std, seed_wins, test_folder, training_minutes
 from evaluation.summary_tables import NUMERIC
 from evaluation.teacher_forced import pool_nll
 from utils.config import flatten, load_config, to_dict
@@ -158,7 +159,7 @@ def check_no_copies(rows: list[dict]) -> None:
     seed. Test outputs, not checkpoints, are compared: archived runs keep no checkpoints."""
     seen: dict[str, list[tuple[str, list[str]]]] = {}
     for row in rows:
-        hyps = None if row.get("variant") else read_lines(Path(row["test_dir"]) / "hypotheses.txt")
+        hyps = None if row.get("variant") else output_lines(Path(row["test_dir"]) / "hypotheses.txt")
         if hyps is None:
             continue
         key = json.dumps([experiment_settings(row["config"]), row["seed"]], sort_keys=True)
@@ -330,7 +331,7 @@ def pick_baseline(groups: list[dict], wanted: Optional[str]) -> dict:
 def check_same_references(groups: list[dict]) -> None:
     """Runs scored on different test sets cannot be compared: CompareError naming two of them."""
     refs_by_run = {
-        str(test_folder(r)): read_lines(test_folder(r) / "references.txt") for g in groups for r in g["runs"]
+        str(test_folder(r)): output_lines(test_folder(r) / "references.txt") for g in groups for r in g["runs"]
     }
     have = [(run, refs) for run, refs in refs_by_run.items() if refs is not None]
     for run, refs in have[1:]:

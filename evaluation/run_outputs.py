@@ -13,6 +13,8 @@ from evaluation.run_stats import read_lines, test_folder
 from evaluation.significance import sentence_stats
 from evaluation.teacher_forced import BEYOND_FILE
 
+RETEST_HINT = "test the run again (python test.py --run <run> --overwrite) or leave the run out"
+
 
 class Outputs:
     """Per-sentence BLEU statistics of a run's test outputs (read once), with their references, its
@@ -40,14 +42,35 @@ class Outputs:
         key = (str(test_folder(run)), k)
         if key not in self._cache:
             folder = test_folder(run) / ("" if k == 1 else f"concat/k{k}")
-            hyps, refs = read_lines(folder / "hypotheses.txt"), read_lines(folder / "references.txt")
+            hyps, refs = paired_lines(folder)
             self._cache[key] = None if hyps is None or refs is None else (sentence_stats(hyps, refs), refs)
         return self._cache[key]
 
 
+def paired_lines(folder) -> tuple[Optional[list[str]], Optional[list[str]]]:
+    """A test folder's hypotheses and references (None where not written), one line per pair each:
+    a file cut short, grown or not UTF-8 is named (test.py writes exactly one line per pair)."""
+    files = [folder / "hypotheses.txt", folder / "references.txt"]
+    hyps, refs = map(output_lines, files)
+    if hyps is not None and refs is not None and len(hyps) != len(refs):
+        raise ValueError(
+            f"{files[0]} has {len(hyps)} lines but {files[1]} has {len(refs)} (one per test pair, "
+            f"written together by test.py): a file was cut or edited; {RETEST_HINT}"
+        )
+    return hyps, refs
+
+
+def output_lines(path) -> Optional[list[str]]:
+    """The lines of a test output file (None when not written); one not UTF-8 is named."""
+    try:
+        return read_lines(path)
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text (damaged?); {RETEST_HINT}") from None
+
+
 def source_lengths(run: dict) -> Optional[list[int]]:
     path = test_folder(run) / "source_lengths.txt"
-    lines = read_lines(path)
+    lines = output_lines(path)
     try:
         return None if lines is None else [int(x) for x in lines]
     except ValueError:
@@ -59,7 +82,7 @@ def source_lengths(run: dict) -> Optional[list[int]]:
 def nll_beyond(run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]]:
     """A run's teacher-forced NLL beyond its training length per input: {(k, input): (NLL sum,
     tokens)} (test.py's BEYOND_FILE), or None when it was not written."""
-    lines = read_lines(test_folder(run) / BEYOND_FILE)
+    lines = output_lines(test_folder(run) / BEYOND_FILE)
     if lines is None or len(lines) < 2:  # not written, or no token beyond (no training length recorded)
         return None
     try:

@@ -62,7 +62,11 @@ def read_checkpoint(path: str | Path) -> dict:
     try:  # one open file throughout: a checkpoint rotated away meanwhile is still read whole
         with open(path, "rb") as f:
             return checked_checkpoint(path, load_open_checkpoint(path, f))
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    except IsADirectoryError:
+        raise CheckpointError(
+            f"{path} is a folder, not a checkpoint file; give a .pt file, or a folder written by export.py"
+        ) from None
+    except (FileNotFoundError, NotADirectoryError):
         raise CheckpointError(f"checkpoint not found: {path}") from None
 
 
@@ -163,6 +167,8 @@ def newest_key(path: Path) -> tuple[int, float]:
 
 def find_last_checkpoint(run_dir: str | Path) -> Path:
     ckpt_dir = Path(run_dir) / "checkpoints"
+    if ckpt_dir.exists() and not ckpt_dir.is_dir():
+        raise CheckpointError(f"{ckpt_dir} is a file, not the run's folder of checkpoints; move it away")
     last = sorted(ckpt_dir.glob("last_*.pt"), key=newest_key)
     if not last:
         raise CheckpointError(f"no checkpoint in {ckpt_dir}: has this run trained for at least one epoch?")

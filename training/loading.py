@@ -9,7 +9,14 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from training.checkpoint import CheckpointError, checkpoint_step, find_best_checkpoint, read_checkpoint, saved_config
+from training.checkpoint import (
+    CheckpointError,
+    checkpoint_step,
+    find_best_checkpoint,
+    non_finite_tensors,
+    read_checkpoint,
+    saved_config,
+)
 from training.export import CONFIG, EXPORT_FORMAT, EXPORT_VERSION, WEIGHTS, is_export
 from utils.config import ConfigError, flatten, load_config, to_dict
 from utils.run_folder import LOCK_FILES, is_run_folder
@@ -42,8 +49,21 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
             f"{path}: the weights do not fit the model built from its config (was model.* overridden?): {e}"
         ) from None
     check_training_lengths(model, str(path))
+    check_finite_weights(model, path)
     model.to(device).eval()
     return cfg, tokenizer, model
+
+
+def check_finite_weights(model, path: str | Path) -> None:
+    """A model with NaN or infinite weights (saved after training diverged) would translate into
+    nothing and score 0 as if it were a model: refused, naming the file."""
+    bad = non_finite_tensors(model.state_dict())
+    if bad:
+        raise CheckpointError(
+            f"{path} has non-finite weights ({len(bad)} tensors, e.g. {bad[0]}): training diverged "
+            f"before it was saved; use an earlier checkpoint (--model_path <run>/checkpoints/...) or "
+            f"train again with a lower training.lr"
+        )
 
 
 def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
@@ -71,6 +91,7 @@ def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
             f"(was model.* overridden?): {str(e).splitlines()[0][:300]}"
         ) from None
     check_training_lengths(model, str(path))
+    check_finite_weights(model, path)
     model.to(device).eval()
     return cfg, tokenizer, model
 
@@ -83,11 +104,18 @@ def read_export_config(path: Path) -> dict:
         raise CheckpointError(
             f"{path / CONFIG} is not readable JSON (truncated or damaged?: {e}); {reexport_hint(path, {})}"
         ) from None
+    version = meta.get("format_version", 0) if isinstance(meta, dict) else None
     if (
-        not isinstance(meta, dict)
-        or meta.get("format") != EXPORT_FORMAT
-        or meta.get("format_version", 0) > EXPORT_VERSION
+        isinstance(meta, dict)
+        and meta.get("format") == EXPORT_FORMAT
+        and isinstance(version, int)
+        and version > EXPORT_VERSION
     ):
+        raise CheckpointError(
+            f"{path / CONFIG} is an export of format version {version}, newer than this harness reads "
+            f"({EXPORT_VERSION}); update the harness (git pull) to load it"
+        )
+    if not isinstance(meta, dict) or meta.get("format") != EXPORT_FORMAT or not isinstance(version, int):
         meta = meta if isinstance(meta, dict) else {}
         raise CheckpointError(
             f"{path / CONFIG} is not an export of this harness (format {meta.get('format')!r}, "

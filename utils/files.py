@@ -86,8 +86,22 @@ def check_target(
 
 def check_file_name(path: str | Path, what: str) -> None:
     """A file name, not a folder: a path ending in `/` names a folder even when none exists yet."""
+    check_home_expanded(path, what)
     if str(path).endswith(("/", os.sep)) or Path(path).is_dir():
         raise WriteError(f"{what} {path} is a folder; give a file name")
+
+
+def check_home_expanded(path: str | Path, what: str) -> None:
+    """A path starting with a `~` the shell left as it is (`--output=~/x`: no expansion after `=`,
+    or quoted) would create a folder named `~` here, not write into the home folder."""
+    first = Path(path).parts[0] if Path(path).parts else ""
+    if first.startswith("~") and not Path(first).exists():
+        home = os.path.expanduser(first)
+        raise WriteError(
+            f"{what} {path} starts with {first!r}, which the shell did not expand (it does not after "
+            f"'=' or in quotes): it names {first!r} in the current folder, not a home folder; write "
+            f"{Path(home, *Path(path).parts[1:])} instead"
+        )
 
 
 def followed_link(path: str | Path, what: str) -> Path:
@@ -136,6 +150,7 @@ def check_output_folder(path: str | Path, what: str, own: tuple[str, ...] = ()) 
     """A folder a command fills with its outputs: never a run folder itself, nor a folder inside one
     other than those it owns (`own`: names relative to the run folder, glob patterns), never a file,
     a device or a dangling link."""
+    check_home_expanded(path, what)
     folder = followed_link(path, what)
     if folder.exists() and not folder.is_dir():
         raise WriteError(f"{what} {path} is a file, not a folder; give a folder name")

@@ -1,0 +1,159 @@
+"""Nothing lost, round three (issue 45): a replay of misuse cases a new user tries, each through the
+real entry point. An `--output=~/...` the shell left unexpanded is refused, not written into a `~`
+folder here (utils/files.py: check_home_expanded); a checkpoint or export with NaN weights is never
+scored, exported or averaged as a model (training/loading.py: check_finite_weights, average.py:
+check_finite); checkpoints of other shapes are not averaged; a cut or binary test output is one
+line naming it (evaluation/run_outputs.py: output_lines, paired_lines); a checkpoint that is a
+folder, a `checkpoints` that is a file and a newer export are named as such; a sweep given one seed
+or one config twice says so (commands/sweep.py: check_given_once)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import ROOT, one_error_line, snapshot
+from in_process import run_in_process as run
+
+
+def copy_of(run_dir: Path, target: Path) -> Path:
+    shutil.copytree(run_dir, target, ignore=shutil.ignore_patterns(".lock", ".lock.pid"))
+    return target
+
+
+@pytest.fixture(scope="module")
+def compared_pair(trained_run: Path, tmp_path_factory) -> tuple[Path, Path]:
+    """The module's RoPE run scored once by test.py (no teacher-forced diagnostic: cheaper), and a
+    copy whose config.yaml says sinusoidal: two configurations compare.py pairs sentence by sentence."""
+    proc = run(["test.py", "--run", str(trained_run), "--set", "evaluation.teacher_forced=false"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    other = copy_of(trained_run, tmp_path_factory.mktemp("r3-replay") / "sinusoidal")
+    config = other / "config.yaml"
+    text = re.sub(r"(  positional:\n)(    .*\n)+", r"\1    name: sinusoidal\n", config.read_text())
+    assert "name: sinusoidal" in text
+    config.write_text(text)
+    return trained_run, other
+
+
+def with_nan_weights(path: Path) -> None:
+    ckpt = torch.load(path, weights_only=False)
+    ckpt["model"] = {k: v * float("nan") if v.is_floating_point() else v for k, v in ckpt["model"].items()}
+    torch.save(ckpt, path)
+
+
+# ---- an output path the shell did not expand
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["inference.py", "--run", "RUN", "--src_text", "Bonjour.", "--output=~/r3-replay.txt"],
+        ["export.py", "--run", "RUN", "--output=~/r3-replay-export"],
+        ["average.py", "--run", "RUN", "--average_last", "1", "--output=~/r3-replay.pt"],
+    ],
+    ids=["inference", "export", "average"],
+)
+def test_unexpanded_tilde_is_refused_not_a_folder_here(trained_run, tmp_path, command):
+    args = [str(trained_run) if a == "RUN" else a for a in command]
+    proc = run([str(ROOT / args[0]), *args[1:]], cwd=tmp_path)
+    line = one_error_line(proc)
+    assert "'~'" in line and "did not expand" in line, line
+    assert not (tmp_path / "~").exists()
+
+
+# ---- NaN weights are not a model
+
+
+def test_nan_checkpoint_is_not_scored_exported_or_averaged(trained_run, tmp_path):
+    run_dir = copy_of(trained_run, tmp_path / "run")
+    shutil.rmtree(run_dir / "test", ignore_errors=True)
+    for path in (run_dir / "checkpoints").glob("*.pt"):
+        with_nan_weights(path)
+    before = snapshot(run_dir)
+    for command in (
+        ["test.py", "--run", str(run_dir)],
+        ["inference.py", "--run", str(run_dir), "--src_text", "Bonjour."],
+        ["export.py", "--run", str(run_dir), "--output", str(tmp_path / "export")],
+        ["average.py", "--run", str(run_dir), "--average_last", "2"],
+    ):
+        line = one_error_line(run(command))
+        assert "non-finite weights" in line and "checkpoints/" in line, (command, line)
+    assert snapshot(run_dir) == before and not (tmp_path / "export").exists()
+
+
+def test_checkpoints_of_other_shapes_are_not_averaged(trained_run, tmp_path):
+    run_dir = copy_of(trained_run, tmp_path / "run")
+    oldest = min(int(p.stem.split("_")[-1]) for p in (run_dir / "checkpoints").glob("last_*.pt"))
+    for path in (run_dir / "checkpoints").glob(f"*_{oldest}*.pt"):
+        ckpt = torch.load(path, weights_only=False)
+        ckpt["model"]["src_embed.weight"] = torch.zeros(5, ckpt["model"]["src_embed.weight"].shape[1])
+        torch.save(ckpt, path)
+    line = one_error_line(run(["average.py", "--run", str(run_dir), "--average_last", "2"]))
+    assert "different model" in line and "shapes" in line, line
+    assert not list((run_dir / "checkpoints").glob("averaged_*"))
+
+
+# ---- damaged test outputs compared
+
+
+@pytest.mark.parametrize("damage", ["cut", "binary"])
+def test_damaged_hypotheses_are_named(compared_pair, tmp_path, damage):
+    rope, sinusoidal = (copy_of(r, tmp_path / r.name) for r in compared_pair)
+    hyps = rope / "test" / "hypotheses.txt"
+    if damage == "cut":
+        hyps.write_text("".join(hyps.read_text().splitlines(keepends=True)[:3]))
+    else:
+        hyps.write_bytes(b"\xff\xfe\xd3" * 40)
+    line = one_error_line(run(["compare.py", str(rope), str(sinusoidal), "--output", str(tmp_path / "sum")]))
+    assert str(hyps) in line and "test.py --run" in line, line
+    assert not list(tmp_path.glob("sum*"))
+
+
+# ---- damaged run and export files named as what they are
+
+
+def test_checkpoint_folder_and_checkpoints_file_are_named(trained_run, tmp_path):
+    run_dir = copy_of(trained_run, tmp_path / "run")
+    for path in (run_dir / "checkpoints").glob("best_*.pt"):
+        path.unlink()
+    folder = run_dir / "checkpoints" / "best_checkpoint_9_valid_loss=-1.0000.pt"
+    folder.mkdir()
+    line = one_error_line(run(["inference.py", "--run", str(run_dir), "--src_text", "x"]))
+    assert str(folder) in line and "is a folder, not a checkpoint file" in line, line
+    shutil.rmtree(run_dir / "checkpoints")
+    (run_dir / "checkpoints").write_text("x\n")
+    line = one_error_line(run(["inference.py", "--run", str(run_dir), "--src_text", "x"]))
+    assert "checkpoints is a file" in line, line
+
+
+def test_newer_export_says_update_the_harness(trained_run, tmp_path):
+    out = tmp_path / "export"
+    assert run(["export.py", "--run", str(trained_run), "--output", str(out)]).returncode == 0
+    meta = json.loads((out / "config.json").read_text())
+    meta["format_version"] = 99
+    (out / "config.json").write_text(json.dumps(meta))
+    line = one_error_line(run(["inference.py", "--model_path", str(out), "--src_text", "x"]))
+    assert "newer than this harness reads" in line and "version 99" in line, line
+
+
+# ---- a sweep given the same thing twice
+
+
+@pytest.mark.parametrize(
+    "given, said",
+    [
+        (["configs/demo/rope.yaml", "--seeds", "1", "1"], "--seeds names seed 1 more than once"),
+        (["configs/demo/rope.yaml", "./configs/demo/../demo/rope.yaml"], "is given twice"),
+        (["configs/nomatch/*.yaml"], "matches no config file"),
+    ],
+    ids=["seed-twice", "config-twice", "glob-unmatched"],
+)
+def test_sweep_given_the_same_thing_twice_says_so(tmp_path, given, said):
+    proc = run(["sweep.py", *given, "--runs_root", str(tmp_path / "runs"), "--output", str(tmp_path / "sum")])
+    line = one_error_line(proc)
+    assert said in line, line
+    assert not (tmp_path / "runs").exists()
