@@ -23,6 +23,10 @@ def command_parser(doc: str, **flags) -> argparse.ArgumentParser:
     return parser
 
 
+class UsageError(HarnessError):
+    """Flags that cannot go together (exit 2, one line naming both)."""
+
+
 class Deprecated(argparse.Action):
     """An old spelling of a flag: sets what the new one sets, says once on stderr that it is
     deprecated, and is left out of --help (README "Migrations")."""
@@ -37,7 +41,13 @@ class Deprecated(argparse.Action):
             f"note: {option_string} is deprecated and will be removed in the next release: use {self.new}",
             file=sys.stderr,
         )
-        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+        value = True if self.nargs == 0 else values
+        if getattr(namespace, self.dest, None) not in (None, parser.get_default(self.dest), value):
+            raise UsageError(f"{self.new.split()[0]} and {option_string} both set {self.new.split()[0]}: give it once")
+        setattr(namespace, self.dest, value)
+        # parse_command checks that no later spelling replaced it (`--output_dir A --output B`)
+        seen = {**getattr(namespace, DEPRECATED_SEEN, {}), self.dest: (option_string, self.new.split()[0], value)}
+        setattr(namespace, DEPRECATED_SEEN, seen)
 
 
 def deprecated_flag(parser, old: str, new: str, dest: str, **kwargs) -> None:
@@ -88,9 +98,16 @@ def add_command_flags(
         parser.add_argument("--overwrite", action="store_true", help=f"{OVERWRITE_HELP}: {overwrite}")
 
 
+DEPRECATED_SEEN = "_deprecated_spellings"  # {dest: (old spelling, new spelling, value)} of a parse
+
+
 def parse_command(parser: argparse.ArgumentParser, argv: Optional[list[str]]) -> argparse.Namespace:
-    """Parse `argv`; a required --output given by an old spelling counts as given."""
+    """Parse `argv`; a required --output given by an old spelling counts as given; an old and a new
+    spelling of one flag with different values are refused (one would be ignored without a word)."""
     args = parser.parse_args(argv)
+    for dest, (old, new, value) in vars(args).pop(DEPRECATED_SEEN, {}).items():
+        if getattr(args, dest) != value:
+            raise UsageError(f"{new} and {old} both set {new}: give it once")
     if getattr(args, "_required_output", False):
         if args.output is None:
             parser.error("the following arguments are required: --output")
@@ -153,10 +170,6 @@ def lazy_main(module: str):
     return main
 
 
-class UsageError(HarnessError):
-    """Flags that cannot go together (exit 2, one line naming both)."""
-
-
 def refuse_together(args: argparse.Namespace, what: str, *flags: str) -> None:
     """UsageError when more than one of `flags` (spelled as on the command line) was given: each names
     `what` (the config, the model, the input), and silently using one of them would ignore the other."""
@@ -203,6 +216,15 @@ def main_guard(main, argv: Optional[list[str]] = None) -> int:
     except OSError as e:  # a full disk, a read-only folder, a missing file: one line, naming it
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         print(f"error: {where}{e.strerror or e}", file=sys.stderr)
+        return EXIT_ERROR
+    except RuntimeError as e:
+        if type(e).__name__ != "OutOfMemoryError":  # torch's (CUDA) out of memory, named without importing torch
+            raise
+        print(
+            f"error: out of memory on the device ({str(e).splitlines()[0][:200]}): use a smaller "
+            f"training.max_tokens / decoding.max_tokens or smaller model.* sizes",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
     except FloatingPointError as e:
         print(

@@ -47,6 +47,8 @@ def tiny_overrides(run_dir: Path, cache_dir: Path, steps: int = 6, images: bool 
         "decoding.beam_size=2",
         "decoding.max_len_b=5",
         "decoding.max_len_a=1.0",
+        "training.bleu_max_len_b=5",  # validation BLEU's own search (decoding.* is the test-time one)
+        "training.bleu_max_len_a=1.0",
         *([] if images else ["training.tensorboard_images_every=0"]),
     ]
     return [x for s in sets for x in ("--set", s)]

@@ -207,7 +207,8 @@ class TrainingConfig:
     # token budget per batch (target+source max), length-bucketed
     max_tokens: Optional[int] = setting(None, low=1, null="use batch_size", hparam=True)
     optimizer: Literal["adam", "adamw"] = setting("adam")
-    lr: float = setting(3e-4, role=TRAINING, above=0.0, high=10.0, hparam=True)
+    # no upper bound: a rate too high diverges, and training says so (exit 3)
+    lr: float = setting(3e-4, role=TRAINING, above=0.0, hparam=True)
     betas: tuple[float, float] = setting((0.9, 0.98), low=0.0, below=1.0, zero="no averaging")
     eps: float = setting(1e-8, above=0.0, high=1.0)
     weight_decay: float = setting(0.0, low=0.0, high=10.0, zero="no weight decay")

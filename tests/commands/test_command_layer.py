@@ -98,8 +98,12 @@ def test_every_command_spells_the_shared_flags_alike(script: str) -> None:
 
 
 def test_sweep_calls_functions_not_scripts() -> None:
-    """No command loads a script through importlib, and none passes argument lists to a main()."""
+    """No command loads a script through importlib, and none passes argument lists to a main(). The one
+    exception is the doors' own `cli.lazy_main`, which imports a command module inside main_guard (so a
+    Ctrl-C while torch loads is one line) and is called by the entry scripts alone (tests/test_layers.py)."""
     for path in (ROOT / "commands").glob("*.py"):
+        if path.name == "cli.py":
+            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}

@@ -1,0 +1,94 @@
+"""Round three, the command layer every entry script shares (commands/cli.py): an old and a new
+spelling of one flag that disagree are refused, and main_guard's statuses for a Ctrl-C, a closed
+pipe and an exhausted memory are one line (or silence), never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import one_error_line
+from in_process import run_in_process as run
+
+from commands.cli import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, main_guard
+
+
+@pytest.mark.parametrize(
+    "args, flags",
+    [
+        (["inference.py", "--src_text", "Bonjour", "--output", "a.txt", "--out", "b.txt"], "--output and --out"),
+        (["inference.py", "--src_text", "Bonjour", "--out", "b.txt", "--output", "a.txt"], "--output and --out"),
+        (["inference.py", "--input", "a.txt", "--src", "b.txt"], "--src and --input"),
+        (["visualize.py", "attention", "--src", "Bonjour", "--src_text", "Salut"], "--src_text and --src"),
+    ],
+    ids=["new-then-old", "old-then-new", "inference-input", "visualize-src"],
+)
+def test_two_spellings_of_one_flag_that_disagree_are_refused(args: list[str], flags: str, tmp_path) -> None:
+    message = one_error_line(run([*args, "--model_path", str(tmp_path / "none")]))
+    assert flags in message and "give it once" in message
+
+
+def test_two_spellings_with_one_value_are_one_flag(tmp_path) -> None:
+    proc = run(
+        [
+            "inference.py",
+            "--model_path",
+            str(tmp_path / "none"),
+            "--src_text",
+            "Bonjour",
+            "--out",
+            "a.txt",
+            "--output",
+            "a.txt",
+        ]
+    )
+    assert "no such checkpoint" in one_error_line(proc)  # got past the flags to the model
+
+
+def _raises(error: BaseException):
+    def main(argv):
+        raise error
+
+    return main
+
+
+def test_main_guard_statuses(capsys) -> None:
+    assert main_guard(_raises(KeyboardInterrupt())) == EXIT_INTERRUPTED
+    assert "interrupted: stopped before finishing" in capsys.readouterr().err
+    assert main_guard(_raises(MemoryError())) == EXIT_ERROR
+    assert capsys.readouterr().err.startswith("error: out of memory")
+
+
+def test_a_closed_pipe_is_silent(capsys, monkeypatch) -> None:
+    import os
+
+    monkeypatch.setattr(os, "dup2", lambda *a: None)  # keep pytest's own stdout
+    assert main_guard(_raises(BrokenPipeError())) == EXIT_BROKEN_PIPE
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_a_model_too_large_for_this_machine_is_one_line(tmp_path) -> None:
+    """Under the schema's cap (10 billion parameters) but over the memory this process may use: torch's
+    allocator fails with a RuntimeError, said as one line naming the sizes (models.build_model)."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    from helpers import ROOT, tiny_overrides
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+
+    sizes = ["model.d_model=8192", "model.num_heads=8", "model.ffn_dim=65536"]
+    args = [*tiny_overrides(tmp_path / "run", tmp_path / "cache"), *[x for s in sizes for x in ("--set", s)]]
+    proc = subprocess.run(
+        [sys.executable, "train.py", "--config", "configs/demo/sinusoidal.yaml", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        preexec_fn=limit_memory,
+        timeout=300,
+    )
+    assert "does not fit in this machine's memory" in one_error_line(proc)
+    assert "model.d_model=8192" in proc.stderr
