@@ -40,7 +40,7 @@ from data.parallel_text import decode_utf8, read_text, split_lines
 from evaluation.translate import Translation, max_positions, translate
 from training.loading import check_model_matches, load_for_inference, resolve_checkpoint
 from utils.errors import HarnessError
-from utils.files import atomic_output, check_target
+from utils.files import atomic_output, check_target, special_kind
 from utils.runtime import pick_device
 
 RUN_DEVICE_HELP = (
@@ -146,11 +146,16 @@ class Printer:
 
 
 def open_output(path: Optional[str], overwrite: bool, inputs: list[Optional[str]]):
-    """stdout, or the --output file written atomically (whole or not at all), after the write
-    guard: never an input of this command, never an existing file without --overwrite."""
-    if path is None:
+    """stdout (no --output, or `-`), or the --output file written atomically (whole or not at all),
+    after the write guard: never an input of this command, never an existing file without --overwrite.
+    Translations stream by design, so a device or pipe (/dev/stdout, a FIFO) is written into, not replaced."""
+    if path in (None, "-"):
         return contextlib.nullcontext(sys.stdout)
-    check_target(path, "--output", inputs=[i for i in inputs if i not in (None, "-")], overwrite=overwrite)
+    target = check_target(
+        path, "--output", inputs=[i for i in inputs if i not in (None, "-")], overwrite=overwrite, stream=True
+    )
+    if special_kind(target):
+        return open(target, "w", encoding="utf-8")
     return atomic_output(path)
 
 

@@ -92,3 +92,25 @@ def test_a_model_too_large_for_this_machine_is_one_line(tmp_path) -> None:
     )
     assert "does not fit in this machine's memory" in one_error_line(proc)
     assert "model.d_model=8192" in proc.stderr
+
+
+def test_inference_streams_into_stdout_and_pipes_by_design(trained_run, tmp_path) -> None:
+    """`--output -` is stdout (as `--src -` is stdin); a named pipe is written into, never replaced by a
+    file (translations stream by design; every other command refuses a non-regular --output)."""
+    import os
+    import stat
+    import threading
+
+    model = ["inference.py", "--run", str(trained_run), "--src_text", "Bonjour .", "Merci ."]
+    to_stdout = run([*model, "--output", "-"])
+    assert to_stdout.returncode == 0 and len(to_stdout.stdout.splitlines()) == 2, to_stdout.stderr[-2000:]
+    fifo = tmp_path / "translations"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text(encoding="utf-8")))
+    reader.start()
+    proc = run([*model, "--output", str(fifo)])
+    reader.join(timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert received and received[0].splitlines() == to_stdout.stdout.splitlines()
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
