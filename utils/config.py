@@ -34,6 +34,7 @@ from utils.config_schema import (  # re-exported (__all__): callers import the s
     TrainConcatConfig,
     TrainingConfig,
 )
+from utils.config_yaml import StrictLoader, read_yaml
 from utils.encoding_registry import registered_encodings
 from utils.errors import ConfigError
 
@@ -64,116 +65,6 @@ __all__ = [
 # ----------------------------------------------------------------------------- loading
 
 
-def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
-    """Read a YAML file and merge it over its `base:` chain."""
-    path = path.resolve()
-    if path in seen:
-        raise ConfigError(f"config inheritance loop: {' -> '.join(str(p) for p in (*seen, path))}")
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = yaml.load(f, Loader=_UniqueKeyLoader)
-    except UnicodeDecodeError as e:
-        raise ConfigError(
-            f"{path} is not UTF-8 text (it holds the byte {e.object[e.start : e.start + 1]!r}): "
-            f"a config is a YAML file; save it as UTF-8"
-        ) from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(e).split())}") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: invalid YAML: sections nested too deeply for a config") from None
-    if raw is None:
-        raise ConfigError(
-            f"{path} is empty: a config needs at least `base:` or the keys it sets (see configs/demo/rope.yaml)"
-        )
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: top level must be a mapping of keys, got {type(raw).__name__}")
-    base = raw.pop("base", None)
-    if base is None:
-        return raw
-    bases = base if isinstance(base, list) else [base]
-    if not all(isinstance(b, str) and b.strip() for b in bases):
-        raise ConfigError(
-            f"{path}: base takes a path or a list of paths (relative to this file), "
-            f"e.g. `base: ../base.yaml`; got {base!r}"
-        )
-    merged: dict = {}
-    for b in bases:
-        merged = _deep_merge(merged, _read_yaml(path.parent / b, (*seen, path)))
-    return _deep_merge(merged, raw)
-
-
-# A YAML alias repeats the node it names, and nested aliases multiply (the "billion laughs": nine
-# lines that expand to 10^9 values). A config is a few hundred values; more than this is refused.
-MAX_EXPANDED_NODES = 100_000
-MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-def _expanded_size(node: yaml.Node, sizes: dict, open_nodes: set) -> int:
-    """How many nodes `node` becomes with every alias expanded (memoised by node: linear time)."""
-    if id(node) in sizes:
-        return sizes[id(node)]
-    if id(node) in open_nodes:
-        raise yaml.composer.ComposerError(None, None, "an alias refers to a node that contains it", node.start_mark)
-    open_nodes.add(id(node))
-    children: list = []
-    if isinstance(node, yaml.SequenceNode):
-        children = node.value
-    elif isinstance(node, yaml.MappingNode):
-        children = [n for pair in node.value for n in pair]
-    size = 1 + sum(_expanded_size(child, sizes, open_nodes) for child in children)
-    open_nodes.discard(id(node))
-    sizes[id(node)] = size
-    return size
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, except that a key given twice in one mapping is an error (PyYAML keeps
-    the last one silently, so a second `model:` section would replace the first without a word),
-    and that a document whose aliases expand beyond MAX_EXPANDED_NODES is refused. Merge keys
-    (`<<: *defaults`) work as in YAML: the mapping's own keys override the merged ones."""
-
-    def construct_document(self, node):
-        size = _expanded_size(node, {}, set())
-        if size > MAX_EXPANDED_NODES:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"its aliases (*name) expand to {size:,} values, more than the {MAX_EXPANDED_NODES:,} a config "
-                f"may hold: write the values out, or use fewer nested aliases",
-                node.start_mark,
-            )
-        return super().construct_document(node)
-
-    def construct_mapping(self, node, deep=False):
-        seen: dict = {}
-        for key_node, _ in node.value:
-            if key_node.tag == MERGE_TAG:  # `<<:` merges another mapping: not a key of this one
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key {key!r} (first on line {seen[key] + 1}, again on line "
-                    f"{key_node.start_mark.line + 1}): keep one of them",
-                    key_node.start_mark,
-                )
-            seen[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep=deep)
-
-
-def _deep_merge(base: dict, override: dict) -> dict:
-    out = copy.deepcopy(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
 def parse_override(text: str) -> tuple[list[str], Any]:
     """`model.positional.name=rope` -> (['model', 'positional', 'name'], 'rope'); values parsed as YAML."""
     if "=" not in text:
@@ -185,7 +76,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not value.strip():
         return keys, None
     try:  # the file's loader: a key given twice or an alias bomb is refused here too
-        return keys, yaml.load(value, Loader=_UniqueKeyLoader)
+        return keys, yaml.load(value, Loader=StrictLoader)
     except yaml.YAMLError as e:
         quote = f"; quote a text: --set '{key.strip()}=\"...\"'"
         hint = "" if isinstance(e, yaml.constructor.ConstructorError) else quote
@@ -212,7 +103,7 @@ def load_config(
     if raw is None:
         if path is None:
             raise ConfigError("no config given: pass --config <file.yaml> (see configs/) or --run <run folder>")
-        raw = _read_yaml(Path(path))
+        raw = read_yaml(Path(path))
     else:
         raw = copy.deepcopy(raw)
         raw.pop("base", None)
