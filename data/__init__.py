@@ -57,10 +57,13 @@ def prepare_splits(
         else:
             log(f"data: {split}: {len(encoded):,} pairs ({how}; all kept for scoring)")
             dropped = "none"
-        if len(encoded) == 0:
+        if len(encoded) == 0:  # a backstop: the readers and encode_split name the file and filters first
             raise CorpusError(
                 f"the {split} split is empty after filtering (dropped: {dropped}); "
                 f"check data.max_len / data.train_max_src_len and the corpus files"
+                if split == "train"
+                else f"the {split} split is empty (valid and test pairs are never filtered): check data.{split} "
+                f"or the corpus file {data_cfg.path}"
             )
         out[split] = encoded
     return out
