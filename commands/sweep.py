@@ -56,6 +56,7 @@ from commands.compare import compare
 from commands.launchers import MIN_SLURM_MINUTES, LaunchOptions, minutes, run_local, run_slurm
 from commands.sweep_job import Outcome, SweepJob, run_one, triage
 from utils.config import ConfigError, load_config, parse_override
+from utils.files import check_home_expanded
 from utils.runtime import log
 
 ROOT = Path(__file__).resolve().parents[1]  # the project, for the jobs' PYTHONPATH
@@ -79,7 +80,8 @@ def expand_runs(
             folder = Path(f"{base}_seed{seed}")
             runs.append((config, [*overrides, f"seed={seed}", f"run_dir={folder}"], str(folder)))
     folders: dict[Path, str] = {}
-    for config, _, run_dir in runs:  # two runs in one folder would be one run trained twice
+    for config, _, run_dir in runs:
+        check_home_expanded(run_dir, f"{config}: run_dir")  # two runs in one folder would be one run trained twice
         folder = Path(run_dir).resolve()
         if folder in folders:
             raise ConfigError(
@@ -242,6 +244,9 @@ def launch_options(
     slurm_setup: Sequence[str] = (),
 ) -> LaunchOptions:
     """The launcher flags, checked, with the sweep's log folder."""
+    for flag, value in (("--output", output), ("--runs_root", runs_root), ("--log_dir", log_dir)):
+        if value:  # before hours of training, not after
+            check_home_expanded(value, flag)
     for flag, value in (("parallel", parallel), ("runs_per_gpu", runs_per_gpu)):
         if value is not None and value < 1:
             raise ConfigError(f"--{flag} must be at least 1, got {value}")

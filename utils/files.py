@@ -92,16 +92,17 @@ def check_file_name(path: str | Path, what: str) -> None:
 
 
 def check_home_expanded(path: str | Path, what: str) -> None:
-    """A path starting with a `~` the shell left as it is (`--output=~/x`: no expansion after `=`,
-    or quoted) would create a folder named `~` here, not write into the home folder."""
-    first = Path(path).parts[0] if Path(path).parts else ""
-    if first.startswith("~") and not Path(first).exists():
-        home = os.path.expanduser(first)
-        raise WriteError(
-            f"{what} {path} starts with {first!r}, which the shell did not expand (it does not after "
-            f"'=' or in quotes): it names {first!r} in the current folder, not a home folder; write "
-            f"{Path(home, *Path(path).parts[1:])} instead"
-        )
+    """A path with a `~` the shell left as it is (`--output=~/x`: no expansion after `=`, or quoted;
+    `--set run_dir=~/x`) would create a folder named `~` here, not write into the home folder. A `~`
+    folder that exists is the user's own and is taken as it is."""
+    parts = Path(path).parts
+    for i, part in enumerate(parts):
+        if part.startswith("~") and os.path.expanduser(part) != part and not Path(*parts[: i + 1]).exists():
+            meant = Path(os.path.expanduser(part), *parts[i + 1 :])
+            raise WriteError(
+                f"{what} {path} has {part!r}, which the shell did not expand (it does not after '=' "
+                f"or in quotes): it names a folder {part!r} here, not a home folder; write {meant} instead"
+            )
 
 
 def followed_link(path: str | Path, what: str) -> Path:

@@ -302,6 +302,10 @@ class RunLock:
     def acquire(self) -> "RunLock":
         from filelock import FileLock, Timeout
 
+        from utils.files import check_home_expanded  # (utils.files builds on this module)
+
+        if not self.run_dir.exists():  # a run_dir=~/x the shell left as it is: no '~' folder made here
+            check_home_expanded(self.run_dir, "run_dir")
         lock = FileLock(str(self.run_dir / ".lock"), timeout=0, is_singleton=False)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import ROOT, one_error_line, snapshot
+from helpers import CONFIG, ROOT, one_error_line, snapshot, tiny_overrides
 from in_process import run_in_process as run
 
 
@@ -62,6 +62,22 @@ def test_unexpanded_tilde_is_refused_not_a_folder_here(trained_run, tmp_path, co
     proc = run([str(ROOT / args[0]), *args[1:]], cwd=tmp_path)
     line = one_error_line(proc)
     assert "'~'" in line and "did not expand" in line, line
+    assert not (tmp_path / "~").exists()
+
+
+@pytest.mark.parametrize("given", [["--runs_root=~/r3-runs"], ["--output=~/r3-sum"], ["--set", "run_dir=~/r3-run"]])
+def test_sweep_with_unexpanded_tilde_trains_nothing_here(tmp_path, given):
+    proc = run([str(ROOT / "sweep.py"), str(ROOT / CONFIG), *given], cwd=tmp_path)
+    assert "did not expand" in one_error_line(proc)
+    assert not (tmp_path / "~").exists() and not (tmp_path / "runs").exists()
+
+
+def test_train_run_dir_with_unexpanded_tilde_makes_no_folder_here(tmp_path):
+    sets = tiny_overrides(tmp_path / "unused", tmp_path / "cache")
+    proc = run(
+        [str(ROOT / "train.py"), "--config", str(ROOT / CONFIG), *sets, "--set", "run_dir=~/r3-run"], cwd=tmp_path
+    )
+    assert "run_dir ~/r3-run" in one_error_line(proc)
     assert not (tmp_path / "~").exists()
 
 
