@@ -129,6 +129,13 @@ def read_runs(patterns: list[str]) -> list[dict]:
                 rows += [summarise_run(path, variant) for variant in run_variants(path)]
     for line in skipped:
         print(f"note: compare.py skipped {line}", file=sys.stderr)
+    for row in rows:  # an untested run's row has empty test columns: said, not left to be noticed
+        if not row.get("variant") and not (Path(row["test_dir"]) / "scores.json").is_file():
+            print(
+                f"note: {row['run']} has no test scores (no test/scores.json): its test columns are empty "
+                f"and nothing is compared with them; score it with python test.py --run {row['run']}",
+                file=sys.stderr,
+            )
     if not rows:
         raise CompareError(
             f"no run folders (with config.yaml) among {', '.join(patterns)}"

@@ -129,6 +129,15 @@ def test_damaged_hypotheses_are_named(compared_pair, tmp_path, damage):
     assert not list(tmp_path.glob("sum*"))
 
 
+def test_untested_run_in_compare_is_said(compared_pair, tmp_path):
+    rope, sinusoidal = (copy_of(r, tmp_path / r.name) for r in compared_pair)
+    shutil.rmtree(sinusoidal / "test")
+    proc = run(["compare.py", str(rope), str(sinusoidal), "--output", str(tmp_path / "sum")])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    notes = [line for line in proc.stderr.splitlines() if "has no test scores" in line]
+    assert len(notes) == 1 and str(sinusoidal) in notes[0] and f"test.py --run {sinusoidal}" in notes[0], proc.stderr
+
+
 # ---- damaged run and export files named as what they are
 
 
