@@ -214,6 +214,13 @@ def is_unchanged_output(path: Path, by: str) -> bool:
 def check_written_by(target: Path, path: str | Path, what: str, by: str) -> None:
     """--overwrite replaces a file only if `by` wrote it and nobody edited it since."""
     entry = written_record(target.parent).get(target.name)
+    record = target.parent / WRITTEN_RECORD
+    if not isinstance(entry, dict) and record.is_file() and not written_record(target.parent):
+        raise WriteError(
+            f"{what} {path} exists and {record}, the record of what {by} wrote there, is unreadable "
+            f"(damaged?), so nothing there counts as {by}'s and --overwrite leaves it alone: move the "
+            f"earlier outputs away or choose another {what}"
+        )
     if not isinstance(entry, dict) or entry.get("by") != by:
         raise WriteError(
             f"{what} {path} exists and was not written by {by}, so --overwrite leaves it alone: move it "

@@ -138,6 +138,17 @@ def test_untested_run_in_compare_is_said(compared_pair, tmp_path):
     assert len(notes) == 1 and str(sinusoidal) in notes[0] and f"test.py --run {sinusoidal}" in notes[0], proc.stderr
 
 
+def test_damaged_written_record_is_named_and_nothing_replaced(compared_pair, tmp_path):
+    rope, sinusoidal = compared_pair
+    prefix = tmp_path / "sum"
+    assert run(["compare.py", str(rope), str(sinusoidal), "--output", str(prefix)]).returncode == 0
+    (tmp_path / ".harness_written.json").write_text("garbage{")
+    before = snapshot(tmp_path)
+    proc = run(["compare.py", str(rope), str(sinusoidal), "--output", str(prefix), "--overwrite"])
+    assert ".harness_written.json" in one_error_line(proc) and "unreadable" in proc.stderr
+    assert snapshot(tmp_path) == before
+
+
 # ---- damaged run and export files named as what they are
 
 
