@@ -195,6 +195,10 @@ def resolve_checkpoint(
     if run:
         if is_export(run):
             raise CheckpointError(f"--run {run} is an export folder (export.py): use --model_path {run}")
+        if Path(run).is_file():
+            raise CheckpointError(
+                f"--run {run} is a file, not a run folder: a checkpoint file goes in --model_path {run}"
+            )
         if not Path(run).is_dir():
             raise CheckpointError(f"--run {run}: no such run folder")
         return read_from_run(Path(run))

@@ -166,6 +166,12 @@ def test_checkpoint_folder_and_checkpoints_file_are_named(trained_run, tmp_path)
     assert "checkpoints is a file" in line, line
 
 
+def test_checkpoint_file_given_as_run_points_to_model_path(trained_run):
+    best = next((trained_run / "checkpoints").glob("best_*.pt"))
+    line = one_error_line(run(["inference.py", "--run", str(best), "--src_text", "x"]))
+    assert f"--model_path {best}" in line, line
+
+
 def test_newer_export_says_update_the_harness(trained_run, tmp_path):
     out = tmp_path / "export"
     assert run(["export.py", "--run", str(trained_run), "--output", str(out)]).returncode == 0
