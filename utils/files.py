@@ -142,6 +142,8 @@ def check_ordinary_place(target: Path, path: str | Path, what: str) -> None:
     if any(target == fs or fs in target.parents for fs in PSEUDO_FILESYSTEMS):
         raise WriteError(f"{what} {path} is a file of the kernel ({target}), not a place for outputs; give a file name")
     existing = next(folder for folder in target.parents if folder.exists())
+    if not existing.is_dir():
+        raise WriteError(f"{what} {path}: {existing} is a file, not a folder; give a path in a folder")
     with contextlib.suppress(OSError):
         if os.statvfs(existing).f_flag & os.ST_RDONLY:
             raise WriteError(f"{what} {path} is on a read-only filesystem ({existing}); write it elsewhere")

@@ -81,6 +81,16 @@ def test_train_run_dir_with_unexpanded_tilde_makes_no_folder_here(tmp_path):
     assert not (tmp_path / "~").exists()
 
 
+@pytest.mark.parametrize("command", ["average.py", "export.py", "inference.py"])
+def test_output_under_a_file_names_the_file(trained_run, tmp_path, command):
+    user = tmp_path / "notes"
+    user.write_text("mine\n")
+    extra = {"average.py": ["--average_last", "1"], "inference.py": ["--src_text", "x"]}.get(command, [])
+    proc = run([command, "--run", str(trained_run), *extra, "--output", str(user / "out")])
+    assert f"{user} is a file, not a folder" in one_error_line(proc)
+    assert user.read_text() == "mine\n"
+
+
 # ---- NaN weights are not a model
 
 
