@@ -40,7 +40,7 @@ from data.parallel_text import decode_utf8, read_text, split_lines
 from evaluation.translate import Translation, max_positions, translate
 from training.loading import check_model_matches, load_for_inference, resolve_checkpoint
 from utils.errors import HarnessError
-from utils.files import atomic_output, check_target, special_kind
+from utils.files import WriteError, atomic_output, check_target, special_kind
 from utils.runtime import pick_device
 
 RUN_DEVICE_HELP = (
@@ -155,8 +155,18 @@ def open_output(path: Optional[str], overwrite: bool, inputs: list[Optional[str]
         path, "--output", inputs=[i for i in inputs if i not in (None, "-")], overwrite=overwrite, stream=True
     )
     if special_kind(target):
-        return open(target, "w", encoding="utf-8")
+        return streamed(target)
     return atomic_output(path)
+
+
+@contextlib.contextmanager
+def streamed(target: Path):
+    """A device or pipe opened for writing; a failed write (/dev/full: no space) names it."""
+    try:
+        with open(target, "w", encoding="utf-8") as f:
+            yield f
+    except OSError as e:
+        raise WriteError(f"cannot write --output {target}: {e.strerror or e}") from None
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -114,3 +114,10 @@ def test_inference_streams_into_stdout_and_pipes_by_design(trained_run, tmp_path
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert received and received[0].splitlines() == to_stdout.stdout.splitlines()
     assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_a_stream_that_fails_names_the_output(trained_run) -> None:
+    """/dev/full: every write fails with 'No space left on device'; the line names the --output."""
+    proc = run(["inference.py", "--run", str(trained_run), "--src_text", "Bonjour .", "--output", "/dev/full"])
+    message = one_error_line(proc)
+    assert "--output /dev/full" in message and "No space left" in message
