@@ -11,12 +11,12 @@ Sources:
 from __future__ import annotations
 
 import functools
-import hashlib
 import random
 from pathlib import Path
 
 from data.overlap import drop_overlapping_sources, overlap_key
 from data.parallel_text import CorpusError, read_split, read_text, split_lines
+from utils.files import file_sha256
 
 # French typography puts (narrow) no-break spaces before ; : ! ? and inside guillemets.
 _SPACE_TRANSLATION = str.maketrans({"\u00a0": " ", "\u202f": " ", "\u2007": " ", "\u2009": " "})
@@ -176,11 +176,7 @@ def read_corpus(cfg) -> CorpusSplits:
 def _content_hash(path: str, size: int, mtime_ns: int, ctime_ns: int, inode: int) -> str:
     """sha256 of a file's bytes, memoised per file state within a process. The state includes
     the inode change time, which every write updates and `touch`/`utime` cannot set back."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_sha256(Path(path))
 
 
 def file_id(p: str) -> str:
