@@ -228,6 +228,25 @@ def add_launch_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# The launch flags each launcher reads; the others would be ignored without a word
+LOCAL_FLAGS = ("--parallel", "--gpus_per_run", "--runs_per_gpu", "--log_dir", "--time")
+SLURM_FLAGS = ("--parallel", "--gpus_per_run", "--log_dir", "--time", "--partition", "--cpus_per_run", "--mem")
+SLURM_FLAGS += ("--slurm_array_parallelism", "--slurm_setup")
+LAUNCHER_FLAGS = {"serial": (), "local": LOCAL_FLAGS, "slurm": SLURM_FLAGS}
+
+
+def check_launcher_uses(launcher: str, given: dict[str, object]) -> None:
+    """A launch flag the chosen launcher does not read (--partition with the default serial
+    launcher) is refused, not ignored: the user meant another launcher or nothing."""
+    ignored = [flag for flag, value in given.items() if value is not None and flag not in LAUNCHER_FLAGS[launcher]]
+    if ignored:
+        readers = [name for name, flags in LAUNCHER_FLAGS.items() if ignored[0] in flags]
+        raise ConfigError(
+            f"{ignored[0]} is not read by --launcher {launcher} (only by --launcher {' or '.join(readers)}); "
+            f"add the launcher it is meant for, or drop {ignored[0]}"
+        )
+
+
 def launch_options(
     output: Optional[str],
     runs_root: Optional[str],
@@ -247,6 +266,21 @@ def launch_options(
     for flag, value in (("--output", output), ("--runs_root", runs_root), ("--log_dir", log_dir)):
         if value:  # before hours of training, not after
             check_home_expanded(value, flag)
+    check_launcher_uses(
+        launcher,
+        {
+            "--parallel": parallel,
+            "--gpus_per_run": gpus_per_run,
+            "--runs_per_gpu": None if runs_per_gpu == 1 else runs_per_gpu,
+            "--log_dir": log_dir,
+            "--time": time_limit,
+            "--partition": partition,
+            "--cpus_per_run": cpus_per_run,
+            "--mem": mem,
+            "--slurm_array_parallelism": slurm_array_parallelism,
+            "--slurm_setup": list(slurm_setup) or None,
+        },
+    )
     for flag, value in (("parallel", parallel), ("runs_per_gpu", runs_per_gpu)):
         if value is not None and value < 1:
             raise ConfigError(f"--{flag} must be at least 1, got {value}")

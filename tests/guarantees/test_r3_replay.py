@@ -209,3 +209,20 @@ def test_sweep_given_the_same_thing_twice_says_so(tmp_path, given, said):
     line = one_error_line(proc)
     assert said in line, line
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (["--partition", "gpu"], "--partition is not read by --launcher serial"),
+        (["--gpus_per_run", "1"], "--gpus_per_run is not read by --launcher serial"),
+        (["--launcher", "local", "--mem", "4G"], "--mem is not read by --launcher local"),
+        (["--launcher", "slurm", "--runs_per_gpu", "2"], "--runs_per_gpu is not read by --launcher slurm"),
+    ],
+    ids=["partition-serial", "gpus-serial", "mem-local", "runs_per_gpu-slurm"],
+)
+def test_launch_flag_the_launcher_ignores_is_refused(tmp_path, flags, said):
+    # (a missing corpus: were the flag ignored, the sweep would fail fast instead of training)
+    proc = run(["sweep.py", CONFIG, *flags, "--runs_root", str(tmp_path / "runs"), "--set", "data.path=/nonexistent"])
+    assert said in one_error_line(proc)
+    assert not (tmp_path / "runs").exists()
