@@ -130,6 +130,22 @@ def check_variants(given: list[list[str]]) -> list[tuple[str, list[str]]]:
     return variants
 
 
+def check_variants_test_time(runs: list[tuple[str, list[str], str]], variants) -> None:
+    """A --variant is the trained run tested otherwise: one that changes the model or the data is
+    refused now, by the rule test.py applies, not after hours of training."""
+    from training.checkpoint import CheckpointError
+    from training.loading import test_time_config
+    from utils.config import to_dict
+
+    for config, run_overrides, _ in runs:
+        trained = to_dict(load_config(config, run_overrides))
+        for name, variant_overrides in variants:
+            try:
+                test_time_config(trained, variant_overrides, config)
+            except CheckpointError as e:
+                raise ConfigError(f"--variant {name}: {e}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         __doc__,
@@ -233,6 +249,8 @@ LOCAL_FLAGS = ("--parallel", "--gpus_per_run", "--runs_per_gpu", "--log_dir", "-
 SLURM_FLAGS = ("--parallel", "--gpus_per_run", "--log_dir", "--time", "--partition", "--cpus_per_run", "--mem")
 SLURM_FLAGS += ("--slurm_array_parallelism", "--slurm_setup")
 LAUNCHER_FLAGS = {"serial": (), "local": LOCAL_FLAGS, "slurm": SLURM_FLAGS}
+SWEEP_LAUNCH_FLAGS = ("--parallel", "--gpus_per_run", "--runs_per_gpu", "--log_dir", "--time", "--partition")
+SWEEP_LAUNCH_FLAGS += ("--cpus_per_run", "--mem", "--slurm_array_parallelism", "--slurm_setup")
 
 
 def check_launcher_uses(launcher: str, given: dict[str, object]) -> None:
@@ -266,21 +284,9 @@ def launch_options(
     for flag, value in (("--output", output), ("--runs_root", runs_root), ("--log_dir", log_dir)):
         if value:  # before hours of training, not after
             check_home_expanded(value, flag)
-    check_launcher_uses(
-        launcher,
-        {
-            "--parallel": parallel,
-            "--gpus_per_run": gpus_per_run,
-            "--runs_per_gpu": None if runs_per_gpu == 1 else runs_per_gpu,
-            "--log_dir": log_dir,
-            "--time": time_limit,
-            "--partition": partition,
-            "--cpus_per_run": cpus_per_run,
-            "--mem": mem,
-            "--slurm_array_parallelism": slurm_array_parallelism,
-            "--slurm_setup": list(slurm_setup) or None,
-        },
-    )
+    given = (parallel, gpus_per_run, None if runs_per_gpu == 1 else runs_per_gpu, log_dir, time_limit, partition)
+    given += (cpus_per_run, mem, slurm_array_parallelism, list(slurm_setup) or None)
+    check_launcher_uses(launcher, dict(zip(SWEEP_LAUNCH_FLAGS, given)))
     for flag, value in (("parallel", parallel), ("runs_per_gpu", runs_per_gpu)):
         if value is not None and value < 1:
             raise ConfigError(f"--{flag} must be at least 1, got {value}")
@@ -385,6 +391,7 @@ def sweep(
     variants = check_variants([list(v) for v in variant])
     options = launch or launch_options(output, runs_root)
     runs = expand_runs(list(configs), list(overrides), list(seeds) if seeds else None, runs_root)
+    check_variants_test_time(runs, variants)
     try:
         outcomes = run_serial(runs, variants) if options.launcher == "serial" else run_as_jobs(runs, variants, options)
     except KeyboardInterrupt:

@@ -226,3 +226,11 @@ def test_launch_flag_the_launcher_ignores_is_refused(tmp_path, flags, said):
     proc = run(["sweep.py", CONFIG, *flags, "--runs_root", str(tmp_path / "runs"), "--set", "data.path=/nonexistent"])
     assert said in one_error_line(proc)
     assert not (tmp_path / "runs").exists()
+
+
+def test_variant_that_changes_the_model_is_refused_before_training(tmp_path):
+    args = ["--variant", "big", "model.d_model=64", "--runs_root", str(tmp_path / "runs")]
+    proc = run(["sweep.py", CONFIG, *args, "--set", "data.path=/nonexistent"])
+    line = one_error_line(proc)
+    assert "--variant big" in line and "model.d_model=64" in line, line
+    assert not (tmp_path / "runs").exists()
