@@ -325,6 +325,11 @@ def pick_baseline(groups: list[dict], wanted: Optional[str]) -> dict:
     if wanted:
         for field in ("label", "encoding"):
             match = [g for g in groups if g[field] == wanted]
+            if len(match) > 1:  # an encoding several configurations share: which one is the user's call
+                raise CompareError(
+                    f"--baseline {wanted!r} matches {len(match)} configurations "
+                    f"({', '.join(g['label'] for g in match)}); give one of these labels"
+                )
             if match:
                 return match[0]
         raise CompareError(

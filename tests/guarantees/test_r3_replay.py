@@ -159,6 +159,16 @@ def test_damaged_written_record_is_named_and_nothing_replaced(compared_pair, tmp
     assert snapshot(tmp_path) == before
 
 
+def test_baseline_encoding_of_two_configurations_is_refused(compared_pair, tmp_path):
+    rope, sinusoidal = compared_pair
+    other = copy_of(sinusoidal, tmp_path / "sinusoidal_warm")
+    config = other / "config.yaml"
+    config.write_text(re.sub(r"(?m)^  max_steps: .*$", "  max_steps: 7", config.read_text()))
+    assert config.read_text() != (sinusoidal / "config.yaml").read_text()
+    proc = run(["compare.py", str(rope), str(sinusoidal), str(other), "--baseline", "sinusoidal"])
+    assert "matches 2 configurations" in one_error_line(proc)
+
+
 # ---- damaged run and export files named as what they are
 
 
