@@ -120,7 +120,9 @@ def read_runs(patterns: list[str]) -> list[dict]:
     for pattern in patterns:
         matches = sorted(glob.glob(pattern))
         for path in map(Path, matches or [pattern]):
-            why = not_a_run(path, named=not matches)
+            if matches and path.is_file():  # a file the glob matched (an earlier summary.md): passed over
+                continue
+            why = not_a_run(path)
             if why:
                 skipped.append(f"{path} ({why})")
             elif path.resolve() not in seen:
@@ -145,13 +147,12 @@ def read_runs(patterns: list[str]) -> list[dict]:
     return rows
 
 
-def not_a_run(path: Path, named: bool) -> Optional[str]:
-    """Why `path` is not a run folder to compare (None when it is one). A file a glob matched
-    (an earlier summary.md) is passed over quietly; one named as it is, is not."""
+def not_a_run(path: Path) -> Optional[str]:
+    """Why `path` is not a run folder to compare (None when it is one)."""
     if not path.exists():
         return "no such folder"
     if not path.is_dir():
-        return "a file, not a run folder" if named else None
+        return "a file, not a run folder"
     if (path / "config.yaml").is_file():
         return None
     inner = [p.parent.name for p in sorted(path.glob("*/config.yaml"))]
@@ -325,7 +326,9 @@ def pick_baseline(groups: list[dict], wanted: Optional[str]) -> dict:
     if wanted:
         for field in ("label", "encoding"):
             match = [g for g in groups if g[field] == wanted]
-            if len(match) > 1:  # an encoding several configurations share: which one is the user's call
+            if len(match) > 1:  # an encoding several share (length/sinusoidal, length/sinusoidal_concat)
+                match = [g for g in match if g["label"].rsplit("/", 1)[-1] == wanted] or match
+            if len(match) > 1:  # still several: which one is the user's call, not the first one's
                 raise CompareError(
                     f"--baseline {wanted!r} matches {len(match)} configurations "
                     f"({', '.join(g['label'] for g in match)}); give one of these labels"

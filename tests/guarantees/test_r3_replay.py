@@ -169,6 +169,15 @@ def test_baseline_encoding_of_two_configurations_is_refused(compared_pair, tmp_p
     assert "matches 2 configurations" in one_error_line(proc)
 
 
+def test_glob_over_runs_beside_a_summary_passes_the_files_over(compared_pair, tmp_path):
+    for r in compared_pair:
+        copy_of(r, tmp_path / r.name)
+    (tmp_path / "summary.md").write_text("an earlier summary\n")
+    proc = run(["compare.py", str(tmp_path / "*"), "--no_significance"])
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "summary.md" not in proc.stderr
+
+
 # ---- damaged run and export files named as what they are
 
 
