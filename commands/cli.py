@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 from typing import Literal, Optional, Union, get_args, get_origin
 
 from utils.errors import EXIT_BROKEN_PIPE, EXIT_DIVERGED, EXIT_ERROR, EXIT_INTERRUPTED, RERUN_HINT, HarnessError  # noqa: F401 (re-exported)
@@ -191,9 +193,22 @@ def _stdout_closed() -> int:
     return EXIT_BROKEN_PIPE
 
 
+def _stopped(signum, frame) -> None:
+    raise KeyboardInterrupt  # unwinds like a Ctrl-C: locks released, temporaries removed, one line
+
+
+def stop_on_sigterm() -> None:
+    """A SIGTERM (`kill`, a scheduler) stops a command as a Ctrl-C does, instead of killing it without
+    a word (status 143) with its run lock and temporaries left behind. train.py installs its own
+    handlers later (a checkpoint first); a handler someone else installed is kept."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _stopped)
+
+
 def main_guard(main, argv: Optional[list[str]] = None) -> int:
     """Run `main`; turn the project's expected errors into one clear line and exit code 2, a Ctrl-C
     into one line and EXIT_INTERRUPTED, a closed output pipe into silence and EXIT_BROKEN_PIPE."""
+    stop_on_sigterm()
     try:
         status = main(argv) or 0
         sys.stdout.flush()  # a reader gone before the last block is flushed is caught here, not at exit

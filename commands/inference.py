@@ -201,8 +201,10 @@ def read_sentences(src: str) -> str:
 def input_batches(src_text: Optional[Sequence[str]], src: Optional[str], interactive: bool) -> Iterator[list[str]]:
     """The sentences to translate, batch by batch: --src_text, the --src file, or stdin (read to the
     end, or line by line as it arrives when interactive or at a terminal)."""
-    stdin_is_terminal = sys.stdin.isatty()
     from_stdin = not src_text and src in (None, "-")
+    if from_stdin and sys.stdin is None:  # started with stdin closed (`<&-`)
+        raise HarnessError("--src -: standard input is closed; pipe the sentences in, or give --src FILE or --src_text")
+    stdin_is_terminal = from_stdin and sys.stdin.isatty()
     if interactive and not from_stdin:
         raise HarnessError("--interactive translates standard input line by line: drop --src_text / --src FILE")
     if src_text:

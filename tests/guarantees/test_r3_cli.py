@@ -121,3 +121,22 @@ def test_a_stream_that_fails_names_the_output(trained_run) -> None:
     proc = run(["inference.py", "--run", str(trained_run), "--src_text", "Bonjour .", "--output", "/dev/full"])
     message = one_error_line(proc)
     assert "--output /dev/full" in message and "No space left" in message
+
+
+def test_inference_with_stdin_closed_is_one_line() -> None:
+    """`inference.py --src - <&-`: Python starts with sys.stdin None."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    proc = subprocess.run(
+        [sys.executable, "inference.py", "--model_path", "no/such.pt", "--src", "-"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.close(0),
+        timeout=120,
+    )
+    assert "standard input is closed" in one_error_line(proc)

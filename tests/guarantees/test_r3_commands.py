@@ -163,9 +163,9 @@ def wait_for_line(proc: subprocess.Popen, text: str, seconds: float = 120) -> li
     return lines
 
 
-def interrupted(proc: subprocess.Popen) -> str:
-    """Send SIGINT; its stderr after asserting exit 4 and no traceback (killed after 120 s)."""
-    proc.send_signal(signal.SIGINT)
+def interrupted(proc: subprocess.Popen, sig: int = signal.SIGINT) -> str:
+    """Send `sig`; its stderr after asserting exit 4 and no traceback (killed after 120 s)."""
+    proc.send_signal(sig)
     killer = threading.Timer(120, proc.kill)
     killer.start()
     try:
@@ -207,13 +207,17 @@ def test_ctrl_c_while_training_saves_and_says_so(model) -> None:
 
 
 @pytest.mark.slow  # a process of its own, sent a signal or a closed pipe
-def test_ctrl_c_while_scoring_leaves_nothing_partial(model, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_while_scoring_leaves_nothing_partial(sig, model, tmp_path: Path) -> None:
+    """A Ctrl-C, or a SIGTERM (`kill`, a scheduler: main_guard's stop_on_sigterm), stops test.py in one
+    line; nothing partial is left and the run lock is released (no .lock.pid naming a dead process)."""
     out = tmp_path / "scores"
     args = ["test.py", "--run", model["run"], "--output", str(out), "--concat", "1", "2", "4", "8"]
     proc = start(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for_line(proc, "scoring ")
-    err = interrupted(proc)
+    err = interrupted(proc, sig)
     assert "interrupted: stopped before finishing" in err and "error:" not in err, err
+    assert not (out / ".lock.pid").exists()
     left = sorted(p.name for p in out.rglob("*") if p.name not in (".lock", ".lock.pid")) if out.exists() else []
     assert "scores.json" not in left and not [n for n in left if "tmp" in n or n.startswith(".")], left
 
