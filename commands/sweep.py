@@ -53,7 +53,8 @@ from typing import Optional, Sequence
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import EXIT_INTERRUPTED, command_parser, parse_command
 from commands.compare import compare
-from commands.launchers import MIN_SLURM_MINUTES, LaunchOptions, minutes, run_local, run_slurm
+from commands.launchers import LaunchOptions, minutes, run_local
+from commands.slurm import MIN_SLURM_MINUTES, run_slurm
 from commands.sweep_job import Outcome, SweepJob, run_one, triage
 from utils.config import ConfigError, load_config, parse_override
 from utils.files import check_home_expanded

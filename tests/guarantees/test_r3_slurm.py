@@ -21,12 +21,12 @@ from helpers import CONFIG, ROOT, one_error_line, tiny_overrides
 from in_process import run_in_process as run
 from slurm_cluster import LocalSlurm, missing_binaries
 
-from commands import launchers
-from commands.launchers import JobState, ended_how, parse_squeue, watch_slurm
+from commands import launchers, slurm
+from commands.slurm import JobState, ended_how, parse_squeue, watch_slurm
 from commands.sweep_job import guarded
 from utils.config import ConfigError
 
-# `squeue -h -r --states=all -O <launchers.SQUEUE_FORMAT>`: the first five rows as the suite's cluster printed
+# `squeue -h -r --states=all -O <slurm.SQUEUE_FORMAT>`: the first five rows as the suite's cluster printed
 # them (an array with tasks cancelled, running; a job that exited 3; one pending), the last three in the
 # same form for what it cannot produce (exit 4 after a checkpoint, out of memory, a node failure)
 RECORDED_SQUEUE = """\
@@ -59,9 +59,9 @@ def fake_job(tmp_path: Path, job_id: str):
 
 def test_the_client_stops_waiting_for_a_cancelled_job(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setattr(launchers, "POLL_SECONDS", 0.0)
-    monkeypatch.setattr(launchers, "RESULT_GRACE_S", 0.0)
+    monkeypatch.setattr(slurm, "RESULT_GRACE_S", 0.0)
     answers = iter([RECORDED_SQUEUE.replace("CANCELLED", "PENDING"), RECORDED_SQUEUE])
-    monkeypatch.setattr(launchers, "queue_states", lambda: parse_squeue(next(answers)))
+    monkeypatch.setattr(slurm, "queue_states", lambda: parse_squeue(next(answers)))
     outcomes = watch_slurm({0: fake_job(tmp_path, "1_1")}, ["runs/a"])
     assert outcomes[0].status == "interrupted" and outcomes[0].rc == 4
     assert "runs/a: its SLURM job 1_1 was cancelled (scancel)" in outcomes[0].message
@@ -74,7 +74,7 @@ def test_a_job_pending_for_a_reason_slurm_does_not_resolve_is_said_once(tmp_path
     states = parse_squeue(RECORDED_SQUEUE)
     for _ in range(3):
         for job_id in ("3", "1_0"):  # pending (PartitionConfig), running
-            launchers.say_pending(fake_job(tmp_path, job_id), states[job_id], "runs/a", said)
+            slurm.say_pending(fake_job(tmp_path, job_id), states[job_id], "runs/a", said)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and "runs/a: its SLURM job 3 is pending (PartitionConfig)" in lines[0]
     assert "--cpus_per_run" in lines[0] and "scancel 3" in lines[0]
