@@ -48,10 +48,10 @@ from training.loading import check_model_matches, load_for_inference, resolve_ch
 from training.tensorboard_log import log_test_scores
 from utils.config import ConfigError, parse_override, to_dict
 from utils.files import WriteError, atomic_write_text, check_output_folder, check_target, run_folder_above
-from utils.run_folder import RunLock
+from utils.run_folder import TEST_OUTPUT_FILES, RunLock
 from utils.runtime import log
 
-# What test.py writes into its output folder (and concat/k<K>/ for the length protocol)
+OUTPUT_FILES = TEST_OUTPUT_FILES  # what test.py writes into its output folder (and concat/k<K>/)
 OUTPUT_FILES = (
     "scores.json",
     "hypotheses.txt",

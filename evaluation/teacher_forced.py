@@ -37,6 +37,7 @@ from evaluation.metrics import bucket_label
 from evaluation.test_set import protocol_groups
 from evaluation.translate import max_positions
 from utils.config import ConfigError
+from utils.run_folder import TEACHER_FORCED_BEYOND, TEACHER_FORCED_PAIRS
 from utils.runtime import autocast
 
 DEFINITION = (
@@ -47,11 +48,11 @@ DEFINITION = (
     "(left out of buckets and summaries, reported apart); beyond training: t >= the decoder's "
     "training_length"
 )
-BEYOND_FILE = "teacher_forced_beyond.tsv"  # per input: k, input, tokens and summed NLL beyond training
+BEYOND_FILE = TEACHER_FORCED_BEYOND  # per input: k, input, tokens and summed NLL beyond training
 BEYOND_HEADER = "k\tinput\ttokens\tnll_no_eos_sum"
 # per test pair and k: the sums of its target tokens after its first (EOS excluded), the same tokens
 # at k = 1 and inside a joined input, for compare.py's degradation (a pair's NLL joined minus alone)
-PAIRS_FILE = "teacher_forced_pairs.tsv"
+PAIRS_FILE = TEACHER_FORCED_PAIRS
 PAIRS_HEADER = "k\tpair\tstart\ttokens\tnll_sum\tnll_no_eos_sum\tbeyond_tokens\tbeyond_nll_no_eos_sum"
 PAIR_STATS = 5  # summed per pair: tokens, nll, nll_no_eos, beyond tokens, beyond nll_no_eos
 STATS = 6  # summed per cell: tokens, nll, correct, tokens_no_eos, nll_no_eos, correct_no_eos

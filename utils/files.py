@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fnmatch
 import hashlib
 import json
 import os
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from utils.errors import HarnessError
-from utils.run_folder import is_run_folder, matches, run_folder_above
+from utils.run_folder import IGNITE_TEMPORARY, OUR_TEMPORARY, is_run_folder, matches, run_folder_above
 
 TMP_SUFFIX = ".tmp"  # our temporaries: .<name>.<random>.tmp beside the target
 WRITTEN_RECORD = ".harness_written.json"  # per folder: {file name: {"sha256": ..., "by": command}}
@@ -234,15 +235,13 @@ def check_written_by(target: Path, path: str | Path, what: str, by: str) -> None
 
 def remove_stale_temporaries(folder: Path) -> list[Path]:
     """Delete the temporaries a killed write left in `folder`: ours (.<name>.<x>.tmp) and Ignite's
-    checkpoint temporaries (tmp*.pt / tmp*)."""
+    checkpoint temporaries (tempfile's tmpXXXXXXXX), never a user's file that merely starts with tmp."""
     removed = []
     if not Path(folder).is_dir():
         return removed
     for entry in Path(folder).iterdir():
-        name = entry.name
-        ours = name.startswith(".") and name.endswith(TMP_SUFFIX)
-        ignite = name.startswith("tmp") and entry.is_file()
-        if (ours or ignite) and entry.is_file():
+        temporary = any(fnmatch.fnmatchcase(entry.name, p) for p in (OUR_TEMPORARY, IGNITE_TEMPORARY))
+        if temporary and entry.is_file():
             entry.unlink(missing_ok=True)
             removed.append(entry)
     return removed

@@ -40,15 +40,23 @@ RUN_FILES = {
 LOCK_FILES = (".lock", ".lock.pid")
 # Inside those folders, what the writers put there (glob patterns per path part; a temporary an
 # interrupted write left is the harness's too). Anything else is a user's file: --overwrite refuses.
-_TEMPORARIES = (".*.tmp", "tmp*")  # ours (utils/files.py) and Ignite's checkpoint temporaries
-_TEST_FILES = (  # test.py's OUTPUT_FILES (commands/test.py) and the k-input files (evaluation/test_set.py)
+# Temporaries an interrupted write leaves: ours (utils/files.py: .<name>.<random>.tmp) and Ignite's
+# checkpoint temporaries (tempfile's names: tmp + 8 of [a-z0-9_]); a user's tmp_backup.pt is neither
+OUR_TEMPORARY = ".*.tmp"
+IGNITE_TEMPORARY = "tmp" + "[a-z0-9_]" * 8
+_TEMPORARIES = (OUR_TEMPORARY, IGNITE_TEMPORARY)
+# What test.py writes into each of its output folders (and concat/k<K>/): named here, once, so that a
+# new output is the harness's for --overwrite as soon as test.py writes it (commands/test.py imports it)
+TEACHER_FORCED_BEYOND = "teacher_forced_beyond.tsv"  # per input: k, input, tokens and summed NLL beyond training
+TEACHER_FORCED_PAIRS = "teacher_forced_pairs.tsv"  # per pair and k: the NLL of its pair's own tokens
+TEST_OUTPUT_FILES = (
     "scores.json",
     "hypotheses.txt",
     "references.txt",
     "sources.txt",
     "source_lengths.txt",
-    "teacher_forced_beyond.tsv",
-    "teacher_forced_pairs.tsv",
+    TEACHER_FORCED_BEYOND,
+    TEACHER_FORCED_PAIRS,
 )
 _TEST_FOLDERS = ("test", "valid", "test_*")  # test.py's output folders, and their concat/k<K>/
 _TEST_OUTPUT_FOLDERS = (*_TEST_FOLDERS, *(f"{t}/concat/k*" for t in _TEST_FOLDERS))
@@ -65,7 +73,7 @@ HARNESS_FILES = (
     "tb/events.out.tfevents.*",
     "tb/projector_config.pbtxt",
     "tb/[0-9]*/*/*",
-    *(f"{folder}/{name}" for folder in _TEST_OUTPUT_FOLDERS for name in (*_TEST_FILES, ".*.tmp")),
+    *(f"{folder}/{name}" for folder in _TEST_OUTPUT_FOLDERS for name in (*TEST_OUTPUT_FILES, ".*.tmp")),
 )
 
 

@@ -160,3 +160,19 @@ def test_overwrite_refuses_a_run_holding_a_users_file_inside(tested_run: Path, t
     message = one_error_line(train(run_dir, tmp_path / "cache", flags=("--overwrite",)))
     assert "--overwrite refused" in message and f"({mine})" in message and "nothing was deleted" in message
     assert snapshot(run_dir) == before
+
+
+def test_a_users_file_named_tmp_is_not_a_temporary(trained_run: Path, tmp_path: Path) -> None:
+    """Only tempfile's own names (tmp + 8 of [a-z0-9_]) are Ignite's temporaries: a user's
+    checkpoints/tmp_backup.pt is neither deleted at start nor taken for the harness's by --overwrite."""
+    from utils.files import remove_stale_temporaries
+    from utils.run_folder import users_files_inside
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run, run_dir)
+    mine, ignites = run_dir / "checkpoints" / "tmp_backup.pt", run_dir / "checkpoints" / "tmpab_12cd3"
+    mine.write_bytes(b"hand-averaged")
+    ignites.write_bytes(b"partial")
+    assert [str(p) for p in users_files_inside(run_dir)] == ["checkpoints/tmp_backup.pt"]
+    assert remove_stale_temporaries(run_dir / "checkpoints") == [ignites]
+    assert mine.read_bytes() == b"hand-averaged"
