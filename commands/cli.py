@@ -6,7 +6,6 @@ note, not shown in --help), and `main_guard`, which turns expected errors into o
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import signal
 import sys
@@ -57,6 +56,9 @@ def deprecated_flag(parser, old: str, new: str, dest: str, **kwargs) -> None:
     parser.add_argument(old, dest=dest, action=Deprecated, new=new, default=argparse.SUPPRESS, **kwargs)
 
 
+RUN_DEVICE_HELP = (
+    "where the model runs (default: the run's training.device; auto: CUDA when visible, else MPS, else the CPU)"
+)
 OVERWRITE_HELP = "replace what this command wrote before at the same place"
 
 
@@ -68,6 +70,7 @@ def add_command_flags(
     sets: Optional[str] = None,
     model_path: bool = False,
     device: bool = False,
+    device_of_run: bool = False,
     overwrite: Optional[str] = None,
     output: Optional[str] = None,
     output_required: bool = False,
@@ -76,7 +79,8 @@ def add_command_flags(
     """The flags every command spells the same way: --config, --run, --set, --model_path, --device,
     --overwrite ("replace what this command wrote before", the help text saying what that is) and
     one output flag, --output (its earlier names --output_dir and --out deprecated). Each help text
-    given (not None) adds that flag with it."""
+    given (not None) adds that flag with it. `device_of_run`: --device defaults to the run's own
+    training.device (None; `utils.runtime.device_at_test_time`) instead of auto."""
     if config:
         parser.add_argument("--config", help="YAML experiment config (e.g. configs/demo/sinusoidal.yaml)")
     if run is not None:
@@ -89,7 +93,12 @@ def add_command_flags(
             help="a checkpoint file (.pt) or a folder written by export.py; self-contained, no config needed",
         )
     if device:
-        parser.add_argument("--device", default="auto", choices=DEVICES, help="where the model runs (default: auto)")
+        parser.add_argument(
+            "--device",
+            default=None if device_of_run else "auto",
+            choices=DEVICES,
+            help=RUN_DEVICE_HELP if device_of_run else "where the model runs (default: auto)",
+        )
     if output is not None:
         parser.add_argument("--output", dest="output", default=output_default, metavar="PATH", help=output)
         for old in ("--output_dir", "--out"):
@@ -166,6 +175,8 @@ def lazy_main(module: str):
     only this light module before `main_guard` is in place, so a Ctrl-C while torch loads is caught."""
 
     def main(argv: Optional[list[str]] = None) -> int:
+        import importlib  # the one place a command is loaded by name (tests/commands/test_command_layer.py)
+
         return importlib.import_module(module).main(argv)
 
     main.__qualname__ = f"{module}.main"
@@ -180,6 +191,19 @@ def refuse_together(args: argparse.Namespace, what: str, *flags: str) -> None:
         raise UsageError(
             f"{' and '.join(given)} both name {what}: give one of them (the other would be ignored without a word)"
         )
+
+
+def overridden_keys(overrides: list[str]) -> set[str]:
+    """Every dotted key the --set overrides set, a section given whole included (`evaluation={concat:
+    [4]}` sets evaluation.concat): what a flag setting the same key must be checked against."""
+    from utils.config import flatten, parse_override
+
+    keys = set()
+    for text in overrides:
+        path, value = parse_override(text)
+        key = ".".join(path)
+        keys |= {key, *(flatten(value, f"{key}.") if isinstance(value, dict) else ())}
+    return keys
 
 
 def _stdout_closed() -> int:
@@ -205,46 +229,52 @@ def stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, _stopped)
 
 
+def describe_failure(error: BaseException) -> Optional[tuple[int, str]]:
+    """(exit status, the one line that says it) for a failure the user can cause or meet: a Ctrl-C, the
+    project's expected errors, an exhausted memory (the machine's or the device's), a failed file
+    operation, a diverged training; None for anything else (a bug: its traceback stays). main_guard
+    prints the line; a sweep job (commands/sweep_job.guarded) logs it."""
+    if isinstance(error, KeyboardInterrupt):
+        return EXIT_INTERRUPTED, f"interrupted: stopped before finishing; {RERUN_HINT}"
+    if isinstance(error, (HarnessError, FileExistsError)):
+        return EXIT_ERROR, f"error: {error}"
+    if isinstance(error, MemoryError):
+        return EXIT_ERROR, (
+            "error: out of memory: the model, the batch or an input is larger than this machine can hold; "
+            "use smaller model.* sizes, a smaller training.max_tokens / decoding.max_tokens, or shorter inputs"
+        )
+    if isinstance(error, OSError):  # a full disk, a read-only folder, a missing file: one line, naming it
+        where = f"{error.filename}: " if getattr(error, "filename", None) else ""
+        return EXIT_ERROR, f"error: {where}{error.strerror or error}"
+    if isinstance(error, RuntimeError) and type(error).__name__ == "OutOfMemoryError":  # torch's, unimported
+        first = (str(error).splitlines() or [""])[0][:200]  # torch's message may be empty
+        return EXIT_ERROR, (
+            f"error: out of memory on the device ({first or 'no details'}): use a smaller "
+            "training.max_tokens / decoding.max_tokens or smaller model.* sizes"
+        )
+    if isinstance(error, FloatingPointError):
+        return EXIT_DIVERGED, (
+            f"error: training diverged ({error}). The checkpoints written before are kept; try a lower "
+            "training.lr, training.clip_grad_norm, or more warmup, and resume or restart."
+        )
+    return None
+
+
 def main_guard(main, argv: Optional[list[str]] = None) -> int:
     """Run `main`; turn the project's expected errors into one clear line and exit code 2, a Ctrl-C
-    into one line and EXIT_INTERRUPTED, a closed output pipe into silence and EXIT_BROKEN_PIPE."""
+    into one line and EXIT_INTERRUPTED, a closed output pipe into silence and EXIT_BROKEN_PIPE
+    (`describe_failure`: which failures, and their lines)."""
     stop_on_sigterm()
     try:
         status = main(argv) or 0
         sys.stdout.flush()  # a reader gone before the last block is flushed is caught here, not at exit
         return status
-    except KeyboardInterrupt:
-        print(f"interrupted: stopped before finishing; {RERUN_HINT}", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return _stdout_closed()
-    except (HarnessError, FileExistsError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_ERROR
-    except MemoryError:
-        print(
-            "error: out of memory: the model, the batch or an input is larger than this machine can hold; "
-            "use smaller model.* sizes, a smaller training.max_tokens / decoding.max_tokens, or shorter inputs",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
-    except OSError as e:  # a full disk, a read-only folder, a missing file: one line, naming it
-        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
-        print(f"error: {where}{e.strerror or e}", file=sys.stderr)
-        return EXIT_ERROR
-    except RuntimeError as e:
-        if type(e).__name__ != "OutOfMemoryError":  # torch's (CUDA) out of memory, named without importing torch
+    except BaseException as error:  # noqa: BLE001 - what describe_failure does not know is raised again
+        failure = describe_failure(error)
+        if failure is None:
             raise
-        print(
-            f"error: out of memory on the device ({str(e).splitlines()[0][:200]}): use a smaller "
-            f"training.max_tokens / decoding.max_tokens or smaller model.* sizes",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
-    except FloatingPointError as e:
-        print(
-            f"error: training diverged ({e}). The checkpoints written before are kept; try a lower "
-            f"training.lr, training.clip_grad_norm, or more warmup, and resume or restart.",
-            file=sys.stderr,
-        )
-        return EXIT_DIVERGED
+        status, line = failure
+        print(line, file=sys.stderr)
+        return status

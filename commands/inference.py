@@ -32,6 +32,7 @@ from commands.cli import (
     add_setting_flags,
     command_parser,
     deprecated_flag,
+    overridden_keys,
     parse_command,
     refuse_together,
     setting_flag_overrides,
@@ -41,11 +42,7 @@ from evaluation.translate import Translation, max_positions, translate
 from training.loading import check_model_matches, load_for_inference, resolve_checkpoint
 from utils.errors import HarnessError
 from utils.files import WriteError, atomic_output, check_target, special_kind
-from utils.runtime import pick_device
-
-RUN_DEVICE_HELP = (
-    "where the model runs (default: the run's training.device; auto: CUDA when visible, else MPS, else the CPU)"
-)
+from utils.runtime import device_at_test_time
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,10 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
         sets=TEST_TIME_SETS,
         model_path=True,
         device=True,
+        device_of_run=True,
         output="write the translations to this file instead of stdout",
         overwrite="the --output file",
     )
-    run_default_device(parser)
     io = parser.add_argument_group("input")
     io.add_argument("--src_text", nargs="+", action="extend", help="sentence(s) to translate")
     io.add_argument("--src", metavar="FILE", help="a file with one sentence per line ('-' for stdin)")
@@ -73,20 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_default_device(parser: argparse.ArgumentParser) -> None:
-    """--device defaults to the run's own training.device (a runtime key: where it runs), not to auto."""
-    action = next(a for a in parser._actions if a.dest == "device")
-    action.default, action.help = None, RUN_DEVICE_HELP
-
-
-def device_at_test_time(flag: Optional[str], cfg, model: Path):
-    """Where a trained model runs at test time: --device when given, else its config's training.device
-    (as `--set training.device=...` may change it)."""
-    if flag:
-        return pick_device(flag, "--device")
-    return pick_device(cfg.training.device, f"training.device of {model}; --device picks another")
-
-
 def decoding_overrides(args: argparse.Namespace) -> list[str]:
     """--set overrides and the decoding flags as `decoding.key=value`; a key set both ways is refused
     (one of the two values would be dropped without a word), and --nbest asks for a beam search of at
@@ -94,7 +77,7 @@ def decoding_overrides(args: argparse.Namespace) -> list[str]:
     from utils.key_roles import flag_settings
 
     flags = {key: "/".join(field.metadata["flags"]) for key, field, _ in flag_settings()}
-    set_keys = {override.split("=", 1)[0].strip() for override in args.overrides}
+    set_keys = overridden_keys(args.overrides)
     flagged = setting_flag_overrides(args)
     for key in (override.split("=", 1)[0] for override in flagged):
         if key in set_keys:

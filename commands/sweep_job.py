@@ -7,8 +7,6 @@ by a timeout or a preemption is requeued and resumes from the run's last checkpo
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import signal
 import sys
@@ -19,7 +17,7 @@ from typing import Optional, Sequence
 import submitit
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
-from commands.cli import EXIT_INTERRUPTED, main_guard
+from commands.cli import EXIT_INTERRUPTED, describe_failure
 from commands.test import run_test
 from commands.train import train
 from training.handlers import budget_reached
@@ -175,25 +173,19 @@ def ignore_stop_signals() -> None:
 
 
 def guarded(run_dir: str, work) -> Outcome:
-    """`work()`'s Outcome, under the entry scripts' guard (commands.cli.main_guard): an expected error is
-    one line in the job's log and a failed Outcome naming it; a signal outside training (SIGTERM of a
-    requeue or scancel, SIGINT) is one line and the job ends without a result (interrupted). Never a
-    traceback in the job's log for what the user can cause."""
+    """`work()`'s Outcome, under the entry scripts' guard (commands.cli.describe_failure, as main_guard):
+    an expected error is one line in the job's log and a failed Outcome naming it; a signal outside
+    training (SIGTERM of a requeue or scancel, SIGINT) is one line and the job ends without a result
+    (interrupted). Never a traceback in the job's log for what the user can cause."""
     try:
         return work()
-    except KeyboardInterrupt as error:
-        ignore_stop_signals()  # SLURM may send SIGTERM twice (the step and the batch script): one line
-        caught = error
-    except (HarnessError, FileExistsError, MemoryError, OSError, FloatingPointError) as error:
-        caught = error
-
-    def reraise(_argv):
-        raise caught
-
-    said = io.StringIO()
-    with contextlib.redirect_stderr(said):
-        rc = main_guard(reraise)  # main_guard's own line and exit code for it
-    line = said.getvalue().strip()
+    except BaseException as error:  # noqa: BLE001 - what describe_failure does not know is raised again
+        if isinstance(error, KeyboardInterrupt):
+            ignore_stop_signals()  # SLURM may send SIGTERM twice (the step and the batch script): one line
+        failure = describe_failure(error)
+        if failure is None:
+            raise
+    rc, line = failure
     print(line, file=sys.stderr, flush=True)
     if rc == EXIT_INTERRUPTED:
         raise SystemExit(EXIT_INTERRUPTED)  # no result: the run is resumed by the next sweep

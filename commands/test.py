@@ -39,28 +39,27 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
-from commands.cli import RUN_HELP, TEST_TIME_SETS, UsageError, command_parser, parse_command, refuse_together
-from commands.inference import device_at_test_time, run_default_device
+from commands.cli import (
+    RUN_HELP,
+    TEST_TIME_SETS,
+    UsageError,
+    command_parser,
+    overridden_keys,
+    parse_command,
+    refuse_together,
+)
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.checkpoint import checkpoint_step
 from training.loading import check_model_matches, load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
 from training.tensorboard_log import log_test_scores
 from utils.config import ConfigError, parse_override, to_dict
+from utils.errors import HarnessError
 from utils.files import WriteError, atomic_write_text, check_output_folder, check_target, run_folder_above
 from utils.run_folder import TEST_OUTPUT_FILES, RunLock
-from utils.runtime import log
+from utils.runtime import device_at_test_time, log
 
 OUTPUT_FILES = TEST_OUTPUT_FILES  # what test.py writes into its output folder (and concat/k<K>/)
-OUTPUT_FILES = (
-    "scores.json",
-    "hypotheses.txt",
-    "references.txt",
-    "sources.txt",
-    "source_lengths.txt",
-    BEYOND_FILE,
-    PAIRS_FILE,
-)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,10 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
         sets=TEST_TIME_SETS,
         model_path=True,
         device=True,
+        device_of_run=True,
         output="where to write the outputs (default: <run>/<split>/, or <run>/test_<src file name>/ with --src)",
         overwrite="the outputs of an earlier test.py in the output folder",
     )
-    run_default_device(parser)
     parser.add_argument("--split", choices=["test", "valid"], help="which split of the config (default: test)")
     parser.add_argument("--src", metavar="FILE", help="score this source file instead of a split (needs --ref)")
     parser.add_argument("--ref", metavar="FILE", help="the reference translations of --src, line by line")
@@ -155,7 +154,8 @@ def read_test_set(args: TestRequest, cfg, ckpt: Path) -> tuple[list, Optional[li
 def rereadable(*paths: str) -> Iterator[list[str]]:
     """The paths, each pipe among them (a shell's `<(...)`, a FIFO, /dev/fd/N) copied first into a
     temporary file of the same name: the readers look at a file's head to tell its format, then read
-    it whole, and a pipe streams once. A missing path is passed on: the reader names it."""
+    it whole, and a pipe streams once. A missing path is passed on: the reader names it. An error
+    the readers raise names the user's path, not the copy's."""
     with tempfile.TemporaryDirectory(prefix="test-inputs-") as spool:
         copies = []
         for number, path in enumerate(paths):
@@ -167,14 +167,26 @@ def rereadable(*paths: str) -> Iterator[list[str]]:
                     copy.write_bytes(stream.read())
                 path = str(copy)
             copies.append(path)
-        yield copies
+        try:
+            yield copies
+        except HarnessError as error:
+            error.args = (named_as_given(str(error), copies, paths),)
+            raise
+
+
+def named_as_given(message: str, copies: Sequence[str], paths: Sequence[str]) -> str:
+    """`message` with each copy's path replaced by the path the user gave."""
+    for copy, path in zip(copies, paths):
+        if copy != path:
+            message = message.replace(copy, str(path))
+    return message
 
 
 def check_request(args: TestRequest) -> None:
     """The flags that go together, and the split's default."""
     refuse_together(args, "the model (--run: its best checkpoint)", "--run", "--model_path")
     refuse_together(args, "the config (--run: the run folder's own)", "--run", "--config")
-    if args.concat is not None and any(o.split("=", 1)[0].strip() == "evaluation.concat" for o in args.overrides):
+    if args.concat is not None and "evaluation.concat" in overridden_keys(args.overrides):
         raise UsageError("--concat and --set evaluation.concat=... both set evaluation.concat: give one of them")
     if (args.src is None) != (args.ref is None):
         raise ConfigError("give both --src FILE and --ref FILE (source and reference translations), or neither")

@@ -75,6 +75,14 @@ def pick_device(name: str = "auto", asked_by: str = "training.device") -> torch.
     return torch.device(name)
 
 
+def device_at_test_time(flag: Optional[str], cfg, model: Path) -> torch.device:
+    """Where a trained model runs at test time (test.py, inference.py): --device when given, else its
+    config's training.device (as `--set training.device=...` may change it), named with `model`."""
+    if flag:
+        return pick_device(flag, "--device")
+    return pick_device(cfg.training.device, f"training.device of {model}; --device picks another")
+
+
 def make_writable_folder(folder: Path) -> None:
     """Create `folder` if needed and prove it writable (a probe file, removed again); OSError if not.
     Callers check this before long work and turn the OSError into a message naming their setting."""

@@ -57,6 +57,15 @@ def test_main_guard_statuses(capsys) -> None:
     assert capsys.readouterr().err.startswith("error: out of memory")
 
 
+def test_device_out_of_memory_without_a_message_is_one_line(capsys) -> None:
+    """torch's OutOfMemoryError may carry no text: still one line, not an IndexError's traceback."""
+    import torch
+
+    assert main_guard(_raises(torch.OutOfMemoryError())) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("error: out of memory on the device") and len(err.splitlines()) == 1, err
+
+
 def test_a_closed_pipe_is_silent(capsys, monkeypatch) -> None:
     import os
 

@@ -7,6 +7,7 @@ as an input file (a shell's `<(...)`, a FIFO) is read. Each case goes through th
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -49,7 +50,15 @@ DOUBLE_NAMES = [
         ("--concat", "evaluation.concat"),
     ),
     (
+        ["test.py", "--run", "{run}", "--concat", "2", "--set", "evaluation={{concat: [4]}}"],  # a whole section
+        ("--concat", "evaluation.concat"),
+    ),
+    (
         ["inference.py", "--run", "{run}", "--src_text", "S", "--lenpen", "1", "--set", "decoding.alpha=0"],
+        ("--lenpen", "alpha"),
+    ),
+    (
+        ["inference.py", "--run", "{run}", "--src_text", "S", "--lenpen", "1", "--set", "decoding={{alpha: 0}}"],
         ("--lenpen", "alpha"),
     ),
     (
@@ -194,15 +203,18 @@ def test_ctrl_c_while_train_starts_is_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # a process of its own, sent a signal or a closed pipe
-def test_ctrl_c_while_training_saves_and_says_so(model) -> None:
-    """After start-up train.py's own handler stops after the step, checkpoints and says how to continue."""
-    args = ["train.py", "--run", model["run"], "--set", "training.max_steps=100000"]
+def test_ctrl_c_while_training_saves_and_says_so(model, tmp_path: Path) -> None:
+    """After start-up train.py's own handler stops after the step, checkpoints and says how to continue.
+    It trains a copy: the module's run stays as trained, whatever order the tests run in."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(model["run"], run_dir)
+    args = ["train.py", "--run", str(run_dir), "--set", "training.max_steps=100000"]
     proc = start(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lines = wait_for_line(proc, "step 8 ")
     err = interrupted(proc)
     assert "interrupted:" not in err and "error:" not in err, err
     assert any(line.startswith("received signal 2: stopping after this step") for line in lines), lines
-    last = max(int(p.stem.split("_")[-1]) for p in Path(model["run"], "checkpoints").glob("last_checkpoint_*.pt"))
+    last = max(int(p.stem.split("_")[-1]) for p in (run_dir / "checkpoints").glob("last_checkpoint_*.pt"))
     assert last >= 8
 
 
@@ -295,6 +307,16 @@ def test_test_py_reads_named_pipes(model, tmp_path: Path) -> None:
     proc = run(["test.py", "--run", model["run"], "--src", src, "--ref", ref, "--output", str(out), *QUICK_TEST])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert len((out / "hypotheses.txt").read_text(encoding="utf-8").splitlines()) == 3
+
+
+def test_pipes_that_disagree_are_named_as_given(model, tmp_path: Path) -> None:
+    """The pipes are read through temporary copies; the error names the user's --src / --ref."""
+    src = fifo_of(tmp_path, "src.fr", "Bonjour !\nJe t'aime.\n")
+    ref = fifo_of(tmp_path, "ref.en", "Hello!\n")
+    out = tmp_path / "out"
+    line = one_error_line(run(["test.py", "--run", model["run"], "--src", src, "--ref", ref, "--output", str(out)]))
+    assert src in line and ref in line and "test-inputs-" not in line, line
+    assert not out.exists()
 
 
 def test_a_missing_input_names_its_flag(model, tmp_path: Path) -> None:

@@ -137,6 +137,21 @@ def test_a_signal_in_a_job_is_one_line_and_no_result(capsys) -> None:
             signal.signal(sig, handler)
 
 
+def test_out_of_memory_on_the_device_in_a_job_is_one_line(capsys) -> None:
+    """The guard of a sweep job knows what main_guard knows (commands.cli.describe_failure): torch's
+    out of memory is a failed run named in one line of the job's log, not a traceback."""
+    import torch
+
+    def too_large():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB\nsee PYTORCH_CUDA_ALLOC_CONF")
+
+    outcome = guarded("runs/a", too_large)
+    assert (outcome.status, outcome.rc) == ("failed", 2), outcome
+    assert outcome.message.startswith("out of memory on the device (CUDA out of memory. Tried to allocate 2.00 GiB)")
+    err = capsys.readouterr().err
+    assert err == f"error: {outcome.message}\n", err
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     missing = missing_binaries()
