@@ -16,11 +16,13 @@ from typing import Optional
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import command_parser, parse_command
-from training.checkpoint import CheckpointError, checkpoint_step, non_finite_tensors, read_checkpoint, saved_config
+from training.checkpoint import CheckpointError, check_finite_weights, checkpoint_step, read_checkpoint, saved_config
 from training.loading import check_checkpoint_of_run
 from utils.config import ConfigError
 from utils.files import WriteError, atomic_save, check_target
 from utils.run_folder import run_folder_above
+
+AVERAGE_FIX = "the average would be NaN: average fewer (--average_last) or other checkpoints"
 
 
 def average_checkpoints(paths: list[Path]) -> dict:
@@ -30,7 +32,7 @@ def average_checkpoints(paths: list[Path]) -> dict:
         ckpt = read_checkpoint(path)
         check_checkpoint_of_run(path, saved_config(ckpt))  # the run's own model, not a copied-in one
         state = ckpt["model"]
-        check_finite(path, state)
+        check_finite_weights(path, state, AVERAGE_FIX)
         if total is None:
             total = {k: v.double() if v.is_floating_point() else v.clone() for k, v in state.items()}
         elif state.keys() != total.keys() or any(v.shape != total[k].shape for k, v in state.items()):
@@ -45,16 +47,6 @@ def average_checkpoints(paths: list[Path]) -> dict:
     newest = read_checkpoint(paths[-1])
     model = {k: (v / len(paths)).to(newest["model"][k].dtype) if v.is_floating_point() else v for k, v in total.items()}
     return {"model": model, "meta": newest["meta"], "averaged_from": [str(p) for p in paths]}
-
-
-def check_finite(path: Path, state: dict) -> None:
-    """A checkpoint with NaN or infinite weights (a diverged step) would make the average NaN."""
-    bad = non_finite_tensors(state)
-    if bad:
-        raise CheckpointError(
-            f"{path} has non-finite weights ({len(bad)} tensors, e.g. {bad[0]}: training diverged "
-            f"there); the average would be NaN: average fewer (--average_last) or other checkpoints"
-        )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -122,16 +121,10 @@ def check_export_target(out: Path, overwrite: bool) -> Path:
     """The folder the export goes to: a link is followed (the link stays, the export is written
     where it points); never a run folder or inside one; an existing folder is replaced only when it
     is an earlier export and --overwrite is given, or filled when it is empty."""
+    folder = check_output_folder(out, "--output")  # a dangling link, a file, a run folder: refused there
     if out.is_symlink():
-        target = Path(os.path.realpath(out))
-        if not target.exists():
-            raise HarnessError(
-                f"--output {out} is a symbolic link to {os.readlink(out)}, which does not exist: "
-                f"create that folder, remove the link, or choose another --output"
-            )
-        log(f"note: --output {out} is a link to {target}: the export is written there (the link stays)")
-        out = target
-    check_output_folder(out, "--output")  # never inside a run folder, whose files are the harness's own
+        log(f"note: --output {out} is a link to {folder}: the export is written there (the link stays)")
+        out = folder
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
         return out
     if not is_own_export(out):
@@ -144,32 +137,12 @@ def check_export_target(out: Path, overwrite: bool) -> Path:
     return out
 
 
-def checked_model(run: Optional[str], model_path: Optional[str]) -> Path:
-    """The checkpoint or export --run / --model_path names, with a one-line error for a --run that
-    is no run folder (a file, an export, a typo) or has no checkpoint yet."""
-    if run and not model_path:
-        path = Path(run)
-        if is_export(path):
-            raise HarnessError(f"--run {run} is an export folder: to export it again, give it as --model_path {run}")
-        if path.is_file():
-            fix = f"give it as --model_path {run}" if path.suffix == ".pt" else "give the run folder (runs/<name>)"
-            raise HarnessError(f"--run {run} is a file, not a run folder: {fix}")
-        if not path.is_dir():
-            raise HarnessError(f"--run {run}: no such run folder (a run is runs/<name>, written by train.py)")
-        if not any((path / "checkpoints").glob("*.pt")):
-            raise HarnessError(
-                f"--run {run} has no checkpoint yet: train.py writes one at each validation; wait for "
-                f"the first (if it is training) or train it again (if it failed)"
-            )
-    return Path(resolve_checkpoint(model_path, run))
-
-
 def export(output: str, run: Optional[str] = None, model_path: Optional[str] = None, overwrite: bool = False) -> int:
     """Write the model --run or --model_path names into the folder `output`, as export.py does: a
     new folder, or with `overwrite` in place of an earlier export (replaced once the new one is whole)."""
     refuse_together(argparse.Namespace(run=run, model_path=model_path), "the model to export", "--run", "--model_path")
     out = check_export_target(Path(output), overwrite)
-    ckpt = checked_model(run, model_path)
+    ckpt = Path(resolve_checkpoint(model_path, run))  # a --run that is no run, or has no checkpoint: one line
     if out.exists() and ckpt.resolve().is_relative_to(out.resolve()):
         raise HarnessError(
             f"--output {output} is the export being read (--model_path {model_path}): choose a new --output"

@@ -122,6 +122,27 @@ def non_finite_tensors(state: dict) -> list[str]:
     ]
 
 
+def non_finite_weights(path: str | Path, state: dict, fix: str) -> Optional[str]:
+    """What is wrong with a state dict holding NaN or infinite weights (saved after training
+    diverged), naming `path` and ending with `fix`; None when every weight is finite. The one text of
+    this case: loading refuses such a model, average.py such an input, a resume skips it."""
+    bad = non_finite_tensors(state)
+    if not bad:
+        return None
+    return (
+        f"{path} has non-finite weights ({len(bad)} tensors, e.g. {bad[0]}): training diverged "
+        f"before it was saved; {fix}"
+    )
+
+
+def check_finite_weights(path: str | Path, state: dict, fix: str) -> None:
+    """CheckpointError (`non_finite_weights`) when `state` holds NaN or infinite weights: such a
+    model would translate into nothing and score 0 as if it were a model."""
+    problem = non_finite_weights(path, state, fix)
+    if problem:
+        raise CheckpointError(problem)
+
+
 def is_finite_score(value) -> bool:
     return value is not None and math.isfinite(value)
 
@@ -171,7 +192,10 @@ def find_last_checkpoint(run_dir: str | Path) -> Path:
         raise CheckpointError(f"{ckpt_dir} is a file, not the run's folder of checkpoints; move it away")
     last = sorted(ckpt_dir.glob("last_*.pt"), key=newest_key)
     if not last:
-        raise CheckpointError(f"no checkpoint in {ckpt_dir}: has this run trained for at least one epoch?")
+        raise CheckpointError(
+            f"{run_dir} has no checkpoint yet (none in {ckpt_dir}): train.py writes one at each "
+            f"validation; wait for the first (if it is training) or train it again (if it failed)"
+        )
     return last[-1]
 
 
@@ -195,12 +219,9 @@ def read_newest_good_checkpoint(run_dir: str | Path, log=print) -> tuple[Path, d
                 f"to an older checkpoint"
             )
             continue
-        bad = non_finite_tensors(state["model"])
-        if bad:
-            log(
-                f"warning: {path} has non-finite weights ({len(bad)} tensors, e.g. {bad[0]}); skipped, "
-                f"falling back to an older checkpoint"
-            )
+        problem = non_finite_weights(path, state["model"], "skipped, falling back to an older checkpoint")
+        if problem:
+            log(f"warning: {problem}")
             continue
         return path, state
     raise CheckpointError(f"no readable checkpoint with finite weights in {ckpt_dir}")

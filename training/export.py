@@ -19,7 +19,6 @@ import contextlib
 import json
 import math
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -125,8 +124,8 @@ def naming_file(path: Path) -> Iterator[None]:
 
 def write_failure(e: BaseException, staging: Optional[Path], out_dir: Path) -> Optional[WriteError]:
     """A failed write as one line naming the file at `out_dir` (the staging folder is internal):
-    an OSError, the tokenizer's WriteError, or safetensors' I/O error (a SafetensorError whose text
-    carries the OS error, e.g. a full disk). None for anything else (raised as it is)."""
+    an OSError, the tokenizer's WriteError, or any SafetensorError (safetensors' own error while
+    writing the weights, e.g. a full disk). None for anything else (raised as it is)."""
 
     def shown(name: Optional[str]) -> Path:
         if staging is None or not name:
@@ -141,9 +140,11 @@ def write_failure(e: BaseException, staging: Optional[Path], out_dir: Path) -> O
         return WriteError(str(e).replace(str(staging), str(out_dir)) if staging else str(e))
     if isinstance(e, OSError):
         return WriteError(describe_os_error(e, shown(e.filename)))
-    io_error = re.search(r"I/O error: (.*?) \(os error (\d+)\)", str(e))
-    if type(e).__name__ == "SafetensorError" and io_error:
-        return WriteError(describe_os_error(OSError(int(io_error[2]), io_error[1]), out_dir / WEIGHTS))
+    from safetensors import SafetensorError
+
+    if isinstance(e, SafetensorError):  # only save_model raises it: the weights file failed, whatever it says
+        reason = (str(e).splitlines() or [""])[0][:300] or type(e).__name__
+        return WriteError(f"cannot write {out_dir / WEIGHTS}: {reason}; nothing partial was left")
     return None
 
 

@@ -11,15 +11,15 @@ from typing import Optional, Sequence
 
 from training.checkpoint import (
     CheckpointError,
+    check_finite_weights,
     checkpoint_step,
     find_best_checkpoint,
-    non_finite_tensors,
     read_checkpoint,
     saved_config,
 )
-from training.export import CONFIG, EXPORT_FORMAT, EXPORT_VERSION, WEIGHTS, is_export
+from training.export import CONFIG, EXPORT_FORMAT, EXPORT_VERSION, WEIGHTS, is_export, is_own_export
 from utils.config import ConfigError, flatten, load_config, to_dict
-from utils.run_folder import LOCK_FILES, is_run_folder
+from utils.run_folder import RunLock, is_run_folder
 
 ROTATION_TRIES = 5  # a training run may rotate its best/last checkpoint between listing and reading
 # The checkpoint `resolve_checkpoint` read from a run ({resolved path: contents}), handed to
@@ -49,21 +49,12 @@ def load_for_inference(path: str | Path, overrides: Optional[list[str]] = None, 
             f"{path}: the weights do not fit the model built from its config (was model.* overridden?): {e}"
         ) from None
     check_training_lengths(model, str(path))
-    check_finite_weights(model, path)
+    check_finite_weights(path, model.state_dict(), LOADING_FIX)
     model.to(device).eval()
     return cfg, tokenizer, model
 
 
-def check_finite_weights(model, path: str | Path) -> None:
-    """A model with NaN or infinite weights (saved after training diverged) would translate into
-    nothing and score 0 as if it were a model: refused, naming the file."""
-    bad = non_finite_tensors(model.state_dict())
-    if bad:
-        raise CheckpointError(
-            f"{path} has non-finite weights ({len(bad)} tensors, e.g. {bad[0]}): training diverged "
-            f"before it was saved; use an earlier checkpoint (--model_path <run>/checkpoints/...) or "
-            f"train again with a lower training.lr"
-        )
+LOADING_FIX = "use an earlier checkpoint (--model_path <run>/checkpoints/...) or train again with a lower training.lr"
 
 
 def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
@@ -91,7 +82,7 @@ def read_export(path: str | Path, overrides: Optional[list[str]], device: str):
             f"(was model.* overridden?): {str(e).splitlines()[0][:300]}"
         ) from None
     check_training_lengths(model, str(path))
-    check_finite_weights(model, path)
+    check_finite_weights(path, model.state_dict(), LOADING_FIX)
     model.to(device).eval()
     return cfg, tokenizer, model
 
@@ -142,8 +133,33 @@ def export_tokenizer(path: Path, meta: dict):
 
 
 def reexport_hint(path: Path, meta: dict) -> str:
-    source = meta.get("exported_from") or "<the checkpoint it came from>"
-    return f"re-export it (python export.py --model_path {source} --output {path} --overwrite)"
+    """How to write the export at `path` again: from the checkpoint its config.json names
+    (`exported_from`, relative to the folder that holds its run), into `path` with --overwrite when
+    export.py may replace what is there, else once the damaged folder is moved away."""
+    source = meta.get("exported_from")
+    if source and "/" in str(source):  # <run name>/checkpoints/<file>
+        model = f"--model_path <the folder holding that run>/{source}"
+        where = f" from {source} (exported_from, relative to the folder that holds its run, e.g. runs/)"
+    elif source:  # a checkpoint outside any run: only its file name was kept
+        model = f"--model_path <its folder>/{source}"
+        where = f" from {source} (exported_from: the checkpoint's file name)"
+    else:
+        model, where = "--model_path <the checkpoint it came from>", ""
+    if is_own_export(path):
+        return f"re-export it{where}: python export.py {model} --output {path} --overwrite"
+    return (
+        f"re-export it{where}: move {path} away first (export.py replaces only a whole export), "
+        f"then python export.py {model} --output {path}"
+    )
+
+
+def export_facts(path: Path) -> dict:
+    """An export's config.json as far as it reads (a damaged one: {}), for `reexport_hint`."""
+    try:
+        meta = json.loads((path / CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def test_time_config(saved: dict, overrides: Optional[list[str]], checkpoint: str):
@@ -193,21 +209,29 @@ def resolve_checkpoint(
     if model_path:
         return checked_model_path(Path(model_path))
     if run:
-        if is_export(run):
-            raise CheckpointError(f"--run {run} is an export folder (export.py): use --model_path {run}")
-        if Path(run).is_file():
-            raise CheckpointError(
-                f"--run {run} is a file, not a run folder: a checkpoint file goes in --model_path {run}"
-            )
-        if not Path(run).is_dir():
-            raise CheckpointError(f"--run {run}: no such run folder")
-        return read_from_run(Path(run))
+        return read_from_run(checked_run(Path(run)))
     if config:
         return read_from_run(load_config(config, list(overrides)).resolved_run_dir)
     raise ConfigError(
         "say which model to use: --model_path <checkpoint.pt>, --run runs/<name>, "
         "or --config <file.yaml> (its run folder's best checkpoint)"
     )
+
+
+def checked_run(run: Path) -> Path:
+    """--run as given, if it is a folder; else which flag fits (an export, a checkpoint) or what a run is."""
+    if is_export(run):
+        raise CheckpointError(f"--run {run} is an export folder (export.py): use --model_path {run}")
+    if run.is_file():
+        fix = (
+            f"a checkpoint file goes in --model_path {run}"
+            if run.suffix == ".pt"
+            else "give the run folder (runs/<name>)"
+        )
+        raise CheckpointError(f"--run {run} is a file, not a run folder: {fix}")
+    if not run.is_dir():
+        raise CheckpointError(f"--run {run}: no such run folder (a run is runs/<name>, written by train.py)")
+    return run
 
 
 def checked_model_path(path: Path) -> Path:
@@ -222,7 +246,7 @@ def checked_model_path(path: Path) -> Path:
             )
         missing = [name for name in (WEIGHTS, CONFIG) if not (path / name).is_file()]
         if len(missing) == 1:
-            raise CheckpointError(f"{path / missing[0]} is missing: {reexport_hint(path, {})}")
+            raise CheckpointError(f"{path / missing[0]} is missing: {reexport_hint(path, export_facts(path))}")
         raise CheckpointError(
             f"--model_path {path} is a folder but not an export (export.py writes {WEIGHTS} and "
             f"{CONFIG}); give a checkpoint .pt, an export folder, or --run for a run folder"
@@ -262,22 +286,9 @@ def read_from_run(run_dir: Path) -> Path:
 
 
 def training_holder(run_dir: Path) -> Optional[str]:
-    """Who holds the run folder's lock (`utils/run_folder.py: RunLock`: 'PID n: train.py'), if
-    train.py does; None when nobody does. Probed with a shared lock that is dropped at once."""
-    lock, holder = (Path(run_dir) / name for name in LOCK_FILES)
-    try:
-        import fcntl
-
-        who = holder.read_text(encoding="utf-8").strip()
-        with open(lock, "rb") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return who if "train.py" in who else None
-            fcntl.flock(f, fcntl.LOCK_UN)
-    except (ImportError, OSError):  # no lock file (nobody holds it), or no flock here
-        return None
-    return None
+    """Who holds the run folder's lock ('PID n: train.py ...'), if train.py does; None otherwise."""
+    who = RunLock.holder(run_dir)
+    return who if who and "train.py" in who else None
 
 
 def check_checkpoint_of_run(path: str | Path, saved: dict) -> None:
@@ -288,9 +299,10 @@ def check_checkpoint_of_run(path: str | Path, saved: dict) -> None:
     from utils.key_roles import changes, may_change
 
     path = Path(path)
-    run_config = run_dir_of_checkpoint(path) / "config.yaml"
-    if path.is_dir() or not run_config.is_file():
+    run_dir = run_dir_of_checkpoint(path)
+    if path.is_dir() or not is_run_folder(run_dir):  # a loose checkpoint beside a user's own config.yaml
         return
+    run_config = run_dir / "config.yaml"
     trained = load_config(raw=saved)
     encoding = trained.model.positional.name
     diff = changes(flatten(to_dict(trained)), flatten(to_dict(load_config(run_config))))

@@ -314,13 +314,12 @@ class RunLock:
 
         if not self.run_dir.exists():  # a run_dir=~/x the shell left as it is: no '~' folder made here
             check_home_expanded(self.run_dir, "run_dir")
-        lock = FileLock(str(self.run_dir / ".lock"), timeout=0, is_singleton=False)
+        lock = FileLock(str(self.run_dir / LOCK_FILES[0]), timeout=0, is_singleton=False)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             lock.acquire()
         except Timeout:  # (a TimeoutError, so an OSError: caught first)
-            holder = self.run_dir / ".lock.pid"
-            who = holder.read_text(encoding="utf-8").strip() if holder.is_file() else "unknown process"
+            who = self.recorded_holder(self.run_dir) or "unknown process"
             raise HarnessError(
                 f"{self.run_dir} is in use by another process ({who}); wait for it to end or stop it, then try again"
             ) from None
@@ -330,14 +329,40 @@ class RunLock:
                 f"can write (train.py: --set run_dir=runs/<name>; test.py: --output)"
             ) from None
         self._lock = lock
-        (self.run_dir / ".lock.pid").write_text(f"PID {os.getpid()}: {self.command}\n", encoding="utf-8")
+        (self.run_dir / LOCK_FILES[1]).write_text(f"PID {os.getpid()}: {self.command}\n", encoding="utf-8")
         return self
 
     def release(self) -> None:
         if self._lock is not None:
-            (self.run_dir / ".lock.pid").unlink(missing_ok=True)
+            (self.run_dir / LOCK_FILES[1]).unlink(missing_ok=True)
             self._lock.release()
             self._lock = None
+
+    @staticmethod
+    def recorded_holder(run_dir: Path) -> Optional[str]:
+        """What <run>/.lock.pid says of the lock's holder ('PID n: command'), None without one."""
+        try:
+            return (Path(run_dir) / LOCK_FILES[1]).read_text(encoding="utf-8").strip() or None
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    @classmethod
+    def holder(cls, run_dir: Path) -> Optional[str]:
+        """Who holds the run folder's lock ('PID n: command'), or None. Read from .lock.pid alone
+        (written once the lock is held, removed before it is released) and believed only while that
+        PID lives (a killed holder leaves it behind): never a probe of the lock itself, which would
+        make a train.py starting at that moment fail with 'in use'."""
+        who = cls.recorded_holder(run_dir)
+        pid = who.split(":")[0].removeprefix("PID ").strip() if who else ""
+        if not pid.isdigit():
+            return None
+        try:
+            os.kill(int(pid), 0)  # signal 0: only asks whether the process exists
+        except ProcessLookupError:
+            return None
+        except PermissionError:  # it exists, as another user's process
+            pass
+        return who
 
     def __enter__(self) -> "RunLock":
         return self.acquire()

@@ -111,7 +111,7 @@ def test_output_links_and_folders_that_are_not_exports(greedy_run: Path, exporte
     dangling = tmp_path / "dangling"
     dangling.symlink_to(tmp_path / "nowhere")
     message = one_error_line(run(["export.py", "--run", str(greedy_run), "--output", str(dangling)]))
-    assert f"--output {dangling} is a symbolic link to {tmp_path / 'nowhere'}, which does not exist" in message
+    assert f"--output {dangling} is a link to {tmp_path / 'nowhere'}, which does not exist" in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling"]  # no staging folder left, none named
     # a link to a folder: the export is written where it points, the link stays
     (tmp_path / "real").mkdir()
@@ -151,7 +151,7 @@ def test_a_full_disk_names_the_file_and_keeps_the_earlier_export(greedy_run: Pat
 
     monkeypatch.setattr(safetensors.torch, "save_model", disk_full)
     message = one_error_line(run(["export.py", "--run", str(greedy_run), "--output", str(out), "--overwrite"]))
-    assert message.startswith(f"error: cannot write {out / 'model.safetensors'}: No space left on device")
+    assert message.startswith(f"error: cannot write {out / 'model.safetensors'}: ") and "No space left" in message
     assert f"the export at {out} is unchanged" in message
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["exp"]  # no staging folder left behind
@@ -178,9 +178,9 @@ def test_a_run_that_is_no_run_is_one_line(greedy_run: Path, exported: Path, tmp_
     message = refused(str(config))
     assert "is a file, not a run folder: give the run folder" in message and "--model_path" not in message
     checkpoint = next((greedy_run / "checkpoints").glob("last_*.pt"))
-    assert f"give it as --model_path {checkpoint}" in refused(str(checkpoint))
-    assert f"is an export folder: to export it again, give it as --model_path {exported}" in refused(str(exported))
-    assert "no such run folder" in refused(str(tmp_path / "typo"))
+    assert f"a checkpoint file goes in --model_path {checkpoint}" in refused(str(checkpoint))
+    assert f"is an export folder (export.py): use --model_path {exported}" in refused(str(exported))
+    assert "no such run folder (a run is runs/<name>" in refused(str(tmp_path / "typo"))
     (tmp_path / "young").mkdir()  # a run still starting (or failed) before its first checkpoint
     shutil.copy(config, tmp_path / "young" / "config.yaml")
     assert "has no checkpoint yet" in refused(str(tmp_path / "young"))
@@ -198,3 +198,48 @@ def test_an_export_exported_again_is_the_same_model_and_card(exported: Path, tmp
     # the same weights (which of the tied tensors names them in the file is safetensors' choice)
     states = [load_for_inference(d)[2].state_dict() for d in (exported, tmp_path / "again")]
     assert states[0].keys() == states[1].keys() and all(states[0][k].equal(states[1][k]) for k in states[0])
+
+
+def test_any_safetensors_error_while_writing_names_the_weights_file(
+    greedy_run: Path, tmp_path: Path, monkeypatch
+) -> None:
+    import safetensors
+    import safetensors.torch
+
+    def refused(*args, **kwargs):  # safetensors' own writer fails, with a text the harness never saw
+        raise safetensors.SafetensorError("x")
+
+    monkeypatch.setattr(safetensors.torch, "serialize_file", refused)  # save_model runs up to the write
+    out = tmp_path / "exp"
+    message = one_error_line(run(["export.py", "--run", str(greedy_run), "--output", str(out)]))
+    assert message.startswith(f"error: cannot write {out / 'model.safetensors'}: x"), message
+    assert list(tmp_path.iterdir()) == []  # no staging folder left behind, nothing at --output
+
+
+def following(hint: str, run_parent: Path) -> list[str]:
+    """The export.py command a re-export hint suggests, with its placeholder for the folder that
+    holds the run filled in."""
+    command = hint.replace("<the folder holding that run>", str(run_parent)).split("python export.py ", 1)[1]
+    return ["export.py", *command.split()]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "missing"])
+def test_the_reexport_hint_works_as_written(greedy_run: Path, exported: Path, tmp_path: Path, damage: str) -> None:
+    copy = tmp_path / "export"
+    shutil.copytree(exported, copy)
+    weights = copy / "model.safetensors"
+    if damage == "truncated":
+        weights.write_bytes(weights.read_bytes()[:100])
+    else:
+        weights.unlink()
+    message = one_error_line(run(["inference.py", "--model_path", str(copy), "--src_text", "Bonjour !"]))
+    source = json.loads((exported / "config.json").read_text())["exported_from"]
+    assert f"from {source} (exported_from, relative to the folder that holds its run" in message, message
+    if damage == "missing":  # not an export any more: --overwrite would be refused, so it is not suggested
+        assert f"move {copy} away first" in message and "--overwrite" not in message, message
+        shutil.rmtree(copy)
+    else:
+        assert message.endswith("--overwrite"), message
+    proc = run(following(message, greedy_run.parent), cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert run(["inference.py", "--model_path", str(copy), "--src_text", "Bonjour !"]).returncode == 0

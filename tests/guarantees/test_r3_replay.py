@@ -253,3 +253,16 @@ def test_variant_that_changes_the_model_is_refused_before_training(tmp_path):
     line = one_error_line(proc)
     assert "--variant big" in line and "model.d_model=64" in line, line
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_loose_checkpoint_beside_a_users_config_is_not_judged_as_a_run(trained_run, tmp_path):
+    mine = tmp_path / "mine"  # a folder of the user's: their own (other) config and a copied checkpoint
+    mine.mkdir()
+    text = re.sub(
+        r"(  positional:\n)(    .*\n)+", r"\1    name: sinusoidal\n", (trained_run / "config.yaml").read_text()
+    )
+    assert "name: sinusoidal" in text  # another experiment than the checkpoint's (rope)
+    (mine / "config.yaml").write_text(text)
+    shutil.copy(next((trained_run / "checkpoints").glob("best_*.pt")), mine / "model.pt")
+    proc = run(["inference.py", "--model_path", str(mine / "model.pt"), "--src_text", "Bonjour."])
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
