@@ -206,7 +206,7 @@ def test_ctrl_c_while_train_starts_is_one_line(tmp_path: Path) -> None:
 def test_ctrl_c_while_training_saves_and_says_so(model, tmp_path: Path) -> None:
     """After start-up train.py's own handler stops after the step, checkpoints and says how to continue.
     It trains a copy: the module's run stays as trained, whatever order the tests run in."""
-    run_dir = tmp_path / "run"
+    run_dir, before = tmp_path / "run", snapshot(Path(model["run"]))
     shutil.copytree(model["run"], run_dir)
     args = ["train.py", "--run", str(run_dir), "--set", "training.max_steps=100000"]
     proc = start(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -216,6 +216,7 @@ def test_ctrl_c_while_training_saves_and_says_so(model, tmp_path: Path) -> None:
     assert any(line.startswith("received signal 2: stopping after this step") for line in lines), lines
     last = max(int(p.stem.split("_")[-1]) for p in (run_dir / "checkpoints").glob("last_checkpoint_*.pt"))
     assert last >= 8
+    assert snapshot(Path(model["run"])) == before  # the module's run, which the other tests use
 
 
 @pytest.mark.slow  # a process of its own, sent a signal or a closed pipe
