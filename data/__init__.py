@@ -11,7 +11,7 @@ from typing import Callable, Optional
 from data.overlap import overlap_report, overlap_summary
 from data.parallel_text import CorpusError
 from data.pipeline import CACHE_VERSION, EncodedSplit, cache_key, load_or_encode
-from data.readers import corpus_fingerprint, read_corpus
+from data.readers import corpus_fingerprint, corpus_origin, read_corpus
 from utils.files import atomic_write_text
 
 
@@ -60,10 +60,10 @@ def prepare_splits(
         if len(encoded) == 0:  # a backstop: the readers and encode_split name the file and filters first
             raise CorpusError(
                 f"the {split} split is empty after filtering (dropped: {dropped}); "
-                f"check data.max_len / data.train_max_src_len and the corpus files"
+                f"check data.max_len / data.train_max_src_len and the corpus ({corpus_origin(data_cfg, split)})"
                 if split == "train"
-                else f"the {split} split is empty (valid and test pairs are never filtered): check data.{split} "
-                f"or the corpus file {data_cfg.path}"
+                else f"the {split} split is empty (valid and test pairs are never filtered): check its pairs "
+                f"({corpus_origin(data_cfg, split)})"
             )
         out[split] = encoded
     return out

@@ -15,6 +15,7 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 from data.parallel_text import CorpusError, Pair
+from utils.files import looks_like_a_path
 
 # Our split name -> the Hugging Face split name (and the folder in the parquet export).
 SPLITS = {"train": "train", "valid": "validation", "test": "test"}
@@ -153,7 +154,7 @@ def read_iwslt2017_hf(
     if local.is_dir():
         data_files = _local_data_files(local, hf_config)
         where = str(local / hf_config)
-    elif hf_name.startswith((".", "/", "~")) or hf_name.count("/") > 1:
+    elif looks_like_a_path(hf_name):
         raise CorpusError(
             f"{hf_name}: local dataset directory not found (resolved to "
             f"{local.resolve()}); fix the path, or use a hub id like "

@@ -21,7 +21,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from evaluation.metrics import bucket_label
-from evaluation.run_stats import read_lines, test_folder
+from evaluation.run_stats import read_lines, retest_hint, test_folder
 from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
 
 
@@ -74,11 +74,13 @@ def read_pair_sums(run: dict) -> Optional[PairSums]:
     if lines is None:
         return None
     if not lines or lines[0] != PAIRS_HEADER:
-        raise ValueError(f"{path} is damaged (header {PAIRS_HEADER!r} expected); test the run again")
+        raise ValueError(f"{path} is damaged (header {PAIRS_HEADER!r} expected); {retest_hint(path)}")
     try:
         rows = np.array([[float(x) for x in line.split("\t")] for line in lines[1:]]).reshape(-1, 8)
     except ValueError:
-        raise ValueError(f"{path} is damaged (8 tab-separated numbers per line expected); test the run again") from None
+        raise ValueError(
+            f"{path} is damaged (8 tab-separated numbers per line expected); {retest_hint(path)}"
+        ) from None
     ks = rows[:, 0].astype(int)
     pairs = rows[:, 1].astype(int)
     size = int(pairs.max()) + 1 if len(pairs) else 0

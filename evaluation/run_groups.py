@@ -18,7 +18,7 @@ from typing import Optional
 from evaluation.degradation import degradation_stats
 from evaluation.findings import find_row
 from evaluation.run_outputs import output_lines
-from evaluation.run_stats import mean_std, seed_wins, test_folder, training_minutes
+from evaluation.run_stats import mean_std, retest_hint, seed_wins, test_folder, training_minutes
 from evaluation.summary_tables import NUMERIC
 from evaluation.teacher_forced import pool_nll
 from utils.config import flatten, load_config, to_dict
@@ -28,7 +28,7 @@ from utils.key_roles import configuration_settings
 from utils.runtime import JsonlLogger
 
 SEED_SUFFIX = re.compile(r"[_\-/.](?:seed|s)[_\-=]?\d+$", re.IGNORECASE)
-SCORE_KEYS = ("sacrebleu", "chrf", "nltk_bleu4")  # test.py writes each as a number
+NUMERIC_SCORE_KEYS = ("sacrebleu", "chrf", "nltk_bleu4")  # test.py writes each as a number; checked on reading
 
 
 class CompareError(HarnessError):
@@ -47,14 +47,14 @@ def best_validation(valid: list[dict], metric: str) -> Optional[dict]:
 def read_scores(run_dir: Path, test_dir: str) -> dict:
     """<run>/<test_dir>/scores.json ({} when the run is not tested)."""
     scores_path = run_dir / test_dir / "scores.json"
-    again = f"test the run again (python test.py --run {run_dir} --overwrite) or leave it out"
+    again = retest_hint(scores_path)
     try:
         scores = json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
     except (ValueError, UnicodeDecodeError) as e:
         raise CompareError(f"{scores_path} is not readable JSON ({e}); {again}") from None
     if not isinstance(scores, dict):
         raise CompareError(f"{scores_path} is not a scores object (it holds {type(scores).__name__}); {again}")
-    for key in SCORE_KEYS:  # a hand edit or a damaged file must not pass for an untested run
+    for key in NUMERIC_SCORE_KEYS:  # a hand edit or a damaged file must not pass for an untested run
         value = scores.get(key, 0.0)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise CompareError(f"{scores_path}: {key!r} is {value!r}, not a number; {again}")

@@ -9,11 +9,9 @@ from typing import Optional
 import numpy as np
 
 from evaluation.degradation import PairSums, read_pair_sums
-from evaluation.run_stats import read_lines, test_folder
+from evaluation.run_stats import read_lines, retest_hint, test_folder
 from evaluation.significance import sentence_stats
 from evaluation.teacher_forced import BEYOND_FILE
-
-RETEST_HINT = "test the run again (python test.py --run <run> --overwrite) or leave the run out"
 
 
 class Outputs:
@@ -55,7 +53,7 @@ def paired_lines(folder) -> tuple[Optional[list[str]], Optional[list[str]]]:
     if hyps is not None and refs is not None and len(hyps) != len(refs):
         raise ValueError(
             f"{files[0]} has {len(hyps)} lines but {files[1]} has {len(refs)} (one per test pair, "
-            f"written together by test.py): a file was cut or edited; {RETEST_HINT}"
+            f"written together by test.py): a file was cut or edited; {retest_hint(folder)}"
         )
     return hyps, refs
 
@@ -65,7 +63,7 @@ def output_lines(path) -> Optional[list[str]]:
     try:
         return read_lines(path)
     except UnicodeDecodeError:
-        raise ValueError(f"{path} is not UTF-8 text (damaged?); {RETEST_HINT}") from None
+        raise ValueError(f"{path} is not UTF-8 text (damaged?); {retest_hint(path)}") from None
 
 
 def source_lengths(run: dict) -> Optional[list[int]]:
@@ -75,7 +73,7 @@ def source_lengths(run: dict) -> Optional[list[int]]:
         return None if lines is None else [int(x) for x in lines]
     except ValueError:
         raise ValueError(
-            f"{path} is damaged (one length in subword tokens per line expected); test the run again or delete the file"
+            f"{path} is damaged (one length in subword tokens per line expected); {retest_hint(path)}"
         ) from None
 
 
@@ -90,7 +88,7 @@ def nll_beyond(run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]
     except ValueError:
         raise ValueError(
             f"{test_folder(run) / BEYOND_FILE} is damaged (k, input, tokens, NLL sum per line "
-            f"expected); test the run again or delete the file"
+            f"expected); {retest_hint(test_folder(run))}"
         ) from None
 
 

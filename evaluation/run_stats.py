@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 import statistics
 from pathlib import Path
 from typing import Callable, Optional
@@ -11,6 +13,29 @@ def test_folder(run: dict) -> Path:
     """Where a compared run's test outputs are: <run>/test/, or <run>/test_<name>/ for a variant
     (the same trained run tested with other test-time settings)."""
     return Path(run.get("test_dir") or Path(run["run"]) / "test")
+
+
+def retest_hint(path: str | Path) -> str:
+    """How to write again the test outputs that hold `path` (a file or folder in <run>/test/ or in a
+    variant's <run>/test_<name>/): the test.py command, to run as it stands, or leave the run out."""
+    path = Path(path)
+    test_dir = next((p for p in (path, *path.parents) if is_test_folder(p)), None)
+    if test_dir is None:
+        return "test the run again (python test.py --run <its run folder> --overwrite) or leave it out"
+    command = ["python", "test.py", "--run", str(test_dir.parent)]
+    if test_dir.name != "test":  # a variant: its own folder and test-time settings
+        try:
+            settings = json.loads((test_dir / "scores.json").read_text(encoding="utf-8"))["test_time_overrides"]
+            sets = [f"{key}={json.dumps(value)}" for key, value in settings.items()]
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):  # its settings are lost with the file
+            return f"delete {test_dir} and test the variant again (sweep.py --variant) or leave the run out"
+        command += ["--output", str(test_dir), *(x for key_value in sets for x in ("--set", key_value))]
+    return f"test the run again ({shlex.join([*command, '--overwrite'])}) or leave it out"
+
+
+def is_test_folder(path: Path) -> bool:
+    """<run>/test/ or <run>/test_<name>/, the folders compare.py reads."""
+    return (path.name == "test" or path.name.startswith("test_")) and (path.parent / "config.yaml").is_file()
 
 
 def read_lines(path: Path) -> Optional[list[str]]:

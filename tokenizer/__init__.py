@@ -16,12 +16,13 @@ and be used with no other file.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 from utils.errors import HarnessError
-from utils.files import atomic_write_text
+from utils.files import atomic_write_text, looks_like_a_path
 
 SPECIAL_TOKENS = ["<pad>", "<unk>", "<s>", "</s>"]
 
@@ -186,7 +187,7 @@ class PretrainedTokenizer(BaseTokenizer):
         damaged folder is named, never taken for a hub name."""
         from transformers import AutoTokenizer
 
-        folder = Path(folder)
+        folder = Path(os.path.expanduser(folder))  # tokenizer.name: ~/tok, as data paths are
         if not folder.is_dir():
             raise TokenizerError(f"{folder} is missing: the tokenizer's folder (save_pretrained) is not there")
         try:
@@ -201,7 +202,7 @@ class PretrainedTokenizer(BaseTokenizer):
     def from_pretrained(cls, name: str) -> "PretrainedTokenizer":
         from transformers import AutoTokenizer
 
-        if Path(name).is_dir() or looks_like_a_path(name):  # a local folder: never the hub
+        if Path(os.path.expanduser(name)).is_dir() or looks_like_a_path(name):  # a local folder: never the hub
             try:
                 return cls.from_folder(name, name)
             except TokenizerError as e:
@@ -266,12 +267,6 @@ class PretrainedTokenizer(BaseTokenizer):
         for name, content in sorted(self.state_dict()["files"].items()):
             digest.update(name.encode() + b"\0" + content)
         return digest.hexdigest()[:16]
-
-
-def looks_like_a_path(name: str) -> bool:
-    """A tokenizer name that can only be a local folder, not a hub id ('org/name'): absolute,
-    relative to here or home, or with more than one '/'."""
-    return Path(name).is_absolute() or name.startswith((".", "~")) or name.count("/") > 1
 
 
 def tokenizer_from_state_dict(state: dict) -> BaseTokenizer:

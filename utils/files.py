@@ -39,6 +39,12 @@ class WriteError(HarnessError):
     """A file cannot or may not be written; the message names it and the fix."""
 
 
+def looks_like_a_path(name: str) -> bool:
+    """A name (tokenizer.name, data.hf_name) that can only be a local path, not a Hugging Face hub
+    id ('org/name'): absolute, relative to here or home, or with more than one '/'."""
+    return Path(name).is_absolute() or name.startswith((".", "~")) or name.count("/") > 1
+
+
 def owns(relative: Path, patterns: tuple[str, ...]) -> bool:
     """Whether a path relative to a run folder is one of `patterns` (matched whole, part by part)."""
     return matches(relative, patterns)
