@@ -389,11 +389,11 @@ def test_19_killed_writes_leave_no_temporaries_and_two_checkpoints_always_exist(
     trained_run: Path, tmp_path: Path
 ) -> None:
     run_dir = copy_run(trained_run, tmp_path)
-    (run_dir / "checkpoints" / "tmpk3j2_x").write_bytes(b"half a checkpoint")  # Ignite's temporary
+    (run_dir / "checkpoints" / "tmpk3j2_x9a").write_bytes(b"half a checkpoint")  # Ignite's temporary
     (run_dir / ".config.yaml.abc.tmp").write_text("half a config")  # ours
     proc = run_in_process(["train.py", "--run", str(run_dir), "--set", "training.max_steps=9"])
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "tmpk3j2_x" in proc.stdout and no_partial_files(run_dir) == []
+    assert "tmpk3j2_x9a" in proc.stdout and no_partial_files(run_dir) == []
 
 
 def test_19_rotation_writes_the_new_checkpoint_before_deleting_the_oldest(tmp_path: Path, monkeypatch) -> None:
