@@ -112,10 +112,26 @@ def load_config(
         cfg = from_dict(ExperimentConfig, raw, "")
         validate(cfg)
     except ConfigError as e:
-        if path is None or str(path) in str(e):
+        source = error_source(str(e), path, overrides or [])
+        if source is None:
             raise
-        raise ConfigError(f"{path}: {e}") from None  # the file the key was read from (or --set)
+        raise ConfigError(f"{source}: {e}") from None
     return cfg
+
+
+def error_source(message: str, path: Optional[str | Path], overrides: list[str]) -> Optional[str]:
+    """Where the value an error names was given: the `--set` that names its key, else the config
+    file (None when the message already names it, or there is no file). A message of several values
+    names the file and says that --set values are among them."""
+    if "\n" in message and path is not None:
+        return f"{path}{' with its --set values' if overrides else ''}"
+    for text in reversed(overrides):  # the last --set of a key is the one that holds
+        key = text.split("=", 1)[0].strip()
+        if key and (f"'{key}" in message or f"{key} " in message or f"{key}=" in message):
+            return f"--set {text}"
+    if path is None or str(path) in message:
+        return None
+    return str(path)
 
 
 def to_dict(cfg: Any) -> dict:

@@ -78,16 +78,27 @@ def test_every_number_declares_its_bounds_and_what_0_and_null_do() -> None:
         ("decoding.max_tokens=0", "decoding.max_tokens must be at least 1, got 0"),
     ],
 )
-def test_a_value_out_of_bounds_is_one_line_naming_the_file_and_key(tmp_path: Path, override: str, line: str) -> None:
+def test_a_value_out_of_bounds_is_one_line_naming_where_it_was_given(tmp_path: Path, override: str, line: str) -> None:
+    """Given by --set: the line names that --set (utils.config.error_source); written in the file: the file."""
     message, _ = refused(tmp_path, override)
-    assert message == f"error: {CONFIG}: {line}", message
+    assert message == f"error: --set {override}: {line}", message
+    key, value = override.split("=", 1)
+    section, name = key.rsplit(".", 1)
+    config = tmp_path / "mine.yaml"
+    config.write_text(
+        f"base: {Path(CONFIG).resolve()}\n"
+        + "".join(f"{'  ' * i}{part}:\n" for i, part in enumerate(section.split(".")))
+        + f"{'  ' * len(section.split('.'))}{name}: {value}\n"
+    )
+    message, _ = refused(tmp_path, config=config)
+    assert message == f"error: {config}: {line}", message
 
 
 def test_every_violation_is_reported_at_once_one_line_each(tmp_path: Path) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text(f"base: {CONFIG}\nmodel:\n  d_model: 0\n  dropout: 1.5\ntraining:\n  num_threads: -2\n")
     message, stderr = refused(tmp_path, "training.eps=-1", config=config)
-    assert message == f"error: {config}: 4 config values are out of bounds:", message
+    assert message == f"error: {config} with its --set values: 4 config values are out of bounds:", message
     for line in (
         "  model.d_model must be at least 1, got 0",
         "  model.dropout must be below 1, got 1.5",
@@ -102,7 +113,9 @@ def test_an_encodings_options_are_checked_by_the_bounds_they_declare(tmp_path: P
     theta = next(f for f in dataclasses.fields(options) if f.name == "theta")
     monkeypatch.setattr(theta, "metadata", {**theta.metadata, "bounds": {"above": 1.0}})  # as setting(above=1.0)
     message, _ = refused(tmp_path, "model.positional.theta=0.5")
-    assert message == f"error: {CONFIG}: model.positional.theta must be above 1, got 0.5", message
+    assert message == "error: --set model.positional.theta=0.5: model.positional.theta must be above 1, got 0.5", (
+        message
+    )
 
 
 def test_a_model_too_large_to_train_is_refused_before_it_is_built(tmp_path: Path) -> None:
