@@ -171,6 +171,12 @@ def earlier_job(run_dir: str, states: dict[str, JobState]):
         return None
 
 
+def forget_finished_run(run_dir: str) -> None:
+    """A finished run's record is stale: its job ended after leaving the run's result, perhaps while no
+    sweep command was watching (a Ctrl-C, then a later call that finds the run scored)."""
+    job_record(run_dir).unlink(missing_ok=True)
+
+
 def forget_job(run_dir: str, job_id: str) -> None:
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         if json.loads(job_record(run_dir).read_text(encoding="utf-8"))["job_id"] == job_id:

@@ -53,7 +53,7 @@ from commands.cli import EXIT_INTERRUPTED, command_parser, parse_command
 from commands.compare import compare
 from commands.launch_flags import LAUNCH_FLAGS, add_launch_flags, launch_options
 from commands.launchers import LaunchOptions, run_local
-from commands.slurm import run_slurm
+from commands.slurm import forget_finished_run, run_slurm
 from commands.sweep_job import Outcome, SweepJob, run_one, triage
 from utils.config import ConfigError, load_config, parse_override
 from utils.files import check_home_expanded
@@ -217,6 +217,7 @@ def run_as_jobs(runs: list[tuple[str, list[str], str]], variants, options: Launc
             outcomes.append(Outcome(run_dir, "left_alone", message=why))
         elif action == "finished" and not variants:
             log(f"sweep: {why}: skipped")
+            forget_finished_run(run_dir)
             outcomes.append(Outcome(run_dir, "scored"))
         else:
             jobs.append(SweepJob(*absolute(config, overrides, run_dir), variants, workdir=os.getcwd()))
