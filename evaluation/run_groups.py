@@ -47,17 +47,18 @@ def best_validation(valid: list[dict], metric: str) -> Optional[dict]:
 def read_scores(run_dir: Path, test_dir: str) -> dict:
     """<run>/<test_dir>/scores.json ({} when the run is not tested)."""
     scores_path = run_dir / test_dir / "scores.json"
-    again = retest_hint(scores_path)
     try:
         scores = json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
     except (ValueError, UnicodeDecodeError) as e:
-        raise CompareError(f"{scores_path} is not readable JSON ({e}); {again}") from None
+        raise CompareError(f"{scores_path} is not readable JSON ({e}); {retest_hint(scores_path)}") from None
     if not isinstance(scores, dict):
-        raise CompareError(f"{scores_path} is not a scores object (it holds {type(scores).__name__}); {again}")
+        raise CompareError(
+            f"{scores_path} is not a scores object (it holds {type(scores).__name__}); {retest_hint(scores_path)}"
+        )
     for key in NUMERIC_SCORE_KEYS:  # a hand edit or a damaged file must not pass for an untested run
         value = scores.get(key, 0.0)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise CompareError(f"{scores_path}: {key!r} is {value!r}, not a number; {again}")
+            raise CompareError(f"{scores_path}: {key!r} is {value!r}, not a number; {retest_hint(scores_path)}")
     return scores
 
 

@@ -296,7 +296,7 @@ def check_checkpoint_of_run(path: str | Path, saved: dict) -> None:
     where test.py writes into the run and compare.py groups by config.yaml) must have been trained
     with the run's experiment and seed (the keys a resume may not change). CheckpointError naming
     the keys and both files otherwise, so that its scores never pass for that run's."""
-    from utils.key_roles import changes, may_change
+    from utils.key_roles import refused_on_resume
 
     path = Path(path)
     run_dir = run_dir_of_checkpoint(path)
@@ -305,8 +305,7 @@ def check_checkpoint_of_run(path: str | Path, saved: dict) -> None:
     run_config = run_dir / "config.yaml"
     trained = load_config(raw=saved)
     encoding = trained.model.positional.name
-    diff = changes(flatten(to_dict(trained)), flatten(to_dict(load_config(run_config))))
-    refused = [k for k in diff if not may_change(k, "resume", encoding)]
+    diff, refused, _ = refused_on_resume(flatten(to_dict(trained)), flatten(to_dict(load_config(run_config))), encoding)
     if refused:
         details = "; ".join(f"{k}: {diff[k][0]!r} -> {diff[k][1]!r}" for k in refused[:6])
         raise CheckpointError(

@@ -222,9 +222,10 @@ def is_unchanged_output(path: Path, by: str) -> bool:
 
 def check_written_by(target: Path, path: str | Path, what: str, by: str) -> None:
     """--overwrite replaces a file only if `by` wrote it and nobody edited it since."""
-    entry = written_record(target.parent).get(target.name)
+    recorded = written_record(target.parent)
+    entry = recorded.get(target.name)
     record = target.parent / WRITTEN_RECORD
-    if not isinstance(entry, dict) and record.is_file() and not written_record(target.parent):
+    if not recorded and record.is_file():
         raise WriteError(
             f"{what} {path} exists and {record}, the record of what {by} wrote there, is unreadable "
             f"(damaged?), so nothing there counts as {by}'s and --overwrite leaves it alone: move the "

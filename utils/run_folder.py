@@ -73,7 +73,7 @@ HARNESS_FILES = (
     "tb/events.out.tfevents.*",
     "tb/projector_config.pbtxt",
     "tb/[0-9]*/*/*",
-    *(f"{folder}/{name}" for folder in _TEST_OUTPUT_FOLDERS for name in (*TEST_OUTPUT_FILES, ".*.tmp")),
+    *(f"{folder}/{name}" for folder in _TEST_OUTPUT_FOLDERS for name in (*TEST_OUTPUT_FILES, OUR_TEMPORARY)),
 )
 
 
