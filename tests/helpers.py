@@ -94,6 +94,31 @@ def train(run_dir: Path, cache: Path, *extra: str, steps: int = 4, flags: tuple[
     )
 
 
+def copy_of(run_dir: Path, target: Path) -> Path:
+    """A copy of a run folder at `target`, without its lock's files."""
+    import shutil
+
+    shutil.copytree(run_dir, target, ignore=shutil.ignore_patterns(".lock", ".lock.pid"))
+    return target
+
+
+def scored_and_sinusoidal(trained_run: Path, folder: Path) -> tuple[Path, Path]:
+    """`trained_run` scored once by test.py (no teacher-forced diagnostic: cheaper), and a copy of it
+    in `folder` whose config.yaml says sinusoidal: two configurations compare.py pairs sentence by sentence."""
+    import re
+
+    from in_process import run_in_process
+
+    proc = run_in_process(["test.py", "--run", str(trained_run), "--set", "evaluation.teacher_forced=false"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    other = copy_of(trained_run, folder / "sinusoidal")
+    config = other / "config.yaml"
+    text = re.sub(r"(  positional:\n)(    .*\n)+", r"\1    name: sinusoidal\n", config.read_text())
+    assert "name: sinusoidal" in text
+    config.write_text(text)
+    return trained_run, other
+
+
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 

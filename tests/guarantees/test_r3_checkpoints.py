@@ -13,15 +13,10 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from helpers import one_error_line, snapshot
+from helpers import copy_of, one_error_line, snapshot
 from in_process import run_in_process as run
 
 from utils.run_folder import RunLock
-
-
-def copy_of(run_dir: Path, target: Path) -> Path:
-    shutil.copytree(run_dir, target, ignore=shutil.ignore_patterns(".lock", ".lock.pid"))
-    return target
 
 
 @pytest.fixture(scope="module")

@@ -16,27 +16,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import CONFIG, ROOT, one_error_line, snapshot, tiny_overrides
+from helpers import CONFIG, ROOT, copy_of, one_error_line, scored_and_sinusoidal, snapshot, tiny_overrides
 from in_process import run_in_process as run
-
-
-def copy_of(run_dir: Path, target: Path) -> Path:
-    shutil.copytree(run_dir, target, ignore=shutil.ignore_patterns(".lock", ".lock.pid"))
-    return target
 
 
 @pytest.fixture(scope="module")
 def compared_pair(trained_run: Path, tmp_path_factory) -> tuple[Path, Path]:
-    """The module's RoPE run scored once by test.py (no teacher-forced diagnostic: cheaper), and a
-    copy whose config.yaml says sinusoidal: two configurations compare.py pairs sentence by sentence."""
-    proc = run(["test.py", "--run", str(trained_run), "--set", "evaluation.teacher_forced=false"])
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    other = copy_of(trained_run, tmp_path_factory.mktemp("r3-replay") / "sinusoidal")
-    config = other / "config.yaml"
-    text = re.sub(r"(  positional:\n)(    .*\n)+", r"\1    name: sinusoidal\n", config.read_text())
-    assert "name: sinusoidal" in text
-    config.write_text(text)
-    return trained_run, other
+    return scored_and_sinusoidal(trained_run, tmp_path_factory.mktemp("r3-replay"))
 
 
 def with_nan_weights(path: Path) -> None:

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import one_error_line, tiny_overrides
+from helpers import copy_of, one_error_line, scored_and_sinusoidal, tiny_overrides
 from in_process import run_in_process as run
 
 from data import prepare_splits
@@ -21,23 +21,9 @@ from tokenizer import BPETokenizer
 from utils.config import DataConfig
 
 
-def copy_of(run_dir: Path, target: Path) -> Path:
-    shutil.copytree(run_dir, target, ignore=shutil.ignore_patterns(".lock", ".lock.pid"))
-    return target
-
-
 @pytest.fixture(scope="module")
 def compared_pair(trained_run: Path, tmp_path_factory) -> tuple[Path, Path]:
-    """The module's RoPE run scored once by test.py, and a copy whose config.yaml says sinusoidal:
-    two configurations compare.py pairs sentence by sentence."""
-    proc = run(["test.py", "--run", str(trained_run), "--set", "evaluation.teacher_forced=false"])
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    other = copy_of(trained_run, tmp_path_factory.mktemp("r3-review") / "sinusoidal")
-    config = other / "config.yaml"
-    text = re.sub(r"(  positional:\n)(    .*\n)+", r"\1    name: sinusoidal\n", config.read_text())
-    assert "name: sinusoidal" in text
-    config.write_text(text)
-    return trained_run, other
+    return scored_and_sinusoidal(trained_run, tmp_path_factory.mktemp("r3-review"))
 
 
 # ---- 9. the retest hint is a command that runs as it stands
