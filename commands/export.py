@@ -4,6 +4,8 @@ folder is safe to share and to load.
 
 Examples:
   python export.py --run runs/demo/rope --output exported/rope          # the run's best checkpoint
+  python export.py --run runs/demo/rope --format ctranslate2 --output exported/rope-ct2
+  python export.py --run runs/demo/rope --format ctranslate2 --set model.positional.scaling=ntk --output e/ntk
   python export.py --model_path runs/demo/rope/checkpoints/last_checkpoint_1000.pt --output exported/rope-last
   python inference.py --model_path exported/rope --src_text "Bonjour !"
   python test.py --model_path exported/rope --output exported/rope-scores
@@ -14,6 +16,14 @@ its files are as readable as any file you make (your umask). The model card says
 trained, how it decodes, and quotes <run>/test/scores.json (with its sacreBLEU signature) when it
 scored the exported checkpoint; it holds no absolute path. The folder needs this harness's code to
 load (inference.py / test.py --model_path).
+
+--format ctranslate2 writes a CTranslate2 model (ctranslate2/: model.bin, its config and vocabulary,
+float32; int8 is chosen on load) beside this harness's config, tokenizer and card, for
+inference.py / test.py --model_path (decoding.backend ctranslate2) or ctranslate2.Translator itself.
+The encodings it can run exactly: sinusoidal, learnable, SHAPE, CAPE, none (as a position table of
+4,096 rows, or the learnable table's size: the longest input and output), RoPE (with linear or ntk
+scaling, baked in: give them with --set here), T5 and Shaw biases. ALiBi, xPos, KERPLE, FIRE, YaRN,
+randomized positions and positional terms in cross-attention are refused.
 """
 
 from __future__ import annotations
@@ -21,10 +31,11 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import command_parser, parse_command, refuse_together
+from decoding.ctranslate2_spec import check_convertible
 from training.checkpoint import checkpoint_step
 from training.export import harness_commit, is_export, is_own_export, number, read_export_facts, write_export
 from training.loading import load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
@@ -34,14 +45,23 @@ from utils.runtime import JsonlLogger, log
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return command_parser(
+    parser = command_parser(
         __doc__,
         run="a run folder: export its best checkpoint",
         model_path=True,
         output="the folder to create (an empty folder is filled; a link is followed)",
         output_required=True,
         overwrite="an earlier export at --output (only a folder holding nothing but an export's files)",
+        sets="a test-time key to export with, e.g. --set model.positional.scaling=ntk (a CTranslate2 "
+        "export bakes the positional ones in); a key that would change the trained model is refused",
     )
+    parser.add_argument(
+        "--format",
+        choices=("pytorch", "ctranslate2"),
+        default="pytorch",
+        help="pytorch: safetensors weights for this harness (default); ctranslate2: a CTranslate2 model",
+    )
+    return parser
 
 
 SCORE_KEYS = ("sacrebleu", "sacrebleu_signature", "chrf", "chrf_signature", "nltk_bleu4", "nltk_tokenization")
@@ -137,9 +157,17 @@ def check_export_target(out: Path, overwrite: bool) -> Path:
     return out
 
 
-def export(output: str, run: Optional[str] = None, model_path: Optional[str] = None, overwrite: bool = False) -> int:
+def export(
+    output: str,
+    run: Optional[str] = None,
+    model_path: Optional[str] = None,
+    overwrite: bool = False,
+    overrides: Sequence[str] = (),
+    format: str = "pytorch",
+) -> int:
     """Write the model --run or --model_path names into the folder `output`, as export.py does: a
-    new folder, or with `overwrite` in place of an earlier export (replaced once the new one is whole)."""
+    new folder, or with `overwrite` in place of an earlier export (replaced once the new one is whole);
+    `format` pytorch or ctranslate2, with the test-time `overrides` applied."""
     refuse_together(argparse.Namespace(run=run, model_path=model_path), "the model to export", "--run", "--model_path")
     out = check_export_target(Path(output), overwrite)
     ckpt = Path(resolve_checkpoint(model_path, run))  # a --run that is no run, or has no checkpoint: one line
@@ -147,8 +175,11 @@ def export(output: str, run: Optional[str] = None, model_path: Optional[str] = N
         raise HarnessError(
             f"--output {output} is the export being read (--model_path {model_path}): choose a new --output"
         )
-    cfg, tokenizer, model = load_for_inference(ckpt)
-    write_export(cfg, tokenizer, model, out, facts_of(ckpt), replace=overwrite and is_own_export(out))
+    cfg, tokenizer, model = load_for_inference(ckpt, list(overrides))
+    if format == "ctranslate2":
+        check_convertible(cfg)
+    replace = overwrite and is_own_export(out)
+    write_export(cfg, tokenizer, model, out, facts_of(ckpt), replace=replace, backend=format)
     log(f"exported {ckpt} -> {output} ({', '.join(sorted(p.name for p in out.iterdir()))})")
     return 0
 

@@ -39,7 +39,7 @@ from commands.cli import (
 )
 from data.parallel_text import decode_utf8, read_text, split_lines
 from evaluation.translate import Translation, max_positions, translate
-from training.loading import check_model_matches, load_for_inference, resolve_checkpoint
+from training.loading import load_for_decoding, resolve_checkpoint
 from utils.errors import HarnessError
 from utils.files import WriteError, atomic_output, check_target, special_kind
 from utils.runtime import device_at_test_time
@@ -219,9 +219,7 @@ def run_inference(
     batches = input_batches(src_text, src, interactive)
     overrides = list(overrides)
     ckpt = resolve_checkpoint(model_path, run, config, overrides)
-    cfg, tokenizer, model = load_for_inference(ckpt, overrides, device="cpu")
-    if config:
-        cfg = check_model_matches(config, overrides, cfg, ckpt)
+    cfg, tokenizer, model = load_for_decoding(ckpt, overrides, config)
     where = device_at_test_time(device, cfg, ckpt)
     model.to(where)
     settings = cfg.decoding

@@ -48,10 +48,10 @@ from commands.cli import (
     parse_command,
     refuse_together,
 )
-from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
+from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.checkpoint import checkpoint_step
-from training.loading import check_model_matches, load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
+from training.loading import load_for_decoding, resolve_checkpoint, run_dir_of_checkpoint
 from training.tensorboard_log import log_test_scores
 from utils.config import ConfigError, parse_override, to_dict
 from utils.errors import HarnessError
@@ -121,9 +121,7 @@ def run_test(**request) -> int:
     check_request(args)
     ckpt = resolve_checkpoint(args.model_path, args.run, args.config, args.overrides)
     out_dir, run = checked_output_folder(args, ckpt)
-    cfg, tokenizer, model = load_for_inference(ckpt, args.overrides, device="cpu")
-    if args.config:
-        cfg = check_model_matches(args.config, args.overrides, cfg, ckpt)
+    cfg, tokenizer, model = load_for_decoding(ckpt, args.overrides, args.config)
     device = device_at_test_time(args.device, cfg, ckpt)
     model.to(device)
     if cfg.evaluation.teacher_forced:  # before hours of decoding, not after
@@ -197,6 +195,17 @@ def check_request(args: TestRequest) -> None:
         raise ConfigError(f"--concat: every K is a number of pairs per input (at least 1), got {args.concat}")
 
 
+def backend_variant(overrides: Sequence[str]) -> Optional[str]:
+    """The variant folder name of a run tested through another backend (`--set decoding.backend=
+    ctranslate2`, with its compute type if one is set): test_ctranslate2/ or test_ctranslate2_int8/,
+    a variant row of its own in compare.py beside the run's test/. None without such a --set."""
+    settings = test_time_settings(list(overrides))
+    if settings.get("decoding.backend") != "ctranslate2":
+        return None
+    compute_type = settings.get("decoding.compute_type")
+    return "ctranslate2" + (f"_{compute_type}" if compute_type else "")
+
+
 def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional[Path]]:
     """(the output folder, the run folder holding it if any), after the write guard: never the run
     folder itself, its checkpoints/ or any folder in it but this test's own, never a file replaced
@@ -205,6 +214,8 @@ def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional
         out_dir = Path(args.output)
     elif args.src:
         out_dir = run_dir_of_checkpoint(ckpt) / f"test_{Path(args.src).name}"
+    elif args.split == "test" and backend_variant(args.overrides):
+        out_dir = run_dir_of_checkpoint(ckpt) / f"test_{backend_variant(args.overrides)}"
     else:
         out_dir = run_dir_of_checkpoint(ckpt) / args.split
     # Never the run folder itself, its checkpoints/ or any folder in it but this test's own: the
@@ -244,8 +255,11 @@ def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pair
         scores["teacher_forced"], beyond, per_pair = teacher_forced_scores(
             model, tokenizer, pairs, documents, cfg, device, concat
         )
-        atomic_write_text(out_dir / BEYOND_FILE, beyond)  # per input, for compare.py's test of the NLL
-        atomic_write_text(out_dir / PAIRS_FILE, per_pair)  # per pair and k, for compare.py's degradation
+        for name, text in ((BEYOND_FILE, beyond), (PAIRS_FILE, per_pair)):
+            if text is not None:  # per input (compare.py's test of the NLL), per pair and k (its degradation)
+                atomic_write_text(out_dir / name, text)
+            elif (out_dir / name).exists():  # --overwrite of an earlier test: never left to pass for this one's
+                (out_dir / name).unlink()
     if args.src:  # a file from outside the run: is it in the training data? (splits: see data_report.json)
         scores["overlap_with_train"] = overlap_with_training(cfg.data, pairs)
     scores.update(
@@ -304,22 +318,27 @@ def teacher_forced_line(k: str, entry: dict) -> str:
     """One k of the teacher-forced diagnostic: NLL (EOS renormalised out) beyond and within the
     decoder's training length, and p(EOS) at the sentence boundaries of joined inputs."""
 
-    def nll(part: Optional[dict]) -> str:
-        if not part or part["nll_no_eos"] is None:
-            return "–"
-        return f"{part['nll_no_eos']:.3f} (n={part['tokens_no_eos']})"
+    # decoding.backend ctranslate2 gives the plain NLL only (scores.json: teacher_forced.unavailable)
+    plain = all(b["nll_no_eos"] is None for b in entry["buckets"]) and any(
+        b["nll"] is not None for b in entry["buckets"]
+    )
+    field, count = ("nll", "tokens") if plain else ("nll_no_eos", "tokens_no_eos")
 
+    def nll(part: Optional[dict]) -> str:
+        if not part or part[field] is None:
+            return "–"
+        return f"{part[field]:.3f} (n={part[count]})"
+
+    label = f"k={k} teacher-forced NLL, " + (
+        "plain (no EOS renormalising in CTranslate2)" if plain else "EOS renormalised out"
+    )
     if entry["beyond_training"] is None:
-        pooled = {
-            "tokens_no_eos": sum(b["tokens_no_eos"] for b in entry["buckets"]),
-            "nll_no_eos": pool_nll(entry["buckets"]),
-        }
-        text = f"k={k} teacher-forced NLL, EOS renormalised out: {nll(pooled)} (training length not recorded)"
+        buckets = [b for b in entry["buckets"] if b[field] is not None and b[count]]
+        tokens = sum(b[count] for b in buckets)
+        pooled = {count: tokens, field: sum(b[field] * b[count] for b in buckets) / tokens if tokens else None}
+        text = f"{label}: {nll(pooled)} (training length not recorded)"
     else:
-        text = (
-            f"k={k} teacher-forced NLL, EOS renormalised out: beyond training {nll(entry['beyond_training'])}, "
-            f"within {nll(entry['within_training'])}"
-        )
+        text = f"{label}: beyond training {nll(entry['beyond_training'])}, within {nll(entry['within_training'])}"
     boundary = entry.get("boundary")
     if boundary:
         p = "–" if boundary["p_eos"] is None else f"{boundary['p_eos']:.3f}"

@@ -70,8 +70,9 @@ def length_penalty(score: Tensor | float, length: int, kind: str, alpha: float) 
     raise ValueError(f"unknown length penalty {kind!r}; valid: none, avg, wu")
 
 
-def _max_lengths(src_mask: Tensor, max_len_a: float, max_len_b: int, max_len_cap: Optional[int]) -> Tensor:
-    src_lens = src_mask.sum(dim=1)  # [batch]
+def output_limits(src_lens: Tensor, max_len_a: float, max_len_b: int, max_len_cap: Optional[int]) -> Tensor:
+    """Each sentence's output limit in tokens, EOS included: `max_len_a * src_len + max_len_b` (in
+    float32, as every backend computes it), at least 1, at most `max_len_cap`. src_lens: `[batch]`."""
     return (src_lens.float() * max_len_a + max_len_b).long().clamp(min=1, max=max_len_cap)
 
 
@@ -127,7 +128,7 @@ def greedy_search(
     """Pick the most likely token at each step, for a batch `src` `[batch, src_len]`."""
     enc = model.encode(src)
     batch = src.size(0)
-    limits = _max_lengths(enc.src_mask, max_len_a, max_len_b, max_len_cap)  # [batch]
+    limits = output_limits(enc.src_mask.sum(dim=1), max_len_a, max_len_b, max_len_cap)  # [batch]
     tokens = torch.full((batch, 1), bos, dtype=torch.long, device=src.device)  # [batch, 1]
     scores = torch.zeros(batch, device=src.device)
     lengths = torch.zeros(batch, dtype=torch.long, device=src.device)
@@ -184,7 +185,7 @@ def beam_search(
     device = src.device
     batch, k = src.size(0), beam_size
     enc = model.encode(src)
-    limits_all = _max_lengths(enc.src_mask, max_len_a, max_len_b, max_len_cap)  # [batch]
+    limits_all = output_limits(enc.src_mask.sum(dim=1), max_len_a, max_len_b, max_len_cap)  # [batch]
     # enc keeps one row per sentence: the decoder reads it once for the sentence's `beam` rows.
     active = torch.arange(batch, device=device)  # sentence id of each active group
     tokens = torch.full((batch * k, 1), bos, dtype=torch.long, device=device)  # [batch * beam, 1]

@@ -26,6 +26,7 @@ Definitions (scores.json["teacher_forced"]["definition"] says the same in short)
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Optional, Sequence
 
@@ -35,7 +36,7 @@ from torch import Tensor
 from data.pipeline import cut_by_token_budget, pad_batch
 from evaluation.metrics import bucket_label
 from evaluation.test_set import protocol_groups
-from evaluation.translate import max_positions
+from evaluation.translate import is_ctranslate2, max_positions
 from utils.config import ConfigError
 from utils.run_folder import TEACHER_FORCED_BEYOND, TEACHER_FORCED_PAIRS
 from utils.runtime import autocast
@@ -54,6 +55,12 @@ BEYOND_HEADER = "k\tinput\ttokens\tnll_no_eos_sum"
 # at k = 1 and inside a joined input, for compare.py's degradation (a pair's NLL joined minus alone)
 PAIRS_FILE = TEACHER_FORCED_PAIRS
 PAIRS_HEADER = "k\tpair\tstart\ttokens\tnll_sum\tnll_no_eos_sum\tbeyond_tokens\tbeyond_nll_no_eos_sum"
+# What decoding.backend ctranslate2 cannot give: its score_batch returns the reference tokens'
+# log-probabilities, not the distributions they come from
+UNAVAILABLE_CTRANSLATE2 = (
+    "decoding.backend ctranslate2 gives each reference token's NLL only: accuracy, p(EOS), the EOS-"
+    "renormalised figures and the per-pair degradation file need the whole distribution (null here)"
+)
 PAIR_STATS = 5  # summed per pair: tokens, nll, nll_no_eos, beyond tokens, beyond nll_no_eos
 STATS = 6  # summed per cell: tokens, nll, correct, tokens_no_eos, nll_no_eos, correct_no_eos
 
@@ -147,7 +154,7 @@ class PositionSums:
 
     def add(
         self,
-        logits: torch.Tensor,
+        scores: tuple[torch.Tensor, ...],
         tgt_out: torch.Tensor,
         valid: torch.Tensor,
         boundary: torch.Tensor,
@@ -156,9 +163,10 @@ class PositionSums:
         input_index: torch.Tensor,
         pair: Optional[torch.Tensor] = None,
     ) -> None:
-        """logits `[batch, T, vocab]`, tgt_out/valid/boundary `[batch, T]`, row_group and input_index `[batch]`;
-        pair `[batch, T]`: the test pair a position's token belongs to (-1: none, its first token, EOS)."""
-        nll, correct, p_eos, nll_no_eos, correct_no_eos = token_scores(logits, tgt_out, eos)
+        """scores: `token_scores`' five `[batch, T]` tensors (NaN where a backend cannot give one);
+        tgt_out/valid/boundary `[batch, T]`, row_group and input_index `[batch]`; pair `[batch, T]`:
+        the test pair a position's token belongs to (-1: none, its first token, EOS)."""
+        nll, correct, p_eos, nll_no_eos, correct_no_eos = scores
         not_eos = tgt_out.ne(eos)
         keep = valid & ~boundary
         keep_no_eos = keep & not_eos
@@ -166,10 +174,10 @@ class PositionSums:
             [
                 keep.float(),
                 torch.where(keep, nll, 0.0),
-                (keep & correct).float(),
+                torch.where(keep, correct.float(), 0.0),
                 keep_no_eos.float(),
                 torch.where(keep_no_eos, nll_no_eos, 0.0),
-                (keep_no_eos & correct_no_eos).float(),
+                torch.where(keep_no_eos, correct_no_eos.float(), 0.0),
             ],
             -1,
         )  # [batch, T, STATS]
@@ -226,7 +234,8 @@ def pool_nll(parts) -> Optional[float]:
 
 
 def _mean(total: float, count: float) -> Optional[float]:
-    return round(total / count, 6) if count else None
+    """None for no tokens, or for a figure the backend cannot give (summed NaN)."""
+    return round(total / count, 6) if count and not math.isnan(total) else None
 
 
 def summary(sums) -> dict:
@@ -306,10 +315,13 @@ def score_inputs(
             boundary[row, inputs.boundaries[i]] = True
             for index, start, length in inputs.members[i]:  # its tokens after the first (EOS is after them)
                 pair[row, start + 1 : start + length] = index
-        with autocast(cfg.decoding.precision, device):
-            logits = model(src, tgt_in)  # [batch, T, vocab]
+        if is_ctranslate2(model):
+            scores = ctranslate2_scores(model, [inputs.src[i] for i in batch], outs, eos, cfg.decoding, device)
+        else:
+            with autocast(cfg.decoding.precision, device):
+                scores = token_scores(model(src, tgt_in), tgt_out.to(device), eos)  # logits [batch, T, vocab]
         sums.add(
-            logits,
+            scores,
             tgt_out.to(device),
             valid.to(device),
             boundary.to(device),
@@ -319,6 +331,18 @@ def score_inputs(
             pair.to(device),
         )
     return sums.read()
+
+
+def ctranslate2_scores(model, sources, outputs, eos: int, settings, device) -> tuple[Tensor, ...]:
+    """`token_scores` of a CTranslate2 model: its `score_batch` gives the NLL of each reference
+    token, nothing else (no distribution: accuracy, p(EOS) and the EOS-renormalised figures are NaN)."""
+    log_probs = model.token_log_probs(sources, outputs, eos, settings)
+    nll = torch.zeros(len(outputs), max(len(o) for o in outputs))
+    for row, values in enumerate(log_probs):
+        nll[row, : len(values)] = -torch.tensor(values)
+    nll = nll.to(device)
+    missing = torch.full_like(nll, float("nan"))
+    return nll, missing, missing, missing, missing
 
 
 def _source_bucket(length: int, edges: Sequence[int]) -> int:
@@ -380,7 +404,7 @@ def teacher_forced_scores(
     cfg,
     device,
     concat: Sequence[int] = (),
-) -> tuple[dict, str, str]:
+) -> tuple[dict, Optional[str], Optional[str]]:
     """scores.json's "teacher_forced": per k (1 and every k of `concat`) and, for k = 1, per
     source-length bucket; the text of BEYOND_FILE: every input's NLL (EOS renormalised out) and
     tokens beyond the decoder's training length; and the text of PAIRS_FILE: every test pair's sums
@@ -393,8 +417,11 @@ def teacher_forced_scores(
     check_position_buckets(edges)
     start = time.time()
     model.eval()
-    lengths = (int(model.encoder_pe.training_length), int(model.decoder_pe.training_length))
-    limits = (max_positions(model), getattr(model.decoder_pe, "max_positions", None))
+    if is_ctranslate2(model):
+        lengths, limits = model.training_lengths, (model.max_positions, model.max_positions)
+    else:
+        lengths = (int(model.encoder_pe.training_length), int(model.decoder_pe.training_length))
+        limits = (max_positions(model), getattr(model.decoder_pe, "max_positions", None))
     src_ids = tokenizer.encode_src_batch([normalize_text(s) for s, _ in pairs])  # as translate.py encodes them
     tgt_ids = tokenizer.encode_tgt_batch([normalize_text(t) for _, t in pairs])
     source_edges = cfg.evaluation.length_buckets
@@ -424,6 +451,9 @@ def teacher_forced_scores(
                 cells, row_group, inputs, source_edges, edges, lengths[1]
             )
     report["seconds"] = round(time.time() - start, 2)
+    if is_ctranslate2(model):  # the per-input and per-pair files hold EOS-renormalised sums only
+        report["unavailable"] = UNAVAILABLE_CTRANSLATE2
+        return report, None, None
     return (
         report,
         "".join(f"{line}\n" for line in [BEYOND_HEADER, *beyond_rows]),

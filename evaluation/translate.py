@@ -31,8 +31,16 @@ class Translation:
 
 
 def max_positions(model) -> Optional[int]:
-    """Longest input/output a model takes (a learnable encoding's table size), or None."""
+    """Longest input/output a model takes (a learnable encoding's table size, a CTranslate2 model's
+    position table), or None."""
+    if is_ctranslate2(model):
+        return model.max_positions
     return getattr(model.encoder_pe, "max_positions", None)
+
+
+def is_ctranslate2(model) -> bool:
+    """Whether `model` is a CTranslate2 conversion (decoding/ctranslate2_backend.py), not a PyTorch model."""
+    return getattr(model, "backend", None) == "ctranslate2"
 
 
 def search_batch(model, src: torch.Tensor, tokenizer, settings: DecodingConfig) -> list[list[Hypothesis]]:
@@ -105,9 +113,12 @@ def translate(
     iterator = progress(batches) if progress is not None else batches
     for batch in iterator:
         rows = [todo[j] for j in batch]
-        src = pad_batch([ids[i] for i in rows], tokenizer.pad_id)  # [batch, src_len]
-        with autocast(settings.precision, device):
-            found = search_batch(model, src.to(device), tokenizer, settings)
+        if is_ctranslate2(model):
+            found = model.search([ids[i] for i in rows], tokenizer, settings)
+        else:
+            src = pad_batch([ids[i] for i in rows], tokenizer.pad_id)  # [batch, src_len]
+            with autocast(settings.precision, device):
+                found = search_batch(model, src.to(device), tokenizer, settings)
         for i, hyps in zip(rows, found):
             results[i] = Translation(
                 sentences[i],

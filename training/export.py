@@ -8,6 +8,10 @@
       README.md           a model card: encoding, size, training data and budget, decoding, test scores
                           with their sacreBLEU signature, how to load it
 
+A CTranslate2 export (`export.py --format ctranslate2`) holds `ctranslate2/` (a CTranslate2 model
+folder: model.bin, its config.json and vocabulary, `ctranslate2.Translator` loads it) in place of
+model.safetensors; its config.json says `"backend": "ctranslate2"` and what the conversion baked in.
+
 `inference.py --model_path DIR` and `test.py --model_path DIR` load it through `training/loading.py`.
 The folder and its files follow the user's umask like any file they make (a shared model is readable
 where their files are), and the card holds no absolute path of the machine that wrote it.
@@ -31,18 +35,20 @@ from utils.files import WriteError, describe_os_error, user_mode
 EXPORT_FORMAT = "pe-harness-export"
 EXPORT_VERSION = 1
 WEIGHTS, CONFIG, CARD = "model.safetensors", "config.json", "README.md"
+CTRANSLATE2 = "ctranslate2"  # a CTranslate2 export's model folder, in place of WEIGHTS
 HARNESS_ROOT = Path(__file__).resolve().parents[1]
 
 
 def is_export(path: str | Path) -> bool:
     path = Path(path)
-    return path.is_dir() and (path / WEIGHTS).is_file() and (path / CONFIG).is_file()
+    weights = (path / WEIGHTS).is_file() or (path / CTRANSLATE2 / "model.bin").is_file()
+    return path.is_dir() and weights and (path / CONFIG).is_file()
 
 
 def is_own_export(path: str | Path) -> bool:
     """An export folder holding nothing but what write_export writes: the only folder that
     `export.py --overwrite` replaces."""
-    own = {WEIGHTS, CONFIG, CARD, "tokenizer.json", "tokenizer"}
+    own = {WEIGHTS, CTRANSLATE2, CONFIG, CARD, "tokenizer.json", "tokenizer"}
     return is_export(path) and all(entry.name in own for entry in Path(path).iterdir())
 
 
@@ -69,17 +75,21 @@ def harness_commit() -> Optional[str]:
     return head.stdout.strip() + (" + local changes" if dirty.stdout.strip() else "")
 
 
-def write_export(cfg, tokenizer, model, out_dir: Path, facts: dict, replace: bool = False) -> Path:
+def write_export(
+    cfg, tokenizer, model, out_dir: Path, facts: dict, replace: bool = False, backend: str = "pytorch"
+) -> Path:
     """Write the folder next to `out_dir` and rename it into place: a failed export leaves nothing,
     and an error names the file at `out_dir` (never the staging folder). With `replace`, an export
     already at `out_dir` is swapped out only once the new one is complete. `facts`: exported_from
-    (a path relative to the run's parent), training (`training_budget`), test_scores, commit."""
+    (a path relative to the run's parent), training (`training_budget`), test_scores, commit,
+    and for a CTranslate2 export `source` (the checkpoint's size and time, to tell a stale copy).
+    `backend`: pytorch (safetensors) or ctranslate2 (decoding/ctranslate2_spec.py)."""
     out_dir = Path(out_dir)
     staging = None
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-        fill_export(cfg, tokenizer, model, staging, facts)
+        fill_export(cfg, tokenizer, model, staging, facts, backend)
         follow_umask(staging)  # mkdtemp and safetensors make them private (0700, 0600)
         swap_into_place(staging, out_dir, replace)
     except BaseException as e:
@@ -93,23 +103,39 @@ def write_export(cfg, tokenizer, model, out_dir: Path, facts: dict, replace: boo
     return out_dir
 
 
-def fill_export(cfg, tokenizer, model, staging: Path, facts: dict) -> None:
-    from safetensors.torch import save_model
-
-    save_model(model, str(staging / WEIGHTS), metadata={"format": EXPORT_FORMAT})
+def fill_export(cfg, tokenizer, model, staging: Path, facts: dict, backend: str = "pytorch") -> None:
     config = {
         "format": EXPORT_FORMAT,
         "format_version": EXPORT_VERSION,
         **{key: facts.get(key) for key in ("exported_from", "training", "test_scores", "commit")},
         "config": to_dict(cfg),
     }
+    if backend == "ctranslate2":
+        from decoding.ctranslate2_spec import position_rows, save_model
+
+        with naming_file(staging / CTRANSLATE2):
+            save_model(cfg, tokenizer, model, staging / CTRANSLATE2)
+        config["backend"] = config["config"]["decoding"]["backend"] = "ctranslate2"
+        config["ctranslate2"] = {
+            "folder": CTRANSLATE2,
+            "position_rows": position_rows(cfg, model),
+            "training_length": {
+                "source": int(model.encoder_pe.training_length),
+                "target": int(model.decoder_pe.training_length),
+            },
+            "source": facts.get("source"),
+        }
+    else:
+        from safetensors.torch import save_model
+
+        save_model(model, str(staging / WEIGHTS), metadata={"format": EXPORT_FORMAT})
     with naming_file(staging / CONFIG):
         (staging / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     with naming_file(staging / "tokenizer.json"):
         tokenizer.save(staging)
     params = sum(p.numel() for p in model.parameters())
     with naming_file(staging / CARD):
-        (staging / CARD).write_text(model_card(cfg, params, facts), encoding="utf-8")
+        (staging / CARD).write_text(model_card(cfg, params, facts, config.get("ctranslate2")), encoding="utf-8")
 
 
 @contextlib.contextmanager
@@ -203,7 +229,7 @@ def describe_training(cfg, training: Optional[dict]) -> str:
     return f"{words} ({budget}, training.update_freq {t.update_freq})"
 
 
-def model_card(cfg, params: int, facts: dict) -> str:
+def model_card(cfg, params: int, facts: dict, ctranslate2: Optional[dict] = None) -> str:
     m, d = cfg.model, cfg.data
     options = ", ".join(f"{k}={v}" for k, v in m.positional.options.items()) or "no options"
     corpus = {
@@ -231,7 +257,7 @@ def model_card(cfg, params: int, facts: dict) -> str:
         f"| seed | {cfg.seed} |",
         "",
         *score_lines(facts.get("test_scores")),
-        *loading_lines(facts.get("commit")),
+        *(ctranslate2_lines(ctranslate2) if ctranslate2 else loading_lines(facts.get("commit"))),
     ]
     return "\n".join(lines)
 
@@ -277,5 +303,29 @@ def loading_lines(commit: Optional[str]) -> list[str]:
         "",
         "`model.safetensors` holds the weights (tied embeddings once), `config.json` the resolved config "
         "(`config.model` builds the network) and what this card says, the tokenizer file(s) the vocabulary.",
+        "",
+    ]
+
+
+def ctranslate2_lines(facts: dict) -> list[str]:
+    rows = facts.get("position_rows")
+    limit = f"Inputs and outputs up to {rows} tokens (its position table)." if rows else "No length limit of its own."
+    return [
+        "## How to load",
+        "",
+        "`ctranslate2/` is a CTranslate2 model folder (float32; pick int8 with `compute_type` on load). "
+        "It takes the source as the tokenizer here encodes it, without an added BOS or EOS. " + limit,
+        "",
+        "```python",
+        "import ctranslate2",
+        'translator = ctranslate2.Translator("THIS_FOLDER/ctranslate2", compute_type="int8")',
+        "```",
+        "",
+        "With the pe-harness (same searches, scores and files as its PyTorch decoder):",
+        "",
+        "```bash",
+        'python inference.py --model_path THIS_FOLDER --src_text "Bonjour !"',
+        "python test.py --model_path THIS_FOLDER --output scores/",
+        "```",
         "",
     ]

@@ -327,6 +327,22 @@ class DecodingConfig:
         flags=("--precision",),
         help="autocast dtype: bf16/fp16 on GPUs, bf16 on CPU (fp32 is usually faster there)",
     )
+    # What runs the search: this harness's PyTorch decoder, or CTranslate2 on a converted copy of the
+    # model (export.py --format ctranslate2; for a run, converted into <run>/ctranslate2/ on first use)
+    backend: Literal["pytorch", "ctranslate2"] = setting(
+        "pytorch",
+        flags=("--backend",),
+        help="pytorch, or ctranslate2 (a converted copy: README, Decoding with CTranslate2)",
+    )
+    # CTranslate2's weight/compute type (int8: quantized on load); null: as decoding.precision
+    compute_type: Optional[
+        Literal["float32", "int8", "int8_float32", "int8_float16", "int8_bfloat16", "float16", "bfloat16"]
+    ] = setting(
+        None,
+        null="as decoding.precision (fp32: float32)",
+        flags=("--compute_type",),
+        help="CTranslate2 compute type (int8, int8_float32, float32, ...; default: as --precision)",
+    )
 
 
 @dataclass

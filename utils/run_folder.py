@@ -67,8 +67,12 @@ HARNESS_FOLDERS = (
     "tb/[0-9]*/*",
     *_TEST_OUTPUT_FOLDERS,
     *(f"{t}/concat" for t in _TEST_FOLDERS),
+    "ctranslate2",  # decoding.backend ctranslate2: the best checkpoint converted (training/export.py layout)
+    "ctranslate2/ctranslate2",
 )
 HARNESS_FILES = (
+    *(f"ctranslate2/{name}" for name in ("config.json", "README.md", "tokenizer.json")),
+    *(f"ctranslate2/ctranslate2/{name}" for name in ("model.bin", "config.json", "*_vocabulary.json")),
     *(f"checkpoints/{name}" for name in ("best_*.pt", "last_*.pt", "averaged_*.pt", *_TEMPORARIES)),
     "tb/events.out.tfevents.*",
     "tb/projector_config.pbtxt",
