@@ -9,10 +9,15 @@ forced output length (EOS forbidden before it, so the work is equal):
   ours greedy / beam-5, without the cache           (FullPrefixDecoder: the model's plain decode() of the whole
                                                      prefix each step, as the report did)
   MarianMTModel.generate(), greedy / num_beams=5    (transformers)
+  CTranslate2 greedy / beam 5, float32 and int8     (ctranslate2 Translator.translate_batch on the same
+                                                     random-weight model, converted in the case's process
+                                                     by decoding/ctranslate2_spec.py before the timing)
 
 Each case runs in a fresh process so that its peak memory (resident set, or CUDA peak
-allocation on a GPU) is its own. Prints a table and writes benchmarks/results/decode.json with
-`greedy_cached_over_uncached` and `beam5_over_hf_generate` (ratios of sentences/second).
+allocation on a GPU) is its own; every case runs with the same thread count (PyTorch's threads,
+OMP_NUM_THREADS for both OpenMP runtimes, CTranslate2's intra_threads). Prints a table and writes
+benchmarks/results/decode.json with `greedy_cached_over_uncached`, `beam5_over_hf_generate`,
+`ct2_beam5_int8_over_hf_generate`, ... (ratios of sentences/second, RATIOS below).
 
   python benchmarks/decode.py            # full: 32 sentences, 50-token outputs, 3 repeats
   python benchmarks/decode.py --quick    # under 2 minutes on a 2-core CPU: 8 sentences, 1 repeat
@@ -25,6 +30,7 @@ allocation on a GPU) is its own. Prints a table and writes benchmarks/results/de
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import sys
@@ -45,7 +51,15 @@ CASES = [
     "ours_beam5_cached",
     "ours_beam5_uncached",
     "hf_beam5",
+    "ct2_greedy_float32",
+    "ct2_greedy_int8",
+    "ct2_beam5_float32",
+    "ct2_beam5_int8",
 ]
+# CTranslate2 has only score / length**alpha; the harness's beam case uses GNMT's penalty with alpha 0.6
+# (decoding.search.beam_search's default), so CTranslate2 gets alpha 0.6. With the output length forced,
+# every finished hypothesis has the same length and the normalisation changes no choice.
+CT2_LENGTH_PENALTY = 0.6
 
 
 def make_sources(num: int, vocab: int, seed: int = 0):
@@ -127,9 +141,10 @@ def run_case(
     case: str, num: int, out_len: int, repeats: int, threads: int, device: str, size: str, max_tokens: int | None, queue
 ) -> None:
     """One contender in its own process: time `repeats` decodes, report throughput and peak memory."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # before torch and ctranslate2 load their OpenMP runtimes
     import torch
 
-    torch.set_num_threads(threads)
+    torch.set_num_threads(threads)  # CTranslate2's intra_threads is torch.get_num_threads() (ctranslate2_backend)
     if device == "cuda":  # as inference.py does, for both contenders (both attend through SDPA)
         from utils.runtime import skip_cudnn_attention
 
@@ -137,18 +152,24 @@ def run_case(
     sizes = MODEL_SIZES[size]
     beam = 5 if "beam" in case else 1
     batches = [b.to(device) for b in token_budget_batches(make_sources(num, sizes["vocab"]), max_tokens, beam)]
-    decode = (
-        marian_decoder(batches, device, sizes, beam, out_len)
-        if case.startswith("hf")
-        else our_decoder(batches, device, sizes, beam, out_len, uncached="uncached" in case)
-    )
+    extra = {}
+    if case.startswith("ct2"):
+        compute_type = case.rsplit("_", 1)[1]
+        decode = ct2_decoder(batches, device, sizes, beam, out_len, compute_type)
+        extra = {"compute_type": compute_type, "length_penalty": CT2_LENGTH_PENALTY if beam > 1 else None}
+    elif case.startswith("hf"):
+        decode = marian_decoder(batches, device, sizes, beam, out_len)
+    else:
+        decode = our_decoder(batches, device, sizes, beam, out_len, uncached="uncached" in case)
     times, tokens = time_decodes(decode, repeats, device)
     seconds = statistics.median(times)
-    peak = (
-        torch.cuda.max_memory_allocated() / 2**20
-        if device == "cuda"
-        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    )
+    memory_kind = "cuda_max_allocated" if device == "cuda" else "process_max_rss"
+    if case.startswith("ct2") and device == "cuda":  # CTranslate2 allocates outside torch's allocator
+        peak, memory_kind = None, "not_measured"
+    elif device == "cuda":
+        peak = torch.cuda.max_memory_allocated() / 2**20
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     queue.put(
         {
             "case": case,
@@ -160,7 +181,8 @@ def run_case(
             "sentences_per_sec": num / seconds,
             "tokens_per_sec": tokens / seconds,
             "peak_memory_mb": peak,
-            "memory_kind": "cuda_max_allocated" if device == "cuda" else "process_max_rss",
+            "memory_kind": memory_kind,
+            **extra,
         }
     )
 
@@ -209,6 +231,93 @@ def our_decoder(batches: list, device: str, sizes: dict, beam: int, out_len: int
         return tokens
 
     return decode
+
+
+class TokenNames:
+    """The tokenizer that decoding/ctranslate2_spec.save_model asks of: id i is the string "t<i>"."""
+
+    pad_id, unk_id, bos_id, eos_id = PAD, 1, BOS, EOS
+
+    def tokens(self, ids, side: str = "tgt") -> list[str]:
+        return [f"t{i}" for i in ids]
+
+
+def ct2_config(sizes: dict):
+    """The experiment config of build_ours' model, as save_model reads it (post-norm, ReLU, sinusoidal)."""
+    import models.positional_encodings  # noqa: F401  (registers the encodings that the config names)
+    from utils.config import load_config
+
+    model = dict(
+        d_model=sizes["d_model"],
+        num_heads=sizes["num_heads"],
+        num_encoder_layers=sizes["layers"],
+        num_decoder_layers=sizes["layers"],
+        ffn_dim=sizes["ffn_dim"],
+        dropout=0.1,
+        norm_first=False,
+        activation="relu",
+        positional={"name": "sinusoidal"},
+    )
+    return load_config(raw={"name": "decode_benchmark", "model": model})
+
+
+def ct2_decoder(batches: list, device: str, sizes: dict, beam: int, out_len: int, compute_type: str):
+    """CTranslate2's `translate_batch` over the batches, on build_ours' model converted here (before
+    any timing; the PyTorch copy is then freed and the peak-memory mark reset), forced to `out_len`
+    tokens (EOS impossible before: min = max decoding length); returns the tokens made."""
+    import gc
+    import shutil
+    import tempfile
+
+    from decoding.ctranslate2_backend import CTranslate2Model
+    from decoding.ctranslate2_spec import save_model
+    from utils.config_schema import DecodingConfig
+
+    folder = Path(tempfile.mkdtemp(prefix="decode_ct2_"))
+    try:
+        model = build_ours("cpu", sizes)
+        save_model(ct2_config(sizes), TokenNames(), model, folder)
+        del model
+        ct2 = CTranslate2Model(folder, {}).to(device)
+        translator = ct2.translator(DecodingConfig(compute_type=compute_type))  # loads the folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    gc.collect()
+    reset_peak_rss()
+    sources = [[ct2.source_tokens[t] for t in row[row.ne(PAD)].tolist()] for src in batches for row in src]
+    sizes_of = [len(src) for src in batches]
+    banned = [[ct2.target_tokens[PAD]], [ct2.target_tokens[BOS]]]  # as the harness's search bans them
+    options = dict(
+        beam_size=beam,
+        num_hypotheses=1,
+        length_penalty=CT2_LENGTH_PENALTY if beam > 1 else 0.0,
+        min_decoding_length=out_len,
+        max_decoding_length=out_len,
+        max_input_length=0,
+        suppress_sequences=banned,
+    )
+
+    def decode() -> int:
+        tokens, start = 0, 0
+        for n in sizes_of:
+            for result in translator.translate_batch(sources[start : start + n], **options):
+                made = len(result.hypotheses[0])
+                if made != out_len:  # unequal work would make the comparison meaningless
+                    raise RuntimeError(f"CTranslate2 made {made} tokens, not the forced {out_len}")
+                tokens += made
+            start += n
+        return tokens
+
+    return decode
+
+
+def reset_peak_rss() -> None:
+    """Reset this process' peak resident set (Linux: /proc/self/clear_refs), so that a CTranslate2
+    case's peak is its decoding's, not the conversion's; elsewhere the peak keeps the conversion."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
 
 
 def time_decodes(decode, repeats: int, device: str) -> tuple[list[float], int]:
@@ -268,10 +377,8 @@ def print_table(results: list[dict], ratios: dict, spreads: dict, header: str, r
     print("| case | beam | sentences/s | target tokens/s | peak memory (MB) |")
     print("|---|---|---|---|---|")
     for r in results:
-        print(
-            f"| {r['case']} | {r['beam']} | {r['sentences_per_sec']:.2f} | {r['tokens_per_sec']:.0f} | "
-            f"{r['peak_memory_mb']:.0f} |"
-        )
+        peak = "-" if r["peak_memory_mb"] is None else f"{r['peak_memory_mb']:.0f}"
+        print(f"| {r['case']} | {r['beam']} | {r['sentences_per_sec']:.2f} | {r['tokens_per_sec']:.0f} | {peak} |")
     print()
     for k, v in ratios.items():
         per_round = ", ".join(f"{x:.2f}" for x in spreads[k]["per_round"])
@@ -284,6 +391,12 @@ RATIOS = {
     "beam5_cached_over_uncached": ("ours_beam5_cached", "ours_beam5_uncached"),
     "beam5_over_hf_generate": ("ours_beam5_cached", "hf_beam5"),
     "greedy_over_hf_generate": ("ours_greedy_cached", "hf_greedy"),
+    **{
+        f"ct2_{search}_{kind}_over_{peer}": (f"ct2_{search}_{kind}", peer_case)
+        for search in ("beam5", "greedy")
+        for kind in ("int8", "float32")
+        for peer, peer_case in (("hf_generate", f"hf_{search}"), ("ours", f"ours_{search}_cached"))
+    },
 }
 
 

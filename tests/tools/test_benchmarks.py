@@ -70,19 +70,31 @@ def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> 
         "ours_beam5_cached",
         "ours_beam5_uncached",
         "hf_beam5",
+        "ct2_greedy_float32",
+        "ct2_greedy_int8",
+        "ct2_beam5_float32",
+        "ct2_beam5_int8",
     }
     for r in cases.values():
         # Equal work: every contender emits exactly out_len tokens for every sentence (EOS forced at the end).
         assert r["output_tokens"] in (3 * 6, 3 * 7), r  # ours counts the final EOS, generate() may too
         assert positive(r["sentences_per_sec"]) and positive(r["peak_memory_mb"])
     assert cases["ours_greedy_cached"]["output_tokens"] == cases["ours_greedy_uncached"]["output_tokens"]
+    for search in ("greedy", "beam5"):  # CTranslate2 decodes as many tokens as the harness, in as many batches
+        for kind in ("float32", "int8"):
+            ct2, ours = cases[f"ct2_{search}_{kind}"], cases[f"ours_{search}_cached"]
+            assert (ct2["output_tokens"], ct2["batches"]) == (ours["output_tokens"], ours["batches"])
+            assert ct2["compute_type"] == kind and ct2["beam"] == ours["beam"]
+    peers = ("hf_generate", "ours")
     for key in (
         "greedy_cached_over_uncached",
         "beam5_over_hf_generate",
         "beam5_cached_over_uncached",
         "greedy_over_hf_generate",
+        *(f"ct2_{s}_{k}_over_{p}" for s in ("beam5", "greedy") for k in ("int8", "float32") for p in peers),
     ):
         assert positive(data[key]) and key in proc.stdout
+        assert len(data["ratios_per_round"][key]) == 1
     assert data["settings"]["size"] == "tiny" and data["settings"]["d_model"] == 32
     assert data["settings"]["device"] == "cpu"
 
@@ -90,7 +102,7 @@ def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> 
 @pytest.mark.slow
 def test_decode_benchmark_runs_only_the_chosen_cases(tmp_path: Path) -> None:
     """`--cases` skips the others and runs these in the order given; only the ratios whose two cases
-    ran are reported. With --max_tokens, both decode the same token-budget batches (the beam
+    ran are reported. With --max_tokens, all decode the same token-budget batches (the beam
     counted, as in test.py)."""
     out = tmp_path / "decode.json"
     proc = run_script(
@@ -111,6 +123,7 @@ def test_decode_benchmark_runs_only_the_chosen_cases(tmp_path: Path) -> None:
             "--cases",
             "hf_beam5",
             "ours_beam5_cached",
+            "ct2_beam5_int8",
             "--max_tokens",
             "225",
             "--output",
@@ -118,12 +131,14 @@ def test_decode_benchmark_runs_only_the_chosen_cases(tmp_path: Path) -> None:
         ],
     )
     data = json.loads(out.read_text())
-    assert [r["case"] for r in data["results"]] == ["hf_beam5", "ours_beam5_cached"]
-    (hf, ours) = data["results"]
-    assert data["settings"]["max_tokens"] == 225 and ours["batches"] == hf["batches"] > 1
-    assert ours["output_tokens"] in (5 * 4, 5 * 5)
-    assert data["settings"]["cases"] == ["hf_beam5", "ours_beam5_cached"]
-    assert positive(data["beam5_over_hf_generate"]) and "beam5_over_hf_generate" in proc.stdout
+    assert [r["case"] for r in data["results"]] == ["hf_beam5", "ours_beam5_cached", "ct2_beam5_int8"]
+    (hf, ours, ct2) = data["results"]
+    assert data["settings"]["max_tokens"] == 225 and ours["batches"] == hf["batches"] == ct2["batches"] > 1
+    assert ours["output_tokens"] in (5 * 4, 5 * 5) and ct2["output_tokens"] == ours["output_tokens"]
+    assert data["settings"]["cases"] == ["hf_beam5", "ours_beam5_cached", "ct2_beam5_int8"]
+    for key in ("beam5_over_hf_generate", "ct2_beam5_int8_over_hf_generate", "ct2_beam5_int8_over_ours"):
+        assert positive(data[key]) and key in proc.stdout
+    assert "ct2_beam5_float32_over_ours" not in data and "ct2_greedy_int8_over_ours" not in data
     assert "greedy_cached_over_uncached" not in data and "greedy_cached_over_uncached" not in proc.stdout
 
 
