@@ -104,7 +104,6 @@ class CTranslate2Model:
             length_penalty=1.0 if settings.length_penalty == "avg" and not greedy else 0.0,
             no_repeat_ngram_size=settings.no_repeat_ngram,
             suppress_sequences=[[self.target_tokens[i]] for i in banned],
-            min_decoding_length=max(settings.min_len - 1, 0),
             max_input_length=0,
             return_scores=True,
         )
@@ -118,7 +117,10 @@ class CTranslate2Model:
                 for i, result in zip(rows, results):
                     found[i] = [Hypothesis([], result.log_probs[0], result.log_probs[0])]
                 continue
-            results = translator.translate_batch(batch, max_decoding_length=limit - 1, **options)
+            shortest = min(max(settings.min_len - 1, 0), limit - 1)  # the limit wins, as in the harness's search
+            results = translator.translate_batch(
+                batch, max_decoding_length=limit - 1, min_decoding_length=shortest, **options
+            )
             for i, result in zip(rows, results):
                 found[i] = [self.hypothesis(tokens, score) for tokens, score in zip(result.hypotheses, result.scores)]
         return found

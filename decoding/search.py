@@ -100,13 +100,14 @@ def _log_probs(logits: Tensor) -> Tensor:
 def _mask_specials(
     logp: Tensor, step: int, limits: Tensor, eos: int, banned: tuple[int, ...], min_len: int = 0
 ) -> Tensor:
-    """Forbid banned ids (pad, bos) and EOS before `min_len`; allow only EOS for rows at their length limit."""
+    """Forbid banned ids (pad, bos) and EOS before `min_len`; allow only EOS for rows at their length
+    limit (the limit wins over `min_len`: a row never runs past it, nor emits a banned id)."""
     logp[:, list(banned)] = float("-inf")
+    at_limit = limits.le(step + 1)  # [rows]
+    eos_logp = logp[at_limit, eos].clone() if at_limit.any() else None
     if step + 1 < min_len:
         logp[:, eos] = float("-inf")
-    at_limit = limits.le(step + 1)  # [rows]
-    if at_limit.any():
-        eos_logp = logp[at_limit, eos].clone()
+    if eos_logp is not None:
         logp[at_limit] = float("-inf")
         logp[at_limit, eos] = eos_logp
     return logp

@@ -1,0 +1,208 @@
+"""The CTranslate2 backend: every mapped encoding exported through export.py gives the PyTorch
+model's log-probabilities step by step; the searches map (greedy token for token); what cannot map
+is refused in one line.
+
+The models: the tiny trained run's tokenizer and config with each encoding swapped in, random
+weights (learned bias tables drawn too), 2+2 layers, pre- and post-norm, written as a PyTorch
+export and converted by `export.py --model_path <it> --format ctranslate2` (the export-of-an-export
+path of the real entry point). Log-probabilities of random targets given random sources (up to 45
+tokens: beyond T5's exact buckets and Shaw's clip) agree within TOLERANCE.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import give_bias_tables_a_signal, one_error_line
+from in_process import run_in_process as run
+
+TOLERANCE = 1e-4  # |log p| difference; float32 in both (measured: about 1.5e-6)
+MAPPED = [
+    pytest.param("sinusoidal", {}, True, id="sinusoidal"),
+    pytest.param("sinusoidal", {}, False, id="sinusoidal-post-norm"),
+    pytest.param("learnable", {"max_positions": 64}, True, id="learnable"),
+    pytest.param("shape", {"max_shift": 7}, True, id="shape"),
+    pytest.param("cape", {}, True, id="cape"),
+    pytest.param("none", {}, True, id="none"),
+    pytest.param("rope", {}, True, id="rope"),
+    pytest.param("rope", {}, False, id="rope-post-norm"),
+    pytest.param("rope", {"layout": "interleaved", "fraction": 0.5}, True, id="rope-interleaved-half"),
+    pytest.param("rope", {"scaling": "linear", "scaling_factor": 3.0}, True, id="rope-linear"),
+    pytest.param("rope", {"scaling": "ntk", "scaling_factor": 3.0}, True, id="rope-ntk"),
+    pytest.param("t5_bias", {"num_buckets": 16, "max_distance": 20}, True, id="t5_bias"),
+    pytest.param("shaw", {"clip_distance": 5}, True, id="shaw"),
+    pytest.param("shaw", {"clip_distance": 5}, False, id="shaw-post-norm"),
+]
+
+
+@pytest.fixture(scope="module")
+def trained(trained_run: Path):
+    """(config, tokenizer) of the tiny trained run."""
+    from training.checkpoint import find_best_checkpoint
+    from training.loading import load_for_inference
+
+    cfg, tokenizer, _ = load_for_inference(find_best_checkpoint(trained_run))
+    return cfg, tokenizer
+
+
+def pytorch_export(trained, folder: Path, name: str, options: dict, norm_first: bool):
+    """A PyTorch export of a random-weight model with the trained run's tokenizer and `name`."""
+    from models import build_model
+    from training.export import write_export
+    from utils.config import load_config, to_dict
+
+    cfg, tokenizer = trained
+    raw = to_dict(cfg)
+    raw["data"]["max_len"] = 60
+    raw["model"].update(num_encoder_layers=2, num_decoder_layers=2, norm_first=norm_first)
+    raw["model"]["positional"] = {"name": name, **options}
+    raw["decoding"]["length_penalty"] = "avg"
+    cfg = load_config(raw=raw)
+    torch.manual_seed(1)
+    model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id).eval()
+    give_bias_tables_a_signal(model, 2)
+    write_export(cfg, tokenizer, model, folder, {"exported_from": "test"})
+    return model
+
+
+def random_pairs(vocab: int, seed: int = 3) -> tuple[list[list[int]], list[list[int]]]:
+    g = torch.Generator().manual_seed(seed)
+    sources = [torch.randint(4, vocab, (n,), generator=g).tolist() for n in (5, 17, 40, 1)]
+    targets = [torch.randint(4, vocab, (n,), generator=g).tolist() for n in (30, 9, 45, 2)]
+    return sources, targets
+
+
+@pytest.mark.parametrize("name,options,norm_first", MAPPED)
+def test_exported_model_gives_the_same_log_probabilities(trained, tmp_path: Path, name, options, norm_first) -> None:
+    from training.loading import load_for_decoding
+
+    model = pytorch_export(trained, tmp_path / "pytorch", name, options, norm_first)
+    proc = run(
+        ["export.py", "--model_path", str(tmp_path / "pytorch"), "--format", "ctranslate2"]
+        + ["--output", str(tmp_path / "ct2")]
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(p.name for p in (tmp_path / "ct2").iterdir()) == [
+        "README.md",
+        "config.json",
+        "ctranslate2",
+        "tokenizer.json",
+    ]
+    cfg, tokenizer, converted = load_for_decoding(tmp_path / "ct2")
+    assert converted.backend == "ctranslate2" and cfg.decoding.backend == "ctranslate2"
+    sources, targets = random_pairs(tokenizer.tgt_vocab_size)
+    eos = tokenizer.eos_id
+    theirs = converted.token_log_probs(sources, [t + [eos] for t in targets], eos, cfg.decoding)
+    for src, tgt, logp in zip(sources, targets, theirs):
+        with torch.no_grad():
+            logits = model(torch.tensor([src]), torch.tensor([[tokenizer.bos_id, *tgt]]))[0]  # [T, vocab]
+        ours = logits.log_softmax(-1)[torch.arange(len(tgt) + 1), torch.tensor([*tgt, eos])]
+        assert len(logp) == len(tgt) + 1
+        assert (ours - torch.tensor(logp)).abs().max().item() < TOLERANCE, (name, options)
+
+
+@pytest.mark.parametrize("name,options", [("rope", {}), ("t5_bias", {}), ("learnable", {"max_positions": 64})])
+def test_greedy_search_gives_the_same_tokens(trained, tmp_path: Path, name, options) -> None:
+    """Random weights never stop by themselves: every hypothesis runs to its limit (a * len + b), the
+    limit mapping is exercised on every sentence; min_len and no_repeat_ngram on some."""
+    import dataclasses
+
+    from data.pipeline import pad_batch
+    from evaluation.translate import search_batch
+    from training.loading import load_for_decoding
+
+    model = pytorch_export(trained, tmp_path / "pytorch", name, options, True)
+    cfg, tokenizer, converted = load_for_decoding(tmp_path / "pytorch", ["decoding.backend=ctranslate2"])
+    sources, _ = random_pairs(tokenizer.tgt_vocab_size, seed=5)
+    for changes in ({}, {"min_len": 4, "max_len_a": 0.5, "max_len_b": 2}, {"no_repeat_ngram": 2}):
+        settings = dataclasses.replace(cfg.decoding, strategy="greedy", **changes)
+        ours = search_batch(model, pad_batch(sources, tokenizer.pad_id), tokenizer, settings)
+        theirs = converted.search(sources, tokenizer, settings)
+        assert [h[0].tokens for h in ours] == [h[0].tokens for h in theirs], changes
+        assert all(len(h[0].tokens) > 0 for h in theirs)
+
+
+def test_a_run_converts_once_into_its_folder_and_again_when_its_settings_change(trained_run: Path, tmp_path):
+    """decoding.backend ctranslate2 on a run converts its best checkpoint into <run>/ctranslate2/
+    (a harness folder), reuses it, converts again for other baked-in settings (RoPE's scaling)."""
+    import shutil
+
+    from training.checkpoint import find_best_checkpoint
+    from training.loading import load_for_decoding
+    from utils.run_folder import users_files_inside
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run, run_dir)
+
+    ckpt = find_best_checkpoint(run_dir)
+    sets = ["decoding.backend=ctranslate2", "decoding.length_penalty=avg"]
+    load_for_decoding(ckpt, sets)
+    model_bin = run_dir / "ctranslate2" / "ctranslate2" / "model.bin"
+    first = model_bin.stat().st_mtime_ns
+    load_for_decoding(ckpt, sets)
+    assert model_bin.stat().st_mtime_ns == first  # reused
+    load_for_decoding(ckpt, [*sets, "model.positional.scaling=ntk"])
+    assert model_bin.stat().st_mtime_ns != first  # converted again: the base is baked in
+    assert users_files_inside(run_dir) == ()  # all of it the harness's own (train.py --overwrite may clear it)
+
+
+@pytest.mark.parametrize(
+    "name,options,sets,says",
+    [
+        ("alibi", {}, [], "alibi cannot be exported to CTranslate2"),
+        ("kerple", {}, [], "kerple cannot be exported"),
+        ("xpos", {}, [], "xpos cannot be exported"),
+        ("fire", {}, [], "fire cannot be exported"),
+        ("rope", {}, ["model.positional.scaling=yarn"], "no YaRN scaling"),
+        ("rope", {"cross_attention": True}, [], "no positional term in cross-attention"),
+        ("sinusoidal", {"randomized": True, "max_position": 256}, [], "randomized positions"),
+    ],
+)
+def test_what_cannot_map_is_refused_in_one_line(trained, tmp_path: Path, name, options, sets, says) -> None:
+    pytorch_export(trained, tmp_path / "pytorch", name, options, True)
+    if "yarn" in str(sets):  # yarn needs a recorded training length
+        _record_training_length(tmp_path / "pytorch")
+    args = ["export.py", "--model_path", str(tmp_path / "pytorch"), "--format", "ctranslate2"]
+    proc = run([*args, "--output", str(tmp_path / "ct2"), *[x for s in sets for x in ("--set", s)]])
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    line = one_error_line(proc)
+    assert says in line and "CTranslate2 runs sinusoidal, learnable, shape, cape, none, rope, t5_bias, shaw" in line
+    assert not (tmp_path / "ct2").exists()
+
+
+def _record_training_length(folder: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(folder / "model.safetensors"))
+    for key in weights:
+        if key.endswith("training_length"):
+            weights[key] = torch.tensor(20)
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pe-harness-export"})
+
+
+def test_min_len_holds_back_the_first_eos_alike(trained, tmp_path: Path) -> None:
+    """A model that always prefers EOS (the final norm's output made constant, EOS's output row
+    along it): both searches stop at min_len exactly (EOS counted), or at the limit when it is shorter."""
+    import dataclasses
+
+    from data.pipeline import pad_batch
+    from evaluation.translate import search_batch
+    from training.export import write_export
+    from training.loading import load_for_decoding, load_for_inference
+
+    model = pytorch_export(trained, tmp_path / "pytorch", "sinusoidal", {}, True)
+    cfg, tokenizer, _ = load_for_inference(tmp_path / "pytorch")
+    with torch.no_grad():
+        model.decoder_norm.weight.zero_()  # every step's output is the norm's bias...
+        model.decoder_norm.bias.normal_(generator=torch.Generator().manual_seed(0))
+        model.output_proj.weight[tokenizer.eos_id] = model.decoder_norm.bias * 100  # ...along which EOS wins
+    write_export(cfg, tokenizer, model, tmp_path / "stops", {"exported_from": "test"})
+    cfg, tokenizer, converted = load_for_decoding(tmp_path / "stops", ["decoding.backend=ctranslate2"])
+    sources, _ = random_pairs(tokenizer.tgt_vocab_size, seed=7)
+    for min_len in (0, 1, 4, 40):
+        settings = dataclasses.replace(cfg.decoding, strategy="greedy", min_len=min_len, max_len_a=0.0, max_len_b=9)
+        ours = [h[0].tokens for h in search_batch(model, pad_batch(sources, tokenizer.pad_id), tokenizer, settings)]
+        theirs = [h[0].tokens for h in converted.search(sources, tokenizer, settings)]
+        assert ours == theirs and {len(t) for t in ours} == {min(max(min_len - 1, 0), 8)}, min_len
