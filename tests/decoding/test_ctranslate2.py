@@ -206,3 +206,72 @@ def test_min_len_holds_back_the_first_eos_alike(trained, tmp_path: Path) -> None
         ours = [h[0].tokens for h in search_batch(model, pad_batch(sources, tokenizer.pad_id), tokenizer, settings)]
         theirs = [h[0].tokens for h in converted.search(sources, tokenizer, settings)]
         assert ours == theirs and {len(t) for t in ours} == {min(max(min_len - 1, 0), 8)}, min_len
+
+
+def test_run_exported_tested_and_compared_through_ctranslate2(trained_run: Path, tmp_path: Path) -> None:
+    """The acceptance path on the tiny trained RoPE run: export.py --format ctranslate2, test.py and
+    inference.py --model_path on it (the same files and scores as the PyTorch path), test.py --run
+    with decoding.backend=ctranslate2 into test_ctranslate2/, a variant row in compare.py."""
+    import json
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run, run_dir)
+    export = tmp_path / "ct2"
+    assert run(["export.py", "--run", str(run_dir), "--format", "ctranslate2", "--output", str(export)]).returncode == 0
+    avg = ["--set", "decoding.length_penalty=avg"]
+    scored = run(["test.py", "--model_path", str(export), "--output", str(tmp_path / "scores"), *avg])
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    pytorch = run(["test.py", "--run", str(run_dir), *avg])
+    assert pytorch.returncode == 0, pytorch.stderr[-2000:]
+    ours, theirs = run_dir / "test", tmp_path / "scores"
+    from utils.run_folder import TEACHER_FORCED_BEYOND, TEACHER_FORCED_PAIRS
+
+    eos_sums = (TEACHER_FORCED_BEYOND, TEACHER_FORCED_PAIRS)  # EOS-renormalised sums only: not written
+    assert sorted(p.name for p in theirs.iterdir() if p.name != ".lock") == sorted(
+        p.name for p in ours.iterdir() if p.name not in eos_sums
+    )
+    scores, reference = (json.loads((d / "scores.json").read_text()) for d in (theirs, ours))
+    assert scores["sacrebleu_signature"] == reference["sacrebleu_signature"]
+    assert [r["k"] for r in scores["concat"]] == [r["k"] for r in reference["concat"]]
+    tf = scores["teacher_forced"]
+    k1 = tf["k"]["1"]["within_training"]
+    assert "ctranslate2" in tf["unavailable"] and k1["nll_no_eos"] is None and k1["accuracy"] is None
+    assert abs(k1["nll"] - reference["teacher_forced"]["k"]["1"]["within_training"]["nll"]) < 1e-3
+    # a decoding setting CTranslate2 has no form of, a baked-in key, a command that needs the weights
+    for args, says in (
+        (["test.py", "--model_path", str(export), "--output", str(tmp_path / "wu")], "length_penalty=avg"),
+        (
+            [
+                "inference.py",
+                "--model_path",
+                str(export),
+                "--src_text",
+                "Bonjour",
+                *avg,
+                "--set",
+                "model.positional.scaling=ntk",
+            ],
+            "export it again",
+        ),
+        (
+            ["visualize.py", "pe-heatmap", "--model_path", str(export), "--output", str(tmp_path / "p.png")],
+            "no PyTorch weights",
+        ),
+        (["export.py", "--model_path", str(export), "--output", str(tmp_path / "again")], "no PyTorch weights"),
+    ):
+        proc = run(args)
+        assert proc.returncode == 2 and says in one_error_line(proc), (args, proc.stderr[-1500:])
+    translated = run(["inference.py", "--model_path", str(export), "--src_text", "Bonjour !", "", *avg])
+    assert translated.returncode == 0 and len(translated.stdout.splitlines()) == 2, translated.stderr[-1500:]
+    # a run tested through CTranslate2: its own variant folder, a row of its own in compare.py
+    variant = run(["test.py", "--run", str(run_dir), "--set", "decoding.backend=ctranslate2", *avg])
+    assert variant.returncode == 0, variant.stderr[-2000:]
+    assert (run_dir / "test_ctranslate2" / "hypotheses.txt").read_text() == (theirs / "hypotheses.txt").read_text()
+    compared = run(["compare.py", str(run_dir), "--output", str(tmp_path / "summary")])
+    assert compared.returncode == 0, compared.stderr[-2000:]
+    report = json.loads((tmp_path / "summary.json").read_text())
+    labels = [g["label"] for g in report["groups"]]
+    assert labels == ["demo/rope", "demo/rope [backend=ctranslate2, length_penalty=avg]"], labels
+    variant_row = next(line for line in (tmp_path / "summary.md").read_text().splitlines() if "backend=" in line)
+    assert "| – |" in variant_row  # the EOS-renormalised NLL beyond training: unavailable, left empty
