@@ -79,14 +79,21 @@ class CTranslate2Model:
                     f"{key} needs compute type {compute_type}, which CTranslate2 does not support on "
                     f"{self.device.type} here: --set decoding.compute_type= one of {', '.join(supported)}"
                 )
-            self._translators[compute_type] = ctranslate2.Translator(
-                str(self.folder),
-                device=self.device.type,
-                device_index=self.device.index or 0,
-                compute_type=compute_type,
-                inter_threads=1,
-                intra_threads=torch.get_num_threads() if self.device.type == "cpu" else 0,
-            )
+            try:
+                self._translators[compute_type] = ctranslate2.Translator(
+                    str(self.folder),
+                    device=self.device.type,
+                    device_index=self.device.index or 0,
+                    compute_type=compute_type,
+                    inter_threads=1,
+                    intra_threads=torch.get_num_threads() if self.device.type == "cpu" else 0,
+                )
+            except (RuntimeError, ValueError) as e:  # no CUDA libraries, a damaged model.bin, ...
+                reason = (str(e).splitlines() or [type(e).__name__])[0][:300]
+                raise BackendError(
+                    f"CTranslate2 cannot load {self.folder} on {self.device}: {reason} (--device cpu runs it "
+                    f"on the CPU; a damaged folder: export it again)"
+                ) from None
         return self._translators[compute_type]
 
     def search(self, sources: list[list[int]], tokenizer, settings) -> list[list[Hypothesis]]:
@@ -150,7 +157,8 @@ def check_settings(settings) -> None:
     if settings.strategy == "beam" and settings.length_penalty == "wu":
         raise BackendError(
             "decoding.length_penalty wu (GNMT's ((5 + len) / 6) ** alpha) has no CTranslate2 form "
-            "(it divides by length ** alpha only): --set decoding.length_penalty=avg (or none)"
+            "(it divides by length ** alpha only): --set decoding.length_penalty=avg (or none; "
+            "export.py --set decoding.length_penalty=avg makes it an export's default)"
         )
 
 

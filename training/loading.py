@@ -333,7 +333,8 @@ def checked_model_path(path: Path) -> Path:
                 f"--model_path {path} is a run folder: use --run {path} (its best checkpoint), "
                 f"or --model_path {path / 'checkpoints'}/<file>.pt"
             )
-        missing = [name for name in (WEIGHTS, CONFIG) if not (path / name).is_file()]
+        weights = f"{CTRANSLATE2}/model.bin" if export_facts(path).get("backend") == "ctranslate2" else WEIGHTS
+        missing = [name for name in (weights, CONFIG) if not (path / name).is_file()]
         if len(missing) == 1:
             raise CheckpointError(f"{path / missing[0]} is missing: {reexport_hint(path, export_facts(path))}")
         raise CheckpointError(

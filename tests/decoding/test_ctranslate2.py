@@ -275,3 +275,25 @@ def test_run_exported_tested_and_compared_through_ctranslate2(trained_run: Path,
     assert labels == ["demo/rope", "demo/rope [backend=ctranslate2, length_penalty=avg]"], labels
     variant_row = next(line for line in (tmp_path / "summary.md").read_text().splitlines() if "backend=" in line)
     assert "| – |" in variant_row  # the EOS-renormalised NLL beyond training: unavailable, left empty
+
+
+def test_a_damaged_ctranslate2_export_is_one_line(trained_run: Path, tmp_path: Path) -> None:
+    export = tmp_path / "ct2"
+    assert (
+        run(["export.py", "--run", str(trained_run), "--format", "ctranslate2", "--output", str(export)]).returncode
+        == 0
+    )
+    model_bin = export / "ctranslate2" / "model.bin"
+    model_bin.write_bytes(model_bin.read_bytes()[:1000])  # a cut copy
+    args = [
+        "inference.py",
+        "--model_path",
+        str(export),
+        "--src_text",
+        "Bonjour",
+        "--set",
+        "decoding.length_penalty=avg",
+    ]
+    assert "cannot load" in one_error_line(run(args))
+    model_bin.unlink()
+    assert f"{model_bin} is missing" in one_error_line(run(args))
