@@ -9,8 +9,12 @@ The settings map as follows; what has no exact CTranslate2 form is refused, neve
 - the output limit is per sentence here (`max_len_a * src_len + max_len_b`, EOS included) and per
   call there: each call holds sentences of one limit L, decoded with `max_decoding_length = L - 1`
   (where this harness forces EOS at step L, CTranslate2 stops: the same tokens);
-- `min_len` (no EOS before that many tokens, EOS counted) = `min_decoding_length = min_len - 1`;
-- the tokens the harness never emits (pad, BOS) are `suppress_sequences`;
+- `min_len` (no EOS before that many tokens, EOS counted) = `min_decoding_length = min_len - 1`
+  for greedy search; with beam search it is refused: CTranslate2 takes EOS out before the
+  softmax (the other tokens' probabilities grow), the harness after it, which ranks beams otherwise;
+- the tokens the harness never emits (pad, BOS) are `suppress_sequences`: CTranslate2 also takes
+  them out before the softmax, which changes scores by the mass a model puts on them (none to
+  speak of once trained: the test sets' hypotheses agree, README "Decoding with CTranslate2");
 - sources go in as this harness encodes them (no BOS/EOS added), never truncated by CTranslate2
   (`max_input_length=0`); a source longer than a position table is cut by translate.py as for a
   learnable table.
@@ -128,13 +132,17 @@ class CTranslate2Model:
             results = translator.translate_batch(
                 batch, max_decoding_length=limit - 1, min_decoding_length=shortest, **options
             )
+            per_token = options["length_penalty"] == 1.0
             for i, result in zip(rows, results):
-                found[i] = [self.hypothesis(tokens, score) for tokens, score in zip(result.hypotheses, result.scores)]
+                found[i] = [
+                    self.hypothesis(tokens, score, per_token) for tokens, score in zip(result.hypotheses, result.scores)
+                ]
         return found
 
-    def hypothesis(self, tokens: list[str], score: float) -> Hypothesis:
-        """CTranslate2 returns the length-normalised score (`avg`: per token, EOS counted)."""
-        return Hypothesis([self.target_ids[t] for t in tokens], score, score)
+    def hypothesis(self, tokens: list[str], normalized: float, per_token: bool) -> Hypothesis:
+        """CTranslate2 returns the length-normalised score (`avg`: per token, EOS counted, as here)."""
+        score = normalized * (len(tokens) + 1) if per_token else normalized
+        return Hypothesis([self.target_ids[t] for t in tokens], score, normalized)
 
     def token_log_probs(
         self, sources: list[list[int]], outputs: list[list[int]], eos: int, settings
@@ -159,6 +167,12 @@ def check_settings(settings) -> None:
             "decoding.length_penalty wu (GNMT's ((5 + len) / 6) ** alpha) has no CTranslate2 form "
             "(it divides by length ** alpha only): --set decoding.length_penalty=avg (or none; "
             "export.py --set decoding.length_penalty=avg makes it an export's default)"
+        )
+    if settings.strategy == "beam" and settings.min_len > 1:
+        raise BackendError(
+            f"decoding.min_len {settings.min_len} with beam search has no exact CTranslate2 form (it "
+            f"renormalises the early steps without EOS, which re-ranks beams; greedy search maps "
+            f"exactly): --set decoding.min_len=0, or decoding.strategy=greedy"
         )
 
 
