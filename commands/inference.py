@@ -116,7 +116,8 @@ class Printer:
             if out.truncated_from is not None:
                 print(
                     f"warning: line {self.count + 1}: the input has {out.truncated_from} tokens; this model takes "
-                    f"at most {max_positions(self.model)} (model.positional.max_positions), so it was truncated",
+                    f"at most {max_positions(self.model)} (model.positional.max_positions, or a CTranslate2 model's "
+                    "position table), so it was truncated",
                     file=sys.stderr,
                 )
             if self.nbest:

@@ -348,3 +348,20 @@ def test_beam_scores_are_the_harness_scores(trained, tmp_path: Path) -> None:
             assert abs(x.score - y.score) < 1e-3 * (len(x.tokens) + 1), (penalty, i)
             length = len(x.tokens) + 1 if penalty == "none" else 1
             assert abs(x.normalized_score - y.normalized_score) < 1e-3 * length, (penalty, i)
+
+
+def test_the_equality_benchmark_runs(trained_run: Path, tmp_path: Path) -> None:
+    """benchmarks/ctranslate2_equality.py on the tiny run: one row with every figure."""
+    import json
+    import shutil
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import ctranslate2_equality
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run, run_dir)
+    assert ctranslate2_equality.main([str(run_dir), "--output", str(tmp_path / "eq.json")]) == 0
+    (row,) = json.loads((tmp_path / "eq.json").read_text())["runs"]
+    assert row["lines"] == 10 and 0 <= row["ct2_greedy_float32_identical"] <= 1
+    assert {f"{way}_sacrebleu" for way in ctranslate2_equality.WAYS} <= set(row)
