@@ -287,6 +287,15 @@ def score_lines(scores: Optional[dict]) -> list[str]:
     return lines + ([""] if concat else [])
 
 
+HARNESS_COMMANDS = [  # how the card says to use the folder with this harness
+    "```bash",
+    'python inference.py --model_path THIS_FOLDER --src_text "Bonjour !"',
+    "python test.py --model_path THIS_FOLDER --output scores/",
+    "```",
+    "",
+]
+
+
 def loading_lines(commit: Optional[str]) -> list[str]:
     code = f"commit `{commit}`" if commit else "its version that wrote this folder"
     return [
@@ -296,11 +305,7 @@ def loading_lines(commit: Optional[str]) -> list[str]:
         f"{code}): `config.json` describes the harness's own Transformer, which no other library builds. "
         "From a checkout of it:",
         "",
-        "```bash",
-        'python inference.py --model_path THIS_FOLDER --src_text "Bonjour !"',
-        "python test.py --model_path THIS_FOLDER --output scores/",
-        "```",
-        "",
+        *HARNESS_COMMANDS,
         "`model.safetensors` holds the weights (tied embeddings once), `config.json` the resolved config "
         "(`config.model` builds the network) and what this card says, the tokenizer file(s) the vocabulary.",
         "",
@@ -323,9 +328,5 @@ def ctranslate2_lines(facts: dict) -> list[str]:
         "",
         "With the pe-harness (same searches, scores and files as its PyTorch decoder):",
         "",
-        "```bash",
-        'python inference.py --model_path THIS_FOLDER --src_text "Bonjour !"',
-        "python test.py --model_path THIS_FOLDER --output scores/",
-        "```",
-        "",
+        *HARNESS_COMMANDS,
     ]

@@ -240,27 +240,16 @@ def test_run_exported_tested_and_compared_through_ctranslate2(trained_run: Path,
     assert "ctranslate2" in tf["unavailable"] and k1["nll_no_eos"] is None and k1["accuracy"] is None
     assert abs(k1["nll"] - reference["teacher_forced"]["k"]["1"]["within_training"]["nll"]) < 1e-3
     # a decoding setting CTranslate2 has no form of, a baked-in key, a command that needs the weights
+    translate = ["inference.py", "--model_path", str(export), "--src_text", "Bonjour", *avg]
     for args, says in (
         (["test.py", "--model_path", str(export), "--output", str(tmp_path / "wu")], "length_penalty=avg"),
-        (
-            [
-                "inference.py",
-                "--model_path",
-                str(export),
-                "--src_text",
-                "Bonjour",
-                *avg,
-                "--set",
-                "model.positional.scaling=ntk",
-            ],
-            "export it again",
-        ),
+        ([*translate, "--set", "model.positional.scaling=ntk"], "export it again"),
         (
             ["visualize.py", "pe-heatmap", "--model_path", str(export), "--output", str(tmp_path / "p.png")],
             "no PyTorch weights",
         ),
         (["export.py", "--model_path", str(export), "--output", str(tmp_path / "again")], "no PyTorch weights"),
-        (["inference.py", "--model_path", str(export), "--src_text", "Bonjour", *avg, "--min_len", "3"], "min_len"),
+        ([*translate, "--min_len", "3"], "min_len"),
     ):
         proc = run(args)
         assert proc.returncode == 2 and says in one_error_line(proc), (args, proc.stderr[-1500:])
@@ -281,21 +270,11 @@ def test_run_exported_tested_and_compared_through_ctranslate2(trained_run: Path,
 
 def test_a_damaged_ctranslate2_export_is_one_line(trained_run: Path, tmp_path: Path) -> None:
     export = tmp_path / "ct2"
-    assert (
-        run(["export.py", "--run", str(trained_run), "--format", "ctranslate2", "--output", str(export)]).returncode
-        == 0
-    )
+    exported = run(["export.py", "--run", str(trained_run), "--format", "ctranslate2", "--output", str(export)])
+    assert exported.returncode == 0, exported.stderr[-2000:]
     model_bin = export / "ctranslate2" / "model.bin"
     model_bin.write_bytes(model_bin.read_bytes()[:1000])  # a cut copy
-    args = [
-        "inference.py",
-        "--model_path",
-        str(export),
-        "--src_text",
-        "Bonjour",
-        "--set",
-        "decoding.length_penalty=avg",
-    ]
+    args = ["inference.py", "--model_path", str(export), "--src_text", "Bonjour", "--length_penalty", "avg"]
     assert "cannot load" in one_error_line(run(args))
     model_bin.unlink()
     assert f"{model_bin} is missing" in one_error_line(run(args))
