@@ -157,6 +157,20 @@ def check_export_target(out: Path, overwrite: bool) -> Path:
     return out
 
 
+def without_wu(cfg):
+    """A CTranslate2 export's config: GNMT's `wu` length penalty (which CTranslate2 has no form of)
+    replaced by `avg` as its default search, with a note (test.py/inference.py --set may change it)."""
+    import dataclasses
+
+    if cfg.decoding.strategy != "beam" or cfg.decoding.length_penalty != "wu":
+        return cfg
+    log(
+        "note: CTranslate2 has no GNMT (wu) length penalty: the export decodes with length_penalty avg "
+        "(per token) by default; export with --set decoding.length_penalty=none for none"
+    )
+    return dataclasses.replace(cfg, decoding=dataclasses.replace(cfg.decoding, length_penalty="avg"))
+
+
 def export(
     output: str,
     run: Optional[str] = None,
@@ -178,6 +192,7 @@ def export(
     cfg, tokenizer, model = load_for_inference(ckpt, list(overrides))
     if format == "ctranslate2":
         check_convertible(cfg)
+        cfg = without_wu(cfg)
     replace = overwrite and is_own_export(out)
     write_export(cfg, tokenizer, model, out, facts_of(ckpt), replace=replace, backend=format)
     log(f"exported {ckpt} -> {output} ({', '.join(sorted(p.name for p in out.iterdir()))})")

@@ -48,7 +48,7 @@ from commands.cli import (
     parse_command,
     refuse_together,
 )
-from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, teacher_forced_scores
+from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.checkpoint import checkpoint_step
 from training.loading import load_for_decoding, resolve_checkpoint, run_dir_of_checkpoint
@@ -309,19 +309,16 @@ def print_summary(scores: dict, out_dir: Path) -> None:
             f"k={row['k']}: sacreBLEU {row['sacrebleu']:.2f}  chrF {row['chrf']:.2f}  length ratio "
             f"{row['length_ratio']:.3f}  ({row['num_inputs']} inputs)"
         )
-    for k, entry in (scores.get("teacher_forced") or {}).get("k", {}).items():
-        print(teacher_forced_line(k, entry))
+    teacher_forced = scores.get("teacher_forced") or {}
+    for k, entry in teacher_forced.get("k", {}).items():
+        print(teacher_forced_line(k, entry, plain="unavailable" in teacher_forced))
     print(f"outputs: {out_dir}")
 
 
-def teacher_forced_line(k: str, entry: dict) -> str:
-    """One k of the teacher-forced diagnostic: NLL (EOS renormalised out) beyond and within the
-    decoder's training length, and p(EOS) at the sentence boundaries of joined inputs."""
-
-    # decoding.backend ctranslate2 gives the plain NLL only (scores.json: teacher_forced.unavailable)
-    plain = all(b["nll_no_eos"] is None for b in entry["buckets"]) and any(
-        b["nll"] is not None for b in entry["buckets"]
-    )
+def teacher_forced_line(k: str, entry: dict, plain: bool = False) -> str:
+    """One k of the teacher-forced diagnostic: NLL (EOS renormalised out; `plain`: not, where the
+    backend gives no distribution) beyond and within the decoder's training length, and p(EOS) at
+    the sentence boundaries of joined inputs."""
     field, count = ("nll", "tokens") if plain else ("nll_no_eos", "tokens_no_eos")
 
     def nll(part: Optional[dict]) -> str:
@@ -333,9 +330,8 @@ def teacher_forced_line(k: str, entry: dict) -> str:
         "plain (no EOS renormalising in CTranslate2)" if plain else "EOS renormalised out"
     )
     if entry["beyond_training"] is None:
-        buckets = [b for b in entry["buckets"] if b[field] is not None and b[count]]
-        tokens = sum(b[count] for b in buckets)
-        pooled = {count: tokens, field: sum(b[field] * b[count] for b in buckets) / tokens if tokens else None}
+        tokens = sum(b[count] for b in entry["buckets"] if b[field] is not None)
+        pooled = {count: tokens, field: pool_nll(entry["buckets"], field, count)}
         text = f"{label}: {nll(pooled)} (training length not recorded)"
     else:
         text = f"{label}: beyond training {nll(entry['beyond_training'])}, within {nll(entry['within_training'])}"

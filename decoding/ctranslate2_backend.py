@@ -3,7 +3,11 @@
 decoding settings.
 
 The settings map as follows; what has no exact CTranslate2 form is refused, never approximated:
-- greedy = beam size 1; beam size, n-best (`num_hypotheses`), no-repeat n-gram as they are;
+- greedy = beam size 1; beam size and n-best (`num_hypotheses`) as they are: the best hypothesis
+  agrees (README, Decoding with CTranslate2), the n-best below it less often, since the searches
+  stop a sentence by different rules (here: once `beam` hypotheses finished; there: its patience);
+- no-repeat n-gram for greedy search; with beam search refused (CTranslate2 bans the repeats
+  before the softmax, the harness after it, which ranks beams otherwise);
 - length penalty `avg` = `length_penalty=1` (score / length), `none` = 0; GNMT's `wu` has no form
   in CTranslate2 (it divides by length^alpha only): refused, asking for avg or none;
 - the output limit is per sentence here (`max_len_a * src_len + max_len_b`, EOS included) and per
@@ -18,7 +22,9 @@ The settings map as follows; what has no exact CTranslate2 form is refused, neve
 - sources go in as this harness encodes them (no BOS/EOS added), never truncated by CTranslate2
   (`max_input_length=0`); a source longer than a position table is cut by translate.py as for a
   learnable table.
-What scores differ: a hypothesis stopped at the limit has no EOS log-probability in its score.
+Where a hypothesis meets the limit the searches differ: the harness forces EOS and scores it,
+CTranslate2 stops (the same tokens for greedy search; beams may rank otherwise). Greedy scores
+with `min_len` or `no_repeat_ngram` differ (renormalised there), their tokens do not.
 """
 
 from __future__ import annotations
@@ -45,9 +51,18 @@ class CTranslate2Model:
     training lengths, and `to(device)` / `eval()` as a PyTorch model has them."""
 
     backend = "ctranslate2"
+    # what the teacher-forced diagnostic cannot have from it (scores.json: teacher_forced.unavailable)
+    UNAVAILABLE = (
+        "decoding.backend ctranslate2 gives each reference token's NLL only (score_batch): accuracy, "
+        "p(EOS), the EOS-renormalised figures and the per-pair degradation file need the whole "
+        "distribution (null here)"
+    )
 
-    def __init__(self, folder: Path, facts: dict) -> None:
+    def __init__(self, folder: Path, facts: dict, in_memory: bool = False) -> None:
+        """`in_memory`: read the model files now (CTranslate2 then loads them from memory), so that
+        a conversion written into the same folder later cannot change this model."""
         self.folder = Path(folder)
+        self.files = {p.name: p.read_bytes() for p in self.folder.iterdir() if p.is_file()} if in_memory else None
         self.max_positions: Optional[int] = facts.get("position_rows")
         lengths = facts.get("training_length") or {}
         self.training_lengths = (int(lengths.get("source") or 0), int(lengths.get("target") or 0))
@@ -91,6 +106,7 @@ class CTranslate2Model:
                     compute_type=compute_type,
                     inter_threads=1,
                     intra_threads=torch.get_num_threads() if self.device.type == "cpu" else 0,
+                    files=self.files,
                 )
             except (RuntimeError, ValueError) as e:  # no CUDA libraries, a damaged model.bin, ...
                 reason = (str(e).splitlines() or [type(e).__name__])[0][:300]
@@ -124,7 +140,7 @@ class CTranslate2Model:
             rows = [i for i, n in enumerate(limits.tolist()) if n == limit]
             batch = [[self.source_tokens[t] for t in sources[i]] for i in rows]
             if limit <= 1:  # only EOS fits: an empty hypothesis scored with p(EOS), as the harness's search
-                results = translator.score_batch(batch, [[] for _ in rows])
+                results = translator.score_batch(batch, [[] for _ in rows], max_input_length=0)
                 for i, result in zip(rows, results):
                     found[i] = [Hypothesis([], result.log_probs[0], result.log_probs[0])]
                 continue
@@ -135,13 +151,16 @@ class CTranslate2Model:
             per_token = options["length_penalty"] == 1.0
             for i, result in zip(rows, results):
                 found[i] = [
-                    self.hypothesis(tokens, score, per_token) for tokens, score in zip(result.hypotheses, result.scores)
+                    self.hypothesis(tokens, score, per_token, limit)
+                    for tokens, score in zip(result.hypotheses, result.scores)
                 ]
         return found
 
-    def hypothesis(self, tokens: list[str], normalized: float, per_token: bool) -> Hypothesis:
-        """CTranslate2 returns the length-normalised score (`avg`: per token, EOS counted, as here)."""
-        score = normalized * (len(tokens) + 1) if per_token else normalized
+    def hypothesis(self, tokens: list[str], normalized: float, per_token: bool, limit: int) -> Hypothesis:
+        """CTranslate2 returns the length-normalised score (`avg`: per token, EOS counted as here; a
+        hypothesis stopped at the limit has no EOS)."""
+        length = len(tokens) + (len(tokens) < limit - 1)
+        score = normalized * length if per_token else normalized
         return Hypothesis([self.target_ids[t] for t in tokens], score, normalized)
 
     def token_log_probs(
@@ -159,6 +178,18 @@ class CTranslate2Model:
         # an output cut before its EOS (a position table's limit) gets one log-probability too many
         return [list(r.log_probs[: len(out)]) for r, out in zip(results, outputs)]
 
+    def token_scores(self, sources, outputs, eos: int, settings, device) -> tuple[torch.Tensor, ...]:
+        """The teacher-forced diagnostic's per-token figures (evaluation/teacher_forced.py:
+        `token_scores`) `[batch, T]`: the NLL of each reference token from `score_batch`, nothing
+        else (no distribution: accuracy, p(EOS) and the EOS-renormalised figures are NaN)."""
+        log_probs = self.token_log_probs(sources, outputs, eos, settings)
+        nll = torch.zeros(len(outputs), max(len(o) for o in outputs))
+        for row, values in enumerate(log_probs):
+            nll[row, : len(values)] = -torch.tensor(values)
+        nll = nll.to(device)
+        missing = torch.full_like(nll, float("nan"))
+        return nll, missing, missing, missing, missing
+
 
 def check_settings(settings) -> None:
     """The decoding settings CTranslate2 has no exact form of: one line saying what to set."""
@@ -167,6 +198,12 @@ def check_settings(settings) -> None:
             "decoding.length_penalty wu (GNMT's ((5 + len) / 6) ** alpha) has no CTranslate2 form "
             "(it divides by length ** alpha only): --set decoding.length_penalty=avg (or none; "
             "export.py --set decoding.length_penalty=avg makes it an export's default)"
+        )
+    if settings.strategy == "beam" and settings.no_repeat_ngram > 0:
+        raise BackendError(
+            f"decoding.no_repeat_ngram {settings.no_repeat_ngram} with beam search has no exact CTranslate2 "
+            f"form (it bans the repeats before the softmax, which re-ranks beams; greedy search maps "
+            f"exactly): --set decoding.no_repeat_ngram=0, or decoding.strategy=greedy"
         )
     if settings.strategy == "beam" and settings.min_len > 1:
         raise BackendError(

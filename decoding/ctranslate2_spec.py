@@ -30,12 +30,20 @@ from utils.errors import HarnessError
 
 MAPPED = ("sinusoidal", "learnable", "shape", "cape", "none", "rope", "t5_bias", "shaw")
 TABLE_ENCODINGS = ("sinusoidal", "learnable", "shape", "cape", "none")
+CONVERTER_VERSION = 1  # raise when a mapping changes: a run's kept conversion is then made again
 POSITION_ROWS = 4096  # positions of a computed table (sinusoidal, SHAPE, CAPE, none): inputs and outputs
 LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every model here uses
 
 
 class NotConvertible(HarnessError):
     """A model CTranslate2 cannot run as it is: one line naming what and what maps."""
+
+
+def converter_stamp() -> dict:
+    """What a conversion depends on besides the model: this mapping's version and CTranslate2's."""
+    import ctranslate2
+
+    return {"converter": CONVERTER_VERSION, "ctranslate2": ctranslate2.__version__}
 
 
 def check_convertible(cfg) -> None:

@@ -55,12 +55,6 @@ BEYOND_HEADER = "k\tinput\ttokens\tnll_no_eos_sum"
 # at k = 1 and inside a joined input, for compare.py's degradation (a pair's NLL joined minus alone)
 PAIRS_FILE = TEACHER_FORCED_PAIRS
 PAIRS_HEADER = "k\tpair\tstart\ttokens\tnll_sum\tnll_no_eos_sum\tbeyond_tokens\tbeyond_nll_no_eos_sum"
-# What decoding.backend ctranslate2 cannot give: its score_batch returns the reference tokens'
-# log-probabilities, not the distributions they come from
-UNAVAILABLE_CTRANSLATE2 = (
-    "decoding.backend ctranslate2 gives each reference token's NLL only: accuracy, p(EOS), the EOS-"
-    "renormalised figures and the per-pair degradation file need the whole distribution (null here)"
-)
 PAIR_STATS = 5  # summed per pair: tokens, nll, nll_no_eos, beyond tokens, beyond nll_no_eos
 STATS = 6  # summed per cell: tokens, nll, correct, tokens_no_eos, nll_no_eos, correct_no_eos
 
@@ -225,12 +219,13 @@ class PositionSums:
         )
 
 
-def pool_nll(parts) -> Optional[float]:
-    """Token-weighted NLL (EOS renormalised out) over summaries or buckets of this report (None
-    ones and empty ones left out), e.g. an entry's buckets, or one summary of every k."""
-    parts = [p for p in parts if p and p.get("nll_no_eos") is not None and p.get("tokens_no_eos")]
-    tokens = sum(p["tokens_no_eos"] for p in parts)
-    return sum(p["nll_no_eos"] * p["tokens_no_eos"] for p in parts) / tokens if tokens else None
+def pool_nll(parts, field: str = "nll_no_eos", count: str = "tokens_no_eos") -> Optional[float]:
+    """Token-weighted NLL (EOS renormalised out; `field`/`count` nll/tokens: plain) over summaries or
+    buckets of this report (None ones and empty ones left out), e.g. an entry's buckets, or one
+    summary of every k."""
+    parts = [p for p in parts if p and p.get(field) is not None and p.get(count)]
+    tokens = sum(p[count] for p in parts)
+    return sum(p[field] * p[count] for p in parts) / tokens if tokens else None
 
 
 def _mean(total: float, count: float) -> Optional[float]:
@@ -316,7 +311,7 @@ def score_inputs(
             for index, start, length in inputs.members[i]:  # its tokens after the first (EOS is after them)
                 pair[row, start + 1 : start + length] = index
         if is_ctranslate2(model):
-            scores = ctranslate2_scores(model, [inputs.src[i] for i in batch], outs, eos, cfg.decoding, device)
+            scores = model.token_scores([inputs.src[i] for i in batch], outs, eos, cfg.decoding, device)
         else:
             with autocast(cfg.decoding.precision, device):
                 scores = token_scores(model(src, tgt_in), tgt_out.to(device), eos)  # logits [batch, T, vocab]
@@ -331,18 +326,6 @@ def score_inputs(
             pair.to(device),
         )
     return sums.read()
-
-
-def ctranslate2_scores(model, sources, outputs, eos: int, settings, device) -> tuple[Tensor, ...]:
-    """`token_scores` of a CTranslate2 model: its `score_batch` gives the NLL of each reference
-    token, nothing else (no distribution: accuracy, p(EOS) and the EOS-renormalised figures are NaN)."""
-    log_probs = model.token_log_probs(sources, outputs, eos, settings)
-    nll = torch.zeros(len(outputs), max(len(o) for o in outputs))
-    for row, values in enumerate(log_probs):
-        nll[row, : len(values)] = -torch.tensor(values)
-    nll = nll.to(device)
-    missing = torch.full_like(nll, float("nan"))
-    return nll, missing, missing, missing, missing
 
 
 def _source_bucket(length: int, edges: Sequence[int]) -> int:
@@ -417,8 +400,9 @@ def teacher_forced_scores(
     check_position_buckets(edges)
     start = time.time()
     model.eval()
-    if is_ctranslate2(model):
-        lengths, limits = model.training_lengths, (model.max_positions, model.max_positions)
+    if is_ctranslate2(model):  # score_batch appends EOS itself: a cut output leaves it a position
+        rows = model.max_positions
+        lengths, limits = model.training_lengths, (rows, rows - 1 if rows else None)
     else:
         lengths = (int(model.encoder_pe.training_length), int(model.decoder_pe.training_length))
         limits = (max_positions(model), getattr(model.decoder_pe, "max_positions", None))
@@ -452,7 +436,7 @@ def teacher_forced_scores(
             )
     report["seconds"] = round(time.time() - start, 2)
     if is_ctranslate2(model):  # the per-input and per-pair files hold EOS-renormalised sums only
-        report["unavailable"] = UNAVAILABLE_CTRANSLATE2
+        report["unavailable"] = model.UNAVAILABLE
         return report, None, None
     return (
         report,

@@ -88,7 +88,8 @@ def write_export(
     staging = None
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+        # .<name>.<random>.tmp: an interrupted write's temporary, the harness's own in a run folder
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
         fill_export(cfg, tokenizer, model, staging, facts, backend)
         follow_umask(staging)  # mkdtemp and safetensors make them private (0700, 0600)
         swap_into_place(staging, out_dir, replace)
@@ -187,7 +188,7 @@ def swap_into_place(staging: Path, out_dir: Path, replace: bool) -> None:
     if not (replace and out_dir.exists()):
         os.replace(staging, out_dir)  # fails if out_dir appeared meanwhile (not empty): nothing replaced
         return
-    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=out_dir.parent))
+    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", suffix=".tmp", dir=out_dir.parent))
     os.replace(out_dir, old / out_dir.name)
     try:
         os.replace(staging, out_dir)

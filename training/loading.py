@@ -30,11 +30,19 @@ _READ_FROM_RUN: dict[str, dict] = {}
 def load_for_decoding(path: str | Path, overrides: Sequence[str] = (), config: Optional[str] = None):
     """(config, tokenizer, model) for test.py and inference.py: the model `decoding.backend` decodes
     with, on the CPU (the caller moves it). A --config beside the model may set its test-time keys
-    (`check_model_matches`); backend ctranslate2 converts a checkpoint on first use (`converted`)."""
+    (`check_model_matches`); backend ctranslate2 converts a checkpoint on first use
+    (training/ctranslate2_loading.py)."""
     cfg, tokenizer, model = load_for_inference(path, list(overrides), device="cpu", ctranslate2=True)
     if config:
         cfg = check_model_matches(config, list(overrides), cfg, Path(path))
+    if cfg.decoding.backend == "pytorch" and cfg.decoding.compute_type is not None:
+        raise ConfigError(
+            f"decoding.compute_type {cfg.decoding.compute_type} is CTranslate2's: add --set "
+            f"decoding.backend=ctranslate2 (inference.py: --backend ctranslate2), or drop it"
+        )
     if cfg.decoding.backend == "ctranslate2" and not getattr(model, "backend", None):
+        from training.ctranslate2_loading import converted
+
         model = converted(cfg, tokenizer, model, Path(path))
     return cfg, tokenizer, model
 
@@ -83,6 +91,8 @@ def read_export(path: str | Path, overrides: Optional[list[str]], device: str, c
     path = Path(path)
     meta = read_export_config(path)
     if meta.get("backend") == "ctranslate2":
+        from training.ctranslate2_loading import read_ctranslate2_export
+
         return read_ctranslate2_export(path, meta, overrides, device, ctranslate2)
     cfg = test_time_config(meta["config"], overrides, str(path))
     tokenizer = export_tokenizer(path, meta)
@@ -103,77 +113,6 @@ def read_export(path: str | Path, overrides: Optional[list[str]], device: str, c
     check_finite_weights(path, model.state_dict(), LOADING_FIX)
     model.to(device).eval()
     return cfg, tokenizer, model
-
-
-def read_ctranslate2_export(path: Path, meta: dict, overrides: Optional[list[str]], device: str, allowed: bool):
-    """A CTranslate2 export as a `CTranslate2Model`: decoding keys may change, the positional ones
-    (baked into model.bin at export) and the backend may not."""
-    from decoding.ctranslate2_backend import CTranslate2Model
-    from utils.config import parse_override
-
-    if not allowed:
-        raise CheckpointError(
-            f"{path} is a CTranslate2 export, which holds no PyTorch weights: give the checkpoint it "
-            f"came from ({meta.get('exported_from') or 'see its config.json'}) or a PyTorch export"
-        )
-    for text in overrides or []:
-        key = ".".join(parse_override(text)[0])
-        if key.startswith("model.positional") or key in ("model", "model.positional"):
-            raise CheckpointError(
-                f"--set {text}: {path} is a CTranslate2 export, with its positional settings baked in "
-                f"at export; export it again with export.py --format ctranslate2 --set {text}"
-            )
-    cfg = test_time_config(meta["config"], overrides, str(path))
-    if cfg.decoding.backend != "ctranslate2":
-        raise CheckpointError(
-            f"{path} is a CTranslate2 export: it decodes only with decoding.backend ctranslate2 "
-            f"(for the PyTorch decoder give the checkpoint it came from or a PyTorch export)"
-        )
-    tokenizer = export_tokenizer(path, meta)
-    facts = meta.get("ctranslate2") or {}
-    return cfg, tokenizer, CTranslate2Model(path / CTRANSLATE2, facts).to(device)
-
-
-def converted(cfg, tokenizer, model, ckpt: Path):
-    """The CTranslate2 conversion of `model` (checkpoint `ckpt`, positional settings as in `cfg`):
-    for a run's checkpoint kept in <run>/ctranslate2/ (a harness folder, converted again when the
-    checkpoint or the positional settings changed), else in a temporary folder of this process."""
-    import atexit
-    import shutil
-    import tempfile
-
-    from decoding.ctranslate2_backend import CTranslate2Model
-    from decoding.ctranslate2_spec import check_convertible
-    from training.export import harness_commit, write_export
-    from utils.files import WriteError
-
-    check_convertible(cfg)
-    ckpt = Path(ckpt).resolve()
-    run_dir = run_dir_of_checkpoint(ckpt)
-    in_run = ckpt.is_file() and ckpt.parent.name == "checkpoints" and is_run_folder(run_dir)
-    stat = ckpt.stat() if ckpt.is_file() else (ckpt / WEIGHTS).stat()
-    source = {"checkpoint": ckpt.name, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-    raw = to_dict(cfg)
-    if in_run:
-        folder = run_dir / CTRANSLATE2
-        if is_export(folder):
-            meta = export_facts(folder)
-            if (meta.get("ctranslate2") or {}).get("source") == source and (meta.get("config") or {}).get(
-                "model"
-            ) == raw["model"]:
-                return CTranslate2Model(folder / CTRANSLATE2, meta["ctranslate2"])
-        if folder.exists() and not is_own_export(folder):
-            raise WriteError(f"{folder} holds files that are not a conversion of this harness: move it away")
-    else:
-        folder = Path(tempfile.mkdtemp(prefix="ctranslate2-")) / "model"
-        atexit.register(shutil.rmtree, folder.parent, True)
-    from utils.runtime import log
-
-    log(f"converting {ckpt.name} for CTranslate2 into {folder}")
-    facts = {"exported_from": f"{run_dir.name}/checkpoints/{ckpt.name}" if in_run else ckpt.name}
-    facts.update(commit=harness_commit(), source=source)
-    write_export(cfg, tokenizer, model, folder, facts, replace=folder.exists(), backend="ctranslate2")
-    return CTranslate2Model(folder / CTRANSLATE2, export_facts(folder)["ctranslate2"])
 
 
 def read_export_config(path: Path) -> dict:

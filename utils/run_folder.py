@@ -36,6 +36,7 @@ RUN_FILES = {
     "training_lengths.json",
     "test",
     "valid",
+    "ctranslate2",  # decoding.backend ctranslate2: the best checkpoint converted (training/ctranslate2_loading.py)
 }
 LOCK_FILES = (".lock", ".lock.pid")
 # Inside those folders, what the writers put there (glob patterns per path part; a temporary an
@@ -67,11 +68,12 @@ HARNESS_FOLDERS = (
     "tb/[0-9]*/*",
     *_TEST_OUTPUT_FOLDERS,
     *(f"{t}/concat" for t in _TEST_FOLDERS),
-    "ctranslate2",  # decoding.backend ctranslate2: the best checkpoint converted (training/export.py layout)
+    "ctranslate2",  # the conversion: training/export.py's layout
     "ctranslate2/ctranslate2",
+    "ctranslate2/tokenizer",  # a pretrained tokenizer's folder
 )
 HARNESS_FILES = (
-    *(f"ctranslate2/{name}" for name in ("config.json", "README.md", "tokenizer.json")),
+    *(f"ctranslate2/{name}" for name in ("config.json", "README.md", "tokenizer.json", "tokenizer/*")),
     *(f"ctranslate2/ctranslate2/{name}" for name in ("model.bin", "config.json", "*_vocabulary.json")),
     *(f"checkpoints/{name}" for name in ("best_*.pt", "last_*.pt", "averaged_*.pt", *_TEMPORARIES)),
     "tb/events.out.tfevents.*",

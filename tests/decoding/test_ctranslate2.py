@@ -128,11 +128,12 @@ def test_greedy_search_gives_the_same_tokens(trained, tmp_path: Path, name, opti
 def test_a_run_converts_once_into_its_folder_and_again_when_its_settings_change(trained_run: Path, tmp_path):
     """decoding.backend ctranslate2 on a run converts its best checkpoint into <run>/ctranslate2/
     (a harness folder), reuses it, converts again for other baked-in settings (RoPE's scaling)."""
+    import os
     import shutil
 
     from training.checkpoint import find_best_checkpoint
     from training.loading import load_for_decoding
-    from utils.run_folder import users_files_inside
+    from utils.run_folder import RunFolder, users_files_inside
 
     run_dir = tmp_path / "run"
     shutil.copytree(trained_run, run_dir)
@@ -145,8 +146,17 @@ def test_a_run_converts_once_into_its_folder_and_again_when_its_settings_change(
     load_for_decoding(ckpt, sets)
     assert model_bin.stat().st_mtime_ns == first  # reused
     load_for_decoding(ckpt, [*sets, "model.positional.scaling=ntk"])
-    assert model_bin.stat().st_mtime_ns != first  # converted again: the base is baked in
+    second = model_bin.stat().st_mtime_ns
+    assert second != first  # converted again: the base is baked in
+    # another checkpoint under the same name and time (a copy with cp -p): its content tells
+    stat = ckpt.stat()
+    other = next(p for p in ckpt.parent.glob("*.pt") if p != ckpt and p.stat().st_size == stat.st_size)
+    shutil.copyfile(other, ckpt)
+    os.utime(ckpt, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    load_for_decoding(ckpt, [*sets, "model.positional.scaling=ntk"])
+    assert model_bin.stat().st_mtime_ns != second
     assert users_files_inside(run_dir) == ()  # all of it the harness's own (train.py --overwrite may clear it)
+    assert RunFolder.inspect(run_dir).state == "trained"  # resumable, replaceable with --overwrite
 
 
 @pytest.mark.parametrize(
@@ -220,6 +230,8 @@ def test_run_exported_tested_and_compared_through_ctranslate2(trained_run: Path,
     shutil.copytree(trained_run, run_dir)
     export = tmp_path / "ct2"
     assert run(["export.py", "--run", str(run_dir), "--format", "ctranslate2", "--output", str(export)]).returncode == 0
+    config = json.loads((export / "config.json").read_text())["config"]
+    assert config["decoding"]["length_penalty"] == "avg"  # the run's wu has no CTranslate2 form (a note says so)
     avg = ["--set", "decoding.length_penalty=avg"]
     scored = run(["test.py", "--model_path", str(export), "--output", str(tmp_path / "scores"), *avg])
     assert scored.returncode == 0, scored.stderr[-2000:]
@@ -240,9 +252,11 @@ def test_run_exported_tested_and_compared_through_ctranslate2(trained_run: Path,
     assert "ctranslate2" in tf["unavailable"] and k1["nll_no_eos"] is None and k1["accuracy"] is None
     assert abs(k1["nll"] - reference["teacher_forced"]["k"]["1"]["within_training"]["nll"]) < 1e-3
     # a decoding setting CTranslate2 has no form of, a baked-in key, a command that needs the weights
-    translate = ["inference.py", "--model_path", str(export), "--src_text", "Bonjour", *avg]
+    translate = ["inference.py", "--model_path", str(export), "--src_text", "Bonjour"]  # (the export: avg)
     for args, says in (
-        (["test.py", "--model_path", str(export), "--output", str(tmp_path / "wu")], "length_penalty=avg"),
+        ([*translate, "--length_penalty", "wu"], "length_penalty=avg"),
+        ([*translate, "--no_repeat_ngram", "2"], "no_repeat_ngram"),
+        (["inference.py", "--run", str(run_dir), "--src_text", "Bonjour", "--compute_type", "int8"], "CTranslate2's"),
         ([*translate, "--set", "model.positional.scaling=ntk"], "export it again"),
         (
             ["visualize.py", "pe-heatmap", "--model_path", str(export), "--output", str(tmp_path / "p.png")],
@@ -342,5 +356,22 @@ def test_the_equality_benchmark_runs(trained_run: Path, tmp_path: Path) -> None:
     shutil.copytree(trained_run, run_dir)
     assert ctranslate2_equality.main([str(run_dir), "--output", str(tmp_path / "eq.json")]) == 0
     (row,) = json.loads((tmp_path / "eq.json").read_text())["runs"]
-    assert row["lines"] == 10 and 0 <= row["ct2_greedy_float32_identical"] <= 1
+    assert row["lines"] == 10 and row["ct2_greedy_float32_identical"] == 1.0  # greedy: token for token
     assert {f"{way}_sacrebleu" for way in ctranslate2_equality.WAYS} <= set(row)
+
+
+def test_teacher_forcing_reaches_the_end_of_a_position_table(trained, tmp_path: Path) -> None:
+    """A reference longer than a learnable table (64 rows) is cut as the PyTorch path cuts it, one
+    token shorter (score_batch appends EOS itself), and scored: plain NLL, the rest null."""
+    from evaluation.teacher_forced import teacher_forced_scores
+    from training.loading import load_for_decoding
+
+    pytorch_export(trained, tmp_path / "pytorch", "learnable", {"max_positions": 64}, True)
+    cfg, tokenizer, converted = load_for_decoding(tmp_path / "pytorch", ["decoding.backend=ctranslate2"])
+    pairs = [("le chat dort. " * 30, "the cat sleeps. " * 30), ("Bonjour !", "Hello!")]
+    assert len(tokenizer.encode_tgt(pairs[0][1])) > 64
+    report, beyond, per_pair = teacher_forced_scores(converted, tokenizer, pairs, None, cfg, "cpu", concat=[2])
+    assert beyond is None and per_pair is None and "score_batch" in report["unavailable"]
+    one = report["k"]["1"]
+    assert one["truncated_targets"] == 1 and one["target_tokens"] == 63 + len(tokenizer.encode_tgt("Hello!")) + 1
+    assert all(b["nll"] is not None and b["nll_no_eos"] is None for b in one["buckets"])
