@@ -211,6 +211,13 @@ class DecoderCache:
             parents = parents.to(self.ancestry.device)
             self.ancestry = self.ancestry.gather(1, parents[:, :, None, None].expand_as(self.ancestry))
 
+    def reorder_beams(self, parents: Tensor) -> None:
+        """Each sentence's rows continue the rows `parents` `[sentences, groups]` of the same
+        sentence: only the ancestry map moves, and nothing is checked by reading it back (the shape
+        keeps every row in its sentence)."""
+        if self.ancestry is not None:
+            self.ancestry = self.ancestry.gather(1, parents[:, :, None, None].expand_as(self.ancestry))
+
     def _split(self, index: Tensor, groups: int) -> tuple[Tensor, Tensor]:
         """A reorder index into `groups` rows per sentence: the current sentence of each new
         group `[new_sentences]` and the current slot each new row comes from `[new_sentences, groups]`."""

@@ -1,8 +1,11 @@
 """Greedy and beam search: pure functions over a `Searchable`'s `encode()` and `decode_step()`.
 
 Both are batched and use the decoder's key/value cache. Scores are sums of token
-log-probabilities; beam search ranks finished hypotheses with a length penalty, keeps
-finished hypotheses per sentence, and drops finished sentences from the batch. The output
+log-probabilities; beam search ranks finished hypotheses with a length penalty and keeps them
+per sentence on the device (`FinishedHypotheses`). A step reads nothing back to the host and
+keeps its shapes: finished rows and sentences are masked, not dropped, and whether the search is
+over is read once every `CHECK_EVERY` steps, where finished sentences also leave the batch (beam
+search). The output
 length is capped at `max_len_a * src_len + max_len_b` tokens (EOS included; and at `max_len_cap`,
 e.g. a learnable encoding's table size), where only EOS
 is allowed at the last step, identically in both searches, so beam size 1 equals greedy.
@@ -51,6 +54,10 @@ class Searchable(Protocol):
         """Keep the cache rows of `index` (rows of encoder memory: `memory_index`; `groups` beams per
         sentence)."""
 
+    def reorder_beams(self, cache: Any, parents: Tensor) -> None:
+        """Reorder the beams within each sentence: row g of sentence s continues its row
+        `parents[s, g]` (`[sentences, beams]`); no sentence leaves, nothing is read back."""
+
 
 @dataclass
 class Hypothesis:
@@ -84,8 +91,10 @@ def _ban_repeated_ngrams(logp: Tensor, tokens: Tensor, n: int) -> None:
     windows = tokens.unfold(1, n, 1)  # [rows, num_windows, n]
     prefix = tokens[:, tokens.size(1) - (n - 1) :] if n > 1 else tokens[:, :0]  # [rows, n - 1]
     match = (windows[:, :, : n - 1] == prefix[:, None, :]).all(dim=-1)  # [rows, num_windows]
-    rows, cols = match.nonzero(as_tuple=True)
-    logp[rows, windows[rows, cols, n - 1]] = float("-inf")
+    # the tokens that would end a matching window, counted per row (a scatter: no data-dependent shape)
+    hits = torch.zeros(logp.shape, dtype=torch.int32, device=logp.device)
+    hits.scatter_add_(1, windows[:, :, n - 1], match.to(torch.int32))
+    logp.masked_fill_(hits.gt(0), float("-inf"))
 
 
 def _log_probs(logits: Tensor) -> Tensor:
@@ -101,16 +110,19 @@ def _mask_specials(
     logp: Tensor, step: int, limits: Tensor, eos: int, banned: tuple[int, ...], min_len: int = 0
 ) -> Tensor:
     """Forbid banned ids (pad, bos) and EOS before `min_len`; allow only EOS for rows at their length
-    limit (the limit wins over `min_len`: a row never runs past it, nor emits a banned id)."""
+    limit (the limit wins over `min_len`: a row never runs past it, nor emits a banned id). Masks,
+    never a test of whether any row is at its limit (a read back to the host)."""
     logp[:, list(banned)] = float("-inf")
     at_limit = limits.le(step + 1)  # [rows]
-    eos_logp = logp[at_limit, eos].clone() if at_limit.any() else None
+    eos_logp = logp[:, eos].clone()
     if step + 1 < min_len:
         logp[:, eos] = float("-inf")
-    if eos_logp is not None:
-        logp[at_limit] = float("-inf")
-        logp[at_limit, eos] = eos_logp
+    logp.masked_fill_(at_limit[:, None], float("-inf"))
+    logp[:, eos] = torch.where(at_limit, eos_logp, logp[:, eos])
     return logp
+
+
+CHECK_EVERY = 8  # steps between the searches' reads of whether they are over
 
 
 @torch.no_grad()
@@ -130,23 +142,25 @@ def greedy_search(
     enc = model.encode(src)
     batch = src.size(0)
     limits = output_limits(enc.src_mask.sum(dim=1), max_len_a, max_len_b, max_len_cap)  # [batch]
-    tokens = torch.full((batch, 1), bos, dtype=torch.long, device=src.device)  # [batch, 1]
+    steps = int(limits.max())  # (the loop's bound: read once)
+    tokens = torch.full((batch, steps + 1), pad, dtype=torch.long, device=src.device)  # [batch, steps + 1]
+    tokens[:, 0] = bos
     scores = torch.zeros(batch, device=src.device)
     lengths = torch.zeros(batch, dtype=torch.long, device=src.device)
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
-    cache = model.new_cache(capacity=int(limits.max()))
+    cache = model.new_cache(capacity=steps)
     banned = tuple(sorted({pad, bos} - {eos}))
-    for step in range(int(limits.max())):
-        logits = model.decode_step(tokens[:, -1:], enc, cache, offset=step)  # [batch, vocab]
+    for step in range(steps):
+        logits = model.decode_step(tokens[:, step : step + 1], enc, cache, offset=step)  # [batch, vocab]
         logp = _mask_specials(_log_probs(logits), step, limits, eos, banned, min_len)
-        _ban_repeated_ngrams(logp, tokens, no_repeat_ngram)
+        _ban_repeated_ngrams(logp, tokens[:, : step + 1], no_repeat_ngram)
         next_logp, next_tok = logp.max(dim=-1)  # [batch]
         next_tok = next_tok.masked_fill(finished, pad)
         scores += next_logp.masked_fill(finished, 0.0)
         lengths += (~finished).long()
-        tokens = torch.cat([tokens, next_tok[:, None]], dim=1)  # [batch, step + 2]
+        tokens[:, step + 1] = next_tok
         finished |= next_tok.eq(eos)
-        if finished.all():
+        if (step + 1) % CHECK_EVERY == 0 and bool(finished.all()):  # the one read, every CHECK_EVERY steps
             break
     out = []
     for row, score, length in zip(tokens[:, 1:].tolist(), scores.tolist(), lengths.tolist()):
@@ -178,46 +192,118 @@ def beam_search(
 
     Rows are laid out `[batch * beam]`. At each step the top `2 * beam` continuations of each
     sentence are taken; those ending in EOS among the top `beam` are finished (scored with the
-    length penalty), and the best `beam` others continue. A sentence is done when it has `beam`
-    finished hypotheses or reaches its length limit; done sentences leave the batch.
+    length penalty, kept on the device), and the best `beam` others continue. A sentence is done
+    when it has `beam` finished hypotheses or reaches its length limit; a done sentence's beams are
+    dead (-inf) until the next check, where done sentences leave the batch.
     """
     if not 1 <= nbest <= beam_size:
         raise ValueError(f"nbest ({nbest}) must be between 1 and beam_size ({beam_size})")
     device = src.device
     batch, k = src.size(0), beam_size
     enc = model.encode(src)
-    limits_all = output_limits(enc.src_mask.sum(dim=1), max_len_a, max_len_b, max_len_cap)  # [batch]
+    limits = output_limits(enc.src_mask.sum(dim=1), max_len_a, max_len_b, max_len_cap)  # [batch]
+    steps = int(limits.max())  # (the loop's bound: read once)
     # enc keeps one row per sentence: the decoder reads it once for the sentence's `beam` rows.
-    active = torch.arange(batch, device=device)  # sentence id of each active group
-    tokens = torch.full((batch * k, 1), bos, dtype=torch.long, device=device)  # [batch * beam, 1]
+    active = torch.arange(batch, device=device)  # sentence id of each group of rows
+    tokens = torch.full((batch * k, steps + 1), pad, dtype=torch.long, device=device)  # [batch * beam, steps + 1]
+    tokens[:, 0] = bos
     beam_scores = torch.zeros(batch, k, device=device)
     beam_scores[:, 1:] = float("-inf")  # all beams start identical: expand only the first
-    cache = model.new_cache(capacity=int(limits_all.max()))
-    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    cache = model.new_cache(capacity=steps)
+    found = FinishedHypotheses(batch, k, steps, device)
+    done = torch.zeros(batch, dtype=torch.bool, device=device)
     banned = tuple(sorted({pad, bos} - {eos}))
 
-    for step in range(int(limits_all.max())):
+    for step in range(steps):
         # The first step decodes one row per sentence (its beams are all BOS); then one per beam.
         rows_per = 1 if step == 0 else k
-        decoded = tokens if rows_per == k else tokens[::k]  # [n * rows_per, step + 1]
-        limits = limits_all[active].repeat_interleave(rows_per)  # [n * rows_per]
-        logp = _next_log_probs(model, decoded, enc, cache, step, limits, eos, banned, min_len, no_repeat_ngram)
+        decoded = tokens if rows_per == k else tokens[::k]  # [n * rows_per, steps + 1]
+        step_limits = limits[active].repeat_interleave(rows_per)  # [n * rows_per]
+        logp = _next_log_probs(
+            model, decoded[:, : step + 1], enc, cache, step, step_limits, eos, banned, min_len, no_repeat_ngram
+        )
         top = _top_candidates(logp, beam_scores, rows_per)
-        _finish_eos_candidates(finished, active, tokens, top, eos, step, penalty, alpha)
+        found.add(active, tokens, top, done, eos, step, penalty, alpha)
         next_scores, next_beam, next_tok = _continuations(top, eos, k)
+        done = done | found.count[active].ge(k) | limits[active].le(step + 1) | next_scores[:, 0].isneginf()
+        beam_scores = next_scores.masked_fill(done[:, None], float("-inf"))  # a done sentence's beams are dead
+        n = active.numel()
+        rows = (torch.arange(n, device=device)[:, None] * k + next_beam).view(-1)  # [n * beam]
+        tokens = tokens.index_select(0, rows)
+        tokens[:, step + 1] = next_tok.view(-1)
+        if rows_per == 1:  # one row per sentence so far: each gets its `beam` rows
+            model.reorder_cache(cache, torch.arange(n, device=device).repeat_interleave(k), None, groups=k)
+        else:
+            model.reorder_beams(cache, next_beam)
+        if (step + 1) % CHECK_EVERY == 0:  # the one read, every CHECK_EVERY steps
+            keep = (~done).nonzero().squeeze(1)  # [n_keep]
+            if keep.numel() == 0:
+                break
+            if keep.numel() < n:  # done sentences leave the batch
+                enc, tokens, beam_scores = _leave(model, cache, enc, keep, tokens, beam_scores, k)
+                active, done = active[keep], done[keep]
 
-        done = torch.tensor([len(finished[int(s)]) >= k for s in active], device=device)
-        done |= limits_all[active].le(step + 1) | next_scores[:, 0].isneginf()
-        keep = (~done).nonzero().squeeze(1)  # [n_keep]
-        if keep.numel() == 0:
-            break
-        rows = (keep[:, None] * k + next_beam[keep]).view(-1)  # [n_keep * beam] rows of the current batch
-        tokens = torch.cat([tokens.index_select(0, rows), next_tok[keep].view(-1, 1)], dim=1)  # [n_keep * beam, +1]
-        beam_scores = next_scores[keep]
-        enc = _reorder(model, cache, enc, keep, rows, rows_per, k)
-        active = active[keep]
+    return found.best(nbest)
 
-    return [sorted(hyps, key=lambda h: h.normalized_score, reverse=True)[:nbest] for hyps in finished]
+
+class FinishedHypotheses:
+    """The finished hypotheses of a beam search, kept on the device: up to `beam` per sentence, with
+    their tokens (EOS excluded), raw and length-penalised scores; read back once, at the end."""
+
+    def __init__(self, batch: int, beam: int, steps: int, device: torch.device) -> None:
+        self.beam = beam
+        self.count = torch.zeros(batch, dtype=torch.long, device=device)  # [batch]
+        # slot `beam` of every sentence is a trash slot: candidates that are not kept are written there
+        self.tokens = torch.zeros(batch, beam + 1, max(steps, 1), dtype=torch.long, device=device)
+        self.length = torch.zeros(batch, beam + 1, dtype=torch.long, device=device)
+        self.score = torch.zeros(batch, beam + 1, device=device)
+        self.normalized = torch.full((batch, beam + 1), float("-inf"), dtype=torch.float64, device=device)
+
+    def add(
+        self,
+        active: Tensor,
+        tokens: Tensor,
+        top: tuple[Tensor, Tensor, Tensor],
+        done: Tensor,
+        eos: int,
+        step: int,
+        penalty: str,
+        alpha: float,
+    ) -> None:
+        """Keep the EOS candidates among the top `beam` of each active sentence that is not done, in
+        rank order, while it has fewer than `beam`. active: sentence ids `[n]`; tokens: the beams'
+        prefixes `[n * beam, >= step + 1]`; top: `_top_candidates`' `[n, 2 * beam]` each."""
+        top_scores, top_beam, top_tok = top
+        k = self.beam
+        n = active.numel()
+        is_eos = top_tok[:, :k].eq(eos) & top_scores[:, :k].isfinite() & ~done[:, None]  # [n, beam]
+        rank = self.count[active, None] + is_eos.long().cumsum(1) - 1  # the slot each would take
+        slot = torch.where(is_eos & rank.lt(k), rank, k)  # [n, beam]
+        sentence = active[:, None].expand(n, k)
+        prefix_rows = (torch.arange(n, device=active.device)[:, None] * k + top_beam[:, :k]).view(-1)
+        prefix = tokens.index_select(0, prefix_rows)[:, 1 : step + 1].view(n, k, step)  # [n, beam, step]
+        self.tokens[sentence, slot, :step] = prefix
+        self.length[sentence, slot] = step
+        raw = top_scores[:, :k]
+        self.score[sentence, slot] = raw
+        self.normalized[sentence, slot] = length_penalty(raw.double(), step + 1, penalty, alpha)
+        self.count.index_add_(0, active, (slot < k).long().sum(1))
+
+    def best(self, nbest: int) -> list[list[Hypothesis]]:
+        """Per sentence its `nbest` finished hypotheses, best first (ties in the order they finished)."""
+        k = self.beam
+        order = self.normalized[:, :k].argsort(dim=1, descending=True, stable=True)  # [batch, beam]
+        counts, lengths = self.count.tolist(), self.length.gather(1, order).tolist()
+        tokens = self.tokens.gather(1, order[:, :, None].expand(-1, -1, self.tokens.size(2))).tolist()
+        scores = self.score.gather(1, order).tolist()
+        normalized = self.normalized.gather(1, order).tolist()
+        return [
+            [
+                Hypothesis(tokens[b][j][: lengths[b][j]], scores[b][j], normalized[b][j])
+                for j in range(min(nbest, counts[b]))
+            ]
+            for b in range(len(counts))
+        ]
 
 
 def _next_log_probs(
@@ -254,28 +340,6 @@ def _top_candidates(logp: Tensor, beam_scores: Tensor, rows_per: int) -> tuple[T
     return top_scores, top_idx // vocab, top_idx % vocab
 
 
-def _finish_eos_candidates(
-    finished: list[list[Hypothesis]],
-    active: Tensor,
-    tokens: Tensor,
-    top: tuple[Tensor, Tensor, Tensor],
-    eos: int,
-    step: int,
-    penalty: str,
-    alpha: float,
-) -> None:
-    """Finish the EOS candidates that rank among the top `beam` of their sentence (up to `beam`
-    finished hypotheses per sentence). tokens: the beams' prefixes `[n * beam, step + 1]`."""
-    top_scores, top_beam, top_tok = top
-    k = tokens.size(0) // active.numel()
-    for i, j in (top_tok[:, :k].eq(eos) & top_scores[:, :k].isfinite()).nonzero().tolist():
-        sid = int(active[i])
-        if len(finished[sid]) < k:
-            seq = tokens[i * k + int(top_beam[i, j]), 1:].tolist()
-            raw = float(top_scores[i, j])
-            finished[sid].append(Hypothesis(seq, raw, float(length_penalty(raw, step + 1, penalty, alpha))))
-
-
 def _continuations(top: tuple[Tensor, Tensor, Tensor], eos: int, k: int) -> tuple[Tensor, Tensor, Tensor]:
     """The best `k` non-EOS candidates of each sentence: scores, beams and tokens `[n, k]`. A slot that
     still holds an EOS (or an impossible) candidate is a dead beam, -inf, never extended."""
@@ -287,16 +351,12 @@ def _continuations(top: tuple[Tensor, Tensor, Tensor], eos: int, k: int) -> tupl
     return next_scores, top_beam.gather(1, order), top_tok.gather(1, order)
 
 
-def _reorder(
-    model: Searchable, cache: Any, enc: EncoderState, keep: Tensor, rows: Tensor, rows_per: int, k: int
-) -> EncoderState:
-    """Reorder the cache for the continuing beams `rows` of the kept sentences `keep`; returns the
-    encoder output of the kept sentences. Beams reordered within their sentences leave the
-    cross-attention cache as it is; finished sentences leave the batch, with their encoder rows."""
-    cache_rows = rows if rows_per == k else keep.repeat_interleave(k)  # rows of the decoded batch
-    memory_index = keep if keep.numel() < enc.src_mask.size(0) else None
-    model.reorder_cache(cache, cache_rows, memory_index, groups=None if rows_per == k else k)
-    return enc if memory_index is None else enc.index_select(keep)
+def _leave(model: Searchable, cache: Any, enc: EncoderState, keep: Tensor, tokens: Tensor, beam_scores: Tensor, k: int):
+    """Only the sentences `keep` `[n_keep]` stay: their encoder rows, cache rows, tokens and beam
+    scores (at a check: the one place the batch changes shape)."""
+    rows = (keep[:, None] * k + torch.arange(k, device=keep.device)).view(-1)  # [n_keep * beam]
+    model.reorder_cache(cache, rows, keep)
+    return enc.index_select(keep), tokens.index_select(0, rows), beam_scores[keep]
 
 
 class FullPrefixDecoder:
@@ -320,6 +380,12 @@ class FullPrefixDecoder:
     ) -> None:
         if "tokens" in cache:
             cache["tokens"] = cache["tokens"].index_select(0, index)
+
+    @classmethod
+    def reorder_beams(cls, cache: dict, parents: Tensor) -> None:
+        sentences, beams = parents.shape
+        rows = torch.arange(sentences, device=parents.device)[:, None] * beams + parents  # [sentences, beams]
+        cls.reorder_cache(cache, rows.view(-1))
 
     def decode_step(self, tokens: Tensor, enc, cache: dict, offset: int) -> Tensor:
         prefix = tokens if "tokens" not in cache else torch.cat([cache["tokens"], tokens], dim=1)  # [rows, offset + 1]

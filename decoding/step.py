@@ -69,6 +69,12 @@ class CachedDecoder:
         sentence (beam search's first step decodes one row per sentence, then `beam`)."""
         cache.reorder(index, memory_index, groups)
 
+    @staticmethod
+    def reorder_beams(cache: DecoderCache, parents: Tensor) -> None:
+        """Beams reordered within their sentences (`parents` `[sentences, beams]`): the ancestry map
+        follows, the keys stay put, nothing is read back to the host."""
+        cache.reorder_beams(parents)
+
     def decode_step(self, tokens: Tensor, enc: EncoderOutput, cache: DecoderCache, offset: int) -> Tensor:
         """Logits `[batch, vocab]` for the next token after `tokens` `[batch, 1]` at position `offset`."""
         return self.decode(tokens, enc, cache, offset)[:, -1]

@@ -10,7 +10,7 @@ import pytest
 import torch
 from helpers import BOS, D_MODEL, EOS, HEADS, PAD, VOCAB, encoding_cases, full_and_cached, mixed_batch, tiny_model
 
-from decoding.search import Hypothesis, beam_search, greedy_search, length_penalty
+from decoding.search import CHECK_EVERY, Hypothesis, beam_search, greedy_search, length_penalty
 from decoding.step import CachedDecoder
 from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
 from models.transformer import Seq2SeqTransformer
@@ -298,6 +298,11 @@ class TransitionModel:
     def reorder_cache(cache: dict, index: torch.Tensor, memory_index=None, groups=None) -> None:
         cache["history"] = cache["history"].index_select(0, index)
 
+    @classmethod
+    def reorder_beams(cls, cache: dict, parents: torch.Tensor) -> None:
+        sentences, beams = parents.shape
+        cls.reorder_cache(cache, (torch.arange(sentences)[:, None] * beams + parents).view(-1))
+
     def decode_step(self, tokens: torch.Tensor, enc: FakeEncoderOutput, cache: dict, offset: int) -> torch.Tensor:
         self.calls += 1
         rows = tokens.size(0)
@@ -360,7 +365,8 @@ def test_beam_search_hand_computed_greedy_trap(penalty):
     assert_hyps(hyps, TRAP_BEAM, penalty)
     if penalty == "avg":
         assert hyps[0].normalized_score == pytest.approx((math.log(0.4) + math.log(0.9)) / 2, abs=1e-6)
-    assert model.calls == 2  # stopped as soon as 2 hypotheses finished
+    # 2 hypotheses finished at step 1: the sentence is done, and the search stops at its next check
+    assert model.calls == CHECK_EVERY
 
     greedy = greedy_search(TransitionModel(), TRAP_SRC, BOS, EOS, PAD, max_len_a=0, max_len_b=10)[0]
     assert (greedy.tokens, pytest.approx(greedy.score, abs=1e-6)) == (TRAP_GREEDY[0], TRAP_GREEDY[1])
@@ -378,7 +384,7 @@ def test_beam_search_hand_computed_length_penalty_reorders(penalty, expected):
         model, FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10, penalty=penalty, nbest=2
     )[0]
     assert_hyps(hyps, expected, penalty)
-    assert model.calls == 3
+    assert model.calls == CHECK_EVERY  # done at step 2, stopped at the next check
     best = beam_search(
         TransitionModel(), FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10, penalty=penalty, nbest=1
     )[0]
@@ -387,8 +393,9 @@ def test_beam_search_hand_computed_length_penalty_reorders(penalty, expected):
     assert greedy.tokens == FLIP_GREEDY[0] and greedy.score == pytest.approx(FLIP_GREEDY[1], abs=1e-6)
 
 
-def test_beam_search_hand_computed_batch_drops_finished_sentences():
-    """Both sentences in one batch: the first finishes at step 1 and leaves; the second goes on."""
+def test_beam_search_hand_computed_batch_masks_finished_sentences():
+    """Three sentences in one batch: two are done at step 1, the other at step 2; done sentences'
+    beams are dead (-inf) and add nothing, until the check that ends the search."""
     src = torch.cat([TRAP_SRC, FLIP_SRC, TRAP_SRC])
     model = TransitionModel()
     results = beam_search(model, src, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10, penalty="none", nbest=2)
@@ -396,10 +403,9 @@ def test_beam_search_hand_computed_batch_drops_finished_sentences():
     assert_hyps(results[0], TRAP_BEAM, "none")
     assert_hyps(results[1], [FLIP_EMPTY, FLIP_AB], "none")
     assert_hyps(results[2], TRAP_BEAM, "none")
-    assert model.calls == 3
-    # The first step decodes one row per sentence (its beams are all BOS), then one per beam;
-    # after step 1 only the second sentence is left.
-    assert model.rows == [3, 6, 2]
+    # The first step decodes one row per sentence (its beams are all BOS), then one per beam; the
+    # batch keeps its shape between checks
+    assert model.rows == [3] + [6] * (CHECK_EVERY - 1)
 
 
 def test_beam_search_hand_computed_length_limit():
