@@ -55,6 +55,8 @@ CASES = [
     "ct2_greedy_int8",
     "ct2_beam5_float32",
     "ct2_beam5_int8",
+    "ours_greedy_legacy",  # the search before issue 47 (benchmarks/legacy_search.py), cached step alike
+    "ours_beam5_legacy",
 ]
 # CTranslate2 has only score / length**alpha; the harness's beam case uses GNMT's penalty with alpha 0.6
 # (decoding.search.beam_search's default), so CTranslate2 gets alpha 0.6. With the output length forced,
@@ -160,7 +162,9 @@ def run_case(
     elif case.startswith("hf"):
         decode = marian_decoder(batches, device, sizes, beam, out_len)
     else:
-        decode = our_decoder(batches, device, sizes, beam, out_len, uncached="uncached" in case)
+        decode = our_decoder(
+            batches, device, sizes, beam, out_len, uncached="uncached" in case, legacy="legacy" in case
+        )
     times, tokens = time_decodes(decode, repeats, device)
     seconds = statistics.median(times)
     memory_kind = "cuda_max_allocated" if device == "cuda" else "process_max_rss"
@@ -210,11 +214,15 @@ def marian_decoder(batches: list, device: str, sizes: dict, beam: int, out_len: 
     return decode
 
 
-def our_decoder(batches: list, device: str, sizes: dict, beam: int, out_len: int, uncached: bool):
+def our_decoder(batches: list, device: str, sizes: dict, beam: int, out_len: int, uncached: bool, legacy: bool = False):
     """This project's greedy or beam search over the batches (the cached step, or the plain forward on
-    the whole prefix), forced to `out_len` tokens; returns the tokens made (EOS included)."""
+    the whole prefix; `legacy`: the search before issue 47), forced to `out_len` tokens; returns the
+    tokens made (EOS included)."""
     from decoding.search import FullPrefixDecoder, beam_search, greedy_search
     from decoding.step import CachedDecoder
+
+    if legacy:
+        from legacy_search import beam_search, greedy_search
 
     model = build_ours(device, sizes)
     runner = FullPrefixDecoder(model) if uncached else CachedDecoder(model)
@@ -391,6 +399,8 @@ RATIOS = {
     "beam5_cached_over_uncached": ("ours_beam5_cached", "ours_beam5_uncached"),
     "beam5_over_hf_generate": ("ours_beam5_cached", "hf_beam5"),
     "greedy_over_hf_generate": ("ours_greedy_cached", "hf_greedy"),
+    "beam5_over_legacy": ("ours_beam5_cached", "ours_beam5_legacy"),  # issue 47: >= 0.97 on a CPU
+    "greedy_over_legacy": ("ours_greedy_cached", "ours_greedy_legacy"),
     **{
         f"ct2_{search}_{kind}_over_{peer}": (f"ct2_{search}_{kind}", peer_case)
         for search in ("beam5", "greedy")
