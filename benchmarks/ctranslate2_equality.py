@@ -106,6 +106,9 @@ def main(argv=None) -> int:
         "--output", default=str(ROOT / "benchmarks/results/ctranslate2_equality.json"), help="the JSON to write"
     )
     args = parser.parse_args(argv)
+    missing = [run for run in args.runs if not (Path(run) / "config.yaml").is_file()]
+    if missing:  # before any decoding: a typo must not cost the runs before it
+        parser.error(f"not a run folder (no config.yaml): {', '.join(missing)}")
     rows = [compare_run(run) for run in args.runs]
     print(table(rows))
     import ctranslate2
