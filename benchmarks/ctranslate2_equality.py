@@ -74,7 +74,7 @@ def compare_run(run: str) -> dict:
         found = {way: decode(run, way, Path(tmp)) for way in WAYS}
     row: dict = {"run": run, "lines": len(found["pytorch_greedy"]["hypotheses"])}
     row.update({f"{way}_sacrebleu": found[way]["sacrebleu"] for way in WAYS})
-    row.update({f"{way}_seconds": found[way]["seconds"] for way in WAYS})
+    row.update({f"{way}_seconds": found[way]["seconds"] for way in WAYS})  # test.py's timing, not a benchmark
     for ours, theirs in PAIRS:
         a, b = found[ours]["hypotheses"], found[theirs]["hypotheses"]
         row[f"{theirs}_identical"] = round(sum(x == y for x, y in zip(a, b)) / len(a), 4)
