@@ -74,7 +74,7 @@ def compare_run(run: str) -> dict:
         found = {way: decode(run, way, Path(tmp)) for way in WAYS}
     row: dict = {"run": run, "lines": len(found["pytorch_greedy"]["hypotheses"])}
     row.update({f"{way}_sacrebleu": found[way]["sacrebleu"] for way in WAYS})
-    row.update({f"{way}_seconds": found[way]["seconds"] for way in WAYS})
+    row.update({f"{way}_seconds": found[way]["seconds"] for way in WAYS})  # test.py's timing, not a benchmark
     for ours, theirs in PAIRS:
         a, b = found[ours]["hypotheses"], found[theirs]["hypotheses"]
         row[f"{theirs}_identical"] = round(sum(x == y for x, y in zip(a, b)) / len(a), 4)
@@ -106,6 +106,9 @@ def main(argv=None) -> int:
         "--output", default=str(ROOT / "benchmarks/results/ctranslate2_equality.json"), help="the JSON to write"
     )
     args = parser.parse_args(argv)
+    missing = [run for run in args.runs if not (Path(run) / "config.yaml").is_file()]
+    if missing:  # before any decoding: a typo must not cost the runs before it
+        parser.error(f"not a run folder (no config.yaml): {', '.join(missing)}")
     rows = [compare_run(run) for run in args.runs]
     print(table(rows))
     import ctranslate2
