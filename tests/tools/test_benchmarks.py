@@ -74,12 +74,16 @@ def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> 
         "ct2_greedy_int8",
         "ct2_beam5_float32",
         "ct2_beam5_int8",
+        "ours_greedy_legacy",
+        "ours_beam5_legacy",
     }
     for r in cases.values():
         # Equal work: every contender emits exactly out_len tokens for every sentence (EOS forced at the end).
         assert r["output_tokens"] in (3 * 6, 3 * 7), r  # ours counts the final EOS, generate() may too
         assert positive(r["sentences_per_sec"]) and positive(r["peak_memory_mb"])
     assert cases["ours_greedy_cached"]["output_tokens"] == cases["ours_greedy_uncached"]["output_tokens"]
+    for search in ("greedy", "beam5"):  # the search before issue 47 does the same work
+        assert cases[f"ours_{search}_legacy"]["output_tokens"] == cases[f"ours_{search}_cached"]["output_tokens"]
     for search in ("greedy", "beam5"):  # CTranslate2 decodes as many tokens as the harness, in as many batches
         for kind in ("float32", "int8"):
             ct2, ours = cases[f"ct2_{search}_{kind}"], cases[f"ours_{search}_cached"]
@@ -91,6 +95,8 @@ def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> 
         "beam5_over_hf_generate",
         "beam5_cached_over_uncached",
         "greedy_over_hf_generate",
+        "beam5_over_legacy",
+        "greedy_over_legacy",
         *(f"ct2_{s}_{k}_over_{p}" for s in ("beam5", "greedy") for k in ("int8", "float32") for p in peers),
     ):
         assert positive(data[key]) and key in proc.stdout
