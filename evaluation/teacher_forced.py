@@ -378,6 +378,15 @@ def source_length_entries(
     return out
 
 
+def training_lengths_and_limits(model) -> tuple[tuple[int, int], tuple[Optional[int], Optional[int]]]:
+    """((source, target) training lengths, (source, decoder input) limits: a position table's rows)."""
+    if is_ctranslate2(model):  # score_batch appends EOS itself: a cut output leaves it a position
+        rows = model.max_positions
+        return model.training_lengths, (rows, rows - 1 if rows else None)
+    lengths = (int(model.encoder_pe.training_length), int(model.decoder_pe.training_length))
+    return lengths, (max_positions(model), getattr(model.decoder_pe, "max_positions", None))
+
+
 @torch.no_grad()
 def teacher_forced_scores(
     model,
@@ -400,12 +409,7 @@ def teacher_forced_scores(
     check_position_buckets(edges)
     start = time.time()
     model.eval()
-    if is_ctranslate2(model):  # score_batch appends EOS itself: a cut output leaves it a position
-        rows = model.max_positions
-        lengths, limits = model.training_lengths, (rows, rows - 1 if rows else None)
-    else:
-        lengths = (int(model.encoder_pe.training_length), int(model.decoder_pe.training_length))
-        limits = (max_positions(model), getattr(model.decoder_pe, "max_positions", None))
+    lengths, limits = training_lengths_and_limits(model)
     src_ids = tokenizer.encode_src_batch([normalize_text(s) for s, _ in pairs])  # as translate.py encodes them
     tgt_ids = tokenizer.encode_tgt_batch([normalize_text(t) for _, t in pairs])
     source_edges = cfg.evaluation.length_buckets

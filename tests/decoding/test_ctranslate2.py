@@ -251,7 +251,26 @@ def test_run_exported_tested_and_compared_through_ctranslate2(trained_run: Path,
     k1 = tf["k"]["1"]["within_training"]
     assert "ctranslate2" in tf["unavailable"] and k1["nll_no_eos"] is None and k1["accuracy"] is None
     assert abs(k1["nll"] - reference["teacher_forced"]["k"]["1"]["within_training"]["nll"]) < 1e-3
-    # a decoding setting CTranslate2 has no form of, a baked-in key, a command that needs the weights
+    translated = run(["inference.py", "--model_path", str(export), "--src_text", "Bonjour !", "", *avg])
+    assert translated.returncode == 0 and len(translated.stdout.splitlines()) == 2, translated.stderr[-1500:]
+    # a run tested through CTranslate2: its own variant folder, a row of its own in compare.py
+    variant = run(["test.py", "--run", str(run_dir), "--set", "decoding.backend=ctranslate2", *avg])
+    assert variant.returncode == 0, variant.stderr[-2000:]
+    assert (run_dir / "test_ctranslate2" / "hypotheses.txt").read_text() == (theirs / "hypotheses.txt").read_text()
+    compared = run(["compare.py", str(run_dir), "--output", str(tmp_path / "summary")])
+    assert compared.returncode == 0, compared.stderr[-2000:]
+    report = json.loads((tmp_path / "summary.json").read_text())
+    labels = [g["label"] for g in report["groups"]]
+    assert labels == ["demo/rope", "demo/rope [backend=ctranslate2, length_penalty=avg]"], labels
+    variant_row = next(line for line in (tmp_path / "summary.md").read_text().splitlines() if "backend=" in line)
+    assert "| – |" in variant_row  # the EOS-renormalised NLL beyond training: unavailable, left empty
+
+
+def test_a_ctranslate2_export_refuses_what_it_cannot_do(trained_run: Path, tmp_path: Path) -> None:
+    """A decoding setting CTranslate2 has no form of, a baked-in key, a command that needs the
+    weights, a CTranslate2 key with the PyTorch backend: one line each (exit 2)."""
+    run_dir, export = trained_run, tmp_path / "ct2"
+    assert run(["export.py", "--run", str(run_dir), "--format", "ctranslate2", "--output", str(export)]).returncode == 0
     translate = ["inference.py", "--model_path", str(export), "--src_text", "Bonjour"]  # (the export: avg)
     for args, says in (
         ([*translate, "--length_penalty", "wu"], "length_penalty=avg"),
@@ -267,19 +286,6 @@ def test_run_exported_tested_and_compared_through_ctranslate2(trained_run: Path,
     ):
         proc = run(args)
         assert proc.returncode == 2 and says in one_error_line(proc), (args, proc.stderr[-1500:])
-    translated = run(["inference.py", "--model_path", str(export), "--src_text", "Bonjour !", "", *avg])
-    assert translated.returncode == 0 and len(translated.stdout.splitlines()) == 2, translated.stderr[-1500:]
-    # a run tested through CTranslate2: its own variant folder, a row of its own in compare.py
-    variant = run(["test.py", "--run", str(run_dir), "--set", "decoding.backend=ctranslate2", *avg])
-    assert variant.returncode == 0, variant.stderr[-2000:]
-    assert (run_dir / "test_ctranslate2" / "hypotheses.txt").read_text() == (theirs / "hypotheses.txt").read_text()
-    compared = run(["compare.py", str(run_dir), "--output", str(tmp_path / "summary")])
-    assert compared.returncode == 0, compared.stderr[-2000:]
-    report = json.loads((tmp_path / "summary.json").read_text())
-    labels = [g["label"] for g in report["groups"]]
-    assert labels == ["demo/rope", "demo/rope [backend=ctranslate2, length_penalty=avg]"], labels
-    variant_row = next(line for line in (tmp_path / "summary.md").read_text().splitlines() if "backend=" in line)
-    assert "| – |" in variant_row  # the EOS-renormalised NLL beyond training: unavailable, left empty
 
 
 def test_a_damaged_ctranslate2_export_is_one_line(trained_run: Path, tmp_path: Path) -> None:
