@@ -4,8 +4,8 @@ Both are batched and use the decoder's key/value cache. Scores are sums of token
 log-probabilities; beam search ranks finished hypotheses with a length penalty and keeps them
 per sentence on the device (`FinishedHypotheses`). A step reads nothing back to the host and
 keeps its shapes: finished rows and sentences are masked, not dropped, and whether the search is
-over is read once every `CHECK_EVERY` steps, where finished sentences also leave the batch (beam
-search). The output
+over is read at a check, every `CHECK_EVERY` steps on an accelerator and every step on a CPU
+(`check_interval`), where finished sentences also leave the batch (beam search). The output
 length is capped at `max_len_a * src_len + max_len_b` tokens (EOS included; and at `max_len_cap`,
 e.g. a learnable encoding's table size), where only EOS
 is allowed at the last step, identically in both searches, so beam size 1 equals greedy.
@@ -122,7 +122,16 @@ def _mask_specials(
     return logp
 
 
-CHECK_EVERY = 8  # steps between the searches' reads of whether they are over
+CHECK_EVERY = 8  # steps between the searches' reads of whether they are over, on an accelerator
+
+
+def check_interval(device: torch.device, check_every: Optional[int]) -> int:
+    """Steps between checks: `check_every` if given; else every step on a CPU, where a read costs
+    nothing and done sentences leaving at once saves their compute (a test set's beam 4 runs ~30%
+    longer when they stay 8 steps), and CHECK_EVERY on an accelerator, where each read waits for it."""
+    if check_every is not None:
+        return check_every
+    return 1 if device.type == "cpu" else CHECK_EVERY
 
 
 @torch.no_grad()
@@ -137,8 +146,10 @@ def greedy_search(
     max_len_cap: Optional[int] = None,
     min_len: int = 0,
     no_repeat_ngram: int = 0,
+    check_every: Optional[int] = None,
 ) -> list[Hypothesis]:
-    """Pick the most likely token at each step, for a batch `src` `[batch, src_len]`."""
+    """Pick the most likely token at each step, for a batch `src` `[batch, src_len]`; whether all
+    rows are done is read every `check_interval(device, check_every)` steps."""
     enc = model.encode(src)
     batch = src.size(0)
     limits = output_limits(enc.src_mask.sum(dim=1), max_len_a, max_len_b, max_len_cap)  # [batch]
@@ -150,6 +161,7 @@ def greedy_search(
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
     cache = model.new_cache(capacity=steps)
     banned = tuple(sorted({pad, bos} - {eos}))
+    every = check_interval(src.device, check_every)
     for step in range(steps):
         logits = model.decode_step(tokens[:, step : step + 1], enc, cache, offset=step)  # [batch, vocab]
         logp = _mask_specials(_log_probs(logits), step, limits, eos, banned, min_len)
@@ -160,7 +172,7 @@ def greedy_search(
         lengths += (~finished).long()
         tokens[:, step + 1] = next_tok
         finished |= next_tok.eq(eos)
-        if (step + 1) % CHECK_EVERY == 0 and bool(finished.all()):  # the one read, every CHECK_EVERY steps
+        if (step + 1) % every == 0 and bool(finished.all()):  # the one read, at a check
             break
     out = []
     for row, score, length in zip(tokens[:, 1:].tolist(), scores.tolist(), lengths.tolist()):
@@ -187,6 +199,7 @@ def beam_search(
     max_len_cap: Optional[int] = None,
     min_len: int = 0,
     no_repeat_ngram: int = 0,
+    check_every: Optional[int] = None,
 ) -> list[list[Hypothesis]]:
     """Batched beam search; returns the `nbest` hypotheses per sentence, best first.
 
@@ -194,7 +207,8 @@ def beam_search(
     sentence are taken; those ending in EOS among the top `beam` are finished (scored with the
     length penalty, kept on the device), and the best `beam` others continue. A sentence is done
     when it has `beam` finished hypotheses or reaches its length limit; a done sentence's beams are
-    dead (-inf) until the next check, where done sentences leave the batch.
+    dead (-inf) until the next check (every `check_interval(device, check_every)` steps), where done
+    sentences leave the batch.
     """
     if not 1 <= nbest <= beam_size:
         raise ValueError(f"nbest ({nbest}) must be between 1 and beam_size ({beam_size})")
@@ -213,6 +227,7 @@ def beam_search(
     found = FinishedHypotheses(batch, k, steps, device)
     done = torch.zeros(batch, dtype=torch.bool, device=device)
     banned = tuple(sorted({pad, bos} - {eos}))
+    every = check_interval(device, check_every)
 
     for step in range(steps):
         # The first step decodes one row per sentence (its beams are all BOS); then one per beam.
@@ -235,7 +250,7 @@ def beam_search(
             model.reorder_cache(cache, torch.arange(n, device=device).repeat_interleave(k), None, groups=k)
         else:
             model.reorder_beams(cache, next_beam)
-        if (step + 1) % CHECK_EVERY == 0:  # the one read, every CHECK_EVERY steps
+        if (step + 1) % every == 0:  # the one read, at a check
             keep = (~done).nonzero().squeeze(1)  # [n_keep]
             if keep.numel() == 0:
                 break

@@ -365,8 +365,7 @@ def test_beam_search_hand_computed_greedy_trap(penalty):
     assert_hyps(hyps, TRAP_BEAM, penalty)
     if penalty == "avg":
         assert hyps[0].normalized_score == pytest.approx((math.log(0.4) + math.log(0.9)) / 2, abs=1e-6)
-    # 2 hypotheses finished at step 1: the sentence is done, and the search stops at its next check
-    assert model.calls == CHECK_EVERY
+    assert model.calls == 2  # 2 hypotheses finished at step 1: done (a CPU checks every step)
 
     greedy = greedy_search(TransitionModel(), TRAP_SRC, BOS, EOS, PAD, max_len_a=0, max_len_b=10)[0]
     assert (greedy.tokens, pytest.approx(greedy.score, abs=1e-6)) == (TRAP_GREEDY[0], TRAP_GREEDY[1])
@@ -384,7 +383,7 @@ def test_beam_search_hand_computed_length_penalty_reorders(penalty, expected):
         model, FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10, penalty=penalty, nbest=2
     )[0]
     assert_hyps(hyps, expected, penalty)
-    assert model.calls == CHECK_EVERY  # done at step 2, stopped at the next check
+    assert model.calls == 3
     best = beam_search(
         TransitionModel(), FLIP_SRC, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10, penalty=penalty, nbest=1
     )[0]
@@ -393,19 +392,33 @@ def test_beam_search_hand_computed_length_penalty_reorders(penalty, expected):
     assert greedy.tokens == FLIP_GREEDY[0] and greedy.score == pytest.approx(FLIP_GREEDY[1], abs=1e-6)
 
 
-def test_beam_search_hand_computed_batch_masks_finished_sentences():
-    """Three sentences in one batch: two are done at step 1, the other at step 2; done sentences'
-    beams are dead (-inf) and add nothing, until the check that ends the search."""
+@pytest.mark.parametrize("check_every", [1, CHECK_EVERY])
+def test_beam_search_hand_computed_batch_finished_sentences(check_every):
+    """Three sentences in one batch: two are done at step 1, the other at step 2. Checking every
+    step (a CPU), done sentences leave at once; every CHECK_EVERY steps (an accelerator), their
+    beams are dead (-inf) and add nothing until the check that ends the search."""
     src = torch.cat([TRAP_SRC, FLIP_SRC, TRAP_SRC])
     model = TransitionModel()
-    results = beam_search(model, src, BOS, EOS, PAD, beam_size=2, max_len_a=0, max_len_b=10, penalty="none", nbest=2)
+    results = beam_search(
+        model,
+        src,
+        BOS,
+        EOS,
+        PAD,
+        beam_size=2,
+        max_len_a=0,
+        max_len_b=10,
+        penalty="none",
+        nbest=2,
+        check_every=check_every,
+    )
     assert len(results) == 3
     assert_hyps(results[0], TRAP_BEAM, "none")
     assert_hyps(results[1], [FLIP_EMPTY, FLIP_AB], "none")
     assert_hyps(results[2], TRAP_BEAM, "none")
     # The first step decodes one row per sentence (its beams are all BOS), then one per beam; the
     # batch keeps its shape between checks
-    assert model.rows == [3] + [6] * (CHECK_EVERY - 1)
+    assert model.rows == ([3, 6, 2] if check_every == 1 else [3] + [6] * (CHECK_EVERY - 1))
 
 
 def test_beam_search_hand_computed_length_limit():

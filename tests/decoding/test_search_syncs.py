@@ -1,6 +1,7 @@
 """A decoding step reads nothing back to the host: no scalar read, no `.tolist()`, no operator whose
 output shape depends on the data (benchmarks/host_syncs.py, `data_dependent=True`), between the
-searches' periodic checks (`decoding.search.CHECK_EVERY`). On a GPU each such read stops the CPU
+searches' periodic checks (`decoding.search.CHECK_EVERY`, an accelerator's interval; a CPU checks
+every step, where a read costs nothing). On a GPU each such read stops the CPU
 until the device has caught up, and none can be captured in a CUDA graph; on a CPU a dispatch mode
 sees them all, so the count is checked here.
 
@@ -25,7 +26,7 @@ def reads(search, model, steps: int, **options) -> CountHostSyncs:
     src = mixed_batch([5, 9, 3], seed=0)
     limit = dict(max_len_a=0.0, max_len_b=steps, min_len=steps)  # every row runs `steps` steps
     with torch.no_grad(), CountHostSyncs(data_dependent=True) as counted:
-        search(CachedDecoder(model), src, BOS, EOS, PAD, **limit, **options)
+        search(CachedDecoder(model), src, BOS, EOS, PAD, **limit, **options, check_every=CHECK_EVERY)
     return counted
 
 
