@@ -148,16 +148,13 @@ def greedy_search(
     no_repeat_ngram: int = 0,
     check_every: Optional[int] = None,
 ) -> list[Hypothesis]:
-    """Pick the most likely token at each step, for a batch `src` `[batch, src_len]`; whether all
-    rows are done is read every `check_interval(device, check_every)` steps."""
+    """Pick the most likely token at each step, for a batch `src` `[batch, src_len]` (checks: `check_interval`)."""
     enc = model.encode(src)
     batch = src.size(0)
     limits = output_limits(enc.src_mask.sum(dim=1), max_len_a, max_len_b, max_len_cap)  # [batch]
     steps = int(limits.max())  # (the loop's bound: read once)
-    tokens = torch.full((batch, steps + 1), pad, dtype=torch.long, device=src.device)  # [batch, steps + 1]
-    tokens[:, 0] = bos
-    scores = torch.zeros(batch, device=src.device)
-    lengths = torch.zeros(batch, dtype=torch.long, device=src.device)
+    tokens = _prefixes(batch, steps, bos, pad, src.device)  # [batch, steps + 1]
+    scores, lengths = torch.zeros(batch, device=src.device), torch.zeros(batch, dtype=torch.long, device=src.device)
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
     cache = model.new_cache(capacity=steps)
     banned = tuple(sorted({pad, bos} - {eos}))
@@ -174,6 +171,18 @@ def greedy_search(
         finished |= next_tok.eq(eos)
         if (step + 1) % every == 0 and bool(finished.all()):  # the one read, at a check
             break
+    return _greedy_hypotheses(tokens, scores, lengths, eos)
+
+
+def _prefixes(rows: int, steps: int, bos: int, pad: int, device: torch.device) -> Tensor:
+    """The rows' token buffer `[rows, steps + 1]`: BOS, then pad until the search writes each step."""
+    tokens = torch.full((rows, steps + 1), pad, dtype=torch.long, device=device)
+    tokens[:, 0] = bos
+    return tokens
+
+
+def _greedy_hypotheses(tokens: Tensor, scores: Tensor, lengths: Tensor, eos: int) -> list[Hypothesis]:
+    """Each row's hypothesis (its first `lengths` tokens after BOS, EOS dropped), read back once."""
     out = []
     for row, score, length in zip(tokens[:, 1:].tolist(), scores.tolist(), lengths.tolist()):
         seq = row[:length]
@@ -204,31 +213,23 @@ def beam_search(
     """Batched beam search; returns the `nbest` hypotheses per sentence, best first.
 
     Rows are laid out `[batch * beam]`. At each step the top `2 * beam` continuations of each
-    sentence are taken; those ending in EOS among the top `beam` are finished (scored with the
-    length penalty, kept on the device), and the best `beam` others continue. A sentence is done
-    when it has `beam` finished hypotheses or reaches its length limit; a done sentence's beams are
-    dead (-inf) until the next check (every `check_interval(device, check_every)` steps), where done
-    sentences leave the batch.
-    """
+    sentence are taken; those ending in EOS among the top `beam` are finished (`FinishedHypotheses`),
+    the best `beam` others continue. A sentence is done when it has `beam` finished hypotheses or
+    reaches its length limit; its beams are dead (-inf) until the next check (`check_interval`),
+    where done sentences leave the batch."""
     if not 1 <= nbest <= beam_size:
         raise ValueError(f"nbest ({nbest}) must be between 1 and beam_size ({beam_size})")
-    device = src.device
-    batch, k = src.size(0), beam_size
+    device, batch, k = src.device, src.size(0), beam_size
     enc = model.encode(src)
     limits = output_limits(enc.src_mask.sum(dim=1), max_len_a, max_len_b, max_len_cap)  # [batch]
     steps = int(limits.max())  # (the loop's bound: read once)
-    # enc keeps one row per sentence: the decoder reads it once for the sentence's `beam` rows.
-    active = torch.arange(batch, device=device)  # sentence id of each group of rows
-    tokens = torch.full((batch * k, steps + 1), pad, dtype=torch.long, device=device)  # [batch * beam, steps + 1]
-    tokens[:, 0] = bos
+    active = torch.arange(batch, device=device)  # sentence of each group of rows (enc: one row per sentence)
+    tokens = _prefixes(batch * k, steps, bos, pad, device)  # [batch * beam, steps + 1]
     beam_scores = torch.zeros(batch, k, device=device)
     beam_scores[:, 1:] = float("-inf")  # all beams start identical: expand only the first
     cache = model.new_cache(capacity=steps)
-    found = FinishedHypotheses(batch, k, steps, device)
-    done = torch.zeros(batch, dtype=torch.bool, device=device)
-    banned = tuple(sorted({pad, bos} - {eos}))
-    every = check_interval(device, check_every)
-
+    found, done = FinishedHypotheses(batch, k, steps, device), torch.zeros(batch, dtype=torch.bool, device=device)
+    banned, every = tuple(sorted({pad, bos} - {eos})), check_interval(device, check_every)
     for step in range(steps):
         # The first step decodes one row per sentence (its beams are all BOS); then one per beam.
         rows_per = 1 if step == 0 else k
@@ -242,19 +243,12 @@ def beam_search(
         next_scores, next_beam, next_tok = _continuations(top, eos, k)
         done = done | found.count[active].ge(k) | limits[active].le(step + 1) | next_scores[:, 0].isneginf()
         beam_scores = next_scores.masked_fill(done[:, None], float("-inf"))  # a done sentence's beams are dead
-        n = active.numel()
-        rows = (torch.arange(n, device=device)[:, None] * k + next_beam).view(-1)  # [n * beam]
-        tokens = tokens.index_select(0, rows)
-        tokens[:, step + 1] = next_tok.view(-1)
-        if rows_per == 1:  # one row per sentence so far: each gets its `beam` rows
-            model.reorder_cache(cache, torch.arange(n, device=device).repeat_interleave(k), None, groups=k)
-        else:
-            model.reorder_beams(cache, next_beam)
+        tokens = _extend(model, cache, tokens, next_beam, next_tok, step, first=rows_per == 1)
         if (step + 1) % every == 0:  # the one read, at a check
             keep = (~done).nonzero().squeeze(1)  # [n_keep]
             if keep.numel() == 0:
                 break
-            if keep.numel() < n:  # done sentences leave the batch
+            if keep.numel() < active.numel():  # done sentences leave the batch
                 enc, tokens, beam_scores = _leave(model, cache, enc, keep, tokens, beam_scores, k)
                 active, done = active[keep], done[keep]
 
@@ -364,6 +358,21 @@ def _continuations(top: tuple[Tensor, Tensor, Tensor], eos: int, k: int) -> tupl
     order = (is_eos.long() * (2 * k) + cand_order).argsort(dim=1)[:, :k]  # [n, k]
     next_scores = top_scores.gather(1, order).masked_fill(is_eos.gather(1, order), float("-inf"))
     return next_scores, top_beam.gather(1, order), top_tok.gather(1, order)
+
+
+def _extend(model: Searchable, cache: Any, tokens: Tensor, next_beam: Tensor, next_tok: Tensor, step: int, first: bool):
+    """The beams' prefixes `[n * beam, steps + 1]` continued: each row takes its parent's prefix and
+    its token at `step + 1`; the cache follows (after the first step, where each sentence had one
+    row, it gets `beam` rows)."""
+    n, k = next_beam.shape
+    arange = torch.arange(n, device=tokens.device)
+    tokens = tokens.index_select(0, (arange[:, None] * k + next_beam).view(-1))
+    tokens[:, step + 1] = next_tok.view(-1)
+    if first:
+        model.reorder_cache(cache, arange.repeat_interleave(k), None, groups=k)
+    else:
+        model.reorder_beams(cache, next_beam)
+    return tokens
 
 
 def _leave(model: Searchable, cache: Any, enc: EncoderState, keep: Tensor, tokens: Tensor, beam_scores: Tensor, k: int):
