@@ -324,6 +324,7 @@ def ctranslate2_lines(facts: dict) -> list[str]:
         "",
         "```python",
         "import ctranslate2",
+        "",
         'translator = ctranslate2.Translator("THIS_FOLDER/ctranslate2", compute_type="int8")',
         "```",
         "",

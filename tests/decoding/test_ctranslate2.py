@@ -381,3 +381,19 @@ def test_teacher_forcing_reaches_the_end_of_a_position_table(trained, tmp_path: 
     one = report["k"]["1"]
     assert one["truncated_targets"] == 1 and one["target_tokens"] == 63 + len(tokenizer.encode_tgt("Hello!")) + 1
     assert all(b["nll"] is not None and b["nll_no_eos"] is None for b in one["buckets"])
+
+
+def test_the_model_card_is_formatted(trained_run: Path, tmp_path: Path) -> None:
+    """The card's code is as ruff formats it: an export inside a project passes its `make lint`."""
+    import subprocess
+    import sys
+
+    export = tmp_path / "ct2"
+    assert (
+        run(["export.py", "--run", str(trained_run), "--format", "ctranslate2", "--output", str(export)]).returncode
+        == 0
+    )
+    card = export / "README.md"
+    assert "import ctranslate2" in card.read_text()
+    ruff = [sys.executable, "-m", "ruff", "format", "--check", "--no-cache", str(card)]
+    assert subprocess.run(ruff, capture_output=True, text=True).returncode == 0
