@@ -218,7 +218,8 @@ def our_decoder(batches: list, device: str, sizes: dict, beam: int, out_len: int
     """This project's greedy or beam search over the batches (the cached step, or the plain forward on
     the whole prefix; `legacy`: the search before issue 47), forced to `out_len` tokens; returns the
     tokens made (EOS included)."""
-    from decoding.search import FullPrefixDecoder, beam_search, greedy_search
+    from decoding.full_prefix import FullPrefixDecoder
+    from decoding.search import beam_search, greedy_search
     from decoding.step import CachedDecoder
 
     if legacy:

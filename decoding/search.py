@@ -11,7 +11,7 @@ e.g. a learnable encoding's table size), where only EOS
 is allowed at the last step, identically in both searches, so beam size 1 equals greedy.
 `min_len` forbids EOS before that many tokens; `no_repeat_ngram` forbids repeating an n-gram.
 A trained model is searched through `decoding.step.CachedDecoder(model)` (the key/value cache and
-the CPU shortcuts); `FullPrefixDecoder(model)` runs the model's plain `decode()` on the whole
+the CPU shortcuts); `decoding.full_prefix.FullPrefixDecoder(model)` runs the model's plain `decode()` on the whole
 prefix every step instead (no cache). A `decode_step()` must return new logits at every call: the
 searches turn them into log-probabilities in place.
 """
@@ -381,41 +381,3 @@ def _leave(model: Searchable, cache: Any, enc: EncoderState, keep: Tensor, token
     rows = (keep[:, None] * k + torch.arange(k, device=keep.device)).view(-1)  # [n_keep * beam]
     model.reorder_cache(cache, rows, keep)
     return enc.index_select(keep), tokens.index_select(0, rows), beam_scores[keep]
-
-
-class FullPrefixDecoder:
-    """Decoding without a key/value cache: every step re-runs the model's plain `decode()` on the
-    whole prefix (what the original report did), the encoder rows repeated for the beams of a
-    sentence. A `Searchable` like `CachedDecoder`, so the same searches run on it; its "cache" only
-    remembers the prefix tokens. For benchmarks and equivalence tests."""
-
-    def __init__(self, model) -> None:
-        self.model = model
-
-    def encode(self, src: Tensor):
-        return self.model.encode(src)
-
-    def new_cache(self, capacity: Optional[int] = None) -> dict:
-        return {}
-
-    @staticmethod
-    def reorder_cache(
-        cache: dict, index: Tensor, memory_index: Optional[Tensor] = None, groups: Optional[int] = None
-    ) -> None:
-        if "tokens" in cache:
-            cache["tokens"] = cache["tokens"].index_select(0, index)
-
-    @classmethod
-    def reorder_beams(cls, cache: dict, parents: Tensor) -> None:
-        sentences, beams = parents.shape
-        rows = torch.arange(sentences, device=parents.device)[:, None] * beams + parents  # [sentences, beams]
-        cls.reorder_cache(cache, rows.view(-1))
-
-    def decode_step(self, tokens: Tensor, enc, cache: dict, offset: int) -> Tensor:
-        prefix = tokens if "tokens" not in cache else torch.cat([cache["tokens"], tokens], dim=1)  # [rows, offset + 1]
-        cache["tokens"] = prefix
-        sentences = enc.src_mask.size(0)
-        if sentences != prefix.size(0):  # the beams of a sentence share its encoder row: one copy per beam
-            beams = prefix.size(0) // sentences
-            enc = enc.index_select(torch.arange(sentences, device=prefix.device).repeat_interleave(beams))
-        return self.model.decode(prefix, enc)[:, -1]  # [rows, vocab]

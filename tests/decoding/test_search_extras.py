@@ -7,7 +7,8 @@ import pytest
 import torch
 from helpers import tiny_model
 
-from decoding.search import FullPrefixDecoder, beam_search, greedy_search
+from decoding.full_prefix import FullPrefixDecoder
+from decoding.search import beam_search, greedy_search
 from decoding.step import CachedDecoder
 from models.positional_encodings import POSITIONAL_ENCODINGS
 from models.transformer import Seq2SeqTransformer
