@@ -214,8 +214,8 @@ def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional
         out_dir = Path(args.output)
     elif args.src:
         out_dir = run_dir_of_checkpoint(ckpt) / f"test_{Path(args.src).name}"
-    elif args.split == "test" and backend_variant(args.overrides):
-        out_dir = run_dir_of_checkpoint(ckpt) / f"test_{backend_variant(args.overrides)}"
+    elif args.split == "test" and (variant := backend_variant(args.overrides)):
+        out_dir = run_dir_of_checkpoint(ckpt) / f"test_{variant}"
     else:
         out_dir = run_dir_of_checkpoint(ckpt) / args.split
     # Never the run folder itself, its checkpoints/ or any folder in it but this test's own: the

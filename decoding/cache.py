@@ -207,15 +207,14 @@ class DecoderCache:
             if self.ancestry is not None:
                 self.ancestry = self.ancestry.index_select(0, sentences.to(self.ancestry.device))
             self.sentences = sentences.numel()
-        if self.ancestry is not None:
-            parents = parents.to(self.ancestry.device)
-            self.ancestry = self.ancestry.gather(1, parents[:, :, None, None].expand_as(self.ancestry))
+        self.reorder_beams(parents)
 
     def reorder_beams(self, parents: Tensor) -> None:
         """Each sentence's rows continue the rows `parents` `[sentences, groups]` of the same
         sentence: only the ancestry map moves, and nothing is checked by reading it back (the shape
         keeps every row in its sentence)."""
         if self.ancestry is not None:
+            parents = parents.to(self.ancestry.device)
             self.ancestry = self.ancestry.gather(1, parents[:, :, None, None].expand_as(self.ancestry))
 
     def _split(self, index: Tensor, groups: int) -> tuple[Tensor, Tensor]:

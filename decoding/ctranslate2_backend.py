@@ -135,9 +135,11 @@ class CTranslate2Model:
             return_scores=True,
         )
         translator = self.translator(settings)
+        per_token = options["length_penalty"] == 1.0
         found: list[list[Hypothesis]] = [[] for _ in sources]
-        for limit in sorted(set(limits.tolist())):
-            rows = [i for i, n in enumerate(limits.tolist()) if n == limit]
+        limits = limits.tolist()
+        for limit in sorted(set(limits)):
+            rows = [i for i, n in enumerate(limits) if n == limit]
             batch = [[self.source_tokens[t] for t in sources[i]] for i in rows]
             if limit <= 1:  # only EOS fits: an empty hypothesis scored with p(EOS), as the harness's search
                 results = translator.score_batch(batch, [[] for _ in rows], max_input_length=0)
@@ -148,7 +150,6 @@ class CTranslate2Model:
             results = translator.translate_batch(
                 batch, max_decoding_length=limit - 1, min_decoding_length=shortest, **options
             )
-            per_token = options["length_penalty"] == 1.0
             for i, result in zip(rows, results):
                 found[i] = [
                     self.hypothesis(tokens, score, per_token, limit)
@@ -189,6 +190,11 @@ class CTranslate2Model:
         nll = nll.to(device)
         missing = torch.full_like(nll, float("nan"))
         return nll, missing, missing, missing, missing
+
+
+def is_ctranslate2(model) -> bool:
+    """Whether `model` is a `CTranslate2Model` (the harness's search does not run on it), not a PyTorch model."""
+    return isinstance(model, CTranslate2Model)
 
 
 def check_settings(settings) -> None:

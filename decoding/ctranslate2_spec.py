@@ -123,11 +123,8 @@ def build_spec(cfg, model):
         relative_attention_bias=pe.name in ("t5_bias", "shaw"),
     )
     if pe.name == "rope":
-        rope = model.encoder_pe
-        theta = rope.theta
-        if rope.scaling == "ntk":  # the same static base change as RotaryPositionalEncoding._tables
-            theta = theta * rope.scaling_factor ** (rope.rot_dim / (rope.rot_dim - 2)) if rope.rot_dim > 2 else theta
-        stack.update(rotary_dim=rope.rot_dim, rotary_interleave=rope.layout == "interleaved", rotary_base=theta)
+        rope = model.encoder_pe  # its base: NTK scaling raised (RotaryPositionalEncoding.base)
+        stack.update(rotary_dim=rope.rot_dim, rotary_interleave=rope.layout == "interleaved", rotary_base=rope.base)
         if rope.scaling == "linear":
             stack.update(
                 rotary_scaling_type=attention_spec.RotaryScalingType.Linear, rotary_scaling_factor=rope.scaling_factor

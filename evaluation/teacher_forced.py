@@ -34,9 +34,10 @@ import torch
 from torch import Tensor
 
 from data.pipeline import cut_by_token_budget, pad_batch
+from decoding.ctranslate2_backend import is_ctranslate2
 from evaluation.metrics import bucket_label
 from evaluation.test_set import protocol_groups
-from evaluation.translate import is_ctranslate2, max_positions
+from evaluation.translate import max_positions
 from utils.config import ConfigError
 from utils.run_folder import TEACHER_FORCED_BEYOND, TEACHER_FORCED_PAIRS
 from utils.runtime import autocast

@@ -12,6 +12,7 @@ from typing import Callable, Optional
 import torch
 
 from data.pipeline import cut_by_token_budget, pad_batch
+from decoding.ctranslate2_backend import is_ctranslate2
 from decoding.search import Hypothesis, beam_search, greedy_search
 from decoding.step import CachedDecoder
 from utils.config import DecodingConfig
@@ -36,11 +37,6 @@ def max_positions(model) -> Optional[int]:
     if is_ctranslate2(model):
         return model.max_positions
     return getattr(model.encoder_pe, "max_positions", None)
-
-
-def is_ctranslate2(model) -> bool:
-    """Whether `model` is a CTranslate2 conversion (decoding/ctranslate2_backend.py), not a PyTorch model."""
-    return getattr(model, "backend", None) == "ctranslate2"
 
 
 def search_batch(model, src: torch.Tensor, tokenizer, settings: DecodingConfig) -> list[list[Hypothesis]]:

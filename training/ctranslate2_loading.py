@@ -81,8 +81,9 @@ def converted(cfg, tokenizer, model, ckpt: Path):
         lock = None
     try:
         folder = run_dir / CTRANSLATE2 if lock is not None else temporary_folder()
-        if is_export(folder) and (export_facts(folder).get("ctranslate2") or {}).get("source") == source:
-            return CTranslate2Model(folder / CTRANSLATE2, export_facts(folder)["ctranslate2"], in_memory=True)
+        kept = (export_facts(folder).get("ctranslate2") or {}) if is_export(folder) else {}
+        if kept.get("source") == source:
+            return CTranslate2Model(folder / CTRANSLATE2, kept, in_memory=True)
         if folder.exists() and any(folder.iterdir()) and not is_own_export(folder):
             raise CheckpointError(
                 f"{folder} holds files that are not a conversion of this harness: move them away "

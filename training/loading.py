@@ -40,7 +40,9 @@ def load_for_decoding(path: str | Path, overrides: Sequence[str] = (), config: O
             f"decoding.compute_type {cfg.decoding.compute_type} is CTranslate2's: add --set "
             f"decoding.backend=ctranslate2 (inference.py: --backend ctranslate2), or drop it"
         )
-    if cfg.decoding.backend == "ctranslate2" and not getattr(model, "backend", None):
+    from decoding.ctranslate2_backend import is_ctranslate2
+
+    if cfg.decoding.backend == "ctranslate2" and not is_ctranslate2(model):
         from training.ctranslate2_loading import converted
 
         model = converted(cfg, tokenizer, model, Path(path))

@@ -140,13 +140,19 @@ class RotaryPositionalEncoding(RandomizedPositions, PositionalEncoding):
     def needs_training_length(self) -> bool:
         return self.scaling == "yarn"
 
+    @property
+    def base(self) -> float:
+        """The rotation base in use: theta, raised by NTK scaling (a static change of the base)."""
+        if self.scaling != "ntk":
+            return self.theta
+        factor = self.scaling_factor
+        return self.theta * factor ** (self.rot_dim / (self.rot_dim - 2)) if self.rot_dim > 2 else self.theta * factor
+
     def _tables(self, positions: Tensor) -> tuple[Tensor, Tensor]:
-        theta, factor = self.theta, self.scaling_factor
+        factor = self.scaling_factor
         if self.scaling == "linear":
             positions = positions.to(torch.float32) / factor
-        elif self.scaling == "ntk":
-            theta = theta * factor ** (self.rot_dim / (self.rot_dim - 2)) if self.rot_dim > 2 else theta * factor
-        inv_freq = rope_inv_freq(self.rot_dim, theta, positions.device)
+        inv_freq = rope_inv_freq(self.rot_dim, self.base, positions.device)
         if self.scaling != "yarn":
             angles = rotary_angles(positions, inv_freq, self.layout)
             return angles.cos(), angles.sin()
