@@ -72,21 +72,15 @@ bench: venv
 	$(PY) benchmarks/decode.py
 	$(PY) benchmarks/train.py
 
-# Keep the tested runs behind the README's tables in git (results/, no checkpoints): compare.py
-# reads them as they are, and copied back into runs/ they let a sweep skip what is finished.
-# The test sources are left out: every run of a study has the same ones (test.py writes them again);
-# each sentence's length (test/source_lengths.txt) stays, for the findings per length bucket.
-# Then `make results` regenerates the summaries, findings and the README from them.
-archive:
-	@for d in runs/demo/* runs/length/* runs/report/length/*; do \
-	  [ -f $$d/test/scores.json ] || continue; \
-	  out=results/$${d#runs/}; mkdir -p $$out; rm -rf $$out/test $$out/test_*; \
-	  cp $$d/config.yaml $$d/metrics.jsonl $$out/; cp -r $$d/test $$out/; \
-	  for v in $$d/test_*/; do [ -f $$v/scores.json ] && cp -r $$v $$out/ || true; done; \
-	  find $$out/test $$out/test_* -name sources.txt -delete 2>/dev/null || true; \
-	  for f in data_report.json training_lengths.json; do [ -f $$d/$$f ] && cp $$d/$$f $$out/ || true; done; \
-	  echo "archived $$d -> $$out"; \
-	done
+# Keep the tested runs behind the README's tables in git (results/, no checkpoints), in the archive's
+# stored forms (tools/archive.py, utils/stored_files.py): per-sentence files xz-compressed, numeric tables
+# by column, each study's references and sources once by content (results/<study>/test_sets/), the
+# run's provenance.json kept. compare.py reads them as they are; copied back into runs/ (with the
+# study's test_sets/) they let a sweep skip what is finished. Prints what it added and any run over the
+# archive's budget (tests/tools/test_archive_budget.py). Then `make results` regenerates the summaries.
+ARCHIVE_FROM := $(wildcard runs/demo runs/length runs/report/length)
+archive: venv
+	$(PY) tools/archive.py pack $(or $(ARCHIVE_FROM),runs/demo)
 
 # The README's results are compare.py's output on results/, verbatim (tools/readme_results.py):
 #   make results        recompute every study's tables and findings from the archived runs, then the README

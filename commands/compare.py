@@ -22,8 +22,14 @@ Runs scored with test.py's teacher-forced diagnostic add a column (`TF NLL beyon
 of NLL by target position, one of p(EOS) at the sentence boundaries per k and `<prefix>_teacher_forced.png`;
 runs without it (older ones) are tabulated exactly as before.
 
-Numbers come from each run's own files: metrics.jsonl (training/validation log) and
-test/scores.json, test/hypotheses.txt, test/references.txt (written by test.py).
+Seeds trained on different device kinds (CPU / CUDA) or at different precisions are refused as one
+row unless `--mixed device` / `--mixed precision` allows it; a row whose seeds span code versions or
+devices is marked ‡ and said under the table, and `<prefix>_provenance.md` lists each seed's device,
+precision, code version and dates (from <run>/provenance.json: utils/provenance.py).
+
+Numbers come from each run's own files: metrics.jsonl (training/validation log), provenance.json and
+test/scores.json, test/hypotheses.txt, test/references.txt (written by test.py), as written or as
+archived in results/ (compressed, references stored once: utils/stored_files.py).
 """
 
 from __future__ import annotations
@@ -52,11 +58,12 @@ from evaluation.run_groups import (
     pick_baseline,
     read_runs,
 )
+from evaluation.seed_provenance import MIXABLE, check_mixed, provenance_markdown
 from evaluation.seed_test import load_family
 from evaluation.summary_tables import bucket_table, csv_rows, json_report, markdown_table, teacher_forced_tables
 from utils.files import atomic_write_text, check_file_name, check_target, is_unchanged_output, record_written
 
-REPORT_SUFFIXES = (".md", ".json", ".csv", "_findings.md", "_findings.json", "_headline.md")
+REPORT_SUFFIXES = (".md", ".json", ".csv", "_findings.md", "_findings.json", "_headline.md", "_provenance.md")
 WRITER = "compare.py"  # the name its files are recorded under: --overwrite replaces only those
 
 
@@ -88,6 +95,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="paired bootstrap resamples (10,000: a p-value's standard error is at most 0.005)",
     )
     parser.add_argument(
+        "--mixed",
+        nargs="+",
+        choices=MIXABLE,
+        default=[],
+        metavar="WHAT",
+        help="pool seeds of one configuration made on different device kinds (device: CPU and CUDA) or at "
+        "different precisions (precision) into one row; refused by default",
+    )
+    parser.add_argument(
         "--no_significance", action="store_true", help="skip the paired bootstrap test (and the same-references check)"
     )
     return parser
@@ -105,6 +121,7 @@ def compare(
     family: Optional[str] = None,
     bootstrap_samples: int = 10000,
     no_significance: bool = False,
+    mixed: Sequence[str] = (),
 ) -> int:
     """Summarise the run folders `runs` (paths or glob patterns), as compare.py does: print the
     tables and findings, and write them (and the plots) under the prefix `output`."""
@@ -118,6 +135,7 @@ def compare(
     try:
         rows = read_runs(runs)  # a damaged test output is a one-line error naming it
         groups = group_runs(rows)  # reads each run's per-pair sums: a damaged file is a one-line error
+        check_mixed(groups, list(mixed))
         base = pick_baseline(groups, baseline or declared.baseline)
         base["is_baseline"] = True
         add_seed_wins(groups, base, margin)
@@ -174,6 +192,7 @@ def write_reports(
         texts[named(out, "_findings.md")] = findings_markdown(findings) + "\n"
         texts[named(out, "_findings.json")] = json.dumps(findings, indent=2) + "\n"
         texts[named(out, "_headline.md")] = headline_markdown(findings) + "\n"
+    texts[named(out, "_provenance.md")] = provenance_markdown(groups) + "\n"
     targets = check_outputs(out, overwrite)
     names = list(targets)
     for path, text in texts.items():

@@ -27,6 +27,7 @@ from utils.errors import HarnessError
 from utils.key_roles import refused_on_resume, role_of
 from utils.run_folder import RunFolder
 from utils.runtime import JsonlLogger, log
+from utils.stored_files import stored_exists
 
 
 @dataclass
@@ -94,7 +95,7 @@ def triage(config: str, cfg) -> tuple[str, str]:
     differences = other_configuration(run_dir, cfg) if folder.state != "absent" else None
     if differences:  # compare before skipping: a folder of another experiment is not this run
         return "left_alone", f"{run_dir} holds a run of another configuration than {config} ({differences})"
-    if (run_dir / "test" / "scores.json").is_file() and training_finished(run_dir, cfg):
+    if stored_exists(run_dir / "test" / "scores.json") and training_finished(run_dir, cfg):
         return "finished", f"{run_dir} is finished (trained to its end, test/scores.json exists)"
     checkpoints = run_dir / "checkpoints"
     if folder.state == "trained" and not any(checkpoints.glob("*.pt")):
@@ -147,7 +148,7 @@ def score_variants(run_dir: Path, variants: Sequence[tuple[str, list[str]]], ove
     where the run's encoding does not take one of the variant's keys)."""
     for name, variant in variants:
         out = run_dir / f"test_{name}"
-        if (out / "scores.json").is_file():
+        if stored_exists(out / "scores.json"):
             log(f"sweep: {out} is scored: skipped")
             continue
         try:

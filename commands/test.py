@@ -58,6 +58,7 @@ from utils.errors import HarnessError
 from utils.files import WriteError, atomic_write_text, check_output_folder, check_target, run_folder_above
 from utils.run_folder import TEST_OUTPUT_FILES, RunLock
 from utils.runtime import device_at_test_time, log
+from utils.stored_files import FORMS, stored_exists
 
 OUTPUT_FILES = TEST_OUTPUT_FILES  # what test.py writes into its output folder (and concat/k<K>/)
 
@@ -231,18 +232,29 @@ def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional
     if (out_dir / "concat").exists() and not args.overwrite and out_dir.name not in own:  # its k-inputs' folder
         raise WriteError(f"{out_dir / 'concat'} exists; pass --overwrite to replace it, or choose another --output")
     for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input
-        check_target(
-            out_dir / name,
-            "--output",
-            inputs=[args.src, args.ref],
-            overwrite=args.overwrite,
-            own=tuple(f"{folder}/{name}" for folder in own),
-        )
+        for stored in (name, *(name + form for form in FORMS[1:])):  # and its archived forms (results/)
+            check_target(
+                out_dir / stored,
+                "--output",
+                inputs=[args.src, args.ref],
+                overwrite=args.overwrite,
+                own=tuple(f"{folder}/{stored}" for folder in own),
+            )
+    if args.overwrite:  # a run copied back from results/: its archived outputs never pass for this test's
+        for stored in archived_outputs(out_dir):
+            stored.unlink()
     return out_dir, run
 
 
+def archived_outputs(out_dir: Path) -> list[Path]:
+    """The outputs in `out_dir` (and its concat/k<K>/) in an archived form (utils/stored_files.py)."""
+    names = {name + form for name in OUTPUT_FILES for form in FORMS[1:]}
+    folders = [out_dir, *sorted(out_dir.glob("concat/k*"))]
+    return [folder / name for folder in folders for name in sorted(names) if (folder / name).is_file()]
+
+
 def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir) -> int:
-    if (out_dir / "scores.json").exists() and not args.overwrite:  # written by another test.py meanwhile
+    if stored_exists(out_dir / "scores.json") and not args.overwrite:  # written by another test.py meanwhile
         raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it")
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
     log(

@@ -21,8 +21,9 @@ from typing import Callable, Optional
 import numpy as np
 
 from evaluation.metrics import bucket_label
-from evaluation.run_stats import read_lines, retest_hint, test_folder
+from evaluation.run_stats import retest_hint, test_folder
 from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
+from utils.stored_files import read_lines
 
 
 @dataclass

@@ -25,7 +25,9 @@ from utils.config import flatten, load_config, to_dict
 from utils.config_schema import METRIC_SIGN
 from utils.errors import HarnessError
 from utils.key_roles import configuration_settings
+from utils.provenance import run_provenance
 from utils.runtime import JsonlLogger
+from utils.stored_files import STORE, read_text, stored_exists
 
 SEED_SUFFIX = re.compile(r"[_\-/.](?:seed|s)[_\-=]?\d+$", re.IGNORECASE)
 NUMERIC_SCORE_KEYS = ("sacrebleu", "chrf", "nltk_bleu4")  # test.py writes each as a number; checked on reading
@@ -48,8 +50,9 @@ def read_scores(run_dir: Path, test_dir: str) -> dict:
     """<run>/<test_dir>/scores.json ({} when the run is not tested)."""
     scores_path = run_dir / test_dir / "scores.json"
     try:
-        scores = json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.is_file() else {}
-    except (ValueError, UnicodeDecodeError) as e:
+        text = read_text(scores_path)
+        scores = json.loads(text) if text is not None else {}
+    except ValueError as e:
         raise CompareError(f"{scores_path} is not readable JSON ({e}); {retest_hint(scores_path)}") from None
     if not isinstance(scores, dict):
         raise CompareError(
@@ -100,6 +103,7 @@ def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> 
         "tokens_per_sec": statistics.fmean(speeds) if speeds else None,
         "steps": ends[-1]["step"] if ends else None,
         "valid_events": valid,
+        "provenance": run_provenance(run_dir),  # code, device, precision (evaluation/seed_provenance.py)
     }
     scores = read_scores(run_dir, test_dir)
     if isinstance(scores.get("decoding"), dict):  # runs decoded differently are different configurations
@@ -121,8 +125,8 @@ def read_runs(patterns: list[str]) -> list[dict]:
     for pattern in patterns:
         matches = sorted(glob.glob(pattern))
         for path in map(Path, matches or [pattern]):
-            if matches and path.is_file():  # a file the glob matched (an earlier summary.md): passed over
-                continue
+            if matches and (path.is_file() or path.name == STORE):  # an earlier summary.md, the study's
+                continue  # shared test texts (utils/stored_files.py): passed over
             why = not_a_run(path)
             if why:
                 skipped.append(f"{path} ({why})")
@@ -133,7 +137,7 @@ def read_runs(patterns: list[str]) -> list[dict]:
     for line in skipped:
         print(f"note: compare.py skipped {line}", file=sys.stderr)
     for row in rows:  # an untested run's row has empty test columns: said, not left to be noticed
-        if not row.get("variant") and not (Path(row["test_dir"]) / "scores.json").is_file():
+        if not row.get("variant") and not stored_exists(Path(row["test_dir"]) / "scores.json"):
             print(
                 f"note: {row['run']} has no test scores (no test/scores.json): its test columns are empty "
                 f"and nothing is compared with them; score it with python test.py --run {row['run']}",
@@ -186,15 +190,18 @@ def run_variants(run_dir: Path) -> list[tuple[str, dict]]:
     with test-time --set overrides (sweep.py --variant); test_<file>/ of other test sets are not."""
     trained = flatten(to_dict(load_config(run_dir / "config.yaml")))
     variants = []
-    for folder in sorted(run_dir.glob("test_*/scores.json")):
+    for folder in sorted(p for p in run_dir.glob("test_*") if p.is_dir()):
         try:
-            scores = json.loads(folder.read_text(encoding="utf-8"))
+            text = read_text(folder / "scores.json")
+            scores = json.loads(text) if text is not None else None
         except ValueError:
             continue  # not readable: not offered as a variant (its own run's scores are checked)
+        if not isinstance(scores, dict):
+            continue
         # what it changed (a sweep's --set that the run was trained with is not a change)
         settings = {k: v for k, v in (scores.get("test_time_overrides") or {}).items() if trained.get(k) != v}
         if scores.get("split") and settings:
-            variants.append((folder.parent.name, settings))
+            variants.append((folder.name, settings))
     return variants
 
 

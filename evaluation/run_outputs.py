@@ -9,9 +9,10 @@ from typing import Optional
 import numpy as np
 
 from evaluation.degradation import PairSums, read_pair_sums
-from evaluation.run_stats import read_lines, retest_hint, test_folder
+from evaluation.run_stats import retest_hint, test_folder
 from evaluation.significance import sentence_stats
 from evaluation.teacher_forced import BEYOND_FILE
+from utils.stored_files import read_lines
 
 
 class Outputs:
@@ -59,11 +60,9 @@ def paired_lines(folder) -> tuple[Optional[list[str]], Optional[list[str]]]:
 
 
 def output_lines(path) -> Optional[list[str]]:
-    """The lines of a test output file (None when not written); one not UTF-8 is named."""
-    try:
-        return read_lines(path)
-    except UnicodeDecodeError:
-        raise ValueError(f"{path} is not UTF-8 text (damaged?); {retest_hint(path)}") from None
+    """The lines of a test output file in any stored form (None when not written); a damaged one
+    (not UTF-8, a cut xz stream) is named in one line (utils/stored_files.py)."""
+    return read_lines(path)
 
 
 def source_lengths(run: dict) -> Optional[list[int]]:

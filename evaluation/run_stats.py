@@ -8,6 +8,9 @@ import statistics
 from pathlib import Path
 from typing import Callable, Optional
 
+from utils.errors import HarnessError
+from utils.stored_files import read_text
+
 
 def test_folder(run: dict) -> Path:
     """Where a compared run's test outputs are: <run>/test/, or <run>/test_<name>/ for a variant
@@ -25,9 +28,9 @@ def retest_hint(path: str | Path) -> str:
     command = ["python", "test.py", "--run", str(test_dir.parent)]
     if test_dir.name != "test":  # a variant: its own folder and test-time settings
         try:
-            settings = json.loads((test_dir / "scores.json").read_text(encoding="utf-8"))["test_time_overrides"]
+            settings = json.loads(read_text(test_dir / "scores.json"))["test_time_overrides"]
             sets = [f"{key}={json.dumps(value)}" for key, value in settings.items()]
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):  # its settings are lost with the file
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, HarnessError):  # lost with the file
             return f"delete {test_dir} and test the variant again (sweep.py --variant) or leave the run out"
         command += ["--output", str(test_dir), *(x for key_value in sets for x in ("--set", key_value))]
     return f"test the run again ({shlex.join([*command, '--overwrite'])}) or leave it out"
@@ -36,10 +39,6 @@ def retest_hint(path: str | Path) -> str:
 def is_test_folder(path: Path) -> bool:
     """<run>/test/ or <run>/test_<name>/, the folders compare.py reads."""
     return (path.name == "test" or path.name.startswith("test_")) and (path.parent / "config.yaml").is_file()
-
-
-def read_lines(path: Path) -> Optional[list[str]]:
-    return path.read_text(encoding="utf-8").splitlines() if path.is_file() else None
 
 
 def mean_std(values: list) -> tuple[Optional[float], Optional[float], int]:

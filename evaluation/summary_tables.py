@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from evaluation.seed_provenance import mark_label, spans, spans_note
 from evaluation.seed_test import format_p
 
 # numeric columns: key -> table title (means and stds over a configuration's seeds)
@@ -88,7 +89,7 @@ def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_sample
         titles.insert(at, TF_COLUMN)
     lines = ["| " + " | ".join(titles) + " |", "|" + "|".join("---" for _ in titles) + "|"]
     for g in groups:
-        cells = [g["label"], g["encoding"], str(g["n"])]
+        cells = [mark_label(g), g["encoding"], str(g["n"])]
         cells += [
             cell(k, g["mean"][k], g["std"][k]) + ("†" if g.get("variant") and k in TRAINING else "") for k in NUMERIC
         ]
@@ -104,6 +105,7 @@ def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_sample
             "†: the base run's training (a row with [settings] is the same trained run, tested with "
             "those test-time settings)."
         )
+    lines += spans_note(groups)
     if any(g["n"] > 1 for g in groups):
         lines.append("Figures are mean ± sample standard deviation over a configuration's seeds (`seeds`).")
     if baseline is not None and any(g["p_value"] is not None for g in groups):
@@ -258,6 +260,7 @@ def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) ->
                 "by_source_length": g["by_source_length"],
                 "concat": g.get("concat") or None,
                 "per_run": [{k: r.get(k) for k in per_run} for r in g["runs"]],
+                **({"seeds_span": spans(g)} if spans(g) else {}),
             }
             for g in groups
         ],

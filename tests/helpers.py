@@ -94,6 +94,14 @@ def train(run_dir: Path, cache: Path, *extra: str, steps: int = 4, flags: tuple[
     )
 
 
+def plain_copy(name: str, target: Path) -> Path:
+    """An archived run (results/<name>) as the plain run folder test.py wrote, at `target`."""
+    from tools.archive import unpack_run
+
+    unpack_run(ROOT / "results" / name, target)
+    return target
+
+
 def copy_of(run_dir: Path, target: Path) -> Path:
     """A copy of a run folder at `target`, without its lock's files."""
     import shutil

@@ -34,14 +34,15 @@ from evaluation.metrics import score_by_length, score_subset  # noqa: E402
 from evaluation.test_set import _LINE_BREAKS, longest_training_source, read_config_split  # noqa: E402
 from tokenizer import load_or_train_tokenizer  # noqa: E402
 from utils.config import load_config  # noqa: E402
+from utils.stored_files import read_text  # noqa: E402
 
 _tokenizers: dict[str, object] = {}
 FILES = ("hypotheses.txt", "references.txt")
 
 
 def read_lines(path: Path) -> list[str]:
-    """The lines of a file written by test.py's write_lines ('\\n' after every entry)."""
-    text = path.read_bytes().decode("utf-8")
+    """The lines of a file written by test.py's write_lines ('\\n' after every entry), in any stored form."""
+    text = read_text(path) or ""
     return text[:-1].split("\n") if text else []
 
 
@@ -69,7 +70,7 @@ def lengths_of(tokenizer, sources: list[str]) -> list[int]:
 def backfill(run: Path) -> str:
     """Verify one run and write its test/source_lengths.txt; the one-line outcome."""
     cfg = load_config(run / "config.yaml")
-    scores = json.loads((run / "test" / "scores.json").read_text(encoding="utf-8"))
+    scores = json.loads(read_text(run / "test" / "scores.json"))
     if scores.get("split", "test") != "test":
         return f"MISMATCH: scores.json is for split {scores.get('split')!r}, not the config's test split"
     pairs, documents = read_config_split(cfg.data, "test")

@@ -69,6 +69,7 @@ COMPARED = (
     "_findings.md",
     "_findings.json",
     "_headline.md",
+    "_provenance.md",
     ".json",
     ".csv",
 )  # the plots are not compared byte for byte
@@ -118,7 +119,12 @@ def missing_blocks(texts: dict[str, str]) -> list[str]:
     out = []
     for page, prefixes in PAGES.items():
         files = {f for f, _ in blocks(texts[page])}
-        wanted = [f"{prefixes[0]}.md", f"{prefixes[0]}_headline.md", *(f"{p}_findings.md" for p in prefixes)]
+        wanted = [
+            f"{prefixes[0]}.md",
+            f"{prefixes[0]}_headline.md",
+            f"{prefixes[0]}_provenance.md",
+            *(f"{p}_findings.md" for p in prefixes),
+        ]
         out += [f"{page} has no block of {f}" for f in wanted if f not in files]
         readme_files = {f for f, _ in blocks(texts[README])}
         if f"{prefixes[0]}_headline.md" not in readme_files:

@@ -27,6 +27,7 @@ from training.step_stats import StepStats
 from training.tensorboard_log import mark_session_start
 from utils.config_schema import METRIC_SIGN, DecodingConfig
 from utils.files import WriteError
+from utils.provenance import end_session, start_session
 
 
 class Rank0Only:
@@ -321,6 +322,7 @@ def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, nu
         return True
     if run.is_main:  # on a resume, what an interrupted attempt logged after the checkpoint is trained again
         mark_session_start(run.tb, trainer.state.iteration + 1)
+        start_session(run.run_dir, run.device, t.precision, run.world, resumed, trainer.state.iteration)
     run.metrics_log.write(
         "start",
         params=num_params,
@@ -346,6 +348,8 @@ def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, nu
         params=num_params,
         final_train_loss=run.stats.final_loss(),
     )
+    if run.is_main:
+        end_session(run.run_dir, trainer.state.iteration, finished)
     if not finished:
         run.say(
             f"stopped at step {trainer.state.iteration} (signal {run.stopped_by}); checkpoint saved, not finished: "

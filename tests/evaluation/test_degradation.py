@@ -99,15 +99,13 @@ def test_a_comparison_counts_only_the_cells_every_run_scored_whole(tmp_path):
 
 
 def test_compare_names_a_damaged_per_pair_file_in_one_line(tmp_path, capsys):
-    import shutil
-
-    from helpers import ROOT
+    from helpers import plain_copy
 
     from commands import compare
     from commands.cli import main_guard
 
     for name in ("rope", "sinusoidal"):
-        shutil.copytree(ROOT / "results" / "demo" / name, tmp_path / name)
+        plain_copy(f"demo/{name}", tmp_path / name)
     with open(tmp_path / "rope" / "test" / PAIRS_FILE, "a") as f:
         f.write("garbage\n")
     assert main_guard(compare.main, [str(tmp_path / "*"), "--no_significance"]) == 2

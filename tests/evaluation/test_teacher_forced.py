@@ -10,12 +10,11 @@ import io
 import json
 import math
 import random
-import shutil
 from pathlib import Path
 
 import pytest
 import torch
-from helpers import BOS, EOS, PAD, UNK, tiny_model
+from helpers import BOS, EOS, PAD, UNK, plain_copy, tiny_model
 
 from evaluation.teacher_forced import check_position_buckets, teacher_forced_scores
 from utils.config import ConfigError, ExperimentConfig
@@ -347,7 +346,7 @@ def test_compare_adds_the_diagnostic_only_when_runs_have_it(tmp_path: Path):
 
     runs = tmp_path / "runs"
     for name in ("rope", "rope_seed1", "sinusoidal", "sinusoidal_seed1"):
-        shutil.copytree(ROOT / "results" / "demo" / name, runs / "demo" / name)
+        plain_copy(f"demo/{name}", runs / "demo" / name)
         test = runs / "demo" / name / "test"  # as runs tested before the diagnostic existed
         scores = json.loads((test / "scores.json").read_text())
         scores.pop("teacher_forced", None)

@@ -1,37 +1,113 @@
-"""`make archive` copies each tested run into results/ without what compare.py does not need:
-config, metrics, the test outputs and every variant test (<run>/test_<name>/), but no test sources."""
+"""`make archive` (tools/archive.py) copies each tested run into results/ without what compare.py does
+not need, in the stored forms: config, metrics and provenance as they are; every scored test folder
+(<run>/test/, <run>/test_<name>/) compressed, tables by column, the references and sources once per
+study by content; archiving again changes no file."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from helpers import ROOT
 
+from tools.archive import pack
+from utils.errors import HarnessError
+from utils.stored_files import read_text
 
-def test_archive_keeps_variant_tests_and_drops_sources(tmp_path: Path) -> None:
-    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
-    run = tmp_path / "runs" / "length" / "rope"
-    for folder in ("test", "test_yarn4", "checkpoints"):
+PAIRS = "k\tpair\tnll\n1\t0\t1.250000\n1\t1\t0.500000\n"
+
+
+def make_run(run: Path, hypothesis: str) -> None:
+    for folder in ("test", "test_yarn4", "checkpoints", "test/concat/k2"):
         (run / folder).mkdir(parents=True)
-    for name in ("config.yaml", "metrics.jsonl", "training_lengths.json", "checkpoints/best.pt"):
+    for name in ("config.yaml", "metrics.jsonl", "training_lengths.json", "provenance.json", "checkpoints/best.pt"):
         (run / name).write_text(name)
+    (run / "data_report.json").write_text('{"corpus": "the same for every run"}\n')
+    for folder in ("test", "test_yarn4", "test/concat/k2"):
+        (run / folder / "hypotheses.txt").write_text(f"{hypothesis}\n")
+        (run / folder / "references.txt").write_text("the reference\n")
+        (run / folder / "sources.txt").write_text("la source\n")
     for folder in ("test", "test_yarn4"):
         (run / folder / "scores.json").write_text("{}")
-        (run / folder / "hypotheses.txt").write_text("a\n")
-        (run / folder / "sources.txt").write_text("s\n")
+        (run / folder / "teacher_forced_pairs.tsv").write_text(PAIRS)
     (run / "test_unscored").mkdir()  # a variant test cut short: no scores, not archived
     (run / "test_unscored" / "hypotheses.txt").write_text("a\n")
-    subprocess.run(["make", "-s", "archive"], cwd=tmp_path, check=True, capture_output=True, text=True)
-    out = tmp_path / "results" / "length" / "rope"
-    kept = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
-    assert kept == [
-        "config.yaml",
-        "metrics.jsonl",
-        "test/hypotheses.txt",
-        "test/scores.json",
-        "test_yarn4/hypotheses.txt",
-        "test_yarn4/scores.json",
-        "training_lengths.json",
+
+
+def archived(run: Path) -> list[str]:
+    return sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file())
+
+
+def test_archive_stores_each_run_compactly_and_each_shared_text_once(tmp_path: Path) -> None:
+    for name, hypothesis in (("rope", "a"), ("rope_seed1", "b")):
+        make_run(tmp_path / "runs" / "length" / name, hypothesis)
+    pack([tmp_path / "runs" / "length"], tmp_path / "results", tmp_path / "runs")
+    study = tmp_path / "results" / "length"
+    tests = [
+        f"{folder}/{name}"
+        for folder in ("test", "test_yarn4")
+        for name in (
+            "hypotheses.txt.xz",
+            "references.txt.sha256",
+            "scores.json.xz",
+            "sources.txt.sha256",
+            "teacher_forced_pairs.tsv.cols.xz",
+        )
     ]
+    concat = [
+        "test/concat/k2/hypotheses.txt.xz",
+        "test/concat/k2/references.txt.sha256",
+        "test/concat/k2/sources.txt.sha256",
+    ]
+    assert archived(study / "rope") == sorted(
+        ["config.yaml", "data_report.json.sha256", "metrics.jsonl", "provenance.json", "training_lengths.json"]
+        + [*tests, *concat]
+    )
+    assert len(list((study / "test_sets").iterdir())) == 3  # the references, the sources, the corpus report
+    for run, hypothesis in (("rope", "a"), ("rope_seed1", "b")):
+        assert read_text(study / run / "test_yarn4" / "hypotheses.txt") == f"{hypothesis}\n"
+        assert read_text(study / run / "test" / "concat" / "k2" / "references.txt") == "the reference\n"
+        assert read_text(study / run / "test" / "teacher_forced_pairs.tsv") == PAIRS
+        assert read_text(study / run / "data_report.json") == '{"corpus": "the same for every run"}\n'
+    before = {p: p.read_bytes() for p in study.rglob("*") if p.is_file()}
+    pack([tmp_path / "runs" / "length"], tmp_path / "results", tmp_path / "runs")  # again: nothing changes
+    assert {p: p.read_bytes() for p in study.rglob("*") if p.is_file()} == before
+    pack([study], tmp_path / "results", None)  # re-stored in place: nothing changes either
+    assert {p: p.read_bytes() for p in study.rglob("*") if p.is_file()} == before
+
+
+def test_a_person_reads_archived_hypotheses_with_an_ordinary_command() -> None:
+    """results/README.md: `xzcat` for hypotheses, `tools/archive.py cat` for any stored file."""
+    run = ROOT / "results" / "demo" / "rope" / "test"
+    shown = subprocess.run(["xzcat", str(run / "hypotheses.txt.xz")], capture_output=True, text=True, check=True)
+    assert shown.stdout == read_text(run / "hypotheses.txt")
+    cat = [sys.executable, str(ROOT / "tools" / "archive.py"), "cat", str(run / "references.txt")]
+    assert subprocess.run(cat, capture_output=True, text=True, check=True).stdout == read_text(run / "references.txt")
+
+
+def test_a_run_copied_back_from_the_archive_is_tested_again_into_plain_files(trained_run: Path, tmp_path) -> None:
+    """Archived test outputs copied back into a run: test.py refuses to write beside them without
+    --overwrite, and with it replaces them, leaving no archived form to mix with its own. Packing
+    a run in place is refused while it holds what the archive drops (its checkpoints)."""
+    import shutil
+
+    from in_process import run_in_process
+
+    first = run_in_process(["test.py", "--run", str(trained_run), "--set", "decoding.beam_size=1"])
+    assert first.returncode == 0, first.stderr
+    with pytest.raises(HarnessError, match="holds checkpoints"):
+        pack([trained_run], trained_run.parent, None)
+    pack([trained_run], tmp_path / "results", trained_run.parent)
+    test = trained_run / "test"
+    shutil.rmtree(test)
+    shutil.copytree(tmp_path / "results" / "run" / "test", test)
+    shutil.copytree(tmp_path / "results" / "test_sets", trained_run.parent / "test_sets")
+    assert (test / "hypotheses.txt.xz").is_file() and not (test / "hypotheses.txt").exists()
+    refused = run_in_process(["test.py", "--run", str(trained_run), "--set", "decoding.beam_size=1"])
+    assert refused.returncode == 2 and "--overwrite" in refused.stderr
+    again = run_in_process(["test.py", "--run", str(trained_run), "--set", "decoding.beam_size=1", "--overwrite"])
+    assert again.returncode == 0, again.stderr
+    left = sorted(p.name for p in test.rglob("*") if p.name.endswith((".xz", ".sha256")))
+    assert left == [] and (test / "hypotheses.txt").is_file() and (test / "scores.json").is_file()

@@ -1,0 +1,91 @@
+"""What made each seed of a row (compare.py): runs trained on different device kinds (CPU / CUDA) or
+at different precisions are not seeds of one configuration unless `--mixed` names that difference;
+a row whose seeds span code versions or device names is marked in the table (‡) and said under it;
+and `<prefix>_provenance.md` lists, per configuration, the code, device, precision and dates of its
+seeds, with what was inferred for runs archived before provenance.json (utils/provenance.py)."""
+
+from __future__ import annotations
+
+from utils.errors import HarnessError
+from utils.provenance import read_provenance
+
+MIXABLE = ("device", "precision")  # what --mixed may allow inside one row
+MARK = "‡"
+
+
+class MixedSeedsError(HarnessError):
+    """Seeds of one row made on different device kinds or precisions."""
+
+
+def _values(group: dict, key: str) -> list[str]:
+    return sorted({v for r in group["runs"] for v in r["provenance"][key] if v != "unknown"})
+
+
+def check_mixed(groups: list[dict], mixed: list[str]) -> None:
+    """Refuse a row whose seeds ran on different device kinds or precisions, unless `mixed` allows it."""
+    for g in groups:
+        for what, key in (("device", "device_kind"), ("precision", "precision")):
+            found = _values(g, key)
+            if len(found) > 1 and what not in mixed:
+                by = ", ".join(f"{r['run']} ({'/'.join(r['provenance'][key])})" for r in g["runs"])
+                raise MixedSeedsError(
+                    f"the seeds of {g['label']} ran on different {what}s ({by}): their spread would mix "
+                    f"the {what} into the encoding's; compare them apart, or pass --mixed {what} to pool them"
+                )
+
+
+def spans(group: dict) -> list[str]:
+    """What the seeds of a row span ("code versions", "devices"): empty for a homogeneous row."""
+    out = []
+    if len(_values(group, "code")) > 1:
+        out.append("code versions")
+    if len(_values(group, "device")) > 1 or len(_values(group, "precision")) > 1:
+        out.append("devices")
+    return out
+
+
+def mark_label(group: dict) -> str:
+    return group["label"] + (f" {MARK}" if spans(group) else "")
+
+
+def spans_note(groups: list[dict]) -> list[str]:
+    """The lines under the main table naming each marked row and what its seeds span."""
+    lines = []
+    for g in groups:
+        if spans(g):
+            parts = [
+                f"{r['seed']}: {'/'.join(r['provenance']['device'])}, code {'/'.join(r['provenance']['code'])}"
+                for r in g["runs"]
+            ]
+            lines.append(f"{MARK} `{g['label']}`: its seeds span {' and '.join(spans(g))} ({'; '.join(parts)}).")
+    return lines
+
+
+def provenance_markdown(groups: list[dict]) -> str:
+    """Per configuration: each seed's device, precision, code version, training dates and what was
+    inferred rather than recorded."""
+    lines = [
+        "| configuration | seed | device | precision | code | trained | inferred |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for g in groups:
+        if g.get("variant"):
+            continue  # the same trained runs as their base row
+        for r in g["runs"]:
+            data = read_provenance(r["run"]) or {}
+            sessions = data.get("sessions") or []
+            p = r["provenance"]
+            dates = sorted({str(s.get("started", ""))[:10] for s in sessions if s.get("started")})
+            lines.append(
+                f"| {g['label']} | {r['seed']} | {'/'.join(p['device'])} | {'/'.join(p['precision'])} | "
+                f"{'/'.join(p['code'])} | {' to '.join(dates[:: max(1, len(dates) - 1)]) or 'unknown'} | "
+                f"{', '.join(data.get('inferred') or []) or '-'} |"
+            )
+    lines += [
+        "",
+        "code: the first 12 hex digits of the code fingerprint (a hash of the project's files outside "
+        "results/ and runs/), or, for a run archived before provenance.json, a label of its outputs' "
+        "schema; inferred: fields read from the run's logs and outputs, not recorded when it ran "
+        "(tools/backfill_provenance.py).",
+    ]
+    return "\n".join(lines)

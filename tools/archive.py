@@ -1,0 +1,271 @@
+#!/usr/bin/env python
+"""The archive (results/): each tested run without checkpoints, tokenizers or TensorBoard events, in
+the stored forms of utils/stored_files.py, so that the whole repository travels (a GPU machine takes
+a 64 MiB checkout) and every figure still re-derives exactly.
+
+  python tools/archive.py pack runs/demo runs/length runs/report/length   # make archive: runs -> results/
+  python tools/archive.py pack --in-place results/demo                    # re-store an archived study
+  python tools/archive.py cat results/demo/rope/test/hypotheses.txt       # any stored file's text
+  python tools/archive.py unpack results/demo/rope /tmp/rope               # a run as plain files again
+
+What a run keeps: config.yaml, metrics.jsonl, training_lengths.json and provenance.json as they
+are, data_report.json (the same for every run of a study) by content; each scored test folder (test/, test_<variant>/ with their concat/k<K>/):
+the references and sources once per study by content (`references.txt.sha256` naming
+<study>/test_sets/<sha256>.txt.xz), the numeric tables by column (`*.tsv.cols.xz`,
+`source_lengths.txt.cols.xz`), everything else xz-compressed (`scores.json.xz`, `hypotheses.txt.xz`:
+`xzcat` reads them). A file whose stored form already decodes to the same text is left as it is, so
+archiving again changes nothing in git. Each run is built beside its place and swapped in whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import lzma
+import shutil
+import sys
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from utils.errors import HarnessError  # noqa: E402
+from utils.files import atomic_output  # noqa: E402
+from utils.stored_files import (  # noqa: E402
+    BY_CONTENT,
+    COLUMNS,
+    FORMS,
+    STORE,
+    XZ,
+    content_name,
+    encode_columns,
+    read_text,
+    stored_exists,
+    stored_form,
+)
+
+RUN_FILES = ("config.yaml", "metrics.jsonl", "data_report.json", "training_lengths.json", "provenance.json")
+# the same in every run of a study (the test set's texts, the corpus report): stored once by content
+SHARED = ("references.txt", "sources.txt", "data_report.json")
+TABLES = (".tsv", "source_lengths.txt")  # numbers by column where they decode exactly
+DROPPED = ("checkpoints", "tokenizer.json", "tb", "ctranslate2")  # what the archive leaves out
+XZ_PRESET = 9 | lzma.PRESET_EXTREME
+# The budget (tests/tools/test_archive_budget.py): the tracked tree a GPU machine is sent (64 MiB at
+# most, with what a job carries) and each archived run's own files (a variant test counts apart).
+TREE_BUDGET = 32 * 2**20
+RUN_BUDGET = 400_000
+
+
+def tested_folders(run: Path) -> list[Path]:
+    """A run's scored test folders: test/ and each test_<name>/ holding scores."""
+    return [d for d in [run / "test", *sorted(run.glob("test_*"))] if d.is_dir() and stored_exists(d / "scores.json")]
+
+
+def logical_files(folder: Path) -> list[Path]:
+    """The files of a test folder (and its concat/k<K>/) by their plain names, each once."""
+    names = set()
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.name.startswith("."):
+            suffix = next((s for s in FORMS[1:] if path.name.endswith(s)), "")
+            names.add(path.with_name(path.name[: len(path.name) - len(suffix)] if suffix else path.name))
+    return sorted(names)
+
+
+def archived_form(name: str, text: str) -> tuple[str, Optional[bytes]]:
+    """(suffix, uncompressed payload) of a file's archived form: a shared text by content (no
+    payload here), a table by column when exact, else the text under xz."""
+    if name in SHARED:
+        return BY_CONTENT, None
+    columns = encode_columns(text) if name.endswith(TABLES) else None
+    return (COLUMNS, columns) if columns is not None else (XZ, text.encode("utf-8"))
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    with atomic_output(path, "wb", encoding=None) as f:
+        f.write(data)
+
+
+def store_shared(store: Path, text: str) -> str:
+    """Put a shared text into the study's store (once); its sha256."""
+    digest = content_name(text)
+    target = store / f"{digest}.txt.xz"
+    if not target.is_file():
+        write_bytes(target, lzma.compress(text.encode("utf-8"), preset=XZ_PRESET))
+    return digest
+
+
+def pack_file(source: Path, target: Path, store: Path, old: Path) -> None:
+    """Logical file `source` into the archive as `target`'s stored form; `old` (the same file in the
+    run's previous archive) is kept when it is in that form and holds the same text."""
+    text = read_text(source)
+    suffix, payload = archived_form(source.name, text)
+    stored = target.with_name(target.name + suffix)
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    previous = stored_form(old) if old.parent.is_dir() else None
+    if previous is not None and previous.name.endswith(suffix) and read_text(old) == text:
+        shutil.copy2(previous, stored)
+        if suffix == BY_CONTENT:
+            store_shared(store, text)
+    elif suffix == BY_CONTENT:
+        write_bytes(stored, (store_shared(store, text) + "\n").encode())
+    else:
+        write_bytes(stored, lzma.compress(payload, preset=XZ_PRESET))
+
+
+def pack_run(source: Path, target: Path) -> int:
+    """Archive run `source` as `target` (the same folder with --in-place), built beside it and
+    swapped in whole; the archived run's size in bytes (its shared texts not counted)."""
+    if source == target and any((source / name).exists() for name in DROPPED):
+        raise HarnessError(
+            f"{source} holds {', '.join(n for n in DROPPED if (source / n).exists())}: packing it in place "
+            f"would delete them; --in-place is for runs already archived (results/), `pack` copies a run"
+        )
+    store = target.parent / STORE
+    build = target.with_name(f".{target.name}.packing")
+    shutil.rmtree(build, ignore_errors=True)
+    build.mkdir(parents=True)
+    for name in RUN_FILES:
+        if name in SHARED and stored_exists(source / name):
+            pack_file(source / name, build / name, store, target / name)
+        elif (source / name).is_file():
+            shutil.copy2(source / name, build / name)
+    for folder in tested_folders(source):
+        for path in logical_files(folder):
+            relative = path.relative_to(source)
+            pack_file(path, build / relative, store, target / relative)
+    if target.exists():
+        retired = target.with_name(f".{target.name}.retired")
+        shutil.rmtree(retired, ignore_errors=True)
+        target.rename(retired)
+        build.rename(target)
+        shutil.rmtree(retired)
+    else:
+        build.rename(target)
+    return sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+
+
+def unpack_run(source: Path, target: Path) -> None:
+    """An archived run back as the plain run folder test.py wrote (its outputs as plain files)."""
+    if target.exists():
+        raise HarnessError(f"{target} exists: unpack into a new folder")
+    target.mkdir(parents=True)
+    for name in RUN_FILES:
+        if stored_exists(source / name):
+            (target / name).write_text(read_text(source / name), encoding="utf-8", newline="")
+    for folder in tested_folders(source):
+        for path in logical_files(folder):
+            out = target / path.relative_to(source)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(read_text(path), encoding="utf-8", newline="")
+
+
+def prune_store(study: Path) -> list[Path]:
+    """Remove the shared texts no run of the study names any more (the archive's own files)."""
+    store = study / STORE
+    if not store.is_dir():
+        return []
+    named = {p.read_text(encoding="utf-8").strip() for p in study.rglob(f"*{BY_CONTENT}")}
+    unused = [p for p in store.glob("*.txt.xz") if p.name[: -len(".txt.xz")] not in named]
+    for p in unused:
+        p.unlink()
+    return unused
+
+
+def pack(sources: list[Path], results: Path, runs_root: Optional[Path]) -> None:
+    """Archive every tested run under `sources` (folders of runs, or runs) from `runs_root` into the
+    same place under `results` (None: re-store archived runs in place) and say what was added."""
+    total_before = _tree_size(results)
+    studies = set()
+    for folder in sources:
+        runs = [folder] if (folder / "config.yaml").is_file() else sorted(p for p in folder.iterdir() if p.is_dir())
+        for run in runs:
+            if not tested_folders(run):
+                continue
+            target = run if runs_root is None else results / _under(run, runs_root)
+            before = _tree_size(target)
+            size = pack_run(run, target)
+            studies.add(target.parent)
+            print(f"archived {run} -> {target} ({size / 1e3:.0f} KB, {(size - before) / 1e3:+.0f} KB)")
+    for study in sorted(studies):
+        for p in prune_store(study):
+            print(f"removed {p} (no archived run names it)")
+    after = _tree_size(results)
+    print(f"{results}/: {after / 2**20:.2f} MiB ({(after - total_before) / 2**20:+.2f} MiB)")
+    for line in over_budget(results):
+        print(f"over budget: {line}: make test fails (tests/tools/test_archive_budget.py)")
+
+
+def budget_units(results: Path) -> dict[Path, int]:
+    """{each archived run (without its variant tests), and each variant test folder: its bytes}."""
+    units = {}
+    for config in sorted(results.rglob("config.yaml")):
+        run = config.parent
+        variants = [d for d in run.glob("test_*") if d.is_dir()]
+        units[run] = sum(
+            p.stat().st_size for p in run.rglob("*") if p.is_file() and not any(v in p.parents for v in variants)
+        )
+        for v in variants:
+            units[v] = _tree_size(v)
+    return units
+
+
+def over_budget(results: Path, limit: int = RUN_BUDGET) -> list[str]:
+    return [
+        f"{unit} holds {size / 1e3:.0f} KB (budget {limit / 1e3:.0f} KB)"
+        for unit, size in budget_units(results).items()
+        if size > limit
+    ]
+
+
+def tracked_size(root: Path) -> int:
+    """Bytes of the files git tracks in `root` as they are on disk (what a clone and a device copy hold)."""
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True).stdout
+    files = [root / name for name in listed.decode().split("\0") if name]
+    return sum(p.stat().st_size for p in files if p.is_file())
+
+
+def _under(run: Path, root: Path) -> Path:
+    try:
+        return run.resolve().relative_to(root.resolve())
+    except ValueError:
+        raise HarnessError(f"{run} is not under {root}/: archive runs from there (or give --runs)") from None
+
+
+def _tree_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("pack", help="archive the tested runs of these folders into results/")
+    p.add_argument("folders", nargs="+", type=Path, help="folders of runs (runs/demo) or single runs")
+    p.add_argument("--results", type=Path, default=Path("results"), help="the archive (default: results)")
+    p.add_argument("--runs", type=Path, default=Path("runs"), help="where the runs are (default: runs)")
+    p.add_argument("--in-place", action="store_true", help="re-store archived runs where they are")
+    u = sub.add_parser("unpack", help="write an archived run back as plain files into a new folder")
+    u.add_argument("run", type=Path, help="the archived run folder")
+    u.add_argument("target", type=Path, help="the new folder")
+    c = sub.add_parser("cat", help="print a stored file's text (any form)")
+    c.add_argument("file", type=Path, help="the file by its plain name, e.g. <run>/test/hypotheses.txt")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "unpack":
+            unpack_run(args.run, args.target)
+        elif args.command == "cat":
+            text = read_text(args.file)
+            if text is None:
+                raise HarnessError(f"{args.file}: no such file in any stored form ({', '.join(FORMS[1:])})")
+            sys.stdout.write(text)
+        else:
+            pack([f for f in args.folders if f.is_dir()], args.results, None if args.in_place else args.runs)
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

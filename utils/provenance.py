@@ -1,0 +1,167 @@
+"""What made a run: `<run>/provenance.json`, one session per start of train.py (the first, and each
+resume), each written when the session starts and completed when it ends.
+
+A session records the code (the git commit, whether tracked files had uncommitted changes and a
+hash of that diff, and a fingerprint of the tracked tree outside results/ and runs/, so that
+archiving a run does not make the next run's code look different), the libraries (torch, CUDA,
+ctranslate2), the machine (device kind and name, precision, world size), the times and the command
+line. compare.py reads it (`run_provenance`) to keep runs of different devices or precisions out of
+one row's seeds and to mark rows whose seeds span code versions or devices.
+
+Runs archived before this file existed carry a backfilled one (tools/backfill_provenance.py): what
+could be read from the run (times, world size, precision) and what was inferred (the device kind
+from throughput, the code version from the outputs' schema), each inferred field named in
+`inferred`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from utils.files import atomic_write_text
+
+FILE = "provenance.json"
+SCHEMA = 1
+ROOT = Path(__file__).resolve().parents[1]
+OUTSIDE_CODE = ("results/", "runs/")  # archived and running experiments: not code
+
+
+def _git(*args: str) -> Optional[bytes]:
+    try:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _tracked_code() -> Optional[list[str]]:
+    listed = _git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    if listed is None:
+        return None
+    return sorted(p for p in listed.decode("utf-8", "replace").split("\0") if p and not p.startswith(OUTSIDE_CODE))
+
+
+def code_fingerprint(files: Optional[list[str]] = None) -> Optional[str]:
+    """sha256 over the project's files outside results/ and runs/ as they are on disk (those git
+    tracks and the new ones it does not ignore; path and content, so uncommitted edits count);
+    None outside a git checkout."""
+    files = _tracked_code() if files is None else files
+    if files is None:
+        return None
+    digest = hashlib.sha256()
+    for name in files:
+        path = ROOT / name
+        if path.is_file():
+            digest.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def code_state() -> dict:
+    """The commit, its uncommitted changes to code (a flag and a hash of the diff) and the fingerprint."""
+    head = _git("rev-parse", "HEAD")
+    diff = _git("diff", "HEAD", "--", ".", *(f":(exclude){p}" for p in OUTSIDE_CODE))
+    return {
+        "commit": head.decode().strip() if head else None,
+        "uncommitted_changes": None if diff is None else bool(diff),
+        "diff_sha256": hashlib.sha256(diff).hexdigest() if diff else None,
+        "code_fingerprint": code_fingerprint(),
+    }
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
+def machine_state(device, precision: str, world_size: int) -> dict:
+    """The libraries and the device a session ran on (`device`: a torch.device)."""
+    import torch
+
+    try:
+        import ctranslate2
+
+        ct2 = ctranslate2.__version__
+    except ImportError:
+        ct2 = None
+    kind = device.type
+    return {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "ctranslate2": ct2,
+        "device_kind": kind,
+        "device": torch.cuda.get_device_name(device) if kind == "cuda" else cpu_name() if kind == "cpu" else kind,
+        "precision": precision,
+        "world_size": world_size,
+    }
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def read_provenance(run_dir: Path) -> Optional[dict]:
+    """The run's provenance.json (None when it has none or it is not readable JSON)."""
+    try:
+        data = json.loads((Path(run_dir) / FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("sessions"), list) else None
+
+
+def _write(run_dir: Path, data: dict) -> None:
+    atomic_write_text(Path(run_dir) / FILE, json.dumps(data, indent=2) + "\n")
+
+
+def start_session(run_dir: Path, device, precision: str, world_size: int, resume: bool, step: int) -> None:
+    """Add this session (train.py's start or resume) to the run's provenance.json."""
+    data = read_provenance(run_dir) or {"schema": SCHEMA, "sessions": []}
+    session = {
+        "started": _now(),
+        "ended": None,
+        "resume": resume,
+        "step_started": step,
+        "command": [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else [],
+        **code_state(),
+        **machine_state(device, precision, world_size),
+    }
+    data["sessions"].append(session)
+    _write(run_dir, data)
+
+
+def end_session(run_dir: Path, step: int, finished: bool) -> None:
+    """Complete the session this process started: its end time, step and whether training finished."""
+    data = read_provenance(run_dir)
+    if data is None or not data["sessions"]:
+        return
+    data["sessions"][-1].update(ended=_now(), step_ended=step, finished=finished)
+    _write(run_dir, data)
+
+
+def run_provenance(run_dir: Path) -> dict:
+    """What compare.py groups by: the device kinds, device names, precisions and code versions of a
+    run's sessions (sorted, distinct; "unknown" where nothing was recorded or inferred)."""
+    sessions = (read_provenance(run_dir) or {}).get("sessions") or []
+
+    def distinct(key: str) -> list[str]:
+        values = {str(s.get(key)) for s in sessions if s.get(key) is not None}
+        return sorted(values) or ["unknown"]
+
+    codes = {s.get("code_fingerprint") or s.get("code_schema") for s in sessions}
+    return {
+        "device_kind": distinct("device_kind"),
+        "device": distinct("device"),
+        "precision": distinct("precision"),
+        "code": sorted(c if c.startswith("schema-") else c[:12] for c in map(str, codes) if c != "None") or ["unknown"],
+    }

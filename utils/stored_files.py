@@ -1,0 +1,182 @@
+"""A run's output files as test.py writes them (plain) or as the archive (results/) stores them, read
+through one function (`read_text`) so that every reader takes both.
+
+A logical file `X` (e.g. `test/hypotheses.txt`) is stored in exactly one of these forms:
+
+- `X`            plain text, as test.py writes it;
+- `X.xz`         xz-compressed (`xzcat X.xz` reads it);
+- `X.cols.xz`    a table of numbers stored column by column (`COLUMNS_MAGIC`): each column as exact
+                 integers (decimals scaled by 10^d), byte-shuffled, xz-compressed; decoded back to the
+                 very same text (`python tools/archive.py cat X` prints it);
+- `X.sha256`     the text's sha256: the text itself is stored once for the whole study, by content,
+                 in `<study>/test_sets/<sha256>.txt.xz` (the references every run of a study shares).
+
+Every form decodes to the same bytes as the plain file, so a figure read from the archive is the
+figure read from the run. Two forms of one file, a damaged stream or a stored text whose hash is not
+its name is refused in one line naming the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from utils.errors import HarnessError
+
+XZ, COLUMNS, BY_CONTENT = ".xz", ".cols.xz", ".sha256"
+FORMS = ("", XZ, COLUMNS, BY_CONTENT)  # the suffixes a stored file may carry, plain first
+STORE = "test_sets"  # <study>/test_sets/<sha256>.txt.xz: each shared text once
+COLUMNS_MAGIC = "harness-columns 1"
+
+
+class StoredFileError(HarnessError):
+    """A stored output file that cannot be read as what it claims to be."""
+
+
+def forms(path: str | Path) -> list[Path]:
+    """The forms of logical file `path` that exist (none, one, or a conflict)."""
+    path = Path(path)
+    return [p for p in (path.with_name(path.name + suffix) for suffix in FORMS) if p.is_file()]
+
+
+def stored_form(path: str | Path) -> Optional[Path]:
+    """The one stored form of `path` (None when not written); two forms of one file are refused."""
+    found = forms(path)
+    if len(found) > 1:
+        raise StoredFileError(
+            f"{', '.join(map(str, found))} are two forms of {path}: one was left by an earlier test or "
+            f"archive; delete the one that is not current (or test the run again with --overwrite)"
+        )
+    return found[0] if found else None
+
+
+def stored_exists(path: str | Path) -> bool:
+    return stored_form(path) is not None
+
+
+def read_text(path: str | Path) -> Optional[str]:
+    """The text of logical file `path` from whichever form is stored (None when none is)."""
+    form = stored_form(path)
+    if form is None:
+        return None
+    name = form.name
+    if name.endswith(BY_CONTENT):
+        return _by_content(form)
+    if name.endswith(COLUMNS):
+        return decode_columns(_unxz(form), form)
+    data = _unxz(form) if name.endswith(XZ) else form.read_bytes()
+    return _utf8(data, form)
+
+
+def read_lines(path: str | Path) -> Optional[list[str]]:
+    text = read_text(path)
+    return None if text is None else text.splitlines()
+
+
+def _utf8(data: bytes, where: Path) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise StoredFileError(f"{where} is not UTF-8 text (damaged?); {_restore_hint(where)}") from None
+
+
+def _unxz(path: Path) -> bytes:
+    try:
+        return lzma.decompress(path.read_bytes(), format=lzma.FORMAT_XZ)
+    except (lzma.LZMAError, EOFError):
+        raise StoredFileError(f"{path} is not a complete xz stream (damaged); {_restore_hint(path)}") from None
+
+
+def _restore_hint(path: Path) -> str:
+    return f"restore it (git checkout -- {path}) or test the run again"
+
+
+def content_name(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _by_content(pointer: Path) -> str:
+    """The shared text a `X.sha256` pointer names, found in the nearest `test_sets/` above it."""
+    digest = pointer.read_text(encoding="utf-8").strip()
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise StoredFileError(f"{pointer} does not hold a sha256 (64 hex digits); {_restore_hint(pointer)}")
+    stored = next((p / STORE / f"{digest}.txt.xz" for p in pointer.parents if (p / STORE).is_dir()), None)
+    if stored is None or not stored.is_file():
+        raise StoredFileError(
+            f"{pointer} names the shared text {digest[:12]}..., which no {STORE}/ folder above it holds: "
+            f"copy the study's {STORE}/ folder beside its runs"
+        )
+    text = _utf8(_unxz(stored), stored)
+    if content_name(text) != digest:
+        raise StoredFileError(
+            f"{stored} does not hold the text its name is the sha256 of (damaged or edited); {_restore_hint(stored)}"
+        )
+    return text
+
+
+# --- numbers by column --------------------------------------------------------------------------
+
+
+def _number_format(field: str) -> Optional[int]:
+    """Decimals of a plain decimal number as written by '%d' / '%.<d>f' (None: not one)."""
+    digits = field[1:] if field.startswith("-") else field
+    whole, _, frac = digits.partition(".")
+    if not whole.isdigit() or (frac and not frac.isdigit()) or (whole != "0" and whole.startswith("0")):
+        return None
+    return len(frac) if "." in digits else 0
+
+
+def _format(value: int, decimals: int) -> str:
+    sign, value = ("-", -value) if value < 0 else ("", value)
+    if decimals == 0:
+        return f"{sign}{value}"
+    whole, frac = divmod(value, 10**decimals)
+    return f"{sign}{whole}.{frac:0{decimals}d}"
+
+
+def encode_columns(text: str) -> Optional[bytes]:
+    """`text` (an optional header line, then rows of tab-separated decimal numbers, every row with
+    the same columns and each column with fixed decimals) stored column by column, or None when it
+    is not such a table or would not decode to the same text."""
+    lines = text.split("\n")
+    if not text.endswith("\n") or len(lines) < 2:
+        return None
+    lines = lines[:-1]
+    header = lines[0] if any(_number_format(f) is None for f in lines[0].split("\t")) else None
+    rows = [line.split("\t") for line in lines[1 if header is not None else 0 :]]
+    if not rows or any(len(r) != len(rows[0]) for r in rows):
+        return None
+    decimals = [_number_format(f) for f in rows[0]]
+    columns = []
+    for j, d in enumerate(decimals):
+        if d is None or any(_number_format(r[j]) != d for r in rows):
+            return None
+        columns.append(np.array([int(r[j].replace(".", "")) for r in rows], dtype="<i8"))
+    meta = {"header": header, "rows": len(rows), "decimals": decimals}
+    body = b"".join(c.view(np.uint8).reshape(-1, 8).T.tobytes() for c in columns)  # byte planes compress best
+    data = f"{COLUMNS_MAGIC}\n{json.dumps(meta)}\n".encode() + body
+    return data if decode_columns(data, Path("<check>")) == text else None
+
+
+def decode_columns(data: bytes, where: Path) -> str:
+    """The text `encode_columns` stored (`where` names the file in an error)."""
+    try:
+        magic, meta_line, body = data.split(b"\n", 2)
+        meta = json.loads(meta_line)
+        rows, decimals, header = int(meta["rows"]), list(meta["decimals"]), meta["header"]
+        if magic.decode() != COLUMNS_MAGIC or len(body) != rows * 8 * len(decimals):
+            raise ValueError
+        planes = np.frombuffer(body, dtype=np.uint8).reshape(len(decimals), 8, rows)
+        columns = [planes[j].T.copy().view("<i8").ravel().tolist() for j in range(len(decimals))]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise StoredFileError(
+            f"{where} is not a column table of this harness (damaged?); {_restore_hint(where)}"
+        ) from None
+    lines = [] if header is None else [header]
+    lines += ["\t".join(_format(c[i], d) for c, d in zip(columns, decimals)) for i in range(rows)]
+    return "".join(f"{line}\n" for line in lines)
