@@ -58,7 +58,7 @@ from utils.errors import HarnessError
 from utils.files import WriteError, atomic_write_text, check_output_folder, check_target, run_folder_above
 from utils.run_folder import TEST_OUTPUT_FILES, RunLock
 from utils.runtime import device_at_test_time, log
-from utils.stored_files import FORMS, stored_exists
+from utils.stored_files import ARCHIVED, stored_exists
 
 OUTPUT_FILES = TEST_OUTPUT_FILES  # what test.py writes into its output folder (and concat/k<K>/)
 
@@ -232,7 +232,7 @@ def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional
     if (out_dir / "concat").exists() and not args.overwrite and out_dir.name not in own:  # its k-inputs' folder
         raise WriteError(f"{out_dir / 'concat'} exists; pass --overwrite to replace it, or choose another --output")
     for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input
-        for stored in (name, *(name + form for form in FORMS[1:])):  # and its archived forms (results/)
+        for stored in (name, *(name + form for form in ARCHIVED)):  # and its archived forms (results/)
             check_target(
                 out_dir / stored,
                 "--output",
@@ -248,7 +248,7 @@ def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional
 
 def archived_outputs(out_dir: Path) -> list[Path]:
     """The outputs in `out_dir` (and its concat/k<K>/) in an archived form (utils/stored_files.py)."""
-    names = {name + form for name in OUTPUT_FILES for form in FORMS[1:]}
+    names = {name + form for name in OUTPUT_FILES for form in ARCHIVED}
     folders = [out_dir, *sorted(out_dir.glob("concat/k*"))]
     return [folder / name for folder in folders for name in sorted(names) if (folder / name).is_file()]
 

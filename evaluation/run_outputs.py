@@ -4,6 +4,7 @@ per input (BEYOND_FILE) and its per-pair sums (PAIRS_FILE), and each source's le
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -12,7 +13,7 @@ from evaluation.degradation import PairSums, read_pair_sums
 from evaluation.run_stats import retest_hint, test_folder
 from evaluation.significance import sentence_stats
 from evaluation.teacher_forced import BEYOND_FILE
-from utils.stored_files import read_lines
+from utils.stored_files import StoredFileError, read_lines
 
 
 class Outputs:
@@ -61,8 +62,14 @@ def paired_lines(folder) -> tuple[Optional[list[str]], Optional[list[str]]]:
 
 def output_lines(path) -> Optional[list[str]]:
     """The lines of a test output file in any stored form (None when not written); a damaged one
-    (not UTF-8, a cut xz stream) is named in one line (utils/stored_files.py)."""
-    return read_lines(path)
+    (not UTF-8, a cut xz stream) is named in one line (utils/stored_files.py); a plain one, as test.py
+    wrote it, with the command that writes it again."""
+    try:
+        return read_lines(path)
+    except StoredFileError as e:
+        if e.where != Path(path):
+            raise
+        raise ValueError(f"{path} {e.problem}; {retest_hint(path)}") from None
 
 
 def source_lengths(run: dict) -> Optional[list[int]]:

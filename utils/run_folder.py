@@ -23,7 +23,7 @@ import yaml
 from utils.config import ConfigError
 from utils.errors import HarnessError
 from utils.runtime import JsonlLogger, make_writable_folder
-from utils.stored_files import FORMS
+from utils.stored_files import ARCHIVED
 
 # Written by train.py (config, tokenizer, checkpoints, logs, data report) and test.py (<split>/,
 # test_<file>/); the run lock's files (RunLock) are not content and never inspected.
@@ -83,7 +83,7 @@ HARNESS_FILES = (
     "tb/[0-9]*/*/*",
     *(f"{folder}/{name}" for folder in _TEST_OUTPUT_FOLDERS for name in (*TEST_OUTPUT_FILES, OUR_TEMPORARY)),
     # the same outputs as the archive stores them (utils/stored_files.py), in a run copied back from results/
-    *(f"{folder}/{name}{form}" for folder in _TEST_OUTPUT_FOLDERS for name in TEST_OUTPUT_FILES for form in FORMS[1:]),
+    *(f"{folder}/{name}{form}" for folder in _TEST_OUTPUT_FOLDERS for name in TEST_OUTPUT_FILES for form in ARCHIVED),
 )
 
 

@@ -9,7 +9,10 @@ A logical file `X` (e.g. `test/hypotheses.txt`) is stored in exactly one of thes
                  integers (decimals scaled by 10^d), byte-shuffled, xz-compressed; decoded back to the
                  very same text (`python tools/archive.py cat X` prints it);
 - `X.sha256`     the text's sha256: the text itself is stored once for the whole study, by content,
-                 in `<study>/test_sets/<sha256>.txt.xz` (the references every run of a study shares).
+                 in `<study>/test_sets/<sha256>.txt.xz` (the references every run of a study shares);
+- a member of `A/<name>.tar.xz`, a folder A at most BUNDLE_DEPTH above it: the files of one name in
+                 a test folder and its concat/k<K>/ (the hypotheses), compressed together since they
+                 translate the same sentences (`tar -xOf A/hypotheses.txt.tar.xz concat/k2/hypotheses.txt`).
 
 Every form decodes to the same bytes as the plain file, so a figure read from the archive is the
 figure read from the run. Two forms of one file, a damaged stream or a stored text whose hash is not
@@ -19,8 +22,10 @@ its name is refused in one line naming the file.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import lzma
+import tarfile
 from pathlib import Path
 from typing import Optional
 
@@ -28,20 +33,71 @@ import numpy as np
 
 from utils.errors import HarnessError
 
-XZ, COLUMNS, BY_CONTENT = ".xz", ".cols.xz", ".sha256"
+XZ, COLUMNS, BY_CONTENT, BUNDLE = ".xz", ".cols.xz", ".sha256", ".tar.xz"
 FORMS = ("", XZ, COLUMNS, BY_CONTENT)  # the suffixes a stored file may carry, plain first
+ARCHIVED = (*FORMS[1:], BUNDLE)  # the suffixes of a file as the archive stores it
+BUNDLE_DEPTH = 3  # <test>/<name>.tar.xz holds <test>/concat/k<K>/<name>: two folders below it
+_BUNDLES: dict[tuple, dict[str, bytes]] = {}  # the last bundles read
 STORE = "test_sets"  # <study>/test_sets/<sha256>.txt.xz: each shared text once
 COLUMNS_MAGIC = "harness-columns 1"
 
 
 class StoredFileError(HarnessError):
-    """A stored output file that cannot be read as what it claims to be."""
+    """A stored output file that cannot be read as what it claims to be: `where` (the file) `problem`,
+    and how to restore it."""
+
+    def __init__(self, where: Path, problem: str, fix: Optional[str] = None) -> None:
+        self.where, self.problem = Path(where), problem
+        super().__init__(f"{where} {problem}; {fix or _restore_hint(Path(where))}")
 
 
 def forms(path: str | Path) -> list[Path]:
-    """The forms of logical file `path` that exist (none, one, or a conflict)."""
+    """The forms of logical file `path` that exist (none, one, or a conflict): its own, and a bundle
+    of a folder above it (up to BUNDLE_DEPTH) that holds it as a member."""
     path = Path(path)
-    return [p for p in (path.with_name(path.name + suffix) for suffix in FORMS) if p.is_file()]
+    own = [p for p in (path.with_name(path.name + suffix) for suffix in FORMS) if p.is_file()]
+    bundles = [folder / (path.name + BUNDLE) for folder in path.parents[:BUNDLE_DEPTH]]
+    return own + [b for b in bundles if b.is_file() and _member(b, path) in bundle_members(b)]
+
+
+def logical_name(stored: str) -> str:
+    """The plain file name a stored file's name stands for (its longest stored suffix taken off)."""
+    suffix = max((s for s in ARCHIVED if stored.endswith(s)), key=len, default="")
+    return stored[: len(stored) - len(suffix)]
+
+
+def _member(bundle: Path, path: Path) -> str:
+    return path.relative_to(bundle.parent).as_posix()
+
+
+def bundle_members(bundle: Path) -> dict[str, bytes]:
+    """A bundle's members {relative path: bytes}, read once (a damaged bundle is one line)."""
+    stat = bundle.stat()
+    key = (str(bundle), stat.st_mtime_ns, stat.st_size)
+    if key not in _BUNDLES:
+        data = _unxz(bundle)
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+                members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+        except (tarfile.TarError, EOFError):
+            raise StoredFileError(bundle, "is not a complete tar archive (damaged)") from None
+        _BUNDLES[key] = members
+        while len(_BUNDLES) > 8:
+            _BUNDLES.pop(next(iter(_BUNDLES)))
+    return _BUNDLES[key]
+
+
+def make_bundle(members: dict[str, str]) -> bytes:
+    """The uncompressed tar of `members` {relative path: text}, in the given order, byte-stable
+    (no times, owners or modes of this machine), so archiving again writes the same bytes."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:", format=tarfile.USTAR_FORMAT) as tar:
+        for name, text in members.items():
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
 
 
 def stored_form(path: str | Path) -> Optional[Path]:
@@ -49,8 +105,9 @@ def stored_form(path: str | Path) -> Optional[Path]:
     found = forms(path)
     if len(found) > 1:
         raise StoredFileError(
-            f"{', '.join(map(str, found))} are two forms of {path}: one was left by an earlier test or "
-            f"archive; delete the one that is not current (or test the run again with --overwrite)"
+            found[0],
+            f"and {', '.join(map(str, found[1:]))} are two forms of {path}: one was left by an earlier test or archive",
+            "delete the one that is not current (or test the run again with --overwrite)",
         )
     return found[0] if found else None
 
@@ -65,6 +122,8 @@ def read_text(path: str | Path) -> Optional[str]:
     if form is None:
         return None
     name = form.name
+    if name.endswith(BUNDLE):
+        return _utf8(bundle_members(form)[_member(form, Path(path))], form)
     if name.endswith(BY_CONTENT):
         return _by_content(form)
     if name.endswith(COLUMNS):
@@ -82,14 +141,14 @@ def _utf8(data: bytes, where: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise StoredFileError(f"{where} is not UTF-8 text (damaged?); {_restore_hint(where)}") from None
+        raise StoredFileError(where, "is not UTF-8 text (damaged?)") from None
 
 
 def _unxz(path: Path) -> bytes:
     try:
         return lzma.decompress(path.read_bytes(), format=lzma.FORMAT_XZ)
     except (lzma.LZMAError, EOFError):
-        raise StoredFileError(f"{path} is not a complete xz stream (damaged); {_restore_hint(path)}") from None
+        raise StoredFileError(path, "is not a complete xz stream (damaged)") from None
 
 
 def _restore_hint(path: Path) -> str:
@@ -104,18 +163,17 @@ def _by_content(pointer: Path) -> str:
     """The shared text a `X.sha256` pointer names, found in the nearest `test_sets/` above it."""
     digest = pointer.read_text(encoding="utf-8").strip()
     if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-        raise StoredFileError(f"{pointer} does not hold a sha256 (64 hex digits); {_restore_hint(pointer)}")
+        raise StoredFileError(pointer, "does not hold a sha256 (64 hex digits)")
     stored = next((p / STORE / f"{digest}.txt.xz" for p in pointer.parents if (p / STORE).is_dir()), None)
     if stored is None or not stored.is_file():
         raise StoredFileError(
-            f"{pointer} names the shared text {digest[:12]}..., which no {STORE}/ folder above it holds: "
-            f"copy the study's {STORE}/ folder beside its runs"
+            pointer,
+            f"names the shared text {digest[:12]}..., which no {STORE}/ folder above it holds",
+            f"copy the study's {STORE}/ folder beside its runs",
         )
     text = _utf8(_unxz(stored), stored)
     if content_name(text) != digest:
-        raise StoredFileError(
-            f"{stored} does not hold the text its name is the sha256 of (damaged or edited); {_restore_hint(stored)}"
-        )
+        raise StoredFileError(stored, "does not hold the text its name is the sha256 of (damaged or edited)")
     return text
 
 
@@ -174,9 +232,7 @@ def decode_columns(data: bytes, where: Path) -> str:
         planes = np.frombuffer(body, dtype=np.uint8).reshape(len(decimals), 8, rows)
         columns = [planes[j].T.copy().view("<i8").ravel().tolist() for j in range(len(decimals))]
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        raise StoredFileError(
-            f"{where} is not a column table of this harness (damaged?); {_restore_hint(where)}"
-        ) from None
+        raise StoredFileError(where, "is not a column table of this harness (damaged?)") from None
     lines = [] if header is None else [header]
     lines += ["\t".join(_format(c[i], d) for c, d in zip(columns, decimals)) for i in range(rows)]
     return "".join(f"{line}\n" for line in lines)

@@ -14,7 +14,7 @@ from helpers import ROOT
 
 from tools.archive import pack
 from utils.errors import HarnessError
-from utils.stored_files import read_text
+from utils.stored_files import ARCHIVED, read_text
 
 PAIRS = "k\tpair\tnll\n1\t0\t1.250000\n1\t1\t0.500000\n"
 
@@ -49,18 +49,14 @@ def test_archive_stores_each_run_compactly_and_each_shared_text_once(tmp_path: P
         f"{folder}/{name}"
         for folder in ("test", "test_yarn4")
         for name in (
-            "hypotheses.txt.xz",
             "references.txt.sha256",
             "scores.json.xz",
             "sources.txt.sha256",
             "teacher_forced_pairs.tsv.cols.xz",
         )
     ]
-    concat = [
-        "test/concat/k2/hypotheses.txt.xz",
-        "test/concat/k2/references.txt.sha256",
-        "test/concat/k2/sources.txt.sha256",
-    ]
+    tests += ["test/hypotheses.txt.tar.xz", "test_yarn4/hypotheses.txt.xz"]  # with its concat/k<K>/ ones; alone
+    concat = ["test/concat/k2/references.txt.sha256", "test/concat/k2/sources.txt.sha256"]
     assert archived(study / "rope") == sorted(
         ["config.yaml", "data_report.json.sha256", "metrics.jsonl", "provenance.json", "training_lengths.json"]
         + [*tests, *concat]
@@ -68,6 +64,7 @@ def test_archive_stores_each_run_compactly_and_each_shared_text_once(tmp_path: P
     assert len(list((study / "test_sets").iterdir())) == 3  # the references, the sources, the corpus report
     for run, hypothesis in (("rope", "a"), ("rope_seed1", "b")):
         assert read_text(study / run / "test_yarn4" / "hypotheses.txt") == f"{hypothesis}\n"
+        assert read_text(study / run / "test" / "concat" / "k2" / "hypotheses.txt") == f"{hypothesis}\n"
         assert read_text(study / run / "test" / "concat" / "k2" / "references.txt") == "the reference\n"
         assert read_text(study / run / "test" / "teacher_forced_pairs.tsv") == PAIRS
         assert read_text(study / run / "data_report.json") == '{"corpus": "the same for every run"}\n'
@@ -78,11 +75,21 @@ def test_archive_stores_each_run_compactly_and_each_shared_text_once(tmp_path: P
     assert {p: p.read_bytes() for p in study.rglob("*") if p.is_file()} == before
 
 
-def test_a_person_reads_archived_hypotheses_with_an_ordinary_command() -> None:
-    """results/README.md: `xzcat` for hypotheses, `tools/archive.py cat` for any stored file."""
+def test_a_person_reads_archived_outputs_with_an_ordinary_command(tmp_path: Path) -> None:
+    """results/README.md: `tar -xOf` for hypotheses, `xzcat` for scores, `tools/archive.py cat` for
+    any stored file, `tools/archive.py unpack` for a whole run as plain files."""
     run = ROOT / "results" / "demo" / "rope" / "test"
-    shown = subprocess.run(["xzcat", str(run / "hypotheses.txt.xz")], capture_output=True, text=True, check=True)
-    assert shown.stdout == read_text(run / "hypotheses.txt")
+    for member in ("hypotheses.txt", "concat/k4/hypotheses.txt"):
+        tar = ["tar", "-xOf", str(run / "hypotheses.txt.tar.xz"), member]
+        assert subprocess.run(tar, capture_output=True, text=True, check=True).stdout == read_text(run / member)
+    shown = subprocess.run(["xzcat", str(run / "scores.json.xz")], capture_output=True, text=True, check=True)
+    assert shown.stdout == read_text(run / "scores.json")
+    unpacked = tmp_path / "rope"
+    unpack = [sys.executable, str(ROOT / "tools" / "archive.py"), "unpack", str(run.parent), str(unpacked)]
+    subprocess.run(unpack, capture_output=True, check=True)
+    for plain in (unpacked / "test").rglob("*"):
+        if plain.is_file():
+            assert plain.read_text() == read_text(run / plain.relative_to(unpacked / "test")), plain
     cat = [sys.executable, str(ROOT / "tools" / "archive.py"), "cat", str(run / "references.txt")]
     assert subprocess.run(cat, capture_output=True, text=True, check=True).stdout == read_text(run / "references.txt")
 
@@ -104,10 +111,10 @@ def test_a_run_copied_back_from_the_archive_is_tested_again_into_plain_files(tra
     shutil.rmtree(test)
     shutil.copytree(tmp_path / "results" / "run" / "test", test)
     shutil.copytree(tmp_path / "results" / "test_sets", trained_run.parent / "test_sets")
-    assert (test / "hypotheses.txt.xz").is_file() and not (test / "hypotheses.txt").exists()
+    assert (test / "hypotheses.txt.tar.xz").is_file() and not (test / "hypotheses.txt").exists()
     refused = run_in_process(["test.py", "--run", str(trained_run), "--set", "decoding.beam_size=1"])
     assert refused.returncode == 2 and "--overwrite" in refused.stderr
     again = run_in_process(["test.py", "--run", str(trained_run), "--set", "decoding.beam_size=1", "--overwrite"])
     assert again.returncode == 0, again.stderr
-    left = sorted(p.name for p in test.rglob("*") if p.name.endswith((".xz", ".sha256")))
+    left = sorted(p.name for p in test.rglob("*") if p.name.endswith(ARCHIVED))
     assert left == [] and (test / "hypotheses.txt").is_file() and (test / "scores.json").is_file()

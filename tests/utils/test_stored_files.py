@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from in_process import run_in_process
 
 from tools.archive import pack
-from utils.stored_files import StoredFileError, content_name, decode_columns, encode_columns, read_text
+from utils.stored_files import StoredFileError, content_name, decode_columns, encode_columns, make_bundle, read_text
 
 PAIRS = "k\tpair\ttokens\tnll\n1\t0\t8\t30.325397\n1\t1\t10\t0.000000\n2\t0\t9\t-1.500000\n"
 
@@ -33,8 +33,13 @@ def test_each_form_reads_as_the_plain_file(tmp_path: Path) -> None:
     run_test = tmp_path / "study" / "run" / "test"
     run_test.mkdir(parents=True)
     (run_test / "teacher_forced_pairs.tsv.sha256").write_text(content_name(PAIRS) + "\n")
-    for folder in ("plain", "xz", "cols", "study/run/test"):
+    (tmp_path / "bundle").mkdir()
+    bundle = make_bundle({"teacher_forced_pairs.tsv": PAIRS, "concat/k2/teacher_forced_pairs.tsv": "two\n"})
+    (tmp_path / "bundle" / "teacher_forced_pairs.tsv.tar.xz").write_bytes(lzma.compress(bundle))
+    for folder in ("plain", "xz", "cols", "study/run/test", "bundle"):
         assert read_text(tmp_path / folder / "teacher_forced_pairs.tsv") == PAIRS
+    assert read_text(tmp_path / "bundle" / "concat" / "k2" / "teacher_forced_pairs.tsv") == "two\n"
+    assert read_text(tmp_path / "bundle" / "concat" / "k4" / "teacher_forced_pairs.tsv") is None
     assert read_text(tmp_path / "missing.tsv") is None
 
 
@@ -67,6 +72,14 @@ def test_a_damaged_or_doubled_or_mismatched_form_is_refused(tmp_path: Path) -> N
     (tmp_path / "r.txt.sha256").write_text("0" * 64)
     with pytest.raises(StoredFileError, match="does not hold the text its name is the sha256 of"):
         read_text(tmp_path / "r.txt")
+    (tmp_path / "concat" / "k2").mkdir(parents=True)
+    (tmp_path / "concat" / "k2" / "h.txt.xz").write_bytes(lzma.compress(b"one\n"))
+    (tmp_path / "h.txt.tar.xz").write_bytes(lzma.compress(make_bundle({"concat/k2/h.txt": "one\n"})))
+    with pytest.raises(StoredFileError, match="are two forms of"):
+        read_text(tmp_path / "concat" / "k2" / "h.txt")
+    (tmp_path / "b.txt.tar.xz").write_bytes(lzma.compress(b"not a tar archive" * 40))
+    with pytest.raises(StoredFileError, match="b.txt.tar.xz is not a complete tar archive"):
+        read_text(tmp_path / "b.txt")
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +98,7 @@ def test_compare_reads_archived_runs_and_names_a_damaged_file(two_archived_runs:
     ok = run_in_process(["compare.py", str(study / "rope"), str(study / "sinusoidal"), "--bootstrap_samples", "50"])
     assert ok.returncode == 0, ok.stderr
     assert "demo/rope" in ok.stdout and "demo/sinusoidal" in ok.stdout
-    hyps = study / "rope" / "test" / "hypotheses.txt.xz"
+    hyps = study / "rope" / "test" / "hypotheses.txt.tar.xz"
     hyps.write_bytes(hyps.read_bytes()[:-20])  # cut short, as a failed copy leaves it
     bad = run_in_process(["compare.py", str(study / "rope"), str(study / "sinusoidal")])
     assert bad.returncode == 2
