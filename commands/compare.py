@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = command_parser(
         __doc__,
         output="path prefix: writes <prefix>.md, .csv, .json, <prefix>_findings.md/.json, "
-        "<prefix>_headline.md (the result sentences) and <prefix>_*.png plots",
+        "<prefix>_headline.md (the result sentences), <prefix>_provenance.md (what made each seed) and "
+        "<prefix>_*.png plots",
         overwrite="the summary files and plots at --output",
     )
     parser.add_argument("runs", nargs="+", help="run folders or glob patterns (quote them)")
