@@ -240,9 +240,6 @@ def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional
                 overwrite=args.overwrite,
                 own=tuple(f"{folder}/{stored}" for folder in own),
             )
-    if args.overwrite:  # a run copied back from results/: its archived outputs never pass for this test's
-        for stored in archived_outputs(out_dir):
-            stored.unlink()
     return out_dir, run
 
 
@@ -256,6 +253,8 @@ def archived_outputs(out_dir: Path) -> list[Path]:
 def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir) -> int:
     if stored_exists(out_dir / "scores.json") and not args.overwrite:  # written by another test.py meanwhile
         raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it")
+    for stored in archived_outputs(out_dir):  # a run copied back from results/ (--overwrite, under the lock):
+        stored.unlink()  # its archived outputs never pass for this test's
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
     log(
         f"scoring {len(pairs):,} pairs of {test_set} with {ckpt} on {device}"

@@ -40,7 +40,7 @@ def spans(group: dict) -> list[str]:
     if len(_values(group, "code")) > 1:
         out.append("code versions")
     if len(_values(group, "device")) > 1 or len(_values(group, "precision")) > 1:
-        out.append("devices")
+        out.append("devices or precisions")
     return out
 
 

@@ -45,6 +45,7 @@ from utils.stored_files import (  # noqa: E402
     encode_columns,
     logical_name,
     make_bundle,
+    read_stored_text,
     read_text,
     stored_exists,
     stored_form,
@@ -98,7 +99,7 @@ def store_shared(store: Path, text: str) -> str:
     """Put a shared text into the study's store (once); its sha256."""
     digest = content_name(text)
     target = store / f"{digest}.txt.xz"
-    if not target.is_file():
+    if not target.is_file() or read_stored_text(target) != text:  # absent, or damaged: written again
         write_bytes(target, lzma.compress(text.encode("utf-8"), preset=XZ_PRESET))
     return digest
 
@@ -111,7 +112,7 @@ def pack_file(source: Path, target: Path, store: Path, old: Path) -> None:
     stored = target.with_name(target.name + suffix)
     stored.parent.mkdir(parents=True, exist_ok=True)
     previous = stored_form(old) if old.parent.is_dir() else None
-    if previous is not None and previous.name.endswith(suffix) and read_text(old) == text:
+    if previous is not None and previous.name == stored.name and read_text(old) == text:
         shutil.copy2(previous, stored)
         if suffix == BY_CONTENT:
             store_shared(store, text)
@@ -147,7 +148,7 @@ def pack_bundle(folder: Path, paths: list[Path], build: Path, old: Path) -> None
 def pack_run(source: Path, target: Path) -> int:
     """Archive run `source` as `target` (the same folder with --in-place), built beside it and
     swapped in whole; the archived run's size in bytes (its shared texts not counted)."""
-    if source == target and any((source / name).exists() for name in DROPPED):
+    if source.resolve() == target.resolve() and any((source / name).exists() for name in DROPPED):
         raise HarnessError(
             f"{source} holds {', '.join(n for n in DROPPED if (source / n).exists())}: packing it in place "
             f"would delete them; --in-place is for runs already archived (results/), `pack` copies a run"
@@ -161,6 +162,8 @@ def pack_run(source: Path, target: Path) -> int:
             pack_file(source / name, build / name, store, target / name)
         elif (source / name).is_file():
             shutil.copy2(source / name, build / name)
+        elif target.is_dir() and (target / name).is_file():  # only in the archive (a backfilled provenance.json)
+            shutil.copy2(target / name, build / name)
     for folder in tested_folders(source):
         files = logical_files(folder)
         together = [p for p in files if p.name in BUNDLED]
@@ -215,6 +218,7 @@ def pack(sources: list[Path], results: Path, runs_root: Optional[Path]) -> None:
     studies = set()
     for folder in sources:
         runs = [folder] if (folder / "config.yaml").is_file() else sorted(p for p in folder.iterdir() if p.is_dir())
+        runs = [run for run in runs if not run.name.startswith(".")]  # (a pack cut short leaves .<run>.packing)
         for run in runs:
             if not tested_folders(run):
                 continue

@@ -34,7 +34,7 @@ from evaluation.metrics import score_by_length, score_subset  # noqa: E402
 from evaluation.test_set import _LINE_BREAKS, longest_training_source, read_config_split  # noqa: E402
 from tokenizer import load_or_train_tokenizer  # noqa: E402
 from utils.config import load_config  # noqa: E402
-from utils.stored_files import read_text  # noqa: E402
+from utils.stored_files import read_text, stored_exists  # noqa: E402
 
 _tokenizers: dict[str, object] = {}
 FILES = ("hypotheses.txt", "references.txt")
@@ -108,6 +108,8 @@ def backfill(run: Path) -> str:
                 f"archived {row['num_inputs']}, {row['mean_source_tokens']}"
             )
     out = run / "test" / "source_lengths.txt"
+    if stored_exists(out):  # already there (archived as source_lengths.txt.cols.xz): one form only
+        return "has test/source_lengths.txt already: left alone"
     out.write_text("".join(f"{x}\n" for x in lengths), encoding="utf-8", newline="\n")
     extra = f", longer_than_training n={scores['longer_than_training']['num_sentences']}" if cap is not None else ""
     return (

@@ -42,16 +42,16 @@ def _git(*args: str) -> Optional[bytes]:
 
 
 def _tracked_code() -> Optional[list[str]]:
-    listed = _git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    listed = _git("ls-files", "-z")
     if listed is None:
         return None
     return sorted(p for p in listed.decode("utf-8", "replace").split("\0") if p and not p.startswith(OUTSIDE_CODE))
 
 
 def code_fingerprint(files: Optional[list[str]] = None) -> Optional[str]:
-    """sha256 over the project's files outside results/ and runs/ as they are on disk (those git
-    tracks and the new ones it does not ignore; path and content, so uncommitted edits count);
-    None outside a git checkout."""
+    """sha256 over the files git tracks outside results/ and runs/, as they are on disk (path and
+    content: uncommitted edits count; outputs a command left in the tree do not); None outside a
+    git checkout."""
     files = _tracked_code() if files is None else files
     if files is None:
         return None
@@ -93,7 +93,7 @@ def machine_state(device, precision: str, world_size: int) -> dict:
         import ctranslate2
 
         ct2 = ctranslate2.__version__
-    except ImportError:
+    except Exception:  # not installed, or an install that does not load: not what made the run
         ct2 = None
     kind = device.type
     return {

@@ -36,6 +36,7 @@ RUN_FILES = {
     "data_report.json",
     "training_lengths.json",
     "provenance.json",  # what made the run: code, libraries, device, per session (utils/provenance.py)
+    "data_report.json.sha256",  # a run copied back from results/: its corpus report stored once (tools/archive.py)
     "test",
     "valid",
     "ctranslate2",  # decoding.backend ctranslate2: the best checkpoint converted (training/ctranslate2_loading.py)

@@ -73,7 +73,7 @@ def _member(bundle: Path, path: Path) -> str:
 def bundle_members(bundle: Path) -> dict[str, bytes]:
     """A bundle's members {relative path: bytes}, read once (a damaged bundle is one line)."""
     stat = bundle.stat()
-    key = (str(bundle), stat.st_mtime_ns, stat.st_size)
+    key = (str(bundle), stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size)
     if key not in _BUNDLES:
         data = _unxz(bundle)
         try:
@@ -155,6 +155,14 @@ def _restore_hint(path: Path) -> str:
     return f"restore it (git checkout -- {path}) or test the run again"
 
 
+def read_stored_text(stored: Path) -> Optional[str]:
+    """A store entry's text, or None when it is damaged (the archive then writes it again)."""
+    try:
+        return _utf8(_unxz(stored), stored)
+    except StoredFileError:
+        return None
+
+
 def content_name(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -164,8 +172,10 @@ def _by_content(pointer: Path) -> str:
     digest = pointer.read_text(encoding="utf-8").strip()
     if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
         raise StoredFileError(pointer, "does not hold a sha256 (64 hex digits)")
-    stored = next((p / STORE / f"{digest}.txt.xz" for p in pointer.parents if (p / STORE).is_dir()), None)
-    if stored is None or not stored.is_file():
+    stored = next(
+        (p / STORE / f"{digest}.txt.xz" for p in pointer.parents if (p / STORE / f"{digest}.txt.xz").is_file()), None
+    )
+    if stored is None:
         raise StoredFileError(
             pointer,
             f"names the shared text {digest[:12]}..., which no {STORE}/ folder above it holds",
@@ -183,6 +193,8 @@ def _by_content(pointer: Path) -> str:
 def _number_format(field: str) -> Optional[int]:
     """Decimals of a plain decimal number as written by '%d' / '%.<d>f' (None: not one)."""
     digits = field[1:] if field.startswith("-") else field
+    if not digits.isascii():
+        return None
     whole, _, frac = digits.partition(".")
     if not whole.isdigit() or (frac and not frac.isdigit()) or (whole != "0" and whole.startswith("0")):
         return None
@@ -214,7 +226,10 @@ def encode_columns(text: str) -> Optional[bytes]:
     for j, d in enumerate(decimals):
         if d is None or any(_number_format(r[j]) != d for r in rows):
             return None
-        columns.append(np.array([int(r[j].replace(".", "")) for r in rows], dtype="<i8"))
+        try:
+            columns.append(np.array([int(r[j].replace(".", "")) for r in rows], dtype="<i8"))
+        except (OverflowError, ValueError):  # beyond int64: stored as text
+            return None
     meta = {"header": header, "rows": len(rows), "decimals": decimals}
     body = b"".join(c.view(np.uint8).reshape(-1, 8).T.tobytes() for c in columns)  # byte planes compress best
     data = f"{COLUMNS_MAGIC}\n{json.dumps(meta)}\n".encode() + body

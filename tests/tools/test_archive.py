@@ -5,6 +5,7 @@ study by content; archiving again changes no file."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +119,31 @@ def test_a_run_copied_back_from_the_archive_is_tested_again_into_plain_files(tra
     assert again.returncode == 0, again.stderr
     left = sorted(p.name for p in test.rglob("*") if p.name.endswith(ARCHIVED))
     assert left == [] and (test / "hypotheses.txt").is_file() and (test / "scores.json").is_file()
+
+
+def test_archiving_again_after_a_run_lost_its_joined_inputs_stores_its_own_hypotheses(tmp_path: Path) -> None:
+    """A bundle of the earlier archive is never reused as the single file's form (review finding)."""
+    run = tmp_path / "runs" / "st" / "r1"
+    make_run(run, "a")
+    pack([tmp_path / "runs" / "st"], tmp_path / "results", tmp_path / "runs")
+    shutil.rmtree(run / "test" / "concat")
+    pack([tmp_path / "runs" / "st"], tmp_path / "results", tmp_path / "runs")
+    archived_test = tmp_path / "results" / "st" / "r1" / "test"
+    assert (archived_test / "hypotheses.txt.xz").is_file() and not (archived_test / "hypotheses.txt.tar.xz").exists()
+    assert read_text(archived_test / "hypotheses.txt") == "a\n"
+
+
+def test_an_archived_run_copied_back_is_the_harness_own_and_keeps_what_only_the_archive_has(tmp_path: Path) -> None:
+    """A copy in runs/ is a run folder of the harness (not foreign); packing from runs/ keeps a
+    provenance.json that only the archive holds (a backfilled one)."""
+    from utils.run_folder import RunFolder
+
+    shutil.copytree(ROOT / "results" / "demo" / "rope", tmp_path / "runs" / "demo" / "rope")
+    assert RunFolder.inspect(tmp_path / "runs" / "demo" / "rope").state != "foreign"
+    run = tmp_path / "runs" / "st" / "r1"
+    make_run(run, "a")
+    (run / "provenance.json").unlink()
+    pack([tmp_path / "runs" / "st"], tmp_path / "results", tmp_path / "runs")
+    (tmp_path / "results" / "st" / "r1" / "provenance.json").write_text('{"sessions": []}\n')
+    pack([tmp_path / "runs" / "st"], tmp_path / "results", tmp_path / "runs")
+    assert (tmp_path / "results" / "st" / "r1" / "provenance.json").read_text() == '{"sessions": []}\n'

@@ -84,7 +84,7 @@ def test_seeds_on_different_device_kinds_are_refused_without_mixed(two_seeds: Pa
     mixed = compare(two_seeds, "--mixed", "device")
     assert mixed.returncode == 0, mixed.stderr
     assert "| demo/rope ‡ |" in mixed.stdout
-    assert "‡ `demo/rope`: its seeds span devices (1: NVIDIA H100, code schema-" in mixed.stdout
+    assert "‡ `demo/rope`: its seeds span devices or precisions (1: NVIDIA H100, code schema-" in mixed.stdout
 
 
 def test_seeds_at_different_precisions_are_refused_without_mixed(two_seeds: Path) -> None:

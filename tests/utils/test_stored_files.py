@@ -36,6 +36,7 @@ def test_each_form_reads_as_the_plain_file(tmp_path: Path) -> None:
     (tmp_path / "bundle").mkdir()
     bundle = make_bundle({"teacher_forced_pairs.tsv": PAIRS, "concat/k2/teacher_forced_pairs.tsv": "two\n"})
     (tmp_path / "bundle" / "teacher_forced_pairs.tsv.tar.xz").write_bytes(lzma.compress(bundle))
+    (tmp_path / "study" / "run" / "test_sets").mkdir()  # a variant test named test_sets/ is not the store
     for folder in ("plain", "xz", "cols", "study/run/test", "bundle"):
         assert read_text(tmp_path / folder / "teacher_forced_pairs.tsv") == PAIRS
     assert read_text(tmp_path / "bundle" / "concat" / "k2" / "teacher_forced_pairs.tsv") == "two\n"
@@ -55,7 +56,17 @@ def test_columns_decode_to_the_same_text(rows: list[tuple[int, int]], decimals: 
 
 
 def test_text_that_is_not_a_table_is_not_stored_by_column() -> None:
-    for text in ("a\tb\n1\t2\n3\n", "x\n1.5\n2.25\n", "1\t02\n", "-0.000\n", "hello\nworld\n", ""):
+    beyond_int64 = "99999999999999999999\n"
+    for text in (
+        "a\tb\n1\t2\n3\n",
+        "x\n1.5\n2.25\n",
+        "1\t02\n",
+        "-0.000\n",
+        "hello\nworld\n",
+        "",
+        beyond_int64,
+        "\u00b2\n",
+    ):
         assert encode_columns(text) is None
 
 
