@@ -7,7 +7,6 @@ seeds, with what was inferred for runs archived before provenance.json (utils/pr
 from __future__ import annotations
 
 from utils.errors import HarnessError
-from utils.provenance import read_provenance
 
 MIXABLE = ("device", "precision")  # what --mixed may allow inside one row
 MARK = "‡"
@@ -72,14 +71,12 @@ def provenance_markdown(groups: list[dict]) -> str:
         if g.get("variant"):
             continue  # the same trained runs as their base row
         for r in g["runs"]:
-            data = read_provenance(r["run"]) or {}
-            sessions = data.get("sessions") or []
             p = r["provenance"]
-            dates = sorted({str(s.get("started", ""))[:10] for s in sessions if s.get("started")})
+            dates = p["dates"]
             lines.append(
                 f"| {g['label']} | {r['seed']} | {'/'.join(p['device'])} | {'/'.join(p['precision'])} | "
                 f"{'/'.join(p['code'])} | {' to '.join(dates[:: max(1, len(dates) - 1)]) or 'unknown'} | "
-                f"{', '.join(data.get('inferred') or []) or '-'} |"
+                f"{', '.join(p['inferred']) or '-'} |"
             )
     lines += [
         "",

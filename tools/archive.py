@@ -39,6 +39,7 @@ from utils.stored_files import (  # noqa: E402
     COLUMNS,
     FORMS,
     STORE,
+    STORED_TEXT,
     XZ,
     bundle_members,
     content_name,
@@ -47,6 +48,7 @@ from utils.stored_files import (  # noqa: E402
     make_bundle,
     read_stored_text,
     read_text,
+    store_entry,
     stored_exists,
     stored_form,
 )
@@ -98,7 +100,7 @@ def write_bytes(path: Path, data: bytes) -> None:
 def store_shared(store: Path, text: str) -> str:
     """Put a shared text into the study's store (once); its sha256."""
     digest = content_name(text)
-    target = store / f"{digest}.txt.xz"
+    target = store_entry(store, digest)
     if not target.is_file() or read_stored_text(target) != text:  # absent, or damaged: written again
         write_bytes(target, lzma.compress(text.encode("utf-8"), preset=XZ_PRESET))
     return digest
@@ -154,9 +156,7 @@ def pack_run(source: Path, target: Path) -> int:
             f"would delete them; --in-place is for runs already archived (results/), `pack` copies a run"
         )
     store = target.parent / STORE
-    build = target.with_name(f".{target.name}.packing")
-    shutil.rmtree(build, ignore_errors=True)
-    build.mkdir(parents=True)
+    build = building(target, "packing")
     for name in RUN_FILES:
         if name in SHARED and stored_exists(source / name):
             pack_file(source / name, build / name, store, target / name)
@@ -166,13 +166,27 @@ def pack_run(source: Path, target: Path) -> int:
             shutil.copy2(target / name, build / name)
     for folder in tested_folders(source):
         files = logical_files(folder)
-        together = [p for p in files if p.name in BUNDLED]
-        if len(together) > 1:
-            pack_bundle(folder, together, build / folder.relative_to(source), target / folder.relative_to(source))
-        for path in files:
-            if not (len(together) > 1 and path in together):
-                relative = path.relative_to(source)
-                pack_file(path, build / relative, store, target / relative)
+        bundled = [p for p in files if p.name in BUNDLED]
+        bundled = bundled if len(bundled) > 1 else []  # one file alone: its own .xz
+        if bundled:
+            pack_bundle(folder, bundled, build / folder.relative_to(source), target / folder.relative_to(source))
+        for path in (p for p in files if p not in bundled):
+            relative = path.relative_to(source)
+            pack_file(path, build / relative, store, target / relative)
+    publish(build, target)
+    return _tree_size(target)
+
+
+def building(target: Path, step: str) -> Path:
+    """An empty folder beside `target` to build it in (what a cut-short build left is dropped)."""
+    build = target.with_name(f".{target.name}.{step}")
+    shutil.rmtree(build, ignore_errors=True)
+    build.mkdir(parents=True)
+    return build
+
+
+def publish(build: Path, target: Path) -> None:
+    """Put the built folder in `target`'s place whole (an earlier one is retired only then)."""
     if target.exists():
         retired = target.with_name(f".{target.name}.retired")
         shutil.rmtree(retired, ignore_errors=True)
@@ -181,22 +195,22 @@ def pack_run(source: Path, target: Path) -> int:
         shutil.rmtree(retired)
     else:
         build.rename(target)
-    return sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
 
 
 def unpack_run(source: Path, target: Path) -> None:
-    """An archived run back as the plain run folder test.py wrote (its outputs as plain files)."""
+    """An archived run back as the plain run folder test.py wrote (its outputs as plain files), built
+    beside `target` and put in place whole: a stopped unpack leaves no `target`, so it runs again."""
     if target.exists():
         raise HarnessError(f"{target} exists: unpack into a new folder")
-    target.mkdir(parents=True)
-    for name in RUN_FILES:
-        if stored_exists(source / name):
-            (target / name).write_text(read_text(source / name), encoding="utf-8", newline="")
-    for folder in tested_folders(source):
-        for path in logical_files(folder):
-            out = target / path.relative_to(source)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    build = building(target, "unpacking")
+    files = [source / name for name in RUN_FILES] + [p for f in tested_folders(source) for p in logical_files(f)]
+    for path in files:
+        if stored_exists(path):
+            out = build / path.relative_to(source)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(read_text(path), encoding="utf-8", newline="")
+    publish(build, target)
 
 
 def prune_store(study: Path) -> list[Path]:
@@ -205,7 +219,7 @@ def prune_store(study: Path) -> list[Path]:
     if not store.is_dir():
         return []
     named = {p.read_text(encoding="utf-8").strip() for p in study.rglob(f"*{BY_CONTENT}")}
-    unused = [p for p in store.glob("*.txt.xz") if p.name[: -len(".txt.xz")] not in named]
+    unused = [p for p in store.glob(f"*{STORED_TEXT}") if p.name[: -len(STORED_TEXT)] not in named]
     for p in unused:
         p.unlink()
     return unused

@@ -151,8 +151,10 @@ def end_session(run_dir: Path, step: int, finished: bool) -> None:
 
 def run_provenance(run_dir: Path) -> dict:
     """What compare.py groups by: the device kinds, device names, precisions and code versions of a
-    run's sessions (sorted, distinct; "unknown" where nothing was recorded or inferred)."""
-    sessions = (read_provenance(run_dir) or {}).get("sessions") or []
+    run's sessions (sorted, distinct; "unknown" where nothing was recorded or inferred), and what its
+    provenance page shows: the sessions' start dates and the fields that were inferred."""
+    data = read_provenance(run_dir) or {}
+    sessions = data.get("sessions") or []
 
     def distinct(key: str) -> list[str]:
         values = {str(s.get(key)) for s in sessions if s.get(key) is not None}
@@ -164,4 +166,6 @@ def run_provenance(run_dir: Path) -> dict:
         "device": distinct("device"),
         "precision": distinct("precision"),
         "code": sorted(c if c.startswith("schema-") else c[:12] for c in map(str, codes) if c != "None") or ["unknown"],
+        "dates": sorted({str(s["started"])[:10] for s in sessions if s.get("started")}),
+        "inferred": list(data.get("inferred") or []),
     }

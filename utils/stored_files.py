@@ -38,7 +38,7 @@ FORMS = ("", XZ, COLUMNS, BY_CONTENT)  # the suffixes a stored file may carry, p
 ARCHIVED = (*FORMS[1:], BUNDLE)  # the suffixes of a file as the archive stores it
 BUNDLE_DEPTH = 3  # <test>/<name>.tar.xz holds <test>/concat/k<K>/<name>: two folders below it
 _BUNDLES: dict[tuple, dict[str, bytes]] = {}  # the last bundles read
-STORE = "test_sets"  # <study>/test_sets/<sha256>.txt.xz: each shared text once
+STORE, STORED_TEXT = "test_sets", ".txt.xz"  # <study>/test_sets/<sha256>.txt.xz: each shared text once
 COLUMNS_MAGIC = "harness-columns 1"
 
 
@@ -163,6 +163,11 @@ def read_stored_text(stored: Path) -> Optional[str]:
         return None
 
 
+def store_entry(store: Path, digest: str) -> Path:
+    """Where a study's store keeps the shared text whose sha256 is `digest`."""
+    return store / f"{digest}{STORED_TEXT}"
+
+
 def content_name(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -172,9 +177,7 @@ def _by_content(pointer: Path) -> str:
     digest = pointer.read_text(encoding="utf-8").strip()
     if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
         raise StoredFileError(pointer, "does not hold a sha256 (64 hex digits)")
-    stored = next(
-        (p / STORE / f"{digest}.txt.xz" for p in pointer.parents if (p / STORE / f"{digest}.txt.xz").is_file()), None
-    )
+    stored = next((e for e in (store_entry(p / STORE, digest) for p in pointer.parents) if e.is_file()), None)
     if stored is None:
         raise StoredFileError(
             pointer,

@@ -147,3 +147,26 @@ def test_an_archived_run_copied_back_is_the_harness_own_and_keeps_what_only_the_
     (tmp_path / "results" / "st" / "r1" / "provenance.json").write_text('{"sessions": []}\n')
     pack([tmp_path / "runs" / "st"], tmp_path / "results", tmp_path / "runs")
     assert (tmp_path / "results" / "st" / "r1" / "provenance.json").read_text() == '{"sessions": []}\n'
+
+
+def test_an_unpack_that_stops_midway_leaves_no_run_and_runs_again(tmp_path: Path) -> None:
+    """unpack builds beside its target and puts it in place whole: a failure (here a damaged file)
+    leaves no half run folder, and the same command then finishes it."""
+    from tools.archive import unpack_run
+    from utils.stored_files import StoredFileError
+
+    study = tmp_path / "demo"
+    for name in ("rope", "test_sets"):
+        shutil.copytree(ROOT / "results" / "demo" / name, study / name)
+    scores = study / "rope" / "test" / "scores.json.xz"
+    good = scores.read_bytes()
+    scores.write_bytes(good[:-9])
+    with pytest.raises(StoredFileError):
+        unpack_run(study / "rope", tmp_path / "plain" / "rope")
+    assert not (tmp_path / "plain" / "rope").exists()
+    scores.write_bytes(good)
+    unpack_run(study / "rope", tmp_path / "plain" / "rope")
+    assert (tmp_path / "plain" / "rope" / "test" / "scores.json").read_text() == read_text(
+        study / "rope" / "test" / "scores.json"
+    )
+    assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == ["rope"]  # no build folder left
