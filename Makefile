@@ -3,8 +3,8 @@
 #   make test   run the test suite (make test-fast: without the tests marked slow; make lint: ruff)
 #   make length the length-extrapolation study: every encoding, single sentences and joined pairs, three
 #               seeds, RoPE scaled at test time (2-core CPU: a day; resumable, run it again after a stop)
-#   make length-headline   the length study's declared headline set at seeds 3 and 4 too (five seeds)
-#   make demo-seeds   four more seeds of each demo encoding (1-4), then one table over all five
+#   make length-headline   the length study's declared headline set at seeds 3-11 too (twelve seeds)
+#   make demo-seeds   nineteen more seeds of each demo encoding (1-19), then one table over all twenty
 # Both create the virtual environment (.venv) from requirements.txt when it is missing.
 
 PYTHON ?= python3
@@ -14,7 +14,7 @@ DEMO_CONFIGS := configs/demo/sinusoidal.yaml configs/demo/learnable.yaml configs
 # Every config of the length study: one per encoding trained on single sentences, one per encoding on
 # joined pairs (<name>_concat.yaml), rope_randomized
 LENGTH_CONFIGS := $(filter-out configs/length/base.yaml,$(sort $(wildcard configs/length/*.yaml)))
-# The length study's headline set, five seeds each: one encoding per family and sinusoidal on joined pairs
+# The length study's headline set, twelve seeds each: one encoding per family and sinusoidal on joined pairs
 LENGTH_HEADLINE := $(foreach n,sinusoidal rope alibi learnable t5_bias sinusoidal_concat,configs/length/$(n).yaml)
 # Launcher flags for the sweeps below, e.g. make length SWEEP="--launcher local --runs_per_gpu 4" (README:
 # "Sweeps on several GPUs or a SLURM cluster"); empty: one run after another in one process
@@ -35,9 +35,11 @@ venv: $(VENV)/.installed
 demo: venv
 	$(PY) sweep.py $(DEMO_CONFIGS) $(SWEEP) --family configs/demo/findings/headline.yaml --output runs/demo/summary
 
-# The demo's five seeds (the archived study: results/demo/), its declared family (configs/demo/findings/headline.yaml)
+# The demo's twenty seeds (the archived study: results/demo/), as its declared family plans them
+# (configs/demo/findings/headline.yaml: seeds, device, precision)
+DEMO_SEEDS := $(shell seq 1 19)
 demo-seeds: demo
-	$(PY) sweep.py $(DEMO_CONFIGS) --seeds 1 2 3 4 $(SWEEP) --output runs/demo/seeds1234_summary
+	$(PY) sweep.py $(DEMO_CONFIGS) --seeds $(DEMO_SEEDS) $(SWEEP) --output runs/demo/seeds_more_summary
 	$(PY) compare.py "runs/demo/*" --family configs/demo/findings/headline.yaml --output runs/demo/seeds_summary --overwrite
 
 # Length extrapolation: every encoding trained on short sources (and on joined pairs), tested on
@@ -47,9 +49,11 @@ length: venv
 	$(PY) sweep.py $(LENGTH_CONFIGS) $(LENGTH_VARIANTS) --seeds 1 2 $(SWEEP) --output runs/length/seeds12_summary
 	$(PY) compare.py "runs/length/*" --family configs/length/findings/headline.yaml --output runs/length/summary --overwrite
 
-# The length study's declared headline set (configs/length/findings/headline.yaml) at seeds 3 and 4 as well: five seeds
+# The length study's declared headline set (configs/length/findings/headline.yaml) at seeds 3-11 as well:
+# twelve seeds, as the family plans them
+LENGTH_HEADLINE_SEEDS := $(shell seq 3 11)
 length-headline: length
-	$(PY) sweep.py $(LENGTH_HEADLINE) $(LENGTH_VARIANTS) --seeds 3 4 $(SWEEP) --output runs/length/seeds34_summary
+	$(PY) sweep.py $(LENGTH_HEADLINE) $(LENGTH_VARIANTS) --seeds $(LENGTH_HEADLINE_SEEDS) $(SWEEP) --output runs/length/seeds_more_summary
 	$(PY) compare.py "runs/length/*" --family configs/length/findings/headline.yaml --output runs/length/summary --overwrite
 
 # One pytest worker per core (pytest-xdist), each test module on one worker (its fixtures built once),

@@ -42,6 +42,7 @@ ONE_SEED = "one seed: this trained model, not the encoding"
 # Tie margins when a study declares none: a seed closer to the baseline than this is a tie
 DEFAULT_TIE_MARGIN = {"sacreBLEU": 0.1, "NLL": 0.01}
 DEFAULT_EFFECT = {"sacreBLEU": 1.0, "NLL": 0.05}  # the effect whose seeds-needed is reported
+PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 @dataclass
@@ -180,6 +181,13 @@ class Family:
     headline: list[dict] = field(default_factory=list)  # {table, compared_on?, configs?}
     tie_margin: dict = field(default_factory=lambda: dict(DEFAULT_TIE_MARGIN))
     effect: dict = field(default_factory=lambda: dict(DEFAULT_EFFECT))
+    # the plan, declared with the comparisons: every seed each configuration runs with (until all
+    # exist the pages are interim and word no verdict), the device kind and precision of every run,
+    # and each measure's equivalence margin m ("equivalent within ±m" is a finding of its own)
+    seeds: Optional[list[int]] = None
+    device: Optional[str] = None
+    precision: Optional[str] = None
+    equivalence: dict = field(default_factory=dict)
 
     def matching(self, table: str, row: dict) -> list[dict]:
         """The headline entries that declare this row."""
@@ -193,6 +201,9 @@ class Family:
 
     def declares(self, table: str, row: dict) -> bool:
         return bool(self.matching(table, row))
+
+
+FAMILY_KEYS = ("baseline", "headline", "tie_margin", "effect", "equivalence", "seeds", "device", "precision")
 
 
 def load_family(path: Optional[str]) -> Family:
@@ -217,11 +228,9 @@ def load_family(path: Optional[str]) -> Family:
             f"{path}: expected a mapping with a non-empty 'headline' list of comparisons "
             f"({{table: test|concat|degradation|..., compared_on: ..., configs: [...]}})"
         )
-    unknown = set(data) - {"baseline", "headline", "tie_margin", "effect"}
+    unknown = set(data) - set(FAMILY_KEYS)
     if unknown:
-        raise ConfigError(
-            f"{path}: unknown key(s) {', '.join(sorted(unknown))}; the keys are baseline, headline, tie_margin, effect"
-        )
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; the keys are {', '.join(FAMILY_KEYS)}")
     for i, h in enumerate(data["headline"]):
         if not isinstance(h, dict) or "table" not in h or set(h) - {"table", "compared_on", "configs"}:
             raise ConfigError(
@@ -230,10 +239,26 @@ def load_family(path: Optional[str]) -> Family:
             )
     margins = {**DEFAULT_TIE_MARGIN, **(data.get("tie_margin") or {})}
     effects = {**DEFAULT_EFFECT, **(data.get("effect") or {})}
-    for key, value in (*margins.items(), *effects.items()):
-        if not isinstance(value, (int, float)) or value < 0:
-            raise ConfigError(f"{path}: tie_margin/effect {key} must be a number >= 0, got {value!r}")
-    return Family(str(path), data.get("baseline"), list(data["headline"]), margins, effects)
+    equivalence = data.get("equivalence") or {}
+    for key, value in (*margins.items(), *effects.items(), *equivalence.items()):
+        if not isinstance(value, (int, float)) or value < 0 or (key in equivalence and value <= 0):
+            raise ConfigError(
+                f"{path}: tie_margin/effect/equivalence {key} must be a number >= 0 (equivalence > 0), got {value!r}"
+            )
+    seeds = data.get("seeds")
+    listed = isinstance(seeds, list) and seeds and all(type(x) is int for x in seeds)
+    if seeds is not None and (not listed or len(set(seeds)) != len(seeds)):
+        raise ConfigError(
+            f"{path}: seeds must be a non-empty list of distinct integers (the planned seeds), got {seeds!r}"
+        )
+    device, precision = data.get("device"), data.get("precision")
+    if device not in (None, "cpu", "cuda", "mps"):
+        raise ConfigError(f"{path}: device must be cpu, cuda or mps (the device kind of every run), got {device!r}")
+    if precision not in (None, *PRECISIONS):
+        raise ConfigError(f"{path}: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    return Family(
+        str(path), data.get("baseline"), list(data["headline"]), margins, effects, seeds, device, precision, equivalence
+    )
 
 
 # ----------------------------------------------------------------------------- wording

@@ -145,7 +145,21 @@ def test_family_file_errors_are_one_line(tmp_path):
     assert family.baseline == "sinusoidal" and family.tie_margin == {"sacreBLEU": 0.1, "NLL": 0.02}
     assert family.declares("test", {"compared_on": "test set", "config": "x"})
     assert not family.declares("test", {"compared_on": "k=2", "config": "x"})
+    assert family.seeds is None and family.equivalence == {}
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "headline: [{table: test}]\nseeds: [1234, 1, 2]\ndevice: cpu\nprecision: fp32\n"
+        "equivalence: {sacreBLEU: 1.0, NLL: 0.1}\n"
+    )
+    family = load_family(str(plan))
+    assert (family.seeds, family.device, family.precision) == ([1234, 1, 2], "cpu", "fp32")
+    assert family.equivalence == {"sacreBLEU": 1.0, "NLL": 0.1}
     for text, says in (
+        ("headline: [{table: test}]\nseeds: [1, 1]\n", "seeds must be"),
+        ("headline: [{table: test}]\nseeds: [1.5]\n", "seeds must be"),
+        ("headline: [{table: test}]\ndevice: gpu\n", "device must be"),
+        ("headline: [{table: test}]\nprecision: fp8\n", "precision must be"),
+        ("headline: [{table: test}]\nequivalence: {NLL: 0}\n", "equivalence > 0"),
         ("headline: []\n", "non-empty 'headline'"),
         ("headline:\n  - {k: 2}\n", "headline[0]"),
         ("headline:\n  - {table: test}\nalpha: 0.1\n", "unknown key(s) alpha"),
