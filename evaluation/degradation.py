@@ -21,7 +21,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from evaluation.metrics import bucket_label
-from evaluation.run_stats import retest_hint, test_folder
+from evaluation.run_stats import joined_training_k, retest_hint, test_folder
 from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
 from utils.stored_files import read_lines
 
@@ -102,12 +102,15 @@ def read_pair_sums(run: dict) -> Optional[PairSums]:
 
 
 def selections(
-    sums: PairSums, buckets: bool = False
+    sums: PairSums, buckets: bool = False, joined_k: int = 1
 ) -> list[tuple[str, Callable[[int, np.ndarray], np.ndarray], bool]]:
     """(label, keep, needs the same training length) of every degradation row: pooled over k first
-    (the headline), then each k, then by where the pair's target starts (within or beyond the
-    decoder's training length; with `buckets`, also per target-position bucket of the start)."""
+    (the headline), then, for joined-pair training of up to `joined_k` pairs, pooled over the k
+    beyond it, then each k, then by where the pair's target starts (within or beyond the decoder's
+    training length; with `buckets`, also per target-position bucket of the start)."""
     out: list = [("all k", lambda k, s: np.ones(len(s), bool), False)]
+    if joined_k > 1 and any(k > joined_k for k in sums.joined):
+        out.append((f"beyond joined training (k > {joined_k})", lambda k, s: np.full(len(s), k > joined_k), False))
     out += [(f"k={k}", (lambda kk: lambda k, s: np.full(len(s), k == kk))(k), False) for k in sorted(sums.joined)]
     length = sums.training_length
     if length:
@@ -139,7 +142,7 @@ def run_degradation(run: dict) -> Optional[dict[str, float]]:
     if sums is None:
         return None
     out = {}
-    for label, keep, _ in selections(sums, buckets=True):
+    for label, keep, _ in selections(sums, buckets=True, joined_k=joined_training_k(run)):
         value = pooled(sums.units(keep))
         if value is not None:
             out[label] = value

@@ -16,24 +16,34 @@ the seeds fall against the tie margin and gives the interval (seed_test.verdict)
 
 from __future__ import annotations
 
-import statistics
 from typing import Callable, Optional
 
 import numpy as np
 
 from evaluation.degradation import selections
 from evaluation.run_outputs import Outputs, source_lengths, training_length
-from evaluation.seed_test import ALPHA, POWER, TEST_NAME, Family, detectable_effect, seed_test, seeds_needed, verdict
-from evaluation.significance import DEFAULT_SEED, holm, paired_bootstrap_ratio, paired_bootstrap_seeds
-from utils.runtime import log
+from evaluation.run_stats import joined_range, joined_training_k
+from evaluation.seed_test import ALPHA, TEST_NAME, Family, seed_test
+from evaluation.significance import DEFAULT_SEED, paired_bootstrap_ratio, paired_bootstrap_seeds
+from evaluation.verdicts import interim, word_tables
 
-MIN_SENTENCES = 10  # fewer and resampling says nothing (one sentence: every resample is that sentence)
+# One rule for every row: tested only when at least this many units (sentences, test pairs or inputs)
+# carry its measure; fewer and resampling says little (one: every resample is that unit)
+MIN_SENTENCES = 10
 RULE = (
     "Finding, by one rule: 'ahead'/'behind' only for a comparison declared in the study's headline family "
     f"whose Holm-adjusted p (over that family) is below {ALPHA} and with no seed beyond the tie margin on the "
     "other side ('in every seed' when every seed is beyond the margin in that direction; lower is better for "
-    "NLL); every other row gives how the seeds fall against the tie margin and the 95% interval of the mean "
-    "difference, and no verdict."
+    "NLL); 'equivalent within ±m' only for a declared comparison whose equivalence p (two one-sided seed-level "
+    f"tests against -m and +m, the larger p) is below {ALPHA} after Holm's correction over the equivalence "
+    "rows, apart; both for a small difference inside the margin, 'inconclusive' for neither. No verdict while "
+    "the study is interim (a declared comparison lacks some of the family's planned seeds), nor for a row "
+    "whose runs were not all trained from a commit that declared the family. Every other row gives how the "
+    "seeds fall against the tie margin and the 95% interval of the mean difference, and no verdict."
+)
+EQUIVALENCE_TEST = (
+    "TOST (Schuirmann 1987): the seed-level statistic tested one-sided against -m and against +m, Student's t "
+    "with n - 1 degrees of freedom; equivalence p = max(p_lower, p_upper); Holm over the declared rows apart"
 )
 
 
@@ -64,15 +74,16 @@ def _untested(seeds: list, n_units: int, lower_is_better: bool = False) -> dict:
         "seed_test": None,
         "p_value": None,
         "lower_is_better": lower_is_better,
-        "finding": f"not tested (fewer than {MIN_SENTENCES} sentences)",
+        "finding": f"not tested (fewer than {MIN_SENTENCES} units carry it)",
     }
 
 
 def compare_ratio(
     systems: list[np.ndarray], baselines: list[np.ndarray], seeds: list, n_samples: int, seed: int
 ) -> dict:
-    """A lower-is-better ratio of sums (NLL per token) per unit `[units, 2]`, system vs baseline per seed."""
-    n = len(systems[0])
+    """A lower-is-better ratio of sums (NLL per token) per unit `[units, 2]`, system vs baseline per seed;
+    n counts the units with tokens in some run (the others resample as zeros)."""
+    n = int((np.stack([*systems, *baselines])[:, :, 1] > 0).any(0).sum())
     if n < MIN_SENTENCES:
         return _untested(seeds, n, True)
     combined = paired_bootstrap_ratio(systems, baselines, n_samples, seed)
@@ -128,9 +139,7 @@ def compare_degradation(
     systems, baselines = units[0::2], units[1::2]
     if any(x[:, 1].sum() <= 0 for x in units):
         return None
-    used = int((np.stack(units)[:, :, 1] > 0).any(0).sum())  # pairs with tokens in some run
-    row = compare_ratio(systems, baselines, [r["seed"] for r, _ in pairs], n_samples, seed)
-    return {**row, "num_sentences": used}
+    return compare_ratio(systems, baselines, [r["seed"] for r, _ in pairs], n_samples, seed)
 
 
 def _pairs(group: dict, baseline: dict, has: Callable[[dict], bool]) -> list[tuple[dict, dict]]:
@@ -190,66 +199,6 @@ def compare_pair(
 
 def _table(name: str, title: str, rows: list[dict], metric: str = "sacreBLEU") -> dict:
     return {"name": name, "title": title, "metric": metric, "rows": rows}
-
-
-def power_lines(rows: list[dict], metric: str, alpha: float, family: Family) -> list[dict]:
-    """The smallest effect a table's seeds can see, for each seed count among its rows (most seeds
-    first): 80% power at `alpha` (two-sided) with the median SE of those rows; and the seeds a
-    declared effect would need (None: no number of seeds, the test set's own noise is too large)."""
-    tested = [r["seed_test"] for r in rows if r.get("seed_test") and r["seed_test"]["se"] is not None]
-    out = []
-    for n in sorted({t["n"] for t in tested}, reverse=True):
-        same_n = [t for t in tested if t["n"] == n]
-        se = statistics.median(t["se"] for t in same_n)
-        seed_sd = statistics.median(t["seed_sd"] for t in same_n)
-        v_sent = statistics.median(t["v_sent"] for t in same_n)
-        # the test set's noise: the part every seed shares stays, the rest averages out over more seeds
-        v_shared = statistics.median(t["v_shared"] if t.get("v_shared") is not None else t["v_sent"] for t in same_n)
-        v_int = statistics.median(t.get("v_int") or 0.0 for t in same_n)
-        effect = family.effect[metric]
-        out.append(
-            {
-                "n": n,
-                "rows": len(same_n),
-                "se": se,
-                "seed_sd": seed_sd,
-                "v_sent": v_sent,
-                "v_shared": v_shared,
-                "v_int": v_int,
-                "alpha": alpha,
-                "power": POWER,
-                "detectable": detectable_effect(se, n - 1, alpha),
-                "effect": effect,
-                "seeds_needed": seeds_needed(effect, seed_sd, v_shared, v_int, alpha),
-            }
-        )
-    return out
-
-
-def apply_rule(tables: list[dict], family: Family) -> int:
-    """Holm over the declared rows of every table (one family; a declared row without a test counts
-    with p = 1, so the family is the size declared), then every row's finding; returns the family's size."""
-    declared = [(t, r) for t in tables for r in t["rows"] if family.declares(t["name"], r)]
-    for t in tables:
-        for r in t["rows"]:
-            r["declared"], r["p_holm"] = False, None
-    adjusted = holm([r["p_value"] if r["p_value"] is not None else 1.0 for _, r in declared])
-    for (_, r), p in zip(declared, adjusted):
-        r["declared"], r["p_holm"] = True, (p if r["p_value"] is not None else None)
-    for t in tables:
-        margin = family.tie_margin[t["metric"]]
-        for r in t["rows"]:
-            r["finding"] = verdict(r, t["metric"], margin, r["declared"])
-    return len(declared)
-
-
-def unmatched(tables: list[dict], family: Family) -> list[str]:
-    """The headline entries that match no row (a typo, or a measure these runs did not record)."""
-    return [
-        str(h)
-        for h in family.headline
-        if not any(h in family.matching(t["name"], r) for t in tables for r in t["rows"])
-    ]
 
 
 DEGRADATION_TITLE = (
@@ -320,6 +269,12 @@ def findings_report(
         "family_size": size,
         "family_unmatched": missing,
         "tie_margin": family.tie_margin,
+        "equivalence_margin": family.equivalence,
+        "equivalence_test": EQUIVALENCE_TEST,
+        "planned_seeds": family.seeds,
+        "planned_device": family.device,
+        "planned_precision": family.precision,
+        "interim": interim(tables, family),
         "descriptive_p": "sacreBLEU's paired bootstrap per seed (sacrebleu --paired-bs: Koehn's statistic, one "
         "tail; it holds each trained model fixed), descriptive only",
         "n_samples": n_samples,
@@ -327,6 +282,27 @@ def findings_report(
         "rule": RULE,
         "tables": tables,
     }
+
+
+def _labelled(group: dict, compared_on: str, result: dict, pairs: list, k: Optional[int], joined: int = 1) -> dict:
+    """A row: which configuration, on what, where k sits against its joined-pair training range, and
+    whether every run of it was trained from a commit that declared the study's family
+    (evaluation/declared.py marks the runs; unmarked runs, with no family file, count as such)."""
+    row = {"config": group["label"], "encoding": group["encoding"], "compared_on": compared_on, **result}
+    row["joined_range"] = joined_range(joined, k)
+    row["from_declaring_commit"] = all(r.get("family_declared", True) for pair in pairs for r in pair)
+    return row
+
+
+def _selection_k(label: str, joined: int) -> Optional[int]:
+    """The k a degradation selection speaks for: its own, one beyond the joined range, or None (pooled)."""
+    if label.startswith("k="):
+        return int(label[2:])
+    return joined + 1 if label.startswith("beyond joined") else None
+
+
+def _joined(group: dict, baseline: dict) -> int:
+    return max(joined_training_k(r) for r in (*group["runs"][:1], *baseline["runs"][:1]))
 
 
 def bleu_rows(
@@ -339,7 +315,7 @@ def bleu_rows(
             pairs = _pairs(g, baseline, lambda r, k=k: outputs.get(r, k) is not None)
             result = compare_pair(pairs, outputs, k, n_samples, seed, bucket) if pairs else None
             if result is not None:
-                out.append({"config": g["label"], "encoding": g["encoding"], "compared_on": label, **result})
+                out.append(_labelled(g, label, result, pairs, k, _joined(g, baseline)))
     return out
 
 
@@ -352,13 +328,12 @@ def degradation_rows(
         pairs = _pairs(g, baseline, lambda r: outputs.pairs(r) is not None)
         if not pairs:
             continue
-        for label, keep, needs_length in selections(outputs.pairs(pairs[0][0])):
+        joined = _joined(g, baseline)
+        for label, keep, needs_length in selections(outputs.pairs(pairs[0][0]), joined_k=joined):
             chosen = [(r, b) for r, b in pairs if not needs_length or same_length(r)]
             result = compare_degradation(chosen, outputs, keep, n_samples, seed) if chosen else None
             if result is not None:
-                rows.append(
-                    {"config": g["label"], "encoding": g["encoding"], "compared_on": f"degradation, {label}", **result}
-                )
+                rows.append(_labelled(g, f"degradation, {label}", result, chosen, _selection_k(label, joined), joined))
     return rows
 
 
@@ -371,29 +346,8 @@ def nll_beyond_rows(
         pairs = _pairs(g, baseline, lambda r: outputs.beyond(r) is not None and same_length(r))
         result = compare_nll(pairs, outputs, n_samples, seed) if pairs else None
         if result is not None:
-            rows.append(
-                {
-                    "config": g["label"],
-                    "encoding": g["encoding"],
-                    "compared_on": "teacher-forced NLL beyond training, all k",
-                    **result,
-                }
-            )
+            rows.append(_labelled(g, "teacher-forced NLL beyond training, all k", result, pairs, None))
     return rows
-
-
-def word_tables(tables: list[dict], family: Family) -> tuple[int, list[str]]:
-    """Word every row by the rule (Holm over the declared family) and add each table's power lines;
-    returns (the family's size, the declared entries no row matched)."""
-    size = apply_rule(tables, family)
-    missing = unmatched(tables, family)
-    for entry in missing:
-        log(f"compare.py: the declared headline comparison {entry} of {family.path} matches no row of these runs")
-    alpha = ALPHA / size if size else ALPHA  # Holm's first step: what the strongest declared row must pass
-    for t in tables:
-        t["family_rows"] = sum(r["declared"] for r in t["rows"])
-        t["power"] = power_lines(t["rows"], t["metric"], alpha, family)
-    return size, missing
 
 
 def find_row(findings: dict, table: str, config: str, compared_on: str) -> Optional[dict]:

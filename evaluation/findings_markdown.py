@@ -6,34 +6,36 @@ from __future__ import annotations
 from evaluation.seed_test import fmt_number, format_p, unit_of
 
 
-def power_sentence(t: dict, unit: str) -> str:
-    if not t.get("power"):
-        return "Smallest detectable effect: needs two seeds or more."
-    metric = t["metric"]
-    parts = []
-    for pw in t["power"]:
-        effect = f"{fmt_number(pw['effect'], metric).lstrip('+')} {unit}"
-        reach = (
-            f"a true difference of {effect} would need {pw['seeds_needed']} seeds"
-            if pw["seeds_needed"]
-            else f"a true difference of {effect} is out of reach at any number of seeds (the test set's noise "
-            f"that every seed shares is larger)"
-        )
-        parts.append(
-            f"with {pw['n']} seeds ({pw['rows']} rows; median SE {pw['se']:.3g} {unit}: seed SD "
-            f"{pw['seed_sd']:.3g}, test-set SD {pw['v_sent'] ** 0.5:.3g}) "
-            f"{fmt_number(pw['detectable'], metric).lstrip('+')} {unit}, and {reach}"
-        )
-    return (
-        f"Smallest effect these seeds can see (80% power, two-sided α = {t['power'][0]['alpha']:.2g}): "
-        + "; ".join(parts)
-        + "."
-    )
+def equivalence_cell(r: dict, metric: str) -> str:
+    """A declared row's equivalence test: its Holm p, its power at a true difference of 0, the seeds
+    80% power would need ('–' for a row that is not declared or a study without a margin)."""
+    if r.get("p_equivalence") is None:
+        return "–"
+    seeds = r.get("seeds_for_equivalence")
+    need = f"{seeds} seeds for 80%" if seeds else "out of reach at any seed count"
+    return f"Holm p {format_p(r['p_equivalence_holm'])}; power {r['equivalence_power']:.0%}; {need}"
+
+
+def detectable_cell(r: dict, metric: str) -> str:
+    """The smallest true difference this row's seeds find 80% of the time, and the seeds the
+    declared effect would need."""
+    if r.get("detectable") is None:
+        return "–"
+    need = r.get("seeds_needed")
+    return f"{fmt_number(r['detectable'], metric).lstrip('+')} ({need or '∞'} seeds for the declared effect)"
 
 
 def findings_markdown(findings: dict) -> str:
     """The findings as markdown: one table per measure, its smallest detectable effect, then how they were computed."""
     parts = []
+    margins = findings.get("equivalence_margin") or {}
+    plan = findings.get("interim")
+    if plan:
+        parts.append(
+            f"**Interim: {plan['seeds']} of {plan['planned']} planned seeds** of the declared family "
+            f"(`{findings['family']}`): no comparison is worded as a direction or as equivalent until every "
+            "planned seed is in."
+        )
     for t in findings["tables"]:
         metric = t["metric"]
         unit = unit_of(metric)
@@ -43,12 +45,14 @@ def findings_markdown(findings: dict) -> str:
             if metric == "sacreBLEU"
             else "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)"
         )
+        within = f"±{fmt_number(margins[metric], metric).lstrip('+')} {unit}" if metric in margins else "no margin"
         lines = [
             f"Against `{findings['baseline']}`, {t['title']}:",
             "",
             f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
-            f"p, seeds (two-sided) | p, Holm (declared) | {seed_p_title} | finding |",
-            "|---|---|---|---|---|---|---|---|",
+            f"p, seeds (two-sided, unadjusted) | p, Holm (declared) | equivalent within {within} (declared) | "
+            f"detectable Δ, 80% power | {seed_p_title} | finding |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in t["rows"]:
             per_seed = ", ".join(f"{s['seed']}: {fmt_number(s['difference'], metric)}" for s in r["per_seed"])
@@ -57,21 +61,31 @@ def findings_markdown(findings: dict) -> str:
             lines.append(
                 f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | "
                 f"{fmt_number(r['mean_difference'], metric)} | {per_seed or '–'} | "
-                f"{format_p(r['p_value'])} | {holm_p} | {seed_p or '–'} | {r['finding']} |"
+                f"{format_p(r['p_value'])} | {holm_p} | {equivalence_cell(r, metric)} | "
+                f"{detectable_cell(r, metric)} | {seed_p or '–'} | {r['finding']} |"
             )
-        lines += ["", power_sentence(t, unit)]
+        if t.get("alpha") is not None:
+            lines += ["", f"Detectable Δ and the seeds for the declared effect at two-sided α = {t['alpha']:.2g}."]
         parts.append("\n".join(lines))
     family = (
         f"the headline family declared in `{findings['family']}` ({findings['family_size']} comparisons)"
         if findings.get("family")
         else "no declared headline family (every row is descriptive)"
     )
-    margins = ", ".join(f"{v:g} {unit_of(k)}" for k, v in findings["tie_margin"].items())
+    tie = ", ".join(f"{v:g} {unit_of(k)}" for k, v in findings["tie_margin"].items())
+    equivalence = (
+        f" Equivalence: {findings['equivalence_test']}; margins "
+        + ", ".join(f"±{v:g} {unit_of(k)}" for k, v in margins.items())
+        + ". The power of equivalence is at a true difference of 0, at Holm's first step."
+        if margins
+        else ""
+    )
     parts.append(
         f"p, seeds: {findings['test']}; {findings['n_samples']:,} bootstrap resamples (seed "
         f"{findings['bootstrap_seed']}); assumes independent, roughly normal seed effects (Dror et al. 2018). "
-        f"The interval is per row, not Holm-adjusted. Holm's correction runs over {family}. Tie margin: "
-        f"{margins} (a seed closer to the baseline is a tie, never a win). p per seed: "
+        f"The interval is per row, not Holm-adjusted. Holm's correction runs over {family}.{equivalence} "
+        f"Detectable Δ: the smallest true difference the row's seeds find 80% of the time at Holm's first step "
+        f"(two-sided). Tie margin: {tie} (a seed closer to the baseline is a tie, never a win). p per seed: "
         f"{findings['descriptive_p']} (for NLL the same resampling of its units). The NLL tables resample "
         f"test pairs (degradation) or inputs (absolute NLL beyond training). {findings['rule']}"
     )

@@ -1,19 +1,33 @@
 """The sentences a study's results section states, generated from its findings by a few fixed
 templates (compare.py writes them as <prefix>_headline.md; the README copies the file verbatim):
-what the declared family supports, each declared comparison as a sentence, and the smallest effect
-each table's seeds can see. No result sentence of the README is written by hand."""
+whether the study is interim, what the declared family supports, and each declared comparison as a
+sentence with its p (unadjusted and Holm) and the smallest effect its seeds can see. No result
+sentence of the README is written by hand."""
 
 from __future__ import annotations
 
 from evaluation.seed_test import fmt_number, format_p, unit_of
 
-SHORT_TITLES = {
-    "degradation": "degradation (NLL joined minus alone)",
-    "test": "test set",
-    "concat": "joined inputs",
-    "buckets": "test set by source length",
-    "teacher_forced": "absolute NLL beyond training",
-}  # the table a sentence speaks of
+
+def _p_text(r: dict) -> str:
+    """The row's p, labelled: unadjusted, beside the Holm-adjusted p of a declared row."""
+    if r["p_value"] is None:
+        return ""
+    holm = f"Holm {format_p(r['p_holm'])}" if r.get("declared") and r.get("p_holm") is not None else "not declared"
+    return f", p {format_p(r['p_value'])} (unadjusted; {holm})"
+
+
+def _power_text(r: dict, metric: str) -> str:
+    """What the row's seeds can see: the smallest true difference found 80% of the time; for a
+    declared row with a margin, the power of showing equivalence and the seeds that would need."""
+    if r.get("detectable") is None:
+        return ""
+    text = f"; detectable {fmt_number(r['detectable'], metric).lstrip('+')} {unit_of(metric)} at 80% power"
+    if r.get("equivalence_power") is not None:
+        seeds = r.get("seeds_for_equivalence")
+        reach = f"{seeds} seeds for 80%" if seeds else "out of reach"
+        text += f", equivalence power {r['equivalence_power']:.0%} ({reach})"
+    return text
 
 
 def _row_sentence(r: dict, metric: str, baseline: str) -> str:
@@ -22,48 +36,39 @@ def _row_sentence(r: dict, metric: str, baseline: str) -> str:
     return (
         f"- `{r['config']}` against `{baseline}`, {r['compared_on']}: mean difference "
         f"{fmt_number(r['mean_difference'], metric)} {unit_of(metric)}{lower} over {n} seed{'s' if n != 1 else ''}"
-        + (f", p {format_p(r['p_value'])}" if r["p_value"] is not None else "")
+        + _p_text(r)
+        + _power_text(r, metric)
         + f" — {r['finding']}."
     )
 
 
 def headline_markdown(findings: dict) -> str:
-    """The study's result sentences: the declared family's verdict count and rows (or, without a
-    family, the test-set rows), then one power sentence per table."""
+    """The study's result sentences: whether the study is interim, the declared family's verdict
+    count, then each declared row (or, without a family, the test-set rows) with its p (unadjusted
+    and Holm), what its seeds can detect and its finding."""
     baseline = findings["baseline"]
     tables = findings["tables"]
     declared = [(t, r) for t in tables for r in t["rows"] if r.get("declared")]
     lines = []
+    plan = findings.get("interim")
+    if plan:
+        lines.append(
+            f"- **Interim: {plan['seeds']} of {plan['planned']} planned seeds.** No comparison of the declared "
+            "family is worded as a direction or as equivalent until every planned seed is in."
+        )
     if findings.get("family"):
-        worded = sum(r["finding"].startswith(("ahead", "behind")) for _, r in declared)
+        said = [r.get("outcome") for _, r in declared]
         lines.append(
             f"- Declared headline family (`{findings['family']}`): {findings['family_size']} comparisons "
-            f"against `{baseline}`, Holm-corrected over the family; {worded} of them "
-            f"{'is' if worded == 1 else 'are'} worded as a direction, the others are descriptive."
+            f"against `{baseline}`, Holm-corrected over the family (and, apart, over their equivalence tests): "
+            f"{said.count('direction')} worded as a direction, {said.count('equivalent')} as equivalent, "
+            f"{said.count('both')} as both, {said.count('inconclusive')} inconclusive, the others without a verdict."
         )
         shown = declared
     else:
         lines.append(f"- No declared headline family: every comparison against `{baseline}` is descriptive.")
         shown = [(t, r) for t in tables if t["name"] == "test" for r in t["rows"]]
     lines += [_row_sentence(r, t["metric"], baseline) for t, r in shown if r.get("mean_difference") is not None]
-    # one sentence: the smallest effect the most-seeded rows can see, on each table the headline reads
-    read = {t["name"] for t, _ in shown}
-    parts, alpha = [], None
-    for t in tables:
-        if t["name"] in read and t.get("power"):
-            pw = t["power"][0]  # the most seeds
-            alpha = pw["alpha"]
-            parts.append(
-                f"{fmt_number(pw['detectable'], t['metric']).lstrip('+')} {unit_of(t['metric'])} on the "
-                f"{SHORT_TITLES.get(t['name'], t['name'])} ({pw['n']} seeds)"
-            )
-    if parts:
-        lines.append(
-            f"- The smallest true difference the seeds find 80% of the time (two-sided α = {alpha:.2g}): "
-            + ", ".join(parts)
-            + " (each findings table says more, and how many seeds a smaller one "
-            "would need)."
-        )
-    elif shown and all(len(r["per_seed"]) <= 1 for _, r in shown):
+    if shown and all(len(r["per_seed"]) <= 1 for _, r in shown):
         lines.append("- One seed per configuration: no test and no detectable effect; every row is that trained model.")
     return "\n".join(lines)

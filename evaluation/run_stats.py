@@ -80,3 +80,21 @@ def training_minutes(records: list[dict]) -> Optional[float]:
         elif session[0]["event"] == "start" and len(session) > 1 and "time" in session[0] and "time" in session[-1]:
             total, counted = total + session[-1]["time"] - session[0]["time"], True
     return total / 60 if counted else None
+
+
+def joined_training_k(run: dict) -> int:
+    """The most test pairs a run's training examples joined (data.train_concat.max_k), 1 without joins."""
+    joins = ((run.get("config") or {}).get("data") or {}).get("train_concat") or {}
+    return int(joins.get("max_k") or 1) if joins.get("prob") else 1
+
+
+def joined_range(joined_k: int, k: Optional[int]) -> Optional[str]:
+    """Where k joined test pairs sit against a joined-pair training range of `joined_k` (None: no
+    joined-pair training, or the test set itself); `k` None: pooled over every k."""
+    if joined_k <= 1 or k == 1:
+        return None
+    if k is None:
+        return f"pools k inside and beyond the joined training range (k <= {joined_k})"
+    if k <= joined_k:
+        return f"inside the joined training range (k <= {joined_k}): not extrapolation"
+    return f"beyond the joined training range (k > {joined_k})"

@@ -292,24 +292,70 @@ def describe(row: dict, metric: str, margin: float) -> str:
     return f"{signs}; 95% interval {fmt_number(low, metric)} to {fmt_number(high, metric)}"
 
 
-def verdict(row: dict, metric: str, margin: float, declared: bool) -> str:
-    """The finding of one row. 'ahead'/'behind' only for a declared comparison with Holm p < ALPHA and
-    no seed beyond the tie margin on the other side (`direction`); 'in every seed' when every seed is
-    beyond the margin in that direction. Lower is better for NLL."""
+def outcome(
+    row: dict, margin: float, declared: bool, equivalence: Optional[float] = None, withheld: Optional[str] = None
+) -> str:
+    """What the rule lets a row say: 'not tested', 'descriptive' (not declared, or no test),
+    'withheld' (declared, but `withheld` says why not), 'direction' (Holm p < ALPHA and no seed beyond
+    the tie margin on the other side: `direction`), 'equivalent' (the equivalence rows' Holm p <
+    ALPHA, evaluation/equivalence.py), 'both' (a small real difference inside the margin), or
+    'inconclusive' (neither, for a study that declares an equivalence margin)."""
     if row.get("mean_difference") is None:
+        return "not tested"
+    if not declared or row["seed_test"]["p_value"] is None or row.get("p_holm") is None:
+        return "descriptive"
+    if withheld:
+        return "withheld"
+    diffs = np.array([s["difference"] for s in row["per_seed"]])
+    sign = bool(direction(diffs, row["p_holm"], margin))
+    p_eq = row.get("p_equivalence_holm")
+    equal = p_eq is not None and p_eq < ALPHA
+    if sign:
+        return "both" if equal else "direction"
+    return "equivalent" if equal else "inconclusive" if equivalence is not None else "descriptive"
+
+
+def verdict(
+    row: dict,
+    metric: str,
+    margin: float,
+    declared: bool,
+    equivalence: Optional[float] = None,
+    withheld: Optional[str] = None,
+) -> str:
+    """The finding of one row, worded by its `outcome`: 'ahead'/'behind' ('in every seed' when every
+    seed is beyond the tie margin that way, else 'on average'; lower is better for NLL) with its Holm
+    p; 'equivalent within ±m' with the equivalence Holm p; both; 'inconclusive' with both p; each
+    followed by the descriptive part (the seeds against the tie margin, the 95% interval)."""
+    said = outcome(row, margin, declared, equivalence, withheld)
+    if said == "not tested":
         return row.get("finding") or "not tested"
+    text = describe(row, metric, margin)
+    if said == "descriptive":
+        return text
+    if said == "withheld":
+        return f"{withheld}; {text}"
+    within = f"±{fmt_number(equivalence, metric).lstrip('+')} {unit_of(metric)}" if equivalence else ""
+    p_eq = format_p(row.get("p_equivalence_holm"))
+    if said == "inconclusive":
+        return (
+            f"inconclusive: no direction (Holm p {format_p(row['p_holm'])}) and not shown equivalent within "
+            f"{within} (equivalence Holm p {p_eq}); {text}"
+        )
+    equal = f"equivalent within {within} (equivalence Holm p {p_eq}, declared)"
+    if said == "equivalent":
+        return f"{equal}; {text}"
     diffs = [s["difference"] for s in row["per_seed"]]
-    if declared and row["seed_test"]["p_value"] is not None and row.get("p_holm") is not None:
-        sign = int(direction(np.array(diffs), row["p_holm"], margin))
-        if sign:
-            above, below, _ = seed_signs(diffs, margin)
-            better = (sign > 0) != (metric == "NLL")
-            every = (above if sign > 0 else below) == len(diffs)
-            return (
-                f"{'ahead' if better else 'behind'} {'in every seed' if every else 'on average'} "
-                f"(Holm p {format_p(row['p_holm'])}, declared); {describe(row, metric, margin)}"
-            )
-    return describe(row, metric, margin)
+    up = row["mean_difference"] > 0
+    above, below, _ = seed_signs(diffs, margin)
+    every = (above if up else below) == len(diffs)
+    way = (
+        f"{'ahead' if up != (metric == 'NLL') else 'behind'} {'in every seed' if every else 'on average'} "
+        f"(Holm p {format_p(row['p_holm'])}, declared)"
+    )
+    if said == "both":
+        return f"{way} and {equal}: a small difference inside the margin; {text}"
+    return f"{way}; {text}"
 
 
 def format_p(p: Optional[float]) -> str:

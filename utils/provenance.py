@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUTSIDE_CODE = ("results/", "runs/")  # archived and running experiments: not code
 
 
-def _git(*args: str) -> Optional[bytes]:
+def git_output(*args: str) -> Optional[bytes]:
     try:
         done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
@@ -42,7 +42,7 @@ def _git(*args: str) -> Optional[bytes]:
 
 
 def _tracked_code() -> Optional[list[str]]:
-    listed = _git("ls-files", "-z")
+    listed = git_output("ls-files", "-z")
     if listed is None:
         return None
     return sorted(p for p in listed.decode("utf-8", "replace").split("\0") if p and not p.startswith(OUTSIDE_CODE))
@@ -65,8 +65,8 @@ def code_fingerprint(files: Optional[list[str]] = None) -> Optional[str]:
 
 def code_state() -> dict:
     """The commit, its uncommitted changes to code (a flag and a hash of the diff) and the fingerprint."""
-    head = _git("rev-parse", "HEAD")
-    diff = _git("diff", "HEAD", "--", ".", *(f":(exclude){p}" for p in OUTSIDE_CODE))
+    head = git_output("rev-parse", "HEAD")
+    diff = git_output("diff", "HEAD", "--", ".", *(f":(exclude){p}" for p in OUTSIDE_CODE))
     return {
         "commit": head.decode().strip() if head else None,
         "uncommitted_changes": None if diff is None else bool(diff),

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluation.findings import apply_rule, unmatched
+from evaluation.verdicts import apply_rule, unmatched
 from evaluation.seed_test import (
     ALPHA,
     ONE_SEED,

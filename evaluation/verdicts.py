@@ -1,0 +1,119 @@
+"""Wording the findings tables (evaluation/findings.py computes the rows): the declared family's
+Holm correction, once over the difference tests and once, apart, over the equivalence tests
+(evaluation/equivalence.py); the study's plan (an interim study words no verdict, and a row whose
+runs were not trained from a commit that declared the family stays descriptive); each row's
+smallest detectable effect and, for a declared row, the power of showing equivalence and the seeds
+either would need."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from evaluation.equivalence import equivalence_p, equivalence_power, seeds_for_equivalence
+from evaluation.seed_test import ALPHA, Family, detectable_effect, outcome, seeds_needed, verdict
+from evaluation.significance import holm
+from utils.runtime import log
+
+NOT_FROM_DECLARING_COMMIT = "descriptive: not every run of it was trained from a commit that declared the family"
+
+
+def interim(tables: list[dict], family: Family) -> Optional[dict]:
+    """{seeds, planned} when the family plans seeds that some declared comparison does not have yet
+    (the fewest planned seeds any declared row holds), else None: the study is complete."""
+    if not family.seeds:
+        return None
+    planned = set(family.seeds)
+    held = [len(planned & set(r["seeds"])) for t in tables for r in t["rows"] if r.get("declared")]
+    fewest = min(held, default=0)
+    return None if fewest == len(planned) else {"seeds": fewest, "planned": len(planned)}
+
+
+def _holm_over(rows: list[dict], key: str, adjusted_key: str) -> None:
+    """Holm over `rows` by their p `key` into `adjusted_key` (a row without a p counts as p = 1: the
+    family is the size declared, and its adjusted p stays None)."""
+    adjusted = holm([r[key] if r[key] is not None else 1.0 for r in rows])
+    for r, p in zip(rows, adjusted):
+        r[adjusted_key] = p if r[key] is not None else None
+
+
+def apply_rule(tables: list[dict], family: Family) -> int:
+    """Holm over the declared rows of every table (one family), and over their equivalence tests (a
+    second family), then every row's finding; returns the family's size."""
+    declared = [r for t in tables for r in t["rows"] if family.declares(t["name"], r)]
+    for t in tables:
+        for r in t["rows"]:
+            r.update(declared=False, p_holm=None, p_equivalence=None, p_equivalence_holm=None)
+    for r in declared:
+        r["declared"] = True
+    _holm_over(declared, "p_value", "p_holm")
+    for t in tables:
+        margin = family.equivalence.get(t["metric"])
+        for r in t["rows"]:
+            if r["declared"] and margin and r.get("p_value") is not None:
+                diffs = np.array([s["difference"] for s in r["per_seed"]])
+                r["p_equivalence"] = float(equivalence_p(diffs, r["seed_test"]["v_sent"], margin))
+    _holm_over(
+        [r for t in tables for r in t["rows"] if r["declared"] and family.equivalence.get(t["metric"])],
+        "p_equivalence",
+        "p_equivalence_holm",
+    )
+    plan = interim(tables, family)
+    for t in tables:
+        margin, equivalence = family.tie_margin[t["metric"]], family.equivalence.get(t["metric"])
+        for r in t["rows"]:
+            withheld = None
+            if plan:
+                held = len(set(family.seeds) & set(r["seeds"]))
+                withheld = f"interim ({held} of {plan['planned']} planned seeds): no verdict"
+            elif not r.get("from_declaring_commit", True):
+                withheld = NOT_FROM_DECLARING_COMMIT
+            r["outcome"] = outcome(r, margin, r["declared"], equivalence, withheld)
+            finding = verdict(r, t["metric"], margin, r["declared"], equivalence, withheld)
+            r["finding"] = f"{r['joined_range']}; {finding}" if r.get("joined_range") else finding
+    return len(declared)
+
+
+def unmatched(tables: list[dict], family: Family) -> list[str]:
+    """The headline entries that match no row (a typo, or a measure these runs did not record)."""
+    return [
+        str(h)
+        for h in family.headline
+        if not any(h in family.matching(t["name"], r) for t in tables for r in t["rows"])
+    ]
+
+
+def row_power(r: dict, metric: str, alpha: float, alpha_equivalence: float, family: Family) -> None:
+    """A tested row's smallest detectable effect (80% power at `alpha`, two-sided) and the seeds the
+    declared effect would need; for a declared row with an equivalence margin, the power of showing
+    equivalence if the true difference were 0 and the seeds that would need."""
+    t = r.get("seed_test")
+    if not t or t["se"] is None:
+        return
+    shared = t["v_shared"] if t.get("v_shared") is not None else t["v_sent"]
+    own = t.get("v_int") or 0.0
+    r["detectable"] = detectable_effect(t["se"], t["n"] - 1, alpha)
+    r["seeds_needed"] = seeds_needed(family.effect[metric], t["seed_sd"], shared, own, alpha)
+    margin = family.equivalence.get(metric)
+    if r.get("declared") and margin:
+        r["equivalence_power"] = equivalence_power(margin, t["seed_sd"], t["n"], shared, own, alpha_equivalence)
+        r["seeds_for_equivalence"] = seeds_for_equivalence(margin, t["seed_sd"], shared, own, alpha_equivalence)
+
+
+def word_tables(tables: list[dict], family: Family) -> tuple[int, list[str]]:
+    """Word every row by the rule (Holm over the declared family) and add each row's power (at
+    Holm's first step, `alpha` of each table); returns (the family's size, the declared entries no row matched)."""
+    size = apply_rule(tables, family)
+    missing = unmatched(tables, family)
+    for entry in missing:
+        log(f"compare.py: the declared headline comparison {entry} of {family.path} matches no row of these runs")
+    alpha = ALPHA / size if size else ALPHA  # Holm's first step: what the strongest declared row must pass
+    equivalent = sum(r["declared"] for t in tables if family.equivalence.get(t["metric"]) for r in t["rows"])
+    alpha_equivalence = ALPHA / equivalent if equivalent else ALPHA  # the same for the equivalence family
+    for t in tables:
+        t["family_rows"] = sum(r["declared"] for r in t["rows"])
+        for r in t["rows"]:
+            row_power(r, t["metric"], alpha, alpha_equivalence, family)
+        t["alpha"] = alpha
+    return size, missing
