@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluation.verdicts import apply_rule, unmatched
 from evaluation.seed_test import (
     ALPHA,
     ONE_SEED,
@@ -31,6 +30,7 @@ from evaluation.seed_test import (
     split_variance,
     verdict,
 )
+from evaluation.verdicts import apply_rule, unmatched
 from utils.config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
