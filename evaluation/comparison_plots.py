@@ -58,7 +58,14 @@ def panels_by_kind(groups: list[dict]) -> list[tuple[str, list[int]]]:
     return [(k, [i for i, x in enumerate(kinds) if x == k]) for k in KINDS if k in kinds]
 
 
-PLOT_SUFFIXES = ("_bleu.png", "_length_buckets.png", "_concat.png", "_teacher_forced.png", "_curves.png")
+PLOT_SUFFIXES = (
+    "_bleu.png",
+    "_length_buckets.png",
+    "_concat.png",
+    "_degradation.png",
+    "_teacher_forced.png",
+    "_curves.png",
+)
 
 
 def _pyplot():
@@ -71,13 +78,14 @@ def _pyplot():
 
 
 def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
-    """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_concat.png, PREFIX_teacher_forced.png,
-    PREFIX_curves.png (each only when there is data for it)."""
+    """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_concat.png, PREFIX_degradation.png,
+    PREFIX_teacher_forced.png, PREFIX_curves.png (each only when there is data for it)."""
     plt = _pyplot()
     styles = group_styles(groups)
     written = []
     for suffix, figure in zip(
-        PLOT_SUFFIXES, (bleu_figure, length_buckets_figure, concat_figure, teacher_forced_figure, curves_figure)
+        PLOT_SUFFIXES,
+        (bleu_figure, length_buckets_figure, concat_figure, degradation_figure, teacher_forced_figure, curves_figure),
     ):
         fig = figure(groups, styles)
         if fig is None:
@@ -203,6 +211,55 @@ def concat_panel(
     if key == "ratio":
         ax.axvline(1.0, color="black", linewidth=0.6)
     ax.tick_params(labelsize=7)
+
+
+def degradation_figure(groups: list[dict], styles: list[dict]):
+    """The length study's headline measure by k, one panel per kind: each seed a point, the mean over
+    seeds with its 95% interval (Student's t over the seeds), the configurations side by side."""
+    from scipy.stats import t
+
+    with_k = [i for i, g in enumerate(groups) if any(label.startswith("k=") for label in g.get("degradation") or {})]
+    if not with_k:
+        return None
+    fig, axes, panels = kind_panels(groups, with_k, 5.0)
+    for ax, kind, members in panels:
+        for slot, i in enumerate(members):
+            g, style = groups[i], styles[i]
+            ks = sorted(int(label[2:]) for label in g["degradation"] if label.startswith("k="))
+            shift = 1 + 0.06 * (slot - (len(members) - 1) / 2) / max(1, len(members))  # side by side on log2 k
+            means, halves = [], []
+            for k in ks:
+                values = [d[f"k={k}"] for d in g["degradation_runs"] if d and f"k={k}" in d]
+                ax.plot(
+                    [k * shift] * len(values),
+                    values,
+                    linestyle="none",
+                    marker=".",
+                    markersize=3,
+                    alpha=0.45,
+                    color=style["color"],
+                )
+                means.append(sum(values) / len(values))
+                sd = g["degradation"][f"k={k}"]["std"]
+                halves.append(t.ppf(0.975, len(values) - 1) * sd / len(values) ** 0.5 if sd is not None else 0.0)
+            ax.errorbar(
+                [k * shift for k in ks],
+                means,
+                yerr=halves,
+                markersize=4,
+                capsize=2,
+                label=f"{g['label']} (n={g['n']})",
+                **style,
+            )
+        ax.axhline(0.0, color="black", linewidth=0.6)
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel="k (test pairs joined in one input)", title=kind)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    axes[0].set_ylabel("NLL joined minus alone (nats per token)")
+    fig.suptitle(
+        "Degradation by k (points: seeds; the mean over seeds with its 95% interval; lower is better)", fontsize=9
+    )
+    return fig
 
 
 def teacher_forced_figure(groups: list[dict], styles: list[dict]):

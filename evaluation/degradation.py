@@ -136,8 +136,12 @@ def pooled(units: np.ndarray) -> Optional[float]:
     return float(units[:, 0].sum() / tokens) if tokens > 0 else None
 
 
+ALONE = "NLL alone"  # a run's own k = 1 quality on the same tokens (per run only: not a degradation column)
+
+
 def run_degradation(run: dict) -> Optional[dict[str, float]]:
-    """A run's pooled degradation per selection (with the start-position buckets), None without PAIRS_FILE."""
+    """A run's pooled degradation per selection (with the start-position buckets and, for joined-pair
+    training, beyond its joined range) and its NLL alone (ALONE), None without PAIRS_FILE."""
     sums = read_pair_sums(run)
     if sums is None:
         return None
@@ -146,18 +150,73 @@ def run_degradation(run: dict) -> Optional[dict[str, float]]:
         value = pooled(sums.units(keep))
         if value is not None:
             out[label] = value
+    if sums.alone_tokens.sum() > 0:
+        out[ALONE] = float(sums.alone_nll.sum() / sums.alone_tokens.sum())
     return out
 
 
-def degradation_stats(runs: list[dict]) -> Optional[dict[str, dict]]:
-    """Mean, sample std and count over a configuration's runs of each selection's degradation."""
+def degradation_stats(per_run: list[Optional[dict]]) -> Optional[dict[str, dict]]:
+    """Mean, sample std and count over a configuration's runs (`run_degradation` of each) of each
+    selection's degradation."""
     from evaluation.run_stats import mean_std
 
-    per_run = [d for d in (run_degradation(r) for r in runs) if d]
-    if not per_run:
+    have = [d for d in per_run if d]
+    if not have:
         return None
-    labels = list(dict.fromkeys(label for d in per_run for label in d))
-    return {label: dict(zip(("mean", "std", "n"), mean_std([d.get(label) for d in per_run]))) for label in labels}
+    labels = list(dict.fromkeys(label for d in have for label in d if label != ALONE))
+    return {label: dict(zip(("mean", "std", "n"), mean_std([d.get(label) for d in have]))) for label in labels}
+
+
+def alone_correlation(groups: list[dict]) -> Optional[dict]:
+    """Within configurations: Pearson's r between a run's NLL alone and its degradation pooled over k,
+    each as the run's deviation from its configuration's mean (configurations with two runs or more;
+    variants, the same trained runs tested again, left out). None under three such runs."""
+    xs, ys, configs = [], [], 0
+    for g in groups:
+        if g.get("variant"):
+            continue
+        runs = [d for d in g.get("degradation_runs") or [] if d and ALONE in d and "all k" in d]
+        if len(runs) < 2:
+            continue
+        configs += 1
+        alone, degradation = np.array([d[ALONE] for d in runs]), np.array([d["all k"] for d in runs])
+        xs += list(alone - alone.mean())
+        ys += list(degradation - degradation.mean())
+    if len(xs) < 3 or np.std(xs) == 0 or np.std(ys) == 0:
+        return None
+    return {"r": float(np.corrcoef(xs, ys)[0, 1]), "runs": len(xs), "configs": configs}
+
+
+def alone_sentence(corr: Optional[dict], trained_on: str = "") -> str:
+    """What the within-configuration correlation says, worded from its sign and size."""
+    if corr is None:
+        return ""
+    r = corr["r"]
+    if abs(r) < 0.2:
+        meaning = "they are barely related, so a model's quality alone says little about its degradation"
+    elif r < 0:
+        meaning = (
+            "a run that predicts the pairs worse alone degrades less inside joins, so a model that is better at "
+            "k = 1 can look worse on this measure"
+        )
+    else:
+        meaning = "a run that predicts the pairs worse alone also degrades more inside joins"
+    return (
+        f"Within configurations{trained_on} (each run against its configuration's mean), a run's NLL alone "
+        f"(k = 1, the same tokens) and its degradation pooled over k correlate r = {r:+.2f} over {corr['runs']} "
+        f"runs of {corr['configs']} configuration{'s' if corr['configs'] != 1 else ''}: {meaning}."
+    )
+
+
+def alone_sentences(groups: list[dict]) -> list[str]:
+    """`alone_sentence` for the configurations trained on single sentences and, apart (joined-pair
+    training changes what a join is to the model), for those trained on joined pairs."""
+    by_kind = {" trained on single sentences": [], " trained on joined pairs": []}
+    for g in groups:
+        joined = joined_training_k(g["runs"][0]) > 1
+        by_kind[" trained on joined pairs" if joined else " trained on single sentences"].append(g)
+    said = [alone_sentence(alone_correlation(members), kind) for kind, members in by_kind.items()]
+    return [s for s in said if s]
 
 
 def degradation_table(groups: list[dict]) -> str:
@@ -183,4 +242,4 @@ def degradation_table(groups: list[dict]) -> str:
     for g in have:
         n = max(s["n"] for s in g["degradation"].values())
         lines.append(f"| {g['label']} | {n} | " + " | ".join(cell(g["degradation"].get(x)) for x in labels) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + [x for s in alone_sentences(groups) for x in ("", s)])

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Optional
 
-from evaluation.degradation import degradation_stats
+from evaluation.degradation import degradation_stats, run_degradation
 from evaluation.findings import find_row
 from evaluation.run_outputs import output_lines
 from evaluation.run_stats import mean_std, retest_hint, seed_wins, test_folder, training_minutes
@@ -274,7 +274,8 @@ def group_runs(rows: list[dict]) -> list[dict]:
             g["mean"][key], g["std"][key], _ = mean_std([r.get(key) for r in g["runs"]])
         g["by_source_length"] = bucket_stats(g["runs"])
         g["teacher_forced"] = teacher_forced_stats(g["runs"])
-        g["degradation"] = degradation_stats(g["runs"])
+        g["degradation_runs"] = [run_degradation(r) for r in g["runs"]]  # per run, for the plot and r
+        g["degradation"] = degradation_stats(g["degradation_runs"])
     counts = Counter(g["label"] for g in out)
     for g in out:  # two configurations with one name (e.g. different --set): tell them apart by folder
         if counts[g["label"]] > 1:

@@ -148,6 +148,8 @@ METHOD_LINES = (
     "the smallest effect its seeds can see (80% power",
     "assumes independent, roughly normal seed effects (Dror et al., ACL 2018",
     "what may be called a direction",
+    'A declared row is then worded "ahead"/"behind", "equivalent within ±m"',
+    "The design's goal is a detectable degradation difference of at most 0.15 nats",  # issue 54's target
     "**What may be called a direction.**",
     "a high peak learning rate (2e-3)",
     "length-bucketed 1,500-token batches (0.1% padding)",

@@ -60,7 +60,7 @@ def test_pooled_over_k_the_unit_is_the_pair_and_cut_pairs_are_left_out(tmp_path)
 def test_seeds_are_averaged_and_a_run_without_the_file_is_left_out(tmp_path):
     a = write_run(tmp_path / "a")
     b = write_run(tmp_path / "b", [r if r[:2] != (2, 0) else (2, 0, 0, 2, 5.2, 7.0, 0, 0.0) for r in ROWS])
-    stats = degradation_stats([a, b, {"run": str(tmp_path / "none"), "seed": 3}])
+    stats = degradation_stats([run_degradation(r) for r in (a, b, {"run": str(tmp_path / "none"), "seed": 3})])
     values = [9.5 / 7, 11.5 / 7]  # pair 0 at k = 2 is 2.0 worse in b
     assert stats["all k"]["n"] == 2 and stats["all k"]["mean"] == pytest.approx(np.mean(values))
     assert stats["all k"]["std"] == pytest.approx(np.std(values, ddof=1))
@@ -111,3 +111,42 @@ def test_compare_names_a_damaged_per_pair_file_in_one_line(tmp_path, capsys):
     assert main_guard(compare.main, [str(tmp_path / "*"), "--no_significance"]) == 2
     err = capsys.readouterr().err.strip()
     assert "teacher_forced_pairs.tsv is damaged" in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_joined_pair_training_gets_a_pooled_row_beyond_its_range_and_marks_inside(tmp_path):
+    from evaluation.run_stats import joined_range, joined_training_k
+
+    sums = read_pair_sums(write_run(tmp_path))
+    labels = [label for label, _, _ in selections(sums, joined_k=2)]
+    assert labels[:2] == ["all k", "beyond joined training (k > 2)"]  # pooled over k = 3 only
+    keep = dict((label, keep) for label, keep, _ in selections(sums, joined_k=2))
+    assert np.allclose(sums.units(keep["beyond joined training (k > 2)"]), sums.units(keep["k=3"]))
+    assert "beyond joined training (k > 3)" not in [x for x, _, _ in selections(sums, joined_k=3)]  # no k beyond
+    assert all(not x.startswith("beyond joined") for x, _, _ in selections(sums))  # single sentences: none
+    joined = {"config": {"data": {"train_concat": {"prob": 0.25, "max_k": 4}}}}
+    assert joined_training_k(joined) == 4 and joined_training_k({"config": {"data": {}}}) == 1
+    assert joined_training_k({"config": {"data": {"train_concat": {"prob": 0.0, "max_k": 4}}}}) == 1
+    assert joined_range(4, 4).startswith("inside the joined training range (k <= 4): not extrapolation")
+    assert joined_range(4, 8) == "beyond the joined training range (k > 4)"
+    assert joined_range(4, 1) is None and joined_range(1, 8) is None  # the test set; no joined training
+    assert joined_range(4, None).startswith("pools k inside and beyond")
+
+
+def test_nll_alone_and_degradation_are_correlated_within_configurations():
+    from evaluation.degradation import ALONE, alone_correlation, alone_sentence
+
+    # two configurations whose means differ a lot; within each, a worse NLL alone goes with less degradation
+    def runs(alone, degradation):
+        return [{ALONE: a, "all k": d} for a, d in zip(alone, degradation)]
+
+    groups = [
+        {"degradation_runs": runs([2.0, 2.1, 2.2], [0.50, 0.45, 0.40])},
+        {"degradation_runs": runs([3.0, 3.1, 3.2], [0.90, 0.86, 0.80])},
+        {"variant": True, "degradation_runs": runs([9.0, 0.0, 5.0], [0.0, 9.0, 1.0])},  # the same runs: left out
+    ]
+    corr = alone_correlation(groups)
+    assert corr["runs"] == 6 and corr["configs"] == 2 and corr["r"] < -0.95  # pooled over configs it is > 0
+    assert f"r = {corr['r']:+.2f} over 6 runs of 2" in alone_sentence(corr) and "degrades less" in alone_sentence(corr)
+    assert alone_correlation(groups[:1][:0]) is None and alone_sentence(None) == ""
+    flat = [{"degradation_runs": runs([2.0, 2.1, 2.2], [0.5, 0.5, 0.5])}]
+    assert alone_correlation(flat) is None  # no spread: no r
