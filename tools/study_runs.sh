@@ -12,7 +12,8 @@
 #     WORKERS   runs side by side, one CPU thread each (2 on a 2-core machine: 27% more runs per hour
 #               than one run on two threads, measured)
 #     DEADLINE  no run starts after this time (`date -d` syntax, e.g. 10:50)
-# Progress: ../study_<study>.log (one line per run started, archived, failed).
+# Progress: ../study_<study>.log (one line per run started, archived, failed). `touch ../study_<study>.stop`
+# stops it gently: the runs in progress finish and are archived, no other starts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MAIN=$(pwd)
@@ -20,6 +21,8 @@ STUDY=$1 COMMIT=$(git rev-parse --verify "$2^{commit}") WORKERS=$3 DEADLINE=$(da
 PY=$MAIN/.venv/bin/python
 TREE=$MAIN/../study_$COMMIT
 LOG=$MAIN/../study_$STUDY.log
+STOP=$MAIN/../study_$STUDY.stop
+rm -f "$STOP"
 [ -d "$TREE" ] || git worktree add --detach "$TREE" "$COMMIT" >/dev/null
 case $STUDY in
   demo) CONFIGS="sinusoidal learnable rope"; EXTRA=() ;;
@@ -48,6 +51,7 @@ worker() {
   local w=$1 i
   for ((i = w; i < ${#units[@]}; i += WORKERS)); do
     [ "$(date +%s)" -lt "$DEADLINE" ] || { echo "$(date -u +%FT%TZ) worker $w: deadline, stopping" >>"$LOG"; return; }
+    [ ! -e "$STOP" ] || { echo "$(date -u +%FT%TZ) worker $w: $STOP, stopping" >>"$LOG"; return; }
     IFS=: read -r c seed run <<<"${units[$i]}"
     local seeds=(); [ "$seed" = "$OWN" ] || seeds=(--seeds "$seed")
     echo "$(date -u +%FT%TZ) worker $w: start $run" >>"$LOG"
