@@ -22,7 +22,7 @@ SWEEP ?=
 # Each RoPE run also tested stretched at inference, no retraining (<run>/test_<name>/, rows of their own)
 LENGTH_VARIANTS := $(foreach s,linear ntk yarn,--variant $(s)4 model.positional.scaling=$(s) model.positional.scaling_factor=4)
 
-.PHONY: demo demo-seeds length length-headline archive results readme results-check readme-check test test-fast lint bench venv clean-demo
+.PHONY: demo demo-seeds length length-headline archive results readme results-check readme-check test test-fast test-gpu lint bench venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,12 @@ length-headline: length
 XDIST := -n auto --dist loadfile --no-loadscope-reorder
 test: venv
 	$(PY) -m pytest -q $(XDIST)
+
+# The tests that need CUDA (marked gpu; skipped without it) and those that behave differently where a GPU
+# is present (gpu_aware), on a GPU machine (CI has none): tools/gpu_study.sh runs it first, with the
+# machine's own python (its CUDA torch), since this target does not build the CPU virtual environment
+test-gpu:
+	$(if $(wildcard $(PY)),$(PY),$(PYTHON)) -m pytest -q -m "gpu or gpu_aware" -rs
 
 # Lint and format check (ruff.toml; .ci/run runs it before the tests): `ruff format .` fixes the format
 lint: venv

@@ -25,48 +25,44 @@ def detectable_cell(r: dict, metric: str) -> str:
     return f"{fmt_number(r['detectable'], metric).lstrip('+')} ({need or '∞'} seeds for the declared effect)"
 
 
-def findings_markdown(findings: dict) -> str:
-    """The findings as markdown: one table per measure, its smallest detectable effect, then how they were computed."""
-    parts = []
+def table_markdown(t: dict, findings: dict) -> str:
+    """One findings table: a row per comparison, then the α its detectable effects are at."""
+    metric = t["metric"]
+    unit = unit_of(metric)
     margins = findings.get("equivalence_margin") or {}
-    plan = findings.get("interim")
-    if plan:
-        parts.append(
-            f"**Interim: {plan['seeds']} of {plan['planned']} planned seeds** of the declared family "
-            f"(`{findings['family']}`): no comparison is worded as a direction or as equivalent until every "
-            "planned seed is in."
+    lower = " (lower is better)" if metric == "NLL" else ""
+    seed_p_title = (
+        "sacreBLEU's paired bootstrap p per seed (one tail, model fixed)"
+        if metric == "sacreBLEU"
+        else "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)"
+    )
+    within = f"±{fmt_number(margins[metric], metric).lstrip('+')} {unit}" if metric in margins else "no margin"
+    lines = [
+        f"Against `{findings['baseline']}`, {t['title']}:",
+        "",
+        f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
+        f"p, seeds (two-sided, unadjusted) | p, Holm (declared) | equivalent within {within} (declared) | "
+        f"detectable Δ, 80% power | {seed_p_title} | finding |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in t["rows"]:
+        per_seed = ", ".join(f"{s['seed']}: {fmt_number(s['difference'], metric)}" for s in r["per_seed"])
+        seed_p = ", ".join(f"{s['seed']}: {format_p(s['p_value'])}" for s in r["per_seed"])
+        holm_p = format_p(r["p_holm"]) if r.get("declared") else "not declared"
+        lines.append(
+            f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | "
+            f"{fmt_number(r['mean_difference'], metric)} | {per_seed or '–'} | "
+            f"{format_p(r['p_value'])} | {holm_p} | {equivalence_cell(r, metric)} | "
+            f"{detectable_cell(r, metric)} | {seed_p or '–'} | {r['finding']} |"
         )
-    for t in findings["tables"]:
-        metric = t["metric"]
-        unit = unit_of(metric)
-        lower = " (lower is better)" if metric == "NLL" else ""
-        seed_p_title = (
-            "sacreBLEU's paired bootstrap p per seed (one tail, model fixed)"
-            if metric == "sacreBLEU"
-            else "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)"
-        )
-        within = f"±{fmt_number(margins[metric], metric).lstrip('+')} {unit}" if metric in margins else "no margin"
-        lines = [
-            f"Against `{findings['baseline']}`, {t['title']}:",
-            "",
-            f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
-            f"p, seeds (two-sided, unadjusted) | p, Holm (declared) | equivalent within {within} (declared) | "
-            f"detectable Δ, 80% power | {seed_p_title} | finding |",
-            "|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for r in t["rows"]:
-            per_seed = ", ".join(f"{s['seed']}: {fmt_number(s['difference'], metric)}" for s in r["per_seed"])
-            seed_p = ", ".join(f"{s['seed']}: {format_p(s['p_value'])}" for s in r["per_seed"])
-            holm_p = format_p(r["p_holm"]) if r.get("declared") else "not declared"
-            lines.append(
-                f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | "
-                f"{fmt_number(r['mean_difference'], metric)} | {per_seed or '–'} | "
-                f"{format_p(r['p_value'])} | {holm_p} | {equivalence_cell(r, metric)} | "
-                f"{detectable_cell(r, metric)} | {seed_p or '–'} | {r['finding']} |"
-            )
-        if t.get("alpha") is not None:
-            lines += ["", f"Detectable Δ and the seeds for the declared effect at two-sided α = {t['alpha']:.2g}."]
-        parts.append("\n".join(lines))
+    if t.get("alpha") is not None:
+        lines += ["", f"Detectable Δ and the seeds for the declared effect at two-sided α = {t['alpha']:.2g}."]
+    return "\n".join(lines)
+
+
+def method_markdown(findings: dict) -> str:
+    """How the rows were computed and worded."""
+    margins = findings.get("equivalence_margin") or {}
     family = (
         f"the headline family declared in `{findings['family']}` ({findings['family_size']} comparisons)"
         if findings.get("family")
@@ -80,7 +76,7 @@ def findings_markdown(findings: dict) -> str:
         if margins
         else ""
     )
-    parts.append(
+    return (
         f"p, seeds: {findings['test']}; {findings['n_samples']:,} bootstrap resamples (seed "
         f"{findings['bootstrap_seed']}); assumes independent, roughly normal seed effects (Dror et al. 2018). "
         f"The interval is per row, not Holm-adjusted. Holm's correction runs over {family}.{equivalence} "
@@ -89,4 +85,19 @@ def findings_markdown(findings: dict) -> str:
         f"{findings['descriptive_p']} (for NLL the same resampling of its units). The NLL tables resample "
         f"test pairs (degradation) or inputs (absolute NLL beyond training). {findings['rule']}"
     )
+
+
+def findings_markdown(findings: dict) -> str:
+    """The findings as markdown: whether the study is interim, one table per measure, then how the
+    rows were computed and worded."""
+    parts = []
+    plan = findings.get("interim")
+    if plan:
+        parts.append(
+            f"**Interim: {plan['seeds']} of {plan['planned']} planned seeds** of the declared family "
+            f"(`{findings['family']}`): no comparison is worded as a direction or as equivalent until every "
+            "planned seed is in."
+        )
+    parts += [table_markdown(t, findings) for t in findings["tables"]]
+    parts.append(method_markdown(findings))
     return "\n\n".join(parts)

@@ -39,6 +39,14 @@ def pytest_collection_modifyitems(config, items) -> None:
         return (0, len(tests)) if any(t.get_closest_marker("slow") for t in tests) else (1, 0)
 
     items[:] = [item for tests in sorted(modules.values(), key=priority) for item in tests]
+    if any(item.get_closest_marker("gpu") for item in items):
+        import torch
+
+        if not torch.cuda.is_available():  # the GPU tests run on a GPU machine: `make test-gpu`
+            skip = pytest.mark.skip(reason="needs CUDA (make test-gpu on a GPU machine)")
+            for item in items:
+                if item.get_closest_marker("gpu"):
+                    item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -474,14 +475,38 @@ def run_command(c: Command, cwd: Path) -> tuple[bool, str]:
 # ---- the check
 
 
-def main(argv: list[str] | None = None) -> int:
+def selected(cmds: list["Command"], gpu: bool) -> list["Command"]:
+    """Every command; with `gpu` (readme_check.py --gpu, on a GPU machine), only those marked (needs a
+    GPU), each run for real except an install line."""
+    return [runs_on_gpu(c) for c in cmds if c.marker == "needs a GPU"] if gpu else cmds
+
+
+def runs_on_gpu(c: "Command") -> "Command":
+    """A command marked (needs a GPU), to be run for real on a GPU machine (readme_check.py --gpu); an
+    install line stays parsed only (it needs the network)."""
+    if c.marker != "needs a GPU" or re.search(r"\bpip install\b|-m venv\b", c.text):
+        return c
+    return dataclasses.replace(c, marker="")
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--parse-only", action="store_true", help="parse every command's arguments; run none")
     mode.add_argument("--list", action="store_true", help="list the commands and how each is checked")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies (their paths are printed)")
-    args = parser.parse_args(argv)
-    cmds = commands(README.read_text(encoding="utf-8"))
+    parser.add_argument(
+        "--gpu",
+        action="store_true",
+        help="on a GPU machine: run only the commands marked (needs a GPU), for real (the install lines "
+        "stay parsed: they need the network)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    cmds = selected(commands(README.read_text(encoding="utf-8")), args.gpu)
     if args.list:
         for c in cmds:
             how = f"parsed only ({c.parse_only})" if c.parse_only else "runs"

@@ -63,15 +63,47 @@ def code_fingerprint(files: Optional[list[str]] = None) -> Optional[str]:
     return digest.hexdigest()
 
 
+SNAPSHOT = ".code_snapshot.json"  # what git says of the checkout, for a copy of it without .git
+
+
 def code_state() -> dict:
-    """The commit, its uncommitted changes to code (a flag and a hash of the diff) and the fingerprint."""
+    """The commit, its uncommitted changes to code (a flag and a hash of the diff) and the fingerprint;
+    in a copy of the checkout without git (a GPU machine's), from the snapshot taken where git was
+    (`snapshot_state`)."""
     head = git_output("rev-parse", "HEAD")
+    if head is None and (ROOT / SNAPSHOT).is_file():
+        return snapshot_state()
     diff = git_output("diff", "HEAD", "--", ".", *(f":(exclude){p}" for p in OUTSIDE_CODE))
     return {
         "commit": head.decode().strip() if head else None,
         "uncommitted_changes": None if diff is None else bool(diff),
         "diff_sha256": hashlib.sha256(diff).hexdigest() if diff else None,
         "code_fingerprint": code_fingerprint(),
+    }
+
+
+def write_snapshot() -> dict:
+    """Record, where git is, the code state and the tracked files in ROOT/SNAPSHOT (tools/gpu_study.sh
+    takes it to the GPU machine, whose copy of the checkout has no .git)."""
+    state = {**code_state(), "files": _tracked_code()}
+    if state["commit"] is None or state["files"] is None:
+        raise RuntimeError("no git checkout here: take the snapshot in the project's git checkout")
+    atomic_write_text(ROOT / SNAPSHOT, json.dumps(state) + "\n")
+    return state
+
+
+def snapshot_state() -> dict:
+    """The snapshot's commit, with the fingerprint of the files as they are here: a file changed since
+    the snapshot (a different fingerprint) counts as an uncommitted change."""
+    snap = json.loads((ROOT / SNAPSHOT).read_text(encoding="utf-8"))
+    fingerprint = code_fingerprint(snap["files"])
+    same = fingerprint == snap["code_fingerprint"]
+    return {
+        "commit": snap["commit"],
+        "uncommitted_changes": bool(snap["uncommitted_changes"]) or not same,
+        "diff_sha256": snap["diff_sha256"] if same else None,
+        "code_fingerprint": fingerprint,
+        "code_from": SNAPSHOT,
     }
 
 

@@ -49,6 +49,7 @@ def test_a_malformed_time_limit_is_named(text: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.gpu_aware
 def test_local_jobs_get_their_slot_of_gpus(tmp_path: Path, monkeypatch) -> None:
     """On a machine with 2 GPUs, --runs_per_gpu 2: four jobs at once, two on each GPU; the indices
     are those this process sees (CUDA_VISIBLE_DEVICES=2,3: GPUs 2 and 3)."""

@@ -115,3 +115,13 @@ def test_every_command_of_the_readme_parses() -> None:
         [sys.executable, "tools/readme_check.py", "--parse-only"], cwd=ROOT, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+def test_on_a_gpu_machine_only_the_gpu_commands_run_and_install_lines_stay_parsed() -> None:
+    cmds = readme_commands()
+    gpu = readme_check.selected(cmds, gpu=True)
+    assert gpu and {c.text for c in gpu} == {c.text for c in cmds if c.marker == "needs a GPU"}
+    runs = [c for c in gpu if not c.parse_only]
+    assert runs and all("pip install" not in c.text and "-m venv" not in c.text for c in runs)
+    assert all(c.parse_only == "needs a GPU" for c in gpu if "pip install" in c.text)
+    assert readme_check.selected(cmds, gpu=False) == cmds

@@ -20,7 +20,11 @@ from training.step_stats import StepStats
 
 LR = 1e-4
 # (device, training.cuda_graphs): CUDA graphs only where there is a GPU (Inductor ignores them on a CPU)
-CASES = [("cpu", False)] + ([("cuda", False), ("cuda", True)] if torch.cuda.is_available() else [])
+CASES = [
+    ("cpu", False),
+    pytest.param("cuda", False, marks=pytest.mark.gpu),
+    pytest.param("cuda", True, marks=pytest.mark.gpu),
+]
 
 
 def batches() -> list[dict]:

@@ -84,7 +84,7 @@ def test_seeds_on_different_device_kinds_are_refused_without_mixed(two_seeds: Pa
     mixed = compare(two_seeds, "--mixed", "device")
     assert mixed.returncode == 0, mixed.stderr
     assert "| demo/rope ‡ |" in mixed.stdout
-    assert "‡ `demo/rope`: its seeds span devices or precisions (1: NVIDIA H100, code schema-" in mixed.stdout
+    assert "‡ `demo/rope`: its seeds span devices or precisions (1: NVIDIA H100, code " in mixed.stdout
 
 
 def test_seeds_at_different_precisions_are_refused_without_mixed(two_seeds: Path) -> None:
@@ -102,3 +102,25 @@ def test_a_row_whose_seeds_span_code_versions_is_marked(two_seeds: Path) -> None
     assert marked.returncode == 0
     assert "| demo/rope ‡ |" in marked.stdout and "its seeds span code versions (1:" in marked.stdout
     assert "code aaaaaaaaaaaa" in marked.stdout and "code bbbbbbbbbbbb" in marked.stdout
+
+
+def test_a_copy_without_git_records_the_snapshot_commit_and_its_own_changes(tmp_path: Path, monkeypatch) -> None:
+    """A GPU machine's copy of the checkout has no .git: the runs there record the commit of the snapshot
+    taken here, and a file changed since it counts as an uncommitted change (its fingerprint differs)."""
+    from utils import provenance
+
+    copy = tmp_path / "copy"
+    (copy / "pkg").mkdir(parents=True)
+    (copy / "pkg" / "a.py").write_text("x = 1\n")
+    monkeypatch.setattr(provenance, "ROOT", copy)
+    monkeypatch.setattr(provenance, "git_output", lambda *args: {("rev-parse", "HEAD"): b"c0ffee\n"}.get(args))
+    monkeypatch.setattr(provenance, "_tracked_code", lambda: ["pkg/a.py"])
+    snapshot = provenance.write_snapshot()
+    assert snapshot["commit"] == "c0ffee" and (copy / provenance.SNAPSHOT).is_file()
+    monkeypatch.setattr(provenance, "git_output", lambda *args: None)  # the copy: no git
+    state = provenance.code_state()
+    assert state["commit"] == "c0ffee" and state["code_fingerprint"] == snapshot["code_fingerprint"]
+    assert state["uncommitted_changes"] is False and state["code_from"] == provenance.SNAPSHOT
+    (copy / "pkg" / "a.py").write_text("x = 2\n")
+    changed = provenance.code_state()
+    assert changed["uncommitted_changes"] is True and changed["code_fingerprint"] != snapshot["code_fingerprint"]
