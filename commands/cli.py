@@ -17,10 +17,47 @@ from utils.errors import EXIT_BROKEN_PIPE, EXIT_DIVERGED, EXIT_ERROR, EXIT_INTER
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
 
+ONCE_SEEN = "_flags_given"  # {dest: (option string, value)} of a parse: a flag takes one value
+
+
+class StoreOnce(argparse._StoreAction):
+    """argparse's `store`, refusing a flag given twice with different values (`--seeds 1 --seeds 2`
+    would keep the last without a word); list flags take their values once (`--seeds 1 2`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        seen = getattr(namespace, ONCE_SEEN, {})
+        if self.dest in seen and seen[self.dest][1] != values:
+            first, value = seen[self.dest]
+            raise UsageError(
+                f"{first} given twice ({_shown(value)}, then {option_string} {_shown(values)}): give it once"
+                + (
+                    f" with all its values ({first} {_shown(value)} {_shown(values)})"
+                    if self.nargs in ("+", "*")
+                    else ""
+                )
+            )
+        setattr(namespace, ONCE_SEEN, {**seen, self.dest: (option_string, values)})
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _shown(value) -> str:
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
 def command_parser(doc: str, **flags) -> argparse.ArgumentParser:
-    """The parser of an entry script, with the shared flags it takes (`add_command_flags`)."""
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """The parser of an entry script, with the shared flags it takes (`add_command_flags`); every
+    flag it stores takes one value (`one_value_per_flag`)."""
+    parser = one_value_per_flag(
+        argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    )
     add_command_flags(parser, **flags)
+    return parser
+
+
+def one_value_per_flag(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Make the flags added to `parser` from now on (and to its subparsers) StoreOnce."""
+    parser.register("action", None, StoreOnce)
+    parser.register("action", "store", StoreOnce)
     return parser
 
 
@@ -116,6 +153,7 @@ def parse_command(parser: argparse.ArgumentParser, argv: Optional[list[str]]) ->
     """Parse `argv`; a required --output given by an old spelling counts as given; an old and a new
     spelling of one flag with different values are refused (one would be ignored without a word)."""
     args = parser.parse_args(argv)
+    vars(args).pop(ONCE_SEEN, None)
     for dest, (old, new, value) in vars(args).pop(DEPRECATED_SEEN, {}).items():
         if getattr(args, dest) != value:
             raise UsageError(f"{new} and {old} both set {new}: give it once")

@@ -44,7 +44,6 @@ from typing import Optional, Sequence
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import command_parser, parse_command
 from evaluation.comparison_plots import PLOT_SUFFIXES, write_plots
-from evaluation.declared import mark_declaring_runs
 from evaluation.degradation import degradation_table
 from evaluation.findings import compute_findings
 from evaluation.findings_markdown import findings_markdown
@@ -138,7 +137,6 @@ def compare(
         rows = read_runs(runs)  # a damaged test output is a one-line error naming it
         groups = group_runs(rows)  # reads each run's per-pair sums: a damaged file is a one-line error
         check_mixed(groups, list(mixed))
-        mark_declaring_runs(groups, family)
         base = pick_baseline(groups, baseline or declared.baseline)
         base["is_baseline"] = True
         add_seed_wins(groups, base, margin)

@@ -33,7 +33,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from commands.cli import RUN_HELP, UsageError, add_command_flags, deprecated_flag, parse_command, refuse_together  # noqa: E402
+from commands.cli import (  # noqa: E402
+    RUN_HELP,
+    UsageError,
+    add_command_flags,
+    deprecated_flag,
+    one_value_per_flag,
+    parse_command,
+    refuse_together,
+)
 from evaluation.figures import sentence_attention_figures, table_figure  # noqa: E402
 from models.positional_encodings import (
     alibi_slopes,
@@ -314,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("pe-mds", "2-D MDS of position vectors"),
         ("pe-similarity", "similarity against distance"),
     ):
-        p = sub.add_parser(name, help=help_text)
+        p = one_value_per_flag(sub.add_parser(name, help=help_text))
         common(p, f"plots/{name}.png")
         p.add_argument(
             "--encoding",
@@ -326,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--d_model", type=int, help="width of the computed encoding (default: 128)")
         p.add_argument("--heads", type=int, help="heads of the computed encoding (default: 8)")
         p.add_argument("--stack", choices=["encoder", "decoder"], default="encoder")
-    p = sub.add_parser("attention", help="attention maps for a sentence pair")
+    p = one_value_per_flag(sub.add_parser("attention", help="attention maps for a sentence pair"))
     common(p, "plots/attention")  # a folder: one PNG per attention kind
     p.add_argument("--src_text", metavar="SENTENCE", help="the French sentence (required)")
     p.add_argument("--tgt_text", metavar="SENTENCE", help="its English translation (default: the model's greedy one)")

@@ -12,7 +12,6 @@ without the family, from a changed tree, outside a git checkout) marks its compa
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Optional
 
@@ -29,15 +28,22 @@ def family_in_repository(path: str) -> Optional[str]:
         return None
 
 
-@functools.lru_cache(maxsize=None)
+_DECLARATIONS: dict[tuple[str, str], object] = {}  # (commit, path) -> the family as it read then
+
+
 def _declaration_at(commit: str, relative: str) -> Optional[object]:
-    text = git_output("show", f"{commit}:{relative}")
-    if text is None:
-        return None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None
+    """The family file as it read in `commit`, parsed (None: git could not show it; not remembered,
+    so a slow or failed git call is asked again)."""
+    key = (commit, relative)
+    if key not in _DECLARATIONS:
+        text = git_output("show", f"{commit}:{relative}")
+        if text is None:
+            return None
+        try:
+            _DECLARATIONS[key] = yaml.safe_load(text)
+        except yaml.YAMLError:
+            return None
+    return _DECLARATIONS[key]
 
 
 def stood_in(commit: Optional[str], family_path: str) -> bool:

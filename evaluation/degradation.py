@@ -182,18 +182,24 @@ def alone_correlation(groups: list[dict]) -> Optional[dict]:
         alone, degradation = np.array([d[ALONE] for d in runs]), np.array([d["all k"] for d in runs])
         xs += list(alone - alone.mean())
         ys += list(degradation - degradation.mean())
-    if len(xs) < 3 or np.std(xs) == 0 or np.std(ys) == 0:
+    df = len(xs) - configs - 1  # each configuration's mean took one degree of freedom
+    if df < 1 or np.std(xs) == 0 or np.std(ys) == 0:
         return None
-    return {"r": float(np.corrcoef(xs, ys)[0, 1]), "runs": len(xs), "configs": configs}
+    from scipy.stats import t
+
+    r = float(np.corrcoef(xs, ys)[0, 1])
+    p = 0.0 if abs(r) >= 1 else float(2 * t.sf(abs(r) * np.sqrt(df / (1 - r * r)), df))
+    return {"r": r, "runs": len(xs), "configs": configs, "df": df, "p": p}
 
 
 def alone_sentence(corr: Optional[dict], trained_on: str = "") -> str:
-    """What the within-configuration correlation says, worded from its sign and size."""
+    """What the within-configuration correlation says: r with its p (Pearson's t-test, two-sided), and
+    a relation worded only where p < 0.05."""
     if corr is None:
         return ""
-    r = corr["r"]
-    if abs(r) < 0.2:
-        meaning = "they are barely related, so a model's quality alone says little about its degradation"
+    r, p = corr["r"], corr["p"]
+    if p >= 0.05:
+        meaning = "not distinguishable from no relation at these seeds"
     elif r < 0:
         meaning = (
             "a run that predicts the pairs worse alone degrades less inside joins, so a model that is better at "
@@ -201,10 +207,12 @@ def alone_sentence(corr: Optional[dict], trained_on: str = "") -> str:
         )
     else:
         meaning = "a run that predicts the pairs worse alone also degrades more inside joins"
+    p_text = "<0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
     return (
         f"Within configurations{trained_on} (each run against its configuration's mean), a run's NLL alone "
         f"(k = 1, the same tokens) and its degradation pooled over k correlate r = {r:+.2f} over {corr['runs']} "
-        f"runs of {corr['configs']} configuration{'s' if corr['configs'] != 1 else ''}: {meaning}."
+        f"runs of {corr['configs']} configuration{'s' if corr['configs'] != 1 else ''} (p {p_text}, two-sided, "
+        f"{corr['df']} degrees of freedom): {meaning}."
     )
 
 

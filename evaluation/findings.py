@@ -20,12 +20,13 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from evaluation.declared import mark_declaring_runs
 from evaluation.degradation import selections
 from evaluation.run_outputs import Outputs, source_lengths, training_length
 from evaluation.run_stats import joined_range, joined_training_k
 from evaluation.seed_test import ALPHA, TEST_NAME, Family, seed_test
 from evaluation.significance import DEFAULT_SEED, paired_bootstrap_ratio, paired_bootstrap_seeds
-from evaluation.verdicts import interim, word_tables
+from evaluation.verdicts import word_tables
 
 # One rule for every row: tested only when at least this many units (sentences, test pairs or inputs)
 # carry its measure; fewer and resampling says little (one: every resample is that unit)
@@ -221,6 +222,7 @@ def compute_findings(
 ) -> dict:
     """Every configuration against `baseline` (compare.py's groups), as tables of findings."""
     family = family or Family()
+    mark_declaring_runs(groups, family.path)  # a declared row needs its runs' proof (evaluation/declared.py)
     outputs = Outputs()
     others = [g for g in groups if g is not baseline]
     ks = sorted({k for g in groups for r in g["runs"] for k in (r.get("concat") or {}) if k > 1})
@@ -251,12 +253,19 @@ def compute_findings(
     nll_rows = nll_beyond_rows(others, baseline, outputs, n_samples, seed, same_length)
     tables.append(_table("teacher_forced", NLL_BEYOND_TITLE, nll_rows, "NLL"))
     tables = [t for t in tables if t["rows"]]
-    size, missing = word_tables(tables, family)
-    return findings_report(baseline, family, size, missing, n_samples, seed, tables)
+    size, missing, plan = word_tables(tables, family, [g["label"] for g in others])
+    return findings_report(baseline, family, size, missing, n_samples, seed, tables, plan)
 
 
 def findings_report(
-    baseline: dict, family: Family, size: int, missing: list[str], n_samples: int, seed: int, tables: list[dict]
+    baseline: dict,
+    family: Family,
+    size: int,
+    missing: list[str],
+    n_samples: int,
+    seed: int,
+    tables: list[dict],
+    plan: Optional[dict] = None,
 ) -> dict:
     """The findings JSON: the method's settings beside the tables."""
     return {
@@ -274,7 +283,7 @@ def findings_report(
         "planned_seeds": family.seeds,
         "planned_device": family.device,
         "planned_precision": family.precision,
-        "interim": interim(tables, family),
+        "interim": plan,
         "descriptive_p": "sacreBLEU's paired bootstrap per seed (sacrebleu --paired-bs: Koehn's statistic, one "
         "tail; it holds each trained model fixed), descriptive only",
         "n_samples": n_samples,
@@ -287,7 +296,7 @@ def findings_report(
 def _labelled(group: dict, compared_on: str, result: dict, pairs: list, k: Optional[int], joined: int = 1) -> dict:
     """A row: which configuration, on what, where k sits against its joined-pair training range, and
     whether every run of it was trained from a commit that declared the study's family
-    (evaluation/declared.py marks the runs; unmarked runs, with no family file, count as such)."""
+    (compute_findings marks the runs when the family has a file; without one there is nothing to prove)."""
     row = {"config": group["label"], "encoding": group["encoding"], "compared_on": compared_on, **result}
     row["joined_range"] = joined_range(joined, k)
     row["from_declaring_commit"] = all(r.get("family_declared", True) for pair in pairs for r in pair)

@@ -17,12 +17,14 @@ def _p_text(r: dict) -> str:
     return f", p {format_p(r['p_value'])} (unadjusted; {holm})"
 
 
-def _power_text(r: dict, metric: str) -> str:
-    """What the row's seeds can see: the smallest true difference found 80% of the time; for a
+def _power_text(r: dict, metric: str, alpha: float) -> str:
+    """What the row's seeds can see (at their seed SD as estimated, n - 1 degrees of freedom): the
+    smallest true difference found 80% of the time at two-sided `alpha` (Holm's first step); for a
     declared row with a margin, the power of showing equivalence and the seeds that would need."""
     if r.get("detectable") is None:
         return ""
-    text = f"; detectable {fmt_number(r['detectable'], metric).lstrip('+')} {unit_of(metric)} at 80% power"
+    size = f"{fmt_number(r['detectable'], metric).lstrip('+')} {unit_of(metric)}"
+    text = f"; detectable {size} at 80% power (two-sided α {alpha:.2g})"
     if r.get("equivalence_power") is not None:
         seeds = r.get("seeds_for_equivalence")
         reach = f"{seeds} seeds for 80%" if seeds else "out of reach"
@@ -30,14 +32,14 @@ def _power_text(r: dict, metric: str) -> str:
     return text
 
 
-def _row_sentence(r: dict, metric: str, baseline: str) -> str:
+def _row_sentence(r: dict, metric: str, baseline: str, alpha: float) -> str:
     n = len(r["per_seed"])
     lower = " (lower is better)" if metric == "NLL" else ""
     return (
         f"- `{r['config']}` against `{baseline}`, {r['compared_on']}: mean difference "
         f"{fmt_number(r['mean_difference'], metric)} {unit_of(metric)}{lower} over {n} seed{'s' if n != 1 else ''}"
         + _p_text(r)
-        + _power_text(r, metric)
+        + _power_text(r, metric, alpha)
         + f" — {r['finding']}."
     )
 
@@ -68,7 +70,11 @@ def headline_markdown(findings: dict) -> str:
     else:
         lines.append(f"- No declared headline family: every comparison against `{baseline}` is descriptive.")
         shown = [(t, r) for t in tables if t["name"] == "test" for r in t["rows"]]
-    lines += [_row_sentence(r, t["metric"], baseline) for t, r in shown if r.get("mean_difference") is not None]
+    lines += [
+        _row_sentence(r, t["metric"], baseline, t.get("alpha") or 0.05)
+        for t, r in shown
+        if r.get("mean_difference") is not None
+    ]
     if shown and all(len(r["per_seed"]) <= 1 for _, r in shown):
         lines.append("- One seed per configuration: no test and no detectable effect; every row is that trained model.")
     return "\n".join(lines)

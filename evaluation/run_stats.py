@@ -85,7 +85,7 @@ def training_minutes(records: list[dict]) -> Optional[float]:
 def joined_training_k(run: dict) -> int:
     """The most test pairs a run's training examples joined (data.train_concat.max_k), 1 without joins."""
     joins = ((run.get("config") or {}).get("data") or {}).get("train_concat") or {}
-    return int(joins.get("max_k") or 1) if joins.get("prob") else 1
+    return int(joins.get("max_k") or 2) if joins.get("prob") else 1  # 2: the schema's default max_k
 
 
 def joined_range(joined_k: int, k: Optional[int]) -> Optional[str]:

@@ -338,9 +338,12 @@ def verdict(
     within = f"±{fmt_number(equivalence, metric).lstrip('+')} {unit_of(metric)}" if equivalence else ""
     p_eq = format_p(row.get("p_equivalence_holm"))
     if said == "inconclusive":
+        why = f"Holm p {format_p(row['p_holm'])}"
+        if row["p_holm"] < ALPHA:  # the test passed, but a seed lies beyond the tie margin the other way
+            why += ", but a seed lies beyond the tie margin the other way"
         return (
-            f"inconclusive: no direction (Holm p {format_p(row['p_holm'])}) and not shown equivalent within "
-            f"{within} (equivalence Holm p {p_eq}); {text}"
+            f"inconclusive: no direction worded ({why}) and not shown equivalent within {within} "
+            f"(equivalence Holm p {p_eq}); {text}"
         )
     equal = f"equivalent within {within} (equivalence Holm p {p_eq}, declared)"
     if said == "equivalent":

@@ -19,15 +19,35 @@ from utils.runtime import log
 NOT_FROM_DECLARING_COMMIT = "descriptive: not every run of it was trained from a commit that declared the family"
 
 
-def interim(tables: list[dict], family: Family) -> Optional[dict]:
+def interim(tables: list[dict], family: Family, missing: int = 0) -> Optional[dict]:
     """{seeds, planned} when the family plans seeds that some declared comparison does not have yet
-    (the fewest planned seeds any declared row holds), else None: the study is complete."""
+    (the fewest planned seeds any declared row holds; a declared comparison with no row at all, e.g.
+    a configuration not run yet, holds none), else None: the study is complete."""
     if not family.seeds:
         return None
     planned = set(family.seeds)
     held = [len(planned & set(r["seeds"])) for t in tables for r in t["rows"] if r.get("declared")]
-    fewest = min(held, default=0)
+    fewest = 0 if missing else min(held, default=0)
     return None if fewest == len(planned) else {"seeds": fewest, "planned": len(planned)}
+
+
+METRIC_OF = {"degradation": "NLL", "teacher_forced": "NLL"}  # the other tables are sacreBLEU
+
+
+def missing_rows(tables: list[dict], family: Family, configs: Optional[list[str]] = None) -> list[tuple[str, str]]:
+    """(table, config) of every declared comparison that has no row: an entry naming its `compared_on`,
+    for each configuration it names (or, for an entry naming none, each compared configuration:
+    `configs`), with no such row.
+    They count in Holm's family as p = 1 and keep a planned study interim."""
+    have = {(t["name"], r["config"], r["compared_on"]) for t in tables for r in t["rows"]}
+    out = []
+    for h in family.headline:
+        if h.get("compared_on") is None:
+            continue
+        for config in h.get("configs") or configs or []:  # (no list given: only the configs an entry names)
+            if (h["table"], config, h["compared_on"]) not in have:
+                out.append((h["table"], config))
+    return out
 
 
 def _holm_over(rows: list[dict], key: str, adjusted_key: str) -> None:
@@ -38,16 +58,21 @@ def _holm_over(rows: list[dict], key: str, adjusted_key: str) -> None:
         r[adjusted_key] = p if r[key] is not None else None
 
 
-def apply_rule(tables: list[dict], family: Family) -> int:
+def apply_rule(tables: list[dict], family: Family, configs: Optional[list[str]] = None) -> int:
     """Holm over the declared rows of every table (one family), and over their equivalence tests (a
-    second family), then every row's finding; returns the family's size."""
+    second family), then every row's finding; returns the family's size (a declared comparison
+    without a row counts, as p = 1: `missing_rows`)."""
     declared = [r for t in tables for r in t["rows"] if family.declares(t["name"], r)]
+    missing = missing_rows(tables, family, configs)
     for t in tables:
         for r in t["rows"]:
             r.update(declared=False, p_holm=None, p_equivalence=None, p_equivalence_holm=None)
     for r in declared:
         r["declared"] = True
-    _holm_over(declared, "p_value", "p_holm")
+    absent = [
+        {"p_value": None, "p_equivalence": None, "metric": METRIC_OF.get(table, "sacreBLEU")} for table, _ in missing
+    ]
+    _holm_over(declared + absent, "p_value", "p_holm")
     for t in tables:
         margin = family.equivalence.get(t["metric"])
         for r in t["rows"]:
@@ -55,11 +80,12 @@ def apply_rule(tables: list[dict], family: Family) -> int:
                 diffs = np.array([s["difference"] for s in r["per_seed"]])
                 r["p_equivalence"] = float(equivalence_p(diffs, r["seed_test"]["v_sent"], margin))
     _holm_over(
-        [r for t in tables for r in t["rows"] if r["declared"] and family.equivalence.get(t["metric"])],
+        [r for t in tables for r in t["rows"] if r["declared"] and family.equivalence.get(t["metric"])]
+        + [a for a in absent if family.equivalence.get(a["metric"])],
         "p_equivalence",
         "p_equivalence_holm",
     )
-    plan = interim(tables, family)
+    plan = interim(tables, family, len(missing))
     for t in tables:
         margin, equivalence = family.tie_margin[t["metric"]], family.equivalence.get(t["metric"])
         for r in t["rows"]:
@@ -72,7 +98,7 @@ def apply_rule(tables: list[dict], family: Family) -> int:
             r["outcome"] = outcome(r, margin, r["declared"], equivalence, withheld)
             finding = verdict(r, t["metric"], margin, r["declared"], equivalence, withheld)
             r["finding"] = f"{r['joined_range']}; {finding}" if r.get("joined_range") else finding
-    return len(declared)
+    return len(declared) + len(missing)
 
 
 def unmatched(tables: list[dict], family: Family) -> list[str]:
@@ -101,19 +127,24 @@ def row_power(r: dict, metric: str, alpha: float, alpha_equivalence: float, fami
         r["seeds_for_equivalence"] = seeds_for_equivalence(margin, t["seed_sd"], shared, own, alpha_equivalence)
 
 
-def word_tables(tables: list[dict], family: Family) -> tuple[int, list[str]]:
+def word_tables(
+    tables: list[dict], family: Family, configs: Optional[list[str]] = None
+) -> tuple[int, list[str], Optional[dict]]:
     """Word every row by the rule (Holm over the declared family) and add each row's power (at
-    Holm's first step, `alpha` of each table); returns (the family's size, the declared entries no row matched)."""
-    size = apply_rule(tables, family)
-    missing = unmatched(tables, family)
-    for entry in missing:
+    Holm's first step, `alpha` of each table); returns (the family's size, the declared entries no
+    row matched, the interim plan or None)."""
+    size = apply_rule(tables, family, configs)
+    unmatched_entries = unmatched(tables, family)
+    for entry in unmatched_entries:
         log(f"compare.py: the declared headline comparison {entry} of {family.path} matches no row of these runs")
+    absent = missing_rows(tables, family, configs)
     alpha = ALPHA / size if size else ALPHA  # Holm's first step: what the strongest declared row must pass
     equivalent = sum(r["declared"] for t in tables if family.equivalence.get(t["metric"]) for r in t["rows"])
+    equivalent += sum(1 for table, _ in absent if family.equivalence.get(METRIC_OF.get(table, "sacreBLEU")))
     alpha_equivalence = ALPHA / equivalent if equivalent else ALPHA  # the same for the equivalence family
     for t in tables:
         t["family_rows"] = sum(r["declared"] for r in t["rows"])
         for r in t["rows"]:
             row_power(r, t["metric"], alpha, alpha_equivalence, family)
         t["alpha"] = alpha
-    return size, missing
+    return size, unmatched_entries, interim(tables, family, len(absent))

@@ -20,6 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY_CORPUS = ROOT / "tests" / "fixtures" / "tatoeba-sample.tsv.gz"
 
 
+def with_sets(flags: list[str], *sets: str) -> list[str]:
+    """`--set` flags `flags` with `sets` (KEY=VALUE) added, each replacing an earlier value of its key
+    (a key given twice with different values is refused: commands/cli.py)."""
+    keys = {item.partition("=")[0] for item in sets}
+    kept = [v for v in flags[1::2] if v.partition("=")[0] not in keys]
+    return [x for v in (*kept, *sets) for x in ("--set", v)]
+
+
 def tiny_overrides(run_dir: Path, cache_dir: Path, steps: int = 6, images: bool = False) -> list[str]:
     """`--set` flags for a tiny run of `steps` steps on TINY_CORPUS. Without `images`, no attention
     maps or position tables go to TensorBoard (their figures cost a tiny run 2-3 s): the trained_run

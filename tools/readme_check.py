@@ -67,6 +67,7 @@ CHECKS = {
     "make test-fast": "the suite without its slow tests",
     "make results-check": "its own check (about five minutes)",
     "make readme-check": "this check",
+    "make test-gpu": "the GPU tests, on a GPU machine (tools/gpu_study.sh; skipped without CUDA)",
     "make bench": "tests/tools/test_benchmarks.py runs benchmarks/decode.py and train.py at tiny sizes",
 }
 ISOLATED = ("The two commands",)

@@ -165,3 +165,32 @@ def test_an_output_alias_is_the_same_flag(trained_run: Path, tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "scored" / "scores.json").is_file()
     assert "note: --output_dir is deprecated and will be removed in the next release: use --output" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["sweep.py", "missing.yaml", "--seeds", "1", "--seeds", "2"], "--seeds given twice (1, then --seeds 2)"),
+        (["test.py", "--run", "runs/a", "--run", "runs/b"], "--run given twice (runs/a, then --run runs/b)"),
+        (["compare.py", "x", "--output", "a", "--output", "b"], "--output given twice (a, then --output b)"),
+        (
+            ["test.py", "--run", "runs/a", "--concat", "1", "--concat", "2"],
+            "give it once with all its values (--concat 1 2)",
+        ),
+        (["inference.py", "--run", "runs/a", "--beam_size", "2", "--beam_size", "5"], "--beam_size given twice"),
+        (["visualize.py", "pe-heatmap", "--positions", "5", "--positions", "6"], "--positions given twice"),
+    ],
+)
+def test_a_flag_given_twice_with_different_values_is_refused(args: list[str], says: str) -> None:
+    """One flag, one value: the last would win without a word (round four). The inputs name nothing that
+    exists, so that without the check each command fails fast on something else."""
+    proc = run_in_process(args)
+    assert proc.returncode == 2, proc.stderr
+    assert says in one_error_line(proc)
+
+
+def test_a_flag_given_twice_with_the_same_value_is_taken(tmp_path: Path) -> None:
+    out = tmp_path / "pe.png"
+    proc = run_in_process(["visualize.py", "pe-heatmap", "--positions", "5", "--positions", "5", "--output", str(out)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert out.is_file()

@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from helpers import read_jsonl, tiny_overrides
+from helpers import read_jsonl, tiny_overrides, with_sets
 
 from commands import compare
 from commands.cli import main_guard
@@ -32,12 +32,12 @@ VARIANT = ["--variant", "ntk3", "model.positional.scaling=ntk", "model.positiona
 
 def sweep_overrides(cache_dir: Path) -> list[str]:
     """The end-to-end test's tiny settings, minus run_dir (sweep derives one folder per seed)."""
-    sets = tiny_overrides(Path("unused"), cache_dir)
-    values = sets[1::2]
+    sets = [
+        x for v in tiny_overrides(Path("unused"), cache_dir)[1::2] if not v.startswith("run_dir=") for x in ("--set", v)
+    ]
     # the length protocol, through sweep -> test -> compare; 20 test pairs, so that k = 2 has the 10
     # inputs a bootstrap test needs (evaluation/findings.py: MIN_SENTENCES)
-    values = [*values, "evaluation.concat=[1,2]", "data.test_size=20"]
-    return [x for v in values if not v.startswith("run_dir=") for x in ("--set", v)]
+    return with_sets(sets, "evaluation.concat=[1,2]", "data.test_size=20")
 
 
 @pytest.fixture(scope="module")

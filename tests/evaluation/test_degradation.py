@@ -146,7 +146,11 @@ def test_nll_alone_and_degradation_are_correlated_within_configurations():
     ]
     corr = alone_correlation(groups)
     assert corr["runs"] == 6 and corr["configs"] == 2 and corr["r"] < -0.95  # pooled over configs it is > 0
-    assert f"r = {corr['r']:+.2f} over 6 runs of 2" in alone_sentence(corr) and "degrades less" in alone_sentence(corr)
-    assert alone_correlation(groups[:1][:0]) is None and alone_sentence(None) == ""
+    assert corr["df"] == 3 and corr["p"] < 0.05
+    said = alone_sentence(corr)
+    assert f"r = {corr['r']:+.2f} over 6 runs of 2 configurations (p " in said and "degrades less" in said
+    weak = alone_sentence({**corr, "r": -0.39, "p": 0.08, "df": 19})
+    assert "not distinguishable from no relation" in weak and "degrades less" not in weak
+    assert alone_correlation([]) is None and alone_sentence(None) == ""
     flat = [{"degradation_runs": runs([2.0, 2.1, 2.2], [0.5, 0.5, 0.5])}]
     assert alone_correlation(flat) is None  # no spread: no r
