@@ -45,6 +45,7 @@ import models.positional_encodings  # noqa: F401 (registers the encodings config
 from commands.cli import command_parser, parse_command
 from evaluation.comparison_plots import PLOT_SUFFIXES, write_plots
 from evaluation.degradation import degradation_table
+from evaluation.family import load_family
 from evaluation.findings import compute_findings
 from evaluation.findings_markdown import findings_markdown
 from evaluation.headline import headline_markdown
@@ -59,7 +60,6 @@ from evaluation.run_groups import (
     read_runs,
 )
 from evaluation.seed_provenance import MIXABLE, check_mixed, provenance_markdown
-from evaluation.seed_test import load_family
 from evaluation.summary_tables import bucket_table, csv_rows, json_report, markdown_table, teacher_forced_tables
 from utils.files import atomic_write_text, check_file_name, check_target, is_unchanged_output, record_written
 
@@ -138,6 +138,11 @@ def compare(
         groups = group_runs(rows)  # reads each run's per-pair sums: a damaged file is a one-line error
         check_mixed(groups, list(mixed))
         base = pick_baseline(groups, baseline or declared.baseline)
+        if baseline and declared.baseline and pick_baseline(groups, declared.baseline) is not base:
+            raise CompareError(
+                f"--baseline {baseline} contradicts the family's declared baseline {declared.baseline} ({family}): "
+                f"drop --baseline, or compare without --family"
+            )
         base["is_baseline"] = True
         add_seed_wins(groups, base, margin)
         add_concat_stats(groups, base, check_inputs=not no_significance, margin=margin)

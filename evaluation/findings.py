@@ -22,9 +22,10 @@ import numpy as np
 
 from evaluation.declared import mark_declaring_runs
 from evaluation.degradation import selections
+from evaluation.family import Family
 from evaluation.run_outputs import Outputs, source_lengths, training_length
 from evaluation.run_stats import joined_range, joined_training_k
-from evaluation.seed_test import ALPHA, TEST_NAME, Family, seed_test
+from evaluation.seed_test import ALPHA, TEST_NAME, seed_test
 from evaluation.significance import DEFAULT_SEED, paired_bootstrap_ratio, paired_bootstrap_seeds
 from evaluation.verdicts import word_tables
 

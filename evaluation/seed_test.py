@@ -25,8 +25,7 @@ seeds fall above, below and within the tie margin, and the 95% interval.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -42,7 +41,6 @@ ONE_SEED = "one seed: this trained model, not the encoding"
 # Tie margins when a study declares none: a seed closer to the baseline than this is a tie
 DEFAULT_TIE_MARGIN = {"sacreBLEU": 0.1, "NLL": 0.01}
 DEFAULT_EFFECT = {"sacreBLEU": 1.0, "NLL": 0.05}  # the effect whose seeds-needed is reported
-PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 @dataclass
@@ -167,98 +165,6 @@ def seeds_needed(
         mid = (low + high) // 2
         low, high = (low, mid) if enough(mid) else (mid, high)
     return high
-
-
-# ----------------------------------------------------------------------------- the declared family
-
-
-@dataclass
-class Family:
-    """A study's headline comparisons, declared before its runs (configs/<study>/findings/headline.yaml)."""
-
-    path: Optional[str] = None
-    baseline: Optional[str] = None
-    headline: list[dict] = field(default_factory=list)  # {table, compared_on?, configs?}
-    tie_margin: dict = field(default_factory=lambda: dict(DEFAULT_TIE_MARGIN))
-    effect: dict = field(default_factory=lambda: dict(DEFAULT_EFFECT))
-    # the plan, declared with the comparisons: every seed each configuration runs with (until all
-    # exist the pages are interim and word no verdict), the device kind and precision of every run,
-    # and each measure's equivalence margin m ("equivalent within ±m" is a finding of its own)
-    seeds: Optional[list[int]] = None
-    device: Optional[str] = None
-    precision: Optional[str] = None
-    equivalence: dict = field(default_factory=dict)
-
-    def matching(self, table: str, row: dict) -> list[dict]:
-        """The headline entries that declare this row."""
-        return [
-            h
-            for h in self.headline
-            if h["table"] == table
-            and (h.get("compared_on") is None or h["compared_on"] == row["compared_on"])
-            and (h.get("configs") is None or row["config"] in h["configs"])
-        ]
-
-    def declares(self, table: str, row: dict) -> bool:
-        return bool(self.matching(table, row))
-
-
-FAMILY_KEYS = ("baseline", "headline", "tie_margin", "effect", "equivalence", "seeds", "device", "precision")
-
-
-def load_family(path: Optional[str]) -> Family:
-    """The family declared in `path` (YAML), or an empty one (every row descriptive)."""
-    if path is None:
-        return Family()
-    import yaml
-
-    from utils.config import ConfigError
-
-    file = Path(path)
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(
-            f"--family {path}: cannot read it ({e.strerror}); give the study's configs/<study>/findings/headline.yaml"
-        ) from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML ({str(e).splitlines()[0]}); fix the file") from None
-    if not isinstance(data, dict) or not isinstance(data.get("headline"), list) or not data["headline"]:
-        raise ConfigError(
-            f"{path}: expected a mapping with a non-empty 'headline' list of comparisons "
-            f"({{table: test|concat|degradation|..., compared_on: ..., configs: [...]}})"
-        )
-    unknown = set(data) - set(FAMILY_KEYS)
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; the keys are {', '.join(FAMILY_KEYS)}")
-    for i, h in enumerate(data["headline"]):
-        if not isinstance(h, dict) or "table" not in h or set(h) - {"table", "compared_on", "configs"}:
-            raise ConfigError(
-                f"{path}: headline[{i}] must be {{table: ..., compared_on: ..., configs: [...]}} "
-                f"(table required), got {h!r}"
-            )
-    margins = {**DEFAULT_TIE_MARGIN, **(data.get("tie_margin") or {})}
-    effects = {**DEFAULT_EFFECT, **(data.get("effect") or {})}
-    equivalence = data.get("equivalence") or {}
-    for key, value in (*margins.items(), *effects.items(), *equivalence.items()):
-        if not isinstance(value, (int, float)) or value < 0 or (key in equivalence and value <= 0):
-            raise ConfigError(
-                f"{path}: tie_margin/effect/equivalence {key} must be a number >= 0 (equivalence > 0), got {value!r}"
-            )
-    seeds = data.get("seeds")
-    listed = isinstance(seeds, list) and seeds and all(type(x) is int for x in seeds)
-    if seeds is not None and (not listed or len(set(seeds)) != len(seeds)):
-        raise ConfigError(
-            f"{path}: seeds must be a non-empty list of distinct integers (the planned seeds), got {seeds!r}"
-        )
-    device, precision = data.get("device"), data.get("precision")
-    if device not in (None, "cpu", "cuda", "mps"):
-        raise ConfigError(f"{path}: device must be cpu, cuda or mps (the device kind of every run), got {device!r}")
-    if precision not in (None, *PRECISIONS):
-        raise ConfigError(f"{path}: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    return Family(
-        str(path), data.get("baseline"), list(data["headline"]), margins, effects, seeds, device, precision, equivalence
-    )
 
 
 # ----------------------------------------------------------------------------- wording

@@ -12,7 +12,8 @@ from typing import Optional
 import numpy as np
 
 from evaluation.equivalence import equivalence_p, equivalence_power, seeds_for_equivalence
-from evaluation.seed_test import ALPHA, Family, detectable_effect, outcome, seeds_needed, verdict
+from evaluation.family import Family
+from evaluation.seed_test import ALPHA, detectable_effect, outcome, seeds_needed, verdict
 from evaluation.significance import holm
 from utils.runtime import log
 

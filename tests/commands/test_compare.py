@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from helpers import read_jsonl, tiny_overrides, with_sets
+from helpers import ROOT, read_jsonl, tiny_overrides, with_sets
 
 from commands import compare
 from commands.cli import main_guard
@@ -485,3 +485,15 @@ def test_an_earlier_summary_and_its_plots_are_replaced_only_with_overwrite(swept
     assert main_guard(compare.main, [*runs, "--no_significance", "--output", str(prefix), "--overwrite"]) == 2
     assert "move it away or choose another --output" in capsys.readouterr().err  # not compare.py's as it wrote it
     assert (tmp_path / "again_bleu.png").read_bytes() == b"a picture of mine"
+
+
+def test_a_baseline_that_contradicts_the_declared_family_is_refused() -> None:
+    """--baseline rope with a family that declares sinusoidal would word the page as declared against
+    another baseline: refused in one line; the declared one itself is taken."""
+    from in_process import run_in_process
+
+    runs = [str(ROOT / "results" / "demo" / name) for name in ("sinusoidal", "rope")]
+    family = ["--family", "configs/demo/findings/headline.yaml", "--no_significance"]
+    refused = run_in_process(["compare.py", *runs, *family, "--baseline", "rope"])
+    assert refused.returncode == 2 and "contradicts the family's declared baseline sinusoidal" in refused.stderr
+    assert run_in_process(["compare.py", *runs, *family, "--baseline", "sinusoidal"]).returncode == 0

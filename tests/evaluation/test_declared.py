@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from evaluation import declared
-from evaluation.seed_test import load_family
+from evaluation.family import load_family
 from utils.provenance import read_provenance
 
 ROOT = Path(__file__).resolve().parents[2]

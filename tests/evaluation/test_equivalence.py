@@ -13,7 +13,8 @@ import pytest
 from scipy import stats
 
 from evaluation.equivalence import equivalence_p, equivalence_power, seeds_for_equivalence
-from evaluation.seed_test import ALPHA, Family, detectable_effect, verdict
+from evaluation.family import Family
+from evaluation.seed_test import ALPHA, detectable_effect, verdict
 from evaluation.significance import holm
 from evaluation.verdicts import apply_rule, word_tables
 

@@ -16,13 +16,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from evaluation.family import Family, load_family
 from evaluation.seed_test import (
     ALPHA,
     ONE_SEED,
-    Family,
     detectable_effect,
     direction,
-    load_family,
     power,
     seed_p,
     seed_test,
@@ -159,11 +158,25 @@ def test_family_file_errors_are_one_line(tmp_path):
         ("headline: [{table: test}]\nseeds: [1.5]\n", "seeds must be"),
         ("headline: [{table: test}]\ndevice: gpu\n", "device must be"),
         ("headline: [{table: test}]\nprecision: fp8\n", "precision must be"),
-        ("headline: [{table: test}]\nequivalence: {NLL: 0}\n", "equivalence > 0"),
+        ("headline: [{table: test}]\nequivalence: {NLL: 0}\n", "equivalence.NLL must be a finite number > 0"),
+        ("headline: [{table: test}]\ntie_margin: {bleu: 5.0}\n", "tie_margin.bleu is not a unit of the tables"),
+        ("headline: [{table: test}]\ntie_margin: {NLL: .nan}\n", "tie_margin.NLL must be a finite number"),
+        ("headline: [{table: test}]\neffect: {NLL: .inf}\n", "effect.NLL must be a finite number"),
+        ("headline: [{table: test}]\ntie_margin: {NLL: true}\n", "tie_margin.NLL must be a finite number"),
+        ("headline: [{table: test}]\nheadline: [{table: concat}]\n", "duplicate key 'headline'"),
+        ("headline: [{table: test, configs: demo/ropeX}]\n", "configs must be a list of configurations"),
+        ("headline: [{table: test, configs: [demo/ropeX]}]\n", "configs/demo/ropeX.yaml does not exist"),
+        ("headline: [{table: tests}]\n", "'tests' is not a findings table"),
+        (
+            "a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+            "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+            "e: [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nheadline: [{table: test}]\n",
+            "expand to",
+        ),
         ("headline: []\n", "non-empty 'headline'"),
         ("headline:\n  - {k: 2}\n", "headline[0]"),
         ("headline:\n  - {table: test}\nalpha: 0.1\n", "unknown key(s) alpha"),
-        ("headline:\n  - {table: test}\ntie_margin: {NLL: -1}\n", "must be a number"),
+        ("headline:\n  - {table: test}\ntie_margin: {NLL: -1}\n", "must be a finite number >= 0"),
         ("headline: [\n", "not valid YAML"),
     ):
         bad = tmp_path / "bad.yaml"

@@ -421,9 +421,9 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     """compare.py's findings: the teacher-forced NLL beyond training, pooled over every k, tested
     by resampling inputs; lower is ahead. Declared, a configuration 0.3 nats better in every seed
     is found ahead in every seed; the baseline against a copy of itself is level (p 1)."""
+    from evaluation.family import Family
     from evaluation.findings import compute_findings
     from evaluation.findings_markdown import findings_markdown
-    from evaluation.seed_test import Family
 
     rng = random.Random(5)
     inputs = [(k, i) for k in (1, 2, 4) for i in range(20)]
