@@ -126,6 +126,11 @@ def check_variants(given: list[list[str]]) -> list[tuple[str, list[str]]]:
             raise ConfigError(f"--variant {name}: give the test-time overrides after the name (KEY=VALUE ...)")
         for override in overrides:
             parse_override(override)  # one line naming a malformed KEY=VALUE
+        if any(name == seen for seen, _ in variants):
+            raise ConfigError(
+                f"--variant {name} given twice: each variant is a folder of its own (<run>/test_{name}/); "
+                f"give each a name of its own"
+            )
         variants.append((name, overrides))
     return variants
 

@@ -128,6 +128,7 @@ def run_test(**request) -> int:
     if cfg.evaluation.teacher_forced:  # before hours of decoding, not after
         check_position_buckets(cfg.evaluation.position_buckets)
     pairs, documents, test_set = read_test_set(args, cfg, ckpt)
+    check_concat_fits(args, cfg, len(pairs))
     check_writable(out_dir)
     # One writer at a time: the run folder's lock (training or testing into it), else the output folder's
     with RunLock(run if run is not None else out_dir, "test.py"):
@@ -189,11 +190,29 @@ def check_request(args: TestRequest) -> None:
         raise UsageError("--concat and --set evaluation.concat=... both set evaluation.concat: give one of them")
     if (args.src is None) != (args.ref is None):
         raise ConfigError("give both --src FILE and --ref FILE (source and reference translations), or neither")
+    if args.src and Path(args.src).resolve() == Path(args.ref).resolve():
+        raise ConfigError(
+            f"--src and --ref name the same file ({args.ref}): the references are the source's translations"
+        )
     if args.src and args.split:
         raise ConfigError("--split picks a split of the config; with --src/--ref the files are the test set: drop one")
     args.split = args.split or "test"
     if args.concat is not None and any(k < 1 for k in args.concat):
         raise ConfigError(f"--concat: every K is a number of pairs per input (at least 1), got {args.concat}")
+
+
+def check_concat_fits(args: TestRequest, cfg, pairs: int) -> None:
+    """An input of K pairs where the test set has fewer is the one input of all of them: it would be
+    scored again under another k (and twice for two such K). Refused before anything is decoded."""
+    concat = args.concat if args.concat is not None else cfg.evaluation.concat
+    too_many = sorted(k for k in set(concat) if k > pairs)
+    if too_many:
+        given = "--concat" if args.concat is not None else "evaluation.concat"
+        where = args.src if args.src else f"the {args.split} split"
+        raise ConfigError(
+            f"{given}: {where} has {pairs} pairs, so an input of {too_many[0]} pairs would be the input of all "
+            f"{pairs} again: give K of at most {pairs}"
+        )
 
 
 def backend_variant(overrides: Sequence[str]) -> Optional[str]:

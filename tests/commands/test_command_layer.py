@@ -194,3 +194,28 @@ def test_a_flag_given_twice_with_the_same_value_is_taken(tmp_path: Path) -> None
     proc = run_in_process(["visualize.py", "pe-heatmap", "--positions", "5", "--positions", "5", "--output", str(out)])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert out.is_file()
+
+
+def test_src_and_ref_naming_one_file_and_a_variant_named_twice_are_refused(tmp_path: Path) -> None:
+    same = tmp_path / "a.txt"
+    same.write_text("Bonjour.\n")
+    proc = run_in_process(
+        ["test.py", "--run", "runs/a", "--src", str(same), "--ref", str(tmp_path / ".." / tmp_path.name / "a.txt")]
+    )
+    assert proc.returncode == 2 and "--src and --ref name the same file" in one_error_line(proc)
+    twice = ["--variant", "v4", "model.positional.scaling=linear", "--variant", "v4", "model.positional.scaling=yarn"]
+    proc = run_in_process(["sweep.py", "configs/demo/rope.yaml", *twice])
+    assert proc.returncode == 2 and "--variant v4 given twice" in one_error_line(proc)
+
+
+def test_a_k_above_the_test_sets_size_is_refused_before_decoding(trained_run: Path, tmp_path: Path) -> None:
+    """A 3-pair test set with --concat 1 2 4 8 would score the one input of all 3 pairs as k = 4 and
+    again as k = 8 (round four): refused, naming the largest K the file allows."""
+    src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    src.write_text("Bonjour.\nMerci.\nAu revoir.\n")
+    ref.write_text("Hello.\nThanks.\nGoodbye.\n")
+    args = ["test.py", "--run", str(trained_run), "--src", str(src), "--ref", str(ref), "--output", str(tmp_path / "o")]
+    proc = run_in_process([*args, "--concat", "1", "2", "4", "8"])
+    assert proc.returncode == 2 and "has 3 pairs, so an input of 4 pairs" in one_error_line(proc)
+    assert not (tmp_path / "o" / "scores.json").exists()
+    assert run_in_process([*args, "--concat", "1", "3"]).returncode == 0
