@@ -100,8 +100,10 @@ def read_text(path: PathLike, allow_blank: bool = False) -> str:
 
 
 def split_lines(text: str) -> list[str]:
-    """Split on newlines only (not on U+2028 etc., which would break alignment)."""
-    lines = text.split("\n")
+    """Split on line ends as Python's universal newlines read them: \\n, \\r\\n and a lone \\r (old Mac
+    files: one pair per line, not one pair of the whole file); not on U+2028 etc., which would break
+    alignment."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return lines

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import re
 from pathlib import Path
 
@@ -219,3 +220,29 @@ def test_a_k_above_the_test_sets_size_is_refused_before_decoding(trained_run: Pa
     assert proc.returncode == 2 and "has 3 pairs, so an input of 4 pairs" in one_error_line(proc)
     assert not (tmp_path / "o" / "scores.json").exists()
     assert run_in_process([*args, "--concat", "1", "3"]).returncode == 0
+
+
+def test_old_mac_line_endings_are_read_as_line_breaks(trained_run: Path, tmp_path: Path) -> None:
+    """Files with CR-only line ends (old Mac) are read as universal newlines read them: one pair per
+    line, not one pair of the whole file (round four: 60 sentences scored as one pair)."""
+    src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    src.write_bytes(b"Bonjour.\rMerci.\rAu revoir.\r")
+    ref.write_bytes(b"Hello.\r\nThanks.\r\nGoodbye.\r\n")  # and Windows line ends beside them
+    out = tmp_path / "o"
+    proc = run_in_process(
+        [
+            "test.py",
+            "--run",
+            str(trained_run),
+            "--src",
+            str(src),
+            "--ref",
+            str(ref),
+            "--output",
+            str(out),
+            "--concat",
+            "1",
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((out / "scores.json").read_text())["num_sentences"] == 3
