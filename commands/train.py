@@ -19,6 +19,7 @@ import models.positional_encodings  # noqa: F401 (registers the encodings config
 from commands.cli import OVERWRITE_HELP, UsageError, command_parser, parse_command, refuse_together
 from training.run import train_run
 from utils.config import ConfigError, ExperimentConfig, load_config
+from utils.run_folder import is_run_folder
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,7 +69,25 @@ def train(
     if run is None and config is None:
         raise ConfigError("say what to train: --config <file.yaml>, or --run runs/<name> to continue a run")
     resume = resume or run is not None  # `--run` names an existing run: continue it
-    return train_run(resolve_config(config, run, overrides), resume=resume, overwrite=overwrite)
+    cfg = resolve_config(config, run, overrides)
+    if config is not None and (overwrite or resume):
+        check_config_names_its_folder(Path(config), cfg, "--overwrite" if overwrite else "--resume")
+    return train_run(cfg, resume=resume, overwrite=overwrite)
+
+
+def check_config_names_its_folder(config: Path, cfg: ExperimentConfig, flag: str) -> None:
+    """A run folder's config.yaml names the folder it was trained in (`run_dir`): in a copy of the run,
+    that is the original. Starting the copy over with it would delete the original's checkpoints and
+    scores (--overwrite), or continue the original (--resume): refused, naming both folders."""
+    folder = config.resolve().parent
+    if config.name != "config.yaml" or not is_run_folder(folder):
+        return
+    target = Path(cfg.resolved_run_dir).resolve()
+    if target != folder:
+        raise ConfigError(
+            f"{config} is the config of the run folder {folder}, but its run_dir names {target} (the run it was "
+            f"copied from?): {flag} would act on {target}; add --set run_dir={folder} to act on this folder"
+        )
 
 
 def check_flags(args: argparse.Namespace) -> None:

@@ -246,3 +246,22 @@ def test_old_mac_line_endings_are_read_as_line_breaks(trained_run: Path, tmp_pat
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads((out / "scores.json").read_text())["num_sentences"] == 3
+
+
+def test_starting_a_copied_run_over_never_deletes_its_original(trained_run: Path, tmp_path: Path) -> None:
+    """`cp -a runs/orig runs/copy; train.py --config runs/copy/config.yaml --overwrite`: the copied config
+    names runs/orig as its run_dir, so --overwrite would empty the original (round four). Refused,
+    naming both; the original keeps every file."""
+    import shutil
+
+    orig = tmp_path / "orig"
+    shutil.copytree(trained_run, orig)
+    run_in_process(["train.py", "--run", str(orig), "--set", "training.max_steps=6"])  # its run_dir: orig
+    copy = tmp_path / "copy"
+    shutil.copytree(orig, copy)
+    before = sorted(p.relative_to(orig) for p in orig.rglob("*"))
+    for flag in ("--overwrite", "--resume"):
+        proc = run_in_process(["train.py", "--config", str(copy / "config.yaml"), flag])
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert f"but its run_dir names {orig}" in one_error_line(proc) and f"--set run_dir={copy}" in proc.stderr
+    assert sorted(p.relative_to(orig) for p in orig.rglob("*")) == before
