@@ -25,6 +25,7 @@ from training.checkpoint import CheckpointError, read_newest_good_checkpoint, re
 from training.schedules import keep_implementation, set_peak_lr
 from training.step_stats import StepStats
 from training.tensorboard_log import mark_session_start
+from utils.config import dump_config
 from utils.config_schema import METRIC_SIGN, DecodingConfig
 from utils.files import WriteError
 from utils.provenance import end_session, start_session
@@ -321,6 +322,8 @@ def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, nu
         )
         return True
     if run.is_main:  # on a resume, what an interrupted attempt logged after the checkpoint is trained again
+        if resumed:  # the settings it trains on from here (a resume may change what continues)
+            dump_config(run.cfg, run.run_dir / "config.yaml")
         mark_session_start(run.tb, trainer.state.iteration + 1)
         start_session(run.run_dir, run.device, t.precision, run.world, resumed, trainer.state.iteration)
     run.metrics_log.write(

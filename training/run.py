@@ -90,7 +90,8 @@ def checked_start(cfg: ExperimentConfig, corpus, resume_asked: bool, overwrite: 
         say(f"removed {stale}, left by a write that was interrupted")
     for key, (old, new) in changes.items():
         say(f"resume: {key} {old!r} -> {new!r}")
-    dump_config(cfg, folder.path / "config.yaml")
+    if not resume:  # a resume records its settings once it trains (train_until_done): a finished run keeps its own
+        dump_config(cfg, folder.path / "config.yaml")
     if not (resume and (folder.path / "data_report.json").is_file()):
         # train/valid/test overlap, measured for every run (a leak inflates every score)
         write_data_report(splits, folder.path / "data_report.json", say)

@@ -265,3 +265,24 @@ def test_starting_a_copied_run_over_never_deletes_its_original(trained_run: Path
         assert proc.returncode == 2, proc.stderr[-2000:]
         assert f"but its run_dir names {orig}" in one_error_line(proc) and f"--set run_dir={copy}" in proc.stderr
     assert sorted(p.relative_to(orig) for p in orig.rglob("*")) == before
+
+
+def test_a_finished_run_resumed_with_a_smaller_budget_keeps_its_recorded_config(
+    trained_run: Path, tmp_path: Path
+) -> None:
+    """`train.py --run R --set training.max_steps=3` on a finished 6-step run says it already finished;
+    its config.yaml must still say what it trained with (compare.py files the run by it), while a resume
+    that trains on records its new budget."""
+    import shutil
+
+    import yaml
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    before = (run / "config.yaml").read_text()
+    proc = run_in_process(["train.py", "--run", str(run), "--set", "training.max_steps=3"])
+    assert proc.returncode == 0 and "already finished" in proc.stderr + proc.stdout
+    assert (run / "config.yaml").read_text() == before
+    proc = run_in_process(["train.py", "--run", str(run), "--set", "training.max_steps=8"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert yaml.safe_load((run / "config.yaml").read_text())["training"]["max_steps"] == 8
