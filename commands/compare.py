@@ -61,7 +61,15 @@ from evaluation.run_groups import (
 )
 from evaluation.seed_provenance import MIXABLE, check_mixed, provenance_markdown
 from evaluation.summary_tables import bucket_table, csv_rows, json_report, markdown_table, teacher_forced_tables
-from utils.files import atomic_write_text, check_file_name, check_target, is_unchanged_output, record_written
+from utils.files import (
+    atomic_write_text,
+    check_file_name,
+    check_target,
+    is_unchanged_output,
+    record_written,
+    remove_own_temporaries,
+)
+from utils.runtime import log
 
 REPORT_SUFFIXES = (".md", ".json", ".csv", "_findings.md", "_findings.json", "_headline.md", "_provenance.md")
 WRITER = "compare.py"  # the name its files are recorded under: --overwrite replaces only those
@@ -217,6 +225,8 @@ def check_outputs(out: Path, overwrite: bool) -> dict[Path, Path]:
     """{each file compare.py may write under the prefix `out`: where it is written} after the write
     guard (resolved through links: a link is written through, never replaced by a file)."""
     names = [named(out, suffix) for suffix in (*REPORT_SUFFIXES, *PLOT_SUFFIXES)]
+    for stale in remove_own_temporaries(names):  # a killed compare.py's half-written files, never published
+        log(f"removed {stale}, left by a compare.py that was stopped while writing")
     return {path: check_target(path, "--output", overwrite=overwrite, written_by=WRITER) for path in names}
 
 

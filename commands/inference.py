@@ -41,8 +41,8 @@ from data.parallel_text import decode_utf8, read_text, split_lines
 from evaluation.translate import Translation, max_positions, translate
 from training.loading import load_for_decoding, resolve_checkpoint
 from utils.errors import HarnessError
-from utils.files import WriteError, atomic_output, check_target, special_kind
-from utils.runtime import device_at_test_time
+from utils.files import WriteError, atomic_output, check_target, remove_own_temporaries, special_kind
+from utils.runtime import device_at_test_time, log
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,6 +140,8 @@ def open_output(path: Optional[str], overwrite: bool, inputs: list[Optional[str]
     )
     if special_kind(target):
         return streamed(target)
+    for stale in remove_own_temporaries([Path(path)]):  # a killed inference.py's partial translations
+        log(f"removed {stale}, left by an inference.py that was stopped while writing")
     return atomic_output(path)
 
 

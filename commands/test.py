@@ -55,7 +55,14 @@ from training.loading import load_for_decoding, resolve_checkpoint, run_dir_of_c
 from training.tensorboard_log import log_test_scores
 from utils.config import ConfigError, parse_override, to_dict
 from utils.errors import HarnessError
-from utils.files import WriteError, atomic_write_text, check_output_folder, check_target, run_folder_above
+from utils.files import (
+    WriteError,
+    atomic_write_text,
+    check_output_folder,
+    check_target,
+    remove_own_temporaries,
+    run_folder_above,
+)
 from utils.run_folder import TEST_OUTPUT_FILES, RunLock
 from utils.runtime import device_at_test_time, log
 from utils.stored_files import ARCHIVED, stored_exists
@@ -274,6 +281,9 @@ def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pair
         raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it")
     for stored in archived_outputs(out_dir):  # a run copied back from results/ (--overwrite, under the lock):
         stored.unlink()  # its archived outputs never pass for this test's
+    folders = [out_dir, *sorted(out_dir.glob("concat/k*"))]
+    for stale in remove_own_temporaries(folder / name for folder in folders for name in OUTPUT_FILES):
+        log(f"removed {stale}, left by a test.py that was stopped while writing")
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
     log(
         f"scoring {len(pairs):,} pairs of {test_set} with {ckpt} on {device}"

@@ -254,6 +254,28 @@ def remove_stale_temporaries(folder: Path) -> list[Path]:
     return removed
 
 
+def remove_own_temporaries(targets: Iterable[Path]) -> list[Path]:
+    """Delete the temporaries a killed write of these very outputs left beside them (.<name>.<x>.tmp
+    of atomic_output): the next run of the command that writes them cleans up after the killed one."""
+    removed = []
+    for target in targets:
+        target = Path(target)
+        if not target.parent.is_dir():
+            continue
+        for entry in target.parent.glob(f".{glob_escape(target.name)}.*{TMP_SUFFIX}"):
+            if entry.is_file() and not entry.is_symlink():
+                entry.unlink(missing_ok=True)
+                removed.append(entry)
+    return removed
+
+
+def glob_escape(name: str) -> str:
+    """`name` with glob's special characters taken literally."""
+    import glob
+
+    return glob.escape(name)
+
+
 def describe_os_error(e: OSError, path: Path) -> str:
     reason = e.strerror or str(e)
     if e.errno in (errno.ENOSPC, errno.EDQUOT):

@@ -254,9 +254,12 @@ def test_starting_a_copied_run_over_never_deletes_its_original(trained_run: Path
     naming both; the original keeps every file."""
     import shutil
 
+    import yaml
+
     orig = tmp_path / "orig"
     shutil.copytree(trained_run, orig)
-    run_in_process(["train.py", "--run", str(orig), "--set", "training.max_steps=6"])  # its run_dir: orig
+    recorded = yaml.safe_load((orig / "config.yaml").read_text())
+    (orig / "config.yaml").write_text(yaml.safe_dump({**recorded, "run_dir": str(orig)}))  # as trained there
     copy = tmp_path / "copy"
     shutil.copytree(orig, copy)
     before = sorted(p.relative_to(orig) for p in orig.rglob("*"))
@@ -286,3 +289,33 @@ def test_a_finished_run_resumed_with_a_smaller_budget_keeps_its_recorded_config(
     proc = run_in_process(["train.py", "--run", str(run), "--set", "training.max_steps=8"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert yaml.safe_load((run / "config.yaml").read_text())["training"]["max_steps"] == 8
+
+
+def test_a_killed_writes_temporaries_are_cleaned_by_the_next_run_of_its_command(
+    trained_run: Path, tmp_path: Path
+) -> None:
+    """What a killed compare.py, test.py or inference.py left half-written beside its outputs
+    (.<name>.<random>.tmp) is removed by the next run of that command; a user's file of a similar name
+    is not (round four: each rerun left them where they were)."""
+    summary = tmp_path / "summary"
+    stale = [tmp_path / ".summary_bleu.png.ab12cd.tmp", tmp_path / ".summary.md.x9.tmp"]
+    mine = tmp_path / ".summary.md.notes"
+    for path in (*stale, mine):
+        path.write_text("partial")
+    runs = [str(ROOT / "results" / "demo" / n) for n in ("sinusoidal", "rope")]
+    assert run_in_process(["compare.py", *runs, "--no_significance", "--output", str(summary)]).returncode == 0
+    assert not any(p.exists() for p in stale) and mine.exists()
+    out = tmp_path / "out.en"
+    left = tmp_path / ".out.en.k3j.tmp"
+    left.write_text("Hello\n")
+    proc = run_in_process(["inference.py", "--run", str(trained_run), "--src_text", "Bonjour.", "--output", str(out)])
+    assert proc.returncode == 0 and out.is_file() and not left.exists()
+    test_out = tmp_path / "t"
+    test_out.mkdir()
+    left = test_out / ".hypotheses.txt.q1.tmp"
+    left.write_text("partial\n")
+    assert (
+        run_in_process(["test.py", "--run", str(trained_run), "--output", str(test_out), "--concat", "1"]).returncode
+        == 0
+    )
+    assert (test_out / "scores.json").is_file() and not left.exists()
