@@ -257,13 +257,16 @@ def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional
         )
     if (out_dir / "concat").exists() and not args.overwrite and out_dir.name not in own:  # its k-inputs' folder
         raise WriteError(f"{out_dir / 'concat'} exists; pass --overwrite to replace it, or choose another --output")
+    # A test of this run that was stopped before its scores.json (SIGKILL, SIGTERM): its files in the run's
+    # own test folder were never a result, so the same command finishes it without --overwrite
+    unfinished = run is not None and out_dir.is_dir() and not stored_exists(out_dir / "scores.json")
     for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input
         for stored in (name, *(name + form for form in ARCHIVED)):  # and its archived forms (results/)
             check_target(
                 out_dir / stored,
                 "--output",
                 inputs=[args.src, args.ref],
-                overwrite=args.overwrite,
+                overwrite=args.overwrite or unfinished,
                 own=tuple(f"{folder}/{stored}" for folder in own),
             )
     return out_dir, run
