@@ -115,6 +115,7 @@ class TestRequest:
     output: Optional[str] = None
     overwrite: bool = False
     device: Optional[str] = None  # None: the run's training.device (auto: CUDA when visible)
+    concat_not_scored: Sequence[int] = ()  # the config's K above the test set's size (check_concat_fits)
 
     def __post_init__(self) -> None:
         self.overrides = list(self.overrides)
@@ -210,16 +211,21 @@ def check_request(args: TestRequest) -> None:
 
 def check_concat_fits(args: TestRequest, cfg, pairs: int) -> None:
     """An input of K pairs where the test set has fewer is the one input of all of them: it would be
-    scored again under another k (and twice for two such K). Refused before anything is decoded."""
+    scored again under another k (and twice for two such K). Given with --concat: refused before
+    anything is decoded; from the config's evaluation.concat (a small file tested with the run's
+    settings): not scored, said, and listed in scores.json (`concat_not_scored`)."""
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
     too_many = sorted(k for k in set(concat) if k > pairs)
-    if too_many:
-        given = "--concat" if args.concat is not None else "evaluation.concat"
+    if too_many and args.concat is not None:
         where = args.src if args.src else f"the {args.split} split"
         raise ConfigError(
-            f"{given}: {where} has {pairs} pairs, so an input of {too_many[0]} pairs would be the input of all "
+            f"--concat: {where} has {pairs} pairs, so an input of {too_many[0]} pairs would be the input of all "
             f"{pairs} again: give K of at most {pairs}"
         )
+    if too_many:
+        log(f"k = {', '.join(map(str, too_many))} (evaluation.concat) not scored: the test set has {pairs} pairs")
+        args.concat = [k for k in concat if k <= pairs]
+        args.concat_not_scored = too_many
 
 
 def backend_variant(overrides: Sequence[str]) -> Optional[str]:
@@ -313,6 +319,8 @@ def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pair
         decoding=to_dict(cfg.decoding),
         test_time_overrides=test_time_settings(args.overrides),
     )
+    if args.concat_not_scored:
+        scores["concat_not_scored"] = list(args.concat_not_scored)
     atomic_write_text(out_dir / "scores.json", json.dumps(scores, indent=2) + "\n")
     run_dir = run_dir_of_checkpoint(ckpt)
     if out_dir.resolve() == (run_dir / "test").resolve():  # the run's own test set: into its TensorBoard/HParams

@@ -82,6 +82,7 @@ def read_pair_sums(run: dict) -> Optional[PairSums]:
         raise ValueError(
             f"{path} is damaged (8 tab-separated numbers per line expected); {retest_hint(path)}"
         ) from None
+    check_pair_rows(rows, path, run)
     ks = rows[:, 0].astype(int)
     pairs = rows[:, 1].astype(int)
     size = int(pairs.max()) + 1 if len(pairs) else 0
@@ -99,6 +100,31 @@ def read_pair_sums(run: dict) -> Optional[PairSums]:
     return PairSums(
         alone_tokens, alone_nll, joined, tf.get("training_length"), tf.get("position_buckets") or [], beyond
     )
+
+
+def check_pair_rows(rows: np.ndarray, path, run: dict) -> None:
+    """The per-pair sums are what test.py wrote, or refused naming the file and line: finite numbers,
+    counts that are whole and not negative, NLL sums not negative, every pair scored alone once, and
+    every k the run's scores.json scored (a file cut at a line boundary loses whole k)."""
+    bad = ~np.isfinite(rows).all(1)
+    counts = rows[:, [0, 1, 2, 3, 6]]
+    bad |= ((counts < 0) | (counts != np.round(counts))).any(1) | (rows[:, [4, 5, 7]] < 0).any(1)
+    if bad.any():
+        line = int(np.argmax(bad)) + 2  # the header is line 1
+        raise ValueError(
+            f"{path}:{line} is damaged (a count that is not a whole number >= 0, or an NLL that is negative "
+            f"or not finite); {retest_hint(path)}"
+        )
+    alone = np.sort(rows[rows[:, 0] == 1, 1])
+    if len(alone) and not np.array_equal(alone, np.arange(len(alone))):
+        raise ValueError(f"{path} is damaged (not every test pair is scored alone once, k = 1); {retest_hint(path)}")
+    scored = {int(k) for k in (run.get("concat") or {}) if int(k) > 1}
+    missing = sorted(scored - set(rows[:, 0].astype(int).tolist()))
+    if missing:
+        raise ValueError(
+            f"{path} is damaged: it holds no line for k = {', '.join(map(str, missing))}, which scores.json "
+            f"scored (a file cut short?); {retest_hint(path)}"
+        )
 
 
 def selections(

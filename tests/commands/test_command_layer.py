@@ -211,7 +211,8 @@ def test_src_and_ref_naming_one_file_and_a_variant_named_twice_are_refused(tmp_p
 
 def test_a_k_above_the_test_sets_size_is_refused_before_decoding(trained_run: Path, tmp_path: Path) -> None:
     """A 3-pair test set with --concat 1 2 4 8 would score the one input of all 3 pairs as k = 4 and
-    again as k = 8 (round four): refused, naming the largest K the file allows."""
+    again as k = 8 (round four): refused, naming the largest K the file allows; from the config's
+    evaluation.concat, those K are not scored and scores.json says which."""
     src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
     src.write_text("Bonjour.\nMerci.\nAu revoir.\n")
     ref.write_text("Hello.\nThanks.\nGoodbye.\n")
@@ -220,6 +221,11 @@ def test_a_k_above_the_test_sets_size_is_refused_before_decoding(trained_run: Pa
     assert proc.returncode == 2 and "has 3 pairs, so an input of 4 pairs" in one_error_line(proc)
     assert not (tmp_path / "o" / "scores.json").exists()
     assert run_in_process([*args, "--concat", "1", "3"]).returncode == 0
+    # the run's own evaluation.concat (1, 2, 4, 8): the K above the size are not scored, and said so
+    proc = run_in_process([*args, "--overwrite"])
+    assert proc.returncode == 0 and "k = 4, 8 (evaluation.concat) not scored" in proc.stderr + proc.stdout
+    scores = json.loads((tmp_path / "o" / "scores.json").read_text())
+    assert scores["concat_not_scored"] == [4, 8] and [c["k"] for c in scores["concat"]] == [1, 2]
 
 
 def test_old_mac_line_endings_are_read_as_line_breaks(trained_run: Path, tmp_path: Path) -> None:

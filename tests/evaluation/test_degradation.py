@@ -113,6 +113,36 @@ def test_compare_names_a_damaged_per_pair_file_in_one_line(tmp_path, capsys):
     assert "teacher_forced_pairs.tsv is damaged" in err and "Traceback" not in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    "damage, says",
+    [
+        (
+            lambda lines: [*lines[:5], lines[5].rsplit("\t", 1)[0] + "\tnan", *lines[6:]],
+            "teacher_forced_pairs.tsv:6 is damaged",
+        ),
+        (
+            lambda lines: [*lines[:3], "\t".join([*lines[3].split("\t")[:4], "-6.5", "-6.59", "0", "0"]), *lines[4:]],
+            ":4 is damaged",
+        ),
+        (lambda lines: [x for x in lines if not x.startswith("8\t")], "no line for k = 8"),
+        (lambda lines: [x for x in lines if not x.startswith("1\t0\t")], "not every test pair is scored alone once"),
+    ],
+    ids=["nan", "negative NLL", "k = 8 deleted", "a pair's alone line deleted"],
+)
+def test_per_pair_sums_that_are_not_what_test_py_wrote_are_refused(tmp_path, damage, says):
+    """A per-pair file with the k = 8 lines deleted, a nan or impossible negative NLLs changed the
+    degradation with exit 0 (round four): refused, naming the file (and the line)."""
+    from helpers import plain_copy
+    from in_process import run_in_process
+
+    for name in ("rope", "sinusoidal"):
+        plain_copy(f"demo/{name}", tmp_path / name)
+    path = tmp_path / "rope" / "test" / PAIRS_FILE
+    path.write_text("\n".join(damage(path.read_text().splitlines())) + "\n")
+    proc = run_in_process(["compare.py", str(tmp_path / "rope"), str(tmp_path / "sinusoidal"), "--no_significance"])
+    assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-500:]
+
+
 def test_joined_pair_training_gets_a_pooled_row_beyond_its_range_and_marks_inside(tmp_path):
     from evaluation.run_stats import joined_range, joined_training_k
 
