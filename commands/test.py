@@ -278,11 +278,15 @@ def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional
     return out_dir, run
 
 
+def output_folders(out_dir: Path) -> list[Path]:
+    """A test's folder and its concat/k<K>/ folders: where its OUTPUT_FILES are."""
+    return [out_dir, *sorted(out_dir.glob("concat/k*"))]
+
+
 def archived_outputs(out_dir: Path) -> list[Path]:
     """The outputs in `out_dir` (and its concat/k<K>/) in an archived form (utils/stored_files.py)."""
     names = {name + form for name in OUTPUT_FILES for form in ARCHIVED}
-    folders = [out_dir, *sorted(out_dir.glob("concat/k*"))]
-    return [folder / name for folder in folders for name in sorted(names) if (folder / name).is_file()]
+    return [folder / name for folder in output_folders(out_dir) for name in sorted(names) if (folder / name).is_file()]
 
 
 def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir) -> int:
@@ -290,8 +294,7 @@ def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pair
         raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it")
     for stored in archived_outputs(out_dir):  # a run copied back from results/ (--overwrite, under the lock):
         stored.unlink()  # its archived outputs never pass for this test's
-    folders = [out_dir, *sorted(out_dir.glob("concat/k*"))]
-    for stale in remove_own_temporaries(folder / name for folder in folders for name in OUTPUT_FILES):
+    for stale in remove_own_temporaries(folder / name for folder in output_folders(out_dir) for name in OUTPUT_FILES):
         log(f"removed {stale}, left by a test.py that was stopped while writing")
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
     log(

@@ -46,20 +46,23 @@ def _declaration_at(commit: str, relative: str) -> Optional[object]:
     return _DECLARATIONS[key]
 
 
-def stood_in(commit: Optional[str], family_path: str) -> bool:
-    """Whether the family file read then as it reads now in `commit`."""
+def stood_in(commit: Optional[str], family_path: str, now: Optional[object] = None) -> bool:
+    """Whether the family file read then as it reads now (`now`: its parsed text, read once by the
+    caller that checks many runs) in `commit`."""
     relative = family_in_repository(family_path)
     if not commit or relative is None:
         return False
     then = _declaration_at(commit, relative)
-    return then is not None and then == yaml.safe_load(Path(family_path).read_text(encoding="utf-8"))
+    if now is None:
+        now = yaml.safe_load(Path(family_path).read_text(encoding="utf-8"))
+    return then is not None and then == now
 
 
-def run_declared(run_dir: Path, family_path: str) -> bool:
+def run_declared(run_dir: Path, family_path: str, now: Optional[object] = None) -> bool:
     """Whether every session of the run was trained, unchanged, from a commit holding the family."""
     sessions = (read_provenance(run_dir) or {}).get("sessions") or []
     return bool(sessions) and all(
-        s.get("uncommitted_changes") is False and stood_in(s.get("commit"), family_path) for s in sessions
+        s.get("uncommitted_changes") is False and stood_in(s.get("commit"), family_path, now) for s in sessions
     )
 
 
@@ -67,6 +70,7 @@ def mark_declaring_runs(groups: list[dict], family_path: Optional[str]) -> None:
     """Set each run's `family_declared` (read by evaluation/findings.py's rows); nothing without a family."""
     if family_path is None:
         return
+    now = yaml.safe_load(Path(family_path).read_text(encoding="utf-8"))
     for g in groups:
         for run in g["runs"]:
-            run["family_declared"] = run_declared(Path(run["run"]), family_path)
+            run["family_declared"] = run_declared(Path(run["run"]), family_path, now)

@@ -51,6 +51,19 @@ def missing_rows(tables: list[dict], family: Family, configs: Optional[list[str]
     return out
 
 
+def _absent(missing: list[tuple[str, str]]) -> list[dict]:
+    """Stand-ins for the declared comparisons without a row: p = 1 in each Holm family they belong to."""
+    return [
+        {"p_value": None, "p_equivalence": None, "metric": METRIC_OF.get(table, "sacreBLEU")} for table, _ in missing
+    ]
+
+
+def _equivalence_family(tables: list[dict], family: Family, absent: list[dict]) -> list[dict]:
+    """The equivalence tests' Holm family: the declared rows (and stand-ins) of a measure with a margin."""
+    rows = [r for t in tables for r in t["rows"] if r["declared"] and family.equivalence.get(t["metric"])]
+    return rows + [a for a in absent if family.equivalence.get(a["metric"])]
+
+
 def _holm_over(rows: list[dict], key: str, adjusted_key: str) -> None:
     """Holm over `rows` by their p `key` into `adjusted_key` (a row without a p counts as p = 1: the
     family is the size declared, and its adjusted p stays None)."""
@@ -70,9 +83,7 @@ def apply_rule(tables: list[dict], family: Family, configs: Optional[list[str]] 
             r.update(declared=False, p_holm=None, p_equivalence=None, p_equivalence_holm=None)
     for r in declared:
         r["declared"] = True
-    absent = [
-        {"p_value": None, "p_equivalence": None, "metric": METRIC_OF.get(table, "sacreBLEU")} for table, _ in missing
-    ]
+    absent = _absent(missing)
     _holm_over(declared + absent, "p_value", "p_holm")
     for t in tables:
         margin = family.equivalence.get(t["metric"])
@@ -80,12 +91,7 @@ def apply_rule(tables: list[dict], family: Family, configs: Optional[list[str]] 
             if r["declared"] and margin and r.get("p_value") is not None:
                 diffs = np.array([s["difference"] for s in r["per_seed"]])
                 r["p_equivalence"] = float(equivalence_p(diffs, r["seed_test"]["v_sent"], margin))
-    _holm_over(
-        [r for t in tables for r in t["rows"] if r["declared"] and family.equivalence.get(t["metric"])]
-        + [a for a in absent if family.equivalence.get(a["metric"])],
-        "p_equivalence",
-        "p_equivalence_holm",
-    )
+    _holm_over(_equivalence_family(tables, family, absent), "p_equivalence", "p_equivalence_holm")
     plan = interim(tables, family, len(missing))
     for t in tables:
         margin, equivalence = family.tie_margin[t["metric"]], family.equivalence.get(t["metric"])
@@ -138,14 +144,13 @@ def word_tables(
     unmatched_entries = unmatched(tables, family)
     for entry in unmatched_entries:
         log(f"compare.py: the declared headline comparison {entry} of {family.path} matches no row of these runs")
-    absent = missing_rows(tables, family, configs)
+    missing = missing_rows(tables, family, configs)
     alpha = ALPHA / size if size else ALPHA  # Holm's first step: what the strongest declared row must pass
-    equivalent = sum(r["declared"] for t in tables if family.equivalence.get(t["metric"]) for r in t["rows"])
-    equivalent += sum(1 for table, _ in absent if family.equivalence.get(METRIC_OF.get(table, "sacreBLEU")))
+    equivalent = len(_equivalence_family(tables, family, _absent(missing)))
     alpha_equivalence = ALPHA / equivalent if equivalent else ALPHA  # the same for the equivalence family
     for t in tables:
         t["family_rows"] = sum(r["declared"] for r in t["rows"])
         for r in t["rows"]:
             row_power(r, t["metric"], alpha, alpha_equivalence, family)
         t["alpha"] = alpha
-    return size, unmatched_entries, interim(tables, family, len(absent))
+    return size, unmatched_entries, interim(tables, family, len(missing))

@@ -35,7 +35,9 @@ case $STUDY in
   *) echo "study_runs.sh: unknown study $STUDY (demo or length)" >&2; exit 2 ;;
 esac
 SEEDS=$($PY -c "from evaluation.seed_test import load_family as f; print(*f('configs/$STUDY/findings/headline.yaml').seeds)")
-OWN=$($PY -c "import yaml; print(yaml.safe_load(open('configs/demo/base.yaml'))['seed'])")
+# the configs' own seed (their run folders carry no _seed suffix), as the study's configs resolve it
+OWN=$($PY -c "import models.positional_encodings; from utils.config import load_config
+print(load_config('configs/$STUDY/${CONFIGS%% *}.yaml', []).seed)")
 
 # the (config, seed) units not yet archived from this commit, seed-major, dealt to the workers in turn
 units=()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fnmatch
+import glob
 import hashlib
 import json
 import os
@@ -262,18 +263,11 @@ def remove_own_temporaries(targets: Iterable[Path]) -> list[Path]:
         target = Path(target)
         if not target.parent.is_dir():
             continue
-        for entry in target.parent.glob(f".{glob_escape(target.name)}.*{TMP_SUFFIX}"):
+        for entry in target.parent.glob(f".{glob.escape(target.name)}.*{TMP_SUFFIX}"):
             if entry.is_file() and not entry.is_symlink():
                 entry.unlink(missing_ok=True)
                 removed.append(entry)
     return removed
-
-
-def glob_escape(name: str) -> str:
-    """`name` with glob's special characters taken literally."""
-    import glob
-
-    return glob.escape(name)
 
 
 def describe_os_error(e: OSError, path: Path) -> str:
