@@ -62,6 +62,7 @@ from evaluation.run_groups import (
 from evaluation.seed_provenance import MIXABLE, check_mixed, provenance_markdown
 from evaluation.summary_tables import bucket_table, csv_rows, json_report, markdown_table, teacher_forced_tables
 from utils.files import (
+    WriteError,
     atomic_write_text,
     check_file_name,
     check_target,
@@ -69,6 +70,7 @@ from utils.files import (
     record_written,
     remove_own_temporaries,
 )
+from utils.publish import OutputSet, finish_publishing
 from utils.runtime import log
 
 REPORT_SUFFIXES = (".md", ".json", ".csv", "_findings.md", "_findings.json", "_headline.md", "_provenance.md")
@@ -137,6 +139,8 @@ def compare(
     if bootstrap_samples < 1:
         raise CompareError(f"--bootstrap_samples must be at least 1, got {bootstrap_samples}")
     out = output_prefix(output) if output else None
+    if out is not None and finish_publishing(out, record_as_written):
+        print(f"completed {out}.*, which a compare.py stopped while publishing them had left half published")
     if out is not None:  # refused before minutes of bootstrap, not after
         check_outputs(out, overwrite)
     declared = load_family(family)
@@ -167,7 +171,8 @@ def compare(
         print("\n" + findings_markdown(findings))
     if out is not None:
         written = write_reports(out, table, groups, base, findings, bootstrap_samples, overwrite)
-        print("\nwrote " + ", ".join(map(str, written)))
+        if written:
+            print("\nwrote " + ", ".join(map(str, written)))
     return 0
 
 
@@ -209,16 +214,31 @@ def write_reports(
     texts[named(out, "_provenance.md")] = provenance_markdown(groups) + "\n"
     targets = check_outputs(out, overwrite)
     names = list(targets)
-    for path, text in texts.items():
-        atomic_write_text(targets[path], text)
-    written = list(texts) + write_plots(groups, out)
-    stale = [targets[p] for p in names if p not in written and targets[p].is_file()]
-    stale = [p for p in stale if is_unchanged_output(p, WRITER)]  # (a user's file is never removed)
+    with OutputSet(out, on_published=record_as_written) as outputs:  # a kill: the earlier set or this one
+        staged = outputs.staging / out.name
+        for path, text in texts.items():
+            atomic_write_text(named(staged, path.name[len(out.name) :]), text)
+        plots = write_plots(groups, staged)
+        written = list(texts) + [named(out, p.name[len(out.name) :]) for p in plots]
+        stale = [targets[p] for p in names if p not in written and targets[p].is_file()]
+        stale = [p for p in stale if is_unchanged_output(p, WRITER)]  # (a user's file is never removed)
+        if not overwrite and any(t.exists() for t in targets.values()):  # the same call again (after a kill)
+            if stale or any(not same_bytes(outputs.staging / p.name, targets[p]) for p in written):
+                raise WriteError(
+                    f"--output {out}: compare.py's earlier outputs there differ from this call's; pass "
+                    f"--overwrite to replace them, or choose another --output"
+                )
+            print(f"\n{out}.* already hold this comparison: unchanged")
+            return []
+        outputs.publish(drops=stale, targets={outputs.staging / p.name: targets[p] for p in names})
     for path in stale:
-        path.unlink()
         print(f"removed {path}: an earlier compare.py output that this summary does not have")
-    record_written([targets[p] for p in written], WRITER, forget=stale)
     return written
+
+
+def record_as_written(published: list[Path], removed: list[Path]) -> None:
+    """What a --overwrite may replace later: compare.py's record, updated as the set is published."""
+    record_written(published, WRITER, forget=removed)
 
 
 def check_outputs(out: Path, overwrite: bool) -> dict[Path, Path]:
@@ -227,7 +247,14 @@ def check_outputs(out: Path, overwrite: bool) -> dict[Path, Path]:
     names = [named(out, suffix) for suffix in (*REPORT_SUFFIXES, *PLOT_SUFFIXES)]
     for stale in remove_own_temporaries(names):  # a killed compare.py's half-written files, never published
         log(f"removed {stale}, left by a compare.py that was stopped while writing")
-    return {path: check_target(path, "--output", overwrite=overwrite, written_by=WRITER) for path in names}
+    # compare.py's own earlier outputs, unedited, pass without --overwrite: written again only when
+    # this call's are the same (the same command again: nothing to replace), else refused then
+    again = all(not path.exists() or is_unchanged_output(path, WRITER) for path in names)
+    return {path: check_target(path, "--output", overwrite=overwrite or again, written_by=WRITER) for path in names}
+
+
+def same_bytes(a: Path, b: Path) -> bool:
+    return b.is_file() and a.read_bytes() == b.read_bytes()
 
 
 def csv_text(groups: list[dict]) -> str:

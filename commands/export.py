@@ -29,7 +29,9 @@ randomized positions and positional terms in cross-attention are refused.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import shutil
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -41,6 +43,7 @@ from training.export import harness_commit, is_export, is_own_export, number, re
 from training.loading import load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
 from utils.errors import HarnessError
 from utils.files import check_output_folder
+from utils.publish import finish_publishing
 from utils.runtime import JsonlLogger, log
 
 
@@ -145,16 +148,16 @@ def check_export_target(out: Path, overwrite: bool) -> Path:
     if out.is_symlink():
         log(f"note: --output {out} is a link to {folder}: the export is written there (the link stays)")
         out = folder
+    for stale in out.parent.glob(f".{glob.escape(out.name)}.*.tmp"):  # an earlier version's staging folders
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale)
+            log(f"removed {stale}, left by an export.py that was stopped while writing")
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
         return out
     if not is_own_export(out):
         what = "a folder that is not an export of export.py alone" if out.is_dir() else "a file"
         raise HarnessError(f"--output {out} exists and is {what}: export.py never replaces it; choose a new --output")
-    if not overwrite:
-        raise HarnessError(
-            f"--output {out} is an earlier export: pass --overwrite to replace it, or choose a new --output"
-        )
-    return out
+    return out  # (without --overwrite: only the same export again passes, write_export checks it)
 
 
 def without_wu(cfg):
@@ -183,6 +186,8 @@ def export(
     new folder, or with `overwrite` in place of an earlier export (replaced once the new one is whole);
     `format` pytorch or ctranslate2, with the test-time `overrides` applied."""
     refuse_together(argparse.Namespace(run=run, model_path=model_path), "the model to export", "--run", "--model_path")
+    if finish_publishing(Path(output)):  # an export.py killed while publishing: its export is whole now
+        log(f"completed {output}, which an export.py stopped while publishing it had left half published")
     out = check_export_target(Path(output), overwrite)
     ckpt = Path(resolve_checkpoint(model_path, run))  # a --run that is no run, or has no checkpoint: one line
     if out.exists() and ckpt.resolve().is_relative_to(out.resolve()):
@@ -193,8 +198,12 @@ def export(
     if format == "ctranslate2":
         check_convertible(cfg)
         cfg = without_wu(cfg)
-    replace = overwrite and is_own_export(out)
-    write_export(cfg, tokenizer, model, out, facts_of(ckpt), replace=replace, backend=format)
+    earlier = is_own_export(out)
+    if not write_export(
+        cfg, tokenizer, model, out, facts_of(ckpt), replace=earlier, backend=format, again=not overwrite
+    ):
+        log(f"{output} already holds this export: unchanged (--overwrite writes it again)")
+        return 0
     log(f"exported {ckpt} -> {output} ({', '.join(sorted(p.name for p in out.iterdir()))})")
     return 0
 

@@ -63,6 +63,7 @@ from utils.files import (
     remove_own_temporaries,
     run_folder_above,
 )
+from utils.publish import OutputSet, finish_publishing, journal_file
 from utils.run_folder import TEST_OUTPUT_FILES, RunLock
 from utils.runtime import device_at_test_time, log
 from utils.stored_files import ARCHIVED, stored_exists
@@ -129,7 +130,9 @@ def run_test(**request) -> int:
     args = TestRequest(**request)
     check_request(args)
     ckpt = resolve_checkpoint(args.model_path, args.run, args.config, args.overrides)
-    out_dir, run = checked_output_folder(args, ckpt)
+    out_dir, run = output_folder(args, ckpt)
+    if not journal_file(out_dir).exists() and not (out_dir / "scores.json").exists():  # (else: perhaps done)
+        check_outputs(args, out_dir, run)  # a user's files refused before loading (again under the lock)
     cfg, tokenizer, model = load_for_decoding(ckpt, args.overrides, args.config)
     device = device_at_test_time(args.device, cfg, ckpt)
     model.to(device)
@@ -140,6 +143,14 @@ def run_test(**request) -> int:
     check_writable(out_dir)
     # One writer at a time: the run folder's lock (training or testing into it), else the output folder's
     with RunLock(run if run is not None else out_dir, "test.py"):
+        if finish_publishing(out_dir):  # a test.py killed while publishing: its set is whole now
+            log(f"completed {out_dir}, which a test.py stopped while publishing it had left half published")
+        done = None if args.overwrite else same_test_done(args, cfg, ckpt, test_set, out_dir)
+        if done is not None:  # the same command again (after a kill, or a sweep's rerun): nothing to redo
+            log(f"{out_dir} already holds this test (same checkpoint, test set and settings); --overwrite redoes it")
+            print_summary(done, out_dir)
+            return 0
+        check_outputs(args, out_dir, run)  # (before minutes of decoding, after the seconds of loading)
         return score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir)
 
 
@@ -239,10 +250,9 @@ def backend_variant(overrides: Sequence[str]) -> Optional[str]:
     return "ctranslate2" + (f"_{compute_type}" if compute_type else "")
 
 
-def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional[Path]]:
-    """(the output folder, the run folder holding it if any), after the write guard: never the run
-    folder itself, its checkpoints/ or any folder in it but this test's own, never a file replaced
-    unasked or an input."""
+def output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional[Path]]:
+    """(the output folder, the run folder holding it if any): never the run folder itself, its
+    checkpoints/ or any folder in it but this test's own, never another run's."""
     if args.output:
         out_dir = Path(args.output)
     elif args.src:
@@ -253,18 +263,48 @@ def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional
         out_dir = run_dir_of_checkpoint(ckpt) / args.split
     # Never the run folder itself, its checkpoints/ or any folder in it but this test's own: the
     # split's folder (test/ for the test split) or test_<name>/, and only in the checkpoint's own run
-    own = ("test_*",) if args.src else (args.split, "test_*")
-    check_output_folder(out_dir, "--output", own=own)
+    check_output_folder(out_dir, "--output", own=own_folders(args))
     run = run_folder_above(out_dir)
     if run is not None and run != run_dir_of_checkpoint(ckpt).resolve():
         raise WriteError(
             f"--output {args.output} is inside the run folder {run}, but the model is "
             f"{ckpt}: its scores would pass for that run's; write them elsewhere"
         )
+    return out_dir, run
+
+
+def same_test_done(args: TestRequest, cfg, ckpt: Path, test_set: dict, out_dir: Path) -> Optional[dict]:
+    """The scores of the test in `out_dir` if it is this very request's (the checkpoint, test set,
+    test-time settings and k's it would write), else None."""
+    try:
+        scores = json.loads((out_dir / "scores.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    concat = args.concat if args.concat is not None else cfg.evaluation.concat
+    same = (
+        isinstance(scores, dict)
+        and scores.get("checkpoint") == str(ckpt)
+        and scores.get("test_set") == test_set
+        and scores.get("test_time_overrides") == test_time_settings(args.overrides)
+        and [row.get("k") for row in scores.get("concat", [])] == sorted(set(concat))
+        and ("teacher_forced" in scores) == bool(cfg.evaluation.teacher_forced)
+    )
+    return scores if same else None
+
+
+def own_folders(args: TestRequest) -> tuple[str, ...]:
+    """The folders of a run test.py may write into: the split's (test/ for the test split) or test_<name>/."""
+    return ("test_*",) if args.src else (args.split, "test_*")
+
+
+def check_outputs(args: TestRequest, out_dir: Path, run: Optional[Path]) -> None:
+    """The write guard over every file of the earlier test in `out_dir`: none of a user's replaced
+    unasked, never an input, the earlier test's only with --overwrite."""
+    own = own_folders(args)
     if (out_dir / "concat").exists() and not args.overwrite and out_dir.name not in own:  # its k-inputs' folder
         raise WriteError(f"{out_dir / 'concat'} exists; pass --overwrite to replace it, or choose another --output")
-    # A test of this run that was stopped before its scores.json (SIGKILL, SIGTERM): its files in the run's
-    # own test folder were never a result, so the same command finishes it without --overwrite
+    # A test of this run that an earlier version left without its scores.json (killed before it): its
+    # files in the run's own test folder were never a result, so the same command finishes it
     unfinished = run is not None and out_dir.is_dir() and not stored_exists(out_dir / "scores.json")
     for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input
         for stored in (name, *(name + form for form in ARCHIVED)):  # and its archived forms (results/)
@@ -275,7 +315,6 @@ def checked_output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional
                 overwrite=args.overwrite or unfinished,
                 own=tuple(f"{folder}/{stored}" for folder in own),
             )
-    return out_dir, run
 
 
 def output_folders(out_dir: Path) -> list[Path]:
@@ -283,17 +322,17 @@ def output_folders(out_dir: Path) -> list[Path]:
     return [out_dir, *sorted(out_dir.glob("concat/k*"))]
 
 
-def archived_outputs(out_dir: Path) -> list[Path]:
-    """The outputs in `out_dir` (and its concat/k<K>/) in an archived form (utils/stored_files.py)."""
-    names = {name + form for name in OUTPUT_FILES for form in ARCHIVED}
-    return [folder / name for folder in output_folders(out_dir) for name in sorted(names) if (folder / name).is_file()]
+def earlier_outputs(out_dir: Path) -> list[Path]:
+    """The files of the test set in `out_dir` (and its concat/k<K>/), plain and in an archived form
+    (utils/stored_files.py: a run copied back from results/): what a new test replaces or drops."""
+    names = [*OUTPUT_FILES, *(name + form for name in OUTPUT_FILES for form in ARCHIVED)]
+    return [folder / name for folder in output_folders(out_dir) for name in names if (folder / name).is_file()]
 
 
 def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir) -> int:
-    if stored_exists(out_dir / "scores.json") and not args.overwrite:  # written by another test.py meanwhile
-        raise FileExistsError(f"{out_dir / 'scores.json'} exists; pass --overwrite to replace it")
-    for stored in archived_outputs(out_dir):  # a run copied back from results/ (--overwrite, under the lock):
-        stored.unlink()  # its archived outputs never pass for this test's
+    """Decode and score into a staging folder, then publish the whole set at once (utils/publish.py):
+    a kill leaves the earlier test or this one, never a mix; files of the earlier test that this one
+    does not write (its concat/k8/, its teacher-forced files, archived forms) go at the same moment."""
     for stale in remove_own_temporaries(folder / name for folder in output_folders(out_dir) for name in OUTPUT_FILES):
         log(f"removed {stale}, left by a test.py that was stopped while writing")
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
@@ -301,30 +340,31 @@ def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pair
         f"scoring {len(pairs):,} pairs of {test_set} with {ckpt} on {device}"
         + (f" ({len(set(documents))} documents)" if documents else "")
     )
-    scores = evaluate(model, tokenizer, pairs, documents, cfg, device, out_dir, concat)
-    if cfg.evaluation.teacher_forced:  # the references' likelihood per target position, whatever the search does
-        log("teacher forcing the references (k = 1" + "".join(f", {k}" for k in sorted(set(concat) - {1})) + ")")
-        scores["teacher_forced"], beyond, per_pair = teacher_forced_scores(
-            model, tokenizer, pairs, documents, cfg, device, concat
+    with OutputSet(out_dir) as outputs:
+        staged = outputs.staged_folder()
+        scores = evaluate(model, tokenizer, pairs, documents, cfg, device, staged, concat)
+        if cfg.evaluation.teacher_forced:  # the references' likelihood per target position, whatever the search does
+            log("teacher forcing the references (k = 1" + "".join(f", {k}" for k in sorted(set(concat) - {1})) + ")")
+            scores["teacher_forced"], beyond, per_pair = teacher_forced_scores(
+                model, tokenizer, pairs, documents, cfg, device, concat
+            )
+            for name, text in ((BEYOND_FILE, beyond), (PAIRS_FILE, per_pair)):
+                if text is not None:  # per input (compare.py's test of the NLL), per pair and k (its degradation)
+                    atomic_write_text(staged / name, text)
+        if args.src:  # a file from outside the run: is it in the training data? (splits: see data_report.json)
+            scores["overlap_with_train"] = overlap_with_training(cfg.data, pairs)
+        scores.update(
+            test_set=test_set,
+            split=test_set.get("split"),
+            checkpoint=str(ckpt),
+            positional=cfg.model.positional.name,
+            decoding=to_dict(cfg.decoding),
+            test_time_overrides=test_time_settings(args.overrides),
         )
-        for name, text in ((BEYOND_FILE, beyond), (PAIRS_FILE, per_pair)):
-            if text is not None:  # per input (compare.py's test of the NLL), per pair and k (its degradation)
-                atomic_write_text(out_dir / name, text)
-            elif (out_dir / name).exists():  # --overwrite of an earlier test: never left to pass for this one's
-                (out_dir / name).unlink()
-    if args.src:  # a file from outside the run: is it in the training data? (splits: see data_report.json)
-        scores["overlap_with_train"] = overlap_with_training(cfg.data, pairs)
-    scores.update(
-        test_set=test_set,
-        split=test_set.get("split"),
-        checkpoint=str(ckpt),
-        positional=cfg.model.positional.name,
-        decoding=to_dict(cfg.decoding),
-        test_time_overrides=test_time_settings(args.overrides),
-    )
-    if args.concat_not_scored:
-        scores["concat_not_scored"] = list(args.concat_not_scored)
-    atomic_write_text(out_dir / "scores.json", json.dumps(scores, indent=2) + "\n")
+        if args.concat_not_scored:
+            scores["concat_not_scored"] = list(args.concat_not_scored)
+        atomic_write_text(staged / "scores.json", json.dumps(scores, indent=2) + "\n")
+        outputs.publish(drops=earlier_outputs(out_dir))
     run_dir = run_dir_of_checkpoint(ckpt)
     if out_dir.resolve() == (run_dir / "test").resolve():  # the run's own test set: into its TensorBoard/HParams
         log_test_scores(run_dir, scores, checkpoint_step(ckpt))

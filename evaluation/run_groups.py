@@ -26,6 +26,8 @@ from utils.config_schema import METRIC_SIGN
 from utils.errors import HarnessError
 from utils.key_roles import configuration_settings
 from utils.provenance import run_provenance
+from utils.publish import pending_in
+from utils.run_folder import RunLock
 from utils.runtime import JsonlLogger
 from utils.stored_files import STORE, read_text, stored_exists
 
@@ -117,6 +119,19 @@ def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> 
     return row
 
 
+def check_nothing_half_published(run: Path) -> None:
+    """A test set of the run in the middle of its publication (utils/publish.py) is read by nobody:
+    it is the earlier test's files and some of the new one's."""
+    for place in pending_in(run):
+        who = RunLock.holder(run)
+        raise CompareError(
+            f"{place} is being published by {who}: run compare.py again when it ends"
+            if who
+            else f"{place} was left half published by a test.py that was stopped: run the same test.py command "
+            f"again (it completes the set), then compare.py"
+        )
+
+
 def read_runs(patterns: list[str]) -> list[dict]:
     """One row per run folder the patterns name (each once), and one per variant it was tested as.
     A folder that is not a run is named on stderr with the reason; none left is a CompareError; the
@@ -132,6 +147,7 @@ def read_runs(patterns: list[str]) -> list[dict]:
                 skipped.append(f"{path} ({why})")
             elif path.resolve() not in seen:
                 seen.add(path.resolve())
+                check_nothing_half_published(path)
                 rows.append(summarise_run(path))
                 rows += [summarise_run(path, variant) for variant in run_variants(path)]
     for line in skipped:

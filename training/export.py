@@ -23,14 +23,14 @@ import contextlib
 import json
 import math
 import os
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Iterator, Optional
 
 from utils.config import to_dict
+from utils.errors import HarnessError
 from utils.files import WriteError, describe_os_error, user_mode
+from utils.publish import OutputSet
 
 EXPORT_FORMAT = "pe-harness-export"
 EXPORT_VERSION = 1
@@ -76,11 +76,13 @@ def harness_commit() -> Optional[str]:
 
 
 def write_export(
-    cfg, tokenizer, model, out_dir: Path, facts: dict, replace: bool = False, backend: str = "pytorch"
-) -> Path:
-    """Write the folder next to `out_dir` and rename it into place: a failed export leaves nothing,
-    and an error names the file at `out_dir` (never the staging folder). With `replace`, an export
-    already at `out_dir` is swapped out only once the new one is complete. `facts`: exported_from
+    cfg, tokenizer, model, out_dir: Path, facts: dict, replace: bool = False, backend: str = "pytorch", again=False
+) -> bool:
+    """Write the folder beside `out_dir` and publish it whole (utils/publish.py): a failed or killed
+    export leaves nothing of itself, and an error names the file at `out_dir` (never the staging
+    folder). With `replace`, the files of an export already at `out_dir` go only as the new one's
+    are published; with `again` too (no --overwrite), only when this export differs from it, else
+    refused. Returns whether it published (False: `out_dir` already holds this very export). `facts`: exported_from
     (a path relative to the run's parent), training (`training_budget`), test_scores, commit,
     and for a CTranslate2 export `source` (the checkpoint's size and time, to tell a stale copy).
     `backend`: pytorch (safetensors) or ctranslate2 (decoding/ctranslate2_spec.py)."""
@@ -88,20 +90,48 @@ def write_export(
     staging = None
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
-        # .<name>.<random>.tmp: an interrupted write's temporary, the harness's own in a run folder
-        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
-        fill_export(cfg, tokenizer, model, staging, facts, backend)
-        follow_umask(staging)  # mkdtemp and safetensors make them private (0700, 0600)
-        swap_into_place(staging, out_dir, replace)
+        with OutputSet(out_dir) as outputs:  # a kill leaves the earlier export or this one (utils/publish.py)
+            staging = outputs.staged_folder()
+            fill_export(cfg, tokenizer, model, staging, facts, backend)
+            follow_umask(staging)  # mkdtemp and safetensors make them private (0700, 0600)
+            earlier = [p for p in out_dir.rglob("*") if p.is_file() or p.is_symlink()] if replace else []
+            if again and earlier:  # without --overwrite: the same export again is done, another is refused
+                if same_export(staging, out_dir):
+                    return False
+                raise HarnessError(
+                    f"--output {out_dir} is an earlier export: pass --overwrite to replace it, or choose a new --output"
+                )
+            outputs.publish(drops=earlier)
     except BaseException as e:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
         failure = write_failure(e, staging, out_dir)
         if failure is None:
             raise
         kept = f"; the export at {out_dir} is unchanged" if replace and out_dir.exists() else ""
         raise WriteError(str(failure) + kept) from None
-    return out_dir
+    return True
+
+
+def same_export(a: Path, b: Path) -> bool:
+    """Whether two export folders hold the same files with the same content (a safetensors file's
+    tensors and metadata: its header's key order varies from process to process)."""
+    files = [sorted(str(p.relative_to(f)) for p in f.rglob("*") if p.is_file()) for f in (a, b)]
+    if files[0] != files[1]:
+        return False
+    for name in files[0]:
+        x, y = a / name, b / name
+        if x.suffix == ".safetensors":
+            from safetensors import safe_open
+            from safetensors.torch import load_file
+
+            with safe_open(str(x), "pt") as fx, safe_open(str(y), "pt") as fy:
+                if fx.metadata() != fy.metadata():
+                    return False
+            tx, ty = load_file(str(x)), load_file(str(y))
+            if tx.keys() != ty.keys() or any(not tx[k].equal(ty[k]) for k in tx):
+                return False
+        elif x.read_bytes() != y.read_bytes():
+            return False
+    return True
 
 
 def fill_export(cfg, tokenizer, model, staging: Path, facts: dict, backend: str = "pytorch") -> None:
@@ -179,24 +209,6 @@ def follow_umask(folder: Path) -> None:
     """Give `folder` and everything in it the modes a new folder / file of the user's gets."""
     for path in [folder, *folder.rglob("*")]:
         os.chmod(path, user_mode(folder=path.is_dir()))
-
-
-def swap_into_place(staging: Path, out_dir: Path, replace: bool) -> None:
-    """Rename the complete `staging` folder to `out_dir` (an empty folder there is taken over); with
-    `replace`, the folder there first moves aside and is deleted only after the rename (put back if
-    it fails)."""
-    if not (replace and out_dir.exists()):
-        os.replace(staging, out_dir)  # fails if out_dir appeared meanwhile (not empty): nothing replaced
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", suffix=".tmp", dir=out_dir.parent))
-    os.replace(out_dir, old / out_dir.name)
-    try:
-        os.replace(staging, out_dir)
-    except BaseException:
-        os.replace(old / out_dir.name, out_dir)  # the earlier export back (if this fails too, it stays in `old`)
-        old.rmdir()
-        raise
-    shutil.rmtree(old)
 
 
 def number(value, spec: str) -> Optional[str]:

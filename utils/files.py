@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from utils.errors import HarnessError
+from utils.publish import write_point
 from utils.run_folder import IGNITE_TEMPORARY, OUR_TEMPORARY, is_run_folder, matches, run_folder_above
 
 TMP_SUFFIX = ".tmp"  # our temporaries: .<name>.<random>.tmp beside the target
@@ -301,7 +302,9 @@ def atomic_output(path: str | Path, mode: str = "w", encoding: Optional[str] = "
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, user_mode())  # mkstemp makes it private (0600); outputs are as readable as any file
+        write_point("written", Path(tmp))
         os.replace(tmp, path)
+        write_point("renamed", path)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
         raise WriteError(describe_os_error(e, path)) from None

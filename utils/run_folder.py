@@ -22,6 +22,7 @@ import yaml
 
 from utils.config import ConfigError
 from utils.errors import HarnessError
+from utils.publish import JOURNAL_SUFFIX, STAGING_SUFFIX
 from utils.runtime import JsonlLogger, make_writable_folder
 from utils.stored_files import ARCHIVED
 
@@ -112,8 +113,9 @@ def _is_run_entry(path: Path) -> bool:
     return (
         name in RUN_FILES
         or (name.startswith("test_") and path.is_dir())
-        or (name.startswith(".") and name.endswith(".tmp"))
-    )  # an interrupted atomic write
+        or (name.startswith(".") and name.endswith(".tmp"))  # an interrupted atomic write
+        or (name.startswith(".") and name.endswith((STAGING_SUFFIX, JOURNAL_SUFFIX)))  # an unpublished test set
+    )
 
 
 def _has_run_config(run_dir: Path) -> bool:

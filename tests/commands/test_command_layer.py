@@ -330,8 +330,8 @@ def test_a_killed_writes_temporaries_are_cleaned_by_the_next_run_of_its_command(
 def test_a_test_stopped_before_its_scores_is_finished_by_the_same_command(trained_run: Path, tmp_path: Path) -> None:
     """test.py killed after its hypotheses (SIGKILL, or SIGTERM, whose message says to run the same command
     again) left test/ without scores.json, and the same command then refused until --overwrite (round
-    four). Those files were never a result: the same command finishes the test; a finished test still
-    needs --overwrite."""
+    four). Those files were never a result: the same command finishes the test; the same command
+    again finds it done; another test over a finished one needs --overwrite."""
     import shutil
 
     run = tmp_path / "run"
@@ -342,5 +342,7 @@ def test_a_test_stopped_before_its_scores_is_finished_by_the_same_command(traine
     proc = run_in_process(["test.py", "--run", str(run), "--concat", "1"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (run / "test" / "scores.json").is_file() and (run / "test" / "hypotheses.txt").read_text() != "half\n"
-    again = run_in_process(["test.py", "--run", str(run), "--concat", "1"])
-    assert again.returncode == 2 and "--overwrite" in one_error_line(again)
+    again = run_in_process(["test.py", "--run", str(run), "--concat", "1"])  # the same command: nothing to redo
+    assert again.returncode == 0 and "already holds this test" in again.stdout, again.stdout
+    other = run_in_process(["test.py", "--run", str(run), "--concat", "1", "2"])  # another test: refused
+    assert other.returncode == 2 and "--overwrite" in one_error_line(other)

@@ -465,13 +465,18 @@ def test_train_minutes_sum_every_session_of_a_resumed_run() -> None:
 @pytest.mark.slow
 def test_an_earlier_summary_and_its_plots_are_replaced_only_with_overwrite(swept: Path, tmp_path: Path, capsys) -> None:
     """--overwrite means what it means for every command: replace what this command wrote before,
-    and only that (a file of the prefix it did not write, or one edited since, is the user's)."""
+    and only that (a file of the prefix it did not write, or one edited since, is the user's). The
+    same call again (after a kill, say) finds its outputs unchanged; another call needs --overwrite."""
     runs = [str(run_dir(swept, n, s)) for n in CONFIGS for s in SEEDS]
     prefix = tmp_path / "again"
     assert main_guard(compare.main, [*runs, "--no_significance", "--output", str(prefix)]) == 0
     before = (tmp_path / "again.md").read_bytes()
-    assert main_guard(compare.main, [*runs, "--no_significance", "--output", str(prefix)]) == 2
-    assert "pass --overwrite" in capsys.readouterr().err
+    capsys.readouterr()
+    assert main_guard(compare.main, [*runs, "--no_significance", "--output", str(prefix)]) == 0  # the same call
+    assert "already hold this comparison: unchanged" in capsys.readouterr().out
+    assert main_guard(compare.main, [*runs[:-1], "--no_significance", "--output", str(prefix)]) == 2  # another
+    assert "differ from this call's; pass --overwrite" in capsys.readouterr().err
+    assert (tmp_path / "again.md").read_bytes() == before
     assert main_guard(compare.main, [*runs, "--no_significance", "--output", str(prefix), "--overwrite"]) == 0
     assert (tmp_path / "again.md").read_bytes() == before
     (tmp_path / "again.md").write_text("my notes\n")

@@ -86,8 +86,10 @@ def test_test_py_writes_scores_and_hypotheses(trained_run: Path) -> None:
     hyps = (out / "hypotheses.txt").read_text().splitlines()
     refs = (out / "references.txt").read_text().splitlines()
     assert len(hyps) == len(refs) == 10
-    # a second run refuses to replace the scores unless asked
+    # the same command again finds the test done; another test refuses to replace the scores unless asked
     again = run(["test.py", "--run", str(trained_run)])
+    assert again.returncode == 0 and "already holds this test" in again.stdout, again.stdout
+    again = run(["test.py", "--run", str(trained_run), "--set", "decoding.beam_size=3"])
     assert again.returncode == 2 and "--overwrite" in again.stderr
     # beam 1 through the command line equals greedy through the command line
     greedy = run(

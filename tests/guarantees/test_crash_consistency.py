@@ -1,0 +1,294 @@
+"""A command killed at any moment leaves its outputs whole or absent, and the same command finishes
+them (utils/publish.py). Deterministic, not timed: `HARNESS_KILL_AT=N` makes the process SIGKILL
+itself at its N-th write point (utils/publish.py: write_point), in a forked copy of this process
+(no interpreter start, no torch import per kill). After each death:
+- every published output set is exactly one call's: the earlier set or the new one, byte for byte
+  (scores.json compared without its timings), never a mix and never unparseable;
+- the same command again finishes with exit 0 and the result of an uninterrupted call.
+
+The default suite kills at a sample of each command's write points (the first staged write, the
+journal's, the first and last move, a drop, the journal's removal); the slow tier at every one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import copy_of, scored_and_sinusoidal
+from in_process import run_in_process
+
+from utils.publish import JOURNAL_SUFFIX, journal_file
+
+TIMINGS = ("translate_seconds", "sentences_per_second", "seconds")
+
+
+def without_timings(value):
+    """A parsed scores.json without the wall-clock figures (at any depth)."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
+def in_forked_process(args: list[str], kill_at: int | None = None, log: Path | None = None) -> int:
+    """Exit code of `python args...` run in a fork of this process (-9: killed at write point `kill_at`)."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 99
+        try:
+            import utils.publish
+
+            utils.publish._write_points = 0
+            os.environ.pop("HARNESS_KILL_AT", None)
+            if kill_at is not None:
+                os.environ["HARNESS_KILL_AT"] = str(kill_at)
+            if log is not None:
+                os.environ["HARNESS_WRITE_LOG"] = str(log)
+            proc = run_in_process(args)
+            code = proc.returncode
+            if code:  # into the test's captured output (file descriptor 2 is pytest's capture)
+                os.write(2, proc.stderr[-3000:].encode())
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def write_points(args: list[str], log: Path) -> list[str]:
+    """The write points of one uninterrupted call (its lines of HARNESS_WRITE_LOG)."""
+    log.unlink(missing_ok=True)
+    assert in_forked_process(args, log=log) == 0
+    return log.read_text().splitlines()
+
+
+def sample(points: list[str], every: bool) -> list[int]:
+    """Which write points to kill at: all of them, or one of each kind: the first staged write, the
+    journal written (before and after its rename: the commit point), the first and last move, a
+    drop, and the journal's removal."""
+    if every:
+        return list(range(1, len(points) + 1))
+    kinds = [line.split("\t")[1:] for line in points]
+    journal = [n for n, (what, path) in enumerate(kinds, 1) if JOURNAL_SUFFIX in Path(path).name]
+    moves = [n for n, (what, _) in enumerate(kinds, 1) if what == "published"]
+    drops = [n for n, (what, _) in enumerate(kinds, 1) if what == "dropped"]
+    return sorted({1, *journal, moves[0], moves[-1], *drops[:1]})
+
+
+def comparable(folder: Path, run: Path, names: str = "*") -> dict[str, object]:
+    """The set's files as one call left them: bytes, and scores.json parsed without its timings
+    (and its run folder's path: the same test of copies of one run is the same result)."""
+    found = {}
+    for path in sorted(folder.rglob(names)):
+        if not path.is_file() or path.name.startswith("."):
+            continue
+        key = str(path.relative_to(folder))
+        if path.name == "scores.json":
+            scores = json.loads(path.read_text().replace(str(run), "RUN"))  # (unparseable: fails)
+            found[key] = without_timings(scores)
+        elif path.suffix == ".safetensors":  # its header's key order varies from process to process
+            found[key] = safetensors_content(path)
+        else:
+            found[key] = path.read_bytes()
+    return found
+
+
+def safetensors_content(path: Path) -> tuple:
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as f:
+        tensors = {name: f.get_tensor(name).numpy().tobytes() for name in sorted(f.keys())}
+        return sorted((f.metadata() or {}).items()), tensors
+
+
+def differences(a: dict, b: dict) -> list[str]:
+    """The files (and scores.json keys) where two sets differ: the message of a failed comparison."""
+    keys = sorted(set(a) | set(b))
+    found = [k for k in keys if k != "scores.json" and a.get(k) != b.get(k)]
+    sa, sb = a.get("scores.json") or {}, b.get("scores.json") or {}
+    return found + [f"scores.json:{k}" for k in sorted(set(sa) | set(sb)) if sa.get(k) != sb.get(k)]
+
+
+def as_published(folder: Path, view: Path, names: str = "*") -> Path:
+    """The set `names` in `folder` as its readers take it, copied to `view`: a publication whose
+    journal was written is the new set (the journal is the commit point: readers refuse until the
+    same command completes it, and that completion is checked apart), so its moves and drops are
+    applied here. `names`: a prefix set's glob (compare.py's summary*), or every file of a folder set."""
+    shutil.rmtree(view, ignore_errors=True)
+    view.mkdir(parents=True)
+    found = (folder.rglob("*") if names == "*" else folder.glob(names)) if folder.exists() else ()
+    for path in found:
+        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts):
+            (view / path.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, view / path.relative_to(folder))
+    place = folder if names == "*" else folder / names.rstrip("*")
+    journal = journal_file(place)
+    if journal.exists():
+        plan = json.loads(journal.read_text())
+        for staged, target in plan["moves"]:
+            if Path(staged).exists():
+                (view / Path(target).relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(staged, view / Path(target).relative_to(folder))
+        for dropped in plan["removes"]:
+            (view / Path(dropped).relative_to(folder)).unlink(missing_ok=True)
+    return view
+
+
+def published_test_set(run: Path) -> dict:
+    view = as_published(run / "test", run.parent / f"{run.name}.view")
+    found = comparable(view, run)
+    shutil.rmtree(view)
+    return found
+
+
+def summary_set_of(folder: Path) -> dict:
+    view = as_published(folder, folder.parent / f"{folder.name}.view", "summary*")
+    found = comparable(view, folder)
+    shutil.rmtree(view)
+    return found
+
+
+@pytest.fixture(scope="module")
+def untested(trained_run: Path, tmp_path_factory) -> Path:
+    """The tiny trained run without any test/ folder."""
+    run = copy_of(trained_run, tmp_path_factory.mktemp("crash") / "run")
+    shutil.rmtree(run / "test", ignore_errors=True)
+    return run
+
+
+TEST_ARGS = ["--concat", "1", "2"]  # hypotheses, references, k = 1 and 2, teacher-forced files, scores
+
+
+def test_points(untested: Path, tmp_path: Path, every: bool) -> None:
+    """test.py killed at each write point, first into an untested run, then over an earlier test
+    with other settings (--overwrite): the test folder is absent, the earlier set or the new one,
+    and the same command again gives the uninterrupted result."""
+    reference = copy_of(untested, tmp_path / "reference")
+    args = ["test.py", "--run", str(reference), *TEST_ARGS]
+    points = write_points(args, tmp_path / "writes.log")
+    assert len(points) >= 20 and sum("published" in p for p in points) >= 10, points
+    new = published_test_set(reference)
+    earlier_args = [
+        "test.py",
+        "--run",
+        str(reference),
+        "--overwrite",
+        "--concat",
+        "1",
+        "--set",
+        "decoding.strategy=greedy",
+    ]
+    assert in_forked_process(earlier_args) == 0
+    earlier = published_test_set(reference)
+    assert set(earlier) != set(new)  # (the earlier set lacks concat/k2/: a drop is part of the publication)
+
+    for n in sample(points, every):
+        fresh = copy_of(untested, tmp_path / f"fresh{n}")
+        args = ["test.py", "--run", str(fresh), *TEST_ARGS]
+        assert in_forked_process(args, kill_at=n) == -9, n
+        assert published_test_set(fresh) in ({}, new), ("mixed", points[n - 1])
+        assert in_forked_process(args) == 0, n
+        assert published_test_set(fresh) == new, differences(published_test_set(fresh), new)
+
+        over = copy_of(reference, tmp_path / f"over{n}")  # tested with earlier_args
+        earlier = published_test_set(over)  # (its scores.json names the reference's checkpoint)
+        args = ["test.py", "--run", str(over), "--overwrite", *TEST_ARGS]
+        assert in_forked_process(args, kill_at=n) == -9, n
+        assert published_test_set(over) in (earlier, new), ("mixed", points[n - 1])
+        assert in_forked_process(args) == 0, n
+        assert published_test_set(over) == new, differences(published_test_set(over), new)
+        shutil.rmtree(fresh), shutil.rmtree(over)
+
+
+@pytest.fixture(params=[False, pytest.param(True, marks=pytest.mark.slow)], ids=["sample", "every"])
+def every(request) -> bool:
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def two_runs(trained_run: Path, tmp_path_factory) -> list[str]:
+    """The tiny run scored, and a copy of it labelled sinusoidal: a comparison with findings and plots."""
+    return [str(p) for p in scored_and_sinusoidal(trained_run, tmp_path_factory.mktemp("compare"))]
+
+
+def test_compare_points(two_runs: list[str], tmp_path: Path, every: bool) -> None:
+    """compare.py killed at each write point, into an empty folder and over an earlier summary with
+    other contents (--overwrite): the summary set is absent, the earlier one or the new one, and the
+    same command again gives the uninterrupted result."""
+
+    def compare(folder: Path, *flags: str) -> list[str]:
+        return ["compare.py", *two_runs, "--bootstrap_samples", "50", "--output", str(folder / "summary"), *flags]
+
+    reference = tmp_path / "reference"
+    points = write_points(compare(reference), tmp_path / "writes.log")
+    assert len(points) >= 20, points
+    new = summary_set_of(reference)
+    assert in_forked_process(compare(reference, "--overwrite", "--no_significance")) == 0
+    assert set(summary_set_of(reference)) < set(new)  # no findings: the new set adds files
+
+    for n in sample(points, every):
+        fresh = tmp_path / f"fresh{n}"
+        assert in_forked_process(compare(fresh), kill_at=n) == -9, n
+        assert summary_set_of(fresh) in ({}, new), (points[n - 1], differences(summary_set_of(fresh), new))
+        assert in_forked_process(compare(fresh)) == 0, n
+        assert summary_set_of(fresh) == new, differences(summary_set_of(fresh), new)
+
+        over = tmp_path / f"over{n}"
+        shutil.copytree(reference, over)  # the summary without findings, and compare.py's record of it
+        earlier = summary_set_of(over)
+        assert in_forked_process(compare(over, "--overwrite"), kill_at=n) == -9, n
+        assert summary_set_of(over) in (earlier, new), ("mixed", points[n - 1])
+        assert in_forked_process(compare(over, "--overwrite")) == 0, n
+        assert summary_set_of(over) == new, differences(summary_set_of(over), new)
+
+
+def test_readers_never_read_a_half_published_test(untested: Path, tmp_path: Path) -> None:
+    """compare.py over a run whose test.py was killed after its journal (the commit point) and before
+    its last move refuses in one line naming the fix; the same test.py completes it, then compare reads it."""
+    run = copy_of(untested, tmp_path / "run")
+    args = ["test.py", "--run", str(run), *TEST_ARGS]
+    points = write_points(["test.py", "--run", str(copy_of(untested, tmp_path / "count")), *TEST_ARGS], tmp_path / "w")
+    first_move = next(n for n, line in enumerate(points, 1) if "\tpublished\t" in line)
+    assert in_forked_process(args, kill_at=first_move + 1) == -9
+    proc = run_in_process(["compare.py", str(run)])
+    assert proc.returncode == 2 and "was left half published by a test.py that was stopped" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert in_forked_process(args) == 0
+    assert run_in_process(["compare.py", str(run)]).returncode == 0
+
+
+def test_export_points(trained_run: Path, tmp_path: Path, every: bool) -> None:
+    """export.py killed at each write point, into a new folder and over an earlier export with other
+    settings (--overwrite): the folder is absent, the earlier export or the new one, and the same
+    command again gives the uninterrupted export."""
+
+    def export(folder: Path, *flags: str) -> list[str]:
+        return ["export.py", "--run", str(trained_run), "--output", str(folder), *flags]
+
+    reference = tmp_path / "reference"
+    points = write_points(export(reference), tmp_path / "writes.log")
+    new = comparable(reference, trained_run)
+    earlier_flags = ("--overwrite", "--set", "decoding.strategy=greedy")
+    assert in_forked_process(export(reference, *earlier_flags)) == 0
+    earlier = comparable(reference, trained_run)
+    assert earlier != new
+
+    for n in sample(points, every):
+        fresh = tmp_path / f"fresh{n}"
+        assert in_forked_process(export(fresh), kill_at=n) == -9, n
+        seen = comparable(as_published(fresh, tmp_path / "view"), trained_run)
+        assert seen in ({}, new), (points[n - 1], differences(seen, new))
+        assert in_forked_process(export(fresh)) == 0, n
+        assert comparable(fresh, trained_run) == new, differences(comparable(fresh, trained_run), new)
+
+        over = tmp_path / f"over{n}"
+        shutil.copytree(reference, over)  # the greedy export
+        assert in_forked_process(export(over, "--overwrite"), kill_at=n) == -9, n
+        seen = comparable(as_published(over, tmp_path / "view"), trained_run)
+        assert seen in (earlier, new), (points[n - 1], differences(seen, new))
+        assert in_forked_process(export(over, "--overwrite")) == 0, n
+        assert comparable(over, trained_run) == new, differences(comparable(over, trained_run), new)

@@ -1,0 +1,170 @@
+"""Sets of files published together: a test folder (test.py) and a summary set (compare.py) are read
+as one result, so a kill, a failure or a reader in the middle never sees part of a new set beside
+part of the old one.
+
+How (a journal, rolled forward): the command writes the whole set into a staging folder beside it
+(`.<name>.staging/`, the set's own layout inside). Then it publishes: a journal
+(`.<name>.publishing.json`, written atomically) lists every move (a staged file to its place) and
+every file of the earlier set that the new one drops; the moves are renames in the same folder
+tree, the drops unlinks; then the journal is deleted and the staging folder with it.
+- killed before the journal exists: the earlier set stands untouched; the staging folder is the
+  command's own leftover, removed by its next run (`OutputSet.__enter__`);
+- killed after: whoever touches the set next (the same command again, or a reader:
+  `finish_publishing`) completes the journal, so what stands is the new set whole. A reader that
+  finds a journal while the writer still holds the run's lock refuses in one line instead.
+POSIX has no rename of a folder over a non-empty folder, and a summary set shares its folder with
+other files, so a journal of renames, not a directory swap, is the one mechanism for both.
+
+Crash tests (tests/guarantees/test_crash_consistency.py) kill a command at its N-th write point:
+`HARNESS_KILL_AT=N` makes `write_point` SIGKILL the process there, and `HARNESS_WRITE_LOG=FILE`
+appends one line per write point (what and where) to FILE.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+STAGING_SUFFIX = ".staging"
+JOURNAL_SUFFIX = ".publishing.json"
+_write_points = 0
+
+
+def write_point(what: str, path: Path) -> None:
+    """A moment after which a kill leaves a different state on disk: counted for the crash tests."""
+    global _write_points
+    _write_points += 1
+    log_file = os.environ.get("HARNESS_WRITE_LOG")
+    if log_file:
+        with open(log_file, "a", encoding="utf-8") as f:
+            f.write(f"{_write_points}\t{what}\t{path}\n")
+    if os.environ.get("HARNESS_KILL_AT") == str(_write_points):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def staging_folder(place: Path) -> Path:
+    return place.parent / f".{place.name}{STAGING_SUFFIX}"
+
+
+def journal_file(place: Path) -> Path:
+    return place.parent / f".{place.name}{JOURNAL_SUFFIX}"
+
+
+def pending_in(folder: Path) -> list[Path]:
+    """The sets in `folder` whose publication has begun and not ended (their journals' places)."""
+    return sorted(
+        p.with_name(p.name[1 : -len(JOURNAL_SUFFIX)]) for p in Path(folder).glob(f".*{JOURNAL_SUFFIX}") if p.is_file()
+    )
+
+
+def _move(staged: Path, target: Path) -> None:
+    """Rename `staged` onto `target` (written through a link to `target`'s resolved place); across
+    file systems (a link elsewhere) through a copy beside the target, then a rename."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(staged, target)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        beside = target.with_name(f".{target.name}.moving.tmp")
+        shutil.copyfile(staged, beside)
+        os.replace(beside, target)
+        staged.unlink()
+
+
+def finish_publishing(place: Path, on_published: Optional[Callable[[list[Path], list[Path]], None]] = None) -> bool:
+    """Complete a publication a kill interrupted (its journal is there): do the moves whose staged
+    file is still there and the removals, then delete the journal and the staging folder. Returns
+    whether there was one. `on_published(moved targets, removed)` runs before the journal goes (a
+    record of what was written: redone if a kill comes in between)."""
+    journal = journal_file(place)
+    try:
+        plan = json.loads(journal.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        plan = None  # torn or damaged: atomic writes never leave one, so it is not ours to follow
+    if plan is not None:
+        targets = [Path(t) for _, t in plan["moves"]]
+        for staged, target in plan["moves"]:
+            if Path(staged).is_file():
+                _move(Path(staged), Path(target))
+                write_point("published", Path(target))
+        removed = [Path(p) for p in plan["removes"]]
+        for path in removed:
+            if path.is_file() or path.is_symlink():
+                path.unlink()
+                write_point("dropped", path)
+        for folder in sorted({p.parent for p in removed}, key=lambda p: -len(p.parts)):
+            _remove_if_empty(folder, stop=place.parent)
+        if on_published is not None:
+            on_published(targets, removed)
+    journal.unlink(missing_ok=True)
+    write_point("journal removed", journal)
+    shutil.rmtree(staging_folder(place), ignore_errors=True)
+    return True
+
+
+def _remove_if_empty(folder: Path, stop: Path) -> None:
+    """Remove `folder` and its parents up to `stop` while they are empty (an old concat/k8/)."""
+    while folder != stop and stop in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+class OutputSet:
+    """The set published as `place` (a folder, or a prefix of names in its parent): write every
+    file into the staging folder (laid out as `place`'s parent), then `publish(...)`; an exception
+    publishes nothing.
+
+        with OutputSet(run / "test") as out:
+            write(out.staged_folder() / "scores.json", ...)   # published as run/test/scores.json
+            out.publish(drops=earlier_files)
+    """
+
+    def __init__(self, place: Path, on_published: Optional[Callable[[list[Path], list[Path]], None]] = None):
+        self.place = Path(place)
+        self.staging = staging_folder(self.place)
+        self.on_published = on_published
+
+    def __enter__(self) -> "OutputSet":
+        finish_publishing(self.place, self.on_published)  # a publication a kill interrupted: completed
+        shutil.rmtree(self.staging, ignore_errors=True)  # a set a kill left unpublished: never a result
+        self.staging.mkdir(parents=True)
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)  # (after an error, or a set left unpublished)
+
+    def staged_folder(self) -> Path:
+        """The staging twin of a folder set's `place` (its files keep their layout inside)."""
+        folder = self.staging / self.place.name
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def publish(self, drops: Iterable[Path] = (), targets: Optional[dict[Path, Path]] = None) -> list[Path]:
+        """Publish every file written in the staging folder; `drops`: files of the earlier set that
+        the new one does not have (removed at the same moment). `targets` maps a staged file to a
+        place other than its mirror (a link's resolved target). Returns the published paths."""
+        targets = targets or {}
+        moves = []
+        for staged in sorted(p for p in self.staging.rglob("*") if p.is_file()):
+            target = targets.get(staged) or self.place.parent / staged.relative_to(self.staging)
+            with open(staged, "rb") as f:
+                os.fsync(f.fileno())  # on disk before the journal points at it
+            moves.append((str(staged), str(target)))
+        published = {Path(t) for _, t in moves}
+        journal = {"moves": moves, "removes": sorted(str(p) for p in drops if Path(p) not in published)}
+        from utils.files import atomic_write_text  # (utils.files counts its writes here)
+
+        atomic_write_text(journal_file(self.place), json.dumps(journal, indent=1) + "\n")
+        finish_publishing(self.place, self.on_published)
+        return sorted(published)
