@@ -7,6 +7,7 @@ by a timeout or a preemption is requeued and resumes from the run's last checkpo
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -27,7 +28,7 @@ from utils.errors import HarnessError
 from utils.key_roles import refused_on_resume, role_of
 from utils.run_folder import RunFolder
 from utils.runtime import JsonlLogger, log
-from utils.stored_files import stored_exists
+from utils.stored_files import read_text, stored_exists
 
 
 @dataclass
@@ -75,6 +76,38 @@ def training_finished(run_dir: Path, cfg) -> bool:
     return budget_reached(wanted, last["step"], last["epoch"])
 
 
+def training_changes(run_dir: Path, cfg) -> Optional[str]:
+    """The keys a resume may change (learning rate, budget, cadence, ...) in which a finished run's
+    config.yaml differs from `cfg` ('key: old -> new; ...'), test-time and runtime keys aside."""
+    saved = load_config(run_dir / "config.yaml")
+    encoding = saved.model.positional.name
+    changed, _, _ = refused_on_resume(flatten(to_dict(saved)), flatten(to_dict(cfg)), encoding)
+    kept = [k for k in changed if k not in ("name", "run_dir") and role_of(k, encoding) not in (INFERENCE, RUNTIME)]
+    return "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in sorted(kept)) or None
+
+
+def test_changes(run_dir: Path, cfg) -> Optional[str]:
+    """How the run's test/scores.json was scored differently from what `cfg` asks: the search
+    (decoding.*), the k's of joined inputs, the teacher-forced diagnostic. None when the same."""
+    try:
+        scores = json.loads(read_text(run_dir / "test" / "scores.json") or "")
+    except ValueError:
+        return "its scores.json does not parse"
+    tested = flatten({"decoding": scores.get("decoding") or {}})
+    wanted = flatten({"decoding": to_dict(cfg.decoding)})
+    found = [
+        f"{k}: {tested.get(k)!r} -> {wanted.get(k)!r}"
+        for k in sorted(set(tested) | set(wanted))
+        if tested.get(k) != wanted.get(k)
+    ]
+    ks = sorted({row.get("k") for row in scores.get("concat", [])} | set(scores.get("concat_not_scored", [])))
+    if ks != sorted(set(cfg.evaluation.concat)):
+        found.append(f"evaluation.concat: {ks} -> {sorted(set(cfg.evaluation.concat))}")
+    if ("teacher_forced" in scores) != bool(cfg.evaluation.teacher_forced):
+        found.append(f"evaluation.teacher_forced: {'teacher_forced' in scores} -> {cfg.evaluation.teacher_forced}")
+    return "; ".join(found) or None
+
+
 def last_end(run_dir: Path) -> Optional[dict]:
     """The run's last `end` event in metrics.jsonl (how its newest training ended), if any."""
     try:
@@ -96,6 +129,15 @@ def triage(config: str, cfg) -> tuple[str, str]:
     if differences:  # compare before skipping: a folder of another experiment is not this run
         return "left_alone", f"{run_dir} holds a run of another configuration than {config} ({differences})"
     if stored_exists(run_dir / "test" / "scores.json") and training_finished(run_dir, cfg):
+        trained_otherwise = training_changes(run_dir, cfg)
+        if trained_otherwise:  # its scores would pass for this sweep's settings
+            return "left_alone", (
+                f"{run_dir} finished training with other settings than this sweep's ({trained_otherwise}): "
+                f"give this sweep another --runs_root, or start that run over"
+            )
+        tested_otherwise = test_changes(run_dir, cfg)
+        if tested_otherwise:
+            return "test", f"{run_dir} was scored with other test-time settings ({tested_otherwise}): tested again"
         return "finished", f"{run_dir} is finished (trained to its end, test/scores.json exists)"
     checkpoints = run_dir / "checkpoints"
     if folder.state == "trained" and not any(checkpoints.glob("*.pt")):

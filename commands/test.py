@@ -50,7 +50,7 @@ from commands.cli import (
 )
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
-from training.checkpoint import checkpoint_step
+from training.checkpoint import checkpoint_step, find_best_checkpoint
 from training.loading import load_for_decoding, resolve_checkpoint, run_dir_of_checkpoint
 from training.tensorboard_log import log_test_scores
 from utils.config import ConfigError, parse_override, to_dict
@@ -64,7 +64,7 @@ from utils.files import (
     run_folder_above,
 )
 from utils.publish import OutputSet, finish_publishing, journal_file
-from utils.run_folder import TEST_OUTPUT_FILES, RunLock
+from utils.run_folder import TEST_OUTPUT_FILES, RunLock, is_run_folder
 from utils.runtime import device_at_test_time, log
 from utils.stored_files import ARCHIVED, stored_exists
 
@@ -257,6 +257,13 @@ def output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional[Path]]:
         out_dir = Path(args.output)
     elif args.src:
         out_dir = run_dir_of_checkpoint(ckpt) / f"test_{Path(args.src).name}"
+    elif (other := not_the_best(ckpt)) is not None:  # its scores never pass for the run's own test/
+        if args.split != "test":
+            raise ConfigError(
+                f"--model_path {args.model_path} is not its run's best checkpoint ({other.name} is): give --output "
+                f"for a test of the {args.split} split with it"
+            )
+        out_dir = run_dir_of_checkpoint(ckpt) / f"test_{Path(ckpt).stem}"
     elif args.split == "test" and (variant := backend_variant(args.overrides)):
         out_dir = run_dir_of_checkpoint(ckpt) / f"test_{variant}"
     else:
@@ -290,6 +297,17 @@ def same_test_done(args: TestRequest, cfg, ckpt: Path, test_set: dict, out_dir: 
         and ("teacher_forced" in scores) == bool(cfg.evaluation.teacher_forced)
     )
     return scores if same else None
+
+
+def not_the_best(ckpt: Path) -> Optional[Path]:
+    """The run's best checkpoint when `ckpt` is a checkpoint in a run folder's checkpoints/ and not
+    it (a last_*, an averaged_* or an older best_*), else None."""
+    ckpt = Path(ckpt)
+    run = run_dir_of_checkpoint(ckpt)
+    if ckpt.is_dir() or ckpt.parent.name != "checkpoints" or not is_run_folder(run):
+        return None
+    best = find_best_checkpoint(run)
+    return None if best.resolve() == ckpt.resolve() else best
 
 
 def own_folders(args: TestRequest) -> tuple[str, ...]:

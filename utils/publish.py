@@ -85,7 +85,7 @@ def finish_publishing(place: Path, on_published: Optional[Callable[[list[Path], 
     journal = journal_file(place)
     try:
         plan = json.loads(journal.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # (no journal; a place under a file is refused elsewhere)
         return False
     except (OSError, ValueError):
         plan = None  # torn or damaged: atomic writes never leave one, so it is not ours to follow

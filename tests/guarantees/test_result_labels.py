@@ -1,0 +1,61 @@
+"""A result is what it is labelled (issue 58, scope 10), through the real entry points: a test of a
+checkpoint other than the run's best never lands in its test/; a sweep run again with other
+settings re-tests a finished run (test-time keys) or leaves it alone in one line (training keys)
+instead of skipping it under the new settings' name."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from helpers import one_error_line, snapshot, tiny_overrides
+from in_process import run_in_process
+
+ROPE = "configs/demo/rope.yaml"  # the trained_run fixture's config
+
+
+def test_a_checkpoint_other_than_the_best_is_tested_into_its_own_folder(trained_run: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    assert run_in_process(["test.py", "--run", str(run)]).returncode == 0
+    best = snapshot(run / "test")
+    last = sorted((run / "checkpoints").glob("last_*.pt"))[-1]
+    proc = run_in_process(["test.py", "--model_path", str(last)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    scores = json.loads((run / f"test_{last.stem}" / "scores.json").read_text())
+    assert scores["checkpoint"] == str(last)
+    assert snapshot(run / "test") == best  # the run's own test is its best checkpoint's, untouched
+    message = one_error_line(run_in_process(["test.py", "--model_path", str(last), "--split", "valid"]))
+    assert "is not its run's best checkpoint" in message and "give --output" in message, message
+    # the best checkpoint named by path is the run's own test (the same test again: nothing to redo)
+    best_path = json.loads((run / "test" / "scores.json").read_text())["checkpoint"]
+    proc = run_in_process(["test.py", "--model_path", best_path])
+    assert proc.returncode == 0 and "already holds this test" in proc.stdout, proc.stdout
+
+
+def sweep_sets(run_dir: Path, cache: Path, *extra: str) -> list[str]:
+    sets = [s for s in tiny_overrides(run_dir, cache, steps=6)[1::2] if not s.startswith("run_dir=")]
+    return [x for s in (*sets, *extra) for x in ("--set", s)]
+
+
+def test_a_sweep_with_other_settings_retests_or_leaves_a_finished_run_alone(trained_run: Path, tmp_path: Path) -> None:
+    runs_root = tmp_path / "runs"
+    run_dir = runs_root / "demo" / "rope"
+    shutil.copytree(trained_run, run_dir)
+    assert run_in_process(["test.py", "--run", str(run_dir)]).returncode == 0
+    cache = tmp_path / "cache"
+    sweep = ["sweep.py", ROPE, "--runs_root", str(runs_root)]
+    proc = run_in_process([*sweep, *sweep_sets(run_dir, cache)])  # as it was trained and tested: skipped
+    assert proc.returncode == 0 and "is finished" in proc.stdout, proc.stdout[-2000:]
+    # another search: the finished run is tested again with it, not skipped under its name
+    proc = run_in_process([*sweep, *sweep_sets(run_dir, cache, "decoding.strategy=greedy")])
+    assert proc.returncode == 0 and "scored with other test-time settings" in proc.stdout, proc.stdout[-2000:]
+    assert "decoding.strategy: 'beam' -> 'greedy'" in proc.stdout
+    assert json.loads((run_dir / "test" / "scores.json").read_text())["decoding"]["strategy"] == "greedy"
+    # a smaller training budget (a training key): the run trained to 6 steps is not this sweep's 4-step run
+    before = snapshot(run_dir)
+    proc = run_in_process([*sweep, *sweep_sets(run_dir, cache, "decoding.strategy=greedy", "training.max_steps=4")])
+    assert proc.returncode == 2, proc.stdout[-2000:]
+    assert "finished training with other settings than this sweep's (training.max_steps: 6 -> 4)" in proc.stdout
+    assert snapshot(run_dir) == before
