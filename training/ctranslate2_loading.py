@@ -82,7 +82,7 @@ def converted(cfg, tokenizer, model, ckpt: Path):
     try:
         folder = run_dir / CTRANSLATE2 if lock is not None else temporary_folder()
         kept = (export_facts(folder).get("ctranslate2") or {}) if is_export(folder) else {}
-        if kept.get("source") == source:
+        if kept.get("source") == source and intact(folder):  # converted from this checkpoint, files unchanged
             return CTranslate2Model(folder / CTRANSLATE2, kept, in_memory=True)
         if folder.exists() and any(folder.iterdir()) and not is_own_export(folder):
             raise CheckpointError(
@@ -97,6 +97,18 @@ def converted(cfg, tokenizer, model, ckpt: Path):
     finally:
         if lock is not None:
             lock.release()
+
+
+def intact(folder: Path) -> bool:
+    """Whether a conversion's files are the ones it was written with (else it is converted again)."""
+    from training.loading import check_export_files, export_facts
+
+    try:
+        check_export_files(folder, export_facts(folder))
+    except CheckpointError as damaged:
+        log(f"note: {str(damaged).split(';')[0]}: converting again")
+        return False
+    return True
 
 
 def temporary_folder() -> Path:

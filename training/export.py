@@ -160,13 +160,26 @@ def fill_export(cfg, tokenizer, model, staging: Path, facts: dict, backend: str 
         from safetensors.torch import save_model
 
         save_model(model, str(staging / WEIGHTS), metadata={"format": EXPORT_FORMAT})
-    with naming_file(staging / CONFIG):
-        (staging / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     with naming_file(staging / "tokenizer.json"):
         tokenizer.save(staging)
+    config["files"] = export_file_hashes(staging)  # what belongs together: a swapped file is named on load
+    with naming_file(staging / CONFIG):
+        (staging / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     params = sum(p.numel() for p in model.parameters())
     with naming_file(staging / CARD):
         (staging / CARD).write_text(model_card(cfg, params, facts, config.get("ctranslate2")), encoding="utf-8")
+
+
+def export_file_hashes(folder: Path) -> dict[str, str]:
+    """{relative path: sha256} of an export's files but its config.json and model card: the weights,
+    the tokenizer, a CTranslate2 model and vocabularies (checked on load: `check_export_files`)."""
+    from utils.files import file_sha256
+
+    return {
+        str(p.relative_to(folder)): file_sha256(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.relative_to(folder).parts[0] not in (CONFIG, CARD)
+    }
 
 
 @contextlib.contextmanager

@@ -148,10 +148,28 @@ def read_export_config(path: Path) -> dict:
     return meta
 
 
+def check_export_files(path: Path, meta: dict) -> None:
+    """Every file the export's config.json records (`files`: sha256 of the weights, tokenizer,
+    CTranslate2 model and vocabularies; exports before that record none) is the one it was written
+    with: a damaged or swapped-in file (another run's tokenizer.json) is one line naming it."""
+    from utils.files import file_sha256
+
+    for name, digest in (meta.get("files") or {}).items():
+        file = path / name
+        if not file.is_file() or file_sha256(file) != digest:
+            what = "is missing" if not file.is_file() else "is not the file this export was written with"
+            raise CheckpointError(
+                f"{file} {what} (config.json records its sha256: damaged or replaced?); {reexport_hint(path, meta)}"
+            )
+
+
 def export_tokenizer(path: Path, meta: dict):
     """The export's own tokenizer (tokenizer.json, or a pretrained one's tokenizer/ folder), read
-    from the folder alone: a missing file is named, never looked up on the Hugging Face hub."""
+    from the folder alone: a missing file is named, never looked up on the Hugging Face hub. The
+    export's files are checked against its config.json's record first."""
     from tokenizer import BPETokenizer, PretrainedTokenizer
+
+    check_export_files(path, meta)
 
     if (path / BPETokenizer.filename).is_file():
         return BPETokenizer.load(path)

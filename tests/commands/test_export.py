@@ -99,3 +99,48 @@ def test_export_replaces_only_its_own_export_and_only_with_overwrite(trained_run
     proc = run(["export.py", "--model_path", str(last), "--output", str(tmp_path / "last")])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "No test scores" in (tmp_path / "last" / "README.md").read_text()
+
+
+def test_an_export_names_a_file_that_is_not_the_one_it_was_written_with(trained_run: Path, tmp_path: Path) -> None:
+    """config.json records each file's sha256 (weights, tokenizer, CTranslate2 model and vocabularies):
+    another run's tokenizer.json swapped in, or a damaged vocabulary, is one line naming the file."""
+    out = tmp_path / "exp"
+    assert run(["export.py", "--run", str(trained_run), "--output", str(out)]).returncode == 0
+    recorded = json.loads((out / "config.json").read_text())["files"]
+    assert {"model.safetensors", "tokenizer.json"} <= set(recorded)
+    text = (out / "tokenizer.json").read_text()
+    (out / "tokenizer.json").write_text(text.replace('"<unk>"', '"<UNK>"', 1))  # still a tokenizer, another one
+    proc = run(["inference.py", "--model_path", str(out), "--src_text", "bonjour"])
+    message = one_error_line(proc)
+    assert f"{out / 'tokenizer.json'} is not the file this export was written with" in message, message
+    assert "re-export it" in message
+
+    ct2 = tmp_path / "ct2"
+    assert (
+        run(["export.py", "--run", str(trained_run), "--output", str(ct2), "--format", "ctranslate2"]).returncode == 0
+    )
+    vocabularies = sorted(ct2.glob("ctranslate2/*vocabulary*"))
+    assert vocabularies and all(
+        str(v.relative_to(ct2)) in json.loads((ct2 / "config.json").read_text())["files"] for v in vocabularies
+    )
+    vocabularies[0].write_text(vocabularies[0].read_text()[:-20])  # cut short
+    message = one_error_line(run(["inference.py", "--model_path", str(ct2), "--src_text", "bonjour"]))
+    assert f"{vocabularies[0]} is not the file this export was written with" in message, message
+
+
+def test_a_runs_conversion_with_a_damaged_file_is_converted_again(trained_run: Path, tmp_path: Path) -> None:
+    """decoding.backend ctranslate2 converts the run's checkpoint once into <run>/ctranslate2/; a
+    conversion whose files changed since is converted again, not decoded with."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(trained_run, run_dir)
+    args = ["inference.py", "--run", str(run_dir), "--src_text", "bonjour", "--set", "decoding.backend=ctranslate2"]
+    args += ["--set", "decoding.length_penalty=avg"]
+    first = run(args)
+    assert first.returncode == 0, first.stderr[-2000:]
+    vocabulary = sorted((run_dir / "ctranslate2" / "ctranslate2").glob("*vocabulary*"))[0]
+    vocabulary.write_text("[]")
+    again = run(args)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "converting again" in again.stdout
+    assert again.stdout.splitlines()[-1] == first.stdout.splitlines()[-1]  # the same translation
+    assert vocabulary.read_text() != "[]"
