@@ -157,11 +157,24 @@ def parse_command(parser: argparse.ArgumentParser, argv: Optional[list[str]]) ->
     for dest, (old, new, value) in vars(args).pop(DEPRECATED_SEEN, {}).items():
         if getattr(args, dest) != value:
             raise UsageError(f"{new} and {old} both set {new}: give it once")
+    check_one_value_per_key(getattr(args, "overrides", None) or [])
     if getattr(args, "_required_output", False):
         if args.output is None:
             parser.error("the following arguments are required: --output")
         del args._required_output
     return args
+
+
+def check_one_value_per_key(overrides: list[str]) -> None:
+    """`--set KEY=A ... --set KEY=B` is refused in one line (the last would win without a word); the
+    same value twice is one setting."""
+    seen: dict[str, str] = {}
+    for item in overrides:
+        key, _, value = item.partition("=")
+        key = ".".join(k for k in key.strip().split(".") if k)
+        if key in seen and seen[key] != value.strip():
+            raise UsageError(f"--set {key} given twice ({key}={seen[key]}, then {key}={value.strip()}): give it once")
+        seen[key] = value.strip()
 
 
 RUN_HELP = "a run folder (runs/<name>): use its config and its best checkpoint"

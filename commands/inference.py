@@ -142,7 +142,7 @@ def open_output(path: Optional[str], overwrite: bool, inputs: list[Optional[str]
         return streamed(target)
     for stale in remove_own_temporaries([Path(path)]):  # a killed inference.py's partial translations
         log(f"removed {stale}, left by an inference.py that was stopped while writing")
-    return atomic_output(path)
+    return atomic_output(path, replace=overwrite)  # (without --overwrite: never over a file that appeared meanwhile)
 
 
 @contextlib.contextmanager

@@ -20,7 +20,10 @@ empty hypothesis, a source longer than the model can represent is truncated and 
 --src/--ref take plain text (.gz allowed), raw WIT3 train.tags files or WIT3 XML (aligned by
 document and segment id; documents keep --concat inputs within one talk).
 The scores of a run's own test split also go to its TensorBoard events (test/*), where the
-HParams dashboard shows them beside the run's settings.
+HParams dashboard shows them beside the run's settings. A checkpoint other than the run's best
+(--model_path <run>/checkpoints/last_*.pt) is scored into <run>/test_<checkpoint>/.
+The folder is published whole (utils/publish.py): a kill leaves the earlier test or this one,
+never a mix, and the same command again finishes it or says the test is already there.
 
 The work (what sweep.py's jobs call too): `run_test` checks that keep a score honest (only
 test-time keys overridden, the output folder the run's own or the user's, never a file replaced
@@ -48,27 +51,27 @@ from commands.cli import (
     parse_command,
     refuse_together,
 )
+from commands.test_folder import (
+    OUTPUT_FILES,
+    check_outputs,
+    earlier_outputs,
+    file_records,
+    output_folder,
+    output_folders,
+    same_test_done,
+    test_time_settings,
+)
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
-from training.checkpoint import checkpoint_step, find_best_checkpoint
+from training.checkpoint import checkpoint_step
 from training.loading import load_for_decoding, resolve_checkpoint, run_dir_of_checkpoint
 from training.tensorboard_log import log_test_scores
-from utils.config import ConfigError, parse_override, to_dict
+from utils.config import ConfigError, to_dict
 from utils.errors import HarnessError
-from utils.files import (
-    WriteError,
-    atomic_write_text,
-    check_output_folder,
-    check_target,
-    remove_own_temporaries,
-    run_folder_above,
-)
-from utils.publish import OutputSet, finish_publishing, journal_file
-from utils.run_folder import TEST_OUTPUT_FILES, RunLock, is_run_folder
+from utils.files import atomic_write_text, remove_own_temporaries
+from utils.publish import OutputSet, finish_publishing
+from utils.run_folder import RunLock, is_run_folder
 from utils.runtime import device_at_test_time, log
-from utils.stored_files import ARCHIVED, stored_exists
-
-OUTPUT_FILES = TEST_OUTPUT_FILES  # what test.py writes into its output folder (and concat/k<K>/)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,10 +132,39 @@ def run_test(**request) -> int:
     (or --src/--ref) into <run>/<split>/ (or output), on --device or else the run's training.device."""
     args = TestRequest(**request)
     check_request(args)
-    ckpt = resolve_checkpoint(args.model_path, args.run, args.config, args.overrides)
-    out_dir, run = output_folder(args, ckpt)
-    if not journal_file(out_dir).exists() and not (out_dir / "scores.json").exists():  # (else: perhaps done)
-        check_outputs(args, out_dir, run)  # a user's files refused before loading (again under the lock)
+    # One writer at a time, locked before the checkpoint is read (a train.py started meanwhile could
+    # rotate it away): the run the request reads from, and the folder it writes into
+    with contextlib.ExitStack() as locks:
+        named = run_read_from(args)
+        if named is not None:
+            locks.enter_context(RunLock(named, "test.py"))
+        ckpt = resolve_checkpoint(args.model_path, args.run, args.config, args.overrides)
+        out_dir, run = output_folder(args, ckpt)
+        if (run or out_dir).resolve() != (named.resolve() if named else None):
+            check_writable(out_dir)
+            locks.enter_context(RunLock(run if run is not None else out_dir, "test.py"))
+        return test_checkpoint(args, ckpt, out_dir, run)
+
+
+def run_read_from(args: TestRequest) -> Optional[Path]:
+    """The run folder whose checkpoint the request reads (--run, a --model_path inside a run's
+    checkpoints/), if it is one: locked before the checkpoint is chosen and read."""
+    if args.run:
+        folder = Path(args.run)
+    elif args.model_path and Path(args.model_path).parent.name == "checkpoints":
+        folder = Path(args.model_path).parent.parent
+    else:
+        return None
+    return folder if is_run_folder(folder) else None
+
+
+def test_checkpoint(args: TestRequest, ckpt: Path, out_dir: Path, run: Optional[Path]) -> int:
+    """Load, check, decode and score `ckpt` into `out_dir` (the locks held): the same test again is
+    done; an earlier one of another request needs --overwrite, checked before the decoding."""
+    if finish_publishing(out_dir):  # a test.py killed while publishing: its set is whole now
+        log(f"completed {out_dir}, which a test.py stopped while publishing it had left half published")
+    if not (out_dir / "scores.json").exists():
+        check_outputs(args, out_dir, run)  # a user's files refused before loading
     cfg, tokenizer, model = load_for_decoding(ckpt, args.overrides, args.config)
     device = device_at_test_time(args.device, cfg, ckpt)
     model.to(device)
@@ -141,17 +173,13 @@ def run_test(**request) -> int:
     pairs, documents, test_set = read_test_set(args, cfg, ckpt)
     check_concat_fits(args, cfg, len(pairs))
     check_writable(out_dir)
-    # One writer at a time: the run folder's lock (training or testing into it), else the output folder's
-    with RunLock(run if run is not None else out_dir, "test.py"):
-        if finish_publishing(out_dir):  # a test.py killed while publishing: its set is whole now
-            log(f"completed {out_dir}, which a test.py stopped while publishing it had left half published")
-        done = None if args.overwrite else same_test_done(args, cfg, ckpt, test_set, out_dir)
-        if done is not None:  # the same command again (after a kill, or a sweep's rerun): nothing to redo
-            log(f"{out_dir} already holds this test (same checkpoint, test set and settings); --overwrite redoes it")
-            print_summary(done, out_dir)
-            return 0
-        check_outputs(args, out_dir, run)  # (before minutes of decoding, after the seconds of loading)
-        return score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir)
+    done = None if args.overwrite else same_test_done(args, cfg, ckpt, test_set, out_dir)
+    if done is not None:  # the same command again (after a kill, or a sweep's rerun): nothing to redo
+        log(f"{out_dir} already holds this test (same checkpoint, test set and settings); --overwrite redoes it")
+        print_summary(done, out_dir)
+        return 0
+    check_outputs(args, out_dir, run)  # (before minutes of decoding, after the seconds of loading)
+    return score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir)
 
 
 def read_test_set(args: TestRequest, cfg, ckpt: Path) -> tuple[list, Optional[list], dict]:
@@ -239,114 +267,6 @@ def check_concat_fits(args: TestRequest, cfg, pairs: int) -> None:
         args.concat_not_scored = too_many
 
 
-def backend_variant(overrides: Sequence[str]) -> Optional[str]:
-    """The variant folder name of a run tested through another backend (`--set decoding.backend=
-    ctranslate2`, with its compute type if one is set): test_ctranslate2/ or test_ctranslate2_int8/,
-    a variant row of its own in compare.py beside the run's test/. None without such a --set."""
-    settings = test_time_settings(list(overrides))
-    if settings.get("decoding.backend") != "ctranslate2":
-        return None
-    compute_type = settings.get("decoding.compute_type")
-    return "ctranslate2" + (f"_{compute_type}" if compute_type else "")
-
-
-def output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional[Path]]:
-    """(the output folder, the run folder holding it if any): never the run folder itself, its
-    checkpoints/ or any folder in it but this test's own, never another run's."""
-    if args.output:
-        out_dir = Path(args.output)
-    elif args.src:
-        out_dir = run_dir_of_checkpoint(ckpt) / f"test_{Path(args.src).name}"
-    elif (other := not_the_best(ckpt)) is not None:  # its scores never pass for the run's own test/
-        if args.split != "test":
-            raise ConfigError(
-                f"--model_path {args.model_path} is not its run's best checkpoint ({other.name} is): give --output "
-                f"for a test of the {args.split} split with it"
-            )
-        out_dir = run_dir_of_checkpoint(ckpt) / f"test_{Path(ckpt).stem}"
-    elif args.split == "test" and (variant := backend_variant(args.overrides)):
-        out_dir = run_dir_of_checkpoint(ckpt) / f"test_{variant}"
-    else:
-        out_dir = run_dir_of_checkpoint(ckpt) / args.split
-    # Never the run folder itself, its checkpoints/ or any folder in it but this test's own: the
-    # split's folder (test/ for the test split) or test_<name>/, and only in the checkpoint's own run
-    check_output_folder(out_dir, "--output", own=own_folders(args))
-    run = run_folder_above(out_dir)
-    if run is not None and run != run_dir_of_checkpoint(ckpt).resolve():
-        raise WriteError(
-            f"--output {args.output} is inside the run folder {run}, but the model is "
-            f"{ckpt}: its scores would pass for that run's; write them elsewhere"
-        )
-    return out_dir, run
-
-
-def same_test_done(args: TestRequest, cfg, ckpt: Path, test_set: dict, out_dir: Path) -> Optional[dict]:
-    """The scores of the test in `out_dir` if it is this very request's (the checkpoint, test set,
-    test-time settings and k's it would write), else None."""
-    try:
-        scores = json.loads((out_dir / "scores.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    concat = args.concat if args.concat is not None else cfg.evaluation.concat
-    same = (
-        isinstance(scores, dict)
-        and scores.get("checkpoint") == str(ckpt)
-        and scores.get("test_set") == test_set
-        and scores.get("test_time_overrides") == test_time_settings(args.overrides)
-        and [row.get("k") for row in scores.get("concat", [])] == sorted(set(concat))
-        and ("teacher_forced" in scores) == bool(cfg.evaluation.teacher_forced)
-    )
-    return scores if same else None
-
-
-def not_the_best(ckpt: Path) -> Optional[Path]:
-    """The run's best checkpoint when `ckpt` is a checkpoint in a run folder's checkpoints/ and not
-    it (a last_*, an averaged_* or an older best_*), else None."""
-    ckpt = Path(ckpt)
-    run = run_dir_of_checkpoint(ckpt)
-    if ckpt.is_dir() or ckpt.parent.name != "checkpoints" or not is_run_folder(run):
-        return None
-    best = find_best_checkpoint(run)
-    return None if best.resolve() == ckpt.resolve() else best
-
-
-def own_folders(args: TestRequest) -> tuple[str, ...]:
-    """The folders of a run test.py may write into: the split's (test/ for the test split) or test_<name>/."""
-    return ("test_*",) if args.src else (args.split, "test_*")
-
-
-def check_outputs(args: TestRequest, out_dir: Path, run: Optional[Path]) -> None:
-    """The write guard over every file of the earlier test in `out_dir`: none of a user's replaced
-    unasked, never an input, the earlier test's only with --overwrite."""
-    own = own_folders(args)
-    if (out_dir / "concat").exists() and not args.overwrite and out_dir.name not in own:  # its k-inputs' folder
-        raise WriteError(f"{out_dir / 'concat'} exists; pass --overwrite to replace it, or choose another --output")
-    # A test of this run that an earlier version left without its scores.json (killed before it): its
-    # files in the run's own test folder were never a result, so the same command finishes it
-    unfinished = run is not None and out_dir.is_dir() and not stored_exists(out_dir / "scores.json")
-    for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input
-        for stored in (name, *(name + form for form in ARCHIVED)):  # and its archived forms (results/)
-            check_target(
-                out_dir / stored,
-                "--output",
-                inputs=[args.src, args.ref],
-                overwrite=args.overwrite or unfinished,
-                own=tuple(f"{folder}/{stored}" for folder in own),
-            )
-
-
-def output_folders(out_dir: Path) -> list[Path]:
-    """A test's folder and its concat/k<K>/ folders: where its OUTPUT_FILES are."""
-    return [out_dir, *sorted(out_dir.glob("concat/k*"))]
-
-
-def earlier_outputs(out_dir: Path) -> list[Path]:
-    """The files of the test set in `out_dir` (and its concat/k<K>/), plain and in an archived form
-    (utils/stored_files.py: a run copied back from results/): what a new test replaces or drops."""
-    names = [*OUTPUT_FILES, *(name + form for name in OUTPUT_FILES for form in ARCHIVED)]
-    return [folder / name for folder in output_folders(out_dir) for name in names if (folder / name).is_file()]
-
-
 def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir) -> int:
     """Decode and score into a staging folder, then publish the whole set at once (utils/publish.py):
     a kill leaves the earlier test or this one, never a mix; files of the earlier test that this one
@@ -381,6 +301,7 @@ def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pair
         )
         if args.concat_not_scored:
             scores["concat_not_scored"] = list(args.concat_not_scored)
+        scores["files"] = file_records(staged)  # each per-sentence file's rows and sha256: checked on reading
         atomic_write_text(staged / "scores.json", json.dumps(scores, indent=2) + "\n")
         outputs.publish(drops=earlier_outputs(out_dir))
     run_dir = run_dir_of_checkpoint(ckpt)
@@ -388,12 +309,6 @@ def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pair
         log_test_scores(run_dir, scores, checkpoint_step(ckpt))
     print_summary(scores, out_dir)
     return 0
-
-
-def test_time_settings(overrides: list[str]) -> dict:
-    """The --set keys this test ran with ({"model.positional.scaling": "yarn", ...}): how the
-    trained model was evaluated. compare.py shows a run's test_<name>/ scored so as a variant row."""
-    return {".".join(keys): value for keys, value in map(parse_override, overrides or [])}
 
 
 def print_summary(scores: dict, out_dir: Path) -> None:

@@ -224,7 +224,15 @@ def read_vocabularies(folder: Path) -> tuple[list[str], list[str]]:
 
     def read(name: str) -> Optional[list[str]]:
         path = folder / f"{name}_vocabulary.json"
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if not path.is_file():
+            return None
+        try:
+            tokens = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise BackendError(f"{path} is damaged (not a JSON list of tokens: {e}): export it again") from None
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            raise BackendError(f"{path} is damaged (not a JSON list of tokens): export it again")
+        return tokens
 
     shared = read("shared")
     source, target = (shared, shared) if shared is not None else (read("source"), read("target"))

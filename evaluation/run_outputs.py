@@ -4,6 +4,7 @@ per input (BEYOND_FILE) and its per-pair sums (PAIRS_FILE), and each source's le
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -89,13 +90,22 @@ def nll_beyond(run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]
     lines = output_lines(test_folder(run) / BEYOND_FILE)
     if lines is None or len(lines) < 2:  # not written, or no token beyond (no training length recorded)
         return None
-    try:
-        return {(int(k), int(i)): (float(x), float(n)) for k, i, n, x in (line.split("\t") for line in lines[1:])}
-    except ValueError:
-        raise ValueError(
-            f"{test_folder(run) / BEYOND_FILE} is damaged (k, input, tokens, NLL sum per line "
-            f"expected); {retest_hint(test_folder(run))}"
-        ) from None
+    found = {}
+    for number, line in enumerate(lines[1:], 2):
+        try:
+            k, i, n, x = line.split("\t")
+            found[int(k), int(i)] = (float(x), float(n))
+        except ValueError:
+            raise ValueError(
+                f"{test_folder(run) / BEYOND_FILE} line {number} is damaged (k, input, tokens, NLL sum per line "
+                f"expected); {retest_hint(test_folder(run))}"
+            ) from None
+        if not (math.isfinite(float(x)) and float(x) >= 0 and float(n) >= 0):
+            raise ValueError(
+                f"{test_folder(run) / BEYOND_FILE} line {number}: an NLL sum must be finite and not negative, "
+                f"got {x.strip()} over {n} tokens; {retest_hint(test_folder(run))}"
+            )
+    return found
 
 
 def training_length(run: dict) -> Optional[int]:

@@ -29,7 +29,7 @@ def read_ctranslate2_export(path: Path, meta: dict, overrides: Optional[list[str
     positional ones (baked into model.bin at export) and the backend may not. `allowed`: the caller
     decodes (test.py, inference.py); plots and exports need weights a CTranslate2 export lacks."""
     from decoding.ctranslate2_backend import CTranslate2Model
-    from training.loading import export_tokenizer, test_time_config
+    from training.loading import check_export_files, export_tokenizer, test_time_config
 
     if not allowed:
         raise CheckpointError(
@@ -50,6 +50,7 @@ def read_ctranslate2_export(path: Path, meta: dict, overrides: Optional[list[str
             f"(for the PyTorch decoder give the checkpoint it came from or a PyTorch export)"
         )
     tokenizer = export_tokenizer(path, meta)
+    check_export_files(path, meta)  # a cut model.bin or vocabulary is named before CTranslate2 reads it
     return cfg, tokenizer, CTranslate2Model(path / CTRANSLATE2, meta.get("ctranslate2") or {}).to(device)
 
 
@@ -72,7 +73,8 @@ def converted(cfg, tokenizer, model, ckpt: Path):
         **converter_stamp(),
     }
     in_run = ckpt.is_file() and ckpt.parent.name == "checkpoints" and is_run_folder(run_dir)
-    lock = RunLock(run_dir, "converting a checkpoint for CTranslate2") if in_run else None
+    ours = in_run and RunLock.held_here(run_dir)  # (test.py holds its run's lock from the start)
+    lock = RunLock(run_dir, "converting a checkpoint for CTranslate2") if in_run and not ours else None
     try:
         if lock is not None:
             lock.acquire()
@@ -80,7 +82,7 @@ def converted(cfg, tokenizer, model, ckpt: Path):
         log(f"note: {busy}; converting into a temporary folder instead")
         lock = None
     try:
-        folder = run_dir / CTRANSLATE2 if lock is not None else temporary_folder()
+        folder = run_dir / CTRANSLATE2 if lock is not None or ours else temporary_folder()
         kept = (export_facts(folder).get("ctranslate2") or {}) if is_export(folder) else {}
         if kept.get("source") == source and intact(folder):  # converted from this checkpoint, files unchanged
             return CTranslate2Model(folder / CTRANSLATE2, kept, in_memory=True)

@@ -112,26 +112,10 @@ def write_export(
 
 
 def same_export(a: Path, b: Path) -> bool:
-    """Whether two export folders hold the same files with the same content (a safetensors file's
-    tensors and metadata: its header's key order varies from process to process)."""
+    """Whether two export folders hold the same files, byte for byte (exports are reproducible:
+    `save_weights`)."""
     files = [sorted(str(p.relative_to(f)) for p in f.rglob("*") if p.is_file()) for f in (a, b)]
-    if files[0] != files[1]:
-        return False
-    for name in files[0]:
-        x, y = a / name, b / name
-        if x.suffix == ".safetensors":
-            from safetensors import safe_open
-            from safetensors.torch import load_file
-
-            with safe_open(str(x), "pt") as fx, safe_open(str(y), "pt") as fy:
-                if fx.metadata() != fy.metadata():
-                    return False
-            tx, ty = load_file(str(x)), load_file(str(y))
-            if tx.keys() != ty.keys() or any(not tx[k].equal(ty[k]) for k in tx):
-                return False
-        elif x.read_bytes() != y.read_bytes():
-            return False
-    return True
+    return files[0] == files[1] and all((a / n).read_bytes() == (b / n).read_bytes() for n in files[0])
 
 
 def fill_export(cfg, tokenizer, model, staging: Path, facts: dict, backend: str = "pytorch") -> None:
@@ -157,9 +141,7 @@ def fill_export(cfg, tokenizer, model, staging: Path, facts: dict, backend: str 
             "source": facts.get("source"),
         }
     else:
-        from safetensors.torch import save_model
-
-        save_model(model, str(staging / WEIGHTS), metadata={"format": EXPORT_FORMAT})
+        save_weights(model, staging / WEIGHTS)
     with naming_file(staging / "tokenizer.json"):
         tokenizer.save(staging)
     config["files"] = export_file_hashes(staging)  # what belongs together: a swapped file is named on load
@@ -168,6 +150,20 @@ def fill_export(cfg, tokenizer, model, staging: Path, facts: dict, backend: str 
     params = sum(p.numel() for p in model.parameters())
     with naming_file(staging / CARD):
         (staging / CARD).write_text(model_card(cfg, params, facts, config.get("ctranslate2")), encoding="utf-8")
+
+
+def save_weights(model, path: Path) -> None:
+    """The model's weights as safetensors, byte for byte the same for the same weights: tied
+    tensors stored once under the name safetensors' `load_model` looks for, and one metadata key
+    (safetensors writes its metadata map in a random order, so its `save_model`, which records the
+    tied names there, differs from process to process)."""
+    from safetensors.torch import _remove_duplicate_names, save_file
+
+    state = model.state_dict()
+    for removed in _remove_duplicate_names(state).values():
+        for name in removed:
+            del state[name]
+    save_file({k: v.contiguous() for k, v in state.items()}, str(path), metadata={"format": EXPORT_FORMAT})
 
 
 def export_file_hashes(folder: Path) -> dict[str, str]:

@@ -76,6 +76,7 @@ def load_for_inference(
         ) from None
     check_training_lengths(model, str(path))
     check_finite_weights(path, model.state_dict(), LOADING_FIX)
+    check_export_files(path, meta)  # (after the readers' own messages for a cut or missing file)
     model.to(device).eval()
     return cfg, tokenizer, model
 
@@ -113,6 +114,7 @@ def read_export(path: str | Path, overrides: Optional[list[str]], device: str, c
         ) from None
     check_training_lengths(model, str(path))
     check_finite_weights(path, model.state_dict(), LOADING_FIX)
+    check_export_files(path, meta)  # (after the readers' own messages for a cut or missing file)
     model.to(device).eval()
     return cfg, tokenizer, model
 
@@ -165,11 +167,8 @@ def check_export_files(path: Path, meta: dict) -> None:
 
 def export_tokenizer(path: Path, meta: dict):
     """The export's own tokenizer (tokenizer.json, or a pretrained one's tokenizer/ folder), read
-    from the folder alone: a missing file is named, never looked up on the Hugging Face hub. The
-    export's files are checked against its config.json's record first."""
+    from the folder alone: a missing file is named, never looked up on the Hugging Face hub."""
     from tokenizer import BPETokenizer, PretrainedTokenizer
-
-    check_export_files(path, meta)
 
     if (path / BPETokenizer.filename).is_file():
         return BPETokenizer.load(path)

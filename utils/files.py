@@ -287,10 +287,14 @@ def user_mode(folder: bool = False) -> int:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | Path, mode: str = "w", encoding: Optional[str] = "utf-8") -> Iterator:
+def atomic_output(
+    path: str | Path, mode: str = "w", encoding: Optional[str] = "utf-8", replace: bool = True
+) -> Iterator:
     """Open a temporary beside `path` for writing; on success it replaces `path` in one rename, on any
     error it is removed (an OSError becomes one WriteError line naming `path`). A link is written
-    through (what it points to is replaced); a device, FIFO or socket is never replaced by a file."""
+    through (what it points to is replaced); a device, FIFO or socket is never replaced by a file.
+    `replace=False` (no --overwrite): published only if `path` is still absent then (a link, which
+    fails if it exists), so a second command that checked at the same time never replaces the first's."""
     path = followed_link(path, "output") if Path(path).is_symlink() else Path(path)
     if special_kind(path):
         raise WriteError(f"cannot write {path}: it is {special_kind(path)}, not a regular file; give a file name")
@@ -303,7 +307,10 @@ def atomic_output(path: str | Path, mode: str = "w", encoding: Optional[str] = "
             os.fsync(f.fileno())
         os.chmod(tmp, user_mode())  # mkstemp makes it private (0600); outputs are as readable as any file
         write_point("written", Path(tmp))
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            publish_if_absent(Path(tmp), path)
         write_point("renamed", path)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
@@ -311,6 +318,24 @@ def atomic_output(path: str | Path, mode: str = "w", encoding: Optional[str] = "
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def publish_if_absent(tmp: Path, path: Path) -> None:
+    """Rename `tmp` to `path` unless `path` exists by then (WriteError naming it)."""
+    appeared = WriteError(
+        f"--output {path} appeared while this command ran (another command wrote it): left as it is; "
+        f"pass --overwrite to replace it, or choose another file"
+    )
+    try:
+        os.link(tmp, path)  # atomic, and fails where `path` exists
+    except FileExistsError:
+        raise appeared from None
+    except OSError:  # a file system without hard links (FAT, some network ones): check, then rename
+        if path.exists():
+            raise appeared from None
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -16,19 +16,22 @@ POSIX has no rename of a folder over a non-empty folder, and a summary set share
 other files, so a journal of renames, not a directory swap, is the one mechanism for both.
 
 Crash tests (tests/guarantees/test_crash_consistency.py) kill a command at its N-th write point:
-`HARNESS_KILL_AT=N` makes `write_point` SIGKILL the process there, and `HARNESS_WRITE_LOG=FILE`
-appends one line per write point (what and where) to FILE.
+`HARNESS_KILL_AT=N` makes `write_point` SIGKILL the process there (`HARNESS_KILL_SIGNAL=TERM`: a
+SIGTERM, which a command turns into a stop), and `HARNESS_WRITE_LOG=FILE` appends one line per
+write point (what and where) to FILE.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import shutil
 import signal
+import threading
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 STAGING_SUFFIX = ".staging"
 JOURNAL_SUFFIX = ".publishing.json"
@@ -44,7 +47,7 @@ def write_point(what: str, path: Path) -> None:
         with open(log_file, "a", encoding="utf-8") as f:
             f.write(f"{_write_points}\t{what}\t{path}\n")
     if os.environ.get("HARNESS_KILL_AT") == str(_write_points):
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), getattr(signal, "SIG" + os.environ.get("HARNESS_KILL_SIGNAL", "KILL")))
 
 
 def staging_folder(place: Path) -> Path:
@@ -77,11 +80,31 @@ def _move(staged: Path, target: Path) -> None:
         staged.unlink()
 
 
+@contextlib.contextmanager
+def stops_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block ends (they stop the command right after it): a
+    publication, once its journal is written, is never left half done by a stop."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def finish_publishing(place: Path, on_published: Optional[Callable[[list[Path], list[Path]], None]] = None) -> bool:
     """Complete a publication a kill interrupted (its journal is there): do the moves whose staged
     file is still there and the removals, then delete the journal and the staging folder. Returns
     whether there was one. `on_published(moved targets, removed)` runs before the journal goes (a
-    record of what was written: redone if a kill comes in between)."""
+    record of what was written: redone if a kill comes in between). A stop waits until it is done."""
+    with stops_held():
+        return _finish(place, on_published)
+
+
+def _finish(place: Path, on_published: Optional[Callable[[list[Path], list[Path]], None]]) -> bool:
     journal = journal_file(place)
     try:
         plan = json.loads(journal.read_text(encoding="utf-8"))
@@ -142,7 +165,8 @@ class OutputSet:
         return self
 
     def __exit__(self, kind, error, traceback) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)  # (after an error, or a set left unpublished)
+        if not journal_file(self.place).exists():  # (a journal: its staged files are the set, kept to finish)
+            shutil.rmtree(self.staging, ignore_errors=True)  # after an error, or a set left unpublished
 
     def staged_folder(self) -> Path:
         """The staging twin of a folder set's `place` (its files keep their layout inside)."""
@@ -165,6 +189,7 @@ class OutputSet:
         journal = {"moves": moves, "removes": sorted(str(p) for p in drops if Path(p) not in published)}
         from utils.files import atomic_write_text  # (utils.files counts its writes here)
 
-        atomic_write_text(journal_file(self.place), json.dumps(journal, indent=1) + "\n")
-        finish_publishing(self.place, self.on_published)
+        with stops_held():  # from the journal on, a stop waits until the set is published
+            atomic_write_text(journal_file(self.place), json.dumps(journal, indent=1) + "\n")
+            _finish(self.place, self.on_published)
         return sorted(published)

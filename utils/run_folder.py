@@ -316,9 +316,16 @@ class RunLock:
     the holder's PID and command in <run>/.lock.pid, since the lock itself records none. Reliable on
     local filesystems; on network filesystems (NFS) it is only as good as their flock support."""
 
+    _held_here: set[Path] = set()  # the run folders this process holds (a command's own nested work)
+
     def __init__(self, run_dir: Path, command: str) -> None:
         self.run_dir, self.command = Path(run_dir), command
         self._lock = None
+
+    @classmethod
+    def held_here(cls, run_dir: Path) -> bool:
+        """Whether this process holds the run folder's lock (test.py converting its run for CTranslate2)."""
+        return Path(run_dir).resolve() in cls._held_here
 
     def acquire(self) -> "RunLock":
         from filelock import FileLock, Timeout
@@ -343,10 +350,12 @@ class RunLock:
             ) from None
         self._lock = lock
         (self.run_dir / LOCK_FILES[1]).write_text(f"PID {os.getpid()}: {self.command}\n", encoding="utf-8")
+        RunLock._held_here.add(self.run_dir.resolve())
         return self
 
     def release(self) -> None:
         if self._lock is not None:
+            RunLock._held_here.discard(self.run_dir.resolve())
             (self.run_dir / LOCK_FILES[1]).unlink(missing_ok=True)
             self._lock.release()
             self._lock = None

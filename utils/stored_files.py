@@ -133,8 +133,36 @@ def read_text(path: str | Path) -> Optional[str]:
 
 
 def read_lines(path: str | Path) -> Optional[list[str]]:
+    """The lines of a stored output file (None when not written), checked against the row count and
+    sha256 its test folder's scores.json records for it (test.py since issue 58; older ones record
+    none): a file cut short, grown or edited is named here, before anything is computed from it."""
     text = read_text(path)
-    return None if text is None else text.splitlines()
+    if text is None:
+        return None
+    recorded = recorded_file(Path(path))
+    if recorded is not None:
+        rows, digest = len(text.splitlines()), hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if (rows, digest) != (recorded.get("rows"), recorded.get("sha256")):
+            raise StoredFileError(
+                path,
+                f"is not the file test.py wrote ({rows} lines; scores.json records {recorded.get('rows')} lines "
+                f"and its sha256): cut or edited?",
+            )
+    return text.splitlines()
+
+
+def recorded_file(path: Path) -> Optional[dict]:
+    """What test.py recorded in scores.json for `path` ({"rows", "sha256"}), from the test folder
+    holding it (up to two levels above: concat/k<K>/), or None."""
+    for folder in list(path.parents)[:3]:
+        text = read_text(folder / "scores.json") if path.name != "scores.json" else None
+        if text is not None:
+            try:
+                files = json.loads(text).get("files")
+            except (ValueError, AttributeError):
+                return None
+            return (files or {}).get(path.relative_to(folder).as_posix()) if isinstance(files, dict) else None
+    return None
 
 
 def _utf8(data: bytes, where: Path) -> str:

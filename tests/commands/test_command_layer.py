@@ -180,6 +180,14 @@ def test_an_output_alias_is_the_same_flag(trained_run: Path, tmp_path: Path) -> 
         ),
         (["inference.py", "--run", "runs/a", "--beam_size", "2", "--beam_size", "5"], "--beam_size given twice"),
         (["visualize.py", "pe-heatmap", "--positions", "5", "--positions", "6"], "--positions given twice"),
+        (
+            ["train.py", "--config", "missing.yaml", "--set", "training.lr=1", "--set", "training.lr=2"],
+            "--set training.lr given twice (training.lr=1, then training.lr=2): give it once",
+        ),
+        (
+            ["sweep.py", "missing.yaml", "--set", "decoding.beam_size=2", "--set", " decoding.beam_size = 5"],
+            "--set decoding.beam_size given twice",
+        ),
     ],
 )
 def test_a_flag_given_twice_with_different_values_is_refused(args: list[str], says: str) -> None:
@@ -191,6 +199,9 @@ def test_a_flag_given_twice_with_different_values_is_refused(args: list[str], sa
 
 
 def test_a_flag_given_twice_with_the_same_value_is_taken(tmp_path: Path) -> None:
+    from commands.cli import check_one_value_per_key
+
+    check_one_value_per_key(["training.lr=1", "decoding.beam_size=2", "training.lr=1"])  # one setting, twice
     out = tmp_path / "pe.png"
     proc = run_in_process(["visualize.py", "pe-heatmap", "--positions", "5", "--positions", "5", "--output", str(out)])
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, read_jsonl, tiny_overrides, with_sets
+from helpers import ROOT, read_jsonl, rewrite_test_output, tiny_overrides, with_sets
 
 from commands import compare
 from commands.cli import main_guard
@@ -349,14 +349,14 @@ def test_baseline_option_and_refusal_on_different_references(swept: Path, tmp_pa
     other = tmp_path / "other_test_set"
     shutil.copytree(run_dir(swept, "demo/rope", 2), other)
     refs = (other / "test" / "references.txt").read_text().splitlines()
-    (other / "test" / "references.txt").write_text("\n".join(["A different sentence.", *refs[1:]]) + "\n")
+    rewrite_test_output(other / "test" / "references.txt", "\n".join(["A different sentence.", *refs[1:]]) + "\n")
     assert main_guard(compare.main, [runs[0], str(other)]) == 2
     assert "references differ" in capsys.readouterr().err
     # the same check for the joined inputs of the length protocol (e.g. another concat_seed)
     other_k = tmp_path / "other_concat_order"
     shutil.copytree(run_dir(swept, "demo/rope", 2), other_k)
     k2 = other_k / "test" / "concat" / "k2" / "references.txt"
-    k2.write_text("\n".join(reversed(k2.read_text().splitlines())) + "\n")
+    rewrite_test_output(k2, "\n".join(reversed(k2.read_text().splitlines())) + "\n")
     assert main_guard(compare.main, [runs[0], str(other_k)]) == 2
     assert "k=2 references differ" in capsys.readouterr().err
 

@@ -146,9 +146,10 @@ def long_local_sweep(tmp_path: Path):
     import subprocess
     import sys
 
-    from helpers import ROOT, tiny_overrides
+    from helpers import ROOT, tiny_overrides, with_sets
 
-    sets = tiny_overrides(tmp_path / "unused", tmp_path / "cache", steps=100000)[2:]
+    tiny = tiny_overrides(tmp_path / "unused", tmp_path / "cache", steps=100000)[2:]
+    sets = with_sets(tiny, "training.bleu_sentences=0", "training.validate_every_steps=1000")
     args = [
         sys.executable,
         "sweep.py",
@@ -156,10 +157,6 @@ def long_local_sweep(tmp_path: Path):
         "--runs_root",
         str(tmp_path / "runs"),
         *sets,
-        "--set",
-        "training.bleu_sentences=0",
-        "--set",
-        "training.validate_every_steps=1000",
         "--launcher",
         "local",
         "--parallel",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import ROOT, final_params, losses, read_jsonl, tiny_overrides
+from helpers import ROOT, final_params, losses, read_jsonl, tiny_overrides, with_sets
 from slurm_cluster import LocalSlurm, missing_binaries
 
 pytestmark = pytest.mark.slow  # a real SLURM cluster started and stopped, sweeps of real jobs
@@ -34,13 +34,9 @@ def cluster(tmp_path_factory):
 def sweep_args(base: Path, steps: int) -> list[str]:
     sets = tiny_overrides(Path("unused"), base / "cache", steps=steps)[2:]  # run_dir: one per seed, from sweep
     return [
-        *sets,
-        "--set",
-        "training.bleu_sentences=0",
-        "--set",
-        "training.validate_every_steps=4",
-        "--set",
-        "evaluation.teacher_forced=false",
+        *with_sets(
+            sets, "training.bleu_sentences=0", "training.validate_every_steps=4", "evaluation.teacher_forced=false"
+        ),
         "--runs_root",
         str(base / "runs"),
         "--output",

@@ -11,6 +11,8 @@ tokens: beyond T5's exact buckets and Shaw's clip) agree within TOLERANCE.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -191,6 +193,9 @@ def _record_training_length(folder: Path) -> None:
         if key.endswith("training_length"):
             weights[key] = torch.tensor(20)
     save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pe-harness-export"})
+    config = json.loads((folder / "config.json").read_text())  # recorded as export.py records its files
+    config["files"]["model.safetensors"] = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
 
 
 def test_min_len_holds_back_the_first_eos_alike(trained, tmp_path: Path) -> None:
@@ -295,7 +300,8 @@ def test_a_damaged_ctranslate2_export_is_one_line(trained_run: Path, tmp_path: P
     model_bin = export / "ctranslate2" / "model.bin"
     model_bin.write_bytes(model_bin.read_bytes()[:1000])  # a cut copy
     args = ["inference.py", "--model_path", str(export), "--src_text", "Bonjour", "--length_penalty", "avg"]
-    assert "cannot load" in one_error_line(run(args))
+    message = one_error_line(run(args))  # (config.json's record of its sha256 names it before CTranslate2 reads it)
+    assert f"{model_bin} is not the file this export was written with" in message, message
     model_bin.unlink()
     assert f"{model_bin} is missing" in one_error_line(run(args))
 

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import CONFIG, ROOT, one_error_line, tiny_overrides, torchrun, train, write_parquet_dir
+from helpers import CONFIG, ROOT, one_error_line, tiny_overrides, torchrun, train, with_sets, write_parquet_dir
 from in_process import run_in_process as run  # real subprocesses only for stdin and torchrun
 
 from utils.config import ConfigError, load_config
@@ -141,9 +141,7 @@ def test_torchrun_ranks_end_with_one_line_for_a_subclass_of_the_expected_errors(
             "train.py",
             "--config",
             "configs/demo/rope.yaml",
-            *tiny_overrides(run_dir, tmp_path / "cache"),
-            "--set",
-            "model.d_model=64",
+            *with_sets(tiny_overrides(run_dir, tmp_path / "cache"), "model.d_model=64"),
             "--resume",
         ]
     )

@@ -16,7 +16,7 @@ from unittest import mock
 
 import helpers
 import pytest
-from helpers import CONFIG, ROOT, one_error_line, read_jsonl, run, snapshot, tiny_overrides, train
+from helpers import CONFIG, ROOT, one_error_line, read_jsonl, run, snapshot, tiny_overrides, train, with_sets
 from in_process import run_in_process
 
 from utils.run_folder import RunLock
@@ -127,9 +127,7 @@ def test_04_overwrite_of_the_working_directory_starts_a_new_run_in_it(trained_ru
             str(ROOT / "train.py"),
             "--config",
             str(ROOT / ROPE),
-            *tiny_sets(".", tmp_path / "cache"),
-            "--set",
-            f"data.path={corpus}",
+            *with_sets(tiny_sets(".", tmp_path / "cache"), f"data.path={corpus}"),
             "--overwrite",
         ],
         cwd=run_dir,
@@ -200,9 +198,7 @@ def test_10_one_writer_per_run_folder(trained_run: Path, tmp_path: Path) -> None
                     "train.py",
                     "--config",
                     CONFIG,
-                    *tiny_sets(fresh, tmp_path / "cache", steps=4),
-                    "--set",
-                    "training.bleu_sentences=0",
+                    *with_sets(tiny_sets(fresh, tmp_path / "cache", steps=4), "training.bleu_sentences=0"),
                 ]
             )
         )
@@ -592,7 +588,7 @@ def test_a_sweep_trains_on_when_it_asks_for_a_larger_budget(trained_run: Path, t
     ]
     proc = run_in_process(["sweep.py", ROPE, "--runs_root", str(runs_root), *sets])  # the budget it trained to: skipped
     assert proc.returncode == 0 and "skipped" in proc.stdout, proc.stderr[-2000:]
-    proc = run_in_process(["sweep.py", ROPE, "--runs_root", str(runs_root), *sets, "--set", "training.max_steps=8"])
+    proc = run_in_process(["sweep.py", ROPE, "--runs_root", str(runs_root), *with_sets(sets, "training.max_steps=8")])
     assert proc.returncode == 0 and "resuming" in proc.stdout, proc.stderr[-2000:]
     assert [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl") if r["event"] == "end"][-1] == 8
 

@@ -83,13 +83,13 @@ def test_a_model_too_large_for_this_machine_is_one_line(tmp_path) -> None:
     import subprocess
     import sys
 
-    from helpers import ROOT, tiny_overrides
+    from helpers import ROOT, tiny_overrides, with_sets
 
     def limit_memory() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
 
     sizes = ["model.d_model=8192", "model.num_heads=8", "model.ffn_dim=65536"]
-    args = [*tiny_overrides(tmp_path / "run", tmp_path / "cache"), *[x for s in sizes for x in ("--set", s)]]
+    args = with_sets(tiny_overrides(tmp_path / "run", tmp_path / "cache"), *sizes)
     proc = subprocess.run(
         [sys.executable, "train.py", "--config", "configs/demo/sinusoidal.yaml", *args],
         cwd=ROOT,

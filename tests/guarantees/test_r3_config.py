@@ -13,7 +13,7 @@ import typing
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, TINY_CORPUS, one_error_line, tiny_overrides
+from helpers import ROOT, TINY_CORPUS, one_error_line, tiny_overrides, with_sets
 from in_process import run_in_process as run
 
 from evaluation.run_groups import experiment_settings
@@ -230,8 +230,7 @@ def cache(tmp_path_factory) -> Path:
 
 
 def train_tiny(run_dir: Path, cache: Path, *sets: str, config: Path = CONFIG):
-    flags = [x for s in sets for x in ("--set", s)]
-    return run(["train.py", "--config", str(config), *tiny_overrides(run_dir, cache), *flags])
+    return run(["train.py", "--config", str(config), *with_sets(tiny_overrides(run_dir, cache), *sets)])
 
 
 def test_length_filters_that_leave_no_training_pair_are_named(tmp_path: Path, cache: Path) -> None:

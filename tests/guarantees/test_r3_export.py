@@ -133,9 +133,9 @@ def test_output_links_and_folders_that_are_not_exports(greedy_run: Path, exporte
     (tmp_path / "empty").mkdir()  # an empty folder (made beforehand with mkdir) is filled: nothing to lose
     assert run(["export.py", "--run", str(greedy_run), "--output", str(tmp_path / "empty")]).returncode == 0
     assert (tmp_path / "empty" / "model.safetensors").is_file()
-    # an earlier export without --overwrite: says --overwrite replaces it
-    message = one_error_line(run(["export.py", "--run", str(greedy_run), "--output", str(exported)]))
-    assert "is an earlier export: pass --overwrite" in message
+    # another export over an earlier one without --overwrite: says --overwrite replaces it
+    other = ["export.py", "--run", str(greedy_run), "--output", str(exported), "--set", "decoding.beam_size=3"]
+    assert "is an earlier export: pass --overwrite" in one_error_line(run(other))
 
 
 def test_a_full_disk_names_the_file_and_keeps_the_earlier_export(greedy_run: Path, tmp_path: Path, monkeypatch) -> None:
@@ -149,7 +149,7 @@ def test_a_full_disk_names_the_file_and_keeps_the_earlier_export(greedy_run: Pat
     def disk_full(*args, **kwargs):  # what safetensors raises when the disk fills (seen on a tiny tmpfs)
         raise safetensors.SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
 
-    monkeypatch.setattr(safetensors.torch, "save_model", disk_full)
+    monkeypatch.setattr(safetensors.torch, "save_file", disk_full)
     message = one_error_line(run(["export.py", "--run", str(greedy_run), "--output", str(out), "--overwrite"]))
     assert message.startswith(f"error: cannot write {out / 'model.safetensors'}: ") and "No space left" in message
     assert f"the export at {out} is unchanged" in message
@@ -209,7 +209,7 @@ def test_any_safetensors_error_while_writing_names_the_weights_file(
     def refused(*args, **kwargs):  # safetensors' own writer fails, with a text the harness never saw
         raise safetensors.SafetensorError("x")
 
-    monkeypatch.setattr(safetensors.torch, "serialize_file", refused)  # save_model runs up to the write
+    monkeypatch.setattr(safetensors.torch, "serialize_file", refused)  # save_file runs up to the write
     out = tmp_path / "exp"
     message = one_error_line(run(["export.py", "--run", str(greedy_run), "--output", str(out)]))
     assert message.startswith(f"error: cannot write {out / 'model.safetensors'}: x"), message

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import CONFIG, ROOT, copy_of, one_error_line, scored_and_sinusoidal, snapshot, tiny_overrides
+from helpers import CONFIG, ROOT, copy_of, one_error_line, scored_and_sinusoidal, snapshot, tiny_overrides, with_sets
 from in_process import run_in_process as run
 
 
@@ -61,7 +61,7 @@ def test_sweep_with_unexpanded_tilde_trains_nothing_here(tmp_path, given):
 def test_train_run_dir_with_unexpanded_tilde_makes_no_folder_here(tmp_path):
     sets = tiny_overrides(tmp_path / "unused", tmp_path / "cache")
     proc = run(
-        [str(ROOT / "train.py"), "--config", str(ROOT / CONFIG), *sets, "--set", "run_dir=~/r3-run"], cwd=tmp_path
+        [str(ROOT / "train.py"), "--config", str(ROOT / CONFIG), *with_sets(sets, "run_dir=~/r3-run")], cwd=tmp_path
     )
     assert "run_dir ~/r3-run" in one_error_line(proc)
     assert not (tmp_path / "~").exists()

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from helpers import CONFIG, ROOT, one_error_line, tiny_overrides
+from helpers import CONFIG, ROOT, one_error_line, tiny_overrides, with_sets
 from in_process import run_in_process as run
 from slurm_cluster import LocalSlurm, missing_binaries
 
@@ -80,9 +80,9 @@ def test_a_job_pending_for_a_reason_slurm_does_not_resolve_is_said_once(tmp_path
     assert "--cpus_per_run" in lines[0] and "scancel 3" in lines[0]
 
 
-def tiny_sweep(tmp_path: Path, *flags: str) -> list[str]:
-    sets = tiny_overrides(tmp_path / "unused", tmp_path / "cache", steps=4)[2:]
-    return ["sweep.py", CONFIG, *sets, "--runs_root", str(tmp_path / "runs"), "--launcher", "slurm", *flags]
+def tiny_sweep(tmp_path: Path, *flags: str, sets: tuple[str, ...] = ()) -> list[str]:
+    tiny = with_sets(tiny_overrides(tmp_path / "unused", tmp_path / "cache", steps=4)[2:], *sets)
+    return ["sweep.py", CONFIG, *tiny, "--runs_root", str(tmp_path / "runs"), "--launcher", "slurm", *flags]
 
 
 def test_no_slurm_here_is_one_line_naming_the_launchers_that_work(tmp_path: Path, monkeypatch) -> None:
@@ -170,8 +170,8 @@ def test_a_bad_partition_is_one_line(cluster: LocalSlurm, tmp_path: Path, monkey
 
 
 def start_sweep(cluster: LocalSlurm, tmp_path: Path) -> subprocess.Popen:
-    args = tiny_sweep(tmp_path, "--seeds", "1", "2", "--slurm_array_parallelism", "1", "--time", "10")
-    args += ["--set", "training.bleu_sentences=0", "--set", "evaluation.teacher_forced=false"]
+    sets = ("training.bleu_sentences=0", "evaluation.teacher_forced=false")
+    args = tiny_sweep(tmp_path, "--seeds", "1", "2", "--slurm_array_parallelism", "1", "--time", "10", sets=sets)
     return subprocess.Popen(
         [sys.executable, *args],
         cwd=ROOT,

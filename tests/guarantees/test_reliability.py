@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, final_params, losses, read_jsonl, tiny_overrides
+from helpers import ROOT, final_params, losses, read_jsonl, tiny_overrides, with_sets
 from in_process import run_in_process as run  # a subprocess only where a signal is sent
 
 
@@ -21,9 +21,7 @@ def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path: Path) -> None:
         "train.py",
         "--config",
         "configs/demo/sinusoidal.yaml",
-        *tiny_overrides(run_dir, tmp_path / "cache", steps=100000),
-        "--set",
-        "training.validate_every_steps=1000",
+        *with_sets(tiny_overrides(run_dir, tmp_path / "cache", steps=100000), "training.validate_every_steps=1000"),
     ]
     proc = subprocess.Popen(
         [sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -65,13 +63,12 @@ def test_divergence_stops_with_a_message(tmp_path: Path) -> None:
             "train.py",
             "--config",
             "configs/demo/sinusoidal.yaml",
-            *tiny_overrides(run_dir, tmp_path / "cache"),
-            "--set",
-            "training.lr=1e30",
-            "--set",
-            "training.clip_grad_norm=null",
-            "--set",
-            "training.max_steps=50",
+            *with_sets(
+                tiny_overrides(run_dir, tmp_path / "cache"),
+                "training.lr=1e30",
+                "training.clip_grad_norm=null",
+                "training.max_steps=50",
+            ),
         ]
     )
     assert proc.returncode == 3, proc.stderr[-3000:]
@@ -87,13 +84,12 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> Non
             "train.py",
             "--config",
             "configs/demo/sinusoidal.yaml",
-            *tiny_overrides(run_dir, tmp_path / "cache", steps=steps),
-            "--set",
-            "training.validate_every_steps=4",
-            "--set",
-            "training.log_every=2",
-            "--set",
-            "training.bleu_sentences=0",
+            *with_sets(
+                tiny_overrides(run_dir, tmp_path / "cache", steps=steps),
+                "training.validate_every_steps=4",
+                "training.log_every=2",
+                "training.bleu_sentences=0",
+            ),
         ]
 
     # The full length leaves the killed run far from the end however late the kill comes under load

@@ -9,7 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from helpers import one_error_line, snapshot, tiny_overrides
+from helpers import one_error_line, snapshot, tiny_overrides, with_sets
 from in_process import run_in_process
 
 ROPE = "configs/demo/rope.yaml"  # the trained_run fixture's config
@@ -36,7 +36,7 @@ def test_a_checkpoint_other_than_the_best_is_tested_into_its_own_folder(trained_
 
 def sweep_sets(run_dir: Path, cache: Path, *extra: str) -> list[str]:
     sets = [s for s in tiny_overrides(run_dir, cache, steps=6)[1::2] if not s.startswith("run_dir=")]
-    return [x for s in (*sets, *extra) for x in ("--set", s)]
+    return with_sets([x for s in sets for x in ("--set", s)], *extra)
 
 
 def test_a_sweep_with_other_settings_retests_or_leaves_a_finished_run_alone(trained_run: Path, tmp_path: Path) -> None:

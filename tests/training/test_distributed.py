@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import read_jsonl, tiny_overrides, torchrun
+from helpers import read_jsonl, tiny_overrides, torchrun, with_sets
 
 pytestmark = pytest.mark.slow  # torchrun: two ranks, each a process of its own
 
@@ -43,9 +43,7 @@ def test_resume_under_world_size_two(tmp_path: Path) -> None:
             "train.py",
             "--config",
             "configs/demo/sinusoidal.yaml",
-            *tiny_overrides(run_dir, tmp_path / "cache", steps=4),
-            "--set",
-            "training.validate_every_steps=2",
+            *with_sets(tiny_overrides(run_dir, tmp_path / "cache", steps=4), "training.validate_every_steps=2"),
         ]
     )
     assert first.returncode == 0, first.stderr[-3000:]

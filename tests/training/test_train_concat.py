@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import final_params, losses, tiny_overrides
+from helpers import final_params, losses, tiny_overrides, with_sets
 from in_process import run_in_process as run
 
 from data.concat import ConcatPairDataset, plan_train_concat
@@ -81,13 +81,12 @@ def test_training_with_joined_pairs_resumes_exactly(tmp_path: Path):
             "train.py",
             "--config",
             "configs/demo/rope.yaml",
-            *tiny_overrides(run_dir, tmp_path / "cache", steps),
-            "--set",
-            "data.train_concat.prob=0.5",
-            "--set",
-            "data.train_concat.max_k=3",
-            "--set",
-            "training.bleu_sentences=0",
+            *with_sets(
+                tiny_overrides(run_dir, tmp_path / "cache", steps),
+                "data.train_concat.prob=0.5",
+                "data.train_concat.max_k=3",
+                "training.bleu_sentences=0",
+            ),
         ]
 
     full = run(args(tmp_path / "full", 8))
