@@ -59,3 +59,31 @@ def test_a_sweep_with_other_settings_retests_or_leaves_a_finished_run_alone(trai
     assert proc.returncode == 2, proc.stdout[-2000:]
     assert "finished training with other settings than this sweep's (training.max_steps: 6 -> 4)" in proc.stdout
     assert snapshot(run_dir) == before
+
+
+def test_a_new_test_replaces_every_file_of_the_earlier_one(trained_run: Path, tmp_path: Path) -> None:
+    """--overwrite with fewer outputs (no teacher-forced diagnostic, fewer k's): the earlier test's
+    teacher_forced_*.tsv and concat/k2/ go as the new set is published, never left to pass for its own."""
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    shutil.rmtree(run / "test", ignore_errors=True)
+    assert run_in_process(["test.py", "--run", str(run), "--concat", "1", "2"]).returncode == 0
+    assert (run / "test" / "concat" / "k2").is_dir() and (run / "test" / "teacher_forced_pairs.tsv").is_file()
+    args = ["test.py", "--run", str(run), "--concat", "1", "--overwrite", "--set", "evaluation.teacher_forced=false"]
+    assert run_in_process(args).returncode == 0
+    left = sorted(p.relative_to(run / "test").as_posix() for p in (run / "test").rglob("*"))
+    assert left == [
+        "concat",
+        "concat/k1",
+        "concat/k1/hypotheses.txt",
+        "concat/k1/references.txt",
+        "concat/k1/sources.txt",
+        "hypotheses.txt",
+        "references.txt",
+        "scores.json",
+        "source_lengths.txt",
+        "sources.txt",
+    ]
+    assert sorted(json.loads((run / "test" / "scores.json").read_text())["files"]) == [
+        p for p in left if "." in p and p != "scores.json"
+    ]
