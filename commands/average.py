@@ -19,7 +19,7 @@ from commands.cli import command_parser, parse_command
 from training.checkpoint import CheckpointError, check_finite_weights, checkpoint_step, read_checkpoint, saved_config
 from training.loading import check_checkpoint_of_run
 from utils.config import ConfigError
-from utils.files import WriteError, atomic_save, check_target
+from utils.files import WriteError, atomic_save, check_target, remove_own_temporaries
 from utils.run_folder import run_folder_above
 
 AVERAGE_FIX = "the average would be NaN: average fewer (--average_last) or other checkpoints"
@@ -101,6 +101,8 @@ def average(run: Optional[str], average_last: int, output: Optional[str] = None,
             f"{run}'s: it would pass for {holder.name}'s own; write it to {Path(run) / 'checkpoints'} "
             f"or outside any run folder"
         )
-    atomic_save(average_checkpoints(paths), out)
+    for stale in remove_own_temporaries([out]):  # a killed average.py's half-written checkpoint
+        print(f"removed {stale}, left by an average.py that was stopped while writing")
+    atomic_save(average_checkpoints(paths), out, replace=overwrite)  # (never over one that appeared meanwhile)
     print(f"averaged {', '.join(p.name for p in paths)} -> {out}")
     return 0

@@ -69,7 +69,7 @@ from training.tensorboard_log import log_test_scores
 from utils.config import ConfigError, to_dict
 from utils.errors import HarnessError
 from utils.files import atomic_write_text, remove_own_temporaries
-from utils.publish import OutputSet, finish_publishing
+from utils.publish import OutputSet, clear_leftovers, finish_publishing, journal_file
 from utils.run_folder import RunLock, is_run_folder
 from utils.runtime import device_at_test_time, log
 
@@ -140,10 +140,12 @@ def run_test(**request) -> int:
             locks.enter_context(RunLock(named, "test.py"))
         ckpt = resolve_checkpoint(args.model_path, args.run, args.config, args.overrides)
         out_dir, run = output_folder(args, ckpt)
-        if (run or out_dir).resolve() != (named.resolve() if named else None):
-            check_writable(out_dir)
-            locks.enter_context(RunLock(run if run is not None else out_dir, "test.py"))
-        return test_checkpoint(args, ckpt, out_dir, run)
+
+        def lock_output() -> None:  # the output folder's own lock, where it is not the run read from
+            if (run or out_dir).resolve() != (named.resolve() if named else None):
+                locks.enter_context(RunLock(run if run is not None else out_dir, "test.py"))
+
+        return test_checkpoint(args, ckpt, out_dir, run, lock_output)
 
 
 def run_read_from(args: TestRequest) -> Optional[Path]:
@@ -158,12 +160,11 @@ def run_read_from(args: TestRequest) -> Optional[Path]:
     return folder if is_run_folder(folder) else None
 
 
-def test_checkpoint(args: TestRequest, ckpt: Path, out_dir: Path, run: Optional[Path]) -> int:
-    """Load, check, decode and score `ckpt` into `out_dir` (the locks held): the same test again is
-    done; an earlier one of another request needs --overwrite, checked before the decoding."""
-    if finish_publishing(out_dir):  # a test.py killed while publishing: its set is whole now
-        log(f"completed {out_dir}, which a test.py stopped while publishing it had left half published")
-    if not (out_dir / "scores.json").exists():
+def test_checkpoint(args: TestRequest, ckpt: Path, out_dir: Path, run: Optional[Path], lock_output) -> int:
+    """Load, check, decode and score `ckpt` into `out_dir` (the run read from is locked; `lock_output`
+    locks the output folder once nothing can be refused any more, so a refusal writes nothing): the
+    same test again is done; an earlier one of another request needs --overwrite."""
+    if not journal_file(out_dir).exists() and not (out_dir / "scores.json").exists():
         check_outputs(args, out_dir, run)  # a user's files refused before loading
     cfg, tokenizer, model = load_for_decoding(ckpt, args.overrides, args.config)
     device = device_at_test_time(args.device, cfg, ckpt)
@@ -173,8 +174,12 @@ def test_checkpoint(args: TestRequest, ckpt: Path, out_dir: Path, run: Optional[
     pairs, documents, test_set = read_test_set(args, cfg, ckpt)
     check_concat_fits(args, cfg, len(pairs))
     check_writable(out_dir)
+    lock_output()
+    if finish_publishing(out_dir):  # a test.py killed while publishing: its set is whole now
+        log(f"completed {out_dir}, which a test.py stopped while publishing it had left half published")
     done = None if args.overwrite else same_test_done(args, cfg, ckpt, test_set, out_dir)
     if done is not None:  # the same command again (after a kill, or a sweep's rerun): nothing to redo
+        clear_leftovers(out_dir)
         log(f"{out_dir} already holds this test (same checkpoint, test set and settings); --overwrite redoes it")
         print_summary(done, out_dir)
         return 0

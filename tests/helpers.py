@@ -126,7 +126,13 @@ def scored_and_sinusoidal(trained_run: Path, folder: Path) -> tuple[Path, Path]:
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """Every file under `folder` and its bytes, the run lock's file aside (not content: a command
+    that reads a run locks it, and the OS lock's file stays)."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name not in (".lock", ".lock.pid")
+    }
 
 
 def one_error_line(proc) -> str:

@@ -343,12 +343,13 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         f.write(text)
 
 
-def atomic_save(obj, path: str | Path) -> None:
-    """torch.save through a temporary (torch reports a full disk as a RuntimeError, not an OSError)."""
+def atomic_save(obj, path: str | Path, replace: bool = True) -> None:
+    """torch.save through a temporary (torch reports a full disk as a RuntimeError, not an OSError);
+    `replace=False`: published only where `path` is still absent (atomic_output)."""
     import torch
 
     try:
-        with atomic_output(path, "wb", encoding=None) as f:
+        with atomic_output(path, "wb", encoding=None, replace=replace) as f:
             torch.save(obj, f)
     except RuntimeError as e:
         raise WriteError(

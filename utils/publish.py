@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import json
 import os
 import shutil
@@ -143,6 +144,16 @@ def _remove_if_empty(folder: Path, stop: Path) -> None:
         folder = folder.parent
 
 
+def clear_leftovers(place: Path) -> None:
+    """Remove what a killed command left of an unpublished set at `place` (no journal: never a
+    result): its staging folder and a journal it was still writing (the atomic write's temporary).
+    Called by the command that writes `place`, holding its lock where it has one."""
+    shutil.rmtree(staging_folder(place), ignore_errors=True)
+    journal = journal_file(place)
+    for half_written in journal.parent.glob(f".{glob.escape(journal.name)}.*.tmp"):
+        half_written.unlink(missing_ok=True)
+
+
 class OutputSet:
     """The set published as `place` (a folder, or a prefix of names in its parent): write every
     file into the staging folder (laid out as `place`'s parent), then `publish(...)`; an exception
@@ -160,7 +171,7 @@ class OutputSet:
 
     def __enter__(self) -> "OutputSet":
         finish_publishing(self.place, self.on_published)  # a publication a kill interrupted: completed
-        shutil.rmtree(self.staging, ignore_errors=True)  # a set a kill left unpublished: never a result
+        clear_leftovers(self.place)
         self.staging.mkdir(parents=True)
         return self
 

@@ -94,6 +94,13 @@ def comparable(folder: Path, run: Path, names: str = "*") -> dict[str, object]:
     return found
 
 
+def leftovers(folder: Path) -> list[str]:
+    """What a killed command of the harness may leave beside its outputs (staging folders, journals,
+    temporaries): its next run removes them."""
+    patterns = (".*.staging", ".*.publishing.json", ".*.tmp")
+    return sorted(str(p) for pattern in patterns for p in folder.rglob(pattern))
+
+
 def differences(a: dict, b: dict) -> list[str]:
     """The files (and scores.json keys) where two sets differ: the message of a failed comparison."""
     keys = sorted(set(a) | set(b))
@@ -179,6 +186,7 @@ def test_points(untested: Path, reference: tuple, tmp_path: Path, every: bool) -
         assert published_test_set(fresh) in ({}, new), ("mixed", points[n - 1])
         assert in_forked_process(args) == 0, n
         assert published_test_set(fresh) == new, differences(published_test_set(fresh), new)
+        assert leftovers(fresh) == [], n
 
         over = copy_of(tested, tmp_path / f"over{n}")  # tested with earlier_args
         earlier = published_test_set(over)  # (its scores.json names the copied run's checkpoint)
@@ -187,6 +195,7 @@ def test_points(untested: Path, reference: tuple, tmp_path: Path, every: bool) -
         assert published_test_set(over) in (earlier, new), ("mixed", points[n - 1])
         assert in_forked_process(args) == 0, n
         assert published_test_set(over) == new, differences(published_test_set(over), new)
+        assert leftovers(over) == [], n
         shutil.rmtree(fresh), shutil.rmtree(over)
 
 
@@ -223,6 +232,7 @@ def test_compare_points(two_runs: list[str], tmp_path: Path, every: bool) -> Non
             assert summary_set_of(fresh) in ({}, new), (points[n - 1], differences(summary_set_of(fresh), new))
             assert in_forked_process(compare(fresh)) == 0, n
             assert summary_set_of(fresh) == new, differences(summary_set_of(fresh), new)
+            assert leftovers(fresh) == [], n
 
         over = tmp_path / f"over{n}"
         shutil.copytree(reference, over)  # the summary without findings, and compare.py's record of it
@@ -231,6 +241,7 @@ def test_compare_points(two_runs: list[str], tmp_path: Path, every: bool) -> Non
         assert summary_set_of(over) in (earlier, new), ("mixed", points[n - 1])
         assert in_forked_process(compare(over, "--overwrite")) == 0, n
         assert summary_set_of(over) == new, differences(summary_set_of(over), new)
+        assert leftovers(over) == [], n
 
 
 def test_readers_never_read_a_half_published_test(untested: Path, reference: tuple, tmp_path: Path) -> None:
@@ -271,6 +282,7 @@ def test_export_points(trained_run: Path, tmp_path: Path, every: bool) -> None:
         assert seen in ({}, new), (points[n - 1], differences(seen, new))
         assert in_forked_process(export(fresh)) == 0, n
         assert comparable(fresh, trained_run) == new, differences(comparable(fresh, trained_run), new)
+        assert leftovers(tmp_path) == [], n  # (its staging folder is beside it)
 
         over = tmp_path / f"over{n}"
         shutil.copytree(reference, over)  # the greedy export
@@ -279,6 +291,7 @@ def test_export_points(trained_run: Path, tmp_path: Path, every: bool) -> None:
         assert seen in (earlier, new), (points[n - 1], differences(seen, new))
         assert in_forked_process(export(over, "--overwrite")) == 0, n
         assert comparable(over, trained_run) == new, differences(comparable(over, trained_run), new)
+        assert leftovers(tmp_path) == [], n
 
 
 def test_a_sigterm_while_publishing_leaves_one_set_and_the_same_command_finishes(
@@ -337,6 +350,7 @@ def test_single_file_outputs_are_absent_or_whole(trained_run: Path, tmp_path: Pa
         finished = out.exists()
         assert in_forked_process(args(out)) == (2 if finished else 0), n
         assert out.read_bytes() == whole
+        assert leftovers(tmp_path) == [], n
     assert [line.split("\t")[1] for line in points] == ["written", "renamed"]
 
 
