@@ -62,6 +62,7 @@ from evaluation.run_groups import (
 from evaluation.seed_provenance import MIXABLE, check_mixed, provenance_markdown
 from evaluation.summary_tables import bucket_table, csv_rows, json_report, markdown_table, teacher_forced_tables
 from utils.files import (
+    WRITTEN_RECORD,
     WriteError,
     atomic_write_text,
     check_file_name,
@@ -245,7 +246,8 @@ def check_outputs(out: Path, overwrite: bool) -> dict[Path, Path]:
     """{each file compare.py may write under the prefix `out`: where it is written} after the write
     guard (resolved through links: a link is written through, never replaced by a file)."""
     names = [named(out, suffix) for suffix in (*REPORT_SUFFIXES, *PLOT_SUFFIXES)]
-    for stale in remove_own_temporaries(names):  # a killed compare.py's half-written files, never published
+    record = out.parent / WRITTEN_RECORD  # (and its record of them, killed while rewritten)
+    for stale in remove_own_temporaries([*names, record]):  # a killed compare.py's half-written files
         log(f"removed {stale}, left by a compare.py that was stopped while writing")
     # compare.py's own earlier outputs, unedited, pass without --overwrite: written again only when
     # this call's are the same (the same command again: nothing to replace), else refused then
