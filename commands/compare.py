@@ -38,6 +38,7 @@ import argparse
 import csv
 import io
 import json
+import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -150,7 +151,7 @@ def compare(
         rows = read_runs(runs)  # a damaged test output is a one-line error naming it
         groups = group_runs(rows)  # reads each run's per-pair sums: a damaged file is a one-line error
         check_mixed(groups, list(mixed))
-        base = pick_baseline(groups, baseline or declared.baseline)
+        base = pick_baseline(groups, baseline or baseline_present(groups, declared.baseline, family))
         if baseline and declared.baseline and pick_baseline(groups, declared.baseline) is not base:
             raise CompareError(
                 f"--baseline {baseline} contradicts the family's declared baseline {declared.baseline} ({family}): "
@@ -175,6 +176,23 @@ def compare(
         if written:
             print("\nwrote " + ", ".join(map(str, written)))
     return 0
+
+
+def baseline_present(groups: list[dict], declared: Optional[str], family: Optional[str]) -> Optional[str]:
+    """The family's declared baseline, or None (the default) while it has no run yet: a study whose
+    planned runs are still missing is interim, and its tables are descriptive until they exist."""
+    if declared is None:
+        return None
+    try:
+        pick_baseline(groups, declared)
+    except CompareError:
+        print(
+            f"note: {family} declares the baseline {declared}, which has no run among these yet: the tables "
+            f"compare with {pick_baseline(groups, None)['label']} and word no finding (interim)",
+            file=sys.stderr,
+        )
+        return None
+    return declared
 
 
 def summary_markdown(groups: list[dict], baseline: dict, bootstrap_samples: int) -> str:

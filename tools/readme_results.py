@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 STUDIES = [
     ("results/demo/summary", "results/demo/*", None, "configs/demo/findings/headline.yaml"),
     ("results/length/summary", "results/length/*", None, "configs/length/findings/headline.yaml"),
-    ("results/length/concat_summary", "results/length/*_concat*", "length/sinusoidal_concat", None),
+    ("results/length/concat_summary", "results/length/*_concat*", None, None),  # (default: sinusoidal_concat)
     ("results/report/length/summary", "results/report/length/*", None, None),
     ("results/report/length/concat_summary", "results/report/length/*_concat*", "length/sinusoidal_concat", None),
 ]
