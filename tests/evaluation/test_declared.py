@@ -186,3 +186,17 @@ def test_the_proof_fails_for_an_edited_family_a_later_commit_or_a_changed_tree(t
 def _git_in(repo: Path, *args: str):
     done = subprocess.run(["git", *args], cwd=repo, capture_output=True)
     return done.stdout if done.returncode == 0 else None
+
+
+def test_a_family_whose_baseline_has_no_run_yet_is_interim_not_an_error(capsys) -> None:
+    """A study that has just begun (its declared baseline not trained yet): compare.py says so in a
+    note, compares with the default, and words no finding (interim), instead of refusing."""
+    from commands import compare
+    from commands.cli import main_guard
+
+    runs = [str(ROOT / "results" / "demo" / name) for name in ("rope", "learnable")]
+    family = "configs/demo/findings/headline.yaml"
+    assert main_guard(compare.main, [*runs, "--family", family, "--bootstrap_samples", "100"]) == 0
+    captured = capsys.readouterr()
+    assert f"note: {family} declares the baseline sinusoidal, which has no run among these yet" in captured.err
+    assert "Interim" in captured.out and "ahead" not in captured.out.split("Interim", 1)[1].split("\n")[0]
