@@ -48,15 +48,27 @@ def overrides_for_testing(overrides: Sequence[str], encoding: str) -> list[str]:
     return [o for o in overrides if role_of(".".join(parse_override(o)[0]), encoding) in (INFERENCE, RUNTIME)]
 
 
-def other_configuration(run_dir: Path, cfg) -> Optional[str]:
-    """The experiment keys in which the run in `run_dir` differs from `cfg` ('key: old -> new; ...'),
-    or None when it is this configuration (differences a resume may make, e.g. max_steps, are fine)."""
+def compared_with_run(run_dir: Path, cfg) -> tuple[Optional[str], Optional[str]]:
+    """How the run in `run_dir` differs from `cfg` ('key: old -> new; ...' each, None when it does not):
+    (its experiment keys: another configuration, whatever a resume may make; the keys a resume may
+    change (learning rate, budget, cadence, ...), test-time and runtime keys aside: a finished run
+    trained otherwise than this sweep asks). One comparison of its config.yaml for both."""
     try:
         saved = load_config(run_dir / "config.yaml")
     except HarnessError as e:
-        return f"its config.yaml does not load: {e}"
-    changed, refused, _ = refused_on_resume(flatten(to_dict(saved)), flatten(to_dict(cfg)), saved.model.positional.name)
-    return "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in refused) or None
+        return f"its config.yaml does not load: {e}", None
+    encoding = saved.model.positional.name
+    changed, refused, _ = refused_on_resume(flatten(to_dict(saved)), flatten(to_dict(cfg)), encoding)
+    training = [
+        k
+        for k in sorted(changed)
+        if k not in refused and k not in ("name", "run_dir") and role_of(k, encoding) not in (INFERENCE, RUNTIME)
+    ]
+
+    def listed(keys) -> Optional[str]:
+        return "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in keys) or None
+
+    return listed(refused), listed(training)
 
 
 def training_finished(run_dir: Path, cfg) -> bool:
@@ -74,16 +86,6 @@ def training_finished(run_dir: Path, cfg) -> bool:
     if (wanted.max_steps, wanted.epochs) == (trained.max_steps, trained.epochs):
         return True  # the budget it trained to (early stopping included)
     return budget_reached(wanted, last["step"], last["epoch"])
-
-
-def training_changes(run_dir: Path, cfg) -> Optional[str]:
-    """The keys a resume may change (learning rate, budget, cadence, ...) in which a finished run's
-    config.yaml differs from `cfg` ('key: old -> new; ...'), test-time and runtime keys aside."""
-    saved = load_config(run_dir / "config.yaml")
-    encoding = saved.model.positional.name
-    changed, _, _ = refused_on_resume(flatten(to_dict(saved)), flatten(to_dict(cfg)), encoding)
-    kept = [k for k in changed if k not in ("name", "run_dir") and role_of(k, encoding) not in (INFERENCE, RUNTIME)]
-    return "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in sorted(kept)) or None
 
 
 def test_changes(run_dir: Path, cfg) -> Optional[str]:
@@ -125,11 +127,10 @@ def triage(config: str, cfg) -> tuple[str, str]:
     folder = RunFolder.inspect(run_dir)
     if folder.state == "foreign":
         return "left_alone", folder.describe_foreign()
-    differences = other_configuration(run_dir, cfg) if folder.state != "absent" else None
+    differences, trained_otherwise = compared_with_run(run_dir, cfg) if folder.state != "absent" else (None, None)
     if differences:  # compare before skipping: a folder of another experiment is not this run
         return "left_alone", f"{run_dir} holds a run of another configuration than {config} ({differences})"
     if stored_exists(run_dir / "test" / "scores.json") and training_finished(run_dir, cfg):
-        trained_otherwise = training_changes(run_dir, cfg)
         if trained_otherwise:  # its scores would pass for this sweep's settings
             return "left_alone", (
                 f"{run_dir} finished training with other settings than this sweep's ({trained_otherwise}): "
