@@ -5,7 +5,6 @@ record of the files a test writes (their rows and sha256, kept in scores.json)."
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
@@ -15,7 +14,7 @@ from training.loading import run_dir_of_checkpoint
 from utils.config import ConfigError, parse_override
 from utils.files import WriteError, check_output_folder, check_target, run_folder_above
 from utils.run_folder import TEST_OUTPUT_FILES, is_run_folder
-from utils.stored_files import ARCHIVED, stored_exists
+from utils.stored_files import ARCHIVED, content_record, stored_exists
 
 if TYPE_CHECKING:
     from commands.test import TestRequest
@@ -133,14 +132,8 @@ def earlier_outputs(out_dir: Path) -> list[Path]:
 
 def file_records(folder: Path) -> dict[str, dict]:
     """{path relative to the test folder: {"rows", "sha256"}} of every file test.py wrote there."""
-    records = {}
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        data = path.read_bytes()
-        records[path.relative_to(folder).as_posix()] = {
-            "rows": len(data.decode("utf-8").splitlines()),
-            "sha256": hashlib.sha256(data).hexdigest(),
-        }
-    return records
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+    return {path.relative_to(folder).as_posix(): content_record(path.read_bytes()) for path in files}
 
 
 def test_time_settings(overrides: list[str]) -> dict:

@@ -332,12 +332,10 @@ def stop_process(proc: subprocess.Popen, timeout: float) -> None:
 def rewrite_test_output(path: Path, text: str) -> None:
     """Write a test output file as if test.py had written it so (another test set, another concat
     order): its record in the test folder's scores.json (rows, sha256) follows."""
-    import hashlib
+    from utils.stored_files import content_record
 
     path.write_text(text)
     folder = next(f for f in path.parents if (f / "scores.json").is_file())
     scores = json.loads((folder / "scores.json").read_text())
-    data = path.read_bytes()
-    record = {"rows": len(data.decode().splitlines()), "sha256": hashlib.sha256(data).hexdigest()}
-    scores["files"][path.relative_to(folder).as_posix()] = record
+    scores["files"][path.relative_to(folder).as_posix()] = content_record(path.read_bytes())
     (folder / "scores.json").write_text(json.dumps(scores, indent=2) + "\n")

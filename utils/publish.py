@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import glob
 import json
 import os
 import shutil
@@ -148,10 +147,10 @@ def clear_leftovers(place: Path) -> None:
     """Remove what a killed command left of an unpublished set at `place` (no journal: never a
     result): its staging folder and a journal it was still writing (the atomic write's temporary).
     Called by the command that writes `place`, holding its lock where it has one."""
+    from utils.files import remove_own_temporaries  # (utils.files counts its writes here)
+
     shutil.rmtree(staging_folder(place), ignore_errors=True)
-    journal = journal_file(place)
-    for half_written in journal.parent.glob(f".{glob.escape(journal.name)}.*.tmp"):
-        half_written.unlink(missing_ok=True)
+    remove_own_temporaries([journal_file(place)])
 
 
 class OutputSet:

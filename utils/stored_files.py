@@ -141,14 +141,19 @@ def read_lines(path: str | Path) -> Optional[list[str]]:
         return None
     recorded = recorded_file(Path(path))
     if recorded is not None:
-        rows, digest = len(text.splitlines()), hashlib.sha256(text.encode("utf-8")).hexdigest()
-        if (rows, digest) != (recorded.get("rows"), recorded.get("sha256")):
+        found = content_record(text.encode("utf-8"))
+        if found != {"rows": recorded.get("rows"), "sha256": recorded.get("sha256")}:
             raise StoredFileError(
                 path,
-                f"is not the file test.py wrote ({rows} lines; scores.json records {recorded.get('rows')} lines "
-                f"and its sha256): cut or edited?",
+                f"is not the file test.py wrote ({found['rows']} lines; scores.json records "
+                f"{recorded.get('rows')} lines and its sha256): cut or edited?",
             )
     return text.splitlines()
+
+
+def content_record(data: bytes) -> dict:
+    """What scores.json records of a test output file (test.py) and `read_lines` checks: its rows and sha256."""
+    return {"rows": len(data.decode("utf-8").splitlines()), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def recorded_file(path: Path) -> Optional[dict]:
