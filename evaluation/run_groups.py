@@ -17,7 +17,7 @@ from typing import Optional
 
 from evaluation.degradation import degradation_stats, run_degradation
 from evaluation.findings import find_row
-from evaluation.run_outputs import output_lines
+from evaluation.run_outputs import check_nothing_half_published, output_lines
 from evaluation.run_stats import mean_std, retest_hint, seed_wins, test_folder, training_minutes
 from evaluation.summary_tables import NUMERIC
 from evaluation.teacher_forced import pool_nll
@@ -26,8 +26,6 @@ from utils.config_schema import METRIC_SIGN
 from utils.errors import HarnessError
 from utils.key_roles import configuration_settings
 from utils.provenance import run_provenance
-from utils.publish import pending_in
-from utils.run_folder import RunLock
 from utils.runtime import JsonlLogger
 from utils.stored_files import STORE, read_text, stored_exists
 
@@ -117,19 +115,6 @@ def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> 
     row["concat"] = {c["k"]: c for c in scores.get("concat") or []}
     row["teacher_forced"] = run_teacher_forced(scores.get("teacher_forced"))
     return row
-
-
-def check_nothing_half_published(run: Path) -> None:
-    """A test set of the run in the middle of its publication (utils/publish.py) is read by nobody:
-    it is the earlier test's files and some of the new one's."""
-    for place in pending_in(run):
-        who = RunLock.holder(run)
-        raise CompareError(
-            f"{place} is being published by {who}: run compare.py again when it ends"
-            if who
-            else f"{place} was left half published by a test.py that was stopped: run the same test.py command "
-            f"again (it completes the set), then compare.py"
-        )
 
 
 def read_runs(patterns: list[str]) -> list[dict]:
