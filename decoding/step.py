@@ -14,6 +14,7 @@ this path is tested equal to it for every positional encoding, with and without 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Optional
 
 import torch
@@ -141,7 +142,7 @@ class CachedDecoder:
 def encoder_layer(
     layer: EncoderLayer, x: Tensor, mask: Optional[Tensor], positions: Optional[AttentionPositions]
 ) -> Tensor:
-    """`EncoderLayer.forward` over the layer's own modules, through the fast paths."""
+    """`EncoderLayer.forward` over the layer's own modules and wiring, through the fast paths."""
 
     def sa(h: Tensor) -> Tensor:
         attn = layer.self_attn
@@ -150,15 +151,11 @@ def encoder_layer(
             q, k = rotate(q, positions.rotary_q, positions), rotate(k, positions.rotary_k, positions)
         return attend_and_project(attn, h, q, k, v, mask, None)
 
-    if layer.norm_first:
-        x = x + layer.dropout(sa(layer.norm1(x)))
-        return x + layer.dropout(feed_forward(layer.ffn, layer.norm2(x)))
-    x = layer.norm1(x + layer.dropout(sa(x)))
-    return layer.norm2(x + layer.dropout(feed_forward(layer.ffn, x)))
+    return layer.run_sublayers(x, sa, partial(feed_forward, layer.ffn))
 
 
 def decoder_layer(layer: DecoderLayer, x: Tensor, memory: Tensor, masks: StepMasks, cache: dict) -> Tensor:
-    """`DecoderLayer.forward` over the layer's own modules, with the cache and the fast paths."""
+    """`DecoderLayer.forward` over the layer's own modules and wiring, with the cache and the fast paths."""
 
     def sa(h: Tensor) -> Tensor:
         return self_attention(layer.self_attn, h, masks.self_mask, masks.self_pos, cache["self"], masks.self_index)
@@ -166,13 +163,7 @@ def decoder_layer(layer: DecoderLayer, x: Tensor, memory: Tensor, masks: StepMas
     def ca(h: Tensor) -> Tensor:
         return cross_attention(layer.cross_attn, h, memory, masks.cross_mask, masks.cross_pos, cache["cross"])
 
-    if layer.norm_first:
-        x = x + layer.dropout(sa(layer.norm1(x)))
-        x = x + layer.dropout(ca(layer.norm2(x)))
-        return x + layer.dropout(feed_forward(layer.ffn, layer.norm3(x)))
-    x = layer.norm1(x + layer.dropout(sa(x)))
-    x = layer.norm2(x + layer.dropout(ca(x)))
-    return layer.norm3(x + layer.dropout(feed_forward(layer.ffn, x)))
+    return layer.run_sublayers(x, sa, ca, partial(feed_forward, layer.ffn))
 
 
 def feed_forward(ffn: FeedForward, x: Tensor) -> Tensor:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -19,6 +19,8 @@ from torch import Tensor, nn
 from models.attention import MultiHeadAttention
 from models.dropout import BitMaskDropout
 from models.positional_encodings import AttentionPositions, PositionalEncoding
+
+Sublayer = Callable[[Tensor], Tensor]  # one residual block's function: self-/cross-attention or feed-forward
 
 
 @dataclass
@@ -79,11 +81,20 @@ class EncoderLayer(nn.Module):
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, attn_mask: Optional[Tensor], attn_positions: AttentionPositions) -> Tensor:
+        def sa(h: Tensor) -> Tensor:
+            return self.self_attn(h, attn_mask=attn_mask, attn_positions=attn_positions)
+
+        return self.run_sublayers(x, sa, self.ffn)
+
+    def run_sublayers(self, x: Tensor, self_attention: Sublayer, feed_forward: Sublayer) -> Tensor:
+        """The layer's wiring, written once: its sublayers in residual blocks, normalised before
+        (`norm_first`) or after. `forward` passes the layer's own sublayers; the cached decoding step
+        passes its functions over the same weights (decoding/step.py)."""
         if self.norm_first:
-            x = x + self.dropout(self.self_attn(self.norm1(x), attn_mask=attn_mask, attn_positions=attn_positions))
-            return x + self.dropout(self.ffn(self.norm2(x)))
-        x = self.norm1(x + self.dropout(self.self_attn(x, attn_mask=attn_mask, attn_positions=attn_positions)))
-        return self.norm2(x + self.dropout(self.ffn(x)))
+            x = x + self.dropout(self_attention(self.norm1(x)))
+            return x + self.dropout(feed_forward(self.norm2(x)))
+        x = self.norm1(x + self.dropout(self_attention(x)))
+        return self.norm2(x + self.dropout(feed_forward(x)))
 
 
 class DecoderLayer(nn.Module):
@@ -121,13 +132,19 @@ class DecoderLayer(nn.Module):
         def ca(h: Tensor) -> Tensor:
             return self.cross_attn(h, memory, attn_mask=cross_mask, attn_positions=cross_pos)
 
+        return self.run_sublayers(x, sa, ca, self.ffn)
+
+    def run_sublayers(
+        self, x: Tensor, self_attention: Sublayer, cross_attention: Sublayer, feed_forward: Sublayer
+    ) -> Tensor:
+        """The layer's wiring, written once (see `EncoderLayer.run_sublayers`)."""
         if self.norm_first:
-            x = x + self.dropout(sa(self.norm1(x)))
-            x = x + self.dropout(ca(self.norm2(x)))
-            return x + self.dropout(self.ffn(self.norm3(x)))
-        x = self.norm1(x + self.dropout(sa(x)))
-        x = self.norm2(x + self.dropout(ca(x)))
-        return self.norm3(x + self.dropout(self.ffn(x)))
+            x = x + self.dropout(self_attention(self.norm1(x)))
+            x = x + self.dropout(cross_attention(self.norm2(x)))
+            return x + self.dropout(feed_forward(self.norm3(x)))
+        x = self.norm1(x + self.dropout(self_attention(x)))
+        x = self.norm2(x + self.dropout(cross_attention(x)))
+        return self.norm3(x + self.dropout(feed_forward(x)))
 
 
 class Seq2SeqTransformer(nn.Module):

@@ -127,6 +127,34 @@ def test_cached_decoding_pre_norm_gelu_untied(name):
     torch.testing.assert_close(steps, full, atol=1e-5, rtol=0)
 
 
+def test_the_cached_step_takes_the_layers_own_wiring(monkeypatch):
+    """A layer's wiring (residual blocks, norm order) is written once, in models/transformer.py: the
+    cached step runs it too, so a changed wiring changes both paths alike and they stay equal."""
+    from models.transformer import DecoderLayer, EncoderLayer
+
+    model = tiny_model("rope", seed=3)
+    src = mixed_batch([6, 3], seed=3)
+    tgt = torch.cat(
+        [torch.full((2, 1), BOS), torch.randint(4, VOCAB, (2, 5), generator=torch.Generator().manual_seed(3))], 1
+    )
+    before, _ = full_and_cached(model, src, tgt)
+
+    def encoder_wiring(layer, x, self_attention, feed_forward):  # a feed-forward block first, no norms
+        x = x + feed_forward(x)
+        return x + self_attention(x)
+
+    def decoder_wiring(layer, x, self_attention, cross_attention, feed_forward):
+        x = x + cross_attention(x)
+        x = x + feed_forward(x)
+        return x + self_attention(x)
+
+    monkeypatch.setattr(EncoderLayer, "run_sublayers", encoder_wiring)
+    monkeypatch.setattr(DecoderLayer, "run_sublayers", decoder_wiring)
+    full, steps = full_and_cached(model, src, tgt)
+    assert (full - before).abs().max() > 0.1  # the new wiring computes something else
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("name, options", encoding_cases())
 def test_reorder_cache_follows_rows(name, options):
     """Reordering the cache (as beam search does) equals decoding the reordered batch."""
