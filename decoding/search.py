@@ -224,46 +224,84 @@ def beam_search(
     limits = output_limits(enc.src_mask.sum(dim=1), max_len_a, max_len_b, max_len_cap)  # [batch]
     steps = int(limits.max())  # (the loop's bound: read once)
     active = torch.arange(batch, device=device)  # sentence of each group of rows (enc: one row per sentence)
-    tokens = _prefixes(batch * k, steps, bos, pad, device)  # [batch * beam, steps + 1]
+    last = torch.full((batch, 1), bos, dtype=torch.long, device=device)  # each row's newest token
+    # whole prefixes only where a step reads them (the n-gram ban); else the history keeps them
+    prefixes = _prefixes(batch * k, steps, bos, pad, device) if no_repeat_ngram > 0 else None
     beam_scores = torch.zeros(batch, k, device=device)
     beam_scores[:, 1:] = float("-inf")  # all beams start identical: expand only the first
     cache = model.new_cache(capacity=steps)
-    found, done = FinishedHypotheses(batch, k, steps, device), torch.zeros(batch, dtype=torch.bool, device=device)
+    history, found = BeamHistory(batch, k, steps, device), FinishedHypotheses(batch, k, device)
+    done = torch.zeros(batch, dtype=torch.bool, device=device)
     banned, every = tuple(sorted({pad, bos} - {eos})), check_interval(device, check_every)
     for step in range(steps):
         # The first step decodes one row per sentence (its beams are all BOS); then one per beam.
         rows_per = 1 if step == 0 else k
-        decoded = tokens if rows_per == k else tokens[::k]  # [n * rows_per, steps + 1]
         step_limits = limits[active].repeat_interleave(rows_per)  # [n * rows_per]
-        logp = _next_log_probs(
-            model, decoded[:, : step + 1], enc, cache, step, step_limits, eos, banned, min_len, no_repeat_ngram
-        )
+        logits = model.decode_step(last, enc, cache, offset=step)  # [n * rows_per, vocab]
+        logp = _mask_specials(_log_probs(logits), step, step_limits, eos, banned, min_len)
+        if prefixes is not None:
+            decoded = prefixes if rows_per == k else prefixes[::k]  # [n * rows_per, steps + 1]
+            _ban_repeated_ngrams(logp, decoded[:, : step + 1], no_repeat_ngram)
         top = _top_candidates(logp, beam_scores, rows_per)
-        found.add(active, tokens, top, done, eos, step, penalty, alpha)
+        found.add(active, top, done, eos, step, penalty, alpha)
         next_scores, next_beam, next_tok = _continuations(top, eos, k)
         done = done | found.count[active].ge(k) | limits[active].le(step + 1) | next_scores[:, 0].isneginf()
         beam_scores = next_scores.masked_fill(done[:, None], float("-inf"))  # a done sentence's beams are dead
-        tokens = _extend(model, cache, tokens, next_beam, next_tok, step, first=rows_per == 1)
+        history.record(active, step, next_beam, next_tok)
+        last = next_tok.view(-1, 1)  # [n * beam, 1]
+        _follow(model, cache, next_beam, first=rows_per == 1)
+        if prefixes is not None:
+            prefixes = _extend(prefixes, next_beam, next_tok, step)
         if (step + 1) % every == 0:  # the one read, at a check
             keep = (~done).nonzero().squeeze(1)  # [n_keep]
             if keep.numel() == 0:
                 break
             if keep.numel() < active.numel():  # done sentences leave the batch
-                enc, tokens, beam_scores = _leave(model, cache, enc, keep, tokens, beam_scores, k)
+                rows = _rows_of(keep, k)  # [n_keep * beam]
+                model.reorder_cache(cache, rows, keep)
+                enc, last, beam_scores = enc.index_select(keep), last.index_select(0, rows), beam_scores[keep]
+                prefixes = prefixes.index_select(0, rows) if prefixes is not None else None
                 active, done = active[keep], done[keep]
 
-    return found.best(nbest)
+    return found.best(nbest, history)
+
+
+class BeamHistory:
+    """What every beam of every sentence took at each step: its token and the beam it continued
+    (`[batch, steps, beam]` each, written in place, nothing per step grows with the length); a
+    hypothesis' tokens are read by following the parents back, once, at the end."""
+
+    def __init__(self, batch: int, beam: int, steps: int, device: torch.device) -> None:
+        self.tokens = torch.zeros(batch, max(steps, 1), beam, dtype=torch.long, device=device)
+        self.parents = torch.zeros_like(self.tokens)
+
+    def record(self, active: Tensor, step: int, next_beam: Tensor, next_tok: Tensor) -> None:
+        """Step `step` of the sentences `active` `[n]`: beam j took `next_tok[:, j]` after beam `next_beam[:, j]`."""
+        self.tokens[active, step] = next_tok
+        self.parents[active, step] = next_beam
+
+    def backtrack(self, beam: Tensor, length: Tensor) -> Tensor:
+        """The tokens `[batch, slots, max(length)]` of the prefixes that end, after `length` `[batch, slots]`
+        steps, in beam `beam` `[batch, slots]` of each sentence (zeros past each length)."""
+        width = int(length.max()) if length.numel() else 0
+        out = torch.zeros(*beam.shape, width, dtype=torch.long, device=beam.device)
+        for t in range(width - 1, -1, -1):
+            inside = length.gt(t)  # [batch, slots]: step t belongs to the prefix
+            out[:, :, t] = torch.where(inside, self.tokens[:, t].gather(1, beam), 0)
+            beam = torch.where(inside, self.parents[:, t].gather(1, beam), beam)
+        return out
 
 
 class FinishedHypotheses:
-    """The finished hypotheses of a beam search, kept on the device: up to `beam` per sentence, with
-    their tokens (EOS excluded), raw and length-penalised scores; read back once, at the end."""
+    """The finished hypotheses of a beam search, kept on the device: up to `beam` per sentence, each
+    as the beam it ended (its tokens stay in the `BeamHistory`), its length, raw and length-penalised
+    score; read back once, at the end."""
 
-    def __init__(self, batch: int, beam: int, steps: int, device: torch.device) -> None:
+    def __init__(self, batch: int, beam: int, device: torch.device) -> None:
         self.beam = beam
         self.count = torch.zeros(batch, dtype=torch.long, device=device)  # [batch]
         # slot `beam` of every sentence is a trash slot: candidates that are not kept are written there
-        self.tokens = torch.zeros(batch, beam + 1, max(steps, 1), dtype=torch.long, device=device)
+        self.parent = torch.zeros(batch, beam + 1, dtype=torch.long, device=device)
         self.length = torch.zeros(batch, beam + 1, dtype=torch.long, device=device)
         self.score = torch.zeros(batch, beam + 1, device=device)
         self.normalized = torch.full((batch, beam + 1), float("-inf"), dtype=torch.float64, device=device)
@@ -271,7 +309,6 @@ class FinishedHypotheses:
     def add(
         self,
         active: Tensor,
-        tokens: Tensor,
         top: tuple[Tensor, Tensor, Tensor],
         done: Tensor,
         eos: int,
@@ -280,8 +317,8 @@ class FinishedHypotheses:
         alpha: float,
     ) -> None:
         """Keep the EOS candidates among the top `beam` of each active sentence that is not done, in
-        rank order, while it has fewer than `beam`. active: sentence ids `[n]`; tokens: the beams'
-        prefixes `[n * beam, >= step + 1]`; top: `_top_candidates`' `[n, 2 * beam]` each."""
+        rank order, while it has fewer than `beam`. active: sentence ids `[n]`; top:
+        `_top_candidates`' `[n, 2 * beam]` each (the beam a candidate extends: its prefix of `step` tokens)."""
         top_scores, top_beam, top_tok = top
         k = self.beam
         n = active.numel()
@@ -289,23 +326,21 @@ class FinishedHypotheses:
         rank = self.count[active, None] + is_eos.long().cumsum(1) - 1  # the slot each would take
         slot = torch.where(is_eos & rank.lt(k), rank, k)  # [n, beam]
         sentence = active[:, None].expand(n, k)
-        prefix_rows = (torch.arange(n, device=active.device)[:, None] * k + top_beam[:, :k]).view(-1)
-        prefix = tokens.index_select(0, prefix_rows)[:, 1 : step + 1].view(n, k, step)  # [n, beam, step]
-        self.tokens[sentence, slot, :step] = prefix
+        self.parent[sentence, slot] = top_beam[:, :k]
         self.length[sentence, slot] = step
         raw = top_scores[:, :k]
         self.score[sentence, slot] = raw
         self.normalized[sentence, slot] = length_penalty(raw.double(), step + 1, penalty, alpha)
         self.count.index_add_(0, active, (slot < k).long().sum(1))
 
-    def best(self, nbest: int) -> list[list[Hypothesis]]:
+    def best(self, nbest: int, history: BeamHistory) -> list[list[Hypothesis]]:
         """Per sentence its `nbest` finished hypotheses, best first (ties in the order they finished)."""
         k = self.beam
-        order = self.normalized[:, :k].argsort(dim=1, descending=True, stable=True)  # [batch, beam]
-        counts, lengths = self.count.tolist(), self.length.gather(1, order).tolist()
-        tokens = self.tokens.gather(1, order[:, :, None].expand(-1, -1, self.tokens.size(2))).tolist()
-        scores = self.score.gather(1, order).tolist()
-        normalized = self.normalized.gather(1, order).tolist()
+        order = self.normalized[:, :k].argsort(dim=1, descending=True, stable=True)[:, :nbest]  # [batch, nbest]
+        length = self.length.gather(1, order)
+        tokens = history.backtrack(self.parent.gather(1, order), length).tolist()
+        counts, lengths = self.count.tolist(), length.tolist()
+        scores, normalized = self.score.gather(1, order).tolist(), self.normalized.gather(1, order).tolist()
         return [
             [
                 Hypothesis(tokens[b][j][: lengths[b][j]], scores[b][j], normalized[b][j])
@@ -313,26 +348,6 @@ class FinishedHypotheses:
             ]
             for b in range(len(counts))
         ]
-
-
-def _next_log_probs(
-    model: Searchable,
-    decoded: Tensor,
-    enc,
-    cache,
-    step: int,
-    limits: Tensor,
-    eos: int,
-    banned: tuple,
-    min_len: int,
-    no_repeat_ngram: int,
-) -> Tensor:
-    """Log-probabilities `[rows, vocab]` of the next token after `decoded`, with the special tokens
-    masked (EOS forced at the limit, held back before min_len) and repeated n-grams banned."""
-    logits = model.decode_step(decoded[:, -1:], enc, cache, offset=step)  # [rows, vocab]
-    logp = _mask_specials(_log_probs(logits), step, limits, eos, banned, min_len)
-    _ban_repeated_ngrams(logp, decoded, no_repeat_ngram)
-    return logp
 
 
 def _top_candidates(logp: Tensor, beam_scores: Tensor, rows_per: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -360,24 +375,27 @@ def _continuations(top: tuple[Tensor, Tensor, Tensor], eos: int, k: int) -> tupl
     return next_scores, top_beam.gather(1, order), top_tok.gather(1, order)
 
 
-def _extend(model: Searchable, cache: Any, tokens: Tensor, next_beam: Tensor, next_tok: Tensor, step: int, first: bool):
-    """The beams' prefixes `[n * beam, steps + 1]` continued: each row takes its parent's prefix and
-    its token at `step + 1`; the cache follows (after the first step, where each sentence had one
-    row, it gets `beam` rows)."""
+def _follow(model: Searchable, cache: Any, next_beam: Tensor, first: bool) -> None:
+    """The cache follows the beams `next_beam` `[n, beam]` continue (after the first step, where each
+    sentence had one row, it gets `beam` rows)."""
     n, k = next_beam.shape
-    arange = torch.arange(n, device=tokens.device)
-    tokens = tokens.index_select(0, (arange[:, None] * k + next_beam).view(-1))
-    tokens[:, step + 1] = next_tok.view(-1)
     if first:
-        model.reorder_cache(cache, arange.repeat_interleave(k), None, groups=k)
+        model.reorder_cache(cache, torch.arange(n, device=next_beam.device).repeat_interleave(k), None, groups=k)
     else:
         model.reorder_beams(cache, next_beam)
-    return tokens
 
 
-def _leave(model: Searchable, cache: Any, enc: EncoderState, keep: Tensor, tokens: Tensor, beam_scores: Tensor, k: int):
-    """Only the sentences `keep` `[n_keep]` stay: their encoder rows, cache rows, tokens and beam
-    scores (at a check: the one place the batch changes shape)."""
-    rows = (keep[:, None] * k + torch.arange(k, device=keep.device)).view(-1)  # [n_keep * beam]
-    model.reorder_cache(cache, rows, keep)
-    return enc.index_select(keep), tokens.index_select(0, rows), beam_scores[keep]
+def _extend(prefixes: Tensor, next_beam: Tensor, next_tok: Tensor, step: int) -> Tensor:
+    """The beams' whole prefixes `[n * beam, steps + 1]` continued: each row takes its parent's and its
+    token at `step + 1` (kept only for the n-gram ban)."""
+    prefixes = prefixes.index_select(0, _rows_of(torch.arange(next_beam.size(0), device=next_beam.device), next_beam))
+    prefixes[:, step + 1] = next_tok.view(-1)
+    return prefixes
+
+
+def _rows_of(sentences: Tensor, beams: Tensor | int) -> Tensor:
+    """The rows `[n * beam]` of `sentences` `[n]`: all `beams` of each (an int), or one per entry of
+    `beams` `[n, beam]`."""
+    if isinstance(beams, int):
+        beams = torch.arange(beams, device=sentences.device).expand(sentences.numel(), beams)
+    return (sentences[:, None] * beams.size(1) + beams).reshape(-1)
