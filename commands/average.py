@@ -19,7 +19,8 @@ from commands.cli import command_parser, parse_command
 from training.checkpoint import CheckpointError, check_finite_weights, checkpoint_step, read_checkpoint, saved_config
 from training.loading import check_checkpoint_of_run
 from utils.config import ConfigError
-from utils.files import WriteError, atomic_save, check_target, remove_own_temporaries
+from utils.errors import WriteError
+from utils.files import atomic_save, check_target, remove_own_temporaries
 from utils.run_folder import run_folder_above
 
 AVERAGE_FIX = "the average would be NaN: average fewer (--average_last) or other checkpoints"

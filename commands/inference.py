@@ -40,8 +40,8 @@ from commands.cli import (
 from data.parallel_text import decode_utf8, read_text, split_lines
 from evaluation.translate import Translation, max_positions, translate
 from training.loading import load_for_decoding, resolve_checkpoint
-from utils.errors import HarnessError
-from utils.files import WriteError, atomic_output, check_target, remove_own_temporaries, special_kind
+from utils.errors import HarnessError, WriteError
+from utils.files import atomic_output, check_target, remove_own_temporaries, special_kind
 from utils.runtime import device_at_test_time, log
 
 

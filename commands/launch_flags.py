@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 from commands.launchers import LaunchOptions, minutes
 from commands.slurm import MIN_SLURM_MINUTES
 from utils.config import ConfigError
-from utils.files import check_home_expanded
+from utils.user_paths import check_home_expanded
 
 
 def add_launch_flags(parser: argparse.ArgumentParser) -> None:

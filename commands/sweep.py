@@ -56,8 +56,8 @@ from commands.launchers import LaunchOptions, run_local
 from commands.slurm import forget_finished_run, run_slurm
 from commands.sweep_job import Outcome, SweepJob, run_one, triage
 from utils.config import ConfigError, load_config, parse_override
-from utils.files import check_home_expanded
 from utils.runtime import log
+from utils.user_paths import check_home_expanded
 
 ROOT = Path(__file__).resolve().parents[1]  # the project, for the jobs' PYTHONPATH
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from training.checkpoint import find_best_checkpoint
 from training.loading import run_dir_of_checkpoint
 from utils.config import ConfigError, parse_override
-from utils.files import WriteError, check_output_folder, check_target, run_folder_above
+from utils.errors import WriteError
+from utils.files import check_output_folder, check_target, run_folder_above
 from utils.run_folder import TEST_OUTPUT_FILES, is_run_folder
 from utils.stored_files import ARCHIVED, content_record, stored_exists
 

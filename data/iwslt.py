@@ -15,7 +15,7 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 from data.parallel_text import CorpusError, Pair
-from utils.files import looks_like_a_path
+from utils.user_paths import looks_like_a_path
 
 # Our split name -> the Hugging Face split name (and the folder in the parquet export).
 SPLITS = {"train": "train", "valid": "validation", "test": "test"}

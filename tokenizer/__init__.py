@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 from utils.errors import HarnessError
-from utils.files import atomic_write_text, looks_like_a_path
+from utils.files import atomic_write_text
+from utils.user_paths import looks_like_a_path
 
 SPECIAL_TOKENS = ["<pad>", "<unk>", "<s>", "</s>"]
 

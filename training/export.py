@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from utils.config import to_dict
-from utils.errors import HarnessError
-from utils.files import WriteError, describe_os_error, user_mode
+from utils.errors import HarnessError, WriteError
+from utils.files import describe_os_error, user_mode
 from utils.publish import OutputSet
 
 EXPORT_FORMAT = "pe-harness-export"

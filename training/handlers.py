@@ -25,9 +25,9 @@ from training.checkpoint import CheckpointError, read_newest_good_checkpoint, re
 from training.schedules import keep_implementation, set_peak_lr
 from training.step_stats import StepStats
 from training.tensorboard_log import mark_session_start
-from utils.config import dump_config
 from utils.config_schema import METRIC_SIGN, DecodingConfig
-from utils.files import WriteError
+from utils.errors import WriteError
+from utils.files import dump_config
 from utils.provenance import end_session, start_session
 
 

@@ -39,9 +39,9 @@ from training.handlers import (
 from training.schedules import build_optimizer, build_scheduler
 from training.step_stats import StepStats
 from training.tensorboard_log import attach_tensorboard_review
-from utils.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
+from utils.config import ConfigError, ExperimentConfig, load_config, to_dict
 from utils.errors import EXIT_INTERRUPTED, HarnessError
-from utils.files import atomic_write_text, remove_stale_temporaries
+from utils.files import atomic_write_text, dump_config, remove_stale_temporaries
 from utils.run_folder import LOCK_FILES, RunFolder, RunLock, resume_changes
 from utils.runtime import JsonlLogger, log, pick_device, rank0_first, seed_everything, skip_cudnn_attention
 

@@ -51,7 +51,6 @@ __all__ = [
     "TrainConcatConfig",
     "TrainingConfig",
     "apply_overrides",
-    "dump_config",
     "dump_text",
     "flatten",
     "from_dict",
@@ -154,12 +153,6 @@ def to_dict(cfg: Any) -> dict:
 def dump_text(cfg: ExperimentConfig) -> str:
     """The resolved config as train.py writes it to <run>/config.yaml."""
     return yaml.safe_dump(to_dict(cfg), sort_keys=False)
-
-
-def dump_config(cfg: ExperimentConfig, path: str | Path) -> None:
-    from utils.files import atomic_write_text
-
-    atomic_write_text(path, dump_text(cfg))
 
 
 # ----------------------------------------------------------------------------- validation

@@ -20,3 +20,7 @@ class HarnessError(Exception):
 
 class ConfigError(HarnessError, ValueError):
     """A config key or value is invalid; the message names the key and the fix."""
+
+
+class WriteError(HarnessError):
+    """A file cannot or may not be written; the message names it and the fix."""

@@ -28,23 +28,15 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from utils.errors import HarnessError
-from utils.publish import write_point
+from utils.config import dump_text
+from utils.errors import WriteError
 from utils.run_folder import IGNITE_TEMPORARY, OUR_TEMPORARY, is_run_folder, matches, run_folder_above
+from utils.user_paths import check_home_expanded
+from utils.write_points import write_point
 
 TMP_SUFFIX = ".tmp"  # our temporaries: .<name>.<random>.tmp beside the target
 WRITTEN_RECORD = ".harness_written.json"  # per folder: {file name: {"sha256": ..., "by": command}}
 PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"))  # the kernel's files: never replaced by an output
-
-
-class WriteError(HarnessError):
-    """A file cannot or may not be written; the message names it and the fix."""
-
-
-def looks_like_a_path(name: str) -> bool:
-    """A name (tokenizer.name, data.hf_name) that can only be a local path, not a Hugging Face hub
-    id ('org/name'): absolute, relative to here or home, or with more than one '/'."""
-    return Path(name).is_absolute() or name.startswith((".", "~")) or name.count("/") > 1
 
 
 def owns(relative: Path, patterns: tuple[str, ...]) -> bool:
@@ -98,20 +90,6 @@ def check_file_name(path: str | Path, what: str) -> None:
     check_home_expanded(path, what)
     if str(path).endswith(("/", os.sep)) or Path(path).is_dir():
         raise WriteError(f"{what} {path} is a folder; give a file name")
-
-
-def check_home_expanded(path: str | Path, what: str) -> None:
-    """A path with a `~` the shell left as it is (`--output=~/x`: no expansion after `=`, or quoted;
-    `--set run_dir=~/x`) would create a folder named `~` here, not write into the home folder. A `~`
-    folder that exists is the user's own and is taken as it is."""
-    parts = Path(path).parts
-    for i, part in enumerate(parts):
-        if part.startswith("~") and os.path.expanduser(part) != part and not Path(*parts[: i + 1]).exists():
-            meant = Path(os.path.expanduser(part), *parts[i + 1 :])
-            raise WriteError(
-                f"{what} {path} has {part!r}, which the shell did not expand (it does not after '=' "
-                f"or in quotes): it names a folder {part!r} here, not a home folder; write {meant} instead"
-            )
 
 
 def followed_link(path: str | Path, what: str) -> Path:
@@ -355,3 +333,8 @@ def atomic_save(obj, path: str | Path, replace: bool = True) -> None:
         raise WriteError(
             f"cannot write {path}: {str(e).splitlines()[0]} (disk full?); nothing partial was left"
         ) from None
+
+
+def dump_config(cfg, path: str | Path) -> None:
+    """The resolved config written atomically as train.py writes <run>/config.yaml (`dump_text`)."""
+    atomic_write_text(path, dump_text(cfg))

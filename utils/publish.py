@@ -15,10 +15,8 @@ tree, the drops unlinks; then the journal is deleted and the staging folder with
 POSIX has no rename of a folder over a non-empty folder, and a summary set shares its folder with
 other files, so a journal of renames, not a directory swap, is the one mechanism for both.
 
-Crash tests (tests/guarantees/test_crash_consistency.py) kill a command at its N-th write point:
-`HARNESS_KILL_AT=N` makes `write_point` SIGKILL the process there (`HARNESS_KILL_SIGNAL=TERM`: a
-SIGTERM, which a command turns into a stop), and `HARNESS_WRITE_LOG=FILE` appends one line per
-write point (what and where) to FILE.
+Crash tests (tests/guarantees/test_crash_consistency.py) kill a command at each of its write points
+(utils/write_points.py).
 """
 
 from __future__ import annotations
@@ -33,21 +31,9 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
-STAGING_SUFFIX = ".staging"
-JOURNAL_SUFFIX = ".publishing.json"
-_write_points = 0
-
-
-def write_point(what: str, path: Path) -> None:
-    """A moment after which a kill leaves a different state on disk: counted for the crash tests."""
-    global _write_points
-    _write_points += 1
-    log_file = os.environ.get("HARNESS_WRITE_LOG")
-    if log_file:
-        with open(log_file, "a", encoding="utf-8") as f:
-            f.write(f"{_write_points}\t{what}\t{path}\n")
-    if os.environ.get("HARNESS_KILL_AT") == str(_write_points):
-        os.kill(os.getpid(), getattr(signal, "SIG" + os.environ.get("HARNESS_KILL_SIGNAL", "KILL")))
+from utils.files import atomic_write_text, remove_own_temporaries
+from utils.run_folder import JOURNAL_SUFFIX, STAGING_SUFFIX
+from utils.write_points import write_point
 
 
 def staging_folder(place: Path) -> Path:
@@ -147,8 +133,6 @@ def clear_leftovers(place: Path) -> None:
     """Remove what a killed command left of an unpublished set at `place` (no journal: never a
     result): its staging folder and a journal it was still writing (the atomic write's temporary).
     Called by the command that writes `place`, holding its lock where it has one."""
-    from utils.files import remove_own_temporaries  # (utils.files counts its writes here)
-
     shutil.rmtree(staging_folder(place), ignore_errors=True)
     remove_own_temporaries([journal_file(place)])
 
@@ -197,8 +181,6 @@ class OutputSet:
             moves.append((str(staged), str(target)))
         published = {Path(t) for _, t in moves}
         journal = {"moves": moves, "removes": sorted(str(p) for p in drops if Path(p) not in published)}
-        from utils.files import atomic_write_text  # (utils.files counts its writes here)
-
         with stops_held():  # from the journal on, a stop waits until the set is published
             atomic_write_text(journal_file(self.place), json.dumps(journal, indent=1) + "\n")
             _finish(self.place, self.on_published)

@@ -22,7 +22,6 @@ import yaml
 
 from utils.config import ConfigError
 from utils.errors import HarnessError
-from utils.publish import JOURNAL_SUFFIX, STAGING_SUFFIX
 from utils.runtime import JsonlLogger, make_writable_folder
 from utils.stored_files import ARCHIVED
 
@@ -48,6 +47,8 @@ LOCK_FILES = (".lock", ".lock.pid")
 # Temporaries an interrupted write leaves: ours (utils/files.py: .<name>.<random>.tmp) and Ignite's
 # checkpoint temporaries (tempfile's names: tmp + 8 of [a-z0-9_]); a user's tmp_backup.pt is neither
 OUR_TEMPORARY = ".*.tmp"
+STAGING_SUFFIX = ".staging"  # a set being published (utils/publish.py): .<name>.staging/
+JOURNAL_SUFFIX = ".publishing.json"  # ... and its journal: .<name>.publishing.json
 IGNITE_TEMPORARY = "tmp" + "[a-z0-9_]" * 8
 _TEMPORARIES = (OUR_TEMPORARY, IGNITE_TEMPORARY)
 # What test.py writes into each of its output folders (and concat/k<K>/): named here, once, so that a
@@ -330,7 +331,7 @@ class RunLock:
     def acquire(self) -> "RunLock":
         from filelock import FileLock, Timeout
 
-        from utils.files import check_home_expanded  # (utils.files builds on this module)
+        from utils.user_paths import check_home_expanded
 
         if not self.run_dir.exists():  # a run_dir=~/x the shell left as it is: no '~' folder made here
             check_home_expanded(self.run_dir, "run_dir")

@@ -1,6 +1,6 @@
 """A command killed at any moment leaves its outputs whole or absent, and the same command finishes
 them (utils/publish.py). Deterministic, not timed: `HARNESS_KILL_AT=N` makes the process SIGKILL
-itself at its N-th write point (utils/publish.py: write_point), in a forked copy of this process
+itself at its N-th write point (utils/write_points.py), in a forked copy of this process
 (no interpreter start, no torch import per kill). After each death:
 - every published output set is exactly one call's: the earlier set or the new one, byte for byte
   (scores.json compared without its timings), never a mix and never unparseable;
@@ -21,7 +21,8 @@ import pytest
 from helpers import copy_of, scored_and_sinusoidal
 from in_process import run_in_process
 
-from utils.publish import JOURNAL_SUFFIX, journal_file
+from utils.publish import journal_file
+from utils.run_folder import JOURNAL_SUFFIX
 
 TIMINGS = ("translate_seconds", "sentences_per_second", "seconds")
 
@@ -43,9 +44,9 @@ def in_forked_process(args: list[str], kill_at: int | None = None, log: Path | N
         try:
             import commands.export
             import training.ctranslate2_loading
-            import utils.publish
+            import utils.write_points
 
-            utils.publish._write_points = 0
+            utils.write_points._write_points = 0
             for module in (commands.export, training.ctranslate2_loading):  # (the checkout may change meanwhile:
                 module.harness_commit = lambda: "the harness's commit"  # an export records it)
             os.environ.pop("HARNESS_KILL_AT", None)
@@ -317,9 +318,9 @@ def test_a_sigterm_while_publishing_leaves_one_set_and_the_same_command_finishes
         if pid == 0:
             code = 99
             try:
-                import utils.publish
+                import utils.write_points
 
-                utils.publish._write_points = 0
+                utils.write_points._write_points = 0
                 os.environ.update(HARNESS_KILL_AT=str(n), HARNESS_KILL_SIGNAL="TERM")
                 proc = run_in_process(args)
                 code = proc.returncode

@@ -1,5 +1,5 @@
 """Two commands at once (issue 58), through the real entry points, made deterministic by acting at
-a command's own write point (utils/publish.py: write_point) instead of sleeping: a second
+a command's own write point (utils/write_points.py) instead of sleeping: a second
 inference.py that checked --output at the same time never replaces the first one's file, and
 test.py holds the run's lock from before it reads the checkpoint until its scores are published,
 so a train.py started meanwhile cannot rotate that checkpoint away under it."""
@@ -14,6 +14,7 @@ from in_process import run_in_process
 
 import utils.files
 import utils.publish
+import utils.write_points
 from utils.run_folder import RunLock
 
 
@@ -52,7 +53,7 @@ def test_test_py_holds_the_runs_lock_from_reading_its_checkpoint_to_publishing(
 
     monkeypatch.setattr(training.loading, "read_from_run", reading)
     published = []
-    write_point = utils.publish.write_point
+    write_point = utils.write_points.write_point
 
     def publishing(what: str, path: Path) -> None:
         if what == "published":

@@ -11,7 +11,8 @@ import yaml
 
 from models import POSITIONAL_ENCODINGS, build_model
 from models.positional_encodings.rotary import RopeOptions
-from utils.config import ConfigError, ExperimentConfig, ModelConfig, PositionalConfig, dump_config, load_config, to_dict
+from utils.config import ConfigError, ExperimentConfig, ModelConfig, PositionalConfig, load_config, to_dict
+from utils.files import dump_config
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = ROOT / "configs"
