@@ -60,10 +60,11 @@ def decode(run: str, way: str, folder: Path) -> dict:
     """test.py on the run's test split with the way's settings: its scores and hypotheses."""
     import models.positional_encodings  # noqa: F401
     from commands.test import run_test
+    from commands.test_request import TestRequest
 
     out = folder / way
     with contextlib.redirect_stdout(io.StringIO()):
-        run_test(run=run, overrides=[*COMMON, *WAYS[way]], output=str(out), device="cpu")
+        run_test(TestRequest(run=run, overrides=[*COMMON, *WAYS[way]], output=str(out), device="cpu"))
     scores = json.loads((out / "scores.json").read_text(encoding="utf-8"))
     hyps = (out / "hypotheses.txt").read_text(encoding="utf-8").splitlines()
     return {"sacrebleu": scores["sacrebleu"], "seconds": scores["translate_seconds"], "hypotheses": hyps}

@@ -20,6 +20,7 @@ import submitit
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import EXIT_INTERRUPTED, describe_failure
 from commands.test import run_test
+from commands.test_request import TestRequest
 from commands.train import train
 from training.handlers import budget_reached
 from utils.config import flatten, load_config, parse_override, to_dict
@@ -176,7 +177,9 @@ def run_one(config: str, overrides: Sequence[str], variants: Sequence[tuple[str,
         # Testing takes only the overrides that may change at test time (decoding, evaluation, ...):
         # the rest (seed, run_dir, model.*, training.*) made the run and is in its checkpoint.
         rc = run_test(
-            run=str(run_dir), overrides=overrides_for_testing(overrides, cfg.model.positional.name), overwrite=True
+            TestRequest(
+                run=str(run_dir), overrides=overrides_for_testing(overrides, cfg.model.positional.name), overwrite=True
+            )
         )  # replaces only <run>/test/
         if rc:
             return Outcome(str(run_dir), "failed", rc, f"{run_dir}: testing ended with exit code {rc}")
@@ -201,10 +204,12 @@ def score_variants(run_dir: Path, variants: Sequence[tuple[str, list[str]]], ove
             continue
         log(f"sweep: testing {run_dir} as variant {name} ({' '.join(variant)})")
         rc = run_test(
-            run=str(run_dir),
-            overrides=[*overrides_for_testing(overrides, encoding), *variant],
-            output=str(out),
-            overwrite=True,
+            TestRequest(
+                run=str(run_dir),
+                overrides=[*overrides_for_testing(overrides, encoding), *variant],
+                output=str(out),
+                overwrite=True,
+            )
         )
         if rc:
             return rc

@@ -37,7 +37,6 @@ import argparse
 import contextlib
 import json
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
@@ -61,6 +60,7 @@ from commands.test_folder import (
     same_test_done,
     test_time_settings,
 )
+from commands.test_request import TestRequest
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.checkpoint import checkpoint_step
@@ -101,36 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    return run_test(**vars(parse_command(build_parser(), argv)))
+    return run_test(TestRequest(**vars(parse_command(build_parser(), argv))))
 
 
-@dataclass
-class TestRequest:
-    """What to score and where: run_test's keyword arguments (test.py's flags), one copy."""
-
-    run: Optional[str] = None
-    config: Optional[str] = None
-    model_path: Optional[str] = None
-    overrides: Sequence[str] = ()
-    split: Optional[str] = None
-    src: Optional[str] = None
-    ref: Optional[str] = None
-    concat: Optional[Sequence[int]] = None
-    output: Optional[str] = None
-    overwrite: bool = False
-    device: Optional[str] = None  # None: the run's training.device (auto: CUDA when visible)
-    concat_not_scored: Sequence[int] = ()  # the config's K above the test set's size (check_concat_fits)
-
-    def __post_init__(self) -> None:
-        self.overrides = list(self.overrides)
-        self.concat = None if self.concat is None else list(self.concat)
-
-
-def run_test(**request) -> int:
-    """Score a trained model on a test set, as `test.py` does (sweep.py's jobs call this; keyword
-    arguments: TestRequest's fields): the run's best checkpoint (or --model_path) on its test split
-    (or --src/--ref) into <run>/<split>/ (or output), on --device or else the run's training.device."""
-    args = TestRequest(**request)
+def run_test(args: TestRequest) -> int:
+    """Score a trained model on a test set, as `test.py` does (sweep.py's jobs call this): the run's
+    best checkpoint (or --model_path) on its test split (or --src/--ref) into <run>/<split>/ (or
+    --output), on --device or else the run's training.device."""
     check_request(args)
     # One writer at a time, locked before the checkpoint is read (a train.py started meanwhile could
     # rotate it away): the run the request reads from, and the folder it writes into

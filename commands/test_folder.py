@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
+from commands.test_request import TestRequest
 from training.checkpoint import find_best_checkpoint
 from training.loading import run_dir_of_checkpoint
 from utils.config import ConfigError, parse_override
@@ -16,9 +17,6 @@ from utils.errors import WriteError
 from utils.files import check_output_folder, check_target, run_folder_above
 from utils.run_folder import TEST_OUTPUT_FILES, is_run_folder
 from utils.stored_files import ARCHIVED, content_record, stored_exists
-
-if TYPE_CHECKING:
-    from commands.test import TestRequest
 
 OUTPUT_FILES = TEST_OUTPUT_FILES  # what test.py writes into its output folder (and concat/k<K>/)
 

@@ -326,13 +326,14 @@ def test_17_disk_full_leaves_nothing_partial(trained_run: Path, tmp_path: Path, 
     from commands import train as train_cmd
     from commands.cli import main_guard
     from commands.test import run_test
+    from commands.test_request import TestRequest
 
     fail_writes(monkeypatch)
     out = tmp_path / "out.en"
     assert main_guard(inference.main, ["--run", str(trained_run), "--src_text", "Bonjour !", "--output", str(out)]) == 2
     assert not out.exists() and no_partial_files(tmp_path) == []
     scores = tmp_path / "scores"
-    assert main_guard(lambda _: run_test(run=str(trained_run), output=str(scores))) == 2
+    assert main_guard(lambda _: run_test(TestRequest(run=str(trained_run), output=str(scores)))) == 2
     assert not (scores / "references.txt").exists() and no_partial_files(scores) == []
     run_dir = tmp_path / "run"
     monkeypatch.setattr("utils.files.os.fsync", lambda fd: None)  # the start-up files may be written
