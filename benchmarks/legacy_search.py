@@ -10,16 +10,8 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
-from decoding.search import (
-    EncoderState,
-    Hypothesis,
-    Searchable,
-    _continuations,
-    _log_probs,
-    _top_candidates,
-    length_penalty,
-    output_limits,
-)
+from decoding.hypotheses import Hypothesis, length_penalty
+from decoding.search import EncoderState, Searchable, _continuations, _log_probs, _top_candidates, output_limits
 
 
 def _ban_repeated_ngrams(logp: Tensor, tokens: Tensor, n: int) -> None:

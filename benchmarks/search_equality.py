@@ -45,11 +45,13 @@ def compare_run(run: str) -> dict:
 
     import decoding.search as today
     import models.positional_encodings  # noqa: F401
+    from artifacts.loading import load_model
+    from artifacts.lookup import find_model
     from evaluation.metrics import score_translations
     from evaluation.test_set import read_config_split
-    from training.loading import load_for_inference, resolve_checkpoint
 
-    cfg, tokenizer, model = load_for_inference(resolve_checkpoint(run=run))
+    loaded = load_model(find_model(run=run))
+    cfg, tokenizer, model = loaded.config, loaded.tokenizer, loaded.model
     pairs, _ = read_config_split(cfg.data, "test")
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
     row: dict = {"run": run, "lines": len(pairs)}

@@ -36,11 +36,12 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
+from artifacts.checkpoint import checkpoint_step
+from artifacts.export import harness_commit, is_export, is_own_export, number, read_export_facts, write_export
+from artifacts.loading import load_model
+from artifacts.lookup import find_model, run_dir_of_checkpoint
 from commands.cli import command_parser, parse_command, refuse_together
 from decoding.ctranslate2_spec import check_convertible
-from training.checkpoint import checkpoint_step
-from training.export import harness_commit, is_export, is_own_export, number, read_export_facts, write_export
-from training.loading import load_for_inference, resolve_checkpoint, run_dir_of_checkpoint
 from utils.errors import HarnessError
 from utils.files import check_output_folder
 from utils.publish import finish_publishing
@@ -189,12 +190,14 @@ def export(
     if finish_publishing(Path(output)):  # an export.py killed while publishing: its export is whole now
         log(f"completed {output}, which an export.py stopped while publishing it had left half published")
     out = check_export_target(Path(output), overwrite)
-    ckpt = Path(resolve_checkpoint(model_path, run))  # a --run that is no run, or has no checkpoint: one line
+    source = find_model(model_path, run)  # a --run that is no run, or has no checkpoint: one line
+    ckpt = source.path
     if out.exists() and ckpt.resolve().is_relative_to(out.resolve()):
         raise HarnessError(
             f"--output {output} is the export being read (--model_path {model_path}): choose a new --output"
         )
-    cfg, tokenizer, model = load_for_inference(ckpt, list(overrides))
+    loaded = load_model(source, overrides)
+    cfg, tokenizer, model = loaded.config, loaded.tokenizer, loaded.model
     if format == "ctranslate2":
         check_convertible(cfg)
         cfg = without_wu(cfg)

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence, TextIO
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
+from artifacts.loading import load_for_decoding
+from artifacts.lookup import find_model
 from commands.cli import (
     RUN_HELP,
     TEST_TIME_SETS,
@@ -39,7 +41,6 @@ from commands.cli import (
 )
 from data.parallel_text import decode_utf8, read_text, split_lines
 from evaluation.translate import Translation, max_positions, translate
-from training.loading import load_for_decoding, resolve_checkpoint
 from utils.errors import HarnessError, WriteError
 from utils.files import atomic_output, check_target, remove_own_temporaries, special_kind
 from utils.runtime import device_at_test_time, log
@@ -221,9 +222,9 @@ def run_inference(
     refuse_together(named, "the config (--run: the run folder's own)", "--run", "--config")
     batches = input_batches(src_text, src, interactive)
     overrides = list(overrides)
-    ckpt = resolve_checkpoint(model_path, run, config, overrides)
-    cfg, tokenizer, model = load_for_decoding(ckpt, overrides, config)
-    where = device_at_test_time(device, cfg, ckpt)
+    loaded = load_for_decoding(find_model(model_path, run, config, overrides), overrides, config)
+    cfg, tokenizer, model = loaded.config, loaded.tokenizer, loaded.model
+    where = device_at_test_time(device, cfg, loaded.path)
     model.to(where)
     settings = cfg.decoding
     with open_output(output, overwrite, [src, config, model_path]) as out:

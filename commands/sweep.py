@@ -138,8 +138,8 @@ def check_variants(given: list[list[str]]) -> list[tuple[str, list[str]]]:
 def check_variants_test_time(runs: list[tuple[str, list[str], str]], variants) -> None:
     """A --variant is the trained run tested otherwise: one that changes the model or the data is
     refused now, by the rule test.py applies, not after hours of training."""
-    from training.checkpoint import CheckpointError
-    from training.loading import test_time_config
+    from artifacts.checkpoint import CheckpointError
+    from artifacts.test_time import test_time_config
     from utils.config import to_dict
 
     for config, run_overrides, _ in runs:

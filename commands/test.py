@@ -41,6 +41,9 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
+from artifacts.checkpoint import checkpoint_step
+from artifacts.loading import load_for_decoding
+from artifacts.lookup import ModelSource, find_model, run_dir_of_checkpoint
 from commands.cli import (
     RUN_HELP,
     TEST_TIME_SETS,
@@ -63,8 +66,6 @@ from commands.test_folder import (
 from commands.test_request import TestRequest
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
-from training.checkpoint import checkpoint_step
-from training.loading import load_for_decoding, resolve_checkpoint, run_dir_of_checkpoint
 from training.tensorboard_log import log_test_scores
 from utils.config import ConfigError, to_dict
 from utils.errors import HarnessError
@@ -115,14 +116,14 @@ def run_test(args: TestRequest) -> int:
         named = run_read_from(args)
         if named is not None:
             locks.enter_context(RunLock(named, "test.py"))
-        ckpt = resolve_checkpoint(args.model_path, args.run, args.config, args.overrides)
-        out_dir, run = output_folder(args, ckpt)
+        source = find_model(args.model_path, args.run, args.config, args.overrides)
+        out_dir, run = output_folder(args, source.path)
 
         def lock_output() -> None:  # the output folder's own lock, where it is not the run read from
             if (run or out_dir).resolve() != (named.resolve() if named else None):
                 locks.enter_context(RunLock(run if run is not None else out_dir, "test.py"))
 
-        return test_checkpoint(args, ckpt, out_dir, run, lock_output)
+        return test_checkpoint(args, source, out_dir, run, lock_output)
 
 
 def run_read_from(args: TestRequest) -> Optional[Path]:
@@ -137,13 +138,14 @@ def run_read_from(args: TestRequest) -> Optional[Path]:
     return folder if is_run_folder(folder) else None
 
 
-def test_checkpoint(args: TestRequest, ckpt: Path, out_dir: Path, run: Optional[Path], lock_output) -> int:
-    """Load, check, decode and score `ckpt` into `out_dir` (the run read from is locked; `lock_output`
+def test_checkpoint(args: TestRequest, source: ModelSource, out_dir: Path, run: Optional[Path], lock_output) -> int:
+    """Load, check, decode and score `source` into `out_dir` (the run read from is locked; `lock_output`
     locks the output folder once nothing can be refused any more, so a refusal writes nothing): the
     same test again is done; an earlier one of another request needs --overwrite."""
     if not journal_file(out_dir).exists() and not (out_dir / "scores.json").exists():
         check_outputs(args, out_dir, run)  # a user's files refused before loading
-    cfg, tokenizer, model = load_for_decoding(ckpt, args.overrides, args.config)
+    loaded = load_for_decoding(source, args.overrides, args.config)
+    cfg, tokenizer, model, ckpt = loaded.config, loaded.tokenizer, loaded.model, loaded.path
     device = device_at_test_time(args.device, cfg, ckpt)
     model.to(device)
     if cfg.evaluation.teacher_forced:  # before hours of decoding, not after

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Optional, Sequence
 
+from artifacts.checkpoint import find_best_checkpoint
+from artifacts.lookup import run_dir_of_checkpoint
 from commands.test_request import TestRequest
-from training.checkpoint import find_best_checkpoint
-from training.loading import run_dir_of_checkpoint
 from utils.config import ConfigError, parse_override
 from utils.errors import WriteError
 from utils.files import check_output_folder, check_target, run_folder_above

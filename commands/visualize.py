@@ -79,13 +79,14 @@ class PlotRequest:
 
 def _load(args: PlotRequest):
     """The model --model_path or --run names (the shared lookup and loader of every command)."""
-    from training.loading import load_for_inference, resolve_checkpoint
+    from artifacts.loading import load_model
+    from artifacts.lookup import find_model
 
     if not (args.model_path or args.run):
         raise ConfigError(
             "this plot needs a trained model: --model_path <checkpoint.pt or export folder> or --run <run folder>"
         )
-    return load_for_inference(resolve_checkpoint(args.model_path, args.run))
+    return load_model(find_model(args.model_path, args.run))
 
 
 def plot_format(out: str) -> str:
@@ -129,7 +130,7 @@ def fit_to_table(args: PlotRequest, pe) -> int:
 def position_table(args: PlotRequest) -> tuple[torch.Tensor, str]:
     """[positions, d_model] of the chosen additive encoding."""
     if args.model_path or args.run:
-        _, _, model = _load(args)
+        model = _load(args).model
         pe = model.encoder_pe if args.stack == "encoder" else model.decoder_pe
         if not hasattr(pe, "table"):
             raise ConfigError(
@@ -175,7 +176,7 @@ def cmd_pe_mds(args: PlotRequest) -> None:
 
 def similarity_curves(args: PlotRequest) -> tuple[torch.Tensor, dict[str, torch.Tensor], str]:
     """Distances j - i and one curve per label (heads for the bias families)."""
-    model = _load(args)[2] if args.model_path or args.run else None
+    model = _load(args).model if args.model_path or args.run else None
     if model is not None and hasattr(model.encoder_pe, "table"):
         fit_to_table(args, model.encoder_pe)
     if args.position is None:
@@ -250,7 +251,8 @@ def check_attention_lengths(args: PlotRequest, tokenizer, model) -> None:
 
 
 def cmd_attention(args: PlotRequest) -> None:
-    cfg, tokenizer, model = _load(args)
+    loaded = _load(args)
+    cfg, tokenizer, model = loaded.config, loaded.tokenizer, loaded.model
     check_attention_lengths(args, tokenizer, model)
     out_dir = Path(args.output)
     for kind, fig in sentence_attention_figures(model, tokenizer, args.src_text, args.tgt_text).items():

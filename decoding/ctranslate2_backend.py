@@ -35,7 +35,8 @@ from typing import Optional
 
 import torch
 
-from decoding.search import Hypothesis, output_limits
+from decoding.hypotheses import Hypothesis
+from decoding.search import output_limits
 from utils.errors import HarnessError
 
 COMPUTE_TYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # decoding.precision's equivalent

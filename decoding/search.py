@@ -18,11 +18,12 @@ searches turn them into log-probabilities in place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
 import torch
 from torch import Tensor
+
+from decoding.hypotheses import BeamHistory, FinishedHypotheses, Hypothesis
 
 
 class EncoderState(Protocol):
@@ -57,24 +58,6 @@ class Searchable(Protocol):
     def reorder_beams(self, cache: Any, parents: Tensor) -> None:
         """Reorder the beams within each sentence: row g of sentence s continues its row
         `parents[s, g]` (`[sentences, beams]`); no sentence leaves, nothing is read back."""
-
-
-@dataclass
-class Hypothesis:
-    tokens: list[int]  # without BOS and EOS
-    score: float  # sum of log-probabilities (EOS included)
-    normalized_score: float  # score after the length penalty (used for ranking)
-
-
-def length_penalty(score: Tensor | float, length: int, kind: str, alpha: float) -> Tensor | float:
-    """Length-normalised score. `wu`: GNMT's ((5 + len) / 6) ** alpha; `avg`: per token; `none`."""
-    if kind == "none":
-        return score
-    if kind == "avg":
-        return score / length
-    if kind == "wu":
-        return score / (((5.0 + length) / 6.0) ** alpha)
-    raise ValueError(f"unknown length penalty {kind!r}; valid: none, avg, wu")
 
 
 def output_limits(src_lens: Tensor, max_len_a: float, max_len_b: int, max_len_cap: Optional[int]) -> Tensor:
@@ -210,11 +193,10 @@ def beam_search(
     no_repeat_ngram: int = 0,
     check_every: Optional[int] = None,
 ) -> list[list[Hypothesis]]:
-    """Batched beam search; returns the `nbest` hypotheses per sentence, best first.
-
-    Rows are laid out `[batch * beam]`. At each step the top `2 * beam` continuations of each
-    sentence are taken; those ending in EOS among the top `beam` are finished (`FinishedHypotheses`),
-    the best `beam` others continue. A sentence is done when it has `beam` finished hypotheses or
+    """Batched beam search; returns the `nbest` hypotheses per sentence, best first. Rows are laid
+    out `[batch * beam]`. At each step the top `2 * beam` continuations of each sentence are taken;
+    those ending in EOS among the top `beam` are finished (`FinishedHypotheses`), the best `beam`
+    others continue (`BeamHistory`). A sentence is done when it has `beam` finished hypotheses or
     reaches its length limit; its beams are dead (-inf) until the next check (`check_interval`),
     where done sentences leave the batch."""
     if not 1 <= nbest <= beam_size:
@@ -229,9 +211,8 @@ def beam_search(
     prefixes = _prefixes(batch * k, steps, bos, pad, device) if no_repeat_ngram > 0 else None
     beam_scores = torch.zeros(batch, k, device=device)
     beam_scores[:, 1:] = float("-inf")  # all beams start identical: expand only the first
-    cache = model.new_cache(capacity=steps)
-    history, found = BeamHistory(batch, k, steps, device), FinishedHypotheses(batch, k, device)
-    done = torch.zeros(batch, dtype=torch.bool, device=device)
+    cache, history = model.new_cache(capacity=steps), BeamHistory(batch, k, steps, device)
+    found, done = FinishedHypotheses(batch, k, device), torch.zeros(batch, dtype=torch.bool, device=device)
     banned, every = tuple(sorted({pad, bos} - {eos})), check_interval(device, check_every)
     for step in range(steps):
         # The first step decodes one row per sentence (its beams are all BOS); then one per beam.
@@ -239,115 +220,22 @@ def beam_search(
         step_limits = limits[active].repeat_interleave(rows_per)  # [n * rows_per]
         logits = model.decode_step(last, enc, cache, offset=step)  # [n * rows_per, vocab]
         logp = _mask_specials(_log_probs(logits), step, step_limits, eos, banned, min_len)
-        if prefixes is not None:
-            decoded = prefixes if rows_per == k else prefixes[::k]  # [n * rows_per, steps + 1]
-            _ban_repeated_ngrams(logp, decoded[:, : step + 1], no_repeat_ngram)
+        if prefixes is not None:  # [n * beam, steps + 1]: one row per sentence at the first step
+            _ban_repeated_ngrams(logp, prefixes[:: prefixes.size(0) // logp.size(0), : step + 1], no_repeat_ngram)
         top = _top_candidates(logp, beam_scores, rows_per)
         found.add(active, top, done, eos, step, penalty, alpha)
         next_scores, next_beam, next_tok = _continuations(top, eos, k)
         done = done | found.count[active].ge(k) | limits[active].le(step + 1) | next_scores[:, 0].isneginf()
         beam_scores = next_scores.masked_fill(done[:, None], float("-inf"))  # a done sentence's beams are dead
-        history.record(active, step, next_beam, next_tok)
-        last = next_tok.view(-1, 1)  # [n * beam, 1]
-        _follow(model, cache, next_beam, first=rows_per == 1)
-        if prefixes is not None:
-            prefixes = _extend(prefixes, next_beam, next_tok, step)
+        last, prefixes = _advance(model, cache, history, active, next_beam, next_tok, step, prefixes)
         if (step + 1) % every == 0:  # the one read, at a check
             keep = (~done).nonzero().squeeze(1)  # [n_keep]
             if keep.numel() == 0:
                 break
             if keep.numel() < active.numel():  # done sentences leave the batch
-                rows = _rows_of(keep, k)  # [n_keep * beam]
-                model.reorder_cache(cache, rows, keep)
-                enc, last, beam_scores = enc.index_select(keep), last.index_select(0, rows), beam_scores[keep]
-                prefixes = prefixes.index_select(0, rows) if prefixes is not None else None
+                enc, last, beam_scores, prefixes = _leave(model, cache, enc, keep, last, beam_scores, prefixes)
                 active, done = active[keep], done[keep]
-
     return found.best(nbest, history)
-
-
-class BeamHistory:
-    """What every beam of every sentence took at each step: its token and the beam it continued
-    (`[batch, steps, beam]` each, written in place, nothing per step grows with the length); a
-    hypothesis' tokens are read by following the parents back, once, at the end."""
-
-    def __init__(self, batch: int, beam: int, steps: int, device: torch.device) -> None:
-        self.tokens = torch.zeros(batch, max(steps, 1), beam, dtype=torch.long, device=device)
-        self.parents = torch.zeros_like(self.tokens)
-
-    def record(self, active: Tensor, step: int, next_beam: Tensor, next_tok: Tensor) -> None:
-        """Step `step` of the sentences `active` `[n]`: beam j took `next_tok[:, j]` after beam `next_beam[:, j]`."""
-        self.tokens[active, step] = next_tok
-        self.parents[active, step] = next_beam
-
-    def backtrack(self, beam: Tensor, length: Tensor) -> Tensor:
-        """The tokens `[batch, slots, max(length)]` of the prefixes that end, after `length` `[batch, slots]`
-        steps, in beam `beam` `[batch, slots]` of each sentence (zeros past each length)."""
-        width = int(length.max()) if length.numel() else 0
-        out = torch.zeros(*beam.shape, width, dtype=torch.long, device=beam.device)
-        for t in range(width - 1, -1, -1):
-            inside = length.gt(t)  # [batch, slots]: step t belongs to the prefix
-            out[:, :, t] = torch.where(inside, self.tokens[:, t].gather(1, beam), 0)
-            beam = torch.where(inside, self.parents[:, t].gather(1, beam), beam)
-        return out
-
-
-class FinishedHypotheses:
-    """The finished hypotheses of a beam search, kept on the device: up to `beam` per sentence, each
-    as the beam it ended (its tokens stay in the `BeamHistory`), its length, raw and length-penalised
-    score; read back once, at the end."""
-
-    def __init__(self, batch: int, beam: int, device: torch.device) -> None:
-        self.beam = beam
-        self.count = torch.zeros(batch, dtype=torch.long, device=device)  # [batch]
-        # slot `beam` of every sentence is a trash slot: candidates that are not kept are written there
-        self.parent = torch.zeros(batch, beam + 1, dtype=torch.long, device=device)
-        self.length = torch.zeros(batch, beam + 1, dtype=torch.long, device=device)
-        self.score = torch.zeros(batch, beam + 1, device=device)
-        self.normalized = torch.full((batch, beam + 1), float("-inf"), dtype=torch.float64, device=device)
-
-    def add(
-        self,
-        active: Tensor,
-        top: tuple[Tensor, Tensor, Tensor],
-        done: Tensor,
-        eos: int,
-        step: int,
-        penalty: str,
-        alpha: float,
-    ) -> None:
-        """Keep the EOS candidates among the top `beam` of each active sentence that is not done, in
-        rank order, while it has fewer than `beam`. active: sentence ids `[n]`; top:
-        `_top_candidates`' `[n, 2 * beam]` each (the beam a candidate extends: its prefix of `step` tokens)."""
-        top_scores, top_beam, top_tok = top
-        k = self.beam
-        n = active.numel()
-        is_eos = top_tok[:, :k].eq(eos) & top_scores[:, :k].isfinite() & ~done[:, None]  # [n, beam]
-        rank = self.count[active, None] + is_eos.long().cumsum(1) - 1  # the slot each would take
-        slot = torch.where(is_eos & rank.lt(k), rank, k)  # [n, beam]
-        sentence = active[:, None].expand(n, k)
-        self.parent[sentence, slot] = top_beam[:, :k]
-        self.length[sentence, slot] = step
-        raw = top_scores[:, :k]
-        self.score[sentence, slot] = raw
-        self.normalized[sentence, slot] = length_penalty(raw.double(), step + 1, penalty, alpha)
-        self.count.index_add_(0, active, (slot < k).long().sum(1))
-
-    def best(self, nbest: int, history: BeamHistory) -> list[list[Hypothesis]]:
-        """Per sentence its `nbest` finished hypotheses, best first (ties in the order they finished)."""
-        k = self.beam
-        order = self.normalized[:, :k].argsort(dim=1, descending=True, stable=True)[:, :nbest]  # [batch, nbest]
-        length = self.length.gather(1, order)
-        tokens = history.backtrack(self.parent.gather(1, order), length).tolist()
-        counts, lengths = self.count.tolist(), length.tolist()
-        scores, normalized = self.score.gather(1, order).tolist(), self.normalized.gather(1, order).tolist()
-        return [
-            [
-                Hypothesis(tokens[b][j][: lengths[b][j]], scores[b][j], normalized[b][j])
-                for j in range(min(nbest, counts[b]))
-            ]
-            for b in range(len(counts))
-        ]
 
 
 def _top_candidates(logp: Tensor, beam_scores: Tensor, rows_per: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -375,14 +263,39 @@ def _continuations(top: tuple[Tensor, Tensor, Tensor], eos: int, k: int) -> tupl
     return next_scores, top_beam.gather(1, order), top_tok.gather(1, order)
 
 
-def _follow(model: Searchable, cache: Any, next_beam: Tensor, first: bool) -> None:
-    """The cache follows the beams `next_beam` `[n, beam]` continue (after the first step, where each
-    sentence had one row, it gets `beam` rows)."""
+def _advance(
+    model: Searchable,
+    cache: Any,
+    history: BeamHistory,
+    active: Tensor,
+    next_beam: Tensor,
+    next_tok: Tensor,
+    step: int,
+    prefixes: Optional[Tensor],
+) -> tuple[Tensor, Optional[Tensor]]:
+    """The beams continue `next_beam` `[n, beam]` with `next_tok`: recorded in the history, followed by
+    the cache (after the first step, where each sentence had one row, it gets `beam` rows) and the
+    whole prefixes if kept. Returns the rows' newest tokens `[n * beam, 1]` and the prefixes."""
     n, k = next_beam.shape
-    if first:
+    history.record(active, step, next_beam, next_tok)
+    if step == 0:
         model.reorder_cache(cache, torch.arange(n, device=next_beam.device).repeat_interleave(k), None, groups=k)
     else:
         model.reorder_beams(cache, next_beam)
+    if prefixes is not None:
+        prefixes = _extend(prefixes, next_beam, next_tok, step)
+    return next_tok.view(-1, 1), prefixes
+
+
+def _leave(
+    model: Searchable, cache: Any, enc: EncoderState, keep: Tensor, last: Tensor, scores: Tensor, prefixes
+) -> tuple[EncoderState, Tensor, Tensor, Optional[Tensor]]:
+    """Only the sentences `keep` `[n_keep]` stay: their encoder rows, cache rows, newest tokens, beam
+    scores and prefixes (at a check: the one place the batch changes shape)."""
+    rows = _rows_of(keep, scores.size(1))  # [n_keep * beam]
+    model.reorder_cache(cache, rows, keep)
+    prefixes = prefixes.index_select(0, rows) if prefixes is not None else None
+    return enc.index_select(keep), last.index_select(0, rows), scores[keep], prefixes
 
 
 def _extend(prefixes: Tensor, next_beam: Tensor, next_tok: Tensor, step: int) -> Tensor:

@@ -13,7 +13,8 @@ import torch
 
 from data.pipeline import cut_by_token_budget, pad_batch
 from decoding.ctranslate2_backend import is_ctranslate2
-from decoding.search import Hypothesis, beam_search, greedy_search
+from decoding.hypotheses import Hypothesis
+from decoding.search import beam_search, greedy_search
 from decoding.step import CachedDecoder
 from utils.config import DecodingConfig
 from utils.runtime import autocast

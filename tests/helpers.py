@@ -144,7 +144,7 @@ def one_error_line(proc) -> str:
 
 
 def final_params(run_dir: Path):
-    from training.checkpoint import read_checkpoint
+    from artifacts.checkpoint import read_checkpoint
 
     last = max((run_dir / "checkpoints").glob("last_*.pt"), key=lambda p: int(p.stem.split("_")[-1]))
     return read_checkpoint(last)["model"]

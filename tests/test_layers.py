@@ -1,12 +1,13 @@
 """The packages import one way (docs/DESIGN.md, "Layers"), with no exceptions:
 
-    entry scripts (train.py, ...)  ->  commands/  ->  training/, evaluation/, decoding/
-    ->  models/, data/, tokenizer/  ->  utils/
+    entry scripts (train.py, ...)  ->  commands/  ->  training/, evaluation/  ->  artifacts/
+    ->  decoding/  ->  models/, data/, tokenizer/  ->  utils/
 
 A package imports only itself and the packages listed for it below (function-level imports
-count); an entry script imports only `commands`; and no module anywhere in the project (tests,
+count); an entry script imports only `commands`; no module anywhere in the project (tests,
 benchmarks and tools included) imports an entry script: other code calls the command's function in
-commands/<name>.py."""
+commands/<name>.py; and no two modules import each other, however indirectly (function-level
+imports count): within a package too, the modules form layers."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("train", "test", "inference", "visualize", "compare", "sweep", "average", "export")
 MAY_IMPORT = {
-    "commands": {"commands", "training", "evaluation", "decoding", "models", "data", "tokenizer", "utils"},
+    "commands": {"commands", "training", "evaluation", "artifacts", "decoding", "models", "data", "tokenizer", "utils"},
     # one floor: training validates with evaluation's metrics and decoding's search
-    "training": {"training", "evaluation", "decoding", "models", "data", "tokenizer", "utils"},
-    "evaluation": {"evaluation", "decoding", "models", "data", "tokenizer", "utils"},
+    "training": {"training", "evaluation", "artifacts", "decoding", "models", "data", "tokenizer", "utils"},
+    "evaluation": {"evaluation", "artifacts", "decoding", "models", "data", "tokenizer", "utils"},
+    # a trained model as files: checkpoints, exports, loading for decoding, the CTranslate2 conversion
+    "artifacts": {"artifacts", "decoding", "models", "tokenizer", "utils"},
     "decoding": {"decoding", "models", "utils"},
     "models": {"models", "utils"},
     "data": {"data", "utils"},
@@ -71,6 +74,68 @@ def violations(root: Path) -> list[str]:
 def test_imports_run_one_way() -> None:
     assert all(any((ROOT / p).rglob("*.py")) for p in PACKAGES)
     assert violations(ROOT) == []
+
+
+def module_name(root: Path, path: Path) -> str:
+    name = ".".join(path.relative_to(root).with_suffix("").parts)
+    return name.removesuffix(".__init__")
+
+
+def module_imports(root: Path) -> dict[str, set[str]]:
+    """The project's modules and, for each, the project modules it imports (`from a import b` counts
+    a.b where that is a module, and a's package __init__ otherwise)."""
+    modules = {module_name(root, p): p for package in PACKAGES for p in sorted((root / package).rglob("*.py"))}
+    graph = {}
+    for name, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in modules]
+                found.update(targets or [node.module])
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or through others (Tarjan's strongly
+    connected components of more than one module)."""
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_no_modules_import_each_other(tmp_path: Path) -> None:
+    assert import_circles(module_imports(ROOT)) == []
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+    (tmp_path / "utils" / "a.py").write_text("from utils.b import f\n", encoding="utf-8")
+    (tmp_path / "utils" / "b.py").write_text("def f():\n    from utils import c\n", encoding="utf-8")
+    (tmp_path / "utils" / "c.py").write_text("import utils.a\n", encoding="utf-8")  # a -> b -> c -> a
+    (tmp_path / "utils" / "d.py").write_text("from utils.a import x\n", encoding="utf-8")  # outside the circle
+    assert import_circles(module_imports(tmp_path)) == [["utils.a", "utils.b", "utils.c"]]
 
 
 @pytest.mark.parametrize(

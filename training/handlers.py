@@ -19,9 +19,9 @@ import torch
 from ignite.engine import Engine, Events
 from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, global_step_from_engine
 
+from artifacts.checkpoint import CheckpointError, read_newest_good_checkpoint, restore_checkpointer
 from evaluation.metrics import score_translations
 from evaluation.translate import translate
-from training.checkpoint import CheckpointError, read_newest_good_checkpoint, restore_checkpointer
 from training.schedules import keep_implementation, set_peak_lr
 from training.step_stats import StepStats
 from training.tensorboard_log import mark_session_start

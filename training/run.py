@@ -17,12 +17,12 @@ import torch
 from ignite.engine import Events
 from torch.utils.data import DataLoader
 
+from artifacts.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint, saved_config
 from data import make_corpus_loader, prepare_splits, tokenizer_cache_path, write_data_report
 from data.concat import ConcatPairDataset, plan_train_concat
 from data.pipeline import Collator, EpochBatchSampler, PairDataset, UpdateBatches, padding_fraction, trainable_pairs
 from models import build_model
 from tokenizer import PretrainedTokenizer, load_or_train_tokenizer
-from training.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint, saved_config
 from training.engine import TokenLoss, compile_for_training, create_evaluator, create_trainer
 from training.handlers import (
     STOP_SIGNALS,

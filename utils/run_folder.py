@@ -39,7 +39,7 @@ RUN_FILES = {
     "data_report.json.sha256",  # a run copied back from results/: its corpus report stored once (tools/archive.py)
     "test",
     "valid",
-    "ctranslate2",  # decoding.backend ctranslate2: the best checkpoint converted (training/ctranslate2_loading.py)
+    "ctranslate2",  # decoding.backend ctranslate2: the best checkpoint converted (artifacts/ctranslate2_conversion.py)
 }
 LOCK_FILES = (".lock", ".lock.pid")
 # Inside those folders, what the writers put there (glob patterns per path part; a temporary an
@@ -73,7 +73,7 @@ HARNESS_FOLDERS = (
     "tb/[0-9]*/*",
     *_TEST_OUTPUT_FOLDERS,
     *(f"{t}/concat" for t in _TEST_FOLDERS),
-    "ctranslate2",  # the conversion: training/export.py's layout
+    "ctranslate2",  # the conversion: artifacts/export.py's layout
     "ctranslate2/ctranslate2",
     "ctranslate2/tokenizer",  # a pretrained tokenizer's folder
 )

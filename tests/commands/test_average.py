@@ -7,8 +7,8 @@ from pathlib import Path
 import torch
 from in_process import run_in_process as run
 
+from artifacts.checkpoint import read_checkpoint
 from commands import average
-from training.checkpoint import read_checkpoint
 
 
 def test_average_last_two_is_the_mean(trained_run: Path, tmp_path: Path) -> None:

@@ -25,11 +25,11 @@ def test_export_round_trip_translates_identically(trained_run: Path, tmp_path: P
     # no pickle: safetensors header + JSON; the weights are exactly the checkpoint's
     from safetensors import safe_open
 
-    from training.checkpoint import find_best_checkpoint
-    from training.loading import load_for_inference
+    from artifacts.checkpoint import find_best_checkpoint
+    from artifacts.loading import load_model
 
     ckpt = find_best_checkpoint(run_dir)
-    _, _, model = load_for_inference(ckpt)
+    model = load_model(ckpt).model
     with safe_open(str(out / "model.safetensors"), framework="pt") as f:
         stored = {name: f.get_tensor(name) for name in f.keys()}
     state = model.state_dict()
@@ -58,8 +58,8 @@ def test_loading_an_export_never_unpickles(trained_run: Path, tmp_path: Path, mo
 
     import torch
 
+    from artifacts.loading import load_model
     from evaluation.translate import translate
-    from training.loading import load_for_inference
 
     out = tmp_path / "exported"
     assert run(["export.py", "--run", str(trained_run), "--output", str(out)]).returncode == 0
@@ -69,10 +69,11 @@ def test_loading_an_export_never_unpickles(trained_run: Path, tmp_path: Path, mo
 
     for module, name in ((torch, "load"), (pickle, "load"), (pickle, "loads")):
         monkeypatch.setattr(module, name, refuse)
-    cfg, tokenizer, model = load_for_inference(out)
+    loaded = load_model(out)
+    cfg, tokenizer, model = loaded.config, loaded.tokenizer, loaded.model
     assert translate(model, tokenizer, SENTENCES[:2], cfg.decoding)[0].text
     with pytest.raises(Exception, match="without pickle"):  # the guard does catch a checkpoint's torch.load
-        load_for_inference(next((trained_run / "checkpoints").glob("*.pt")))
+        load_model(next((trained_run / "checkpoints").glob("*.pt")))
 
 
 def test_export_replaces_only_its_own_export_and_only_with_overwrite(trained_run: Path, tmp_path: Path) -> None:

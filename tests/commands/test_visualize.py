@@ -77,10 +77,12 @@ def test_attention_maps_of_a_trained_model(trained_run: Path, tmp_path: Path) ->
 def test_attention_rows_are_distributions(trained_run: Path) -> None:
     import torch
 
-    from training.checkpoint import find_best_checkpoint
-    from training.loading import load_for_inference
+    from artifacts.checkpoint import find_best_checkpoint
+    from artifacts.loading import load_model
 
-    _, tok, model = load_for_inference(find_best_checkpoint(trained_run))
+    loaded = load_model(find_best_checkpoint(trained_run))
+
+    tok, model = loaded.tokenizer, loaded.model
     src = torch.tensor([tok.encode_src("Bonjour à tous.")])
     tgt = torch.tensor([[tok.bos_id, *tok.encode_tgt("Hello everyone.")]])
     maps = attention_maps(model, src, tgt)

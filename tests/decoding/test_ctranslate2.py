@@ -42,18 +42,20 @@ MAPPED = [
 @pytest.fixture(scope="module")
 def trained(trained_run: Path):
     """(config, tokenizer) of the tiny trained run."""
-    from training.checkpoint import find_best_checkpoint
-    from training.loading import load_for_inference
+    from artifacts.checkpoint import find_best_checkpoint
+    from artifacts.loading import load_model
 
-    cfg, tokenizer, _ = load_for_inference(find_best_checkpoint(trained_run))
+    loaded = load_model(find_best_checkpoint(trained_run))
+
+    cfg, tokenizer = loaded.config, loaded.tokenizer
     return cfg, tokenizer
 
 
 def pytorch_export(trained, folder: Path, name: str, options: dict, norm_first: bool, **model_keys):
     """A PyTorch export of a random-weight model with the trained run's tokenizer and `name`
     (`model_keys`: other model.* keys)."""
+    from artifacts.export import write_export
     from models import build_model
-    from training.export import write_export
     from utils.config import load_config, to_dict
 
     cfg, tokenizer = trained
@@ -79,7 +81,7 @@ def random_pairs(vocab: int, seed: int = 3) -> tuple[list[list[int]], list[list[
 
 @pytest.mark.parametrize("name,options,norm_first", MAPPED)
 def test_exported_model_gives_the_same_log_probabilities(trained, tmp_path: Path, name, options, norm_first) -> None:
-    from training.loading import load_for_decoding
+    from artifacts.loading import load_for_decoding
 
     model = pytorch_export(trained, tmp_path / "pytorch", name, options, norm_first)
     proc = run(
@@ -93,7 +95,8 @@ def test_exported_model_gives_the_same_log_probabilities(trained, tmp_path: Path
         "ctranslate2",
         "tokenizer.json",
     ]
-    cfg, tokenizer, converted = load_for_decoding(tmp_path / "ct2")
+    loaded = load_for_decoding(tmp_path / "ct2")
+    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.model
     assert converted.backend == "ctranslate2" and cfg.decoding.backend == "ctranslate2"
     sources, targets = random_pairs(tokenizer.tgt_vocab_size)
     eos = tokenizer.eos_id
@@ -112,12 +115,13 @@ def test_greedy_search_gives_the_same_tokens(trained, tmp_path: Path, name, opti
     limit mapping is exercised on every sentence; min_len and no_repeat_ngram on some."""
     import dataclasses
 
+    from artifacts.loading import load_for_decoding
     from data.pipeline import pad_batch
     from evaluation.translate import search_batch
-    from training.loading import load_for_decoding
 
     model = pytorch_export(trained, tmp_path / "pytorch", name, options, True)
-    cfg, tokenizer, converted = load_for_decoding(tmp_path / "pytorch", ["decoding.backend=ctranslate2"])
+    loaded = load_for_decoding(tmp_path / "pytorch", ["decoding.backend=ctranslate2"])
+    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.model
     sources, _ = random_pairs(tokenizer.tgt_vocab_size, seed=5)
     for changes in ({}, {"min_len": 4, "max_len_a": 0.5, "max_len_b": 2}, {"no_repeat_ngram": 2}):
         settings = dataclasses.replace(cfg.decoding, strategy="greedy", **changes)
@@ -133,8 +137,8 @@ def test_a_run_converts_once_into_its_folder_and_again_when_its_settings_change(
     import os
     import shutil
 
-    from training.checkpoint import find_best_checkpoint
-    from training.loading import load_for_decoding
+    from artifacts.checkpoint import find_best_checkpoint
+    from artifacts.loading import load_for_decoding
     from utils.run_folder import RunFolder, users_files_inside
 
     run_dir = tmp_path / "run"
@@ -203,19 +207,21 @@ def test_min_len_holds_back_the_first_eos_alike(trained, tmp_path: Path) -> None
     along it): both searches stop at min_len exactly (EOS counted), or at the limit when it is shorter."""
     import dataclasses
 
+    from artifacts.export import write_export
+    from artifacts.loading import load_for_decoding, load_model
     from data.pipeline import pad_batch
     from evaluation.translate import search_batch
-    from training.export import write_export
-    from training.loading import load_for_decoding, load_for_inference
 
     model = pytorch_export(trained, tmp_path / "pytorch", "sinusoidal", {}, True)
-    cfg, tokenizer, _ = load_for_inference(tmp_path / "pytorch")
+    loaded = load_model(tmp_path / "pytorch")
+    cfg, tokenizer = loaded.config, loaded.tokenizer
     with torch.no_grad():
         model.decoder_norm.weight.zero_()  # every step's output is the norm's bias...
         model.decoder_norm.bias.normal_(generator=torch.Generator().manual_seed(0))
         model.output_proj.weight[tokenizer.eos_id] = model.decoder_norm.bias * 100  # ...along which EOS wins
     write_export(cfg, tokenizer, model, tmp_path / "stops", {"exported_from": "test"})
-    cfg, tokenizer, converted = load_for_decoding(tmp_path / "stops", ["decoding.backend=ctranslate2"])
+    loaded = load_for_decoding(tmp_path / "stops", ["decoding.backend=ctranslate2"])
+    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.model
     sources, _ = random_pairs(tokenizer.tgt_vocab_size, seed=7)
     for min_len in (0, 1, 4, 40):
         settings = dataclasses.replace(cfg.decoding, strategy="greedy", min_len=min_len, max_len_a=0.0, max_len_b=9)
@@ -314,13 +320,14 @@ def test_beam_scores_are_the_harness_scores(trained, tmp_path: Path) -> None:
     (CTranslate2 renormalises over the tokens it allows, the harness bans them after the softmax)."""
     import dataclasses
 
+    from artifacts.export import write_export
+    from artifacts.loading import load_for_decoding, load_model
     from data.pipeline import pad_batch
     from evaluation.translate import search_batch
-    from training.export import write_export
-    from training.loading import load_for_decoding, load_for_inference
 
     model = pytorch_export(trained, tmp_path / "pytorch", "sinusoidal", {}, True, tie_output=False)
-    cfg, tokenizer, _ = load_for_inference(tmp_path / "pytorch")
+    loaded = load_model(tmp_path / "pytorch")
+    cfg, tokenizer = loaded.config, loaded.tokenizer
     g = torch.Generator().manual_seed(11)
     sources = [torch.randint(4, tokenizer.src_vocab_size, (n,), generator=g).tolist() for n in range(2, 26, 2)]
     greedy = dataclasses.replace(cfg.decoding, strategy="greedy")
@@ -334,7 +341,8 @@ def test_beam_scores_are_the_harness_scores(trained, tmp_path: Path) -> None:
         for banned in (tokenizer.pad_id, tokenizer.bos_id):
             weight[banned] = weight[dominant] * -50
     write_export(cfg, tokenizer, model, tmp_path / "stops", {"exported_from": "test"})
-    cfg, tokenizer, converted = load_for_decoding(tmp_path / "stops", ["decoding.backend=ctranslate2"])
+    loaded = load_for_decoding(tmp_path / "stops", ["decoding.backend=ctranslate2"])
+    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.model
     for penalty in ("avg", "none"):  # (min_len with beam search is refused: CTranslate2 renormalises without EOS)
         settings = dataclasses.replace(cfg.decoding, beam_size=4, nbest=3, length_penalty=penalty, max_len_b=30)
         ours = search_batch(model, pad_batch(sources, tokenizer.pad_id), tokenizer, settings)
@@ -375,11 +383,12 @@ def test_the_equality_benchmark_runs(trained_run: Path, tmp_path: Path) -> None:
 def test_teacher_forcing_reaches_the_end_of_a_position_table(trained, tmp_path: Path) -> None:
     """A reference longer than a learnable table (64 rows) is cut as the PyTorch path cuts it, one
     token shorter (score_batch appends EOS itself), and scored: plain NLL, the rest null."""
+    from artifacts.loading import load_for_decoding
     from evaluation.teacher_forced import teacher_forced_scores
-    from training.loading import load_for_decoding
 
     pytorch_export(trained, tmp_path / "pytorch", "learnable", {"max_positions": 64}, True)
-    cfg, tokenizer, converted = load_for_decoding(tmp_path / "pytorch", ["decoding.backend=ctranslate2"])
+    loaded = load_for_decoding(tmp_path / "pytorch", ["decoding.backend=ctranslate2"])
+    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.model
     pairs = [("le chat dort. " * 30, "the cat sleeps. " * 30), ("Bonjour !", "Hello!")]
     assert len(tokenizer.encode_tgt(pairs[0][1])) > 64
     report, beyond, per_pair = teacher_forced_scores(converted, tokenizer, pairs, None, cfg, "cpu", concat=[2])

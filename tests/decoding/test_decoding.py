@@ -10,7 +10,8 @@ import pytest
 import torch
 from helpers import BOS, D_MODEL, EOS, HEADS, PAD, VOCAB, encoding_cases, full_and_cached, mixed_batch, tiny_model
 
-from decoding.search import CHECK_EVERY, Hypothesis, beam_search, greedy_search, length_penalty
+from decoding.hypotheses import Hypothesis, length_penalty
+from decoding.search import CHECK_EVERY, beam_search, greedy_search
 from decoding.step import CachedDecoder
 from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
 from models.transformer import Seq2SeqTransformer

@@ -243,10 +243,10 @@ def test_written_files_hold_one_line_per_entry_whatever_the_text(tmp_path: Path)
 def test_shape_checkpoints_from_before_the_inference_shift_are_scored_as_trained(tmp_path: Path):
     """A SHAPE checkpoint whose config predates `shape_inference_shift` was evaluated unshifted:
     loading it keeps that; a current one gets the authors' shift K."""
+    from artifacts.checkpoint import RunMeta
+    from artifacts.loading import load_model
     from models import build_model
     from tokenizer import BPETokenizer
-    from training.checkpoint import RunMeta
-    from training.loading import load_for_inference
     from utils.config import load_config, to_dict
 
     tok = BPETokenizer.train(["Bonjour le monde.", "Hello world."] * 5, vocab_size=60)
@@ -273,8 +273,8 @@ def test_shape_checkpoints_from_before_the_inference_shift_are_scored_as_trained
                 "cross_attention": False,
             }
         torch.save({"model": model.state_dict(), "meta": RunMeta(raw, tok.state_dict()).state_dict()}, tmp_path / name)
-    _, _, old = load_for_inference(tmp_path / "old.pt")
-    _, _, new = load_for_inference(tmp_path / "new.pt")
+    old = load_model(tmp_path / "old.pt").model
+    new = load_model(tmp_path / "new.pt").model
     assert old.encoder_pe.inference_shift == old.decoder_pe.inference_shift == 0
     assert old.encoder_pe.max_shift == 24
     assert new.encoder_pe.inference_shift == cfg.model.positional.options["max_shift"] == 24

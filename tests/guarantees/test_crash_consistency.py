@@ -42,12 +42,12 @@ def in_forked_process(args: list[str], kill_at: int | None = None, log: Path | N
     if pid == 0:  # the child: never returns into pytest
         code = 99
         try:
+            import artifacts.ctranslate2_conversion
             import commands.export
-            import training.ctranslate2_loading
             import utils.write_points
 
             utils.write_points._write_points = 0
-            for module in (commands.export, training.ctranslate2_loading):  # (the checkout may change meanwhile:
+            for module in (commands.export, artifacts.ctranslate2_conversion):  # (the checkout may change meanwhile:
                 module.harness_commit = lambda: "the harness's commit"  # an export records it)
             os.environ.pop("HARNESS_KILL_AT", None)
             if kill_at is not None:

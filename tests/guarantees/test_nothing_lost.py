@@ -96,7 +96,7 @@ def test_non_finite_weights_are_never_checkpointed(tmp_path: Path) -> None:
 
 
 def test_resume_skips_a_checkpoint_with_non_finite_weights(trained_run: Path, tmp_path: Path) -> None:
-    from training.checkpoint import read_checkpoint
+    from artifacts.checkpoint import read_checkpoint
 
     run_dir = tmp_path / "run"
     shutil.copytree(trained_run, run_dir)
@@ -116,7 +116,7 @@ def test_resume_skips_a_checkpoint_with_non_finite_weights(trained_run: Path, tm
 def test_resume_and_lookup_go_by_step_when_a_copy_reordered_modification_times(
     trained_run: Path, tmp_path: Path
 ) -> None:
-    from training.checkpoint import checkpoint_step, find_last_checkpoint
+    from artifacts.checkpoint import checkpoint_step, find_last_checkpoint
 
     run_dir = tmp_path / "run"
     shutil.copytree(trained_run, run_dir)
@@ -136,8 +136,8 @@ def test_a_resume_supersedes_what_an_interrupted_attempt_logged_after_its_checkp
     from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
     from tensorboard.util.tensor_util import make_ndarray
 
+    from artifacts.checkpoint import checkpoint_step
     from evaluation import run_groups
-    from training.checkpoint import checkpoint_step
     from utils.runtime import JsonlLogger
 
     run_dir = tmp_path / "run"
@@ -220,7 +220,7 @@ def test_a_failed_start_does_not_block_its_rerun(tmp_path: Path) -> None:
 
 
 def test_resume_applies_a_new_learning_rate(trained_run: Path, tmp_path: Path) -> None:
-    from training.checkpoint import read_checkpoint
+    from artifacts.checkpoint import read_checkpoint
     from utils.config import load_config
 
     run_dir = tmp_path / "run"
@@ -254,7 +254,7 @@ def test_resume_refuses_a_change_of_experiment(trained_run: Path, tmp_path: Path
 
 
 def test_update_freq_counts_updates_and_resumes_exactly(tmp_path: Path) -> None:
-    from training.checkpoint import read_checkpoint
+    from artifacts.checkpoint import read_checkpoint
 
     def final(run_dir: Path, step: int) -> dict:
         return read_checkpoint(run_dir / "checkpoints" / f"last_checkpoint_{step}.pt")
@@ -288,7 +288,7 @@ class _Payload:
 
 
 def test_a_checkpoint_of_a_newer_format_is_refused(trained_run: Path, tmp_path: Path) -> None:
-    from training.checkpoint import read_checkpoint
+    from artifacts.checkpoint import read_checkpoint
 
     newest = max((trained_run / "checkpoints").glob("last_*.pt"), key=lambda p: int(p.stem.split("_")[-1]))
     state = read_checkpoint(newest)

@@ -1,6 +1,6 @@
 """Nothing lost, round three (issue 45): checkpoints, exports and compared runs, each case through
 the real entry point. The checkpoint's own config is the model (a checkpoint loaded through a run
-folder must be that run's: training/loading.py: check_checkpoint_of_run); compare.py names what it
+folder must be that run's: artifacts/loading.py: check_checkpoint_of_run); compare.py names what it
 skips and refuses a run given twice; a damaged run or export file is one line naming it; a reader
 of a run that is training tolerates its checkpoint rotation and says the run is training."""
 
@@ -190,9 +190,9 @@ def test_average_into_another_runs_checkpoints_is_refused(trained_run: Path, tmp
 
 def test_a_checkpoint_rotated_away_while_read_is_listed_again(trained_run: Path, tmp_path: Path) -> None:
     run_dir = copy_of(trained_run, tmp_path / "run")
-    from training import loading
+    from artifacts import lookup
 
-    real, rotated = loading.read_checkpoint, []
+    real, rotated = lookup.read_checkpoint, []
 
     def rotate_first(path: Path) -> dict:
         if not rotated:  # training wrote a better one and rotated this one away after it was listed
@@ -202,7 +202,7 @@ def test_a_checkpoint_rotated_away_while_read_is_listed_again(trained_run: Path,
             rotated.append(newer)
         return real(path)
 
-    with mock.patch.object(loading, "read_checkpoint", rotate_first):
+    with mock.patch.object(lookup, "read_checkpoint", rotate_first):
         proc = run(["export.py", "--run", str(run_dir), "--output", str(tmp_path / "e")])
     assert proc.returncode == 0, proc.stderr[-2000:]
     exported_from = json.loads((tmp_path / "e" / "config.json").read_text())["exported_from"]
@@ -220,7 +220,7 @@ def test_a_reader_says_the_run_is_still_training(trained_run: Path, tmp_path: Pa
 
 
 def test_a_checkpoint_rotated_away_while_listed_is_listed_again(trained_run: Path, tmp_path: Path) -> None:
-    from training import checkpoint
+    from artifacts import checkpoint
 
     real, calls = checkpoint.newest_key, []
 

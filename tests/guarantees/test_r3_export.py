@@ -193,10 +193,10 @@ def test_an_export_exported_again_is_the_same_model_and_card(exported: Path, tmp
     first, again = (json.loads((d / "config.json").read_text()) for d in (exported, tmp_path / "again"))
     assert again == first  # the source, budget and scores travel with it (one harness commit here)
     assert (tmp_path / "again" / "README.md").read_text() == (exported / "README.md").read_text()
-    from training.loading import load_for_inference
+    from artifacts.loading import load_model
 
     # the same weights (which of the tied tensors names them in the file is safetensors' choice)
-    states = [load_for_inference(d)[2].state_dict() for d in (exported, tmp_path / "again")]
+    states = [load_model(d).model.state_dict() for d in (exported, tmp_path / "again")]
     assert states[0].keys() == states[1].keys() and all(states[0][k].equal(states[1][k]) for k in states[0])
 
 

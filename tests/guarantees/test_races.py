@@ -43,15 +43,15 @@ def test_test_py_holds_the_runs_lock_from_reading_its_checkpoint_to_publishing(
     shutil.copytree(trained_run, run)
     shutil.rmtree(run / "test", ignore_errors=True)
     held = []
-    import training.loading
+    import artifacts.lookup
 
-    resolve = training.loading.read_from_run
+    resolve = artifacts.lookup.read_from_run
 
     def reading(run_dir: Path):  # the moment test.py reads the run's best checkpoint
         held.append(RunLock.recorded_holder(run_dir))
         return resolve(run_dir)
 
-    monkeypatch.setattr(training.loading, "read_from_run", reading)
+    monkeypatch.setattr(artifacts.lookup, "read_from_run", reading)
     published = []
     write_point = utils.write_points.write_point
 

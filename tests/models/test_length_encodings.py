@@ -16,6 +16,8 @@ import pytest
 import torch
 from helpers import BOS, D_MODEL, HEADS, PAD, VOCAB, full_and_cached, tiny_model
 
+from artifacts.checkpoint import CheckpointError
+from artifacts.loading import check_training_lengths
 from models.positional_encodings import (
     POSITIONAL_ENCODINGS,
     CapePositionalEncoding,
@@ -31,8 +33,6 @@ from models.positional_encodings import (
     sinusoidal_table,
 )
 from models.positional_encodings.randomized import inference_cover
-from training.checkpoint import CheckpointError
-from training.loading import check_training_lengths
 from utils.config import ConfigError, PositionalConfig, load_config
 
 CPU = torch.device("cpu")

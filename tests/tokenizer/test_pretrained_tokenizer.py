@@ -197,16 +197,20 @@ def test_train_and_translate_with_separate_vocabularies(marian_separate: Path, t
     out = run(["inference.py", "--model_path", str(ckpt), "--src_text", "Bonjour."])
     assert out.returncode == 0, out.stderr[-3000:]
     assert len(out.stdout.splitlines()) == 1
-    from training.loading import load_for_inference
+    from artifacts.loading import load_model
 
-    _, tok, model = load_for_inference(ckpt)
+    loaded = load_model(ckpt)
+
+    tok, model = loaded.tokenizer, loaded.model
     assert model.output_proj.out_features == tok.tgt_vocab_size != tok.src_vocab_size
 
 
 def test_a_shared_pretrained_vocabulary_shares_embeddings(marian_shared: Path, tmp_path: Path) -> None:
     proc = train_with(marian_shared, tmp_path, "model.share_embeddings=true")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    from training.loading import load_for_inference
+    from artifacts.loading import load_model
 
-    _, tok, model = load_for_inference(next((tmp_path / "run" / "checkpoints").glob("best_*.pt")))
+    loaded = load_model(next((tmp_path / "run" / "checkpoints").glob("best_*.pt")))
+
+    tok, model = loaded.tokenizer, loaded.model
     assert model.src_embed is model.tgt_embed and tok.shared_vocab

@@ -1,7 +1,7 @@
 """A model for decoding.backend ctranslate2: a CTranslate2 export read back, or a checkpoint converted
-on first use (training/loading.py's `load_for_decoding` calls these).
+on first use (artifacts/loading.py's `load_model` and `load_for_decoding` call these).
 
-A run's conversion is kept in <run>/ctranslate2/ (a harness folder, training/export.py's layout),
+A run's conversion is kept in <run>/ctranslate2/ (a harness folder, artifacts/export.py's layout),
 written under the run's lock and stamped with what it was made from: the checkpoint's name and
 SHA-256, the model config (RoPE's baked-in scaling included), this converter's version and
 CTranslate2's. Any difference converts again. While another process holds the run (training, a
@@ -16,10 +16,14 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from training.checkpoint import CheckpointError
-from training.export import CTRANSLATE2, WEIGHTS, harness_commit, is_export, is_own_export, write_export
+from artifacts.checkpoint import CheckpointError
+from artifacts.export import CTRANSLATE2, WEIGHTS, harness_commit, is_export, is_own_export, write_export
+from artifacts.export_reading import check_export_files, export_facts, export_tokenizer
+from artifacts.lookup import run_dir_of_checkpoint
+from artifacts.test_time import test_time_config
 from utils.config import parse_override, to_dict
 from utils.errors import HarnessError
+from utils.files import file_sha256
 from utils.run_folder import RunLock, is_run_folder
 from utils.runtime import log
 
@@ -29,7 +33,6 @@ def read_ctranslate2_export(path: Path, meta: dict, overrides: Optional[list[str
     positional ones (baked into model.bin at export) and the backend may not. `allowed`: the caller
     decodes (test.py, inference.py); plots and exports need weights a CTranslate2 export lacks."""
     from decoding.ctranslate2_backend import CTranslate2Model
-    from training.loading import check_export_files, export_tokenizer, test_time_config
 
     if not allowed:
         raise CheckpointError(
@@ -60,8 +63,6 @@ def converted(cfg, tokenizer, model, ckpt: Path):
     replacing the folder cannot change what this process decodes with)."""
     from decoding.ctranslate2_backend import CTranslate2Model
     from decoding.ctranslate2_spec import check_convertible, converter_stamp
-    from training.loading import export_facts, run_dir_of_checkpoint
-    from utils.files import file_sha256
 
     check_convertible(cfg)
     ckpt = Path(ckpt).resolve()
@@ -103,8 +104,6 @@ def converted(cfg, tokenizer, model, ckpt: Path):
 
 def intact(folder: Path) -> bool:
     """Whether a conversion's files are the ones it was written with (else it is converted again)."""
-    from training.loading import check_export_files, export_facts
-
     try:
         check_export_files(folder, export_facts(folder))
     except CheckpointError as damaged:

@@ -12,7 +12,7 @@ A CTranslate2 export (`export.py --format ctranslate2`) holds `ctranslate2/` (a 
 folder: model.bin, its config.json and vocabulary, `ctranslate2.Translator` loads it) in place of
 model.safetensors; its config.json says `"backend": "ctranslate2"` and what the conversion baked in.
 
-`inference.py --model_path DIR` and `test.py --model_path DIR` load it through `training/loading.py`.
+`inference.py --model_path DIR` and `test.py --model_path DIR` load it through `artifacts/loading.py`.
 The folder and its files follow the user's umask like any file they make (a shared model is readable
 where their files are), and the card holds no absolute path of the machine that wrote it.
 """

@@ -2,7 +2,7 @@
 
 Training writes them through Ignite's `Checkpoint`/`DiskSaver` (atomic: temporary file, then
 rename). `best_*.pt` files carry the validation score in their name; `last_*.pt` is the newest.
-`training/loading.py` rebuilds config, tokenizer and model from one file.
+`artifacts/loading.py` rebuilds config, tokenizer and model from one file.
 """
 
 from __future__ import annotations

@@ -1,0 +1,60 @@
+"""The config a trained model is tested under: its own, with only the keys that cannot change the trained
+model (decoding, evaluation, ...: their roles in utils/key_roles.py) taken from --set or from a
+--config given beside it; anything else is refused in one line naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from artifacts.checkpoint import CheckpointError
+from utils.config import ConfigError, flatten, load_config, parse_override, to_dict
+from utils.config_schema import EXPERIMENT
+from utils.key_roles import changes, may_change, role_of, test_time_refusal
+
+
+def test_time_config(saved: dict, overrides: Optional[list[str]], checkpoint: str):
+    """The config a checkpoint trained with `saved` is tested under: `saved` with `overrides` applied,
+    which may change only how the trained model is decoded and scored (the keys' roles:
+    utils/key_roles.py). Anything else would score another model, or other data, under this
+    model's name: CheckpointError naming the key. An override equal to the trained value is fine."""
+    trained = load_config(raw=saved)
+    encoding, flat = trained.model.positional.name, flatten(to_dict(trained))
+    refused = []
+    for text in overrides or []:
+        keys, value = parse_override(text)
+        key = ".".join(keys)
+        try:  # judge the keys it changes (a section, `decoding={beam_size: 3}`, changes several)
+            changed = changes(flat, flatten(to_dict(load_config(raw=saved, overrides=[text]))))
+        except ConfigError:  # it does not even load with this model (say another encoding's option)
+            changed = {} if may_change(key, "test", encoding) else {key: (flat.get(key), value)}
+        refused += [(k, was, now) for k, (was, now) in changed.items() if not may_change(k, "test", encoding)]
+    if refused:
+        raise CheckpointError("--set " + test_time_refusal(refused, encoding, checkpoint))
+    return load_config(raw=saved, overrides=overrides)
+
+
+def check_model_matches(config_path: str, overrides: list[str], ckpt_cfg, ckpt_path: Path):
+    """A --config given beside a checkpoint must describe the model it holds and the data it was
+    trained on; the config's test-time settings (decoding, evaluation, ...) win, its training
+    settings and seed do not matter for testing and are left as the checkpoint has them."""
+    given = load_config(config_path, overrides)
+    trained, wanted = flatten(to_dict(ckpt_cfg)), flatten(to_dict(given))
+    encoding = ckpt_cfg.model.positional.name
+    diff = changes(trained, wanted)
+    refused = [k for k in diff if role_of(k, encoding) == EXPERIMENT]
+    if refused:
+        details = "; ".join(f"{k}: checkpoint={diff[k][0]!r} config={diff[k][1]!r}" for k in refused)
+        raise CheckpointError(
+            f"{ckpt_path} was trained with a different model or data than {config_path}: {details}. "
+            f"Drop --config (the checkpoint carries its own) or pick the matching config."
+        )
+    raw = to_dict(ckpt_cfg)
+    for key, (_, value) in diff.items():
+        if may_change(key, "test", encoding):
+            *sections, last = key.split(".")
+            node = raw
+            for part in sections:
+                node = node[part]
+            node[last] = value
+    return load_config(raw=raw)
