@@ -13,25 +13,32 @@ from artifacts.export import CONFIG, WEIGHTS, is_export
 from artifacts.export_reading import check_export_files, export_tokenizer, read_export_config, reexport_hint
 from artifacts.lookup import ModelSource, run_dir_of_checkpoint
 from artifacts.test_time import check_model_matches, test_time_config
+from decoding.backend import DecodingBackend, HarnessDecoder
+from decoding.ctranslate2_backend import CTranslate2Model
 from utils.config import ConfigError, ExperimentConfig, flatten, load_config, to_dict
 from utils.key_roles import refused_on_resume
 from utils.run_folder import is_run_folder
 
-PYTORCH, CTRANSLATE2_BACKEND = "pytorch", "ctranslate2"  # decoding.backend's values
+PYTORCH = "pytorch"  # decoding.backend's default: the harness's own search
 LOADING_FIX = "use an earlier checkpoint (--model_path <run>/checkpoints/...) or train again with a lower training.lr"
 
 
 @dataclass
 class LoadedModel:
     """A trained model as a command uses it: the config it is tested under, its tokenizer, the model
-    (a `Seq2SeqTransformer` in eval mode, or a `CTranslate2Model` for backend ctranslate2), the
-    checkpoint file or export folder it came from, and the backend that decodes it."""
+    (a `Seq2SeqTransformer` in eval mode; None for a CTranslate2 export, which holds no PyTorch
+    weights), the checkpoint file or export folder it came from, and the `DecodingBackend` that
+    decodes it (set by `load_for_decoding`, and for a CTranslate2 export)."""
 
     config: ExperimentConfig
     tokenizer: Any
     model: Any
     path: Path
-    backend: str = PYTORCH
+    decoder: Optional[DecodingBackend] = None
+
+    @property
+    def backend(self) -> str:
+        return self.decoder.name if self.decoder is not None else PYTORCH
 
 
 def as_source(source: ModelSource | str | Path) -> ModelSource:
@@ -41,9 +48,10 @@ def as_source(source: ModelSource | str | Path) -> ModelSource:
 def load_for_decoding(
     source: ModelSource | str | Path, overrides: Sequence[str] = (), config: Optional[str] = None
 ) -> LoadedModel:
-    """The model test.py and inference.py decode with (`decoding.backend`), on the CPU (the caller
-    moves it). A --config beside the model may set its test-time keys (`check_model_matches`);
-    backend ctranslate2 converts a checkpoint on first use (artifacts/ctranslate2_conversion.py)."""
+    """The model test.py and inference.py decode with, its `decoder` the backend `decoding.backend`
+    names, on the CPU (the caller moves it). A --config beside the model may set its test-time keys
+    (`check_model_matches`); backend ctranslate2 converts a checkpoint on first use
+    (artifacts/ctranslate2_conversion.py)."""
     from artifacts.ctranslate2_conversion import converted
 
     loaded = load_model(source, overrides, device="cpu", ctranslate2=True)
@@ -55,8 +63,11 @@ def load_for_decoding(
             f"decoding.compute_type {cfg.decoding.compute_type} is CTranslate2's: add --set "
             f"decoding.backend=ctranslate2 (inference.py: --backend ctranslate2), or drop it"
         )
-    if cfg.decoding.backend == CTRANSLATE2_BACKEND and loaded.backend == PYTORCH:
-        loaded.model, loaded.backend = converted(cfg, loaded.tokenizer, loaded.model, loaded.path), CTRANSLATE2_BACKEND
+    if loaded.decoder is None:
+        convert = cfg.decoding.backend == CTranslate2Model.name
+        loaded.decoder = (
+            converted(cfg, loaded.tokenizer, loaded.model, loaded.path) if convert else HarnessDecoder(loaded.model)
+        )
     return loaded
 
 
@@ -101,9 +112,9 @@ def read_export(path: Path, overrides: list[str], device: str, ctranslate2: bool
     from models import build_model
 
     meta = read_export_config(path)
-    if meta.get("backend") == CTRANSLATE2_BACKEND:
-        cfg, tokenizer, model = read_ctranslate2_export(path, meta, overrides, device, ctranslate2)
-        return LoadedModel(cfg, tokenizer, model, path, CTRANSLATE2_BACKEND)
+    if meta.get("backend") == CTranslate2Model.name:
+        cfg, tokenizer, decoder = read_ctranslate2_export(path, meta, overrides, device, ctranslate2)
+        return LoadedModel(cfg, tokenizer, None, path, decoder)
     cfg = test_time_config(meta["config"], overrides, str(path))
     tokenizer = export_tokenizer(path, meta)
     model = build_model(cfg.model, tokenizer.src_vocab_size, tokenizer.tgt_vocab_size, tokenizer.pad_id)

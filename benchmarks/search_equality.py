@@ -28,16 +28,17 @@ SEARCHES = {"greedy": {"strategy": "greedy"}, "beam4": {"strategy": "beam", "bea
 
 def translate_with(search_module, model, tokenizer, sources, settings) -> tuple[list[str], float]:
     """The test split's hypotheses through `search_module`'s greedy_search/beam_search, and the seconds."""
-    import evaluation.translate as translate
+    import decoding.backend as backend
+    from evaluation.translate import translate
 
-    saved = translate.greedy_search, translate.beam_search
-    translate.greedy_search, translate.beam_search = search_module.greedy_search, search_module.beam_search
+    saved = backend.greedy_search, backend.beam_search
+    backend.greedy_search, backend.beam_search = search_module.greedy_search, search_module.beam_search
     try:
         start = time.perf_counter()
-        found = translate.translate(model, tokenizer, sources, settings)
+        found = translate(backend.HarnessDecoder(model), tokenizer, sources, settings)
         return [t.text for t in found], time.perf_counter() - start
     finally:
-        translate.greedy_search, translate.beam_search = saved
+        backend.greedy_search, backend.beam_search = saved
 
 
 def compare_run(run: str) -> dict:

@@ -40,7 +40,7 @@ from commands.cli import (
     setting_flag_overrides,
 )
 from data.parallel_text import decode_utf8, read_text, split_lines
-from evaluation.translate import Translation, max_positions, translate
+from evaluation.translate import Translation, translate
 from utils.errors import HarnessError, WriteError
 from utils.files import atomic_output, check_target, remove_own_temporaries, special_kind
 from utils.runtime import device_at_test_time, log
@@ -109,15 +109,15 @@ def streamed_lines(stream, prompt: bool) -> Iterator[list[str]]:
 class Printer:
     """Writes translations (and n-best lists) to stdout or an --output file, numbering inputs."""
 
-    def __init__(self, out: TextIO, nbest: bool, model) -> None:
-        self.out, self.nbest, self.model, self.count = out, nbest, model, 0
+    def __init__(self, out: TextIO, nbest: bool, max_positions: Optional[int]) -> None:
+        self.out, self.nbest, self.max_positions, self.count = out, nbest, max_positions, 0
 
     def write(self, translations: list[Translation]) -> None:
         for out in translations:
             if out.truncated_from is not None:
                 print(
                     f"warning: line {self.count + 1}: the input has {out.truncated_from} tokens; this model takes "
-                    f"at most {max_positions(self.model)} (model.positional.max_positions, or a CTranslate2 model's "
+                    f"at most {self.max_positions} (model.positional.max_positions, or a CTranslate2 model's "
                     "position table), so it was truncated",
                     file=sys.stderr,
                 )
@@ -223,12 +223,12 @@ def run_inference(
     batches = input_batches(src_text, src, interactive)
     overrides = list(overrides)
     loaded = load_for_decoding(find_model(model_path, run, config, overrides), overrides, config)
-    cfg, tokenizer, model = loaded.config, loaded.tokenizer, loaded.model
+    cfg, tokenizer, decoder = loaded.config, loaded.tokenizer, loaded.decoder
     where = device_at_test_time(device, cfg, loaded.path)
-    model.to(where)
+    decoder.to(where)
     settings = cfg.decoding
     with open_output(output, overwrite, [src, config, model_path]) as out:
-        printer = Printer(out, settings.nbest > 1 and settings.strategy == "beam", model)
+        printer = Printer(out, settings.nbest > 1 and settings.strategy == "beam", decoder.max_positions)
         for sentences in batches:
-            printer.write(translate(model, tokenizer, sentences, settings, where))
+            printer.write(translate(decoder, tokenizer, sentences, settings, where))
     return 0

@@ -145,9 +145,9 @@ def test_checkpoint(args: TestRequest, source: ModelSource, out_dir: Path, run: 
     if not journal_file(out_dir).exists() and not (out_dir / "scores.json").exists():
         check_outputs(args, out_dir, run)  # a user's files refused before loading
     loaded = load_for_decoding(source, args.overrides, args.config)
-    cfg, tokenizer, model, ckpt = loaded.config, loaded.tokenizer, loaded.model, loaded.path
+    cfg, tokenizer, decoder, ckpt = loaded.config, loaded.tokenizer, loaded.decoder, loaded.path
     device = device_at_test_time(args.device, cfg, ckpt)
-    model.to(device)
+    decoder.to(device)
     if cfg.evaluation.teacher_forced:  # before hours of decoding, not after
         check_position_buckets(cfg.evaluation.position_buckets)
     pairs, documents, test_set = read_test_set(args, cfg, ckpt)
@@ -163,7 +163,7 @@ def test_checkpoint(args: TestRequest, source: ModelSource, out_dir: Path, run: 
         print_summary(done, out_dir)
         return 0
     check_outputs(args, out_dir, run)  # (before minutes of decoding, after the seconds of loading)
-    return score_and_write(args, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir)
+    return score_and_write(args, ckpt, cfg, decoder, tokenizer, device, pairs, documents, test_set, out_dir)
 
 
 def read_test_set(args: TestRequest, cfg, ckpt: Path) -> tuple[list, Optional[list], dict]:
@@ -251,7 +251,9 @@ def check_concat_fits(args: TestRequest, cfg, pairs: int) -> None:
         args.concat_not_scored = too_many
 
 
-def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pairs, documents, test_set, out_dir) -> int:
+def score_and_write(
+    args: TestRequest, ckpt, cfg, decoder, tokenizer, device, pairs, documents, test_set, out_dir
+) -> int:
     """Decode and score into a staging folder, then publish the whole set at once (utils/publish.py):
     a kill leaves the earlier test or this one, never a mix; files of the earlier test that this one
     does not write (its concat/k8/, its teacher-forced files, archived forms) go at the same moment."""
@@ -264,11 +266,11 @@ def score_and_write(args: TestRequest, ckpt, cfg, model, tokenizer, device, pair
     )
     with OutputSet(out_dir) as outputs:
         staged = outputs.staged_folder()
-        scores = evaluate(model, tokenizer, pairs, documents, cfg, device, staged, concat)
+        scores = evaluate(decoder, tokenizer, pairs, documents, cfg, device, staged, concat)
         if cfg.evaluation.teacher_forced:  # the references' likelihood per target position, whatever the search does
             log("teacher forcing the references (k = 1" + "".join(f", {k}" for k in sorted(set(concat) - {1})) + ")")
             scores["teacher_forced"], beyond, per_pair = teacher_forced_scores(
-                model, tokenizer, pairs, documents, cfg, device, concat
+                decoder, tokenizer, pairs, documents, cfg, device, concat
             )
             for name, text in ((BEYOND_FILE, beyond), (PAIRS_FILE, per_pair)):
                 if text is not None:  # per input (compare.py's test of the NLL), per pair and k (its degradation)

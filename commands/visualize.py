@@ -232,9 +232,7 @@ def cmd_pe_similarity(args: PlotRequest) -> None:
 def check_attention_lengths(args: PlotRequest, tokenizer, model) -> None:
     """A sentence the maps can show: some tokens, at most MAX_ATTENTION_TOKENS (one row and column
     each) and no more than a learned position table holds."""
-    from evaluation.translate import max_positions
-
-    table = max_positions(model) or MAX_ATTENTION_TOKENS
+    table = model.max_positions or MAX_ATTENTION_TOKENS
     limit = min(MAX_ATTENTION_TOKENS, table)
     why = "one row and column per token" if limit == MAX_ATTENTION_TOKENS else f"the model's {table} positions"
     for flag, tokens in (

@@ -51,9 +51,9 @@ class CTranslate2Model:
     a model: `max_positions` (a position table's rows, None for rotary and relative ones), the
     training lengths, and `to(device)` / `eval()` as a PyTorch model has them."""
 
-    backend = "ctranslate2"
+    name = "ctranslate2"
     # what the teacher-forced diagnostic cannot have from it (scores.json: teacher_forced.unavailable)
-    UNAVAILABLE = (
+    unavailable = (
         "decoding.backend ctranslate2 gives each reference token's NLL only (score_batch): accuracy, "
         "p(EOS), the EOS-renormalised figures and the per-pair degradation file need the whole "
         "distribution (null here)"
@@ -72,6 +72,12 @@ class CTranslate2Model:
         source, target = read_vocabularies(self.folder)
         self.source_tokens, self.target_tokens = source, target
         self.target_ids = {token: i for i, token in enumerate(target)}
+
+    @property
+    def position_limits(self) -> tuple[Optional[int], Optional[int]]:
+        """score_batch appends EOS itself: an output cut to the table leaves it a position."""
+        rows = self.max_positions
+        return rows, (rows - 1 if rows else None)
 
     def to(self, device) -> "CTranslate2Model":
         device = torch.device(device)
@@ -117,9 +123,9 @@ class CTranslate2Model:
                 ) from None
         return self._translators[compute_type]
 
-    def search(self, sources: list[list[int]], tokenizer, settings) -> list[list[Hypothesis]]:
+    def search(self, sources: list[list[int]], tokenizer, settings, device=None) -> list[list[Hypothesis]]:
         """The configured search of each source (ids as the tokenizer encodes them): its n-best
-        hypotheses, best first, as `decoding.search` returns them."""
+        hypotheses, best first, as `decoding.search` returns them (on the device of `to`)."""
         check_settings(settings)
         greedy = settings.strategy == "greedy"
         limits = output_limits(
@@ -180,22 +186,17 @@ class CTranslate2Model:
         # an output cut before its EOS (a position table's limit) gets one log-probability too many
         return [list(r.log_probs[: len(out)]) for r, out in zip(results, outputs)]
 
-    def token_scores(self, sources, outputs, eos: int, settings, device) -> tuple[torch.Tensor, ...]:
-        """The teacher-forced diagnostic's per-token figures (evaluation/teacher_forced.py:
-        `token_scores`) `[batch, T]`: the NLL of each reference token from `score_batch`, nothing
-        else (no distribution: accuracy, p(EOS) and the EOS-renormalised figures are NaN)."""
-        log_probs = self.token_log_probs(sources, outputs, eos, settings)
+    def token_scores(self, sources, outputs, tokenizer, settings, device) -> tuple[torch.Tensor, ...]:
+        """The teacher-forced diagnostic's per-token figures (`DecodingBackend.token_scores`) `[batch, T]`:
+        the NLL of each reference token from `score_batch`, nothing else (no distribution: accuracy,
+        p(EOS) and the EOS-renormalised figures are NaN)."""
+        log_probs = self.token_log_probs(sources, outputs, tokenizer.eos_id, settings)
         nll = torch.zeros(len(outputs), max(len(o) for o in outputs))
         for row, values in enumerate(log_probs):
             nll[row, : len(values)] = -torch.tensor(values)
         nll = nll.to(device)
         missing = torch.full_like(nll, float("nan"))
         return nll, missing, missing, missing, missing
-
-
-def is_ctranslate2(model) -> bool:
-    """Whether `model` is a `CTranslate2Model` (the harness's search does not run on it), not a PyTorch model."""
-    return isinstance(model, CTranslate2Model)
 
 
 def check_settings(settings) -> None:

@@ -19,8 +19,8 @@ Definitions (scores.json["teacher_forced"]["definition"] says the same in short)
 - Buckets [b_i, b_i+1) of t (evaluation.position_buckets, the last open-ended). Beyond training:
   t >= the decoder's training_length (model.decoder_pe.training_length, the longest decoder input
   seen in training; 0 = not recorded, and then no beyond/within split).
-- Sources longer than the model can represent are truncated as translation does (translate.py:
-  max_positions), decoder inputs likewise; both counted. An input with an empty source is left out
+- Sources longer than the model can represent are truncated as translation does (the backend's
+  `max_positions`), decoder inputs likewise; both counted. An input with an empty source is left out
   (translation gives it an empty hypothesis without running the model) and counted.
 """
 
@@ -34,13 +34,11 @@ import torch
 from torch import Tensor
 
 from data.pipeline import cut_by_token_budget, pad_batch
-from decoding.ctranslate2_backend import is_ctranslate2
+from decoding.backend import DecodingBackend
 from evaluation.metrics import bucket_label
 from evaluation.test_set import protocol_groups
-from evaluation.translate import max_positions
 from utils.config import ConfigError
 from utils.run_folder import TEACHER_FORCED_BEYOND, TEACHER_FORCED_PAIRS
-from utils.runtime import autocast
 
 DEFINITION = (
     "teacher forcing (tgt_in = BOS + reference, tgt_out = reference + EOS); position t = decoder input "
@@ -67,22 +65,6 @@ def check_position_buckets(edges: Sequence[int]) -> None:
             f"evaluation.position_buckets must be increasing bucket edges starting at 0 "
             f"(target position 0 predicts the first token), got {list(edges)}"
         )
-
-
-def token_scores(logits: Tensor, tgt_out: Tensor, eos: int) -> tuple[Tensor, ...]:
-    """Per target token: (NLL, argmax correct, p(EOS), NLL with EOS renormalised out, argmax correct
-    without EOS). Renormalised from the logits: log(1 - p(EOS)) = logsumexp over the other tokens,
-    exact even where p(EOS) rounds to 1."""
-    logits = logits.float()
-    logp = logits.log_softmax(-1)
-    y = tgt_out.unsqueeze(-1)
-    nll = -logp.gather(-1, y).squeeze(-1)
-    correct = logits.argmax(-1).eq(tgt_out)
-    p_eos = logp[..., eos].exp()
-    del logp
-    logits[..., eos] = float("-inf")
-    nll_no_eos = torch.where(tgt_out.ne(eos), logits.logsumexp(-1) - logits.gather(-1, y).squeeze(-1), 0.0)
-    return nll, correct, p_eos, nll_no_eos, logits.argmax(-1).eq(tgt_out)
 
 
 class JoinedInputs:
@@ -158,7 +140,7 @@ class PositionSums:
         input_index: torch.Tensor,
         pair: Optional[torch.Tensor] = None,
     ) -> None:
-        """scores: `token_scores`' five `[batch, T]` tensors (NaN where a backend cannot give one);
+        """scores: `DecodingBackend.token_scores`' five `[batch, T]` tensors (NaN where a backend cannot give one);
         tgt_out/valid/boundary `[batch, T]`, row_group and input_index `[batch]`; pair `[batch, T]`:
         the test pair a position's token belongs to (-1: none, its first token, EOS)."""
         nll, correct, p_eos, nll_no_eos, correct_no_eos = scores
@@ -280,7 +262,7 @@ def entry(
 
 
 def score_inputs(
-    model,
+    decoder: DecodingBackend,
     inputs: JoinedInputs,
     row_group: list[int],
     row_groups: int,
@@ -298,12 +280,10 @@ def score_inputs(
     order = sorted(range(len(inputs)), key=lambda i: (len(inputs.out[i]), len(inputs.src[i])))
     sizes = [max(len(s), len(o)) for s, o in zip(inputs.src, inputs.out)]
     batches = cut_by_token_budget(order, sizes, cfg.decoding.max_tokens)
-    bos, eos, pad = tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id
+    eos = tokenizer.eos_id
     for batch in progress(batches) if progress is not None else batches:
         outs = [inputs.out[i] for i in batch]
-        src = pad_batch([inputs.src[i] for i in batch], pad).to(device)
-        tgt_in = pad_batch([[bos, *o[:-1]] for o in outs], pad).to(device)
-        tgt_out = pad_batch(outs, pad)
+        tgt_out = pad_batch(outs, tokenizer.pad_id)
         valid = torch.arange(tgt_out.size(1))[None, :] < torch.tensor([len(o) for o in outs])[:, None]
         boundary = torch.zeros_like(valid)
         pair = torch.full(valid.shape, -1, dtype=torch.long)
@@ -311,11 +291,7 @@ def score_inputs(
             boundary[row, inputs.boundaries[i]] = True
             for index, start, length in inputs.members[i]:  # its tokens after the first (EOS is after them)
                 pair[row, start + 1 : start + length] = index
-        if is_ctranslate2(model):
-            scores = model.token_scores([inputs.src[i] for i in batch], outs, eos, cfg.decoding, device)
-        else:
-            with autocast(cfg.decoding.precision, device):
-                scores = token_scores(model(src, tgt_in), tgt_out.to(device), eos)  # logits [batch, T, vocab]
+        scores = decoder.token_scores([inputs.src[i] for i in batch], outs, tokenizer, cfg.decoding, device)
         sums.add(
             scores,
             tgt_out.to(device),
@@ -379,18 +355,9 @@ def source_length_entries(
     return out
 
 
-def training_lengths_and_limits(model) -> tuple[tuple[int, int], tuple[Optional[int], Optional[int]]]:
-    """((source, target) training lengths, (source, decoder input) limits: a position table's rows)."""
-    if is_ctranslate2(model):  # score_batch appends EOS itself: a cut output leaves it a position
-        rows = model.max_positions
-        return model.training_lengths, (rows, rows - 1 if rows else None)
-    lengths = (int(model.encoder_pe.training_length), int(model.decoder_pe.training_length))
-    return lengths, (max_positions(model), getattr(model.decoder_pe, "max_positions", None))
-
-
 @torch.no_grad()
 def teacher_forced_scores(
-    model,
+    decoder: DecodingBackend,
     tokenizer,
     pairs: list[tuple[str, str]],
     documents: Optional[list[str]],
@@ -409,8 +376,7 @@ def teacher_forced_scores(
     edges = cfg.evaluation.position_buckets
     check_position_buckets(edges)
     start = time.time()
-    model.eval()
-    lengths, limits = training_lengths_and_limits(model)
+    lengths, limits = decoder.training_lengths, decoder.position_limits
     src_ids = tokenizer.encode_src_batch([normalize_text(s) for s, _ in pairs])  # as translate.py encodes them
     tgt_ids = tokenizer.encode_tgt_batch([normalize_text(t) for _, t in pairs])
     source_edges = cfg.evaluation.length_buckets
@@ -430,7 +396,7 @@ def teacher_forced_scores(
         row_groups = len(source_edges) + 1 if k == 1 else 1
         progress = lambda b, k=k: tqdm(b, desc=f"teacher forcing k={k}", unit="batch", mininterval=5)
         cells, boundary, per_input, per_pair = score_inputs(
-            model, inputs, row_group, row_groups, tokenizer, cfg, device, lengths[1], progress, len(pairs)
+            decoder, inputs, row_group, row_groups, tokenizer, cfg, device, lengths[1], progress, len(pairs)
         )
         report["k"][str(k)] = entry(cells.sum(0), edges, lengths[1], input_counts(inputs), boundary if k > 1 else None)
         beyond_rows += beyond_lines(k, per_input)
@@ -440,8 +406,8 @@ def teacher_forced_scores(
                 cells, row_group, inputs, source_edges, edges, lengths[1]
             )
     report["seconds"] = round(time.time() - start, 2)
-    if is_ctranslate2(model):  # the per-input and per-pair files hold EOS-renormalised sums only
-        report["unavailable"] = model.UNAVAILABLE
+    if decoder.unavailable:  # the per-input and per-pair files hold EOS-renormalised sums only
+        report["unavailable"] = decoder.unavailable
         return report, None, None
     return (
         report,

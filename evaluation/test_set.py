@@ -14,6 +14,7 @@ from typing import Optional, Sequence
 
 from data.concat import concat_groups, join_pairs
 from data.readers import normalize_pairs
+from decoding.backend import DecodingBackend
 from evaluation.metrics import score_by_length, score_subset, score_translations
 from evaluation.translate import Translation, translate
 from utils.files import atomic_write_text
@@ -89,12 +90,17 @@ def longest_training_source(data_cfg) -> Optional[int]:
     return cap
 
 
-def _translate(model, tokenizer, sources: list[str], settings, device, what: str) -> tuple[list[Translation], float]:
+def _translate(decoder, tokenizer, sources: list[str], settings, device, what: str) -> tuple[list[Translation], float]:
     from tqdm import tqdm
 
     start = time.time()
     outputs = translate(
-        model, tokenizer, sources, settings, device, progress=lambda b: tqdm(b, desc=what, unit="batch", mininterval=5)
+        decoder,
+        tokenizer,
+        sources,
+        settings,
+        device,
+        progress=lambda b: tqdm(b, desc=what, unit="batch", mininterval=5),
     )
     return outputs, time.time() - start
 
@@ -110,7 +116,7 @@ def _truncations(outputs: list[Translation], what: str) -> int:
 
 
 def evaluate(
-    model,
+    decoder: DecodingBackend,
     tokenizer,
     pairs: list[Pair],
     documents: Optional[list[str]],
@@ -127,7 +133,7 @@ def evaluate(
         f"translating {len(sources):,} sentences ({settings.strategy}, "
         f"beam {settings.beam_size if settings.strategy == 'beam' else 1})"
     )
-    outputs, seconds = _translate(model, tokenizer, sources, settings, device, "translating")
+    outputs, seconds = _translate(decoder, tokenizer, sources, settings, device, "translating")
     hyps = [o.text for o in outputs]
     scores = score_translations(hyps, references).as_dict()
     scores.update(
@@ -147,7 +153,7 @@ def evaluate(
     )
     if concat:
         scores["concat"] = [
-            _score_concat(model, tokenizer, pairs, documents, cfg, device, out_dir, k, outputs)
+            _score_concat(decoder, tokenizer, pairs, documents, cfg, device, out_dir, k, outputs)
             for k in sorted(set(concat))
         ]
         scores["concat_order"] = "documents" if documents is not None else f"seeded (seed {cfg.evaluation.concat_seed})"
@@ -162,7 +168,7 @@ def protocol_groups(num_pairs: int, k: int, documents: Optional[list[str]], cfg)
 
 
 def _score_concat(
-    model,
+    decoder: DecodingBackend,
     tokenizer,
     pairs: list[Pair],
     documents: Optional[list[str]],
@@ -179,7 +185,7 @@ def _score_concat(
     if k == 1:
         outputs, seconds = [single[g[0]] for g in groups], 0.0
     else:
-        outputs, seconds = _translate(model, tokenizer, sources, cfg.decoding, device, f"k={k}")
+        outputs, seconds = _translate(decoder, tokenizer, sources, cfg.decoding, device, f"k={k}")
     hyps = [o.text for o in outputs]
     s = score_translations(hyps, references)
     write_lines(out_dir / "concat" / f"k{k}", hypotheses=hyps, references=references, sources=sources)

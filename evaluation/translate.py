@@ -11,13 +11,9 @@ from typing import Callable, Optional
 
 import torch
 
-from data.pipeline import cut_by_token_budget, pad_batch
-from decoding.ctranslate2_backend import is_ctranslate2
-from decoding.hypotheses import Hypothesis
-from decoding.search import beam_search, greedy_search
-from decoding.step import CachedDecoder
+from data.pipeline import cut_by_token_budget
+from decoding.backend import DecodingBackend
 from utils.config import DecodingConfig
-from utils.runtime import autocast
 
 
 @dataclass
@@ -32,44 +28,6 @@ class Translation:
         return self.hypotheses[0][0] if self.hypotheses else ""
 
 
-def max_positions(model) -> Optional[int]:
-    """Longest input/output a model takes (a learnable encoding's table size, a CTranslate2 model's
-    position table), or None."""
-    if is_ctranslate2(model):
-        return model.max_positions
-    return getattr(model.encoder_pe, "max_positions", None)
-
-
-def search_batch(model, src: torch.Tensor, tokenizer, settings: DecodingConfig) -> list[list[Hypothesis]]:
-    """Run the configured search on one padded batch `[batch, src_len]` (the model decoded step by
-    step with a key/value cache: `CachedDecoder`)."""
-    cap = max_positions(model)
-    decoder = CachedDecoder(model)
-    common = dict(
-        max_len_a=settings.max_len_a,
-        max_len_b=settings.max_len_b,
-        max_len_cap=cap,
-        min_len=settings.min_len,
-        no_repeat_ngram=settings.no_repeat_ngram,
-    )
-    if settings.strategy == "greedy":
-        return [
-            [h] for h in greedy_search(decoder, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id, **common)
-        ]
-    return beam_search(
-        decoder,
-        src,
-        tokenizer.bos_id,
-        tokenizer.eos_id,
-        tokenizer.pad_id,
-        beam_size=settings.beam_size,
-        penalty=settings.length_penalty,
-        alpha=settings.alpha,
-        nbest=settings.nbest,
-        **common,
-    )
-
-
 def make_batches(lengths: list[int], max_tokens: int, beam: int) -> list[list[int]]:
     """Indices sorted by length, cut so that batch * longest * beam <= max_tokens (at least one each)."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
@@ -78,20 +36,20 @@ def make_batches(lengths: list[int], max_tokens: int, beam: int) -> list[list[in
 
 @torch.no_grad()
 def translate(
-    model,
+    decoder: DecodingBackend,
     tokenizer,
     sentences: list[str],
     settings: DecodingConfig,
     device: torch.device | str = "cpu",
     progress: Optional[Callable] = None,
 ) -> list[Translation]:
-    """Translate `sentences` in input order: one translation per sentence, always. Empty input
+    """Translate `sentences` in input order with `decoder` (a `DecodingBackend`: the harness's search,
+    `HarnessDecoder(model)`, or CTranslate2): one translation per sentence, always. Empty input
     gives an empty translation; a source longer than the model can represent (a learnable
     encoding's table) is truncated to that limit and marked (`truncated_from`), never dropped."""
     from data.readers import normalize_text
 
-    model.eval()
-    limit = max_positions(model)
+    limit = decoder.max_positions
     ids = tokenizer.encode_src_batch([normalize_text(s) for s in sentences])
     results: list[Optional[Translation]] = [None] * len(sentences)
     truncated_from: dict[int, int] = {}
@@ -110,12 +68,7 @@ def translate(
     iterator = progress(batches) if progress is not None else batches
     for batch in iterator:
         rows = [todo[j] for j in batch]
-        if is_ctranslate2(model):
-            found = model.search([ids[i] for i in rows], tokenizer, settings)
-        else:
-            src = pad_batch([ids[i] for i in rows], tokenizer.pad_id)  # [batch, src_len]
-            with autocast(settings.precision, device):
-                found = search_batch(model, src.to(device), tokenizer, settings)
+        found = decoder.search([ids[i] for i in rows], tokenizer, settings, device)
         for i, hyps in zip(rows, found):
             results[i] = Translation(
                 sentences[i],

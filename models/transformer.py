@@ -257,5 +257,10 @@ class Seq2SeqTransformer(nn.Module):
         """Teacher-forced logits `[batch, tgt_len, vocab]`."""
         return self.decode(tgt_in, self.encode(src))
 
+    @property
+    def max_positions(self) -> Optional[int]:
+        """The longest input or output the model represents (a learnable encoding's table size), or None."""
+        return getattr(self.encoder_pe, "max_positions", None)
+
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -192,3 +192,17 @@ def test_no_function_is_longer_than_60_lines(tmp_path: Path) -> None:
     assert long_functions(ROOT) == []
     (tmp_path / "m.py").write_text("def f():\n" + "    x = 1\n" * 60, encoding="utf-8")  # the checker sees one
     assert long_functions(tmp_path) == ["m.py:1 f (61 lines)"]
+
+
+def test_decoding_backends_are_dispatched_not_asked() -> None:
+    """Only the loader picks a backend (artifacts/): translation, scoring and the commands call
+    `DecodingBackend` members and never import a particular backend to test which one they have."""
+    backend_modules = {"decoding.ctranslate2_backend", "decoding.backend"}
+    graph = module_imports(ROOT)
+    asking = sorted(
+        name
+        for name, imports in graph.items()
+        if "decoding.ctranslate2_backend" in imports and not name.startswith(("artifacts.", "decoding."))
+    )
+    assert asking == []
+    assert all(m in graph for m in backend_modules)

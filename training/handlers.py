@@ -20,6 +20,7 @@ from ignite.engine import Engine, Events
 from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, global_step_from_engine
 
 from artifacts.checkpoint import CheckpointError, read_newest_good_checkpoint, restore_checkpointer
+from decoding.backend import HarnessDecoder
 from evaluation.metrics import score_translations
 from evaluation.translate import translate
 from training.schedules import keep_implementation, set_peak_lr
@@ -186,7 +187,7 @@ def validation_search(cfg) -> DecodingConfig:
 def validation_bleu(run: TrainingRun, tokenizer, valid_split, n_bleu: int, settings, step: int) -> float:
     """Greedy sacreBLEU on the first `n_bleu` valid pairs; a few samples go to TensorBoard."""
     t = run.cfg.training
-    outs = translate(run.model, tokenizer, valid_split.raw_src[:n_bleu], settings, run.device)
+    outs = translate(HarnessDecoder(run.model), tokenizer, valid_split.raw_src[:n_bleu], settings, run.device)
     bleu = score_translations([o.text for o in outs], valid_split.raw_tgt[:n_bleu]).sacrebleu
     for i, o in enumerate(outs[: t.num_sample_translations]):
         run.tb.add_text(

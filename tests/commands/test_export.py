@@ -59,6 +59,7 @@ def test_loading_an_export_never_unpickles(trained_run: Path, tmp_path: Path, mo
     import torch
 
     from artifacts.loading import load_model
+    from decoding.backend import HarnessDecoder
     from evaluation.translate import translate
 
     out = tmp_path / "exported"
@@ -71,7 +72,7 @@ def test_loading_an_export_never_unpickles(trained_run: Path, tmp_path: Path, mo
         monkeypatch.setattr(module, name, refuse)
     loaded = load_model(out)
     cfg, tokenizer, model = loaded.config, loaded.tokenizer, loaded.model
-    assert translate(model, tokenizer, SENTENCES[:2], cfg.decoding)[0].text
+    assert translate(HarnessDecoder(model), tokenizer, SENTENCES[:2], cfg.decoding)[0].text
     with pytest.raises(Exception, match="without pickle"):  # the guard does catch a checkpoint's torch.load
         load_model(next((trained_run / "checkpoints").glob("*.pt")))
 

@@ -96,8 +96,8 @@ def test_exported_model_gives_the_same_log_probabilities(trained, tmp_path: Path
         "tokenizer.json",
     ]
     loaded = load_for_decoding(tmp_path / "ct2")
-    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.model
-    assert converted.backend == "ctranslate2" and cfg.decoding.backend == "ctranslate2"
+    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.decoder
+    assert converted.name == "ctranslate2" and loaded.backend == "ctranslate2" and cfg.decoding.backend == "ctranslate2"
     sources, targets = random_pairs(tokenizer.tgt_vocab_size)
     eos = tokenizer.eos_id
     theirs = converted.token_log_probs(sources, [t + [eos] for t in targets], eos, cfg.decoding)
@@ -116,17 +116,16 @@ def test_greedy_search_gives_the_same_tokens(trained, tmp_path: Path, name, opti
     import dataclasses
 
     from artifacts.loading import load_for_decoding
-    from data.pipeline import pad_batch
-    from evaluation.translate import search_batch
+    from decoding.backend import HarnessDecoder
 
     model = pytorch_export(trained, tmp_path / "pytorch", name, options, True)
     loaded = load_for_decoding(tmp_path / "pytorch", ["decoding.backend=ctranslate2"])
-    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.model
+    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.decoder
     sources, _ = random_pairs(tokenizer.tgt_vocab_size, seed=5)
     for changes in ({}, {"min_len": 4, "max_len_a": 0.5, "max_len_b": 2}, {"no_repeat_ngram": 2}):
         settings = dataclasses.replace(cfg.decoding, strategy="greedy", **changes)
-        ours = search_batch(model, pad_batch(sources, tokenizer.pad_id), tokenizer, settings)
-        theirs = converted.search(sources, tokenizer, settings)
+        ours = HarnessDecoder(model).search(sources, tokenizer, settings, "cpu")
+        theirs = converted.search(sources, tokenizer, settings, "cpu")
         assert [h[0].tokens for h in ours] == [h[0].tokens for h in theirs], changes
         assert all(len(h[0].tokens) > 0 for h in theirs)
 
@@ -209,8 +208,7 @@ def test_min_len_holds_back_the_first_eos_alike(trained, tmp_path: Path) -> None
 
     from artifacts.export import write_export
     from artifacts.loading import load_for_decoding, load_model
-    from data.pipeline import pad_batch
-    from evaluation.translate import search_batch
+    from decoding.backend import HarnessDecoder
 
     model = pytorch_export(trained, tmp_path / "pytorch", "sinusoidal", {}, True)
     loaded = load_model(tmp_path / "pytorch")
@@ -221,12 +219,12 @@ def test_min_len_holds_back_the_first_eos_alike(trained, tmp_path: Path) -> None
         model.output_proj.weight[tokenizer.eos_id] = model.decoder_norm.bias * 100  # ...along which EOS wins
     write_export(cfg, tokenizer, model, tmp_path / "stops", {"exported_from": "test"})
     loaded = load_for_decoding(tmp_path / "stops", ["decoding.backend=ctranslate2"])
-    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.model
+    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.decoder
     sources, _ = random_pairs(tokenizer.tgt_vocab_size, seed=7)
     for min_len in (0, 1, 4, 40):
         settings = dataclasses.replace(cfg.decoding, strategy="greedy", min_len=min_len, max_len_a=0.0, max_len_b=9)
-        ours = [h[0].tokens for h in search_batch(model, pad_batch(sources, tokenizer.pad_id), tokenizer, settings)]
-        theirs = [h[0].tokens for h in converted.search(sources, tokenizer, settings)]
+        ours = [h[0].tokens for h in HarnessDecoder(model).search(sources, tokenizer, settings, "cpu")]
+        theirs = [h[0].tokens for h in converted.search(sources, tokenizer, settings, "cpu")]
         assert ours == theirs and {len(t) for t in ours} == {min(max(min_len - 1, 0), 8)}, min_len
 
 
@@ -322,8 +320,7 @@ def test_beam_scores_are_the_harness_scores(trained, tmp_path: Path) -> None:
 
     from artifacts.export import write_export
     from artifacts.loading import load_for_decoding, load_model
-    from data.pipeline import pad_batch
-    from evaluation.translate import search_batch
+    from decoding.backend import HarnessDecoder
 
     model = pytorch_export(trained, tmp_path / "pytorch", "sinusoidal", {}, True, tie_output=False)
     loaded = load_model(tmp_path / "pytorch")
@@ -331,9 +328,7 @@ def test_beam_scores_are_the_harness_scores(trained, tmp_path: Path) -> None:
     g = torch.Generator().manual_seed(11)
     sources = [torch.randint(4, tokenizer.src_vocab_size, (n,), generator=g).tolist() for n in range(2, 26, 2)]
     greedy = dataclasses.replace(cfg.decoding, strategy="greedy")
-    emitted = [
-        t for h in search_batch(model, pad_batch(sources, tokenizer.pad_id), tokenizer, greedy) for t in h[0].tokens
-    ]
+    emitted = [t for h in HarnessDecoder(model).search(sources, tokenizer, greedy, "cpu") for t in h[0].tokens]
     dominant = max(set(emitted), key=emitted.count)
     with torch.no_grad():
         weight = model.output_proj.weight
@@ -342,11 +337,11 @@ def test_beam_scores_are_the_harness_scores(trained, tmp_path: Path) -> None:
             weight[banned] = weight[dominant] * -50
     write_export(cfg, tokenizer, model, tmp_path / "stops", {"exported_from": "test"})
     loaded = load_for_decoding(tmp_path / "stops", ["decoding.backend=ctranslate2"])
-    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.model
+    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.decoder
     for penalty in ("avg", "none"):  # (min_len with beam search is refused: CTranslate2 renormalises without EOS)
         settings = dataclasses.replace(cfg.decoding, beam_size=4, nbest=3, length_penalty=penalty, max_len_b=30)
-        ours = search_batch(model, pad_batch(sources, tokenizer.pad_id), tokenizer, settings)
-        theirs = converted.search(sources, tokenizer, settings)
+        ours = HarnessDecoder(model).search(sources, tokenizer, settings, "cpu")
+        theirs = converted.search(sources, tokenizer, settings, "cpu")
         limits = [len(s) * settings.max_len_a + settings.max_len_b for s in sources]
         clear = [i for i, (a, b) in enumerate(zip(ours, theirs)) if all(len(h.tokens) + 1 < limits[i] for h in a + b)]
         assert len(clear) >= 3, (penalty, len(clear))  # sentences no hypothesis of which met the limit
@@ -388,7 +383,7 @@ def test_teacher_forcing_reaches_the_end_of_a_position_table(trained, tmp_path: 
 
     pytorch_export(trained, tmp_path / "pytorch", "learnable", {"max_positions": 64}, True)
     loaded = load_for_decoding(tmp_path / "pytorch", ["decoding.backend=ctranslate2"])
-    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.model
+    cfg, tokenizer, converted = loaded.config, loaded.tokenizer, loaded.decoder
     pairs = [("le chat dort. " * 30, "the cat sleeps. " * 30), ("Bonjour !", "Hello!")]
     assert len(tokenizer.encode_tgt(pairs[0][1])) > 64
     report, beyond, per_pair = teacher_forced_scores(converted, tokenizer, pairs, None, cfg, "cpu", concat=[2])

@@ -66,6 +66,7 @@ def test_xml_documents_are_read_in_source_order():
 def test_evaluate_keeps_every_pair_and_counts_truncations(tmp_path: Path):
     """An XML test set with an empty segment and sources longer than the model's 12 positions:
     one hypothesis per pair, the long ones truncated and counted, per k as well."""
+    from decoding.backend import HarnessDecoder
     from evaluation.test_set import evaluate
     from tokenizer import BPETokenizer
 
@@ -76,7 +77,7 @@ def test_evaluate_keeps_every_pair_and_counts_truncations(tmp_path: Path):
     model = tiny_model("learnable", vocab=tokenizer.src_vocab_size, layers=1, pad_id=tokenizer.pad_id, max_positions=12)
     cfg = ExperimentConfig()
     cfg.decoding.beam_size, cfg.decoding.max_len_b = 2, 3
-    scores = evaluate(model, tokenizer, pairs, docs, cfg, "cpu", tmp_path, concat=[1, 2])
+    scores = evaluate(HarnessDecoder(model), tokenizer, pairs, docs, cfg, "cpu", tmp_path, concat=[1, 2])
     src_lens = [len(x) for x in tokenizer.encode_src_batch([s for s, _ in pairs])]
     assert scores["num_sentences"] == len(pairs) == len(lines(tmp_path / "hypotheses.txt"))
     assert scores["truncated_sources"] == sum(n > 12 for n in src_lens) > 0

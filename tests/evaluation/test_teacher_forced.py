@@ -16,6 +16,7 @@ import pytest
 import torch
 from helpers import BOS, EOS, PAD, UNK, plain_copy, tiny_model
 
+from decoding.backend import HarnessDecoder
 from evaluation.teacher_forced import check_position_buckets, teacher_forced_scores
 from utils.config import ConfigError, ExperimentConfig
 
@@ -115,6 +116,7 @@ class Leaning(torch.nn.Module):
     def __init__(self, inner) -> None:
         super().__init__()
         self.inner, self.encoder_pe, self.decoder_pe = inner, inner.encoder_pe, inner.decoder_pe
+        self.max_positions = inner.max_positions
         self.register_buffer("lean", torch.zeros(20))
         self.lean[EOS], self.lean[10] = 4.5, 4.0
 
@@ -132,7 +134,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def report(model):
-    return teacher_forced_scores(model, IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])[0]
+    return teacher_forced_scores(HarnessDecoder(model), IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])[0]
 
 
 def test_figures_equal_a_hand_computation(model, report):
@@ -192,7 +194,9 @@ def test_beyond_and_within_split_at_the_decoder_training_length(model, report):
     assert by_length["1-9"]["inputs"] == 3 and by_length["10-14"]["inputs"] == 0
     assert by_length["1-9"]["buckets"] == report["k"]["1"]["buckets"] and by_length["10-14"]["buckets"] == []
     unrecorded = Leaning(tiny_model("sinusoidal", vocab=20, layers=1, seed=3)).eval()
-    plain = teacher_forced_scores(unrecorded, IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])[0]
+    plain = teacher_forced_scores(HarnessDecoder(unrecorded), IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])[
+        0
+    ]
     assert plain["training_length"] == {"source": 0, "target": 0}
     assert all(e["beyond_training"] is None and e["within_training"] is None for e in plain["k"].values())
     assert plain["k"]["2"]["buckets"] == report["k"]["2"]["buckets"]  # the same model weights
@@ -201,7 +205,7 @@ def test_beyond_and_within_split_at_the_decoder_training_length(model, report):
 def test_per_input_sums_beyond_training_equal_a_hand_computation(model):
     """The per-input file (the paired test's unit): each input's NLL, EOS renormalised out, summed
     over its non-boundary target positions t >= the training length, and their count."""
-    _, text, _ = teacher_forced_scores(model, IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])
+    _, text, _ = teacher_forced_scores(HarnessDecoder(model), IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])
     lines = text.splitlines()
     assert lines[0] == "k\tinput\ttokens\tnll_no_eos_sum"
     got = {(int(k), int(i)): (int(n), float(x)) for k, i, n, x in (line.split("\t") for line in lines[1:])}
@@ -225,7 +229,7 @@ def test_per_pair_sums_are_the_same_tokens_alone_and_joined(model):
     """The per-pair file (the length study's degradation): each pair's target tokens after its
     first, EOS excluded, scored alone (k = 1) and inside its joined input (k = 2), by hand; its start
     position, and the part at positions >= the training length (3)."""
-    _, _, text = teacher_forced_scores(model, IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])
+    _, _, text = teacher_forced_scores(HarnessDecoder(model), IdTokenizer(), PAIRS, DOCS, config(), "cpu", concat=[2])
     lines = text.splitlines()
     assert lines[0] == "k\tpair\tstart\ttokens\tnll_sum\tnll_no_eos_sum\tbeyond_tokens\tbeyond_nll_no_eos_sum"
     got = {(int(k), int(p)): [float(x) for x in rest] for k, p, *rest in (line.split("\t") for line in lines[1:])}
@@ -252,7 +256,7 @@ def test_per_pair_sums_are_the_same_tokens_alone_and_joined(model):
 def test_long_inputs_are_truncated_and_counted_and_empty_sources_left_out():
     model = tiny_model("learnable", vocab=20, layers=1, max_positions=4)
     pairs = [("5 6 7 8 9 10", "11 12 13 14 15 16"), ("", "17"), ("5", "6")]
-    got = teacher_forced_scores(model, IdTokenizer(), pairs, None, config(), "cpu")[0]["k"]["1"]
+    got = teacher_forced_scores(HarnessDecoder(model), IdTokenizer(), pairs, None, config(), "cpu")[0]["k"]["1"]
     assert (got["inputs"], got["empty_sources"], got["truncated_sources"], got["truncated_targets"]) == (2, 1, 1, 1)
     assert got["target_tokens"] == 4 + 2  # the long target cut to the decoder's 4 positions, "6" + EOS
 

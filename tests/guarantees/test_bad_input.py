@@ -7,6 +7,7 @@ from helpers import tiny_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from decoding.backend import HarnessDecoder
 from evaluation.translate import translate
 from models.transformer import Seq2SeqTransformer
 from tokenizer import BPETokenizer
@@ -45,7 +46,7 @@ def test_odd_lines_in_one_batch(tokenizer, model) -> None:
         "Où est la gare ?",
     ]
     settings = DecodingConfig(strategy="beam", beam_size=2, max_len_a=1.0, max_len_b=5)
-    out = translate(model, tokenizer, lines, settings)
+    out = translate(HarnessDecoder(model), tokenizer, lines, settings)
     assert len(out) == len(lines)
     assert out[0].text == "" and out[0].truncated_from is None  # empty -> empty
     assert out[1].text == ""  # whitespace only -> empty after normalisation
@@ -70,6 +71,8 @@ def test_tokenizer_round_trip_never_crashes(tokenizer, text: str) -> None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.text(max_size=30), min_size=1, max_size=4))
 def test_translation_of_random_unicode_never_crashes(tokenizer, model, lines: list[str]) -> None:
-    out = translate(model, tokenizer, lines, DecodingConfig(strategy="greedy", max_len_a=0.5, max_len_b=3))
+    out = translate(
+        HarnessDecoder(model), tokenizer, lines, DecodingConfig(strategy="greedy", max_len_a=0.5, max_len_b=3)
+    )
     assert len(out) == len(lines)
     assert all(isinstance(o.text, str) for o in out)

@@ -206,7 +206,8 @@ def test_a_rerun_waits_for_the_jobs_and_a_cancelled_one_is_reported(cluster: Loc
     seed1_done = "sinusoidal_seed1 is finished" in seen
     assert "submitted" not in seen and ("seed1 is in SLURM job" in seen or seed1_done), seen
     jobs = cluster.run("squeue", "-h", "-r", "-o", "%i").split()
-    assert len(jobs) == (1 if seed1_done else 2) and len({j.split("_")[0] for j in jobs}) == 1  # one array
+    # (a job whose run is finished may still be listed for a moment while SLURM ends it)
+    assert len(jobs) in ((1, 2) if seed1_done else (2,)) and len({j.split("_")[0] for j in jobs}) == 1  # one array
     cluster.run("scancel", max(jobs))  # the second task, pending behind --slurm_array_parallelism 1
     cancelled = time.time()
     out, _ = second.communicate(timeout=120)
