@@ -43,13 +43,9 @@ from commands.cli import (  # noqa: E402
     refuse_together,
 )
 from evaluation.figures import sentence_attention_figures, table_figure  # noqa: E402
-from models.positional_encodings import (
-    alibi_slopes,
-    apply_rotary,
-    rope_tables,  # noqa: E402
-    sinusoidal_table,
-)
-from utils.config import ConfigError  # noqa: E402
+from models.positional_encodings import PositionalEncoding, build_positional_encoding  # noqa: E402
+from utils.config import ConfigError, PositionalConfig  # noqa: E402
+from utils.encoding_registry import registered_encodings  # noqa: E402
 from utils.files import atomic_output, check_target  # noqa: E402
 
 # Beyond these a plot is unreadable and its tables need more memory than a plot is worth
@@ -113,39 +109,48 @@ def _save(fig, out: str, overwrite: bool) -> None:
     print(f"wrote {out}")
 
 
-def fit_to_table(args: PlotRequest, pe) -> int:
-    """How many positions of a learned table to plot: --positions, or (with a note) the table's size."""
-    if args.positions > pe.max_positions:
+def fit_to_table(args: PlotRequest, rows: int) -> None:
+    """Plot no more positions than a learned table holds: --positions, or (with a note) its rows."""
+    if args.positions > rows:
         print(
-            f"note: the model's learned position table has {pe.max_positions} rows: plotting positions "
-            f"0-{pe.max_positions - 1}, not --positions {args.positions}",
+            f"note: the model's learned position table has {rows} rows: plotting positions "
+            f"0-{rows - 1}, not --positions {args.positions}",
             file=sys.stderr,
         )
-        args.positions = pe.max_positions
+        args.positions = rows
     if args.position is not None:
         check_range("--position", args.position, 0, args.positions - 1, " (a position the table holds)")
-    return args.positions
 
 
-def position_table(args: PlotRequest) -> tuple[torch.Tensor, str]:
-    """[positions, d_model] of the chosen additive encoding."""
+def plotted_encoding(args: PlotRequest) -> tuple[PositionalEncoding, str]:
+    """The encoding a pe-* plot shows, and its name for the title: a trained model's (--model_path or
+    --run, its --stack) or, without one, --encoding computed at --d_model / --heads (one with learned
+    parameters needs a trained model). The plots ask it for its picture; they never ask its name."""
     if args.model_path or args.run:
         model = _load(args).model
         pe = model.encoder_pe if args.stack == "encoder" else model.decoder_pe
-        if not hasattr(pe, "table"):
-            raise ConfigError(
-                f"{args.model_path or args.run}: the model's encoding is {pe.registry_name}, which has no learned "
-                f"table to plot ({args.command} plots learnable models; without --run/--model_path, the "
-                f"computed sinusoidal one)"
-            )
-        n = fit_to_table(args, pe)
-        return pe.table.weight[:n].detach(), f"learnable ({args.stack})"
-    if args.encoding != "sinusoidal":
+        if pe.max_positions is not None:
+            fit_to_table(args, pe.max_positions)
+        return pe, f"trained {pe.registry_name} ({args.stack})"
+    pe = build_positional_encoding(PositionalConfig(name=args.encoding), args.d_model, args.heads, causal=False)
+    if any(True for _ in pe.parameters()):
         raise ConfigError(
-            f"--encoding {args.encoding}: {args.command} computes only --encoding sinusoidal; for a trained "
-            f"model's table give --model_path or --run"
+            f"--encoding {args.encoding} has learned parameters: plot a trained model of it (--model_path or --run)"
         )
-    return sinusoidal_table(torch.arange(args.positions), args.d_model), "sinusoidal"
+    return pe, args.encoding
+
+
+def position_table(args: PlotRequest) -> tuple[torch.Tensor, str]:
+    """[positions, d_model]: what the chosen encoding adds to the embeddings at each position."""
+    pe, title = plotted_encoding(args)
+    table = pe.position_vectors(args.positions)
+    if table is None:
+        where = f"{args.model_path or args.run}: the model's encoding" if args.model_path or args.run else "--encoding"
+        raise ConfigError(
+            f"{where} {pe.registry_name} adds no vector per position: {args.command} plots additive "
+            f"encodings (a learnable model's table, or --encoding sinusoidal computed)"
+        )
+    return table, title
 
 
 def cmd_pe_heatmap(args: PlotRequest) -> None:
@@ -175,44 +180,15 @@ def cmd_pe_mds(args: PlotRequest) -> None:
 
 
 def similarity_curves(args: PlotRequest) -> tuple[torch.Tensor, dict[str, torch.Tensor], str]:
-    """Distances j - i and one curve per label (heads for the bias families)."""
-    model = _load(args).model if args.model_path or args.run else None
-    if model is not None and hasattr(model.encoder_pe, "table"):
-        fit_to_table(args, model.encoder_pe)
+    """Distances j - i and one curve per label (heads for the bias families), from the encoding's own
+    `similarity` hook."""
+    pe, title = plotted_encoding(args)
     if args.position is None:
         args.position = args.positions // 2
-    n, i = args.positions, args.position
-    positions = torch.arange(n)
-    rel = positions - i
-    if model is not None:
-        pe = model.encoder_pe
-        name = pe.registry_name
-        if hasattr(pe, "relative_bias"):
-            bias = pe.self_attention(torch.tensor([i]), positions).bias[:, 0]  # [heads, n]
-            return rel, {f"head {h}": bias[h].detach() for h in range(bias.size(0))}, f"trained {name} bias"
-        if hasattr(pe, "table"):
-            table = pe.table.weight[:n].detach()
-            return rel, {"dot product": table @ table[i]}, "trained learnable"
-        if hasattr(pe, "rot_dim"):  # rope (its scaling included), xpos (its decay included)
-            tables = pe.self_attention(positions, positions)
-            ones = torch.ones(1, 1, n, pe.head_dim)
-            q = apply_rotary(ones, *tables.rotary_q, tables.rotary_layout)[0, 0]  # [n, head_dim]
-            k = apply_rotary(ones, *tables.rotary_k, tables.rotary_layout)[0, 0]
-            return rel, {"q·k (q = k = 1)": k @ q[i]}, f"trained {name}"
-        args.encoding = name
-    if args.encoding in ("sinusoidal", "shape", "cape"):
-        table = sinusoidal_table(positions, args.d_model)
-        return rel, {"PE(i)·PE(j)": table @ table[i]}, "sinusoidal"
-    if args.encoding == "rope":
-        head_dim = args.d_model // args.heads
-        ones = torch.ones(1, 1, n, head_dim)
-        cos, sin = rope_tables(positions, head_dim, 10000.0, "half")
-        rotated = apply_rotary(ones, cos, sin, "half")[0, 0]  # [n, head_dim]
-        return rel, {"RoPE q·k (q = k = 1)": rotated @ rotated[i]}, "rope"
-    if args.encoding == "alibi":
-        slopes = alibi_slopes(args.heads)
-        return rel, {f"head {h}": -slopes[h] * rel.abs() for h in range(args.heads)}, "alibi"
-    raise ConfigError(f"--encoding {args.encoding}: pe-similarity needs a trained model of it (--model_path / --run)")
+    curves = pe.similarity(args.position, args.positions)
+    if curves is None:
+        raise ConfigError(f"{title}: this encoding gives attention no positional signal to plot (pe-similarity)")
+    return torch.arange(args.positions) - args.position, curves, title
 
 
 def cmd_pe_similarity(args: PlotRequest) -> None:
@@ -289,11 +265,17 @@ def check_request(args: PlotRequest) -> None:
         return
     check_range("--d_model", args.d_model, 2, MAX_D_MODEL)
     check_range("--heads", args.heads, 1, min(MAX_HEADS, args.d_model))
-    if args.encoding == "rope" and (args.d_model % args.heads or args.d_model // args.heads % 2):
+    if args.d_model % args.heads:
         raise ConfigError(
-            f"--encoding rope rotates pairs of each head's dimensions: --d_model {args.d_model} / --heads "
-            f"{args.heads} must be a whole, even number (e.g. --d_model {2 * args.heads * 8} --heads {args.heads})"
+            f"--d_model {args.d_model} is not a multiple of --heads {args.heads}: each head takes a share"
         )
+    encoding = registered_encodings()[args.encoding]
+    try:  # the encoding's own conditions on the head size (e.g. RoPE rotates pairs of dimensions)
+        encoding.check_options(encoding.Options(), head_dim=args.d_model // args.heads, max_len=args.positions)
+    except ValueError as e:
+        raise ConfigError(
+            f"--encoding {args.encoding} with --d_model {args.d_model} / --heads {args.heads}: {e}"
+        ) from None
 
 
 def visualize(request: PlotRequest) -> int:
@@ -326,8 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
         common(p, f"plots/{name}.png")
         p.add_argument(
             "--encoding",
-            choices=["sinusoidal", "shape", "rope", "alibi"],
-            help="computed encoding when no model is given (default: sinusoidal)",
+            choices=sorted(registered_encodings()),
+            help="computed encoding when no model is given (default: sinusoidal; those with learned "
+            "parameters need --run or --model_path)",
         )
         p.add_argument("--positions", type=int, default=100, help="number of positions")
         p.add_argument("--position", type=int, help="reference position i (pe-similarity; default: the middle one)")

@@ -98,7 +98,7 @@ class HarnessDecoder:
 
     @property
     def position_limits(self) -> tuple[Optional[int], Optional[int]]:
-        return self.max_positions, getattr(self.model.decoder_pe, "max_positions", None)
+        return self.max_positions, self.model.decoder_pe.max_positions
 
     def to(self, device) -> "HarnessDecoder":
         self.model.to(device)

@@ -260,7 +260,7 @@ class Seq2SeqTransformer(nn.Module):
     @property
     def max_positions(self) -> Optional[int]:
         """The longest input or output the model represents (a learnable encoding's table size), or None."""
-        return getattr(self.encoder_pe, "max_positions", None)
+        return self.encoder_pe.max_positions
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -42,6 +42,9 @@ class SinusoidalAdded(PositionalEncoding):
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
         return x + sinusoidal_table(positions, self.d_model).to(x.dtype)
 
+    def position_vectors(self, count: int) -> Tensor:
+        return sinusoidal_table(torch.arange(count), self.d_model)
+
 
 @register("sinusoidal")
 class SinusoidalPositionalEncoding(RandomizedPositions, SinusoidalAdded):
@@ -121,6 +124,9 @@ class LearnablePositionalEncoding(RandomizedPositions, PositionalEncoding):
 
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
         return x + self.table(positions).to(x.dtype)
+
+    def position_vectors(self, count: int) -> Tensor:
+        return self.table.weight[: min(count, self.max_positions)].detach()
 
 
 @dataclass

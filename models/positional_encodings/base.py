@@ -75,6 +75,7 @@ class PositionalEncoding(nn.Module):
 
     registry_name = "base"
     Options: type = NoOptions
+    max_positions: Optional[int] = None  # the positions a learned table holds (None: any position)
 
     def __init__(self, d_model: int, num_heads: int, causal: bool) -> None:
         super().__init__()
@@ -120,6 +121,20 @@ class PositionalEncoding(nn.Module):
     def cross_attention(self, q_positions: Tensor, k_positions: Tensor) -> Optional[AttentionPositions]:
         """Hook for cross-attention (target queries over source keys); off unless asked for."""
         return None
+
+    # ---- pictures (visualize.py asks the encoding; it never branches on its name)
+
+    def position_vectors(self, count: int) -> Optional[Tensor]:
+        """What the encoding adds to the embeddings at positions 0..count-1, `[count, d_model]` (the
+        table plots: pe-heatmap, pe-mds); None where it adds no vector per position."""
+        return None
+
+    def similarity(self, position: int, count: int) -> Optional[dict[str, Tensor]]:
+        """How self-attention sees `position` against positions 0..count-1 through this encoding: one
+        `[count]` curve per label (pe-similarity); by default the dot products of its position
+        vectors, None where it has neither."""
+        vectors = self.position_vectors(count)
+        return None if vectors is None else {"PE(i)·PE(j)": vectors @ vectors[position]}
 
     @classmethod
     def from_options(cls, options: dict, d_model: int, num_heads: int, causal: bool) -> "PositionalEncoding":

@@ -178,6 +178,15 @@ class RotaryPositionalEncoding(RandomizedPositions, PositionalEncoding):
             rotary_q=self._tables(q_positions), rotary_k=self._tables(k_positions), rotary_layout=self.layout
         )
 
+    def similarity(self, position: int, count: int) -> dict[str, Tensor]:
+        """q·k of a query at `position` and keys at 0..count-1, both all ones before the rotation
+        (its scaling and, for xPos, its decay included)."""
+        tables = self.self_attention(torch.arange(count), torch.arange(count))
+        ones = torch.ones(1, 1, count, self.head_dim)
+        q = apply_rotary(ones, *tables.rotary_q, tables.rotary_layout)[0, 0]  # [count, head_dim]
+        k = apply_rotary(ones, *tables.rotary_k, tables.rotary_layout)[0, 0]
+        return {"q·k (q = k = 1)": k @ q[position]}
+
 
 @dataclass
 class XposOptions:

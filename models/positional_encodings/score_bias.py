@@ -60,6 +60,11 @@ class ScoreBiasEncoding(PositionalEncoding):
             return None
         return AttentionPositions(bias=self._bias(q_positions, k_positions, bidirectional=True, cross=True))
 
+    def similarity(self, position: int, count: int) -> dict[str, Tensor]:
+        """The score bias of query `position` over keys 0..count-1, per head."""
+        bias = self.self_attention(torch.tensor([position]), torch.arange(count)).bias[:, 0]  # [heads, count]
+        return {f"head {h}": bias[h].detach() for h in range(bias.size(0))}
+
 
 def alibi_slopes(num_heads: int) -> Tensor:
     """Press et al. (2022): geometric slopes 2^(-8/n), 2^(-16/n), ... for n a power of two; otherwise

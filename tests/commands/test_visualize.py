@@ -158,3 +158,50 @@ def test_learned_positional_tables_reach_tensorboard(trained_family_runs: dict[s
     projector = (trained_family_runs["learnable"] / "tb" / "projector_config.pbtxt").read_text()
     assert "positions_encoder" in projector and "positions_decoder" in projector
     assert not (trained_family_runs["t5_bias"] / "tb" / "projector_config.pbtxt").exists()
+
+
+def test_every_computed_encoding_draws_its_own_picture_or_says_why_not(tmp_path: Path) -> None:
+    """pe-similarity asks the encoding (its `similarity` hook): every registered encoding without
+    learned parameters plots, one with them asks for a trained model, NoPE says it has no signal."""
+    from helpers import one_error_line
+    from in_process import run_in_process
+
+    from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
+    from utils.config import PositionalConfig
+
+    for name in sorted(POSITIONAL_ENCODINGS):
+        pe = build_positional_encoding(PositionalConfig(name=name), 64, 4, causal=False)
+        out = tmp_path / f"{name}.png"
+        args = ["pe-similarity", "--encoding", name, "--d_model", "64", "--heads", "4", "--output", str(out)]
+        learned = any(True for _ in pe.parameters())
+        if learned or pe.similarity(3, 10) is None:
+            message = one_error_line(run_in_process(["visualize.py", *args]))
+            assert ("learned parameters" in message) if learned else ("no positional signal" in message), message
+            assert not out.exists()
+        else:
+            assert visualize.main(args) == 0, name
+            assert_real_png(out)
+
+
+def test_the_pictures_are_the_encodings_formulas() -> None:
+    """The hooks against the formulas: ALiBi's encoder bias is -slope * |j - i| per head; RoPE's q·k of
+    all-ones vectors is sum over pairs of 2 cos((j - i) theta_k); the sinusoidal dot product depends on
+    j - i alone."""
+    import torch
+
+    from models.positional_encodings import alibi_slopes, build_positional_encoding, rope_inv_freq
+    from utils.config import PositionalConfig
+
+    alibi = build_positional_encoding(PositionalConfig(name="alibi"), 64, 4, causal=False)
+    rel = torch.arange(12) - 5
+    curves = alibi.similarity(5, 12)
+    for h, slope in enumerate(alibi_slopes(4)):
+        torch.testing.assert_close(curves[f"head {h}"], -slope * rel.abs().float())
+    rope = build_positional_encoding(PositionalConfig(name="rope"), 64, 4, causal=False)
+    (qk,) = rope.similarity(5, 12).values()
+    angles = rel[:, None].float() * rope_inv_freq(16, 10000.0)  # [12, 8 pairs]
+    torch.testing.assert_close(qk, 2 * angles.cos().sum(-1), atol=1e-4, rtol=1e-5)
+    sinusoidal = build_positional_encoding(PositionalConfig(name="sinusoidal"), 64, 4, causal=False)
+    (a,) = sinusoidal.similarity(5, 12).values()
+    (b,) = sinusoidal.similarity(6, 13).values()
+    torch.testing.assert_close(a, b[1:], atol=1e-4, rtol=1e-5)  # a function of j - i
