@@ -25,7 +25,7 @@ import math
 import os
 import subprocess
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 from utils.config import to_dict
 from utils.errors import HarnessError, WriteError
@@ -84,7 +84,8 @@ def write_export(
     are published; with `again` too (no --overwrite), only when this export differs from it, else
     refused. Returns whether it published (False: `out_dir` already holds this very export). `facts`: exported_from
     (a path relative to the run's parent), training (`training_budget`), test_scores, commit,
-    and for a CTranslate2 export `source` (the checkpoint's size and time, to tell a stale copy).
+    and for a CTranslate2 export `source` (the checkpoint's size and time, to tell a stale copy);
+    `metrics` (the card's order and format of test_scores' metrics; not stored in config.json).
     `backend`: pytorch (safetensors) or ctranslate2 (decoding/ctranslate2_spec.py)."""
     out_dir = Path(out_dir)
     staging = None
@@ -278,29 +279,27 @@ def model_card(cfg, params: int, facts: dict, ctranslate2: Optional[dict] = None
         f"| decoding (config.json, inference.py's default) | {describe_decoding(to_dict(cfg.decoding))} |",
         f"| seed | {cfg.seed} |",
         "",
-        *score_lines(facts.get("test_scores")),
+        *score_lines(facts.get("test_scores"), facts.get("metrics") or ()),
         *(ctranslate2_lines(ctranslate2) if ctranslate2 else loading_lines(facts.get("commit"))),
     ]
     return "\n".join(lines)
 
 
-def score_lines(scores: Optional[dict]) -> list[str]:
+def score_lines(scores: Optional[dict], metrics: Sequence) -> list[str]:
+    """The card's test scores: each of `metrics` (evaluation/metrics.py's registry, which the caller
+    passes: its name, label, digits and `about` key) the run's scores.json holds, and sacreBLEU per k."""
     if not scores:
         return ["No test scores: the run had none for this checkpoint (`test.py --run ...` writes them).", ""]
     where = scores.get("test_set") or {"split": scores.get("split")}
     sentences = number(scores.get("num_sentences"), ",") or "?"
     search = describe_decoding(scores.get("decoding") or {})
     lines = ["## Test scores", "", f"On {sentences} sentences of {json.dumps(where)} ({search}):", ""]
-    rows = (
-        ("sacreBLEU **{}**", "sacrebleu", ".2f", "sacrebleu_signature"),
-        ("chrF {}", "chrf", ".2f", "chrf_signature"),
-        ("nltk BLEU-4 {}", "nltk_bleu4", ".4f", "nltk_tokenization"),
-    )
-    for text, key, spec, about in rows:
-        value = number(scores.get(key), spec)
-        detail = f" (`{scores[about]}`)" if scores.get(about) else ""
-        missing = f"- {key}: left out (not a number in the run's scores.json)"
-        lines.append(f"- {text.format(value)}{detail}" if value else missing)
+    for i, metric in enumerate(metrics):  # the first, the headline, in bold
+        value = number(scores.get(metric.name), f".{metric.digits}f")
+        shown = f"**{value}**" if i == 0 else value
+        detail = f" (`{scores[metric.about]}`)" if metric.about and scores.get(metric.about) else ""
+        missing = f"- {metric.name}: left out (not a number in the run's scores.json)"
+        lines.append(f"- {metric.label} {shown}{detail}" if value else missing)
     lines.append("")
     concat = [row for row in scores.get("concat") or [] if isinstance(row, dict)]
     for row in concat:

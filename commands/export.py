@@ -42,6 +42,7 @@ from artifacts.loading import load_model
 from artifacts.lookup import find_model, run_dir_of_checkpoint
 from commands.cli import command_parser, parse_command, refuse_together
 from decoding.ctranslate2_spec import check_convertible
+from evaluation.metrics import METRICS
 from utils.errors import HarnessError
 from utils.files import check_output_folder
 from utils.publish import finish_publishing
@@ -68,8 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-SCORE_KEYS = ("sacrebleu", "sacrebleu_signature", "chrf", "chrf_signature", "nltk_bleu4", "nltk_tokenization")
-SCORE_KEYS += ("num_sentences", "split", "decoding")
+def score_keys() -> list[str]:
+    """What the card quotes of scores.json: every metric and what says how it was computed, and the test set."""
+    return [*(key for m in METRICS for key in (m.name, m.about) if key), "num_sentences", "split", "decoding"]
 
 
 def scores_of(ckpt: Path) -> Optional[dict]:
@@ -88,13 +90,13 @@ def scores_of(ckpt: Path) -> Optional[dict]:
     if Path(str(scores.get("checkpoint", ""))).name != ckpt.name:
         log(f"note: {path} scored {scores.get('checkpoint')}, not {ckpt.name}: the model card has no test scores")
         return None
-    for key in ("sacrebleu", "chrf", "nltk_bleu4"):
+    for key in (m.name for m in METRICS):
         if number(scores.get(key), "") is None:
             log(f"note: {path}: {key} is {scores.get(key)!r}, not a number: the model card leaves it out")
     test_set = {k: Path(v).name if k in ("src", "ref") else v for k, v in (scores.get("test_set") or {}).items()}
     rows = [r for r in scores.get("concat") or [] if isinstance(r, dict)]
     concat = [{"k": r.get("k"), "sacrebleu": r.get("sacrebleu")} for r in rows]
-    return {**{k: scores.get(k) for k in SCORE_KEYS}, "test_set": test_set, "concat": concat, "checkpoint": ckpt.name}
+    return {**{k: scores.get(k) for k in score_keys()}, "test_set": test_set, "concat": concat, "checkpoint": ckpt.name}
 
 
 def training_budget(ckpt: Path) -> Optional[dict]:
@@ -203,7 +205,14 @@ def export(
         cfg = without_wu(cfg)
     earlier = is_own_export(out)
     if not write_export(
-        cfg, tokenizer, model, out, facts_of(ckpt), replace=earlier, backend=format, again=not overwrite
+        cfg,
+        tokenizer,
+        model,
+        out,
+        {**facts_of(ckpt), "metrics": METRICS},
+        replace=earlier,
+        backend=format,
+        again=not overwrite,
     ):
         log(f"{output} already holds this export: unchanged (--overwrite writes it again)")
         return 0

@@ -64,6 +64,7 @@ from commands.test_folder import (
     test_time_settings,
 )
 from commands.test_request import TestRequest
+from evaluation.metrics import metric_line
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.tensorboard_log import log_test_scores
@@ -299,9 +300,8 @@ def score_and_write(
 
 def print_summary(scores: dict, out_dir: Path) -> None:
     print(
-        f"sacreBLEU {scores['sacrebleu']:.2f}  chrF {scores['chrf']:.2f}  nltk BLEU-4 {scores['nltk_bleu4']:.4f} "
-        f"({scores['nltk_tokenization']})  length ratio {scores['length_ratio']:.3f}  on {scores['num_sentences']} "
-        f"sentences ({scores['truncated_sources']} truncated)"
+        f"{metric_line(scores)} ({scores['nltk_tokenization']})  length ratio {scores['length_ratio']:.3f}  on "
+        f"{scores['num_sentences']} sentences ({scores['truncated_sources']} truncated)"
     )
     print(f"signature: {scores['sacrebleu_signature']}")
     print(
@@ -318,10 +318,7 @@ def print_summary(scores: dict, out_dir: Path) -> None:
             f"chrF {lt['chrf']} (n={lt['num_sentences']})"
         )
     for row in scores.get("concat", []):
-        print(
-            f"k={row['k']}: sacreBLEU {row['sacrebleu']:.2f}  chrF {row['chrf']:.2f}  length ratio "
-            f"{row['length_ratio']:.3f}  ({row['num_inputs']} inputs)"
-        )
+        print(f"k={row['k']}: {metric_line(row)}  length ratio {row['length_ratio']:.3f}  ({row['num_inputs']} inputs)")
     teacher_forced = scores.get("teacher_forced") or {}
     for k, entry in teacher_forced.get("k", {}).items():
         print(teacher_forced_line(k, entry, plain="unavailable" in teacher_forced))

@@ -1,4 +1,6 @@
-"""Translation metrics from the standard libraries, computed the same way for every run.
+"""Translation metrics from the standard libraries, computed the same way for every run, each declared
+once in `METRICS`: test.py's scores.json and summary, its TensorBoard scalars, the model card and
+compare.py's tables read the registry, so a new metric is one entry here.
 
 - sacreBLEU (Post 2018): cased, on detokenized text, 13a tokenization; its signature is reported.
 - chrF (Popović 2015) through sacreBLEU.
@@ -10,28 +12,67 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 NLTK_TOKENIZATION = "nltk TreebankWordTokenizer, cased"
 
 
-@dataclass
-class TranslationScores:
-    sacrebleu: float
-    sacrebleu_signature: str
-    chrf: float
-    chrf_signature: str
-    nltk_bleu4: float
-    nltk_tokenization: str
-    num_sentences: int
-    # sacreBLEU's hypothesis and reference lengths (13a tokens) and their ratio: a model that stops
-    # early on long inputs loses BLEU through the brevity penalty, which is not translating badly.
-    hyp_len: int
-    ref_len: int
-    length_ratio: float
+@dataclass(frozen=True)
+class Metric:
+    """One corpus metric of a test set: how it is computed and how it is shown."""
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+    name: str  # its key in scores.json (and a concat row), compare's rows, TensorBoard's test/<name>
+    label: str  # its name in the test summary, the model card and compare's tables ("test <label>")
+    digits: int  # decimals shown
+    compute: Callable[[list[str], list[str]], dict]  # hypotheses, references -> {name: value, about: ...}
+    about: Optional[str] = None  # the key of what says how it was computed (a signature), quoted by the card
+
+
+def sacrebleu_scores(hypotheses: list[str], references: list[str]) -> dict:
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU()
+    return {
+        "sacrebleu": round(bleu.corpus_score(hypotheses, [references]).score, 2),
+        "sacrebleu_signature": str(bleu.get_signature()),
+    }
+
+
+def chrf_scores(hypotheses: list[str], references: list[str]) -> dict:
+    from sacrebleu.metrics import CHRF
+
+    chrf = CHRF()
+    return {
+        "chrf": round(chrf.corpus_score(hypotheses, [references]).score, 2),
+        "chrf_signature": str(chrf.get_signature()),
+    }
+
+
+def nltk_scores(hypotheses: list[str], references: list[str]) -> dict:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nltk warns when a higher-order n-gram has no match
+        value = nltk_corpus_bleu4(hypotheses, references)
+    return {"nltk_bleu4": round(value, 4), "nltk_tokenization": NLTK_TOKENIZATION}
+
+
+METRICS: list[Metric] = [  # the first is the headline (bold on the model card)
+    Metric("sacrebleu", "sacreBLEU", 2, sacrebleu_scores, "sacrebleu_signature"),
+    Metric("chrf", "chrF", 2, chrf_scores, "chrf_signature"),
+    Metric("nltk_bleu4", "nltk BLEU-4", 4, nltk_scores, "nltk_tokenization"),
+]
+
+
+def metric_line(scores: dict) -> str:
+    """Every registered metric of `scores` (a scores.json or a concat row), as the test summary prints them."""
+    return "  ".join(f"{m.label} {scores[m.name]:.{m.digits}f}" for m in METRICS)
+
+
+def metric_digits() -> dict[str, int]:
+    """{name: decimals shown} of every registered metric."""
+    return {m.name: m.digits for m in METRICS}
 
 
 def nltk_corpus_bleu4(hypotheses: list[str], references: list[str]) -> float:
@@ -47,32 +88,26 @@ def nltk_corpus_bleu4(hypotheses: list[str], references: list[str]) -> float:
     return float(corpus_bleu(refs, hyps, weights=(0.25, 0.25, 0.25, 0.25)))
 
 
-def score_translations(hypotheses: list[str], references: list[str]) -> TranslationScores:
-    """sacreBLEU, chrF and nltk BLEU-4 of detokenized hypotheses against one reference each."""
-    import warnings
-
-    from sacrebleu.metrics import BLEU, CHRF
+def score_translations(hypotheses: list[str], references: list[str]) -> dict:
+    """Every registered metric of detokenized hypotheses against one reference each (with what says
+    how it was computed), the sentence count, and sacreBLEU's hypothesis and reference lengths
+    (13a tokens) with their ratio: a model that stops early on long inputs loses BLEU through the
+    brevity penalty, which is not translating badly."""
+    from sacrebleu.metrics import BLEU
 
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
-    bleu, chrf = BLEU(), CHRF()
-    bleu_score = bleu.corpus_score(hypotheses, [references])
-    chrf_score = chrf.corpus_score(hypotheses, [references])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # nltk warns when a higher-order n-gram has no match
-        nltk_score = nltk_corpus_bleu4(hypotheses, references)
-    return TranslationScores(
-        sacrebleu=round(bleu_score.score, 2),
-        sacrebleu_signature=str(bleu.get_signature()),
-        chrf=round(chrf_score.score, 2),
-        chrf_signature=str(chrf.get_signature()),
-        nltk_bleu4=round(nltk_score, 4),
-        nltk_tokenization=NLTK_TOKENIZATION,
-        num_sentences=len(hypotheses),
-        hyp_len=bleu_score.sys_len,
-        ref_len=bleu_score.ref_len,
-        length_ratio=round(bleu_score.sys_len / max(1, bleu_score.ref_len), 4),
-    )
+    scores: dict = {}
+    for metric in METRICS:
+        scores.update(metric.compute(hypotheses, references))
+    lengths = BLEU().corpus_score(hypotheses, [references])
+    return {
+        **scores,
+        "num_sentences": len(hypotheses),
+        "hyp_len": lengths.sys_len,
+        "ref_len": lengths.ref_len,
+        "length_ratio": round(lengths.sys_len / max(1, lengths.ref_len), 4),
+    }
 
 
 def bucket_label(lo: int, hi: int | None) -> str:

@@ -17,9 +17,10 @@ from typing import Optional
 
 from evaluation.degradation import degradation_stats, run_degradation
 from evaluation.findings import find_row
+from evaluation.metrics import METRICS
 from evaluation.run_outputs import check_nothing_half_published, output_lines
 from evaluation.run_stats import mean_std, retest_hint, seed_wins, test_folder, training_minutes
-from evaluation.summary_tables import NUMERIC
+from evaluation.summary_tables import numeric_columns
 from evaluation.teacher_forced import pool_nll
 from utils.config import flatten, load_config, to_dict
 from utils.config_schema import METRIC_SIGN
@@ -30,7 +31,6 @@ from utils.runtime import JsonlLogger
 from utils.stored_files import STORE, read_text, stored_exists
 
 SEED_SUFFIX = re.compile(r"[_\-/.](?:seed|s)[_\-=]?\d+$", re.IGNORECASE)
-NUMERIC_SCORE_KEYS = ("sacrebleu", "chrf", "nltk_bleu4")  # test.py writes each as a number; checked on reading
 
 
 class CompareError(HarnessError):
@@ -58,7 +58,7 @@ def read_scores(run_dir: Path, test_dir: str) -> dict:
         raise CompareError(
             f"{scores_path} is not a scores object (it holds {type(scores).__name__}); {retest_hint(scores_path)}"
         )
-    for key in NUMERIC_SCORE_KEYS:  # a hand edit or a damaged file must not pass for an untested run
+    for key in (m.name for m in METRICS):  # a hand edit or a damaged file must not pass for an untested run
         value = scores.get(key, 0.0)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise CompareError(f"{scores_path}: {key!r} is {value!r}, not a number; {retest_hint(scores_path)}")
@@ -108,7 +108,7 @@ def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> 
     scores = read_scores(run_dir, test_dir)
     if isinstance(scores.get("decoding"), dict):  # runs decoded differently are different configurations
         cfg["decoding"] = scores["decoding"]
-    for key in ("sacrebleu", "chrf", "nltk_bleu4", "sacrebleu_signature", "nltk_tokenization"):
+    for key in (key for m in METRICS for key in (m.name, m.about) if key):
         row[key] = scores.get(key)
     row["longer_bleu"] = (scores.get("longer_than_training") or {}).get("sacrebleu")
     row["by_source_length"] = scores.get("by_source_length")
@@ -271,7 +271,7 @@ def group_runs(rows: list[dict]) -> list[dict]:
             seeds_above=None,
             is_baseline=False,
         )
-        for key in NUMERIC:
+        for key in numeric_columns():
             g["mean"][key], g["std"][key], _ = mean_std([r.get(key) for r in g["runs"]])
         g["by_source_length"] = bucket_stats(g["runs"])
         g["teacher_forced"] = teacher_forced_stats(g["runs"])

@@ -8,31 +8,39 @@ from __future__ import annotations
 
 from typing import Optional
 
+from evaluation.metrics import METRICS, metric_digits
 from evaluation.seed_provenance import mark_label, spans, spans_note
 from evaluation.seed_test import format_p
 
-# numeric columns: key -> table title (means and stds over a configuration's seeds)
-NUMERIC = {
-    "train_loss": "train loss",
-    "valid_loss": "valid loss",
-    "valid_accuracy": "valid acc",
-    "sacrebleu": "test sacreBLEU",
-    "chrf": "test chrF",
-    "nltk_bleu4": "test nltk BLEU-4",
-    "longer_bleu": "BLEU longer-than-training",
-    "params": "params",
-    "train_minutes": "train min",
-    "tokens_per_sec": "tgt tokens/s",
-    "steps": "steps",
-}
-COLUMNS = [
-    ("label", "config"),
-    ("encoding", "encoding"),
-    ("n", "seeds"),
-    *NUMERIC.items(),
-    ("p_value", "p vs baseline"),
-    ("seeds_above", "seeds above baseline"),
-]
+
+def numeric_columns() -> dict[str, str]:
+    """The numeric columns, key -> table title (means and stds over a configuration's seeds): the
+    training figures, every registered test metric (evaluation/metrics.py), then the rest."""
+    return {
+        "train_loss": "train loss",
+        "valid_loss": "valid loss",
+        "valid_accuracy": "valid acc",
+        **{m.name: f"test {m.label}" for m in METRICS},
+        "longer_bleu": "BLEU longer-than-training",
+        "params": "params",
+        "train_minutes": "train min",
+        "tokens_per_sec": "tgt tokens/s",
+        "steps": "steps",
+    }
+
+
+def columns() -> list[tuple[str, str]]:
+    """The main table's columns: (key, title)."""
+    return [
+        ("label", "config"),
+        ("encoding", "encoding"),
+        ("n", "seeds"),
+        *numeric_columns().items(),
+        ("p_value", "p vs baseline"),
+        ("seeds_above", "seeds above baseline"),
+    ]
+
+
 # columns of the training itself: a variant row (the same trained run tested with other settings) shows its base's
 TRAINING = ("train_loss", "valid_loss", "valid_accuracy", "params", "train_minutes", "tokens_per_sec", "steps")
 CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")
@@ -47,9 +55,11 @@ TF_NOTE = (
 def fmt(key: str, value) -> str:
     if value is None:
         return "–"
-    if key in ("train_loss", "valid_loss", "nltk_bleu4", "valid_accuracy"):
+    if key in metric_digits():
+        return f"{value:.{metric_digits()[key]}f}"
+    if key in ("train_loss", "valid_loss", "valid_accuracy"):
         return f"{value:.4f}"
-    if key in ("sacrebleu", "chrf", "longer_bleu"):
+    if key == "longer_bleu":
         return f"{value:.2f}"
     if key == "train_minutes":
         return f"{value:.1f}"
@@ -83,15 +93,16 @@ def tf_cell(stats: Optional[dict], digits: int = 3) -> str:
 
 def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_samples: int = 1000) -> str:
     tf = has_teacher_forced(groups)
-    titles = [title for _, title in COLUMNS]
-    at = titles.index(NUMERIC["longer_bleu"]) + 1
+    titles = [title for _, title in columns()]
+    at = titles.index(numeric_columns()["longer_bleu"]) + 1
     if tf:
         titles.insert(at, TF_COLUMN)
     lines = ["| " + " | ".join(titles) + " |", "|" + "|".join("---" for _ in titles) + "|"]
     for g in groups:
         cells = [mark_label(g), g["encoding"], str(g["n"])]
         cells += [
-            cell(k, g["mean"][k], g["std"][k]) + ("†" if g.get("variant") and k in TRAINING else "") for k in NUMERIC
+            cell(k, g["mean"][k], g["std"][k]) + ("†" if g.get("variant") and k in TRAINING else "")
+            for k in numeric_columns()
         ]
         if tf:
             cells.insert(at, tf_cell((g.get("teacher_forced") or {}).get("nll_beyond")))
@@ -198,7 +209,7 @@ def teacher_forced_tables(groups: list[dict]) -> str:
 def csv_rows(groups: list[dict]) -> tuple[list[str], list[dict]]:
     fields = (
         ["label", "encoding", "n"]
-        + [f for k in NUMERIC for f in (k, f"{k}_std")]
+        + [f for k in numeric_columns() for f in (k, f"{k}_std")]
         + ["p_value", "seeds_above", "seeds_compared", "is_baseline", "runs", "sacrebleu_signature"]
     )
     rows = []
@@ -215,7 +226,7 @@ def csv_rows(groups: list[dict]) -> tuple[list[str], list[dict]]:
             "runs": ";".join(r["run"] for r in g["runs"]),
             "sacrebleu_signature": g["runs"][0].get("sacrebleu_signature"),
         }
-        for k in NUMERIC:
+        for k in numeric_columns():
             row[k], row[f"{k}_std"] = g["mean"][k], g["std"][k]
         for k, c in (g.get("concat") or {}).items():  # the length protocol, one set of columns per k
             row.update({f"k{k}_{key}": c[key] for key in CONCAT_CSV})
@@ -236,7 +247,7 @@ def csv_rows(groups: list[dict]) -> tuple[list[str], list[dict]]:
 
 
 def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) -> dict:
-    per_run = ("run", "seed", *NUMERIC)
+    per_run = ("run", "seed", *numeric_columns())
     report = {
         "baseline": baseline["label"] if baseline else None,
         "significance": {

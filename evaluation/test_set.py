@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 from data.concat import concat_groups, join_pairs
 from data.readers import normalize_pairs
 from decoding.backend import DecodingBackend
-from evaluation.metrics import score_by_length, score_subset, score_translations
+from evaluation.metrics import METRICS, metric_line, score_by_length, score_subset, score_translations
 from evaluation.translate import Translation, translate
 from utils.files import atomic_write_text
 from utils.runtime import log, make_writable_folder
@@ -135,7 +135,7 @@ def evaluate(
     )
     outputs, seconds = _translate(decoder, tokenizer, sources, settings, device, "translating")
     hyps = [o.text for o in outputs]
-    scores = score_translations(hyps, references).as_dict()
+    scores = score_translations(hyps, references)
     scores.update(
         truncated_sources=_truncations(outputs, "test"),
         translate_seconds=round(seconds, 2),
@@ -193,18 +193,14 @@ def _score_concat(
         "k": k,
         "num_inputs": len(joined),
         "short_groups": sum(len(g) < k for g in groups),
-        "sacrebleu": s.sacrebleu,
-        "chrf": s.chrf,
-        "nltk_bleu4": s.nltk_bleu4,
-        "length_ratio": s.length_ratio,
-        "hyp_len": s.hyp_len,
-        "ref_len": s.ref_len,
+        **{m.name: s[m.name] for m in METRICS},
+        **{key: s[key] for key in ("length_ratio", "hyp_len", "ref_len")},
         "truncated_sources": _truncations(outputs, f"k={k}"),
         "mean_source_tokens": round(sum(o.source_length for o in outputs) / max(1, len(outputs)), 2),
         "translate_seconds": round(seconds, 2),
     }
     log(
-        f"k={k}: sacreBLEU {row['sacrebleu']:.2f}  chrF {row['chrf']:.2f}  length ratio {row['length_ratio']:.3f} "
+        f"k={k}: {metric_line(row)}  length ratio {row['length_ratio']:.3f} "
         f"({row['num_inputs']} inputs, {row['mean_source_tokens']} source tokens on average)"
     )
     return row

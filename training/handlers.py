@@ -188,7 +188,7 @@ def validation_bleu(run: TrainingRun, tokenizer, valid_split, n_bleu: int, setti
     """Greedy sacreBLEU on the first `n_bleu` valid pairs; a few samples go to TensorBoard."""
     t = run.cfg.training
     outs = translate(HarnessDecoder(run.model), tokenizer, valid_split.raw_src[:n_bleu], settings, run.device)
-    bleu = score_translations([o.text for o in outs], valid_split.raw_tgt[:n_bleu]).sacrebleu
+    bleu = score_translations([o.text for o in outs], valid_split.raw_tgt[:n_bleu])["sacrebleu"]
     for i, o in enumerate(outs[: t.num_sample_translations]):
         run.tb.add_text(
             f"samples/{i}", f"**src:** {o.source}  \n**hyp:** {o.text}  \n**ref:** {valid_split.raw_tgt[i]}", step

@@ -21,6 +21,7 @@ import torch
 from ignite.engine import Engine, Events
 
 from evaluation.figures import sentence_attention_figures, table_figure
+from evaluation.metrics import METRICS
 from utils.config import flatten, to_dict
 from utils.key_roles import hparam_keys
 
@@ -124,7 +125,7 @@ def log_test_scores(run_dir: Path, scores: dict, step: Optional[int]) -> None:
         return
     writer = SummaryWriter(log_dir=str(run_dir / "tb"))
     try:
-        for key in ("sacrebleu", "chrf", "nltk_bleu4", "length_ratio"):
+        for key in (*(m.name for m in METRICS), "length_ratio"):
             writer.add_scalar(f"test/{key}", scores[key], step)
         for row in scores.get("concat") or []:
             writer.add_scalar(f"test_concat/k{row['k']}_sacrebleu", row["sacrebleu"], step)

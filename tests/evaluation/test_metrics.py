@@ -13,10 +13,10 @@ from evaluation.metrics import NLTK_TOKENIZATION, nltk_corpus_bleu4, score_trans
 def test_identical_translations_score_perfectly():
     refs = ["The cat is on the mat.", "I don't know what you're talking about!", "Where is the hotel?"]
     scores = score_translations(list(refs), refs)
-    assert scores.sacrebleu == 100.0
-    assert scores.nltk_bleu4 == 1.0
-    assert scores.chrf == 100.0
-    assert scores.num_sentences == 3
+    assert scores["sacrebleu"] == 100.0
+    assert scores["nltk_bleu4"] == 1.0
+    assert scores["chrf"] == 100.0
+    assert scores["num_sentences"] == 3
 
 
 def test_sacrebleu_signature_and_value_match_the_library():
@@ -25,14 +25,14 @@ def test_sacrebleu_signature_and_value_match_the_library():
     hyps = ["The cat sat on a mat.", "He doesn't like it at all."]
     refs = ["The cat is on the mat.", "He does not like it at all."]
     scores = score_translations(hyps, refs)
-    sig = scores.sacrebleu_signature
+    sig = scores["sacrebleu_signature"]
     # sacreBLEU 2.x format: "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.x"
     assert "tok:13a" in sig and "case:mixed" in sig and "nrefs:1" in sig and "version:" in sig
-    assert "chrF" in scores.chrf_signature or "nc:6" in scores.chrf_signature
-    assert scores.sacrebleu == pytest.approx(round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2))
-    assert scores.chrf == pytest.approx(round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2))
-    assert "Treebank" in scores.nltk_tokenization and scores.nltk_tokenization == NLTK_TOKENIZATION
-    assert set(scores.as_dict()) >= {"sacrebleu", "sacrebleu_signature", "nltk_bleu4", "chrf"}
+    assert "chrF" in scores["chrf_signature"] or "nc:6" in scores["chrf_signature"]
+    assert scores["sacrebleu"] == pytest.approx(round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2))
+    assert scores["chrf"] == pytest.approx(round(sacrebleu.corpus_chrf(hyps, [refs]).score, 2))
+    assert "Treebank" in scores["nltk_tokenization"] and scores["nltk_tokenization"] == NLTK_TOKENIZATION
+    assert set(scores) >= {"sacrebleu", "sacrebleu_signature", "nltk_bleu4", "chrf"}
 
 
 def test_nltk_bleu4_is_on_word_tokens_not_characters():
@@ -58,7 +58,7 @@ def test_nltk_bleu4_is_on_word_tokens_not_characters():
         independent = corpus_bleu(
             [[tok.tokenize(r)] for r in refs], [tok.tokenize(h) for h in hyps], weights=(0.25, 0.25, 0.25, 0.25)
         )
-    reported = score_translations(hyps, refs).nltk_bleu4
+    reported = score_translations(hyps, refs)["nltk_bleu4"]
     assert reported == pytest.approx(independent, abs=1e-4)
     assert nltk_corpus_bleu4(hyps, refs) == pytest.approx(independent)
     assert char_level - reported > 0.3, (char_level, reported)
@@ -78,4 +78,42 @@ def test_metrics_edge_cases():
         score_translations(["a", "b"], ["a"])
     assert nltk_corpus_bleu4(["", ""], ["a b c d", "e f g h"]) == 0.0
     scores = score_translations(["", ""], ["a b c d", "e f g h"])
-    assert scores.sacrebleu == 0.0 and scores.nltk_bleu4 == 0.0
+    assert scores["sacrebleu"] == 0.0 and scores["nltk_bleu4"] == 0.0
+
+
+def test_a_metric_added_in_one_place_reaches_every_output(trained_run, tmp_path) -> None:
+    """One entry appended to `METRICS` and nothing else: test.py's scores.json (the whole set and each
+    joined k), its printed summary and TensorBoard scalar, the model card and compare.py's table all
+    carry it."""
+    import json
+    import shutil
+
+    from in_process import run_in_process
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from evaluation.metrics import METRICS, Metric
+
+    def words(hypotheses: list[str], references: list[str]) -> dict:
+        return {"toy_words": round(sum(len(h.split()) for h in hypotheses) / max(1, len(hypotheses)), 3)}
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    METRICS.append(Metric("toy_words", "toy words", 3, words))
+    try:
+        tested = run_in_process(["test.py", "--run", str(run), "--concat", "1", "2", "--overwrite"])
+        assert tested.returncode == 0, tested.stderr[-2000:]
+        exported = run_in_process(["export.py", "--run", str(run), "--output", str(tmp_path / "export")])
+        assert exported.returncode == 0, exported.stderr[-2000:]
+        compared = run_in_process(["compare.py", str(run), "--output", str(tmp_path / "summary")])
+        assert compared.returncode == 0, compared.stderr[-2000:]
+    finally:
+        METRICS.remove(METRICS[-1])
+    scores = json.loads((run / "test" / "scores.json").read_text())
+    value = scores["toy_words"]
+    assert value > 0 and [row["toy_words"] for row in scores["concat"]] and "toy words" in tested.stdout
+    events = EventAccumulator(str(run / "tb"))
+    events.Reload()
+    assert [e.value for e in events.Scalars("test/toy_words")] == pytest.approx([value])
+    assert f"- toy words {value:.3f}" in (tmp_path / "export" / "README.md").read_text()
+    table = (tmp_path / "summary.md").read_text()
+    assert "test toy words" in table and f"{value:.3f}" in table
