@@ -4,7 +4,7 @@ decoding settings.
 
 The settings map as follows; what has no exact CTranslate2 form is refused, never approximated:
 - greedy = beam size 1; beam size and n-best (`num_hypotheses`) as they are: the best hypothesis
-  agrees (README, Decoding with CTranslate2), the n-best below it less often, since the searches
+  agrees (docs/CTRANSLATE2.md), the n-best below it less often, since the searches
   stop a sentence by different rules (here: once `beam` hypotheses finished; there: its patience);
 - no-repeat n-gram for greedy search; with beam search refused (CTranslate2 bans the repeats
   before the softmax, the harness after it, which ranks beams otherwise);

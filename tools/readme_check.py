@@ -2,12 +2,7 @@
 """Run every command the README shows, for real, in a scratch copy of the project whose configs are
 tiny ones of the same names (`make readme-check`).
 
-What counts as a command of the README:
-  - each command of a ```bash block (a line ending in `\\` joined with the next; `# ...` comments dropped);
-  - each `$ ` line of a ```console block, whose following lines are output it must print;
-  - the first cell of a table row when it is a command in backticks (`python ...`, `make ...`,
-    `tensorboard ...`, `torchrun ...`, or a pipe into one of them);
-  - a whole command in backticks in the prose (`make clean-demo`, `python X.py ...`).
+Which commands, and which pages beside the README (the docs pages its detail moved to): tools/readme_commands.py.
 
 How each one is checked:
   - run: in README order, in one scratch copy (`git ls-files` of the working tree, untracked files
@@ -15,10 +10,8 @@ How each one is checked:
     print the lines shown). A command shown twice runs once. `tensorboard` is started on a free
     port and must serve the runs, then it is stopped. The sections in ISOLATED run in a copy of
     their own (`make demo` trains the runs that the walk-through trains by hand).
-  - parsed only: a command marked "(needs a GPU)", "(needs a SLURM cluster)" or "(needs several
-    nodes)" (in a comment on its line, in the comment lines just above it, in the first comment
-    line of its block for the whole block, or in its table row), and the checks in CHECKS, which
-    are their own runs. Its arguments go through the script's own argparse parser (torchrun's
+  - parsed only: a command marked "(needs a GPU)" (or a SLURM cluster, several nodes) and the checks
+    in CHECKS, which are their own runs. Its arguments go through the script's own argparse parser (torchrun's
     first, for a torchrun line); a `make` line through `make -n`, and every `python X.py` line
     that make would run through X.py's parser; a `pip install torch==V` line must pin the
     `requirements.txt` version.
@@ -50,26 +43,14 @@ import sys
 import tempfile
 import time
 import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+sys.path.insert(0, str(ROOT / "tools"))
+from readme_commands import Command, page_commands  # noqa: E402
+
 VENV = ROOT / ".venv"
 
-MARKER = re.compile(r"\((needs a GPU|needs a SLURM cluster|needs several nodes)\)")
-COMMAND_START = re.compile(r"^(python3? |make |tensorboard |torchrun |\.venv/bin/pip |echo .*\| python )")
-INLINE = re.compile(r"^(make [\w-]+|python \S+\.py .+)$")
-# The README's checks that are runs of their own (the suite, the results check, this check) or that a
-# test runs at tiny sizes: checked for their arguments here (make -n), run where the reason says.
-CHECKS = {
-    "make test": "the suite itself (CI: .ci/run)",
-    "make test-fast": "the suite without its slow tests",
-    "make results-check": "its own check (about five minutes)",
-    "make readme-check": "this check",
-    "make test-gpu": "the GPU tests, on a GPU machine (tools/gpu_study.sh; skipped without CUDA)",
-    "make bench": "tests/tools/test_benchmarks.py runs benchmarks/decode.py and train.py at tiny sizes",
-}
 ISOLATED = ("The two commands",)
 TINY = {
     "data": {"max_train_pairs": 400, "valid_size": 12, "test_size": 16},  # 16: the largest K a README command joins
@@ -87,98 +68,6 @@ TINY = {
 }
 DEPRECATED = re.compile(r"note: \S+ is deprecated")
 TIMEOUT = 900
-
-
-@dataclass
-class Command:
-    text: str  # as shown (continuations joined, comment dropped)
-    section: str  # the README's `## ` section
-    line: int  # where it starts in README.md
-    marker: str = ""  # "needs a GPU", ... : parsed only
-    output: list[str] = field(default_factory=list)  # a console block's expected lines
-
-    @property
-    def check(self) -> str:
-        return CHECKS.get(self.text, "")
-
-    @property
-    def parse_only(self) -> str:
-        """Why it is only parsed ('' when it runs)."""
-        return self.marker or self.check
-
-
-# ---- reading the README
-
-
-def _strip_comment(line: str) -> tuple[str, str]:
-    """(command, comment) of a shell line: the first `#` outside quotes starts the comment."""
-    quote = None
-    for i, ch in enumerate(line):
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
-            return line[:i].rstrip(), line[i:]
-    return line.rstrip(), ""
-
-
-def commands(readme: str) -> list[Command]:
-    """Every command the README shows, in order."""
-    out: list[Command] = []
-    section, block, start, lang = "", None, 0, ""
-    lines = readme.splitlines()
-    for number, line in enumerate(lines, 1):
-        if block is None and line.startswith("## "):
-            section = line[3:].strip()
-        if line.startswith("```"):
-            if block is None:
-                block, start, lang = [], number, line[3:].strip()
-            else:
-                out += _block_commands(block, lang, section, start)
-                block = None
-            continue
-        if block is not None:
-            block.append(line)
-            continue
-        cell = re.match(r"^\| `([^`]+)` \|(.*)$", line)
-        if cell and COMMAND_START.match(cell.group(1).replace("\\|", "|")):
-            marker = MARKER.search(cell.group(2))
-            out.append(Command(cell.group(1).replace("\\|", "|"), section, number, marker[1] if marker else ""))
-        elif section != "Contents" and not line.startswith(("|", "<!--")):  # in the prose: `make clean-demo`
-            out += [Command(span, section, number) for span in re.findall(r"`([^`]+)`", line) if INLINE.match(span)]
-    return out
-
-
-def _block_commands(block: list[str], lang: str, section: str, start: int) -> list[Command]:
-    out: list[Command] = []
-    if lang == "console":
-        for offset, line in enumerate(block, 1):
-            if line.startswith("$ "):
-                out.append(Command(line[2:].strip(), section, start + offset))
-            elif out and line.strip():
-                out[-1].output.append(line)
-        return out
-    if lang != "bash":
-        return out
-    whole = MARKER.search(block[0]) if block and block[0].lstrip().startswith("#") else None
-    pending, text, first = "", "", 0
-    for offset, raw in enumerate(block, 1):
-        command, comment = _strip_comment(raw)
-        if not text:
-            first = start + offset
-        if not command.strip():
-            pending += comment
-            continue
-        if command.endswith("\\"):
-            text += command[:-1].rstrip() + " "
-            pending += comment
-            continue
-        text += command.strip()
-        marker = MARKER.search(pending + comment) or whole
-        out.append(Command(" ".join(text.split()), section, first, marker[1] if marker else ""))
-        pending, text = "", ""
-    return out
 
 
 # ---- the scratch copy
@@ -507,11 +396,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cmds = selected(commands(README.read_text(encoding="utf-8")), args.gpu)
+    cmds = selected(page_commands(ROOT), args.gpu)
     if args.list:
         for c in cmds:
             how = f"parsed only ({c.parse_only})" if c.parse_only else "runs"
-            print(f"README.md:{c.line} [{c.section}] {how}: {c.text}")
+            print(f"{c.page}:{c.line} [{c.section}] {how}: {c.text}")
         return 0
     failures, seen, scratches = [], set(), {}
     start = time.time()
@@ -520,14 +409,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.time() - start:6.0f}s] {message}", flush=True)
 
     def report(c: Command, ok: bool, how: str, what: str) -> None:
-        log(f"README.md:{c.line}: {'ok' if ok else 'FAILED'}, {how}: {c.text}" + ("" if ok else f"\n    {what}"))
+        log(f"{c.page}:{c.line}: {'ok' if ok else 'FAILED'}, {how}: {c.text}" + ("" if ok else f"\n    {what}"))
         if not ok:
-            failures.append(f"README.md:{c.line}: {c.text}\n    {what}")
+            failures.append(f"{c.page}:{c.line}: {c.text}\n    {what}")
 
     unique = []
     for c in cmds:
         if c.text in seen:
-            log(f"README.md:{c.line}: shown before, checked once: {c.text}")
+            log(f"{c.page}:{c.line}: shown before, checked once: {c.text}")
         else:
             seen.add(c.text)
             unique.append(c)
@@ -556,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     for f in failures:
         print(f"error: {f}", file=sys.stderr)
     print(
-        f"{len(seen)} commands of README.md checked, {len(failures)} failed "
+        f"{len(seen)} commands of README.md and its pages checked, {len(failures)} failed "
         f"({'parsed only' if args.parse_only else 'run, or parsed where marked'}; {time.time() - start:.0f} s)"
     )
     return 1 if failures else 0

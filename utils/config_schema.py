@@ -332,7 +332,7 @@ class DecodingConfig:
     backend: Literal["pytorch", "ctranslate2"] = setting(
         "pytorch",
         flags=("--backend",),
-        help="pytorch, or ctranslate2 (a converted copy: README, Decoding with CTranslate2)",
+        help="pytorch, or ctranslate2 (a converted copy: docs/CTRANSLATE2.md)",
     )
     # CTranslate2's weight/compute type (int8: quantized on load); null: as decoding.precision
     compute_type: Optional[

@@ -42,10 +42,10 @@ def visible_flags(parser) -> set[str]:
 
 
 def readme_command_lines() -> list[str]:
-    """Every README line that runs an entry script, outside the Migrations section (which names the
-    old spellings on purpose)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    text = re.sub(r"\n## Migrations.*?(?=\n## )", "\n", text, flags=re.S)
+    """Every line of the README and its detail pages that runs an entry script, but for
+    docs/MIGRATIONS.md (which names the old spellings on purpose)."""
+    pages = ("README.md", "docs/CTRANSLATE2.md", "docs/GUARANTEES.md")
+    text = "\n".join((ROOT / page).read_text(encoding="utf-8") for page in pages)
     return [line for line in text.splitlines() if re.search(r"python \w+\.py", line)]
 
 

@@ -313,7 +313,7 @@ def test_a_damaged_ctranslate2_export_is_one_line(trained_run: Path, tmp_path: P
 def test_beam_scores_are_the_harness_scores(trained, tmp_path: Path) -> None:
     """Beam search through CTranslate2 gives the harness's best hypothesis with its scores (avg:
     per token, EOS counted; none: the sum) wherever no hypothesis met the length limit (there the
-    harness forces and scores EOS, CTranslate2 stops: README, Decoding with CTranslate2). The model:
+    harness forces and scores EOS, CTranslate2 stops: docs/CTRANSLATE2.md). The model:
     EOS as likely as the token the model repeats most, pad and BOS as unlikely as once trained
     (CTranslate2 renormalises over the tokens it allows, the harness bans them after the softmax)."""
     import dataclasses

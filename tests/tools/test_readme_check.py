@@ -16,16 +16,26 @@ spec = importlib.util.spec_from_file_location("readme_check", ROOT / "tools" / "
 readme_check = importlib.util.module_from_spec(spec)
 sys.modules["readme_check"] = readme_check  # its dataclass looks its module up
 spec.loader.exec_module(readme_check)
+import readme_commands  # noqa: E402 (tools/, on the path once readme_check is loaded)
 
 SCRIPTS = ("train.py", "test.py", "inference.py", "visualize.py", "compare.py", "sweep.py", "average.py", "export.py")
 
 
-def readme_commands() -> list:
-    return readme_check.commands((ROOT / "README.md").read_text(encoding="utf-8"))
+def shown_commands() -> list:
+    return readme_commands.page_commands(ROOT)
+
+
+def test_the_readme_stays_short_and_links_every_page_its_detail_moved_to() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 600
+    for page in readme_commands.PAGES[1:]:
+        assert f"]({page})" in readme, page
+    moved = [c for c in shown_commands() if c.page == "docs/CTRANSLATE2.md"]
+    assert moved and all(not c.parse_only for c in moved)  # the moved commands still run
 
 
 def test_every_command_of_the_readme_is_found_and_the_walk_through_runs() -> None:
-    cmds = readme_commands()
+    cmds = shown_commands()
     walk = [c for c in cmds if c.section == "A ten-minute walk-through" and not c.parse_only]
     for start in (
         "python train.py",
@@ -49,7 +59,7 @@ def test_every_command_of_the_readme_is_found_and_the_walk_through_runs() -> Non
         )
         for need in filter(None, needs):
             assert need in c.parse_only, (c.line, c.text)
-        assert not c.parse_only or c.marker or c.text in readme_check.CHECKS, (c.line, c.text)
+        assert not c.parse_only or c.marker or c.text in readme_commands.CHECKS, (c.line, c.text)
 
 
 def test_markers_comments_continuations_and_console_blocks_are_read() -> None:
@@ -77,7 +87,7 @@ def test_markers_comments_continuations_and_console_blocks_are_read() -> None:
             "Prose names `make clean-demo` and `python average.py --run r --average_last 2`, not `--run r`.",
         ]
     )
-    got = [(c.text, c.marker, c.output) for c in readme_check.commands(text)]
+    got = [(c.text, c.marker, c.output) for c in readme_commands.commands(text)]
     assert got == [
         ("python x.py --flag '# not a comment'", "", []),
         ("python sweep.py a.yaml --seeds 1 2", "needs a GPU", []),
@@ -118,7 +128,7 @@ def test_every_command_of_the_readme_parses() -> None:
 
 
 def test_on_a_gpu_machine_only_the_gpu_commands_run_and_install_lines_stay_parsed() -> None:
-    cmds = readme_commands()
+    cmds = shown_commands()
     gpu = readme_check.selected(cmds, gpu=True)
     assert gpu and {c.text for c in gpu} == {c.text for c in cmds if c.marker == "needs a GPU"}
     runs = [c for c in gpu if not c.parse_only]
