@@ -1,4 +1,4 @@
-"""Misuse and faults, round two (issue 31): each case through the real entry point. Nothing a user
+"""Misuse and faults, each case through the real entry point. Nothing a user
 made is lost, no wrong result is given without a word, and every failure is one line (exit 2).
 The mechanisms: one write guard and atomic writes (utils/files.py), one lock per run folder
 (utils/run_folder.py: RunLock), a resume that trusts the checkpoint, strict config reading."""

@@ -1,4 +1,4 @@
-"""Issue 45, round three: config values, key roles and empty data. Every config value has declared
+"""Config values, key roles and empty data. Every config value has declared
 bounds (all violations in one error, one line each, naming the file), a model too large to train
 is refused before anything is allocated, the YAML loader refuses what it cannot read safely (a
 base that is not a path, a file that is not UTF-8, an alias bomb) and supports merge keys, the

@@ -1,4 +1,4 @@
-"""Issue 45, round three: sweeps on SLURM. A cancelled or failed job is reported by run and the sweep
+"""Sweeps on SLURM. A cancelled or failed job is reported by run and the sweep
 exits non-zero rather than waiting for ever (squeue's states: a cluster without accounting gives sacct
 nothing); a rerun after Ctrl-C waits for the jobs already submitted instead of submitting them twice;
 a flag SLURM refuses (--partition, --mem, --cpus_per_run), a --time too short to checkpoint and

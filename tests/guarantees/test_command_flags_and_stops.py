@@ -1,4 +1,4 @@
-"""Issue 45, round three, for train.py, test.py, inference.py and visualize.py: flags that name the
+"""train.py, test.py, inference.py and visualize.py: flags that name the
 same thing twice are refused; the test-time device follows --device, else the run's
 training.device; visualize.py's impossible values are one line before any work; a Ctrl-C is one
 line and exit 4 (start-up, scoring, translating); a closed output pipe is quiet (141); a pipe given

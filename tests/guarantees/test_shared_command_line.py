@@ -1,4 +1,4 @@
-"""Round three, the command layer every entry script shares (commands/cli.py): an old and a new
+"""The command layer every entry script shares (commands/cli.py): an old and a new
 spelling of one flag that disagree are refused, and main_guard's statuses for a Ctrl-C, a closed
 pipe and an exhausted memory are one line (or silence), never a traceback."""
 

@@ -1,4 +1,4 @@
-"""Nothing lost, round three (issue 45): checkpoints, exports and compared runs, each case through
+"""Nothing lost with checkpoints, exports and compared runs, each case through
 the real entry point. The checkpoint's own config is the model (a checkpoint loaded through a run
 folder must be that run's: artifacts/loading.py: check_checkpoint_of_run); compare.py names what it
 skips and refuses a run given twice; a damaged run or export file is one line naming it; a reader

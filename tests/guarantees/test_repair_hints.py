@@ -1,4 +1,4 @@
-"""Nothing lost, round three (issue 45), review fixes: a damaged test output is named with a
+"""Hints that repair: a damaged test output is named with a
 test.py command that repairs it as it stands (evaluation/run_stats.py: retest_hint); an empty
 held-out split names where its pairs come from, not the Tatoeba path; tokenizer.name: ~/tok is
 read from the home folder, as data paths are."""

@@ -1,4 +1,4 @@
-"""export.py, round three of "nothing lost": an export is shareable (its modes follow the umask, its
+"""export.py loses nothing: an export is shareable (its modes follow the umask, its
 card is true of the run and holds no path of this machine, says how to load it), and every misuse
 (two models named, links, a foreign folder, a full disk, a --run that is no run) is one line."""
 

@@ -1,4 +1,4 @@
-"""Nothing lost, round three (issue 45): a replay of misuse cases a new user tries, each through the
+"""Nothing lost in a replay of the misuse cases a new user tries, each through the
 real entry point. An `--output=~/...` the shell left unexpanded is refused, not written into a `~`
 folder here (utils/user_paths.py: check_home_expanded); a checkpoint or export with NaN weights is never
 scored, exported or averaged as a model (artifacts/checkpoint.py: check_finite_weights, one text for

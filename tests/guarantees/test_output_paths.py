@@ -1,4 +1,4 @@
-"""One output-path rule for every command (issue 45, round three): a target is resolved through
+"""One output-path rule for every command: a target is resolved through
 links, never a device, FIFO, socket or kernel file, never a folder when a file is expected; every
 file compare.py writes (plots included) passes the same --overwrite guard, which replaces only what
 the harness recorded writing and nobody edited since; train.py --overwrite never deletes a user's
