@@ -8,7 +8,7 @@ linear layers take `decoding.linear.linear` and attention `decoding.attend.atten
 It reads the model's own modules and weights: nothing is copied, swapped or renamed, so a model
 from any checkpoint decodes as it is. The model keeps one readable forward (models/transformer.py);
 this path is tested equal to it for every positional encoding, with and without beam reorders
-(tests/decoding/test_decoding.py, test_cache.py, test_cpu_kernel.py).
+(tests/decoding/test_step.py, test_search.py, test_cache.py, test_cpu_kernel.py).
 """
 
 from __future__ import annotations

@@ -209,12 +209,11 @@ def test_decoding_backends_are_dispatched_not_asked() -> None:
 
 
 def module_test_file(root: Path, path: Path) -> Path:
-    """Where a module's tests live: tests/<package>/test_<module>.py (a package's __init__: test_<package>.py)."""
+    """Where a module's tests live: tests/<package>/test_<module>.py (a package's own __init__.py:
+    tests/<package>/test_<package>.py)."""
     relative = path.relative_to(root)
-    package, name = relative.parent, relative.stem
-    if name == "__init__":
-        package, name = package.parent, package.name
-    return root / "tests" / package / f"test_{name}.py"
+    name = relative.parent.name if relative.stem == "__init__" else relative.stem
+    return root / "tests" / relative.parent / f"test_{name}.py"
 
 
 def modules_without_test_file(root: Path) -> set[str]:

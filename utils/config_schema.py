@@ -330,9 +330,7 @@ class DecodingConfig:
     # What runs the search: this harness's PyTorch decoder, or CTranslate2 on a converted copy of the
     # model (export.py --format ctranslate2; for a run, converted into <run>/ctranslate2/ on first use)
     backend: Literal["pytorch", "ctranslate2"] = setting(
-        "pytorch",
-        flags=("--backend",),
-        help="pytorch, or ctranslate2 (a converted copy: docs/CTRANSLATE2.md)",
+        "pytorch", flags=("--backend",), help="pytorch, or ctranslate2 (a converted copy: docs/CTRANSLATE2.md)"
     )
     # CTranslate2's weight/compute type (int8: quantized on load); null: as decoding.precision
     compute_type: Optional[

@@ -3,7 +3,7 @@ positions and RoPE's inference-time scalings (linear, NTK, YaRN).
 
 Each is checked against an independent computation of the published formula (loops and complex
 numbers here, not the tensor code under test); the registry-wide properties (cached = full
-decoding, explicit positions, offsets) run on every registered encoding in test_decoding.py,
+decoding, explicit positions, offsets) run on every registered encoding in test_step.py and test_search.py,
 test_cache.py and test_positional_encodings.py.
 """
 

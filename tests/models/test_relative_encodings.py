@@ -2,7 +2,7 @@
 test_length_encodings.py) and SHAPE.
 
 Cache equality and forward/backward for every registered encoding are covered by the
-registry-driven tests in test_decoding.py and test_positional_encodings.py.
+registry-driven tests in test_step.py and test_search.py and test_positional_encodings.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Cached decoding equals the plain forward, padding invariance, greedy and beam search
-(models/transformer.py, decoding/step.py, decoding/search.py)."""
+"""Greedy and beam search (decoding/search.py) on the real model and on hand-built ones: beam 1 is
+greedy, batches equal single sentences, n-best scores rescore, the length penalty ranks."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from helpers import BOS, D_MODEL, EOS, HEADS, PAD, VOCAB, encoding_cases, full_and_cached, mixed_batch, tiny_model
+from helpers import BOS, EOS, PAD, mixed_batch, tiny_model
 
+from decoding.full_prefix import FullPrefixDecoder
 from decoding.hypotheses import Hypothesis, length_penalty
 from decoding.search import CHECK_EVERY, beam_search, greedy_search
 from decoding.step import CachedDecoder
-from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
+from models.positional_encodings import POSITIONAL_ENCODINGS
 from models.transformer import Seq2SeqTransformer
-from utils.config import PositionalConfig
 
 
 def trim(row: torch.Tensor) -> torch.Tensor:
@@ -30,173 +30,6 @@ def rescore(model, src_row: torch.Tensor, tokens: list[int]) -> float:
     with torch.no_grad():
         logp = torch.log_softmax(model.decode(tgt_in, model.encode(trim(src_row))).double(), dim=-1)
     return float(logp.gather(-1, target[..., None]).sum())
-
-
-# ---------------------------------------------------------------------------- cached decoding
-
-
-@pytest.mark.parametrize("name, options", encoding_cases())
-def test_cached_step_by_step_equals_full_decode(name, options):
-    """`CachedDecoder` (its encoder pass, then one cached step per token) gives the logits of the
-    model's plain forward at every step."""
-    model = tiny_model(name, seed=1, **options)
-    decoder = CachedDecoder(model)
-    src = mixed_batch([9, 4, 6], seed=1)
-    g = torch.Generator().manual_seed(2)
-    tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 11), generator=g)], dim=1)  # [3, 12]
-    with torch.no_grad():
-        plain = model.encode(src)
-        full = model.decode(tgt, plain)  # [3, 12, vocab], teacher forced
-        enc = decoder.encode(src)
-        torch.testing.assert_close(enc.memory, plain.memory, atol=1e-5, rtol=0)
-        assert torch.equal(enc.src_mask, plain.src_mask) and torch.equal(enc.lengths, plain.lengths)
-        cache = decoder.new_cache()
-        for step in range(tgt.size(1)):
-            logits = decoder.decode_step(tgt[:, step : step + 1], enc, cache, offset=step)
-            assert logits.shape == (3, VOCAB)
-            torch.testing.assert_close(
-                logits, full[:, step], atol=1e-5, rtol=0, msg=lambda m, step=step: f"{name} {options} step {step}: {m}"
-            )
-    # The cache grew one position per step in every layer; the cross-attention cache covers the source.
-    for layer in cache:
-        assert layer["self"].keys.shape == (3, HEADS, 12, D_MODEL // HEADS)
-        assert layer["cross"]["k"].shape == (3, HEADS, 9, D_MODEL // HEADS)
-
-
-def grouped_cases():
-    """Every encoding, and each family that can also act in cross-attention with that switched on."""
-    cases = encoding_cases()
-    cases += [
-        pytest.param(name, {"cross_attention": True}, id=f"{name}-cross") for name in ("alibi", "t5_bias", "shaw")
-    ]
-    return cases
-
-
-@pytest.mark.parametrize("name, options", grouped_cases())
-def test_beams_share_one_memory_row(name, options):
-    """Beam rows read their sentence's single encoder row (cross-attention keys/values computed and
-    cached once per sentence) and get exactly what the plain forward over a memory copied for every
-    beam gives: the whole prefix in one cached call, or one step at a time."""
-    model = tiny_model(name, seed=6, **options)
-    decoder = CachedDecoder(model)
-    src = mixed_batch([7, 4], seed=6)
-    beams = 3
-    g = torch.Generator().manual_seed(7)
-    tgt = torch.cat([torch.full((6, 1), BOS), torch.randint(4, VOCAB, (6, 5), generator=g)], dim=1)  # [2 * 3, 6]
-    with torch.no_grad():
-        enc = decoder.encode(src)
-        expanded = model.encode(src).index_select(torch.arange(2).repeat_interleave(beams))
-        reference = model.decode(tgt, expanded)
-        torch.testing.assert_close(decoder.decode(tgt, enc, decoder.new_cache()), reference, atol=1e-5, rtol=0)
-        cache = decoder.new_cache()
-        steps = torch.stack([decoder.decode_step(tgt[:, s : s + 1], enc, cache, offset=s) for s in range(6)], dim=1)
-        torch.testing.assert_close(steps, reference, atol=1e-5, rtol=0)
-        assert cache[0]["cross"]["k"].size(0) == 2  # one row per sentence, not per beam
-        with pytest.raises(ValueError, match="cannot share"):
-            decoder.decode(tgt[:5], enc, decoder.new_cache())
-        with pytest.raises(ValueError, match="one encoder row per target row"):  # the plain forward does not fold
-            model.decode(tgt, enc)
-
-
-@pytest.mark.parametrize("name", ["sinusoidal", "rope"])
-def test_cached_decoding_pre_norm_gelu_untied(name):
-    """The same equality for the other architecture switches (pre-norm, GELU, separate embeddings)."""
-    cfg = PositionalConfig(name=name)
-    torch.manual_seed(4)
-    model = Seq2SeqTransformer(
-        src_vocab_size=40,
-        tgt_vocab_size=VOCAB,
-        pad_id=PAD,
-        encoder_pe=build_positional_encoding(cfg, D_MODEL, HEADS, causal=False),
-        decoder_pe=build_positional_encoding(cfg, D_MODEL, HEADS, causal=True),
-        d_model=D_MODEL,
-        num_heads=HEADS,
-        num_encoder_layers=1,
-        num_decoder_layers=3,
-        ffn_dim=48,
-        dropout=0.0,
-        activation="gelu",
-        norm_first=True,
-        share_embeddings=False,
-        tie_output=False,
-    ).eval()
-    src = mixed_batch([5, 8], seed=4).clamp(max=39)
-    g = torch.Generator().manual_seed(5)
-    tgt = torch.cat([torch.full((2, 1), BOS), torch.randint(4, VOCAB, (2, 7), generator=g)], dim=1)
-    full, steps = full_and_cached(model, src, tgt)
-    assert full.shape == steps.shape == (2, 8, VOCAB)
-    torch.testing.assert_close(steps, full, atol=1e-5, rtol=0)
-
-
-def test_the_cached_step_takes_the_layers_own_wiring(monkeypatch):
-    """A layer's wiring (residual blocks, norm order) is written once, in models/transformer.py: the
-    cached step runs it too, so a changed wiring changes both paths alike and they stay equal."""
-    from models.transformer import DecoderLayer, EncoderLayer
-
-    model = tiny_model("rope", seed=3)
-    src = mixed_batch([6, 3], seed=3)
-    tgt = torch.cat(
-        [torch.full((2, 1), BOS), torch.randint(4, VOCAB, (2, 5), generator=torch.Generator().manual_seed(3))], 1
-    )
-    before, _ = full_and_cached(model, src, tgt)
-
-    def encoder_wiring(layer, x, self_attention, feed_forward):  # a feed-forward block first, no norms
-        x = x + feed_forward(x)
-        return x + self_attention(x)
-
-    def decoder_wiring(layer, x, self_attention, cross_attention, feed_forward):
-        x = x + cross_attention(x)
-        x = x + feed_forward(x)
-        return x + self_attention(x)
-
-    monkeypatch.setattr(EncoderLayer, "run_sublayers", encoder_wiring)
-    monkeypatch.setattr(DecoderLayer, "run_sublayers", decoder_wiring)
-    full, steps = full_and_cached(model, src, tgt)
-    assert (full - before).abs().max() > 0.1  # the new wiring computes something else
-    torch.testing.assert_close(steps, full, atol=1e-5, rtol=0)
-
-
-@pytest.mark.parametrize("name, options", encoding_cases())
-def test_reorder_cache_follows_rows(name, options):
-    """Reordering the cache (as beam search does) equals decoding the reordered batch."""
-    model = tiny_model(name, seed=3, **options)
-    src = mixed_batch([5, 7, 3], seed=3)
-    g = torch.Generator().manual_seed(4)
-    tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 5), generator=g)], dim=1)
-    index = torch.tensor([2, 0, 0])
-    decoder = CachedDecoder(model)
-    with torch.no_grad():
-        enc = decoder.encode(src)
-        cache = decoder.new_cache()
-        decoder.decode(tgt[:, :4], enc, cache)
-        decoder.reorder_cache(cache, index, index)
-        step = decoder.decode_step(tgt[index, 4:5], enc.index_select(index), cache, offset=4)
-        full = model.decode(tgt[index], model.encode(src[index]))
-    torch.testing.assert_close(step, full[:, 4], atol=1e-5, rtol=0)
-
-
-# ---------------------------------------------------------------------------- padding
-
-
-@pytest.mark.parametrize("name, options", encoding_cases())
-def test_padding_does_not_change_other_rows(name, options):
-    model = tiny_model(name, seed=5, **options)
-    src = mixed_batch([10, 3, 7], seed=5)  # short sentences padded to the longest
-    g = torch.Generator().manual_seed(6)
-    tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 6), generator=g)], dim=1)
-    tgt_lens = [7, 4, 2]
-    for i, n in enumerate(tgt_lens):
-        tgt[i, n:] = PAD  # padded targets too
-    with torch.no_grad():
-        enc = model.encode(src)
-        batch_logits = model.decode(tgt, enc)
-        for i in range(3):
-            alone_src = trim(src[i])
-            alone = model.encode(alone_src)
-            n_src = alone_src.size(1)
-            torch.testing.assert_close(enc.memory[i, :n_src], alone.memory[0], atol=1e-5, rtol=1e-5)
-            alone_logits = model.decode(tgt[i : i + 1, : tgt_lens[i]], alone)
-            torch.testing.assert_close(batch_logits[i, : tgt_lens[i]], alone_logits[0], atol=1e-5, rtol=1e-5)
 
 
 # ---------------------------------------------------------------------------- greedy / beam on the real model
@@ -533,3 +366,88 @@ def test_the_models_cpu_branch_computes_what_sdpa_computes(q_len: int, mask_kind
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     assert torch.allclose(scaled_dot_product(q, k, v, mask, False, 0.0), expected, atol=1e-6)
     assert (q_len <= SHORT_QUERY) == (q_len != 17)  # both sides of the branch are exercised
+
+
+# ------------------------------------------------------ without the cache, constraints, the frozen search
+
+
+def tiny(name: str, seed: int = 0) -> Seq2SeqTransformer:
+    """`tiny_model` with its learned position tables drawn from N(0, 1), so that they matter."""
+    model = tiny_model(name, seed, vocab=40)
+    for n, p in model.named_parameters():
+        if "table" in n:
+            torch.nn.init.normal_(p)
+    return model.eval()
+
+
+@pytest.mark.parametrize("name", sorted(POSITIONAL_ENCODINGS))
+def test_uncached_search_equals_cached_search(name: str) -> None:
+    model = tiny(name)
+    src = torch.randint(4, 40, (3, 6))
+    src[1, 4:] = 0
+    kw = dict(max_len_a=1.0, max_len_b=4)
+    cached = greedy_search(CachedDecoder(model), src, 2, 3, 0, **kw)
+    uncached = greedy_search(FullPrefixDecoder(model), src, 2, 3, 0, **kw)
+    assert [h.tokens for h in cached] == [h.tokens for h in uncached]
+    assert [h.score for h in cached] == pytest.approx([h.score for h in uncached], abs=1e-4)
+    cached = beam_search(CachedDecoder(model), src, 2, 3, 0, beam_size=3, nbest=3, **kw)
+    uncached = beam_search(FullPrefixDecoder(model), src, 2, 3, 0, beam_size=3, nbest=3, **kw)
+    assert [[h.tokens for h in hs] for hs in cached] == [[h.tokens for h in hs] for hs in uncached]
+
+
+def test_min_len_forces_the_output_length() -> None:
+    model = CachedDecoder(tiny("sinusoidal"))
+    src = torch.randint(4, 40, (4, 5))
+    for hyps in (
+        greedy_search(model, src, 2, 3, 0, max_len_a=0.0, max_len_b=9, min_len=9),
+        [h[0] for h in beam_search(model, src, 2, 3, 0, beam_size=3, max_len_a=0.0, max_len_b=9, min_len=9)],
+    ):
+        assert all(len(h.tokens) == 8 for h in hyps)  # 8 tokens + EOS = 9
+
+
+def test_no_repeat_ngram_blocks_repeats() -> None:
+    model = CachedDecoder(tiny("none", seed=3))
+    src = torch.randint(4, 40, (4, 5))
+    free = greedy_search(model, src, 2, 3, 0, max_len_a=0.0, max_len_b=30, min_len=30)
+    blocked = greedy_search(model, src, 2, 3, 0, max_len_a=0.0, max_len_b=30, min_len=30, no_repeat_ngram=2)
+
+    def has_repeat(tokens: list[int]) -> bool:
+        grams = list(zip([2, *tokens], tokens))
+        return len(grams) != len(set(grams))
+
+    assert any(has_repeat(h.tokens) for h in free)  # the constraint has something to do
+    assert not any(has_repeat(h.tokens) for h in blocked)
+    beams = beam_search(
+        model, src, 2, 3, 0, beam_size=3, max_len_a=0.0, max_len_b=30, min_len=30, no_repeat_ngram=2, nbest=3
+    )
+    assert not any(has_repeat(h.tokens) for hs in beams for h in hs)
+
+
+@pytest.mark.parametrize("name", ["sinusoidal", "rope", "t5_bias", "learnable"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(beam_size=4, nbest=4, penalty="wu", alpha=0.6),
+        dict(beam_size=3, nbest=2, penalty="avg", min_len=4, check_every=8),
+        dict(beam_size=3, nbest=3, penalty="none", no_repeat_ngram=2),
+    ],
+    ids=["beam4-nbest4", "beam3-min-len-check8", "beam3-no-repeat"],
+)
+def test_beam_search_equals_the_frozen_search_before_the_history(name: str, options: dict) -> None:
+    """The hypotheses read back from the beam history (tokens and parent pointers, backtracked once)
+    are those of the search that copied every prefix each step (benchmarks/legacy_search.py, frozen):
+    same tokens, same scores, same order, for every sentence of a mixed batch."""
+    from benchmarks.legacy_search import beam_search as frozen_beam_search
+
+    model = tiny(name, seed=5)
+    src = torch.randint(4, 40, (6, 7), generator=torch.Generator().manual_seed(5))
+    src[1, 3:], src[4, 5:] = 0, 0
+    kw = dict(max_len_a=1.5, max_len_b=3, **options)
+    ours = beam_search(CachedDecoder(model), src, 2, 3, 0, **kw)
+    frozen = frozen_beam_search(
+        CachedDecoder(model), src, 2, 3, 0, **{k: v for k, v in kw.items() if k != "check_every"}
+    )
+    assert sum(len(h.tokens) for hs in ours for h in hs) > 20  # not a comparison of empty outputs
+    assert [[h.tokens for h in hs] for hs in ours] == [[h.tokens for h in hs] for hs in frozen]
+    flat = [h.score for hs in ours for h in hs]
+    assert flat == pytest.approx([h.score for hs in frozen for h in hs], abs=1e-5)
