@@ -1,12 +1,11 @@
-"""Test sets are scored whole, any file pair can be scored, and the length protocol (--concat)
-joins exactly the pairs it says it joins."""
+"""Test sets are scored whole (evaluation/test_set.py), any file pair can be scored through test.py,
+and the length protocol (--concat) scores the pairs it joins."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
 import torch
 from helpers import tiny_model
 from in_process import run_in_process as run
@@ -21,43 +20,6 @@ XML_SRC, XML_REF = FIX / "IWSLT17.TED.dev2010.fr-en.fr.xml", FIX / "IWSLT17.TED.
 
 def lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
-
-
-# ----------------------------------------------------------------------------- grouping
-
-
-def test_concat_groups_stay_inside_documents():
-    docs = ["a", "a", "a", "b", "b", "c", "a"]  # a document id may come back later: a new run
-    assert concat_groups(7, 2, docs) == [[0, 1], [2], [3, 4], [5], [6]]
-    assert concat_groups(7, 3, docs) == [[0, 1, 2], [3, 4], [5], [6]]
-    assert concat_groups(7, 1, docs) == [[i] for i in range(7)]
-
-
-def test_concat_groups_without_documents_are_seeded_and_cover_every_pair_once():
-    a, b, c = concat_groups(10, 3, None, seed=1), concat_groups(10, 3, None, seed=1), concat_groups(10, 3, None, seed=2)
-    assert a == b and a != c
-    assert sorted(i for g in a for i in g) == list(range(10))
-    assert [len(g) for g in a] == [3, 3, 3, 1]
-    with pytest.raises(ValueError):
-        concat_groups(3, 0)
-    # k = 1 is the test set in its own order, whatever the seed: the same comparison as the test set
-    assert concat_groups(10, 1, None, seed=1) == concat_groups(10, 1, None, seed=2) == [[i] for i in range(10)]
-
-
-def test_join_pairs_by_hand():
-    pairs = [("Bonjour .", "Hello ."), ("", ""), ("Merci .", "Thanks .")]
-    assert join_pairs(pairs, [[0, 1, 2], [2, 0]]) == [
-        ("Bonjour . Merci .", "Hello . Thanks ."),
-        ("Merci . Bonjour .", "Thanks . Hello ."),
-    ]
-
-
-def test_xml_documents_are_read_in_source_order():
-    pairs, docs = read_pairs_with_documents(XML_SRC, XML_REF)
-    assert docs == ["535", "535", "535", "531", "531"]
-    assert pairs[2][0] == "Ce n'est pas nouveau." and all(t for _, t in pairs)
-    text_pairs, none = read_pairs_with_documents(FIX / "train.fr", FIX / "train.en")
-    assert none is None and len(text_pairs) == 4
 
 
 # ----------------------------------------------------------------------------- whole test sets
