@@ -10,7 +10,6 @@ import pytest
 import torch
 from helpers import BOS, EOS, PAD, mixed_batch, tiny_model
 
-from decoding.full_prefix import FullPrefixDecoder
 from decoding.hypotheses import Hypothesis, length_penalty
 from decoding.search import CHECK_EVERY, beam_search, greedy_search
 from decoding.step import CachedDecoder
@@ -323,51 +322,6 @@ def test_beam_search_never_continues_a_finished_hypothesis(beam, expected):
     assert_hyps(hyps, expected, "none")
 
 
-# ---------------------------------------------------------------------------- length penalty
-
-
-@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0, 2.0])
-def test_length_penalty_wu(alpha):
-    for length in (1, 2, 5, 13, 40):
-        expected = -7.5 / (((5 + length) / 6) ** alpha)
-        assert length_penalty(-7.5, length, "wu", alpha) == pytest.approx(expected, rel=1e-12)
-    assert length_penalty(-7.5, 1, "wu", alpha) == pytest.approx(-7.5)  # ((5+1)/6)^alpha = 1
-    scores = torch.tensor([-1.0, -4.0])
-    torch.testing.assert_close(length_penalty(scores, 7, "wu", alpha), scores / (2.0**alpha))
-
-
-def test_length_penalty_avg_and_none():
-    assert length_penalty(-6.0, 4, "avg", 0.6) == pytest.approx(-1.5)
-    assert length_penalty(-6.0, 1, "avg", 0.6) == pytest.approx(-6.0)
-    torch.testing.assert_close(length_penalty(torch.tensor([-6.0, -3.0]), 3, "avg", 0.0), torch.tensor([-2.0, -1.0]))
-    for length in (1, 4, 100):
-        assert length_penalty(-6.0, length, "none", 0.6) == -6.0
-    with pytest.raises(ValueError, match="length penalty"):
-        length_penalty(-1.0, 3, "bogus", 0.6)
-
-
-@pytest.mark.parametrize("q_len", [1, 5, 16, 17])
-@pytest.mark.parametrize("mask_kind", ["none", "padding", "per_head_bias"])
-def test_the_models_cpu_branch_computes_what_sdpa_computes(q_len: int, mask_kind: str) -> None:
-    """models.attention.scaled_dot_product: a few queries per row on a CPU are two batched matmuls
-    (the one branch the model keeps), longer ones SDPA; both are softmax(q kᵀ/√d + mask) v."""
-    import torch.nn.functional as F
-
-    from models.attention import SHORT_QUERY, scaled_dot_product
-
-    torch.manual_seed(0)
-    batch, heads, k_len, head_dim = 3, 2, 9, 8
-    q, k, v = (torch.randn(batch, heads, n, head_dim) for n in (q_len, k_len, k_len))
-    mask = {
-        "none": None,
-        "padding": torch.arange(k_len)[None, None, None, :] < torch.tensor([9, 6, 2])[:, None, None, None],
-        "per_head_bias": torch.randn(batch, heads, q_len, k_len),
-    }[mask_kind]
-    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    assert torch.allclose(scaled_dot_product(q, k, v, mask, False, 0.0), expected, atol=1e-6)
-    assert (q_len <= SHORT_QUERY) == (q_len != 17)  # both sides of the branch are exercised
-
-
 # ------------------------------------------------------ without the cache, constraints, the frozen search
 
 
@@ -378,21 +332,6 @@ def tiny(name: str, seed: int = 0) -> Seq2SeqTransformer:
         if "table" in n:
             torch.nn.init.normal_(p)
     return model.eval()
-
-
-@pytest.mark.parametrize("name", sorted(POSITIONAL_ENCODINGS))
-def test_uncached_search_equals_cached_search(name: str) -> None:
-    model = tiny(name)
-    src = torch.randint(4, 40, (3, 6))
-    src[1, 4:] = 0
-    kw = dict(max_len_a=1.0, max_len_b=4)
-    cached = greedy_search(CachedDecoder(model), src, 2, 3, 0, **kw)
-    uncached = greedy_search(FullPrefixDecoder(model), src, 2, 3, 0, **kw)
-    assert [h.tokens for h in cached] == [h.tokens for h in uncached]
-    assert [h.score for h in cached] == pytest.approx([h.score for h in uncached], abs=1e-4)
-    cached = beam_search(CachedDecoder(model), src, 2, 3, 0, beam_size=3, nbest=3, **kw)
-    uncached = beam_search(FullPrefixDecoder(model), src, 2, 3, 0, beam_size=3, nbest=3, **kw)
-    assert [[h.tokens for h in hs] for hs in cached] == [[h.tokens for h in hs] for hs in uncached]
 
 
 def test_min_len_forces_the_output_length() -> None:
