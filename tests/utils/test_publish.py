@@ -1,0 +1,84 @@
+"""Sets published whole (utils/publish.py), unit by unit: a set appears at once with the files it drops
+gone, an exception publishes nothing, a journal left by a kill is rolled forward by the next writer
+or reader, and a kill before the journal leaves only the command's own leftovers, which it clears.
+(Kills of the real commands at every write point: tests/guarantees/test_crash_consistency.py.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from utils.publish import OutputSet, clear_leftovers, finish_publishing, journal_file, pending_in, staging_folder
+
+
+def files(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_set_replaces_the_earlier_one_whole_and_drops_what_it_no_longer_has(tmp_path: Path) -> None:
+    place = tmp_path / "run" / "test"
+    (place / "concat" / "k8").mkdir(parents=True)
+    (place / "scores.json").write_text("old")
+    (place / "concat" / "k8" / "hypotheses.txt").write_text("old k8")
+    with OutputSet(place) as out:
+        (out.staged_folder() / "scores.json").write_text("new")
+        (out.staged_folder() / "hypotheses.txt").write_text("new hyps")
+        published = out.publish(drops=[place / "scores.json", place / "concat" / "k8" / "hypotheses.txt"])
+    assert files(tmp_path / "run") == {"test/hypotheses.txt": "new hyps", "test/scores.json": "new"}
+    assert published == [place / "hypotheses.txt", place / "scores.json"]
+    assert not (place / "concat").exists()  # emptied folders of the earlier set go too
+    assert not staging_folder(place).exists() and not journal_file(place).exists()
+
+
+def test_an_exception_publishes_nothing_and_leaves_nothing(tmp_path: Path) -> None:
+    place = tmp_path / "test"
+    place.mkdir()
+    (place / "scores.json").write_text("old")
+    with pytest.raises(RuntimeError):
+        with OutputSet(place) as out:
+            (out.staged_folder() / "scores.json").write_text("half")
+            raise RuntimeError("decoding failed")
+    assert files(tmp_path) == {"test/scores.json": "old"}
+
+
+def test_a_journal_left_by_a_kill_is_rolled_forward(tmp_path: Path) -> None:
+    """Killed after the journal and one rename: the next `finish_publishing` (a reader, or the same
+    command's `OutputSet`) does the rest, and the record callback sees the whole set."""
+    place = tmp_path / "test"
+    staged = staging_folder(place) / "test"
+    staged.mkdir(parents=True)
+    place.mkdir()
+    (place / "old.txt").write_text("dropped")
+    (staged / "b.txt").write_text("b")
+    (place / "a.txt").write_text("a")  # already renamed before the kill
+    moves = [[str(staged / "a.txt"), str(place / "a.txt")], [str(staged / "b.txt"), str(place / "b.txt")]]
+    journal_file(place).write_text(json.dumps({"moves": moves, "removes": [str(place / "old.txt")]}))
+    assert pending_in(tmp_path) == [place]
+    seen = []
+    assert finish_publishing(place, lambda moved, removed: seen.append((moved, removed))) is True
+    assert files(tmp_path) == {"test/a.txt": "a", "test/b.txt": "b"}
+    assert seen == [([place / "a.txt", place / "b.txt"], [place / "old.txt"])]
+    assert pending_in(tmp_path) == [] and finish_publishing(place) is False
+
+
+def test_leftovers_of_a_kill_before_the_journal_are_cleared(tmp_path: Path) -> None:
+    place = tmp_path / "test"
+    (staging_folder(place) / "test").mkdir(parents=True)
+    (staging_folder(place) / "test" / "scores.json").write_text("never published")
+    half_journal = tmp_path / f".{journal_file(place).name}.x1y2.tmp"  # an atomic write's temporary
+    half_journal.write_text("{")
+    clear_leftovers(place)
+    assert not staging_folder(place).exists() and not half_journal.exists() and not place.exists()
+
+
+def test_a_prefix_set_publishes_beside_other_files(tmp_path: Path) -> None:
+    """compare.py's summary is a set of names in a folder it shares: the files of the set are
+    published, the others stay."""
+    (tmp_path / "notes.md").write_text("yours")
+    with OutputSet(tmp_path / "summary") as out:
+        (out.staging / "summary.md").write_text("table")
+        (out.staging / "summary.csv").write_text("rows")
+        out.publish()
+    assert files(tmp_path) == {"notes.md": "yours", "summary.csv": "rows", "summary.md": "table"}
