@@ -227,7 +227,10 @@ def encoding_cases():
     cases.append(pytest.param("rope", {"layout": "interleaved", "fraction": 0.5}, id="rope-interleaved-half"))
     for name, top in (("sinusoidal", 256), ("learnable", 64), ("rope", 256)):
         cases.append(pytest.param(name, {"randomized": True, "max_position": top}, id=f"{name}-randomized"))
-    for scaling in ("linear", "ntk"):  # yarn needs a recorded training length: tests/models/test_length_encodings.py
+    for scaling in (
+        "linear",
+        "ntk",
+    ):  # yarn needs a recorded training length: tests/models/positional_encodings/test_rotary.py
         cases.append(pytest.param("rope", {"scaling": scaling, "scaling_factor": 3.0}, id=f"rope-{scaling}"))
     cases.append(pytest.param("xpos", {"cross_attention": True}, id="xpos-cross"))
     cases.append(pytest.param("fire", {"cross_attention": True}, id="fire-cross"))

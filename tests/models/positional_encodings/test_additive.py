@@ -1,9 +1,5 @@
-"""Positional encodings: reference matches, properties, and every registered encoding end to end.
-
-The hooks they plug into are described in docs/DESIGN.md ("Positional encodings"). Over the
-~400-line guide on purpose: one file holds the reference test of every encoding, side by side
-like the encodings themselves.
-"""
+"""The additive encodings (models/positional_encodings/additive.py) against their formulas: the sinusoidal
+table (Vaswani et al. 2017), the learnable table and its limit, NoPE, SHAPE and CAPE."""
 
 from __future__ import annotations
 
@@ -12,25 +8,82 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import BOS, D_MODEL, HEADS, PAD, VOCAB, encoding_cases, tiny_model
+from helpers import D_MODEL, HEADS, PAD, VOCAB, tiny_model
 
 from decoding.step import CachedDecoder
 from models.attention import MultiHeadAttention
 from models.positional_encodings import (
-    POSITIONAL_ENCODINGS,
-    AttentionPositions,
+    CapePositionalEncoding,
     LearnablePositionalEncoding,
     NoPositionalEncoding,
-    RotaryPositionalEncoding,
     ShapePositionalEncoding,
     SinusoidalPositionalEncoding,
-    apply_rotary,
     build_positional_encoding,
-    rope_tables,
     sinusoidal_table,
 )
-from models.transformer import Seq2SeqTransformer
 from utils.config import ConfigError, PositionalConfig, load_config
+
+CPU = torch.device("cpu")
+
+
+def test_cape_global_shift_only_moves_every_position_of_a_sequence_alike_and_equals_shape():
+    cape = CapePositionalEncoding(
+        D_MODEL, HEADS, causal=False, max_global_shift=7.0, max_local_shift=0.0, max_global_scaling=1.0
+    )
+    torch.manual_seed(3)
+    positions = cape.positions(6, 500, training=True, device=CPU)  # [500, 6]
+    offsets = positions - torch.arange(6)
+    assert torch.allclose(offsets, offsets[:, :1].expand(500, 6), atol=1e-5)  # one offset per sequence
+    assert offsets.abs().max() <= 7.0 and offsets.min() < -5 and offsets.max() > 5  # U[-7, 7]
+    # SHAPE with the same (integer) offset adds exactly the same vectors.
+    shape = ShapePositionalEncoding(D_MODEL, HEADS, causal=False, max_shift=10)
+    x = torch.randn(3, 6, D_MODEL)
+    integer = torch.tensor([[0], [3], [9]])
+    torch.testing.assert_close(
+        cape.add_to_embeddings(x, torch.arange(6) + integer.float()),
+        shape.add_to_embeddings(x, torch.arange(6) + integer),
+    )
+    torch.testing.assert_close(
+        cape.add_to_embeddings(x, torch.arange(6) + integer.float()),
+        x + sinusoidal_table(torch.arange(6) + integer, D_MODEL),
+    )
+
+
+def test_cape_local_shifts_and_scaling_stay_in_their_ranges_and_inference_is_plain():
+    cape = CapePositionalEncoding(
+        D_MODEL, HEADS, causal=True, max_global_shift=0.0, max_local_shift=0.5, max_global_scaling=1.5
+    )
+    torch.manual_seed(4)
+    positions = cape.positions(10, 400, training=True, device=CPU)
+    jitter = cape.positions(10, 400, training=True, device=CPU)
+    assert not torch.allclose(positions, jitter)
+    ratio = positions[:, -1] / 9.0  # last position 9 * lambda + lambda * eps
+    assert ratio.min() >= (9 - 0.5) / 9 / 1.5 - 1e-6 and ratio.max() <= (9 + 0.5) / 9 * 1.5 + 1e-6
+    local = CapePositionalEncoding(
+        D_MODEL, HEADS, causal=True, max_global_shift=0.0, max_local_shift=0.5, max_global_scaling=1.0
+    ).positions(10, 400, training=True, device=CPU)
+    assert (local - torch.arange(10)).abs().max() <= 0.5 and (local - torch.arange(10)).std() > 0.1
+    assert torch.equal(cape.positions(10, 4, training=False, device=CPU), torch.arange(10, dtype=torch.float32))
+    # Eval mode: CAPE is plain sinusoidal.
+    model = tiny_model("cape", seed=5)
+    sinus = tiny_model("sinusoidal", seed=5)
+    sinus.load_state_dict(model.state_dict())
+    src, tgt = torch.randint(4, VOCAB, (2, 7)), torch.randint(4, VOCAB, (2, 5))
+    torch.testing.assert_close(model(src, tgt), sinus(src, tgt))
+
+
+def test_cape_options_are_checked():
+    def load(**options):
+        return load_config(raw={"model": {"d_model": 32, "num_heads": 4, "positional": {"name": "cape", **options}}})
+
+    assert load().model.positional.options == {
+        "max_global_shift": 5.0,
+        "max_local_shift": 0.5,
+        "max_global_scaling": 1.03,
+    }
+    for key, value in (("max_global_shift", -1.0), ("max_local_shift", -0.1), ("max_global_scaling", 0.9)):
+        with pytest.raises(ConfigError, match=f"model.positional.{key}"):
+            load(**{key: value})
 
 
 def make_pe(name: str, causal: bool, d_model: int = D_MODEL, num_heads: int = HEADS, **options):
@@ -41,9 +94,6 @@ def make_pe(name: str, causal: bool, d_model: int = D_MODEL, num_heads: int = HE
 
 def random_tokens(batch: int, length: int, generator=None) -> torch.Tensor:
     return torch.randint(4, VOCAB, (batch, length), generator=generator)
-
-
-# ---------------------------------------------------------------------------- sinusoidal
 
 
 def paper_sinusoid(position: int, d: int) -> list[float]:
@@ -84,129 +134,6 @@ def test_sinusoidal_table_any_position_shape_and_module_adds_it():
     torch.testing.assert_close(pe.add_to_embeddings(x, positions), x + table)
 
 
-# ---------------------------------------------------------------------------- RoPE
-
-
-def rope_reference(x: torch.Tensor, positions: torch.Tensor, rot_dim: int, theta: float, layout: str) -> torch.Tensor:
-    """Independent complex-number RoPE (Su et al. 2021) in float64.
-
-    x: `[batch, heads, len, head_dim]`; positions `[len]` or `[batch, len]`. Pair i (frequency
-    theta^(-2i/rot_dim)) is the complex number x[2i] + j x[2i+1] (`interleaved`) or
-    x[i] + j x[i + rot_dim/2] (`half`), multiplied by e^(j * position * frequency).
-    Dimensions from rot_dim on pass through.
-    """
-    x = x.double()
-    half = rot_dim // 2
-    freq = theta ** (-2.0 * torch.arange(half, dtype=torch.float64) / rot_dim)  # [half]
-    angle = positions.double().unsqueeze(-1) * freq  # [len, half] or [batch, len, half]
-    if angle.dim() == 3:
-        angle = angle.unsqueeze(1)  # [batch, 1, len, half]
-    rotation = torch.polar(torch.ones_like(angle), angle)
-    x_rot, x_pass = x[..., :rot_dim], x[..., rot_dim:]
-    if layout == "interleaved":
-        z = torch.view_as_complex(x_rot.reshape(*x_rot.shape[:-1], half, 2).contiguous())
-        out = torch.view_as_real(z * rotation).flatten(-2)
-    elif layout == "half":
-        z = torch.complex(x_rot[..., :half], x_rot[..., half:])
-        z = z * rotation
-        out = torch.cat([z.real, z.imag], dim=-1)
-    else:
-        raise AssertionError(layout)
-    return torch.cat([out, x_pass], dim=-1)
-
-
-@pytest.mark.parametrize("layout", ["interleaved", "half"])
-@pytest.mark.parametrize("theta", [10000.0, 500.0])
-def test_rope_matches_complex_formulation(layout, theta):
-    torch.manual_seed(0)
-    head_dim = 16
-    x = torch.randn(2, 3, 40, head_dim)
-    positions = torch.arange(40) * 3 + 1  # not just 0..len-1
-    cos, sin = rope_tables(positions, head_dim, theta, layout)
-    assert cos.shape == sin.shape == (40, head_dim)
-    out = apply_rotary(x, cos, sin, layout)
-    torch.testing.assert_close(out.double(), rope_reference(x, positions, head_dim, theta, layout), atol=1e-4, rtol=0)
-    # A rotation keeps every pair's norm: the total norm is unchanged.
-    torch.testing.assert_close(out.norm(dim=-1), x.norm(dim=-1), atol=1e-4, rtol=1e-5)
-
-
-@pytest.mark.parametrize("layout", ["interleaved", "half"])
-def test_rope_layouts_pair_different_dimensions(layout):
-    """The two layouts are genuinely different pairings (the reference is not layout-blind)."""
-    torch.manual_seed(1)
-    x = torch.randn(1, 1, 5, 8)
-    positions = torch.arange(5)
-    other = "half" if layout == "interleaved" else "interleaved"
-    mine = rope_reference(x, positions, 8, 10000.0, layout)
-    theirs = rope_reference(x, positions, 8, 10000.0, other)
-    assert not torch.allclose(mine[:, :, 1:], theirs[:, :, 1:], atol=1e-3)
-    out = apply_rotary(x, *rope_tables(positions, 8, 10000.0, layout), layout)
-    assert not torch.allclose(out.double()[:, :, 1:], theirs[:, :, 1:], atol=1e-3)
-
-
-@pytest.mark.parametrize("layout", ["interleaved", "half"])
-def test_rope_per_sequence_positions(layout):
-    torch.manual_seed(2)
-    x = torch.randn(2, 4, 6, 8)
-    positions = torch.tensor([[0, 1, 2, 3, 4, 5], [10, 11, 12, 13, 14, 15]])  # [batch, len]
-    cos, sin = rope_tables(positions, 8, 10000.0, layout)
-    assert cos.shape == (2, 6, 8)
-    out = apply_rotary(x, cos, sin, layout)
-    torch.testing.assert_close(out.double(), rope_reference(x, positions, 8, 10000.0, layout), atol=1e-5, rtol=0)
-
-
-@pytest.mark.parametrize("layout", ["interleaved", "half"])
-def test_rope_fraction_half_rotates_only_first_dims(layout):
-    torch.manual_seed(3)
-    d_model, heads = 64, 4  # head_dim 16 -> rot_dim 8
-    pe = RotaryPositionalEncoding(d_model, heads, causal=False, theta=10000.0, fraction=0.5, layout=layout)
-    assert pe.rot_dim == 8
-    positions = torch.arange(12)
-    pos = pe.self_attention(positions, positions)
-    assert isinstance(pos, AttentionPositions) and pos.rotary_layout == layout and pos.bias is None
-    cos, sin = pos.rotary_q
-    assert cos.shape == (12, 8)
-    x = torch.randn(2, heads, 12, 16)
-    out = apply_rotary(x, cos, sin, pos.rotary_layout)
-    assert out.shape == x.shape
-    assert torch.equal(out[..., 8:], x[..., 8:])  # unrotated dims pass through unchanged
-    torch.testing.assert_close(out.double(), rope_reference(x, positions, 8, 10000.0, layout), atol=1e-5, rtol=0)
-    assert not torch.allclose(out[:, :, 1:, :8], x[:, :, 1:, :8], atol=1e-3)  # the first dims do rotate
-
-
-def test_rope_cross_attention_only_when_asked():
-    q_pos, k_pos = torch.arange(3), torch.arange(5)
-    assert RotaryPositionalEncoding(32, 4, causal=True).cross_attention(q_pos, k_pos) is None
-    pe = RotaryPositionalEncoding(32, 4, causal=True, cross_attention=True)
-    pos = pe.cross_attention(q_pos, k_pos)
-    assert pos.rotary_q[0].shape == (3, 8) and pos.rotary_k[0].shape == (5, 8)
-
-
-def rotary_scores(q, k, q_positions, k_positions, rot_dim, layout, theta=10000.0):
-    q = apply_rotary(q, *rope_tables(q_positions, rot_dim, theta, layout), layout)
-    k = apply_rotary(k, *rope_tables(k_positions, rot_dim, theta, layout), layout)
-    return q @ k.transpose(-1, -2)  # [batch, heads, q_len, k_len]
-
-
-@pytest.mark.parametrize("layout", ["interleaved", "half"])
-@pytest.mark.parametrize("rot_dim", [16, 8])
-def test_rope_scores_depend_only_on_offset(layout, rot_dim):
-    torch.manual_seed(4)
-    q = torch.randn(2, 4, 7, 16)
-    k = torch.randn(2, 4, 9, 16)
-    m = torch.randint(0, 30, (7,))
-    n = torch.randint(0, 30, (9,))
-    base = rotary_scores(q, k, m, n, rot_dim, layout)
-    for c in (1, 5, 37, 200):
-        shifted = rotary_scores(q, k, m + c, n + c, rot_dim, layout)
-        torch.testing.assert_close(shifted, base, atol=2e-4, rtol=1e-4)
-    # Shifting only the queries changes the scores: they do carry relative position.
-    assert not torch.allclose(rotary_scores(q, k, m + 3, n, rot_dim, layout), base, atol=1e-2)
-
-
-# ---------------------------------------------------------------------------- learnable
-
-
 def test_learnable_too_long_input_raises_with_max_positions():
     pe = LearnablePositionalEncoding(D_MODEL, HEADS, causal=False, max_positions=8)
     x = torch.randn(2, 9, D_MODEL)
@@ -237,9 +164,6 @@ def test_learnable_limits_in_model_encoder_and_decoder():
         decoder.decode(random_tokens(2, 6), enc, cache)
         with pytest.raises(ValueError, match="max_positions"):  # position 6 through the cached path
             decoder.decode_step(random_tokens(2, 1), enc, cache, offset=6)
-
-
-# ---------------------------------------------------------------------------- NoPE
 
 
 def test_nope_encoder_is_permutation_equivariant():
@@ -317,29 +241,6 @@ def test_nope_cross_attention_equals_sdpa_by_hand():
     expected = expected.transpose(1, 2).reshape(2, 4, d) @ mha.out_proj.weight.T + mha.out_proj.bias
     with torch.no_grad():
         torch.testing.assert_close(mha(x, memory, attn_mask=key_mask), expected, atol=1e-5, rtol=1e-5)
-
-
-@pytest.mark.parametrize("layout", ["interleaved", "half"])
-def test_rope_self_attention_equals_sdpa_on_reference_rotation(layout):
-    torch.manual_seed(8)
-    d, heads = 32, 4
-    mha = MultiHeadAttention(d, heads).eval()
-    pe = RotaryPositionalEncoding(d, heads, causal=True, fraction=0.5, layout=layout)
-    x = torch.randn(2, 6, d)
-    positions = torch.arange(6)
-    w_q, w_k, w_v = mha.qkv_proj.weight.chunk(3, dim=0)
-    b_q, b_k, b_v = mha.qkv_proj.bias.chunk(3, dim=0)
-    q = rope_reference(split_heads(x @ w_q.T + b_q, heads), positions, pe.rot_dim, 10000.0, layout).float()
-    k = rope_reference(split_heads(x @ w_k.T + b_k, heads), positions, pe.rot_dim, 10000.0, layout).float()
-    v = split_heads(x @ w_v.T + b_v, heads)
-    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    expected = expected.transpose(1, 2).reshape(2, 6, d) @ mha.out_proj.weight.T + mha.out_proj.bias
-    with torch.no_grad():
-        out = mha(x, is_causal=True, attn_positions=pe.self_attention(positions, positions))
-    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
-
-
-# ---------------------------------------------------------------------------- SHAPE
 
 
 def record_added_embeddings(pe, log: list) -> None:
@@ -459,117 +360,30 @@ def test_shape_config_keys_and_validation():
         ShapePositionalEncoding(D_MODEL, HEADS, False, max_shift=4, inference_shift=-1)
 
 
-# ---------------------------------------------------------------------------- explicit positions / cache
-
-
-@pytest.mark.parametrize("name, options", encoding_cases())
-def test_decode_with_offset_after_cached_prefix_equals_full_decode(name, options):
-    model = tiny_model(seed=9, encoder_pe=make_pe(name, False, **options), decoder_pe=make_pe(name, True, **options))
-    g = torch.Generator().manual_seed(9)
-    src = random_tokens(2, 8, g)
-    src[1, 5:] = PAD
-    tgt = torch.cat([torch.full((2, 1), BOS), random_tokens(2, 9, g)], dim=1)  # [2, 10]
-    with torch.no_grad():
-        enc = model.encode(src)
-        full = model.decode(tgt, enc)
-        assert full.shape == (2, 10, VOCAB)
-        decoder = CachedDecoder(model)
-        for t in (1, 4, 7, 9):
-            cache = decoder.new_cache()
-            prefix = decoder.decode(tgt[:, :t], enc, cache)  # positions 0..t-1
-            rest = decoder.decode(tgt[:, t:], enc, cache, offset=t)  # positions t.., prefix from the cache
-            torch.testing.assert_close(prefix, full[:, :t], atol=1e-5, rtol=1e-5)
-            torch.testing.assert_close(rest, full[:, t:], atol=1e-5, rtol=1e-5)
-            assert cache[0]["self"].keys.shape[2] == 10  # the cache holds every position once
-
-
-@pytest.mark.parametrize("name", [n for n in sorted(POSITIONAL_ENCODINGS) if n != "none"])
-def test_decoder_offset_matters(name):
-    """Cached steps at their offsets equal the full decode — an offset ignored (every step at
-    position 0) would change these logits for every encoding tested here — and a cache continued
-    at an offset other than its length is refused, naming the right one."""
-    model = tiny_model(seed=10, encoder_pe=make_pe(name, False), decoder_pe=make_pe(name, True))
-    for pname, p in model.named_parameters():
-        if "_pe." in pname:  # learned bias tables start at zero (no signal yet): give them one
-            torch.nn.init.normal_(p, generator=torch.Generator().manual_seed(10))
-    g = torch.Generator().manual_seed(10)
-    src, tgt = random_tokens(2, 6, g), random_tokens(2, 6, g)
-    with torch.no_grad():
-        enc = model.encode(src)
-        full = model.decode(tgt, enc)
-        decoder = CachedDecoder(model)
-        right = decoder.new_cache()
-        for step in range(6):
-            torch.testing.assert_close(
-                decoder.decode_step(tgt[:, step : step + 1], enc, right, offset=step),
-                full[:, step],
-                atol=1e-5,
-                rtol=1e-5,
-            )
-        with pytest.raises(ValueError, match="pass offset=6"):
-            decoder.decode_step(tgt[:, :1], enc, right, offset=0)
-
-
-# ---------------------------------------------------------------------------- every registered encoding
-
-
-@pytest.mark.parametrize("name", sorted(POSITIONAL_ENCODINGS))
-def test_every_registered_encoding_forward_backward(name):
-    assert {"none", "sinusoidal", "learnable", "rope"} <= set(POSITIONAL_ENCODINGS)
-    enc_pe, dec_pe = make_pe(name, False), make_pe(name, True)
-    assert isinstance(enc_pe, POSITIONAL_ENCODINGS[name]) and enc_pe.registry_name == name
-    torch.manual_seed(11)
-    model = Seq2SeqTransformer(
-        VOCAB,
-        VOCAB,
-        PAD,
-        enc_pe,
-        dec_pe,
-        d_model=D_MODEL,
-        num_heads=HEADS,
-        num_encoder_layers=2,
-        num_decoder_layers=2,
-        ffn_dim=64,
-        dropout=0.1,
+def test_shape_shifts_positions_randomly_in_training() -> None:
+    torch.manual_seed(0)
+    # inference_shift=0: unshifted at inference (the default K is tested above)
+    shape = tiny_model(
+        vocab=40,
+        layers=1,
+        encoder_pe=ShapePositionalEncoding(32, 4, False, 50, inference_shift=0),
+        decoder_pe=ShapePositionalEncoding(32, 4, True, 50, inference_shift=0),
     )
-    model.train()  # training path (dropout, position_shift in training mode)
-    g = torch.Generator().manual_seed(11)
-    src, tgt = random_tokens(3, 7, g), random_tokens(3, 6, g)
-    src[2, 4:] = PAD
-    tgt_in = torch.cat([torch.full((3, 1), BOS), tgt[:, :-1]], dim=1)
-    tgt_in[2, 4:] = PAD
-    logits = model(src, tgt_in)
-    assert logits.shape == (3, 6, VOCAB)
-    assert torch.isfinite(logits).all()
-    loss = F.cross_entropy(logits.reshape(-1, VOCAB), tgt.reshape(-1), ignore_index=PAD)
-    loss.backward()
-    assert torch.isfinite(loss)
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    assert params
-    for param_name, p in params:
-        assert p.grad is not None, f"{name}: no gradient for {param_name}"
-        assert torch.isfinite(p.grad).all(), f"{name}: non-finite gradient for {param_name}"
-    assert any(p.grad.abs().sum() > 0 for _, p in params)
-
-
-def test_build_positional_encoding_rejects_unknown_name():
-    with pytest.raises(ValueError, match="unknown positional encoding"):
-        build_positional_encoding(PositionalConfig(name="no-such-encoding"), D_MODEL, HEADS, False)
-
-
-def test_separate_embeddings_are_initialised_in_a_fixed_order(monkeypatch) -> None:
-    """With share_embeddings false, the source table draws its initial values before the target's,
-    every time: the order once followed the objects' addresses (a set), so a seed did not fix it."""
-    from models import build_model
-
-    cfg = load_config(
-        "configs/demo/sinusoidal.yaml",
-        ["model.share_embeddings=false", "model.d_model=16", "model.num_heads=2", "model.ffn_dim=16"],
-    ).model
-    order = []
-    real = torch.nn.init.normal_
-    monkeypatch.setattr(torch.nn.init, "normal_", lambda t, *a, **k: order.append(t.shape[0]) or real(t, *a, **k))
-    for _ in range(20):
-        order.clear()
-        model = build_model(cfg, 30, 40, PAD)
-        assert model.src_embed is not model.tgt_embed and order[-2:] == [30, 40]  # (after their constructors)
+    sinus = tiny_model(
+        vocab=40,
+        layers=1,
+        encoder_pe=SinusoidalPositionalEncoding(32, 4, False),
+        decoder_pe=SinusoidalPositionalEncoding(32, 4, True),
+    )
+    sinus.load_state_dict(shape.state_dict())
+    src, tgt = torch.randint(4, 40, (3, 6)), torch.randint(4, 40, (3, 5))
+    shape.eval(), sinus.eval()
+    assert torch.allclose(shape(src, tgt), sinus(src, tgt))  # inference: plain sinusoidal
+    shape.train()
+    first, second = shape(src, tgt), shape(src, tgt)
+    assert not torch.allclose(first, second)  # a new random offset per call (dropout is 0)
+    pe = shape.encoder_pe
+    shifted = pe.positions(6, 64, True, torch.device("cpu"))  # [batch, len]
+    offsets = shifted[:, 0]
+    assert shifted.shape == (64, 6) and torch.equal(shifted - offsets[:, None], torch.arange(6).expand(64, 6))
+    assert offsets.min() >= 0 and offsets.max() < 50 and offsets.unique().numel() > 1

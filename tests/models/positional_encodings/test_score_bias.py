@@ -1,9 +1,5 @@
-"""Reference and property tests for the score-bias families (ALiBi, T5, Shaw; KERPLE and FIRE in
-test_length_encodings.py) and SHAPE.
-
-Cache equality and forward/backward for every registered encoding are covered by the
-registry-driven tests in test_step.py and test_search.py and test_positional_encodings.py.
-"""
+"""The score-bias encodings (models/positional_encodings/score_bias.py) against their papers: ALiBi, T5
+buckets (and transformers' own), Shaw, KERPLE, FIRE; shift invariance and one bias per stack."""
 
 from __future__ import annotations
 
@@ -11,21 +7,72 @@ import math
 
 import pytest
 import torch
-from helpers import tiny_model
 
 from models.positional_encodings import (
     POSITIONAL_ENCODINGS,
     ALiBiPositionalEncoding,
+    FireBias,
+    KerpleLogBias,
     ScoreBiasEncoding,
-    ShapePositionalEncoding,
     ShawRelativeBias,
-    SinusoidalPositionalEncoding,
-    T5RelativeBias,
     alibi_slopes,
     build_positional_encoding,
     t5_relative_bucket,
 )
 from utils.config import PositionalConfig
+
+
+def test_kerple_bias_is_minus_p_log_one_plus_a_distance_with_the_floor():
+    pe = KerpleLogBias(16, 4, causal=False)
+    with torch.no_grad():
+        pe.power.copy_(torch.tensor([1.5, 0.2, -3.0, 0.01]))  # -3 is held at the floor 0.01
+        pe.rate.copy_(torch.tensor([0.5, 2.0, 1.0, -1.0]))
+    bias = pe.self_attention(torch.arange(4), torch.arange(4)).bias  # [heads, q, k]
+    for h, (p, a) in enumerate([(1.5, 0.5), (0.2, 2.0), (0.01, 1.0), (0.01, 0.01)]):
+        for i in range(4):
+            for j in range(4):
+                assert bias[h, i, j].item() == pytest.approx(-p * math.log(1 + a * abs(i - j)), abs=1e-6)
+    # The floor holds the value but not the gradient: a parameter below it can come back.
+    pe.self_attention(torch.arange(4), torch.arange(4)).bias.sum().backward()
+    assert pe.power.grad[2] != 0 and pe.rate.grad[3] != 0
+
+
+def test_fire_bias_matches_the_formula_and_reads_direction_only_in_the_encoder():
+    torch.manual_seed(0)
+    for causal in (False, True):
+        pe = FireBias(16, 2, causal=causal, hidden=3, threshold=4.0)
+        with torch.no_grad():
+            pe.log_c.fill_(math.log(0.7))
+            for p in pe.mlp.parameters():
+                p.normal_()
+        w1, b1 = pe.mlp[0].weight.tolist(), pe.mlp[0].bias.tolist()
+        w2, b2 = pe.mlp[2].weight.tolist(), pe.mlp[2].bias.tolist()
+        q_pos, k_pos = torch.arange(2, 9), torch.arange(9)
+        bias = pe.self_attention(q_pos, k_pos).bias  # [heads, 7, 9]
+
+        def psi(x: float) -> float:
+            return math.log(0.7 * x + 1)
+
+        for a, i in enumerate(q_pos.tolist()):
+            for j in k_pos.tolist():
+                x = [psi(abs(i - j)) / psi(max(4.0, i)), float(j > i) if not causal else 0.0]
+                hidden = [max(0.0, sum(w * v for w, v in zip(row, x)) + b) for row, b in zip(w1, b1)]
+                for h in range(2):
+                    expected = sum(w * v for w, v in zip(w2[h], hidden)) + b2[h]
+                    assert bias[h, a, j].item() == pytest.approx(expected, abs=1e-5)
+
+
+def test_fire_is_not_shift_invariant_but_its_cached_rows_match():
+    pe = FireBias(16, 2, causal=True, threshold=2.0)
+    with torch.no_grad():
+        for p in pe.mlp.parameters():
+            p.normal_(generator=torch.Generator().manual_seed(2))
+    full = pe.self_attention(torch.arange(6), torch.arange(6)).bias
+    shifted = pe.self_attention(torch.arange(6) + 20, torch.arange(6) + 20).bias
+    assert not torch.allclose(full, shifted)  # the normalizer psi(max(L, i)) moves with the query
+    for step in range(6):
+        row = pe.self_attention(torch.tensor([step]), torch.arange(step + 1)).bias
+        torch.testing.assert_close(row[:, 0], full[:, step, : step + 1])
 
 
 def test_alibi_slopes_match_the_paper() -> None:
@@ -85,8 +132,10 @@ def test_shaw_bias_clips_relative_distance() -> None:
 
 
 # Every score-bias encoding; FIRE's bias also depends on where the query is (its normalizer), so
-# only the others are invariant to shifting all positions (FIRE: tests/models/test_length_encodings.py).
+# only the others are invariant to shifting all positions (FIRE: test_fire_is_not_shift_invariant_but_its_cached_rows_match).
 RELATIVE = sorted(n for n, cls in POSITIONAL_ENCODINGS.items() if issubclass(cls, ScoreBiasEncoding))
+
+
 SHIFT_INVARIANT = [n for n in RELATIVE if n != "fire"]
 
 
@@ -118,38 +167,3 @@ def test_relative_families_share_one_bias_per_stack_and_offset_decoding() -> Non
         for step in range(6):
             row = pe.self_attention(torch.tensor([step]), torch.arange(step + 1)).bias  # [heads, 1, step + 1]
             assert torch.allclose(row[:, 0], full[:, step, : step + 1])
-
-
-def test_shape_shifts_positions_randomly_in_training() -> None:
-    torch.manual_seed(0)
-    # inference_shift=0: unshifted at inference (the default K is tested in test_positional_encodings.py)
-    shape = tiny_model(
-        vocab=40,
-        layers=1,
-        encoder_pe=ShapePositionalEncoding(32, 4, False, 50, inference_shift=0),
-        decoder_pe=ShapePositionalEncoding(32, 4, True, 50, inference_shift=0),
-    )
-    sinus = tiny_model(
-        vocab=40,
-        layers=1,
-        encoder_pe=SinusoidalPositionalEncoding(32, 4, False),
-        decoder_pe=SinusoidalPositionalEncoding(32, 4, True),
-    )
-    sinus.load_state_dict(shape.state_dict())
-    src, tgt = torch.randint(4, 40, (3, 6)), torch.randint(4, 40, (3, 5))
-    shape.eval(), sinus.eval()
-    assert torch.allclose(shape(src, tgt), sinus(src, tgt))  # inference: plain sinusoidal
-    shape.train()
-    first, second = shape(src, tgt), shape(src, tgt)
-    assert not torch.allclose(first, second)  # a new random offset per call (dropout is 0)
-    pe = shape.encoder_pe
-    shifted = pe.positions(6, 64, True, torch.device("cpu"))  # [batch, len]
-    offsets = shifted[:, 0]
-    assert shifted.shape == (64, 6) and torch.equal(shifted - offsets[:, None], torch.arange(6).expand(64, 6))
-    assert offsets.min() >= 0 and offsets.max() < 50 and offsets.unique().numel() > 1
-
-
-def test_every_encoding_in_the_study_is_registered() -> None:
-    assert {"sinusoidal", "learnable", "rope", "alibi", "t5_bias", "shaw", "none", "shape"} <= set(POSITIONAL_ENCODINGS)
-    assert isinstance(build_positional_encoding(PositionalConfig(name="t5_bias"), 32, 4, False), T5RelativeBias)
-    assert math.isclose(float(build_positional_encoding(PositionalConfig(name="alibi"), 32, 4, False).slopes[0]), 0.25)
