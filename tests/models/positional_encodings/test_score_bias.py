@@ -132,7 +132,7 @@ def test_shaw_bias_clips_relative_distance() -> None:
 
 
 # Every score-bias encoding; FIRE's bias also depends on where the query is (its normalizer), so
-# only the others are invariant to shifting all positions (FIRE: test_fire_is_not_shift_invariant_but_its_cached_rows_match).
+# only the others are invariant to shifting all positions (FIRE: test_fire_is_not_shift_invariant_but_...).
 RELATIVE = sorted(n for n, cls in POSITIONAL_ENCODINGS.items() if issubclass(cls, ScoreBiasEncoding))
 
 
