@@ -1,230 +1,87 @@
-"""Tests for the corpus readers (data/parallel_text.py, data/iwslt.py). No network."""
+"""The Tatoeba reader and its grouped split (data/readers.py): every translation of a source on one
+side, grouped by the source side, exact duplicates once, deterministic under the seed."""
 
 from __future__ import annotations
 
 import gzip
-import shutil
-import time
 from pathlib import Path
 
 import pytest
-from helpers import write_parquet_dir
 
-from data import iwslt
-from data.iwslt import read_iwslt2017_hf
-
-ROOT = Path(__file__).resolve().parents[2]
-from data.parallel_text import (  # noqa: E402
-    CorpusError,
-    read_line_aligned,
-    read_lines,
-    read_split,
-    read_tsv,
-    read_wit3_xml,
-    read_wit3_xml_pair,
-)
-
-FIX = Path(__file__).resolve().parents[1] / "fixtures"
-
-TAGS_PAIRS = [
-    ("Merci beaucoup, Chris.", "Thank you so much, Chris."),
-    (
-        "C'est vraiment un honneur d'avoir l'opportunité de venir sur cette scène une deuxième fois.",
-        "And it's truly a great honor to have the opportunity to come to this stage twice.",
-    ),
-    ("Je suis extrêmement reconnaissant.", "I'm extremely grateful."),
-    ("Bonjour & bienvenue.", "Hello & welcome."),
-]
-XML_PAIRS = [
-    ("Il y a 20 ans, j'ai inventé le Web.", "20 years ago, I invented the Web."),
-    ("Les données & les documents.", "Data & documents."),
-    ("Ce n'est pas nouveau.", "This is not new."),
-    ("Le paludisme tue encore <beaucoup> de gens.", "Malaria still kills <many> people."),
-    ("Merci.", "Thank you."),
-]
-PLAIN_PAIRS = [
-    ("Bonjour le monde.", "Hello world."),
-    ("Il fait beau aujourd\u2019hui.", "It is sunny today."),
-    ("", ""),
-    ("Au revoir\u00a0!", "Goodbye!"),
-]
-TSV_FR_EN = [("Va !", "Go."), ("Salut !", "Hi."), ("Je l\u2019ai emporté !", "I won!")]
+from data.overlap import overlap_report
+from data.readers import read_corpus, read_tatoeba
+from utils.config import DataConfig
 
 
-# --------------------------------------------------------------------- happy paths
-def test_read_lines_plain_keeps_empty_lines_and_strips():
-    assert read_lines(FIX / "train.fr") == [fr for fr, _ in PLAIN_PAIRS]
+def write_tatoeba(path: Path, pairs: list[tuple[str, str]]) -> Path:
+    """(English, French) pairs as the manythings.org export writes them."""
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for i, (en, fr) in enumerate(pairs):
+            f.write(f"{en}\t{fr}\tCC-BY 2.0 (France) Attribution: tatoeba.org #{i}\n")
+    return path
 
 
-def test_read_lines_gzip(tmp_path):
-    path = tmp_path / "train.fr.gz"
-    path.write_bytes(gzip.compress((FIX / "train.fr").read_bytes()))
-    assert read_lines(path) == [fr for fr, _ in PLAIN_PAIRS]
+LOVE = [("I love you.", "Je t'aime."), ("I'm in love with you.", "Je t'aime."), ("Love you!", "je t'aime !")]
 
 
-def test_read_line_aligned_plain():
-    assert read_line_aligned(FIX / "train.fr", FIX / "train.en") == PLAIN_PAIRS
+HELLO = [("Hello.", "Bonjour."), ("Hello.", "Salut.")]  # one English source, two French ones
 
 
-def test_read_line_aligned_train_tags_drops_metadata():
-    pairs = read_line_aligned(FIX / "train.tags.fr-en.fr", FIX / "train.tags.fr-en.en")
-    assert pairs == TAGS_PAIRS
-    assert not any(s.startswith("<") or t.startswith("<") for s, t in pairs)
+@pytest.fixture
+def grouped_file(tmp_path: Path) -> Path:
+    pairs = [(f"Sentence number {i}.", f"Phrase numéro {i}.") for i in range(50)]
+    pairs += LOVE + HELLO
+    pairs += [
+        ("Thanks.", "Merci."),
+        ("Thanks.", "Merci."),  # exact duplicate
+        ("Help!", "À l'aide\u00a0!"),
+        ("Help!", "À l'aide !"),
+    ]  # duplicate after normalize_text
+    pairs.sort(key=lambda p: len(p[0]))  # the real file is sorted by length
+    return write_tatoeba(tmp_path / "fra-eng.tsv.gz", pairs)
 
 
-def test_train_tags_detected_by_content_when_renamed(tmp_path):
-    src, tgt = tmp_path / "talks.fr", tmp_path / "talks.en"
-    shutil.copy(FIX / "train.tags.fr-en.fr", src)
-    shutil.copy(FIX / "train.tags.fr-en.en", tgt)
-    assert read_line_aligned(src, tgt) == TAGS_PAIRS
+def split_of(splits: dict, pair: tuple[str, str]) -> list[str]:
+    return [name for name, pairs in splits.items() for _ in range(pairs.count(pair))]
 
 
-def test_read_wit3_xml_keys_and_entities():
-    segs = read_wit3_xml(FIX / "IWSLT17.TED.dev2010.fr-en.en.xml")
-    assert list(segs) == [("535", "2"), ("535", "1"), ("535", "3"), ("531", "2"), ("531", "1")]
-    assert segs[("535", "2")] == "Data & documents."
-    assert segs[("531", "1")] == "Malaria still kills <many> people."
+def test_tatoeba_split_keeps_all_translations_of_a_source_together(grouped_file: Path):
+    held_out = 0
+    for seed in range(1, 21):
+        splits = read_tatoeba(grouped_file, "fr", "en", valid_size=5, test_size=7, seed=seed)
+        assert (len(splits["valid"]), len(splits["test"])) == (5, 7)  # singletons fill the last slots
+        homes = {name for en, fr in LOVE for name in split_of(splits, (fr, en))}
+        assert len(homes) == 1, f"seed {seed}: the translations of 'Je t'aime' straddle {homes}"
+        held_out += homes != {"train"}
+        report = overlap_report(
+            read_corpus(DataConfig(path=str(grouped_file), valid_size=5, test_size=7, split_seed=seed))
+        )
+        assert report["valid"]["source"]["count"] == report["test"]["source"]["count"] == 0
+        assert report["test_vs_valid"]["source"]["count"] == 0
+    assert held_out >= 2  # the group did land in valid/test for some seeds: the check had teeth
 
 
-def test_read_wit3_xml_pair_aligns_by_id_despite_order():
-    pairs = read_wit3_xml_pair(FIX / "IWSLT17.TED.dev2010.fr-en.fr.xml", FIX / "IWSLT17.TED.dev2010.fr-en.en.xml")
-    assert pairs == XML_PAIRS
+def test_tatoeba_split_groups_by_the_source_side(grouped_file: Path):
+    for seed in range(1, 21):
+        en_fr = read_tatoeba(grouped_file, "en", "fr", valid_size=5, test_size=7, seed=seed)
+        assert len({name for pair in HELLO for name in split_of(en_fr, pair)}) == 1
+        fr_en = read_tatoeba(grouped_file, "fr", "en", valid_size=5, test_size=7, seed=seed)
+        assert len({name for en, fr in LOVE for name in split_of(fr_en, (fr, en))}) == 1
 
 
-def test_read_line_aligned_delegates_xml_and_xml_detected_by_content(tmp_path):
-    assert (
-        read_line_aligned(FIX / "IWSLT17.TED.dev2010.fr-en.fr.xml", FIX / "IWSLT17.TED.dev2010.fr-en.en.xml")
-        == XML_PAIRS
-    )
-    src, tgt = tmp_path / "dev.fr", tmp_path / "dev.en"
-    shutil.copy(FIX / "IWSLT17.TED.dev2010.fr-en.fr.xml", src)
-    shutil.copy(FIX / "IWSLT17.TED.dev2010.fr-en.en.xml", tgt)
-    assert read_line_aligned(src, tgt) == XML_PAIRS
+def test_tatoeba_exact_duplicates_are_kept_once(grouped_file: Path):
+    splits = read_tatoeba(grouped_file, "fr", "en", valid_size=5, test_size=7, seed=1)
+    everything = [pair for pairs in splits.values() for pair in pairs]
+    assert len(everything) == 50 + len(LOVE) + len(HELLO) + 2  # 4 duplicate lines fewer than the file
+    assert everything.count(("Merci.", "Thanks.")) == 1
+    assert [p for p in everything if p[1] == "Help!"] == [("À l'aide\u00a0!", "Help!")]  # the first copy
+    corpus = read_corpus(DataConfig(path=str(grouped_file), valid_size=5, test_size=7))
+    assert overlap_report(corpus)["exact_duplicates_within_split"] == {"train": 0, "valid": 0, "test": 0}
 
 
-def test_read_tsv_gzip_with_attribution_column():
-    assert read_tsv(FIX / "pairs.en-fr.tsv.gz", src_column=1, tgt_column=0) == TSV_FR_EN
-
-
-def test_read_split_src_tgt_and_tsv(tmp_path, monkeypatch):
-    monkeypatch.chdir(FIX)  # relative paths are relative to the working directory
-    assert read_split({"src": "train.fr", "tgt": "train.en"}, "fr", "en") == PLAIN_PAIRS
-    assert (
-        read_split({"src": "IWSLT17.TED.dev2010.fr-en.fr.xml", "tgt": "IWSLT17.TED.dev2010.fr-en.en.xml"}, "fr", "en")
-        == XML_PAIRS
-    )
-    assert read_split({"tsv": "pairs.en-fr.tsv.gz", "src_column": 1, "tgt_column": 0}, "fr", "en") == TSV_FR_EN
-    generic = tmp_path / "valid.tsv"
-    generic.write_text("Bonjour.\tHello.\n\tEmpty source.\n", encoding="utf-8")
-    assert read_split({"tsv": str(generic)}, "fr", "en") == [("Bonjour.", "Hello."), ("", "Empty source.")]
-
-
-# --------------------------------------------------------------------- errors
-def test_different_line_counts_names_both_files_and_counts(tmp_path):
-    src, tgt = tmp_path / "a.fr", tmp_path / "b.en"
-    src.write_text("un\ndeux\ntrois\n", encoding="utf-8")
-    tgt.write_text("one\ntwo\n", encoding="utf-8")
-    with pytest.raises(CorpusError) as err:
-        read_line_aligned(src, tgt)
-    msg = str(err.value)
-    assert "a.fr" in msg and "b.en" in msg and "3" in msg and "2" in msg
-
-
-def test_non_utf8_names_file_and_line(tmp_path):
-    path = tmp_path / "latin1.fr"
-    path.write_bytes("première\ndeuxième\n".encode("utf-8") + "ça ne va pas\n".encode("latin-1"))
-    with pytest.raises(CorpusError, match=r"latin1\.fr:3\b.*UTF-8"):
-        read_lines(path)
-
-
-def test_non_utf8_in_gzip_names_line(tmp_path):
-    path = tmp_path / "bad.tsv.gz"
-    path.write_bytes(gzip.compress(b"a\tb\nc\td\n\xff\tx\n"))
-    with pytest.raises(CorpusError, match=r"bad\.tsv\.gz:3\b"):
-        read_tsv(path, 0, 1)
-
-
-def test_empty_file(tmp_path):
-    path = tmp_path / "empty.en"
-    path.write_bytes(b"")
-    with pytest.raises(CorpusError, match=r"empty\.en.*empty"):
-        read_lines(path)
-
-
-def test_tsv_too_few_fields_names_line(tmp_path):
-    path = tmp_path / "short.tsv.gz"
-    path.write_bytes(gzip.compress("Go.\tVa !\tattr\nHi. Salut !\n".encode("utf-8")))
-    with pytest.raises(CorpusError, match=r"short\.tsv\.gz:2\b"):
-        read_tsv(path, 1, 0)
-
-
-def test_xml_seg_missing_partner_names_file_doc_and_seg(tmp_path):
-    en = (FIX / "IWSLT17.TED.dev2010.fr-en.en.xml").read_text(encoding="utf-8")
-    tgt = tmp_path / "IWSLT17.TED.dev2010.fr-en.en.xml"
-    tgt.write_text(en.replace('<seg id="3"> This is not new. </seg>\n', ""), encoding="utf-8")
-    with pytest.raises(CorpusError) as err:
-        read_wit3_xml_pair(FIX / "IWSLT17.TED.dev2010.fr-en.fr.xml", tgt)
-    msg = str(err.value)
-    assert str(tgt) in msg and "doc 535" in msg and "seg id 3" in msg
-
-
-def test_malformed_xml_names_line(tmp_path):
-    path = tmp_path / "broken.fr.xml"
-    path.write_text(
-        '<mteval><srcset>\n<doc docid="1">\n<seg id="1"> a & b </seg>\n</doc></srcset></mteval>\n', encoding="utf-8"
-    )
-    with pytest.raises(CorpusError, match=r"broken\.fr\.xml:3\b"):
-        read_wit3_xml(path)
-
-
-def test_read_split_missing_file_and_bad_spec(tmp_path):
-    with pytest.raises(CorpusError, match=r"nope\.fr.*not found"):
-        read_split({"src": str(tmp_path / "nope.fr"), "tgt": str(FIX / "train.en")}, "fr", "en")
-    with pytest.raises(CorpusError, match=r"missing\.tsv.*not found"):
-        read_split({"tsv": str(tmp_path / "missing.tsv")}, "fr", "en")
-    with pytest.raises(CorpusError, match=r"src: path, tgt: path"):
-        read_split({"source": "x"}, "fr", "en")
-
-
-def test_read_split_swapped_languages(tmp_path):
-    with pytest.raises(CorpusError, match="swap"):
-        read_split({"src": str(FIX / "train.en"), "tgt": str(FIX / "train.fr")}, "fr", "en")
-
-
-# --------------------------------------------------------------------- Hugging Face
-def test_hf_reader_local_parquet_dir(tmp_path):
-    splits = {"train": PLAIN_PAIRS, "validation": XML_PAIRS, "test": TAGS_PAIRS[:2]}
-    write_parquet_dir(
-        tmp_path / "iwslt2017", "iwslt2017-fr-en", {k: [(f" {fr} ", en) for fr, en in v] for k, v in splits.items()}
-    )
-    got = read_iwslt2017_hf(str(tmp_path / "iwslt2017"), cache_dir=str(tmp_path / "cache"))
-    assert got == {"train": PLAIN_PAIRS, "valid": XML_PAIRS, "test": TAGS_PAIRS[:2]}
-    reverse = read_iwslt2017_hf(
-        str(tmp_path / "iwslt2017"), src_lang="en", tgt_lang="fr", cache_dir=str(tmp_path / "cache")
-    )
-    assert reverse["valid"] == [(en, fr) for fr, en in XML_PAIRS]
-
-
-def test_hf_reader_local_dir_missing_split(tmp_path):
-    write_parquet_dir(tmp_path, "iwslt2017-fr-en", {"train": PLAIN_PAIRS})
-    with pytest.raises(CorpusError, match=r"validation.*parquet"):
-        read_iwslt2017_hf(str(tmp_path), cache_dir=str(tmp_path / "cache"))
-
-
-def test_hf_reader_offline_fails_fast_with_local_file_help(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    start = time.monotonic()
-    with pytest.raises(CorpusError) as err:
-        read_iwslt2017_hf()
-    assert time.monotonic() - start < 15
-    msg = str(err.value)
-    assert "unreachable" in msg and "parallel_text" in msg
-    assert "train.tags.fr-en.fr" in msg and "IWSLT17.TED.dev2010.fr-en.en.xml" in msg
-
-
-def test_hf_reader_unreachable_hub_without_offline_env(monkeypatch):
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
-    monkeypatch.setattr(iwslt, "_hub_offline_reason", lambda: "cannot connect to huggingface.co:443 (test)")
-    with pytest.raises(CorpusError, match=r"(?s)unreachable.*parallel_text"):
-        read_iwslt2017_hf()
+def test_tatoeba_grouped_split_is_deterministic_under_the_seed(grouped_file: Path):
+    a = read_tatoeba(grouped_file, "fr", "en", valid_size=5, test_size=7, seed=3)
+    assert read_tatoeba(grouped_file, "fr", "en", valid_size=5, test_size=7, seed=3) == a
+    b = read_tatoeba(grouped_file, "fr", "en", valid_size=5, test_size=7, seed=4)
+    assert a["test"] != b["test"]
+    assert sorted(p for s in a.values() for p in s) == sorted(p for s in b.values() for p in s)

@@ -1,24 +1,22 @@
-"""Leak-free splits and the overlap report (data/overlap.py, data/readers.py, data/__init__.py)."""
+"""Train/valid/test overlap (data/overlap.py): the normalised key, the report of planted leaks, and
+dropping exactly the leaking training pairs; the shipped corpus has no source leak."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import time
 from pathlib import Path
 
 import pytest
 
-from data import write_data_report
 from data.overlap import exact_duplicates, overlap_key, overlap_report
-from data.readers import corpus_fingerprint, read_corpus, read_tatoeba
+from data.readers import read_corpus
 from utils.config import DataConfig
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
 SHIPPED = ROOT / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"
-
-
-# ----------------------------------------------------------------------------- the key
 
 
 def test_overlap_key_ignores_case_punctuation_and_spacing():
@@ -30,9 +28,6 @@ def test_overlap_key_ignores_case_punctuation_and_spacing():
     assert overlap_key("Cafe\u0301") == overlap_key("Café")  # decomposed accent == composed one
     assert overlap_key("à") != overlap_key("a")  # accents are kept: different French words
     assert overlap_key("") == overlap_key(" !? ") == ""
-
-
-# ----------------------------------------------------------------------------- the report
 
 
 def planted_splits() -> dict[str, list[tuple[str, str]]]:
@@ -98,95 +93,6 @@ def test_overlap_report_caps_examples_and_handles_missing_or_empty_splits():
     assert exact_duplicates([("a", "b"), ("a", "b"), ("a", "b"), ("a", "c")]) == 2
 
 
-def test_write_data_report_is_json_and_logs_one_line_per_split(tmp_path: Path):
-    path = tmp_path / "run" / "data_report.json"
-    logs: list[str] = []
-    report = write_data_report(planted_splits(), path, log=logs.append)
-    assert json.loads(path.read_text(encoding="utf-8")) == report
-    assert logs == [
-        "data: valid overlap with train: 1 sources (33.3%), 0 targets (0.0%), 0 pairs",
-        "data: test overlap with train: 2 sources (40.0%), 2 targets (40.0%), 1 pairs",
-    ]
-    write_data_report({"train": [("a", "b")], "test": [("c", "d")]}, path, log=logs.append)  # overwrites
-    assert json.loads(path.read_text(encoding="utf-8"))["pairs"] == {"train": 1, "test": 1}
-    assert sorted(p.name for p in path.parent.iterdir()) == ["data_report.json"]  # no temp file left
-
-
-# ----------------------------------------------------------------------------- the Tatoeba split
-
-
-def write_tatoeba(path: Path, pairs: list[tuple[str, str]]) -> Path:
-    """(English, French) pairs as the manythings.org export writes them."""
-    with gzip.open(path, "wt", encoding="utf-8") as f:
-        for i, (en, fr) in enumerate(pairs):
-            f.write(f"{en}\t{fr}\tCC-BY 2.0 (France) Attribution: tatoeba.org #{i}\n")
-    return path
-
-
-LOVE = [("I love you.", "Je t'aime."), ("I'm in love with you.", "Je t'aime."), ("Love you!", "je t'aime !")]
-HELLO = [("Hello.", "Bonjour."), ("Hello.", "Salut.")]  # one English source, two French ones
-
-
-@pytest.fixture
-def grouped_file(tmp_path: Path) -> Path:
-    pairs = [(f"Sentence number {i}.", f"Phrase numéro {i}.") for i in range(50)]
-    pairs += LOVE + HELLO
-    pairs += [
-        ("Thanks.", "Merci."),
-        ("Thanks.", "Merci."),  # exact duplicate
-        ("Help!", "À l'aide\u00a0!"),
-        ("Help!", "À l'aide !"),
-    ]  # duplicate after normalize_text
-    pairs.sort(key=lambda p: len(p[0]))  # the real file is sorted by length
-    return write_tatoeba(tmp_path / "fra-eng.tsv.gz", pairs)
-
-
-def split_of(splits: dict, pair: tuple[str, str]) -> list[str]:
-    return [name for name, pairs in splits.items() for _ in range(pairs.count(pair))]
-
-
-def test_tatoeba_split_keeps_all_translations_of_a_source_together(grouped_file: Path):
-    held_out = 0
-    for seed in range(1, 21):
-        splits = read_tatoeba(grouped_file, "fr", "en", valid_size=5, test_size=7, seed=seed)
-        assert (len(splits["valid"]), len(splits["test"])) == (5, 7)  # singletons fill the last slots
-        homes = {name for en, fr in LOVE for name in split_of(splits, (fr, en))}
-        assert len(homes) == 1, f"seed {seed}: the translations of 'Je t'aime' straddle {homes}"
-        held_out += homes != {"train"}
-        report = overlap_report(
-            read_corpus(DataConfig(path=str(grouped_file), valid_size=5, test_size=7, split_seed=seed))
-        )
-        assert report["valid"]["source"]["count"] == report["test"]["source"]["count"] == 0
-        assert report["test_vs_valid"]["source"]["count"] == 0
-    assert held_out >= 2  # the group did land in valid/test for some seeds: the check had teeth
-
-
-def test_tatoeba_split_groups_by_the_source_side(grouped_file: Path):
-    for seed in range(1, 21):
-        en_fr = read_tatoeba(grouped_file, "en", "fr", valid_size=5, test_size=7, seed=seed)
-        assert len({name for pair in HELLO for name in split_of(en_fr, pair)}) == 1
-        fr_en = read_tatoeba(grouped_file, "fr", "en", valid_size=5, test_size=7, seed=seed)
-        assert len({name for en, fr in LOVE for name in split_of(fr_en, (fr, en))}) == 1
-
-
-def test_tatoeba_exact_duplicates_are_kept_once(grouped_file: Path):
-    splits = read_tatoeba(grouped_file, "fr", "en", valid_size=5, test_size=7, seed=1)
-    everything = [pair for pairs in splits.values() for pair in pairs]
-    assert len(everything) == 50 + len(LOVE) + len(HELLO) + 2  # 4 duplicate lines fewer than the file
-    assert everything.count(("Merci.", "Thanks.")) == 1
-    assert [p for p in everything if p[1] == "Help!"] == [("À l'aide\u00a0!", "Help!")]  # the first copy
-    corpus = read_corpus(DataConfig(path=str(grouped_file), valid_size=5, test_size=7))
-    assert overlap_report(corpus)["exact_duplicates_within_split"] == {"train": 0, "valid": 0, "test": 0}
-
-
-def test_tatoeba_grouped_split_is_deterministic_under_the_seed(grouped_file: Path):
-    a = read_tatoeba(grouped_file, "fr", "en", valid_size=5, test_size=7, seed=3)
-    assert read_tatoeba(grouped_file, "fr", "en", valid_size=5, test_size=7, seed=3) == a
-    b = read_tatoeba(grouped_file, "fr", "en", valid_size=5, test_size=7, seed=4)
-    assert a["test"] != b["test"]
-    assert sorted(p for s in a.values() for p in s) == sorted(p for s in b.values() for p in s)
-
-
 def test_shipped_corpus_has_no_source_leak():
     """The default config on the shipped corpus: no French test/valid sentence (up to case,
     punctuation, spacing) is in train, and test and valid share none. The old pair-level split
@@ -205,9 +111,6 @@ def test_shipped_corpus_has_no_source_leak():
     assert report["test_vs_valid"]["source"]["count"] == 0
     assert report["exact_duplicates_within_split"] == {"train": 0, "valid": 0, "test": 0}
     assert elapsed < 30, f"reading and measuring the shipped corpus took {elapsed:.1f} s"
-
-
-# ----------------------------------------------------------------------------- drop_train_overlap
 
 
 def write_tsv(path: Path, pairs: list[tuple[str, str]]) -> dict:
@@ -247,22 +150,3 @@ def test_drop_train_overlap_drops_exactly_the_leaking_training_pairs(official_sp
     assert report["valid"]["source"]["count"] == report["test"]["source"]["count"] == 0
     assert report["test"]["target"]["count"] == 1  # only sources are dropped
     assert dropped.dropped_for_overlap == 3 and kept.dropped_for_overlap == 0
-
-
-def test_the_data_report_records_what_drop_train_overlap_removed(official_splits: DataConfig, tmp_path: Path):
-    official_splits.drop_train_overlap = True
-    logs: list[str] = []
-    report = write_data_report(read_corpus(official_splits), tmp_path / "data_report.json", logs.append)
-    assert report["train_pairs_dropped_for_overlap"] == 3
-    assert json.loads((tmp_path / "data_report.json").read_text())["train_pairs_dropped_for_overlap"] == 3
-    assert any("removed 3 training pairs" in line for line in logs)
-
-
-def test_drop_train_overlap_is_in_the_cache_key(official_splits: DataConfig, grouped_file: Path):
-    off = corpus_fingerprint(official_splits)
-    official_splits.drop_train_overlap = True
-    assert corpus_fingerprint(official_splits) != off
-    tatoeba = DataConfig(path=str(grouped_file), valid_size=5, test_size=7)
-    grouped = read_corpus(tatoeba)
-    tatoeba.drop_train_overlap = True
-    assert read_corpus(tatoeba) == grouped  # the grouped split has nothing to drop
