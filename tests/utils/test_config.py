@@ -11,19 +11,27 @@ import yaml
 
 from models import POSITIONAL_ENCODINGS, build_model
 from models.positional_encodings.rotary import RopeOptions
-from utils.config import ConfigError, ExperimentConfig, ModelConfig, PositionalConfig, load_config, to_dict
+from utils.config import ConfigError, ExperimentConfig, PositionalConfig, load_config, to_dict
 from utils.files import dump_config
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
 CONFIG_DIR = ROOT / "configs"
+
+
 # every experiment config; not a study's declared findings (configs/<study>/findings/) nor a partial
 # file that configs put over another one (configs/report/size.yaml: a `base:` list item)
 PARTIAL = {CONFIG_DIR / "report" / "size.yaml"}
+
+
 ALL_CONFIGS = sorted(
     p
     for p in [*CONFIG_DIR.rglob("*.yaml"), *CONFIG_DIR.rglob("*.yml")]
     if p.parent.name != "findings" and p not in PARTIAL
 )
+
+
 V = 1000
 
 
@@ -35,9 +43,6 @@ def write(path: Path, text: str) -> Path:
 def base_config_path(tmp_path: Path) -> Path:
     """A small valid config file (defaults are the report's model; these keys make it tiny)."""
     return write(tmp_path / "small.yaml", "model: {d_model: 32, num_heads: 4}\n")
-
-
-# ----------------------------------------------------------------------------- shipped configs
 
 
 def test_configs_are_found():
@@ -110,66 +115,6 @@ def test_demo_configs_differ_only_in_positional_encoding():
         assert d == dicts[0], f"{p.name} differs from {demo[0].name} outside model.positional"
 
 
-# ----------------------------------------------------------------------------- inheritance
-
-
-def test_base_inheritance_merges_nested_keys(tmp_path: Path):
-    write(
-        tmp_path / "parent.yaml",
-        "name: parent\n"
-        "model:\n  d_model: 64\n  num_heads: 4\n  ffn_dim: 128\n"
-        "  positional: {name: rope, theta: 500.0}\n"
-        "training: {lr: 0.002, epochs: 3}\n",
-    )
-    child = write(
-        tmp_path / "child.yaml",
-        "base: parent.yaml\n"
-        "name: child\n"
-        "model:\n  ffn_dim: 256\n  positional: {cross_attention: true}\n"
-        "training: {epochs: 5}\n",
-    )
-    cfg = load_config(child)
-    assert cfg.name == "child"
-    assert (cfg.model.d_model, cfg.model.num_heads, cfg.model.ffn_dim) == (64, 4, 256)
-    # Nested section merged key by key, not replaced.
-    assert cfg.model.positional == PositionalConfig(
-        name="rope", options={**dataclasses.asdict(RopeOptions()), "theta": 500.0, "cross_attention": True}
-    )
-    assert (cfg.training.lr, cfg.training.epochs) == (0.002, 5)
-    # Keys set nowhere keep their schema defaults.
-    assert cfg.model.num_encoder_layers == ModelConfig().num_encoder_layers
-
-
-def test_base_chain_and_relative_paths(tmp_path: Path):
-    (tmp_path / "sub").mkdir()
-    write(tmp_path / "root.yaml", "model: {d_model: 64, num_heads: 4}\nseed: 7\n")
-    write(tmp_path / "sub" / "mid.yaml", "base: ../root.yaml\nseed: 8\nmodel: {num_heads: 8}\n")
-    leaf = write(tmp_path / "sub" / "leaf.yaml", "base: mid.yaml\nname: leaf\n")
-    cfg = load_config(leaf)
-    assert (cfg.seed, cfg.model.d_model, cfg.model.num_heads, cfg.name) == (8, 64, 8, "leaf")
-
-
-def test_inheritance_loop_raises(tmp_path: Path):
-    write(tmp_path / "a.yaml", "base: b.yaml\nname: a\n")
-    write(tmp_path / "b.yaml", "base: a.yaml\nname: b\n")
-    with pytest.raises(ConfigError, match="loop"):
-        load_config(tmp_path / "a.yaml")
-    write(tmp_path / "self.yaml", "base: self.yaml\n")
-    with pytest.raises(ConfigError, match="loop"):
-        load_config(tmp_path / "self.yaml")
-
-
-def test_missing_file_raises_config_error(tmp_path: Path):
-    with pytest.raises(ConfigError, match="not found"):
-        load_config(tmp_path / "nope.yaml")
-    write(tmp_path / "child.yaml", "base: missing_parent.yaml\n")
-    with pytest.raises(ConfigError, match="missing_parent.yaml"):
-        load_config(tmp_path / "child.yaml")
-
-
-# ----------------------------------------------------------------------------- overrides
-
-
 def test_override_sets_nested_value_over_file(tmp_path: Path):
     path = base_config_path(tmp_path)
     cfg = load_config(path, ["model.positional.name=learnable", "model.num_heads=8", "training.schedule.warmup=400"])
@@ -217,21 +162,12 @@ def test_override_scientific_notation_is_a_float(tmp_path: Path):
     assert cfg.training.eps == pytest.approx(1e-9) and cfg.training.weight_decay == pytest.approx(1e-2)
 
 
-def test_yaml_file_scientific_notation_is_a_float(tmp_path: Path):
-    """Same as above, written in a config file (`lr: 5e-4`)."""
-    path = write(tmp_path / "sci.yaml", "model: {d_model: 32, num_heads: 4}\ntraining: {lr: 5e-4}\n")
-    assert load_config(path).training.lr == pytest.approx(5e-4)
-
-
 def test_malformed_override_raises(tmp_path: Path):
     path = base_config_path(tmp_path)
     with pytest.raises(ConfigError, match="key.sub=value"):
         load_config(path, ["model.positional.name"])
     with pytest.raises(ConfigError, match="model.d_model"):
         load_config(path, ["model.d_model.x=3"])  # d_model is a value, not a section
-
-
-# ----------------------------------------------------------------------------- errors
 
 
 def error_message(path: Path, overrides: list[str]) -> str:
@@ -418,9 +354,6 @@ def test_exactly_one_of_batch_size_and_max_tokens(tmp_path: Path):
     neither = error_message(path, ["training.batch_size=null"])
     for msg in (both, neither):
         assert "training.batch_size" in msg and "training.max_tokens" in msg
-
-
-# ----------------------------------------------------------------------------- round trip
 
 
 def test_dump_then_load_round_trips(tmp_path: Path):
