@@ -98,3 +98,31 @@ def shipped_corpus() -> dict:
 
     path = ROOT / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"
     return read_corpus(DataConfig(source="tatoeba", path=str(path), valid_size=2000, test_size=2000))
+
+
+@pytest.fixture(scope="session")
+def trained_family_runs(tmp_path_factory) -> dict[str, Path]:
+    """Tiny trained runs with a learned position table (learnable), a learned bias (t5_bias), a
+    learned MLP bias (fire) and a decaying rotation (xpos), once per test process (the plots of
+    tests/commands/test_visualize.py, the images of tests/training/test_tensorboard_log.py)."""
+    from helpers import tiny_overrides
+    from in_process import run_in_process
+
+    base = tmp_path_factory.mktemp("families")
+    runs = {}
+    for name in ("learnable", "t5_bias", "fire", "xpos"):
+        run_dir = base / name
+        proc = run_in_process(
+            [
+                "train.py",
+                "--config",
+                "configs/demo/sinusoidal.yaml",
+                *tiny_overrides(run_dir, base / "cache", images=True),
+                "--set",
+                f"model.positional.name={name}",
+                *(["--set", "model.positional.max_positions=130"] if name == "learnable" else []),
+            ]
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs[name] = run_dir
+    return runs

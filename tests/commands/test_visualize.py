@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from commands import visualize
-from evaluation.figures import attention_maps
 
 
 def assert_real_png(path: Path) -> None:
@@ -74,52 +73,6 @@ def test_attention_maps_of_a_trained_model(trained_run: Path, tmp_path: Path) ->
     assert_real_png(sim)
 
 
-def test_attention_rows_are_distributions(trained_run: Path) -> None:
-    import torch
-
-    from artifacts.checkpoint import find_best_checkpoint
-    from artifacts.loading import load_model
-
-    loaded = load_model(find_best_checkpoint(trained_run))
-
-    tok, model = loaded.tokenizer, loaded.model
-    src = torch.tensor([tok.encode_src("Bonjour à tous.")])
-    tgt = torch.tensor([[tok.bos_id, *tok.encode_tgt("Hello everyone.")]])
-    maps = attention_maps(model, src, tgt)
-    for kind, layers in maps.items():
-        for weights in layers:
-            assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5), kind
-    dec = maps["decoder self-attention"][0]
-    assert torch.all(dec.triu(1) == 0)  # causal: no weight on future positions
-
-
-@pytest.fixture(scope="module")
-def trained_family_runs(tmp_path_factory) -> dict[str, Path]:
-    """Tiny trained runs with a learned position table (learnable), a learned bias (t5_bias), a
-    learned MLP bias (fire) and a decaying rotation (xpos)."""
-    from helpers import tiny_overrides
-    from in_process import run_in_process
-
-    base = tmp_path_factory.mktemp("families")
-    runs = {}
-    for name in ("learnable", "t5_bias", "fire", "xpos"):
-        run_dir = base / name
-        proc = run_in_process(
-            [
-                "train.py",
-                "--config",
-                "configs/demo/sinusoidal.yaml",
-                *tiny_overrides(run_dir, base / "cache", images=True),
-                "--set",
-                f"model.positional.name={name}",
-                *(["--set", "model.positional.max_positions=130"] if name == "learnable" else []),
-            ]
-        )
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        runs[name] = run_dir
-    return runs
-
-
 def plot(*args: str) -> None:
     assert visualize.main(list(args)) == 0, args
 
@@ -140,24 +93,6 @@ def test_plots_of_trained_learned_encodings(trained_family_runs: dict[str, Path]
         "attention", "--run", str(trained_family_runs["t5_bias"]), "--src_text", "Bonjour !", "--output", str(attention)
     )
     assert_real_png(attention / "encoder_self_attention.png")
-
-
-def test_learned_positional_tables_reach_tensorboard(trained_family_runs: dict[str, Path]) -> None:
-    """At the end of training: each learned table as an image, and a learnable table in the projector."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    tags = {}
-    for name, run_dir in trained_family_runs.items():
-        events = EventAccumulator(str(run_dir / "tb"), size_guidance={"images": 0})
-        events.Reload()
-        tags[name] = set(events.Tags()["images"])
-        assert "attention/cross-attention" in tags[name]
-    assert {"positions/encoder/table.weight", "positions/decoder/table.weight"} <= tags["learnable"]
-    assert {"positions/encoder/bias_table.weight", "positions/decoder/bias_table.weight"} <= tags["t5_bias"]
-    assert not {t for t in tags["fire"] | tags["xpos"] if t.startswith("positions/")}  # no tables: no table images
-    projector = (trained_family_runs["learnable"] / "tb" / "projector_config.pbtxt").read_text()
-    assert "positions_encoder" in projector and "positions_decoder" in projector
-    assert not (trained_family_runs["t5_bias"] / "tb" / "projector_config.pbtxt").exists()
 
 
 def test_every_computed_encoding_draws_its_own_picture_or_says_why_not(tmp_path: Path) -> None:

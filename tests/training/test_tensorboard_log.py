@@ -1,0 +1,24 @@
+"""What a run logs to TensorBoard (training/tensorboard_log.py): a learned encoding's position table
+reaches it as images."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def test_learned_positional_tables_reach_tensorboard(trained_family_runs: dict[str, Path]) -> None:
+    """At the end of training: each learned table as an image, and a learnable table in the projector."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tags = {}
+    for name, run_dir in trained_family_runs.items():
+        events = EventAccumulator(str(run_dir / "tb"), size_guidance={"images": 0})
+        events.Reload()
+        tags[name] = set(events.Tags()["images"])
+        assert "attention/cross-attention" in tags[name]
+    assert {"positions/encoder/table.weight", "positions/decoder/table.weight"} <= tags["learnable"]
+    assert {"positions/encoder/bias_table.weight", "positions/decoder/bias_table.weight"} <= tags["t5_bias"]
+    assert not {t for t in tags["fire"] | tags["xpos"] if t.startswith("positions/")}  # no tables: no table images
+    projector = (trained_family_runs["learnable"] / "tb" / "projector_config.pbtxt").read_text()
+    assert "positions_encoder" in projector and "positions_decoder" in projector
+    assert not (trained_family_runs["t5_bias"] / "tb" / "projector_config.pbtxt").exists()
