@@ -226,7 +226,7 @@ def lazy_main(module: str):
     only this light module before `main_guard` is in place, so a Ctrl-C while torch loads is caught."""
 
     def main(argv: Optional[list[str]] = None) -> int:
-        import importlib  # the one place a command is loaded by name (tests/commands/test_command_layer.py)
+        import importlib  # the one place a command is loaded by name (tests/commands/test_cli.py)
 
         return importlib.import_module(module).main(argv)
 

@@ -209,3 +209,22 @@ def test_interactive_input_that_is_not_utf8_names_its_line(trained_run: Path) ->
     assert proc.returncode == 2 and len(proc.stdout.decode().splitlines()) == 1  # the first line was translated
     errors = [line for line in proc.stderr.decode().splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and errors[0].startswith("error: stdin:2: not valid UTF-8"), proc.stderr.decode()[-2000:]
+
+
+@pytest.mark.slow
+def test_inference_needs_only_the_checkpoint(trained_run: Path, tmp_path: Path) -> None:
+    ckpt = next((trained_run / "checkpoints").glob("best_*.pt"))
+    # run from an empty folder: no config, no corpus, no tokenizer file around
+    proc = run(
+        [str(ROOT / "inference.py"), "--model_path", str(ckpt), "--src_text", "Bonjour !", "Merci.", ""], cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.split("\n")
+    assert len(lines) == 4 and lines[2] == "" and lines[3] == ""  # 3 translations; the empty input stays empty
+    nbest = run_subprocess(
+        [str(ROOT / "inference.py"), "--model_path", str(ckpt), "--nbest", "2"], cwd=tmp_path, stdin="Je t'aime.\n"
+    )
+    assert nbest.returncode == 0, nbest.stderr[-3000:]
+    rows = [line.split("\t") for line in nbest.stdout.splitlines()]
+    assert len(rows) == 2 and all(r[0] == "0" for r in rows)
+    assert float(rows[0][1]) >= float(rows[1][1])

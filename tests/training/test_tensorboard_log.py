@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from helpers import read_jsonl
+
 
 def test_learned_positional_tables_reach_tensorboard(trained_family_runs: dict[str, Path]) -> None:
     """At the end of training: each learned table as an image, and a learnable table in the projector."""
@@ -22,3 +25,15 @@ def test_learned_positional_tables_reach_tensorboard(trained_family_runs: dict[s
     projector = (trained_family_runs["learnable"] / "tb" / "projector_config.pbtxt").read_text()
     assert "positions_encoder" in projector and "positions_decoder" in projector
     assert not (trained_family_runs["t5_bias"] / "tb" / "projector_config.pbtxt").exists()
+
+
+def test_tensorboard_events_hold_training_and_validation_scalars(trained_run: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(trained_run / "tb"))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    assert {"train/loss", "train/lr", "valid/loss", "valid/accuracy", "valid/ppl", "valid/bleu"} <= tags
+    assert [e.step for e in acc.Scalars("valid/loss")] == [3, 6]
+    logged = [r["valid_loss"] for r in read_jsonl(trained_run / "metrics.jsonl") if r["event"] == "valid"]
+    assert [e.value for e in acc.Scalars("valid/loss")] == pytest.approx(logged, rel=1e-5)

@@ -8,7 +8,10 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,8 @@ from helpers import ROOT, one_error_line
 from in_process import run_in_process
 
 SCRIPTS = ("train.py", "test.py", "inference.py", "compare.py", "sweep.py", "export.py", "average.py", "visualize.py")
+
+
 SHARED = {"--config", "--run", "--set", "--model_path", "--device", "--overwrite", "--output"}
 
 
@@ -357,3 +362,43 @@ def test_a_test_stopped_before_its_scores_is_finished_by_the_same_command(traine
     assert again.returncode == 0 and "already holds this test" in again.stdout, again.stdout
     other = run_in_process(["test.py", "--run", str(run), "--concat", "1", "2"])  # another test: refused
     assert other.returncode == 2 and "--overwrite" in one_error_line(other)
+
+
+@pytest.mark.slow
+def test_every_command_has_help() -> None:
+    """Each script run as `python SCRIPT --help` runs it (as __main__, its folder first on sys.path),
+    the eight one after another in one fresh interpreter (one torch import, not eight)."""
+    scripts = (
+        "train.py",
+        "test.py",
+        "inference.py",
+        "compare.py",
+        "sweep.py",
+        "export.py",
+        "average.py",
+        "visualize.py",
+    )
+    code = (
+        "import runpy, sys\n"
+        "for script in sys.argv[1:]:\n"
+        "    print(f'==== {script}', flush=True)\n"
+        "    sys.argv = [script, '--help']\n"
+        "    try:\n"
+        "        runpy.run_path(script, run_name='__main__')\n"
+        "    except SystemExit as e:\n"
+        "        print(f'==== exit {e.code!r}', flush=True)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *scripts],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    outputs = proc.stdout.split("==== ")[1:]
+    assert len(outputs) == 2 * len(scripts), proc.stdout[-3000:]
+    for script, (start, end) in zip(scripts, zip(outputs[::2], outputs[1::2])):
+        assert start.startswith(script) and "usage:" in start, (script, start[:500])
+        assert end.strip() in ("exit 0", "exit None"), (script, end)
