@@ -1,4 +1,5 @@
-"""Mixed precision and gradient accumulation through the real train step, on CPU."""
+"""The train step (training/engine.py) on CPU: mixed precision (bf16 autocast, fp16 with a grad scaler) and
+gradient accumulation through the real step; CUDA attention off the cuDNN backend."""
 
 from __future__ import annotations
 
