@@ -1,0 +1,48 @@
+"""The checks across keys that load_config runs (utils/config_checks.py): each inconsistent pair of
+keys is one line naming both and what works; numeric bounds are reported all at once; a model too
+large for any machine here is refused before anything is allocated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from utils.config import ConfigError, load_config
+
+DEMO = Path(__file__).resolve().parents[2] / "configs" / "demo" / "rope.yaml"
+
+
+@pytest.mark.parametrize(
+    "sets, says",
+    [
+        (["model.d_model=130", "model.num_heads=4"], "model.d_model (130) must be divisible by model.num_heads (4)"),
+        (["model.d_model=36", "model.num_heads=4"], "rope needs an even head dimension"),
+        (["training.batch_size=32"], "set exactly one of training.batch_size (sentences) and training.max_tokens"),
+        (["training.cuda_graphs=true"], "training.cuda_graphs replays the compiled step: set training.compile: true"),
+        (["training.checkpoint_metric=valid_bleu", "training.bleu_sentences=0"], "needs validation BLEU"),
+        (["tokenizer.type=pretrained"], "tokenizer.type=pretrained needs tokenizer.name"),
+        (["evaluation.length_buckets=[1,10,5]"], "evaluation.length_buckets must be increasing bucket edges"),
+        (["decoding.strategy=greedy", "decoding.nbest=2"], "decoding.nbest=2 needs beam search"),
+        (["decoding.beam_size=2", "decoding.nbest=3"], "decoding.nbest (3) must be at most decoding.beam_size (2)"),
+    ],
+)
+def test_inconsistent_keys_are_one_line_naming_them(sets: list[str], says: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_config(DEMO, sets)
+    assert says in str(error.value) and "\n" not in str(error.value)
+
+
+def test_every_bound_broken_is_reported_at_once() -> None:
+    with pytest.raises(ConfigError) as error:
+        load_config(DEMO, ["training.lr=-1", "model.dropout=2"])
+    message = str(error.value)
+    assert message.endswith(
+        "with its --set values: 2 config values are out of bounds:\n"
+        "  model.dropout must be below 1, got 2.0\n  training.lr must be above 0, got -1.0"
+    )
+
+
+def test_a_model_too_large_for_any_machine_is_refused_before_allocation() -> None:
+    with pytest.raises(ConfigError, match=r"billion parameters .* lower model.d_model \(65536\)"):
+        load_config(DEMO, ["model.d_model=65536", "model.num_heads=8", "model.ffn_dim=262144"])
