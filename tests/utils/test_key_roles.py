@@ -12,7 +12,6 @@ import pytest
 from helpers import one_error_line
 from in_process import run_in_process as run
 
-from commands.sweep_job import overrides_for_testing
 from models import POSITIONAL_ENCODINGS
 from utils.config_schema import ROLES
 from utils.key_roles import changeable_keys, flag_settings, hparam_keys, may_change, option_role, schema_roles
@@ -47,27 +46,6 @@ def test_roles_decide_resume_and_test_time() -> None:
     assert not may_change("model.positional.theta", "resume", "rope")
     assert "model.d_model" in hparam_keys() and "decoding.beam_size" not in hparam_keys()
     assert [k for k, _, _ in flag_settings()] and all(k.startswith("decoding.") for k, _, _ in flag_settings())
-
-
-def test_sweep_tests_with_the_test_time_overrides_only() -> None:
-    overrides = [
-        "seed=3",
-        "run_dir=runs/x",
-        "model.d_model=64",
-        "training.max_steps=5",
-        "data.max_train_pairs=100",
-        "decoding.beam_size=2",
-        "evaluation.concat=[1, 2]",
-        "training.device=cpu",
-    ]
-    assert overrides_for_testing(overrides, "rope") == [
-        "decoding.beam_size=2",
-        "evaluation.concat=[1, 2]",
-        "training.device=cpu",
-    ]
-    assert overrides_for_testing(["model.positional.inference_shift=0"], "shape") == [
-        "model.positional.inference_shift=0"
-    ]
 
 
 @pytest.mark.parametrize(
