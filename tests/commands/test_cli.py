@@ -5,7 +5,6 @@ rather than other scripts' main(), and every command reports its errors in one l
 
 from __future__ import annotations
 
-import ast
 import importlib
 import json
 import os
@@ -101,38 +100,6 @@ def test_every_command_spells_the_shared_flags_alike(script: str) -> None:
         assert action.dest == {"--set": "overrides"}.get(flag, flag.lstrip("-")), (script, flag)
     if "--overwrite" in flags:  # one meaning everywhere: replace what this command wrote before
         assert flags["--overwrite"].help.startswith("replace what this command wrote before"), script
-
-
-def outside_function(tree: ast.AST, name: str) -> list[ast.AST]:
-    """The nodes of `tree` that are not inside the function `name`."""
-    inside = {
-        id(node)
-        for function in ast.walk(tree)
-        if isinstance(function, ast.FunctionDef) and function.name == name
-        for node in ast.walk(function)
-    }
-    return [node for node in ast.walk(tree) if id(node) not in inside]
-
-
-def test_sweep_calls_functions_not_scripts() -> None:
-    """No command loads a script through importlib, and none passes argument lists to a main(). The one
-    exception is the doors' own `cli.lazy_main` (that function only), which imports a command module
-    inside main_guard (so a Ctrl-C while torch loads is one line) and is called by the entry scripts
-    alone (tests/test_layers.py)."""
-    for path in (ROOT / "commands").glob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        nodes = outside_function(tree, "lazy_main") if path.name == "cli.py" else list(ast.walk(tree))
-        imported = {a.name for n in nodes if isinstance(n, ast.Import) for a in n.names}
-        imported |= {n.module for n in nodes if isinstance(n, ast.ImportFrom) and n.module}
-        assert not any(name.startswith("importlib") for name in imported), path
-        calls = [n for n in nodes if isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "main"]
-        assert not calls, path
-
-
-def test_sweep_help_prints_its_examples_intact() -> None:
-    proc = run_in_process(["sweep.py", "--help"])
-    assert proc.returncode == 0
-    assert "configs/demo/learnable.yaml configs/demo/rope.yaml \\\n      --output runs/demo/summary" in proc.stdout
 
 
 @pytest.mark.parametrize(
