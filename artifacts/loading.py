@@ -97,10 +97,7 @@ def load_model(
         raise CheckpointError(
             f"{path}: the weights do not fit the model built from its config (was model.* overridden?): {e}"
         ) from None
-    check_training_lengths(model, str(path))
-    check_finite_weights(path, model.state_dict(), LOADING_FIX)
-    check_export_files(path, meta)  # (after the readers' own messages for a cut or missing file)
-    return LoadedModel(cfg, tokenizer, model.to(device).eval(), path)
+    return checked(cfg, tokenizer, model, path, meta, device)
 
 
 def read_export(path: Path, overrides: list[str], device: str, ctranslate2: bool = False) -> LoadedModel:
@@ -130,9 +127,16 @@ def read_export(path: Path, overrides: list[str], device: str, ctranslate2: bool
             f"{path / WEIGHTS}: the weights do not fit the model of {path / CONFIG} "
             f"(was model.* overridden?): {str(e).splitlines()[0][:300]}"
         ) from None
+    return checked(cfg, tokenizer, model, path, meta, device)
+
+
+def checked(cfg, tokenizer, model, path: Path, meta: dict, device: str) -> LoadedModel:
+    """The loaded model once its weights are checked (a training length it needs, finite weights,
+    the files an export records: after the readers' own messages for a cut or missing file), in
+    eval mode on `device`."""
     check_training_lengths(model, str(path))
     check_finite_weights(path, model.state_dict(), LOADING_FIX)
-    check_export_files(path, meta)  # (after the readers' own messages for a cut or missing file)
+    check_export_files(path, meta)
     return LoadedModel(cfg, tokenizer, model.to(device).eval(), path)
 
 
