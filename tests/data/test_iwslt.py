@@ -7,38 +7,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from corpus_samples import PLAIN_PAIRS, TAGS_PAIRS, XML_PAIRS
 from helpers import write_parquet_dir
 
 from data import iwslt
 from data.iwslt import read_iwslt2017_hf
 from data.parallel_text import CorpusError  # noqa: E402
-
-TAGS_PAIRS = [
-    ("Merci beaucoup, Chris.", "Thank you so much, Chris."),
-    (
-        "C'est vraiment un honneur d'avoir l'opportunité de venir sur cette scène une deuxième fois.",
-        "And it's truly a great honor to have the opportunity to come to this stage twice.",
-    ),
-    ("Je suis extrêmement reconnaissant.", "I'm extremely grateful."),
-    ("Bonjour & bienvenue.", "Hello & welcome."),
-]
-
-
-XML_PAIRS = [
-    ("Il y a 20 ans, j'ai inventé le Web.", "20 years ago, I invented the Web."),
-    ("Les données & les documents.", "Data & documents."),
-    ("Ce n'est pas nouveau.", "This is not new."),
-    ("Le paludisme tue encore <beaucoup> de gens.", "Malaria still kills <many> people."),
-    ("Merci.", "Thank you."),
-]
-
-
-PLAIN_PAIRS = [
-    ("Bonjour le monde.", "Hello world."),
-    ("Il fait beau aujourd\u2019hui.", "It is sunny today."),
-    ("", ""),
-    ("Au revoir\u00a0!", "Goodbye!"),
-]
 
 
 def test_hf_reader_local_parquet_dir(tmp_path):

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from corpus_samples import planted_splits
 
 from data.overlap import exact_duplicates, overlap_key, overlap_report
 from data.readers import read_corpus
@@ -28,31 +29,6 @@ def test_overlap_key_ignores_case_punctuation_and_spacing():
     assert overlap_key("Cafe\u0301") == overlap_key("Café")  # decomposed accent == composed one
     assert overlap_key("à") != overlap_key("a")  # accents are kept: different French words
     assert overlap_key("") == overlap_key(" !? ") == ""
-
-
-def planted_splits() -> dict[str, list[tuple[str, str]]]:
-    """Known leaks: each comment says what the pair shares with train (or valid)."""
-    train = [
-        ("Je t'aime !", "I love you."),
-        ("Il pleut.", "It is raining."),
-        ("Bonjour.", "Hello."),
-        ("Bonjour.", "Hello."),  # exact duplicate inside train
-        ("bonjour", "Hello."),  # the same up to case and punctuation: not an exact duplicate
-        ("Merci.", "Thanks."),
-    ]
-    valid = [
-        ("MERCI", "thank you"),  # source only (case, punctuation)
-        ("Autre chose.", "Something else."),  # nothing
-        ("nouveau", "new"),
-    ]  # nothing with train; the source of two test pairs
-    test = [
-        ("je t aime", "I adore you."),  # source only
-        ("il pleut", "It is raining!"),  # source, target and so the pair
-        ("Salut.", "hello"),  # target only
-        ("Nouveau.", "New."),  # nothing with train; source in valid
-        ("Nouveau.", "New."),
-    ]  # exact duplicate inside test
-    return {"train": train, "valid": valid, "test": test}
 
 
 def counts(part: dict) -> dict[str, int]:
@@ -111,31 +87,6 @@ def test_shipped_corpus_has_no_source_leak():
     assert report["test_vs_valid"]["source"]["count"] == 0
     assert report["exact_duplicates_within_split"] == {"train": 0, "valid": 0, "test": 0}
     assert elapsed < 30, f"reading and measuring the shipped corpus took {elapsed:.1f} s"
-
-
-def write_tsv(path: Path, pairs: list[tuple[str, str]]) -> dict:
-    path.write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
-    return {"tsv": str(path)}
-
-
-@pytest.fixture
-def official_splits(tmp_path: Path) -> DataConfig:
-    train = [
-        ("Il pleut.", "It is raining."),  # test source, verbatim: dropped
-        ("IL PLEUT !", "It's raining!"),  # the same, case and punctuation: dropped
-        ("Merci beaucoup.", "Thank you very much."),  # valid source: dropped
-        ("Bonjour.", "Hello."),  # target shared with test only: kept
-        ("Au revoir.", "Goodbye."),
-        ("Il pleuvait.", "It was raining."),
-    ]  # a different sentence: kept
-    valid = [("merci beaucoup", "Thanks a lot.")]
-    test = [("Il pleut.", "It rains."), ("Salut.", "Hello.")]
-    return DataConfig(
-        source="parallel_text",
-        train=write_tsv(tmp_path / "train.tsv", train),
-        valid=write_tsv(tmp_path / "valid.tsv", valid),
-        test=write_tsv(tmp_path / "test.tsv", test),
-    )
 
 
 def test_drop_train_overlap_drops_exactly_the_leaking_training_pairs(official_splits: DataConfig):

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from corpus_samples import PLAIN_PAIRS, TAGS_PAIRS, XML_PAIRS
 
 from data.parallel_text import (  # noqa: E402
     CorpusError,
@@ -33,34 +34,6 @@ def test_xml_documents_are_read_in_source_order():
     assert pairs[2][0] == "Ce n'est pas nouveau." and all(t for _, t in pairs)
     text_pairs, none = read_pairs_with_documents(FIX / "train.fr", FIX / "train.en")
     assert none is None and len(text_pairs) == 4
-
-
-TAGS_PAIRS = [
-    ("Merci beaucoup, Chris.", "Thank you so much, Chris."),
-    (
-        "C'est vraiment un honneur d'avoir l'opportunité de venir sur cette scène une deuxième fois.",
-        "And it's truly a great honor to have the opportunity to come to this stage twice.",
-    ),
-    ("Je suis extrêmement reconnaissant.", "I'm extremely grateful."),
-    ("Bonjour & bienvenue.", "Hello & welcome."),
-]
-
-
-XML_PAIRS = [
-    ("Il y a 20 ans, j'ai inventé le Web.", "20 years ago, I invented the Web."),
-    ("Les données & les documents.", "Data & documents."),
-    ("Ce n'est pas nouveau.", "This is not new."),
-    ("Le paludisme tue encore <beaucoup> de gens.", "Malaria still kills <many> people."),
-    ("Merci.", "Thank you."),
-]
-
-
-PLAIN_PAIRS = [
-    ("Bonjour le monde.", "Hello world."),
-    ("Il fait beau aujourd\u2019hui.", "It is sunny today."),
-    ("", ""),
-    ("Au revoir\u00a0!", "Goodbye!"),
-]
 
 
 TSV_FR_EN = [("Va !", "Go."), ("Salut !", "Hi."), ("Je l\u2019ai emporté !", "I won!")]

@@ -3,42 +3,13 @@ side, grouped by the source side, exact duplicates once, deterministic under the
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
-import pytest
+from corpus_samples import HELLO, LOVE
 
 from data.overlap import overlap_report
 from data.readers import read_corpus, read_tatoeba
 from utils.config import DataConfig
-
-
-def write_tatoeba(path: Path, pairs: list[tuple[str, str]]) -> Path:
-    """(English, French) pairs as the manythings.org export writes them."""
-    with gzip.open(path, "wt", encoding="utf-8") as f:
-        for i, (en, fr) in enumerate(pairs):
-            f.write(f"{en}\t{fr}\tCC-BY 2.0 (France) Attribution: tatoeba.org #{i}\n")
-    return path
-
-
-LOVE = [("I love you.", "Je t'aime."), ("I'm in love with you.", "Je t'aime."), ("Love you!", "je t'aime !")]
-
-
-HELLO = [("Hello.", "Bonjour."), ("Hello.", "Salut.")]  # one English source, two French ones
-
-
-@pytest.fixture
-def grouped_file(tmp_path: Path) -> Path:
-    pairs = [(f"Sentence number {i}.", f"Phrase numéro {i}.") for i in range(50)]
-    pairs += LOVE + HELLO
-    pairs += [
-        ("Thanks.", "Merci."),
-        ("Thanks.", "Merci."),  # exact duplicate
-        ("Help!", "À l'aide\u00a0!"),
-        ("Help!", "À l'aide !"),
-    ]  # duplicate after normalize_text
-    pairs.sort(key=lambda p: len(p[0]))  # the real file is sorted by length
-    return write_tatoeba(tmp_path / "fra-eng.tsv.gz", pairs)
 
 
 def split_of(splits: dict, pair: tuple[str, str]) -> list[str]:
