@@ -246,6 +246,11 @@ def mixed_batch(lengths: list[int], seed: int):
     return src
 
 
+def trim(row: torch.Tensor) -> torch.Tensor:
+    """One padded source row as an unpadded `[1, len]` batch."""
+    return row[row.ne(PAD)][None]
+
+
 def full_and_cached(model, src: torch.Tensor, tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(logits of the model's plain full decode of `tgt`, the same decoded one cached step at a time by
     `decoding.step.CachedDecoder`), no grad."""

@@ -8,18 +8,13 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from helpers import BOS, EOS, PAD, mixed_batch, tiny_model
+from helpers import BOS, EOS, PAD, mixed_batch, tiny_model, trim
 
 from decoding.hypotheses import Hypothesis, length_penalty
 from decoding.search import CHECK_EVERY, beam_search, greedy_search
 from decoding.step import CachedDecoder
 from models.positional_encodings import POSITIONAL_ENCODINGS
 from models.transformer import Seq2SeqTransformer
-
-
-def trim(row: torch.Tensor) -> torch.Tensor:
-    """One padded source row as an unpadded `[1, len]` batch."""
-    return row[row.ne(PAD)][None]
 
 
 def rescore(model, src_row: torch.Tensor, tokens: list[int]) -> float:

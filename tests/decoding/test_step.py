@@ -5,27 +5,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import BOS, D_MODEL, EOS, HEADS, PAD, VOCAB, encoding_cases, full_and_cached, mixed_batch, tiny_model
+from helpers import BOS, D_MODEL, HEADS, PAD, VOCAB, encoding_cases, full_and_cached, mixed_batch, tiny_model, trim
 
 from decoding.step import CachedDecoder
 from models.positional_encodings import build_positional_encoding
 from models.transformer import Seq2SeqTransformer
 from utils.config import PositionalConfig
-
-
-def trim(row: torch.Tensor) -> torch.Tensor:
-    """One padded source row as an unpadded `[1, len]` batch."""
-    return row[row.ne(PAD)][None]
-
-
-def rescore(model, src_row: torch.Tensor, tokens: list[int]) -> float:
-    """Sum of teacher-forced log-probabilities of `tokens` + EOS given one source sentence."""
-    tgt_in = torch.tensor([[BOS] + tokens])
-    target = torch.tensor([tokens + [EOS]])
-    with torch.no_grad():
-        logp = torch.log_softmax(model.decode(tgt_in, model.encode(trim(src_row))).double(), dim=-1)
-    return float(logp.gather(-1, target[..., None]).sum())
-
 
 # ---------------------------------------------------------------------------- cached decoding
 
