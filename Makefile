@@ -22,7 +22,7 @@ SWEEP ?=
 # Each RoPE run also tested stretched at inference, no retraining (<run>/test_<name>/, rows of their own)
 LENGTH_VARIANTS := $(foreach s,linear ntk yarn,--variant $(s)4 model.positional.scaling=$(s) model.positional.scaling_factor=4)
 
-.PHONY: demo demo-seeds length length-headline archive results readme results-check readme-check test test-fast test-gpu lint bench venv clean-demo
+.PHONY: config-schema demo demo-seeds length length-headline archive results readme results-check readme-check test test-fast test-gpu lint bench venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -99,6 +99,10 @@ archive: venv
 results: venv
 	$(PY) tools/readme_results.py recompute
 	$(PY) tools/readme_results.py render
+
+# configs/schema.json, overlay.schema.json, family.schema.json (for editors) from the config schema
+config-schema: venv
+	$(PY) tools/config_schemas.py
 
 readme: venv
 	$(PY) tools/readme_results.py render

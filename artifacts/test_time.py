@@ -10,7 +10,7 @@ from typing import Optional
 from artifacts.checkpoint import CheckpointError
 from utils.config import ConfigError, flatten, load_config, parse_override, to_dict
 from utils.config_schema import EXPERIMENT
-from utils.key_roles import changes, may_change, role_of, test_time_refusal
+from utils.key_roles import changeable_keys, changes, may_change, role_of
 
 
 def test_time_config(saved: dict, overrides: Optional[list[str]], checkpoint: str):
@@ -32,6 +32,27 @@ def test_time_config(saved: dict, overrides: Optional[list[str]], checkpoint: st
     if refused:
         raise CheckpointError("--set " + test_time_refusal(refused, encoding, checkpoint))
     return load_config(raw=saved, overrides=overrides)
+
+
+def test_time_refusal(refused: list[tuple[str, object, object]], encoding: Optional[str], checkpoint: str) -> str:
+    """One line saying why testing a checkpoint with these changes [(key, trained value, asked
+    value)] would score another model or other data than the one trained, and what may change."""
+    why = []
+    for key, was, now in refused:
+        role = role_of(key, encoding)
+        what = (
+            "a training setting: it has no effect on a trained model"
+            if role == "training"
+            else "the seed the model was trained with"
+            if role == "seed"
+            else "part of what the model was trained with"
+        )
+        why.append(f"{key}={now!r} ({checkpoint} has {key}={was!r}; {what})")
+    return (
+        f"refused: {'; '.join(why)}. At test time only how the trained model is decoded and scored may "
+        f"change: {', '.join(changeable_keys('test', encoding))}. To score another model, train it (or pick its "
+        "run with --run)"
+    )
 
 
 def check_model_matches(config_path: str, overrides: list[str], ckpt_cfg, ckpt_path: Path):

@@ -193,9 +193,9 @@ def _flag_type(tp) -> dict:
     return {"type": tp}
 
 
-def _flag_dest(field) -> str:
+def _flag_dest(info: dict) -> str:
     """A schema flag's argparse destination: its first name (--lenpen and --alpha -> lenpen)."""
-    return field.metadata["flags"][0].lstrip("-")
+    return info["flags"][0].lstrip("-")
 
 
 def add_setting_flags(group) -> None:
@@ -203,10 +203,8 @@ def add_setting_flags(group) -> None:
     --lenpen: each sets its key."""
     from utils.key_roles import flag_settings
 
-    for _key, field, tp in flag_settings():
-        group.add_argument(
-            *field.metadata["flags"], dest=_flag_dest(field), help=field.metadata["help"], **_flag_type(tp)
-        )
+    for _key, info, tp in flag_settings():
+        group.add_argument(*info["flags"], dest=_flag_dest(info), help=info["help"], **_flag_type(tp))
 
 
 def setting_flag_overrides(args: argparse.Namespace) -> list[str]:
@@ -214,8 +212,8 @@ def setting_flag_overrides(args: argparse.Namespace) -> list[str]:
     from utils.key_roles import flag_settings
 
     out = []
-    for key, field, _ in flag_settings():
-        value = getattr(args, _flag_dest(field), None)
+    for key, info, _ in flag_settings():
+        value = getattr(args, _flag_dest(info), None)
         if value is not None:
             out.append(f"{key}={value}")
     return out

@@ -77,7 +77,7 @@ def decoding_overrides(args: argparse.Namespace) -> list[str]:
     least its size unless the strategy or beam size is given."""
     from utils.key_roles import flag_settings
 
-    flags = {key: "/".join(field.metadata["flags"]) for key, field, _ in flag_settings()}
+    flags = {key: "/".join(info["flags"]) for key, info, _ in flag_settings()}
     set_keys = overridden_keys(args.overrides)
     flagged = setting_flag_overrides(args)
     for key in (override.split("=", 1)[0] for override in flagged):

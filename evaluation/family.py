@@ -153,3 +153,43 @@ def load_family(path: Optional[str]) -> Family:
     if precision not in (None, *PRECISIONS):
         raise ConfigError(f"{path}: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     return Family(str(path), baseline, headline, margins, effects, seeds, device, precision, equivalence)
+
+
+def family_json_schema() -> dict:
+    """The JSON Schema of a family file (configs/family.schema.json, for editors), drawn from the
+    constants load_family checks against; load_family's own checks go further (configs that exist)."""
+    text = {"type": "string", "minLength": 1}
+
+    def measures(above_zero: bool) -> dict:
+        number = {"type": "number", ("exclusiveMinimum" if above_zero else "minimum"): 0}
+        return {"type": "object", "properties": dict.fromkeys(UNITS, number), "additionalProperties": False}
+
+    entry = {
+        "type": "object",
+        "properties": {
+            "table": {"enum": list(TABLES)},
+            "compared_on": text,
+            "configs": {"type": "array", "items": text},
+        },
+        "required": ["table"],
+        "additionalProperties": False,
+    }
+    properties = {
+        "baseline": text,
+        "headline": {"type": "array", "items": entry, "minItems": 1},
+        "tie_margin": measures(False),
+        "effect": measures(False),
+        "equivalence": measures(True),
+        "seeds": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "uniqueItems": True},
+        "device": {"enum": ["cpu", "cuda", "mps"]},
+        "precision": {"enum": list(PRECISIONS)},
+    }
+    assert tuple(properties) == FAMILY_KEYS  # one list of keys
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "A study's declared family (configs/<study>/findings/headline.yaml)",
+        "type": "object",
+        "properties": properties,
+        "required": ["headline"],
+        "additionalProperties": False,
+    }

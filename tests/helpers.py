@@ -347,3 +347,20 @@ def rewrite_test_output(path: Path, text: str) -> None:
     scores = json.loads((folder / "scores.json").read_text())
     scores["files"][path.relative_to(folder).as_posix()] = content_record(path.read_bytes())
     (folder / "scores.json").write_text(json.dumps(scores, indent=2) + "\n")
+
+
+def small_config(tmp_path: Path) -> Path:
+    """A small valid config file (defaults are the report's model; these keys make it tiny)."""
+    path = tmp_path / "small.yaml"
+    path.write_text("model: {d_model: 32, num_heads: 4}\n", encoding="utf-8")
+    return path
+
+
+def config_error(path: Path, overrides: list[str]) -> str:
+    """The ConfigError load_config raises for `path` with `overrides`, as text."""
+    from utils.config import load_config
+    from utils.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        load_config(path, overrides)
+    return str(info.value)

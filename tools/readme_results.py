@@ -58,9 +58,33 @@ DOCUMENTS = (README, *PAGES)  # the files with generated blocks
 
 # Blocks generated from code rather than from a file: the config keys' roles, from the schema.
 def _key_roles_table() -> str:
-    from utils.key_roles import roles_markdown
+    """The config keys' roles and their keys as a markdown table, from the schema."""
+    from utils.config_schema import ROLES
+    from utils.key_roles import default_option_role, schema_roles
 
-    return roles_markdown()
+    by_role: dict[str, list[str]] = {}
+    for key, role in schema_roles().items():
+        by_role.setdefault(role, []).append(key)
+    yes = {True: "yes", False: "no"}
+    lines = [
+        "| role | a resume may change it | test.py / inference.py `--set` may change it | tells configurations "
+        "apart (compare.py) | keys |",
+        "|---|---|---|---|---|",
+    ]
+    for role, (resume, test, groups) in ROLES.items():
+        keys = by_role.get(role, [])
+        sections = {k.split(".")[0] for k in keys if "." in k}
+        shown = [
+            f"`{s}.*`"
+            for s in sorted(sections)
+            if all(r == role for k, r in schema_roles().items() if k.startswith(s + "."))
+        ]
+        shown += [f"`{k}`" for k in keys if "." not in k or f"`{k.split('.')[0]}.*`" not in shown]
+        lines.append(f"| {role} | {yes[resume]} | {yes[test]} | {yes[groups]} | {', '.join(shown)} |")
+    return "\n".join(lines) + (
+        f"\n\nAn encoding's options are {default_option_role()} keys unless its `Options` field declares "
+        "another role (SHAPE's `inference_shift` is an inference key)."
+    )
 
 
 GENERATED = {"utils/key_roles.py": _key_roles_table}

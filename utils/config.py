@@ -1,27 +1,25 @@
 """Experiment configuration loader: YAML (with `base:` inheritance) -> validated nested dataclasses
-(the schema: `utils/config_schema.py`).
+(the schema: `utils/config_schema.py`, checked by pydantic).
 
 A config file may name a `base:` file (path relative to itself); its keys are merged
 recursively under the child's. Dotted overrides (`--set model.positional.name=rope`) are
-applied last. Every key is checked against the dataclass schema below: an unknown key or
-an invalid value raises `ConfigError` naming the key and listing the valid choices.
+applied last. Every key is checked against the schema: an unknown key or an invalid value
+raises `ConfigError` naming the key and listing the valid choices.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
-import difflib
-import math
-import sys
-import types
-import typing
+import functools
+import json
 from pathlib import Path
-from typing import Any, Literal, Optional, Union, get_args, get_origin
+from typing import Any, Optional
 
+import pydantic
 import yaml
 
 from utils.config_checks import validate  # re-exported: the cross-key checks load_config runs
+from utils.config_errors import validation_error
 from utils.config_schema import (  # re-exported (__all__): callers import the schema from here too
     DataConfig,
     DecodingConfig,
@@ -35,7 +33,6 @@ from utils.config_schema import (  # re-exported (__all__): callers import the s
     TrainingConfig,
 )
 from utils.config_yaml import StrictLoader, read_yaml
-from utils.encoding_registry import registered_encodings
 from utils.errors import ConfigError
 
 __all__ = [
@@ -53,7 +50,7 @@ __all__ = [
     "apply_overrides",
     "dump_text",
     "flatten",
-    "from_dict",
+    "from_raw",
     "load_config",
     "parse_override",
     "to_dict",
@@ -108,7 +105,7 @@ def load_config(
         raw.pop("base", None)
     raw = apply_overrides(raw, overrides or [])  # its errors name the --set
     try:
-        cfg = from_dict(ExperimentConfig, raw, "")
+        cfg = from_raw(raw)
         validate(cfg)
     except ConfigError as e:
         source = error_source(str(e), path, overrides or [])
@@ -133,187 +130,31 @@ def error_source(message: str, path: Optional[str | Path], overrides: list[str])
     return str(path)
 
 
+@functools.cache
+def _adapter(cls: type) -> pydantic.TypeAdapter:
+    return pydantic.TypeAdapter(cls)
+
+
+def from_raw(raw: Any) -> ExperimentConfig:
+    """A mapping of config keys (YAML as read) -> ExperimentConfig, every key and value checked.
+    Validated as JSON, pydantic's strict mode takes a section as a mapping, never "5" for 5 or 1
+    for true; a value JSON cannot hold (a YAML date) reaches it as an object no key accepts."""
+    text = json.dumps(raw, default=lambda value: {"unsupported": repr(value)})
+    try:
+        return _adapter(ExperimentConfig).validate_json(text, strict=True)
+    except pydantic.ValidationError as e:
+        raise validation_error(e, raw, "", ExperimentConfig) from None
+
+
 def to_dict(cfg: Any) -> dict:
-    """Dataclass -> plain dict (tuples become lists) suitable for YAML/JSON."""
-
-    def conv(v: Any) -> Any:
-        if isinstance(v, PositionalConfig):  # the encoding's options sit beside `name`, as in YAML
-            return {"name": v.name, **conv(v.options)}
-        if dataclasses.is_dataclass(v):
-            return {f.name: conv(getattr(v, f.name)) for f in dataclasses.fields(v)}
-        if isinstance(v, (list, tuple)):
-            return [conv(x) for x in v]
-        if isinstance(v, dict):
-            return {k: conv(x) for k, x in v.items()}
-        return v
-
-    return conv(cfg)
+    """A config (or one of its sections) -> plain dict (tuples become lists) suitable for YAML/JSON;
+    an encoding's options sit beside `name`, as in YAML."""
+    return _adapter(type(cfg)).dump_python(cfg, mode="json")
 
 
 def dump_text(cfg: ExperimentConfig) -> str:
     """The resolved config as train.py writes it to <run>/config.yaml."""
     return yaml.safe_dump(to_dict(cfg), sort_keys=False)
-
-
-# ----------------------------------------------------------------------------- validation
-
-
-def _suggest(name: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(name, choices, n=1)
-    return f" Did you mean '{close[0]}'?" if close else ""
-
-
-def from_dict(cls: type, raw: Any, prefix: str) -> Any:
-    """Build dataclass `cls` from a mapping, checking keys and value types."""
-    where = prefix or "config"
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: expected a mapping of keys, got {raw!r}")
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    kwargs = {}
-    for key, value in raw.items():
-        dotted = f"{prefix}.{key}" if prefix else str(key)
-        if key not in names:
-            raise ConfigError(
-                f"unknown config key '{dotted}'.{_suggest(str(key), names)} "
-                f"Valid keys{' in ' + prefix if prefix else ''}: {', '.join(names)}"
-            )
-        kwargs[key] = _convert(hints[key], value, dotted)
-    return cls(**kwargs)
-
-
-def _convert(tp: Any, value: Any, key: str) -> Any:
-    origin = get_origin(tp)
-    if origin in (Union, types.UnionType):
-        args = [a for a in get_args(tp) if a is not type(None)]
-        if value is None:
-            if type(None) in get_args(tp):
-                return None
-            raise ConfigError(f"config key '{key}' may not be empty")
-        return _convert(args[0], value, key)
-    if origin is Literal:
-        choices = list(get_args(tp))
-        if value not in choices:
-            raise ConfigError(
-                f"invalid value {value!r} for config key '{key}'. Valid choices: {', '.join(map(str, choices))}"
-            )
-        return value
-    if tp is PositionalConfig:
-        return _positional_from_dict(value, key)
-    if dataclasses.is_dataclass(tp):
-        return from_dict(tp, value, key)
-    if origin is list:
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"config key '{key}' must be a list, got {value!r}")
-        return [_convert(get_args(tp)[0], v, key) for v in value]
-    if origin is tuple:
-        if not isinstance(value, (list, tuple)) or len(value) != len(get_args(tp)):
-            raise ConfigError(f"config key '{key}' must be a list of {len(get_args(tp))} numbers, got {value!r}")
-        return tuple(_convert(a, v, key) for a, v in zip(get_args(tp), value))
-    if tp is dict or origin is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"config key '{key}' must be a mapping, got {value!r}")
-        return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"config key '{key}' must be true or false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")
-        return value
-    if tp is float:
-        if isinstance(value, str):  # YAML 1.1 reads `1e-3` (no dot) as a string
-            try:
-                value = float(value)
-            except ValueError:
-                pass
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"config key '{key}' must be a number, got {value!r}")
-        if not math.isfinite(value):  # nan or inf: no rate, size or penalty means anything then
-            raise ConfigError(f"config key '{key}' must be a finite number, got {value!r}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"config key '{key}' must be a string, got {value!r}")
-        return value
-    return value
-
-
-# Option names of the release before each encoding declared its own options (one flat bag of keys,
-# where a key of another encoding was accepted and ignored). A config (or a saved run's config.yaml,
-# a checkpoint) that uses one still loads in this release, with a note: its keys are renamed, and
-# keys the chosen encoding does not take are dropped, as they were ignored then.
-LEGACY_POSITIONAL_KEYS = {
-    "rope_theta": "theta",
-    "rope_fraction": "fraction",
-    "rope_layout": "layout",
-    "shape_max_shift": "max_shift",
-    "shape_inference_shift": "inference_shift",
-    "max_positions": "max_positions",
-    "cross_attention": "cross_attention",
-    "num_buckets": "num_buckets",
-    "max_distance": "max_distance",
-    "clip_distance": "clip_distance",
-}
-_RENAMED = [old for old, new in LEGACY_POSITIONAL_KEYS.items() if old != new]
-_legacy_noted = False
-
-
-def _migrate_positional(options: dict, name: str, valid: list[str], key: str) -> dict:
-    """Old flat option names -> this encoding's options (see LEGACY_POSITIONAL_KEYS)."""
-    global _legacy_noted
-    if not any(k in options for k in _RENAMED):
-        return options
-    migrated = {}
-    for k, value in options.items():
-        new = LEGACY_POSITIONAL_KEYS.get(k, k)
-        if new in valid:
-            migrated[new] = value
-        elif k not in LEGACY_POSITIONAL_KEYS:
-            migrated[k] = value  # not an old key: refused below as usual
-    if not _legacy_noted:
-        _legacy_noted = True
-        renames = ", ".join(f"{old} -> {LEGACY_POSITIONAL_KEYS[old]}" for old in _RENAMED)
-        print(
-            f"note: {key} uses the option names of the previous release ({renames}); they load in this "
-            f"release only, and options that {name!r} does not take are ignored. Write {key}: "
-            f"{{name: {name}{''.join(f', {k}: ...' for k in valid)}}}",
-            file=sys.stderr,
-        )
-    return migrated
-
-
-def _positional_from_dict(raw: Any, key: str) -> PositionalConfig:
-    """`{name: rope, theta: 500.0}` -> PositionalConfig(name, options of that encoding, defaults filled)."""
-    POSITIONAL_ENCODINGS = registered_encodings()  # each encoding declares its options
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{key}: expected a mapping of keys, got {raw!r}")
-    options = dict(raw)
-    name = options.pop("name", PositionalConfig.name)
-    if name not in POSITIONAL_ENCODINGS:
-        raise ConfigError(
-            f"invalid value {name!r} for config key '{key}.name'. "
-            f"Valid choices: {', '.join(sorted(POSITIONAL_ENCODINGS))}"
-        )
-    options_cls = POSITIONAL_ENCODINGS[name].Options
-    valid = [f.name for f in dataclasses.fields(options_cls)]
-    options = _migrate_positional(options, name, valid, key)
-    for option in options:
-        if option not in valid:
-            takers = sorted(
-                n
-                for n, cls in POSITIONAL_ENCODINGS.items()
-                if option in {f.name for f in dataclasses.fields(cls.Options)}
-            )
-            raise ConfigError(
-                f"config key '{key}.{option}' is not an option of the {name!r} encoding"
-                + (f" (it is one of: {', '.join(takers)})" if takers else "")
-                + ". "
-                + (f"Options of {name!r}: {', '.join(valid)}." if valid else f"{name!r} takes no options.")
-                + _suggest(str(option), ["name", *valid])
-            )
-    return PositionalConfig(name=name, options=dataclasses.asdict(from_dict(options_cls, options, key)))
 
 
 def flatten(d: dict, prefix: str = "") -> dict:

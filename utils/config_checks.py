@@ -1,87 +1,23 @@
-"""Checks of a loaded config: every key's declared bounds (`check_bounds`, one generic check over
-the schema), the model's size, and what bounds cannot express (exactly-one-of pairs, keys that need
-one another, divisibility, the positional encoding's own options).
-`utils.config.load_config` runs them on every config it returns, before anything is allocated."""
+"""Checks of a config that one key's type and bounds cannot express (pydantic checks those): the
+model's size, exactly-one-of pairs, keys that need one another, divisibility, the positional
+encoding's own options. `utils.config.load_config` runs them on every config it returns, before
+anything is allocated."""
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Iterator, Optional
-
-from utils.config_schema import MAX_PARAMETERS, ExperimentConfig, PositionalConfig
+from utils.config_schema import MAX_PARAMETERS, ExperimentConfig
 from utils.encoding_registry import registered_encodings
 from utils.errors import ConfigError
 
 
 def validate(cfg: ExperimentConfig) -> None:
-    """Every key within its bounds (all violations at once), then the model's size and the
-    cross-key checks, section by section."""
-    check_bounds(cfg)
+    """The model's size, then the cross-key checks, section by section."""
     check_model_size(cfg)
     check_model(cfg)
     check_training(cfg.training)
     check_data(cfg)
     check_evaluation(cfg)
     check_decoding(cfg)
-
-
-# ----------------------------------------------------------------------------- declared bounds
-
-
-def _numbers(cfg: Any, prefix: str = "") -> Iterator[tuple[str, dataclasses.Field, Any]]:
-    """(dotted key, field, value) of every key of a config's sections, the chosen encoding's options
-    included (their fields may declare bounds as the schema's do: `setting(low=...)`)."""
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
-        if isinstance(value, PositionalConfig):
-            yield f"{prefix}{f.name}.name", f, value.name
-            encoding = registered_encodings().get(value.name)
-            for option in dataclasses.fields(encoding.Options) if encoding is not None else ():
-                given = value.options.get(option.name, option.default)
-                yield f"{prefix}{f.name}.{option.name}", option, given
-        elif dataclasses.is_dataclass(value):
-            yield from _numbers(value, f"{prefix}{f.name}.")
-        else:
-            yield f"{prefix}{f.name}", f, value
-
-
-WORDS = {"low": "at least", "above": "above", "high": "at most", "below": "below"}
-
-
-def broken_bound(value: Any, f: dataclasses.Field) -> Optional[str]:
-    """The bound of the key's declared ones that a number breaks, in words ("at least 1"), or None."""
-    b = f.metadata.get("bounds") or {}
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    broken = {
-        "low": lambda x: value < x,
-        "above": lambda x: value <= x,
-        "high": lambda x: value > x,
-        "below": lambda x: value >= x,
-    }
-    return next((f"{WORDS[k]} {b[k]:g}" for k, test in broken.items() if k in b and test(b[k])), None)
-
-
-def bound_violation(key: str, value: Any, f: dataclasses.Field) -> Optional[str]:
-    """One line when `value` (a number, or a list/pair of them) is outside the key's declared bounds."""
-    items = value if isinstance(value, (list, tuple)) else [value]
-    broken = next((text for v in items if (text := broken_bound(v, f))), None)
-    if broken is None:
-        return None
-    each = "each of " if isinstance(value, (list, tuple)) else ""
-    null = f" (or null: {f.metadata['null']})" if f.metadata.get("null") else ""
-    shown = list(value) if isinstance(value, tuple) else value
-    return f"{each}{key} must be {broken}{null}, got {shown!r}"
-
-
-def check_bounds(cfg: ExperimentConfig) -> None:
-    """Every key's value within the bounds its `setting` declares; all violations in one error,
-    one line each."""
-    lines = [line for key, f, value in _numbers(cfg) if (line := bound_violation(key, value, f))]
-    if len(lines) == 1:
-        raise ConfigError(lines[0])
-    if lines:
-        raise ConfigError(f"{len(lines)} config values are out of bounds:\n  " + "\n  ".join(lines))
 
 
 def estimated_parameters(cfg: ExperimentConfig) -> int:
@@ -114,20 +50,12 @@ def check_model_size(cfg: ExperimentConfig) -> None:
 
 
 def check_model(cfg: ExperimentConfig) -> None:
-    """Sizes, dropout, and the positional encoding's own options (its defaults filled in)."""
-    POSITIONAL_ENCODINGS = registered_encodings()
+    """Heads that divide the width, and the positional encoding's own options."""
     m = cfg.model
     pe = m.positional.name
-    if pe not in POSITIONAL_ENCODINGS:
-        raise ConfigError(
-            f"invalid value {pe!r} for config key 'model.positional.name'. "
-            f"Valid choices: {', '.join(sorted(POSITIONAL_ENCODINGS))}"
-        )
     if m.d_model % m.num_heads:
         raise ConfigError(f"model.d_model ({m.d_model}) must be divisible by model.num_heads ({m.num_heads})")
-    encoding = POSITIONAL_ENCODINGS[pe]
-    # A config without a `positional` section gets the encoding's defaults, as a written one does.
-    m.positional.options = {**dataclasses.asdict(encoding.Options()), **m.positional.options}
+    encoding = registered_encodings()[pe]  # PositionalConfig.parse checked the name
     try:
         # training.pad_to_multiple rounds a batch's length (the longest input plus BOS) up
         multiple = max(1, cfg.training.pad_to_multiple)

@@ -1,14 +1,21 @@
-"""The experiment config's schema: one dataclass per section, with defaults and a comment per key.
+"""The experiment config's schema: one pydantic dataclass per section, with defaults, bounds and a
+comment per key.
 
-`utils/config.py` reads YAML into these (checking every key and value); the rest of the harness
-reads the dataclasses. A new key is added here, with its default and what it does.
+`utils/config.py` reads YAML into these (pydantic checks every key and value); the rest of the harness
+reads the dataclasses. A new key is added here, with its default and what it does;
+`make config-schema` writes configs/schema.json from it for editors.
 """
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from utils.config_types import STRICT, Number
+from utils.positional_config import PositionalConfig
 
 # ----------------------------------------------------------------------------- key roles
 # Every key declares once, here, what may change it after a run has started (its role). What a
@@ -35,35 +42,37 @@ ROLES = {
 
 
 def setting(
-    default: Any = MISSING,
+    default: Any = ...,
     *,
     role: Optional[str] = None,
-    factory: Any = MISSING,
-    low: Optional[float] = None,
-    above: Optional[float] = None,
-    high: Optional[float] = None,
-    below: Optional[float] = None,
+    factory: Any = None,
+    low: Optional[Number] = None,
+    above: Optional[Number] = None,
+    high: Optional[Number] = None,
+    below: Optional[Number] = None,
     zero: Optional[str] = None,
     null: Optional[str] = None,
     hparam: bool = False,
     flags: tuple[str, ...] = (),
     help: Optional[str] = None,
 ) -> Any:
-    """A config key with its role (inherited from its section when None), its bounds, whether it is a
-    TensorBoard HParams column, and the command-line flags inference.py offers for it (with their help).
-
-    Bounds of a number (of each element of a list or pair of numbers): at least `low`, above `above`,
-    at most `high`, below `below` (`utils.config_checks.check_bounds` refuses every value outside).
-    `zero` and `null` say what 0 and null do for a key that accepts them (e.g. "no images"): a value
-    that switches something off is documented where the key is declared."""
+    """A config key with its role (inherited from its section when None), its bounds (at least `low`,
+    above `above`, at most `high`, below `below`; a list's bounds go on its element type), whether it
+    is a TensorBoard HParams column, and the command-line flags inference.py offers for it (with
+    their help). `zero` and `null` say what 0 and null do for a key that accepts them (e.g. "no
+    images"): a value that switches something off is documented where the key is declared. The
+    role, flags and texts travel as the field's `json_schema_extra` (configs/schema.json shows them)."""
     if role is not None and role not in ROLES:
         raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
-    bounds = {"low": low, "above": above, "high": high, "below": below}
-    metadata = {"role": role, "hparam": hparam, "flags": flags, "help": help, "zero": zero, "null": null}
-    metadata["bounds"] = {k: v for k, v in bounds.items() if v is not None}
-    if factory is not MISSING:
-        return field(default_factory=factory, metadata=metadata)
-    return field(default=default, metadata=metadata)
+    extra = {"role": role, "hparam": hparam, "flags": list(flags), "zero": zero, "null": null}
+    extra = {k: v for k, v in extra.items() if v}
+    default = {"default_factory": factory} if factory is not None else {"default": default}
+    return Field(**default, ge=low, gt=above, le=high, lt=below, description=help, json_schema_extra=extra)
+
+
+def key_info(field: Any) -> dict:
+    """What `setting` declared for a schema field: role, hparam, flags, help, zero and null."""
+    return {**(field.json_schema_extra or {}), "help": field.description}
 
 
 # Largest sizes a key may take: far beyond any model this harness trains (the base model is 512 wide),
@@ -78,19 +87,21 @@ MAX_SEED = 2**32 - 1  # numpy's seeds are 32-bit
 # this runs on hold. A fixed cap, not this machine's memory, so that a config is valid or not
 # everywhere (compare.py reads runs trained elsewhere); see config_checks.check_model_size.
 MAX_PARAMETERS = 10_000_000_000
+Length = Annotated[int, Field(ge=0, le=MAX_LENGTH)]  # an element of a list of lengths (bucket edges)
+Decay = Annotated[Number, Field(ge=0.0, lt=1.0)]  # Adam's beta1, beta2
 
 
-@dataclass
+@dataclass(config=STRICT)
 class TrainConcatConfig:
     """Training on joined pairs (Varis & Bojar 2021): with probability `prob` a training example
     joins k ~ U{2..max_k} random training pairs (both sides within `data.max_len`). Which pairs
     are joined is drawn once per run from `seed`, so epochs have a fixed length and resume is exact."""
 
-    prob: float = setting(0.0, role=EXPERIMENT, low=0.0, high=1.0, zero="single pairs only", hparam=True)
+    prob: Number = setting(0.0, role=EXPERIMENT, low=0.0, high=1.0, zero="single pairs only", hparam=True)
     max_k: int = setting(2, role=EXPERIMENT, low=2, high=1024)
 
 
-@dataclass
+@dataclass(config=STRICT)
 class DataConfig:
     """Where the parallel corpus comes from and how it is split and filtered."""
 
@@ -129,7 +140,7 @@ class DataConfig:
     train_concat: TrainConcatConfig = setting(factory=TrainConcatConfig)
 
 
-@dataclass
+@dataclass(config=STRICT)
 class TokenizerConfig:
     """Subword tokenizer: a joint BPE trained on the training split, or a pretrained one."""
 
@@ -140,18 +151,7 @@ class TokenizerConfig:
     name: Optional[str] = setting(None)
 
 
-@dataclass
-class PositionalConfig:
-    """Positional-encoding strategy: `name` picks it from the registry in models/positional_encodings.py;
-    `options` holds that encoding's own keys, written flat beside `name` in YAML
-    (`positional: {name: rope, theta: 500.0}`). Each encoding declares its options (its `Options`
-    dataclass); the loader fills their defaults and refuses a key the chosen encoding does not take."""
-
-    name: str = setting("sinusoidal", role=EXPERIMENT)
-    options: dict = setting(factory=dict, role=EXPERIMENT)
-
-
-@dataclass
+@dataclass(config=STRICT)
 class ModelConfig:
     """Encoder-decoder Transformer. Defaults are the report's base model."""
 
@@ -160,8 +160,8 @@ class ModelConfig:
     num_encoder_layers: int = setting(6, low=1, high=MAX_LAYERS, hparam=True)
     num_decoder_layers: int = setting(6, low=1, high=MAX_LAYERS, hparam=True)
     ffn_dim: int = setting(2048, low=1, high=4 * MAX_WIDTH, hparam=True)
-    dropout: float = setting(0.1, low=0.0, below=1.0, zero="no dropout")
-    attention_dropout: float = setting(0.0, low=0.0, below=1.0, zero="no dropout")
+    dropout: Number = setting(0.1, low=0.0, below=1.0, zero="no dropout")
+    attention_dropout: Number = setting(0.0, low=0.0, below=1.0, zero="no dropout")
     activation: Literal["relu", "gelu"] = setting("relu")
     norm_first: bool = setting(False, hparam=True)  # pre-norm (True) or post-norm as in the paper (False)
     # Share source/target embeddings (needs a joint vocabulary) and tie the output projection.
@@ -170,7 +170,7 @@ class ModelConfig:
     positional: PositionalConfig = setting(factory=PositionalConfig)
 
 
-@dataclass
+@dataclass(config=STRICT)
 class ScheduleConfig:
     """Learning-rate factor applied to `optimizer.lr`, evaluated every step.
 
@@ -185,8 +185,8 @@ class ScheduleConfig:
     unit: Literal["step", "epoch"] = setting("epoch")
     warmup: int = setting(6, low=0, high=MAX_LENGTH * 100, zero="no warmup")
     hold: int = setting(1, low=0, high=MAX_LENGTH * 100, zero="no hold")
-    decay: float = setting(0.35, low=0.0, high=100.0, zero="no decay")
-    min_factor: float = setting(0.0, low=0.0, high=1.0, zero="no floor")
+    decay: Number = setting(0.35, low=0.0, high=100.0, zero="no decay")
+    min_factor: Number = setting(0.0, low=0.0, high=1.0, zero="no floor")
 
 
 # Direction of each checkpoint metric: +1 when higher is better. Checkpoint scores (and the
@@ -194,7 +194,7 @@ class ScheduleConfig:
 METRIC_SIGN = {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}
 
 
-@dataclass
+@dataclass(config=STRICT)
 class TrainingConfig:
     """Optimisation, batching, validation and checkpointing."""
 
@@ -208,12 +208,12 @@ class TrainingConfig:
     max_tokens: Optional[int] = setting(None, low=1, null="use batch_size", hparam=True)
     optimizer: Literal["adam", "adamw"] = setting("adam")
     # no upper bound: a rate too high diverges, and training says so (exit 3)
-    lr: float = setting(3e-4, role=TRAINING, above=0.0, hparam=True)
-    betas: tuple[float, float] = setting((0.9, 0.98), low=0.0, below=1.0, zero="no averaging")
-    eps: float = setting(1e-8, above=0.0, high=1.0)
-    weight_decay: float = setting(0.0, low=0.0, high=10.0, zero="no weight decay")
-    label_smoothing: float = setting(0.0, low=0.0, below=1.0, zero="no smoothing", hparam=True)
-    clip_grad_norm: Optional[float] = setting(
+    lr: Number = setting(3e-4, role=TRAINING, above=0.0, hparam=True)
+    betas: tuple[Decay, Decay] = setting((0.9, 0.98), zero="no averaging")
+    eps: Number = setting(1e-8, above=0.0, high=1.0)
+    weight_decay: Number = setting(0.0, low=0.0, high=10.0, zero="no weight decay")
+    label_smoothing: Number = setting(0.0, low=0.0, below=1.0, zero="no smoothing", hparam=True)
+    clip_grad_norm: Optional[Number] = setting(
         None, role=TRAINING, above=0.0, null="no clipping"
     )  # applied after unscaling (fp16)
     # autocast dtype (bf16 also runs on CPU)
@@ -237,7 +237,7 @@ class TrainingConfig:
     # Validation BLEU's greedy search: its output length limit a * source length + b and its autocast
     # dtype. Training keys of their own (not decoding.*, a test-time choice), so that how a trained
     # model is decoded later never changes which checkpoint training kept by valid_bleu.
-    bleu_max_len_a: float = setting(1.5, role=TRAINING, low=0.0, high=1000.0, zero="bleu_max_len_b alone")
+    bleu_max_len_a: Number = setting(1.5, role=TRAINING, low=0.0, high=1000.0, zero="bleu_max_len_b alone")
     bleu_max_len_b: int = setting(10, role=TRAINING, low=0, high=MAX_LENGTH, zero="bleu_max_len_a alone")
     bleu_precision: Literal["fp32", "bf16", "fp16"] = setting("fp32", role=TRAINING)
     bleu_sentences: Optional[int] = setting(
@@ -261,7 +261,7 @@ class TrainingConfig:
     tensorboard_images_every: int = setting(5, role=RUNTIME, low=0, zero="no images")
 
 
-@dataclass
+@dataclass(config=STRICT)
 class DecodingConfig:
     """Search used by test.py and inference.py (validation BLEU has its own: training.bleu_*)."""
 
@@ -272,7 +272,7 @@ class DecodingConfig:
         flags=("--length_penalty",),
         help="length normalisation: none, avg (per token), wu (GNMT, exponent --lenpen)",
     )
-    alpha: float = setting(
+    alpha: Number = setting(
         0.6,
         low=0.0,
         high=10.0,
@@ -281,7 +281,7 @@ class DecodingConfig:
         help="length-penalty exponent: alpha of the wu penalty ((5 + len) / 6) ** alpha (--alpha: OpenNMT's name)",
     )
     # max output length = a * src_len + b
-    max_len_a: float = setting(
+    max_len_a: Number = setting(
         1.5,
         low=0.0,
         high=1000.0,
@@ -343,33 +343,28 @@ class DecodingConfig:
     )
 
 
-@dataclass
+@dataclass(config=STRICT)
 class EvaluationConfig:
     """How test.py breaks scores down."""
 
     # Edges of source-length buckets in subword tokens: [e0, e1), [e1, e2), ..., [e_last, inf).
-    length_buckets: list[int] = setting(
-        factory=lambda: [1, 10, 15, 20, 30, 40], low=0, high=MAX_LENGTH, zero="an edge like any other"
-    )
+    length_buckets: list[Length] = setting(factory=lambda: [1, 10, 15, 20, 30, 40], zero="an edge like any other")
     # Length extrapolation: also score inputs made of k consecutive test pairs joined, for each k
     # listed (e.g. [1, 2, 4, 8]); consecutive within a document when the reader knows documents
     # (WIT3 XML), else in an order shuffled with `concat_seed` (k = 1 is the test set in its own
     # order). test.py --concat overrides.
-    concat: list[int] = setting(factory=list, low=1, high=1024)
+    concat: list[Annotated[int, Field(ge=1, le=1024)]] = setting(factory=list)
     concat_seed: int = setting(1, low=0, high=MAX_SEED, zero="a seed like any other")
     # Teacher-forced diagnostic (evaluation/teacher_forced.py): the references' NLL and accuracy per
     # target position, for k = 1 and every k above, independent of when the model stops.
     teacher_forced: bool = setting(True)
     # Its target-position buckets (decoder positions, 0 = BOS): [b0, b1), ..., [b_last, inf); b0 = 0.
-    position_buckets: list[int] = setting(
-        factory=lambda: [0, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512],
-        low=0,
-        high=MAX_LENGTH,
-        zero="the first edge (BOS)",
+    position_buckets: list[Length] = setting(
+        factory=lambda: [0, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512], zero="the first edge (BOS)"
     )
 
 
-@dataclass
+@dataclass(config=STRICT)
 class ExperimentConfig:
     """One experiment: everything needed to reproduce a run."""
 

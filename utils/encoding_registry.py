@@ -3,20 +3,20 @@
 in utils/ can read every encoding's name, `Options` dataclass and `check_options` without
 importing the models above them (docs/DESIGN.md, "Layers").
 
-The one cost of registration is an import order: the encodings must be imported before a config
-is read. `commands/` and every test import them; code that forgets gets one clear error here
-rather than "invalid encoding"."""
+The first question loads the package the encodings live in (ENCODINGS_PACKAGE, by name: a plugin
+lookup, as fairseq's registries import their folders), so `load_config` works from a fresh
+interpreter with no import order to know."""
 
 from __future__ import annotations
 
+import importlib
+
+ENCODINGS_PACKAGE = "models.positional_encodings"
 POSITIONAL_ENCODINGS: dict[str, type] = {}
 
 
 def registered_encodings() -> dict[str, type]:
     """{name: encoding class} of every registered positional encoding."""
     if not POSITIONAL_ENCODINGS:
-        raise RuntimeError(
-            "no positional encoding is registered: import models.positional_encodings before "
-            "reading a config (the commands do)"
-        )
+        importlib.import_module(ENCODINGS_PACKAGE)  # its modules register themselves
     return POSITIONAL_ENCODINGS

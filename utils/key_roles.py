@@ -14,31 +14,29 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import typing
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
-from utils.config_schema import EXPERIMENT, ROLES, ExperimentConfig, PositionalConfig
+from utils.config_schema import EXPERIMENT, ROLES, ExperimentConfig, PositionalConfig, key_info
 from utils.encoding_registry import registered_encodings
 
 WHEN = {"resume": 0, "test": 1}  # index into ROLES' tuple
 POSITIONAL = "model.positional."
 
 
-def _fields(
-    cls: type = ExperimentConfig, prefix: str = "", inherited: Optional[str] = None
-) -> Iterator[tuple[str, dataclasses.Field, Optional[str], type]]:
-    """(dotted key, field, role, type) of every key of the schema, sections unfolded (a section's role is
-    inherited by keys that declare none); `model.positional` gives `name` only (options: `role_of`)."""
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        role = f.metadata.get("role") or inherited
-        tp = hints[f.name]
+def _fields(cls: type = ExperimentConfig, prefix: str = "", inherited: Optional[str] = None) -> Iterator[tuple]:
+    """(dotted key, what `setting` declared, role, type) of every key of the schema, sections unfolded
+    (a section's role is inherited by keys that declare none); `model.positional` gives `name` only
+    (its options: `role_of`)."""
+    for name, field in cls.__pydantic_fields__.items():
+        info = key_info(field)
+        role = info.get("role") or inherited
+        tp = field.annotation
         if tp is PositionalConfig:
-            yield from (item for item in _fields(tp, f"{prefix}{f.name}.", role) if item[0].endswith(".name"))
-        elif dataclasses.is_dataclass(tp):
-            yield from _fields(tp, f"{prefix}{f.name}.", role)
+            yield f"{prefix}{name}.name", info, role, str
+        elif hasattr(tp, "__pydantic_fields__"):
+            yield from _fields(tp, f"{prefix}{name}.", role)
         else:
-            yield f"{prefix}{f.name}", f, role, tp
+            yield f"{prefix}{name}", info, role, tp
 
 
 @functools.lru_cache(maxsize=1)
@@ -52,15 +50,13 @@ def schema_roles() -> dict[str, Optional[str]]:
 
 
 def default_option_role() -> str:
-    """The role of an encoding's option that declares none: the schema's `model.positional.options`."""
-    options = next(f for f in dataclasses.fields(PositionalConfig) if f.name == "options")
-    return options.metadata["role"]
+    """The role of an encoding's option that declares none: the schema's `model.positional`'s."""
+    return schema_roles()[POSITIONAL + "name"]
 
 
 def option_role(encoding: str, option: str) -> str:
     """The role of one of an encoding's options: its `Options` field's own, else the schema's default."""
-    POSITIONAL_ENCODINGS = registered_encodings()
-    options = POSITIONAL_ENCODINGS[encoding].Options
+    options = registered_encodings()[encoding].Options
     field = next((f for f in dataclasses.fields(options) if f.name == option), None)
     return (field.metadata.get("role") if field is not None else None) or default_option_role()
 
@@ -84,8 +80,7 @@ def changeable_keys(when: str, encoding: Optional[str] = None) -> list[str]:
     """The keys that may change `when` ('resume' or 'test'), a whole section as `section.*`."""
     roles = schema_roles()
     if encoding is not None:
-        POSITIONAL_ENCODINGS = registered_encodings()
-        for f in dataclasses.fields(POSITIONAL_ENCODINGS[encoding].Options):
+        for f in dataclasses.fields(registered_encodings()[encoding].Options):
             roles[POSITIONAL + f.name] = option_role(encoding, f.name)
     allowed = {k for k, r in roles.items() if ROLES[r][WHEN[when]]}
     out: list[str] = []
@@ -100,12 +95,13 @@ def changeable_keys(when: str, encoding: Optional[str] = None) -> list[str]:
 
 
 def hparam_keys() -> list[str]:
-    return [key for key, f, _, _ in _fields() if f.metadata.get("hparam")]
+    return [key for key, info, _, _ in _fields() if info.get("hparam")]
 
 
-def flag_settings() -> list[tuple[str, dataclasses.Field, type]]:
-    """(dotted key, field, type) of the keys that declare command-line flags, in schema order."""
-    return [(key, f, tp) for key, f, _, tp in _fields() if f.metadata.get("flags")]
+def flag_settings() -> list[tuple[str, dict, Any]]:
+    """(dotted key, what `setting` declared: its flags and help, type) of the keys that declare
+    command-line flags, in schema order."""
+    return [(key, info, tp) for key, info, _, tp in _fields() if info.get("flags")]
 
 
 def configuration_settings(flat: dict, encoding: Optional[str]) -> dict:
@@ -122,60 +118,8 @@ def changes(old: dict, new: dict) -> dict[str, tuple]:
     return {k: (old.get(k), new.get(k)) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
 
 
-def _allowed(when: str, encoding: Optional[str]) -> str:
-    return ", ".join(changeable_keys(when, encoding))
-
-
 def refused_on_resume(old: dict, new: dict, encoding: Optional[str]) -> tuple[dict, list[str], str]:
     """(changes, keys a resume may not change, the keys it may change as text) of flattened configs."""
     changed = changes(old, new)
-    return changed, [k for k in changed if not may_change(k, "resume", encoding)], _allowed("resume", encoding)
-
-
-def test_time_refusal(refused: list[tuple[str, object, object]], encoding: Optional[str], checkpoint: str) -> str:
-    """One line saying why testing a checkpoint with these changes [(key, trained value, asked
-    value)] would score another model or other data than the one trained, and what may change."""
-    why = []
-    for key, was, now in refused:
-        role = role_of(key, encoding)
-        what = (
-            "a training setting: it has no effect on a trained model"
-            if role == "training"
-            else "the seed the model was trained with"
-            if role == "seed"
-            else "part of what the model was trained with"
-        )
-        why.append(f"{key}={now!r} ({checkpoint} has {key}={was!r}; {what})")
-    return (
-        f"refused: {'; '.join(why)}. At test time only how the trained model is decoded and scored may "
-        f"change: {_allowed('test', encoding)}. To score another model, train it (or pick its run with --run)"
-    )
-
-
-def roles_markdown() -> str:
-    """The roles and their keys as a markdown table (the README's, generated by `make readme`)."""
-    from utils.config_schema import ROLES
-
-    by_role: dict[str, list[str]] = {}
-    for key, role in schema_roles().items():
-        by_role.setdefault(role, []).append(key)
-    yes = {True: "yes", False: "no"}
-    lines = [
-        "| role | a resume may change it | test.py / inference.py `--set` may change it | tells configurations "
-        "apart (compare.py) | keys |",
-        "|---|---|---|---|---|",
-    ]
-    for role, (resume, test, groups) in ROLES.items():
-        keys = by_role.get(role, [])
-        sections = {k.split(".")[0] for k in keys if "." in k}
-        shown = [
-            f"`{s}.*`"
-            for s in sorted(sections)
-            if all(r == role for k, r in schema_roles().items() if k.startswith(s + "."))
-        ]
-        shown += [f"`{k}`" for k in keys if "." not in k or f"`{k.split('.')[0]}.*`" not in shown]
-        lines.append(f"| {role} | {yes[resume]} | {yes[test]} | {yes[groups]} | {', '.join(shown)} |")
-    return "\n".join(lines) + (
-        f"\n\nAn encoding's options are {default_option_role()} keys unless its `Options` field declares "
-        "another role (SHAPE's `inference_shift` is an inference key)."
-    )
+    refused = [k for k in changed if not may_change(k, "resume", encoding)]
+    return changed, refused, ", ".join(changeable_keys("resume", encoding))

@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Annotated
 
+import pydantic
 import pytest
 from helpers import ROOT, TINY_CORPUS, one_error_line, tiny_overrides, with_sets
 from in_process import run_in_process as run
@@ -78,9 +80,13 @@ def test_every_violation_is_reported_at_once_one_line_each(tmp_path: Path) -> No
 
 
 def test_an_encodings_options_are_checked_by_the_bounds_they_declare(tmp_path: Path, monkeypatch) -> None:
-    options = registered_encodings()["rope"].Options
-    theta = next(f for f in dataclasses.fields(options) if f.name == "theta")
-    monkeypatch.setattr(theta, "metadata", {**theta.metadata, "bounds": {"above": 1.0}})  # as setting(above=1.0)
+    rope = registered_encodings()["rope"]
+
+    @dataclasses.dataclass
+    class BoundedOptions(rope.Options):  # a bound declared as the schema's are (pydantic's Field)
+        theta: Annotated[float, pydantic.Field(gt=1.0)] = 10000.0
+
+    monkeypatch.setattr(rope, "Options", BoundedOptions)
     message, _ = refused(tmp_path, "model.positional.theta=0.5")
     assert message == "error: --set model.positional.theta=0.5: model.positional.theta must be above 1, got 0.5", (
         message

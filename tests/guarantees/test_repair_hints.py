@@ -79,7 +79,7 @@ def test_an_empty_valid_split_names_its_parallel_text_files(tmp_path: Path) -> N
         train={"src": str(files["train.fr"]), "tgt": str(files["train.en"])},
         valid={"src": str(files["valid.fr"]), "tgt": str(files["valid.en"])},
         test={"src": str(files["train.fr"]), "tgt": str(files["train.en"])},
-        cache_dir=None,
+        cache_dir="",
     )
     tokenizer = BPETokenizer.train(["bonjour", "hello"], vocab_size=40, min_frequency=1)
     corpus = {"train": [("bonjour", "hello")], "valid": [], "test": [("bonjour", "hello")]}

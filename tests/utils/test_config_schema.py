@@ -4,46 +4,46 @@ breakdowns are runtime keys, which do not split a configuration."""
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-
 from helpers import ROOT
 
 from evaluation.run_groups import experiment_settings
+from tools.config_schemas import json_schema
+from tools.readme_results import _key_roles_table
 from utils.config import load_config, to_dict
-from utils.config_schema import RUNTIME, TRAINING, ExperimentConfig, PositionalConfig
-from utils.key_roles import option_role, role_of, roles_markdown
+from utils.config_schema import RUNTIME, TRAINING, ModelConfig
+from utils.key_roles import option_role, role_of
 
 CONFIG = ROOT / "configs" / "demo" / "rope.yaml"
 
 
-def numeric_keys(cls: type = ExperimentConfig, prefix: str = ""):
-    """(dotted key, field, type without Optional) of every number, pair or list of numbers."""
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        tp = hints[f.name]
-        if dataclasses.is_dataclass(tp) and tp is not PositionalConfig:
-            yield from numeric_keys(tp, f"{prefix}{f.name}.")
-            continue
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        inner = args[0] if typing.get_origin(tp) is typing.Union else tp
-        element = typing.get_args(inner)[0] if typing.get_origin(inner) in (list, tuple) else inner
-        if element in (int, float):
-            yield f"{prefix}{f.name}", f, tp
+def numeric_keys():
+    """(dotted key, its JSON Schema, the schema of a number in it) of every number, pair or list of
+    numbers of the schema (configs/schema.json's source), sections unfolded."""
+    schema = json_schema()
+    sections = [("", schema)]
+    while sections:
+        prefix, section = sections.pop()
+        for name, prop in section["properties"].items():
+            if "$ref" in prop:
+                sections.append((f"{prefix}{name}.", schema["$defs"][prop["$ref"].split("/")[-1]]))
+                continue
+            for option in prop.get("anyOf", [prop]):
+                items = option.get("prefixItems", [option.get("items", option)])
+                numbers = [i for i in items if i.get("type") in ("integer", "number")]
+                if numbers:
+                    yield f"{prefix}{name}", prop, numbers[0]
 
 
 def test_every_number_declares_its_bounds_and_what_0_and_null_do() -> None:
     keys = list(numeric_keys())
     assert len(keys) > 50
-    for key, f, tp in keys:
-        bounds = f.metadata.get("bounds")
-        assert bounds, f"{key} declares no bounds (setting(low=/above=/high=/below=))"
-        low = bounds.get("low", bounds.get("above"))
-        assert low is not None, f"{key} declares no lower bound"
-        if bounds.get("low") == 0:  # 0 is accepted: the schema says what it does
-            assert f.metadata.get("zero"), f"{key} accepts 0 but does not say what 0 does (zero=)"
-        if type(None) in typing.get_args(tp):
-            assert f.metadata.get("null"), f"{key} accepts null but does not say what null does (null=)"
+    for key, prop, number in keys:
+        low = number.get("minimum", number.get("exclusiveMinimum"))
+        assert low is not None, f"{key} declares no lower bound (setting(low=/above=))"
+        if number.get("minimum") == 0:  # 0 is accepted: the schema says what it does
+            assert prop.get("zero"), f"{key} accepts 0 but does not say what 0 does (zero=)"
+        if {"type": "null"} in prop.get("anyOf", []):
+            assert prop.get("null"), f"{key} accepts null but does not say what null does (null=)"
 
 
 def test_batch_budgets_and_evaluation_breakdowns_do_not_split_a_configuration() -> None:
@@ -57,8 +57,13 @@ def test_batch_budgets_and_evaluation_breakdowns_do_not_split_a_configuration() 
 
 
 def test_an_options_default_role_is_the_schemas_declaration(monkeypatch) -> None:
-    options = next(f for f in dataclasses.fields(PositionalConfig) if f.name == "options")
-    assert option_role("rope", "theta") == options.metadata["role"]
-    monkeypatch.setattr(options, "metadata", {**options.metadata, "role": TRAINING})
+    import utils.key_roles
+
+    positional = ModelConfig.__pydantic_fields__["positional"]
+    assert not positional.json_schema_extra  # the model section's role (experiment), inherited
+    assert option_role("rope", "theta") == role_of("model.d_model", "rope")
+    monkeypatch.setattr(positional, "json_schema_extra", {"role": TRAINING})
+    utils.key_roles._schema_roles.cache_clear()
+    monkeypatch.setattr(utils.key_roles, "_schema_roles", utils.key_roles._schema_roles.__wrapped__)
     assert option_role("rope", "theta") == TRAINING  # one source: the schema
-    assert "An encoding's options are training keys" in roles_markdown()
+    assert "An encoding's options are training keys" in _key_roles_table()
