@@ -228,19 +228,8 @@ def modules_without_test_file(root: Path) -> set[str]:
     return missing
 
 
-# The modules whose tests still live elsewhere (issue 55, scope 6: tests mirror the tree). The list
-# only shrinks: a new module comes with its test file, and one that gets its file leaves the list.
-WITHOUT_TEST_FILE = {
-    line.strip()
-    for line in (ROOT / "tests" / "modules_without_test_file.txt").read_text().splitlines()
-    if line.strip() and not line.startswith("#")
-}
-
-
 def test_every_module_with_logic_has_its_test_file(tmp_path: Path) -> None:
-    missing = modules_without_test_file(ROOT)
-    assert sorted(missing - WITHOUT_TEST_FILE) == [], "new modules without tests/<package>/test_<module>.py"
-    assert sorted(WITHOUT_TEST_FILE - missing) == [], "listed in tests/modules_without_test_file.txt but tested now"
+    assert sorted(modules_without_test_file(ROOT)) == [], "modules without tests/<package>/test_<module>.py"
     (tmp_path / "utils").mkdir()
     (tmp_path / "utils" / "m.py").write_text("def f():\n    return 1\n" + "# .\n" * 40, encoding="utf-8")
     assert modules_without_test_file(tmp_path) == {"utils/m.py"}
