@@ -32,6 +32,7 @@ from utils.config_schema import (  # re-exported (__all__): callers import the s
     TrainConcatConfig,
     TrainingConfig,
 )
+from utils.config_types import numbers_from_text
 from utils.config_yaml import StrictLoader, read_yaml
 from utils.errors import ConfigError
 
@@ -138,8 +139,10 @@ def _adapter(cls: type) -> pydantic.TypeAdapter:
 def from_raw(raw: Any) -> ExperimentConfig:
     """A mapping of config keys (YAML as read) -> ExperimentConfig, every key and value checked.
     Validated as JSON, pydantic's strict mode takes a section as a mapping, never "5" for 5 or 1
-    for true; a value JSON cannot hold (a YAML date) reaches it as an object no key accepts."""
-    text = json.dumps(raw, default=lambda value: {"unsupported": repr(value)})
+    for true (a number key's text that is a number is read first: utils/config_types.py); a value
+    JSON cannot hold (a YAML date) reaches it as an object no key accepts."""
+    numbers = numbers_from_text(raw, ExperimentConfig)
+    text = json.dumps(numbers, default=lambda value: {"unsupported": repr(value)})
     try:
         return _adapter(ExperimentConfig).validate_json(text, strict=True)
     except pydantic.ValidationError as e:

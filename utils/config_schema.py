@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from utils.config_types import STRICT, Number
+from utils.config_types import STRICT
 from utils.positional_config import PositionalConfig
 
 # ----------------------------------------------------------------------------- key roles
@@ -46,10 +46,10 @@ def setting(
     *,
     role: Optional[str] = None,
     factory: Any = None,
-    low: Optional[Number] = None,
-    above: Optional[Number] = None,
-    high: Optional[Number] = None,
-    below: Optional[Number] = None,
+    low: Optional[float] = None,
+    above: Optional[float] = None,
+    high: Optional[float] = None,
+    below: Optional[float] = None,
     zero: Optional[str] = None,
     null: Optional[str] = None,
     hparam: bool = False,
@@ -88,7 +88,7 @@ MAX_SEED = 2**32 - 1  # numpy's seeds are 32-bit
 # everywhere (compare.py reads runs trained elsewhere); see config_checks.check_model_size.
 MAX_PARAMETERS = 10_000_000_000
 Length = Annotated[int, Field(ge=0, le=MAX_LENGTH)]  # an element of a list of lengths (bucket edges)
-Decay = Annotated[Number, Field(ge=0.0, lt=1.0)]  # Adam's beta1, beta2
+Decay = Annotated[float, Field(ge=0.0, lt=1.0)]  # Adam's beta1, beta2
 
 
 @dataclass(config=STRICT)
@@ -97,7 +97,7 @@ class TrainConcatConfig:
     joins k ~ U{2..max_k} random training pairs (both sides within `data.max_len`). Which pairs
     are joined is drawn once per run from `seed`, so epochs have a fixed length and resume is exact."""
 
-    prob: Number = setting(0.0, role=EXPERIMENT, low=0.0, high=1.0, zero="single pairs only", hparam=True)
+    prob: float = setting(0.0, role=EXPERIMENT, low=0.0, high=1.0, zero="single pairs only", hparam=True)
     max_k: int = setting(2, role=EXPERIMENT, low=2, high=1024)
 
 
@@ -160,8 +160,8 @@ class ModelConfig:
     num_encoder_layers: int = setting(6, low=1, high=MAX_LAYERS, hparam=True)
     num_decoder_layers: int = setting(6, low=1, high=MAX_LAYERS, hparam=True)
     ffn_dim: int = setting(2048, low=1, high=4 * MAX_WIDTH, hparam=True)
-    dropout: Number = setting(0.1, low=0.0, below=1.0, zero="no dropout")
-    attention_dropout: Number = setting(0.0, low=0.0, below=1.0, zero="no dropout")
+    dropout: float = setting(0.1, low=0.0, below=1.0, zero="no dropout")
+    attention_dropout: float = setting(0.0, low=0.0, below=1.0, zero="no dropout")
     activation: Literal["relu", "gelu"] = setting("relu")
     norm_first: bool = setting(False, hparam=True)  # pre-norm (True) or post-norm as in the paper (False)
     # Share source/target embeddings (needs a joint vocabulary) and tie the output projection.
@@ -185,8 +185,8 @@ class ScheduleConfig:
     unit: Literal["step", "epoch"] = setting("epoch")
     warmup: int = setting(6, low=0, high=MAX_LENGTH * 100, zero="no warmup")
     hold: int = setting(1, low=0, high=MAX_LENGTH * 100, zero="no hold")
-    decay: Number = setting(0.35, low=0.0, high=100.0, zero="no decay")
-    min_factor: Number = setting(0.0, low=0.0, high=1.0, zero="no floor")
+    decay: float = setting(0.35, low=0.0, high=100.0, zero="no decay")
+    min_factor: float = setting(0.0, low=0.0, high=1.0, zero="no floor")
 
 
 # Direction of each checkpoint metric: +1 when higher is better. Checkpoint scores (and the
@@ -208,12 +208,12 @@ class TrainingConfig:
     max_tokens: Optional[int] = setting(None, low=1, null="use batch_size", hparam=True)
     optimizer: Literal["adam", "adamw"] = setting("adam")
     # no upper bound: a rate too high diverges, and training says so (exit 3)
-    lr: Number = setting(3e-4, role=TRAINING, above=0.0, hparam=True)
+    lr: float = setting(3e-4, role=TRAINING, above=0.0, hparam=True)
     betas: tuple[Decay, Decay] = setting((0.9, 0.98), zero="no averaging")
-    eps: Number = setting(1e-8, above=0.0, high=1.0)
-    weight_decay: Number = setting(0.0, low=0.0, high=10.0, zero="no weight decay")
-    label_smoothing: Number = setting(0.0, low=0.0, below=1.0, zero="no smoothing", hparam=True)
-    clip_grad_norm: Optional[Number] = setting(
+    eps: float = setting(1e-8, above=0.0, high=1.0)
+    weight_decay: float = setting(0.0, low=0.0, high=10.0, zero="no weight decay")
+    label_smoothing: float = setting(0.0, low=0.0, below=1.0, zero="no smoothing", hparam=True)
+    clip_grad_norm: Optional[float] = setting(
         None, role=TRAINING, above=0.0, null="no clipping"
     )  # applied after unscaling (fp16)
     # autocast dtype (bf16 also runs on CPU)
@@ -237,7 +237,7 @@ class TrainingConfig:
     # Validation BLEU's greedy search: its output length limit a * source length + b and its autocast
     # dtype. Training keys of their own (not decoding.*, a test-time choice), so that how a trained
     # model is decoded later never changes which checkpoint training kept by valid_bleu.
-    bleu_max_len_a: Number = setting(1.5, role=TRAINING, low=0.0, high=1000.0, zero="bleu_max_len_b alone")
+    bleu_max_len_a: float = setting(1.5, role=TRAINING, low=0.0, high=1000.0, zero="bleu_max_len_b alone")
     bleu_max_len_b: int = setting(10, role=TRAINING, low=0, high=MAX_LENGTH, zero="bleu_max_len_a alone")
     bleu_precision: Literal["fp32", "bf16", "fp16"] = setting("fp32", role=TRAINING)
     bleu_sentences: Optional[int] = setting(
@@ -272,7 +272,7 @@ class DecodingConfig:
         flags=("--length_penalty",),
         help="length normalisation: none, avg (per token), wu (GNMT, exponent --lenpen)",
     )
-    alpha: Number = setting(
+    alpha: float = setting(
         0.6,
         low=0.0,
         high=10.0,
@@ -281,7 +281,7 @@ class DecodingConfig:
         help="length-penalty exponent: alpha of the wu penalty ((5 + len) / 6) ** alpha (--alpha: OpenNMT's name)",
     )
     # max output length = a * src_len + b
-    max_len_a: Number = setting(
+    max_len_a: float = setting(
         1.5,
         low=0.0,
         high=1000.0,

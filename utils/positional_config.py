@@ -9,14 +9,13 @@ import dataclasses
 import functools
 import json
 import sys
-import typing
 from typing import Any
 
 import pydantic
 from pydantic_core import core_schema
 
 from utils.config_errors import suggest, validation_error
-from utils.config_types import STRICT, text_number
+from utils.config_types import STRICT, numbers_from_text
 from utils.encoding_registry import registered_encodings
 from utils.errors import ConfigError
 
@@ -72,8 +71,7 @@ class PositionalConfig:
                     + (f"Options of {name!r}: {', '.join(valid)}." if valid else f"{name!r} takes no options.")
                     + suggest(str(option), ["name", *valid])
                 )
-        floats = {k for k, tp in typing.get_type_hints(encodings[name].Options).items() if tp is float}
-        options = {k: text_number(v) if k in floats else v for k, v in options.items()}
+        options = numbers_from_text(options, _options_model(encodings[name].Options))
         adapter = _options_adapter(encodings[name].Options)
         try:
             parsed = adapter.validate_json(json.dumps(options, default=repr), strict=True)
