@@ -40,7 +40,7 @@ def read_ctranslate2_export(path: Path, meta: dict, overrides: Optional[list[str
             f"came from ({meta.get('exported_from') or 'see its config.json'}) or a PyTorch export"
         )
     for text in overrides or []:
-        key = ".".join(parse_override(text)[0])
+        key = parse_override(text).key
         if key.startswith("model.positional") or key in ("model", "model.positional"):
             raise CheckpointError(
                 f"--set {text}: {path} is a CTranslate2 export, with its positional settings baked in "

@@ -20,18 +20,21 @@ def test_time_config(saved: dict, overrides: Optional[list[str]], checkpoint: st
     model's name: CheckpointError naming the key. An override equal to the trained value is fine."""
     trained = load_config(raw=saved)
     encoding, flat = trained.model.positional.name, flatten(to_dict(trained))
-    refused = []
-    for text in overrides or []:
-        keys, value = parse_override(text)
-        key = ".".join(keys)
-        try:  # judge the keys it changes (a section, `decoding={beam_size: 3}`, changes several)
-            changed = changes(flat, flatten(to_dict(load_config(raw=saved, overrides=[text]))))
-        except ConfigError:  # it does not even load with this model (say another encoding's option)
-            changed = {} if may_change(key, "test", encoding) else {key: (flat.get(key), value)}
-        refused += [(k, was, now) for k, (was, now) in changed.items() if not may_change(k, "test", encoding)]
+    patch = [parse_override(text) for text in overrides or []]  # parsed once
+    try:  # the keys the patch changes (a section, `decoding={beam_size: 3}`, changes several)
+        changed = changes(flat, flatten(to_dict(load_config(raw=saved, overrides=patch))))
+    except ConfigError:  # one of them does not load with this model: judge each alone
+        changed = {}
+        for override in patch:
+            try:
+                changed.update(changes(flat, flatten(to_dict(load_config(raw=saved, overrides=[override])))))
+            except ConfigError:  # say another encoding's option; a test-time key fails below, named
+                if not may_change(override.key, "test", encoding):
+                    changed[override.key] = (flat.get(override.key), override.value)
+    refused = [(k, was, now) for k, (was, now) in changed.items() if not may_change(k, "test", encoding)]
     if refused:
         raise CheckpointError("--set " + test_time_refusal(refused, encoding, checkpoint))
-    return load_config(raw=saved, overrides=overrides)
+    return load_config(raw=saved, overrides=patch)
 
 
 def test_time_refusal(refused: list[tuple[str, object, object]], encoding: Optional[str], checkpoint: str) -> str:

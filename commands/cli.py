@@ -248,9 +248,8 @@ def overridden_keys(overrides: list[str]) -> set[str]:
     from utils.config import flatten, parse_override
 
     keys = set()
-    for text in overrides:
-        path, value = parse_override(text)
-        key = ".".join(path)
+    for override in map(parse_override, overrides):
+        key, value = override.key, override.value
         keys |= {key, *(flatten(value, f"{key}.") if isinstance(value, dict) else ())}
     return keys
 

@@ -46,7 +46,7 @@ class Outcome:
 def overrides_for_testing(overrides: Sequence[str], encoding: str) -> list[str]:
     """The overrides that change how test.py decodes and scores (utils/key_roles.py); the others
     (seed, run_dir, model.*, training.*) made the trained run."""
-    return [o for o in overrides if role_of(".".join(parse_override(o)[0]), encoding) in (INFERENCE, RUNTIME)]
+    return [o for o in overrides if role_of(parse_override(o).key, encoding) in (INFERENCE, RUNTIME)]
 
 
 def compared_with_run(run_dir: Path, cfg) -> tuple[Optional[str], Optional[str]]:

@@ -138,4 +138,4 @@ def file_records(folder: Path) -> dict[str, dict]:
 def test_time_settings(overrides: list[str]) -> dict:
     """The --set keys this test ran with ({"model.positional.scaling": "yarn", ...}): how the
     trained model was evaluated. compare.py shows a run's test_<name>/ scored so as a variant row."""
-    return {".".join(keys): value for keys, value in map(parse_override, overrides or [])}
+    return {o.key: o.value for o in map(parse_override, overrides or [])}

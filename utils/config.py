@@ -10,10 +10,11 @@ raises `ConfigError` naming the key and listing the valid choices.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import pydantic
 import yaml
@@ -43,6 +44,7 @@ __all__ = [
     "EvaluationConfig",
     "ExperimentConfig",
     "ModelConfig",
+    "Override",
     "PositionalConfig",
     "ScheduleConfig",
     "TokenizerConfig",
@@ -62,41 +64,56 @@ __all__ = [
 # ----------------------------------------------------------------------------- loading
 
 
-def parse_override(text: str) -> tuple[list[str], Any]:
-    """`model.positional.name=rope` -> (['model', 'positional', 'name'], 'rope'); values parsed as YAML."""
+@dataclasses.dataclass(frozen=True)
+class Override:
+    """One `--set key.sub=value`, parsed once: its dotted path, its value (read as YAML) and the text
+    as given (errors quote it; a job's command line carries it)."""
+
+    keys: tuple[str, ...]
+    value: Any
+    text: str
+
+    @property
+    def key(self) -> str:
+        return ".".join(self.keys)
+
+
+def parse_override(text: str | Override) -> Override:
+    """`model.positional.name=rope` -> Override(('model', 'positional', 'name'), 'rope', text)."""
+    if isinstance(text, Override):
+        return text
     if "=" not in text:
         raise ConfigError(f"override {text!r} must look like key.sub=value (e.g. model.positional.name=rope)")
     key, value = text.split("=", 1)
-    keys = [k for k in key.strip().split(".") if k]
+    keys = tuple(k for k in key.strip().split(".") if k)
     if not keys:
         raise ConfigError(f"override {text!r} has an empty key")
     if not value.strip():
-        return keys, None
+        return Override(keys, None, text)
     try:  # the file's loader: a key given twice or an alias bomb is refused here too
-        return keys, yaml.load(value, Loader=StrictLoader)
+        return Override(keys, yaml.load(value, Loader=StrictLoader), text)
     except yaml.YAMLError as e:
         quote = f"; quote a text: --set '{key.strip()}=\"...\"'"
         hint = "" if isinstance(e, yaml.constructor.ConstructorError) else quote
         raise ConfigError(f"override {text!r}: invalid YAML value ({' '.join(str(e).split())}){hint}") from None
 
 
-def apply_overrides(raw: dict, overrides: list[str]) -> dict:
+def apply_overrides(raw: dict, overrides: Sequence[str | Override]) -> dict:
     out = copy.deepcopy(raw)
-    for text in overrides:
-        keys, value = parse_override(text)
+    for override in map(parse_override, overrides):
         node = out
-        for k in keys[:-1]:
+        for k in override.keys[:-1]:
             node = node.setdefault(k, {})
             if not isinstance(node, dict):
-                raise ConfigError(f"override {text!r}: {k} is not a section")
-        node[keys[-1]] = value
+                raise ConfigError(f"override {override.text!r}: {k} is not a section")
+        node[override.keys[-1]] = override.value
     return out
 
 
 def load_config(
-    path: Optional[str | Path] = None, overrides: Optional[list[str]] = None, raw: Optional[dict] = None
+    path: Optional[str | Path] = None, overrides: Optional[Sequence[str | Override]] = None, raw: Optional[dict] = None
 ) -> ExperimentConfig:
-    """Load a YAML file (or an already-read mapping), apply overrides, validate."""
+    """Load a YAML file (or an already-read mapping), apply overrides (`--set` texts or parsed), validate."""
     if raw is None:
         if path is None:
             raise ConfigError("no config given: pass --config <file.yaml> (see configs/) or --run <run folder>")
@@ -104,28 +121,29 @@ def load_config(
     else:
         raw = copy.deepcopy(raw)
         raw.pop("base", None)
-    raw = apply_overrides(raw, overrides or [])  # its errors name the --set
+    patch = [parse_override(o) for o in overrides or []]  # parsed once; its errors name the --set
+    raw = apply_overrides(raw, patch)
     try:
         cfg = from_raw(raw)
         validate(cfg)
     except ConfigError as e:
-        source = error_source(str(e), path, overrides or [])
+        source = error_source(str(e), path, patch)
         if source is None:
             raise
         raise ConfigError(f"{source}: {e}") from None
     return cfg
 
 
-def error_source(message: str, path: Optional[str | Path], overrides: list[str]) -> Optional[str]:
+def error_source(message: str, path: Optional[str | Path], overrides: list[Override]) -> Optional[str]:
     """Where the value an error names was given: the `--set` that names its key, else the config
     file (None when the message already names it, or there is no file). A message of several values
     names the file and says that --set values are among them."""
     if "\n" in message and path is not None:
         return f"{path}{' with its --set values' if overrides else ''}"
-    for text in reversed(overrides):  # the last --set of a key is the one that holds
-        key = text.split("=", 1)[0].strip()
-        if key and (f"'{key}" in message or f"{key} " in message or f"{key}=" in message):
-            return f"--set {text}"
+    for override in reversed(overrides):  # the last --set of a key is the one that holds
+        key = override.text.split("=", 1)[0].strip()
+        if f"'{key}" in message or f"{key} " in message or f"{key}=" in message:
+            return f"--set {override.text}"
     if path is None or str(path) in message:
         return None
     return str(path)

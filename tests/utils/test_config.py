@@ -206,3 +206,14 @@ def test_every_checkpoint_metric_has_a_direction():
 
     allowed = typing.get_args(typing.get_type_hints(TrainingConfig)["checkpoint_metric"])
     assert set(allowed) == set(METRIC_SIGN) and all(sign in (1.0, -1.0) for sign in METRIC_SIGN.values())
+
+
+def test_an_override_is_parsed_once_into_its_key_value_and_text(tmp_path: Path):
+    from utils.config import Override, parse_override
+
+    override = parse_override("model.positional={name: rope, theta: 500.0}")
+    assert override == Override(("model", "positional"), {"name": "rope", "theta": 500.0}, override.text)
+    assert override.key == "model.positional" and parse_override(override) is override
+    path = small_config(tmp_path)
+    assert load_config(path, [override]) == load_config(path, [override.text])
+    assert "--set model.d_model=0:" in config_error(path, [parse_override("model.d_model=0")])
