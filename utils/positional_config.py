@@ -26,6 +26,7 @@ def _options_model(options_cls: type) -> type:
     return pydantic.dataclasses.dataclass(options_cls, config=STRICT)
 
 
+@functools.cache
 def _options_adapter(options_cls: type) -> pydantic.TypeAdapter:
     return pydantic.TypeAdapter(_options_model(options_cls))
 
