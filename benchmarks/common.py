@@ -9,10 +9,12 @@ median over rounds, and each ratio is also reported per round (its spread shows 
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing as mp
 import platform
 import signal
 import statistics
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -144,3 +146,23 @@ def write_results(
     if failed:
         print(f"failed: {', '.join(failed)} (their tracebacks are above)")
     return 1 if failed else 0
+
+
+def matmul_peak(threads: int, device: str, precision: str, repeats: int = 5) -> float:
+    """FLOP/s of the best of `repeats` large square matmuls in the benchmark's precision."""
+    import torch
+
+    torch.set_num_threads(threads)
+    n = 8192 if device == "cuda" else 2048
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+    best = math.inf
+    for _ in range(repeats + 1):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        a @ b
+        if device == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best

@@ -6,6 +6,8 @@ d_model 512, 8 heads, FFN 2048, the same vocabulary size, random weights) and th
 forced output length (EOS forbidden before it, so the work is equal):
 
   ours greedy / beam-5, with the key/value cache   (decoding/search.py over decoding/step.py's CachedDecoder)
+  ours greedy / beam-5, fixed shapes              (decoding/fixed_shape.py: decoding.cuda_graphs, a CUDA graph
+                                                     per batch layout on a GPU; the same step eagerly on a CPU)
   ours greedy / beam-5, without the cache           (FullPrefixDecoder: the model's plain decode() of the whole
                                                      prefix each step, as the report did)
   MarianMTModel.generate(), greedy / num_beams=5    (transformers)
@@ -57,6 +59,8 @@ CASES = [
     "ct2_beam5_int8",
     "ours_greedy_legacy",  # the search before issue 47 (benchmarks/legacy_search.py), cached step alike
     "ours_beam5_legacy",
+    "ours_greedy_graphed",  # decoding.cuda_graphs: the fixed-shape step, captured on a GPU (eager on a CPU)
+    "ours_beam5_graphed",
 ]
 
 
@@ -107,7 +111,14 @@ def run_case(
         decode = marian_decoder(batches, device, sizes, beam, out_len)
     else:
         decode = our_decoder(
-            batches, device, sizes, beam, out_len, uncached="uncached" in case, legacy="legacy" in case
+            batches,
+            device,
+            sizes,
+            beam,
+            out_len,
+            uncached="uncached" in case,
+            legacy="legacy" in case,
+            graphed="graphed" in case,
         )
     times, tokens = time_decodes(decode, repeats, device)
     seconds = statistics.median(times)
@@ -208,6 +219,10 @@ RATIOS = {
     "greedy_over_hf_generate": ("ours_greedy_cached", "hf_greedy"),
     "beam5_over_legacy": ("ours_beam5_cached", "ours_beam5_legacy"),  # issue 47: >= 0.97 on a CPU
     "greedy_over_legacy": ("ours_greedy_cached", "ours_greedy_legacy"),
+    "beam5_graphed_over_hf_generate": ("ours_beam5_graphed", "hf_beam5"),  # issue 56: >= 2 on a GPU
+    "greedy_graphed_over_hf_generate": ("ours_greedy_graphed", "hf_greedy"),
+    "beam5_graphed_over_cached": ("ours_beam5_graphed", "ours_beam5_cached"),
+    "greedy_graphed_over_cached": ("ours_greedy_graphed", "ours_greedy_cached"),
     **{
         f"ct2_{search}_{kind}_over_{peer}": (f"ct2_{search}_{kind}", peer_case)
         for search in ("beam5", "greedy")

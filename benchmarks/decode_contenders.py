@@ -91,10 +91,20 @@ def marian_decoder(batches: list, device: str, sizes: dict, beam: int, out_len: 
     return decode
 
 
-def our_decoder(batches: list, device: str, sizes: dict, beam: int, out_len: int, uncached: bool, legacy: bool = False):
+def our_decoder(
+    batches: list,
+    device: str,
+    sizes: dict,
+    beam: int,
+    out_len: int,
+    uncached: bool,
+    legacy: bool = False,
+    graphed: bool = False,
+):
     """This project's greedy or beam search over the batches (the cached step, or the plain forward on
-    the whole prefix; `legacy`: the search before issue 47), forced to `out_len` tokens; returns the
-    tokens made (EOS included)."""
+    the whole prefix; `legacy`: the search before issue 47; `graphed`: the fixed-shape step of
+    decoding.cuda_graphs), forced to `out_len` tokens; returns the tokens made (EOS included)."""
+    from decoding.fixed_shape import FixedShapeDecoder
     from decoding.full_prefix import FullPrefixDecoder
     from decoding.search import beam_search, greedy_search
     from decoding.step import CachedDecoder
@@ -109,10 +119,12 @@ def our_decoder(batches: list, device: str, sizes: dict, beam: int, out_len: int
     def decode() -> int:
         tokens = 0
         for src in batches:
+            # graphed: a decoder per batch (its graphs), as decoding/backend.py makes one per search
+            searched = FixedShapeDecoder(model, cuda_graphs=True) if graphed else runner
             if beam == 1:
-                hyps = greedy_search(runner, src, BOS, EOS, PAD, **kw)
+                hyps = greedy_search(searched, src, BOS, EOS, PAD, **kw)
             else:
-                hyps = [h[0] for h in beam_search(runner, src, BOS, EOS, PAD, beam_size=beam, **kw)]
+                hyps = [h[0] for h in beam_search(searched, src, BOS, EOS, PAD, beam_size=beam, **kw)]
             tokens += sum(len(h.tokens) + 1 for h in hyps)  # + EOS
         return tokens
 

@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
-# The README's GPU figures in one command, for a lent GPU machine (issue 33): training throughput
-# at 12k-token batches over 3 rounds (CUDA graphs, Marian, the engine as it was, eager) and at 32k,
-# the compile check on the GPU, and test-set-size beam-5 decoding against Marian generate().
-# Each step runs under its own time limit (together 510 s, plus 10 s each to kill one that runs
-# over: 550 s, inside a lent machine's 600 s per command); a benchmark stopped by its limit still
-# writes what its finished cases measured, and every step that did not end cleanly is named at the
-# end (exit 1). Recompilations and Inductor's perf hints (which say when it skips CUDA graphs) are
-# logged. Results and the whole log go to $OUT (default benchmarks/results/gpu/), with a profile
-# of each 12k case (profile/profile_<case>.txt: the busiest operators by GPU time).
+# The README's GPU figures (issue 56) in two commands for a lent GPU machine, each inside its 600 s,
+# in priority order; every step writes its results before the next starts:
 #
-#   benchmarks/gpu_check.sh
-# The compiled step without graphs takes about as long to warm up again; time it in a call of its own:
-#   python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 12000 --steps 20 \
-#     --cases ours_sinusoidal ours_sinusoidal_compiled hf_marian --output $OUT/train_cuda_compiled.json
+#   benchmarks/gpu_check.sh decode   # the GPU tests; decoding.cuda_graphs against the eager step on a
+#                                    # trained model's test lines; test-set beam 5, 3 rounds:
+#                                    # graphed, eager, Marian generate()
+#   benchmarks/gpu_check.sh train    # the 32k-token step's ceiling (GEMM shapes and attention); training
+#                                    # at 32k tokens, 3 rounds, profiled: graphed, Marian, eager
+#
+# Before: benchmarks/gpu_wheels.sh (the packages that machine lacks, into .whl/) and a trained demo
+# model's export in exported/demo_sinusoidal (python export.py --run runs/demo/sinusoidal --output
+# exported/demo_sinusoidal; ~8 MB); carry both: `run(command="benchmarks/gpu_check.sh decode",
+# carry=[".whl", "exported"])`. Each step runs under its own time limit (plus 10 s to kill one that
+# runs over; together at most 550 s per part); a benchmark stopped by its limit still writes what
+# its finished cases measured, and every step that did not end cleanly is named at the end (exit 1).
+# Cases of a benchmark run in fresh processes, order alternating by round; Inductor's on-disk
+# caches are shared by the rounds, so a compilation is paid once. Results and the log go to $OUT
+# (default benchmarks/results/gpu/). DRY_RUN=1: the same steps on this machine's CPU at tiny sizes
+# (the wiring, before a lent machine's minutes are spent; the graph-equality step runs whole).
 set -uo pipefail
+part=${1:-}
+case "$part" in decode | train) ;; *) echo "usage: benchmarks/gpu_check.sh decode|train" >&2; exit 2 ;; esac
 out=${OUT:-benchmarks/results/gpu}
 mkdir -p "$out"
-if [ -d .whl ]; then  # packages the machine lacks (pytorch-ignite), carried as wheels
+if [ -d .whl ] && [ "${DRY_RUN:-0}" != 1 ]; then  # packages the machine lacks, carried as wheels
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site
 fi
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false TORCH_LOGS=recompiles,perf_hints
+export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor_cache TORCHINDUCTOR_FX_GRAPH_CACHE=1 TORCHINDUCTOR_AUTOGRAD_CACHE=1
+model=${MODEL:-exported/demo_sinusoidal}
+dev=cuda decode_size=(--sentences 2000 --max_tokens 30000) train_size=(--max_tokens 32000 --steps 20)
+ceiling_size=(--tokens 32000) python=python3
+if [ "${DRY_RUN:-0}" = 1 ]; then
+  dev=cpu decode_size=(--size tiny --sentences 16 --out_len 6 --max_tokens 300) ceiling_size=(--size tiny --tokens 256)
+  train_size=(--size tiny --max_tokens 300 --steps 2) python=${PYTHON:-python3}
+fi
 failed=()
 step() {  # step SECONDS NAME COMMAND...: run it under a time limit, remember it if it did not end cleanly
   local limit=$1 name=$2 rc
@@ -32,20 +47,24 @@ step() {  # step SECONDS NAME COMMAND...: run it under a time limit, remember it
     failed+=("$name")
   fi
 }
+decode() {
+  step 100 gpu_tests $python -m pytest -q -p no:cacheprovider -m gpu tests/decoding/test_fixed_shape.py \
+    tests/training/test_cuda.py
+  step 110 graph_equality $python benchmarks/search_equality.py --contender cuda_graphs --device $dev "$model" \
+    --output "$out/graph_equality_$dev.json"
+  step 300 decode $python benchmarks/decode.py --device $dev "${decode_size[@]}" --repeats 1 --rounds 3 \
+    --cases ours_beam5_graphed ours_beam5_cached hf_beam5 --output "$out/decode_${dev}_testset.json"
+}
+train() {
+  step 60 ceiling $python benchmarks/ceiling.py --device $dev "${ceiling_size[@]}" --output "$out/ceiling_$dev.json"
+  step 440 train_32k $python benchmarks/train.py --device $dev --precision bf16 "${train_size[@]}" --rounds 3 \
+    --cases ours_sinusoidal_cudagraphs hf_marian ours_sinusoidal --profile "$out/profile" \
+    --output "$out/train_${dev}_32k.json"
+}
 {
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-  python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
-  # First what the issue's acceptance reads: the 12k ratios over 3 rounds (fresh processes, order
-  # alternating; Inductor's on-disk cache shortens the later rounds' compilation), then the
-  # compiled step's losses against eager on the GPU, then 32k tokens and decoding.
-  step 300 train_12k python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 12000 --steps 20 \
-    --rounds 3 --cases ours_sinusoidal_cudagraphs hf_marian ours_legacy ours_sinusoidal \
-    --profile "$out/profile" --output "$out/train_cuda.json"
-  step 80 compile_test python3 -m pytest -q -p no:cacheprovider tests/training/test_compile.py -k cuda
-  step 70 train_32k python3 benchmarks/train.py --device cuda --precision bf16 --max_tokens 32000 --steps 20 \
-    --cases ours_sinusoidal_cudagraphs hf_marian ours_sinusoidal --output "$out/train_cuda_32k.json"
-  step 60 decode python3 benchmarks/decode.py --device cuda --sentences 2000 --max_tokens 30000 --repeats 1 \
-    --cases ours_beam5_cached hf_beam5 --output "$out/decode_cuda_testset.json"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || echo "no nvidia-smi"
+  $python -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu')"
+  "$part"
   [ ${#failed[@]} -eq 0 ] && echo "every step ended cleanly" || echo "steps that did not end cleanly: ${failed[*]}"
   [ ${#failed[@]} -eq 0 ]
-} 2>&1 | tee "$out/gpu_check.log"
+} 2>&1 | tee "$out/gpu_check_$part.log"

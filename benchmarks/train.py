@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import itertools
-import math
 import random
 import resource
 import statistics
@@ -54,7 +53,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import MODEL_SIZES, SIZE_HELP, add_rounds_flag, environment, ratio_spread, run_rounds, write_results  # noqa: E402
+from common import (  # noqa: E402
+    MODEL_SIZES,
+    SIZE_HELP,
+    add_rounds_flag,
+    environment,
+    matmul_peak,
+    ratio_spread,
+    run_rounds,
+    write_results,
+)
 from train_contenders import BOS, PAD, build, harness_step, legacy_step  # noqa: E402
 
 CASES = [
@@ -276,26 +284,6 @@ def write_profile(step, batches: list, device: str, path: Path) -> None:
 
 def compiled_case(case: str) -> bool:
     return case.endswith(("_compiled", "_cudagraphs"))
-
-
-def matmul_peak(threads: int, device: str, precision: str, repeats: int = 5) -> float:
-    """FLOP/s of the best of `repeats` large square matmuls in the benchmark's precision."""
-    import torch
-
-    torch.set_num_threads(threads)
-    n = 8192 if device == "cuda" else 2048
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
-    best = math.inf
-    for _ in range(repeats + 1):
-        if device == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        a @ b
-        if device == "cuda":
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best
 
 
 def build_parser() -> argparse.ArgumentParser:

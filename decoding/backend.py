@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
+from decoding.fixed_shape import FixedShapeDecoder
 from decoding.hypotheses import Hypothesis
 from decoding.search import beam_search, greedy_search
 from decoding.step import CachedDecoder
@@ -116,11 +117,13 @@ class HarnessDecoder:
             no_repeat_ngram=settings.no_repeat_ngram,
         )
         ids = (tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id)
+        # decoding.cuda_graphs: the fixed-shape step (captured as CUDA graphs on a GPU)
+        searched = FixedShapeDecoder(self.model, True) if settings.cuda_graphs else CachedDecoder(self.model)
         with autocast(settings.precision, device):
             if settings.strategy == "greedy":
-                return [[h] for h in greedy_search(CachedDecoder(self.model), src, *ids, **common)]
+                return [[h] for h in greedy_search(searched, src, *ids, **common)]
             return beam_search(
-                CachedDecoder(self.model),
+                searched,
                 src,
                 *ids,
                 beam_size=settings.beam_size,

@@ -122,26 +122,36 @@ class DecoderCache:
         `[rows, heads, new, head_dim]`."""
         if self.kv is None:
             _, heads, _, head_dim = k.shape
-            self.kv = k.new_empty(self.num_layers, 2, self.sentences, heads, self.capacity, self.groups, head_dim)
+            self.kv = self.allocate(
+                k, (self.num_layers, 2, self.sentences, heads, self.capacity, self.groups, head_dim)
+            )
         elif self.kv.size(4) < self.capacity:
             self.kv = self.grown(self.kv, dim=4)
+
+    @staticmethod
+    def allocate(like: Tensor, shape: tuple[int, ...]) -> Tensor:
+        """New key/value storage: uninitialised, since attention reads only the positions held."""
+        return like.new_empty(shape)
 
     def grown(self, buf: Tensor, dim: int) -> Tensor:
         """`buf` with its position axis `dim` enlarged to the capacity, the held positions copied."""
         shape = list(buf.shape)
         shape[dim] = self.capacity
-        out = buf.new_zeros(shape) if buf.dtype == torch.bool else buf.new_empty(shape)
+        out = buf.new_zeros(shape) if buf.dtype == torch.bool else self.allocate(buf, shape)
         out.narrow(dim, 0, self.start).copy_(buf.narrow(dim, 0, self.start))
         return out
 
-    def self_attention_mask(self, causal: Optional[Tensor], bias: Optional[Tensor]) -> Tensor:
+    def self_attention_mask(self, causal: Optional[Tensor], bias: Optional[Tensor], whole: bool = False) -> Tensor:
         """Mask for the folded self-attention of `groups > 1` rows per sentence: queries
         `[sentences, heads, groups * new, ...]` (row-major) against keys `[..., len * groups]`
         (position-major). causal: bool `[new, len]` or None; bias: float `[(rows,) heads, new, len]` or None.
+        whole: the keys span the whole capacity (a fixed-shape step, decoding/fixed_shape.py), not
+        just the positions held; the ancestry map is False past those, so they stay masked.
         Returns bool (True = attend) `[sentences, 1, groups * new, len * groups]`, or a float mask with
         `heads` when there is a bias."""
-        sentences, groups, length = self.sentences, self.groups, self.length
-        new = length - self.start
+        sentences, groups = self.sentences, self.groups
+        length = self.capacity if whole else self.length
+        new = self.length - self.start
         allowed = self.ancestry[:, None, :, None, :length, :]  # [S, 1, G, 1, len, G]
         if causal is not None:
             allowed = allowed & causal[:, :, None]  # [S, 1, G, new, len, G]
@@ -201,7 +211,7 @@ class DecoderCache:
             return
         if moved:
             if self.kv is not None:  # copy only the positions held: the rest of the block stays untouched
-                kept = self.kv.new_empty(self.kv.shape[:2] + (sentences.numel(),) + self.kv.shape[3:])
+                kept = self.allocate(self.kv, self.kv.shape[:2] + (sentences.numel(),) + self.kv.shape[3:])
                 kept[:, :, :, :, : self.length] = self.kv[:, :, :, :, : self.length].index_select(2, sentences)
                 self.kv = kept
             if self.ancestry is not None:
@@ -241,7 +251,7 @@ class DecoderCache:
             )
             rows = self.gather_rows(held).index_select(0, index)  # [new_rows, layers * 2 * heads, len, head_dim]
             rows = rows.view(sentences.numel(), groups, layers, kinds, heads, self.length, head_dim)
-            self.kv = self.kv.new_empty(layers, kinds, sentences.numel(), heads, self.capacity, groups, head_dim)
+            self.kv = self.allocate(self.kv, (layers, kinds, sentences.numel(), heads, self.capacity, groups, head_dim))
             self.kv[:, :, :, :, : self.length] = rows.permute(2, 3, 0, 4, 5, 1, 6)
         self.sentences, self.groups = sentences.numel(), groups
         self.ancestry = None

@@ -232,10 +232,19 @@ def beam_search(
             keep = (~done).nonzero().squeeze(1)  # [n_keep]
             if keep.numel() == 0:
                 break
-            if keep.numel() < active.numel():  # done sentences leave the batch
+            if _leaves(model, keep.numel(), active.numel()):  # done sentences leave the batch
                 enc, last, beam_scores, prefixes = _leave(model, cache, enc, keep, last, beam_scores, prefixes)
                 active, done = active[keep], done[keep]
     return found.best(nbest, history)
+
+
+def _leaves(model: Searchable, kept: int, active: int) -> bool:
+    """Whether done sentences leave the batch at a check: as soon as any is done; for a model that
+    prefers fixed shapes (a captured step per batch shape, decoding/fixed_shape.py), once at most
+    half remain (until then their rows stay, masked: what the search finds is the same)."""
+    if getattr(model, "prefers_fixed_shapes", False):
+        return kept <= active // 2
+    return kept < active
 
 
 def _top_candidates(logp: Tensor, beam_scores: Tensor, rows_per: int) -> tuple[Tensor, Tensor, Tensor]:

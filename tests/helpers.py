@@ -246,6 +246,12 @@ def mixed_batch(lengths: list[int], seed: int):
     return src
 
 
+def bos_prefixes(rows: int, tokens: int, seed: int) -> torch.Tensor:
+    """Teacher-forcing inputs `[rows, 1 + tokens]`: BOS, then random real tokens."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.cat([torch.full((rows, 1), BOS), torch.randint(4, VOCAB, (rows, tokens), generator=g)], dim=1)
+
+
 def trim(row: torch.Tensor) -> torch.Tensor:
     """One padded source row as an unpadded `[1, len]` batch."""
     return row[row.ne(PAD)][None]

@@ -327,6 +327,9 @@ class DecodingConfig:
         flags=("--precision",),
         help="autocast dtype: bf16/fp16 on GPUs, bf16 on CPU (fp32 is usually faster there)",
     )
+    # The pytorch backend's step at fixed shapes, on a CUDA device captured as a CUDA graph per
+    # batch layout and replayed (decoding/fixed_shape.py); elsewhere the same step runs eagerly
+    cuda_graphs: bool = setting(False, role=RUNTIME)
     # What runs the search: this harness's PyTorch decoder, or CTranslate2 on a converted copy of the
     # model (export.py --format ctranslate2; for a run, converted into <run>/ctranslate2/ on first use)
     backend: Literal["pytorch", "ctranslate2"] = setting(

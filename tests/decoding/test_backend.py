@@ -76,3 +76,29 @@ def test_what_it_says_of_the_model_is_the_models() -> None:
     decoder = HarnessDecoder(rope)
     assert decoder.max_positions is None and decoder.training_lengths == (12, 15)
     assert decoder.name == "pytorch" and decoder.unavailable is None and decoder.to("cpu") is decoder
+
+
+def test_decoding_cuda_graphs_searches_through_the_fixed_shape_step(monkeypatch) -> None:
+    """decoding.cuda_graphs picks the fixed-shape step (on a CPU without graphs), which finds the
+    cached step's hypotheses."""
+    import decoding.fixed_shape as fixed_shape
+
+    model = tiny_model("alibi", seed=4).eval()
+    settings = dataclasses.replace(DecodingConfig(), beam_size=3, nbest=2, max_len_b=6)
+    made = []
+    monkeypatch.setattr(
+        fixed_shape.FixedShapeDecoder, "new_cache", _recording(fixed_shape.FixedShapeDecoder.new_cache, made)
+    )
+    default = HarnessDecoder(model).search(SOURCES, Ids(), settings, "cpu")
+    assert not made
+    graphs = HarnessDecoder(model).search(SOURCES, Ids(), dataclasses.replace(settings, cuda_graphs=True), "cpu")
+    assert len(made) == 1
+    assert [[h.tokens for h in hs] for hs in graphs] == [[h.tokens for h in hs] for hs in default]
+
+
+def _recording(method, calls: list):
+    def wrapped(self, *args, **kwargs):
+        calls.append(self)
+        return method(self, *args, **kwargs)
+
+    return wrapped

@@ -11,7 +11,7 @@ from helpers import (
     BOS,
     EOS,
     PAD,
-    VOCAB,
+    bos_prefixes,
     check_random_beam_steps,
     encoding_cases,
     give_bias_tables_a_signal,
@@ -210,8 +210,7 @@ def test_searches_through_the_kernel_match_the_matmul_path(kernel_built, monkeyp
     calls = []
     real = cpu_kernel.attention
     monkeypatch.setattr(cpu_kernel, "attention", lambda *a: calls.append(1) or real(*a))
-    g = torch.Generator().manual_seed(5)
-    tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 9), generator=g)], dim=1)
+    tgt = bos_prefixes(3, 9, seed=5)
     with torch.no_grad():
         enc = decoder.encode(src)
         full = model.decode(tgt, model.encode(src))

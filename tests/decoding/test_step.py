@@ -5,7 +5,19 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import BOS, D_MODEL, HEADS, PAD, VOCAB, encoding_cases, full_and_cached, mixed_batch, tiny_model, trim
+from helpers import (
+    BOS,
+    D_MODEL,
+    HEADS,
+    PAD,
+    VOCAB,
+    bos_prefixes,
+    encoding_cases,
+    full_and_cached,
+    mixed_batch,
+    tiny_model,
+    trim,
+)
 
 from decoding.step import CachedDecoder
 from models.positional_encodings import build_positional_encoding
@@ -22,8 +34,7 @@ def test_cached_step_by_step_equals_full_decode(name, options):
     model = tiny_model(name, seed=1, **options)
     decoder = CachedDecoder(model)
     src = mixed_batch([9, 4, 6], seed=1)
-    g = torch.Generator().manual_seed(2)
-    tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 11), generator=g)], dim=1)  # [3, 12]
+    tgt = bos_prefixes(3, 11, seed=2)  # [3, 12]
     with torch.no_grad():
         plain = model.encode(src)
         full = model.decode(tgt, plain)  # [3, 12, vocab], teacher forced
@@ -141,8 +152,7 @@ def test_reorder_cache_follows_rows(name, options):
     """Reordering the cache (as beam search does) equals decoding the reordered batch."""
     model = tiny_model(name, seed=3, **options)
     src = mixed_batch([5, 7, 3], seed=3)
-    g = torch.Generator().manual_seed(4)
-    tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 5), generator=g)], dim=1)
+    tgt = bos_prefixes(3, 5, seed=4)
     index = torch.tensor([2, 0, 0])
     decoder = CachedDecoder(model)
     with torch.no_grad():
@@ -162,8 +172,7 @@ def test_reorder_cache_follows_rows(name, options):
 def test_padding_does_not_change_other_rows(name, options):
     model = tiny_model(name, seed=5, **options)
     src = mixed_batch([10, 3, 7], seed=5)  # short sentences padded to the longest
-    g = torch.Generator().manual_seed(6)
-    tgt = torch.cat([torch.full((3, 1), BOS), torch.randint(4, VOCAB, (3, 6), generator=g)], dim=1)
+    tgt = bos_prefixes(3, 6, seed=6)
     tgt_lens = [7, 4, 2]
     for i, n in enumerate(tgt_lens):
         tgt[i, n:] = PAD  # padded targets too

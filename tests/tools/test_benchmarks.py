@@ -63,7 +63,8 @@ def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> 
     )
     data = json.loads(out.read_text())
     cases = {r["case"]: r for r in data["results"]}
-    ours = {f"ours_{search}_{kind}" for search in ("greedy", "beam5") for kind in ("cached", "uncached", "legacy")}
+    kinds = ("cached", "uncached", "legacy", "graphed")
+    ours = {f"ours_{search}_{kind}" for search in ("greedy", "beam5") for kind in kinds}
     ct2 = {f"ct2_{search}_{kind}" for search in ("greedy", "beam5") for kind in ("float32", "int8")}
     assert set(cases) == ours | ct2 | {"hf_greedy", "hf_beam5"}
     for r in cases.values():
@@ -71,8 +72,9 @@ def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> 
         assert r["output_tokens"] in (3 * 6, 3 * 7), r  # ours counts the final EOS, generate() may too
         assert positive(r["sentences_per_sec"]) and positive(r["peak_memory_mb"])
     assert cases["ours_greedy_cached"]["output_tokens"] == cases["ours_greedy_uncached"]["output_tokens"]
-    for search in ("greedy", "beam5"):  # the search before issue 47 does the same work
-        assert cases[f"ours_{search}_legacy"]["output_tokens"] == cases[f"ours_{search}_cached"]["output_tokens"]
+    for search in ("greedy", "beam5"):  # the search before issue 47 and the fixed-shape step do the same work
+        for kind in ("legacy", "graphed"):
+            assert cases[f"ours_{search}_{kind}"]["output_tokens"] == cases[f"ours_{search}_cached"]["output_tokens"]
     for search in ("greedy", "beam5"):  # CTranslate2 decodes as many tokens as the harness, in as many batches
         for kind in ("float32", "int8"):
             ct2, ours = cases[f"ct2_{search}_{kind}"], cases[f"ours_{search}_cached"]
@@ -86,6 +88,7 @@ def test_decode_benchmark_runs_every_contender_on_equal_work(tmp_path: Path) -> 
         "greedy_over_hf_generate",
         "beam5_over_legacy",
         "greedy_over_legacy",
+        *(f"{s}_graphed_over_{p}" for s in ("beam5", "greedy") for p in ("hf_generate", "cached")),
         *(f"ct2_{s}_{k}_over_{p}" for s in ("beam5", "greedy") for k in ("int8", "float32") for p in peers),
     ):
         assert positive(data[key]) and key in proc.stdout
@@ -304,15 +307,20 @@ def test_a_stopped_benchmark_keeps_what_it_measured(tmp_path: Path) -> None:
 
 
 def test_gpu_check_steps_fit_in_one_lent_command() -> None:
-    """benchmarks/gpu_check.sh: its steps' time limits, with the 10 s `timeout -k` grants each to
-    die, add up to at most 550 s, inside a lent machine's 600 s per command (the set-up and the
-    copying back need the rest); a script that ran over lost everything the machine had measured."""
+    """benchmarks/gpu_check.sh: each part's steps' time limits, with the 10 s `timeout -k` grants each
+    to die, add up to at most 550 s, inside a lent machine's 600 s per command (the set-up and the
+    copying back need the rest); a script that ran over lost everything the machine had measured.
+    Without a part it refuses with one line and exit 2."""
     import re
 
     script = (ROOT / "benchmarks" / "gpu_check.sh").read_text()
-    limits = [int(n) for n in re.findall(r"^\s*step (\d+) \w+ ", script, flags=re.M)]
     assert "timeout -k 10 " in script
-    assert len(limits) >= 4 and sum(limits) + 10 * len(limits) <= 550, limits
+    for part in ("decode", "train"):
+        body = re.search(rf"^{part}\(\) {{\n(.*?)^}}", script, flags=re.M | re.S).group(1)
+        limits = [int(n) for n in re.findall(r"^\s*step (\d+) \w+ ", body, flags=re.M)]
+        assert len(limits) >= 2 and sum(limits) + 10 * len(limits) <= 550, (part, limits)
+    proc = subprocess.run(["bash", "benchmarks/gpu_check.sh"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "decode|train" in proc.stderr
 
 
 @pytest.mark.slow
@@ -342,3 +350,40 @@ def test_train_benchmark_profiles_a_case_on_request(tmp_path: Path) -> None:
     assert table.startswith("2 steps; sorted by cpu_time_total")
     assert "aten::mm" in table or "aten::addmm" in table or "aten::linear" in table
     assert json.loads((tmp_path / "train.json").read_text())["results"][0]["case"] == "ours_sinusoidal"
+
+
+def test_the_ceiling_benchmark_counts_every_product_of_a_training_step(tmp_path: Path, benchmark_modules) -> None:
+    """benchmarks/ceiling.py: the GEMM FLOPs of a step are those of every linear layer's forward and
+    two backward products (6 x rows x in x out each), attention's forward and backward are counted,
+    and the fractions it reports lie between 0 and the peak's own."""
+    from ceiling import linear_shapes
+
+    out = tmp_path / "ceiling.json"
+    run_script("ceiling.py", ["--size", "tiny", "--tokens", "64", "--length", "8", "--repeats", "1",
+                              "--threads", "1", "--output", str(out)])  # fmt: skip
+    data = json.loads(out.read_text())
+    d, f, v, layers = 32, 64, 500, 1  # the tiny size
+    params = layers * (2 * (3 * d * d) + 3 * d * d + d * d + d * 2 * d + 2 * d * f + 2 * f * d) + d * v
+    gemm = sum(r["flops"] for r in data["results"] if r["kind"] == "gemm")
+    assert gemm == 6 * 64 * params  # forward 2, backward 4 FLOPs per weight per token
+    assert sum(n * k * o * c for _, n, k, o, c in linear_shapes(64, data["settings"])) == 64 * params
+    attention = [r for r in data["results"] if r["kind"] == "attention"]
+    assert len(attention) == 3 and all(positive(r["flops"]) and positive(r["seconds"]) for r in attention)
+    assert 0 < data["ceiling_fraction"] < data["gemm_attention_fraction"] <= 1.5
+    assert positive(data["matmul_peak_tflops"]) and data["settings"]["tokens"] == 64
+
+
+@pytest.mark.parametrize("contender", ["cuda_graphs", "legacy"])
+def test_search_equality_compares_a_trained_models_test_lines(contender, trained_run, tmp_path, benchmark_modules):
+    """benchmarks/search_equality.py on a trained run: today's search and the contender (the fixed-shape
+    step of decoding.cuda_graphs, eager on a CPU; or the search before issue 47) find the same
+    hypothesis on every test line, greedy and beam 4, and their sacreBLEU is reported alike."""
+    import search_equality
+
+    out = tmp_path / "equality.json"
+    assert search_equality.main([str(trained_run), "--contender", contender, "--output", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["runs"]
+    assert row["lines"] > 0 and row["contender"] == contender and row["device"] == "cpu"
+    for search in ("greedy", "beam4"):
+        assert row[f"{search}_identical"] == 1.0
+        assert row[f"{search}_sacrebleu"] == row[f"{search}_{contender}_sacrebleu"]
