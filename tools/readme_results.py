@@ -87,7 +87,17 @@ def _key_roles_table() -> str:
     )
 
 
-GENERATED = {"utils/key_roles.py": _key_roles_table}
+def _gpu_figures() -> str:
+    """The GPU bullets, from the benchmark files (benchmarks/figures.py: a script folder, loaded by path)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("benchmark_figures", ROOT / "benchmarks" / "figures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.gpu_figures()
+
+
+GENERATED = {"utils/key_roles.py": _key_roles_table, "benchmarks/figures.py": _gpu_figures}
 COMPARED = (
     ".md",
     "_findings.md",

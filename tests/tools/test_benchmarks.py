@@ -387,3 +387,60 @@ def test_search_equality_compares_a_trained_models_test_lines(contender, trained
     for search in ("greedy", "beam4"):
         assert row[f"{search}_identical"] == 1.0
         assert row[f"{search}_sacrebleu"] == row[f"{search}_{contender}_sacrebleu"]
+
+
+def test_the_readmes_gpu_figures_are_read_from_the_benchmark_files(tmp_path: Path, benchmark_modules) -> None:
+    """benchmarks/figures.py: every GPU figure of the README comes from a file gpu_check.sh writes,
+    the newest training file first; a file not there is said to be not measured."""
+    from figures import gpu_figures
+
+    assert gpu_figures(tmp_path).count("not measured on a GPU yet") == 3
+    device = {"device_name": "NVIDIA H200", "torch": "2.11.0+cu130"}
+    train = {
+        "settings": {**device, "max_tokens": 32000},
+        "matmul_peak_gflops": 780000.0,
+        "ratio_vs_marian": 1.14,
+        "cudagraphs_ratio_vs_marian": 2.61,
+        "cudagraphs_fraction_of_matmul_peak": 0.253,
+        "ratios_per_round": {"cudagraphs_ratio_vs_marian": [2.5, 2.61, 2.7]},
+        "results": [{"case": "ours_sinusoidal_cudagraphs", "tokens_per_sec": 512345.0}],
+    }
+    files = {
+        "train_cuda.json": {**train, "settings": {**device, "max_tokens": 12000}},
+        "train_cuda_32k.json": train,
+        "decode_cuda_testset.json": {
+            "settings": {**device, "sentences": 2000, "max_tokens": 30000},
+            "beam5_over_hf_generate": 1.31,
+            "beam5_graphed_over_hf_generate": 2.04,
+            "results": [{"case": "ours_beam5_cached", "sentences_per_sec": 571.9}],
+        },
+        "graph_equality_cuda.json": {"runs": [{"beam4_identical": 0.998, "greedy_identical": 1.0, "lines": 2000}]},
+        "ceiling_cuda.json": {
+            "settings": {"tokens": 32000},
+            "ceiling_fraction": 0.41,
+            "gemm_fraction": 0.72,
+            "gemm_attention_fraction": 0.55,
+        },
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_text(json.dumps(data))
+    text = gpu_figures(tmp_path)
+    assert "not measured" not in text
+    for figure in (
+        "32,000-token",
+        "512,345",
+        "**2.61×**",
+        "per round 2.50, 2.61, 2.70",
+        "25.3%",
+        "780 TFLOP/s",
+        "1.14×",
+        "572 sentences/s",
+        "1.31×",
+        "**2.04×**",
+        "99.8% (beam 4)",
+        "100.0% (greedy)",
+        "allow 41%",
+        "GEMMs alone 72%",
+        "NVIDIA H200",
+    ):
+        assert figure in text, figure
