@@ -156,8 +156,11 @@ class RotaryPositionalEncoding(RandomizedPositions, PositionalEncoding):
         if self.scaling != "yarn":
             angles = rotary_angles(positions, inv_freq, self.layout)
             return angles.cos(), angles.sin()
-        length = int(self.training_length)
-        if length < 1:
+        # (read on the host only outside a CUDA-graph capture: a captured decoding step was checked
+        # by its eager first call, decoding/fixed_shape.py)
+        length = self.training_length
+        capturing = length.is_cuda and torch.cuda.is_current_stream_capturing()
+        if not capturing and int(length) < 1:
             raise ValueError(
                 "RoPE scaling 'yarn' is relative to the training length, which this model does not "
                 "record (trained before 2026-11-26): use scaling linear or ntk"
