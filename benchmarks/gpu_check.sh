@@ -6,7 +6,8 @@
 #                                    # trained model's test lines; test-set beam 5, 3 rounds:
 #                                    # graphed, eager, Marian generate()
 #   benchmarks/gpu_check.sh train    # the 32k-token step's ceiling (GEMM shapes and attention); training
-#                                    # at 32k tokens, 3 rounds, profiled: graphed, Marian, eager
+#                                    # at 32k tokens, 3 rounds, profiled: graphed, Marian, eager; then
+#                                    # packed rows (training.pack_length) against eager, one round
 #
 # Before: benchmarks/gpu_wheels.sh (the packages that machine lacks, into .whl/) and a trained demo
 # model's export in exported/demo_sinusoidal (python export.py --run runs/demo/sinusoidal --output
@@ -57,9 +58,11 @@ decode() {
 }
 train() {
   step 60 ceiling $python benchmarks/ceiling.py --device $dev "${ceiling_size[@]}" --output "$out/ceiling_$dev.json"
-  step 440 train_32k $python benchmarks/train.py --device $dev --precision bf16 "${train_size[@]}" --rounds 3 \
+  step 380 train_32k $python benchmarks/train.py --device $dev --precision bf16 "${train_size[@]}" --rounds 3 \
     --cases ours_sinusoidal_cudagraphs hf_marian ours_sinusoidal --profile "$out/profile" \
     --output "$out/train_${dev}_32k.json"
+  step 60 train_packed $python benchmarks/train.py --device $dev --precision bf16 "${train_size[@]}" \
+    --cases ours_sinusoidal_packed ours_sinusoidal --output "$out/train_${dev}_32k_packed.json"
 }
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || echo "no nvidia-smi"

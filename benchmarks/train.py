@@ -28,7 +28,9 @@ host syncs were removed; `ours_sinusoidal_compiled` (training.compile) and
 `ours_sinusoidal_cudagraphs` (training.cuda_graphs, batches cut and padded to multiples of 16 as
 training.pad_to_multiple does; its warm-up passes twice over the timed batches, since a new shape
 is recorded on its second call). Warm-up (compilation, graph recording) is timed apart from the
-steady state.
+steady state. `ours_sinusoidal_packed` (training.pack_length 128: the same corpus-like pairs, in
+shuffled order, several per row of 128 tokens, attending within each pair) runs everywhere; its
+batches hold the same pair lengths, grouped into rows instead of by length.
 
   python benchmarks/train.py           # 3,000-token batches, 8 timed steps per case
   python benchmarks/train.py --quick   # under 2 minutes on 2 CPU cores: 1,000-token batches, 3 steps
@@ -63,7 +65,7 @@ from common import (  # noqa: E402
     run_rounds,
     write_results,
 )
-from train_contenders import BOS, PAD, build, harness_step, legacy_step  # noqa: E402
+from train_contenders import BOS, EOS, PAD, build, harness_step, legacy_step  # noqa: E402
 
 CASES = [
     "ours_sinusoidal",
@@ -73,8 +75,10 @@ CASES = [
     "ours_legacy",
     "ours_sinusoidal_compiled",
     "ours_sinusoidal_cudagraphs",
+    "ours_sinusoidal_packed",
 ]
 GRAPH_MULTIPLE = 16  # training.pad_to_multiple of the CUDA-graph case
+PACK_LENGTH = 128  # training.pack_length of the packed case (the demo's data.max_len + 1 rounded)
 RATIOS = {  # summary ratio: (numerator case, denominator case), target tokens/s
     "ratio_vs_marian": ("ours_sinusoidal", "hf_marian"),
     "ratio_vs_nn_transformer": ("ours_sinusoidal", "nn_transformer"),
@@ -87,15 +91,19 @@ RATIOS = {  # summary ratio: (numerator case, denominator case), target tokens/s
     "cudagraphs_ratio_vs_marian": ("ours_sinusoidal_cudagraphs", "hf_marian"),
     "cudagraphs_ratio_vs_legacy_engine": ("ours_sinusoidal_cudagraphs", "ours_legacy"),
     "cudagraphs_over_eager": ("ours_sinusoidal_cudagraphs", "ours_sinusoidal"),
+    "packed_ratio_vs_marian": ("ours_sinusoidal_packed", "hf_marian"),
+    "packed_over_eager": ("ours_sinusoidal_packed", "ours_sinusoidal"),
 }
 CORPUS = ROOT / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"
 
 
-def make_batches(max_tokens: int, count: int, vocab: int, seed: int = 0, multiple: int = 1):
+def make_batches(max_tokens: int, count: int, vocab: int, seed: int = 0, multiple: int = 1, pack: int = 0):
     """`count` token-budget batches of random ids with the corpus' length distribution; with
-    `multiple`, cut and padded as training.pad_to_multiple does (few batch shapes)."""
+    `multiple`, cut and padded as training.pad_to_multiple does (few batch shapes); with `pack`,
+    packed into rows of that many tokens as training.pack_length does (src, tgt_in, tgt_out, packing)."""
     import torch
 
+    from data.packing import PackingCollator
     from data.pipeline import EpochBatchSampler, round_up
 
     rng = random.Random(seed)
@@ -105,16 +113,31 @@ def make_batches(max_tokens: int, count: int, vocab: int, seed: int = 0, multipl
     tgt_lens = [max(1, round(1.3 * len(en.split()))) for en, _ in sample]
     src_lens = [max(1, round(1.3 * len(fr.split()))) for _, fr in sample]
     sampler = EpochBatchSampler(
-        src_lens, tgt_lens, max_tokens=max_tokens, shuffle=True, seed=seed, pad_to_multiple=multiple
+        src_lens,
+        tgt_lens,
+        max_tokens=max_tokens,
+        shuffle=True,
+        seed=seed,
+        pad_to_multiple=multiple,
+        pack_length=pack or None,
     )
     g = torch.Generator().manual_seed(seed)
-    order = []
+    order, batches = [], []
     for epoch in itertools.count():  # as many epochs of the sample as `count` batches take (32k-token batches)
         sampler.set_epoch(epoch)
         order += list(sampler)
         if len(order) >= count:
             break
-    batches = []
+    if pack:
+        collate = PackingCollator(PAD, BOS, EOS, pack)
+        for idx in order[:count]:
+
+            def ids(n: int) -> list[int]:
+                return torch.randint(4, vocab, (n,), generator=g).tolist()
+
+            b = collate([(ids(src_lens[i]), ids(tgt_lens[i])) for i in idx])
+            batches.append((b["src"], b["tgt_in"], b["tgt_out"], b["packing"]))
+        return batches
     for idx in order[:count]:
         s_len, longest_tgt = round_up(max(src_lens[i] for i in idx), multiple), max(tgt_lens[i] for i in idx)
         t_len = (round_up(longest_tgt + 1, multiple) if multiple > 1 else longest_tgt) + 1  # decoder length + 1
@@ -149,7 +172,8 @@ def run_case(
         skip_cudnn_attention()
     sizes = MODEL_SIZES[size]
     graphs = case.endswith("_cudagraphs")  # trains as training.cuda_graphs with pad_to_multiple 16 would
-    host_batches = make_batches(max_tokens, steps + 3, sizes["vocab"], multiple=GRAPH_MULTIPLE if graphs else 1)
+    multiple, pack = (GRAPH_MULTIPLE if graphs else 1), (PACK_LENGTH if case.endswith("_packed") else 0)
+    host_batches = make_batches(max_tokens, steps + 3, sizes["vocab"], multiple=multiple, pack=pack)
     batches = [tuple(t.to(device) for t in b) for b in host_batches]
     target_tokens = [int(b[2].ne(PAD).sum()) for b in host_batches]  # counted on the host, once
     model, step_loss = build(case, sizes, device)

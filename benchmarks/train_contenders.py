@@ -145,10 +145,9 @@ def harness_step(
     )
 
     def step(batch) -> None:
-        src, tgt_in, tgt_out = batch
-        trainer._process_function(
-            trainer, [{"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out, "ntokens": tokens_of[id(batch)]}]
-        )
+        src, tgt_in, tgt_out, *packing = batch  # a packed batch carries its Packing (training.pack_length)
+        collated = {"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out, "ntokens": tokens_of[id(batch)]}
+        trainer._process_function(trainer, [{**collated, **({"packing": packing[0]} if packing else {})}])
 
     return step
 

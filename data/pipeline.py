@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset, Sampler
 
+from data.packing import first_fit_batches, packed_padding
 from data.parallel_text import CorpusError
 from utils.files import atomic_save
 
@@ -211,6 +212,10 @@ class EpochBatchSampler(Sampler[list[int]]):
     of up to `max_tokens` (`batch_size * longest side (+1) <= max_tokens`), then the batch order is
     shuffled. `num_replicas`/`rank` give every data-parallel rank its own share of the batches.
 
+    pack_length (training.pack_length): pairs in shuffled order packed into rows of that many
+    tokens, `batch_size` rows a batch or `max_tokens // pack_length` (data/packing.py), each batch
+    listed row by row for `PackingCollator`.
+
     pad_to_multiple > 1 (the collator pads both lengths up to a multiple of it): sentences are
     grouped by their padded (source, decoder) lengths and the budget counts padded tokens, so a
     token-budget batch of a group has the group's one row count, except the group's last batch --
@@ -228,9 +233,11 @@ class EpochBatchSampler(Sampler[list[int]]):
         num_replicas: int = 1,
         rank: int = 0,
         pad_to_multiple: int = 1,
+        pack_length: Optional[int] = None,
     ) -> None:
         if (batch_size is None) == (max_tokens is None):
             raise ValueError("give exactly one of batch_size and max_tokens")
+        self.pack_length = pack_length
         self.src_lens, self.tgt_lens = src_lens, tgt_lens
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.multiple = m = pad_to_multiple
@@ -265,6 +272,10 @@ class EpochBatchSampler(Sampler[list[int]]):
         order = list(range(n))
         if self.shuffle:
             rng.shuffle(order)  # random tie-breaking among equal lengths
+        if self.pack_length is not None:  # rows of one length: any pairs may share a batch
+            rows = self.batch_size or max(1, self.max_tokens // self.pack_length)
+            dec_lens = [t + 1 for t in self.tgt_lens]
+            return self._shard(first_fit_batches(order, self.src_lens, dec_lens, self.pack_length, rows), rng)
         # Sentences of similar length share a batch (fairseq, OpenNMT): little compute on padding
         if self._padded:  # grouped by padded shape: (longer side, decoder input, source)
             order.sort(
@@ -282,6 +293,10 @@ class EpochBatchSampler(Sampler[list[int]]):
             batches = [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
         else:
             batches = cut_by_token_budget(order, self.sizes, self.max_tokens)
+        return self._shard(batches, rng)
+
+    def _shard(self, batches: list[list[int]], rng: random.Random) -> list[list[int]]:
+        """The batches in shuffled order, this rank's share of them."""
         if self.shuffle:
             rng.shuffle(batches)
         if self.num_replicas > 1:
@@ -291,6 +306,13 @@ class EpochBatchSampler(Sampler[list[int]]):
 
     def __iter__(self) -> Iterator[list[int]]:
         return iter(self._batches()[self.start_batch :])
+
+    def target_padding(self) -> float:
+        """Fraction of padded decoder positions in this epoch's batches (packed rows, or one pair per row)."""
+        batches = self._batches()
+        if self.pack_length is None:
+            return padding_fraction(batches, self.tgt_lens)
+        return packed_padding(batches, self.src_lens, [t + 1 for t in self.tgt_lens], self.pack_length)
 
     def __len__(self) -> int:
         return self._length

@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from models.attention import MultiHeadAttention
 from models.dropout import BitMaskDropout
+from models.packing import Packing, packed_positions, within_pairs
 from models.positional_encodings import AttentionPositions, PositionalEncoding
 
 Sublayer = Callable[[Tensor], Tensor]  # one residual block's function: self-/cross-attention or feed-forward
@@ -205,19 +206,27 @@ class Seq2SeqTransformer(nn.Module):
 
     # ------------------------------------------------------------------ encoder
 
-    def encode(self, src: Tensor, run_layer=None) -> EncoderOutput:
-        """src: `[batch, src_len]` token ids, right-padded with pad_id. `run_layer(layer, x, mask,
-        positions)` computes one layer (default: its own forward; the cached decoder passes its fast path)."""
+    def encode(self, src: Tensor, run_layer=None, packing: Optional[Packing] = None) -> EncoderOutput:
+        """src: `[batch, src_len]` token ids, right-padded with pad_id (or several sources per row:
+        `packing`, models/packing.py). `run_layer(layer, x, mask, positions)` computes one layer
+        (default: its own forward; the cached decoder passes its fast path)."""
         batch, src_len = src.shape
         src_mask = src.ne(self.pad_id)  # [batch, src_len]
         lengths = src_mask.sum(-1)  # [batch]
-        positions = self.encoder_pe.positions(
-            src_len, batch, self.training, src.device, lengths, lengths
-        )  # [src_len] or [batch, src_len]
+        if packing is None:
+            positions = self.encoder_pe.positions(
+                src_len, batch, self.training, src.device, lengths, lengths
+            )  # [src_len] or [batch, src_len]
+            key_mask = src_mask[:, None, None, :]  # [batch, 1, 1, src_len]
+        else:  # each source attends within itself, its positions its own
+            p = packing
+            positions = packed_positions(
+                self.encoder_pe, p.src_pair, p.src_offset, p.src_longest, self.training, p.src_lengths, p.src_lengths
+            )  # [batch, src_len]
+            key_mask = within_pairs(p.src_pair, p.src_pair, causal=False)  # [batch, 1, src_len, src_len]
         x = self.src_embed(src) * self.embed_scale  # [batch, src_len, d_model]
         x = self.dropout(self.encoder_pe.add_to_embeddings(x, positions))
         pos = self.encoder_pe.self_attention(positions, positions)
-        key_mask = src_mask[:, None, None, :]  # [batch, 1, 1, src_len]
         attn_mask = merge_mask(key_mask, pos.bias if pos is not None else None)
         for layer in self.encoder_layers:
             x = layer(x, attn_mask, pos) if run_layer is None else run_layer(layer, x, attn_mask, pos)
@@ -225,9 +234,10 @@ class Seq2SeqTransformer(nn.Module):
 
     # ------------------------------------------------------------------ decoder
 
-    def decode(self, tgt: Tensor, enc: EncoderOutput) -> Tensor:
+    def decode(self, tgt: Tensor, enc: EncoderOutput, packing: Optional[Packing] = None) -> Tensor:
         """Teacher-forced logits `[batch, tgt_len, vocab]` for the target prefix `tgt` `[batch, tgt_len]`
-        (BOS first, right-padded with pad_id), with one encoder row per target row."""
+        (BOS first, right-padded with pad_id), with one encoder row per target row (or several
+        pairs per row: `packing`, as given to `encode`)."""
         batch, tgt_len = tgt.shape
         if enc.memory.size(0) != batch:
             raise ValueError(
@@ -235,27 +245,38 @@ class Seq2SeqTransformer(nn.Module):
                 f"{enc.memory.size(0)} encoder rows (repeat them with enc.index_select)"
             )
         lengths = tgt.ne(self.pad_id).sum(-1)  # [batch]
-        positions = self.decoder_pe.positions(
-            tgt_len, batch, self.training, tgt.device, enc.lengths, lengths
-        )  # [tgt_len] or [batch, tgt_len]
+        if packing is None:
+            positions = self.decoder_pe.positions(
+                tgt_len, batch, self.training, tgt.device, enc.lengths, lengths
+            )  # [tgt_len] or [batch, tgt_len]
+            causal = None  # made below where a mask is needed
+            cross_keys = enc.src_mask[:, None, None, :]  # [batch, 1, 1, src_len]
+        else:  # each target attends within itself and to its own source, its positions its own
+            p = packing
+            positions = packed_positions(
+                self.decoder_pe, p.tgt_pair, p.tgt_offset, p.tgt_longest, self.training, p.src_lengths, p.tgt_lengths
+            )  # [batch, tgt_len]
+            causal = within_pairs(p.tgt_pair, p.tgt_pair, causal=True)  # [batch, 1, tgt_len, tgt_len]
+            cross_keys = within_pairs(p.tgt_pair, p.src_pair, causal=False)  # [batch, 1, tgt_len, src_len]
         x = self.tgt_embed(tgt) * self.embed_scale  # [batch, tgt_len, d_model]
         x = self.dropout(self.decoder_pe.add_to_embeddings(x, positions))
 
         self_pos = self.decoder_pe.self_attention(positions, positions)
-        if self_pos is not None and self_pos.bias is not None:
-            causal = torch.ones(tgt_len, tgt_len, dtype=torch.bool, device=tgt.device).tril()  # [tgt_len, tgt_len]
-            self_mask, is_causal = merge_mask(causal, self_pos.bias), False
+        if packing is not None or (self_pos is not None and self_pos.bias is not None):
+            if causal is None:
+                causal = torch.ones(tgt_len, tgt_len, dtype=torch.bool, device=tgt.device).tril()  # [tgt_len, tgt_len]
+            self_mask, is_causal = merge_mask(causal, self_pos.bias if self_pos is not None else None), False
         else:
             self_mask, is_causal = None, True  # SDPA's fused causal kernel
         cross_pos = self.decoder_pe.cross_attention(positions, enc.positions)
-        cross_mask = merge_mask(enc.src_mask[:, None, None, :], cross_pos.bias if cross_pos is not None else None)
+        cross_mask = merge_mask(cross_keys, cross_pos.bias if cross_pos is not None else None)
         for layer in self.decoder_layers:
             x = layer(x, enc.memory, self_mask, is_causal, cross_mask, self_pos, cross_pos)
         return self.output_proj(self.decoder_norm(x))  # [batch, tgt_len, vocab]
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher-forced logits `[batch, tgt_len, vocab]`."""
-        return self.decode(tgt_in, self.encode(src))
+    def forward(self, src: Tensor, tgt_in: Tensor, packing: Optional[Packing] = None) -> Tensor:
+        """Teacher-forced logits `[batch, tgt_len, vocab]` (several pairs per row: `packing`)."""
+        return self.decode(tgt_in, self.encode(src, packing=packing), packing)
 
     @property
     def max_positions(self) -> Optional[int]:

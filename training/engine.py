@@ -12,6 +12,7 @@ from ignite.engine import Engine
 from ignite.metrics import Metric
 from torch import Tensor, nn
 
+from models.packing import Packing
 from training.step_stats import StepStats
 from utils.runtime import autocast
 
@@ -39,9 +40,9 @@ class TokenLoss(nn.Module):
         super().__init__()
         self.model, self.pad_id, self.label_smoothing, self.precision = model, pad_id, label_smoothing, precision
 
-    def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
+    def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, packing: Optional[Packing] = None) -> Tensor:
         with autocast(self.precision, src.device):
-            logits = self.model(src, tgt_in)
+            logits = self.model(src, tgt_in, packing) if packing is not None else self.model(src, tgt_in)
         return sequence_loss(logits, tgt_out, self.pad_id, self.label_smoothing)
 
 
@@ -128,18 +129,22 @@ def create_trainer(
             torch.compiler.cudagraph_mark_step_begin()
         ntokens = sum(target_tokens(b, pad_id) for b in batches)
         padded = sum(b["tgt_out"].numel() for b in batches)
-        moved = [[b[k].to(device, non_blocking=True) for k in ("src", "tgt_in", "tgt_out")] for b in batches]
+        moved = [
+            [b[k].to(device, non_blocking=True) for k in ("src", "tgt_in", "tgt_out")]
+            + ([b["packing"].to(device, non_blocking=True)] if "packing" in b else [])
+            for b in batches
+        ]  # packed batches (training.pack_length) carry which pair each token belongs to
         all_tokens: Tensor | int = ntokens
         if world_size > 1:  # the update's tokens over all ranks, left on the device
             import ignite.distributed as idist
 
             all_tokens = idist.all_reduce(torch.tensor(float(ntokens), device=device))
         total_loss = torch.zeros((), device=device)
-        for i, (src, tgt_in, tgt_out) in enumerate(moved):
+        for i, inputs in enumerate(moved):
             last = i == len(moved) - 1
             accumulate = loss.no_sync() if not last and hasattr(loss, "no_sync") else contextlib.nullcontext()
             with accumulate:
-                loss_sum = loss(src, tgt_in, tgt_out)
+                loss_sum = loss(*inputs)
                 scaled = loss_sum * world_size / all_tokens
                 (scaler.scale(scaled) if scaler is not None else scaled).backward()
             total_loss = total_loss + loss_sum.detach()

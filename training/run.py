@@ -20,7 +20,8 @@ from torch.utils.data import DataLoader
 from artifacts.checkpoint import RNGState, RunMeta, read_newest_good_checkpoint, saved_config
 from data import make_corpus_loader, prepare_splits, tokenizer_cache_path, write_data_report
 from data.concat import ConcatPairDataset, plan_train_concat
-from data.pipeline import Collator, EpochBatchSampler, PairDataset, UpdateBatches, padding_fraction, trainable_pairs
+from data.packing import PackingCollator
+from data.pipeline import Collator, EpochBatchSampler, PairDataset, UpdateBatches, trainable_pairs
 from models import build_model
 from tokenizer import PretrainedTokenizer, load_or_train_tokenizer
 from training.engine import TokenLoss, compile_for_training, create_evaluator, create_trainer
@@ -140,6 +141,9 @@ def build_loaders(
     the device run asynchronously; `training.num_workers` > 0 prepares the next batches meanwhile."""
     t = cfg.training
     collate = Collator(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, t.pad_to_multiple)
+    train_collate = collate
+    if t.pack_length is not None:  # several pairs per row (validation stays one pair per row)
+        train_collate = PackingCollator(tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, t.pack_length)
     train_set, src_lens, tgt_lens = training_examples(cfg, splits["train"], say)
     sampler = EpochBatchSampler(
         src_lens,
@@ -151,8 +155,9 @@ def build_loaders(
         num_replicas=world,
         rank=rank,
         pad_to_multiple=t.pad_to_multiple,
+        pack_length=t.pack_length,
     )
-    if t.max_tokens:
+    if t.max_tokens and t.pack_length is None:
         alone = sum(size > t.max_tokens for size in sampler.sizes)
         if alone:
             say(
@@ -163,7 +168,7 @@ def build_loaders(
     train_loader = DataLoader(
         train_set,
         batch_sampler=sampler,
-        collate_fn=collate,
+        collate_fn=train_collate,
         pin_memory=pin_memory,
         num_workers=t.num_workers,
         generator=torch.Generator().manual_seed(cfg.seed),
@@ -322,7 +327,7 @@ def train_worker(
     )
     say(
         f"data: {len(sampler):,} batches, {len(updates):,} updates per epoch{' per process' if world > 1 else ''}; "
-        f"target padding {padding_fraction(list(sampler), sampler.tgt_lens):.1%}"
+        f"target padding {sampler.target_padding():.1%}"
     )
 
     run = build_training_run(cfg, tokenizer, device, world, len(updates), is_main, say)

@@ -15,6 +15,7 @@ def validate(cfg: ExperimentConfig) -> None:
     check_model_size(cfg)
     check_model(cfg)
     check_training(cfg.training)
+    check_packing(cfg)
     check_data(cfg)
     check_evaluation(cfg)
     check_decoding(cfg)
@@ -87,6 +88,22 @@ def check_training(t) -> None:
         raise ConfigError(
             "training.checkpoint_metric valid_bleu needs validation BLEU, but training.bleu_sentences is 0 "
             "(none): set bleu_sentences (e.g. 500, or null for every validation pair) or another checkpoint_metric"
+        )
+
+
+def check_packing(cfg: ExperimentConfig) -> None:
+    """Packed rows hold every pair (the longest side plus BOS) and have one length already."""
+    t, longest = cfg.training, cfg.data.max_len + 1
+    if t.pack_length is None:
+        return
+    if t.pack_length < longest:
+        raise ConfigError(
+            f"training.pack_length ({t.pack_length}) must hold the longest pair, data.max_len + 1 "
+            f"({longest}, with BOS): set pack_length to at least {longest}"
+        )
+    if t.pad_to_multiple > 1:
+        raise ConfigError(
+            "training.pack_length makes every batch one shape already: set training.pad_to_multiple: 1 with it"
         )
 
 

@@ -229,6 +229,10 @@ class TrainingConfig:
     # Batch lengths rounded up to a multiple of this (padding, masked); with max_tokens the budget
     # counts the padded tokens (smaller batches): few batch shapes for compilation and CUDA graphs
     pad_to_multiple: int = setting(1, low=1, high=1024)
+    # Pack several pairs per row of this many tokens (each side), attending within each pair, its
+    # positions its own (data/packing.py, models/packing.py): batches of one shape [rows, length],
+    # rows = batch_size, or max_tokens // length; at least data.max_len + 1
+    pack_length: Optional[int] = setting(None, low=2, high=MAX_LENGTH + 1, null="one pair per row")
     schedule: ScheduleConfig = setting(factory=ScheduleConfig)
     # Validation: loss/perplexity/accuracy every `validate_every_steps` (or every epoch if None),
     # greedy sacreBLEU on `bleu_sentences` validation pairs every `bleu_every` validations.

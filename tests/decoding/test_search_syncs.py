@@ -16,20 +16,22 @@ import torch
 from helpers import BOS, EOS, PAD, mixed_batch, tiny_model
 
 from benchmarks.host_syncs import CountHostSyncs
+from decoding.fixed_shape import FixedShapeDecoder
 from decoding.search import CHECK_EVERY, beam_search, greedy_search
 from decoding.step import CachedDecoder
 
 STEPS = 3 * CHECK_EVERY
 
 
-def reads(search, model, steps: int, **options) -> CountHostSyncs:
+def reads(search, model, steps: int, decoder=CachedDecoder, **options) -> CountHostSyncs:
     src = mixed_batch([5, 9, 3], seed=0)
     limit = dict(max_len_a=0.0, max_len_b=steps, min_len=steps)  # every row runs `steps` steps
     with torch.no_grad(), CountHostSyncs(data_dependent=True) as counted:
-        search(CachedDecoder(model), src, BOS, EOS, PAD, **limit, **options, check_every=CHECK_EVERY)
+        search(decoder(model), src, BOS, EOS, PAD, **limit, **options, check_every=CHECK_EVERY)
     return counted
 
 
+@pytest.mark.parametrize("decoder", [CachedDecoder, FixedShapeDecoder], ids=["cached", "fixed-shape"])
 @pytest.mark.parametrize("name", ["sinusoidal", "rope", "t5_bias", "alibi"])
 @pytest.mark.parametrize(
     "search,options",
@@ -40,8 +42,9 @@ def reads(search, model, steps: int, **options) -> CountHostSyncs:
         pytest.param(beam_search, {"beam_size": 3, "no_repeat_ngram": 3, "penalty": "avg"}, id="beam3-no-repeat"),
     ],
 )
-def test_no_reads_between_checks(name, search, options) -> None:
+def test_no_reads_between_checks(decoder, name, search, options) -> None:
+    """The cached step and the fixed-shape step (decoding.cuda_graphs) alike."""
     model = tiny_model(name)
-    short, long = reads(search, model, STEPS, **options), reads(search, model, 2 * STEPS, **options)
+    short, long = reads(search, model, STEPS, decoder, **options), reads(search, model, 2 * STEPS, decoder, **options)
     extra = [w for w in long.where if long.where.count(w) > short.where.count(w)]
     assert long.count - short.count == STEPS // CHECK_EVERY, sorted(set(extra))

@@ -167,9 +167,13 @@ def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path
     data = json.loads(out.read_text())
     cases = {r["case"]: r for r in data["results"]}
     # on a CPU every contender but the compiled step (minutes of compilation) by default
-    assert set(cases) == {"ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer", "ours_legacy"}
-    tokens = {r["target_tokens"] for r in cases.values()}
+    assert set(cases) == {"ours_sinusoidal", "ours_rope", "hf_marian", "nn_transformer", "ours_legacy"} | {
+        "ours_sinusoidal_packed"
+    }
+    tokens = {r["target_tokens"] for case, r in cases.items() if not case.endswith("_packed")}
     assert len(tokens) == 1 and tokens.pop() > 0  # the same batches for every model
+    assert positive(cases["ours_sinusoidal_packed"]["target_tokens"])  # the same pairs' lengths, in packed rows
+    assert cases["ours_sinusoidal_packed"]["host_syncs_per_step"] == 0  # its pair lengths are read on the host
     for r in cases.values():
         assert positive(r["tokens_per_sec"]) and positive(r["peak_mb"]) and r["params"] > 0
     assert cases["ours_sinusoidal"]["params"] == cases["ours_rope"]["params"]  # neither encoding has weights
@@ -182,6 +186,7 @@ def test_train_benchmark_runs_every_contender_on_the_same_batches(tmp_path: Path
         "matmul_peak_gflops",
         "ratio_vs_legacy_engine",
         "legacy_fraction_of_matmul_peak",
+        "packed_over_eager",
     ):
         assert positive(data[key]) and key in proc.stdout
     assert data["settings"]["size"] == "tiny"

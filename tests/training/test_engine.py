@@ -89,3 +89,20 @@ def test_cuda_attention_skips_the_cudnn_backend() -> None:
         assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
     finally:
         torch.backends.cuda.enable_cudnn_sdp(before)
+
+
+def test_a_packed_batch_trains_as_its_pairs_one_per_row() -> None:
+    """training.pack_length through the real step: the packed batch's update equals the update on
+    the same pairs one per row (fp32, SGD): the step hands the model which pair each token is."""
+    from data.packing import PackingCollator, next_fit_rows
+
+    pairs = [([4, 5, 6], [7, 8]), ([9, 10, 11], [12, 13, 5, 6, 7]), ([5, 6, 7], [8, 9]), ([10, 4, 6], [11, 7])]
+    packed = PackingCollator(0, 2, 3, 12)(pairs)
+    assert packed["src"].size(0) == 2  # two pairs a row
+    rows = next_fit_rows([len(s) for s, _ in pairs], [len(t) + 1 for _, t in pairs], 12)
+    alone = Collator(0, 2, 3)([pairs[n] for row in rows for n in row])
+    packed_losses, packed_model = train("fp32", 1, batches=[packed], sgd=True)
+    alone_losses, alone_model = train("fp32", 1, batches=[alone], sgd=True)
+    assert abs(packed_losses[0] - alone_losses[0]) < 1e-5
+    for p, q in zip(packed_model.parameters(), alone_model.parameters()):
+        torch.testing.assert_close(p, q, atol=1e-6, rtol=1e-5)

@@ -5,6 +5,8 @@ carries, joined training pairs drawn from the seed, and validation loss on the t
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -75,3 +77,17 @@ def test_validation_loss_runs_on_the_trainable_pairs_and_says_so() -> None:
     loader = validation_loader(cfg, split([(3, 3), (9, 2), (2, 4), (0, 3)]), lambda pairs: pairs, said.append)
     assert sum(len(batch) for batch in loader) == 2  # too long and empty are left out of the loss
     assert "validation loss on 2 of 4 valid pairs" in said[0]
+
+
+def test_packed_training_runs_through_train_py_and_logs_its_padding(tmp_path: Path) -> None:
+    """training.pack_length end to end: the run trains on packed rows (finite losses, the log's
+    padding that of rows of 64 tokens) and validates one pair per row as before."""
+    from helpers import losses, train
+
+    run_dir = tmp_path / "run"
+    proc = train(run_dir, tmp_path / "cache", "data.max_len=40", "training.pack_length=64", "training.max_tokens=256")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    packed = losses(run_dir)
+    assert sorted(packed) == [2, 4] and all(math.isfinite(v) for v in packed.values())  # logged every 2 steps
+    padding = float(re.search(r"target padding ([\d.]+)%", proc.stdout + proc.stderr).group(1))
+    assert padding < 30  # rows of 64 tokens hold several tiny-corpus pairs
