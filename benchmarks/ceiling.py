@@ -5,12 +5,14 @@ A training step of the report model at a token budget is, besides elementwise wo
 matrix products (each linear layer forward, and its two backward products: input and weight
 gradients) and attention calls (encoder self, decoder causal self, cross; forward and backward).
 This times each of them alone at the step's shapes — `tokens` rows, sentences of `length` tokens
-— and the memory-bound residual / dropout / layer-norm pass of every sub-layer, and reports:
+— and the memory-bound work: the residual / dropout / layer-norm pass of every sub-layer, the FFN's
+activation and dropout, the loss over the vocabulary and the Adam update; and reports:
 
   gemm_fraction              the GEMMs' FLOPs over their time, as a fraction of the matmul peak
   gemm_attention_fraction    GEMMs and attention together
-  ceiling_fraction           the same FLOPs over the time of GEMMs, attention and the elementwise
-                             passes: the best a step built from these kernels could reach
+  ceiling_fraction           the same FLOPs over the time of GEMMs, attention and the memory-bound
+                             work: an upper bound of what a step built from these kernels reaches
+                             (embedding lookups, casts and launches are left out)
 
 The peak is the best of large square matmuls in the same precision (`common.matmul_peak`). Prints a
 table and writes benchmarks/results/ceiling.json (ceiling_cuda.json on a GPU).
@@ -105,6 +107,20 @@ def measure(tokens: int, length: int, sizes: dict, device: str, dtype, repeats: 
     sublayers = 2 * layers + 3 * layers  # encoder: attention, FFN; decoder: self, cross, FFN
     seconds = timed(sublayer_tail, device, repeats) * sublayers
     rows.append(row("elementwise", "residual + dropout + layer norm (fwd+bwd)", 0, seconds))
+    f, v = sizes["ffn_dim"], sizes["vocab"]
+    hidden = torch.randn(tokens, f, device=device, dtype=dtype, requires_grad=True)
+    hidden_grad = torch.randn_like(hidden)
+    seconds = timed(lambda: F.dropout(F.relu(hidden), 0.1).backward(hidden_grad), device, repeats) * 2 * layers
+    rows.append(row("elementwise", "FFN activation + dropout (fwd+bwd)", 0, seconds))
+    logits = torch.randn(tokens, v, device=device, dtype=dtype, requires_grad=True)
+    target = torch.randint(0, v, (tokens,), device=device)
+    seconds = timed(lambda: F.cross_entropy(logits.float(), target, label_smoothing=0.1).backward(), device, repeats)
+    rows.append(row("elementwise", "loss: log-softmax + cross-entropy over the vocabulary (fwd+bwd)", 0, seconds))
+    weights = sum(k * n * count for _, _, k, n, count in linear_shapes(1, sizes)) + v * d  # + the embedding
+    param = torch.zeros(weights, device=device, requires_grad=True)
+    param.grad = torch.randn_like(param)
+    adam = torch.optim.Adam([param], lr=1e-4, fused=device == "cuda")
+    rows.append(row("elementwise", "Adam update of every weight", 0, timed(adam.step, device, repeats)))
     return rows
 
 

@@ -27,6 +27,15 @@ def _speed(data: dict, case: str, key: str) -> float | None:
     return next((r[key] for r in data["results"] if r["case"] == case), None)
 
 
+def _ratio(data: dict, ratio: str, peer: str, bold: bool = False) -> str:
+    """`1.23× <peer>` and its rounds, or "<peer>: not measured" (a benchmark stopped by its limit
+    keeps what its finished cases measured)."""
+    if ratio not in data:
+        return f"against {peer} not measured"
+    value = f"{data[ratio]:.2f}×"
+    return f"{f'**{value}**' if bold else value} {peer}{_rounds(data, ratio)}"
+
+
 def _rounds(data: dict, ratio: str) -> str:
     per_round = data.get("ratios_per_round", {}).get(ratio, [])
     return f" (per round {', '.join(f'{x:.2f}' for x in per_round)})" if len(per_round) > 1 else " (one round)"
@@ -46,13 +55,15 @@ def training_line(root: Path) -> str:
     line = f"- training, {tokens:,}-token batches, bf16 ({_where(data, name)}):"
     graphed = _speed(data, "ours_sinusoidal_cudagraphs", "tokens_per_sec")
     if graphed is not None:
-        line += (
-            f" `training.cuda_graphs` {graphed:,.0f} target tokens/s, **{data['cudagraphs_ratio_vs_marian']:.2f}×**"
-            f" Marian{_rounds(data, 'cudagraphs_ratio_vs_marian')},"
-            f" {data['cudagraphs_fraction_of_matmul_peak']:.1%} of the measured bf16 matmul peak"
-            f" ({data['matmul_peak_gflops'] / 1e3:,.0f} TFLOP/s);"
-        )
-    return line + f" eager {data['ratio_vs_marian']:.2f}× Marian{_rounds(data, 'ratio_vs_marian')}"
+        ratio = _ratio(data, "cudagraphs_ratio_vs_marian", "Marian", bold=True)
+        line += f" `training.cuda_graphs` {graphed:,.0f} target tokens/s, {ratio}"
+        if "cudagraphs_fraction_of_matmul_peak" in data:
+            line += (
+                f", {data['cudagraphs_fraction_of_matmul_peak']:.1%} of the measured bf16 matmul peak"
+                f" ({data['matmul_peak_gflops'] / 1e3:,.0f} TFLOP/s)"
+            )
+        line += ";"
+    return line + f" eager {_ratio(data, 'ratio_vs_marian', 'Marian')}"
 
 
 def decoding_line(root: Path) -> str:
@@ -60,15 +71,15 @@ def decoding_line(root: Path) -> str:
     if data is None:
         return "- decoding: not measured on a GPU yet (`benchmarks/gpu_check.sh decode`)"
     s = data["settings"]
+    eager = _speed(data, "ours_beam5_cached", "sentences_per_sec")
     line = (
         f"- test-set beam-5 decoding, {s['sentences']:,} sentences in {s['max_tokens']:,}-token batches"
-        f" ({_where(data, DECODE)}): the eager step {_speed(data, 'ours_beam5_cached', 'sentences_per_sec'):.0f}"
-        f" sentences/s, {data['beam5_over_hf_generate']:.2f}× Marian `generate()`"
-        + _rounds(data, "beam5_over_hf_generate")
+        f" ({_where(data, DECODE)}): the eager step"
+        + (f" {eager:.0f} sentences/s," if eager is not None else "")
+        + f" {_ratio(data, 'beam5_over_hf_generate', 'Marian `generate()`')}"
     )
-    if "beam5_graphed_over_hf_generate" in data:
-        ratio = "beam5_graphed_over_hf_generate"
-        line += f"; `decoding.cuda_graphs` **{data[ratio]:.2f}×** Marian{_rounds(data, ratio)}"
+    if "ours_beam5_graphed" in s.get("cases", []) or "beam5_graphed_over_hf_generate" in data:
+        line += f"; `decoding.cuda_graphs` {_ratio(data, 'beam5_graphed_over_hf_generate', 'Marian', bold=True)}"
     return line
 
 
@@ -84,7 +95,7 @@ def graphs_line(root: Path) -> str:
         )
     if ceiling is not None:
         parts.append(
-            f"the {ceiling['settings']['tokens']:,}-token step's own shapes allow"
+            f"the {ceiling['settings']['tokens']:,}-token step's kernels allow at most"
             f" {ceiling['ceiling_fraction']:.0%} of the bf16 peak (GEMMs alone {ceiling['gemm_fraction']:.0%},"
             f" with attention {ceiling['gemm_attention_fraction']:.0%}; [`{CEILING}`](benchmarks/results/{CEILING}))"
         )

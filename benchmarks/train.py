@@ -174,7 +174,7 @@ def run_case(
     graphs = case.endswith("_cudagraphs")  # trains as training.cuda_graphs with pad_to_multiple 16 would
     multiple, pack = (GRAPH_MULTIPLE if graphs else 1), (PACK_LENGTH if case.endswith("_packed") else 0)
     host_batches = make_batches(max_tokens, steps + 3, sizes["vocab"], multiple=multiple, pack=pack)
-    batches = [tuple(t.to(device) for t in b) for b in host_batches]
+    batches = [tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in b) for b in host_batches]
     target_tokens = [int(b[2].ne(PAD).sum()) for b in host_batches]  # counted on the host, once
     model, step_loss = build(case, sizes, device)
     model.train()

@@ -3,20 +3,20 @@
 Token-budget batches of one length group still pad every row to its longest pair, and every batch
 has its own shape. Packing fills rows of a fixed length R instead: pairs, in shuffled order, go
 into the first row of the batch with room for both their source and their decoder input (first
-fit); a batch is `rows` rows; the model then attends within each pair only and restarts every
-pair's positions (`models.packing.Packing`). Every batch but an epoch's last has one shape
-`[rows, R]`, which compilation and CUDA graphs need.
+fit); a batch is `rows` rows, so every batch but the last is `[rows, R]`. The model attends within
+each pair only and restarts every pair's positions (models/packing.py reads the fields the
+collator writes).
 
-The sampler (data/pipeline.py's EpochBatchSampler) hands a batch's pairs over row by row; the
-collator cuts them into the same rows again by next fit, which gives the sampler's rows exactly:
-a pair that opened a row did not fit the rows before it then, nor after they filled further.
+The sampler (data/pipeline.py's EpochBatchSampler) packs once per run and shuffles the batches'
+order every epoch, so every epoch has the same number of batches (the trainer's epoch length, an
+exact resume). It hands a batch's pairs over row by row; the collator cuts them into the same rows
+again by next fit, which gives the sampler's rows exactly: a pair that opened a row fitted none of
+the rows open then, and they only fill further.
 """
 
 from __future__ import annotations
 
 import torch
-
-from models.packing import Packing
 
 
 def first_fit_batches(
@@ -71,8 +71,9 @@ def packed_padding(batches: list[list[int]], src_lens: list[int], dec_lens: list
 
 class PackingCollator:
     """A packed batch from a batch's pairs, given row by row (`first_fit_batches`): `src`, `tgt_in`,
-    `tgt_out` `[rows, length]`, `packing` (which pair each token belongs to, its place in the pair,
-    each pair's lengths) and `ntokens`, as `data.pipeline.Collator`'s keys."""
+    `tgt_out` `[rows, length]`, `packing` (the fields of `models.packing.Packing`: which pair each
+    token belongs to, its place in the pair, each pair's lengths and the longest, read here on the
+    host) and `ntokens`, as `data.pipeline.Collator`'s keys."""
 
     def __init__(self, pad_id: int, bos_id: int, eos_id: int, length: int) -> None:
         self.pad_id, self.bos_id, self.eos_id, self.length = pad_id, bos_id, eos_id, length
@@ -99,13 +100,17 @@ class PackingCollator:
                 tgt_offset[r, at_tgt : at_tgt + d] = torch.arange(d)
                 at_src, at_tgt, pair = at_src + s, at_tgt + d, pair + 1
         order = [n for members in rows for n in members]  # pair ids follow the rows
-        packing = Packing(
-            src_pair,
-            src_offset,
-            tgt_pair,
-            tgt_offset,
-            torch.tensor([len(sources[n]) for n in order]),
-            torch.tensor([len(dec_in[n]) for n in order]),
+        src_lengths = torch.tensor([len(sources[n]) for n in order])
+        tgt_lengths = torch.tensor([len(dec_in[n]) for n in order])
+        packing = dict(
+            src_pair=src_pair,
+            src_offset=src_offset,
+            tgt_pair=tgt_pair,
+            tgt_offset=tgt_offset,
+            src_lengths=src_lengths,
+            tgt_lengths=tgt_lengths,
+            src_longest=int(src_lengths.max()),
+            tgt_longest=int(tgt_lengths.max()),
         )
         ntokens = sum(len(d) for d in dec_out)
         return {"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out, "packing": packing, "ntokens": ntokens}

@@ -214,7 +214,7 @@ class EpochBatchSampler(Sampler[list[int]]):
 
     pack_length (training.pack_length): pairs in shuffled order packed into rows of that many
     tokens, `batch_size` rows a batch or `max_tokens // pack_length` (data/packing.py), each batch
-    listed row by row for `PackingCollator`.
+    listed row by row for `PackingCollator`; packed once per run, the batch order shuffled per epoch.
 
     pad_to_multiple > 1 (the collator pads both lengths up to a multiple of it): sentences are
     grouped by their padded (source, decoder) lengths and the budget counts padded tokens, so a
@@ -238,6 +238,7 @@ class EpochBatchSampler(Sampler[list[int]]):
         if (batch_size is None) == (max_tokens is None):
             raise ValueError("give exactly one of batch_size and max_tokens")
         self.pack_length = pack_length
+        self._packed_batches: Optional[list[list[int]]] = None
         self.src_lens, self.tgt_lens = src_lens, tgt_lens
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.multiple = m = pad_to_multiple
@@ -273,9 +274,7 @@ class EpochBatchSampler(Sampler[list[int]]):
         if self.shuffle:
             rng.shuffle(order)  # random tie-breaking among equal lengths
         if self.pack_length is not None:  # rows of one length: any pairs may share a batch
-            rows = self.batch_size or max(1, self.max_tokens // self.pack_length)
-            dec_lens = [t + 1 for t in self.tgt_lens]
-            return self._shard(first_fit_batches(order, self.src_lens, dec_lens, self.pack_length, rows), rng)
+            return self._shard([list(b) for b in self._packed()], rng)
         # Sentences of similar length share a batch (fairseq, OpenNMT): little compute on padding
         if self._padded:  # grouped by padded shape: (longer side, decoder input, source)
             order.sort(
@@ -294,6 +293,18 @@ class EpochBatchSampler(Sampler[list[int]]):
         else:
             batches = cut_by_token_budget(order, self.sizes, self.max_tokens)
         return self._shard(batches, rng)
+
+    def _packed(self) -> list[list[int]]:
+        """The packed batches, made once per run from the seed: re-packed every epoch, their number
+        would change with the shuffle, and the trainer's epoch length and a resume count batches."""
+        if self._packed_batches is None:
+            order = list(range(len(self.src_lens)))
+            if self.shuffle:
+                random.Random(self.seed * 1_000_003 - 1).shuffle(order)
+            rows = self.batch_size or max(1, self.max_tokens // self.pack_length)
+            dec_lens = [t + 1 for t in self.tgt_lens]
+            self._packed_batches = first_fit_batches(order, self.src_lens, dec_lens, self.pack_length, rows)
+        return self._packed_batches
 
     def _shard(self, batches: list[list[int]], rng: random.Random) -> list[list[int]]:
         """The batches in shuffled order, this rank's share of them."""

@@ -91,11 +91,17 @@ class FixedShapeCache(DecoderCache):
             self.ancestry.copy_(self.ancestry.gather(1, parents[:, :, None, None].expand_as(self.ancestry)))
 
 
+def layout_key(cache: FixedShapeCache, enc: EncoderOutput, rows: int) -> tuple:
+    """What a captured step and its positions are bound to: this cache in this layout, this encoder
+    output, this many rows (whoever keeps a key keeps the cache and enc alive, so ids stay theirs)."""
+    return (id(cache), cache.version, id(enc), rows)
+
+
 class StepGraph:
     """The step captured for one cache layout and encoder output: its static input and output."""
 
-    def __init__(self, key: tuple, enc: EncoderOutput) -> None:
-        self.key, self.enc = key, enc  # enc kept alive: its id is part of the key
+    def __init__(self, key: tuple, cache: FixedShapeCache, enc: EncoderOutput) -> None:
+        self.key, self.bound = key, (cache, enc)  # kept alive: their ids are part of the key
         self.graph: Optional[torch.cuda.CUDAGraph] = None
         self.tokens: Optional[Tensor] = None
         self.logits: Optional[Tensor] = None
@@ -114,6 +120,7 @@ class FixedShapeDecoder(CachedDecoder):
         self._graph: Optional[StepGraph] = None
         self._pool = None
         self._positions_key: Optional[tuple] = None
+        self._positions_bound: tuple = ()  # the cache and enc of the key, kept alive
         self._k_positions: Optional[Tensor] = None
 
     def new_cache(self, capacity: Optional[int] = None) -> FixedShapeCache:
@@ -155,14 +162,14 @@ class FixedShapeDecoder(CachedDecoder):
     def _all_positions(self, tgt: Tensor, enc: EncoderOutput, cache: FixedShapeCache) -> Tensor:
         """Every cache position's position `[(batch,) capacity]`, computed once per layout (eagerly:
         an encoding may size its positions on the host) and reused by the steps, captured or not."""
-        key = (cache.version, id(enc), tgt.size(0))
+        key = layout_key(cache, enc, tgt.size(0))
         if self._positions_key != key:
             batch = tgt.size(0)
             groups = rows_per_memory_row(batch, enc.memory.size(0))
             source_lengths = enc.lengths if groups == 1 else enc.lengths.repeat_interleave(groups)
             pe = self.model.decoder_pe
             self._k_positions = pe.positions(cache.capacity, batch, self.model.training, tgt.device, source_lengths)
-            self._positions_key = key
+            self._positions_key, self._positions_bound = key, (cache, enc)
         return self._k_positions
 
     def _replay(self, tgt: Tensor, enc: EncoderOutput, cache: FixedShapeCache) -> Tensor:
@@ -170,10 +177,10 @@ class FixedShapeDecoder(CachedDecoder):
         the cross-attention cache and the positions are made then), captured at the second, replayed
         after. A captured step writes the new keys at `cache.offset`: capturing repeats the call's
         own writes, so it changes nothing."""
-        key = (cache.version, id(enc), tgt.size(0))
+        key = layout_key(cache, enc, tgt.size(0))
         record = self._graph
         if record is None or record.key != key:
-            self._graph = StepGraph(key, enc)  # the old layout's graph is released with its record
+            self._graph = StepGraph(key, cache, enc)  # the old layout's graph is released with its record
             return self._step(tgt, enc, cache)
         if record.graph is None:
             record.tokens = tgt.clone()

@@ -9,7 +9,7 @@ relative and randomized encodings see what they see unpacked (tests/models/test_
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -28,21 +28,15 @@ class Packing:
     tgt_offset: Tensor  # [batch, tgt_len]: its place in its pair's decoder input
     src_lengths: Tensor  # [pairs]: each pair's source tokens
     tgt_lengths: Tensor  # [pairs]: each pair's decoder input tokens (BOS + target)
-    # The longest pair of each side, read where the batch is made (on the host) so that a training
-    # step never reads them back from the device; -1: read them from the lengths.
-    src_longest: int = -1
-    tgt_longest: int = -1
+    # The longest pair of each side, read where the batch is made (on the host), so that a training
+    # step never reads them back from the device.
+    src_longest: int
+    tgt_longest: int
 
-    def __post_init__(self) -> None:
-        if self.src_longest < 0:
-            self.src_longest, self.tgt_longest = int(self.src_lengths.max()), int(self.tgt_lengths.max())
-
-    def to(self, device, non_blocking: bool = False) -> "Packing":
-        return replace(self, **{k: getattr(self, k).to(device, non_blocking=non_blocking) for k in TENSORS})
-
-    def pin_memory(self) -> "Packing":
-        """Page-locked copies (the DataLoader's pin_memory calls this), so `to(cuda, non_blocking)` is asynchronous."""
-        return replace(self, **{k: getattr(self, k).pin_memory() for k in TENSORS})
+    @classmethod
+    def on(cls, fields: dict, device, non_blocking: bool = False) -> "Packing":
+        """The packing of a collated batch (data/packing.py's `packing` fields), its tensors on `device`."""
+        return cls(**{k: v.to(device, non_blocking=non_blocking) if k in TENSORS else v for k, v in fields.items()})
 
     @property
     def pairs(self) -> int:

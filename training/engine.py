@@ -131,7 +131,7 @@ def create_trainer(
         padded = sum(b["tgt_out"].numel() for b in batches)
         moved = [
             [b[k].to(device, non_blocking=True) for k in ("src", "tgt_in", "tgt_out")]
-            + ([b["packing"].to(device, non_blocking=True)] if "packing" in b else [])
+            + ([Packing.on(b["packing"], device, non_blocking=True)] if "packing" in b else [])
             for b in batches
         ]  # packed batches (training.pack_length) carry which pair each token belongs to
         all_tokens: Tensor | int = ntokens

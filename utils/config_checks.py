@@ -105,6 +105,11 @@ def check_packing(cfg: ExperimentConfig) -> None:
         raise ConfigError(
             "training.pack_length makes every batch one shape already: set training.pad_to_multiple: 1 with it"
         )
+    if t.cuda_graphs:  # the pairs per batch, and the positions drawn for them, still vary in shape
+        raise ConfigError(
+            "training.cuda_graphs would record a graph for almost every packed batch (their pair counts "
+            "differ): set training.cuda_graphs: false with training.pack_length (training.compile works)"
+        )
 
 
 def check_data(cfg: ExperimentConfig) -> None:

@@ -89,6 +89,22 @@ def test_the_cache_keeps_its_layout_until_rows_are_regrouped_or_leave():
         decoder.new_cache()
 
 
+@pytest.mark.parametrize("name", ["alibi", "learnable-randomized"])
+def test_one_decoder_serves_search_after_search(name):
+    """A decoder reused over searches of other batches and capacities finds what a fresh one finds:
+    what it computes once per layout is bound to that search's cache and encoder output, which it
+    keeps alive (a freed one's id could come back with the next search's)."""
+    options = {"randomized": True, "max_position": 64} if name.endswith("randomized") else {}
+    model = tiny_model(name.split("-")[0], seed=8, **options)
+    batches = [mixed_batch([3 + (i % 5) * 3, 2], seed=i) for i in range(30)]
+    with torch.no_grad():
+        fresh = [greedy_search(FixedShapeDecoder(model), src, BOS, EOS, PAD, max_len_a=1.5) for src in batches]
+        reused = FixedShapeDecoder(model)
+        for i, src in enumerate(batches):
+            again = greedy_search(reused, src, BOS, EOS, PAD, max_len_a=1.5)
+            assert [h.tokens for h in again] == [h.tokens for h in fresh[i]], f"search {i}"
+
+
 def test_sentences_leave_a_fixed_shape_search_only_when_at_most_half_remain():
     """The cached search drops every done sentence at a check; a fixed-shape one keeps their rows
     (masked) until at most half the batch is left, so a batch takes few layouts."""

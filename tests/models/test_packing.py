@@ -10,7 +10,7 @@ from helpers import BOS, EOS, PAD, VOCAB, encoding_cases, give_bias_tables_a_sig
 
 from data.packing import PackingCollator, next_fit_rows
 from data.pipeline import Collator
-from models.packing import within_pairs
+from models.packing import Packing, within_pairs
 from training.engine import sequence_loss
 
 
@@ -46,7 +46,7 @@ def test_a_packed_pair_gets_what_it_gets_in_a_row_of_its_own(name, options, trai
     model.train(training)
     items = pairs(seed=5)
     packed, alone = packed_and_alone(items)
-    p = packed["packing"]
+    p = Packing.on(packed["packing"], "cpu")
     assert packed["src"].size(0) < alone["src"].size(0)  # several pairs share rows
     torch.manual_seed(11)
     packed_logits = model(packed["src"], packed["tgt_in"], p)
