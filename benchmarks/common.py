@@ -166,3 +166,25 @@ def matmul_peak(threads: int, device: str, precision: str, repeats: int = 5) -> 
             torch.cuda.synchronize()
         best = min(best, time.perf_counter() - start)
     return 2 * n**3 / best
+
+
+def write_profile(step, batches: list, device: str, path: Path) -> None:
+    """torch.profiler over `step(batch)` for `batches` (already warm): the 40 busiest operators, by
+    device time on a GPU (by CPU time on a CPU), and the host's and the device's total time per step."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from utils.files import atomic_write_text
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for batch in batches:
+            step(batch)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    events = prof.key_averages()
+    key = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    atomic_write_text(
+        path, f"{len(batches)} steps; sorted by {key}\n\n" + events.table(sort_by=key, row_limit=40) + "\n"
+    )
+    print(f"wrote {path}", flush=True)

@@ -43,7 +43,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import MODEL_SIZES, SIZE_HELP, add_rounds_flag, environment, ratio_spread, run_rounds, write_results  # noqa: E402
+from common import (  # noqa: E402
+    MODEL_SIZES,
+    SIZE_HELP,
+    add_rounds_flag,
+    environment,
+    ratio_spread,
+    run_rounds,
+    write_profile,
+    write_results,
+)
 from decode_contenders import CT2_LENGTH_PENALTY, PAD, ct2_decoder, marian_decoder, our_decoder  # noqa: E402
 
 CASES = [
@@ -88,7 +97,16 @@ def token_budget_batches(src, max_tokens: int | None, beam: int) -> list:
 
 
 def run_case(
-    case: str, num: int, out_len: int, repeats: int, threads: int, device: str, size: str, max_tokens: int | None, queue
+    case: str,
+    num: int,
+    out_len: int,
+    repeats: int,
+    threads: int,
+    device: str,
+    size: str,
+    max_tokens: int | None,
+    profile_dir: str | None,
+    queue,
 ) -> None:
     """One contender in its own process: time `repeats` decodes, report throughput and peak memory."""
     os.environ["OMP_NUM_THREADS"] = str(threads)  # before torch and ctranslate2 load their OpenMP runtimes
@@ -121,6 +139,9 @@ def run_case(
             graphed="graphed" in case,
         )
     times, tokens = time_decodes(decode, repeats, device)
+    if profile_dir:  # where a decode's time goes: one more decode under torch.profiler, the busiest ops
+        with torch.inference_mode():
+            write_profile(lambda _: decode(), [None], device, Path(profile_dir) / f"profile_{case}.txt")
     seconds = statistics.median(times)
     memory_kind = "cuda_max_allocated" if device == "cuda" else "process_max_rss"
     if case.startswith("ct2") and device == "cuda":  # CTranslate2 allocates outside torch's allocator
@@ -179,6 +200,12 @@ def make_parser() -> argparse.ArgumentParser:
         "decoding.max_tokens; default: one batch)",
     )
     parser.add_argument("--repeats", type=int, help="timed repeats per case (median; default 3, quick 1)")
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="also profile one more decode of each case (torch.profiler) and write the busiest operators "
+        "to DIR/profile_<case>.txt",
+    )
     add_rounds_flag(parser)
     parser.add_argument(
         "--cases",
@@ -250,7 +277,7 @@ def main(argv=None) -> int:
     by = run_rounds(
         cases,
         run_case,
-        (num, args.out_len, repeats, threads, device, args.size, args.max_tokens),
+        (num, args.out_len, repeats, threads, device, args.size, args.max_tokens, args.profile),
         args.rounds,
         "sentences_per_sec",
         "sent/s",

@@ -54,7 +54,8 @@ decode() {
   step 110 graph_equality $python benchmarks/search_equality.py --contender cuda_graphs --device $dev "$model" \
     --output "$out/graph_equality_$dev.json"
   step 300 decode $python benchmarks/decode.py --device $dev "${decode_size[@]}" --repeats 1 --rounds 3 \
-    --cases ours_beam5_graphed ours_beam5_cached hf_beam5 --output "$out/decode_${dev}_testset.json"
+    --cases ours_beam5_graphed ours_beam5_cached hf_beam5 --profile "$out/profile" \
+    --output "$out/decode_${dev}_testset.json"
 }
 train() {
   step 60 ceiling $python benchmarks/ceiling.py --device $dev "${ceiling_size[@]}" --output "$out/ceiling_$dev.json"

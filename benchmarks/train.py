@@ -63,6 +63,7 @@ from common import (  # noqa: E402
     matmul_peak,
     ratio_spread,
     run_rounds,
+    write_profile,
     write_results,
 )
 from train_contenders import BOS, EOS, PAD, build, harness_step, legacy_step  # noqa: E402
@@ -282,28 +283,6 @@ def step_counts(step, case: str, batches: list, target_tokens: list, sync) -> tu
             step(batches[2])
         sync()
     return flops, syncs
-
-
-def write_profile(step, batches: list, device: str, path: Path) -> None:
-    """torch.profiler over `batches` (already warm): the 40 busiest operators, by device time on a GPU
-    (by CPU time on a CPU), and the host's and the device's total time per step."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    from utils.files import atomic_write_text
-
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    with profile(activities=activities) as prof:
-        for batch in batches:
-            step(batch)
-        if device == "cuda":
-            torch.cuda.synchronize()
-    events = prof.key_averages()
-    key = "cuda_time_total" if device == "cuda" else "cpu_time_total"
-    atomic_write_text(
-        path, f"{len(batches)} steps; sorted by {key}\n\n" + events.table(sort_by=key, row_limit=40) + "\n"
-    )
-    print(f"wrote {path}", flush=True)
 
 
 def compiled_case(case: str) -> bool:

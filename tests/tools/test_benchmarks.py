@@ -454,3 +454,14 @@ def test_the_readmes_gpu_figures_are_read_from_the_benchmark_files(tmp_path: Pat
     partial["results"], partial["settings"]["cases"] = [], ["ours_beam5_graphed", "hf_beam5"]
     (tmp_path / "decode_cuda_testset.json").write_text(json.dumps(partial))  # a step stopped by its limit
     assert "`decoding.cuda_graphs` against Marian not measured" in gpu_figures(tmp_path)
+
+
+@pytest.mark.slow
+def test_decode_benchmark_profiles_a_case_on_request(tmp_path: Path) -> None:
+    """--profile DIR: one more decode of each case under torch.profiler, its busiest operators written
+    (what gpu_check.sh decode brings back for the graphed and the eager step)."""
+    args = ["--size", "tiny", "--sentences", "2", "--out_len", "3", "--repeats", "1", "--threads", "1"]
+    args += ["--device", "cpu", "--cases", "ours_beam5_graphed", "--profile", str(tmp_path / "prof")]
+    run_script("decode.py", [*args, "--output", str(tmp_path / "decode.json")])
+    text = (tmp_path / "prof" / "profile_ours_beam5_graphed.txt").read_text()
+    assert text.startswith("1 steps; sorted by cpu_time_total") and "aten::" in text
