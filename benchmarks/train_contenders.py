@@ -1,11 +1,15 @@
 """The contenders benchmarks/train.py times, each as a model and a step on one batch: our model
 (train.py's own step, or the step as it was when issue 33 opened), Hugging Face Marian and
-`nn.Transformer` with embeddings, all of the same size, on the same batches. How they are timed
-is benchmarks/train.py's."""
+`nn.Transformer` with embeddings, all of the same size, on the same batches (`make_batches`: random
+ids with the shipped corpus' lengths). How they are timed is benchmarks/train.py's."""
 
 from __future__ import annotations
 
+import gzip
+import itertools
 import math
+import random
+from pathlib import Path
 
 PAD, BOS, EOS = 0, 2, 3  # the benchmark vocabulary's special ids
 
@@ -182,3 +186,61 @@ def legacy_step(model, device: str, precision: str):
         scheduler.step()
 
     return step
+
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"
+
+
+def make_batches(max_tokens: int, count: int, vocab: int, seed: int = 0, multiple: int = 1, pack: int = 0):
+    """`count` token-budget batches of random ids with the corpus' length distribution; with
+    `multiple`, cut and padded as training.pad_to_multiple does (few batch shapes); with `pack`,
+    packed into rows of that many tokens as training.pack_length does (src, tgt_in, tgt_out, packing)."""
+    import torch
+
+    from data.packing import PackingCollator
+    from data.pipeline import EpochBatchSampler, round_up
+
+    rng = random.Random(seed)
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        pairs = [line.rstrip("\n").split("\t")[:2] for line in f]
+    sample = rng.sample(pairs, 20000)
+    tgt_lens = [max(1, round(1.3 * len(en.split()))) for en, _ in sample]
+    src_lens = [max(1, round(1.3 * len(fr.split()))) for _, fr in sample]
+    sampler = EpochBatchSampler(
+        src_lens,
+        tgt_lens,
+        max_tokens=max_tokens,
+        shuffle=True,
+        seed=seed,
+        pad_to_multiple=multiple,
+        pack_length=pack or None,
+    )
+    g = torch.Generator().manual_seed(seed)
+    order, batches = [], []
+    for epoch in itertools.count():  # as many epochs of the sample as `count` batches take (32k-token batches)
+        sampler.set_epoch(epoch)
+        order += list(sampler)
+        if len(order) >= count:
+            break
+    if pack:
+        collate = PackingCollator(PAD, BOS, EOS, pack)
+        for idx in order[:count]:
+
+            def ids(n: int) -> list[int]:
+                return torch.randint(4, vocab, (n,), generator=g).tolist()
+
+            b = collate([(ids(src_lens[i]), ids(tgt_lens[i])) for i in idx])
+            batches.append((b["src"], b["tgt_in"], b["tgt_out"], b["packing"]))
+        return batches
+    for idx in order[:count]:
+        s_len, longest_tgt = round_up(max(src_lens[i] for i in idx), multiple), max(tgt_lens[i] for i in idx)
+        t_len = (round_up(longest_tgt + 1, multiple) if multiple > 1 else longest_tgt) + 1  # decoder length + 1
+        src = torch.full((len(idx), s_len), PAD, dtype=torch.long)
+        tgt = torch.full((len(idx), t_len), PAD, dtype=torch.long)
+        for r, i in enumerate(idx):
+            src[r, : src_lens[i]] = torch.randint(4, vocab, (src_lens[i],), generator=g)
+            tgt[r, : tgt_lens[i] + 1] = torch.randint(4, vocab, (tgt_lens[i] + 1,), generator=g)
+        tgt_in, tgt_out = tgt.clone(), tgt.clone()
+        tgt_in[:, 0] = BOS
+        batches.append((src, tgt_in[:, :-1], tgt_out[:, 1:]))
+    return batches
