@@ -120,24 +120,7 @@ def run_case(
     sizes = MODEL_SIZES[size]
     beam = 5 if "beam" in case else 1
     batches = [b.to(device) for b in token_budget_batches(make_sources(num, sizes["vocab"]), max_tokens, beam)]
-    extra = {}
-    if case.startswith("ct2"):
-        compute_type = case.rsplit("_", 1)[1]
-        decode = ct2_decoder(batches, device, sizes, beam, out_len, compute_type)
-        extra = {"compute_type": compute_type, "length_penalty": CT2_LENGTH_PENALTY if beam > 1 else None}
-    elif case.startswith("hf"):
-        decode = marian_decoder(batches, device, sizes, beam, out_len)
-    else:
-        decode = our_decoder(
-            batches,
-            device,
-            sizes,
-            beam,
-            out_len,
-            uncached="uncached" in case,
-            legacy="legacy" in case,
-            graphed="graphed" in case,
-        )
+    decode, extra = case_decoder(case, batches, device, sizes, beam, out_len)
     times, tokens = time_decodes(decode, repeats, device)
     if profile_dir:  # where a decode's time goes: one more decode under torch.profiler, the busiest ops
         with torch.inference_mode():
@@ -165,6 +148,18 @@ def run_case(
             **extra,
         }
     )
+
+
+def case_decoder(case: str, batches: list, device: str, sizes: dict, beam: int, out_len: int) -> tuple:
+    """(the case's `decode()` over the batches, what the results add about it)."""
+    if case.startswith("ct2"):
+        compute_type = case.rsplit("_", 1)[1]
+        decode = ct2_decoder(batches, device, sizes, beam, out_len, compute_type)
+        return decode, {"compute_type": compute_type, "length_penalty": CT2_LENGTH_PENALTY if beam > 1 else None}
+    if case.startswith("hf"):
+        return marian_decoder(batches, device, sizes, beam, out_len), {}
+    kinds = {kind: kind in case for kind in ("uncached", "legacy", "graphed")}
+    return our_decoder(batches, device, sizes, beam, out_len, **kinds), {}
 
 
 def time_decodes(decode, repeats: int, device: str) -> tuple[list[float], int]:
