@@ -91,20 +91,22 @@ class FixedShapeCache(DecoderCache):
             self.ancestry.copy_(self.ancestry.gather(1, parents[:, :, None, None].expand_as(self.ancestry)))
 
 
-def layout_key(cache: FixedShapeCache, enc: EncoderOutput, rows: int) -> tuple:
-    """What a captured step and its positions are bound to: this cache in this layout, this encoder
-    output, this many rows (whoever keeps a key keeps the cache and enc alive, so ids stay theirs)."""
-    return (id(cache), cache.version, id(enc), rows)
+class Layout:
+    """What the step computes once per cache layout (`cache.version`), encoder output and row count:
+    every cache position's position, how many calls it has served and, with CUDA graphs, the
+    captured step with its static input and output."""
 
-
-class StepGraph:
-    """The step captured for one cache layout and encoder output: its static input and output."""
-
-    def __init__(self, key: tuple, cache: FixedShapeCache, enc: EncoderOutput) -> None:
-        self.key, self.bound = key, (cache, enc)  # kept alive: their ids are part of the key
+    def __init__(self, cache: FixedShapeCache, enc: EncoderOutput, rows: int, k_positions: Tensor) -> None:
+        self.cache, self.version, self.enc, self.rows = cache, cache.version, enc, rows
+        self.k_positions = k_positions  # [(rows,) capacity]
+        self.calls = 0
         self.graph: Optional[torch.cuda.CUDAGraph] = None
         self.tokens: Optional[Tensor] = None
         self.logits: Optional[Tensor] = None
+
+    def serves(self, cache: FixedShapeCache, enc: EncoderOutput, rows: int) -> bool:
+        """Whether a call on `cache`, `enc` and `rows` rows is this layout's (the same objects, held here)."""
+        return self.cache is cache and self.version == cache.version and self.enc is enc and self.rows == rows
 
 
 class FixedShapeDecoder(CachedDecoder):
@@ -117,11 +119,8 @@ class FixedShapeDecoder(CachedDecoder):
     def __init__(self, model: Seq2SeqTransformer, cuda_graphs: bool = False) -> None:
         super().__init__(model)
         self.cuda_graphs = cuda_graphs and model.output_proj.weight.device.type == "cuda"
-        self._graph: Optional[StepGraph] = None
+        self._layout: Optional[Layout] = None  # the current one (a new one releases the old graph)
         self._pool = None
-        self._positions_key: Optional[tuple] = None
-        self._positions_bound: tuple = ()  # the cache and enc of the key, kept alive
-        self._k_positions: Optional[Tensor] = None
 
     def new_cache(self, capacity: Optional[int] = None) -> FixedShapeCache:
         if not capacity:
@@ -134,14 +133,27 @@ class FixedShapeDecoder(CachedDecoder):
         """Logits `[batch, 1, vocab]` for one new token `tgt` `[batch, 1]` at position `offset`."""
         batch = tgt.size(0)
         cache.extend(batch, enc.memory.size(0), tgt.size(1), offset, tgt.device)
-        if not self.cuda_graphs:
-            return self._step(tgt, enc, cache)
-        return self._replay(tgt, enc, cache)
+        layout = self._layout_of(tgt, enc, cache)
+        layout.calls += 1
+        if not self.cuda_graphs or layout.calls == 1:  # a layout's first call also fills the cross cache
+            return self._step(tgt, enc, cache, layout.k_positions)
+        return self._replay(tgt, enc, cache, layout)
 
-    def _step(self, tgt: Tensor, enc: EncoderOutput, cache: FixedShapeCache) -> Tensor:
+    def _layout_of(self, tgt: Tensor, enc: EncoderOutput, cache: FixedShapeCache) -> Layout:
+        """The current layout, or a new one with every cache position's position `[(batch,) capacity]`
+        (computed eagerly: an encoding may size its positions on the host)."""
+        batch = tgt.size(0)
+        if self._layout is None or not self._layout.serves(cache, enc, batch):
+            groups = rows_per_memory_row(batch, enc.memory.size(0))
+            source_lengths = enc.lengths if groups == 1 else enc.lengths.repeat_interleave(groups)
+            pe = self.model.decoder_pe
+            k_positions = pe.positions(cache.capacity, batch, self.model.training, tgt.device, source_lengths)
+            self._layout = Layout(cache, enc, batch, k_positions)
+        return self._layout
+
+    def _step(self, tgt: Tensor, enc: EncoderOutput, cache: FixedShapeCache, k_positions: Tensor) -> Tensor:
         """The step itself: every shape fixed by the cache's layout, the position read from `cache.offset`."""
         model = self.model
-        k_positions = self._all_positions(tgt, enc, cache)  # [(batch,) capacity]
         positions = k_positions.index_select(-1, cache.offset)  # [(batch,) 1]
         x = model.tgt_embed(tgt) * model.embed_scale  # [batch, 1, d_model]
         x = model.dropout(model.decoder_pe.add_to_embeddings(x, positions))
@@ -159,45 +171,25 @@ class FixedShapeDecoder(CachedDecoder):
         x = model.decoder_norm(x)
         return linear(x, model.output_proj.weight, model.output_proj.bias)  # [batch, 1, vocab]
 
-    def _all_positions(self, tgt: Tensor, enc: EncoderOutput, cache: FixedShapeCache) -> Tensor:
-        """Every cache position's position `[(batch,) capacity]`, computed once per layout (eagerly:
-        an encoding may size its positions on the host) and reused by the steps, captured or not."""
-        key = layout_key(cache, enc, tgt.size(0))
-        if self._positions_key != key:
-            batch = tgt.size(0)
-            groups = rows_per_memory_row(batch, enc.memory.size(0))
-            source_lengths = enc.lengths if groups == 1 else enc.lengths.repeat_interleave(groups)
-            pe = self.model.decoder_pe
-            self._k_positions = pe.positions(cache.capacity, batch, self.model.training, tgt.device, source_lengths)
-            self._positions_key, self._positions_bound = key, (cache, enc)
-        return self._k_positions
-
-    def _replay(self, tgt: Tensor, enc: EncoderOutput, cache: FixedShapeCache) -> Tensor:
-        """The step through a CUDA graph of this layout: eager at the layout's first call (buffers,
-        the cross-attention cache and the positions are made then), captured at the second, replayed
+    def _replay(self, tgt: Tensor, enc: EncoderOutput, cache: FixedShapeCache, layout: Layout) -> Tensor:
+        """The step through the layout's CUDA graph: captured at the layout's second call, replayed
         after. A captured step writes the new keys at `cache.offset`: capturing repeats the call's
         own writes, so it changes nothing."""
-        key = layout_key(cache, enc, tgt.size(0))
-        record = self._graph
-        if record is None or record.key != key:
-            self._graph = StepGraph(key, cache, enc)  # the old layout's graph is released with its record
-            return self._step(tgt, enc, cache)
-        if record.graph is None:
-            record.tokens = tgt.clone()
-            self._all_positions(tgt, enc, cache)
+        if layout.graph is None:
+            layout.tokens = tgt.clone()
             if self._pool is None:
                 self._pool = torch.cuda.graph_pool_handle()
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with _uncached_autocast(), torch.cuda.stream(side):  # warm-up off the capturing stream
-                self._step(record.tokens, enc, cache)
+                self._step(layout.tokens, enc, cache, layout.k_positions)
             torch.cuda.current_stream().wait_stream(side)
-            record.graph = torch.cuda.CUDAGraph()
-            with _uncached_autocast(), torch.cuda.graph(record.graph, pool=self._pool):
-                record.logits = self._step(record.tokens, enc, cache)
-        record.tokens.copy_(tgt)
-        record.graph.replay()
-        return record.logits
+            layout.graph = torch.cuda.CUDAGraph()
+            with _uncached_autocast(), torch.cuda.graph(layout.graph, pool=self._pool):
+                layout.logits = self._step(layout.tokens, enc, cache, layout.k_positions)
+        layout.tokens.copy_(tgt)
+        layout.graph.replay()
+        return layout.logits
 
 
 def _uncached_autocast():

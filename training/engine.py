@@ -42,7 +42,7 @@ class TokenLoss(nn.Module):
 
     def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, packing: Optional[Packing] = None) -> Tensor:
         with autocast(self.precision, src.device):
-            logits = self.model(src, tgt_in, packing) if packing is not None else self.model(src, tgt_in)
+            logits = self.model(src, tgt_in, packing)
         return sequence_loss(logits, tgt_out, self.pad_id, self.label_smoothing)
 
 

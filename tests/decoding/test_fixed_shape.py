@@ -92,8 +92,7 @@ def test_the_cache_keeps_its_layout_until_rows_are_regrouped_or_leave():
 @pytest.mark.parametrize("name", ["alibi", "learnable-randomized"])
 def test_one_decoder_serves_search_after_search(name):
     """A decoder reused over searches of other batches and capacities finds what a fresh one finds:
-    what it computes once per layout is bound to that search's cache and encoder output, which it
-    keeps alive (a freed one's id could come back with the next search's)."""
+    what it computes once per layout serves only that search's cache and encoder output."""
     options = {"randomized": True, "max_position": 64} if name.endswith("randomized") else {}
     model = tiny_model(name.split("-")[0], seed=8, **options)
     batches = [mixed_batch([3 + (i % 5) * 3, 2], seed=i) for i in range(30)]
@@ -137,9 +136,11 @@ def test_cuda_graph_replay_equals_the_eager_fixed_shape_step(name):
             eager = beam_search(FixedShapeDecoder(model), src, BOS, EOS, PAD, max_len_a=2, **kwargs)
             graphed_decoder = FixedShapeDecoder(model, cuda_graphs=True)
             graphed = beam_search(graphed_decoder, src, BOS, EOS, PAD, max_len_a=2, **kwargs)
-            assert graphed_decoder.cuda_graphs and graphed_decoder._graph is not None
+            assert graphed_decoder.cuda_graphs and graphed_decoder._layout is not None
             assert [[h.tokens for h in hyps] for hyps in graphed] == [[h.tokens for h in hyps] for hyps in eager]
-        greedy = greedy_search(FixedShapeDecoder(model, cuda_graphs=True), src, BOS, EOS, PAD, max_len_a=2)
+        graphed_decoder = FixedShapeDecoder(model, cuda_graphs=True)
+        greedy = greedy_search(graphed_decoder, src, BOS, EOS, PAD, max_len_a=2)
+        assert graphed_decoder._layout.graph is not None  # greedy keeps one layout: captured, replayed
         assert [h.tokens for h in greedy] == [
             h.tokens for h in greedy_search(CachedDecoder(model), src, BOS, EOS, PAD, max_len_a=2)
         ]
