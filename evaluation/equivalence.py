@@ -3,9 +3,8 @@
 "Not significant" says nothing about whether two encodings are close: a study too small to separate
 them is also too small to show them alike. TOST asks the second question directly. With the
 margin m a study declares (configs/<study>/findings/headline.yaml: `equivalence`), a row's true
-difference δ is tested twice, one-sided, with the same statistic as the difference test
-(evaluation/seed_test.py: T = mean(d) / SE, SE = sqrt(s_d^2/n + v_sent), Student's t with n - 1
-degrees of freedom):
+difference δ is tested twice, one-sided, with the statistic of the difference test
+(evaluation/seed_test.py: T = mean(d) / SE, SE = sqrt(s_d^2/n + v_shared), Welch–Satterthwaite df):
 
     p_lower: H0 δ <= -m against δ > -m,   p_lower = P(t > (mean + m) / SE)
     p_upper: H0 δ >= +m against δ < +m,   p_upper = P(t < (mean - m) / SE)
@@ -24,21 +23,18 @@ from typing import Optional
 
 import numpy as np
 
-from evaluation.seed_test import POWER, t_quantile
+from evaluation.seed_test import POWER, planned_se, standard_error, t_quantile
 
 
-def equivalence_p(diffs: np.ndarray, v_sent, margin: float) -> np.ndarray:
+def equivalence_p(diffs: np.ndarray, known, margin: float, welch: bool = True) -> np.ndarray:
     """max(p_lower, p_upper) of TOST at ±`margin` for each row of per-seed differences `diffs [..., n]`
-    (n >= 2) with the sentence-bootstrap variance `v_sent`: vectorised, as seed_test.seed_p."""
+    (n >= 2), `known` the known part of SE² (seed_test.standard_error): vectorised, as seed_test.seed_p."""
     from scipy.stats import t
 
-    d = np.asarray(diffs, dtype=np.float64)
-    n = d.shape[-1]
-    mean = d.mean(-1)
-    se = np.sqrt(d.var(-1, ddof=1) / n + np.maximum(v_sent, 0.0))
+    mean, se, df = standard_error(diffs, known, welch)
     with np.errstate(divide="ignore", invalid="ignore"):
-        p_lower = t.sf((mean + margin) / se, n - 1)
-        p_upper = t.cdf((mean - margin) / se, n - 1)
+        p_lower = t.sf((mean + margin) / se, df)
+        p_upper = t.cdf((mean - margin) / se, df)
         p = np.maximum(p_lower, p_upper)
     # SE 0: the mean is exact; inside the margin is shown, on or outside it is not
     p = np.where(se > 0, p, np.where(np.abs(mean) < margin, 0.0, 1.0))
@@ -46,21 +42,21 @@ def equivalence_p(diffs: np.ndarray, v_sent, margin: float) -> np.ndarray:
 
 
 def equivalence_power(
-    margin: float, seed_sd: float, n: int, v_shared: float, v_int: float, alpha: float, delta: float = 0.0
+    margin: float, seed_sd: float, n: int, v_shared: float, alpha: float, delta: float = 0.0
 ) -> float:
     """Probability that TOST at `alpha` shows equivalence within ±`margin` over `n` seeds when the true
-    difference is `delta`. The test's pieces as the harness has them: s_d (seed SD, the test set's
-    per-seed noise v_int inside it) estimated with n - 1 degrees of freedom, the sentence bootstrap's
-    v_sent = v_shared + v_int / n known; the mean over seeds ~ N(delta, s_d^2/n + v_shared). Shown
-    when |mean| < m - t_crit SE_hat, SE_hat^2 = s_d_hat^2/n + v_sent; averaged over 4,000 quantiles of
-    s_d_hat^2 / s_d^2 ~ chi2(n - 1) / (n - 1)."""
-    from scipy.stats import chi2, norm
+    difference is `delta`: the mean over seeds ~ N(delta, SE²), SE² = s_d²/n + v_shared, and s_d²
+    estimated with n - 1 degrees of freedom; shown when |mean| < m - t_crit SE_hat, averaged over
+    4,000 quantiles of s_d_hat² / s_d² ~ chi2(n - 1) / (n - 1), t_crit at each draw's Welch df."""
+    from scipy.stats import chi2, norm, t
 
-    df = n - 1
-    spread = math.sqrt(seed_sd * seed_sd / n + v_shared)
-    ratio = chi2.ppf((np.arange(4000) + 0.5) / 4000, df) / df
-    se_hat = np.sqrt(seed_sd * seed_sd * ratio / n + v_shared + v_int / n)
-    reach = margin - t_quantile(1 - alpha, df) * se_hat  # |mean| below this is shown equivalent
+    spread, _ = planned_se(seed_sd, v_shared, n)
+    ratio = chi2.ppf((np.arange(4000) + 0.5) / 4000, n - 1) / (n - 1)
+    seed_part = seed_sd * seed_sd * ratio / n
+    se_hat = np.sqrt(seed_part + v_shared)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(seed_part > 0, se_hat**4 * (n - 1) / seed_part**2, np.inf)
+    reach = margin - t.ppf(1 - alpha, df) * se_hat  # |mean| below this is shown equivalent
     if spread <= 0:
         return float(np.mean(abs(delta) < reach))
     inside = norm.cdf((reach - delta) / spread) - norm.cdf((-reach - delta) / spread)
@@ -68,14 +64,14 @@ def equivalence_power(
 
 
 def seeds_for_equivalence(
-    margin: float, seed_sd: float, v_shared: float, v_int: float, alpha: float, target: float = POWER
+    margin: float, seed_sd: float, v_shared: float, alpha: float, target: float = POWER
 ) -> Optional[int]:
     """How many seeds TOST needs to show equivalence within ±`margin` with `target` power when the
     true difference is 0 (`equivalence_power` at each n); None when no number of seeds reaches it
     (the test set's noise every seed shares alone leaves less power)."""
 
     def enough(n: int) -> bool:
-        return equivalence_power(margin, seed_sd, n, v_shared, v_int, alpha) >= target
+        return equivalence_power(margin, seed_sd, n, v_shared, alpha) >= target
 
     from scipy.stats import norm
 

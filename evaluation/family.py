@@ -1,5 +1,6 @@
 """A study's declared family (configs/<study>/findings/headline.yaml): the comparisons that may be
-worded, and the study's plan (seeds, device, precision, margins), read under the configs' rules.
+worded, the rule that words them (evaluation/rules.py), and the study's plan (seeds, device,
+precision, margins), read under the configs' rules.
 
 The file is read by the configs' strict YAML reader (a key given twice is an error, aliases that
 expand beyond a config's size are refused) and checked against a typed schema: margins and effects
@@ -14,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from evaluation.rules import CURRENT, RULES, UNNAMED
 from evaluation.seed_test import DEFAULT_EFFECT, DEFAULT_TIE_MARGIN
 
-FAMILY_KEYS = ("baseline", "headline", "tie_margin", "effect", "equivalence", "seeds", "device", "precision")
+FAMILY_KEYS = ("baseline", "headline", "rule", "tie_margin", "effect", "equivalence", "seeds", "device", "precision")
 TABLES = ("degradation", "test", "concat", "buckets", "teacher_forced")  # evaluation/findings.py's tables
 UNITS = ("sacreBLEU", "NLL")  # the metrics the tables are in
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -39,6 +41,8 @@ class Family:
     device: Optional[str] = None
     precision: Optional[str] = None
     equivalence: dict = field(default_factory=dict)
+    # the decision rule the family was declared under (a file naming none: evaluation/rules.UNNAMED)
+    rule: str = CURRENT.name
 
     def matching(self, table: str, row: dict) -> list[dict]:
         """The headline entries that declare this row."""
@@ -152,7 +156,13 @@ def load_family(path: Optional[str]) -> Family:
         raise ConfigError(f"{path}: device must be cpu, cuda or mps (the device kind of every run), got {device!r}")
     if precision not in (None, *PRECISIONS):
         raise ConfigError(f"{path}: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    return Family(str(path), baseline, headline, margins, effects, seeds, device, precision, equivalence)
+    rule = data.get("rule", UNNAMED.name)
+    if rule not in RULES:
+        raise ConfigError(
+            f"{path}: rule {rule!r} is not a decision rule; use {' or '.join(RULES)} (evaluation/rules.py; "
+            f"a new family names {CURRENT.name})"
+        )
+    return Family(str(path), baseline, headline, margins, effects, seeds, device, precision, equivalence, rule)
 
 
 def family_json_schema() -> dict:
@@ -177,6 +187,7 @@ def family_json_schema() -> dict:
     properties = {
         "baseline": text,
         "headline": {"type": "array", "items": entry, "minItems": 1},
+        "rule": {"enum": list(RULES)},
         "tie_margin": measures(False),
         "effect": measures(False),
         "equivalence": measures(True),

@@ -10,8 +10,9 @@ spread plus the test set's, Student's t, two-sided) with its 95% interval, and s
 paired bootstrap p of each seed as a descriptive column (it holds the trained models fixed).
 
 Verdicts: only the study's declared headline comparisons (configs/<study>/findings/headline.yaml) can be
-worded "ahead"/"behind", with Holm's correction over that family alone; every other row says how
-the seeds fall against the tie margin and gives the interval (seed_test.verdict).
+worded "ahead"/"behind", by the rule the family names (evaluation/rules.py) with Holm's correction over
+that family alone; every other row says how the seeds fall against the tie margin and gives the
+interval (evaluation/wording.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from evaluation.degradation import selections
 from evaluation.family import Family
 from evaluation.run_outputs import Outputs, source_lengths, training_length
 from evaluation.run_stats import joined_range, joined_training_k
-from evaluation.seed_test import ALPHA, TEST_NAME, seed_test
+from evaluation.rules import CURRENT, RULES
+from evaluation.seed_test import ALPHA, MODEL, seed_test
 from evaluation.significance import DEFAULT_SEED, paired_bootstrap_ratio, paired_bootstrap_seeds
 from evaluation.verdicts import word_tables
 
@@ -33,19 +35,19 @@ from evaluation.verdicts import word_tables
 # carry its measure; fewer and resampling says little (one: every resample is that unit)
 MIN_SENTENCES = 10
 RULE = (
-    "Finding, by one rule: 'ahead'/'behind' only for a comparison declared in the study's headline family "
-    f"whose Holm-adjusted p (over that family) is below {ALPHA} and with no seed beyond the tie margin on the "
-    "other side ('in every seed' when every seed is beyond the margin in that direction; lower is better for "
-    "NLL); 'equivalent within ±m' only for a declared comparison whose equivalence p (two one-sided seed-level "
-    f"tests against -m and +m, the larger p) is below {ALPHA} after Holm's correction over the equivalence "
-    "rows, apart; both for a small difference inside the margin, 'inconclusive' for neither. No verdict while "
-    "the study is interim (a declared comparison lacks some of the family's planned seeds), nor for a row "
-    "whose runs were not all trained from a commit that declared the family. Every other row gives how the "
-    "seeds fall against the tie margin and the 95% interval of the mean difference, and no verdict."
+    "Finding, by the rule the family names: 'ahead'/'behind' only for a comparison declared in the study's "
+    "headline family whose decision p, Holm-adjusted over that family, is below "
+    f"{ALPHA} (lower is better for NLL); 'equivalent within ±m' only for a declared comparison whose equivalence p "
+    "(two one-sided seed-level tests against -m and +m, the larger p) is below "
+    f"{ALPHA} after Holm's correction over the equivalence rows, apart; both for a small difference inside the "
+    "margin, 'inconclusive' for neither. No verdict while the study is interim (a declared comparison lacks "
+    "some of the family's planned seeds), nor for a row whose runs were not all trained from a commit that "
+    "declared the family. Every other row gives how the seeds fall against the tie margin and the 95% "
+    "interval of the mean difference, and no verdict."
 )
 EQUIVALENCE_TEST = (
-    "TOST (Schuirmann 1987): the seed-level statistic tested one-sided against -m and against +m, Student's t "
-    "with n - 1 degrees of freedom; equivalence p = max(p_lower, p_upper); Holm over the declared rows apart"
+    "TOST (Schuirmann 1987): the seed-level statistic of the family's rule tested one-sided against -m and "
+    "against +m; equivalence p = max(p_lower, p_upper); Holm over the declared rows apart"
 )
 
 
@@ -273,9 +275,14 @@ def findings_report(
         "baseline": baseline["label"],
         "metric": "sacreBLEU",
         "alpha": ALPHA,
-        "test": TEST_NAME,
+        "test": MODEL,
         "correction": "holm, over the declared headline family only",
         "family": family.path,
+        "decision_rule": {"name": family.rule, "text": RULES[family.rule].summary},
+        "exploratory_rule": (
+            None if family.path is None or family.rule == CURRENT.name
+            else {"name": CURRENT.name, "text": CURRENT.summary}
+        ),
         "family_size": size,
         "family_unmatched": missing,
         "tie_margin": family.tie_margin,

@@ -1,19 +1,21 @@
-"""The findings as markdown (`<prefix>_findings.md`): one table per measure with its smallest
-detectable effect, then how the rows were computed."""
+"""The findings as markdown (`<prefix>_findings.md`): each declared comparison in full, one table
+per measure with its smallest detectable effect, then how the rows were computed."""
 
 from __future__ import annotations
 
-from evaluation.seed_test import fmt_number, format_p, unit_of
+from evaluation.headline import sentences_markdown
+from evaluation.wording import fmt_number, format_p, unit_of
 
 
 def equivalence_cell(r: dict, metric: str) -> str:
-    """A declared row's equivalence test: its Holm p, its power at a true difference of 0, the seeds
-    80% power would need ('–' for a row that is not declared or a study without a margin)."""
+    """A declared row's equivalence test: its Holm p, the power to show ±m if the true difference were
+    0, the seeds 80% power would need ('–' for a row that is not declared or a study without a margin)."""
     if r.get("p_equivalence") is None:
         return "–"
     seeds = r.get("seeds_for_equivalence")
     need = f"{seeds} seeds for 80%" if seeds else "out of reach at any seed count"
-    return f"Holm p {format_p(r['p_equivalence_holm'])}; power {r['equivalence_power']:.0%}; {need}"
+    power = f"power {r['equivalence_power']:.0%} if the true difference were 0" if r.get("equivalence_power") is not None else ""
+    return f"Holm p {format_p(r['p_equivalence_holm'])}; {power}; {need}"
 
 
 def detectable_cell(r: dict, metric: str) -> str:
@@ -37,23 +39,27 @@ def table_markdown(t: dict, findings: dict) -> str:
         else "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)"
     )
     within = f"±{fmt_number(margins[metric], metric).lstrip('+')} {unit}" if metric in margins else "no margin"
+    rule = (findings.get("decision_rule") or {}).get("name")
+    exploratory = findings.get("exploratory_rule")
+    extra = f" exploratory finding (rule `{exploratory['name']}`) |" if exploratory else ""
     lines = [
         f"Against `{findings['baseline']}`, {t['title']}:",
         "",
         f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
-        f"p, seeds (two-sided, unadjusted) | p, Holm (declared) | equivalent within {within} (declared) | "
-        f"detectable Δ, 80% power | {seed_p_title} | finding |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"p against no difference (two-sided, unadjusted) | p, Holm (declared, rule `{rule}`) | "
+        f"equivalent within {within} (declared) | detectable Δ, 80% power | {seed_p_title} | finding |{extra}",
+        "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if exploratory else ""),
     ]
     for r in t["rows"]:
         per_seed = ", ".join(f"{s['seed']}: {fmt_number(s['difference'], metric)}" for s in r["per_seed"])
         seed_p = ", ".join(f"{s['seed']}: {format_p(s['p_value'])}" for s in r["per_seed"])
         holm_p = format_p(r["p_holm"]) if r.get("declared") else "not declared"
+        other = f" {r['exploratory']['finding'] if r.get('exploratory') else '–'} |" if exploratory else ""
         lines.append(
             f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | "
             f"{fmt_number(r['mean_difference'], metric)} | {per_seed or '–'} | "
             f"{format_p(r['p_value'])} | {holm_p} | {equivalence_cell(r, metric)} | "
-            f"{detectable_cell(r, metric)} | {seed_p or '–'} | {r['finding']} |"
+            f"{detectable_cell(r, metric)} | {seed_p or '–'} | {r['finding']} |{other}"
         )
     if t.get("alpha") is not None:
         lines += ["", f"Detectable Δ and the seeds for the declared effect at two-sided α = {t['alpha']:.2g}."]
@@ -72,16 +78,25 @@ def method_markdown(findings: dict) -> str:
     equivalence = (
         f" Equivalence: {findings['equivalence_test']}; margins "
         + ", ".join(f"±{v:g} {unit_of(k)}" for k, v in margins.items())
-        + ". The power of equivalence is at a true difference of 0, at Holm's first step."
+        + ". The power of equivalence is the power to show ±m if the true difference were 0, at Holm's first step."
         if margins
         else ""
     )
+    rule = findings.get("decision_rule") or {}
+    exploratory = findings.get("exploratory_rule")
+    rules = f" Decision rule `{rule.get('name')}` (the family's): {rule.get('text')}." if findings.get("family") else ""
+    if exploratory:
+        rules += (
+            f" Exploratory finding: rule `{exploratory['name']}` ({exploratory['text']}), read after these runs "
+            "(the rule changed after them); it does not replace the declared finding."
+        )
     return (
-        f"p, seeds: {findings['test']}; {findings['n_samples']:,} bootstrap resamples (seed "
-        f"{findings['bootstrap_seed']}); assumes independent, roughly normal seed effects (Dror et al. 2018). "
-        f"The interval is per row, not Holm-adjusted. Holm's correction runs over {family}.{equivalence} "
-        f"Detectable Δ: the smallest true difference the row's seeds find 80% of the time at Holm's first step "
-        f"(two-sided). Tie margin: {tie} (a seed closer to the baseline is a tie, never a win). p per seed: "
+        f"p against no difference and the 95% interval: {findings['test']}; {findings['n_samples']:,} bootstrap "
+        f"resamples (seed {findings['bootstrap_seed']}); assumes independent, roughly normal seed effects (Dror et "
+        f"al. 2018). The interval is per row, not Holm-adjusted. Holm's correction runs over {family}.{rules}"
+        f"{equivalence} Detectable Δ: the smallest true difference the current rule words as a direction 80% of "
+        f"the time at Holm's first step (two-sided, beyond the tie margin). Tie margin: {tie} (the smallest mean "
+        f"difference worth a direction). p per seed: "
         f"{findings['descriptive_p']} (for NLL the same resampling of its units). The NLL tables resample "
         f"test pairs (degradation) or inputs (absolute NLL beyond training). {findings['rule']}"
     )
@@ -98,6 +113,9 @@ def findings_markdown(findings: dict) -> str:
             f"(`{findings['family']}`): no comparison is worded as a direction or as equivalent until every "
             "planned seed is in."
         )
+    sentences = sentences_markdown(findings)
+    if sentences:
+        parts.append(("Declared comparisons, in full:" if findings.get("family") else "Test-set rows, in full:") + "\n\n" + sentences)
     parts += [table_markdown(t, findings) for t in findings["tables"]]
     parts.append(method_markdown(findings))
     return "\n\n".join(parts)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Optional
 
 from evaluation.run_stats import mean_std, seed_wins, test_folder
-from evaluation.seed_test import format_p
+from evaluation.wording import format_p
 from utils.stored_files import read_lines
 
 

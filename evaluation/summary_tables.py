@@ -10,7 +10,7 @@ from typing import Optional
 
 from evaluation.metrics import METRICS, metric_digits
 from evaluation.seed_provenance import mark_label, spans, spans_note
-from evaluation.seed_test import format_p
+from evaluation.wording import format_p
 
 
 def numeric_columns() -> dict[str, str]:

@@ -1,9 +1,11 @@
-"""Wording the findings tables (evaluation/findings.py computes the rows): the declared family's
-Holm correction, once over the difference tests and once, apart, over the equivalence tests
-(evaluation/equivalence.py); the study's plan (an interim study words no verdict, and a row whose
-runs were not trained from a commit that declared the family stays descriptive); each row's
-smallest detectable effect and, for a declared row, the power of showing equivalence and the seeds
-either would need."""
+"""Wording the findings tables (evaluation/findings.py computes the rows) by the family's named rule
+(evaluation/rules.py): Holm's correction over the declared family, once over the rule's decision p
+and once, apart, over the equivalence tests (evaluation/equivalence.py); the study's plan (an
+interim study words no verdict, and a row whose runs were not trained from a commit that declared the
+family stays descriptive). A family declared under an older rule also gets the current rule's
+reading of each declared row, labelled exploratory (`exploratory`: the rule changed after its runs).
+Each row's smallest detectable effect and, for a declared row, the power of showing equivalence and
+the seeds either would need, by the current rule."""
 
 from __future__ import annotations
 
@@ -11,10 +13,12 @@ from typing import Optional
 
 import numpy as np
 
-from evaluation.equivalence import equivalence_p, equivalence_power, seeds_for_equivalence
+from evaluation.equivalence import equivalence_power, seeds_for_equivalence
 from evaluation.family import Family
-from evaluation.seed_test import ALPHA, detectable_effect, outcome, seeds_needed, verdict
+from evaluation.rules import CURRENT, RULES, Rule
+from evaluation.seed_test import ALPHA, detectable_effect, seeds_needed, shared_variance
 from evaluation.significance import holm
+from evaluation.wording import outcome, verdict
 from utils.runtime import log
 
 NOT_FROM_DECLARING_COMMIT = "descriptive: not every run of it was trained from a commit that declared the family"
@@ -53,15 +57,14 @@ def missing_rows(tables: list[dict], family: Family, configs: Optional[list[str]
 
 def _absent(missing: list[tuple[str, str]]) -> list[dict]:
     """Stand-ins for the declared comparisons without a row: p = 1 in each Holm family they belong to."""
-    return [
-        {"p_value": None, "p_equivalence": None, "metric": METRIC_OF.get(table, "sacreBLEU")} for table, _ in missing
-    ]
+    return [{"metric": METRIC_OF.get(table, "sacreBLEU")} for table, _ in missing]
 
 
-def _equivalence_family(tables: list[dict], family: Family, absent: list[dict]) -> list[dict]:
-    """The equivalence tests' Holm family: the declared rows (and stand-ins) of a measure with a margin."""
+def _equivalence_size(tables: list[dict], family: Family, absent: list[dict]) -> int:
+    """The size of the equivalence tests' Holm family: the declared rows (and stand-ins) of a measure
+    with a margin."""
     rows = [r for t in tables for r in t["rows"] if r["declared"] and family.equivalence.get(t["metric"])]
-    return rows + [a for a in absent if family.equivalence.get(a["metric"])]
+    return len(rows) + sum(bool(family.equivalence.get(a["metric"])) for a in absent)
 
 
 def _holm_over(rows: list[dict], key: str, adjusted_key: str) -> None:
@@ -72,39 +75,75 @@ def _holm_over(rows: list[dict], key: str, adjusted_key: str) -> None:
         r[adjusted_key] = p if r[key] is not None else None
 
 
+def _readings(tables: list[dict], family: Family, rule: Rule, declared: list[dict], absent: list[dict]) -> dict:
+    """{id(row): reading} of every row under `rule`: the decision p and the equivalence p of each
+    declared row, each Holm-adjusted over the family (a declared comparison without a row: p = 1)."""
+    readings = {id(r): {"rule": rule.name, "p_rule": None, "p_holm": None, "p_equivalence": None,
+                        "p_equivalence_holm": None} for t in tables for r in t["rows"]}
+    margins = {id(r): (family.tie_margin[t["metric"]], family.equivalence.get(t["metric"])) for t in tables for r in t["rows"]}
+    stand_ins = [{"p_rule": None, "p_equivalence": None, "metric": a["metric"]} for a in absent]
+    for r in declared:
+        if r.get("p_value") is None:
+            continue
+        diffs = np.array([s["difference"] for s in r["per_seed"]])
+        known = rule.known(r["seed_test"])
+        tie, equivalence = margins[id(r)]
+        reading = readings[id(r)]
+        reading["p_rule"] = float(rule.decision_p(diffs, known, tie))
+        if equivalence:
+            reading["p_equivalence"] = float(rule.equivalence_p(diffs, known, equivalence))
+    _holm_over([readings[id(r)] for r in declared] + stand_ins, "p_rule", "p_holm")
+    equivalent = [readings[id(r)] for r in declared if margins[id(r)][1]]
+    _holm_over(equivalent + [a for a in stand_ins if family.equivalence.get(a["metric"])], "p_equivalence", "p_equivalence_holm")
+    return readings
+
+
+def _withheld(r: dict, family: Family, plan: Optional[dict]) -> Optional[str]:
+    if plan:
+        held = len(set(family.seeds) & set(r["seeds"]))
+        return f"interim ({held} of {plan['planned']} planned seeds): no verdict"
+    return None if r.get("from_declaring_commit", True) else NOT_FROM_DECLARING_COMMIT
+
+
+def _word(tables: list[dict], family: Family, readings: dict, plan: Optional[dict]) -> None:
+    """Each reading's outcome and finding."""
+    for t in tables:
+        margin, equivalence = family.tie_margin[t["metric"]], family.equivalence.get(t["metric"])
+        for r in t["rows"]:
+            reading, withheld = readings[id(r)], _withheld(r, family, plan)
+            reading["outcome"] = outcome(r, reading, margin, r["declared"], equivalence, withheld)
+            finding = verdict(r, reading, t["metric"], margin, r["declared"], equivalence, withheld)
+            reading["finding"] = f"{r['joined_range']}; {finding}" if r.get("joined_range") else finding
+
+
 def apply_rule(tables: list[dict], family: Family, configs: Optional[list[str]] = None) -> int:
-    """Holm over the declared rows of every table (one family), and over their equivalence tests (a
-    second family), then every row's finding; returns the family's size (a declared comparison
-    without a row counts, as p = 1: `missing_rows`)."""
+    """Every row's reading by the family's rule (its p, Holm p, equivalence p, outcome and finding on
+    the row itself) and, for a declared row of a family under an older rule, the current rule's reading
+    (`exploratory`); returns the family's size (a declared comparison without a row counts, as p = 1:
+    `missing_rows`)."""
     declared = [r for t in tables for r in t["rows"] if family.declares(t["name"], r)]
     missing = missing_rows(tables, family, configs)
     for t in tables:
         for r in t["rows"]:
-            r.update(declared=False, p_holm=None, p_equivalence=None, p_equivalence_holm=None)
+            r["declared"] = False
+            r.pop("exploratory", None)
     for r in declared:
         r["declared"] = True
     absent = _absent(missing)
-    _holm_over(declared + absent, "p_value", "p_holm")
-    for t in tables:
-        margin = family.equivalence.get(t["metric"])
-        for r in t["rows"]:
-            if r["declared"] and margin and r.get("p_value") is not None:
-                diffs = np.array([s["difference"] for s in r["per_seed"]])
-                r["p_equivalence"] = float(equivalence_p(diffs, r["seed_test"]["v_sent"], margin))
-    _holm_over(_equivalence_family(tables, family, absent), "p_equivalence", "p_equivalence_holm")
     plan = interim(tables, family, len(missing))
+    rule = RULES[family.rule]
+    readings = _readings(tables, family, rule, declared, absent)
+    _word(tables, family, readings, plan)
     for t in tables:
-        margin, equivalence = family.tie_margin[t["metric"]], family.equivalence.get(t["metric"])
         for r in t["rows"]:
-            withheld = None
-            if plan:
-                held = len(set(family.seeds) & set(r["seeds"]))
-                withheld = f"interim ({held} of {plan['planned']} planned seeds): no verdict"
-            elif not r.get("from_declaring_commit", True):
-                withheld = NOT_FROM_DECLARING_COMMIT
-            r["outcome"] = outcome(r, margin, r["declared"], equivalence, withheld)
-            finding = verdict(r, t["metric"], margin, r["declared"], equivalence, withheld)
-            r["finding"] = f"{r['joined_range']}; {finding}" if r.get("joined_range") else finding
+            r.update(readings[id(r)])
+            if rule.veto and r.get("p_value") is not None:  # the older rule's SE, in a field of its own
+                r["seed_test"]["se_seed_veto"] = rule.se(r["seed_test"])
+    if rule is not CURRENT:
+        current = _readings(tables, family, CURRENT, declared, absent)
+        _word(tables, family, current, plan)
+        for r in declared:
+            r["exploratory"] = current[id(r)]
     return len(declared) + len(missing)
 
 
@@ -118,20 +157,20 @@ def unmatched(tables: list[dict], family: Family) -> list[str]:
 
 
 def row_power(r: dict, metric: str, alpha: float, alpha_equivalence: float, family: Family) -> None:
-    """A tested row's smallest detectable effect (80% power at `alpha`, two-sided) and the seeds the
-    declared effect would need; for a declared row with an equivalence margin, the power of showing
-    equivalence if the true difference were 0 and the seeds that would need."""
+    """A tested row's planning figures by the current rule (evaluation/rules.py): the smallest true
+    difference its seeds word as a direction 80% of the time (two-sided at `alpha`, beyond the tie
+    margin) and the seeds the declared effect would need; for a declared row with an equivalence margin,
+    the power of showing equivalence if the true difference were 0 and the seeds that would need."""
     t = r.get("seed_test")
     if not t or t["se"] is None:
         return
-    shared = t["v_shared"] if t.get("v_shared") is not None else t["v_sent"]
-    own = t.get("v_int") or 0.0
-    r["detectable"] = detectable_effect(t["se"], t["n"] - 1, alpha)
-    r["seeds_needed"] = seeds_needed(family.effect[metric], t["seed_sd"], shared, own, alpha)
+    shared, tie = shared_variance(t), family.tie_margin[metric]
+    r["detectable"] = detectable_effect(t["se"], t.get("df"), alpha, tie)
+    r["seeds_needed"] = seeds_needed(family.effect[metric], t["seed_sd"], shared, alpha, tie)
     margin = family.equivalence.get(metric)
     if r.get("declared") and margin:
-        r["equivalence_power"] = equivalence_power(margin, t["seed_sd"], t["n"], shared, own, alpha_equivalence)
-        r["seeds_for_equivalence"] = seeds_for_equivalence(margin, t["seed_sd"], shared, own, alpha_equivalence)
+        r["equivalence_power"] = equivalence_power(margin, t["seed_sd"], t["n"], shared, alpha_equivalence)
+        r["seeds_for_equivalence"] = seeds_for_equivalence(margin, t["seed_sd"], shared, alpha_equivalence)
 
 
 def word_tables(
@@ -146,7 +185,7 @@ def word_tables(
         log(f"compare.py: the declared headline comparison {entry} of {family.path} matches no row of these runs")
     missing = missing_rows(tables, family, configs)
     alpha = ALPHA / size if size else ALPHA  # Holm's first step: what the strongest declared row must pass
-    equivalent = len(_equivalence_family(tables, family, _absent(missing)))
+    equivalent = _equivalence_size(tables, family, _absent(missing))
     alpha_equivalence = ALPHA / equivalent if equivalent else ALPHA  # the same for the equivalence family
     for t in tables:
         t["family_rows"] = sum(r["declared"] for r in t["rows"])

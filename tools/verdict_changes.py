@@ -5,6 +5,7 @@ verdicts; rows only one side has, with a verdict, are listed as added or gone. A
 declaring commit), not the numbers: a descriptive row stays descriptive however its interval moves.
 
   python tools/verdict_changes.py 581bd1d          # against the findings committed at 581bd1d
+  python tools/verdict_changes.py --exploratory    # declared verdict -> the current rule's reading, now
 """
 
 from __future__ import annotations
@@ -73,11 +74,32 @@ def changes(before: dict[tuple, str], after: dict[tuple, str]) -> list[str]:
     return lines
 
 
+def exploratory(files: dict[str, str]) -> tuple[dict[tuple, str], dict[tuple, str]]:
+    """({key: declared verdict}, {key: the current rule's exploratory verdict}) of every declared row of
+    a family declared under an older rule (evaluation/rules.py): what the changed rule would say."""
+    declared, current = {}, {}
+    for name, text in files.items():
+        for table in json.loads(text)["tables"]:
+            for r in table["rows"]:
+                if r.get("exploratory"):
+                    key = (name, table["name"], r["config"], r["compared_on"])
+                    declared[key], current[key] = verdict_of(r), verdict_of(r["exploratory"])
+    return declared, current
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("commit", help="the earlier commit whose committed findings are the 'before'")
+    parser.add_argument("commit", nargs="?", help="the earlier commit whose committed findings are the 'before'")
+    parser.add_argument(
+        "--exploratory",
+        action="store_true",
+        help="list the declared rows whose verdict the current rule would change (before: declared, after: "
+        "exploratory), from the findings now",
+    )
     args = parser.parse_args(argv)
-    lines = changes(verdicts(committed(args.commit)), verdicts(now()))
+    if args.exploratory == (args.commit is not None):
+        parser.error("give a commit, or --exploratory (not both)")
+    lines = changes(*exploratory(now())) if args.exploratory else changes(verdicts(committed(args.commit)), verdicts(now()))
     print("\n".join(lines))
     print(f"\n{len(lines) - 2} verdicts changed", file=sys.stderr)
     return 0

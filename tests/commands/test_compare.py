@@ -21,7 +21,7 @@ from helpers import ROOT, read_jsonl, rewrite_test_output, tiny_overrides, with_
 from commands import compare
 from commands.cli import main_guard
 from evaluation import run_groups
-from evaluation.seed_test import format_p
+from evaluation.wording import format_p
 
 CONFIGS = {"demo/sinusoidal": "configs/demo/sinusoidal.yaml", "demo/rope": "configs/demo/rope.yaml"}
 SEEDS = (1, 2)

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from evaluation.equivalence import equivalence_p, equivalence_power, seeds_for_equivalence
-from evaluation.seed_test import ALPHA
+from evaluation.seed_test import ALPHA, standard_error
 from evaluation.significance import holm
 
 STUDIES = 4000
@@ -36,30 +36,35 @@ SETTINGS = [
 def test_tost_equals_a_hand_computation():
     d = np.array([0.3, -0.2, 0.5, 0.1, 0.0])
     v, m = 0.01, 1.0
-    se = math.sqrt(d.var(ddof=1) / 5 + v)
-    lower = stats.t.sf((d.mean() + m) / se, 4)
-    upper = stats.t.cdf((d.mean() - m) / se, 4)
+    seed_part = d.var(ddof=1) / 5
+    se = math.sqrt(seed_part + v)
+    df = se**4 * 4 / seed_part**2  # Welch–Satterthwaite
+    lower = stats.t.sf((d.mean() + m) / se, df)
+    upper = stats.t.cdf((d.mean() - m) / se, df)
     assert equivalence_p(d, v, m) == pytest.approx(max(lower, upper), rel=1e-12)
+    old = max(stats.t.sf((d.mean() + m) / se, 4), stats.t.cdf((d.mean() - m) / se, 4))
+    assert equivalence_p(d, v, m, welch=False) == pytest.approx(old, rel=1e-12)  # the older rule: n - 1 df
     assert equivalence_p(np.array([0.2, 0.2]), 0.0, 1.0) == 0.0  # exact and inside the margin
     assert equivalence_p(np.array([1.0, 1.0]), 0.0, 1.0) == 1.0  # on the margin is not inside it
 
 
 def test_equivalence_power_and_seeds_agree():
     m = 1.0
-    p = equivalence_power(m, 1.0, 20, 0.02, 0.1, ALPHA)
-    assert 0.8 < p < 1.0 and equivalence_power(m, 1.0, 20, 0.02, 0.1, ALPHA, delta=m) < ALPHA
-    assert equivalence_power(m, 4.0, 5, 0.5, 0.1, ALPHA) == 0.0  # the interval cannot fit inside the margin
-    n = seeds_for_equivalence(m, 1.0, 0.02, 0.1, ALPHA)
+    p = equivalence_power(m, 1.0, 20, 0.02, ALPHA)
+    # on the margin: the test's size (Welch–Satterthwaite's df, taken at each estimate, is a hair liberal)
+    assert 0.8 < p < 1.0 and equivalence_power(m, 1.0, 20, 0.02, ALPHA, delta=m) < ALPHA * 1.01
+    assert equivalence_power(m, 4.0, 5, 0.5, ALPHA) == 0.0  # the interval cannot fit inside the margin
+    n = seeds_for_equivalence(m, 1.0, 0.02, ALPHA)
     assert n is not None
-    assert equivalence_power(m, 1.0, n, 0.02, 0.1, ALPHA) >= 0.8 > equivalence_power(m, 1.0, n - 1, 0.02, 0.1, ALPHA)
-    assert seeds_for_equivalence(m, 1.0, 0.5, 0.1, ALPHA) is None  # the shared test-set noise is too large
+    assert equivalence_power(m, 1.0, n, 0.02, ALPHA) >= 0.8 > equivalence_power(m, 1.0, n - 1, 0.02, ALPHA)
+    assert seeds_for_equivalence(m, 1.0, 0.5, ALPHA) is None  # the shared test-set noise is too large
 
 
 def simulate_family(setting: dict, delta: float, dist: str, rng, p_of=None) -> np.ndarray:
     """[STUDIES, K] bool: which rows of each simulated family the rule calls equivalent (Holm over the
     family's equivalence p). Per row and seed: the true difference, a seed effect (normal or t(3),
     unit variance scaled), the test set's per-seed noise; plus one shared draw for all seeds of a row;
-    the harness's variance: v_sent = v_shared + v_int / n, as the joint bootstrap estimates it."""
+    the known part of the SE: v_shared, as the sentence bootstrap estimates it."""
     n, k = setting["n"], setting["K"]
     if dist == "normal":
         e = rng.standard_normal((STUDIES, k, n))
@@ -71,8 +76,7 @@ def simulate_family(setting: dict, delta: float, dist: str, rng, p_of=None) -> n
         + math.sqrt(setting["v_int"]) * rng.standard_normal((STUDIES, k, n))
         + math.sqrt(setting["v_shared"]) * rng.standard_normal((STUDIES, k, 1))
     )
-    v_sent = setting["v_shared"] + setting["v_int"] / n
-    p = (p_of or equivalence_p)(diffs, v_sent, setting["m"])
+    p = (p_of or equivalence_p)(diffs, setting["v_shared"], setting["m"])
     adjusted = np.array([holm(list(row)) for row in p])
     return adjusted < ALPHA
 
@@ -80,9 +84,7 @@ def simulate_family(setting: dict, delta: float, dist: str, rng, p_of=None) -> n
 def printed_power(setting: dict) -> float:
     """The equivalence power the findings print for a row of this setting (Holm's first step)."""
     seed_sd = math.sqrt(setting["effect_sd"] ** 2 + setting["v_int"])  # what s_d estimates
-    return equivalence_power(
-        setting["m"], seed_sd, setting["n"], setting["v_shared"], setting["v_int"], ALPHA / setting["K"]
-    )
+    return equivalence_power(setting["m"], seed_sd, setting["n"], setting["v_shared"], ALPHA / setting["K"])
 
 
 def calibration(p_of=None) -> dict:
@@ -123,13 +125,11 @@ def test_equivalence_is_found_at_the_printed_power(calibrated):
 def test_dropping_either_one_sided_test_fails_the_calibration(dropped):
     """The mutation check: TOST with one side only says 'equivalent' far too often at one edge."""
 
-    def one_side(diffs, v_sent, margin):
-        d = np.asarray(diffs, dtype=np.float64)
-        n = d.shape[-1]
-        se = np.sqrt(d.var(-1, ddof=1) / n + v_sent)
+    def one_side(diffs, known, margin):
+        mean, se, df = standard_error(diffs, known)
         if dropped == "upper":
-            return stats.t.sf((d.mean(-1) + margin) / se, n - 1)
-        return stats.t.cdf((d.mean(-1) - margin) / se, n - 1)
+            return stats.t.sf((mean + margin) / se, df)
+        return stats.t.cdf((mean - margin) / se, df)
 
     edge = "+m" if dropped == "upper" else "-m"
     result = calibration(one_side)

@@ -1,6 +1,7 @@
-"""The findings as markdown (evaluation/findings_markdown.py): one table per measure, a row per
-comparison with its per-seed differences, both ps (unadjusted; Holm for declared rows), the
-equivalence test and the detectable effect; interim studies say so first."""
+"""The findings as markdown (evaluation/findings_markdown.py): the declared comparisons in full first,
+then one table per measure, a row per comparison with its per-seed differences, both ps (against no
+difference; Holm by the family's rule for declared rows), the equivalence test and the detectable
+effect, the exploratory finding where the family's rule is older; interim studies say so first."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def findings(rows: list[dict], interim=None) -> dict:
         "bootstrap_seed": 12345,
         "descriptive_p": "sacreBLEU's paired bootstrap",
         "rule": "One rule.",
+        "decision_rule": {"name": "beyond_tie", "text": "the rule"},
         "interim": interim,
     }
 
@@ -46,13 +48,17 @@ def test_a_declared_row_with_both_ps_equivalence_and_the_detectable_effect() -> 
     r = row(p_equivalence=0.2, p_equivalence_holm=0.4, equivalence_power=0.35, seeds_for_equivalence=None)
     text = findings_markdown(findings([r, row(config="learnable", declared=False)]))
     lines = text.splitlines()
-    assert lines[0] == "Against `sinusoidal`, test set:"
-    assert "| equivalent within ±1.00 BLEU (declared) |" in lines[2]
-    assert lines[4] == (
-        "| rope | test set (n=2000) | +0.82 | 1: +1.00, 2: +0.64 | <0.001 | <0.001 | Holm p 0.40; power 35%; out of "
-        "reach at any seed count | 0.66 (14 seeds for the declared effect) | 1: 0.01, 2: 0.20 | inconclusive |"
+    assert lines[0] == "Declared comparisons, in full:"
+    assert lines[2].startswith("- `rope` against `sinusoidal`, test set: mean difference +0.82 BLEU over 2 seeds")
+    assert lines[4] == "Against `sinusoidal`, test set:"
+    assert "| p, Holm (declared, rule `beyond_tie`) | equivalent within ±1.00 BLEU (declared) |" in lines[6]
+    assert lines[8] == (
+        "| rope | test set (n=2000) | +0.82 | 1: +1.00, 2: +0.64 | <0.001 | <0.001 | Holm p 0.40; power 35% if the "
+        "true difference were 0; out of reach at any seed count | 0.66 (14 seeds for the declared effect) | "
+        "1: 0.01, 2: 0.20 | inconclusive |"
     )
-    assert "| learnable | test set (n=2000) |" in lines[5] and "| not declared | – |" in lines[5]
+    assert "| learnable | test set (n=2000) |" in lines[9] and "| not declared | – |" in lines[9]
+    assert "Decision rule `beyond_tie` (the family's): the rule." in text
     assert "Holm's correction runs over the headline family declared in `headline.yaml` (2 comparisons)" in text
 
 
@@ -60,3 +66,13 @@ def test_cells_without_a_test_are_dashes_and_an_interim_study_says_so() -> None:
     assert equivalence_cell(row(), "sacreBLEU") == "–" and detectable_cell(row(detectable=None), "sacreBLEU") == "–"
     text = findings_markdown(findings([row()], interim={"seeds": 5, "planned": 12}))
     assert text.startswith("**Interim: 5 of 12 planned seeds** of the declared family (`headline.yaml`)")
+
+
+def test_an_older_rule_adds_the_exploratory_finding_column() -> None:
+    r = row(exploratory={"rule": "beyond_tie", "finding": "ahead by more than 0.10 BLEU"})
+    older = {**findings([r]), "decision_rule": {"name": "seed_veto", "text": "the older rule"}}
+    older["exploratory_rule"] = {"name": "beyond_tie", "text": "the current rule"}
+    text = findings_markdown(older)
+    assert "| finding | exploratory finding (rule `beyond_tie`) |" in text
+    assert "| inconclusive | ahead by more than 0.10 BLEU |" in text
+    assert "Exploratory finding: rule `beyond_tie` (the current rule), read after these runs" in text

@@ -1,62 +1,79 @@
-"""A study's result sentences (evaluation/headline.py), generated from its findings by fixed templates:
-interim studies say so, the declared family's verdicts are counted, each declared row is one sentence
-with its unadjusted and Holm p and what its seeds can detect; without a family, the test-set rows."""
+"""A study's results at a glance and in full (evaluation/headline.py), generated from its findings:
+one table row per declared comparison with its interval, the seeds that way, the Holm p and the
+declared verdict, the current rule's exploratory reading beside a family declared under an older
+rule; the family line counts the verdicts and says 'without a verdict' only when some are; interim
+studies say so first; without a family, the test-set rows; the full sentences label the power to
+show ±m if the true difference were 0."""
 
 from __future__ import annotations
 
-from evaluation.headline import headline_markdown
+from evaluation.family import Family
+from evaluation.findings import findings_report
+from evaluation.headline import headline_markdown, sentences_markdown
+from evaluation.verdicts import word_tables
+from tests.helpers import finding_row
 
 
-def row(config: str, diff: float, seeds: int, **extra) -> dict:
-    base = {
-        "config": config,
-        "compared_on": "test set",
-        "mean_difference": diff,
-        "per_seed": [diff] * seeds,
-        "p_value": 0.004,
-        "p_holm": 0.008,
-        "detectable": 0.8,
-        "finding": "behind",
-    }
-    return {**base, **extra}
-
-
-def findings(rows: list[dict], family: str | None = "headline.yaml", interim=None) -> dict:
-    return {
-        "baseline": "sinusoidal",
-        "tables": [{"name": "test", "metric": "BLEU", "alpha": 0.05, "rows": rows}],
-        "family": family,
-        "family_size": len(rows),
-        "interim": interim,
-    }
-
-
-def test_a_declared_row_is_one_sentence_with_both_ps_and_what_its_seeds_see() -> None:
-    text = headline_markdown(
-        findings([row("learnable", -1.08, 20, declared=True, outcome="direction", equivalence_power=0.3)])
+def report(rows: list[dict], rule: str = "seed_veto", path: str | None = "headline.yaml", seeds=None) -> dict:
+    family = Family(
+        path=path, headline=[{"table": "test", "compared_on": "test set"}] if path else [],
+        equivalence={"sacreBLEU": 1.0} if path else {}, rule=rule, seeds=seeds,
     )
-    lines = text.splitlines()
-    assert lines[0].startswith("- Declared headline family (`headline.yaml`): 1 comparisons against `sinusoidal`")
-    assert "1 worded as a direction, 0 as equivalent" in lines[0]
-    assert lines[1] == (
-        "- `learnable` against `sinusoidal`, test set: mean difference -1.08 BLEU over 20 seeds, p 0.004 "
-        "(unadjusted; Holm 0.008); detectable 0.80 BLEU at 80% power (two-sided α 0.05), equivalence power "
-        "30% (out of reach) — behind."
+    tables = [{"name": "test", "title": "test set", "metric": "sacreBLEU", "rows": rows}]
+    size, missing, plan = word_tables(tables, family)
+    return findings_report({"label": "sinusoidal"}, family, size, missing, 1000, 1, tables, plan)
+
+
+VETOED = [0.9, 1.0, 0.8, 1.1, 0.95, 0.85, 1.05, -0.3]  # a clear lead with one seed the other way
+
+
+def test_the_table_shows_the_declared_verdict_and_the_exploratory_reading_where_it_differs():
+    findings = report([finding_row(VETOED, config="rope"), finding_row([2.0, 2.2, 1.9, 2.1, 2.05, 1.95, 2.0, 2.1], config="alibi")])
+    lines = headline_markdown(findings).splitlines()
+    assert lines[0] == (
+        "Declared family `headline.yaml`: 2 comparisons against `sinusoidal`, decided by rule `seed_veto` with "
+        "Holm's correction over the family: 1 direction, 0 equivalent, 0 both, 1 inconclusive."
+    )  # every row counted: no "without a verdict"
+    assert lines[2].startswith("| comparison | measure | Δ [95% interval] | seeds that way | Holm p | verdict (declared) |")
+    rope, alibi = lines[4], lines[5]
+    assert rope.startswith("| `rope` | test set (BLEU) | +0.79 [") and "| 7 of 8 above +0.10 |" in rope
+    assert "| inconclusive | ahead by more than 0.10 BLEU (Holm p" in rope
+    assert alibi.endswith("| ahead in every seed | same verdict |")
+    text = "\n".join(lines)
+    assert "rule `seed_veto`, the rule the family was declared under" in text
+    assert "Exploratory: rule `beyond_tie`" in text and "√(s_d²/n + v_shared)" in text
+
+
+def test_a_family_under_the_current_rule_has_no_exploratory_column():
+    findings = report([finding_row(VETOED, config="rope")], rule="beyond_tie")
+    text = headline_markdown(findings)
+    assert "exploratory" not in text.lower()
+    assert "| ahead by more than 0.10 BLEU |" in text  # no veto: one seed the other way does not stop it
+
+
+def test_an_interim_study_says_so_first_and_counts_the_withheld():
+    findings = report([finding_row(VETOED, config="rope")], seeds=list(range(12)))
+    lines = headline_markdown(findings).splitlines()
+    assert lines[0] == (
+        "**Interim: 8 of 12 planned seeds.** No comparison of the declared family is worded as a direction or "
+        "as equivalent until every planned seed is in."
     )
+    assert lines[2].endswith("0 inconclusive, 1 without a verdict (interim or not from the declaring commit).")
+    assert "| interim (8 of 12 planned seeds) |" in lines[6]
 
 
-def test_an_interim_study_says_so_first() -> None:
-    text = headline_markdown(findings([row("rope", 0.8, 3, declared=True)], interim={"seeds": 3, "planned": 12}))
-    assert text.splitlines()[0] == (
-        "- **Interim: 3 of 12 planned seeds.** No comparison of the declared family is worded as a direction "
-        "or as equivalent until every planned seed is in."
-    )
+def test_without_a_family_every_row_is_descriptive_and_one_seed_is_said():
+    findings = report([finding_row([3.03], config="rope")], path=None)
+    lines = headline_markdown(findings).splitlines()
+    assert lines[0] == "No declared family: every comparison against `sinusoidal` is descriptive."
+    assert lines[4] == "| `rope` | test set (BLEU) | +3.03 | 1 of 1 above +0.10 | not declared | descriptive |"
+    assert "One seed per configuration: no test and no interval; every row is that trained model." in lines
 
 
-def test_without_a_family_every_row_is_descriptive_and_one_seed_is_said() -> None:
-    text = headline_markdown(findings([row("rope", 3.03, 1, p_value=None, detectable=None)], family=None))
-    assert text.splitlines() == [
-        "- No declared headline family: every comparison against `sinusoidal` is descriptive.",
-        "- `rope` against `sinusoidal`, test set: mean difference +3.03 BLEU over 1 seed — behind.",
-        "- One seed per configuration: no test and no detectable effect; every row is that trained model.",
-    ]
+def test_the_sentences_label_every_p_and_the_power_to_show_equivalence():
+    findings = report([finding_row(VETOED, config="rope")])
+    (sentence,) = sentences_markdown(findings).splitlines()
+    assert sentence.startswith("- `rope` against `sinusoidal`, test set: mean difference +0.79 BLEU over 8 seeds, p ")
+    assert "(against no difference, unadjusted; Holm " in sentence and "by the family's rule)" in sentence
+    assert "power to show ±1.00 if the true difference were 0: " in sentence
+    assert "Exploratory (rule `beyond_tie`): ahead by more than 0.10 BLEU (Holm p" in sentence

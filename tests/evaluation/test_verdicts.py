@@ -4,17 +4,15 @@ family's alpha."""
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
-from scipy import stats
 
 from evaluation.equivalence import equivalence_power
 from evaluation.family import Family
-from evaluation.seed_test import ALPHA, detectable_effect, verdict
+from evaluation.seed_test import ALPHA, detectable_effect
 from evaluation.significance import holm
 from evaluation.verdicts import apply_rule, word_tables
+from evaluation.wording import verdict
+from tests.helpers import finding_row
 
 
 def _family() -> Family:
@@ -22,28 +20,7 @@ def _family() -> Family:
 
 
 def _row(diffs: list[float], v_sent: float = 0.001, config: str = "a") -> dict:
-    d = np.array(diffs)
-    se = math.sqrt(d.var(ddof=1) / len(d) + v_sent)
-    p = float(2 * stats.t.sf(abs(d.mean()) / se, len(d) - 1))
-    return {
-        "config": config,
-        "compared_on": "test set",
-        "seeds": list(range(len(d))),
-        "mean_difference": float(d.mean()),
-        "per_seed": [{"seed": i, "difference": float(x), "p_value": None} for i, x in enumerate(d)],
-        "seed_test": {
-            "n": len(d),
-            "p_value": p,
-            "low": None,
-            "high": None,
-            "se": se,
-            "v_sent": v_sent,
-            "seed_sd": float(d.std(ddof=1)),
-            "v_shared": v_sent / 2,
-            "v_int": v_sent / 2 * len(d),
-        },
-        "p_value": p,
-    }
+    return finding_row(diffs, v_sent / 2, v_sent / 2 * len(diffs), config)
 
 
 def test_the_four_outcomes_are_worded():
@@ -62,8 +39,8 @@ def test_the_four_outcomes_are_worded():
     apply_rule(tables, _family())
     close, far, small, noisy = (r["finding"] for r in tables[0]["rows"])
     assert close.startswith("equivalent within ±1.00 BLEU (equivalence Holm p")
-    assert far.startswith("ahead in every seed") and "equivalent" not in far
-    assert small.startswith("ahead in every seed") and "and equivalent within ±1.00 BLEU" in small
+    assert far.startswith("ahead by more than 0.10 BLEU") and "equivalent" not in far
+    assert small.startswith("ahead by more than 0.10 BLEU") and "and equivalent within ±1.00 BLEU" in small
     assert "a small difference inside the margin" in small
     assert noisy.startswith("inconclusive: no direction") and "not shown equivalent within ±1.00 BLEU" in noisy
     # interim: the same rows word no verdict while a planned seed is missing
@@ -74,7 +51,8 @@ def test_the_four_outcomes_are_worded():
     tables[0]["rows"][1]["from_declaring_commit"] = False
     apply_rule(tables, _family())
     assert tables[0]["rows"][1]["finding"].startswith("descriptive: not every run")
-    assert verdict(_row([1.0, 1.0]), "sacreBLEU", 0.1, declared=False).startswith("seeds:")
+    reading = {"rule": "beyond_tie", "p_holm": None}
+    assert verdict(_row([1.0, 1.0]), reading, "sacreBLEU", 0.1, declared=False).startswith("seeds:")
 
 
 def test_a_declared_configuration_without_rows_counts_in_holm_and_keeps_the_study_interim():
@@ -84,7 +62,7 @@ def test_a_declared_configuration_without_rows_counts_in_holm_and_keeps_the_stud
     tables = [{"name": "test", "metric": "sacreBLEU", "rows": [_row([3.0, 3.2, 2.9, 3.1, 3.05, 2.95])]}]
     assert apply_rule(tables, Family(headline=[entry])) == 2
     (a,) = tables[0]["rows"]
-    assert a["p_holm"] == pytest.approx(min(1.0, 2 * a["p_value"]))
+    assert a["p_holm"] == pytest.approx(min(1.0, 2 * a["p_rule"]))  # the decision p (beyond the tie margin)
     planned = Family(headline=[entry], seeds=list(range(6)))
     assert apply_rule(tables, planned) == 2 and a["finding"].startswith("interim (6 of 6 planned seeds)")
     # an entry naming no configs: checked against the compared configurations, when they are given
@@ -120,8 +98,8 @@ def test_each_row_prints_its_power_at_its_family_alpha():
     assert size == 3 and plan is None
     a = tables[0]["rows"][0]
     t = a["seed_test"]
-    assert a["detectable"] == pytest.approx(detectable_effect(t["se"], t["n"] - 1, ALPHA / 3))
-    want = equivalence_power(1.0, t["seed_sd"], t["n"], t["v_shared"], t["v_int"], ALPHA / 2)
+    assert a["detectable"] == pytest.approx(detectable_effect(t["se"], t["df"], ALPHA / 3, 0.1))
+    want = equivalence_power(1.0, t["seed_sd"], t["n"], t["v_shared"], ALPHA / 2)
     assert a["equivalence_power"] == pytest.approx(want)
     assert "equivalence_power" not in tables[1]["rows"][0]  # NLL: no margin declared, no equivalence test
     b = tables[0]["rows"][1]
