@@ -24,9 +24,9 @@ import numpy as np
 from evaluation.declared import mark_declaring_runs
 from evaluation.degradation import selections
 from evaluation.family import Family
+from evaluation.rules import CURRENT, RULES
 from evaluation.run_outputs import Outputs, source_lengths, training_length
 from evaluation.run_stats import joined_range, joined_training_k
-from evaluation.rules import CURRENT, RULES
 from evaluation.seed_test import ALPHA, MODEL, seed_test
 from evaluation.significance import DEFAULT_SEED, paired_bootstrap_ratio, paired_bootstrap_seeds
 from evaluation.verdicts import word_tables
@@ -280,7 +280,8 @@ def findings_report(
         "family": family.path,
         "decision_rule": {"name": family.rule, "text": RULES[family.rule].summary},
         "exploratory_rule": (
-            None if family.path is None or family.rule == CURRENT.name
+            None
+            if family.path is None or family.rule == CURRENT.name
             else {"name": CURRENT.name, "text": CURRENT.summary}
         ),
         "family_size": size,

@@ -14,7 +14,11 @@ def equivalence_cell(r: dict, metric: str) -> str:
         return "–"
     seeds = r.get("seeds_for_equivalence")
     need = f"{seeds} seeds for 80%" if seeds else "out of reach at any seed count"
-    power = f"power {r['equivalence_power']:.0%} if the true difference were 0" if r.get("equivalence_power") is not None else ""
+    power = (
+        f"power {r['equivalence_power']:.0%} if the true difference were 0"
+        if r.get("equivalence_power") is not None
+        else ""
+    )
     return f"Holm p {format_p(r['p_equivalence_holm'])}; {power}; {need}"
 
 
@@ -115,7 +119,11 @@ def findings_markdown(findings: dict) -> str:
         )
     sentences = sentences_markdown(findings)
     if sentences:
-        parts.append(("Declared comparisons, in full:" if findings.get("family") else "Test-set rows, in full:") + "\n\n" + sentences)
+        parts.append(
+            ("Declared comparisons, in full:" if findings.get("family") else "Test-set rows, in full:")
+            + "\n\n"
+            + sentences
+        )
     parts += [table_markdown(t, findings) for t in findings["tables"]]
     parts.append(method_markdown(findings))
     return "\n\n".join(parts)

@@ -16,6 +16,7 @@ from typing import Optional
 
 from evaluation.wording import fmt_number, format_p, seed_signs, unit_of
 
+
 def short_verdict(reading: dict, row: dict, metric: str, equivalence: Optional[float]) -> str:
     """A reading's verdict in a few words: the direction (as the finding words it), 'equivalent
     within ±m', both, 'inconclusive', 'interim' or why it is withheld, 'descriptive'."""
@@ -24,7 +25,9 @@ def short_verdict(reading: dict, row: dict, metric: str, equivalence: Optional[f
     if row.get("joined_range"):
         finding = finding.split("; ", 1)[1]
     direction = finding.split(" (Holm", 1)[0]
-    within = f"equivalent within ±{fmt_number(equivalence, metric).lstrip('+')} {unit_of(metric)}" if equivalence else ""
+    within = (
+        f"equivalent within ±{fmt_number(equivalence, metric).lstrip('+')} {unit_of(metric)}" if equivalence else ""
+    )
     if said == "direction":
         return direction
     if said == "both":
@@ -73,9 +76,18 @@ def _table_row(t: dict, r: dict, findings: dict, exploratory: bool) -> str:
             cells.append("–")
         else:
             same = other.get("outcome") == r.get("outcome")  # a direction's sign is the mean's under both
-            said = short_verdict(other, r, metric, equivalence)
-            cells.append("same verdict" if same else f"{said} (Holm p {format_p(other.get('p_holm'))})")
+            cells.append("same verdict" if same else _exploratory_cell(other, r, metric, equivalence))
     return "| " + " | ".join(cells) + " |"
+
+
+def _exploratory_cell(other: dict, r: dict, metric: str, equivalence: Optional[float]) -> str:
+    """The current rule's verdict with the Holm p it rests on (both p for 'both', both for neither)."""
+    said = short_verdict(other, r, metric, equivalence)
+    holm = f"Holm p {format_p(other.get('p_holm'))}"
+    equal = f"equivalence Holm p {format_p(other.get('p_equivalence_holm'))}"
+    outcome = other.get("outcome")
+    ps = holm if outcome == "direction" else equal if outcome == "equivalent" else f"{holm}, {equal}"
+    return f"{said} ({ps})"
 
 
 def _family_line(findings: dict, declared: list) -> str:
@@ -148,8 +160,9 @@ def _p_text(r: dict) -> str:
     """The row's p, labelled: unadjusted, beside the Holm-adjusted p of a declared row."""
     if r["p_value"] is None:
         return ""
-    holm = f"Holm {format_p(r['p_holm'])}" if r.get("declared") and r.get("p_holm") is not None else "not declared"
-    return f", p {format_p(r['p_value'])} (against no difference, unadjusted; {holm} by the family's rule)"
+    declared = r.get("declared") and r.get("p_holm") is not None
+    holm = f"Holm {format_p(r['p_holm'])} by the family's rule" if declared else "not declared"
+    return f", p {format_p(r['p_value'])} (against no difference, unadjusted; {holm})"
 
 
 def _power_text(r: dict, metric: str, alpha: float, margin: Optional[float]) -> str:

@@ -135,7 +135,9 @@ def seed_test(diffs: Sequence[float], v_sent: float, per_seed_variance: Optional
     p = float(beyond_p(mean, se, df))
     half = t_quantile(1 - ALPHA / 2, df) * se
     finite_df = df if math.isfinite(df) else None
-    return SeedTest(n, mean, float(d.std(ddof=1)), float(v_sent), se, p, mean - half, mean + half, v_shared, v_int, finite_df)
+    return SeedTest(
+        n, mean, float(d.std(ddof=1)), float(v_sent), se, p, mean - half, mean + half, v_shared, v_int, finite_df
+    )
 
 
 def power(effect: float, se: float, df, alpha: float, margin: float = 0.0) -> float:

@@ -78,9 +78,14 @@ def _holm_over(rows: list[dict], key: str, adjusted_key: str) -> None:
 def _readings(tables: list[dict], family: Family, rule: Rule, declared: list[dict], absent: list[dict]) -> dict:
     """{id(row): reading} of every row under `rule`: the decision p and the equivalence p of each
     declared row, each Holm-adjusted over the family (a declared comparison without a row: p = 1)."""
-    readings = {id(r): {"rule": rule.name, "p_rule": None, "p_holm": None, "p_equivalence": None,
-                        "p_equivalence_holm": None} for t in tables for r in t["rows"]}
-    margins = {id(r): (family.tie_margin[t["metric"]], family.equivalence.get(t["metric"])) for t in tables for r in t["rows"]}
+    readings = {
+        id(r): {"rule": rule.name, "p_rule": None, "p_holm": None, "p_equivalence": None, "p_equivalence_holm": None}
+        for t in tables
+        for r in t["rows"]
+    }
+    margins = {
+        id(r): (family.tie_margin[t["metric"]], family.equivalence.get(t["metric"])) for t in tables for r in t["rows"]
+    }
     stand_ins = [{"p_rule": None, "p_equivalence": None, "metric": a["metric"]} for a in absent]
     for r in declared:
         if r.get("p_value") is None:
@@ -94,7 +99,11 @@ def _readings(tables: list[dict], family: Family, rule: Rule, declared: list[dic
             reading["p_equivalence"] = float(rule.equivalence_p(diffs, known, equivalence))
     _holm_over([readings[id(r)] for r in declared] + stand_ins, "p_rule", "p_holm")
     equivalent = [readings[id(r)] for r in declared if margins[id(r)][1]]
-    _holm_over(equivalent + [a for a in stand_ins if family.equivalence.get(a["metric"])], "p_equivalence", "p_equivalence_holm")
+    _holm_over(
+        equivalent + [a for a in stand_ins if family.equivalence.get(a["metric"])],
+        "p_equivalence",
+        "p_equivalence_holm",
+    )
     return readings
 
 

@@ -53,7 +53,10 @@ README = "README.md"
 # Where a result may be stated only inside generated blocks: the README's "## Results" section, the
 # results index (the method shared by the studies) and every study page.
 RESULT_TEXT = (README, "results/README.md", *PAGES)
-DOCUMENTS = (README, *PAGES)  # the files with generated blocks
+DOCUMENTS = (README, "results/README.md", *PAGES)  # the files with generated blocks
+# The decision rules' calibration by simulation of the demo's family (evaluation/calibration.py), in
+# results/README.md: recomputed from the demo's findings with them
+CALIBRATION = "results/calibration.md"
 
 
 # Blocks generated from code rather than from a file: the config keys' roles, from the schema.
@@ -185,6 +188,11 @@ METHOD_LINES = (
     'A declared row is then worded "ahead"/"behind", "equivalent within ±m"',
     "The design's goal is a detectable degradation difference of at most 0.15 nats",  # issue 54's target
     "**What may be called a direction.**",
+    'a declared comparison is worded "ahead/behind by more than the tie margin"',  # the rule's definition
+    "The tie margin (`tie_margin`: 0.1 BLEU, 0.01 nats)",
+    "or on an edge of the tie margin in at most 2.5% of studies",  # the calibrations' bounds
+    "covers the true difference in 93.5–96.5% of studies",
+    "- **verdict**: ahead or behind (a direction)",  # the glossary
     "a high peak learning rate (2e-3)",
     "length-bucketed 1,500-token batches (0.1% padding)",
     "pre-norm, tied",
@@ -258,16 +266,19 @@ def recompute(out_root: Path) -> None:
         if rc != 0:
             raise SystemExit(f"error: compare.py {runs} --output {out} failed")
         print(f"compare.py {runs} --output {out}: done")
+    from evaluation.calibration import CALIBRATED, calibration_markdown
+
+    (out_root / CALIBRATION).write_text(calibration_markdown(out_root / CALIBRATED), encoding="utf-8")
+    print(f"{CALIBRATION}: the rules simulated on {CALIBRATED}")
 
 
 def changed_files(fresh_root: Path) -> list[str]:
-    out = []
-    for prefix, *_ in STUDIES:
-        for suffix in COMPARED:
-            committed, fresh = ROOT / f"{prefix}{suffix}", fresh_root / f"{prefix}{suffix}"
-            if not committed.is_file() or committed.read_bytes() != fresh.read_bytes():
-                out.append(f"{prefix}{suffix}")
-    return out
+    names = [f"{prefix}{suffix}" for prefix, *_ in STUDIES for suffix in COMPARED] + [CALIBRATION]
+    return [
+        name
+        for name in names
+        if not (ROOT / name).is_file() or (ROOT / name).read_bytes() != (fresh_root / name).read_bytes()
+    ]
 
 
 def check(root: Path = ROOT) -> list[str]:

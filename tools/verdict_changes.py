@@ -76,12 +76,14 @@ def changes(before: dict[tuple, str], after: dict[tuple, str]) -> list[str]:
 
 def exploratory(files: dict[str, str]) -> tuple[dict[tuple, str], dict[tuple, str]]:
     """({key: declared verdict}, {key: the current rule's exploratory verdict}) of every declared row of
-    a family declared under an older rule (evaluation/rules.py): what the changed rule would say."""
+    a family declared under an older rule (evaluation/rules.py) whose outcome the current rule changes."""
     declared, current = {}, {}
     for name, text in files.items():
         for table in json.loads(text)["tables"]:
             for r in table["rows"]:
-                if r.get("exploratory"):
+                if r.get("exploratory") and r["exploratory"].get("outcome") != r.get("outcome"):
+                    # the same outcome is the same verdict (a direction's sign is the mean's under both
+                    # rules), however each rule words it
                     key = (name, table["name"], r["config"], r["compared_on"])
                     declared[key], current[key] = verdict_of(r), verdict_of(r["exploratory"])
     return declared, current
@@ -99,7 +101,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.exploratory == (args.commit is not None):
         parser.error("give a commit, or --exploratory (not both)")
-    lines = changes(*exploratory(now())) if args.exploratory else changes(verdicts(committed(args.commit)), verdicts(now()))
+    lines = (
+        changes(*exploratory(now())) if args.exploratory else changes(verdicts(committed(args.commit)), verdicts(now()))
+    )
     print("\n".join(lines))
     print(f"\n{len(lines) - 2} verdicts changed", file=sys.stderr)
     return 0

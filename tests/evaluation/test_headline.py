@@ -16,8 +16,11 @@ from tests.helpers import finding_row
 
 def report(rows: list[dict], rule: str = "seed_veto", path: str | None = "headline.yaml", seeds=None) -> dict:
     family = Family(
-        path=path, headline=[{"table": "test", "compared_on": "test set"}] if path else [],
-        equivalence={"sacreBLEU": 1.0} if path else {}, rule=rule, seeds=seeds,
+        path=path,
+        headline=[{"table": "test", "compared_on": "test set"}] if path else [],
+        equivalence={"sacreBLEU": 1.0} if path else {},
+        rule=rule,
+        seeds=seeds,
     )
     tables = [{"name": "test", "title": "test set", "metric": "sacreBLEU", "rows": rows}]
     size, missing, plan = word_tables(tables, family)
@@ -28,13 +31,17 @@ VETOED = [0.9, 1.0, 0.8, 1.1, 0.95, 0.85, 1.05, -0.3]  # a clear lead with one s
 
 
 def test_the_table_shows_the_declared_verdict_and_the_exploratory_reading_where_it_differs():
-    findings = report([finding_row(VETOED, config="rope"), finding_row([2.0, 2.2, 1.9, 2.1, 2.05, 1.95, 2.0, 2.1], config="alibi")])
+    findings = report(
+        [finding_row(VETOED, config="rope"), finding_row([2.0, 2.2, 1.9, 2.1, 2.05, 1.95, 2.0, 2.1], config="alibi")]
+    )
     lines = headline_markdown(findings).splitlines()
     assert lines[0] == (
         "Declared family `headline.yaml`: 2 comparisons against `sinusoidal`, decided by rule `seed_veto` with "
         "Holm's correction over the family: 1 direction, 0 equivalent, 0 both, 1 inconclusive."
     )  # every row counted: no "without a verdict"
-    assert lines[2].startswith("| comparison | measure | Δ [95% interval] | seeds that way | Holm p | verdict (declared) |")
+    assert lines[2].startswith(
+        "| comparison | measure | Δ [95% interval] | seeds that way | Holm p | verdict (declared) |"
+    )
     rope, alibi = lines[4], lines[5]
     assert rope.startswith("| `rope` | test set (BLEU) | +0.79 [") and "| 7 of 8 above +0.10 |" in rope
     assert "| inconclusive | ahead by more than 0.10 BLEU (Holm p" in rope

@@ -74,7 +74,9 @@ def test_power_and_detectable_effect_agree_and_seeds_needed_is_monotone():
             assert alpha / 2 * 0.98 <= power(margin, se, df, alpha, margin) <= alpha
     nc, se, df, alpha = 2.0, 0.3, 6, 0.05  # against scipy's noncentral t where it is accurate
     crit = stats.t.ppf(1 - alpha / 2, df)
-    assert power(nc * se, se, df, alpha) == pytest.approx(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc), abs=2e-3)
+    assert power(nc * se, se, df, alpha) == pytest.approx(
+        stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc), abs=2e-3
+    )
     small, large = seeds_needed(0.5, 0.7, 0.02, 0.05), seeds_needed(1.0, 0.7, 0.02, 0.05)
     assert large < small
     assert power(1.0, *planned_se(0.7, 0.02, large), 0.05) >= 0.8 > power(1.0, *planned_se(0.7, 0.02, large - 1), 0.05)
