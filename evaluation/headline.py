@@ -120,7 +120,7 @@ def _notes(findings: dict, exploratory: bool) -> list[str]:
             "not what the family declared."
         )
     notes.append("Terms: the glossary of results/README.md; every row in full: the study page's findings.")
-    return [f"- {note}" for note in notes]
+    return [" ".join(notes)]
 
 
 def headline_markdown(findings: dict) -> str:
