@@ -4,6 +4,7 @@ artifacts/test_time.py the config it is tested under)."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -17,6 +18,7 @@ from decoding.backend import DecodingBackend, HarnessDecoder
 from decoding.ctranslate2_backend import CTranslate2Model
 from utils.config import ConfigError, ExperimentConfig, flatten, load_config, to_dict
 from utils.key_roles import refused_on_resume
+from utils.publish import settle
 from utils.run_folder import is_run_folder
 
 PYTORCH = "pytorch"  # decoding.backend's default: the harness's own search
@@ -83,6 +85,8 @@ def load_model(
 
     source = as_source(source)
     path, overrides = source.path, list(overrides)
+    # an export.py stopped while publishing this export: finished (the new export whole), or refused
+    settle(path, Path(sys.argv[0]).name or "this command", "export.py")
     if is_export(path):
         return read_export(path, overrides, device, ctranslate2)
     ckpt = source.checkpoint or read_checkpoint(path)

@@ -18,7 +18,7 @@ from typing import Optional
 from evaluation.degradation import degradation_stats, run_degradation
 from evaluation.findings import find_row
 from evaluation.metrics import METRICS
-from evaluation.run_outputs import check_nothing_half_published, output_lines
+from evaluation.run_outputs import output_lines
 from evaluation.run_stats import mean_std, retest_hint, seed_wins, test_folder, training_minutes
 from evaluation.summary_tables import numeric_columns
 from evaluation.teacher_forced import pool_nll
@@ -27,6 +27,7 @@ from utils.config_schema import METRIC_SIGN
 from utils.errors import HarnessError
 from utils.key_roles import configuration_settings
 from utils.provenance import run_provenance
+from utils.publish import settle_run
 from utils.runtime import JsonlLogger
 from utils.stored_files import STORE, read_text, stored_exists
 
@@ -132,7 +133,7 @@ def read_runs(patterns: list[str]) -> list[dict]:
                 skipped.append(f"{path} ({why})")
             elif path.resolve() not in seen:
                 seen.add(path.resolve())
-                check_nothing_half_published(path)
+                settle_run(path, "compare.py")  # a test.py stopped while publishing: finished, or refused
                 rows.append(summarise_run(path))
                 rows += [summarise_run(path, variant) for variant in run_variants(path)]
     for line in skipped:

@@ -15,8 +15,6 @@ from evaluation.degradation import PairSums, read_pair_sums
 from evaluation.run_stats import retest_hint, test_folder
 from evaluation.significance import sentence_stats
 from evaluation.teacher_forced import BEYOND_FILE
-from utils.publish import pending_in
-from utils.run_folder import RunLock
 from utils.stored_files import StoredFileError, read_lines
 
 
@@ -49,19 +47,6 @@ class Outputs:
             hyps, refs = paired_lines(folder)
             self._cache[key] = None if hyps is None or refs is None else (sentence_stats(hyps, refs), refs)
         return self._cache[key]
-
-
-def check_nothing_half_published(run: Path) -> None:
-    """A test set of the run in the middle of its publication (utils/publish.py) is read by nobody:
-    it is the earlier test's files and some of the new one's (ValueError: compare.py's one line)."""
-    for place in pending_in(run):
-        who = RunLock.holder(run)
-        raise ValueError(
-            f"{place} is being published by {who}: run compare.py again when it ends"
-            if who
-            else f"{place} was left half published by a test.py that was stopped: run the same test.py command "
-            f"again (it completes the set), then compare.py"
-        )
 
 
 def paired_lines(folder) -> tuple[Optional[list[str]], Optional[list[str]]]:

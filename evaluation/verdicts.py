@@ -192,6 +192,12 @@ def word_tables(
     unmatched_entries = unmatched(tables, family)
     for entry in unmatched_entries:
         log(f"compare.py: the declared headline comparison {entry} of {family.path} matches no row of these runs")
+    if family.path and family.rule != CURRENT.name:
+        log(
+            f"compare.py: {family.path} is decided by rule {family.rule} (the rule it was declared under; a file "
+            f"naming none was declared before rules had names), with the current rule's reading beside it, "
+            f"labelled exploratory; a new family names `rule: {CURRENT.name}`"
+        )
     missing = missing_rows(tables, family, configs)
     alpha = ALPHA / size if size else ALPHA  # Holm's first step: what the strongest declared row must pass
     equivalent = _equivalence_size(tables, family, _absent(missing))

@@ -15,13 +15,20 @@ content (`references.txt.sha256` naming <study>/test_sets/<sha256>.txt.xz), the 
 folder and its concat/k<K>/ in one `hypotheses.txt.tar.xz` (`tar -xOf` reads one), the numeric
 tables by column (`*.tsv.cols.xz`, `source_lengths.txt.cols.xz`), everything else xz-compressed
 (`scores.json.xz`: `xzcat` reads it). A file whose stored form already decodes to the same text is
-left as it is, so archiving again changes nothing in git. Each run is built beside its place and
-swapped in whole.
+left as it is, so archiving again changes nothing in git.
+
+Under the commands' rules: each archived run is published through the same journal as test.py's and
+compare.py's sets (utils/publish.py: a kill leaves the earlier archived run or the new one, and the
+same command finishes it); the run read from and the archived run are held by their run locks
+while it is packed; a test set of the source that a stopped test.py left half published is finished
+first (the readers' rule), or refused in one line; an input that is no folder of runs is one line,
+exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import lzma
 import shutil
 import sys
@@ -31,8 +38,11 @@ from typing import Optional
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from commands.cli import main_guard  # noqa: E402
 from utils.errors import HarnessError  # noqa: E402
 from utils.files import atomic_output  # noqa: E402
+from utils.publish import OutputSet, pending_in, settle, settle_run  # noqa: E402
+from utils.run_folder import RunLock  # noqa: E402
 from utils.stored_files import (  # noqa: E402
     BUNDLE,
     BY_CONTENT,
@@ -46,6 +56,7 @@ from utils.stored_files import (  # noqa: E402
     encode_columns,
     logical_name,
     make_bundle,
+    pointer_digest,
     read_stored_text,
     read_text,
     store_entry,
@@ -150,15 +161,40 @@ def pack_bundle(folder: Path, paths: list[Path], build: Path, old: Path) -> None
 
 
 def pack_run(source: Path, target: Path) -> int:
-    """Archive run `source` as `target` (the same folder with --in-place), built beside it and
-    swapped in whole; the archived run's size in bytes (its shared texts not counted)."""
+    """Archive run `source` as `target` (the same folder with --in-place), built in a staging folder
+    and published through the journal (utils/publish.py), both runs locked meanwhile; the archived
+    run's size in bytes (its shared texts not counted)."""
     if source.resolve() == target.resolve() and any((source / name).exists() for name in DROPPED):
         raise HarnessError(
             f"{source} holds {', '.join(n for n in DROPPED if (source / n).exists())}: packing it in place "
             f"would delete them; --in-place is for runs already archived (results/), `pack` copies a run"
         )
+    command = "tools/archive.py pack"
+    with contextlib.ExitStack() as locks:
+        for run in dict.fromkeys([source.resolve(), target.resolve()]):  # (one lock when in place)
+            locks.enter_context(RunLock(run, command))
+        settle_run(source, command)  # a test set a stopped test.py left half published: finished first
+        with OutputSet(target) as out:  # a pack stopped while publishing this run: finished first
+            build = out.staged_folder()
+            stage_run(source, target, build)
+            staged = {p.relative_to(build) for p in build.rglob("*") if p.is_file()}
+            out.publish(drops=[p for p in own_files(target) if p.relative_to(target) not in staged])
+    return _tree_size(target)
+
+
+def own_files(run: Path) -> list[Path]:
+    """The archived run's files (its lock files and any hidden leftover aside)."""
+    if not run.is_dir():
+        return []
+    return [
+        p for p in run.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(run).parts)
+    ]
+
+
+def stage_run(source: Path, target: Path, build: Path) -> None:
+    """Write the archived form of run `source` into `build` (laid out as the run), reusing what the
+    earlier archive `target` holds in the same form."""
     store = target.parent / STORE
-    build = building(target, "packing")
     for name in RUN_FILES:
         if name in SHARED and stored_exists(source / name):
             pack_file(source / name, build / name, store, target / name)
@@ -175,8 +211,6 @@ def pack_run(source: Path, target: Path) -> int:
         for path in (p for p in files if p not in bundled):
             relative = path.relative_to(source)
             pack_file(path, build / relative, store, target / relative)
-    publish(build, target)
-    return _tree_size(target)
 
 
 def building(target: Path, step: str) -> Path:
@@ -220,7 +254,7 @@ def prune_store(study: Path) -> list[Path]:
     store = study / STORE
     if not store.is_dir():
         return []
-    named = {p.read_text(encoding="utf-8").strip() for p in study.rglob(f"*{BY_CONTENT}")}
+    named = {pointer_digest(p) for p in study.rglob(f"*{BY_CONTENT}")}
     unused = [p for p in store.glob(f"*{STORED_TEXT}") if p.name[: -len(STORED_TEXT)] not in named]
     for p in unused:
         p.unlink()
@@ -233,6 +267,8 @@ def pack(sources: list[Path], results: Path, runs_root: Optional[Path]) -> None:
     total_before = _tree_size(results)
     studies = set()
     for folder in sources:
+        for place in pending_in(folder):  # a run this tool was publishing when stopped: finished first
+            settle(place, "tools/archive.py pack", "tools/archive.py pack", lock_folder=place)
         runs = [folder] if (folder / "config.yaml").is_file() else sorted(p for p in folder.iterdir() if p.is_dir())
         runs = [run for run in runs if not run.name.startswith(".")]  # (a pack cut short leaves .<run>.packing)
         for run in runs:
@@ -317,7 +353,12 @@ def main(argv: list[str] | None = None) -> int:
                 raise HarnessError(f"{args.file}: no such file in any stored form ({', '.join(FORMS[1:])})")
             sys.stdout.write(text)
         else:
-            pack([f for f in args.folders if f.is_dir()], args.results, None if args.in_place else args.runs)
+            missing = [f for f in args.folders if not f.is_dir()]
+            if missing:
+                raise HarnessError(
+                    f"{missing[0]} is not a folder: give folders of runs (runs/demo) or run folders to pack"
+                )
+            pack(args.folders, args.results, None if args.in_place else args.runs)
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -325,4 +366,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main_guard(main))  # (a stop, an OSError: one line, as the commands say it)

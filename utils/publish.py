@@ -10,8 +10,10 @@ tree, the drops unlinks; then the journal is deleted and the staging folder with
 - killed before the journal exists: the earlier set stands untouched; the staging folder is the
   command's own leftover, removed by its next run (`OutputSet.__enter__`);
 - killed after: whoever touches the set next (the same command again, or a reader:
-  `finish_publishing`) completes the journal, so what stands is the new set whole. A reader that
-  finds a journal while the writer still holds the run's lock refuses in one line instead.
+  `settle`) completes the journal, so what stands is the new set whole. The readers' rule
+  (`settle`): a reader finishes a pending journal when no writer holds the folder's lock and the
+  folder can be written, else it refuses in one line naming who holds it, or the command that
+  finishes it; finishing is idempotent, so two finishers at once leave the same set.
 POSIX has no rename of a folder over a non-empty folder, and a summary set shares its folder with
 other files, so a journal of renames, not a directory swap, is the one mechanism for both.
 
@@ -57,6 +59,10 @@ def _move(staged: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.replace(staged, target)
+    except FileNotFoundError:
+        if staged.exists():
+            raise
+        return  # another finisher of the same journal moved it first
     except OSError as e:
         if e.errno != errno.EXDEV:
             raise
@@ -98,6 +104,8 @@ def _finish(place: Path, on_published: Optional[Callable[[list[Path], list[Path]
         return False
     except (OSError, ValueError):
         plan = None  # torn or damaged: atomic writes never leave one, so it is not ours to follow
+    if not (isinstance(plan, dict) and isinstance(plan.get("moves"), list) and isinstance(plan.get("removes"), list)):
+        plan = None
     if plan is not None:
         targets = [Path(t) for _, t in plan["moves"]]
         for staged, target in plan["moves"]:
@@ -117,6 +125,37 @@ def _finish(place: Path, on_published: Optional[Callable[[list[Path], list[Path]
     write_point("journal removed", journal)
     shutil.rmtree(staging_folder(place), ignore_errors=True)
     return True
+
+
+def settle(place: Path, reader: str, writer: str, lock_folder: Optional[Path] = None) -> bool:
+    """The readers' rule for the set at `place` (a run's test folder, an export, a summary prefix): a
+    publication a kill interrupted is finished here, when no writer holds `lock_folder`'s lock (a run
+    folder's RunLock) and `place`'s folder can be written; otherwise refused in one line (HarnessError)
+    naming who holds the lock, or the `writer` command that finishes it. Returns whether it finished one."""
+    from utils.errors import HarnessError
+    from utils.run_folder import RunLock
+    from utils.runtime import log
+
+    if not journal_file(place).is_file():
+        return False
+    who = RunLock.holder(lock_folder) if lock_folder is not None else None
+    if who and not (lock_folder is not None and RunLock.held_here(lock_folder)):
+        raise HarnessError(f"{place} is being published by {who}: run {reader} again when it ends")
+    if not os.access(place.parent, os.W_OK | os.X_OK):
+        raise HarnessError(
+            f"{place} was left half published by a {writer} that was stopped, and {reader} cannot finish it "
+            f"({place.parent} is not writable here): run the same {writer} command where it can write, or ask "
+            f"the folder's owner to"
+        )
+    finish_publishing(place)
+    log(f"{reader}: completed {place}, which a stopped {writer} had left half published")
+    return True
+
+
+def settle_run(run: Path, reader: str) -> None:
+    """`settle` every set of a run folder (its test folders, test.py's) under the run's lock rule."""
+    for place in pending_in(run):
+        settle(place, reader, "test.py", lock_folder=run)
 
 
 def _remove_if_empty(folder: Path, stop: Path) -> None:

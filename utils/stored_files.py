@@ -205,11 +205,17 @@ def content_name(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _by_content(pointer: Path) -> str:
-    """The shared text a `X.sha256` pointer names, found in the nearest `test_sets/` above it."""
-    digest = pointer.read_text(encoding="utf-8").strip()
+def pointer_digest(pointer: Path) -> str:
+    """The sha256 a `X.sha256` pointer holds (one line naming the file when it holds none)."""
+    digest = _utf8(pointer.read_bytes(), pointer).strip()
     if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
         raise StoredFileError(pointer, "does not hold a sha256 (64 hex digits)")
+    return digest
+
+
+def _by_content(pointer: Path) -> str:
+    """The shared text a `X.sha256` pointer names, found in the nearest `test_sets/` above it."""
+    digest = pointer_digest(pointer)
     stored = next((e for e in (store_entry(p / STORE, digest) for p in pointer.parents) if e.is_file()), None)
     if stored is None:
         raise StoredFileError(

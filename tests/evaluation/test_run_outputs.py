@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.run_outputs import check_nothing_half_published, nll_beyond, paired_lines, source_lengths
-from utils.publish import journal_file
-from utils.run_folder import RunLock
+from evaluation.run_outputs import nll_beyond, paired_lines, source_lengths
 
 
 def run_with_test(tmp_path: Path) -> tuple[dict, Path]:
@@ -49,13 +47,3 @@ def test_the_nll_beyond_training_per_input_and_its_damage(tmp_path: Path) -> Non
         nll_beyond(row)
 
 
-def test_a_test_set_being_published_is_read_by_nobody(tmp_path: Path) -> None:
-    _, test = run_with_test(tmp_path)
-    check_nothing_half_published(test.parent)
-    journal_file(test).write_text("{}")
-    with pytest.raises(ValueError, match="left half published by a test.py that was stopped: run the same test.py"):
-        check_nothing_half_published(test.parent)  # nobody holds the run: a stopped test.py left it
-    (test.parent / "checkpoints").mkdir()
-    with RunLock(test.parent, "test.py --run run"):
-        with pytest.raises(ValueError, match=r"is being published by PID \d+: test.py --run run: run compare.py again"):
-            check_nothing_half_published(test.parent)

@@ -15,6 +15,7 @@ from helpers import ROOT
 
 from tools.archive import pack
 from utils.errors import HarnessError
+from utils.run_folder import LOCK_FILES
 from utils.stored_files import ARCHIVED, read_text
 
 PAIRS = "k\tpair\tnll\n1\t0\t1.250000\n1\t1\t0.500000\n"
@@ -38,7 +39,8 @@ def make_run(run: Path, hypothesis: str) -> None:
 
 
 def archived(run: Path) -> list[str]:
-    return sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file())
+    """The archived run's files (not the run lock every run folder carries: utils/run_folder.RunLock)."""
+    return sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file() and p.name not in LOCK_FILES)
 
 
 def test_archive_stores_each_run_compactly_and_each_shared_text_once(tmp_path: Path) -> None:
@@ -170,3 +172,43 @@ def test_an_unpack_that_stops_midway_leaves_no_run_and_runs_again(tmp_path: Path
         study / "rope" / "test" / "scores.json"
     )
     assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == ["rope"]  # no build folder left
+
+
+def test_the_archive_tool_refuses_in_one_line_and_finishes_what_a_stopped_test_left(tmp_path: Path) -> None:
+    """Through the real entry point (issue 67): a folder that does not exist, a pointer that is not
+    UTF-8: one line, exit 2; a run whose test.py was stopped mid-publish is finished first, so the
+    archive holds the new test set whole, never the mix."""
+    import json
+
+    from in_process import run_in_process
+
+    from utils.publish import journal_file, staging_folder
+
+    proc = run_in_process(["tools/archive.py", "pack", str(tmp_path / "runs" / "nosuch")])
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "is not a folder" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+    run = tmp_path / "runs" / "demo" / "rope"
+    make_run(run, "old")
+    shutil.rmtree(run / "checkpoints")
+    stage = staging_folder(run / "test") / "test"
+    stage.mkdir(parents=True)
+    (stage / "scores.json").write_text('{"new": true}')
+    (run / "test" / "hypotheses.txt").write_text("new\n")  # (moved before the kill)
+    plan = {"moves": [[str(stage / "scores.json"), str(run / "test" / "scores.json")]], "removes": []}
+    journal_file(run / "test").write_text(json.dumps(plan))
+    results = tmp_path / "results"
+    proc = run_in_process(
+        ["tools/archive.py", "pack", str(run.parent), "--runs", str(tmp_path / "runs"), "--results", str(results)]
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "completed" in proc.stdout and read_text(results / "demo" / "rope" / "test" / "scores.json") == '{"new": true}'
+    )
+
+    pointer = results / "demo" / "rope" / "test" / "references.txt.sha256"
+    pointer.write_bytes(b"\xff\xfe not utf-8")
+    for args in (["cat", str(pointer.with_name("references.txt"))], ["pack", "--in-place", str(results / "demo")]):
+        proc = run_in_process(["tools/archive.py", *args])
+        assert proc.returncode == 2 and "is not UTF-8 text" in proc.stderr and "Traceback" not in proc.stderr, args
+        assert len(proc.stderr.strip().splitlines()) == 1

@@ -82,3 +82,87 @@ def test_a_prefix_set_publishes_beside_other_files(tmp_path: Path) -> None:
         (out.staging / "summary.csv").write_text("rows")
         out.publish()
     assert files(tmp_path) == {"notes.md": "yours", "summary.csv": "rows", "summary.md": "table"}
+
+
+def half_published(run: Path) -> Path:
+    """A run whose test set was stopped after its journal and its first move (the earlier scores still
+    beside the new hypotheses)."""
+    place = run / "test"
+    place.mkdir(parents=True)
+    (place / "scores.json").write_text("old scores")
+    (place / "hypotheses.txt").write_text("old hyps")
+    stage = staging_folder(place) / "test"
+    stage.mkdir(parents=True)
+    (stage / "scores.json").write_text("new scores")
+    (place / "hypotheses.txt").write_text("new hyps")  # (its move done before the kill)
+    plan = {
+        "moves": [
+            [str(stage / "hypotheses.txt"), str(place / "hypotheses.txt")],
+            [str(stage / "scores.json"), str(place / "scores.json")],
+        ],
+        "removes": [],
+    }
+    journal_file(place).write_text(json.dumps(plan))
+    return place
+
+
+def test_a_reader_finishes_a_set_a_stopped_writer_left_or_refuses_in_one_line(tmp_path: Path, monkeypatch) -> None:
+    """The readers' rule (settle): nobody holds the run and it is writable: finished, the new set
+    whole; a writer holds the run's lock: refused, naming it; a folder the reader cannot write:
+    refused, naming the command that finishes it; a damaged journal is not followed."""
+    from utils.errors import HarnessError
+    from utils.publish import settle, settle_run
+    from utils.run_folder import RunLock
+
+    place = half_published(tmp_path / "run")
+    settle_run(place.parent, "compare.py")
+    assert files(place) == {"hypotheses.txt": "new hyps", "scores.json": "new scores"}
+    assert pending_in(place.parent) == [] and not staging_folder(place).exists()
+
+    place = half_published(tmp_path / "held")
+    with RunLock(place.parent, "test.py --run held"):
+        import multiprocessing
+
+        def try_settle(queue) -> None:  # another process: this one holds the lock
+            RunLock._held_here = set()  # (what the fork copied of this process's locks is not the child's)
+            try:
+                settle_run(place.parent, "compare.py")
+                queue.put("finished")
+            except HarnessError as e:
+                queue.put(str(e))
+
+        queue = multiprocessing.get_context("fork").Queue()
+        child = multiprocessing.get_context("fork").Process(target=try_settle, args=(queue,))
+        child.start()
+        child.join()
+        said = queue.get()
+    assert said.startswith(f"{place} is being published by PID ") and said.endswith("run compare.py again when it ends")
+    assert journal_file(place).exists()  # untouched
+
+    place = half_published(tmp_path / "readonly")
+    import utils.publish
+
+    monkeypatch.setattr(utils.publish.os, "access", lambda path, mode: Path(path) != place.parent)
+    with pytest.raises(
+        HarnessError, match=r"left half published by a test.py that was stopped, and compare.py cannot finish it"
+    ):
+        settle_run(place.parent, "compare.py")
+    monkeypatch.undo()
+    assert journal_file(place).exists()
+
+    damaged = tmp_path / "damaged" / "test"
+    damaged.mkdir(parents=True)
+    journal_file(damaged).write_text("{}")
+    assert settle(damaged, "compare.py", "test.py") and not journal_file(damaged).exists()
+
+
+def test_two_finishers_of_one_journal_leave_the_same_set(tmp_path: Path) -> None:
+    """A move whose staged file another finisher already moved is done, not an error."""
+    from utils.publish import _move
+
+    staged, target = tmp_path / "staged", tmp_path / "out" / "target"
+    _move(staged, target)  # (nothing staged: someone else moved it)
+    assert not target.exists()
+    staged.write_text("x")
+    _move(staged, target)
+    assert target.read_text() == "x" and not staged.exists()
