@@ -45,5 +45,3 @@ def test_the_nll_beyond_training_per_input_and_its_damage(tmp_path: Path) -> Non
     beyond.write_text("k\tinput\ttokens\tnll_no_eos_sum\n1\t0\n")
     with pytest.raises(ValueError, match="line 2 is damaged"):
         nll_beyond(row)
-
-

@@ -442,8 +442,8 @@ def archivable_run(run: Path, hypothesis: str) -> None:
 
 def archive_view(run: Path) -> dict:
     """An archived run as its readers see it: each file's text by its plain name."""
-    from utils.stored_files import read_text
     from tools.archive import logical_files, tested_folders
+    from utils.stored_files import read_text
 
     names = ["config.yaml", "metrics.jsonl", "data_report.json"]
     texts = {n: read_text(run / n) for n in names}
