@@ -294,6 +294,12 @@ def describe_failure(error: BaseException) -> Optional[tuple[int, str]]:
     if isinstance(error, OSError):  # a full disk, a read-only folder, a missing file: one line, naming it
         where = f"{error.filename}: " if getattr(error, "filename", None) else ""
         return EXIT_ERROR, f"error: {where}{error.strerror or error}"
+    if isinstance(error, RuntimeError) and "DefaultCPUAllocator: can't allocate memory" in str(error):
+        tried = str(error).split("you tried to allocate", 1)[-1].split(".", 1)[0].strip()  # torch's CPU allocator
+        return EXIT_ERROR, (
+            f"error: out of memory: one tensor needed {tried} (more than this machine can give); use a smaller "
+            "training.max_tokens / training.pack_length / decoding.max_tokens, smaller model.* sizes, or shorter inputs"
+        )
     if isinstance(error, RuntimeError) and type(error).__name__ == "OutOfMemoryError":  # torch's, unimported
         first = (str(error).splitlines() or [""])[0][:200]  # torch's message may be empty
         return EXIT_ERROR, (

@@ -35,6 +35,7 @@ archived in results/ (compressed, references stored once: utils/stored_files.py)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -73,6 +74,7 @@ from utils.files import (
     remove_own_temporaries,
 )
 from utils.publish import OutputSet, finish_publishing
+from utils.run_folder import SetLock
 from utils.runtime import log
 
 REPORT_SUFFIXES = (".md", ".json", ".csv", "_findings.md", "_findings.json", "_headline.md", "_provenance.md")
@@ -141,40 +143,43 @@ def compare(
     if bootstrap_samples < 1:
         raise CompareError(f"--bootstrap_samples must be at least 1, got {bootstrap_samples}")
     out = output_prefix(output) if output else None
-    if out is not None and finish_publishing(out, record_as_written):
-        print(f"completed {out}.*, which a compare.py stopped while publishing them had left half published")
-    if out is not None:  # refused before minutes of bootstrap, not after
-        check_outputs(out, overwrite)
-    declared = load_family(family)
-    margin = declared.tie_margin["sacreBLEU"]
-    try:
-        rows = read_runs(runs)  # a damaged test output is a one-line error naming it
-        groups = group_runs(rows)  # reads each run's per-pair sums: a damaged file is a one-line error
-        check_mixed(groups, list(mixed))
-        base = pick_baseline(groups, baseline or baseline_present(groups, declared.baseline, family))
-        if baseline and declared.baseline and pick_baseline(groups, declared.baseline) is not base:
-            raise CompareError(
-                f"--baseline {baseline} contradicts the family's declared baseline {declared.baseline} ({family}): "
-                f"drop --baseline, or compare without --family"
-            )
-        base["is_baseline"] = True
-        add_seed_wins(groups, base, margin)
-        add_concat_stats(groups, base, check_inputs=not no_significance, margin=margin)
-        findings = None
-        if not no_significance:
-            check_same_references(groups)
-            findings = compute_findings(groups, base, bootstrap_samples, family=declared)
-            add_significance(groups, base, findings)
-    except ValueError as e:  # references that differ between runs, a damaged per-run file
-        raise CompareError(str(e)) from None
-    table = summary_markdown(groups, base, bootstrap_samples)
-    print(table)
-    if findings is not None:
-        print("\n" + findings_markdown(findings))
-    if out is not None:
-        written = write_reports(out, table, groups, base, findings, bootstrap_samples, overwrite)
-        if written:
-            print("\nwrote " + ", ".join(map(str, written)))
+    with contextlib.ExitStack() as locks:
+        if out is not None:  # one writer per output set: a second compare.py into it refuses in one line
+            locks.enter_context(SetLock(out, "compare.py"))
+        if out is not None and finish_publishing(out, record_as_written):
+            print(f"completed {out}.*, which a compare.py stopped while publishing them had left half published")
+        if out is not None:  # refused before minutes of bootstrap, not after
+            check_outputs(out, overwrite)
+        declared = load_family(family)
+        margin = declared.tie_margin["sacreBLEU"]
+        try:
+            rows = read_runs(runs)  # a damaged test output is a one-line error naming it
+            groups = group_runs(rows)  # reads each run's per-pair sums: a damaged file is a one-line error
+            check_mixed(groups, list(mixed))
+            base = pick_baseline(groups, baseline or baseline_present(groups, declared.baseline, family))
+            if baseline and declared.baseline and pick_baseline(groups, declared.baseline) is not base:
+                raise CompareError(
+                    f"--baseline {baseline} contradicts the family's declared baseline {declared.baseline} ({family}): "
+                    f"drop --baseline, or compare without --family"
+                )
+            base["is_baseline"] = True
+            add_seed_wins(groups, base, margin)
+            add_concat_stats(groups, base, check_inputs=not no_significance, margin=margin)
+            findings = None
+            if not no_significance:
+                check_same_references(groups)
+                findings = compute_findings(groups, base, bootstrap_samples, family=declared)
+                add_significance(groups, base, findings)
+        except ValueError as e:  # references that differ between runs, a damaged per-run file
+            raise CompareError(str(e)) from None
+        table = summary_markdown(groups, base, bootstrap_samples)
+        print(table)
+        if findings is not None:
+            print("\n" + findings_markdown(findings))
+        if out is not None:
+            written = write_reports(out, table, groups, base, findings, bootstrap_samples, overwrite)
+            if written:
+                print("\nwrote " + ", ".join(map(str, written)))
     return 0
 
 

@@ -89,11 +89,12 @@ def training_finished(run_dir: Path, cfg) -> bool:
     return budget_reached(wanted, last["step"], last["epoch"])
 
 
-def test_changes(run_dir: Path, cfg) -> Optional[str]:
-    """How the run's test/scores.json was scored differently from what `cfg` asks: the search
-    (decoding.*), the k's of joined inputs, the teacher-forced diagnostic. None when the same."""
+def test_changes(run_dir: Path, cfg, folder: str = "test") -> Optional[str]:
+    """How the run's <folder>/scores.json (test/, or a variant's test_<name>/) was scored differently
+    from what `cfg` asks: the search (decoding.*), the k's of joined inputs, the teacher-forced
+    diagnostic. None when the same."""
     try:
-        scores = json.loads(read_text(run_dir / "test" / "scores.json") or "")
+        scores = json.loads(read_text(run_dir / folder / "scores.json") or "")
     except ValueError:
         return "its scores.json does not parse"
     tested = flatten({"decoding": scores.get("decoding") or {}})
@@ -190,27 +191,26 @@ def run_one(config: str, overrides: Sequence[str], variants: Sequence[tuple[str,
 
 
 def score_variants(run_dir: Path, variants: Sequence[tuple[str, list[str]]], overrides: Sequence[str]) -> int:
-    """Test a scored run once per variant into <run>/test_<name>/ (skipped where that exists, and
-    where the run's encoding does not take one of the variant's keys)."""
+    """Test a scored run once per variant into <run>/test_<name>/: skipped where that was scored with
+    the same test-time settings, tested again where they changed (as the main test is), not tested
+    where the run's encoding does not take one of the variant's keys."""
     for name, variant in variants:
         out = run_dir / f"test_{name}"
-        if stored_exists(out / "scores.json"):
-            log(f"sweep: {out} is scored: skipped")
-            continue
         try:
             encoding = load_config(run_dir / "config.yaml", variant).model.positional.name
+            wanted = [*overrides_for_testing(overrides, encoding), *variant]
+            cfg = load_config(run_dir / "config.yaml", wanted)
         except HarnessError as e:
             log(f"sweep: variant {name} does not apply to {run_dir} ({e}): not tested")
             continue
+        if stored_exists(out / "scores.json"):
+            changed = test_changes(run_dir, cfg, out.name)
+            if not changed:
+                log(f"sweep: {out} is scored: skipped")
+                continue
+            log(f"sweep: {out} was scored with other test-time settings ({changed}): tested again")
         log(f"sweep: testing {run_dir} as variant {name} ({' '.join(variant)})")
-        rc = run_test(
-            TestRequest(
-                run=str(run_dir),
-                overrides=[*overrides_for_testing(overrides, encoding), *variant],
-                output=str(out),
-                overwrite=True,
-            )
-        )
+        rc = run_test(TestRequest(run=str(run_dir), overrides=wanted, output=str(out), overwrite=True))
         if rc:
             return rc
     return 0

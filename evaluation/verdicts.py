@@ -156,6 +156,21 @@ def apply_rule(tables: list[dict], family: Family, configs: Optional[list[str]] 
     return len(declared) + len(missing)
 
 
+def check_entries(tables: list[dict], family: Family) -> None:
+    """A declared entry whose table has rows but none compared on its label is a typo (`test sett`, a
+    non-breaking space): refused in one line naming the labels there are, never a smaller family."""
+    from utils.config import ConfigError
+
+    for i, h in enumerate(family.headline):
+        labels = sorted({r["compared_on"] for t in tables if t["name"] == h["table"] for r in t["rows"]})
+        if labels and h.get("compared_on") is not None and h["compared_on"] not in labels:
+            raise ConfigError(
+                f"{family.path}: headline[{i}].compared_on {h['compared_on']!r} is no row of the {h['table']} table "
+                f"(its rows: {', '.join(map(repr, labels))}); correct it: a declared comparison that matches "
+                f"nothing would leave the family smaller than declared"
+            )
+
+
 def unmatched(tables: list[dict], family: Family) -> list[str]:
     """The headline entries that match no row (a typo, or a measure these runs did not record)."""
     return [
@@ -188,6 +203,7 @@ def word_tables(
     """Word every row by the rule (Holm over the declared family) and add each row's power (at
     Holm's first step, `alpha` of each table); returns (the family's size, the declared entries no
     row matched, the interim plan or None)."""
+    check_entries(tables, family)
     size = apply_rule(tables, family, configs)
     unmatched_entries = unmatched(tables, family)
     for entry in unmatched_entries:

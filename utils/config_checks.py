@@ -105,6 +105,12 @@ def check_packing(cfg: ExperimentConfig) -> None:
         raise ConfigError(
             "training.pack_length makes every batch one shape already: set training.pad_to_multiple: 1 with it"
         )
+    if t.max_tokens is not None and t.pack_length > t.max_tokens:  # one row alone would pass the budget
+        raise ConfigError(
+            f"training.pack_length ({t.pack_length}) is more than training.max_tokens ({t.max_tokens}): a packed "
+            f"batch is max_tokens // pack_length rows of pack_length tokens, so every batch would be one row "
+            f"of {t.pack_length / t.max_tokens:.1f}x the token budget; set pack_length to at most max_tokens"
+        )
     if t.cuda_graphs:  # the pairs per batch, and the positions drawn for them, still vary in shape
         raise ConfigError(
             "training.cuda_graphs would record a graph for almost every packed batch (their pair counts "

@@ -99,6 +99,14 @@ class StrictLoader(yaml.SafeLoader):
         for key_node, _ in node.value:
             if key_node.tag == MERGE_TAG:  # `<<:` merges another mapping: not a key of this one
                 continue
+            if not isinstance(key_node, yaml.ScalarNode):  # `[a, b]: 1` or `{a: 1}: 2`: no key a config has
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"a {'list' if isinstance(key_node, yaml.SequenceNode) else 'mapping'} is used as a key on line "
+                    f"{key_node.start_mark.line + 1}: a key is a name (quote it if it holds brackets or braces)",
+                    key_node.start_mark,
+                )
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(

@@ -144,12 +144,29 @@ def _now() -> str:
 
 
 def read_provenance(run_dir: Path) -> Optional[dict]:
-    """The run's provenance.json (None when it has none or it is not readable JSON)."""
+    """The run's provenance.json (None when it has none: a run trained before it existed). A file that
+    is there but damaged or not of this shape ({"sessions": [{...}, ...]}) is refused in one line
+    naming it, never read as "unknown" (which would let compare.py pool its seeds with any device's)."""
+    from utils.errors import HarnessError
+
+    path = Path(run_dir) / FILE
     try:
-        data = json.loads((Path(run_dir) / FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
         return None
-    return data if isinstance(data, dict) and isinstance(data.get("sessions"), list) else None
+    except (OSError, ValueError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not JSON text"
+        raise HarnessError(f"{path} is unreadable ({why}): {RESTORE}") from None
+    sessions = data.get("sessions") if isinstance(data, dict) else None
+    if not isinstance(sessions, list) or not all(isinstance(x, dict) for x in sessions):
+        raise HarnessError(f'{path} is not a provenance record ({{"sessions": [{{...}}, ...]}}): {RESTORE}')
+    return data
+
+
+RESTORE = (
+    "it records what made the run (train.py writes it); restore it from a copy or from git, or move it "
+    "away to read the run as one without provenance"
+)
 
 
 def _write(run_dir: Path, data: dict) -> None:

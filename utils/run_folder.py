@@ -326,7 +326,14 @@ class RunLock:
     @classmethod
     def held_here(cls, run_dir: Path) -> bool:
         """Whether this process holds the run folder's lock (test.py converting its run for CTranslate2)."""
-        return Path(run_dir).resolve() in cls._held_here
+        return (Path(run_dir) / LOCK_FILES[0]).resolve() in cls._held_here
+
+    def files(self) -> tuple[Path, Path]:
+        """The lock file and the holder's record: <run>/.lock and <run>/.lock.pid."""
+        return self.run_dir / LOCK_FILES[0], self.run_dir / LOCK_FILES[1]
+
+    def in_use(self, who: str) -> str:
+        return f"{self.run_dir} is in use by another process ({who}); wait for it to end or stop it, then try again"
 
     def acquire(self) -> "RunLock":
         from filelock import FileLock, Timeout
@@ -335,39 +342,43 @@ class RunLock:
 
         if not self.run_dir.exists():  # a run_dir=~/x the shell left as it is: no '~' folder made here
             check_home_expanded(self.run_dir, "run_dir")
-        lock = FileLock(str(self.run_dir / LOCK_FILES[0]), timeout=0, is_singleton=False)
+        lock_file, pid_file = self.files()
+        lock = FileLock(str(lock_file), timeout=0, is_singleton=False)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             lock.acquire()
         except Timeout:  # (a TimeoutError, so an OSError: caught first)
-            who = self.recorded_holder(self.run_dir) or "unknown process"
-            raise HarnessError(
-                f"{self.run_dir} is in use by another process ({who}); wait for it to end or stop it, then try again"
-            ) from None
+            who = self._recorded(pid_file) or "unknown process"
+            raise HarnessError(self.in_use(who)) from None
         except OSError as e:
             raise ConfigError(
                 f"{self.run_dir} cannot be created or written ({e.strerror}); choose a folder you "
                 f"can write (train.py: --set run_dir=runs/<name>; test.py: --output)"
             ) from None
         self._lock = lock
-        (self.run_dir / LOCK_FILES[1]).write_text(f"PID {os.getpid()}: {self.command}\n", encoding="utf-8")
-        RunLock._held_here.add(self.run_dir.resolve())
+        pid_file.write_text(f"PID {os.getpid()}: {self.command}\n", encoding="utf-8")
+        RunLock._held_here.add(lock_file.resolve())
         return self
 
     def release(self) -> None:
         if self._lock is not None:
-            RunLock._held_here.discard(self.run_dir.resolve())
-            (self.run_dir / LOCK_FILES[1]).unlink(missing_ok=True)
+            lock_file, pid_file = self.files()
+            RunLock._held_here.discard(lock_file.resolve())
+            pid_file.unlink(missing_ok=True)
             self._lock.release()
             self._lock = None
 
     @staticmethod
-    def recorded_holder(run_dir: Path) -> Optional[str]:
-        """What <run>/.lock.pid says of the lock's holder ('PID n: command'), None without one."""
+    def _recorded(pid_file: Path) -> Optional[str]:
         try:
-            return (Path(run_dir) / LOCK_FILES[1]).read_text(encoding="utf-8").strip() or None
+            return pid_file.read_text(encoding="utf-8").strip() or None
         except (OSError, UnicodeDecodeError):
             return None
+
+    @classmethod
+    def recorded_holder(cls, run_dir: Path) -> Optional[str]:
+        """What <run>/.lock.pid says of the lock's holder ('PID n: command'), None without one."""
+        return cls._recorded(Path(run_dir) / LOCK_FILES[1])
 
     @classmethod
     def holder(cls, run_dir: Path) -> Optional[str]:
@@ -392,3 +403,18 @@ class RunLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+class SetLock(RunLock):
+    """One writer per output set that is not a run folder (compare.py's summary prefix `place`): the
+    same OS lock, on .<name>.lock beside the set (its holder in .<name>.lock.pid)."""
+
+    def __init__(self, place: Path, command: str) -> None:
+        super().__init__(Path(place).parent, command)
+        self.place = Path(place)
+
+    def files(self) -> tuple[Path, Path]:
+        return self.run_dir / f".{self.place.name}.lock", self.run_dir / f".{self.place.name}.lock.pid"
+
+    def in_use(self, who: str) -> str:
+        return f"{self.place} is being written by another process ({who}): wait for it to end, then run again"

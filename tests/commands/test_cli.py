@@ -369,3 +369,19 @@ def test_every_command_has_help() -> None:
     for script, (start, end) in zip(scripts, zip(outputs[::2], outputs[1::2])):
         assert start.startswith(script) and "usage:" in start, (script, start[:500])
         assert end.strip() in ("exit 0", "exit None"), (script, end)
+
+
+def test_a_tensor_larger_than_the_machine_is_one_line_naming_its_size() -> None:
+    """Issue 67: a packed row of 100,000 tokens (inside pack_length's bound) ended in torch's CPU
+    allocator traceback; a real failed allocation is one line naming the size and the keys that set it."""
+    import torch
+
+    from commands.cli import describe_failure
+
+    try:
+        torch.empty(2**62, dtype=torch.uint8)  # 4 EiB: no machine gives it
+    except RuntimeError as e:
+        error = e
+    status, line = describe_failure(error)
+    assert status == 2 and line.startswith("error: out of memory: one tensor needed ") and "\n" not in line
+    assert "bytes" in line and "training.pack_length" in line

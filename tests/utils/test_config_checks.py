@@ -23,6 +23,10 @@ DEMO = Path(__file__).resolve().parents[2] / "configs" / "demo" / "rope.yaml"
         (["training.checkpoint_metric=valid_bleu", "training.bleu_sentences=0"], "needs validation BLEU"),
         (["training.pack_length=100"], "training.pack_length (100) must hold the longest pair, data.max_len + 1 (129"),
         (["training.pack_length=256", "training.pad_to_multiple=8"], "set training.pad_to_multiple: 1 with it"),
+        (  # issue 67: one 4,096-token row per batch against a budget of 300 tokens
+            ["training.max_tokens=300", "training.pack_length=4096"],
+            "training.pack_length (4096) is more than training.max_tokens (300)",
+        ),
         (
             ["training.pack_length=256", "training.compile=true", "training.cuda_graphs=true"],
             "set training.cuda_graphs: false with training.pack_length",

@@ -87,6 +87,26 @@ def test_seeds_on_different_device_kinds_are_refused_without_mixed(two_seeds: Pa
     assert "‡ `demo/rope`: its seeds span devices or precisions (1: NVIDIA H100, code " in mixed.stdout
 
 
+@pytest.mark.parametrize(
+    "damage, says",
+    [
+        ('{"sessions": [', "is unreadable (not JSON text)"),
+        ('{"sessions": [1, 2]}', "is not a provenance record"),
+        ('["a list"]', "is not a provenance record"),
+    ],
+)
+def test_a_damaged_provenance_is_refused_never_read_as_unknown(two_seeds: Path, damage: str, says: str) -> None:
+    """Issue 67: a damaged provenance.json was read as 'unknown', so a CUDA seed pooled with CPU seeds
+    in one row (the device guard bypassed), and `"sessions": [1, 2]` was a traceback: now one line
+    naming the file, exit 2."""
+    set_session(two_seeds / "rope_seed1", device_kind="cuda", device="NVIDIA H100")
+    (two_seeds / "rope" / "provenance.json").write_text(damage)
+    proc = compare(two_seeds)
+    line = one_error_line(proc)
+    assert proc.returncode == 2 and f"{two_seeds / 'rope' / 'provenance.json'} {says}" in line, proc.stderr
+    assert "restore it" in line and "Traceback" not in proc.stderr
+
+
 def test_seeds_at_different_precisions_are_refused_without_mixed(two_seeds: Path) -> None:
     set_session(two_seeds / "rope_seed1", precision="bf16")
     assert "different precisions" in one_error_line(compare(two_seeds))
