@@ -27,7 +27,8 @@ from utils.config import flatten, load_config, parse_override, to_dict
 from utils.config_schema import INFERENCE, RUNTIME
 from utils.errors import HarnessError
 from utils.key_roles import refused_on_resume, role_of
-from utils.run_folder import RunFolder
+from utils.publish import clear_orphans, settle_run
+from utils.run_folder import RunFolder, RunLock
 from utils.runtime import JsonlLogger, log
 from utils.stored_files import read_text, stored_exists
 
@@ -150,10 +151,24 @@ def triage(config: str, cfg) -> tuple[str, str]:
     return ("resume" if folder.state == "trained" else "train"), f"{config} -> {run_dir}"
 
 
+def finish_own_sets(run_dir: Path) -> None:
+    """A sweep writes its runs' test sets (it runs test.py), so before it looks at a run nobody holds,
+    it finishes a test set a stopped sweep left half published and removes staging a kill left
+    before publishing (utils/publish.py), instead of skipping the run or sending the user to a
+    test.py command they never typed."""
+    if not run_dir.is_dir() or RunLock.holder(run_dir) or RunFolder.inspect(run_dir).state == "foreign":
+        return  # (a run in use: its holder finishes its own; a folder of the user's: left alone)
+    with RunLock(run_dir, "sweep.py"):
+        settle_run(run_dir, "sweep.py")
+        for folder in clear_orphans(run_dir):
+            log(f"sweep: removed {folder}, which a stopped test left unpublished")
+
+
 def run_one(config: str, overrides: Sequence[str], variants: Sequence[tuple[str, list[str]]] = ()) -> Outcome:
     """Train (or resume) and test one run of a sweep, then test it once per variant."""
     cfg = load_config(config, overrides)
     run_dir = cfg.resolved_run_dir
+    finish_own_sets(run_dir)
     action, why = triage(config, cfg)
     if action == "left_alone":
         log(f"sweep: left alone: {why}")

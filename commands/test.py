@@ -116,7 +116,7 @@ def run_test(args: TestRequest) -> int:
     with contextlib.ExitStack() as locks:
         named = run_read_from(args)
         if named is not None:
-            locks.enter_context(RunLock(named, "test.py"))
+            named = lock_run_read(named, args, locks)
         source = find_model(args.model_path, args.run, args.config, args.overrides)
         out_dir, run = output_folder(args, source.path)
 
@@ -125,6 +125,22 @@ def run_test(args: TestRequest) -> int:
                 locks.enter_context(RunLock(run if run is not None else out_dir, "test.py"))
 
         return test_checkpoint(args, source, out_dir, run, lock_output)
+
+
+def lock_run_read(run: Path, args: TestRequest, locks: contextlib.ExitStack) -> Optional[Path]:
+    """Hold the lock of the run read from (None returned: it could not be locked and is only read). A
+    run this user may read but not write (a read-only mount, a colleague's run) cannot hold our lock:
+    with --output outside it, it is read without it (said once); otherwise the error names the real
+    obstacle, the run folder test.py would write into."""
+    try:
+        locks.enter_context(RunLock(run, "test.py"))
+        return run
+    except ConfigError as e:
+        inside = args.output is None or Path(args.output).resolve().is_relative_to(run.resolve())
+        if inside:
+            raise ConfigError(f"{e}; test.py writes its scores into {run}/test unless --output names a folder elsewhere") from None
+        log(f"note: {run} cannot be written here, so test.py reads it without its lock (--output {args.output})")
+        return None
 
 
 def run_read_from(args: TestRequest) -> Optional[Path]:

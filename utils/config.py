@@ -99,15 +99,52 @@ def parse_override(text: str | Override) -> Override:
 
 
 def apply_overrides(raw: dict, overrides: Sequence[str | Override]) -> dict:
+    """`raw` with the overrides applied in order. A section given whole (`decoding={beam_size: 3}`) merges
+    into the section, so the keys it does not name keep their values (a section naming another `name`,
+    e.g. another encoding, replaces it: its options are that one's); one key given two values in two
+    forms (`decoding.beam_size=1` and `decoding={beam_size: 3}`) is refused in one line naming both."""
     out = copy.deepcopy(raw)
+    given: dict[str, tuple[Any, Override]] = {}
     for override in map(parse_override, overrides):
+        _check_forms(override, given)
         node = out
         for k in override.keys[:-1]:
             node = node.setdefault(k, {})
             if not isinstance(node, dict):
                 raise ConfigError(f"override {override.text!r}: {k} is not a section")
-        node[override.keys[-1]] = override.value
+        key, value = override.keys[-1], override.value
+        earlier = node.get(key)
+        merge = (
+            isinstance(value, dict)
+            and isinstance(earlier, dict)
+            and value.get("name", earlier.get("name")) == earlier.get("name")
+        )
+        node[key] = _merged(earlier, value) if merge else value
     return out
+
+
+def _merged(base: dict, patch: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in patch.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+    return out
+
+
+def _check_forms(override: Override, given: dict) -> None:
+    """Refuse a key this override sets to another value than an earlier override of the other form did."""
+    leaves = (
+        flatten(override.value, f"{override.key}.")
+        if isinstance(override.value, dict)
+        else {override.key: override.value}
+    )
+    section = isinstance(override.value, dict)
+    for key, value in leaves.items():
+        if key in given and given[key][0] != value and isinstance(given[key][1].value, dict) != section:
+            raise ConfigError(
+                f"--set {given[key][1].text} and --set {override.text} give {key} two values ({given[key][0]!r} "
+                f"and {value!r}): keep one of them"
+            )
+        given[key] = (value, override)
 
 
 def load_config(

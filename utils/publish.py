@@ -75,16 +75,32 @@ def _move(staged: Path, target: Path) -> None:
 @contextlib.contextmanager
 def stops_held() -> Iterator[None]:
     """Ctrl-C and SIGTERM wait until the block ends (they stop the command right after it): a
-    publication, once its journal is written, is never left half done by a stop."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        yield
+    publication, once its journal is written, is never left half done by a stop. The handlers are
+    swapped for one that only records the signal, since a signal sent to the process may be delivered
+    to any of its threads (a progress bar's, TensorBoard's) and Python then runs the handler in the
+    main thread, wherever it is: blocking it in the main thread alone does not hold it. After the
+    block the first signal recorded is handled as it would have been."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (only the main thread may set handlers; it is the one that publishes)
         return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    caught: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    before = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in held}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        if caught:
+            _deliver(caught[0], before[caught[0]])
+
+
+def _deliver(signum: int, handler) -> None:
+    """Handle a held signal as the handler in place before would have."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler == signal.SIG_DFL:
+        os.kill(os.getpid(), signum)  # the default action (the handler is back in place)
 
 
 def finish_publishing(place: Path, on_published: Optional[Callable[[list[Path], list[Path]], None]] = None) -> bool:
@@ -156,6 +172,22 @@ def settle_run(run: Path, reader: str) -> None:
     """`settle` every set of a run folder (its test folders, test.py's) under the run's lock rule."""
     for place in pending_in(run):
         settle(place, reader, "test.py", lock_folder=run)
+
+
+def clear_orphans(folder: Path) -> list[Path]:
+    """Remove the staging folders in `folder` that have no journal (a writer killed before publishing:
+    never a result), as the next writer of each set would; for a command that writes the folder's sets
+    without entering each (a sweep skipping a finished run). Returns what it removed."""
+    from utils.run_folder import STAGING_SUFFIX
+
+    orphans = [
+        p
+        for p in Path(folder).glob(f".*{STAGING_SUFFIX}")
+        if p.is_dir() and not journal_file(p.with_name(p.name[1 : -len(STAGING_SUFFIX)])).exists()
+    ]
+    for p in orphans:
+        shutil.rmtree(p, ignore_errors=True)
+    return orphans
 
 
 def _remove_if_empty(folder: Path, stop: Path) -> None:

@@ -70,3 +70,50 @@ def test_config_and_checkpoint_mismatch_is_a_clear_error(trained_run: Path) -> N
     )
     assert proc.returncode == 2
     assert "model.positional.name" in proc.stderr and "model.d_model" in proc.stderr
+
+
+def test_a_section_override_merges_into_the_runs_section(trained_run: Path, tmp_path: Path) -> None:
+    """Issue 67: on a run trained with decoding.max_len_a=1.0 and max_len_b=5, `--set 'decoding={beam_size:
+    3}'` reset them to the schema's defaults (1.5, 10); it merges now, and the run's own values are used
+    and recorded. The same key given two values in two forms is refused in one line naming both."""
+    from helpers import one_error_line
+
+    out = tmp_path / "beam3"
+    proc = run(["test.py", "--run", str(trained_run), "--set", "decoding={beam_size: 3}", "--output", str(out)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    decoding = json.loads((out / "scores.json").read_text())["decoding"]
+    assert (decoding["beam_size"], decoding["max_len_a"], decoding["max_len_b"]) == (3, 1.0, 5)
+    both = ["--set", "decoding.beam_size=1", "--set", "decoding={beam_size: 3}"]
+    line = one_error_line(run(["test.py", "--run", str(trained_run), *both, "--output", str(tmp_path / "x")]))
+    assert "--set decoding.beam_size=1 and --set decoding={beam_size: 3} give decoding.beam_size two values" in line
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_run_that_cannot_be_written_is_tested_into_another_folder(trained_run: Path, tmp_path: Path, monkeypatch) -> None:
+    """Issue 67: a run on a read-only mount (or another user's) could not be tested even with --output
+    elsewhere, because its lock needs write access. It is read without its lock then (said once); with
+    the output inside it, the error names the run folder test.py would write into. (Root may write any
+    folder, so the read-only mount is the lock's own refusal: EROFS, as the kernel gives it.)"""
+    import errno
+
+    import filelock
+
+    from helpers import copy_of, one_error_line
+
+    run_dir = copy_of(trained_run, tmp_path / "theirs")
+    acquire = filelock.FileLock.acquire
+
+    def read_only(self, *a, **k):
+        if Path(self.lock_file).parent == run_dir:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return acquire(self, *a, **k)
+
+    monkeypatch.setattr(filelock.FileLock, "acquire", read_only)
+    before = sorted(p.name for p in run_dir.iterdir())
+    out = tmp_path / "mine"
+    proc = run(["test.py", "--run", str(run_dir), "--output", str(out)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"note: {run_dir} cannot be written here, so test.py reads it without its lock" in proc.stdout
+    assert (out / "scores.json").is_file() and sorted(p.name for p in run_dir.iterdir()) == before
+    line = one_error_line(run(["test.py", "--run", str(run_dir), "--overwrite"]))
+    assert "Read-only file system" in line and f"test.py writes its scores into {run_dir}/test unless --output" in line

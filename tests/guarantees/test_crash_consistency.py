@@ -428,6 +428,45 @@ def test_a_sweep_killed_in_its_summary_finishes_it(untested: Path, tmp_path: Pat
         assert summary_set_of(root) == new, differences(summary_set_of(root), new)
 
 
+def test_a_sweep_killed_while_publishing_a_test_finishes_it(untested: Path, tmp_path: Path) -> None:
+    """Issue 67: sweep.py killed while a seed's test/ was being published (its scores.json already
+    moved) skipped the run as finished on every rerun and exited 2 naming a test.py command the user
+    never typed; and a kill before the journal left a .test.staging in the run for good. The same sweep
+    now finishes its own test set (and clears the staging), exit 0, as the uninterrupted sweep."""
+    from helpers import tiny_overrides
+
+    template = tmp_path / "template"
+    run = copy_of(untested, template / "demo" / "rope")
+    sets = [s for s in tiny_overrides(run, tmp_path / "cache", steps=6)[1::2] if not s.startswith("run_dir=")]
+
+    def sweep(root: Path) -> list[str]:
+        flags = [x for s in sets for x in ("--set", s)]
+        return [
+            "sweep.py",
+            "configs/demo/rope.yaml",
+            "--runs_root",
+            str(root),
+            *flags,
+            "--output",
+            str(root / "summary"),
+        ]
+
+    reference = tmp_path / "reference"
+    shutil.copytree(template, reference)
+    points = write_points(sweep(reference), tmp_path / "writes.log")
+    whole = published_test_set(reference / "demo" / "rope")
+    test_moves = [n for n, line in enumerate(points, 1) if "\tpublished\t" in line and "/rope/test/" in line]
+    scores_moved = next(n for n in test_moves if points[n - 1].endswith("/rope/test/scores.json"))
+    assert scores_moved < test_moves[-1]  # (a kill there leaves scores.json beside earlier files)
+    staged = [n for n, line in enumerate(points, 1) if ".test.staging" in line]
+    for n in (test_moves[0], scores_moved, staged[0]):
+        root = shutil.copytree(template, tmp_path / f"root{n}")
+        assert in_forked_process(sweep(root), kill_at=n) == -9, n
+        assert in_forked_process(sweep(root)) == 0, (n, points[n - 1])
+        assert published_test_set(root / "demo" / "rope") == whole, points[n - 1]
+        assert leftovers(root / "demo") == [], (n, leftovers(root / "demo"))
+
+
 def archivable_run(run: Path, hypothesis: str) -> None:
     """A tested run as test.py leaves it (plain files), small enough to pack many times."""
     (run / "test" / "concat" / "k2").mkdir(parents=True)

@@ -217,3 +217,16 @@ def test_an_override_is_parsed_once_into_its_key_value_and_text(tmp_path: Path):
     path = small_config(tmp_path)
     assert load_config(path, [override]) == load_config(path, [override.text])
     assert "--set model.d_model=0:" in config_error(path, [parse_override("model.d_model=0")])
+
+
+def test_a_section_override_merges_unless_it_names_another_encoding():
+    from utils.config import apply_overrides
+
+    raw = {"decoding": {"beam_size": 4, "max_len_a": 1.0}, "model": {"positional": {"name": "rope", "theta": 500.0}}}
+    assert apply_overrides(raw, ["decoding={beam_size: 3}"])["decoding"] == {"beam_size": 3, "max_len_a": 1.0}
+    assert apply_overrides(raw, ["model.positional={theta: 100.0}"])["model"]["positional"] == {"name": "rope", "theta": 100.0}
+    assert apply_overrides(raw, ["model.positional={name: alibi}"])["model"]["positional"] == {"name": "alibi"}
+    assert apply_overrides(raw, ["decoding.beam_size=1", "decoding.beam_size=3"])["decoding"]["beam_size"] == 3
+    assert apply_overrides(raw, ["decoding.beam_size=3", "decoding={beam_size: 3}"])["decoding"]["beam_size"] == 3
+    with pytest.raises(ConfigError, match=r"give decoding.beam_size two values \(1 and 3\)"):
+        apply_overrides(raw, ["decoding.beam_size=1", "decoding={beam_size: 3}"])

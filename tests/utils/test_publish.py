@@ -166,3 +166,41 @@ def test_two_finishers_of_one_journal_leave_the_same_set(tmp_path: Path) -> None
     staged.write_text("x")
     _move(staged, target)
     assert target.read_text() == "x" and not staged.exists()
+
+
+def test_a_stop_delivered_to_another_thread_still_waits_for_the_publication() -> None:
+    """Issue 67: a SIGTERM delivered to a worker thread (a progress bar's, TensorBoard's) ran the stop
+    handler in the main thread in the middle of a publication, since only the main thread blocked it.
+    Held now: the handler runs once the block is done, as it would have."""
+    import signal
+    import threading
+    import time
+
+    from utils.publish import stops_held
+
+    seen: list[str] = []
+
+    def handler(signum, frame) -> None:
+        seen.append("stopped")
+
+    before = signal.signal(signal.SIGTERM, handler)
+    try:
+        worker_ready, done = threading.Event(), threading.Event()
+
+        def worker() -> None:
+            worker_ready.set()
+            done.wait(10)
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        worker_ready.wait(10)
+        with stops_held():
+            signal.pthread_kill(thread.ident, signal.SIGTERM)  # to the worker thread, not this one
+            for _ in range(50):  # the interpreter checks for handlers between bytecodes: give it many
+                time.sleep(0.001)
+            seen.append("published")
+        done.set()
+        thread.join()
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert seen == ["published", "stopped"]
