@@ -138,7 +138,9 @@ def lock_run_read(run: Path, args: TestRequest, locks: contextlib.ExitStack) -> 
     except ConfigError as e:
         inside = args.output is None or Path(args.output).resolve().is_relative_to(run.resolve())
         if inside:
-            raise ConfigError(f"{e}; test.py writes its scores into {run}/test unless --output names a folder elsewhere") from None
+            raise ConfigError(
+                f"{e}; test.py writes its scores into {run}/test unless --output names a folder elsewhere"
+            ) from None
         log(f"note: {run} cannot be written here, so test.py reads it without its lock (--output {args.output})")
         return None
 

@@ -89,7 +89,9 @@ def test_a_section_override_merges_into_the_runs_section(trained_run: Path, tmp_
     assert not (tmp_path / "x").exists()
 
 
-def test_a_run_that_cannot_be_written_is_tested_into_another_folder(trained_run: Path, tmp_path: Path, monkeypatch) -> None:
+def test_a_run_that_cannot_be_written_is_tested_into_another_folder(
+    trained_run: Path, tmp_path: Path, monkeypatch
+) -> None:
     """Issue 67: a run on a read-only mount (or another user's) could not be tested even with --output
     elsewhere, because its lock needs write access. It is read without its lock then (said once); with
     the output inside it, the error names the run folder test.py would write into. (Root may write any
@@ -97,7 +99,6 @@ def test_a_run_that_cannot_be_written_is_tested_into_another_folder(trained_run:
     import errno
 
     import filelock
-
     from helpers import copy_of, one_error_line
 
     run_dir = copy_of(trained_run, tmp_path / "theirs")

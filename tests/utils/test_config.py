@@ -224,7 +224,10 @@ def test_a_section_override_merges_unless_it_names_another_encoding():
 
     raw = {"decoding": {"beam_size": 4, "max_len_a": 1.0}, "model": {"positional": {"name": "rope", "theta": 500.0}}}
     assert apply_overrides(raw, ["decoding={beam_size: 3}"])["decoding"] == {"beam_size": 3, "max_len_a": 1.0}
-    assert apply_overrides(raw, ["model.positional={theta: 100.0}"])["model"]["positional"] == {"name": "rope", "theta": 100.0}
+    assert apply_overrides(raw, ["model.positional={theta: 100.0}"])["model"]["positional"] == {
+        "name": "rope",
+        "theta": 100.0,
+    }
     assert apply_overrides(raw, ["model.positional={name: alibi}"])["model"]["positional"] == {"name": "alibi"}
     assert apply_overrides(raw, ["decoding.beam_size=1", "decoding.beam_size=3"])["decoding"]["beam_size"] == 3
     assert apply_overrides(raw, ["decoding.beam_size=3", "decoding={beam_size: 3}"])["decoding"]["beam_size"] == 3
