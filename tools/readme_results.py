@@ -281,9 +281,19 @@ def changed_files(fresh_root: Path) -> list[str]:
     ]
 
 
+def settle_summaries(root: Path = ROOT) -> None:
+    """The readers' rule for the summary sets the pages copy (utils/publish.settle): one a stopped
+    compare.py left half published is finished first, or refused in one line."""
+    from utils.publish import settle
+
+    for prefix, *_ in STUDIES:
+        settle(root / prefix, "tools/readme_results.py", "compare.py")
+
+
 def check(root: Path = ROOT) -> list[str]:
     """Everything `check` fails on, without recomputing: stale or missing blocks, hand-written
     results, broken links."""
+    settle_summaries(root)
     texts = {name: (root / name).read_text(encoding="utf-8") for name in RESULT_TEXT}
     failures = [
         f"{name} block differs from its file:\n{d}" for name in DOCUMENTS for d in stale_blocks(texts[name], root, name)
@@ -307,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         recompute(ROOT)
         return 0
     if args.action == "render":
+        settle_summaries()
         for name in DOCUMENTS:
             path = ROOT / name
             text = render(path.read_text(encoding="utf-8"))

@@ -104,9 +104,9 @@ def test_test_time_keys_and_trained_values_are_accepted(trained_run: Path, tmp_p
             "--set",
             "data.max_len=128",  # the trained values
             "--set",
-            "decoding={beam_size: 3, strategy: beam}",
+            "decoding={beam_size: 2, strategy: beam}",
         ]
-    )  # a section of test-time keys
+    )  # a section of test-time keys (the same beam_size: two values in two forms are refused, issue 67)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert len(proc.stdout.splitlines()) == 1
 
