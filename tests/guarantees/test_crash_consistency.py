@@ -392,18 +392,17 @@ def test_single_file_outputs_are_absent_or_whole(trained_run: Path, tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_a_sweep_killed_in_its_summary_finishes_it(untested: Path, tmp_path: Path) -> None:
-    """sweep.py over a finished, scored run goes straight to its summary (compare.py's set): killed at
-    its write points, the same sweep again skips the run and finishes the summary, no --overwrite."""
+def sweep_of_one_run(untested: Path, tmp_path: Path):
+    """(a template runs root holding a copy of the untested run as demo/rope, the sweep.py command over
+    a root like it: the tiny run's settings, its summary inside the root)."""
     from helpers import tiny_overrides
 
     template = tmp_path / "template"
     run = copy_of(untested, template / "demo" / "rope")
     sets = [s for s in tiny_overrides(run, tmp_path / "cache", steps=6)[1::2] if not s.startswith("run_dir=")]
-    assert in_forked_process(["test.py", "--run", str(run)]) == 0
+    flags = [x for s in sets for x in ("--set", s)]
 
     def sweep(root: Path) -> list[str]:
-        flags = [x for s in sets for x in ("--set", s)]
         return [
             "sweep.py",
             "configs/demo/rope.yaml",
@@ -413,6 +412,15 @@ def test_a_sweep_killed_in_its_summary_finishes_it(untested: Path, tmp_path: Pat
             "--output",
             str(root / "summary"),
         ]
+
+    return template, sweep
+
+
+def test_a_sweep_killed_in_its_summary_finishes_it(untested: Path, tmp_path: Path) -> None:
+    """sweep.py over a finished, scored run goes straight to its summary (compare.py's set): killed at
+    its write points, the same sweep again skips the run and finishes the summary, no --overwrite."""
+    template, sweep = sweep_of_one_run(untested, tmp_path)
+    assert in_forked_process(["test.py", "--run", str(template / "demo" / "rope")]) == 0
 
     reference = tmp_path / "reference"
     shutil.copytree(template, reference)
@@ -433,23 +441,7 @@ def test_a_sweep_killed_while_publishing_a_test_finishes_it(untested: Path, tmp_
     moved) skipped the run as finished on every rerun and exited 2 naming a test.py command the user
     never typed; and a kill before the journal left a .test.staging in the run for good. The same sweep
     now finishes its own test set (and clears the staging), exit 0, as the uninterrupted sweep."""
-    from helpers import tiny_overrides
-
-    template = tmp_path / "template"
-    run = copy_of(untested, template / "demo" / "rope")
-    sets = [s for s in tiny_overrides(run, tmp_path / "cache", steps=6)[1::2] if not s.startswith("run_dir=")]
-
-    def sweep(root: Path) -> list[str]:
-        flags = [x for s in sets for x in ("--set", s)]
-        return [
-            "sweep.py",
-            "configs/demo/rope.yaml",
-            "--runs_root",
-            str(root),
-            *flags,
-            "--output",
-            str(root / "summary"),
-        ]
+    template, sweep = sweep_of_one_run(untested, tmp_path)
 
     reference = tmp_path / "reference"
     shutil.copytree(template, reference)

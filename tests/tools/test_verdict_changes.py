@@ -48,20 +48,13 @@ def test_changed_verdicts_are_listed_and_quiet_rows_are_not():
 def test_the_exploratory_mode_lists_the_rows_whose_outcome_the_current_rule_changes():
     """--exploratory: a declared row of an older-rule family whose exploratory outcome differs; a row
     worded differently with the same outcome (a direction under both rules) is no change."""
-    changed = {
-        "config": "a",
-        "compared_on": "test set",
-        "outcome": "inconclusive",
-        "finding": "inconclusive: no direction worded",
-        "exploratory": {"outcome": "direction", "finding": "ahead by more than 0.10 BLEU (Holm p 0.001, declared); x"},
-    }
-    same = {
-        "config": "b",
-        "compared_on": "test set",
-        "outcome": "direction",
-        "finding": "ahead in every seed (Holm p 0.001, declared); x",
-        "exploratory": {"outcome": "direction", "finding": "ahead by more than 0.10 BLEU (Holm p 0.001, declared); x"},
-    }
+
+    def row(config: str, outcome: str, finding: str) -> dict:
+        now = {"outcome": "direction", "finding": "ahead by more than 0.10 BLEU (Holm p 0.001, declared); x"}
+        return {"config": config, "compared_on": "test set", "outcome": outcome, "finding": finding, "exploratory": now}
+
+    changed = row("a", "inconclusive", "inconclusive: no direction worded")
+    same = row("b", "direction", "ahead in every seed (Holm p 0.001, declared); x")
     declared, current = vc.exploratory({"s_findings.json": findings(changed, same)})
     assert vc.changes(declared, current)[2:] == [
         "| s_findings.json | test | a | test set | inconclusive | ahead by more than 0.10 BLEU |"
