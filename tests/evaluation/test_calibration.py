@@ -119,6 +119,7 @@ def test_counting_the_test_sets_noise_twice_fails_the_coverage(demo):
     assert all(c > 0.965 for c in twice), twice
 
 
+@pytest.mark.slow  # (make results-check recomputes the page too)
 def test_the_page_figures_are_these_simulations(demo):
     """results/calibration.md (results/README.md's block) is calibration_markdown of the archived demo
     family, so the figures the page states are the ones these tests check."""
