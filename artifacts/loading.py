@@ -16,6 +16,7 @@ from artifacts.lookup import ModelSource, run_dir_of_checkpoint
 from artifacts.test_time import check_model_matches, test_time_config
 from decoding.backend import DecodingBackend, HarnessDecoder
 from decoding.ctranslate2_backend import CTranslate2Model
+from utils import run_files
 from utils.config import ConfigError, ExperimentConfig, flatten, load_config, to_dict
 from utils.key_roles import refused_on_resume
 from utils.publish import settle
@@ -165,7 +166,7 @@ def check_checkpoint_of_run(path: str | Path, saved: dict) -> None:
     run_dir = run_dir_of_checkpoint(path)
     if path.is_dir() or not is_run_folder(run_dir):  # a loose checkpoint beside a user's own config.yaml
         return
-    run_config = run_dir / "config.yaml"
+    run_config = run_dir / run_files.CONFIG
     trained = load_config(raw=saved)
     encoding = trained.model.positional.name
     diff, refused, _ = refused_on_resume(flatten(to_dict(trained)), flatten(to_dict(load_config(run_config))), encoding)

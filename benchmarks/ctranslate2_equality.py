@@ -31,6 +31,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from common import environment  # noqa: E402
 
+from utils import run_files  # noqa: E402
+
 COMMON = ["evaluation.teacher_forced=false", "evaluation.concat=[]", "decoding.length_penalty=avg"]
 WAYS = {
     "pytorch_greedy": ["decoding.strategy=greedy"],
@@ -65,8 +67,8 @@ def decode(run: str, way: str, folder: Path) -> dict:
     out = folder / way
     with contextlib.redirect_stdout(io.StringIO()):
         run_test(TestRequest(run=run, overrides=[*COMMON, *WAYS[way]], output=str(out), device="cpu"))
-    scores = json.loads((out / "scores.json").read_text(encoding="utf-8"))
-    hyps = (out / "hypotheses.txt").read_text(encoding="utf-8").splitlines()
+    scores = json.loads((out / run_files.SCORES).read_text(encoding="utf-8"))
+    hyps = (out / run_files.HYPOTHESES).read_text(encoding="utf-8").splitlines()
     return {"sacrebleu": scores["sacrebleu"], "seconds": scores["translate_seconds"], "hypotheses": hyps}
 
 
@@ -107,7 +109,7 @@ def main(argv=None) -> int:
         "--output", default=str(ROOT / "benchmarks/results/ctranslate2_equality.json"), help="the JSON to write"
     )
     args = parser.parse_args(argv)
-    missing = [run for run in args.runs if not (Path(run) / "config.yaml").is_file()]
+    missing = [run for run in args.runs if not (Path(run) / run_files.CONFIG).is_file()]
     if missing:  # before any decoding: a typo must not cost the runs before it
         parser.error(f"not a run folder (no config.yaml): {', '.join(missing)}")
     rows = [compare_run(run) for run in args.runs]

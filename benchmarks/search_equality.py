@@ -34,6 +34,7 @@ import torch  # noqa: E402
 from common import environment  # noqa: E402
 
 from artifacts.export import is_export  # noqa: E402
+from utils import run_files  # noqa: E402
 
 SEARCHES = {"greedy": {"strategy": "greedy"}, "beam4": {"strategy": "beam", "beam_size": 4}}
 
@@ -65,7 +66,7 @@ def compare(path: str, contender: str, device: str) -> dict:
     from evaluation.metrics import score_translations
     from evaluation.test_set import read_config_split
 
-    is_run = (Path(path) / "config.yaml").is_file() and not is_export(path)
+    is_run = (Path(path) / run_files.CONFIG).is_file() and not is_export(path)
     loaded = load_model(find_model(run=path) if is_run else find_model(model_path=path), device=device)
     cfg, tokenizer, model = loaded.config, loaded.tokenizer, loaded.model
     pairs, _ = read_config_split(cfg.data, "test")

@@ -43,6 +43,7 @@ from artifacts.lookup import find_model, run_dir_of_checkpoint
 from commands.cli import command_parser, parse_command, refuse_together
 from decoding.ctranslate2_spec import check_convertible
 from evaluation.metrics import METRICS
+from utils import run_files
 from utils.errors import HarnessError
 from utils.files import check_output_folder
 from utils.publish import finish_publishing
@@ -77,7 +78,7 @@ def score_keys() -> list[str]:
 def scores_of(ckpt: Path) -> Optional[dict]:
     """The run's test scores, if they were computed with this very checkpoint: what the card quotes
     (no paths of this machine). An unreadable scores.json is a note and no scores, never a failure."""
-    path = run_dir_of_checkpoint(ckpt) / "test" / "scores.json"
+    path = run_dir_of_checkpoint(ckpt) / "test" / run_files.SCORES
     if not path.is_file():
         return None
     try:
@@ -104,7 +105,7 @@ def training_budget(ckpt: Path) -> Optional[dict]:
     metrics.jsonl) and whether its run finished: None when the run left no log to tell."""
     run_dir = run_dir_of_checkpoint(ckpt)
     try:
-        history = JsonlLogger(run_dir / "metrics.jsonl").history()
+        history = JsonlLogger(run_dir / run_files.METRICS).history()
     except (ValueError, OSError) as e:
         log(f"note: {run_dir / 'metrics.jsonl'} cannot be read ({e}): the model card has no training budget")
         return None

@@ -23,6 +23,7 @@ from commands.test import run_test
 from commands.test_request import TestRequest
 from commands.train import train
 from training.handlers import budget_reached
+from utils import run_files
 from utils.config import flatten, load_config, parse_override, to_dict
 from utils.config_schema import INFERENCE, RUNTIME
 from utils.errors import HarnessError
@@ -56,7 +57,7 @@ def compared_with_run(run_dir: Path, cfg) -> tuple[Optional[str], Optional[str]]
     change (learning rate, budget, cadence, ...), test-time and runtime keys aside: a finished run
     trained otherwise than this sweep asks). One comparison of its config.yaml for both."""
     try:
-        saved = load_config(run_dir / "config.yaml")
+        saved = load_config(run_dir / run_files.CONFIG)
     except HarnessError as e:
         return f"its config.yaml does not load: {e}", None
     encoding = saved.model.positional.name
@@ -79,7 +80,7 @@ def training_finished(run_dir: Path, cfg) -> bool:
     budget this sweep asks for (max_steps / epochs) is no larger than the one it trained to."""
     last = last_end(run_dir)
     try:
-        trained = load_config(run_dir / "config.yaml").training
+        trained = load_config(run_dir / run_files.CONFIG).training
     except HarnessError:
         return False
     if last is None or not last.get("finished", True):
@@ -95,7 +96,7 @@ def test_changes(run_dir: Path, cfg, folder: str = "test") -> Optional[str]:
     from what `cfg` asks: the search (decoding.*), the k's of joined inputs, the teacher-forced
     diagnostic. None when the same."""
     try:
-        scores = json.loads(read_text(run_dir / folder / "scores.json") or "")
+        scores = json.loads(read_text(run_dir / folder / run_files.SCORES) or "")
     except ValueError:
         return "its scores.json does not parse"
     tested = flatten({"decoding": scores.get("decoding") or {}})
@@ -116,7 +117,7 @@ def test_changes(run_dir: Path, cfg, folder: str = "test") -> Optional[str]:
 def last_end(run_dir: Path) -> Optional[dict]:
     """The run's last `end` event in metrics.jsonl (how its newest training ended), if any."""
     try:
-        ends = [r for r in JsonlLogger(run_dir / "metrics.jsonl").history() if r.get("event") == "end"]
+        ends = [r for r in JsonlLogger(run_dir / run_files.METRICS).history() if r.get("event") == "end"]
     except (ValueError, OSError):
         return None
     return ends[-1] if ends else None
@@ -133,7 +134,7 @@ def triage(config: str, cfg) -> tuple[str, str]:
     differences, trained_otherwise = compared_with_run(run_dir, cfg) if folder.state != "absent" else (None, None)
     if differences:  # compare before skipping: a folder of another experiment is not this run
         return "left_alone", f"{run_dir} holds a run of another configuration than {config} ({differences})"
-    if stored_exists(run_dir / "test" / "scores.json") and training_finished(run_dir, cfg):
+    if stored_exists(run_dir / "test" / run_files.SCORES) and training_finished(run_dir, cfg):
         if trained_otherwise:  # its scores would pass for this sweep's settings
             return "left_alone", (
                 f"{run_dir} finished training with other settings than this sweep's ({trained_otherwise}): "
@@ -212,13 +213,13 @@ def score_variants(run_dir: Path, variants: Sequence[tuple[str, list[str]]], ove
     for name, variant in variants:
         out = run_dir / f"test_{name}"
         try:
-            encoding = load_config(run_dir / "config.yaml", variant).model.positional.name
+            encoding = load_config(run_dir / run_files.CONFIG, variant).model.positional.name
             wanted = [*overrides_for_testing(overrides, encoding), *variant]
-            cfg = load_config(run_dir / "config.yaml", wanted)
+            cfg = load_config(run_dir / run_files.CONFIG, wanted)
         except HarnessError as e:
             log(f"sweep: variant {name} does not apply to {run_dir} ({e}): not tested")
             continue
-        if stored_exists(out / "scores.json"):
+        if stored_exists(out / run_files.SCORES):
             changed = test_changes(run_dir, cfg, out.name)
             if not changed:
                 log(f"sweep: {out} is scored: skipped")

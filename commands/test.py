@@ -68,6 +68,7 @@ from evaluation.metrics import metric_line
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from training.tensorboard_log import log_test_scores
+from utils import run_files
 from utils.config import ConfigError, to_dict
 from utils.errors import HarnessError
 from utils.files import atomic_write_text, remove_own_temporaries
@@ -161,7 +162,7 @@ def test_checkpoint(args: TestRequest, source: ModelSource, out_dir: Path, run: 
     """Load, check, decode and score `source` into `out_dir` (the run read from is locked; `lock_output`
     locks the output folder once nothing can be refused any more, so a refusal writes nothing): the
     same test again is done; an earlier one of another request needs --overwrite."""
-    if not journal_file(out_dir).exists() and not (out_dir / "scores.json").exists():
+    if not journal_file(out_dir).exists() and not (out_dir / run_files.SCORES).exists():
         check_outputs(args, out_dir, run)  # a user's files refused before loading
     loaded = load_for_decoding(source, args.overrides, args.config)
     cfg, tokenizer, decoder, ckpt = loaded.config, loaded.tokenizer, loaded.decoder, loaded.path
@@ -307,7 +308,7 @@ def score_and_write(
         if args.concat_not_scored:
             scores["concat_not_scored"] = list(args.concat_not_scored)
         scores["files"] = file_records(staged)  # each per-sentence file's rows and sha256: checked on reading
-        atomic_write_text(staged / "scores.json", json.dumps(scores, indent=2) + "\n")
+        atomic_write_text(staged / run_files.SCORES, json.dumps(scores, indent=2) + "\n")
         outputs.publish(drops=earlier_outputs(out_dir))
     run_dir = run_dir_of_checkpoint(ckpt)
     if out_dir.resolve() == (run_dir / "test").resolve():  # the run's own test set: into its TensorBoard/HParams

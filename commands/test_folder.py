@@ -12,6 +12,7 @@ from typing import Optional, Sequence
 from artifacts.checkpoint import find_best_checkpoint
 from artifacts.lookup import run_dir_of_checkpoint
 from commands.test_request import TestRequest
+from utils import run_files
 from utils.config import ConfigError, parse_override
 from utils.errors import WriteError
 from utils.files import check_output_folder, check_target, run_folder_above
@@ -66,7 +67,7 @@ def same_test_done(args: TestRequest, cfg, ckpt: Path, test_set: dict, out_dir: 
     """The scores of the test in `out_dir` if it is this very request's (the checkpoint, test set,
     test-time settings and k's it would write), else None."""
     try:
-        scores = json.loads((out_dir / "scores.json").read_text(encoding="utf-8"))
+        scores = json.loads((out_dir / run_files.SCORES).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
@@ -105,7 +106,7 @@ def check_outputs(args: TestRequest, out_dir: Path, run: Optional[Path]) -> None
         raise WriteError(f"{out_dir / 'concat'} exists; pass --overwrite to replace it, or choose another --output")
     # A test of this run that an earlier version left without its scores.json (killed before it): its
     # files in the run's own test folder were never a result, so the same command finishes it
-    unfinished = run is not None and out_dir.is_dir() and not stored_exists(out_dir / "scores.json")
+    unfinished = run is not None and out_dir.is_dir() and not stored_exists(out_dir / run_files.SCORES)
     for name in OUTPUT_FILES:  # a folder of the user's: none of its files replaced unasked, never an input
         for stored in (name, *(name + form for form in ARCHIVED)):  # and its archived forms (results/)
             check_target(

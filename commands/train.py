@@ -18,6 +18,7 @@ from typing import Optional, Sequence
 import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import OVERWRITE_HELP, UsageError, command_parser, parse_command, refuse_together
 from training.run import train_run
+from utils import run_files
 from utils.config import ConfigError, ExperimentConfig, load_config
 from utils.run_folder import is_run_folder
 
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 def resolve_config(config: Optional[str], run: Optional[str], overrides: Sequence[str]) -> ExperimentConfig:
     """The config to train: the run folder's own (`--run`), or the config file with `--set` applied."""
     if run:
-        saved = Path(run) / "config.yaml"
+        saved = Path(run) / run_files.CONFIG
         if not saved.is_file():
             raise ConfigError(
                 f"--run {run}: not a run folder (no config.yaml in it); to start a new run give --config <file.yaml>"
@@ -80,7 +81,7 @@ def check_config_names_its_folder(config: Path, cfg: ExperimentConfig, flag: str
     that is the original. Starting the copy over with it would delete the original's checkpoints and
     scores (--overwrite), or continue the original (--resume): refused, naming both folders."""
     folder = config.resolve().parent
-    if config.name != "config.yaml" or not is_run_folder(folder):
+    if config.name != run_files.CONFIG or not is_run_folder(folder):
         return
     target = Path(cfg.resolved_run_dir).resolve()
     if target != folder:

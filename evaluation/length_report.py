@@ -15,6 +15,7 @@ from typing import Optional
 
 from evaluation.run_stats import mean_std, seed_wins, test_folder
 from evaluation.wording import format_p
+from utils import run_files
 from utils.stored_files import read_lines
 
 
@@ -25,7 +26,7 @@ def concat_ks(groups: list[dict]) -> list[int]:
 
 def _k_outputs(run: dict, k: int) -> tuple[Optional[list[str]], Optional[list[str]]]:
     folder = test_folder(run) / "concat" / f"k{k}"
-    return read_lines(folder / "hypotheses.txt"), read_lines(folder / "references.txt")
+    return read_lines(folder / run_files.HYPOTHESES), read_lines(folder / run_files.REFERENCES)
 
 
 def check_same_inputs(groups: list[dict]) -> None:

@@ -22,6 +22,7 @@ from evaluation.run_outputs import output_lines
 from evaluation.run_stats import mean_std, retest_hint, seed_wins, test_folder, training_minutes
 from evaluation.summary_tables import numeric_columns
 from evaluation.teacher_forced import pool_nll
+from utils import run_files
 from utils.config import flatten, load_config, to_dict
 from utils.config_schema import METRIC_SIGN
 from utils.errors import HarnessError
@@ -49,7 +50,7 @@ def best_validation(valid: list[dict], metric: str) -> Optional[dict]:
 
 def read_scores(run_dir: Path, test_dir: str) -> dict:
     """<run>/<test_dir>/scores.json ({} when the run is not tested)."""
-    scores_path = run_dir / test_dir / "scores.json"
+    scores_path = run_dir / test_dir / run_files.SCORES
     try:
         text = read_text(scores_path)
         scores = json.loads(text) if text is not None else {}
@@ -69,14 +70,14 @@ def read_scores(run_dir: Path, test_dir: str) -> dict:
 def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> Optional[dict]:
     """One row for a run folder, or None if it is not one (no config.yaml). With `variant` (folder
     name, test-time settings), the row of the run tested so, in <run>/<folder>/ (`run_variants`)."""
-    if not (run_dir / "config.yaml").is_file():
+    if not (run_dir / run_files.CONFIG).is_file():
         return None
     test_dir, settings = variant or ("test", {})
     # Through the loader, so runs saved with an older spelling of a key group with today's runs; a
     # variant's settings make it a configuration of its own.
-    cfg = to_dict(load_config(run_dir / "config.yaml", [f"{k}={json.dumps(v)}" for k, v in settings.items()]))
+    cfg = to_dict(load_config(run_dir / run_files.CONFIG, [f"{k}={json.dumps(v)}" for k, v in settings.items()]))
     try:
-        records = JsonlLogger(run_dir / "metrics.jsonl").history()
+        records = JsonlLogger(run_dir / run_files.METRICS).history()
     except ValueError as e:
         raise CompareError(
             f"{run_dir / 'metrics.jsonl'} is not a log of JSON lines ({e}); leave the run out or repair the line"
@@ -139,7 +140,7 @@ def read_runs(patterns: list[str]) -> list[dict]:
     for line in skipped:
         print(f"note: compare.py skipped {line}", file=sys.stderr)
     for row in rows:  # an untested run's row has empty test columns: said, not left to be noticed
-        if not row.get("variant") and not stored_exists(Path(row["test_dir"]) / "scores.json"):
+        if not row.get("variant") and not stored_exists(Path(row["test_dir"]) / run_files.SCORES):
             print(
                 f"note: {row['run']} has no test scores (no test/scores.json): its test columns are empty "
                 f"and nothing is compared with them; score it with python test.py --run {row['run']}",
@@ -160,7 +161,7 @@ def not_a_run(path: Path) -> Optional[str]:
         return "no such folder"
     if not path.is_dir():
         return "a file, not a run folder"
-    if (path / "config.yaml").is_file():
+    if (path / run_files.CONFIG).is_file():
         return None
     inner = [p.parent.name for p in sorted(path.glob("*/config.yaml"))]
     return "no config.yaml: not a run folder" + (
@@ -174,7 +175,7 @@ def check_no_copies(rows: list[dict]) -> None:
     seed. Test outputs, not checkpoints, are compared: archived runs keep no checkpoints."""
     seen: dict[str, list[tuple[str, list[str]]]] = {}
     for row in rows:
-        hyps = None if row.get("variant") else output_lines(Path(row["test_dir"]) / "hypotheses.txt")
+        hyps = None if row.get("variant") else output_lines(Path(row["test_dir"]) / run_files.HYPOTHESES)
         if hyps is None:
             continue
         key = json.dumps([experiment_settings(row["config"]), row["seed"]], sort_keys=True)
@@ -190,11 +191,11 @@ def check_no_copies(rows: list[dict]) -> None:
 def run_variants(run_dir: Path) -> list[tuple[str, dict]]:
     """(folder, settings) of each variant of a run: a test_<name>/ of its own test split scored
     with test-time --set overrides (sweep.py --variant); test_<file>/ of other test sets are not."""
-    trained = flatten(to_dict(load_config(run_dir / "config.yaml")))
+    trained = flatten(to_dict(load_config(run_dir / run_files.CONFIG)))
     variants = []
     for folder in sorted(p for p in run_dir.glob("test_*") if p.is_dir()):
         try:
-            text = read_text(folder / "scores.json")
+            text = read_text(folder / run_files.SCORES)
             scores = json.loads(text) if text is not None else None
         except ValueError:
             continue  # not readable: not offered as a variant (its own run's scores are checked)
@@ -357,7 +358,7 @@ def pick_baseline(groups: list[dict], wanted: Optional[str]) -> dict:
 def check_same_references(groups: list[dict]) -> None:
     """Runs scored on different test sets cannot be compared: CompareError naming two of them."""
     refs_by_run = {
-        str(test_folder(r)): output_lines(test_folder(r) / "references.txt") for g in groups for r in g["runs"]
+        str(test_folder(r)): output_lines(test_folder(r) / run_files.REFERENCES) for g in groups for r in g["runs"]
     }
     have = [(run, refs) for run, refs in refs_by_run.items() if refs is not None]
     for run, refs in have[1:]:

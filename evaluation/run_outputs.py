@@ -15,6 +15,7 @@ from evaluation.degradation import PairSums, read_pair_sums
 from evaluation.run_stats import retest_hint, test_folder
 from evaluation.significance import sentence_stats
 from evaluation.teacher_forced import BEYOND_FILE
+from utils import run_files
 from utils.stored_files import StoredFileError, read_lines
 
 
@@ -52,7 +53,7 @@ class Outputs:
 def paired_lines(folder) -> tuple[Optional[list[str]], Optional[list[str]]]:
     """A test folder's hypotheses and references (None where not written), one line per pair each:
     a file cut short, grown or not UTF-8 is named (test.py writes exactly one line per pair)."""
-    files = [folder / "hypotheses.txt", folder / "references.txt"]
+    files = [folder / run_files.HYPOTHESES, folder / run_files.REFERENCES]
     hyps, refs = map(output_lines, files)
     if hyps is not None and refs is not None and len(hyps) != len(refs):
         raise ValueError(
@@ -75,7 +76,7 @@ def output_lines(path) -> Optional[list[str]]:
 
 
 def source_lengths(run: dict) -> Optional[list[int]]:
-    path = test_folder(run) / "source_lengths.txt"
+    path = test_folder(run) / run_files.SOURCE_LENGTHS
     lines = output_lines(path)
     try:
         return None if lines is None else [int(x) for x in lines]

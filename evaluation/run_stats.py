@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Callable, Optional
 
+from utils import run_files
 from utils.errors import HarnessError
 from utils.stored_files import read_text
 
@@ -28,7 +29,7 @@ def retest_hint(path: str | Path) -> str:
     command = ["python", "test.py", "--run", str(test_dir.parent)]
     if test_dir.name != "test":  # a variant: its own folder and test-time settings
         try:
-            settings = json.loads(read_text(test_dir / "scores.json"))["test_time_overrides"]
+            settings = json.loads(read_text(test_dir / run_files.SCORES))["test_time_overrides"]
             sets = [f"{key}={json.dumps(value)}" for key, value in settings.items()]
         except (OSError, ValueError, TypeError, KeyError, AttributeError, HarnessError):  # lost with the file
             return f"delete {test_dir} and test the variant again (sweep.py --variant) or leave the run out"
@@ -38,7 +39,7 @@ def retest_hint(path: str | Path) -> str:
 
 def is_test_folder(path: Path) -> bool:
     """<run>/test/ or <run>/test_<name>/, the folders compare.py reads."""
-    return (path.name == "test" or path.name.startswith("test_")) and (path.parent / "config.yaml").is_file()
+    return (path.name == "test" or path.name.startswith("test_")) and (path.parent / run_files.CONFIG).is_file()
 
 
 def mean_std(values: list) -> tuple[Optional[float], Optional[float], int]:

@@ -236,3 +236,40 @@ def test_every_module_with_logic_has_its_test_file(tmp_path: Path) -> None:
     (tmp_path / "tests" / "utils").mkdir(parents=True)
     (tmp_path / "tests" / "utils" / "test_m.py").write_text("", encoding="utf-8")
     assert modules_without_test_file(tmp_path) == set()
+
+
+def literal_spellings(root: Path, names: set[str], owner: str = "utils/run_files.py") -> list[str]:
+    """'file:line name' of every string literal that is one of `names` in the production code (not
+    tests/, not the owner; docstrings and the text of f-strings are prose, not a file's name in use)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(("tests/", ".venv/")) or relative == owner:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        prose = set()
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+                prose.add(id(body[0].value))  # a docstring
+            if isinstance(node, ast.JoinedStr):
+                prose.update(id(part) for part in ast.walk(node))
+        found += [
+            f"{relative}:{n.lineno} {n.value}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and n.value in names and id(n) not in prose
+        ]
+    return found
+
+
+def test_a_run_folders_file_names_are_spelled_by_their_owner_only(tmp_path: Path) -> None:
+    """Issue 68: `"scores.json"` was a literal in 8 production modules; utils/run_files.py names every file
+    of a run folder once, and every other module uses its constants."""
+    from utils.run_files import NAMES
+
+    names = set(NAMES.values())
+    assert {"config.yaml", "scores.json", "metrics.jsonl", "provenance.json"} <= names
+    assert literal_spellings(ROOT, names) == []
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "m.py").write_text('"""A module naming scores.json in prose."""\nNAME = "scores.json"\n')
+    assert literal_spellings(tmp_path, names) == ["utils/m.py:2 scores.json"]

@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from commands.cli import main_guard  # noqa: E402
+from utils import run_files  # noqa: E402
 from utils.errors import HarnessError  # noqa: E402
 from utils.files import atomic_output  # noqa: E402
 from utils.publish import OutputSet, pending_in, settle, settle_run  # noqa: E402
@@ -64,11 +65,17 @@ from utils.stored_files import (  # noqa: E402
     stored_form,
 )
 
-RUN_FILES = ("config.yaml", "metrics.jsonl", "data_report.json", "training_lengths.json", "provenance.json")
+RUN_FILES = (
+    run_files.CONFIG,
+    run_files.METRICS,
+    run_files.DATA_REPORT,
+    run_files.TRAINING_LENGTHS,
+    run_files.PROVENANCE,
+)
 # the same in every run of a study (the test set's texts, the corpus report): stored once by content
-SHARED = ("references.txt", "sources.txt", "data_report.json")
-TABLES = (".tsv", "source_lengths.txt")  # numbers by column where they decode exactly
-BUNDLED = ("hypotheses.txt",)  # of a test folder and its concat/k<K>/: one tar.xz (pack_bundle)
+SHARED = (run_files.REFERENCES, run_files.SOURCES, run_files.DATA_REPORT)
+TABLES = (".tsv", run_files.SOURCE_LENGTHS)  # numbers by column where they decode exactly
+BUNDLED = (run_files.HYPOTHESES,)  # of a test folder and its concat/k<K>/: one tar.xz (pack_bundle)
 DROPPED = ("checkpoints", "tokenizer.json", "tb", "ctranslate2")  # what the archive leaves out
 XZ_PRESET = 9 | lzma.PRESET_EXTREME
 # The budget (tests/tools/test_archive_budget.py): the tracked tree a GPU machine is sent (64 MiB at
@@ -81,7 +88,9 @@ RUN_BUDGET = 400_000
 
 def tested_folders(run: Path) -> list[Path]:
     """A run's scored test folders: test/ and each test_<name>/ holding scores."""
-    return [d for d in [run / "test", *sorted(run.glob("test_*"))] if d.is_dir() and stored_exists(d / "scores.json")]
+    return [
+        d for d in [run / "test", *sorted(run.glob("test_*"))] if d.is_dir() and stored_exists(d / run_files.SCORES)
+    ]
 
 
 def logical_files(folder: Path) -> list[Path]:
@@ -269,7 +278,7 @@ def pack(sources: list[Path], results: Path, runs_root: Optional[Path]) -> None:
     for folder in sources:
         for place in pending_in(folder):  # a run this tool was publishing when stopped: finished first
             settle(place, "tools/archive.py pack", "tools/archive.py pack", lock_folder=place)
-        runs = [folder] if (folder / "config.yaml").is_file() else sorted(p for p in folder.iterdir() if p.is_dir())
+        runs = [folder] if (folder / run_files.CONFIG).is_file() else sorted(p for p in folder.iterdir() if p.is_dir())
         runs = [run for run in runs if not run.name.startswith(".")]  # (a pack cut short leaves .<run>.packing)
         for run in runs:
             if not tested_folders(run):
@@ -291,7 +300,7 @@ def pack(sources: list[Path], results: Path, runs_root: Optional[Path]) -> None:
 def budget_units(results: Path) -> dict[Path, int]:
     """{each archived run (without its variant tests), and each variant test folder: its bytes}."""
     units = {}
-    for config in sorted(results.rglob("config.yaml")):
+    for config in sorted(results.rglob(run_files.CONFIG)):
         run = config.parent
         variants = [d for d in run.glob("test_*") if d.is_dir()]
         units[run] = sum(

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from tools.archive import logical_files, tested_folders  # noqa: E402
+from utils import run_files  # noqa: E402
 from utils.files import atomic_write_text  # noqa: E402
 from utils.provenance import FILE, SCHEMA  # noqa: E402
 from utils.runtime import JsonlLogger  # noqa: E402
@@ -49,7 +50,7 @@ def output_schema(run: Path) -> str:
     test = run / "test"
     names = sorted(str(p.relative_to(test)) for p in logical_files(test)) if test.is_dir() else []
     names = sorted({n if not n.startswith("concat/") else "concat/k*/" + n.rsplit("/", 1)[-1] for n in names})
-    keys = sorted(json.loads(read_text(test / "scores.json") or "{}"))
+    keys = sorted(json.loads(read_text(test / run_files.SCORES) or "{}"))
     return "schema-" + hashlib.sha256(json.dumps([names, keys]).encode()).hexdigest()[:8]
 
 
@@ -83,8 +84,8 @@ def sessions_of(records: list[dict], precision: str, device_kind: str, schema: s
 def backfill(run: Path) -> str:
     if (run / FILE).exists():
         return "has provenance.json: left alone"
-    records = JsonlLogger(run / "metrics.jsonl").history()
-    config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+    records = JsonlLogger(run / run_files.METRICS).history()
+    config = yaml.safe_load((run / run_files.CONFIG).read_text(encoding="utf-8"))
     speeds = [r["tokens_per_sec"] for r in records if r["event"] == "train" and r.get("tokens_per_sec")]
     params = next((r["params"] for r in records if r.get("params")), None)
     if not speeds or not params:
@@ -105,7 +106,7 @@ def backfill(run: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
-    runs = [Path(a) for a in argv if (Path(a) / "config.yaml").is_file() and tested_folders(Path(a))]
+    runs = [Path(a) for a in argv if (Path(a) / run_files.CONFIG).is_file() and tested_folders(Path(a))]
     if not runs:
         print("usage: tools/backfill_provenance.py <archived run folder> ...", file=sys.stderr)
         return 2

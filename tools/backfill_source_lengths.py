@@ -33,11 +33,12 @@ from data.readers import corpus_fingerprint, normalize_text, read_corpus  # noqa
 from evaluation.metrics import score_by_length, score_subset  # noqa: E402
 from evaluation.test_set import _LINE_BREAKS, longest_training_source, read_config_split  # noqa: E402
 from tokenizer import load_or_train_tokenizer  # noqa: E402
+from utils import run_files  # noqa: E402
 from utils.config import load_config  # noqa: E402
 from utils.stored_files import read_text, stored_exists  # noqa: E402
 
 _tokenizers: dict[str, object] = {}
-FILES = ("hypotheses.txt", "references.txt")
+FILES = (run_files.HYPOTHESES, run_files.REFERENCES)
 
 
 def read_lines(path: Path) -> list[str]:
@@ -69,8 +70,8 @@ def lengths_of(tokenizer, sources: list[str]) -> list[int]:
 
 def backfill(run: Path) -> str:
     """Verify one run and write its test/source_lengths.txt; the one-line outcome."""
-    cfg = load_config(run / "config.yaml")
-    scores = json.loads(read_text(run / "test" / "scores.json"))
+    cfg = load_config(run / run_files.CONFIG)
+    scores = json.loads(read_text(run / "test" / run_files.SCORES))
     if scores.get("split", "test") != "test":
         return f"MISMATCH: scores.json is for split {scores.get('split')!r}, not the config's test split"
     pairs, documents = read_config_split(cfg.data, "test")
@@ -107,7 +108,7 @@ def backfill(run: Path) -> str:
                 f"MISMATCH concat k={row['k']}: recomputed {len(joined)} inputs, {mean} mean source tokens; "
                 f"archived {row['num_inputs']}, {row['mean_source_tokens']}"
             )
-    out = run / "test" / "source_lengths.txt"
+    out = run / "test" / run_files.SOURCE_LENGTHS
     if stored_exists(out):  # already there (archived as source_lengths.txt.cols.xz): one form only
         return "has test/source_lengths.txt already: left alone"
     out.write_text("".join(f"{x}\n" for x in lengths), encoding="utf-8", newline="\n")

@@ -47,7 +47,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(1, str(ROOT))  # (utils/run_files.py: the run folder's file names, a module without imports)
 from readme_commands import Command, page_commands  # noqa: E402
+
+from utils import run_files  # noqa: E402
 
 VENV = ROOT / ".venv"
 
@@ -140,11 +143,11 @@ def stand_ins(cmds: list[Command], scratch: Path, log) -> None:
             for c in cmds
             if not c.parse_only
             for m in re.findall(r"results/(?:report/)?[a-z]+/\w+", c.text)
-            if (ROOT / m / "config.yaml").is_file()
+            if (ROOT / m / run_files.CONFIG).is_file()
         }
     )
     for folder in folders:
-        archived = yaml.safe_load((ROOT / folder / "config.yaml").read_text(encoding="utf-8"))
+        archived = yaml.safe_load((ROOT / folder / run_files.CONFIG).read_text(encoding="utf-8"))
         shutil.rmtree(scratch / folder)
         for cmd in (
             f"python train.py --config configs/{archived['name']}.yaml --set seed={archived['seed']} "

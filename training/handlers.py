@@ -26,6 +26,7 @@ from evaluation.translate import translate
 from training.schedules import keep_implementation, set_peak_lr
 from training.step_stats import StepStats
 from training.tensorboard_log import mark_session_start
+from utils import run_files
 from utils.config_schema import METRIC_SIGN, DecodingConfig
 from utils.errors import WriteError
 from utils.files import dump_config
@@ -324,7 +325,7 @@ def train_until_done(run: TrainingRun, updates, resumed: bool, changes: dict, nu
         return True
     if run.is_main:  # on a resume, what an interrupted attempt logged after the checkpoint is trained again
         if resumed:  # the settings it trains on from here (a resume may change what continues)
-            dump_config(run.cfg, run.run_dir / "config.yaml")
+            dump_config(run.cfg, run.run_dir / run_files.CONFIG)
         mark_session_start(run.tb, trainer.state.iteration + 1)
         start_session(run.run_dir, run.device, t.precision, run.world, resumed, trainer.state.iteration)
     run.metrics_log.write(

@@ -40,6 +40,7 @@ from training.handlers import (
 from training.schedules import build_optimizer, build_scheduler
 from training.step_stats import StepStats
 from training.tensorboard_log import attach_tensorboard_review
+from utils import run_files
 from utils.config import ConfigError, ExperimentConfig, load_config, to_dict
 from utils.errors import EXIT_INTERRUPTED, HarnessError
 from utils.files import atomic_write_text, dump_config, remove_stale_temporaries
@@ -92,10 +93,10 @@ def checked_start(cfg: ExperimentConfig, corpus, resume_asked: bool, overwrite: 
     for key, (old, new) in changes.items():
         say(f"resume: {key} {old!r} -> {new!r}")
     if not resume:  # a resume records its settings once it trains (train_until_done): a finished run keeps its own
-        dump_config(cfg, folder.path / "config.yaml")
-    if not (resume and (folder.path / "data_report.json").is_file()):
+        dump_config(cfg, folder.path / run_files.CONFIG)
+    if not (resume and (folder.path / run_files.DATA_REPORT).is_file()):
         # train/valid/test overlap, measured for every run (a leak inflates every score)
-        write_data_report(splits, folder.path / "data_report.json", say)
+        write_data_report(splits, folder.path / run_files.DATA_REPORT, say)
     return resume, changes
 
 
@@ -108,7 +109,7 @@ def checkpoint_config(run_dir: Path, say=log) -> dict:
 def check_metrics_log(run_dir: Path) -> None:
     """A damaged training log is named before training, not found after hours of it."""
     try:
-        JsonlLogger(run_dir / "metrics.jsonl").read()
+        JsonlLogger(run_dir / run_files.METRICS).read()
     except ValueError as e:
         raise ConfigError(f"{e}: the run's training log is damaged; repair or delete that line, then resume") from None
 
@@ -229,7 +230,7 @@ def record_training_lengths(model, sampler: EpochBatchSampler, run_dir: Optional
     model.decoder_pe.training_length.fill_(target)
     if run_dir is not None:
         atomic_write_text(
-            Path(run_dir) / "training_lengths.json",
+            Path(run_dir) / run_files.TRAINING_LENGTHS,
             json.dumps({"source_positions": source, "target_positions": target}, indent=2) + "\n",
         )
         say(f"data: longest training source {source} positions, longest decoder input {target} (target + BOS)")
@@ -285,7 +286,7 @@ def build_training_run(
         trainer=trainer,
         evaluator=create_evaluator(model, pad, device),
         to_save=to_save,
-        metrics_log=Rank0Only(JsonlLogger(run_dir / "metrics.jsonl"), is_main),
+        metrics_log=Rank0Only(JsonlLogger(run_dir / run_files.METRICS), is_main),
         tb=Rank0Only(SummaryWriter(log_dir=str(run_dir / "tb")) if is_main else None, is_main),
         say=say,
         world=world,

@@ -25,9 +25,10 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from utils import run_files
 from utils.files import atomic_write_text
 
-FILE = "provenance.json"
+FILE = run_files.PROVENANCE
 SCHEMA = 1
 ROOT = Path(__file__).resolve().parents[1]
 OUTSIDE_CODE = ("results/", "runs/")  # archived and running experiments: not code

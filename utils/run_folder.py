@@ -1,4 +1,5 @@
-"""What a run folder of this harness is, in one place: the files it holds (`RUN_FILES`), how to tell
+"""What a run folder of this harness is, in one place: the files it holds (`RUN_FILES`; their names are
+utils/run_files.py's), how to tell
 one (`is_run_folder`, `run_folder_above`), its states (`RunFolder`: absent, foreign, fresh,
 trained), what `train.py` may do with an existing one, and its one-writer lock (`RunLock`).
 
@@ -20,6 +21,7 @@ from typing import Optional
 
 import yaml
 
+from utils import run_files
 from utils.config import ConfigError
 from utils.errors import HarnessError
 from utils.runtime import JsonlLogger, make_writable_folder
@@ -28,14 +30,14 @@ from utils.stored_files import ARCHIVED
 # Written by train.py (config, tokenizer, checkpoints, logs, data report) and test.py (<split>/,
 # test_<file>/); the run lock's files (RunLock) are not content and never inspected.
 RUN_FILES = {
-    "config.yaml",
+    run_files.CONFIG,
     "tokenizer.json",
     "checkpoints",
     "tb",
-    "metrics.jsonl",
-    "data_report.json",
-    "training_lengths.json",
-    "provenance.json",  # what made the run: code, libraries, device, per session (utils/provenance.py)
+    run_files.METRICS,
+    run_files.DATA_REPORT,
+    run_files.TRAINING_LENGTHS,
+    run_files.PROVENANCE,  # what made the run: code, libraries, device, per session (utils/provenance.py)
     "data_report.json.sha256",  # a run copied back from results/: its corpus report stored once (tools/archive.py)
     "test",
     "valid",
@@ -53,14 +55,14 @@ IGNITE_TEMPORARY = "tmp" + "[a-z0-9_]" * 8
 _TEMPORARIES = (OUR_TEMPORARY, IGNITE_TEMPORARY)
 # What test.py writes into each of its output folders (and concat/k<K>/): named here, once, so that a
 # new output is the harness's for --overwrite as soon as test.py writes it (commands/test.py imports it)
-TEACHER_FORCED_BEYOND = "teacher_forced_beyond.tsv"  # per input: k, input, tokens and summed NLL beyond training
-TEACHER_FORCED_PAIRS = "teacher_forced_pairs.tsv"  # per pair and k: the NLL of its pair's own tokens
+TEACHER_FORCED_BEYOND = run_files.TEACHER_FORCED_BEYOND  # per input: k, input, tokens and summed NLL beyond training
+TEACHER_FORCED_PAIRS = run_files.TEACHER_FORCED_PAIRS  # per pair and k: the NLL of its pair's own tokens
 TEST_OUTPUT_FILES = (
-    "scores.json",
-    "hypotheses.txt",
-    "references.txt",
-    "sources.txt",
-    "source_lengths.txt",
+    run_files.SCORES,
+    run_files.HYPOTHESES,
+    run_files.REFERENCES,
+    run_files.SOURCES,
+    run_files.SOURCE_LENGTHS,
     TEACHER_FORCED_BEYOND,
     TEACHER_FORCED_PAIRS,
 )
@@ -95,8 +97,8 @@ def is_run_folder(path: Path) -> bool:
     path = Path(path)
     return (
         path.is_dir()
-        and (path / "config.yaml").is_file()
-        and ((path / "checkpoints").is_dir() or (path / "metrics.jsonl").is_file())
+        and (path / run_files.CONFIG).is_file()
+        and ((path / "checkpoints").is_dir() or (path / run_files.METRICS).is_file())
     )
 
 
@@ -121,7 +123,7 @@ def _is_run_entry(path: Path) -> bool:
 
 def _has_run_config(run_dir: Path) -> bool:
     try:
-        raw = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+        raw = yaml.safe_load((run_dir / run_files.CONFIG).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return False
     return isinstance(raw, dict) and {"model", "training", "data"} <= set(raw)
@@ -146,7 +148,7 @@ def _has_results(run_dir: Path) -> bool:
     ):
         return True
     try:
-        return bool(JsonlLogger(run_dir / "metrics.jsonl").read("end"))  # no log: []
+        return bool(JsonlLogger(run_dir / run_files.METRICS).read("end"))  # no log: []
     except (OSError, ValueError):  # damaged: count it as results, so that nothing is deleted on a guess
         return True
 
@@ -214,7 +216,7 @@ class RunFolder:
         users = users_files_inside(run_dir)
         if _has_results(run_dir):
             return cls(run_dir, "trained", users_files=users)
-        if not _is_written_config(run_dir / "config.yaml"):  # never a user's own config file
+        if not _is_written_config(run_dir / run_files.CONFIG):  # never a user's own config file
             return cls(run_dir, "foreign", ("config.yaml (a config written by hand, not by train.py)",))
         return cls(run_dir, "fresh", users_files=users)
 

@@ -31,6 +31,7 @@ from typing import Optional
 
 import numpy as np
 
+from utils import run_files
 from utils.errors import HarnessError
 
 XZ, COLUMNS, BY_CONTENT, BUNDLE = ".xz", ".cols.xz", ".sha256", ".tar.xz"
@@ -160,7 +161,7 @@ def recorded_file(path: Path) -> Optional[dict]:
     """What test.py recorded in scores.json for `path` ({"rows", "sha256"}), from the test folder
     holding it (up to two levels above: concat/k<K>/), or None."""
     for folder in list(path.parents)[:3]:
-        text = read_text(folder / "scores.json") if path.name != "scores.json" else None
+        text = read_text(folder / run_files.SCORES) if path.name != run_files.SCORES else None
         if text is not None:
             try:
                 files = json.loads(text).get("files")
