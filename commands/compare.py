@@ -73,8 +73,7 @@ from utils.files import (
     record_written,
     remove_own_temporaries,
 )
-from utils.publish import OutputSet, finish_publishing
-from utils.run_folder import SetLock
+from utils.publish import OutputSet, SetLock, finish_publishing
 from utils.runtime import log
 
 REPORT_SUFFIXES = (".md", ".json", ".csv", "_findings.md", "_findings.json", "_headline.md", "_provenance.md")
@@ -143,13 +142,12 @@ def compare(
     if bootstrap_samples < 1:
         raise CompareError(f"--bootstrap_samples must be at least 1, got {bootstrap_samples}")
     out = output_prefix(output) if output else None
-    with contextlib.ExitStack() as locks:
-        if out is not None:  # one writer per output set: a second compare.py into it refuses in one line
-            locks.enter_context(SetLock(out, "compare.py"))
-        if out is not None and finish_publishing(out, record_as_written):
-            print(f"completed {out}.*, which a compare.py stopped while publishing them had left half published")
-        if out is not None:  # refused before minutes of bootstrap, not after
-            check_outputs(out, overwrite)
+    # one writer per output set: a second compare.py into it refuses in one line
+    with SetLock(out, "compare.py") if out is not None else contextlib.nullcontext():
+        if out is not None:
+            if finish_publishing(out, record_as_written):
+                print(f"completed {out}.*, which a compare.py stopped while publishing them had left half published")
+            check_outputs(out, overwrite)  # refused before minutes of bootstrap, not after
         declared = load_family(family)
         margin = declared.tie_margin["sacreBLEU"]
         try:

@@ -81,7 +81,7 @@ def draw(rows: list[dict], means: list[float], n: int, dist: str, rng) -> list[n
 def decide(rule: Rule, rows: list[dict], diffs: list[np.ndarray], tie: float) -> np.ndarray:
     """[STUDIES, rows] of +1/-1/0: the rule's direction for each row of each simulated family."""
     n = diffs[0].shape[-1]
-    known = [r["v_shared"] if rule.welch else r["v_shared"] + r["v_int"] / n for r in rows]
+    known = [rule.known({"v_shared": r["v_shared"], "v_sent": r["v_shared"] + r["v_int"] / n}) for r in rows]
     p = np.stack([rule.decision_p(d, v, tie) for d, v in zip(diffs, known)], -1)
     adjusted = holm_rows(p)
     return np.stack([rule.direction(d, adjusted[:, i], tie) for i, d in enumerate(diffs)], -1)

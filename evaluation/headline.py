@@ -14,27 +14,21 @@ from __future__ import annotations
 
 from typing import Optional
 
-from evaluation.wording import fmt_number, format_p, seed_signs, unit_of
+from evaluation.wording import direction_words, fmt_number, format_p, seed_signs, unit_of, within_words
 
 
-def short_verdict(reading: dict, row: dict, metric: str, equivalence: Optional[float]) -> str:
-    """A reading's verdict in a few words: the direction (as the finding words it), 'equivalent
+def short_verdict(reading: dict, row: dict, metric: str, margin: float, equivalence: Optional[float]) -> str:
+    """A reading's verdict in a few words: the direction (evaluation/wording.py's words), 'equivalent
     within ±m', both, 'inconclusive', 'interim' or why it is withheld, 'descriptive'."""
     said = reading.get("outcome")
-    finding = reading.get("finding") or ""
-    if row.get("joined_range"):
-        finding = finding.split("; ", 1)[1]
-    direction = finding.split(" (Holm", 1)[0]
-    within = (
-        f"equivalent within ±{fmt_number(equivalence, metric).lstrip('+')} {unit_of(metric)}" if equivalence else ""
-    )
-    if said == "direction":
-        return direction
-    if said == "both":
-        return f"{direction} and {within}"
+    within = f"equivalent within {within_words(equivalence, metric)}"
+    if said in ("direction", "both"):
+        direction = direction_words(row, reading, metric, margin)
+        return direction if said == "direction" else f"{direction} and {within}"
     if said == "equivalent":
         return within
-    if said == "withheld":
+    if said == "withheld":  # (its reason is the finding's first words, after a joined-range note)
+        finding = reading["finding"].split("; ", 1)[1] if row.get("joined_range") else reading["finding"]
         return finding.split(":", 1)[0] if finding.startswith("interim") else finding.split(";", 1)[0]
     return said or "descriptive"
 
@@ -68,7 +62,7 @@ def _table_row(t: dict, r: dict, findings: dict, exploratory: bool) -> str:
         _interval(r, metric),
         _seeds_that_way(r, metric, margin),
         holm,
-        short_verdict(r, r, metric, equivalence),
+        short_verdict(r, r, metric, margin, equivalence),
     ]
     if exploratory:
         other = r.get("exploratory")
@@ -76,13 +70,13 @@ def _table_row(t: dict, r: dict, findings: dict, exploratory: bool) -> str:
             cells.append("–")
         else:
             same = other.get("outcome") == r.get("outcome")  # a direction's sign is the mean's under both
-            cells.append("same verdict" if same else _exploratory_cell(other, r, metric, equivalence))
+            cells.append("same verdict" if same else _exploratory_cell(other, r, metric, margin, equivalence))
     return "| " + " | ".join(cells) + " |"
 
 
-def _exploratory_cell(other: dict, r: dict, metric: str, equivalence: Optional[float]) -> str:
+def _exploratory_cell(other: dict, r: dict, metric: str, margin: float, equivalence: Optional[float]) -> str:
     """The current rule's verdict with the Holm p it rests on (both p for 'both', both for neither)."""
-    said = short_verdict(other, r, metric, equivalence)
+    said = short_verdict(other, r, metric, margin, equivalence)
     holm = f"Holm p {format_p(other.get('p_holm'))}"
     equal = f"equivalence Holm p {format_p(other.get('p_equivalence_holm'))}"
     outcome = other.get("outcome")

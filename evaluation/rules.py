@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.equivalence import equivalence_p
-from evaluation.seed_test import ALPHA, seed_p, shared_variance
+from evaluation.seed_test import ALPHA, planned_se, seed_p, shared_variance
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Rule:
         return shared_variance(seed_test) if self.welch else seed_test["v_sent"]
 
     def se(self, seed_test: dict) -> float:
-        return float(np.sqrt(seed_test["seed_sd"] ** 2 / seed_test["n"] + max(self.known(seed_test), 0.0)))
+        return planned_se(seed_test["seed_sd"], max(self.known(seed_test), 0.0), seed_test["n"])[0]
 
     def decision_p(self, diffs, known, tie: float) -> np.ndarray:
         """The p Holm adjusts over the family, per row of `diffs [..., n]`."""

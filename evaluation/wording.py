@@ -78,8 +78,8 @@ def outcome(
     return "equivalent" if equal else "inconclusive" if equivalence is not None else "descriptive"
 
 
-def _direction_text(row: dict, reading: dict, metric: str, margin: float) -> str:
-    """'ahead'/'behind' (lower is better for NLL) and how far, by the reading's rule, with its Holm p."""
+def direction_words(row: dict, reading: dict, metric: str, margin: float) -> str:
+    """'ahead'/'behind' (lower is better for NLL) and how far, in the reading's rule's words."""
     up = row["mean_difference"] > 0
     way = "ahead" if up != (metric == "NLL") else "behind"
     if RULES[reading["rule"]].veto:  # the older rule's words: unanimous beyond the margin, or on average
@@ -87,7 +87,12 @@ def _direction_text(row: dict, reading: dict, metric: str, margin: float) -> str
         how = "in every seed" if (above if up else below) == len(row["per_seed"]) else "on average"
     else:
         how = f"by more than {fmt_number(margin, metric).lstrip('+')} {unit_of(metric)}"  # the tie margin
-    return f"{way} {how} (Holm p {format_p(reading['p_holm'])}, declared)"
+    return f"{way} {how}"
+
+
+def within_words(equivalence: Optional[float], metric: str) -> str:
+    """'±m unit' of an equivalence margin ('' without one)."""
+    return f"±{fmt_number(equivalence, metric).lstrip('+')} {unit_of(metric)}" if equivalence else ""
 
 
 def verdict(
@@ -110,7 +115,7 @@ def verdict(
         return text
     if said == "withheld":
         return f"{withheld}; {text}"
-    within = f"±{fmt_number(equivalence, metric).lstrip('+')} {unit_of(metric)}" if equivalence else ""
+    within = within_words(equivalence, metric)
     p_eq = format_p(reading.get("p_equivalence_holm"))
     if said == "inconclusive":
         why = f"Holm p {format_p(reading['p_holm'])}"
@@ -123,7 +128,7 @@ def verdict(
     equal = f"equivalent within {within} (equivalence Holm p {p_eq}, declared)"
     if said == "equivalent":
         return f"{equal}; {text}"
-    way = _direction_text(row, reading, metric, margin)
+    way = f"{direction_words(row, reading, metric, margin)} (Holm p {format_p(reading['p_holm'])}, declared)"
     if said == "both":
         return f"{way} and {equal}: a small difference inside the margin; {text}"
     return f"{way}; {text}"

@@ -34,7 +34,7 @@ from utils.config_schema import (  # re-exported (__all__): callers import the s
     TrainingConfig,
 )
 from utils.config_types import numbers_from_text
-from utils.config_yaml import StrictLoader, read_yaml
+from utils.config_yaml import StrictLoader, deep_merge, read_yaml
 from utils.errors import ConfigError
 
 __all__ = [
@@ -119,14 +119,7 @@ def apply_overrides(raw: dict, overrides: Sequence[str | Override]) -> dict:
             and isinstance(earlier, dict)
             and value.get("name", earlier.get("name")) == earlier.get("name")
         )
-        node[key] = _merged(earlier, value) if merge else value
-    return out
-
-
-def _merged(base: dict, patch: dict) -> dict:
-    out = copy.deepcopy(base)
-    for k, v in patch.items():
-        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+        node[key] = deep_merge(earlier, value) if merge else value
     return out
 
 

@@ -48,8 +48,8 @@ def read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict:
         )
     merged: dict = {}
     for b in bases:
-        merged = _deep_merge(merged, read_yaml(path.parent / b, (*seen, path)))
-    return _deep_merge(merged, raw)
+        merged = deep_merge(merged, read_yaml(path.parent / b, (*seen, path)))
+    return deep_merge(merged, raw)
 
 
 # A YAML alias repeats the node it names, and nested aliases multiply (the "billion laughs": nine
@@ -120,11 +120,12 @@ class StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _deep_merge(base: dict, override: dict) -> dict:
+def deep_merge(base: dict, override: dict) -> dict:
+    """`base` with `override`'s keys, sections merged key by key (both copied, neither changed)."""
     out = copy.deepcopy(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
     return out

@@ -33,8 +33,10 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
+from utils.errors import HarnessError
 from utils.files import atomic_write_text, remove_own_temporaries
-from utils.run_folder import JOURNAL_SUFFIX, STAGING_SUFFIX
+from utils.run_folder import JOURNAL_SUFFIX, STAGING_SUFFIX, RunLock
+from utils.runtime import log
 from utils.write_points import write_point
 
 
@@ -148,14 +150,10 @@ def settle(place: Path, reader: str, writer: str, lock_folder: Optional[Path] = 
     publication a kill interrupted is finished here, when no writer holds `lock_folder`'s lock (a run
     folder's RunLock) and `place`'s folder can be written; otherwise refused in one line (HarnessError)
     naming who holds the lock, or the `writer` command that finishes it. Returns whether it finished one."""
-    from utils.errors import HarnessError
-    from utils.run_folder import RunLock
-    from utils.runtime import log
-
     if not journal_file(place).is_file():
         return False
     who = RunLock.holder(lock_folder) if lock_folder is not None else None
-    if who and not (lock_folder is not None and RunLock.held_here(lock_folder)):
+    if who and not RunLock.held_here(lock_folder):
         raise HarnessError(f"{place} is being published by {who}: run {reader} again when it ends")
     if not os.access(place.parent, os.W_OK | os.X_OK):
         raise HarnessError(
@@ -178,16 +176,12 @@ def clear_orphans(folder: Path) -> list[Path]:
     """Remove the staging folders in `folder` that have no journal (a writer killed before publishing:
     never a result), as the next writer of each set would; for a command that writes the folder's sets
     without entering each (a sweep skipping a finished run). Returns what it removed."""
-    from utils.run_folder import STAGING_SUFFIX
-
-    orphans = [
-        p
-        for p in Path(folder).glob(f".*{STAGING_SUFFIX}")
-        if p.is_dir() and not journal_file(p.with_name(p.name[1 : -len(STAGING_SUFFIX)])).exists()
-    ]
-    for p in orphans:
-        shutil.rmtree(p, ignore_errors=True)
-    return orphans
+    staged = [p for p in Path(folder).glob(f".*{STAGING_SUFFIX}") if p.is_dir()]
+    places = [p.with_name(p.name[1 : -len(STAGING_SUFFIX)]) for p in staged]
+    orphans = [place for place in places if not journal_file(place).exists()]
+    for place in orphans:
+        clear_leftovers(place)
+    return [staging_folder(place) for place in orphans]
 
 
 def _remove_if_empty(folder: Path, stop: Path) -> None:
@@ -256,3 +250,18 @@ class OutputSet:
             atomic_write_text(journal_file(self.place), json.dumps(journal, indent=1) + "\n")
             _finish(self.place, self.on_published)
         return sorted(published)
+
+
+class SetLock(RunLock):
+    """One writer per output set that is not a run folder (compare.py's summary prefix `place`): the
+    same OS lock, on .<name>.lock beside the set (its holder in .<name>.lock.pid)."""
+
+    def __init__(self, place: Path, command: str) -> None:
+        super().__init__(Path(place).parent, command)
+        self.place = Path(place)
+
+    def files(self) -> tuple[Path, Path]:
+        return self.run_dir / f".{self.place.name}.lock", self.run_dir / f".{self.place.name}.lock.pid"
+
+    def in_use(self, who: str) -> str:
+        return f"{self.place} is being written by another process ({who}): wait for it to end, then run again"

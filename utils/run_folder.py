@@ -405,18 +405,3 @@ class RunLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-
-class SetLock(RunLock):
-    """One writer per output set that is not a run folder (compare.py's summary prefix `place`): the
-    same OS lock, on .<name>.lock beside the set (its holder in .<name>.lock.pid)."""
-
-    def __init__(self, place: Path, command: str) -> None:
-        super().__init__(Path(place).parent, command)
-        self.place = Path(place)
-
-    def files(self) -> tuple[Path, Path]:
-        return self.run_dir / f".{self.place.name}.lock", self.run_dir / f".{self.place.name}.lock.pid"
-
-    def in_use(self, who: str) -> str:
-        return f"{self.place} is being written by another process ({who}): wait for it to end, then run again"

@@ -360,7 +360,7 @@ def test_a_second_compare_into_one_output_set_refuses_in_one_line(swept: Path, t
     a compare.py holds the set's lock, another refuses in one line naming it and writes nothing."""
     import multiprocessing
 
-    from utils.run_folder import SetLock
+    from utils.publish import SetLock
 
     runs = [str(run_dir(swept, n, s)) for n in CONFIGS for s in SEEDS]
     prefix = tmp_path / "out" / "summary"
