@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tools.code_measures import import_circles, module_imports
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("train", "test", "inference", "visualize", "compare", "sweep", "average", "export")
 MAY_IMPORT = {
@@ -76,66 +78,15 @@ def test_imports_run_one_way() -> None:
     assert violations(ROOT) == []
 
 
-def module_name(root: Path, path: Path) -> str:
-    name = ".".join(path.relative_to(root).with_suffix("").parts)
-    return name.removesuffix(".__init__")
-
-
-def module_imports(root: Path) -> dict[str, set[str]]:
-    """The project's modules and, for each, the project modules it imports (`from a import b` counts
-    a.b where that is a module, and a's package __init__ otherwise)."""
-    modules = {module_name(root, p): p for package in PACKAGES for p in sorted((root / package).rglob("*.py"))}
-    graph = {}
-    for name, path in modules.items():
-        found = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in modules]
-                found.update(targets or [node.module])
-            elif isinstance(node, ast.Import):
-                found.update(a.name for a in node.names)
-        graph[name] = {m for m in found if m in modules and m != name}
-    return graph
-
-
-def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The groups of modules that import each other, directly or through others (Tarjan's strongly
-    connected components of more than one module)."""
-    index, low, stack, on_stack, circles = {}, {}, [], set(), []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = []
-            while not group or group[-1] != v:
-                group.append(stack.pop())
-                on_stack.discard(group[-1])
-            if len(group) > 1:
-                circles.append(sorted(group))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return circles
-
-
 def test_no_modules_import_each_other(tmp_path: Path) -> None:
-    assert import_circles(module_imports(ROOT)) == []
+    assert import_circles(module_imports(ROOT, PACKAGES)) == []
     for package in PACKAGES:
         (tmp_path / package).mkdir()
     (tmp_path / "utils" / "a.py").write_text("from utils.b import f\n", encoding="utf-8")
     (tmp_path / "utils" / "b.py").write_text("def f():\n    from utils import c\n", encoding="utf-8")
     (tmp_path / "utils" / "c.py").write_text("import utils.a\n", encoding="utf-8")  # a -> b -> c -> a
     (tmp_path / "utils" / "d.py").write_text("from utils.a import x\n", encoding="utf-8")  # outside the circle
-    assert import_circles(module_imports(tmp_path)) == [["utils.a", "utils.b", "utils.c"]]
+    assert import_circles(module_imports(tmp_path, PACKAGES)) == [["utils.a", "utils.b", "utils.c"]]
 
 
 @pytest.mark.parametrize(
@@ -198,7 +149,7 @@ def test_decoding_backends_are_dispatched_not_asked() -> None:
     """Only the loader picks a backend (artifacts/): translation, scoring and the commands call
     `DecodingBackend` members and never import a particular backend to test which one they have."""
     backend_modules = {"decoding.ctranslate2_backend", "decoding.backend"}
-    graph = module_imports(ROOT)
+    graph = module_imports(ROOT, PACKAGES)
     asking = sorted(
         name
         for name, imports in graph.items()
