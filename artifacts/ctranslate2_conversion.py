@@ -14,21 +14,20 @@ import atexit
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 from artifacts.checkpoint import CheckpointError
 from artifacts.export import CTRANSLATE2, WEIGHTS, harness_commit, is_export, is_own_export, write_export
 from artifacts.export_reading import check_export_files, export_facts, export_tokenizer
 from artifacts.lookup import run_dir_of_checkpoint
 from artifacts.test_time import test_time_config
-from utils.config import parse_override, to_dict
+from utils.config import Override, to_dict
 from utils.errors import HarnessError
 from utils.files import file_sha256
 from utils.run_folder import RunLock, is_run_folder
 from utils.runtime import log
 
 
-def read_ctranslate2_export(path: Path, meta: dict, overrides: Optional[list[str]], device: str, allowed: bool):
+def read_ctranslate2_export(path: Path, meta: dict, overrides: list[Override], device: str, allowed: bool):
     """(config, tokenizer, `CTranslate2Model`) of a CTranslate2 export: decoding keys may change, the
     positional ones (baked into model.bin at export) and the backend may not. `allowed`: the caller
     decodes (test.py, inference.py); plots and exports need weights a CTranslate2 export lacks."""
@@ -39,8 +38,8 @@ def read_ctranslate2_export(path: Path, meta: dict, overrides: Optional[list[str
             f"{path} is a CTranslate2 export, which holds no PyTorch weights: give the checkpoint it "
             f"came from ({meta.get('exported_from') or 'see its config.json'}) or a PyTorch export"
         )
-    for text in overrides or []:
-        key = parse_override(text).key
+    for override in overrides:
+        key, text = override.key, override.text
         if key.startswith("model.positional") or key in ("model", "model.positional"):
             raise CheckpointError(
                 f"--set {text}: {path} is a CTranslate2 export, with its positional settings baked in "

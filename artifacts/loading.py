@@ -17,7 +17,8 @@ from artifacts.test_time import check_model_matches, test_time_config
 from decoding.backend import DecodingBackend, HarnessDecoder
 from decoding.ctranslate2_backend import CTranslate2Model
 from utils import run_files
-from utils.config import ConfigError, ExperimentConfig, flatten, load_config, to_dict
+from utils.config import ConfigError, ExperimentConfig, Override, flatten, load_config, parse_override
+from utils.config_yaml import read_yaml
 from utils.key_roles import refused_on_resume
 from utils.publish import settle
 from utils.run_folder import is_run_folder
@@ -49,7 +50,7 @@ def as_source(source: ModelSource | str | Path) -> ModelSource:
 
 
 def load_for_decoding(
-    source: ModelSource | str | Path, overrides: Sequence[str] = (), config: Optional[str] = None
+    source: ModelSource | str | Path, overrides: Sequence[str | Override] = (), config: Optional[str] = None
 ) -> LoadedModel:
     """The model test.py and inference.py decode with, its `decoder` the backend `decoding.backend`
     names, on the CPU (the caller moves it). A --config beside the model may set its test-time keys
@@ -57,9 +58,11 @@ def load_for_decoding(
     (artifacts/ctranslate2_conversion.py)."""
     from artifacts.ctranslate2_conversion import converted
 
+    source, overrides = as_source(source), [parse_override(o) for o in overrides]  # parsed once
     loaded = load_model(source, overrides, device="cpu", ctranslate2=True)
     if config:
-        loaded.config = check_model_matches(config, list(overrides), loaded.config, loaded.path)
+        given = source.given_config or load_config(config, overrides)  # read once: by the lookup, or here
+        loaded.config = check_model_matches(given, config, loaded.config, loaded.path)
     cfg = loaded.config
     if cfg.decoding.backend == PYTORCH and cfg.decoding.compute_type is not None:
         raise ConfigError(
@@ -75,7 +78,10 @@ def load_for_decoding(
 
 
 def load_model(
-    source: ModelSource | str | Path, overrides: Sequence[str] = (), device: str = "cpu", ctranslate2: bool = False
+    source: ModelSource | str | Path,
+    overrides: Sequence[str | Override] = (),
+    device: str = "cpu",
+    ctranslate2: bool = False,
 ) -> LoadedModel:
     """A model in eval mode from one checkpoint file or an exported folder (export.py); `overrides`
     may change only test-time keys (decoding, evaluation, ...: `test_time_config`). A CTranslate2
@@ -85,7 +91,7 @@ def load_model(
     from tokenizer import tokenizer_from_state_dict
 
     source = as_source(source)
-    path, overrides = source.path, list(overrides)
+    path, overrides = source.path, [parse_override(o) for o in overrides]
     # an export.py stopped while publishing this export: finished (the new export whole), or refused
     settle(path, Path(sys.argv[0]).name or "this command", "export.py")
     if is_export(path):
@@ -105,7 +111,7 @@ def load_model(
     return checked(cfg, tokenizer, model, path, meta, device)
 
 
-def read_export(path: Path, overrides: list[str], device: str, ctranslate2: bool = False) -> LoadedModel:
+def read_export(path: Path, overrides: list[Override], device: str, ctranslate2: bool = False) -> LoadedModel:
     """A model from an exported folder."""
     from safetensors import SafetensorError
     from safetensors.torch import load_model as load_weights
@@ -167,9 +173,11 @@ def check_checkpoint_of_run(path: str | Path, saved: dict) -> None:
     if path.is_dir() or not is_run_folder(run_dir):  # a loose checkpoint beside a user's own config.yaml
         return
     run_config = run_dir / run_files.CONFIG
-    trained = load_config(raw=saved)
-    encoding = trained.model.positional.name
-    diff, refused, _ = refused_on_resume(flatten(to_dict(trained)), flatten(to_dict(load_config(run_config))), encoding)
+    trained, recorded = flatten(saved), flatten(read_yaml(run_config))
+    both = set(trained) & set(recorded)  # a key only one names: written by another release, not another run
+    diff, refused, _ = refused_on_resume(
+        {k: trained[k] for k in both}, {k: recorded[k] for k in both}, trained.get("model.positional.name")
+    )
     if refused:
         details = "; ".join(f"{k}: {diff[k][0]!r} -> {diff[k][1]!r}" for k in refused[:6])
         raise CheckpointError(

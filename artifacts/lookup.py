@@ -4,6 +4,7 @@ fits when the path is something else, and the run folder a checkpoint belongs to
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Optional, Sequence
 from artifacts.checkpoint import CheckpointError, checkpoint_step, find_best_checkpoint, read_checkpoint
 from artifacts.export import CONFIG, CTRANSLATE2, WEIGHTS, is_export
 from artifacts.export_reading import export_facts, reexport_hint
-from utils.config import ConfigError, load_config
+from utils.config import ConfigError, ExperimentConfig, Override, load_config
 from utils.run_folder import RunLock, is_run_folder
 
 ROTATION_TRIES = 5  # a training run may rotate its best/last checkpoint between listing and reading
@@ -20,18 +21,20 @@ ROTATION_TRIES = 5  # a training run may rotate its best/last checkpoint between
 
 @dataclass(frozen=True)
 class ModelSource:
-    """A model a command named: its checkpoint file or export folder, and the checkpoint's contents
-    where they were read already (a run's best: the file may be rotated away before it is loaded)."""
+    """A model a command named: its checkpoint file or export folder, the checkpoint's contents
+    where they were read already (a run's best: the file may be rotated away before it is loaded),
+    and the --config it was found through, as loaded (read once)."""
 
     path: Path
     checkpoint: Optional[dict] = None
+    given_config: Optional[ExperimentConfig] = None
 
 
 def find_model(
     model_path: Optional[str] = None,
     run: Optional[str] = None,
     config: Optional[str] = None,
-    overrides: Sequence[str] = (),
+    overrides: Sequence[str | Override] = (),
 ) -> ModelSource:
     """The model a command names: --model_path (a checkpoint or an export folder), or the best
     checkpoint of --run, or of the --config's run folder (for the commands that take --config)."""
@@ -40,7 +43,8 @@ def find_model(
     if run:
         return read_from_run(checked_run(Path(run)))
     if config:
-        return read_from_run(load_config(config, list(overrides)).resolved_run_dir)
+        given = load_config(config, overrides)
+        return dataclasses.replace(read_from_run(given.resolved_run_dir), given_config=given)
     raise ConfigError(
         "say which model to use: --model_path <checkpoint.pt>, --run runs/<name>, "
         "or --config <file.yaml> (its run folder's best checkpoint)"

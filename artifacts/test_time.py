@@ -5,36 +5,32 @@ model (decoding, evaluation, ...: their roles in utils/key_roles.py) taken from 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from artifacts.checkpoint import CheckpointError
-from utils.config import ConfigError, flatten, load_config, parse_override, to_dict
+from utils.config import ExperimentConfig, Override, flatten, load_config, parse_override, to_dict
 from utils.config_schema import EXPERIMENT
 from utils.key_roles import changeable_keys, changes, may_change, role_of
 
 
-def test_time_config(saved: dict, overrides: Optional[list[str]], checkpoint: str):
-    """The config a checkpoint trained with `saved` is tested under: `saved` with `overrides` applied,
-    which may change only how the trained model is decoded and scored (the keys' roles:
-    utils/key_roles.py). Anything else would score another model, or other data, under this
-    model's name: CheckpointError naming the key. An override equal to the trained value is fine."""
-    trained = load_config(raw=saved)
-    encoding, flat = trained.model.positional.name, flatten(to_dict(trained))
-    patch = [parse_override(text) for text in overrides or []]  # parsed once
-    try:  # the keys the patch changes (a section, `decoding={beam_size: 3}`, changes several)
-        changed = changes(flat, flatten(to_dict(load_config(raw=saved, overrides=patch))))
-    except ConfigError:  # one of them does not load with this model: judge each alone
-        changed = {}
-        for override in patch:
-            try:
-                changed.update(changes(flat, flatten(to_dict(load_config(raw=saved, overrides=[override])))))
-            except ConfigError:  # say another encoding's option; a test-time key fails below, named
-                if not may_change(override.key, "test", encoding):
-                    changed[override.key] = (flat.get(override.key), override.value)
-    refused = [(k, was, now) for k, (was, now) in changed.items() if not may_change(k, "test", encoding)]
+def test_time_config(saved: dict, overrides: Sequence[str | Override], checkpoint: str) -> ExperimentConfig:
+    """The config a checkpoint trained with `saved` (its config as stored) is tested under: `saved` with
+    `overrides` applied, validated once. The overrides may change only how the trained model is
+    decoded and scored (the keys' roles: utils/key_roles.py): anything else would score another
+    model, or other data, under this model's name: CheckpointError naming the key. An override equal
+    to the trained value is fine."""
+    overrides = [parse_override(o) for o in overrides]  # (an Override is kept as it is: parsed once)
+    trained = flatten(saved)
+    encoding = trained.get("model.positional.name")
+    asked = {key: value for override in overrides for key, value in override.leaves().items()}
+    refused = [
+        (key, trained.get(key), value)
+        for key, value in asked.items()
+        if not may_change(key, "test", encoding) and value != trained.get(key)
+    ]
     if refused:
         raise CheckpointError("--set " + test_time_refusal(refused, encoding, checkpoint))
-    return load_config(raw=saved, overrides=patch)
+    return load_config(raw=saved, overrides=overrides)
 
 
 def test_time_refusal(refused: list[tuple[str, object, object]], encoding: Optional[str], checkpoint: str) -> str:
@@ -58,11 +54,11 @@ def test_time_refusal(refused: list[tuple[str, object, object]], encoding: Optio
     )
 
 
-def check_model_matches(config_path: str, overrides: list[str], ckpt_cfg, ckpt_path: Path):
-    """A --config given beside a checkpoint must describe the model it holds and the data it was
-    trained on; the config's test-time settings (decoding, evaluation, ...) win, its training
-    settings and seed do not matter for testing and are left as the checkpoint has them."""
-    given = load_config(config_path, overrides)
+def check_model_matches(given: ExperimentConfig, config_path: str, ckpt_cfg: ExperimentConfig, ckpt_path: Path):
+    """A --config given beside a checkpoint (`given`, loaded from `config_path`) must describe the model
+    it holds and the data it was trained on; the config's test-time settings (decoding, evaluation,
+    ...) win, its training settings and seed do not matter for testing and are left as the
+    checkpoint has them."""
     trained, wanted = flatten(to_dict(ckpt_cfg)), flatten(to_dict(given))
     encoding = ckpt_cfg.model.positional.name
     diff = changes(trained, wanted)

@@ -10,9 +10,12 @@ import os
 import signal
 import sys
 import threading
-from typing import Literal, Optional, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Literal, Optional, Sequence, Union, get_args, get_origin
 
 from utils.errors import EXIT_BROKEN_PIPE, EXIT_DIVERGED, EXIT_ERROR, EXIT_INTERRUPTED, RERUN_HINT, HarnessError  # noqa: F401 (re-exported)
+
+if TYPE_CHECKING:  # this module loads before main_guard is in place: the config code only when used
+    from utils.config import Override
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
@@ -207,15 +210,17 @@ def add_setting_flags(group) -> None:
         group.add_argument(*info["flags"], dest=_flag_dest(info), help=info["help"], **_flag_type(tp))
 
 
-def setting_flag_overrides(args: argparse.Namespace) -> list[str]:
-    """The schema flags given on the command line, as `key=value` overrides."""
+def setting_flag_overrides(args: argparse.Namespace) -> list[Override]:
+    """The schema flags given on the command line, as overrides holding the value argparse typed
+    (never turned back into text to be read again as YAML)."""
+    from utils.config import Override
     from utils.key_roles import flag_settings
 
     out = []
     for key, info, _ in flag_settings():
         value = getattr(args, _flag_dest(info), None)
         if value is not None:
-            out.append(f"{key}={value}")
+            out.append(Override(tuple(key.split(".")), value, f"{key}={value}"))
     return out
 
 
@@ -242,16 +247,12 @@ def refuse_together(args: argparse.Namespace, what: str, *flags: str) -> None:
         )
 
 
-def overridden_keys(overrides: list[str]) -> set[str]:
+def overridden_keys(overrides: Sequence[str | Override]) -> set[str]:
     """Every dotted key the --set overrides set, a section given whole included (`evaluation={concat:
     [4]}` sets evaluation.concat): what a flag setting the same key must be checked against."""
-    from utils.config import flatten, parse_override
+    from utils.config import parse_override
 
-    keys = set()
-    for override in map(parse_override, overrides):
-        key, value = override.key, override.value
-        keys |= {key, *(flatten(value, f"{key}.") if isinstance(value, dict) else ())}
-    return keys
+    return {key for override in map(parse_override, overrides) for key in (override.key, *override.leaves())}
 
 
 def _stdout_closed() -> int:

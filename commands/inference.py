@@ -41,6 +41,7 @@ from commands.cli import (
 )
 from data.parallel_text import decode_utf8, read_text, split_lines
 from evaluation.translate import Translation, translate
+from utils.config import Override, parse_override
 from utils.errors import HarnessError, WriteError
 from utils.files import atomic_output, check_target, remove_own_temporaries, special_kind
 from utils.runtime import device_at_test_time, log
@@ -71,24 +72,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def decoding_overrides(args: argparse.Namespace) -> list[str]:
-    """--set overrides and the decoding flags as `decoding.key=value`; a key set both ways is refused
-    (one of the two values would be dropped without a word), and --nbest asks for a beam search of at
-    least its size unless the strategy or beam size is given."""
+def decoding_overrides(args: argparse.Namespace) -> list[Override]:
+    """--set overrides and the decoding flags, parsed once (a flag's value as argparse typed it); a key
+    set both ways is refused (one of the two values would be dropped without a word), and --nbest asks
+    for a beam search of at least its size unless the strategy or beam size is given."""
     from utils.key_roles import flag_settings
 
     flags = {key: "/".join(info["flags"]) for key, info, _ in flag_settings()}
-    set_keys = overridden_keys(args.overrides)
+    given = [parse_override(text) for text in args.overrides]
+    set_keys = overridden_keys(given)
     flagged = setting_flag_overrides(args)
-    for key in (override.split("=", 1)[0] for override in flagged):
+    for key in (override.key for override in flagged):
         if key in set_keys:
             raise UsageError(f"{flags[key]} and --set {key}=... both set {key}: give one of them")
-    overrides = list(args.overrides) + flagged
+    overrides = given + flagged
     if args.nbest and args.nbest > 1:
         if not args.strategy and "decoding.strategy" not in set_keys:
-            overrides.append("decoding.strategy=beam")
+            overrides.append(Override(("decoding", "strategy"), "beam", "decoding.strategy=beam"))
         if not args.beam_size and "decoding.beam_size" not in set_keys:
-            overrides.append(f"decoding.beam_size={max(args.nbest, 5)}")
+            size = max(args.nbest, 5)
+            overrides.append(Override(("decoding", "beam_size"), size, f"decoding.beam_size={size}"))
     return overrides
 
 
@@ -207,7 +210,7 @@ def run_inference(
     run: Optional[str] = None,
     config: Optional[str] = None,
     model_path: Optional[str] = None,
-    overrides: Sequence[str] = (),
+    overrides: Sequence[str | Override] = (),
     src_text: Optional[Sequence[str]] = None,
     src: Optional[str] = None,
     interactive: bool = False,
@@ -221,7 +224,7 @@ def run_inference(
     refuse_together(named, "the model (--run: its best checkpoint)", "--run", "--model_path")
     refuse_together(named, "the config (--run: the run folder's own)", "--run", "--config")
     batches = input_batches(src_text, src, interactive)
-    overrides = list(overrides)
+    overrides = [parse_override(o) for o in overrides]  # parsed once, here
     loaded = load_for_decoding(find_model(model_path, run, config, overrides), overrides, config)
     cfg, tokenizer, decoder = loaded.config, loaded.tokenizer, loaded.decoder
     where = device_at_test_time(device, cfg, loaded.path)

@@ -13,7 +13,7 @@ from artifacts.checkpoint import find_best_checkpoint
 from artifacts.lookup import run_dir_of_checkpoint
 from commands.test_request import TestRequest
 from utils import run_files
-from utils.config import ConfigError, parse_override
+from utils.config import ConfigError, Override, parse_override
 from utils.errors import WriteError
 from utils.files import check_output_folder, check_target, run_folder_above
 from utils.run_folder import TEST_OUTPUT_FILES, is_run_folder
@@ -22,7 +22,7 @@ from utils.stored_files import ARCHIVED, content_record, stored_exists
 OUTPUT_FILES = TEST_OUTPUT_FILES  # what test.py writes into its output folder (and concat/k<K>/)
 
 
-def backend_variant(overrides: Sequence[str]) -> Optional[str]:
+def backend_variant(overrides: Sequence[str | Override]) -> Optional[str]:
     """The variant folder name of a run tested through another backend (`--set decoding.backend=
     ctranslate2`, with its compute type if one is set): test_ctranslate2/ or test_ctranslate2_int8/,
     a variant row of its own in compare.py beside the run's test/. None without such a --set."""
@@ -136,7 +136,7 @@ def file_records(folder: Path) -> dict[str, dict]:
     return {path.relative_to(folder).as_posix(): content_record(path.read_bytes()) for path in files}
 
 
-def test_time_settings(overrides: list[str]) -> dict:
+def test_time_settings(overrides: Sequence[str | Override]) -> dict:
     """The --set keys this test ran with ({"model.positional.scaling": "yarn", ...}): how the
     trained model was evaluated. compare.py shows a run's test_<name>/ scored so as a variant row."""
     return {o.key: o.value for o in map(parse_override, overrides or [])}

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from utils.config import Override, parse_override
+
 
 @dataclass
 class TestRequest:
@@ -15,7 +17,7 @@ class TestRequest:
     run: Optional[str] = None
     config: Optional[str] = None
     model_path: Optional[str] = None
-    overrides: Sequence[str] = ()
+    overrides: Sequence[str | Override] = ()  # --set texts, parsed once here
     split: Optional[str] = None
     src: Optional[str] = None
     ref: Optional[str] = None
@@ -26,5 +28,5 @@ class TestRequest:
     concat_not_scored: Sequence[int] = ()  # the config's K above the test set's size (check_concat_fits)
 
     def __post_init__(self) -> None:
-        self.overrides = list(self.overrides)
+        self.overrides = [parse_override(o) for o in self.overrides]
         self.concat = None if self.concat is None else list(self.concat)

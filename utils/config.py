@@ -77,6 +77,10 @@ class Override:
     def key(self) -> str:
         return ".".join(self.keys)
 
+    def leaves(self) -> dict[str, Any]:
+        """{dotted key: value} of every key this override sets (a section given whole sets several)."""
+        return flatten(self.value, f"{self.key}.") if isinstance(self.value, dict) else {self.key: self.value}
+
 
 def parse_override(text: str | Override) -> Override:
     """`model.positional.name=rope` -> Override(('model', 'positional', 'name'), 'rope', text)."""
@@ -125,13 +129,8 @@ def apply_overrides(raw: dict, overrides: Sequence[str | Override]) -> dict:
 
 def _check_forms(override: Override, given: dict) -> None:
     """Refuse a key this override sets to another value than an earlier override of the other form did."""
-    leaves = (
-        flatten(override.value, f"{override.key}.")
-        if isinstance(override.value, dict)
-        else {override.key: override.value}
-    )
     section = isinstance(override.value, dict)
-    for key, value in leaves.items():
+    for key, value in override.leaves().items():
         if key in given and given[key][0] != value and isinstance(given[key][1].value, dict) != section:
             raise ConfigError(
                 f"--set {given[key][1].text} and --set {override.text} give {key} two values ({given[key][0]!r} "

@@ -51,9 +51,9 @@ def test_a_config_beside_the_model_gives_its_test_time_keys_only(tmp_path: Path)
     given.write_text(
         yaml.safe_dump({"base": str(DEMO), "decoding": {"beam_size": 3}, "training": {"lr": 0.5}, "seed": 42})
     )
-    cfg = check_model_matches(str(given), [], trained, Path("best.pt"))
+    cfg = check_model_matches(load_config(given), str(given), trained, Path("best.pt"))
     assert cfg.decoding.beam_size == 3 and cfg.training.lr == trained.training.lr and cfg.seed == trained.seed
     other = tmp_path / "other.yaml"
     other.write_text(yaml.safe_dump({"base": str(DEMO), "model": {"d_model": 64}}))
     with pytest.raises(CheckpointError, match=r"different model or data than .*model.d_model: checkpoint=128"):
-        check_model_matches(str(other), [], trained, Path("best.pt"))
+        check_model_matches(load_config(other), str(other), trained, Path("best.pt"))

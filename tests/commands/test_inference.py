@@ -228,3 +228,19 @@ def test_inference_needs_only_the_checkpoint(trained_run: Path, tmp_path: Path) 
     rows = [line.split("\t") for line in nbest.stdout.splitlines()]
     assert len(rows) == 2 and all(r[0] == "0" for r in rows)
     assert float(rows[0][1]) >= float(rows[1][1])
+
+
+def test_a_call_validates_its_config_once(trained_run: Path, monkeypatch, capsys) -> None:
+    """Issue 68: `--beam_size 3` was turned back into text and the config validated five times (the
+    checkpoint's, the run's config.yaml, three times at test time); a flag's value now stays typed and
+    the config the model is tested under is validated once."""
+    import utils.config as config
+
+    validated = []
+    real = config.from_raw
+    monkeypatch.setattr(config, "from_raw", lambda raw: validated.append(raw) or real(raw))
+    argv = ["--run", str(trained_run), "--src_text", "Bonjour !", "--beam_size", "3", "--set", "decoding.alpha=0.8"]
+    assert inference.main(argv) == 0
+    assert len(validated) == 1
+    assert validated[0]["decoding"]["beam_size"] == 3 and validated[0]["decoding"]["alpha"] == 0.8
+    assert capsys.readouterr().out.count("\n") == 1
