@@ -20,7 +20,7 @@ from artifacts.export import CTRANSLATE2, WEIGHTS, harness_commit, is_export, is
 from artifacts.export_reading import check_export_files, export_facts, export_tokenizer
 from artifacts.lookup import run_dir_of_checkpoint
 from artifacts.test_time import test_time_config
-from utils.config import Override, to_dict
+from settings.config import Override, to_dict
 from utils.errors import HarnessError
 from utils.files import file_sha256
 from utils.run_folder import RunLock, is_run_folder

@@ -27,7 +27,7 @@ import subprocess
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from utils.config import to_dict
+from settings.config import to_dict
 from utils.errors import HarnessError, WriteError
 from utils.files import describe_os_error, user_mode
 from utils.publish import OutputSet

@@ -16,10 +16,10 @@ from artifacts.lookup import ModelSource, run_dir_of_checkpoint
 from artifacts.test_time import check_model_matches, test_time_config
 from decoding.backend import DecodingBackend, HarnessDecoder
 from decoding.ctranslate2_backend import CTranslate2Model
+from settings.config import ConfigError, ExperimentConfig, Override, flatten, load_config, parse_override
+from settings.key_roles import refused_on_resume
+from settings.yaml_files import read_yaml
 from utils import run_files
-from utils.config import ConfigError, ExperimentConfig, Override, flatten, load_config, parse_override
-from utils.config_yaml import read_yaml
-from utils.key_roles import refused_on_resume
 from utils.publish import settle
 from utils.run_folder import is_run_folder
 

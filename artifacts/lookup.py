@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 from artifacts.checkpoint import CheckpointError, checkpoint_step, find_best_checkpoint, read_checkpoint
 from artifacts.export import CONFIG, CTRANSLATE2, WEIGHTS, is_export
 from artifacts.export_reading import export_facts, reexport_hint
-from utils.config import ConfigError, ExperimentConfig, Override, load_config
+from settings.config import ConfigError, ExperimentConfig, Override, load_config
 from utils.run_folder import RunLock, is_run_folder
 
 ROTATION_TRIES = 5  # a training run may rotate its best/last checkpoint between listing and reading

@@ -1,5 +1,5 @@
 """The config a trained model is tested under: its own, with only the keys that cannot change the trained
-model (decoding, evaluation, ...: their roles in utils/key_roles.py) taken from --set or from a
+model (decoding, evaluation, ...: their roles in settings/key_roles.py) taken from --set or from a
 --config given beside it; anything else is refused in one line naming the key."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from artifacts.checkpoint import CheckpointError
-from utils.config import ExperimentConfig, Override, flatten, load_config, parse_override, to_dict
-from utils.config_schema import EXPERIMENT
-from utils.key_roles import changeable_keys, changes, may_change, role_of
+from settings.config import ExperimentConfig, Override, flatten, load_config, parse_override, to_dict
+from settings.key_roles import changeable_keys, changes, may_change, role_of
+from settings.schema import EXPERIMENT
 
 
 def test_time_config(saved: dict, overrides: Sequence[str | Override], checkpoint: str) -> ExperimentConfig:
     """The config a checkpoint trained with `saved` (its config as stored) is tested under: `saved` with
     `overrides` applied, validated once. The overrides may change only how the trained model is
-    decoded and scored (the keys' roles: utils/key_roles.py): anything else would score another
+    decoded and scored (the keys' roles: settings/key_roles.py): anything else would score another
     model, or other data, under this model's name: CheckpointError naming the key. An override equal
     to the trained value is fine."""
     overrides = [parse_override(o) for o in overrides]  # (an Override is kept as it is: parsed once)

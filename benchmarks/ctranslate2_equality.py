@@ -60,7 +60,6 @@ PAIRS = (  # (harness, CTranslate2) compared line by line
 
 def decode(run: str, way: str, folder: Path) -> dict:
     """test.py on the run's test split with the way's settings: its scores and hypotheses."""
-    import models.positional_encodings  # noqa: F401
     from commands.test import run_test
     from commands.test_request import TestRequest
 

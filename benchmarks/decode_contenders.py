@@ -142,8 +142,7 @@ class TokenNames:
 
 def ct2_config(sizes: dict):
     """The experiment config of build_ours' model, as save_model reads it (post-norm, ReLU, sinusoidal)."""
-    import models.positional_encodings  # noqa: F401  (registers the encodings that the config names)
-    from utils.config import load_config
+    from settings.config import load_config
 
     model = dict(
         d_model=sizes["d_model"],
@@ -169,7 +168,7 @@ def ct2_decoder(batches: list, device: str, sizes: dict, beam: int, out_len: int
 
     from decoding.ctranslate2_backend import CTranslate2Model
     from decoding.ctranslate2_spec import save_model
-    from utils.config_schema import DecodingConfig
+    from settings.schema import DecodingConfig
 
     folder = Path(tempfile.mkdtemp(prefix="decode_ct2_"))
     try:

@@ -60,7 +60,6 @@ def translate_with(model, tokenizer, sources, settings, device: str, search_modu
 
 def compare(path: str, contender: str, device: str) -> dict:
     """One model's row: per search, the share of identical lines, each way's sacreBLEU and seconds."""
-    import models.positional_encodings  # noqa: F401
     from artifacts.loading import load_model
     from artifacts.lookup import find_model
     from evaluation.metrics import score_translations

@@ -5,6 +5,5 @@ arguments (`train`, `run_test`, `run_inference`, `visualize`, `compare`, `sweep`
 `cli.main_guard`. Beside them: one run of a sweep (`sweep_job`) and the launchers that run a
 sweep's runs as submitit jobs (`launchers`).
 
-Each command module imports `models.positional_encodings`, which registers the encodings
-(utils/encoding_registry.py) that config validation reads. This package and `cli.py` import
-nothing heavy, so an entry script can start its guard before torch loads."""
+This package and `cli.py` import nothing heavy, so an entry script can start its guard before
+torch loads."""

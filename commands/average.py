@@ -14,11 +14,10 @@ import argparse
 from pathlib import Path
 from typing import Optional
 
-import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from artifacts.checkpoint import CheckpointError, check_finite_weights, checkpoint_step, read_checkpoint, saved_config
 from artifacts.loading import check_checkpoint_of_run
 from commands.cli import command_parser, parse_command
-from utils.config import ConfigError
+from settings.config import ConfigError
 from utils.errors import WriteError
 from utils.files import atomic_save, check_target, remove_own_temporaries
 from utils.run_folder import run_folder_above

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal, Optional, Sequence, Union, get_args, 
 from utils.errors import EXIT_BROKEN_PIPE, EXIT_DIVERGED, EXIT_ERROR, EXIT_INTERRUPTED, RERUN_HINT, HarnessError  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:  # this module loads before main_guard is in place: the config code only when used
-    from utils.config import Override
+    from settings.config import Override
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
@@ -204,7 +204,7 @@ def _flag_dest(info: dict) -> str:
 def add_setting_flags(group) -> None:
     """The flags the config schema declares (`setting(flags=...)`), e.g. inference.py's --beam_size,
     --lenpen: each sets its key."""
-    from utils.key_roles import flag_settings
+    from settings.key_roles import flag_settings
 
     for _key, info, tp in flag_settings():
         group.add_argument(*info["flags"], dest=_flag_dest(info), help=info["help"], **_flag_type(tp))
@@ -213,8 +213,8 @@ def add_setting_flags(group) -> None:
 def setting_flag_overrides(args: argparse.Namespace) -> list[Override]:
     """The schema flags given on the command line, as overrides holding the value argparse typed
     (never turned back into text to be read again as YAML)."""
-    from utils.config import Override
-    from utils.key_roles import flag_settings
+    from settings.config import Override
+    from settings.key_roles import flag_settings
 
     out = []
     for key, info, _ in flag_settings():
@@ -250,7 +250,7 @@ def refuse_together(args: argparse.Namespace, what: str, *flags: str) -> None:
 def overridden_keys(overrides: Sequence[str | Override]) -> set[str]:
     """Every dotted key the --set overrides set, a section given whole included (`evaluation={concat:
     [4]}` sets evaluation.concat): what a flag setting the same key must be checked against."""
-    from utils.config import parse_override
+    from settings.config import parse_override
 
     return {key for override in map(parse_override, overrides) for key in (override.key, *override.leaves())}
 

@@ -43,7 +43,6 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import command_parser, parse_command
 from evaluation.comparison_plots import PLOT_SUFFIXES, write_plots
 from evaluation.degradation import degradation_table

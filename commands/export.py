@@ -35,7 +35,6 @@ import shutil
 from pathlib import Path
 from typing import Optional, Sequence
 
-import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from artifacts.checkpoint import checkpoint_step
 from artifacts.export import harness_commit, is_export, is_own_export, number, read_export_facts, write_export
 from artifacts.loading import load_model

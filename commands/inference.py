@@ -24,7 +24,6 @@ import sys
 from pathlib import Path
 from typing import Iterator, Optional, Sequence, TextIO
 
-import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from artifacts.loading import load_for_decoding
 from artifacts.lookup import find_model
 from commands.cli import (
@@ -41,7 +40,7 @@ from commands.cli import (
 )
 from data.parallel_text import decode_utf8, read_text, split_lines
 from evaluation.translate import Translation, translate
-from utils.config import Override, parse_override
+from settings.config import Override, parse_override
 from utils.errors import HarnessError, WriteError
 from utils.files import atomic_output, check_target, remove_own_temporaries, special_kind
 from utils.runtime import device_at_test_time, log
@@ -76,7 +75,7 @@ def decoding_overrides(args: argparse.Namespace) -> list[Override]:
     """--set overrides and the decoding flags, parsed once (a flag's value as argparse typed it); a key
     set both ways is refused (one of the two values would be dropped without a word), and --nbest asks
     for a beam search of at least its size unless the strategy or beam size is given."""
-    from utils.key_roles import flag_settings
+    from settings.key_roles import flag_settings
 
     flags = {key: "/".join(info["flags"]) for key, info, _ in flag_settings()}
     given = [parse_override(text) for text in args.overrides]

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from commands.launchers import LaunchOptions, minutes
 from commands.slurm import MIN_SLURM_MINUTES
-from utils.config import ConfigError
+from settings.config import ConfigError
 from utils.user_paths import check_home_expanded
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from utils.config import ConfigError
+from settings.config import ConfigError
 from utils.runtime import log
 
 POLL_SECONDS = 2.0

@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 
 from commands import launchers
 from commands.launchers import LaunchOptions, collect, minutes
-from utils.config import ConfigError
+from settings.config import ConfigError
 from utils.errors import EXIT_INTERRUPTED
 from utils.files import atomic_write_text
 from utils.runtime import log

@@ -48,14 +48,13 @@ import re
 from pathlib import Path
 from typing import Optional, Sequence
 
-import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import EXIT_INTERRUPTED, command_parser, parse_command
 from commands.compare import compare
 from commands.launch_flags import LAUNCH_FLAGS, add_launch_flags, launch_options
 from commands.launchers import LaunchOptions, run_local
 from commands.slurm import forget_finished_run, run_slurm
 from commands.sweep_job import Outcome, SweepJob, run_one, triage
-from utils.config import ConfigError, load_config, parse_override
+from settings.config import ConfigError, load_config, parse_override
 from utils.runtime import log
 from utils.user_paths import check_home_expanded
 
@@ -140,7 +139,7 @@ def check_variants_test_time(runs: list[tuple[str, list[str], str]], variants) -
     refused now, by the rule test.py applies, not after hours of training."""
     from artifacts.checkpoint import CheckpointError
     from artifacts.test_time import test_time_config
-    from utils.config import to_dict
+    from settings.config import to_dict
 
     for config, run_overrides, _ in runs:
         trained = to_dict(load_config(config, run_overrides))

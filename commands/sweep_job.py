@@ -17,17 +17,16 @@ from typing import Optional, Sequence
 
 import submitit
 
-import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import EXIT_INTERRUPTED, describe_failure
 from commands.test import run_test
 from commands.test_request import TestRequest
 from commands.train import train
+from settings.config import flatten, is_written_config, load_config, parse_override, to_dict
+from settings.key_roles import refused_on_resume, role_of
+from settings.schema import INFERENCE, RUNTIME
 from training.handlers import budget_reached
 from utils import run_files
-from utils.config import flatten, load_config, parse_override, to_dict
-from utils.config_schema import INFERENCE, RUNTIME
 from utils.errors import HarnessError
-from utils.key_roles import refused_on_resume, role_of
 from utils.publish import clear_orphans, settle_run
 from utils.run_folder import RunFolder, RunLock
 from utils.runtime import JsonlLogger, log
@@ -46,7 +45,7 @@ class Outcome:
 
 
 def overrides_for_testing(overrides: Sequence[str], encoding: str) -> list[str]:
-    """The overrides that change how test.py decodes and scores (utils/key_roles.py); the others
+    """The overrides that change how test.py decodes and scores (settings/key_roles.py); the others
     (seed, run_dir, model.*, training.*) made the trained run."""
     return [o for o in overrides if role_of(parse_override(o).key, encoding) in (INFERENCE, RUNTIME)]
 
@@ -128,7 +127,7 @@ def triage(config: str, cfg) -> tuple[str, str]:
     'finished' (trained to its end and scored), 'test' (kept best checkpoints only: tested as it
     is), 'resume' or 'train'."""
     run_dir = cfg.resolved_run_dir
-    folder = RunFolder.inspect(run_dir)
+    folder = RunFolder.inspect(run_dir, is_written_config)
     if folder.state == "foreign":
         return "left_alone", folder.describe_foreign()
     differences, trained_otherwise = compared_with_run(run_dir, cfg) if folder.state != "absent" else (None, None)
@@ -157,7 +156,11 @@ def finish_own_sets(run_dir: Path) -> None:
     it finishes a test set a stopped sweep left half published and removes staging a kill left
     before publishing (utils/publish.py), instead of skipping the run or sending the user to a
     test.py command they never typed."""
-    if not run_dir.is_dir() or RunLock.holder(run_dir) or RunFolder.inspect(run_dir).state == "foreign":
+    if (
+        not run_dir.is_dir()
+        or RunLock.holder(run_dir)
+        or RunFolder.inspect(run_dir, is_written_config).state == "foreign"
+    ):
         return  # (a run in use: its holder finishes its own; a folder of the user's: left alone)
     with RunLock(run_dir, "sweep.py"):
         settle_run(run_dir, "sweep.py")

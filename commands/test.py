@@ -40,7 +40,6 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from artifacts.checkpoint import checkpoint_step
 from artifacts.loading import load_for_decoding
 from artifacts.lookup import ModelSource, find_model, run_dir_of_checkpoint
@@ -67,9 +66,9 @@ from commands.test_request import TestRequest
 from evaluation.metrics import metric_line
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
+from settings.config import ConfigError, to_dict
 from training.tensorboard_log import log_test_scores
 from utils import run_files
-from utils.config import ConfigError, to_dict
 from utils.errors import HarnessError
 from utils.files import atomic_write_text, remove_own_temporaries
 from utils.publish import OutputSet, clear_leftovers, finish_publishing, journal_file

@@ -12,8 +12,8 @@ from typing import Optional, Sequence
 from artifacts.checkpoint import find_best_checkpoint
 from artifacts.lookup import run_dir_of_checkpoint
 from commands.test_request import TestRequest
+from settings.config import ConfigError, Override, parse_override
 from utils import run_files
-from utils.config import ConfigError, Override, parse_override
 from utils.errors import WriteError
 from utils.files import check_output_folder, check_target, run_folder_above
 from utils.run_folder import TEST_OUTPUT_FILES, is_run_folder

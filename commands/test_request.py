@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from utils.config import Override, parse_override
+from settings.config import Override, parse_override
 
 
 @dataclass

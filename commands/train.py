@@ -15,11 +15,10 @@ import argparse
 from pathlib import Path
 from typing import Optional, Sequence
 
-import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
 from commands.cli import OVERWRITE_HELP, UsageError, command_parser, parse_command, refuse_together
+from settings.config import ConfigError, ExperimentConfig, load_config
 from training.run import train_run
 from utils import run_files
-from utils.config import ConfigError, ExperimentConfig, load_config
 from utils.run_folder import is_run_folder
 
 

@@ -27,8 +27,6 @@ from typing import Optional
 
 import matplotlib
 
-import models.positional_encodings  # noqa: F401 (registers the encodings config validation reads)
-
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
@@ -43,9 +41,12 @@ from commands.cli import (  # noqa: E402
     refuse_together,
 )
 from evaluation.figures import sentence_attention_figures, table_figure  # noqa: E402
-from models.positional_encodings import PositionalEncoding, build_positional_encoding  # noqa: E402
-from utils.config import ConfigError, PositionalConfig  # noqa: E402
-from utils.encoding_registry import registered_encodings  # noqa: E402
+from models.positional_encodings import (  # noqa: E402
+    POSITIONAL_ENCODINGS,  # noqa: E402
+    PositionalEncoding,
+    build_positional_encoding,
+)
+from settings.config import ConfigError, PositionalConfig  # noqa: E402
 from utils.files import atomic_output, check_target  # noqa: E402
 
 # Beyond these a plot is unreadable and its tables need more memory than a plot is worth
@@ -269,7 +270,7 @@ def check_request(args: PlotRequest) -> None:
         raise ConfigError(
             f"--d_model {args.d_model} is not a multiple of --heads {args.heads}: each head takes a share"
         )
-    encoding = registered_encodings()[args.encoding]
+    encoding = POSITIONAL_ENCODINGS[args.encoding]
     try:  # the encoding's own conditions on the head size (e.g. RoPE rotates pairs of dimensions)
         encoding.check_options(encoding.Options(), head_dim=args.d_model // args.heads, max_len=args.positions)
     except ValueError as e:
@@ -308,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
         common(p, f"plots/{name}.png")
         p.add_argument(
             "--encoding",
-            choices=sorted(registered_encodings()),
+            choices=sorted(POSITIONAL_ENCODINGS),
             help="computed encoding when no model is given (default: sinusoidal; those with learned "
             "parameters need --run or --model_path)",
         )

@@ -20,7 +20,7 @@ from decoding.fixed_shape import FixedShapeDecoder
 from decoding.hypotheses import Hypothesis
 from decoding.search import beam_search, greedy_search
 from decoding.step import CachedDecoder
-from utils.config_schema import DecodingConfig
+from settings.schema import DecodingConfig
 from utils.runtime import autocast
 
 

@@ -61,8 +61,8 @@ class Family:
 def _read(path: str):
     import yaml
 
-    from utils.config import ConfigError
-    from utils.config_yaml import StrictLoader
+    from settings.config import ConfigError
+    from settings.yaml_files import StrictLoader
 
     try:
         return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=StrictLoader)
@@ -78,7 +78,7 @@ def _read(path: str):
 
 def _measures(path: str, key: str, given, positive: bool) -> dict:
     """A {unit: number} mapping of the family (tie_margin, effect, equivalence), checked."""
-    from utils.config import ConfigError
+    from settings.config import ConfigError
 
     if given is None:
         return {}
@@ -96,7 +96,7 @@ def _measures(path: str, key: str, given, positive: bool) -> dict:
 
 
 def _headline(path: str, entries) -> list[dict]:
-    from utils.config import ConfigError
+    from settings.config import ConfigError
 
     if not isinstance(entries, list) or not entries:
         raise ConfigError(
@@ -130,7 +130,7 @@ def load_family(path: Optional[str]) -> Family:
     """The family declared in `path` (YAML), or an empty one (every row descriptive)."""
     if path is None:
         return Family()
-    from utils.config import ConfigError
+    from settings.config import ConfigError
 
     data = _read(path)
     if not isinstance(data, dict):

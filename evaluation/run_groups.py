@@ -22,11 +22,11 @@ from evaluation.run_outputs import output_lines
 from evaluation.run_stats import mean_std, retest_hint, seed_wins, test_folder, training_minutes
 from evaluation.summary_tables import numeric_columns
 from evaluation.teacher_forced import pool_nll
+from settings.config import flatten, load_config, to_dict
+from settings.key_roles import configuration_settings
+from settings.schema import METRIC_SIGN
 from utils import run_files
-from utils.config import flatten, load_config, to_dict
-from utils.config_schema import METRIC_SIGN
 from utils.errors import HarnessError
-from utils.key_roles import configuration_settings
 from utils.provenance import run_provenance
 from utils.publish import settle_run
 from utils.runtime import JsonlLogger
@@ -247,7 +247,7 @@ def config_label(name: str) -> str:
 
 def experiment_settings(config: dict) -> dict:
     """A run's resolved config (flattened) without the keys that do not tell configurations apart:
-    its seed, name, folder and how it ran (the keys' roles: utils/key_roles.py)."""
+    its seed, name, folder and how it ran (the keys' roles: settings/key_roles.py)."""
     return configuration_settings(flatten(config), config.get("model", {}).get("positional", {}).get("name"))
 
 

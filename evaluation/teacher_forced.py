@@ -37,7 +37,7 @@ from data.pipeline import cut_by_token_budget, pad_batch
 from decoding.backend import DecodingBackend
 from evaluation.metrics import bucket_label
 from evaluation.test_set import protocol_groups
-from utils.config import ConfigError
+from settings.config import ConfigError
 from utils.run_folder import TEACHER_FORCED_BEYOND, TEACHER_FORCED_PAIRS
 
 DEFINITION = (

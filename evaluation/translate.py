@@ -13,7 +13,7 @@ import torch
 
 from data.pipeline import cut_by_token_budget
 from decoding.backend import DecodingBackend
-from utils.config import DecodingConfig
+from settings.config import DecodingConfig
 
 
 @dataclass

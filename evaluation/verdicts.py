@@ -159,7 +159,7 @@ def apply_rule(tables: list[dict], family: Family, configs: Optional[list[str]] 
 def check_entries(tables: list[dict], family: Family) -> None:
     """A declared entry whose table has rows but none compared on its label is a typo (`test sett`, a
     non-breaking space): refused in one line naming the labels there are, never a smaller family."""
-    from utils.config import ConfigError
+    from settings.config import ConfigError
 
     for i, h in enumerate(family.headline):
         labels = sorted({r["compared_on"] for t in tables if t["name"] == h["table"] for r in t["rows"]})

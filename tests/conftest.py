@@ -19,7 +19,6 @@ for path in (ROOT, ROOT / "tests"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-import models.positional_encodings  # noqa: E402,F401 (registers the encodings config validation reads)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never reach the network
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -94,7 +93,7 @@ def trained_run(trained_run_master: Path, tmp_path_factory) -> Path:
 def shipped_corpus() -> dict:
     """The shipped Tatoeba corpus, read and split as the demo configs do."""
     from data.readers import read_corpus
-    from utils.config import DataConfig
+    from settings.config import DataConfig
 
     path = ROOT / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"
     return read_corpus(DataConfig(source="tatoeba", path=str(path), valid_size=2000, test_size=2000))

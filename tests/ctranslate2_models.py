@@ -15,7 +15,7 @@ def pytorch_export(trained, folder: Path, name: str, options: dict, norm_first: 
     (`model_keys`: other model.* keys)."""
     from artifacts.export import write_export
     from models import build_model
-    from utils.config import load_config, to_dict
+    from settings.config import load_config, to_dict
 
     cfg, tokenizer = trained
     raw = to_dict(cfg)

@@ -188,7 +188,7 @@ def tiny_model(
 
     from models.positional_encodings import build_positional_encoding
     from models.transformer import Seq2SeqTransformer
-    from utils.config import PositionalConfig
+    from settings.config import PositionalConfig
 
     torch.manual_seed(seed)
     if encoder_pe is None:
@@ -364,7 +364,7 @@ def small_config(tmp_path: Path) -> Path:
 
 def config_error(path: Path, overrides: list[str]) -> str:
     """The ConfigError load_config raises for `path` with `overrides`, as text."""
-    from utils.config import load_config
+    from settings.config import load_config
     from utils.errors import ConfigError
 
     with pytest.raises(ConfigError) as info:

@@ -1,7 +1,7 @@
 """The packages import one way (docs/DESIGN.md, "Layers"), with no exceptions:
 
     entry scripts (train.py, ...)  ->  commands/  ->  training/, evaluation/  ->  artifacts/
-    ->  decoding/  ->  models/, data/, tokenizer/  ->  utils/
+    ->  decoding/  ->  settings/  ->  models/, data/, tokenizer/  ->  utils/
 
 A package imports only itself and the packages listed for it below (function-level imports
 count); an entry script imports only `commands`; no module anywhere in the project (tests,
@@ -21,13 +21,26 @@ from tools.code_measures import import_circles, module_imports
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("train", "test", "inference", "visualize", "compare", "sweep", "average", "export")
 MAY_IMPORT = {
-    "commands": {"commands", "training", "evaluation", "artifacts", "decoding", "models", "data", "tokenizer", "utils"},
+    "commands": {
+        "commands",
+        "training",
+        "evaluation",
+        "artifacts",
+        "decoding",
+        "settings",
+        "models",
+        "data",
+        "tokenizer",
+        "utils",
+    },
     # one floor: training validates with evaluation's metrics and decoding's search
-    "training": {"training", "evaluation", "artifacts", "decoding", "models", "data", "tokenizer", "utils"},
-    "evaluation": {"evaluation", "artifacts", "decoding", "models", "data", "tokenizer", "utils"},
+    "training": {"training", "evaluation", "artifacts", "decoding", "settings", "models", "data", "tokenizer", "utils"},
+    "evaluation": {"evaluation", "artifacts", "decoding", "settings", "models", "data", "tokenizer", "utils"},
     # a trained model as files: checkpoints, exports, loading for decoding, the CTranslate2 conversion
-    "artifacts": {"artifacts", "decoding", "models", "tokenizer", "utils"},
-    "decoding": {"decoding", "models", "utils"},
+    "artifacts": {"artifacts", "decoding", "settings", "models", "tokenizer", "utils"},
+    "decoding": {"decoding", "settings", "models", "utils"},
+    # the config, validated against the encodings' own options (the registry in models/)
+    "settings": {"settings", "models", "utils"},
     "models": {"models", "utils"},
     "data": {"data", "utils"},
     "tokenizer": {"tokenizer", "utils"},
@@ -224,3 +237,38 @@ def test_a_run_folders_file_names_are_spelled_by_their_owner_only(tmp_path: Path
     (tmp_path / "utils").mkdir()
     (tmp_path / "utils" / "m.py").write_text('"""A module naming scores.json in prose."""\nNAME = "scores.json"\n')
     assert literal_spellings(tmp_path, names) == ["utils/m.py:2 scores.json"]
+
+
+def lookups_by_name(root: Path) -> list[str]:
+    """'file:line what' of every import made for its side effect or by name in the production code (not
+    tests/): a plain `import models...` (the house imports names: `from models... import X`), and
+    any use of importlib in utils/ (a module name in a string slips past the layer rule)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(("tests/", ".venv/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+                found += [f"{relative}:{node.lineno} import {n}" for n in names if n.split(".")[0] == "models"]
+                if relative.startswith("utils/"):
+                    found += [f"{relative}:{node.lineno} import {n}" for n in names if n == "importlib"]
+            elif isinstance(node, ast.ImportFrom) and relative.startswith("utils/") and node.module == "importlib":
+                found.append(f"{relative}:{node.lineno} from importlib")
+    return found
+
+
+def test_the_encodings_are_imported_by_name_never_for_a_side_effect(tmp_path: Path) -> None:
+    """Issue 68: utils/encoding_registry.py imported models.positional_encodings by name (importlib) and
+    13 modules imported it for its side effect; the registry now lives with the encodings and
+    settings/ imports it as any other name."""
+    assert lookups_by_name(ROOT) == []
+    (tmp_path / "commands").mkdir()
+    (tmp_path / "commands" / "c.py").write_text("import models.positional_encodings  # noqa: F401\n")
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "r.py").write_text("def f():\n    import importlib\n")
+    assert lookups_by_name(tmp_path) == [
+        "commands/c.py:1 import models.positional_encodings",
+        "utils/r.py:2 import importlib",
+    ]

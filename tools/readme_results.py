@@ -62,8 +62,8 @@ CALIBRATION = "results/calibration.md"
 # Blocks generated from code rather than from a file: the config keys' roles, from the schema.
 def _key_roles_table() -> str:
     """The config keys' roles and their keys as a markdown table, from the schema."""
-    from utils.config_schema import ROLES
-    from utils.key_roles import default_option_role, schema_roles
+    from settings.key_roles import default_option_role, schema_roles
+    from settings.schema import ROLES
 
     by_role: dict[str, list[str]] = {}
     for key, role in schema_roles().items():
@@ -100,7 +100,7 @@ def _gpu_figures() -> str:
     return module.gpu_figures()
 
 
-GENERATED = {"utils/key_roles.py": _key_roles_table, "benchmarks/figures.py": _gpu_figures}
+GENERATED = {"settings/key_roles.py": _key_roles_table, "benchmarks/figures.py": _gpu_figures}
 COMPARED = (
     ".md",
     "_findings.md",

@@ -37,7 +37,7 @@ esac
 SEEDS=$($PY -c "from evaluation.family import load_family as f; print(*f('configs/$STUDY/findings/headline.yaml').seeds)") &&
   [ -n "$SEEDS" ] || { echo "study_runs.sh: no planned seeds read from configs/$STUDY/findings/headline.yaml" >&2; exit 2; }
 # the configs' own seed (their run folders carry no _seed suffix), as the study's configs resolve it
-OWN=$($PY -c "import models.positional_encodings; from utils.config import load_config
+OWN=$($PY -c "from settings.config import load_config
 print(load_config('configs/$STUDY/${CONFIGS%% *}.yaml', []).seed)")
 
 # the (config, seed) units not yet archived from this commit, seed-major, dealt to the workers in turn

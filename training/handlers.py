@@ -23,13 +23,13 @@ from artifacts.checkpoint import CheckpointError, read_newest_good_checkpoint, r
 from decoding.backend import HarnessDecoder
 from evaluation.metrics import score_translations
 from evaluation.translate import translate
+from settings.config import dump_config
+from settings.schema import METRIC_SIGN, DecodingConfig
 from training.schedules import keep_implementation, set_peak_lr
 from training.step_stats import StepStats
 from training.tensorboard_log import mark_session_start
 from utils import run_files
-from utils.config_schema import METRIC_SIGN, DecodingConfig
 from utils.errors import WriteError
-from utils.files import dump_config
 from utils.provenance import end_session, start_session
 
 

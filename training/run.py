@@ -23,6 +23,8 @@ from data.concat import ConcatPairDataset, plan_train_concat
 from data.packing import PackingCollator
 from data.pipeline import Collator, EpochBatchSampler, PairDataset, UpdateBatches, trainable_pairs
 from models import build_model
+from settings.config import ConfigError, ExperimentConfig, dump_config, is_written_config, load_config, to_dict
+from settings.key_roles import resume_changes
 from tokenizer import PretrainedTokenizer, load_or_train_tokenizer
 from training.engine import TokenLoss, compile_for_training, create_evaluator, create_trainer
 from training.handlers import (
@@ -41,10 +43,9 @@ from training.schedules import build_optimizer, build_scheduler
 from training.step_stats import StepStats
 from training.tensorboard_log import attach_tensorboard_review
 from utils import run_files
-from utils.config import ConfigError, ExperimentConfig, load_config, to_dict
 from utils.errors import EXIT_INTERRUPTED, HarnessError
-from utils.files import atomic_write_text, dump_config, remove_stale_temporaries
-from utils.run_folder import LOCK_FILES, RunFolder, RunLock, resume_changes
+from utils.files import atomic_write_text, remove_stale_temporaries
+from utils.run_folder import LOCK_FILES, RunFolder, RunLock
 from utils.runtime import JsonlLogger, log, pick_device, rank0_first, seed_everything, skip_cudnn_attention
 
 # Start-up errors that end every rank with the same one-line message (commands.cli.main_guard)
@@ -57,7 +58,7 @@ def start_run(cfg: ExperimentConfig, corpus, resume: bool, overwrite: bool, say=
     pretrained tokenizer; only then create, clear (a start that never saved a checkpoint) or delete
     (--overwrite, the harness's own folder only) the run folder, and write config.yaml and the data
     report. Returns (resume from a checkpoint?, {changed setting: (old, new)})."""
-    RunFolder.inspect(cfg.resolved_run_dir).check(resume, overwrite)  # refuse before locking
+    RunFolder.inspect(cfg.resolved_run_dir, is_written_config).check(resume, overwrite)  # refuse before locking
     existed = cfg.resolved_run_dir.exists()
     HELD_LOCKS.append(RunLock(cfg.resolved_run_dir, "train.py").acquire())  # one writer per run folder
     try:
@@ -74,7 +75,7 @@ def start_run(cfg: ExperimentConfig, corpus, resume: bool, overwrite: bool, say=
 
 def checked_start(cfg: ExperimentConfig, corpus, resume_asked: bool, overwrite: bool, say=log) -> tuple[bool, dict]:
     """start_run's work once the run folder is locked."""
-    folder = RunFolder.inspect(cfg.resolved_run_dir)  # again, now that no other start can change it
+    folder = RunFolder.inspect(cfg.resolved_run_dir, is_written_config)  # again, now that no other start can change it
     action = folder.check(resume_asked, overwrite)
     resume = folder.state == "trained" and resume_asked and not overwrite
     changes = {}

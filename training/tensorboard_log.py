@@ -22,8 +22,8 @@ from ignite.engine import Engine, Events
 
 from evaluation.figures import sentence_attention_figures, table_figure
 from evaluation.metrics import METRICS
-from utils.config import flatten, to_dict
-from utils.key_roles import hparam_keys
+from settings.config import flatten, to_dict
+from settings.key_roles import hparam_keys
 
 
 def run_hparams(cfg) -> dict:

@@ -28,7 +28,6 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from utils.config import dump_text
 from utils.errors import WriteError
 from utils.run_folder import IGNITE_TEMPORARY, OUR_TEMPORARY, is_run_folder, matches, run_folder_above
 from utils.user_paths import check_home_expanded
@@ -333,8 +332,3 @@ def atomic_save(obj, path: str | Path, replace: bool = True) -> None:
         raise WriteError(
             f"cannot write {path}: {str(e).splitlines()[0]} (disk full?); nothing partial was left"
         ) from None
-
-
-def dump_config(cfg, path: str | Path) -> None:
-    """The resolved config written atomically as train.py writes <run>/config.yaml (`dump_text`)."""
-    atomic_write_text(path, dump_text(cfg))

@@ -17,13 +17,12 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import yaml
 
 from utils import run_files
-from utils.config import ConfigError
-from utils.errors import HarnessError
+from utils.errors import ConfigError, HarnessError
 from utils.runtime import JsonlLogger, make_writable_folder
 from utils.stored_files import ARCHIVED
 
@@ -129,17 +128,6 @@ def _has_run_config(run_dir: Path) -> bool:
     return isinstance(raw, dict) and {"model", "training", "data"} <= set(raw)
 
 
-def _is_written_config(path: Path) -> bool:
-    """config.yaml exactly as train.py writes it (the resolved config, dumped), not a hand-written
-    config of the user's that happens to sit in the folder."""
-    from utils.config import dump_text, load_config
-
-    try:
-        return path.read_text(encoding="utf-8") == dump_text(load_config(path))
-    except (OSError, UnicodeDecodeError, HarnessError):
-        return False
-
-
 def _has_results(run_dir: Path) -> bool:
     if (
         any(run_dir.glob("checkpoints/*.pt"))
@@ -196,7 +184,9 @@ class RunFolder:
     users_files: tuple[str, ...] = ()  # inside its own folders (checkpoints/notes.txt): never deleted
 
     @classmethod
-    def inspect(cls, run_dir: Path) -> "RunFolder":
+    def inspect(cls, run_dir: Path, written_config: Callable[[Path], bool]) -> "RunFolder":
+        """The folder's state; `written_config(path)` tells a config.yaml train.py wrote from a user's
+        own (settings/config.py: is_written_config; the config code sits above utils/)."""
         run_dir = Path(run_dir)
         if run_dir.exists() and not run_dir.is_dir():
             raise ConfigError(
@@ -216,7 +206,7 @@ class RunFolder:
         users = users_files_inside(run_dir)
         if _has_results(run_dir):
             return cls(run_dir, "trained", users_files=users)
-        if not _is_written_config(run_dir / run_files.CONFIG):  # never a user's own config file
+        if not written_config(run_dir / run_files.CONFIG):  # never a user's own config file
             return cls(run_dir, "foreign", ("config.yaml (a config written by hand, not by train.py)",))
         return cls(run_dir, "fresh", users_files=users)
 
@@ -293,24 +283,6 @@ class RunFolder:
                 f"run_dir {self.path} cannot be created or written ({e.strerror}); set run_dir "
                 f"to a folder you can write (--set run_dir=runs/<name>)"
             ) from None
-
-
-def resume_changes(saved: dict, new: dict) -> dict[str, tuple]:
-    """{key: (saved value, new value)} for the settings a resume changes (dicts as from `to_dict`);
-    ConfigError naming every change a resume may not make (the keys' roles: utils/key_roles.py)."""
-    from utils.config import flatten
-    from utils.key_roles import refused_on_resume
-
-    encoding = saved.get("model", {}).get("positional", {}).get("name")
-    changed, refused, allowed = refused_on_resume(flatten(saved), flatten(new), encoding)
-    if refused:
-        details = "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in refused)
-        raise ConfigError(
-            f"a resumed run keeps its experiment settings, but this resume changes {details}. "
-            f"Start a new run for that (--set run_dir=<new folder>); a resume may change "
-            f"only: {allowed}"
-        )
-    return changed
 
 
 class RunLock:

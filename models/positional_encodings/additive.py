@@ -134,7 +134,7 @@ class ShapeOptions:
     max_shift: int = 100  # K: training shifts k ~ U{0..K-1} per sequence (K excluded)
     # Inference shift: None = K, the authors' choice; 0 keeps inference positions unshifted (this
     # harness's behaviour before 2026-11-25); any other value is used as is. It changes how a
-    # trained model is evaluated, not the model: its role (utils/config_schema.py) lets
+    # trained model is evaluated, not the model: its role (settings/schema.py) lets
     # test.py/inference.py --set change it.
     inference_shift: Optional[int] = dataclasses.field(default=None, metadata={"role": "inference"})
 

@@ -25,7 +25,7 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor, nn
 
-from utils.encoding_registry import POSITIONAL_ENCODINGS  # the registry the config reads (utils: no import upward)
+POSITIONAL_ENCODINGS: dict[str, type] = {}  # name -> encoding class: what the config (settings/) validates against
 
 
 def register(name: str) -> Callable[[type], type]:

@@ -19,6 +19,7 @@ def test_a_run_converts_once_into_its_folder_and_again_when_its_settings_change(
 
     from artifacts.checkpoint import find_best_checkpoint
     from artifacts.loading import load_for_decoding
+    from settings.config import is_written_config
     from utils.run_folder import RunFolder, users_files_inside
 
     run_dir = tmp_path / "run"
@@ -42,7 +43,7 @@ def test_a_run_converts_once_into_its_folder_and_again_when_its_settings_change(
     load_for_decoding(ckpt, [*sets, "model.positional.scaling=ntk"])
     assert model_bin.stat().st_mtime_ns != second
     assert users_files_inside(run_dir) == ()  # all of it the harness's own (train.py --overwrite may clear it)
-    assert RunFolder.inspect(run_dir).state == "trained"  # resumable, replaceable with --overwrite
+    assert RunFolder.inspect(run_dir, is_written_config).state == "trained"  # resumable, replaceable with --overwrite
 
 
 def test_run_exported_tested_and_compared_through_ctranslate2(trained_run: Path, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from artifacts.checkpoint import CheckpointError, find_best_checkpoint
 from artifacts.lookup import ModelSource, find_model, run_dir_of_checkpoint
-from utils.config import ConfigError
+from settings.config import ConfigError
 
 
 def test_a_run_gives_its_best_checkpoint_already_read(trained_run: Path, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import yaml
 from artifacts.checkpoint import CheckpointError
 from artifacts.test_time import check_model_matches
 from artifacts.test_time import test_time_config as config_for_a_test
-from utils.config import load_config, to_dict
+from settings.config import load_config, to_dict
 
 DEMO = Path(__file__).resolve().parents[2] / "configs" / "demo" / "rope.yaml"
 

@@ -234,7 +234,7 @@ def test_a_call_validates_its_config_once(trained_run: Path, monkeypatch, capsys
     """Issue 68: `--beam_size 3` was turned back into text and the config validated five times (the
     checkpoint's, the run's config.yaml, three times at test time); a flag's value now stays typed and
     the config the model is tested under is validated once."""
-    import utils.config as config
+    import settings.config as config
 
     validated = []
     real = config.from_raw

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from commands.launch_flags import LAUNCH_FLAGS, launch_options
-from utils.config import ConfigError
+from settings.config import ConfigError
 from utils.errors import WriteError
 
 

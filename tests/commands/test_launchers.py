@@ -12,7 +12,7 @@ from launcher_jobs import Fails, VisibleDevices
 
 from commands import launchers
 from commands.launchers import LaunchOptions, gpu_slots, minutes, run_local
-from utils.config import ConfigError
+from settings.config import ConfigError
 
 
 def test_gpu_slots_share_each_gpu_runs_per_gpu_times() -> None:

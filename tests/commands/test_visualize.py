@@ -102,7 +102,7 @@ def test_every_computed_encoding_draws_its_own_picture_or_says_why_not(tmp_path:
     from in_process import run_in_process
 
     from models.positional_encodings import POSITIONAL_ENCODINGS, build_positional_encoding
-    from utils.config import PositionalConfig
+    from settings.config import PositionalConfig
 
     for name in sorted(POSITIONAL_ENCODINGS):
         pe = build_positional_encoding(PositionalConfig(name=name), 64, 4, causal=False)
@@ -125,7 +125,7 @@ def test_the_pictures_are_the_encodings_formulas() -> None:
     import torch
 
     from models.positional_encodings import alibi_slopes, build_positional_encoding, rope_inv_freq
-    from utils.config import PositionalConfig
+    from settings.config import PositionalConfig
 
     alibi = build_positional_encoding(PositionalConfig(name="alibi"), 64, 4, causal=False)
     rel = torch.arange(12) - 5

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from corpus_samples import HELLO, LOVE, write_tatoeba, write_tsv
 
-from utils.config import DataConfig
+from settings.config import DataConfig
 
 
 @pytest.fixture

@@ -209,7 +209,7 @@ def test_pad_to_multiple_rounds_lengths_and_leaves_the_loss_alone():
 def test_pad_to_multiple_is_checked_against_a_learnable_table():
     """A table of max_len + 1 rows fits every batch until the rounding makes it longer: refused
     when the config loads, naming the key, not mid-training."""
-    from utils.config import ConfigError, load_config
+    from settings.config import ConfigError, load_config
 
     def load(multiple: int):
         return load_config(

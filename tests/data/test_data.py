@@ -10,7 +10,7 @@ from corpus_samples import planted_splits
 
 from data import write_data_report
 from data.readers import corpus_fingerprint, read_corpus
-from utils.config import DataConfig
+from settings.config import DataConfig
 
 
 def test_write_data_report_is_json_and_logs_one_line_per_split(tmp_path: Path):

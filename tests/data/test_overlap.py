@@ -12,7 +12,7 @@ from corpus_samples import planted_splits
 
 from data.overlap import exact_duplicates, overlap_key, overlap_report
 from data.readers import read_corpus
-from utils.config import DataConfig
+from settings.config import DataConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

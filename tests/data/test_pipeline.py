@@ -14,7 +14,7 @@ from data import prepare_splits
 from data.parallel_text import CorpusError
 from data.pipeline import EncodedSplit, cache_key, encode_split, load_or_encode
 from data.readers import corpus_fingerprint, normalize_text, read_corpus, read_tatoeba
-from utils.config import DataConfig
+from settings.config import DataConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"

@@ -9,7 +9,7 @@ from corpus_samples import HELLO, LOVE
 
 from data.overlap import overlap_report
 from data.readers import read_corpus, read_tatoeba
-from utils.config import DataConfig
+from settings.config import DataConfig
 
 
 def split_of(splits: dict, pair: tuple[str, str]) -> list[str]:

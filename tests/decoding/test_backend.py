@@ -12,7 +12,7 @@ from helpers import BOS, EOS, PAD, UNK, tiny_model
 from decoding.backend import HarnessDecoder, token_figures
 from decoding.search import beam_search
 from decoding.step import CachedDecoder
-from utils.config import DecodingConfig
+from settings.config import DecodingConfig
 
 
 class Ids:

@@ -22,7 +22,7 @@ from helpers import (
 from decoding.step import CachedDecoder
 from models.positional_encodings import build_positional_encoding
 from models.transformer import Seq2SeqTransformer
-from utils.config import PositionalConfig
+from settings.config import PositionalConfig
 
 # ---------------------------------------------------------------------------- cached decoding
 

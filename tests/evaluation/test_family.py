@@ -8,7 +8,7 @@ import re
 import pytest
 
 from evaluation.family import load_family
-from utils.config import ConfigError
+from settings.config import ConfigError
 
 
 def test_family_file_errors_are_one_line(tmp_path):

@@ -13,7 +13,7 @@ from scipy import stats
 
 from evaluation.family import load_family
 from evaluation.rules import BEYOND_TIE, CURRENT, RULES, SEED_VETO, UNNAMED
-from utils.config import ConfigError
+from settings.config import ConfigError
 
 D = np.array([0.9, 1.0, 0.8, 1.1, 0.95, 0.85, 1.05, -0.3])  # a clear lead with one seed the other way
 

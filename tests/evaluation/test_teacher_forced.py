@@ -17,7 +17,7 @@ from helpers import BOS, EOS, PAD, UNK, plain_copy, tiny_model
 
 from decoding.backend import HarnessDecoder
 from evaluation.teacher_forced import check_position_buckets, teacher_forced_scores
-from utils.config import ConfigError, ExperimentConfig
+from settings.config import ConfigError, ExperimentConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ from in_process import run_in_process as run
 
 from data.concat import concat_groups, join_pairs
 from data.parallel_text import read_line_aligned_documents as read_pairs_with_documents
-from utils.config import ExperimentConfig
+from settings.config import ExperimentConfig
 
 FIX = Path(__file__).parents[1] / "fixtures"
 XML_SRC, XML_REF = FIX / "IWSLT17.TED.dev2010.fr-en.fr.xml", FIX / "IWSLT17.TED.dev2010.fr-en.en.xml"
@@ -52,8 +52,8 @@ def test_evaluate_keeps_every_pair_and_counts_truncations(tmp_path: Path):
 
 def test_test_py_scores_sources_longer_than_max_len_whole(trained_run: Path, tmp_path: Path):
     """data.max_len filters training pairs only: a test source longer than it is still scored."""
+    from settings.config import load_config
     from tokenizer import BPETokenizer
-    from utils.config import load_config
 
     cfg = load_config(trained_run / "config.yaml")
     long_src = " ".join(["Où est la gare ? Je ne sais pas."] * 30)
@@ -72,7 +72,7 @@ def test_test_py_scores_sources_longer_than_max_len_whole(trained_run: Path, tmp
 
 def test_test_py_scores_a_text_file_pair_and_concatenates_by_hand(trained_run: Path, tmp_path: Path):
     from data.readers import read_corpus
-    from utils.config import load_config
+    from settings.config import load_config
 
     train_pair = read_corpus(load_config(trained_run / "config.yaml").data)["train"][0]
     src, ref = tmp_path / "in.fr", tmp_path / "in.en"
@@ -209,8 +209,8 @@ def test_shape_checkpoints_from_before_the_inference_shift_are_scored_as_trained
     from artifacts.checkpoint import RunMeta
     from artifacts.loading import load_model
     from models import build_model
+    from settings.config import load_config, to_dict
     from tokenizer import BPETokenizer
-    from utils.config import load_config, to_dict
 
     tok = BPETokenizer.train(["Bonjour le monde.", "Hello world."] * 5, vocab_size=60)
     cfg = load_config(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from evaluation.translate import make_batches, translate
-from utils.config import DecodingConfig
+from settings.config import DecodingConfig
 
 
 class Words:

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from decoding.backend import HarnessDecoder
 from evaluation.translate import translate
 from models.transformer import Seq2SeqTransformer
+from settings.config import DecodingConfig
 from tokenizer import BPETokenizer
-from utils.config import DecodingConfig
 
 FR = [
     "Bonjour le monde.",

@@ -14,7 +14,7 @@ import pytest
 from helpers import CONFIG, ROOT, one_error_line, tiny_overrides, torchrun, train, with_sets, write_parquet_dir
 from in_process import run_in_process as run  # real subprocesses only for stdin and torchrun
 
-from utils.config import ConfigError, load_config
+from settings.config import ConfigError, load_config
 
 LATIN1 = "Très bien, merci.\n".encode("latin-1")
 

@@ -3,7 +3,7 @@ naming where it was given (all violations in one error), a model too large to tr
 before anything is allocated, the YAML loader refuses what it cannot read safely (a base that is not
 a path, a file that is not UTF-8, an alias bomb) and supports merge keys, the search behind
 validation BLEU is a training setting of its own, and a split the filters leave empty is one line.
-(The declarations themselves: tests/utils/test_config_schema.py.)"""
+(The declarations themselves: tests/settings/test_schema.py.)"""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ import pytest
 from helpers import ROOT, TINY_CORPUS, one_error_line, tiny_overrides, with_sets
 from in_process import run_in_process as run
 
+from models.positional_encodings import POSITIONAL_ENCODINGS
+from settings.checks import estimated_parameters
+from settings.config import load_config
+from settings.key_roles import role_of
+from settings.schema import TRAINING
 from training.handlers import validation_search
-from utils.config import load_config
-from utils.config_checks import estimated_parameters
-from utils.config_schema import TRAINING
-from utils.encoding_registry import registered_encodings
-from utils.key_roles import role_of
 
 CONFIG = ROOT / "configs" / "demo" / "rope.yaml"
 
@@ -50,7 +50,7 @@ def refused(tmp_path: Path, *sets: str, config: Path = CONFIG) -> tuple[str, str
     ],
 )
 def test_a_value_out_of_bounds_is_one_line_naming_where_it_was_given(tmp_path: Path, override: str, line: str) -> None:
-    """Given by --set: the line names that --set (utils.config.error_source); written in the file: the file."""
+    """Given by --set: the line names that --set (settings.config.error_source); written in the file: the file."""
     message, _ = refused(tmp_path, override)
     assert message == f"error: --set {override}: {line}", message
     key, value = override.split("=", 1)
@@ -80,7 +80,7 @@ def test_every_violation_is_reported_at_once_one_line_each(tmp_path: Path) -> No
 
 
 def test_an_encodings_options_are_checked_by_the_bounds_they_declare(tmp_path: Path, monkeypatch) -> None:
-    rope = registered_encodings()["rope"]
+    rope = POSITIONAL_ENCODINGS["rope"]
 
     @dataclasses.dataclass
     class BoundedOptions(rope.Options):  # a bound declared as the schema's are (pydantic's Field)

@@ -49,7 +49,7 @@ def train_here(*args, **kwargs):
 
 
 def test_01_a_users_own_config_in_a_fresh_run_dir_is_never_replaced(tmp_path: Path) -> None:
-    from utils.config import dump_text, load_config
+    from settings.config import dump_text, load_config
 
     folder = tmp_path / "e"
     folder.mkdir()

@@ -181,6 +181,7 @@ def test_a_resume_supersedes_what_an_interrupted_attempt_logged_after_its_checkp
 def test_a_damaged_training_log_counts_as_results(tmp_path: Path) -> None:
     """A run folder whose checkpoints were removed keeps its results; if its metrics.jsonl has a
     damaged line, the folder is still not taken for a failed start (which would be cleared)."""
+    from settings.config import is_written_config
     from utils.run_folder import RunFolder
 
     run_dir = tmp_path / "run"
@@ -188,12 +189,12 @@ def test_a_damaged_training_log_counts_as_results(tmp_path: Path) -> None:
     shutil.rmtree(run_dir / "checkpoints")
     for leftover in run_dir.glob("test*"):
         shutil.rmtree(leftover)
-    assert RunFolder.inspect(run_dir).state == "trained"
+    assert RunFolder.inspect(run_dir, is_written_config).state == "trained"
     with open(run_dir / "metrics.jsonl", "a", encoding="utf-8") as log:
         log.write('{"event": "train", "step": 3, "lo\n')  # cut off mid-line
-    assert RunFolder.inspect(run_dir).state == "trained"
+    assert RunFolder.inspect(run_dir, is_written_config).state == "trained"
     (run_dir / "metrics.jsonl").write_text("[1, 2]\n")
-    assert RunFolder.inspect(run_dir).state == "trained"
+    assert RunFolder.inspect(run_dir, is_written_config).state == "trained"
 
 
 def test_a_failed_start_does_not_block_its_rerun(tmp_path: Path) -> None:
@@ -221,7 +222,7 @@ def test_a_failed_start_does_not_block_its_rerun(tmp_path: Path) -> None:
 
 def test_resume_applies_a_new_learning_rate(trained_run: Path, tmp_path: Path) -> None:
     from artifacts.checkpoint import read_checkpoint
-    from utils.config import load_config
+    from settings.config import load_config
 
     run_dir = tmp_path / "run"
     shutil.copytree(trained_run, run_dir)

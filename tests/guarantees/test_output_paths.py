@@ -143,12 +143,13 @@ def tested_run(trained_run: Path) -> Path:
 
 
 def test_only_the_harness_files_are_recognised_as_its_own(tested_run: Path) -> None:
+    from settings.config import is_written_config
     from utils.run_folder import RunFolder
 
     written = {p.relative_to(tested_run).parts[0] for p in tested_run.rglob("*")}
     assert {"checkpoints", "tb", "test"} <= written and any((tested_run / "test" / "concat").iterdir())
     assert any(tested_run.glob("checkpoints/averaged_*.pt")) and any(tested_run.glob("tb/events.out.tfevents.*"))
-    folder = RunFolder.inspect(tested_run)
+    folder = RunFolder.inspect(tested_run, is_written_config)
     assert (folder.state, folder.users_files) == ("trained", ())
 
 

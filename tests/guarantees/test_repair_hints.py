@@ -17,8 +17,8 @@ from in_process import run_in_process as run
 
 from data import prepare_splits
 from data.parallel_text import CorpusError
+from settings.config import DataConfig
 from tokenizer import BPETokenizer
-from utils.config import DataConfig
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from slurm_cluster import LocalSlurm, missing_binaries
 from commands import launchers, slurm
 from commands.slurm import JobState, ended_how, parse_squeue, watch_slurm
 from commands.sweep_job import guarded
-from utils.config import ConfigError
+from settings.config import ConfigError
 
 # `squeue -h -r --states=all -O <slurm.SQUEUE_FORMAT>`: the first five rows as the suite's cluster printed
 # them (an array with tasks cancelled, running; a job that exited 3; one pending), the last three in the

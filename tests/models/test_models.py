@@ -8,7 +8,7 @@ import pytest
 
 import models
 from models import ModelTooLargeError, build_model
-from utils.config import ModelConfig, PositionalConfig
+from settings.config import ModelConfig, PositionalConfig
 
 
 def test_the_model_has_the_configured_sizes_and_causal_decoder_encoding() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from helpers import PAD, tiny_model
 
-from utils.config import load_config
+from settings.config import load_config
 
 
 def test_fire_mlp_keeps_its_own_initialisation_in_the_model():

@@ -15,8 +15,8 @@ import pytest
 from helpers import one_error_line
 from in_process import run_in_process as run
 
+from settings.config import TokenizerConfig
 from tokenizer import PretrainedTokenizer, TokenizerError, load_or_train_tokenizer, tokenizer_from_state_dict
-from utils.config import TokenizerConfig
 
 FR = ["Bonjour le monde.", "Je t'aime beaucoup.", "Où est la gare ?", "Il fait beau aujourd'hui."]
 EN = ["Hello world.", "I love you very much.", "Where is the station?", "The weather is nice today."]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from settings.config import TokenizerConfig
 from tokenizer import BPETokenizer, load_or_train_tokenizer, tokenizer_from_state_dict
-from utils.config import TokenizerConfig
 
 
 def training_sentences() -> list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
+from settings.config import is_written_config
 from tools.archive import pack
 from utils.errors import HarnessError
 from utils.run_folder import LOCK_FILES
@@ -141,7 +142,7 @@ def test_an_archived_run_copied_back_is_the_harness_own_and_keeps_what_only_the_
     from utils.run_folder import RunFolder
 
     shutil.copytree(ROOT / "results" / "demo" / "rope", tmp_path / "runs" / "demo" / "rope")
-    assert RunFolder.inspect(tmp_path / "runs" / "demo" / "rope").state != "foreign"
+    assert RunFolder.inspect(tmp_path / "runs" / "demo" / "rope", is_written_config).state != "foreign"
     run = tmp_path / "runs" / "st" / "r1"
     make_run(run, "a")
     (run / "provenance.json").unlink()

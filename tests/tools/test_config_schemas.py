@@ -14,9 +14,9 @@ import pytest
 import yaml
 from helpers import ROOT
 
+from settings.config import load_config
+from settings.yaml_files import StrictLoader, read_yaml
 from tools import config_schemas
-from utils.config import load_config
-from utils.config_yaml import StrictLoader, read_yaml
 from utils.errors import ConfigError
 
 CONFIGS = ROOT / "configs"
@@ -99,7 +99,7 @@ def test_family_schema_refuses_what_load_family_refuses(tmp_path: Path) -> None:
 
 
 def test_load_config_needs_no_import_order_in_a_fresh_interpreter() -> None:
-    code = "from utils.config import load_config; print(load_config('configs/demo/rope.yaml').model.positional.name)"
+    code = "from settings.config import load_config; print(load_config('configs/demo/rope.yaml').model.positional.name)"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "rope"

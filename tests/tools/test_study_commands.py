@@ -1,7 +1,7 @@
 """Each archived study reproduces from a committed config: for every run folder in results/, a
 command its study page gives (results/<study>/README.md: a `make` target, expanded by `make -n`, or
 a `python sweep.py` line) produces that run folder through sweep.py's own run expansion, with a
-configuration equal to the archived config.yaml in experiment keys (utils/key_roles.py)."""
+configuration equal to the archived config.yaml in experiment keys (settings/key_roles.py)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import pytest
 from helpers import ROOT
 
 from commands import sweep
-from utils.config import flatten, load_config, to_dict
-from utils.key_roles import configuration_settings
+from settings.config import flatten, load_config, to_dict
+from settings.key_roles import configuration_settings
 
 spec = importlib.util.spec_from_file_location("readme_results", ROOT / "tools" / "readme_results.py")
 readme_results = importlib.util.module_from_spec(spec)

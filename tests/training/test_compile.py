@@ -107,7 +107,7 @@ def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool
 
 def test_cuda_graphs_under_several_processes_are_refused_before_anything_is_made(tmp_path, monkeypatch) -> None:
     from commands.train import train
-    from utils.config import ConfigError
+    from settings.config import ConfigError
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     run_dir = tmp_path / "run"

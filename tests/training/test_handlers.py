@@ -12,8 +12,8 @@ import pytest
 import torch
 from helpers import ROOT, tiny_model
 
+from settings.config import load_config
 from training.handlers import Rank0Only, RotatingDiskSaver, budget_reached, refuse_non_finite, validation_search
-from utils.config import load_config
 from utils.errors import WriteError
 
 

@@ -14,6 +14,7 @@ import pytest
 from helpers import ROOT, tiny_model
 
 from data.pipeline import EncodedSplit, EpochBatchSampler
+from settings.config import load_config
 from training.run import (
     check_embedding_sharing,
     check_metrics_log,
@@ -21,7 +22,6 @@ from training.run import (
     training_examples,
     validation_loader,
 )
-from utils.config import load_config
 from utils.errors import ConfigError
 
 DEMO = ROOT / "configs" / "demo" / "sinusoidal.yaml"

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
+from settings.config import ScheduleConfig
 from training.schedules import build_scheduler, inverse_sqrt, schedule_factor, warmup_exponential
-from utils.config import ScheduleConfig
 
 
 def report_schedule(epoch: int) -> float:

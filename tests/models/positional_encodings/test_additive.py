@@ -21,7 +21,7 @@ from models.positional_encodings import (
     build_positional_encoding,
     sinusoidal_table,
 )
-from utils.config import ConfigError, PositionalConfig, load_config
+from settings.config import ConfigError, PositionalConfig, load_config
 
 CPU = torch.device("cpu")
 

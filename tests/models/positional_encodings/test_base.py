@@ -13,7 +13,7 @@ from helpers import BOS, D_MODEL, HEADS, PAD, VOCAB, encoding_cases, tiny_model
 from decoding.step import CachedDecoder
 from models.positional_encodings import POSITIONAL_ENCODINGS, T5RelativeBias, build_positional_encoding
 from models.transformer import Seq2SeqTransformer
-from utils.config import PositionalConfig, load_config
+from settings.config import PositionalConfig, load_config
 
 
 def test_the_length_encodings_are_registered_beside_the_eight():
@@ -52,7 +52,7 @@ def test_every_registered_encoding_has_a_length_config_and_a_joined_pairs_config
     setting shared by all of them."""
     from pathlib import Path
 
-    from utils.config import flatten, to_dict
+    from settings.config import flatten, to_dict
 
     folder = Path(__file__).resolve().parents[3] / "configs" / "length"
     settings = set()

@@ -13,7 +13,7 @@ from models.positional_encodings import (
     build_positional_encoding,
 )
 from models.positional_encodings.randomized import inference_cover
-from utils.config import ConfigError, PositionalConfig, load_config
+from settings.config import ConfigError, PositionalConfig, load_config
 
 CPU = torch.device("cpu")
 

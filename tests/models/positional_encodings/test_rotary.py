@@ -22,7 +22,7 @@ from models.positional_encodings import (
     apply_rotary,
     rope_tables,
 )
-from utils.config import ConfigError, load_config
+from settings.config import ConfigError, load_config
 
 
 def xpos_reference_score(q: list[float], k: list[float], n: int, m: int, theta: float, scale_base: float) -> float:
@@ -141,7 +141,7 @@ def test_scaling_none_is_plain_rope_and_options_are_inference_keys():
         RotaryPositionalEncoding(32, 2, True, layout="interleaved").self_attention(positions, positions).rotary_q,
     )
     assert plain.scaling == "none"
-    from utils.key_roles import may_change
+    from settings.key_roles import may_change
 
     assert may_change("model.positional.scaling", "test", "rope")
     assert may_change("model.positional.scaling_factor", "test", "rope")

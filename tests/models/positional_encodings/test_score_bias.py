@@ -19,7 +19,7 @@ from models.positional_encodings import (
     build_positional_encoding,
     t5_relative_bucket,
 )
-from utils.config import PositionalConfig
+from settings.config import PositionalConfig
 
 
 def test_kerple_bias_is_minus_p_log_one_plus_a_distance_with_the_floor():

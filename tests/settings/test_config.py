@@ -1,4 +1,4 @@
-"""Config loading and validation (utils/config.py) and that every shipped config builds a model."""
+"""Config loading and validation (settings/config.py) and that every shipped config builds a model."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import yaml
 from helpers import config_error, small_config
 
 from models import POSITIONAL_ENCODINGS, build_model
-from utils.config import ConfigError, ExperimentConfig, load_config, to_dict
-from utils.files import dump_config
+from settings.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -202,14 +201,14 @@ def test_every_checkpoint_metric_has_a_direction():
     """The metrics a config may name and the directions training and compare.py use are one list."""
     import typing
 
-    from utils.config_schema import METRIC_SIGN, TrainingConfig
+    from settings.schema import METRIC_SIGN, TrainingConfig
 
     allowed = typing.get_args(typing.get_type_hints(TrainingConfig)["checkpoint_metric"])
     assert set(allowed) == set(METRIC_SIGN) and all(sign in (1.0, -1.0) for sign in METRIC_SIGN.values())
 
 
 def test_an_override_is_parsed_once_into_its_key_value_and_text(tmp_path: Path):
-    from utils.config import Override, parse_override
+    from settings.config import Override, parse_override
 
     override = parse_override("model.positional={name: rope, theta: 500.0}")
     assert override == Override(("model", "positional"), {"name": "rope", "theta": 500.0}, override.text)
@@ -220,7 +219,7 @@ def test_an_override_is_parsed_once_into_its_key_value_and_text(tmp_path: Path):
 
 
 def test_a_section_override_merges_unless_it_names_another_encoding():
-    from utils.config import apply_overrides
+    from settings.config import apply_overrides
 
     raw = {"decoding": {"beam_size": 4, "max_len_a": 1.0}, "model": {"positional": {"name": "rope", "theta": 500.0}}}
     assert apply_overrides(raw, ["decoding={beam_size: 3}"])["decoding"] == {"beam_size": 3, "max_len_a": 1.0}

@@ -1,4 +1,4 @@
-"""Each config key declares its role once (utils/config_schema.py); what a resume, test.py and
+"""Each config key declares its role once (settings/schema.py); what a resume, test.py and
 inference.py may change, how compare.py groups runs, the HParams columns and inference.py's flags
 all follow from it. A test-time --set that would score another model than the one trained is
 refused through every entry point, in one line, before anything is written."""
@@ -13,8 +13,8 @@ from helpers import one_error_line
 from in_process import run_in_process as run
 
 from models import POSITIONAL_ENCODINGS
-from utils.config_schema import ROLES
-from utils.key_roles import changeable_keys, flag_settings, hparam_keys, may_change, option_role, schema_roles
+from settings.key_roles import changeable_keys, flag_settings, hparam_keys, may_change, option_role, schema_roles
+from settings.schema import ROLES
 
 
 def test_every_key_has_a_role() -> None:

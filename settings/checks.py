@@ -1,12 +1,12 @@
 """Checks of a config that one key's type and bounds cannot express (pydantic checks those): the
 model's size, exactly-one-of pairs, keys that need one another, divisibility, the positional
-encoding's own options. `utils.config.load_config` runs them on every config it returns, before
+encoding's own options. `settings.config.load_config` runs them on every config it returns, before
 anything is allocated."""
 
 from __future__ import annotations
 
-from utils.config_schema import MAX_PARAMETERS, ExperimentConfig
-from utils.encoding_registry import registered_encodings
+from models.positional_encodings import POSITIONAL_ENCODINGS
+from settings.schema import MAX_PARAMETERS, ExperimentConfig
 from utils.errors import ConfigError
 
 
@@ -56,7 +56,7 @@ def check_model(cfg: ExperimentConfig) -> None:
     pe = m.positional.name
     if m.d_model % m.num_heads:
         raise ConfigError(f"model.d_model ({m.d_model}) must be divisible by model.num_heads ({m.num_heads})")
-    encoding = registered_encodings()[pe]  # PositionalConfig.parse checked the name
+    encoding = POSITIONAL_ENCODINGS[pe]  # PositionalConfig.parse checked the name
     try:
         # training.pad_to_multiple rounds a batch's length (the longest input plus BOS) up
         multiple = max(1, cfg.training.pad_to_multiple)

@@ -1,4 +1,4 @@
-"""The config schema's declarations (utils/config_schema.py): every number declares its bounds and
+"""The config schema's declarations (settings/schema.py): every number declares its bounds and
 what 0 and null do; an encoding option's default role is the schema's; batch budgets and evaluation
 breakdowns are runtime keys, which do not split a configuration."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 from helpers import ROOT
 
 from evaluation.run_groups import experiment_settings
+from settings.config import load_config, to_dict
+from settings.key_roles import option_role, role_of
+from settings.schema import RUNTIME, TRAINING, ModelConfig
 from tools.config_schemas import json_schema
 from tools.readme_results import _key_roles_table
-from utils.config import load_config, to_dict
-from utils.config_schema import RUNTIME, TRAINING, ModelConfig
-from utils.key_roles import option_role, role_of
 
 CONFIG = ROOT / "configs" / "demo" / "rope.yaml"
 
@@ -57,13 +57,13 @@ def test_batch_budgets_and_evaluation_breakdowns_do_not_split_a_configuration() 
 
 
 def test_an_options_default_role_is_the_schemas_declaration(monkeypatch) -> None:
-    import utils.key_roles
+    import settings.key_roles
 
     positional = ModelConfig.__pydantic_fields__["positional"]
     assert not positional.json_schema_extra  # the model section's role (experiment), inherited
     assert option_role("rope", "theta") == role_of("model.d_model", "rope")
     monkeypatch.setattr(positional, "json_schema_extra", {"role": TRAINING})
-    utils.key_roles._schema_roles.cache_clear()
-    monkeypatch.setattr(utils.key_roles, "_schema_roles", utils.key_roles._schema_roles.__wrapped__)
+    settings.key_roles._schema_roles.cache_clear()
+    monkeypatch.setattr(settings.key_roles, "_schema_roles", settings.key_roles._schema_roles.__wrapped__)
     assert option_role("rope", "theta") == TRAINING  # one source: the schema
     assert "An encoding's options are training keys" in _key_roles_table()

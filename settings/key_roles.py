@@ -1,5 +1,5 @@
 """What may change each config key, and when: read from the roles the schema declares
-(`utils/config_schema.py`, `setting(role=...)`; an encoding's options in its `Options` dataclass).
+(`settings/schema.py`, `setting(role=...)`; an encoding's options in its `Options` dataclass).
 
 - a resume may change TRAINING, RUNTIME, INFERENCE and IDENTITY keys (`check_resume`);
 - test.py / inference.py may override only INFERENCE, RUNTIME and IDENTITY keys: anything else
@@ -16,8 +16,9 @@ import dataclasses
 import functools
 from typing import Any, Iterator, Optional
 
-from utils.config_schema import EXPERIMENT, ROLES, ExperimentConfig, PositionalConfig, key_info
-from utils.encoding_registry import registered_encodings
+from models.positional_encodings import POSITIONAL_ENCODINGS
+from settings.schema import EXPERIMENT, ROLES, ExperimentConfig, PositionalConfig, key_info
+from utils.errors import ConfigError
 
 WHEN = {"resume": 0, "test": 1}  # index into ROLES' tuple
 POSITIONAL = "model.positional."
@@ -56,7 +57,7 @@ def default_option_role() -> str:
 
 def option_role(encoding: str, option: str) -> str:
     """The role of one of an encoding's options: its `Options` field's own, else the schema's default."""
-    options = registered_encodings()[encoding].Options
+    options = POSITIONAL_ENCODINGS[encoding].Options
     field = next((f for f in dataclasses.fields(options) if f.name == option), None)
     return (field.metadata.get("role") if field is not None else None) or default_option_role()
 
@@ -80,7 +81,7 @@ def changeable_keys(when: str, encoding: Optional[str] = None) -> list[str]:
     """The keys that may change `when` ('resume' or 'test'), a whole section as `section.*`."""
     roles = schema_roles()
     if encoding is not None:
-        for f in dataclasses.fields(registered_encodings()[encoding].Options):
+        for f in dataclasses.fields(POSITIONAL_ENCODINGS[encoding].Options):
             roles[POSITIONAL + f.name] = option_role(encoding, f.name)
     allowed = {k for k, r in roles.items() if ROLES[r][WHEN[when]]}
     out: list[str] = []
@@ -123,3 +124,20 @@ def refused_on_resume(old: dict, new: dict, encoding: Optional[str]) -> tuple[di
     changed = changes(old, new)
     refused = [k for k in changed if not may_change(k, "resume", encoding)]
     return changed, refused, ", ".join(changeable_keys("resume", encoding))
+
+
+def resume_changes(saved: dict, new: dict) -> dict[str, tuple]:
+    """{key: (saved value, new value)} for the settings a resume changes (dicts as from `to_dict`);
+    ConfigError naming every change a resume may not make (the keys' roles: above)."""
+    from settings.config import flatten  # (config.py sits above this module)
+
+    encoding = saved.get("model", {}).get("positional", {}).get("name")
+    changed, refused, allowed = refused_on_resume(flatten(saved), flatten(new), encoding)
+    if refused:
+        details = "; ".join(f"{k}: {changed[k][0]!r} -> {changed[k][1]!r}" for k in refused)
+        raise ConfigError(
+            f"a resumed run keeps its experiment settings, but this resume changes {details}. "
+            f"Start a new run for that (--set run_dir=<new folder>); a resume may change "
+            f"only: {allowed}"
+        )
+    return changed

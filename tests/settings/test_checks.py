@@ -1,4 +1,4 @@
-"""The checks across keys that load_config runs (utils/config_checks.py): each inconsistent pair of
+"""The checks across keys that load_config runs (settings/checks.py): each inconsistent pair of
 keys is one line naming both and what works; numeric bounds are reported all at once; a model too
 large for any machine here is refused before anything is allocated."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from utils.config import ConfigError, load_config
+from settings.config import ConfigError, load_config
 
 DEMO = Path(__file__).resolve().parents[2] / "configs" / "demo" / "rope.yaml"
 

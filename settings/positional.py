@@ -1,6 +1,6 @@
 """`model.positional`: the encoding's `name` and its own options, written flat beside it in YAML
 (`positional: {name: rope, theta: 500.0}`). The set of encodings is open (each registers itself with
-its `Options` dataclass: utils/encoding_registry.py), so this section validates itself: pydantic
+its `Options` dataclass: models/positional_encodings/base.py), so this section validates itself: pydantic
 calls `PositionalConfig.parse` for it and asks it for its JSON Schema (one branch per encoding)."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import pydantic
 from pydantic_core import core_schema
 
-from utils.config_errors import suggest, validation_error
-from utils.config_types import STRICT, numbers_from_text
-from utils.encoding_registry import registered_encodings
+from models.positional_encodings import POSITIONAL_ENCODINGS
+from settings.errors import suggest, validation_error
+from settings.types import STRICT, numbers_from_text
 from utils.errors import ConfigError
 
 
@@ -44,14 +44,14 @@ class PositionalConfig:
     options: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):  # a section left out gets the encoding's defaults, as a written one does
-        encoding = registered_encodings().get(self.name)
+        encoding = POSITIONAL_ENCODINGS.get(self.name)
         if encoding is not None:
             self.options = {**dataclasses.asdict(encoding.Options()), **self.options}
 
     @classmethod
     def parse(cls, raw: Any, key: str = "model.positional") -> PositionalConfig:
         """`{name: rope, theta: 500.0}` -> PositionalConfig, each option checked as the schema's keys are."""
-        encodings = registered_encodings()
+        encodings = POSITIONAL_ENCODINGS
         if not isinstance(raw, dict):
             raise ConfigError(f"{key}: expected a mapping of keys, got {raw!r}")
         options = dict(raw)
@@ -91,7 +91,7 @@ class PositionalConfig:
     def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict:
         """One branch per encoding: its `name` and its options (a branch without `name` is sinusoidal)."""
         branches = []
-        for name, encoding in sorted(registered_encodings().items()):
+        for name, encoding in sorted(POSITIONAL_ENCODINGS.items()):
             options = _options_adapter(encoding.Options).json_schema()
             branch = {
                 "type": "object",

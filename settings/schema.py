@@ -1,7 +1,7 @@
 """The experiment config's schema: one pydantic dataclass per section, with defaults, bounds and a
 comment per key.
 
-`utils/config.py` reads YAML into these (pydantic checks every key and value); the rest of the harness
+`settings/config.py` reads YAML into these (pydantic checks every key and value); the rest of the harness
 reads the dataclasses. A new key is added here, with its default and what it does;
 `make config-schema` writes configs/schema.json from it for editors.
 """
@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from utils.config_types import STRICT
-from utils.positional_config import PositionalConfig
+from settings.positional import PositionalConfig
+from settings.types import STRICT
 
 # ----------------------------------------------------------------------------- key roles
 # Every key declares once, here, what may change it after a run has started (its role). What a

@@ -1,4 +1,4 @@
-"""Reading config YAML (utils/config_yaml.py): `base:` files merged key by key down a chain of
+"""Reading config YAML (settings/yaml_files.py): `base:` files merged key by key down a chain of
 relative paths, a loop or a missing file named, scientific notation read as a float."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from models.positional_encodings.rotary import RopeOptions
-from utils.config import ConfigError, ModelConfig, PositionalConfig, load_config
+from settings.config import ConfigError, ModelConfig, PositionalConfig, load_config
 
 
 def write(path: Path, text: str) -> Path:

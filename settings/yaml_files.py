@@ -1,5 +1,5 @@
 """Reading a config file's YAML: strictly (a key given twice, an alias bomb and a non-UTF-8 file are
-one line naming the file), merged over its `base:` chain. `utils/config.py` turns the result into
+one line naming the file), merged over its `base:` chain. `settings/config.py` turns the result into
 the schema's dataclasses."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The open model.positional section (utils/positional_config.py): the encoding's name checked against
+"""The open model.positional section (settings/positional.py): the encoding's name checked against
 the registry, its options by that encoding (another encoding's option named, a close match
 suggested), the previous release's flat names loading with a note, and a new encoding's options
 declared in one place."""
@@ -15,8 +15,7 @@ from helpers import config_error, small_config
 
 from models import POSITIONAL_ENCODINGS, build_model
 from models.positional_encodings.rotary import RopeOptions
-from utils.config import PositionalConfig, load_config
-from utils.files import dump_config
+from settings.config import PositionalConfig, dump_config, load_config
 
 
 def test_unknown_positional_encoding_lists_registry(tmp_path: Path):
@@ -78,9 +77,9 @@ def test_previous_release_flat_option_names_still_load_with_a_note(tmp_path: Pat
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump({"model": {"d_model": 32, "num_heads": 4, "positional": old}}))
-    import utils.positional_config
+    import settings.positional
 
-    utils.positional_config._legacy_noted = False
+    settings.positional._legacy_noted = False
     cfg = load_config(path)
     rope = {**dataclasses.asdict(RopeOptions()), "theta": 500.0, "fraction": 0.5, "cross_attention": True}
     assert cfg.model.positional == PositionalConfig(name="rope", options=rope)

@@ -1,5 +1,5 @@
 """Experiment configuration loader: YAML (with `base:` inheritance) -> validated nested dataclasses
-(the schema: `utils/config_schema.py`, checked by pydantic).
+(the schema: `settings/schema.py`, checked by pydantic).
 
 A config file may name a `base:` file (path relative to itself); its keys are merged
 recursively under the child's. Dotted overrides (`--set model.positional.name=rope`) are
@@ -19,9 +19,9 @@ from typing import Any, Optional, Sequence
 import pydantic
 import yaml
 
-from utils.config_checks import validate  # re-exported: the cross-key checks load_config runs
-from utils.config_errors import validation_error
-from utils.config_schema import (  # re-exported (__all__): callers import the schema from here too
+from settings.checks import validate  # re-exported: the cross-key checks load_config runs
+from settings.errors import validation_error
+from settings.schema import (  # re-exported (__all__): callers import the schema from here too
     DataConfig,
     DecodingConfig,
     EvaluationConfig,
@@ -33,9 +33,10 @@ from utils.config_schema import (  # re-exported (__all__): callers import the s
     TrainConcatConfig,
     TrainingConfig,
 )
-from utils.config_types import numbers_from_text
-from utils.config_yaml import StrictLoader, deep_merge, read_yaml
-from utils.errors import ConfigError
+from settings.types import numbers_from_text
+from settings.yaml_files import StrictLoader, deep_merge, read_yaml
+from utils.errors import ConfigError, HarnessError
+from utils.files import atomic_write_text
 
 __all__ = [
     "ConfigError",
@@ -51,9 +52,11 @@ __all__ = [
     "TrainConcatConfig",
     "TrainingConfig",
     "apply_overrides",
+    "dump_config",
     "dump_text",
     "flatten",
     "from_raw",
+    "is_written_config",
     "load_config",
     "parse_override",
     "to_dict",
@@ -186,7 +189,7 @@ def _adapter(cls: type) -> pydantic.TypeAdapter:
 def from_raw(raw: Any) -> ExperimentConfig:
     """A mapping of config keys (YAML as read) -> ExperimentConfig, every key and value checked.
     Validated as JSON, pydantic's strict mode takes a section as a mapping, never "5" for 5 or 1
-    for true (a number key's text that is a number is read first: utils/config_types.py); a value
+    for true (a number key's text that is a number is read first: settings/types.py); a value
     JSON cannot hold (a YAML date) reaches it as an object no key accepts."""
     numbers = numbers_from_text(raw, ExperimentConfig)
     text = json.dumps(numbers, default=lambda value: {"unsupported": repr(value)})
@@ -216,3 +219,17 @@ def flatten(d: dict, prefix: str = "") -> dict:
         else:
             out[f"{prefix}{k}"] = v
     return out
+
+
+def dump_config(cfg: ExperimentConfig, path: str | Path) -> None:
+    """The resolved config written atomically as train.py writes <run>/config.yaml (`dump_text`)."""
+    atomic_write_text(path, dump_text(cfg))
+
+
+def is_written_config(path: Path) -> bool:
+    """config.yaml exactly as train.py writes it (the resolved config, dumped), not a hand-written
+    config of the user's that happens to sit in the folder."""
+    try:
+        return path.read_text(encoding="utf-8") == dump_text(load_config(path))
+    except (OSError, UnicodeDecodeError, HarnessError):
+        return False

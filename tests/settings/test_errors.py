@@ -1,4 +1,4 @@
-"""pydantic's errors worded as the config's one-line errors (utils/config_errors.py): an unknown key
+"""pydantic's errors worded as the config's one-line errors (settings/errors.py): an unknown key
 with the valid keys and a close match, a value that is not a choice with the choices, a wrong type
 naming the key, every bound broken at once."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, config_error, small_config
 
-from utils.config import ConfigError, ExperimentConfig, load_config
+from settings.config import ConfigError, ExperimentConfig, load_config
 
 
 def test_unknown_nested_key_names_key_lists_valid_keys_and_suggests(tmp_path: Path):

@@ -1,12 +1,12 @@
-"""How config values are read (utils/config_types.py): a number key's text that is a number is read
+"""How config values are read (settings/types.py): a number key's text that is a number is read
 as one, in every section below and in lists and pairs, and nothing else is touched."""
 
 from __future__ import annotations
 
 import math
 
-from utils.config_schema import ExperimentConfig
-from utils.config_types import numbers_from_text
+from settings.schema import ExperimentConfig
+from settings.types import numbers_from_text
 
 
 def test_number_text_is_read_as_a_number_where_the_schema_has_a_number() -> None:
