@@ -30,6 +30,7 @@ from typing import Iterator, Optional, Sequence
 from settings.config import to_dict
 from utils.errors import HarnessError, WriteError
 from utils.files import describe_os_error, user_mode
+from utils.metrics import HEADLINE
 from utils.publish import OutputSet
 
 EXPORT_FORMAT = "pe-harness-export"
@@ -286,7 +287,7 @@ def model_card(cfg, params: int, facts: dict, ctranslate2: Optional[dict] = None
 
 
 def score_lines(scores: Optional[dict], metrics: Sequence) -> list[str]:
-    """The card's test scores: each of `metrics` (evaluation/metrics.py's registry, which the caller
+    """The card's test scores: each of `metrics` (utils/metrics.py's registry, which the caller
     passes: its name, label, digits and `about` key) the run's scores.json holds, and sacreBLEU per k."""
     if not scores:
         return ["No test scores: the run had none for this checkpoint (`test.py --run ...` writes them).", ""]
@@ -303,7 +304,7 @@ def score_lines(scores: Optional[dict], metrics: Sequence) -> list[str]:
     lines.append("")
     concat = [row for row in scores.get("concat") or [] if isinstance(row, dict)]
     for row in concat:
-        bleu = number(row.get("sacrebleu"), ".2f") or "not a number"
+        bleu = number(row.get(HEADLINE), ".2f") or "not a number"
         lines.append(f"- k={row.get('k')} joined pairs: sacreBLEU {bleu}")
     return lines + ([""] if concat else [])
 

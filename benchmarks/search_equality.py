@@ -62,8 +62,8 @@ def compare(path: str, contender: str, device: str) -> dict:
     """One model's row: per search, the share of identical lines, each way's sacreBLEU and seconds."""
     from artifacts.loading import load_model
     from artifacts.lookup import find_model
-    from evaluation.metrics import score_translations
     from evaluation.test_set import read_config_split
+    from utils.metrics import score_translations
 
     is_run = (Path(path) / run_files.CONFIG).is_file() and not is_export(path)
     loaded = load_model(find_model(run=path) if is_run else find_model(model_path=path), device=device)

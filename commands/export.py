@@ -41,10 +41,10 @@ from artifacts.loading import load_model
 from artifacts.lookup import find_model, run_dir_of_checkpoint
 from commands.cli import command_parser, parse_command, refuse_together
 from decoding.ctranslate2_spec import check_convertible
-from evaluation.metrics import METRICS
 from utils import run_files
 from utils.errors import HarnessError
 from utils.files import check_output_folder
+from utils.metrics import HEADLINE, METRICS
 from utils.publish import finish_publishing
 from utils.runtime import JsonlLogger, log
 
@@ -95,7 +95,7 @@ def scores_of(ckpt: Path) -> Optional[dict]:
             log(f"note: {path}: {key} is {scores.get(key)!r}, not a number: the model card leaves it out")
     test_set = {k: Path(v).name if k in ("src", "ref") else v for k, v in (scores.get("test_set") or {}).items()}
     rows = [r for r in scores.get("concat") or [] if isinstance(r, dict)]
-    concat = [{"k": r.get("k"), "sacrebleu": r.get("sacrebleu")} for r in rows]
+    concat = [{"k": r.get("k"), HEADLINE: r.get(HEADLINE)} for r in rows]
     return {**{k: scores.get(k) for k in score_keys()}, "test_set": test_set, "concat": concat, "checkpoint": ckpt.name}
 
 

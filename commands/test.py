@@ -63,7 +63,6 @@ from commands.test_folder import (
     test_time_settings,
 )
 from commands.test_request import TestRequest
-from evaluation.metrics import metric_line
 from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from settings.config import ConfigError, to_dict
@@ -71,6 +70,7 @@ from training.tensorboard_log import log_test_scores
 from utils import run_files
 from utils.errors import HarnessError
 from utils.files import atomic_write_text, remove_own_temporaries
+from utils.metrics import HEADLINE, metric_line
 from utils.publish import OutputSet, clear_leftovers, finish_publishing, journal_file
 from utils.run_folder import RunLock, is_run_folder
 from utils.runtime import device_at_test_time, log
@@ -325,14 +325,14 @@ def print_summary(scores: dict, out_dir: Path) -> None:
     print(
         "by source length (subword tokens): "
         + "  ".join(
-            f"{b['bucket']}: {b['sacrebleu'] if b['sacrebleu'] is not None else '-'} (n={b['num_sentences']})"
+            f"{b['bucket']}: {b[HEADLINE] if b[HEADLINE] is not None else '-'} (n={b['num_sentences']})"
             for b in scores["by_source_length"]
         )
     )
     if "longer_than_training" in scores:
         lt = scores["longer_than_training"]
         print(
-            f"longer than training (> {lt['train_max_src_len']} tokens): sacreBLEU {lt['sacrebleu']} "
+            f"longer than training (> {lt['train_max_src_len']} tokens): sacreBLEU {lt[HEADLINE]} "
             f"chrF {lt['chrf']} (n={lt['num_sentences']})"
         )
     for row in scores.get("concat", []):

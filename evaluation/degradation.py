@@ -20,9 +20,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from evaluation.metrics import bucket_label
 from evaluation.run_stats import joined_training_k, retest_hint, test_folder
 from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
+from utils.metrics import bucket_label
 from utils.stored_files import read_lines
 
 

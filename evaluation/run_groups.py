@@ -17,16 +17,15 @@ from typing import Optional
 
 from evaluation.degradation import degradation_stats, run_degradation
 from evaluation.findings import find_row
-from evaluation.metrics import METRICS
 from evaluation.run_outputs import output_lines
 from evaluation.run_stats import mean_std, retest_hint, seed_wins, test_folder, training_minutes
 from evaluation.summary_tables import numeric_columns
 from evaluation.teacher_forced import pool_nll
 from settings.config import flatten, load_config, to_dict
 from settings.key_roles import configuration_settings
-from settings.schema import METRIC_SIGN
 from utils import run_files
 from utils.errors import HarnessError
+from utils.metrics import METRIC_SIGN, METRICS
 from utils.provenance import run_provenance
 from utils.publish import settle_run
 from utils.runtime import JsonlLogger

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from evaluation.metrics import METRICS, metric_digits
 from evaluation.seed_provenance import mark_label, spans, spans_note
 from evaluation.wording import format_p
+from utils.metrics import METRICS, metric_digits
 
 
 def numeric_columns() -> dict[str, str]:
     """The numeric columns, key -> table title (means and stds over a configuration's seeds): the
-    training figures, every registered test metric (evaluation/metrics.py), then the rest."""
+    training figures, every registered test metric (utils/metrics.py), then the rest."""
     return {
         "train_loss": "train loss",
         "valid_loss": "valid loss",

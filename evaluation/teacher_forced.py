@@ -35,9 +35,9 @@ from torch import Tensor
 
 from data.pipeline import cut_by_token_budget, pad_batch
 from decoding.backend import DecodingBackend
-from evaluation.metrics import bucket_label
 from evaluation.test_set import protocol_groups
 from settings.config import ConfigError
+from utils.metrics import bucket_label
 from utils.run_folder import TEACHER_FORCED_BEYOND, TEACHER_FORCED_PAIRS
 
 DEFINITION = (

@@ -15,9 +15,9 @@ from typing import Optional, Sequence
 from data.concat import concat_groups, join_pairs
 from data.readers import normalize_pairs
 from decoding.backend import DecodingBackend
-from evaluation.metrics import METRICS, metric_line, score_by_length, score_subset, score_translations
 from evaluation.translate import Translation, translate
 from utils.files import atomic_write_text
+from utils.metrics import METRICS, metric_line, score_by_length, score_subset, score_translations
 from utils.runtime import log, make_writable_folder
 
 Pair = tuple[str, str]

@@ -16,6 +16,7 @@ from pydantic.dataclasses import dataclass
 
 from settings.positional import PositionalConfig
 from settings.types import STRICT
+from utils.metrics import VALIDATION_METRICS
 
 # ----------------------------------------------------------------------------- key roles
 # Every key declares once, here, what may change it after a run has started (its role). What a
@@ -189,9 +190,7 @@ class ScheduleConfig:
     min_factor: float = setting(0.0, low=0.0, high=1.0, zero="no floor")
 
 
-# Direction of each checkpoint metric: +1 when higher is better. Checkpoint scores (and the
-# scores in best_*.pt file names) are sign x value, so "best" is always the highest.
-METRIC_SIGN = {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}
+CHECKPOINT_METRICS = Literal[tuple(m.name for m in VALIDATION_METRICS)]  # the registry's (utils/metrics.py)
 
 
 @dataclass(config=STRICT)
@@ -248,7 +247,7 @@ class TrainingConfig:
         500, role=TRAINING, low=0, zero="no validation BLEU", null="every validation pair"
     )
     # Checkpoints: the best `keep_best` by `checkpoint_metric`, plus the last one.
-    checkpoint_metric: Literal["valid_loss", "valid_bleu", "valid_accuracy"] = setting("valid_loss")
+    checkpoint_metric: CHECKPOINT_METRICS = setting(VALIDATION_METRICS[0].name)
     keep_best: int = setting(1, role=RUNTIME, low=1)
     # newest checkpoints kept (resume falls back to an older one; averaging)
     keep_last: int = setting(2, role=RUNTIME, low=1)

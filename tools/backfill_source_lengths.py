@@ -29,11 +29,11 @@ sys.path.insert(0, str(ROOT))
 
 from data.concat import concat_groups, join_pairs  # noqa: E402
 from data.readers import corpus_fingerprint, normalize_text, read_corpus  # noqa: E402
-from evaluation.metrics import score_by_length, score_subset  # noqa: E402
 from evaluation.test_set import _LINE_BREAKS, longest_training_source, read_config_split  # noqa: E402
 from settings.config import load_config  # noqa: E402
 from tokenizer import load_or_train_tokenizer  # noqa: E402
 from utils import run_files  # noqa: E402
+from utils.metrics import score_by_length, score_subset  # noqa: E402
 from utils.stored_files import read_text, stored_exists  # noqa: E402
 
 _tokenizers: dict[str, object] = {}

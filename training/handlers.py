@@ -21,15 +21,15 @@ from ignite.handlers import Checkpoint, DiskSaver, EarlyStopping, ProgressBar, g
 
 from artifacts.checkpoint import CheckpointError, read_newest_good_checkpoint, restore_checkpointer
 from decoding.backend import HarnessDecoder
-from evaluation.metrics import score_translations
 from evaluation.translate import translate
 from settings.config import dump_config
-from settings.schema import METRIC_SIGN, DecodingConfig
+from settings.schema import DecodingConfig
 from training.schedules import keep_implementation, set_peak_lr
 from training.step_stats import StepStats
 from training.tensorboard_log import mark_session_start
 from utils import run_files
 from utils.errors import WriteError
+from utils.metrics import HEADLINE, METRIC_SIGN, score_translations
 from utils.provenance import end_session, start_session
 
 
@@ -189,7 +189,7 @@ def validation_bleu(run: TrainingRun, tokenizer, valid_split, n_bleu: int, setti
     """Greedy sacreBLEU on the first `n_bleu` valid pairs; a few samples go to TensorBoard."""
     t = run.cfg.training
     outs = translate(HarnessDecoder(run.model), tokenizer, valid_split.raw_src[:n_bleu], settings, run.device)
-    bleu = score_translations([o.text for o in outs], valid_split.raw_tgt[:n_bleu])["sacrebleu"]
+    bleu = score_translations([o.text for o in outs], valid_split.raw_tgt[:n_bleu])[HEADLINE]
     for i, o in enumerate(outs[: t.num_sample_translations]):
         run.tb.add_text(
             f"samples/{i}", f"**src:** {o.source}  \n**hyp:** {o.text}  \n**ref:** {valid_split.raw_tgt[i]}", step

@@ -21,9 +21,9 @@ import torch
 from ignite.engine import Engine, Events
 
 from evaluation.figures import sentence_attention_figures, table_figure
-from evaluation.metrics import METRICS
 from settings.config import flatten, to_dict
 from settings.key_roles import hparam_keys
+from utils.metrics import HEADLINE, METRICS
 
 
 def run_hparams(cfg) -> dict:
@@ -128,7 +128,7 @@ def log_test_scores(run_dir: Path, scores: dict, step: Optional[int]) -> None:
         for key in (*(m.name for m in METRICS), "length_ratio"):
             writer.add_scalar(f"test/{key}", scores[key], step)
         for row in scores.get("concat") or []:
-            writer.add_scalar(f"test_concat/k{row['k']}_sacrebleu", row["sacrebleu"], step)
+            writer.add_scalar(f"test_concat/k{row['k']}_{HEADLINE}", row[HEADLINE], step)
             writer.add_scalar(f"test_concat/k{row['k']}_length_ratio", row["length_ratio"], step)
         writer.add_text(
             "test/signature", f"{scores['sacrebleu_signature']} (chrF: {scores.get('chrf_signature')})", step

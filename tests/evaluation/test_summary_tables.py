@@ -4,8 +4,8 @@ baseline row and a variant's training columns marked †, and the CSV rows of th
 
 from __future__ import annotations
 
-from evaluation.metrics import METRICS
 from evaluation.summary_tables import cell, columns, csv_rows, fmt, markdown_table, numeric_columns
+from utils.metrics import METRICS
 
 
 def group(label: str, sacrebleu: float, std: float | None, n: int, **extra) -> dict:

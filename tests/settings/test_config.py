@@ -201,7 +201,8 @@ def test_every_checkpoint_metric_has_a_direction():
     """The metrics a config may name and the directions training and compare.py use are one list."""
     import typing
 
-    from settings.schema import METRIC_SIGN, TrainingConfig
+    from settings.schema import TrainingConfig
+    from utils.metrics import METRIC_SIGN
 
     allowed = typing.get_args(typing.get_type_hints(TrainingConfig)["checkpoint_metric"])
     assert set(allowed) == set(METRIC_SIGN) and all(sign in (1.0, -1.0) for sign in METRIC_SIGN.values())

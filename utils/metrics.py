@@ -1,6 +1,9 @@
-"""Translation metrics from the standard libraries, computed the same way for every run, each declared
-once in `METRICS`: test.py's scores.json and summary, its TensorBoard scalars, the model card and
-compare.py's tables read the registry, so a new metric is one entry here.
+"""The metrics, each declared once: the test metrics (`METRICS`: translation metrics from the
+standard libraries, computed the same way for every run) and the validation metrics training
+logs and keeps checkpoints by (`VALIDATION_METRICS`). test.py's scores.json and summary, its
+TensorBoard scalars, the model card, the per-bucket scores (`score_subset`), the config's
+`training.checkpoint_metric` and compare.py's tables read the registry, so a new metric is one
+entry here.
 
 - sacreBLEU (Post 2018): cased, on detokenized text, 13a tokenization; its signature is reported.
 - chrF (Popović 2015) through sacreBLEU.
@@ -20,13 +23,17 @@ NLTK_TOKENIZATION = "nltk TreebankWordTokenizer, cased"
 
 @dataclass(frozen=True)
 class Metric:
-    """One corpus metric of a test set: how it is computed and how it is shown."""
+    """One metric: its name, which way is better, how it is computed and how it is shown."""
 
-    name: str  # its key in scores.json (and a concat row), compare's rows, TensorBoard's test/<name>
+    name: str  # its key in scores.json (a concat row, a bucket) or metrics.jsonl's valid events, compare's rows
     label: str  # its name in the test summary, the model card and compare's tables ("test <label>")
     digits: int  # decimals shown
-    compute: Callable[[list[str], list[str]], dict]  # hypotheses, references -> {name: value, about: ...}
+    direction: int  # +1: higher is better; -1: lower is (a checkpoint's score is direction x value)
+    # hypotheses, references -> {name: value, about: ...}; None: the validation evaluator's own
+    # (training/engine.py: loss and token accuracy over the validation set, BLEU through `score_translations`)
+    compute: Optional[Callable[[list[str], list[str]], dict]] = None
     about: Optional[str] = None  # the key of what says how it was computed (a signature), quoted by the card
+    by_subset: bool = False  # also scored on parts of a test set (length buckets, beyond training: score_subset)
 
 
 def sacrebleu_scores(hypotheses: list[str], references: list[str]) -> dict:
@@ -58,11 +65,20 @@ def nltk_scores(hypotheses: list[str], references: list[str]) -> dict:
     return {"nltk_bleu4": round(value, 4), "nltk_tokenization": NLTK_TOKENIZATION}
 
 
-METRICS: list[Metric] = [  # the first is the headline (bold on the model card)
-    Metric("sacrebleu", "sacreBLEU", 2, sacrebleu_scores, "sacrebleu_signature"),
-    Metric("chrf", "chrF", 2, chrf_scores, "chrf_signature"),
-    Metric("nltk_bleu4", "nltk BLEU-4", 4, nltk_scores, "nltk_tokenization"),
+METRICS: list[Metric] = [  # a test set's; the first is the headline (bold on the model card)
+    Metric("sacrebleu", "sacreBLEU", 2, +1, sacrebleu_scores, "sacrebleu_signature", by_subset=True),
+    Metric("chrf", "chrF", 2, +1, chrf_scores, "chrf_signature", by_subset=True),
+    Metric("nltk_bleu4", "nltk BLEU-4", 4, +1, nltk_scores, "nltk_tokenization"),
 ]
+HEADLINE = METRICS[0].name  # the metric a study's comparisons and plots are in
+
+VALIDATION_METRICS: list[Metric] = [  # training.checkpoint_metric's choices, the first its default
+    Metric("valid_loss", "valid loss", 4, -1),
+    Metric("valid_bleu", "valid BLEU", 2, +1),
+    Metric("valid_accuracy", "valid accuracy", 4, +1),
+]
+# Checkpoint scores (and the scores in best_*.pt file names) are sign x value, so "best" is the highest
+METRIC_SIGN = {m.name: float(m.direction) for m in VALIDATION_METRICS}
 
 
 def metric_line(scores: dict) -> str:
@@ -131,18 +147,19 @@ def score_by_length(hypotheses: list[str], references: list[str], lengths: list[
 
 
 def score_subset(hypotheses: list[str], references: list[str], keep: list[bool]) -> dict:
-    """sacreBLEU, chrF and length ratio over the sentences where `keep` is true (a length bucket,
-    or the sentences longer than any training source)."""
-    from sacrebleu.metrics import BLEU, CHRF
+    """The metrics scored on parts of a test set (`by_subset`: sacreBLEU, chrF) and the length ratio
+    over the sentences where `keep` is true (a length bucket, or the sentences longer than any
+    training source)."""
+    from sacrebleu.metrics import BLEU
 
     hyps = [h for h, k in zip(hypotheses, keep) if k]
     refs = [r for r, k in zip(references, keep) if k]
+    subset = [m for m in METRICS if m.by_subset]
     if not hyps:
-        return {"num_sentences": 0, "sacrebleu": None, "chrf": None, "length_ratio": None}
-    bleu = BLEU().corpus_score(hyps, [refs])
+        return {"num_sentences": 0, **{m.name: None for m in subset}, "length_ratio": None}
+    lengths = BLEU().corpus_score(hyps, [refs])
     return {
         "num_sentences": len(hyps),
-        "sacrebleu": round(bleu.score, 2),
-        "chrf": round(CHRF().corpus_score(hyps, [refs]).score, 2),
-        "length_ratio": round(bleu.sys_len / max(1, bleu.ref_len), 4),
+        **{m.name: m.compute(hyps, refs)[m.name] for m in subset},
+        "length_ratio": round(lengths.sys_len / max(1, lengths.ref_len), 4),
     }

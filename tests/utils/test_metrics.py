@@ -1,4 +1,4 @@
-"""Translation metrics (evaluation/metrics.py) against the standard libraries: sacreBLEU with its
+"""Translation metrics (utils/metrics.py) against the standard libraries: sacreBLEU with its
 signature, chrF, nltk BLEU-4 on word tokens."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from evaluation.metrics import NLTK_TOKENIZATION, nltk_corpus_bleu4, score_translations
+from utils.metrics import NLTK_TOKENIZATION, nltk_corpus_bleu4, score_translations
 
 
 def test_identical_translations_score_perfectly():
@@ -91,14 +91,14 @@ def test_a_metric_added_in_one_place_reaches_every_output(trained_run, tmp_path)
     from in_process import run_in_process
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from evaluation.metrics import METRICS, Metric
+    from utils.metrics import METRICS, Metric
 
     def words(hypotheses: list[str], references: list[str]) -> dict:
         return {"toy_words": round(sum(len(h.split()) for h in hypotheses) / max(1, len(hypotheses)), 3)}
 
     run = tmp_path / "run"
     shutil.copytree(trained_run, run)
-    METRICS.append(Metric("toy_words", "toy words", 3, words))
+    METRICS.append(Metric("toy_words", "toy words", 3, +1, words))
     try:
         tested = run_in_process(["test.py", "--run", str(run), "--concat", "1", "2", "--overwrite"])
         assert tested.returncode == 0, tested.stderr[-2000:]
@@ -117,3 +117,37 @@ def test_a_metric_added_in_one_place_reaches_every_output(trained_run, tmp_path)
     assert f"- toy words {value:.3f}" in (tmp_path / "export" / "README.md").read_text()
     table = (tmp_path / "summary.md").read_text()
     assert "test toy words" in table and f"{value:.3f}" in table
+
+
+def test_the_parts_of_a_test_set_are_scored_by_the_registry(monkeypatch) -> None:
+    """Issue 68: score_subset hard-coded sacreBLEU and chrF; it scores the registry's `by_subset` metrics."""
+    import utils.metrics as metrics
+
+    hyps, refs = ["the cat sat", "a dog ran", "hello"], ["the cat sat", "the dog ran", "hello there"]
+    keep = [True, True, False]
+    scored = metrics.score_subset(hyps, refs, keep)
+    assert list(scored) == ["num_sentences", "sacrebleu", "chrf", "length_ratio"] and scored["num_sentences"] == 2
+    assert scored["sacrebleu"] == metrics.sacrebleu_scores(hyps[:2], refs[:2])["sacrebleu"]
+    words = metrics.Metric(
+        "words", "words", 0, +1, lambda h, r: {"words": sum(len(x.split()) for x in h)}, by_subset=True
+    )
+    monkeypatch.setattr(metrics, "METRICS", [*metrics.METRICS, words])
+    assert metrics.score_subset(hyps, refs, keep)["words"] == 6
+    assert metrics.score_subset(hyps, refs, [False] * 3) == {
+        "num_sentences": 0,
+        "sacrebleu": None,
+        "chrf": None,
+        "words": None,
+        "length_ratio": None,
+    }
+
+
+def test_the_checkpoint_metrics_are_the_registrys_validation_metrics() -> None:
+    import typing
+
+    from settings.schema import TrainingConfig
+    from utils.metrics import METRIC_SIGN, VALIDATION_METRICS
+
+    allowed = typing.get_args(typing.get_type_hints(TrainingConfig)["checkpoint_metric"])
+    assert list(allowed) == [m.name for m in VALIDATION_METRICS] == list(METRIC_SIGN)
+    assert METRIC_SIGN == {"valid_loss": -1.0, "valid_bleu": 1.0, "valid_accuracy": 1.0}
