@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from helpers import ROOT
 
-from evaluation.run_groups import experiment_settings
+from study.run_groups import experiment_settings
 from tools.config_schemas import json_schema
 from tools.readme_results import _key_roles_table
 from utils.config import load_config, to_dict
