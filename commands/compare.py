@@ -11,7 +11,7 @@ Runs whose resolved config.yaml files are equal except for `seed`, `name`, `run_
 settings (where and how they ran: training.device, num_threads, data.cache_dir, ...) are one
 configuration (the seeds of one experiment): one row, labelled by the run name without a seed suffix
 (`_seed2`, `-s2`, `/seed2`), numbers as `mean ± std` (sample std) with the number of seeds.
-`p vs baseline` is the seed-level test of test sacreBLEU (evaluation/seed_test.py): Student's t over
+`p vs baseline` is the seed-level test of test sacreBLEU (study/seed_test.py): Student's t over
 the per-seed differences with the test set's joint-bootstrap variance added, two-sided, over the
 seeds both configurations were run with (none with one seed). `seeds above baseline` counts the
 seeds where this configuration is above the baseline by more than the tie margin. The findings
@@ -44,14 +44,14 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from commands.cli import command_parser, parse_command
-from evaluation.comparison_plots import PLOT_SUFFIXES, write_plots
-from evaluation.degradation import degradation_table
-from evaluation.family import load_family
-from evaluation.findings import compute_findings
-from evaluation.findings_markdown import findings_markdown
-from evaluation.headline import headline_markdown
-from evaluation.length_report import add_concat_stats, concat_tables
-from evaluation.run_groups import (
+from study.comparison_plots import PLOT_SUFFIXES, write_plots
+from study.degradation import degradation_table
+from study.family import load_family
+from study.findings import compute_findings
+from study.findings_markdown import findings_markdown
+from study.headline import headline_markdown
+from study.length_report import add_concat_stats, concat_tables
+from study.run_groups import (
     CompareError,
     add_seed_wins,
     add_significance,
@@ -60,8 +60,8 @@ from evaluation.run_groups import (
     pick_baseline,
     read_runs,
 )
-from evaluation.seed_provenance import MIXABLE, check_mixed, provenance_markdown
-from evaluation.summary_tables import bucket_table, csv_rows, json_report, markdown_table, teacher_forced_tables
+from study.seed_provenance import MIXABLE, check_mixed, provenance_markdown
+from study.summary_tables import bucket_table, csv_rows, json_report, markdown_table, teacher_forced_tables
 from utils.files import (
     WRITTEN_RECORD,
     WriteError,

@@ -375,9 +375,9 @@ def config_error(path: Path, overrides: list[str]) -> str:
 def finding_row(
     diffs: list[float], v_shared: float = 0.0005, v_int: float = 0.01, config: str = "a", compared_on: str = "test set"
 ) -> dict:
-    """A findings row (evaluation/findings.py's shape) of per-seed differences `diffs`, its seed-level
+    """A findings row (study/findings.py's shape) of per-seed differences `diffs`, its seed-level
     test from the test set's shared and per-seed noise, as the bootstrap would have split them."""
-    from evaluation.seed_test import seed_test
+    from study.seed_test import seed_test
 
     n = len(diffs)
     test = seed_test(diffs, v_shared + v_int / n, [v_shared + v_int] * n)

@@ -1,7 +1,7 @@
 """The packages import one way (docs/DESIGN.md, "Layers"), with no exceptions:
 
-    entry scripts (train.py, ...)  ->  commands/  ->  training/, evaluation/  ->  artifacts/
-    ->  decoding/  ->  settings/  ->  models/, data/, tokenizer/  ->  utils/
+    entry scripts (train.py, ...)  ->  commands/  ->  study/, training/  ->  evaluation/
+    ->  artifacts/  ->  decoding/  ->  settings/  ->  models/, data/, tokenizer/  ->  utils/
 
 A package imports only itself and the packages listed for it below (function-level imports
 count); an entry script imports only `commands`; no module anywhere in the project (tests,
@@ -23,6 +23,7 @@ SCRIPTS = ("train", "test", "inference", "visualize", "compare", "sweep", "avera
 MAY_IMPORT = {
     "commands": {
         "commands",
+        "study",
         "training",
         "evaluation",
         "artifacts",
@@ -33,8 +34,11 @@ MAY_IMPORT = {
         "tokenizer",
         "utils",
     },
-    # one floor: training validates with evaluation's metrics and decoding's search
+    # judging a study (compare.py) from runs that evaluation scored, one model each; nothing below imports it
+    "study": {"study", "evaluation", "artifacts", "decoding", "settings", "models", "data", "tokenizer", "utils"},
+    # beside study: training validates with evaluation's metrics and decoding's search
     "training": {"training", "evaluation", "artifacts", "decoding", "settings", "models", "data", "tokenizer", "utils"},
+    # scoring one model: translating, test-set scoring, teacher-forced measures, metrics
     "evaluation": {"evaluation", "artifacts", "decoding", "settings", "models", "data", "tokenizer", "utils"},
     # a trained model as files: checkpoints, exports, loading for decoding, the CTranslate2 conversion
     "artifacts": {"artifacts", "decoding", "settings", "models", "tokenizer", "utils"},
@@ -109,6 +113,9 @@ def test_no_modules_import_each_other(tmp_path: Path) -> None:
         ("utils/m.py", "def f():\n    from models.positional_encodings import POSITIONAL_ENCODINGS\n"),  # lazily
         ("data/m.py", "import training.engine\n"),
         ("decoding/m.py", "from evaluation import metrics\n"),  # across one floor the wrong way
+        ("evaluation/m.py", "from study.findings import find_row\n"),  # scoring one model judges no study
+        ("training/m.py", "def f():\n    import study.run_groups\n"),  # nor does training, lazily either
+        ("study/m.py", "from training.run import train_run\n"),  # study and training: one floor, apart
         ("commands/m.py", "import compare\n"),  # an entry script, from a package
         ("tests/test_m.py", "from train import main\n"),  # ... or from a test
         ("train.py", "from training.run import train_run\n"),  # a script skipping the command layer

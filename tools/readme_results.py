@@ -54,7 +54,7 @@ README = "README.md"
 # results index (the method shared by the studies) and every study page.
 RESULT_TEXT = (README, "results/README.md", *PAGES)
 DOCUMENTS = (README, "results/README.md", *PAGES)  # the files with generated blocks
-# The decision rules' calibration by simulation of the demo's family (evaluation/calibration.py), in
+# The decision rules' calibration by simulation of the demo's family (study/calibration.py), in
 # results/README.md: recomputed from the demo's findings with them
 CALIBRATION = "results/calibration.md"
 
@@ -266,7 +266,7 @@ def recompute(out_root: Path) -> None:
         if rc != 0:
             raise SystemExit(f"error: compare.py {runs} --output {out} failed")
         print(f"compare.py {runs} --output {out}: done")
-    from evaluation.calibration import CALIBRATED, calibration_markdown
+    from study.calibration import CALIBRATED, calibration_markdown
 
     (out_root / CALIBRATION).write_text(calibration_markdown(out_root / CALIBRATED), encoding="utf-8")
     print(f"{CALIBRATION}: the rules simulated on {CALIBRATED}")

@@ -3,7 +3,7 @@
 # commit it as soon as it is tested (a stop loses at most the runs in progress; the same command again
 # resumes with what is missing). Every run of a study is trained from the same commit, so its seeds
 # share one code fingerprint (provenance.json) and the family file stands in that commit
-# (tests/evaluation/test_declared.py).
+# (tests/study/test_declared.py).
 #
 #   tools/study_runs.sh STUDY COMMIT WORKERS DEADLINE
 #     STUDY     demo | length (the configs and seeds of configs/<study>/findings/headline.yaml's plan)
@@ -34,7 +34,7 @@ case $STUDY in
     done ;;
   *) echo "study_runs.sh: unknown study $STUDY (demo or length)" >&2; exit 2 ;;
 esac
-SEEDS=$($PY -c "from evaluation.family import load_family as f; print(*f('configs/$STUDY/findings/headline.yaml').seeds)") &&
+SEEDS=$($PY -c "from study.family import load_family as f; print(*f('configs/$STUDY/findings/headline.yaml').seeds)") &&
   [ -n "$SEEDS" ] || { echo "study_runs.sh: no planned seeds read from configs/$STUDY/findings/headline.yaml" >&2; exit 2; }
 # the configs' own seed (their run folders carry no _seed suffix), as the study's configs resolve it
 OWN=$($PY -c "from settings.config import load_config

@@ -137,7 +137,7 @@ def test_a_resume_supersedes_what_an_interrupted_attempt_logged_after_its_checkp
     from tensorboard.util.tensor_util import make_ndarray
 
     from artifacts.checkpoint import checkpoint_step
-    from evaluation import run_groups
+    from study import run_groups
     from utils.runtime import JsonlLogger
 
     run_dir = tmp_path / "run"

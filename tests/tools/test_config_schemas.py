@@ -88,7 +88,7 @@ def test_a_valid_config_is_valid_under_both() -> None:
 
 
 def test_family_schema_refuses_what_load_family_refuses(tmp_path: Path) -> None:
-    from evaluation.family import load_family
+    from study.family import load_family
 
     for bad in ({"headline": [{"table": "nope"}]}, {"headline": [{"table": "test"}], "seeds": [1, 1]}, {"x": 1}):
         path = tmp_path / "family.yaml"

@@ -1,0 +1,206 @@
+"""A study's declared family (configs/<study>/findings/headline.yaml): the comparisons that may be
+worded, the rule that words them (study/rules.py), and the study's plan (seeds, device,
+precision, margins), read under the configs' rules.
+
+The file is read by the configs' strict YAML reader (a key given twice is an error, aliases that
+expand beyond a config's size are refused) and checked against a typed schema: margins and effects
+finite numbers keyed by the units the tables spell (sacreBLEU, NLL), each headline entry a known
+table with `configs` a list of configurations that exist under configs/, seeds distinct integers.
+Every error is one line naming the file and the key."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from study.rules import CURRENT, RULES, UNNAMED
+from study.seed_test import DEFAULT_EFFECT, DEFAULT_TIE_MARGIN
+
+FAMILY_KEYS = ("baseline", "headline", "rule", "tie_margin", "effect", "equivalence", "seeds", "device", "precision")
+TABLES = ("degradation", "test", "concat", "buckets", "teacher_forced")  # study/findings.py's tables
+UNITS = ("sacreBLEU", "NLL")  # the metrics the tables are in
+PRECISIONS = ("fp32", "bf16", "fp16")
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+@dataclass
+class Family:
+    """A study's headline comparisons, declared before its runs (configs/<study>/findings/headline.yaml)."""
+
+    path: Optional[str] = None
+    baseline: Optional[str] = None
+    headline: list[dict] = field(default_factory=list)  # {table, compared_on?, configs?}
+    tie_margin: dict = field(default_factory=lambda: dict(DEFAULT_TIE_MARGIN))
+    effect: dict = field(default_factory=lambda: dict(DEFAULT_EFFECT))
+    # the plan, declared with the comparisons: every seed each configuration runs with (until all
+    # exist the pages are interim and word no verdict), the device kind and precision of every run,
+    # and each measure's equivalence margin m ("equivalent within ±m" is a finding of its own)
+    seeds: Optional[list[int]] = None
+    device: Optional[str] = None
+    precision: Optional[str] = None
+    equivalence: dict = field(default_factory=dict)
+    # the decision rule the family was declared under (a file naming none: study/rules.UNNAMED)
+    rule: str = CURRENT.name
+
+    def matching(self, table: str, row: dict) -> list[dict]:
+        """The headline entries that declare this row."""
+        return [
+            h
+            for h in self.headline
+            if h["table"] == table
+            and (h.get("compared_on") is None or h["compared_on"] == row["compared_on"])
+            and (h.get("configs") is None or row["config"] in h["configs"])
+        ]
+
+    def declares(self, table: str, row: dict) -> bool:
+        return bool(self.matching(table, row))
+
+
+def _read(path: str):
+    import yaml
+
+    from settings.config import ConfigError
+    from settings.yaml_files import StrictLoader
+
+    try:
+        return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=StrictLoader)
+    except OSError as e:
+        raise ConfigError(
+            f"--family {path}: cannot read it ({e.strerror}); give the study's configs/<study>/findings/headline.yaml"
+        ) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text: a family file is YAML; save it as UTF-8") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(e).split())}); fix the file") from None
+
+
+def _measures(path: str, key: str, given, positive: bool) -> dict:
+    """A {unit: number} mapping of the family (tie_margin, effect, equivalence), checked."""
+    from settings.config import ConfigError
+
+    if given is None:
+        return {}
+    if not isinstance(given, dict):
+        raise ConfigError(f"{path}: {key} must be a mapping of units ({', '.join(UNITS)}) to numbers, got {given!r}")
+    for unit, value in given.items():
+        if unit not in UNITS:
+            raise ConfigError(f"{path}: {key}.{unit} is not a unit of the tables; use {' or '.join(UNITS)}")
+        finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not finite or value < 0 or (positive and value == 0):
+            raise ConfigError(
+                f"{path}: {key}.{unit} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}"
+            )
+    return dict(given)
+
+
+def _headline(path: str, entries) -> list[dict]:
+    from settings.config import ConfigError
+
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(
+            f"{path}: expected a mapping with a non-empty 'headline' list of comparisons "
+            f"({{table: test|concat|degradation|..., compared_on: ..., configs: [...]}})"
+        )
+    for i, h in enumerate(entries):
+        if not isinstance(h, dict) or "table" not in h or set(h) - {"table", "compared_on", "configs"}:
+            raise ConfigError(
+                f"{path}: headline[{i}] must be {{table: ..., compared_on: ..., configs: [...]}} "
+                f"(table required), got {h!r}"
+            )
+        if h["table"] not in TABLES:
+            raise ConfigError(
+                f"{path}: headline[{i}].table {h['table']!r} is not a findings table ({', '.join(TABLES)})"
+            )
+        if "compared_on" in h and not isinstance(h["compared_on"], str):
+            raise ConfigError(f"{path}: headline[{i}].compared_on must be a row label (e.g. 'test set', 'k=4')")
+        configs = h.get("configs")
+        if configs is not None and (not isinstance(configs, list) or not all(isinstance(c, str) for c in configs)):
+            raise ConfigError(
+                f"{path}: headline[{i}].configs must be a list of configurations, e.g. [length/rope], got {configs!r}"
+            )
+        for c in configs or []:
+            if not (CONFIGS / f"{c}.yaml").is_file():
+                raise ConfigError(f"{path}: headline[{i}].configs names {c}, but configs/{c}.yaml does not exist")
+    return list(entries)
+
+
+def load_family(path: Optional[str]) -> Family:
+    """The family declared in `path` (YAML), or an empty one (every row descriptive)."""
+    if path is None:
+        return Family()
+    from settings.config import ConfigError
+
+    data = _read(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping with a non-empty 'headline' list of comparisons")
+    unknown = set(data) - set(FAMILY_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; the keys are {', '.join(FAMILY_KEYS)}")
+    headline = _headline(path, data.get("headline"))
+    margins = {**DEFAULT_TIE_MARGIN, **_measures(path, "tie_margin", data.get("tie_margin"), positive=False)}
+    effects = {**DEFAULT_EFFECT, **_measures(path, "effect", data.get("effect"), positive=False)}
+    equivalence = _measures(path, "equivalence", data.get("equivalence"), positive=True)
+    baseline = data.get("baseline")
+    if baseline is not None and not isinstance(baseline, str):
+        raise ConfigError(f"{path}: baseline must be a configuration label or an encoding, got {baseline!r}")
+    seeds = data.get("seeds")
+    listed = isinstance(seeds, list) and seeds and all(type(x) is int for x in seeds)
+    if seeds is not None and (not listed or len(set(seeds)) != len(seeds)):
+        raise ConfigError(
+            f"{path}: seeds must be a non-empty list of distinct integers (the planned seeds), got {seeds!r}"
+        )
+    device, precision = data.get("device"), data.get("precision")
+    if device not in (None, "cpu", "cuda", "mps"):
+        raise ConfigError(f"{path}: device must be cpu, cuda or mps (the device kind of every run), got {device!r}")
+    if precision not in (None, *PRECISIONS):
+        raise ConfigError(f"{path}: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    rule = data.get("rule", UNNAMED.name)
+    if rule not in RULES:
+        raise ConfigError(
+            f"{path}: rule {rule!r} is not a decision rule; use {' or '.join(RULES)} (study/rules.py; "
+            f"a new family names {CURRENT.name})"
+        )
+    return Family(str(path), baseline, headline, margins, effects, seeds, device, precision, equivalence, rule)
+
+
+def family_json_schema() -> dict:
+    """The JSON Schema of a family file (configs/family.schema.json, for editors), drawn from the
+    constants load_family checks against; load_family's own checks go further (configs that exist)."""
+    text = {"type": "string", "minLength": 1}
+
+    def measures(above_zero: bool) -> dict:
+        number = {"type": "number", ("exclusiveMinimum" if above_zero else "minimum"): 0}
+        return {"type": "object", "properties": dict.fromkeys(UNITS, number), "additionalProperties": False}
+
+    entry = {
+        "type": "object",
+        "properties": {
+            "table": {"enum": list(TABLES)},
+            "compared_on": text,
+            "configs": {"type": "array", "items": text},
+        },
+        "required": ["table"],
+        "additionalProperties": False,
+    }
+    properties = {
+        "baseline": text,
+        "headline": {"type": "array", "items": entry, "minItems": 1},
+        "rule": {"enum": list(RULES)},
+        "tie_margin": measures(False),
+        "effect": measures(False),
+        "equivalence": measures(True),
+        "seeds": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "uniqueItems": True},
+        "device": {"enum": ["cpu", "cuda", "mps"]},
+        "precision": {"enum": list(PRECISIONS)},
+    }
+    assert tuple(properties) == FAMILY_KEYS  # one list of keys
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "A study's declared family (configs/<study>/findings/headline.yaml)",
+        "type": "object",
+        "properties": properties,
+        "required": ["headline"],
+        "additionalProperties": False,
+    }

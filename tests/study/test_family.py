@@ -1,0 +1,64 @@
+"""The declared family file (study/family.py), strictly read: each mistake one line naming the
+file and key."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from settings.config import ConfigError
+from study.family import load_family
+
+
+def test_family_file_errors_are_one_line(tmp_path):
+    good = tmp_path / "f.yaml"
+    good.write_text(
+        "baseline: sinusoidal\nheadline:\n  - {table: test, compared_on: test set}\ntie_margin: {NLL: 0.02}\n"
+    )
+    family = load_family(str(good))
+    assert family.baseline == "sinusoidal" and family.tie_margin == {"sacreBLEU": 0.1, "NLL": 0.02}
+    assert family.declares("test", {"compared_on": "test set", "config": "x"})
+    assert not family.declares("test", {"compared_on": "k=2", "config": "x"})
+    assert family.seeds is None and family.equivalence == {}
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "headline: [{table: test}]\nseeds: [1234, 1, 2]\ndevice: cpu\nprecision: fp32\n"
+        "equivalence: {sacreBLEU: 1.0, NLL: 0.1}\n"
+    )
+    family = load_family(str(plan))
+    assert (family.seeds, family.device, family.precision) == ([1234, 1, 2], "cpu", "fp32")
+    assert family.equivalence == {"sacreBLEU": 1.0, "NLL": 0.1}
+    for text, says in (
+        ("headline: [{table: test}]\nseeds: [1, 1]\n", "seeds must be"),
+        ("headline: [{table: test}]\nseeds: [1.5]\n", "seeds must be"),
+        ("headline: [{table: test}]\ndevice: gpu\n", "device must be"),
+        ("headline: [{table: test}]\nprecision: fp8\n", "precision must be"),
+        ("headline: [{table: test}]\nequivalence: {NLL: 0}\n", "equivalence.NLL must be a finite number > 0"),
+        ("headline: [{table: test}]\ntie_margin: {bleu: 5.0}\n", "tie_margin.bleu is not a unit of the tables"),
+        ("headline: [{table: test}]\ntie_margin: {NLL: .nan}\n", "tie_margin.NLL must be a finite number"),
+        ("headline: [{table: test}]\neffect: {NLL: .inf}\n", "effect.NLL must be a finite number"),
+        ("headline: [{table: test}]\ntie_margin: {NLL: true}\n", "tie_margin.NLL must be a finite number"),
+        ("headline: [{table: test}]\nheadline: [{table: concat}]\n", "duplicate key 'headline'"),
+        ("headline: [{table: test, configs: demo/ropeX}]\n", "configs must be a list of configurations"),
+        ("headline: [{table: test, configs: [demo/ropeX]}]\n", "configs/demo/ropeX.yaml does not exist"),
+        ("headline: [{table: tests}]\n", "'tests' is not a findings table"),
+        (
+            "a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+            "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+            "e: [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nheadline: [{table: test}]\n",
+            "expand to",
+        ),
+        ("headline: []\n", "non-empty 'headline'"),
+        ("headline:\n  - {k: 2}\n", "headline[0]"),
+        ("headline:\n  - {table: test}\nalpha: 0.1\n", "unknown key(s) alpha"),
+        ("headline:\n  - {table: test}\ntie_margin: {NLL: -1}\n", "must be a finite number >= 0"),
+        ("headline: [\n", "not valid YAML"),
+    ):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+        with pytest.raises(ConfigError, match=re.escape(says)) as e:
+            load_family(str(bad))
+        assert "\n" not in str(e.value)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_family(str(tmp_path / "missing.yaml"))

@@ -1,0 +1,83 @@
+"""The findings (study/findings.py): the teacher-forced NLL beyond training tested per input over
+every k; the rows' labels (the selection's k, a joined-pair study's k) and a row looked up by table,
+configuration and comparison."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+
+def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
+    """compare.py's findings: the teacher-forced NLL beyond training, pooled over every k, tested
+    by resampling inputs; lower is ahead. Declared, a configuration 0.3 nats better in every seed
+    is found ahead in every seed; the baseline against a copy of itself is level (p 1)."""
+    from study.family import Family
+    from study.findings import compute_findings
+    from study.findings_markdown import findings_markdown
+
+    rng = random.Random(5)
+    inputs = [(k, i) for k in (1, 2, 4) for i in range(20)]
+
+    def run(name: str, seed: int, better: float, length: int = 21) -> dict:
+        folder = tmp_path / f"{name}_seed{seed}" / "test"
+        folder.mkdir(parents=True)
+        lines = ["k\tinput\ttokens\tnll_no_eos_sum"]
+        for k, i in inputs:
+            tokens = rng.randint(1, 9)
+            lines.append(f"{k}\t{i}\t{tokens}\t{tokens * (4.0 - better + rng.uniform(-0.2, 0.2)):.6f}")
+        (folder / "teacher_forced_beyond.tsv").write_text("\n".join(lines) + "\n")
+        return {
+            "run": str(folder.parent),
+            "seed": seed,
+            "concat": {},
+            "by_source_length": None,
+            "teacher_forced": {"training_length": length},
+        }
+
+    base = {"label": "length/sinusoidal", "encoding": "sinusoidal", "runs": [run("s", s, 0.0) for s in (1, 2, 3)]}
+    good = {"label": "length/alibi", "encoding": "alibi", "runs": [run("a", s, 0.3) for s in (1, 2, 3)]}
+    same = {"label": "length/copy", "encoding": "sinusoidal", "runs": [dict(r, run=r["run"]) for r in base["runs"]]}
+    # trained on joined pairs: longer training lengths, so "beyond" means other tokens: not tested
+    joined = {"label": "length/alibi_concat", "encoding": "alibi", "runs": [run("j", s, 0.5, 44) for s in (1, 2, 3)]}
+    family = Family(headline=[{"table": "teacher_forced"}])  # declared: it may be worded as a direction
+    findings = compute_findings([base, good, same, joined], base, n_samples=2000, family=family)
+    (table,) = [t for t in findings["tables"] if t["name"] == "teacher_forced"]
+    rows = {r["config"]: r for r in table["rows"]}
+    assert "length/alibi_concat" not in rows
+    assert rows["length/alibi"]["num_sentences"] == len(inputs)
+    assert all(s["difference"] < -0.01 for s in rows["length/alibi"]["per_seed"])
+    assert rows["length/alibi"]["mean_difference"] == pytest.approx(-0.3, abs=0.06)
+    assert rows["length/alibi"]["finding"].startswith("ahead by more than 0.010 nats (Holm p")  # lower NLL is ahead
+    assert rows["length/copy"]["p_value"] == 1.0 and rows["length/copy"]["finding"].startswith("seeds: 0 above")
+    text = findings_markdown(findings)
+    assert "Δ NLL (lower is better), mean over seeds" in text and "lower is better for NLL" in text
+    undeclared = compute_findings([base, good], base, n_samples=2000)  # no family: descriptive
+    assert not undeclared["tables"][-1]["rows"][0]["finding"].startswith("ahead")
+    # a run that recorded no training length writes only the header: no data, never "ahead"
+    from study.run_outputs import nll_beyond
+
+    empty = tmp_path / "unrecorded" / "test"
+    empty.mkdir(parents=True)
+    (empty / "teacher_forced_beyond.tsv").write_text("k\tinput\ttokens\tnll_no_eos_sum\n")
+    assert nll_beyond({"run": str(empty.parent)}) is None
+
+
+def test_a_degradation_selection_speaks_for_its_own_k_or_the_first_beyond_the_joined_range() -> None:
+    from study.findings import _selection_k
+
+    assert _selection_k("k=4", joined=2) == 4
+    assert _selection_k("beyond joined training (k > 2)", joined=2) == 3
+    assert _selection_k("all k", joined=2) is None
+
+
+def test_a_row_is_found_by_table_configuration_and_comparison() -> None:
+    from study.findings import find_row
+
+    row = {"config": "demo/rope", "compared_on": "k=4", "p": 0.01}
+    findings = {"tables": [{"name": "test", "rows": []}, {"name": "concat", "rows": [row]}]}
+    assert find_row(findings, "concat", "demo/rope", "k=4") is row
+    assert find_row(findings, "test", "demo/rope", "k=4") is None
+    assert find_row(findings, "concat", "demo/learnable", "k=4") is None
+    assert find_row(findings, "buckets", "demo/rope", "k=4") is None
