@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from evaluation.teacher_forced import pool_nll
-from settings.config import flatten, load_config, to_dict
+from settings.config import ExperimentConfig, Override, flatten, load_config, to_dict
 from settings.key_roles import configuration_settings
 from study.degradation import degradation_stats, run_degradation
 from study.findings import find_row
@@ -66,15 +66,14 @@ def read_scores(run_dir: Path, test_dir: str) -> dict:
     return scores
 
 
-def summarise_run(run_dir: Path, variant: Optional[tuple[str, dict]] = None) -> Optional[dict]:
-    """One row for a run folder, or None if it is not one (no config.yaml). With `variant` (folder
-    name, test-time settings), the row of the run tested so, in <run>/<folder>/ (`run_variants`)."""
-    if not (run_dir / run_files.CONFIG).is_file():
-        return None
+def summarise_run(run_dir: Path, config: ExperimentConfig, variant: Optional[tuple[str, dict]] = None) -> dict:
+    """One row for a run folder whose config.yaml reads as `config` (read once, through the loader, so
+    runs saved with an older spelling of a key group with today's runs). With `variant` (folder name,
+    test-time settings), the row of the run tested so, in <run>/<folder>/ (`run_variants`): its
+    settings make it a configuration of its own."""
     test_dir, settings = variant or ("test", {})
-    # Through the loader, so runs saved with an older spelling of a key group with today's runs; a
-    # variant's settings make it a configuration of its own.
-    cfg = to_dict(load_config(run_dir / run_files.CONFIG, [f"{k}={json.dumps(v)}" for k, v in settings.items()]))
+    overrides = [Override(tuple(k.split(".")), v, f"{k}={json.dumps(v)}") for k, v in settings.items()]
+    cfg = to_dict(load_config(raw=to_dict(config), overrides=overrides) if overrides else config)
     try:
         records = JsonlLogger(run_dir / run_files.METRICS).history()
     except ValueError as e:
@@ -134,8 +133,9 @@ def read_runs(patterns: list[str]) -> list[dict]:
             elif path.resolve() not in seen:
                 seen.add(path.resolve())
                 settle_run(path, "compare.py")  # a test.py stopped while publishing: finished, or refused
-                rows.append(summarise_run(path))
-                rows += [summarise_run(path, variant) for variant in run_variants(path)]
+                config = load_config(path / run_files.CONFIG)  # each run's config read once
+                rows.append(summarise_run(path, config))
+                rows += [summarise_run(path, config, variant) for variant in run_variants(path, config)]
     for line in skipped:
         print(f"note: compare.py skipped {line}", file=sys.stderr)
     for row in rows:  # an untested run's row has empty test columns: said, not left to be noticed
@@ -187,10 +187,11 @@ def check_no_copies(rows: list[dict]) -> None:
         seen.setdefault(key, []).append((row["run"], hyps))
 
 
-def run_variants(run_dir: Path) -> list[tuple[str, dict]]:
-    """(folder, settings) of each variant of a run: a test_<name>/ of its own test split scored
-    with test-time --set overrides (sweep.py --variant); test_<file>/ of other test sets are not."""
-    trained = flatten(to_dict(load_config(run_dir / run_files.CONFIG)))
+def run_variants(run_dir: Path, config: ExperimentConfig) -> list[tuple[str, dict]]:
+    """(folder, settings) of each variant of a run trained with `config`: a test_<name>/ of its own
+    test split scored with test-time --set overrides (sweep.py --variant); test_<file>/ of other
+    test sets are not."""
+    trained = flatten(to_dict(config))
     variants = []
     for folder in sorted(p for p in run_dir.glob("test_*") if p.is_dir()):
         try:

@@ -554,3 +554,16 @@ def test_a_baseline_that_contradicts_the_declared_family_is_refused() -> None:
     refused = run_in_process(["compare.py", *runs, *family, "--baseline", "rope"])
     assert refused.returncode == 2 and "contradicts the family's declared baseline sinusoidal" in refused.stderr
     assert run_in_process(["compare.py", *runs, *family, "--baseline", "sinusoidal"]).returncode == 0
+
+
+def test_each_runs_config_is_read_once(swept: Path, monkeypatch) -> None:
+    """Issue 68: compare.py loaded a run's config.yaml twice, and once more per variant (its settings as
+    text read back as YAML); it reads it once and applies a variant's typed settings to it."""
+    import settings.config as config
+
+    read = []
+    real = config.read_yaml
+    monkeypatch.setattr(config, "read_yaml", lambda path, *a: read.append(Path(path).parent.name) or real(path, *a))
+    rows = run_groups.read_runs([str(swept / "runs" / "demo" / "*")])
+    assert sorted(read) == sorted({Path(r["run"]).name for r in rows}) and len(read) == 4
+    assert sum(r["variant"] for r in rows) == 2  # the rope runs' test_ntk3/, read with no second read of their config
