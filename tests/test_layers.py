@@ -159,7 +159,7 @@ def long_functions(root: Path, limit: int = 60) -> list[str]:
 
 
 def test_no_function_is_longer_than_60_lines(tmp_path: Path) -> None:
-    """Long functions are split into named steps (docs/DESIGN.md, "House rules")."""
+    """Long functions are split into named steps (docs/DESIGN.md, "Layers")."""
     assert long_functions(ROOT) == []
     (tmp_path / "m.py").write_text("def f():\n" + "    x = 1\n" * 60, encoding="utf-8")  # the checker sees one
     assert long_functions(tmp_path) == ["m.py:1 f (61 lines)"]
