@@ -1,13 +1,14 @@
 """The study as typed records (issue 68): what passes between its stages, each frozen.
 
-read (study/run_groups.py: a `RunRecord` per run folder and tested variant) -> group (a
-`Configuration` per configuration: its runs and their statistics over seeds, the baseline's
-comparisons as new copies, `dataclasses.replace`) -> test (study/findings.py: `FindingsTable`s of
-`ComparisonRow`s) -> word (study/verdicts.py: each row's `Reading` under the family's rule, again a
-new row) -> render (the pages read the records; study/serialize.py writes the JSON files from them).
-No stage writes into a record it was given: every field is set when the record is made. Mappings
-inside a record are read-only views (`frozen_map`), sequences are tuples. `JsonObject` marks what is
-still raw JSON as a file holds it (a metrics.jsonl line, scores.json), read once into a record."""
+read (study/run_records.py: a `RunRecord` per run folder and tested variant) -> group
+(study/run_groups.py: a `Configuration` per configuration, its runs and their statistics over
+seeds; the baseline's comparisons added as new copies, `dataclasses.replace`) -> test
+(study/findings.py) -> word (study/verdicts.py) -> render (the pages read the records;
+study/serialize.py writes the JSON and CSV files from them). No stage writes into a record it was
+given: every field is set when the record is made. Mappings inside a record are read-only views
+(`frozen_map`), sequences are tuples. `JsonObject` marks what is still raw JSON as a file holds it
+(a metrics.jsonl line, scores.json), read once into a record. (The findings' rows and the family
+rule's readings are still dicts: tests/study/test_records.py lists those modules.)"""
 
 from __future__ import annotations
 
