@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
-import io
 import json
 import sys
 from pathlib import Path
@@ -51,17 +49,20 @@ from study.findings import compute_findings
 from study.findings_markdown import findings_markdown
 from study.headline import headline_markdown
 from study.length_report import add_concat_stats, concat_tables
+from study.records import Configuration
 from study.run_groups import (
-    CompareError,
     add_seed_wins,
     add_significance,
+    baseline_of,
     check_same_references,
     group_runs,
+    mark_baseline,
     pick_baseline,
-    read_runs,
 )
+from study.run_records import CompareError, read_runs
 from study.seed_provenance import MIXABLE, check_mixed, provenance_markdown
-from study.summary_tables import bucket_table, csv_rows, json_report, markdown_table, teacher_forced_tables
+from study.serialize import summary_csv, summary_json
+from study.summary_tables import bucket_table, markdown_table, teacher_forced_tables
 from utils.files import (
     WRITTEN_RECORD,
     WriteError,
@@ -159,14 +160,15 @@ def compare(
                     f"--baseline {baseline} contradicts the family's declared baseline {declared.baseline} ({family}): "
                     f"drop --baseline, or compare without --family"
                 )
-            base["is_baseline"] = True
-            add_seed_wins(groups, base, margin)
-            add_concat_stats(groups, base, check_inputs=not no_significance, margin=margin)
+            groups = mark_baseline(groups, base)  # each stage returns new records (study/records.py)
+            groups = add_seed_wins(groups, base, margin)
+            groups = add_concat_stats(groups, base, check_inputs=not no_significance, margin=margin)
             findings = None
             if not no_significance:
                 check_same_references(groups)
                 findings = compute_findings(groups, base, bootstrap_samples, family=declared)
-                add_significance(groups, base, findings)
+                groups = add_significance(groups, base, findings)
+            base = baseline_of(groups)
         except ValueError as e:  # references that differ between runs, a damaged per-run file
             raise CompareError(str(e)) from None
         table = summary_markdown(groups, base, bootstrap_samples)
@@ -180,7 +182,7 @@ def compare(
     return 0
 
 
-def baseline_present(groups: list[dict], declared: Optional[str], family: Optional[str]) -> Optional[str]:
+def baseline_present(groups: Sequence[Configuration], declared: Optional[str], family: Optional[str]) -> Optional[str]:
     """The family's declared baseline, or None (the default) while it has no run yet: a study whose
     planned runs are still missing is interim, and its tables are descriptive until they exist."""
     if declared is None:
@@ -190,14 +192,14 @@ def baseline_present(groups: list[dict], declared: Optional[str], family: Option
     except CompareError:
         print(
             f"note: {family} declares the baseline {declared}, which has no run among these yet: the tables "
-            f"compare with {pick_baseline(groups, None)['label']} and word no finding (interim)",
+            f"compare with {pick_baseline(groups, None).label} and word no finding (interim)",
             file=sys.stderr,
         )
         return None
     return declared
 
 
-def summary_markdown(groups: list[dict], baseline: dict, bootstrap_samples: int) -> str:
+def summary_markdown(groups: Sequence[Configuration], baseline: Configuration, bootstrap_samples: int) -> str:
     """summary.md: the degradation table first (the length study's headline measure), the main
     table, then the tables per length bucket, per k of joined inputs and teacher-forced NLL."""
     tables = [
@@ -213,8 +215,8 @@ def summary_markdown(groups: list[dict], baseline: dict, bootstrap_samples: int)
 def write_reports(
     out: Path,
     table: str,
-    groups: list[dict],
-    baseline: dict,
+    groups: Sequence[Configuration],
+    baseline: Configuration,
     findings: Optional[dict],
     bootstrap_samples: int,
     overwrite: bool,
@@ -225,8 +227,8 @@ def write_reports(
     its own that this summary no longer has (a plot without data now) is removed, not left stale."""
     texts = {
         named(out, ".md"): table + "\n",
-        named(out, ".json"): json.dumps(json_report(groups, baseline, bootstrap_samples), indent=2) + "\n",
-        named(out, ".csv"): csv_text(groups),
+        named(out, ".json"): summary_json(groups, baseline, bootstrap_samples),
+        named(out, ".csv"): summary_csv(groups),
     }
     if findings is not None:
         texts[named(out, "_findings.md")] = findings_markdown(findings) + "\n"
@@ -277,15 +279,6 @@ def check_outputs(out: Path, overwrite: bool) -> dict[Path, Path]:
 
 def same_bytes(a: Path, b: Path) -> bool:
     return b.is_file() and a.read_bytes() == b.read_bytes()
-
-
-def csv_text(groups: list[dict]) -> str:
-    fields, rows = csv_rows(groups)
-    with io.StringIO() as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
-        return f.getvalue()
 
 
 def output_prefix(text: str) -> Path:

@@ -3,13 +3,16 @@ BLEU per source-length bucket, BLEU and length ratio per k (inputs of k joined t
 teacher-forced NLL against target position, and validation loss per configuration. Readable at thirty
 configurations: small multiples (one panel per k, or per kind of training: single sentences,
 joined pairs, randomized positions, scaled at inference), one colour per encoding, one line style
-and marker per kind, legends outside the data. Input: compare.py's groups (one per configuration)."""
+and marker per kind, legends outside the data. Input: compare.py's configurations (study/records.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping, Sequence
 
+from study.records import Configuration
 from utils.files import atomic_output
+from utils.metrics import HEADLINE
 
 KINDS = {  # how a configuration was trained or tested: its line style and marker in every plot
     "single sentences": {"linestyle": "-", "marker": "o"},
@@ -19,40 +22,46 @@ KINDS = {  # how a configuration was trained or tested: its line style and marke
 }
 
 
-def kind_of(group: dict) -> str:
+def kind_of(group: Configuration) -> str:
     """single sentences, joined pairs (data.train_concat), randomized positions, or scaled at
     inference (a variant: the same trained run tested with other settings)."""
-    if group.get("variant"):
+    if group.variant:
         return "scaled at inference"
-    cfg = group["runs"][0].get("config") or {}
-    if ((cfg.get("data") or {}).get("train_concat") or {}).get("prob", 0) > 0:
+    cfg = group.runs[0].config
+    if cfg.data.train_concat.prob > 0:
         return "joined pairs"
-    if ((cfg.get("model") or {}).get("positional") or {}).get("randomized"):
+    if cfg.model.positional.options.get("randomized"):  # (an option of some encodings only)
         return "randomized positions"
     return "single sentences"
 
 
-def group_styles(groups: list[dict]) -> list[dict]:
+Style = Mapping[str, Any]  # matplotlib's keyword arguments of a configuration's line: color, linestyle, marker
+
+
+def group_styles(groups: Sequence[Configuration]) -> list[Style]:
     """Per group: one colour per encoding (the same in every panel; tab20 beyond ten encodings),
     line style and marker by how it was trained or tested (KINDS), so that a joined-pair run, a
     randomized one and a scaled one never look like one another."""
     from matplotlib import colormaps
 
-    encodings = list(dict.fromkeys(g["encoding"] for g in groups))
+    encodings = list(dict.fromkeys(g.encoding for g in groups))
     palette = (
         [f"C{i}" for i in range(10)]
         if len(encodings) <= 10
         else [colormaps["tab20"](i) for i in (*range(0, 20, 2), *range(1, 20, 2))]
     )
-    styles = [{"color": palette[encodings.index(g["encoding"]) % len(palette)], **KINDS[kind_of(g)]} for g in groups]
     # the variants share their encoding (and colour): told apart by a colour of their own, in order
     variants = [i for i, g in enumerate(groups) if kind_of(g) == "scaled at inference"]
-    for n, i in enumerate(variants):
-        styles[i]["color"] = colormaps["Dark2"](n % 8)
-    return styles
+    colours = [
+        colormaps["Dark2"](variants.index(i) % 8)
+        if i in variants
+        else palette[encodings.index(g.encoding) % len(palette)]
+        for i, g in enumerate(groups)
+    ]
+    return [{"color": colour, **KINDS[kind_of(g)]} for colour, g in zip(colours, groups)]
 
 
-def panels_by_kind(groups: list[dict]) -> list[tuple[str, list[int]]]:
+def panels_by_kind(groups: Sequence[Configuration]) -> list[tuple[str, list[int]]]:
     """(kind, indices of its groups) for every kind present, in KINDS order: one panel each."""
     kinds = [kind_of(g) for g in groups]
     return [(k, [i for i, x in enumerate(kinds) if x == k]) for k in KINDS if k in kinds]
@@ -77,7 +86,7 @@ def _pyplot():
     return plt
 
 
-def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
+def write_plots(groups: Sequence[Configuration], prefix: Path) -> list[Path]:
     """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_concat.png, PREFIX_degradation.png,
     PREFIX_teacher_forced.png, PREFIX_curves.png (each only when there is data for it)."""
     plt = _pyplot()
@@ -99,7 +108,7 @@ def write_plots(groups: list[dict], prefix: Path) -> list[Path]:
     return written
 
 
-def kind_panels(groups: list[dict], indices: list[int], width: float):
+def kind_panels(groups: Sequence[Configuration], indices: list[int], width: float):
     """A figure of one panel per kind of run among groups[indices], room below each for its legend:
     (figure, first row of axes, [(axis, kind, group indices)])."""
     panels = panels_by_kind([groups[i] for i in indices])
@@ -110,9 +119,9 @@ def kind_panels(groups: list[dict], indices: list[int], width: float):
     return fig, axes[0], [(ax, kind, [indices[m] for m in members]) for ax, (kind, members) in zip(axes[0], panels)]
 
 
-def bleu_figure(groups: list[dict], styles: list[dict]):
+def bleu_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
     """Test sacreBLEU, one row per configuration: readable at any number of them."""
-    scored = [i for i, g in enumerate(groups) if g["mean"]["sacrebleu"] is not None]
+    scored = [i for i, g in enumerate(groups) if g.mean(HEADLINE) is not None]
     if not scored:
         return None
     fig, ax = _pyplot().subplots(figsize=(7.0, 0.28 * len(scored) + 1.2))
@@ -120,36 +129,36 @@ def bleu_figure(groups: list[dict], styles: list[dict]):
     for yy, i in zip(y, scored):
         g = groups[i]
         ax.errorbar(
-            [g["mean"]["sacrebleu"]],
+            [g.mean(HEADLINE)],
             [yy],
-            xerr=[g["std"]["sacrebleu"] or 0.0],
+            xerr=[g.std(HEADLINE) or 0.0],
             capsize=3,
             marker=styles[i]["marker"],
             color=styles[i]["color"],
             linestyle="none",
         )
-        if g["is_baseline"]:
-            ax.axvline(g["mean"]["sacrebleu"], color="grey", linewidth=0.8, linestyle=":")
-    ax.set_yticks(y, [f"{groups[i]['label']} (n={groups[i]['n']})" for i in scored], fontsize=8)
+        if g.is_baseline:
+            ax.axvline(g.mean(HEADLINE), color="grey", linewidth=0.8, linestyle=":")
+    ax.set_yticks(y, [f"{groups[i].label} (n={groups[i].n})" for i in scored], fontsize=8)
     ax.set_xlabel("test sacreBLEU")
     ax.set_title("Test sacreBLEU (mean ± std over seeds; dotted: the baseline)", fontsize=10)
     return fig
 
 
-def length_buckets_figure(groups: list[dict], styles: list[dict]):
+def length_buckets_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
     """Test sacreBLEU per source-length bucket, one panel per kind of run."""
-    bucketed = [i for i, g in enumerate(groups) if g["by_source_length"]]
+    bucketed = [i for i, g in enumerate(groups) if g.by_source_length]
     if not bucketed:
         return None
     fig, axes, panels = kind_panels(groups, bucketed, 4.2)
-    labels = [b["bucket"] for b in groups[bucketed[0]]["by_source_length"]]
+    labels = [b.bucket for b in groups[bucketed[0]].by_source_length]
     for ax, kind, members in panels:
         for i in members:
-            by = {b["bucket"]: b["mean"] for b in groups[i]["by_source_length"]}
+            by = {b.bucket: b.mean for b in groups[i].by_source_length}
             ax.plot(
                 labels,
                 [by.get(lab) if by.get(lab) is not None else float("nan") for lab in labels],
-                label=groups[i]["label"],
+                label=groups[i].label,
                 markersize=4,
                 **styles[i],
             )
@@ -159,13 +168,13 @@ def length_buckets_figure(groups: list[dict], styles: list[dict]):
     return fig
 
 
-def concat_figure(groups: list[dict], styles: list[dict]):
+def concat_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
     """One panel per k of joined inputs: configurations down the side, BLEU (top row) and length
     ratio (bottom)."""
-    with_k = [i for i, g in enumerate(groups) if any(c["bleu"] is not None for c in (g.get("concat") or {}).values())]
+    with_k = [i for i, g in enumerate(groups) if any(c.bleu is not None for c in g.concat.values())]
     if not with_k:
         return None
-    ks = sorted({k for i in with_k for k, c in groups[i]["concat"].items() if c["bleu"] is not None})
+    ks = sorted({k for i in with_k for k, c in groups[i].concat.items() if c.bleu is not None})
     fig, axes = _pyplot().subplots(
         2, len(ks), figsize=(1.9 * len(ks) + 3.0, 0.22 * len(with_k) * 2 + 2.0), sharey=True, squeeze=False
     )
@@ -176,7 +185,7 @@ def concat_figure(groups: list[dict], styles: list[dict]):
         ):
             concat_panel(axes[row][col], groups, styles, with_k, y, k, key, std)
             axes[row][col].set_title(f"k={k}: {title}", fontsize=8)
-    axes[0][0].set_yticks(y, [f"{groups[i]['label']} (n={groups[i]['n']})" for i in with_k], fontsize=7)
+    axes[0][0].set_yticks(y, [f"{groups[i].label} (n={groups[i].n})" for i in with_k], fontsize=7)
     fig.suptitle(
         "Inputs of k joined test pairs (mean ± std over seeds; dotted: the baseline; markers: "
         + ", ".join(f"{v['marker']} {k}" for k, v in KINDS.items())
@@ -187,25 +196,32 @@ def concat_figure(groups: list[dict], styles: list[dict]):
 
 
 def concat_panel(
-    ax, groups: list[dict], styles: list[dict], with_k: list[int], y: list[int], k: str, key: str, std: str
+    ax,
+    groups: Sequence[Configuration],
+    styles: Sequence[Style],
+    with_k: list[int],
+    y: list[int],
+    k: int,
+    key: str,
+    std: str,
 ) -> None:
-    """One configuration per row at one k: the mean of `key` with its std over seeds."""
+    """One configuration per row at one k: the mean of `key` (a ConcatStats field) with its std over seeds."""
     for yy, i in zip(y, with_k):
-        c = groups[i]["concat"].get(k) or {}
-        if c.get(key) is None:
+        c = groups[i].concat.get(k)
+        if c is None or getattr(c, key) is None:
             continue
         st = styles[i]
         ax.errorbar(
-            [c[key]],
+            [getattr(c, key)],
             [yy],
-            xerr=[c[std] or 0.0],
+            xerr=[getattr(c, std) or 0.0],
             marker=st["marker"],
             color=st["color"],
             markersize=4,
             capsize=2,
             linestyle="none",
         )
-    base = next((groups[i]["concat"].get(k, {}).get(key) for i in with_k if groups[i]["is_baseline"]), None)
+    base = next((getattr(groups[i].concat.get(k), key, None) for i in with_k if groups[i].is_baseline), None)
     if base is not None:
         ax.axvline(base, color="grey", linewidth=0.8, linestyle=":")
     if key == "ratio":
@@ -213,23 +229,23 @@ def concat_panel(
     ax.tick_params(labelsize=7)
 
 
-def degradation_figure(groups: list[dict], styles: list[dict]):
+def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
     """The length study's headline measure by k, one panel per kind: each seed a point, the mean over
     seeds with its 95% interval (Student's t over the seeds), the configurations side by side."""
     from scipy.stats import t
 
-    with_k = [i for i, g in enumerate(groups) if any(label.startswith("k=") for label in g.get("degradation") or {})]
+    with_k = [i for i, g in enumerate(groups) if any(label.startswith("k=") for label in g.degradation or {})]
     if not with_k:
         return None
     fig, axes, panels = kind_panels(groups, with_k, 5.0)
     for ax, kind, members in panels:
         for slot, i in enumerate(members):
             g, style = groups[i], styles[i]
-            ks = sorted(int(label[2:]) for label in g["degradation"] if label.startswith("k="))
+            ks = sorted(int(label[2:]) for label in g.degradation if label.startswith("k="))
             shift = 1 + 0.06 * (slot - (len(members) - 1) / 2) / max(1, len(members))  # side by side on log2 k
             means, halves = [], []
             for k in ks:
-                values = [d[f"k={k}"] for d in g["degradation_runs"] if d and f"k={k}" in d]
+                values = [d[f"k={k}"] for d in g.degradation_runs if d and f"k={k}" in d]
                 ax.plot(
                     [k * shift] * len(values),
                     values,
@@ -240,7 +256,7 @@ def degradation_figure(groups: list[dict], styles: list[dict]):
                     color=style["color"],
                 )
                 means.append(sum(values) / len(values))
-                sd = g["degradation"][f"k={k}"]["std"]
+                sd = g.degradation[f"k={k}"].std
                 halves.append(t.ppf(0.975, len(values) - 1) * sd / len(values) ** 0.5 if sd is not None else 0.0)
             ax.errorbar(
                 [k * shift for k in ks],
@@ -248,7 +264,7 @@ def degradation_figure(groups: list[dict], styles: list[dict]):
                 yerr=halves,
                 markersize=4,
                 capsize=2,
-                label=f"{g['label']} (n={g['n']})",
+                label=f"{g.label} (n={g.n})",
                 **style,
             )
         ax.axhline(0.0, color="black", linewidth=0.6)
@@ -262,28 +278,28 @@ def degradation_figure(groups: list[dict], styles: list[dict]):
     return fig
 
 
-def teacher_forced_figure(groups: list[dict], styles: list[dict]):
+def teacher_forced_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
     """Teacher-forced NLL by target position, one panel per kind; the training length(s) as lines."""
-    forced = [i for i, g in enumerate(groups) if g.get("teacher_forced")]
+    forced = [i for i, g in enumerate(groups) if g.teacher_forced]
     if not forced:
         return None
     fig, axes, panels = kind_panels(groups, forced, 4.5)
     for ax, kind, members in panels:
         lengths = set()
         for i in members:
-            tf = groups[i]["teacher_forced"]
-            points = [b for b in tf["by_position"] if b["mean"] is not None]
+            tf = groups[i].teacher_forced
+            points = [b for b in tf.by_position if b.nll.mean is not None]
             ax.errorbar(
-                [b["from"] for b in points],
-                [b["mean"] for b in points],
-                yerr=[b["std"] or 0.0 for b in points],
+                [b.start for b in points],
+                [b.nll.mean for b in points],
+                yerr=[b.nll.std or 0.0 for b in points],
                 markersize=3,
                 capsize=2,
-                label=groups[i]["label"],
+                label=groups[i].label,
                 **styles[i],
             )
-            if tf["training_length"]:
-                lengths.add(tf["training_length"])
+            if tf.training_length:
+                lengths.add(tf.training_length)
         for length in sorted(lengths):
             ax.axvline(length, linestyle=":", linewidth=1, color="grey")
         ax.set(xlabel="target position (bucket lower edge; 0 = BOS)", title=kind)
@@ -296,9 +312,9 @@ def teacher_forced_figure(groups: list[dict], styles: list[dict]):
     return fig
 
 
-def curves_figure(groups: list[dict], styles: list[dict]):
+def curves_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
     """Validation loss, one panel per configuration (a variant has its base's training), one line per seed."""
-    trained = [g for g in groups if not g.get("variant") and any(r["valid_events"] for r in g["runs"])]
+    trained = [g for g in groups if not g.variant and any(r.valid_curve for r in g.runs)]
     if not trained:
         return None
     cols = min(6, len(trained))
@@ -307,11 +323,11 @@ def curves_figure(groups: list[dict], styles: list[dict]):
         rows, cols, figsize=(2.6 * cols + 0.5, 2.1 * rows + 0.8), sharex=True, sharey=True, squeeze=False
     )
     for ax, g in zip(axes.flat, trained):
-        for j, r in enumerate(g["runs"]):
-            loss = [(e["step"], e["valid_loss"]) for e in r["valid_events"] if e.get("valid_loss") is not None]
+        for j, r in enumerate(g.runs):
+            loss = [(e.step, e.valid_loss) for e in r.valid_curve if e.valid_loss is not None]
             if loss:
-                ax.plot(*zip(*loss), marker=".", color=f"C{j % 10}", label=f"seed {r['seed']}")
-        ax.set_title(g["label"], fontsize=8)
+                ax.plot(*zip(*loss), marker=".", color=f"C{j % 10}", label=f"seed {r.seed}")
+        ax.set_title(g.label, fontsize=8)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=6)
     for ax in axes.flat[len(trained) :]:

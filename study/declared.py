@@ -13,10 +13,11 @@ without the family, from a changed tree, outside a git checkout) marks its compa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import yaml
 
+from study.records import Configuration
 from utils.provenance import ROOT, git_output, read_provenance
 
 
@@ -66,11 +67,10 @@ def run_declared(run_dir: Path, family_path: str, now: Optional[object] = None) 
     )
 
 
-def mark_declaring_runs(groups: list[dict], family_path: Optional[str]) -> None:
-    """Set each run's `family_declared` (read by study/findings.py's rows); nothing without a family."""
+def declaring_runs(groups: Sequence[Configuration], family_path: Optional[str]) -> Optional[frozenset[str]]:
+    """The run folders trained from a commit that declared the family (read by study/findings.py's
+    rows); None without a family file (nothing to prove)."""
     if family_path is None:
-        return
+        return None
     now = yaml.safe_load(Path(family_path).read_text(encoding="utf-8"))
-    for g in groups:
-        for run in g["runs"]:
-            run["family_declared"] = run_declared(Path(run["run"]), family_path, now)
+    return frozenset(r.run for g in groups for r in g.runs if run_declared(Path(r.run), family_path, now))

@@ -16,12 +16,13 @@ the pair alone did not have; the measure moves with both, not only with the posi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
-from study.run_stats import joined_training_k, retest_hint, test_folder
+from study.records import Configuration, RunRecord, Stats, frozen_map
+from study.run_stats import joined_training_k, retest_hint, stats, test_folder
 from utils.metrics import bucket_label
 from utils.stored_files import read_lines
 
@@ -32,7 +33,7 @@ class PairSums:
 
     alone_tokens: np.ndarray  # [pairs]
     alone_nll: np.ndarray
-    joined: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    joined: Mapping[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
     training_length: Optional[int]
     position_buckets: list[int]
     beyond: np.ndarray  # [pairs, 2]: NLL (EOS renormalised out) and tokens at positions >= the training length, all k
@@ -50,7 +51,7 @@ class PairSums:
         return out
 
     def units(
-        self, keep: Callable[[int, np.ndarray], np.ndarray], allowed: Optional[dict[int, np.ndarray]] = None
+        self, keep: Callable[[int, np.ndarray], np.ndarray], allowed: Optional[Mapping[int, np.ndarray]] = None
     ) -> np.ndarray:
         """[pairs, 2]: per test pair, (sum of NLL joined - NLL alone, sum of tokens) over the k and
         start positions `keep(k, starts)` selects (a boolean mask over that k's rows), among the
@@ -68,7 +69,7 @@ class PairSums:
         return out
 
 
-def read_pair_sums(run: dict) -> Optional[PairSums]:
+def read_pair_sums(run: RunRecord) -> Optional[PairSums]:
     """A run's PAIRS_FILE, or None when its test did not write one (runs tested before it existed)."""
     path = test_folder(run) / PAIRS_FILE
     lines = read_lines(path)
@@ -96,13 +97,12 @@ def read_pair_sums(run: dict) -> Optional[PairSums]:
     beyond = np.zeros((size, 2))
     np.add.at(beyond[:, 0], pairs, rows[:, 7])
     np.add.at(beyond[:, 1], pairs, rows[:, 6])
-    tf = run.get("teacher_forced") or {}
-    return PairSums(
-        alone_tokens, alone_nll, joined, tf.get("training_length"), tf.get("position_buckets") or [], beyond
-    )
+    tf = run.teacher_forced
+    length, buckets = (tf.training_length, list(tf.position_buckets)) if tf else (None, [])
+    return PairSums(alone_tokens, alone_nll, joined, length, buckets, beyond)
 
 
-def check_pair_rows(rows: np.ndarray, path, run: dict) -> None:
+def check_pair_rows(rows: np.ndarray, path, run: RunRecord) -> None:
     """The per-pair sums are what test.py wrote, or refused naming the file and line: finite numbers,
     counts that are whole and not negative, NLL sums not negative, every pair scored alone once, and
     every k the run's scores.json scored (a file cut at a line boundary loses whole k)."""
@@ -118,7 +118,7 @@ def check_pair_rows(rows: np.ndarray, path, run: dict) -> None:
     alone = np.sort(rows[rows[:, 0] == 1, 1])
     if len(alone) and not np.array_equal(alone, np.arange(len(alone))):
         raise ValueError(f"{path} is damaged (not every test pair is scored alone once, k = 1); {retest_hint(path)}")
-    scored = {int(k) for k in (run.get("concat") or {}) if int(k) > 1}
+    scored = {int(k) for k in run.concat if int(k) > 1}
     missing = sorted(scored - set(rows[:, 0].astype(int).tolist()))
     if missing:
         raise ValueError(
@@ -165,7 +165,7 @@ def pooled(units: np.ndarray) -> Optional[float]:
 ALONE = "NLL alone"  # a run's own k = 1 quality on the same tokens (per run only: not a degradation column)
 
 
-def run_degradation(run: dict) -> Optional[dict[str, float]]:
+def run_degradation(run: RunRecord) -> Optional[Mapping[str, float]]:
     """A run's pooled degradation per selection (with the start-position buckets and, for joined-pair
     training, beyond its joined range) and its NLL alone (ALONE), None without PAIRS_FILE."""
     sums = read_pair_sums(run)
@@ -178,30 +178,39 @@ def run_degradation(run: dict) -> Optional[dict[str, float]]:
             out[label] = value
     if sums.alone_tokens.sum() > 0:
         out[ALONE] = float(sums.alone_nll.sum() / sums.alone_tokens.sum())
-    return out
+    return frozen_map(out)
 
 
-def degradation_stats(per_run: list[Optional[dict]]) -> Optional[dict[str, dict]]:
+def degradation_stats(per_run: Sequence[Optional[Mapping[str, float]]]) -> Optional[Mapping[str, Stats]]:
     """Mean, sample std and count over a configuration's runs (`run_degradation` of each) of each
     selection's degradation."""
-    from study.run_stats import mean_std
-
     have = [d for d in per_run if d]
     if not have:
         return None
     labels = list(dict.fromkeys(label for d in have for label in d if label != ALONE))
-    return {label: dict(zip(("mean", "std", "n"), mean_std([d.get(label) for d in have]))) for label in labels}
+    return frozen_map((label, stats([d.get(label) for d in have])) for label in labels)
 
 
-def alone_correlation(groups: list[dict]) -> Optional[dict]:
+@dataclass(frozen=True)
+class Correlation:
+    """Pearson's r within configurations, over `runs` runs of `configs` configurations."""
+
+    r: float
+    runs: int
+    configs: int
+    df: int
+    p: float
+
+
+def alone_correlation(groups: Sequence[Configuration]) -> Optional[Correlation]:
     """Within configurations: Pearson's r between a run's NLL alone and its degradation pooled over k,
     each as the run's deviation from its configuration's mean (configurations with two runs or more;
     variants, the same trained runs tested again, left out). None under three such runs."""
     xs, ys, configs = [], [], 0
     for g in groups:
-        if g.get("variant"):
+        if g.variant:
             continue
-        runs = [d for d in g.get("degradation_runs") or [] if d and ALONE in d and "all k" in d]
+        runs = [d for d in g.degradation_runs if d and ALONE in d and "all k" in d]
         if len(runs) < 2:
             continue
         configs += 1
@@ -215,15 +224,15 @@ def alone_correlation(groups: list[dict]) -> Optional[dict]:
 
     r = float(np.corrcoef(xs, ys)[0, 1])
     p = 0.0 if abs(r) >= 1 else float(2 * t.sf(abs(r) * np.sqrt(df / (1 - r * r)), df))
-    return {"r": r, "runs": len(xs), "configs": configs, "df": df, "p": p}
+    return Correlation(r, len(xs), configs, df, p)
 
 
-def alone_sentence(corr: Optional[dict], trained_on: str = "") -> str:
+def alone_sentence(corr: Optional[Correlation], trained_on: str = "") -> str:
     """What the within-configuration correlation says: r with its p (Pearson's t-test, two-sided), and
     a relation worded only where p < 0.05."""
     if corr is None:
         return ""
-    r, p = corr["r"], corr["p"]
+    r, p = corr.r, corr.p
     if p >= 0.05:
         meaning = "not distinguishable from no relation at these seeds"
     elif r < 0:
@@ -236,35 +245,36 @@ def alone_sentence(corr: Optional[dict], trained_on: str = "") -> str:
     p_text = "<0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
     return (
         f"Within configurations{trained_on} (each run against its configuration's mean), a run's NLL alone "
-        f"(k = 1, the same tokens) and its degradation pooled over k correlate r = {r:+.2f} over {corr['runs']} "
-        f"runs of {corr['configs']} configuration{'s' if corr['configs'] != 1 else ''} (p {p_text}, two-sided, "
-        f"{corr['df']} degrees of freedom): {meaning}."
+        f"(k = 1, the same tokens) and its degradation pooled over k correlate r = {r:+.2f} over {corr.runs} "
+        f"runs of {corr.configs} configuration{'s' if corr.configs != 1 else ''} (p {p_text}, two-sided, "
+        f"{corr.df} degrees of freedom): {meaning}."
     )
 
 
-def alone_sentences(groups: list[dict]) -> list[str]:
+def alone_sentences(groups: Sequence[Configuration]) -> list[str]:
     """`alone_sentence` for the configurations trained on single sentences and, apart (joined-pair
     training changes what a join is to the model), for those trained on joined pairs."""
     by_kind = {" trained on single sentences": [], " trained on joined pairs": []}
     for g in groups:
-        joined = joined_training_k(g["runs"][0]) > 1
-        by_kind[" trained on joined pairs" if joined else " trained on single sentences"].append(g)
+        joined = joined_training_k(g.runs[0]) > 1
+        kind = " trained on joined pairs" if joined else " trained on single sentences"
+        by_kind[kind] = [*by_kind[kind], g]
     said = [alone_sentence(alone_correlation(members), kind) for kind, members in by_kind.items()]
     return [s for s in said if s]
 
 
-def degradation_table(groups: list[dict]) -> str:
+def degradation_table(groups: Sequence[Configuration]) -> str:
     """Markdown: each configuration's degradation (nats per token, mean ± std over seeds) pooled over
     k, per k and by where the pair starts; empty when no run has PAIRS_FILE."""
-    have = [g for g in groups if g.get("degradation")]
+    have = [g for g in groups if g.degradation]
     if not have:
         return ""
-    labels = list(dict.fromkeys(label for g in have for label in g["degradation"]))
+    labels = list(dict.fromkeys(label for g in have for label in g.degradation))
 
-    def cell(stats: Optional[dict]) -> str:
-        if not stats or stats["mean"] is None:
+    def cell(s: Optional[Stats]) -> str:
+        if not s or s.mean is None:
             return "–"
-        return f"{stats['mean']:+.3f}" + (f" ± {stats['std']:.3f}" if stats["std"] is not None else "")
+        return f"{s.mean:+.3f}" + (f" ± {s.std:.3f}" if s.std is not None else "")
 
     lines = [
         "Degradation: a test pair's teacher-forced NLL inside an input of k joined pairs minus the same tokens' "
@@ -274,6 +284,6 @@ def degradation_table(groups: list[dict]) -> str:
         "|---|---|" + "|".join("---" for _ in labels) + "|",
     ]
     for g in have:
-        n = max(s["n"] for s in g["degradation"].values())
-        lines.append(f"| {g['label']} | {n} | " + " | ".join(cell(g["degradation"].get(x)) for x in labels) + " |")
+        n = max(s.n for s in g.degradation.values())
+        lines.append(f"| {g.label} | {n} | " + " | ".join(cell(g.degradation.get(x)) for x in labels) + " |")
     return "\n".join(lines + [x for s in alone_sentences(groups) for x in ("", s)])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 from study.rules import CURRENT, RULES, UNNAMED
 from study.seed_test import DEFAULT_EFFECT, DEFAULT_TIE_MARGIN
@@ -76,7 +76,7 @@ def _read(path: str):
         raise ConfigError(f"{path}: not valid YAML ({' '.join(str(e).split())}); fix the file") from None
 
 
-def _measures(path: str, key: str, given, positive: bool) -> dict:
+def _measures(path: str, key: str, given, positive: bool) -> Mapping[str, float]:
     """A {unit: number} mapping of the family (tie_margin, effect, equivalence), checked."""
     from settings.config import ConfigError
 
@@ -95,7 +95,7 @@ def _measures(path: str, key: str, given, positive: bool) -> dict:
     return dict(given)
 
 
-def _headline(path: str, entries) -> list[dict]:
+def _headline(path: str, entries) -> list[Mapping[str, Any]]:
     from settings.config import ConfigError
 
     if not isinstance(entries, list) or not entries:
@@ -165,12 +165,12 @@ def load_family(path: Optional[str]) -> Family:
     return Family(str(path), baseline, headline, margins, effects, seeds, device, precision, equivalence, rule)
 
 
-def family_json_schema() -> dict:
+def family_json_schema() -> Mapping[str, Any]:
     """The JSON Schema of a family file (configs/family.schema.json, for editors), drawn from the
     constants load_family checks against; load_family's own checks go further (configs that exist)."""
     text = {"type": "string", "minLength": 1}
 
-    def measures(above_zero: bool) -> dict:
+    def measures(above_zero: bool) -> Mapping[str, Any]:
         number = {"type": "number", ("exclusiveMinimum" if above_zero else "minimum"): 0}
         return {"type": "object", "properties": dict.fromkeys(UNITS, number), "additionalProperties": False}
 

@@ -17,13 +17,14 @@ interval (study/wording.py).
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from study.declared import mark_declaring_runs
+from study.declared import declaring_runs
 from study.degradation import selections
 from study.family import Family
+from study.records import Configuration, RunRecord
 from study.rules import CURRENT, RULES
 from study.run_outputs import Outputs, source_lengths, training_length
 from study.run_stats import joined_range, joined_training_k
@@ -45,6 +46,8 @@ RULE = (
     "declared the family. Every other row gives how the seeds fall against the tie margin and the 95% "
     "interval of the mean difference, and no verdict."
 )
+Pair = tuple[RunRecord, RunRecord]  # a run and the baseline's run of the same seed
+
 EQUIVALENCE_TEST = (
     "TOST (Schuirmann 1987): the seed-level statistic of the family's rule tested one-sided against -m and "
     "against +m; equivalence p = max(p_lower, p_upper); Holm over the declared rows apart"
@@ -95,17 +98,17 @@ def compare_ratio(
     return _row(seeds, n, combined, per_seed, lower_is_better=True)
 
 
-def compare_nll(pairs: list[tuple[dict, dict]], outputs: Outputs, n_samples: int, seed: int) -> Optional[dict]:
+def compare_nll(pairs: list[Pair], outputs: Outputs, n_samples: int, seed: int) -> Optional[dict]:
     """The teacher-forced NLL beyond the training length, pooled over every k; the statistic the
     token-weighted mean NLL. The unit resampled is the test pair (carrying every input that holds
     it) where every run has test.py's per-pair sums, else (runs tested before them) an input of any
     k that has such tokens in either run."""
-    seeds = [run["seed"] for run, _ in pairs]
+    seeds = [run.seed for run, _ in pairs]
     if all(outputs.pairs(r) is not None for pair in pairs for r in pair):
         sums = [(outputs.pairs(run).beyond, outputs.pairs(base).beyond) for run, base in pairs]
         if len({x.shape for pair in sums for x in pair}) > 1:
             raise ValueError(
-                f"{pairs[0][0]['run']} and {pairs[0][1]['run']} were teacher-forced on different test "
+                f"{pairs[0][0].run} and {pairs[0][1].run} were teacher-forced on different test "
                 f"sets: their NLL cannot be compared"
             )
         if not any(x[:, 1].sum() for pair in sums for x in pair):
@@ -125,16 +128,14 @@ def compare_nll(pairs: list[tuple[dict, dict]], outputs: Outputs, n_samples: int
     }
 
 
-def compare_degradation(
-    pairs: list[tuple[dict, dict]], outputs: Outputs, keep, n_samples: int, seed: int
-) -> Optional[dict]:
+def compare_degradation(pairs: list[Pair], outputs: Outputs, keep, n_samples: int, seed: int) -> Optional[dict]:
     """The degradation of one selection (study/degradation.py), system vs baseline per seed; the
     unit resampled is the test pair; every run counts the same (pair, k) cells: those all of them
     scored whole."""
     sums = [outputs.pairs(r) for pair in pairs for r in pair]
     if len({x.num_pairs for x in sums}) > 1:
         raise ValueError(
-            f"{pairs[0][0]['run']} and {pairs[0][1]['run']} were teacher-forced on different test "
+            f"{pairs[0][0].run} and {pairs[0][1].run} were teacher-forced on different test "
             f"sets (different numbers of pairs): their degradation cannot be compared"
         )
     ks = set.intersection(*(set(x.joined) for x in sums))  # the k every run scored
@@ -143,25 +144,27 @@ def compare_degradation(
     systems, baselines = units[0::2], units[1::2]
     if any(x[:, 1].sum() <= 0 for x in units):
         return None
-    return compare_ratio(systems, baselines, [r["seed"] for r, _ in pairs], n_samples, seed)
+    return compare_ratio(systems, baselines, [r.seed for r, _ in pairs], n_samples, seed)
 
 
-def _pairs(group: dict, baseline: dict, has: Callable[[dict], bool]) -> list[tuple[dict, dict]]:
+def _pairs(group: Configuration, baseline: Configuration, has: Callable[[RunRecord], bool]) -> list[Pair]:
     """(run, baseline run) of every seed both configurations ran with outputs for this comparison,
     one pair per seed (a seed run twice counts once: its first run)."""
-    base: dict = {}
-    for r in baseline["runs"]:
-        if r["seed"] is not None and has(r):
-            base.setdefault(r["seed"], r)
-    mine: dict = {}
-    for r in group["runs"]:
-        if r["seed"] in base and has(r):
-            mine.setdefault(r["seed"], r)
+    base = _first_by_seed(r for r in baseline.runs if r.seed is not None and has(r))
+    mine = _first_by_seed(r for r in group.runs if r.seed in base and has(r))
     return [(r, base[seed]) for seed, r in mine.items()]
 
 
+def _first_by_seed(runs: Iterable[RunRecord]) -> Mapping[Any, RunRecord]:
+    """{seed: its first run}, in order."""
+    out: dict = {}
+    for r in runs:
+        out[r.seed] = out.get(r.seed, r)
+    return out
+
+
 def compare_pair(
-    pairs: list[tuple[dict, dict]],
+    pairs: list[Pair],
     outputs: Outputs,
     k: int,
     n_samples: int,
@@ -174,7 +177,7 @@ def compare_pair(
         (mine, refs), (theirs, base_refs) = outputs.get(run, k), outputs.get(base, k)
         if refs != base_refs:
             raise ValueError(
-                f"{run['run']} and {base['run']} were scored on different references "
+                f"{run.run} and {base.run} were scored on different references "
                 f"({'test set' if k == 1 else f'k={k}'}): they cannot be compared"
             )
         subset = None
@@ -187,7 +190,7 @@ def compare_pair(
         systems.append(mine)
         baselines.append(theirs)
         subsets.append(subset)
-        seeds.append(run["seed"])
+        seeds.append(run.seed)
     if not seeds:
         return None
     if bucket is not None:  # one subset for all seeds (the same sources): select before testing
@@ -217,23 +220,23 @@ NLL_BEYOND_TITLE = (
 
 
 def compute_findings(
-    groups: list[dict],
-    baseline: dict,
+    groups: Sequence[Configuration],
+    baseline: Configuration,
     n_samples: int = 10000,
     seed: int = DEFAULT_SEED,
     family: Optional[Family] = None,
 ) -> dict:
     """Every configuration against `baseline` (compare.py's groups), as tables of findings."""
     family = family or Family()
-    mark_declaring_runs(groups, family.path)  # a declared row needs its runs' proof (study/declared.py)
-    outputs = Outputs()
-    others = [g for g in groups if g is not baseline]
-    ks = sorted({k for g in groups for r in g["runs"] for k in (r.get("concat") or {}) if k > 1})
-    buckets = next((r["by_source_length"] for r in baseline["runs"] if r.get("by_source_length")), None) or []
-    lengths = {r["seed"]: training_length(r) for r in baseline["runs"]}
+    proven = declaring_runs(groups, family.path)  # a declared row needs its runs' proof (study/declared.py)
+    outputs = Outputs(proven)
+    others = [g for g in groups if g.label != baseline.label]
+    ks = sorted({k for g in groups for r in g.runs for k in r.concat if k > 1})
+    buckets = next((r.by_source_length for r in baseline.runs if r.by_source_length), ())
+    lengths = {r.seed: training_length(r) for r in baseline.runs}
 
-    def same_length(r: dict) -> bool:  # "beyond" is then the same tokens of the same inputs
-        return training_length(r) is not None and training_length(r) == lengths.get(r["seed"])
+    def same_length(r: RunRecord) -> bool:  # "beyond" is then the same tokens of the same inputs
+        return training_length(r) is not None and training_length(r) == lengths.get(r.seed)
 
     def rows(comparisons: list[tuple[str, int, Optional[tuple]]]) -> list[dict]:
         return bleu_rows(others, baseline, outputs, comparisons, n_samples, seed)
@@ -250,18 +253,18 @@ def compute_findings(
             _table(
                 "buckets",
                 "test set by source length (subword tokens)",
-                rows([(f"{b['bucket']} tokens", 1, (b["min_len"], b["max_len"])) for b in buckets]),
+                rows([(f"{b.bucket} tokens", 1, (b.min_len, b.max_len)) for b in buckets]),
             )
         )
     nll_rows = nll_beyond_rows(others, baseline, outputs, n_samples, seed, same_length)
     tables.append(_table("teacher_forced", NLL_BEYOND_TITLE, nll_rows, "NLL"))
     tables = [t for t in tables if t["rows"]]
-    size, missing, plan = word_tables(tables, family, [g["label"] for g in others])
-    return findings_report(baseline, family, size, missing, n_samples, seed, tables, plan)
+    size, missing, plan = word_tables(tables, family, [g.label for g in others])
+    return findings_report(baseline.label, family, size, missing, n_samples, seed, tables, plan)
 
 
 def findings_report(
-    baseline: dict,
+    baseline: str,
     family: Family,
     size: int,
     missing: list[str],
@@ -272,7 +275,7 @@ def findings_report(
 ) -> dict:
     """The findings JSON: the method's settings beside the tables."""
     return {
-        "baseline": baseline["label"],
+        "baseline": baseline,
         "metric": "sacreBLEU",
         "alpha": ALPHA,
         "test": MODEL,
@@ -302,14 +305,22 @@ def findings_report(
     }
 
 
-def _labelled(group: dict, compared_on: str, result: dict, pairs: list, k: Optional[int], joined: int = 1) -> dict:
+def _labelled(
+    group: Configuration, compared_on: str, result: dict, pairs: list, k: Optional[int], outputs, joined: int = 1
+) -> dict:
     """A row: which configuration, on what, where k sits against its joined-pair training range, and
     whether every run of it was trained from a commit that declared the study's family
-    (compute_findings marks the runs when the family has a file; without one there is nothing to prove)."""
-    row = {"config": group["label"], "encoding": group["encoding"], "compared_on": compared_on, **result}
-    row["joined_range"] = joined_range(joined, k)
-    row["from_declaring_commit"] = all(r.get("family_declared", True) for pair in pairs for r in pair)
-    return row
+    (`outputs.proven`: the runs with that proof when the family has a file; without one there is
+    nothing to prove)."""
+    proven = outputs.proven
+    return {
+        "config": group.label,
+        "encoding": group.encoding,
+        "compared_on": compared_on,
+        **result,
+        "joined_range": joined_range(joined, k),
+        "from_declaring_commit": proven is None or all(r.run in proven for pair in pairs for r in pair),
+    }
 
 
 def _selection_k(label: str, joined: int) -> Optional[int]:
@@ -319,12 +330,17 @@ def _selection_k(label: str, joined: int) -> Optional[int]:
     return joined + 1 if label.startswith("beyond joined") else None
 
 
-def _joined(group: dict, baseline: dict) -> int:
-    return max(joined_training_k(r) for r in (*group["runs"][:1], *baseline["runs"][:1]))
+def _joined(group: Configuration, baseline: Configuration) -> int:
+    return max(joined_training_k(r) for r in (*group.runs[:1], *baseline.runs[:1]))
 
 
 def bleu_rows(
-    others: list[dict], baseline: dict, outputs: "Outputs", comparisons: list, n_samples: int, seed: int
+    others: Sequence[Configuration],
+    baseline: Configuration,
+    outputs: Outputs,
+    comparisons: list,
+    n_samples: int,
+    seed: int,
 ) -> list[dict]:
     """Each configuration against the baseline on each (label, k, source-length bucket) comparison."""
     out = []
@@ -333,12 +349,12 @@ def bleu_rows(
             pairs = _pairs(g, baseline, lambda r, k=k: outputs.get(r, k) is not None)
             result = compare_pair(pairs, outputs, k, n_samples, seed, bucket) if pairs else None
             if result is not None:
-                out.append(_labelled(g, label, result, pairs, k, _joined(g, baseline)))
+                out.append(_labelled(g, label, result, pairs, k, outputs, _joined(g, baseline)))
     return out
 
 
 def degradation_rows(
-    others: list[dict], baseline: dict, outputs: "Outputs", n_samples: int, seed: int, same_length
+    others: Sequence[Configuration], baseline: Configuration, outputs: Outputs, n_samples: int, seed: int, same_length
 ) -> list[dict]:
     """Each configuration's degradation against the baseline's, per selection of (pair, k) cells."""
     rows = []
@@ -351,12 +367,14 @@ def degradation_rows(
             chosen = [(r, b) for r, b in pairs if not needs_length or same_length(r)]
             result = compare_degradation(chosen, outputs, keep, n_samples, seed) if chosen else None
             if result is not None:
-                rows.append(_labelled(g, f"degradation, {label}", result, chosen, _selection_k(label, joined), joined))
+                rows.append(
+                    _labelled(g, f"degradation, {label}", result, chosen, _selection_k(label, joined), outputs, joined)
+                )
     return rows
 
 
 def nll_beyond_rows(
-    others: list[dict], baseline: dict, outputs: "Outputs", n_samples: int, seed: int, same_length
+    others: Sequence[Configuration], baseline: Configuration, outputs: Outputs, n_samples: int, seed: int, same_length
 ) -> list[dict]:
     """The encoding itself, whatever the search does: the references' NLL beyond training, all k."""
     rows = []
@@ -364,7 +382,7 @@ def nll_beyond_rows(
         pairs = _pairs(g, baseline, lambda r: outputs.beyond(r) is not None and same_length(r))
         result = compare_nll(pairs, outputs, n_samples, seed) if pairs else None
         if result is not None:
-            rows.append(_labelled(g, "teacher-forced NLL beyond training, all k", result, pairs, None))
+            rows.append(_labelled(g, "teacher-forced NLL beyond training, all k", result, pairs, None, outputs))
     return rows
 
 

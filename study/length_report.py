@@ -4,73 +4,73 @@ reference length ratio as mean ± std over its seeds, how many same-seed runs be
 and the p-value against the baseline that the findings computed (study/findings.py: over all
 seeds both ran; k = 1 is the test set itself).
 
-Input: compare.py's groups (one per configuration, with its runs); each run row carries
-`concat` = {k: scores.json's row for k} and its folder. Runs are compared at a k only when they
-were scored on the same joined inputs (same references), as compare.py does for the test set.
+Input: compare.py's configurations (study/records.py), each run carrying its `concat` scores per k
+and its folder. Runs are compared at a k only when they were scored on the same joined inputs (same
+references), as compare.py does for the test set.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import replace
+from typing import Callable, Optional, Sequence
 
-from study.run_stats import mean_std, seed_wins, test_folder
+from study.records import ConcatStats, Configuration, RunRecord, frozen_map
+from study.run_stats import seed_wins, stats, test_folder
 from study.wording import format_p
 from utils import run_files
 from utils.stored_files import read_lines
 
 
-def concat_ks(groups: list[dict]) -> list[int]:
+def concat_ks(groups: Sequence[Configuration]) -> list[int]:
     """Every k scored by at least one run, ascending."""
-    return sorted({k for g in groups for r in g["runs"] for k in (r.get("concat") or {})})
+    return sorted({k for g in groups for r in g.runs for k in r.concat})
 
 
-def _k_outputs(run: dict, k: int) -> tuple[Optional[list[str]], Optional[list[str]]]:
+def _k_outputs(run: RunRecord, k: int) -> tuple[Optional[list[str]], Optional[list[str]]]:
     folder = test_folder(run) / "concat" / f"k{k}"
     return read_lines(folder / run_files.HYPOTHESES), read_lines(folder / run_files.REFERENCES)
 
 
-def check_same_inputs(groups: list[dict]) -> None:
+def check_same_inputs(groups: Sequence[Configuration]) -> None:
     """Runs averaged or compared at one k must have been scored on the same k-inputs (the same
     test set, the same joining order): otherwise raise ValueError naming two runs that differ."""
     for k in concat_ks(groups):
         first = None
-        for r in (r for g in groups for r in g["runs"] if k in (r.get("concat") or {})):
+        for r in (r for g in groups for r in g.runs if k in r.concat):
             refs = _k_outputs(r, k)[1]
             if refs is None:
                 continue
             if first is None:
-                first = (r["run"], refs)
+                first = (r.run, refs)
             elif refs != first[1]:
                 raise ValueError(
-                    f"the k={k} references differ between {first[0]} and {r['run']}: runs scored on "
+                    f"the k={k} references differ between {first[0]} and {r.run}: runs scored on "
                     f"different joined inputs (another test set or evaluation.concat_seed) cannot be "
                     f"compared (pass --no_significance to tabulate them anyway)"
                 )
 
 
-def add_concat_stats(groups: list[dict], baseline: dict, check_inputs: bool = True, margin: float = 0.0) -> None:
-    """Set g["concat"] = {k: {bleu, bleu_std, ratio, ratio_std, n, seeds_above, p_value}} for every group
-    (p_value None here: compare.py sets it from the findings)."""
+def add_concat_stats(
+    groups: Sequence[Configuration], baseline: Configuration, check_inputs: bool = True, margin: float = 0.0
+) -> list[Configuration]:
+    """Each group with its `concat` = {k: ConcatStats} for every k some run scored (p_value None
+    here: compare.py copies it from the findings, study/run_groups.add_significance)."""
     if check_inputs:
         check_same_inputs(groups)
-    for k in concat_ks(groups):
+    ks = concat_ks(groups)
 
-        def bleu(r: dict, k: int = k) -> Optional[float]:
-            return (r.get("concat") or {}).get(k, {}).get("sacrebleu")
+    def at(g: Configuration, k: int) -> ConcatStats:
+        scored = [r.concat[k] for r in g.runs if k in r.concat]
+        bleu, ratio = stats([x.sacrebleu for x in scored]), stats([x.length_ratio for x in scored])
+        wins = None if g.label == baseline.label else seed_wins(g.runs, baseline.runs, bleu_at(k), margin)
+        return ConcatStats(bleu.mean, bleu.std, ratio.mean, ratio.std, bleu.n, seeds_above=wins)
 
-        for g in groups:
-            rows = [r["concat"][k] for r in g["runs"] if k in (r.get("concat") or {})]
-            mean, std, n = mean_std([x["sacrebleu"] for x in rows])
-            ratio, ratio_std, _ = mean_std([x["length_ratio"] for x in rows])
-            g.setdefault("concat", {})[k] = {
-                "bleu": mean,
-                "bleu_std": std,
-                "ratio": ratio,
-                "ratio_std": ratio_std,
-                "n": n,
-                "p_value": None,
-                "seeds_above": None if g is baseline else seed_wins(g["runs"], baseline["runs"], bleu, margin),
-            }
+    return [replace(g, concat=frozen_map((k, at(g, k)) for k in ks)) if ks else g for g in groups]
+
+
+def bleu_at(k: int) -> Callable[[RunRecord], Optional[float]]:
+    """A run's test sacreBLEU on the inputs of k joined pairs (None where it did not score them)."""
+    return lambda r: r.concat[k].sacrebleu if k in r.concat else None
 
 
 def _cell(mean: Optional[float], std: Optional[float], digits: int) -> str:
@@ -79,7 +79,7 @@ def _cell(mean: Optional[float], std: Optional[float], digits: int) -> str:
     return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if std is not None else "")
 
 
-def concat_tables(groups: list[dict], baseline: dict, n_samples: int = 1000) -> str:
+def concat_tables(groups: Sequence[Configuration], baseline: Configuration, n_samples: int = 1000) -> str:
     """Markdown: sacreBLEU per k, length ratio per k, and the comparison with the baseline per k."""
     ks = concat_ks(groups)
     if not ks:
@@ -92,26 +92,25 @@ def concat_tables(groups: list[dict], baseline: dict, n_samples: int = 1000) -> 
         + "|"
     )
 
-    def table(render) -> str:
+    def table(render: Callable[[Configuration, ConcatStats], str]) -> str:
         rows = [
-            f"| {g['label']} | {g['encoding']} | " + " | ".join(render(g, g["concat"][k]) for k in ks) + " |"
-            for g in groups
+            f"| {g.label} | {g.encoding} | " + " | ".join(render(g, g.concat[k]) for k in ks) + " |" for g in groups
         ]
         return head + "\n" + "\n".join(rows)
 
-    def against(g: dict, c: dict) -> str:
-        if g is baseline:
+    def against(g: Configuration, c: ConcatStats) -> str:
+        if g.label == baseline.label:
             return "baseline"
-        wins = f"{c['seeds_above'][0]}/{c['seeds_above'][1]}" if c["seeds_above"] else "–"
-        return wins + (f", p={format_p(c['p_value'])}" if c["p_value"] is not None else "")
+        wins = f"{c.seeds_above[0]}/{c.seeds_above[1]}" if c.seeds_above else "–"
+        return wins + (f", p={format_p(c.p_value)}" if c.p_value is not None else "")
 
     return "\n\n".join(
         [
             "Length extrapolation: test sacreBLEU on inputs of k consecutive test pairs joined "
-            "(mean ± std over seeds):\n\n" + table(lambda g, c: _cell(c["bleu"], c["bleu_std"], 2)),
+            "(mean ± std over seeds):\n\n" + table(lambda g, c: _cell(c.bleu, c.bleu_std, 2)),
             "Hypothesis/reference length ratio (sacreBLEU's; below 1 = output too short):\n\n"
-            + table(lambda g, c: _cell(c["ratio"], c["ratio_std"], 3)),
-            f"Against `{baseline['label']}` per k: same-seed runs above it by more than the tie margin (seeds/shared "
+            + table(lambda g, c: _cell(c.ratio, c.ratio_std, 3)),
+            f"Against `{baseline.label}` per k: same-seed runs above it by more than the tie margin (seeds/shared "
             f"seeds), and the seed-level p (two-sided, uncorrected; k = 1 is the test set; the findings word them):\n\n"
             + table(against),
         ]

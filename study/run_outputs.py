@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 import numpy as np
 
 from evaluation.teacher_forced import BEYOND_FILE
 from study.degradation import PairSums, read_pair_sums
+from study.records import RunRecord
 from study.run_stats import retest_hint, test_folder
 from study.significance import sentence_stats
 from utils import run_files
@@ -23,24 +24,25 @@ class Outputs:
     """Per-sentence BLEU statistics of a run's test outputs (read once), with their references, its
     per-input teacher-forced NLL beyond training and its per-pair sums (read once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, proven: Optional[frozenset[str]] = None) -> None:
+        self.proven = proven  # the run folders trained from a commit that declared the family (None: no file)
         self._cache: dict[tuple[str, int], Optional[tuple[np.ndarray, list[str]]]] = {}
-        self._beyond: dict[str, Optional[dict]] = {}
+        self._beyond: dict[str, Optional[Mapping[tuple[int, int], tuple[float, float]]]] = {}
         self._pairs: dict[str, Optional[PairSums]] = {}
 
-    def beyond(self, run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]]:
+    def beyond(self, run: RunRecord) -> Optional[Mapping[tuple[int, int], tuple[float, float]]]:
         key = str(test_folder(run))
         if key not in self._beyond:
             self._beyond[key] = nll_beyond(run)
         return self._beyond[key]
 
-    def pairs(self, run: dict) -> Optional[PairSums]:
+    def pairs(self, run: RunRecord) -> Optional[PairSums]:
         key = str(test_folder(run))
         if key not in self._pairs:
             self._pairs[key] = read_pair_sums(run)
         return self._pairs[key]
 
-    def get(self, run: dict, k: int) -> Optional[tuple[np.ndarray, list[str]]]:
+    def get(self, run: RunRecord, k: int) -> Optional[tuple[np.ndarray, list[str]]]:
         """(stats, references) of the test set (k = 1) or of its k-inputs; None when not written."""
         key = (str(test_folder(run)), k)
         if key not in self._cache:
@@ -75,7 +77,7 @@ def output_lines(path) -> Optional[list[str]]:
         raise ValueError(f"{path} {e.problem}; {retest_hint(path)}") from None
 
 
-def source_lengths(run: dict) -> Optional[list[int]]:
+def source_lengths(run: RunRecord) -> Optional[list[int]]:
     path = test_folder(run) / run_files.SOURCE_LENGTHS
     lines = output_lines(path)
     try:
@@ -86,7 +88,7 @@ def source_lengths(run: dict) -> Optional[list[int]]:
         ) from None
 
 
-def nll_beyond(run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]]:
+def nll_beyond(run: RunRecord) -> Optional[Mapping[tuple[int, int], tuple[float, float]]]:
     """A run's teacher-forced NLL beyond its training length per input: {(k, input): (NLL sum,
     tokens)} (test.py's BEYOND_FILE), or None when it was not written."""
     lines = output_lines(test_folder(run) / BEYOND_FILE)
@@ -110,6 +112,6 @@ def nll_beyond(run: dict) -> Optional[dict[tuple[int, int], tuple[float, float]]
     return found
 
 
-def training_length(run: dict) -> Optional[int]:
+def training_length(run: RunRecord) -> Optional[int]:
     """The decoder training length a run's teacher-forced figures were split at (None: unknown)."""
-    return (run.get("teacher_forced") or {}).get("training_length")
+    return run.teacher_forced.training_length if run.teacher_forced else None

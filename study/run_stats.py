@@ -6,17 +6,18 @@ import json
 import shlex
 import statistics
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence
 
+from study.records import RunRecord, Stats
 from utils import run_files
 from utils.errors import HarnessError
 from utils.stored_files import read_text
 
 
-def test_folder(run: dict) -> Path:
+def test_folder(run: RunRecord) -> Path:
     """Where a compared run's test outputs are: <run>/test/, or <run>/test_<name>/ for a variant
     (the same trained run tested with other test-time settings)."""
-    return Path(run.get("test_dir") or Path(run["run"]) / "test")
+    return Path(run.test_dir or Path(run.run) / "test")
 
 
 def retest_hint(path: str | Path) -> str:
@@ -42,7 +43,7 @@ def is_test_folder(path: Path) -> bool:
     return (path.name == "test" or path.name.startswith("test_")) and (path.parent / run_files.CONFIG).is_file()
 
 
-def mean_std(values: list) -> tuple[Optional[float], Optional[float], int]:
+def mean_std(values: Sequence) -> tuple[Optional[float], Optional[float], int]:
     """Mean and sample std of the values that are not None (std needs two), and their count."""
     xs = [float(v) for v in values if v is not None]
     if not xs:
@@ -50,25 +51,31 @@ def mean_std(values: list) -> tuple[Optional[float], Optional[float], int]:
     return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else None), len(xs)
 
 
+def stats(values: Sequence) -> Stats:
+    """`mean_std` as a record."""
+    return Stats(*mean_std(values))
+
+
 def seed_wins(
-    runs: list[dict], baseline_runs: list[dict], score: Callable[[dict], Optional[float]], margin: float = 0.0
-) -> Optional[list[int]]:
-    """[wins, pairs]: over the seeds `runs` share with `baseline_runs`, how many of its runs score
+    runs: Sequence[RunRecord],
+    baseline_runs: Sequence[RunRecord],
+    score: Callable[[RunRecord], Optional[float]],
+    margin: float = 0.0,
+) -> Optional[tuple[int, int]]:
+    """(wins, pairs): over the seeds `runs` share with `baseline_runs`, how many of its runs score
     more than `margin` (the tie margin) above the baseline's run with the same seed (None when no
     scored seed is shared)."""
-    base = {r["seed"]: score(r) for r in baseline_runs if r["seed"] is not None}
+    base = {r.seed: score(r) for r in baseline_runs if r.seed is not None}
     pairs = [
-        (score(r), base[r["seed"]])
-        for r in runs
-        if r["seed"] in base and score(r) is not None and base[r["seed"]] is not None
+        (score(r), base[r.seed]) for r in runs if r.seed in base and score(r) is not None and base[r.seed] is not None
     ]
-    return [sum(a - b > margin for a, b in pairs), len(pairs)] if pairs else None
+    return (sum(a - b > margin for a, b in pairs), len(pairs)) if pairs else None
 
 
-def training_minutes(records: list[dict]) -> Optional[float]:
+def training_minutes(records: Sequence[Mapping[str, Any]]) -> Optional[float]:
     """Minutes of training over every session of a run (a resumed run has several): a session's own
     `end` record, else (stopped without one) the time from its `start` to its last record."""
-    sessions: list[list[dict]] = []
+    sessions: list[list[Mapping[str, Any]]] = []
     for r in records:
         if r["event"] == "start" or not sessions:
             sessions.append([])
@@ -83,10 +90,10 @@ def training_minutes(records: list[dict]) -> Optional[float]:
     return total / 60 if counted else None
 
 
-def joined_training_k(run: dict) -> int:
+def joined_training_k(run: RunRecord) -> int:
     """The most test pairs a run's training examples joined (data.train_concat.max_k), 1 without joins."""
-    joins = ((run.get("config") or {}).get("data") or {}).get("train_concat") or {}
-    return int(joins.get("max_k") or 2) if joins.get("prob") else 1  # 2: the schema's default max_k
+    joins = run.config.data.train_concat
+    return int(joins.max_k or 2) if joins.prob else 1  # 2: the schema's default max_k
 
 
 def joined_range(joined_k: int, k: Optional[int]) -> Optional[str]:

@@ -6,6 +6,9 @@ seeds, with what was inferred for runs archived before provenance.json (utils/pr
 
 from __future__ import annotations
 
+from typing import Sequence
+
+from study.records import Configuration
 from utils.errors import HarnessError
 
 MIXABLE = ("device", "precision")  # what --mixed may allow inside one row
@@ -16,24 +19,24 @@ class MixedSeedsError(HarnessError):
     """Seeds of one row made on different device kinds or precisions."""
 
 
-def _values(group: dict, key: str) -> list[str]:
-    return sorted({v for r in group["runs"] for v in r["provenance"][key] if v != "unknown"})
+def _values(group: Configuration, key: str) -> list[str]:
+    return sorted({v for r in group.runs for v in r.provenance.values(key) if v != "unknown"})
 
 
-def check_mixed(groups: list[dict], mixed: list[str]) -> None:
+def check_mixed(groups: Sequence[Configuration], mixed: Sequence[str]) -> None:
     """Refuse a row whose seeds ran on different device kinds or precisions, unless `mixed` allows it."""
     for g in groups:
         for what, key in (("device", "device_kind"), ("precision", "precision")):
             found = _values(g, key)
             if len(found) > 1 and what not in mixed:
-                by = ", ".join(f"{r['run']} ({'/'.join(r['provenance'][key])})" for r in g["runs"])
+                by = ", ".join(f"{r.run} ({'/'.join(r.provenance.values(key))})" for r in g.runs)
                 raise MixedSeedsError(
-                    f"the seeds of {g['label']} ran on different {what}s ({by}): their spread would mix "
+                    f"the seeds of {g.label} ran on different {what}s ({by}): their spread would mix "
                     f"the {what} into the encoding's; compare them apart, or pass --mixed {what} to pool them"
                 )
 
 
-def spans(group: dict) -> list[str]:
+def spans(group: Configuration) -> list[str]:
     """What the seeds of a row span ("code versions", "devices"): empty for a homogeneous row."""
     out = []
     if len(_values(group, "code")) > 1:
@@ -43,24 +46,21 @@ def spans(group: dict) -> list[str]:
     return out
 
 
-def mark_label(group: dict) -> str:
-    return group["label"] + (f" {MARK}" if spans(group) else "")
+def mark_label(group: Configuration) -> str:
+    return group.label + (f" {MARK}" if spans(group) else "")
 
 
-def spans_note(groups: list[dict]) -> list[str]:
+def spans_note(groups: Sequence[Configuration]) -> list[str]:
     """The lines under the main table naming each marked row and what its seeds span."""
     lines = []
     for g in groups:
         if spans(g):
-            parts = [
-                f"{r['seed']}: {'/'.join(r['provenance']['device'])}, code {'/'.join(r['provenance']['code'])}"
-                for r in g["runs"]
-            ]
-            lines.append(f"{MARK} `{g['label']}`: its seeds span {' and '.join(spans(g))} ({'; '.join(parts)}).")
+            parts = [f"{r.seed}: {'/'.join(r.provenance.device)}, code {'/'.join(r.provenance.code)}" for r in g.runs]
+            lines.append(f"{MARK} `{g.label}`: its seeds span {' and '.join(spans(g))} ({'; '.join(parts)}).")
     return lines
 
 
-def provenance_markdown(groups: list[dict]) -> str:
+def provenance_markdown(groups: Sequence[Configuration]) -> str:
     """Per configuration: each seed's device, precision, code version, training dates and what was
     inferred rather than recorded."""
     lines = [
@@ -68,15 +68,15 @@ def provenance_markdown(groups: list[dict]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for g in groups:
-        if g.get("variant"):
+        if g.variant:
             continue  # the same trained runs as their base row
-        for r in g["runs"]:
-            p = r["provenance"]
-            dates = p["dates"]
+        for r in g.runs:
+            p = r.provenance
+            dates = p.dates
             lines.append(
-                f"| {g['label']} | {r['seed']} | {'/'.join(p['device'])} | {'/'.join(p['precision'])} | "
-                f"{'/'.join(p['code'])} | {' to '.join(dates[:: max(1, len(dates) - 1)]) or 'unknown'} | "
-                f"{', '.join(p['inferred']) or '-'} |"
+                f"| {g.label} | {r.seed} | {'/'.join(p.device)} | {'/'.join(p.precision)} | "
+                f"{'/'.join(p.code)} | {' to '.join(dates[:: max(1, len(dates) - 1)]) or 'unknown'} | "
+                f"{', '.join(p.inferred) or '-'} |"
             )
     lines += [
         "",

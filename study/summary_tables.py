@@ -6,14 +6,15 @@ runs); the per-k tables of the length protocol are in study/length_report.py."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional, Sequence
 
-from study.seed_provenance import mark_label, spans, spans_note
+from study.records import Configuration, Stats
+from study.seed_provenance import mark_label, spans_note
 from study.wording import format_p
-from utils.metrics import METRICS, metric_digits
+from utils.metrics import HEADLINE, METRICS, metric_digits
 
 
-def numeric_columns() -> dict[str, str]:
+def numeric_columns() -> Mapping[str, str]:
     """The numeric columns, key -> table title (means and stds over a configuration's seeds): the
     training figures, every registered test metric (utils/metrics.py), then the rest."""
     return {
@@ -44,6 +45,7 @@ def columns() -> list[tuple[str, str]]:
 # columns of the training itself: a variant row (the same trained run tested with other settings) shows its base's
 TRAINING = ("train_loss", "valid_loss", "valid_accuracy", "params", "train_minutes", "tokens_per_sec", "steps")
 CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")
+SIGNATURE = next(m.about for m in METRICS if m.name == HEADLINE)  # sacreBLEU's signature (utils/metrics.py)
 TF_COLUMN = "TF NLL beyond training"  # after "BLEU longer-than-training", when some run has the diagnostic
 TF_NOTE = (
     "TF NLL beyond training: teacher-forced NLL of the references at target positions at or beyond the "
@@ -80,18 +82,20 @@ def cell(key: str, mean, std) -> str:
     return f"{fmt(key, mean)} ± {fmt(key, std)}"
 
 
-def has_teacher_forced(groups: list[dict]) -> bool:
-    return any(g.get("teacher_forced") for g in groups)
+def has_teacher_forced(groups: Sequence[Configuration]) -> bool:
+    return any(g.teacher_forced for g in groups)
 
 
-def tf_cell(stats: Optional[dict], digits: int = 3) -> str:
+def tf_cell(stats: Optional[Stats], digits: int = 3) -> str:
     """mean ± std of a teacher-forced figure over seeds, "–" when no run has it."""
-    if not stats or stats["mean"] is None:
+    if not stats or stats.mean is None:
         return "–"
-    return f"{stats['mean']:.{digits}f}" + (f" ± {stats['std']:.{digits}f}" if stats["std"] is not None else "")
+    return f"{stats.mean:.{digits}f}" + (f" ± {stats.std:.{digits}f}" if stats.std is not None else "")
 
 
-def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_samples: int = 1000) -> str:
+def markdown_table(
+    groups: Sequence[Configuration], baseline: Optional[Configuration] = None, n_samples: int = 1000
+) -> str:
     tf = has_teacher_forced(groups)
     titles = [title for _, title in columns()]
     at = titles.index(numeric_columns()["longer_bleu"]) + 1
@@ -99,42 +103,41 @@ def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_sample
         titles.insert(at, TF_COLUMN)
     lines = ["| " + " | ".join(titles) + " |", "|" + "|".join("---" for _ in titles) + "|"]
     for g in groups:
-        cells = [mark_label(g), g["encoding"], str(g["n"])]
+        cells = [mark_label(g), g.encoding, str(g.n)]
         cells += [
-            cell(k, g["mean"][k], g["std"][k]) + ("†" if g.get("variant") and k in TRAINING else "")
-            for k in numeric_columns()
+            cell(k, g.mean(k), g.std(k)) + ("†" if g.variant and k in TRAINING else "") for k in numeric_columns()
         ]
         if tf:
-            cells.insert(at, tf_cell((g.get("teacher_forced") or {}).get("nll_beyond")))
-        cells.append("baseline" if g["is_baseline"] else fmt("p_value", g["p_value"]))
-        cells.append("baseline" if g["is_baseline"] else fmt("seeds_above", g["seeds_above"]))
+            cells.insert(at, tf_cell(g.teacher_forced.nll_beyond if g.teacher_forced else None))
+        cells.append("baseline" if g.is_baseline else fmt("p_value", g.p_value))
+        cells.append("baseline" if g.is_baseline else fmt("seeds_above", g.seeds_above))
         lines.append("| " + " | ".join(cells) + " |")
-    runs = [r for g in groups for r in g["runs"]]
+    runs = [r for g in groups for r in g.runs]
     lines.append("")
-    if any(g.get("variant") for g in groups):
+    if any(g.variant for g in groups):
         lines.append(
             "†: the base run's training (a row with [settings] is the same trained run, tested with "
             "those test-time settings)."
         )
     lines += spans_note(groups)
-    if any(g["n"] > 1 for g in groups):
+    if any(g.n > 1 for g in groups):
         lines.append("Figures are mean ± sample standard deviation over a configuration's seeds (`seeds`).")
-    if baseline is not None and any(g["p_value"] is not None for g in groups):
+    if baseline is not None and any(g.p_value is not None for g in groups):
         lines.append(
-            f"p vs baseline: the seed-level test of test sacreBLEU against `{baseline['label']}` over the "
+            f"p vs baseline: the seed-level test of test sacreBLEU against `{baseline.label}` over the "
             f"seeds both were run with (Student's t over the per-seed differences, the test set's bootstrap "
             f"variance added; two-sided, uncorrected; none with one seed) — the findings give the intervals, "
             f"the declared family's Holm correction and what the comparison supports."
         )
-    if baseline is not None and any(g["seeds_above"] is not None for g in groups):
+    if baseline is not None and any(g.seeds_above is not None for g in groups):
         lines.append(
-            f"seeds above baseline: runs whose test sacreBLEU is above `{baseline['label']}` run with the "
+            f"seeds above baseline: runs whose test sacreBLEU is above `{baseline.label}` run with the "
             f"same seed by more than the tie margin, out of the seeds both were run with."
         )
-    signatures = sorted({r["sacrebleu_signature"] for r in runs if r.get("sacrebleu_signature")})
+    signatures = sorted({r.scores[SIGNATURE] for r in runs if r.scores.get(SIGNATURE)})
     if signatures:
         lines.append("sacreBLEU signature: " + "; ".join(f"`{s}`" for s in signatures))
-    tokenizations = sorted({r["nltk_tokenization"] for r in runs if r.get("nltk_tokenization")})
+    tokenizations = sorted({r.scores["nltk_tokenization"] for r in runs if r.scores.get("nltk_tokenization")})
     if tokenizations:
         lines.append("nltk BLEU-4 is corpus BLEU on word tokens (" + "; ".join(tokenizations) + "), in [0, 1].")
     if tf:
@@ -142,43 +145,43 @@ def markdown_table(groups: list[dict], baseline: Optional[dict] = None, n_sample
     return "\n".join(lines).rstrip()
 
 
-def bucket_table(groups: list[dict]) -> str:
+def bucket_table(groups: Sequence[Configuration]) -> str:
     """Test sacreBLEU per source-length bucket (subword tokens), one row per configuration; empty if none."""
-    rows = [g for g in groups if g["by_source_length"]]
+    rows = [g for g in groups if g.by_source_length]
     if not rows:
         return ""
-    labels = [b["bucket"] for b in rows[0]["by_source_length"]]
-    counts = {b["bucket"]: b["num_sentences"] for b in rows[0]["by_source_length"]}
+    labels = [b.bucket for b in rows[0].by_source_length]
+    counts = {b.bucket: b.num_sentences for b in rows[0].by_source_length}
     lines = [
         "| config | encoding | " + " | ".join(f"{lab} (n={counts[lab]})" for lab in labels) + " |",
         "|---|---|" + "|".join("---" for _ in labels) + "|",
     ]
     for g in rows:
-        by = {b["bucket"]: b for b in g["by_source_length"]}
+        by = {b.bucket: b for b in g.by_source_length}
         lines.append(
-            f"| {g['label']} | {g['encoding']} | "
-            + " | ".join(cell("sacrebleu", by[lab]["mean"], by[lab]["std"]) if lab in by else "–" for lab in labels)
+            f"| {g.label} | {g.encoding} | "
+            + " | ".join(cell(HEADLINE, by[lab].mean, by[lab].std) if lab in by else "–" for lab in labels)
             + " |"
         )
     return "Test sacreBLEU by source length (subword tokens):\n\n" + "\n".join(lines)
 
 
-def teacher_forced_tables(groups: list[dict]) -> str:
+def teacher_forced_tables(groups: Sequence[Configuration]) -> str:
     """Markdown: teacher-forced NLL per target-position bucket and boundary p(EOS) per k, one row per
     configuration (mean ± std over seeds); empty when no run has the diagnostic."""
-    rows = [g for g in groups if g.get("teacher_forced")]
+    rows = [g for g in groups if g.teacher_forced]
     if not rows:
         return ""
-    buckets = sorted({(b["from"], b["bucket"]) for g in rows for b in g["teacher_forced"]["by_position"]})
+    buckets = sorted({(b.start, b.bucket) for g in rows for b in g.teacher_forced.by_position})
     lines = [
         "| config | encoding | " + " | ".join(label for _, label in buckets) + " |",
         "|---|---|" + "|".join("---" for _ in buckets) + "|",
     ]
     for g in rows:
-        by = {b["from"]: b for b in g["teacher_forced"]["by_position"]}
+        by = {b.start: b.nll for b in g.teacher_forced.by_position}
         cells = [tf_cell(by.get(lo)) for lo, _ in buckets]
-        lines.append(f"| {g['label']} | {g['encoding']} | " + " | ".join(cells) + " |")
-    lengths = sorted({g["teacher_forced"]["training_length"] for g in rows} - {None})
+        lines.append(f"| {g.label} | {g.encoding} | " + " | ".join(cells) + " |")
+    lengths = sorted({g.teacher_forced.training_length for g in rows} - {None})
     text = (
         "Teacher-forced NLL by target position (decoder positions, 0 = BOS; EOS renormalised out, pooled "
         "token-weighted over k = 1 and every joined k, sentence boundaries excluded; mean ± std over seeds"
@@ -186,15 +189,15 @@ def teacher_forced_tables(groups: list[dict]) -> str:
         + "):\n\n"
         + "\n".join(lines)
     )
-    ks = sorted({k for g in rows for k in g["teacher_forced"]["boundary_p_eos"]}, key=int)
+    ks = sorted({k for g in rows for k in g.teacher_forced.boundary_p_eos}, key=int)
     if ks:
         lines = [
             "| config | encoding | " + " | ".join(f"k={k}" for k in ks) + " |",
             "|---|---|" + "|".join("---" for _ in ks) + "|",
         ]
         lines += [
-            f"| {g['label']} | {g['encoding']} | "
-            + " | ".join(tf_cell(g["teacher_forced"]["boundary_p_eos"].get(k)) for k in ks)
+            f"| {g.label} | {g.encoding} | "
+            + " | ".join(tf_cell(g.teacher_forced.boundary_p_eos.get(k)) for k in ks)
             + " |"
             for g in rows
         ]
@@ -204,82 +207,3 @@ def teacher_forced_tables(groups: list[dict]) -> str:
             + "\n".join(lines)
         )
     return text
-
-
-def csv_rows(groups: list[dict]) -> tuple[list[str], list[dict]]:
-    fields = (
-        ["label", "encoding", "n"]
-        + [f for k in numeric_columns() for f in (k, f"{k}_std")]
-        + ["p_value", "seeds_above", "seeds_compared", "is_baseline", "runs", "sacrebleu_signature"]
-    )
-    rows = []
-    for g in groups:
-        wins = g["seeds_above"]
-        row = {
-            "label": g["label"],
-            "encoding": g["encoding"],
-            "n": g["n"],
-            "p_value": g["p_value"],
-            "seeds_above": wins[0] if wins else None,
-            "seeds_compared": wins[1] if wins else None,
-            "is_baseline": g["is_baseline"],
-            "runs": ";".join(r["run"] for r in g["runs"]),
-            "sacrebleu_signature": g["runs"][0].get("sacrebleu_signature"),
-        }
-        for k in numeric_columns():
-            row[k], row[f"{k}_std"] = g["mean"][k], g["std"][k]
-        for k, c in (g.get("concat") or {}).items():  # the length protocol, one set of columns per k
-            row.update({f"k{k}_{key}": c[key] for key in CONCAT_CSV})
-        rows.append(row)
-    ks = sorted({k for g in groups for k in (g.get("concat") or {})})
-    fields += [f"k{k}_{key}" for k in ks for key in CONCAT_CSV]
-    if has_teacher_forced(groups):  # only then: older runs' CSV stays as it was
-        fields += ["tf_nll_beyond", "tf_nll_beyond_std"]
-        for g, row in zip(groups, rows):
-            stats = (g.get("teacher_forced") or {}).get("nll_beyond") or {}
-            row.update(tf_nll_beyond=stats.get("mean"), tf_nll_beyond_std=stats.get("std"))
-    if any(g.get("degradation") for g in groups):  # the length study's headline, pooled over k
-        fields += ["degradation", "degradation_std"]
-        for g, row in zip(groups, rows):
-            stats = (g.get("degradation") or {}).get("all k") or {}
-            row.update(degradation=stats.get("mean"), degradation_std=stats.get("std"))
-    return fields, rows
-
-
-def json_report(groups: list[dict], baseline: Optional[dict], n_samples: int) -> dict:
-    per_run = ("run", "seed", *numeric_columns())
-    report = {
-        "baseline": baseline["label"] if baseline else None,
-        "significance": {
-            "test": "seed-level t-test over the seeds both ran, the test set's joint-bootstrap variance "
-            "added, two-sided (see *_findings.json)",
-            "metric": "sacreBLEU",
-            "n_samples": n_samples,
-        },
-        "groups": [
-            {
-                "label": g["label"],
-                "encoding": g["encoding"],
-                "n": g["n"],
-                "seeds": g["seeds"],
-                "runs": [r["run"] for r in g["runs"]],
-                "mean": g["mean"],
-                "std": g["std"],
-                "p_value": g["p_value"],
-                "seeds_above": g["seeds_above"],
-                "is_baseline": g["is_baseline"],
-                "by_source_length": g["by_source_length"],
-                "concat": g.get("concat") or None,
-                "per_run": [{k: r.get(k) for k in per_run} for r in g["runs"]],
-                **({"seeds_span": spans(g)} if spans(g) else {}),
-            }
-            for g in groups
-        ],
-    }
-    if has_teacher_forced(groups):  # only then: older runs' report stays as it was
-        for g, out in zip(groups, report["groups"]):
-            out["teacher_forced"] = g.get("teacher_forced")
-    if any(g.get("degradation") for g in groups):  # per selection (all k, each k, by start): mean, std, n
-        for g, out in zip(groups, report["groups"]):
-            out["degradation"] = g.get("degradation")
-    return report

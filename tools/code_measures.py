@@ -153,6 +153,31 @@ def dict_typed(node: ast.AST) -> bool:
     return False
 
 
+def dict_signatures(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, function) of each dict-typed parameter or return annotation (one per annotation)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            parameters = (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+            annotations = [p.annotation for p in parameters if p is not None] + [node.returns]
+            found += [(node.lineno, node.name) for n in annotations if n is not None and dict_typed(n)]
+    return found
+
+
+def keyed_writes(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, what) of each write into a mapping in place: `x["k"] = ...` (a str-constant key, any
+    assignment target), and every `.setdefault(...)` and `.update(...)` call, whatever its arguments."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and is_str(node.slice) and isinstance(node.ctx, ast.Store):
+            found.append((node.lineno, f"[{node.slice.value!r}] ="))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("setdefault", "update"):
+                found.append((node.lineno, f".{node.func.attr}()"))
+    return found
+
+
 def module_figures(tree: ast.Module) -> Counter:
     """The per-module figures (the module docstring's list) of one parsed module."""
     figures = Counter()
@@ -174,11 +199,7 @@ def module_figures(tree: ast.Module) -> Counter:
             figures["string_key_writes"] += method == "setdefault" and keyed
             figures["update_calls"] += method == "update"
             figures["importlib_calls"] += dotted(node.func).split(".")[0] in importlib_roots
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            a = node.args
-            parameters = (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
-            annotations = [p.annotation for p in parameters if p is not None] + [node.returns]
-            figures["dict_signatures"] += sum(dict_typed(n) for n in annotations if n is not None)
+    figures["dict_signatures"] = len(dict_signatures(tree))
     figures["string_keyed_reads"] = figures["subscript_reads"] + figures["get_reads"]
     return figures
 

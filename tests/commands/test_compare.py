@@ -20,7 +20,7 @@ from helpers import ROOT, read_jsonl, rewrite_test_output, tiny_overrides, with_
 
 from commands import compare
 from commands.cli import main_guard
-from study import run_groups
+from study import run_groups, run_records
 from study.wording import format_p
 
 CONFIGS = {"demo/sinusoidal": "configs/demo/sinusoidal.yaml", "demo/rope": "configs/demo/rope.yaml"}
@@ -206,20 +206,24 @@ def test_per_k_table_holds_the_runs_own_numbers(swept: Path) -> None:
 
 
 def test_seeds_above_baseline_pairs_runs_by_seed() -> None:
-    def group(*runs):
-        return {"runs": [{"seed": seed, "sacrebleu": bleu} for seed, bleu in runs]}
+    from study.records import Configuration, RunRecord, frozen_map
 
-    baseline = group((1, 20.0), (2, 25.0), (3, 30.0))
-    better_on_shared = group((2, 26.0), (3, 29.0), (4, 99.0))  # seed 4 has no partner: not counted
-    tie = group((1, 20.0))  # a tie is not "above"
-    unpaired = group((7, 50.0))
-    unscored = group((1, None))
+    def group(label, *runs):
+        return Configuration(
+            tuple(RunRecord(run=label, seed=s, scores=frozen_map({"sacrebleu": b})) for s, b in runs), label
+        )
+
+    baseline = group("base", (1, 20.0), (2, 25.0), (3, 30.0))
+    better_on_shared = group("better", (2, 26.0), (3, 29.0), (4, 99.0))  # seed 4 has no partner: not counted
+    tie = group("tie", (1, 20.0))  # a tie is not "above"
+    unpaired = group("unpaired", (7, 50.0))
+    unscored = group("unscored", (1, None))
     groups = [baseline, better_on_shared, tie, unpaired, unscored]
-    run_groups.add_seed_wins(groups, baseline)
-    assert better_on_shared["seeds_above"] == [1, 2]
-    assert tie["seeds_above"] == [0, 1]
-    assert unpaired["seeds_above"] is None and unscored["seeds_above"] is None
-    assert "seeds_above" not in baseline
+    base, better_on_shared, tie, unpaired, unscored = run_groups.add_seed_wins(groups, baseline)
+    assert better_on_shared.seeds_above == (1, 2)
+    assert tie.seeds_above == (0, 1)
+    assert unpaired.seeds_above is None and unscored.seeds_above is None
+    assert base is baseline and base.seeds_above is None and groups[1].seeds_above is None  # inputs unchanged
 
 
 @pytest.mark.slow
@@ -415,7 +419,7 @@ def test_baseline_option_and_refusal_on_different_references(swept: Path, tmp_pa
 
 def test_seed_suffixes_are_dropped_from_labels() -> None:
     for name in ("demo/rope_seed2", "demo/rope-s2", "demo/rope/seed2", "demo/rope_seed_12", "demo/rope"):
-        assert run_groups.config_label(name) == "demo/rope", name
+        assert run_records.config_label(name) == "demo/rope", name
 
 
 def test_runtime_settings_do_not_split_a_configuration() -> None:
@@ -434,8 +438,8 @@ def test_runtime_settings_do_not_split_a_configuration() -> None:
         "data": {"cache_dir": "/tmp/c", "max_len": 5},
     }
     other_lr = {**base, "training": {**base["training"], "lr": 2.0}}
-    assert run_groups.experiment_settings(base) == run_groups.experiment_settings(other_machine)
-    assert run_groups.experiment_settings(base) != run_groups.experiment_settings(other_lr)
+    assert run_records.experiment_settings(base) == run_records.experiment_settings(other_machine)
+    assert run_records.experiment_settings(base) != run_records.experiment_settings(other_lr)
 
 
 @pytest.mark.slow
@@ -467,11 +471,14 @@ def test_plots_tell_joined_pair_randomized_and_scaled_runs_apart() -> None:
     """Plot styles: one colour per encoding; joined-pair, randomized-position and scaled-at-inference
     configurations each get a line style and marker of their own (never a plain run's, nor each
     other's), scaled variants of one encoding distinct colours; one panel per kind."""
+    from settings.config import from_raw
     from study.comparison_plots import group_styles, panels_by_kind
+    from study.records import Configuration, RunRecord
 
     def group(encoding, prob=0.0, randomized=False, variant=False):
-        cfg = {"data": {"train_concat": {"prob": prob}}, "model": {"positional": {"randomized": randomized}}}
-        return {"encoding": encoding, "variant": variant, "runs": [{"config": cfg}]}
+        positional = {"name": "rope", "randomized": randomized}
+        cfg = from_raw({"data": {"train_concat": {"prob": prob}}, "model": {"positional": positional}})
+        return Configuration((RunRecord(run="r", config=cfg),), encoding, encoding, variant=variant)
 
     groups = [
         group("alibi"),
@@ -564,6 +571,6 @@ def test_each_runs_config_is_read_once(swept: Path, monkeypatch) -> None:
     read = []
     real = config.read_yaml
     monkeypatch.setattr(config, "read_yaml", lambda path, *a: read.append(Path(path).parent.name) or real(path, *a))
-    rows = run_groups.read_runs([str(swept / "runs" / "demo" / "*")])
-    assert sorted(read) == sorted({Path(r["run"]).name for r in rows}) and len(read) == 4
-    assert sum(r["variant"] for r in rows) == 2  # the rope runs' test_ntk3/, read with no second read of their config
+    rows = run_records.read_runs([str(swept / "runs" / "demo" / "*")])
+    assert sorted(read) == sorted({Path(r.run).name for r in rows}) and len(read) == 4
+    assert sum(r.variant for r in rows) == 2  # the rope runs' test_ntk3/, read with no second read of their config

@@ -137,7 +137,7 @@ def test_a_resume_supersedes_what_an_interrupted_attempt_logged_after_its_checkp
     from tensorboard.util.tensor_util import make_ndarray
 
     from artifacts.checkpoint import checkpoint_step
-    from study import run_groups
+    from study import run_records
     from utils.runtime import JsonlLogger
 
     run_dir = tmp_path / "run"
@@ -166,8 +166,8 @@ def test_a_resume_supersedes_what_an_interrupted_attempt_logged_after_its_checkp
     assert [r["step"] for r in history if r["event"] == "valid"] == [4, 8, 12]
     from settings.config import load_config
 
-    row = run_groups.summarise_run(run_dir, load_config(run_dir / "config.yaml"))
-    assert [r["step"] for r in row["valid_events"]] == [4, 8, 12]
+    row = run_records.summarise_run(run_dir, load_config(run_dir / "config.yaml"))
+    assert [r.step for r in row.valid_curve] == [4, 8, 12]
 
     # As the TensorBoard server's Python loader reads them (the Rust loader hides as much or more).
     events = EventAccumulator(str(run_dir / "tb"))

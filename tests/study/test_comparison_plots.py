@@ -5,15 +5,17 @@ its own. (The PNGs themselves are written and checked through compare.py: test_c
 
 from __future__ import annotations
 
+from settings.config import from_raw
 from study.comparison_plots import KINDS, group_styles, kind_of, panels_by_kind
+from study.records import Configuration, RunRecord
 
 
-def group(encoding: str, variant: bool = False, joined: bool = False, randomized: bool = False) -> dict:
+def group(encoding: str, variant: bool = False, joined: bool = False, randomized: bool = False) -> Configuration:
     config = {
         "data": {"train_concat": {"prob": 0.5 if joined else 0.0}},
-        "model": {"positional": {"randomized": randomized}},
+        "model": {"positional": {"name": "sinusoidal", "randomized": randomized}},
     }
-    return {"encoding": encoding, "variant": variant, "runs": [{"config": config}]}
+    return Configuration((RunRecord(run="r", config=from_raw(config)),), encoding, encoding, variant=variant)
 
 
 def test_each_configuration_has_its_kind_and_its_panel() -> None:

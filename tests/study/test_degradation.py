@@ -4,11 +4,15 @@ with the test pair as the unit, the selections by where a pair starts, and damag
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
+from settings.config import from_raw
 from study.degradation import degradation_stats, pooled, read_pair_sums, run_degradation, selections
+from study.records import Configuration, RunRecord, RunTeacherForced, frozen_map
 
 # k, pair, start, tokens, nll_sum, nll_no_eos_sum, beyond_tokens, beyond_nll_no_eos_sum
 ROWS = [
@@ -26,11 +30,8 @@ def write_run(tmp_path, rows=ROWS, training_length=4):
     test.mkdir(parents=True)
     lines = [PAIRS_HEADER] + ["\t".join(str(x) for x in r) for r in rows]
     (test / PAIRS_FILE).write_text("\n".join(lines) + "\n")
-    return {
-        "run": str(tmp_path / "run"),
-        "seed": 1,
-        "teacher_forced": {"training_length": training_length, "position_buckets": [0, 4, 8]},
-    }
+    tf = RunTeacherForced(training_length, (0, 4, 8), None, (), frozen_map({}))
+    return RunRecord(run=str(tmp_path / "run"), seed=1, teacher_forced=tf)
 
 
 def test_one_pair_at_one_k_by_hand(tmp_path):
@@ -60,10 +61,10 @@ def test_pooled_over_k_the_unit_is_the_pair_and_cut_pairs_are_left_out(tmp_path)
 def test_seeds_are_averaged_and_a_run_without_the_file_is_left_out(tmp_path):
     a = write_run(tmp_path / "a")
     b = write_run(tmp_path / "b", [r if r[:2] != (2, 0) else (2, 0, 0, 2, 5.2, 7.0, 0, 0.0) for r in ROWS])
-    stats = degradation_stats([run_degradation(r) for r in (a, b, {"run": str(tmp_path / "none"), "seed": 3})])
+    stats = degradation_stats([run_degradation(r) for r in (a, b, RunRecord(run=str(tmp_path / "none"), seed=3))])
     values = [9.5 / 7, 11.5 / 7]  # pair 0 at k = 2 is 2.0 worse in b
-    assert stats["all k"]["n"] == 2 and stats["all k"]["mean"] == pytest.approx(np.mean(values))
-    assert stats["all k"]["std"] == pytest.approx(np.std(values, ddof=1))
+    assert stats["all k"].n == 2 and stats["all k"].mean == pytest.approx(np.mean(values))
+    assert stats["all k"].std == pytest.approx(np.std(values, ddof=1))
 
 
 def test_a_damaged_file_is_named(tmp_path):
@@ -153,9 +154,12 @@ def test_joined_pair_training_gets_a_pooled_row_beyond_its_range_and_marks_insid
     assert np.allclose(sums.units(keep["beyond joined training (k > 2)"]), sums.units(keep["k=3"]))
     assert "beyond joined training (k > 3)" not in [x for x, _, _ in selections(sums, joined_k=3)]  # no k beyond
     assert all(not x.startswith("beyond joined") for x, _, _ in selections(sums))  # single sentences: none
-    joined = {"config": {"data": {"train_concat": {"prob": 0.25, "max_k": 4}}}}
-    assert joined_training_k(joined) == 4 and joined_training_k({"config": {"data": {}}}) == 1
-    assert joined_training_k({"config": {"data": {"train_concat": {"prob": 0.0, "max_k": 4}}}}) == 1
+
+    def trained(**joins) -> RunRecord:
+        return RunRecord(run="r", config=from_raw({"data": {"train_concat": joins}}))
+
+    assert joined_training_k(trained(prob=0.25, max_k=4)) == 4 and joined_training_k(trained()) == 1
+    assert joined_training_k(trained(prob=0.0, max_k=4)) == 1
     assert joined_range(4, 4).startswith("inside the joined training range (k <= 4): not extrapolation")
     assert joined_range(4, 8) == "beyond the joined training range (k > 4)"
     assert joined_range(4, 1) is None and joined_range(1, 8) is None  # the test set; no joined training
@@ -169,18 +173,21 @@ def test_nll_alone_and_degradation_are_correlated_within_configurations():
     def runs(alone, degradation):
         return [{ALONE: a, "all k": d} for a, d in zip(alone, degradation)]
 
+    def group(alone, degradation, variant=False) -> Configuration:
+        return Configuration((), "x", variant=variant, degradation_runs=runs(alone, degradation))
+
     groups = [
-        {"degradation_runs": runs([2.0, 2.1, 2.2], [0.50, 0.45, 0.40])},
-        {"degradation_runs": runs([3.0, 3.1, 3.2], [0.90, 0.86, 0.80])},
-        {"variant": True, "degradation_runs": runs([9.0, 0.0, 5.0], [0.0, 9.0, 1.0])},  # the same runs: left out
+        group([2.0, 2.1, 2.2], [0.50, 0.45, 0.40]),
+        group([3.0, 3.1, 3.2], [0.90, 0.86, 0.80]),
+        group([9.0, 0.0, 5.0], [0.0, 9.0, 1.0], variant=True),  # the same runs: left out
     ]
     corr = alone_correlation(groups)
-    assert corr["runs"] == 6 and corr["configs"] == 2 and corr["r"] < -0.95  # pooled over configs it is > 0
-    assert corr["df"] == 3 and corr["p"] < 0.05
+    assert corr.runs == 6 and corr.configs == 2 and corr.r < -0.95  # pooled over configs it is > 0
+    assert corr.df == 3 and corr.p < 0.05
     said = alone_sentence(corr)
-    assert f"r = {corr['r']:+.2f} over 6 runs of 2 configurations (p " in said and "degrades less" in said
-    weak = alone_sentence({**corr, "r": -0.39, "p": 0.08, "df": 19})
+    assert f"r = {corr.r:+.2f} over 6 runs of 2 configurations (p " in said and "degrades less" in said
+    weak = alone_sentence(replace(corr, r=-0.39, p=0.08, df=19))
     assert "not distinguishable from no relation" in weak and "degrades less" not in weak
     assert alone_correlation([]) is None and alone_sentence(None) == ""
-    flat = [{"degradation_runs": runs([2.0, 2.1, 2.2], [0.5, 0.5, 0.5])}]
+    flat = [group([2.0, 2.1, 2.2], [0.5, 0.5, 0.5])]
     assert alone_correlation(flat) is None  # no spread: no r

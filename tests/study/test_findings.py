@@ -16,11 +16,12 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     from study.family import Family
     from study.findings import compute_findings
     from study.findings_markdown import findings_markdown
+    from study.records import Configuration, RunRecord, RunTeacherForced, frozen_map
 
     rng = random.Random(5)
     inputs = [(k, i) for k in (1, 2, 4) for i in range(20)]
 
-    def run(name: str, seed: int, better: float, length: int = 21) -> dict:
+    def run(name: str, seed: int, better: float, length: int = 21) -> RunRecord:
         folder = tmp_path / f"{name}_seed{seed}" / "test"
         folder.mkdir(parents=True)
         lines = ["k\tinput\ttokens\tnll_no_eos_sum"]
@@ -28,19 +29,15 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
             tokens = rng.randint(1, 9)
             lines.append(f"{k}\t{i}\t{tokens}\t{tokens * (4.0 - better + rng.uniform(-0.2, 0.2)):.6f}")
         (folder / "teacher_forced_beyond.tsv").write_text("\n".join(lines) + "\n")
-        return {
-            "run": str(folder.parent),
-            "seed": seed,
-            "concat": {},
-            "by_source_length": None,
-            "teacher_forced": {"training_length": length},
-        }
+        return RunRecord(
+            run=str(folder.parent), seed=seed, teacher_forced=RunTeacherForced(length, (), None, (), frozen_map({}))
+        )
 
-    base = {"label": "length/sinusoidal", "encoding": "sinusoidal", "runs": [run("s", s, 0.0) for s in (1, 2, 3)]}
-    good = {"label": "length/alibi", "encoding": "alibi", "runs": [run("a", s, 0.3) for s in (1, 2, 3)]}
-    same = {"label": "length/copy", "encoding": "sinusoidal", "runs": [dict(r, run=r["run"]) for r in base["runs"]]}
+    base = Configuration(tuple(run("s", s, 0.0) for s in (1, 2, 3)), "length/sinusoidal", "sinusoidal")
+    good = Configuration(tuple(run("a", s, 0.3) for s in (1, 2, 3)), "length/alibi", "alibi")
+    same = Configuration(base.runs, "length/copy", "sinusoidal")
     # trained on joined pairs: longer training lengths, so "beyond" means other tokens: not tested
-    joined = {"label": "length/alibi_concat", "encoding": "alibi", "runs": [run("j", s, 0.5, 44) for s in (1, 2, 3)]}
+    joined = Configuration(tuple(run("j", s, 0.5, 44) for s in (1, 2, 3)), "length/alibi_concat", "alibi")
     family = Family(headline=[{"table": "teacher_forced"}])  # declared: it may be worded as a direction
     findings = compute_findings([base, good, same, joined], base, n_samples=2000, family=family)
     (table,) = [t for t in findings["tables"] if t["name"] == "teacher_forced"]
@@ -61,7 +58,7 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     empty = tmp_path / "unrecorded" / "test"
     empty.mkdir(parents=True)
     (empty / "teacher_forced_beyond.tsv").write_text("k\tinput\ttokens\tnll_no_eos_sum\n")
-    assert nll_beyond({"run": str(empty.parent)}) is None
+    assert nll_beyond(RunRecord(run=str(empty.parent))) is None
 
 
 def test_a_degradation_selection_speaks_for_its_own_k_or_the_first_beyond_the_joined_range() -> None:

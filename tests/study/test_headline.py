@@ -24,7 +24,7 @@ def report(rows: list[dict], rule: str = "seed_veto", path: str | None = "headli
     )
     tables = [{"name": "test", "title": "test set", "metric": "sacreBLEU", "rows": rows}]
     size, missing, plan = word_tables(tables, family)
-    return findings_report({"label": "sinusoidal"}, family, size, missing, 1000, 1, tables, plan)
+    return findings_report("sinusoidal", family, size, missing, 1000, 1, tables, plan)
 
 
 VETOED = [0.9, 1.0, 0.8, 1.1, 0.95, 0.85, 1.05, -0.3]  # a clear lead with one seed the other way

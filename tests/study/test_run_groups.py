@@ -1,48 +1,43 @@
-"""compare.py's runs read and grouped (study/run_groups.py): a run's scores.json read with every
-registered metric checked to be a number (a damaged or hand-edited file is one line with the test.py
-command that rewrites it), and the validation record its best checkpoint was chosen by."""
+"""The group stage (study/run_groups.py): runs grouped into configurations by their group key, in
+order of first appearance and by seed, labels told apart where two share a name; the baseline picked
+and marked; the findings' p copied back into new configurations."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from study.run_groups import CompareError, best_validation, read_scores
+from study.records import RunRecord, frozen_map
+from study.run_groups import add_significance, group_runs, mark_baseline, pick_baseline
+from study.run_records import CompareError
 
 
-def scores_at(tmp_path: Path, text: str) -> Path:
-    run = tmp_path / "run"
-    (run / "test").mkdir(parents=True)
-    (run / "config.yaml").write_text("name: x\n")
-    (run / "test" / "scores.json").write_text(text)
-    return run
+def run(tmp_path: Path, name: str, key: str, seed: int, encoding: str = "rope") -> RunRecord:
+    scores = frozen_map({"sacrebleu": 20.0 + seed})
+    return RunRecord(run=str(tmp_path / name), seed=seed, name=name, group_key=key, encoding=encoding, scores=scores)
 
 
-def test_scores_are_read_and_their_metrics_checked(tmp_path: Path) -> None:
-    run = scores_at(tmp_path, json.dumps({"sacrebleu": 27.5, "chrf": 50.1, "nltk_bleu4": 0.3}))
-    assert read_scores(run, "test")["sacrebleu"] == 27.5
-    assert read_scores(tmp_path / "untested", "test") == {}
-    for text, says in (
-        (json.dumps({"sacrebleu": "27.5"}), "'sacrebleu' is '27.5', not a number"),
-        (json.dumps({"chrf": float("nan")}), "'chrf' is nan, not a number"),
-        ("[1, 2]", "is not a scores object (it holds list)"),
-        ("{cut", "is not readable JSON"),
-    ):
-        (run / "test" / "scores.json").write_text(text)
-        with pytest.raises(CompareError) as error:
-            read_scores(run, "test")
-        assert says in str(error.value) and f"python test.py --run {run} --overwrite" in str(error.value)
-
-
-def test_the_best_validation_record_by_the_checkpoint_metric() -> None:
-    valid = [
-        {"step": 100, "valid_loss": 3.0, "valid_bleu": 10.0},
-        {"step": 200, "valid_loss": 2.5, "valid_bleu": 9.0},
-        {"step": 300, "valid_loss": float("nan"), "valid_bleu": None},
+def test_runs_are_grouped_by_key_and_seed_and_labels_told_apart(tmp_path: Path) -> None:
+    rows = [
+        run(tmp_path, "demo/rope_seed2", "a", 2),
+        run(tmp_path, "demo/sinusoidal", "b", 1, "sinusoidal"),
+        run(tmp_path, "demo/rope_seed1", "a", 1),
+        run(tmp_path / "other", "demo/rope", "c", 1),  # another configuration named like the first
     ]
-    assert best_validation(valid, "valid_loss")["step"] == 200  # lower is better
-    assert best_validation(valid, "valid_bleu")["step"] == 100  # higher is better
-    assert best_validation([], "valid_loss") is None
-    assert best_validation([{"step": 5, "valid_bleu": None}], "valid_bleu")["step"] == 5  # none scored: the last
+    groups = group_runs(rows)
+    assert [g.seeds for g in groups] == [(1, 2), (1,), (1,)]
+    assert groups[0].label == f"demo/rope ({tmp_path}/demo/rope)" and groups[1].label == "demo/sinusoidal"
+    assert groups[0].mean("sacrebleu") == 21.5 and groups[0].n == 2
+    assert pick_baseline(groups, None) is groups[1] and pick_baseline(groups, "sinusoidal") is groups[1]
+    with pytest.raises(CompareError, match="matches no configuration"):
+        pick_baseline(groups, "alibi")
+    marked = mark_baseline(groups, groups[1])
+    assert [g.is_baseline for g in marked] == [False, True, False] and not any(g.is_baseline for g in groups)
+
+
+def test_the_findings_p_is_copied_into_new_configurations(tmp_path: Path) -> None:
+    groups = group_runs([run(tmp_path, "s", "b", 1, "sinusoidal"), run(tmp_path, "r", "a", 1)])
+    findings = {"tables": [{"name": "test", "rows": [{"config": "r", "compared_on": "test set", "p_value": 0.25}]}]}
+    base, rope = add_significance(groups, groups[0], findings)
+    assert rope.p_value == 0.25 and base.p_value is None and groups[1].p_value is None

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from study.records import RunRecord
 from study.run_outputs import nll_beyond, paired_lines, source_lengths
 
 
-def run_with_test(tmp_path: Path) -> tuple[dict, Path]:
+def run_with_test(tmp_path: Path) -> tuple[RunRecord, Path]:
     run = tmp_path / "run"
     (run / "test").mkdir(parents=True)
     (run / "config.yaml").write_text("name: x\n")
-    return {"run": str(run)}, run / "test"
+    return RunRecord(run=str(run)), run / "test"
 
 
 def test_paired_lines_and_source_lengths(tmp_path: Path) -> None:

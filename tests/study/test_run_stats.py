@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from settings.config import from_raw
+from study.records import RunRecord
 from study.run_stats import joined_range, joined_training_k, mean_std, retest_hint, seed_wins, training_minutes
 
 
@@ -20,12 +22,12 @@ def test_mean_and_sample_std_skip_missing_values() -> None:
 
 
 def test_seed_wins_count_same_seed_pairs_above_the_margin() -> None:
-    runs = [{"seed": s, "b": b} for s, b in ((1, 30.0), (2, 29.0), (3, 31.0), (4, None))]
-    base = [{"seed": s, "b": b} for s, b in ((1, 29.5), (2, 29.0), (3, 30.95), (5, 40.0))]
+    runs = [RunRecord(run="r", seed=s, valid_loss=b) for s, b in ((1, 30.0), (2, 29.0), (3, 31.0), (4, None))]
+    base = [RunRecord(run="b", seed=s, valid_loss=b) for s, b in ((1, 29.5), (2, 29.0), (3, 30.95), (5, 40.0))]
     # shared scored seeds 1, 2, 3: +0.5, a tie, +0.05
-    assert seed_wins(runs, base, lambda r: r["b"]) == [2, 3]
-    assert seed_wins(runs, base, lambda r: r["b"], margin=0.1) == [1, 3]
-    assert seed_wins(runs[3:], base, lambda r: r["b"]) is None  # no scored seed shared
+    assert seed_wins(runs, base, lambda r: r.valid_loss) == (2, 3)
+    assert seed_wins(runs, base, lambda r: r.valid_loss, margin=0.1) == (1, 3)
+    assert seed_wins(runs[3:], base, lambda r: r.valid_loss) is None  # no scored seed shared
 
 
 def test_training_minutes_add_up_every_session_of_a_resumed_run() -> None:
@@ -41,9 +43,12 @@ def test_training_minutes_add_up_every_session_of_a_resumed_run() -> None:
 
 
 def test_the_joined_training_range_of_a_k() -> None:
-    assert joined_training_k({"config": {}}) == 1
-    assert joined_training_k({"config": {"data": {"train_concat": {"prob": 0.5, "max_k": 4}}}}) == 4
-    assert joined_training_k({"config": {"data": {"train_concat": {"prob": 0.5}}}}) == 2
+    def trained(**joins) -> RunRecord:
+        return RunRecord(run="r", config=from_raw({"data": {"train_concat": joins}}))
+
+    assert joined_training_k(RunRecord(run="r")) == 1
+    assert joined_training_k(trained(prob=0.5, max_k=4)) == 4
+    assert joined_training_k(trained(prob=0.5)) == 2
     assert joined_range(1, 8) is None and joined_range(4, 1) is None
     assert joined_range(4, 4).startswith("inside the joined training range (k <= 4)")
     assert joined_range(4, 8) == "beyond the joined training range (k > 4)"

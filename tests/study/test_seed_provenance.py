@@ -6,23 +6,17 @@ from __future__ import annotations
 
 import pytest
 
+from study.records import Configuration, Provenance, RunRecord
 from study.seed_provenance import MixedSeedsError, check_mixed, mark_label, provenance_markdown, spans_note
 
 
-def run(seed: int, device="cpu", kind="cpu", precision="fp32", code="aaa") -> dict:
-    provenance = {
-        "device": [device],
-        "device_kind": [kind],
-        "precision": [precision],
-        "code": [code],
-        "dates": ["2026-11-27", "2026-11-28"],
-        "inferred": [],
-    }
-    return {"run": f"rope_seed{seed}", "seed": seed, "provenance": provenance}
+def run(seed: int, device="cpu", kind="cpu", precision="fp32", code="aaa") -> RunRecord:
+    provenance = Provenance((kind,), (device,), (precision,), (code,), ("2026-11-27", "2026-11-28"), ())
+    return RunRecord(run=f"rope_seed{seed}", seed=seed, provenance=provenance)
 
 
-def group(*runs: dict) -> dict:
-    return {"label": "rope", "runs": list(runs)}
+def group(*runs: RunRecord, label: str = "rope", variant: bool = False) -> Configuration:
+    return Configuration(runs, label, variant=variant)
 
 
 def test_seeds_of_other_device_kinds_or_precisions_are_refused_unless_mixed() -> None:
@@ -43,6 +37,6 @@ def test_a_row_spanning_code_versions_is_marked_and_said() -> None:
 
 
 def test_the_provenance_table_lists_each_seed_and_skips_variants() -> None:
-    table = provenance_markdown([group(run(1)), {"label": "rope ntk4", "variant": True, "runs": [run(1)]}])
+    table = provenance_markdown([group(run(1)), group(run(1), label="rope ntk4", variant=True)])
     rows = [line for line in table.splitlines() if line.startswith("| rope")]
     assert rows == ["| rope | 1 | cpu | fp32 | aaa | 2026-11-27 to 2026-11-28 | - |"]

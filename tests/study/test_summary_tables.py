@@ -4,21 +4,19 @@ baseline row and a variant's training columns marked †, and the CSV rows of th
 
 from __future__ import annotations
 
-from study.summary_tables import cell, columns, csv_rows, fmt, markdown_table, numeric_columns
+from study.records import Configuration, RunRecord, Stats, frozen_map
+from study.serialize import csv_rows
+from study.summary_tables import cell, columns, fmt, markdown_table, numeric_columns
 from utils.metrics import METRICS
 
 
-def group(label: str, sacrebleu: float, std: float | None, n: int, **extra) -> dict:
-    means = {k: None for k in numeric_columns()}
-    stds = dict(means)
-    means.update(sacrebleu=sacrebleu, nltk_bleu4=0.31234, params=2_345_678.0, steps=1000.0, valid_loss=2.5)
-    stds.update(sacrebleu=std, params=0.0, steps=0.0)
-    provenance = {"code": ["aaa"], "device": ["cpu"], "precision": ["fp32"]}
-    runs = [
-        {"run": f"{label}_seed{s}", "seed": s, "sacrebleu_signature": "sig", "provenance": provenance} for s in range(n)
-    ]
-    base = {"label": label, "encoding": label, "n": n, "mean": means, "std": stds, "runs": runs, "is_baseline": False}
-    return {**base, "p_value": None, "seeds_above": None, **extra}
+def group(label: str, sacrebleu: float, std: float | None, n: int, **extra) -> Configuration:
+    given = dict(sacrebleu=(sacrebleu, std), nltk_bleu4=(0.31234, None), params=(2_345_678.0, 0.0))
+    given.update(steps=(1000.0, 0.0), valid_loss=(2.5, None))
+    stats = frozen_map((k, Stats(*given.get(k, (None, None)), n)) for k in numeric_columns())
+    scores = frozen_map({"sacrebleu_signature": "sig"})
+    runs = tuple(RunRecord(run=f"{label}_seed{s}", seed=s, scores=scores) for s in range(n))
+    return Configuration(runs, label, encoding=label, stats=stats, **extra)
 
 
 def test_the_columns_put_every_registered_metric_after_the_training_figures() -> None:
@@ -40,7 +38,7 @@ def test_each_figure_in_its_digits() -> None:
 
 def test_a_row_per_configuration_with_the_baseline_and_a_variant_marked() -> None:
     base = group("sinusoidal", 27.0, 0.4, 3, is_baseline=True)
-    rope = group("rope", 28.0, 0.6, 3, p_value=0.0123, seeds_above=[3, 3])
+    rope = group("rope", 28.0, 0.6, 3, p_value=0.0123, seeds_above=(3, 3))
     variant = group("rope [ntk4]", 26.0, None, 1, variant=True)
     table = markdown_table([base, rope, variant])
     lines = table.splitlines()
