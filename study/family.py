@@ -15,10 +15,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from study.records import JsonObject
 from study.rules import CURRENT, RULES, UNNAMED
-from study.seed_test import DEFAULT_EFFECT, DEFAULT_TIE_MARGIN
+from study.seed_test import ALPHA, DEFAULT_EFFECT, DEFAULT_TIE_MARGIN
+from study.sequential import SPENDING
+from study.sequential_family import Plan
 
-FAMILY_KEYS = ("baseline", "headline", "rule", "tie_margin", "effect", "equivalence", "seeds", "device", "precision")
+FAMILY_KEYS = (
+    "baseline",
+    "headline",
+    "rule",
+    "tie_margin",
+    "effect",
+    "equivalence",
+    "seeds",
+    "looks",
+    "spending",
+    "spending_equivalence",
+    "device",
+    "precision",
+)
 TABLES = ("degradation", "test", "concat", "buckets", "teacher_forced")  # study/findings.py's tables
 UNITS = ("sacreBLEU", "NLL")  # the metrics the tables are in
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -43,6 +59,19 @@ class Family:
     equivalence: dict = field(default_factory=dict)
     # the decision rule the family was declared under (a file naming none: study/rules.UNNAMED)
     rule: str = CURRENT.name
+    # a sequential plan (study/sequential_family.py): the seeds per configuration at each look, the
+    # first n_k of `seeds` (None: one look, at every planned seed), and how each family of tests spends
+    # its alpha over the looks
+    looks: Optional[tuple[int, ...]] = None
+    spending: str = "obrien-fleming"
+    spending_equivalence: str = "obrien-fleming"
+
+    @property
+    def plan(self) -> Optional[Plan]:
+        """The sequential plan, or None for a fixed-seed family (one look once every seed is in)."""
+        if self.looks is None:
+            return None
+        return Plan(self.looks, self.spending, self.spending_equivalence, ALPHA, ALPHA)
 
     def matching(self, table: str, row: dict) -> list[dict]:
         """The headline entries that declare this row."""
@@ -162,7 +191,56 @@ def load_family(path: Optional[str]) -> Family:
             f"{path}: rule {rule!r} is not a decision rule; use {' or '.join(RULES)} (study/rules.py; "
             f"a new family names {CURRENT.name})"
         )
-    return Family(str(path), baseline, headline, margins, effects, seeds, device, precision, equivalence, rule)
+    looks, spending, spending_equivalence = _looks(path, data, seeds, rule)
+    return Family(
+        str(path),
+        baseline,
+        headline,
+        margins,
+        effects,
+        seeds,
+        device,
+        precision,
+        equivalence,
+        rule,
+        looks,
+        spending,
+        spending_equivalence,
+    )
+
+
+def _looks(
+    path: str, data: JsonObject, seeds: Optional[list[int]], rule: str
+) -> tuple[Optional[tuple[int, ...]], str, str]:
+    """(looks, spending, spending_equivalence) of a sequential plan, checked: increasing seed counts,
+    the last every planned seed, under the current rule."""
+    from settings.config import ConfigError
+
+    looks = data.get("looks")
+    spending = {key: data.get(key, "obrien-fleming") for key in ("spending", "spending_equivalence")}
+    for key, value in spending.items():
+        if value not in SPENDING:
+            raise ConfigError(f"{path}: {key} {value!r} is not a spending function; use {' or '.join(SPENDING)}")
+    if looks is None:
+        given = [key for key in spending if key in data]
+        if given:
+            raise ConfigError(
+                f"{path}: {given[0]} is a sequential plan's: give looks too (e.g. looks: [8, 12, 16, 20])"
+            )
+        return None, spending["spending"], spending["spending_equivalence"]
+    counts = isinstance(looks, list) and looks and all(type(n) is int for n in looks)
+    if not counts or looks[0] < 2 or any(b <= a for a, b in zip(looks, looks[1:])):
+        raise ConfigError(
+            f"{path}: looks must be increasing seed counts of at least 2 (e.g. [8, 12, 16, 20]), got {looks!r}"
+        )
+    if seeds is None or len(seeds) != looks[-1]:
+        planned = "no seeds" if seeds is None else f"{len(seeds)} seeds"
+        raise ConfigError(f"{path}: the last look ({looks[-1]}) is every planned seed, but the family plans {planned}")
+    if rule != CURRENT.name:
+        raise ConfigError(
+            f"{path}: a sequential plan (looks) is read under the rule {CURRENT.name}: add rule: {CURRENT.name}"
+        )
+    return tuple(looks), spending["spending"], spending["spending_equivalence"]
 
 
 def family_json_schema() -> Mapping[str, Any]:
@@ -192,6 +270,9 @@ def family_json_schema() -> Mapping[str, Any]:
         "effect": measures(False),
         "equivalence": measures(True),
         "seeds": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "uniqueItems": True},
+        "looks": {"type": "array", "items": {"type": "integer", "minimum": 2}, "minItems": 1, "uniqueItems": True},
+        "spending": {"enum": list(SPENDING)},
+        "spending_equivalence": {"enum": list(SPENDING)},
         "device": {"enum": ["cpu", "cuda", "mps"]},
         "precision": {"enum": list(PRECISIONS)},
     }

@@ -62,3 +62,33 @@ def test_family_file_errors_are_one_line(tmp_path):
         assert "\n" not in str(e.value)
     with pytest.raises(ConfigError, match="cannot read"):
         load_family(str(tmp_path / "missing.yaml"))
+
+
+def test_a_sequential_plan_is_read_and_checked(tmp_path) -> None:
+    """Issue 69: `looks` (seeds per configuration at each look, the last every planned seed) and each
+    test family's spending; a family without looks is a fixed-seed one, as before."""
+    path = tmp_path / "sequential.yaml"
+    seeds = ", ".join(str(s) for s in range(101, 121))
+    path.write_text(
+        f"rule: beyond_tie\nheadline: [{{table: test}}]\nseeds: [{seeds}]\nlooks: [8, 12, 16, 20]\nspending: pocock\n"
+    )
+    family = load_family(str(path))
+    assert family.looks == (8, 12, 16, 20) and family.plan.fractions == (0.4, 0.6, 0.8, 1.0)
+    assert (family.plan.spending, family.plan.spending_equivalence) == ("pocock", "obrien-fleming")
+    fixed = tmp_path / "fixed.yaml"
+    fixed.write_text("headline: [{table: test}]\nseeds: [1, 2, 3]\n")
+    assert load_family(str(fixed)).plan is None
+    head = f"rule: beyond_tie\nheadline: [{{table: test}}]\nseeds: [{seeds}]\n"
+    for text, says in (
+        (head + "looks: [12, 8, 20]\n", "looks must be increasing seed counts"),
+        (head + "looks: [1, 20]\n", "looks must be increasing seed counts of at least 2"),
+        (head + "looks: [8, 16]\n", "the last look (16) is every planned seed, but the family plans 20 seeds"),
+        (head + "looks: [8, 20]\nspending: haybittle\n", "spending 'haybittle' is not a spending function"),
+        (head + "spending: pocock\n", "spending is a sequential plan's: give looks too"),
+        (head.replace("rule: beyond_tie\n", "") + "looks: [8, 20]\n", "a sequential plan (looks) is read under"),
+    ):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+        with pytest.raises(ConfigError, match=re.escape(says)) as e:
+            load_family(str(bad))
+        assert "\n" not in str(e.value) and str(bad) in str(e.value)
