@@ -6,7 +6,9 @@
 # (tests/study/test_declared.py).
 #
 #   tools/study_runs.sh STUDY COMMIT WORKERS DEADLINE
-#     STUDY     demo | length (the configs and seeds of configs/<study>/findings/headline.yaml's plan)
+#     STUDY     demo | length | demo_confirm | report/trio (the configs and seeds of
+#               configs/<study>/findings/headline.yaml's plan; a sequential plan's runs look by look:
+#               the seeds of the first look not yet archived, and no further, study/sequential_family.py)
 #     COMMIT    the frozen commit (the one the study's archived runs record; a new study: the commit
 #               that declared its family)
 #     WORKERS   runs side by side, one CPU thread each (2 on a 2-core machine: 27% more runs per hour
@@ -25,27 +27,47 @@ STOP=$MAIN/../study_$STUDY.stop
 rm -f "$STOP"
 [ -d "$TREE" ] || git worktree add --detach "$TREE" "$COMMIT" >/dev/null
 case $STUDY in
-  demo) CONFIGS="sinusoidal learnable rope"; EXTRA=() ;;
+  demo | demo_confirm | report/trio) CONFIGS="sinusoidal learnable rope"; EXTRA=() ;;
   length)
     CONFIGS="sinusoidal learnable rope alibi t5_bias sinusoidal_concat"
     EXTRA=()
     for s in linear ntk yarn; do
       EXTRA+=(--variant "${s}4" model.positional.scaling=$s model.positional.scaling_factor=4)
     done ;;
-  *) echo "study_runs.sh: unknown study $STUDY (demo or length)" >&2; exit 2 ;;
+  *) echo "study_runs.sh: unknown study $STUDY (demo, length, demo_confirm or report/trio)" >&2; exit 2 ;;
 esac
 SEEDS=$($PY -c "from study.family import load_family as f; print(*f('configs/$STUDY/findings/headline.yaml').seeds)") &&
   [ -n "$SEEDS" ] || { echo "study_runs.sh: no planned seeds read from configs/$STUDY/findings/headline.yaml" >&2; exit 2; }
+LOOKS=$($PY -c "from study.family import load_family as f; print(*(f('configs/$STUDY/findings/headline.yaml').looks or ()))")
 # the configs' own seed (their run folders carry no _seed suffix), as the study's configs resolve it
 OWN=$($PY -c "from settings.config import load_config
 print(load_config('configs/$STUDY/${CONFIGS%% *}.yaml', []).seed)")
+
+archived() {  # run folder name -> archived from this commit?
+  grep -q "$COMMIT" "results/$STUDY/$1/provenance.json" 2>/dev/null
+}
+# a sequential plan: the seeds of the first look whose runs are not all archived, never beyond it
+if [ -n "$LOOKS" ]; then
+  for n in $LOOKS; do
+    upto=$n missing=0
+    for seed in $(echo $SEEDS | cut -d' ' -f1-"$n"); do
+      for c in $CONFIGS; do
+        run=$c; [ "$seed" = "$OWN" ] || run=${c}_seed$seed
+        archived "$run" || missing=1
+      done
+    done
+    [ $missing = 0 ] || break
+  done
+  SEEDS=$(echo $SEEDS | cut -d' ' -f1-"$upto")
+  echo "$(date -u +%FT%TZ) $STUDY: sequential plan (looks $LOOKS): the seeds of the look at $upto" >>"$LOG"
+fi
 
 # the (config, seed) units not yet archived from this commit, seed-major, dealt to the workers in turn
 units=()
 for seed in $SEEDS; do
   for c in $CONFIGS; do
     run=$c; [ "$seed" = "$OWN" ] || run=${c}_seed$seed
-    grep -q "$COMMIT" "results/$STUDY/$run/provenance.json" 2>/dev/null || units+=("$c:$seed:$run")
+    archived "$run" || units+=("$c:$seed:$run")
   done
 done
 echo "$(date -u +%FT%TZ) $STUDY: ${#units[@]} runs missing, $WORKERS workers, from $COMMIT" >>"$LOG"
@@ -65,7 +87,7 @@ worker() {
         $PY tools/archive.py pack "$TREE/runs/$STUDY/$run" --runs "$TREE/runs" --results results >/dev/null &&
           git add "results/$STUDY/$run" "results/$STUDY/test_sets" &&
           for try in 1 2 3 4 5; do
-            git commit -q -m "Issue 54: archive $STUDY/$run (trained and tested at $COMMIT)" \
+            git commit -q -m "archive $STUDY/$run (trained and tested at $COMMIT)" \
               -- "results/$STUDY/$run" "results/$STUDY/test_sets" && break
             sleep 5
           done
