@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from study.records import ComparisonRow
 from study.rules import CURRENT, RULES, UNNAMED
 from study.seed_test import DEFAULT_EFFECT, DEFAULT_TIE_MARGIN
 
@@ -44,17 +45,17 @@ class Family:
     # the decision rule the family was declared under (a file naming none: study/rules.UNNAMED)
     rule: str = CURRENT.name
 
-    def matching(self, table: str, row: dict) -> list[dict]:
+    def matching(self, table: str, row: ComparisonRow) -> list[Mapping[str, Any]]:
         """The headline entries that declare this row."""
         return [
             h
             for h in self.headline
             if h["table"] == table
-            and (h.get("compared_on") is None or h["compared_on"] == row["compared_on"])
-            and (h.get("configs") is None or row["config"] in h["configs"])
+            and (h.get("compared_on") is None or h["compared_on"] == row.compared_on)
+            and (h.get("configs") is None or row.config in h["configs"])
         ]
 
-    def declares(self, table: str, row: dict) -> bool:
+    def declares(self, table: str, row: ComparisonRow) -> bool:
         return bool(self.matching(table, row))
 
 
