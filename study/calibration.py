@@ -188,7 +188,7 @@ def calibration_markdown(findings_path: Path, ns: tuple[int, ...] = (5, 10, 20, 
             f"{_percent(new['normal']['±tie'])} / {_percent(new['t3']['±tie'])} | {_percent(zero['±tie'])} | "
             f"{_percent(min(exact))}–{_percent(max(exact))} |"
         )
-    names = ", ".join(f"`{r['name']}`" for r in test_set)
+    names = ", ".join(f"`{r.name}`" for r in test_set)
     lines += [
         "",
         f"| seeds | chance of the observed direction, {names}: `beyond_tie` | the same, `seed_veto` | "
