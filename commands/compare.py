@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -49,7 +48,7 @@ from study.findings import compute_findings
 from study.findings_markdown import findings_markdown
 from study.headline import headline_markdown
 from study.length_report import add_concat_stats, concat_tables
-from study.records import Configuration
+from study.records import Configuration, Findings
 from study.run_groups import (
     add_seed_wins,
     add_significance,
@@ -61,7 +60,7 @@ from study.run_groups import (
 )
 from study.run_records import CompareError, read_runs
 from study.seed_provenance import MIXABLE, check_mixed, provenance_markdown
-from study.serialize import summary_csv, summary_json
+from study.serialize import findings_json, summary_csv, summary_json
 from study.summary_tables import bucket_table, markdown_table, teacher_forced_tables
 from utils.files import (
     WRITTEN_RECORD,
@@ -217,7 +216,7 @@ def write_reports(
     table: str,
     groups: Sequence[Configuration],
     baseline: Configuration,
-    findings: Optional[dict],
+    findings: Optional[Findings],
     bootstrap_samples: int,
     overwrite: bool,
 ) -> list[Path]:
@@ -232,7 +231,7 @@ def write_reports(
     }
     if findings is not None:
         texts[named(out, "_findings.md")] = findings_markdown(findings) + "\n"
-        texts[named(out, "_findings.json")] = json.dumps(findings, indent=2) + "\n"
+        texts[named(out, "_findings.json")] = findings_json(findings)
         texts[named(out, "_headline.md")] = headline_markdown(findings) + "\n"
     texts[named(out, "_provenance.md")] = provenance_markdown(groups) + "\n"
     targets = check_outputs(out, overwrite)

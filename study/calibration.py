@@ -22,30 +22,42 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
 from study.rules import BEYOND_TIE, SEED_VETO, Rule
-from study.seed_test import ALPHA, standard_error, t_quantile
+from study.seed_test import ALPHA, SeedTest, standard_error, t_quantile
 
 STUDIES = 2000  # simulated families per setting
 DISTRIBUTIONS = ("normal", "t3")
 AGAINST_ZERO = replace(BEYOND_TIE, name="against_zero", against_tie=False)  # the rule without its margin
 
 
-def declared_rows(findings_path: Path) -> tuple[list[dict], float]:
-    """The declared sacreBLEU rows of a findings JSON (name, observed mean, s_d, v_shared, v_int) and
-    their tie margin."""
+@dataclass(frozen=True)
+class DeclaredRow:
+    """A declared sacreBLEU row of an archived findings JSON, as the simulation reads it: its name
+    ("config, compared on"), observed mean, seed SD s_d, shared and per-seed test-set noise."""
+
+    name: str
+    mean: float
+    seed_sd: float
+    v_shared: float
+    v_int: float
+
+
+def declared_rows(findings_path: Path) -> tuple[list[DeclaredRow], float]:
+    """The declared sacreBLEU rows of a findings JSON (the file, read as JSON) and their tie margin."""
     findings = json.loads(Path(findings_path).read_text(encoding="utf-8"))
     rows = []
     for t in findings["tables"]:
         for r in t["rows"]:
             s = r.get("seed_test")
             if r.get("declared") and t["metric"] == "sacreBLEU" and s and s.get("v_shared") is not None:
-                keys = ("mean", "seed_sd", "v_shared", "v_int")
-                rows.append({"name": f"{r['config']}, {r['compared_on']}", **{k: s[k] for k in keys}})
+                name = f"{r['config']}, {r['compared_on']}"
+                rows.append(DeclaredRow(name, s["mean"], s["seed_sd"], s["v_shared"], s["v_int"]))
     return rows, findings["tie_margin"]["sacreBLEU"]
 
 
@@ -60,7 +72,7 @@ def holm_rows(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def draw(rows: list[dict], means: list[float], n: int, dist: str, rng) -> list[np.ndarray]:
+def draw(rows: list[DeclaredRow], means: list[float], n: int, dist: str, rng) -> list[np.ndarray]:
     """[STUDIES, n] per-seed differences of each row under the variance model."""
     out = []
     for r, mean in zip(rows, means):
@@ -68,26 +80,31 @@ def draw(rows: list[dict], means: list[float], n: int, dist: str, rng) -> list[n
             e = rng.standard_normal((STUDIES, n))
         else:
             e = rng.standard_t(3, (STUDIES, n)) / math.sqrt(3.0)
-        effect_sd = math.sqrt(max(r["seed_sd"] ** 2 - r["v_int"], 0.0))
+        effect_sd = math.sqrt(max(r.seed_sd**2 - r.v_int, 0.0))
         out.append(
             mean
             + effect_sd * e
-            + math.sqrt(r["v_int"]) * rng.standard_normal((STUDIES, n))
-            + math.sqrt(r["v_shared"]) * rng.standard_normal((STUDIES, 1))
+            + math.sqrt(r.v_int) * rng.standard_normal((STUDIES, n))
+            + math.sqrt(r.v_shared) * rng.standard_normal((STUDIES, 1))
         )
     return out
 
 
-def decide(rule: Rule, rows: list[dict], diffs: list[np.ndarray], tie: float) -> np.ndarray:
+def _seed_test(r: DeclaredRow, n: int) -> SeedTest:
+    """What a rule's known variance reads of a row's seed test at n seeds (v_sent = v_shared + v_int/n)."""
+    return SeedTest(n, r.mean, r.seed_sd, r.v_shared + r.v_int / n, None, None, None, None, r.v_shared, r.v_int)
+
+
+def decide(rule: Rule, rows: list[DeclaredRow], diffs: list[np.ndarray], tie: float) -> np.ndarray:
     """[STUDIES, rows] of +1/-1/0: the rule's direction for each row of each simulated family."""
     n = diffs[0].shape[-1]
-    known = [rule.known({"v_shared": r["v_shared"], "v_sent": r["v_shared"] + r["v_int"] / n}) for r in rows]
+    known = [rule.known(_seed_test(r, n)) for r in rows]
     p = np.stack([rule.decision_p(d, v, tie) for d, v in zip(diffs, known)], -1)
     adjusted = holm_rows(p)
     return np.stack([rule.direction(d, adjusted[:, i], tie) for i, d in enumerate(diffs)], -1)
 
 
-def false_directions(rule: Rule, rows: list[dict], tie: float, n: int, dist: str) -> dict[str, float]:
+def false_directions(rule: Rule, rows: list[DeclaredRow], tie: float, n: int, dist: str) -> Mapping[str, float]:
     """{'0': rate, '±tie': rate}: how often a direction is worded for a row whose true difference is 0,
     or on either edge of the tie margin (the edges pooled: mirror images), each row in turn with the
     others at their observed means, pooled over the rows."""
@@ -95,45 +112,45 @@ def false_directions(rule: Rule, rows: list[dict], tie: float, n: int, dist: str
     said: dict[str, list] = {"0": [], "±tie": []}
     for delta in (0.0, tie, -tie):
         for i in range(len(rows)):
-            means = [delta if j == i else r["mean"] for j, r in enumerate(rows)]
+            means = [delta if j == i else r.mean for j, r in enumerate(rows)]
             said["0" if delta == 0 else "±tie"].append(
                 decide(rule, rows, draw(rows, means, n, dist, rng), tie)[:, i] != 0
             )
     return {k: float(np.mean(v)) for k, v in said.items()}
 
 
-def right_direction(rule: Rule, rows: list[dict], tie: float, n: int, dist: str = "normal") -> list[float]:
+def right_direction(rule: Rule, rows: list[DeclaredRow], tie: float, n: int, dist: str = "normal") -> list[float]:
     """The chance of each row's observed direction at the observed means, over n seeds."""
     rng = np.random.default_rng(100 + n)
-    said = decide(rule, rows, draw(rows, [r["mean"] for r in rows], n, dist, rng), tie)
-    return [float(np.mean(said[:, i] == np.sign(r["mean"]))) for i, r in enumerate(rows)]
+    said = decide(rule, rows, draw(rows, [r.mean for r in rows], n, dist, rng), tie)
+    return [float(np.mean(said[:, i] == np.sign(r.mean))) for i, r in enumerate(rows)]
 
 
-def coverage(rows: list[dict], n: int, dist: str, count_v_int_twice: bool = False) -> float:
+def coverage(rows: list[DeclaredRow], n: int, dist: str, count_v_int_twice: bool = False) -> float:
     """The share of studies whose 95% interval covers the true difference (pooled over `rows`, each at
     its observed mean); `count_v_int_twice` adds v_int/n to the SE again (the older rule's SE)."""
     rng = np.random.default_rng(200 + n)
     covered = []
-    for r, d in zip(rows, draw(rows, [r["mean"] for r in rows], n, dist, rng)):
-        known = r["v_shared"] + (r["v_int"] / n if count_v_int_twice else 0.0)
+    for r, d in zip(rows, draw(rows, [r.mean for r in rows], n, dist, rng)):
+        known = r.v_shared + (r.v_int / n if count_v_int_twice else 0.0)
         mean, se, df = standard_error(d, known)
         half = np.array([t_quantile(1 - ALPHA / 2, x) for x in df]) * se
-        covered.append(np.abs(mean - r["mean"]) <= half)
+        covered.append(np.abs(mean - r.mean) <= half)
     return float(np.mean(covered))
 
 
-def edge_rate_exact(row: dict, n: int) -> float:
+def edge_rate_exact(row: DeclaredRow, n: int) -> float:
     """The current rule's chance of a direction for one comparison alone (a family of one) whose true
     difference lies on the edge of the tie margin, by numerical integration over s_d's χ²(n - 1)
     distribution with normal seed effects: the Welch–Satterthwaite df's own error, without Monte Carlo."""
     from scipy.stats import chi2, norm
 
     ratio = chi2.ppf((np.arange(20000) + 0.5) / 20000, n - 1) / (n - 1)
-    seed_part = row["seed_sd"] ** 2 / n
-    se_hat = np.sqrt(seed_part * ratio + row["v_shared"])
+    seed_part = row.seed_sd**2 / n
+    se_hat = np.sqrt(seed_part * ratio + row.v_shared)
     df = se_hat**4 * (n - 1) / (seed_part * ratio) ** 2
     crit = np.array([t_quantile(1 - ALPHA / 2, x) for x in df])
-    return float(np.mean(norm.sf(crit * se_hat / math.sqrt(seed_part + row["v_shared"]))))
+    return float(np.mean(norm.sf(crit * se_hat / math.sqrt(seed_part + row.v_shared))))
 
 
 def mc_bound(rate: float, count: int) -> float:
@@ -152,7 +169,7 @@ def calibration_markdown(findings_path: Path, ns: tuple[int, ...] = (5, 10, 20, 
     """The three calibrations of the current rule (and the older rule beside it) on the declared rows
     of `findings_path` (shown as `name`), as markdown tables."""
     rows, tie = declared_rows(findings_path)
-    test_set = [r for r in rows if r["name"].endswith("test set")]
+    test_set = [r for r in rows if r.name.endswith("test set")]
     lines = [
         f"Simulated: the {len(rows)} declared BLEU rows of `{name}` as archived, "
         f"{STUDIES:,} families per setting, tie margin {tie:g} BLEU (`study/calibration.py`).",
@@ -171,7 +188,7 @@ def calibration_markdown(findings_path: Path, ns: tuple[int, ...] = (5, 10, 20, 
             f"{_percent(new['normal']['±tie'])} / {_percent(new['t3']['±tie'])} | {_percent(zero['±tie'])} | "
             f"{_percent(min(exact))}–{_percent(max(exact))} |"
         )
-    names = ", ".join(f"`{r['name']}`" for r in test_set)
+    names = ", ".join(f"`{r.name}`" for r in test_set)
     lines += [
         "",
         f"| seeds | chance of the observed direction, {names}: `beyond_tie` | the same, `seed_veto` | "

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from study.records import JsonObject
+from study.records import ComparisonRow, JsonObject
 from study.rules import CURRENT, RULES, UNNAMED
 from study.seed_test import ALPHA, DEFAULT_EFFECT, DEFAULT_TIE_MARGIN
 from study.sequential import SPENDING
@@ -73,17 +73,17 @@ class Family:
             return None
         return Plan(self.looks, self.spending, self.spending_equivalence, ALPHA, ALPHA)
 
-    def matching(self, table: str, row: dict) -> list[dict]:
+    def matching(self, table: str, row: ComparisonRow) -> list[Mapping[str, Any]]:
         """The headline entries that declare this row."""
         return [
             h
             for h in self.headline
             if h["table"] == table
-            and (h.get("compared_on") is None or h["compared_on"] == row["compared_on"])
-            and (h.get("configs") is None or row["config"] in h["configs"])
+            and (h.get("compared_on") is None or h["compared_on"] == row.compared_on)
+            and (h.get("configs") is None or row.config in h["configs"])
         ]
 
-    def declares(self, table: str, row: dict) -> bool:
+    def declares(self, table: str, row: ComparisonRow) -> bool:
         return bool(self.matching(table, row))
 
 

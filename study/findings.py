@@ -17,6 +17,7 @@ interval (study/wording.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -24,7 +25,17 @@ import numpy as np
 from study.declared import declaring_runs
 from study.degradation import selections
 from study.family import Family
-from study.records import Configuration, RunRecord
+from study.records import (
+    ComparisonRow,
+    Configuration,
+    Findings,
+    FindingsTable,
+    Interim,
+    RuleText,
+    RunRecord,
+    SeedDifference,
+    frozen_map,
+)
 from study.rules import CURRENT, RULES
 from study.run_outputs import Outputs, source_lengths, training_length
 from study.run_stats import joined_range, joined_training_k
@@ -54,40 +65,23 @@ EQUIVALENCE_TEST = (
 )
 
 
-def _row(seeds: list, n_units: int, combined, per_seed: list, lower_is_better: bool = False) -> dict:
+def _row(seeds: list, n_units: int, combined, per_seed: list, lower_is_better: bool = False) -> ComparisonRow:
     """A comparison row from the joint bootstrap over seeds (its per-seed differences and the variance
     of their mean) and each seed's own paired bootstrap (its p, descriptive; its variance splits the
     test set's noise into the part every seed shares and the part more seeds average out)."""
     test = seed_test(combined.per_seed, combined.variance, [r.variance for r in per_seed])
-    return {
-        "seeds": seeds,
-        "num_sentences": n_units,
-        "mean_difference": combined.difference,
-        "per_seed": [
-            {"seed": s, "difference": d, "p_value": r.p_value} for s, d, r in zip(seeds, combined.per_seed, per_seed)
-        ],
-        "seed_test": vars(test),
-        "p_value": test.p_value,
-        "lower_is_better": lower_is_better,
-    }
+    per_seed = tuple(SeedDifference(s, d, r.p_value) for s, d, r in zip(seeds, combined.per_seed, per_seed))
+    return ComparisonRow("", "", tuple(seeds), n_units, combined.difference, per_seed, test, lower_is_better)
 
 
-def _untested(seeds: list, n_units: int, lower_is_better: bool = False) -> dict:
-    return {
-        "seeds": seeds,
-        "num_sentences": n_units,
-        "mean_difference": None,
-        "per_seed": [],
-        "seed_test": None,
-        "p_value": None,
-        "lower_is_better": lower_is_better,
-        "finding": f"not tested (fewer than {MIN_SENTENCES} units carry it)",
-    }
+def _untested(seeds: list, n_units: int, lower_is_better: bool = False) -> ComparisonRow:
+    untested = f"not tested (fewer than {MIN_SENTENCES} units carry it)"
+    return ComparisonRow("", "", tuple(seeds), n_units, lower_is_better=lower_is_better, untested=untested)
 
 
 def compare_ratio(
     systems: list[np.ndarray], baselines: list[np.ndarray], seeds: list, n_samples: int, seed: int
-) -> dict:
+) -> ComparisonRow:
     """A lower-is-better ratio of sums (NLL per token) per unit `[units, 2]`, system vs baseline per seed;
     n counts the units with tokens in some run (the others resample as zeros)."""
     n = int((np.stack([*systems, *baselines])[:, :, 1] > 0).any(0).sum())
@@ -98,7 +92,7 @@ def compare_ratio(
     return _row(seeds, n, combined, per_seed, lower_is_better=True)
 
 
-def compare_nll(pairs: list[Pair], outputs: Outputs, n_samples: int, seed: int) -> Optional[dict]:
+def compare_nll(pairs: list[Pair], outputs: Outputs, n_samples: int, seed: int) -> Optional[ComparisonRow]:
     """The teacher-forced NLL beyond the training length, pooled over every k; the statistic the
     token-weighted mean NLL. The unit resampled is the test pair (carrying every input that holds
     it) where every run has test.py's per-pair sums, else (runs tested before them) an input of any
@@ -113,22 +107,23 @@ def compare_nll(pairs: list[Pair], outputs: Outputs, n_samples: int, seed: int) 
             )
         if not any(x[:, 1].sum() for pair in sums for x in pair):
             return None
-        return {**compare_ratio([m for m, _ in sums], [b for _, b in sums], seeds, n_samples, seed), "unit": "pair"}
+        return replace(compare_ratio([m for m, _ in sums], [b for _, b in sums], seeds, n_samples, seed), unit="pair")
     sums = [(outputs.beyond(run), outputs.beyond(base)) for run, base in pairs]
     keys = sorted({key for mine, theirs in sums for key in (*mine, *theirs)})
     if not keys:
         return None
 
-    def rows(values: dict) -> np.ndarray:
+    def rows(values: Mapping) -> np.ndarray:
         return np.array([values.get(key, (0.0, 0.0)) for key in keys])  # [inputs, 2]
 
-    return {
-        **compare_ratio([rows(m) for m, _ in sums], [rows(t) for _, t in sums], seeds, n_samples, seed),
-        "unit": "input",
-    }
+    return replace(
+        compare_ratio([rows(m) for m, _ in sums], [rows(t) for _, t in sums], seeds, n_samples, seed), unit="input"
+    )
 
 
-def compare_degradation(pairs: list[Pair], outputs: Outputs, keep, n_samples: int, seed: int) -> Optional[dict]:
+def compare_degradation(
+    pairs: list[Pair], outputs: Outputs, keep, n_samples: int, seed: int
+) -> Optional[ComparisonRow]:
     """The degradation of one selection (study/degradation.py), system vs baseline per seed; the
     unit resampled is the test pair; every run counts the same (pair, k) cells: those all of them
     scored whole."""
@@ -170,7 +165,7 @@ def compare_pair(
     n_samples: int,
     seed: int,
     bucket: Optional[tuple[int, Optional[int]]] = None,
-) -> Optional[dict]:
+) -> Optional[ComparisonRow]:
     """Test sacreBLEU (k = 1), or on the k-inputs, of a configuration against the baseline over shared seeds."""
     systems, baselines, subsets, seeds = [], [], [], []
     for run, base in pairs:
@@ -204,8 +199,8 @@ def compare_pair(
     return _row(seeds, n, combined, per_seed)
 
 
-def _table(name: str, title: str, rows: list[dict], metric: str = "sacreBLEU") -> dict:
-    return {"name": name, "title": title, "metric": metric, "rows": rows}
+def _table(name: str, title: str, rows: list[ComparisonRow], metric: str = "sacreBLEU") -> FindingsTable:
+    return FindingsTable(name, title, metric, tuple(rows))
 
 
 DEGRADATION_TITLE = (
@@ -219,17 +214,32 @@ NLL_BEYOND_TITLE = (
 )
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """What every row of one findings report is compared in: the runs' outputs (read once), the run
+    folders trained from a commit that declared the family (study/declared.py; None without a family
+    file: nothing to prove) and the bootstrap's samples and seed."""
+
+    outputs: Outputs
+    proven: Optional[frozenset[str]]
+    n_samples: int
+    seed: int
+
+    def from_declaring_commit(self, pairs: Sequence[Pair]) -> bool:
+        return self.proven is None or all(r.run in self.proven for pair in pairs for r in pair)
+
+
 def compute_findings(
     groups: Sequence[Configuration],
     baseline: Configuration,
     n_samples: int = 10000,
     seed: int = DEFAULT_SEED,
     family: Optional[Family] = None,
-) -> dict:
+) -> Findings:
     """Every configuration against `baseline` (compare.py's groups), as tables of findings."""
     family = family or Family()
-    proven = declaring_runs(groups, family.path)  # a declared row needs its runs' proof (study/declared.py)
-    outputs = Outputs(proven)
+    # a declared row needs its runs' proof (study/declared.py)
+    context = Comparison(Outputs(), declaring_runs(groups, family.path), n_samples, seed)
     others = [g for g in groups if g.label != baseline.label]
     ks = sorted({k for g in groups for r in g.runs for k in r.concat if k > 1})
     buckets = next((r.by_source_length for r in baseline.runs if r.by_source_length), ())
@@ -238,10 +248,10 @@ def compute_findings(
     def same_length(r: RunRecord) -> bool:  # "beyond" is then the same tokens of the same inputs
         return training_length(r) is not None and training_length(r) == lengths.get(r.seed)
 
-    def rows(comparisons: list[tuple[str, int, Optional[tuple]]]) -> list[dict]:
-        return bleu_rows(others, baseline, outputs, comparisons, n_samples, seed)
+    def rows(comparisons: list[tuple[str, int, Optional[tuple]]]) -> list[ComparisonRow]:
+        return bleu_rows(others, baseline, context, comparisons)
 
-    degradation = degradation_rows(others, baseline, outputs, n_samples, seed, same_length)
+    degradation = degradation_rows(others, baseline, context, same_length)
     tables = [
         _table("degradation", DEGRADATION_TITLE, degradation, "NLL"),
         _table("test", "test set", rows([("test set", 1, None)])),
@@ -256,71 +266,73 @@ def compute_findings(
                 rows([(f"{b.bucket} tokens", 1, (b.min_len, b.max_len)) for b in buckets]),
             )
         )
-    nll_rows = nll_beyond_rows(others, baseline, outputs, n_samples, seed, same_length)
+    nll_rows = nll_beyond_rows(others, baseline, context, same_length)
     tables.append(_table("teacher_forced", NLL_BEYOND_TITLE, nll_rows, "NLL"))
-    tables = [t for t in tables if t["rows"]]
-    size, missing, plan = word_tables(tables, family, [g.label for g in others])
-    return findings_report(baseline.label, family, size, missing, n_samples, seed, tables, plan)
+    tables = [t for t in tables if t.rows]
+    worded, size, missing, plan = word_tables(tables, family, [g.label for g in others])
+    return findings_report(baseline.label, family, size, missing, n_samples, seed, worded, plan)
 
 
 def findings_report(
     baseline: str,
     family: Family,
     size: int,
-    missing: list[str],
+    missing: Sequence[str],
     n_samples: int,
     seed: int,
-    tables: list[dict],
-    plan: Optional[dict] = None,
-) -> dict:
-    """The findings JSON: the method's settings beside the tables."""
-    return {
-        "baseline": baseline,
-        "metric": "sacreBLEU",
-        "alpha": ALPHA,
-        "test": MODEL,
-        "correction": "holm, over the declared headline family only",
-        "family": family.path,
-        "decision_rule": {"name": family.rule, "text": RULES[family.rule].summary},
-        "exploratory_rule": (
-            None
-            if family.path is None or family.rule == CURRENT.name
-            else {"name": CURRENT.name, "text": CURRENT.summary}
+    tables: Sequence[FindingsTable],
+    plan: Optional[Interim] = None,
+) -> Findings:
+    """The findings report: the method's settings beside the tables."""
+    return Findings(
+        baseline=baseline,
+        metric="sacreBLEU",
+        alpha=ALPHA,
+        test=MODEL,
+        correction="holm, over the declared headline family only",
+        family=family.path,
+        decision_rule=RuleText(family.rule, RULES[family.rule].summary),
+        exploratory_rule=(
+            None if family.path is None or family.rule == CURRENT.name else RuleText(CURRENT.name, CURRENT.summary)
         ),
-        "family_size": size,
-        "family_unmatched": missing,
-        "tie_margin": family.tie_margin,
-        "equivalence_margin": family.equivalence,
-        "equivalence_test": EQUIVALENCE_TEST,
-        "planned_seeds": family.seeds,
-        "planned_device": family.device,
-        "planned_precision": family.precision,
-        "interim": plan,
-        "descriptive_p": "sacreBLEU's paired bootstrap per seed (sacrebleu --paired-bs: Koehn's statistic, one "
+        family_size=size,
+        family_unmatched=tuple(missing),
+        tie_margin=frozen_map(family.tie_margin),
+        equivalence_margin=frozen_map(family.equivalence),
+        equivalence_test=EQUIVALENCE_TEST,
+        planned_seeds=tuple(family.seeds) if family.seeds is not None else None,
+        planned_device=family.device,
+        planned_precision=family.precision,
+        interim=plan,
+        descriptive_p="sacreBLEU's paired bootstrap per seed (sacrebleu --paired-bs: Koehn's statistic, one "
         "tail; it holds each trained model fixed), descriptive only",
-        "n_samples": n_samples,
-        "bootstrap_seed": seed,
-        "rule": RULE,
-        "tables": tables,
-    }
+        n_samples=n_samples,
+        bootstrap_seed=seed,
+        rule=RULE,
+        tables=tuple(tables),
+    )
 
 
 def _labelled(
-    group: Configuration, compared_on: str, result: dict, pairs: list, k: Optional[int], outputs, joined: int = 1
-) -> dict:
+    group: Configuration,
+    compared_on: str,
+    result: ComparisonRow,
+    pairs: Sequence[Pair],
+    k: Optional[int],
+    context: Comparison,
+    joined: int = 1,
+) -> ComparisonRow:
     """A row: which configuration, on what, where k sits against its joined-pair training range, and
     whether every run of it was trained from a commit that declared the study's family
-    (`outputs.proven`: the runs with that proof when the family has a file; without one there is
-    nothing to prove)."""
-    proven = outputs.proven
-    return {
-        "config": group.label,
-        "encoding": group.encoding,
-        "compared_on": compared_on,
-        **result,
-        "joined_range": joined_range(joined, k),
-        "from_declaring_commit": proven is None or all(r.run in proven for pair in pairs for r in pair),
-    }
+    (`Comparison.proven`)."""
+    return replace(
+        result,
+        config=group.label,
+        encoding=group.encoding,
+        compared_on=compared_on,
+        joined_range=joined_range(joined, k),
+        from_declaring_commit=context.from_declaring_commit(pairs),
+    )
 
 
 def _selection_k(label: str, joined: int) -> Optional[int]:
@@ -335,29 +347,24 @@ def _joined(group: Configuration, baseline: Configuration) -> int:
 
 
 def bleu_rows(
-    others: Sequence[Configuration],
-    baseline: Configuration,
-    outputs: Outputs,
-    comparisons: list,
-    n_samples: int,
-    seed: int,
-) -> list[dict]:
+    others: Sequence[Configuration], baseline: Configuration, context: Comparison, comparisons: list
+) -> list[ComparisonRow]:
     """Each configuration against the baseline on each (label, k, source-length bucket) comparison."""
-    out = []
+    out, outputs = [], context.outputs
     for g in others:
         for label, k, bucket in comparisons:
             pairs = _pairs(g, baseline, lambda r, k=k: outputs.get(r, k) is not None)
-            result = compare_pair(pairs, outputs, k, n_samples, seed, bucket) if pairs else None
+            result = compare_pair(pairs, outputs, k, context.n_samples, context.seed, bucket) if pairs else None
             if result is not None:
-                out.append(_labelled(g, label, result, pairs, k, outputs, _joined(g, baseline)))
+                out.append(_labelled(g, label, result, pairs, k, context, _joined(g, baseline)))
     return out
 
 
 def degradation_rows(
-    others: Sequence[Configuration], baseline: Configuration, outputs: Outputs, n_samples: int, seed: int, same_length
-) -> list[dict]:
+    others: Sequence[Configuration], baseline: Configuration, context: Comparison, same_length
+) -> list[ComparisonRow]:
     """Each configuration's degradation against the baseline's, per selection of (pair, k) cells."""
-    rows = []
+    rows, outputs = [], context.outputs
     for g in others:
         pairs = _pairs(g, baseline, lambda r: outputs.pairs(r) is not None)
         if not pairs:
@@ -365,29 +372,28 @@ def degradation_rows(
         joined = _joined(g, baseline)
         for label, keep, needs_length in selections(outputs.pairs(pairs[0][0]), joined_k=joined):
             chosen = [(r, b) for r, b in pairs if not needs_length or same_length(r)]
-            result = compare_degradation(chosen, outputs, keep, n_samples, seed) if chosen else None
+            result = compare_degradation(chosen, outputs, keep, context.n_samples, context.seed) if chosen else None
             if result is not None:
-                rows.append(
-                    _labelled(g, f"degradation, {label}", result, chosen, _selection_k(label, joined), outputs, joined)
-                )
+                k = _selection_k(label, joined)
+                rows.append(_labelled(g, f"degradation, {label}", result, chosen, k, context, joined))
     return rows
 
 
 def nll_beyond_rows(
-    others: Sequence[Configuration], baseline: Configuration, outputs: Outputs, n_samples: int, seed: int, same_length
-) -> list[dict]:
+    others: Sequence[Configuration], baseline: Configuration, context: Comparison, same_length
+) -> list[ComparisonRow]:
     """The encoding itself, whatever the search does: the references' NLL beyond training, all k."""
-    rows = []
+    rows, outputs = [], context.outputs
     for g in others:
         pairs = _pairs(g, baseline, lambda r: outputs.beyond(r) is not None and same_length(r))
-        result = compare_nll(pairs, outputs, n_samples, seed) if pairs else None
+        result = compare_nll(pairs, outputs, context.n_samples, context.seed) if pairs else None
         if result is not None:
-            rows.append(_labelled(g, "teacher-forced NLL beyond training, all k", result, pairs, None, outputs))
+            rows.append(_labelled(g, "teacher-forced NLL beyond training, all k", result, pairs, None, context))
     return rows
 
 
-def find_row(findings: dict, table: str, config: str, compared_on: str) -> Optional[dict]:
-    for t in findings["tables"]:
-        if t["name"] == table:
-            return next((r for r in t["rows"] if r["config"] == config and r["compared_on"] == compared_on), None)
+def find_row(findings: Findings, table: str, config: str, compared_on: str) -> Optional[ComparisonRow]:
+    for t in findings.tables:
+        if t.name == table:
+            return next((r for r in t.rows if r.config == config and r.compared_on == compared_on), None)
     return None

@@ -4,38 +4,40 @@ per measure with its smallest detectable effect, then how the rows were computed
 from __future__ import annotations
 
 from study.headline import sentences_markdown
+from study.records import ComparisonRow, Findings, FindingsTable
 from study.wording import fmt_number, format_p, unit_of
 
 
-def equivalence_cell(r: dict, metric: str) -> str:
+def equivalence_cell(r: ComparisonRow, metric: str) -> str:
     """A declared row's equivalence test: its Holm p, the power to show ±m if the true difference were
     0, the seeds 80% power would need ('–' for a row that is not declared or a study without a margin)."""
-    if r.get("p_equivalence") is None:
+    if r.reading is None or r.reading.p_equivalence is None:
         return "–"
-    seeds = r.get("seeds_for_equivalence")
+    figures = r.power
+    seeds = figures.seeds_for_equivalence if figures else None
     need = f"{seeds} seeds for 80%" if seeds else "out of reach at any seed count"
     power = (
-        f"power {r['equivalence_power']:.0%} if the true difference were 0"
-        if r.get("equivalence_power") is not None
+        f"power {figures.equivalence_power:.0%} if the true difference were 0"
+        if figures and figures.equivalence_power is not None
         else ""
     )
-    return f"Holm p {format_p(r['p_equivalence_holm'])}; {power}; {need}"
+    return f"Holm p {format_p(r.reading.p_equivalence_holm)}; {power}; {need}"
 
 
-def detectable_cell(r: dict, metric: str) -> str:
+def detectable_cell(r: ComparisonRow, metric: str) -> str:
     """The smallest true difference this row's seeds find 80% of the time, and the seeds the
     declared effect would need."""
-    if r.get("detectable") is None:
+    if r.power is None:
         return "–"
-    need = r.get("seeds_needed")
-    return f"{fmt_number(r['detectable'], metric).lstrip('+')} ({need or '∞'} seeds for the declared effect)"
+    need = r.power.seeds_needed
+    return f"{fmt_number(r.power.detectable, metric).lstrip('+')} ({need or '∞'} seeds for the declared effect)"
 
 
-def table_markdown(t: dict, findings: dict) -> str:
+def table_markdown(t: FindingsTable, findings: Findings) -> str:
     """One findings table: a row per comparison, then the α its detectable effects are at."""
-    metric = t["metric"]
+    metric = t.metric
     unit = unit_of(metric)
-    margins = findings.get("equivalence_margin") or {}
+    margins = findings.equivalence_margin
     lower = " (lower is better)" if metric == "NLL" else ""
     seed_p_title = (
         "sacreBLEU's paired bootstrap p per seed (one tail, model fixed)"
@@ -43,87 +45,85 @@ def table_markdown(t: dict, findings: dict) -> str:
         else "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)"
     )
     within = f"±{fmt_number(margins[metric], metric).lstrip('+')} {unit}" if metric in margins else "no margin"
-    rule = (findings.get("decision_rule") or {}).get("name")
-    exploratory = findings.get("exploratory_rule")
-    extra = f" exploratory finding (rule `{exploratory['name']}`) |" if exploratory else ""
+    rule = findings.decision_rule.name
+    exploratory = findings.exploratory_rule
+    extra = f" exploratory finding (rule `{exploratory.name}`) |" if exploratory else ""
     lines = [
-        f"Against `{findings['baseline']}`, {t['title']}:",
+        f"Against `{findings.baseline}`, {t.title}:",
         "",
         f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
         f"p against no difference (two-sided, unadjusted) | p, Holm (declared, rule `{rule}`) | "
         f"equivalent within {within} (declared) | detectable Δ, 80% power | {seed_p_title} | finding |{extra}",
         "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if exploratory else ""),
     ]
-    for r in t["rows"]:
-        per_seed = ", ".join(f"{s['seed']}: {fmt_number(s['difference'], metric)}" for s in r["per_seed"])
-        seed_p = ", ".join(f"{s['seed']}: {format_p(s['p_value'])}" for s in r["per_seed"])
-        holm_p = format_p(r["p_holm"]) if r.get("declared") else "not declared"
-        other = f" {r['exploratory']['finding'] if r.get('exploratory') else '–'} |" if exploratory else ""
+    for r in t.rows:
+        per_seed = ", ".join(f"{s.seed}: {fmt_number(s.difference, metric)}" for s in r.per_seed)
+        seed_p = ", ".join(f"{s.seed}: {format_p(s.p_value)}" for s in r.per_seed)
+        holm_p = format_p(r.p_holm) if r.declared else "not declared"
+        other = f" {r.exploratory.finding if r.exploratory else '–'} |" if exploratory else ""
         lines.append(
-            f"| {r['config']} | {r['compared_on']} (n={r['num_sentences']}) | "
-            f"{fmt_number(r['mean_difference'], metric)} | {per_seed or '–'} | "
-            f"{format_p(r['p_value'])} | {holm_p} | {equivalence_cell(r, metric)} | "
-            f"{detectable_cell(r, metric)} | {seed_p or '–'} | {r['finding']} |{other}"
+            f"| {r.config} | {r.compared_on} (n={r.num_sentences}) | "
+            f"{fmt_number(r.mean_difference, metric)} | {per_seed or '–'} | "
+            f"{format_p(r.p_value)} | {holm_p} | {equivalence_cell(r, metric)} | "
+            f"{detectable_cell(r, metric)} | {seed_p or '–'} | {r.finding} |{other}"
         )
-    if t.get("alpha") is not None:
-        lines += ["", f"Detectable Δ and the seeds for the declared effect at two-sided α = {t['alpha']:.2g}."]
+    if t.alpha is not None:
+        lines += ["", f"Detectable Δ and the seeds for the declared effect at two-sided α = {t.alpha:.2g}."]
     return "\n".join(lines)
 
 
-def method_markdown(findings: dict) -> str:
+def method_markdown(findings: Findings) -> str:
     """How the rows were computed and worded."""
-    margins = findings.get("equivalence_margin") or {}
+    margins = findings.equivalence_margin
     family = (
-        f"the headline family declared in `{findings['family']}` ({findings['family_size']} comparisons)"
-        if findings.get("family")
+        f"the headline family declared in `{findings.family}` ({findings.family_size} comparisons)"
+        if findings.family
         else "no declared headline family (every row is descriptive)"
     )
-    tie = ", ".join(f"{v:g} {unit_of(k)}" for k, v in findings["tie_margin"].items())
+    tie = ", ".join(f"{v:g} {unit_of(k)}" for k, v in findings.tie_margin.items())
     equivalence = (
-        f" Equivalence: {findings['equivalence_test']}; margins "
+        f" Equivalence: {findings.equivalence_test}; margins "
         + ", ".join(f"±{v:g} {unit_of(k)}" for k, v in margins.items())
         + ". The power of equivalence is the power to show ±m if the true difference were 0, at Holm's first step."
         if margins
         else ""
     )
-    rule = findings.get("decision_rule") or {}
-    exploratory = findings.get("exploratory_rule")
-    rules = f" Decision rule `{rule.get('name')}` (the family's): {rule.get('text')}." if findings.get("family") else ""
+    rule = findings.decision_rule
+    exploratory = findings.exploratory_rule
+    rules = f" Decision rule `{rule.name}` (the family's): {rule.text}." if findings.family else ""
     if exploratory:
         rules += (
-            f" Exploratory finding: rule `{exploratory['name']}` ({exploratory['text']}), read after these runs "
+            f" Exploratory finding: rule `{exploratory.name}` ({exploratory.text}), read after these runs "
             "(the rule changed after them); it does not replace the declared finding."
         )
     return (
-        f"p against no difference and the 95% interval: {findings['test']}; {findings['n_samples']:,} bootstrap "
-        f"resamples (seed {findings['bootstrap_seed']}); assumes independent, roughly normal seed effects (Dror et "
+        f"p against no difference and the 95% interval: {findings.test}; {findings.n_samples:,} bootstrap "
+        f"resamples (seed {findings.bootstrap_seed}); assumes independent, roughly normal seed effects (Dror et "
         f"al. 2018). The interval is per row, not Holm-adjusted. Holm's correction runs over {family}.{rules}"
         f"{equivalence} Detectable Δ: the smallest true difference the current rule words as a direction 80% of "
         f"the time at Holm's first step (two-sided, beyond the tie margin). Tie margin: {tie} (the smallest mean "
         f"difference worth a direction). p per seed: "
-        f"{findings['descriptive_p']} (for NLL the same resampling of its units). The NLL tables resample "
-        f"test pairs (degradation) or inputs (absolute NLL beyond training). {findings['rule']}"
+        f"{findings.descriptive_p} (for NLL the same resampling of its units). The NLL tables resample "
+        f"test pairs (degradation) or inputs (absolute NLL beyond training). {findings.rule}"
     )
 
 
-def findings_markdown(findings: dict) -> str:
+def findings_markdown(findings: Findings) -> str:
     """The findings as markdown: whether the study is interim, one table per measure, then how the
     rows were computed and worded."""
     parts = []
-    plan = findings.get("interim")
+    plan = findings.interim
     if plan:
         parts.append(
-            f"**Interim: {plan['seeds']} of {plan['planned']} planned seeds** of the declared family "
-            f"(`{findings['family']}`): no comparison is worded as a direction or as equivalent until every "
+            f"**Interim: {plan.seeds} of {plan.planned} planned seeds** of the declared family "
+            f"(`{findings.family}`): no comparison is worded as a direction or as equivalent until every "
             "planned seed is in."
         )
     sentences = sentences_markdown(findings)
     if sentences:
         parts.append(
-            ("Declared comparisons, in full:" if findings.get("family") else "Test-set rows, in full:")
-            + "\n\n"
-            + sentences
+            ("Declared comparisons, in full:" if findings.family else "Test-set rows, in full:") + "\n\n" + sentences
         )
-    parts += [table_markdown(t, findings) for t in findings["tables"]]
+    parts += [table_markdown(t, findings) for t in findings.tables]
     parts.append(method_markdown(findings))
     return "\n\n".join(parts)

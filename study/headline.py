@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from typing import Optional
 
+from study.records import ComparisonRow, Findings, FindingsTable, Reading
 from study.wording import direction_words, fmt_number, format_p, seed_signs, unit_of, within_words
 
 
-def short_verdict(reading: dict, row: dict, metric: str, margin: float, equivalence: Optional[float]) -> str:
+def short_verdict(
+    reading: Optional[Reading], row: ComparisonRow, metric: str, margin: float, equivalence: Optional[float]
+) -> str:
     """A reading's verdict in a few words: the direction (study/wording.py's words), 'equivalent
     within ±m', both, 'inconclusive', 'interim' or why it is withheld, 'descriptive'."""
-    said = reading.get("outcome")
+    said = reading.outcome if reading is not None else None
     within = f"equivalent within {within_words(equivalence, metric)}"
     if said in ("direction", "both"):
         direction = direction_words(row, reading, metric, margin)
@@ -28,179 +31,179 @@ def short_verdict(reading: dict, row: dict, metric: str, margin: float, equivale
     if said == "equivalent":
         return within
     if said == "withheld":  # (its reason is the finding's first words, after a joined-range note)
-        finding = reading["finding"].split("; ", 1)[1] if row.get("joined_range") else reading["finding"]
+        finding = reading.finding.split("; ", 1)[1] if row.joined_range else reading.finding
         return finding.split(":", 1)[0] if finding.startswith("interim") else finding.split(";", 1)[0]
     return said or "descriptive"
 
 
-def _interval(r: dict, metric: str) -> str:
-    t = r["seed_test"]
-    mean = fmt_number(r["mean_difference"], metric)
-    if t["low"] is None:
+def _interval(r: ComparisonRow, metric: str) -> str:
+    t = r.seed_test
+    mean = fmt_number(r.mean_difference, metric)
+    if t.low is None:
         return mean
-    return f"{mean} [{fmt_number(t['low'], metric)}, {fmt_number(t['high'], metric)}]"
+    return f"{mean} [{fmt_number(t.low, metric)}, {fmt_number(t.high, metric)}]"
 
 
-def _seeds_that_way(r: dict, metric: str, margin: float) -> str:
+def _seeds_that_way(r: ComparisonRow, metric: str, margin: float) -> str:
     """'k of n' seeds beyond the tie margin on the side of the mean (descriptive, never a veto)."""
-    diffs = [s["difference"] for s in r["per_seed"]]
+    diffs = r.differences
     above, below, _ = seed_signs(diffs, margin)
-    up = r["mean_difference"] > 0
+    up = r.mean_difference > 0
     m = fmt_number(margin, metric).lstrip("+")
     return f"{above if up else below} of {len(diffs)} {'above +' if up else 'below -'}{m}"
 
 
-def _table_row(t: dict, r: dict, findings: dict, exploratory: bool) -> str:
-    metric = t["metric"]
-    margin = findings["tie_margin"][metric]
-    equivalence = (findings.get("equivalence_margin") or {}).get(metric)
+def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, exploratory: bool) -> str:
+    metric = t.metric
+    margin = findings.tie_margin[metric]
+    equivalence = findings.equivalence_margin.get(metric)
     lower = ", lower is better" if metric == "NLL" else ""
-    holm = format_p(r.get("p_holm")) if r.get("declared") else "not declared"
+    holm = format_p(r.p_holm) if r.declared else "not declared"
     cells = [
-        f"`{r['config']}`",
-        f"{r['compared_on']} ({unit_of(metric)}{lower})",
+        f"`{r.config}`",
+        f"{r.compared_on} ({unit_of(metric)}{lower})",
         _interval(r, metric),
         _seeds_that_way(r, metric, margin),
         holm,
-        short_verdict(r, r, metric, margin, equivalence),
+        short_verdict(r.reading, r, metric, margin, equivalence),
     ]
     if exploratory:
-        other = r.get("exploratory")
+        other = r.exploratory
         if other is None:
             cells.append("–")
         else:
-            same = other.get("outcome") == r.get("outcome")  # a direction's sign is the mean's under both
+            same = other.outcome == r.outcome  # a direction's sign is the mean's under both
             cells.append("same verdict" if same else _exploratory_cell(other, r, metric, margin, equivalence))
     return "| " + " | ".join(cells) + " |"
 
 
-def _exploratory_cell(other: dict, r: dict, metric: str, margin: float, equivalence: Optional[float]) -> str:
+def _exploratory_cell(
+    other: Reading, r: ComparisonRow, metric: str, margin: float, equivalence: Optional[float]
+) -> str:
     """The current rule's verdict with the Holm p it rests on (both p for 'both', both for neither)."""
     said = short_verdict(other, r, metric, margin, equivalence)
-    holm = f"Holm p {format_p(other.get('p_holm'))}"
-    equal = f"equivalence Holm p {format_p(other.get('p_equivalence_holm'))}"
-    outcome = other.get("outcome")
+    holm = f"Holm p {format_p(other.p_holm)}"
+    equal = f"equivalence Holm p {format_p(other.p_equivalence_holm)}"
+    outcome = other.outcome
     ps = holm if outcome == "direction" else equal if outcome == "equivalent" else f"{holm}, {equal}"
     return f"{said} ({ps})"
 
 
-def _family_line(findings: dict, declared: list) -> str:
-    counts = [r.get("outcome") for _, r in declared]
+def _family_line(findings: Findings, declared: list) -> str:
+    counts = [r.outcome for _, r in declared]
     said = {k: counts.count(k) for k in ("direction", "equivalent", "both", "inconclusive")}
     rest = len(counts) - sum(said.values())
     counted = ", ".join(f"{n} {'directions' if k == 'direction' and n != 1 else k}" for k, n in said.items())
     withheld = f", {rest} without a verdict (interim or not from the declaring commit)" if rest else ""
-    rule = findings.get("decision_rule") or {}
     return (
-        f"Declared family `{findings['family']}`: {findings['family_size']} comparisons against "
-        f"`{findings['baseline']}`, decided by rule `{rule.get('name')}` with Holm's correction over the family: "
+        f"Declared family `{findings.family}`: {findings.family_size} comparisons against "
+        f"`{findings.baseline}`, decided by rule `{findings.decision_rule.name}` with Holm's correction over the "
+        "family: "
         f"{counted}{withheld}."
     )
 
 
-def _notes(findings: dict, exploratory: bool) -> list[str]:
+def _notes(findings: Findings, exploratory: bool) -> list[str]:
     """Which SE each number uses, and where the terms are defined."""
-    rule = findings.get("decision_rule") or {}
+    rule = findings.decision_rule
     notes = [
         "Δ: the mean over seeds of each seed's difference from the baseline on the same test sentences; its 95% "
         "interval uses SE = √(s_d²/n + v_shared) with Welch–Satterthwaite degrees of freedom. Seeds that way: "
         "descriptive (how many seeds lie beyond the tie margin on the side of the mean).",
-        f"Holm p and verdict: rule `{rule.get('name')}`, the rule the family was declared under: {rule.get('text')}.",
+        f"Holm p and verdict: rule `{rule.name}`, the rule the family was declared under: {rule.text}.",
     ]
     if exploratory:
-        other = findings["exploratory_rule"]
+        other = findings.exploratory_rule
         notes.append(
-            f"Exploratory: rule `{other['name']}` ({other['text']}), read after these runs — "
-            "not what the family declared."
+            f"Exploratory: rule `{other.name}` ({other.text}), read after these runs — not what the family declared."
         )
     notes.append("Terms: the glossary of results/README.md; every row in full: the study page's findings.")
     return [" ".join(notes)]
 
 
-def headline_markdown(findings: dict) -> str:
+def headline_markdown(findings: Findings) -> str:
     """The study's results at a glance: the family line, then one table row per declared comparison
     (or, without a family, per test-set row), then which SE each number uses."""
-    tables = findings["tables"]
-    declared = [(t, r) for t in tables for r in t["rows"] if r.get("declared")]
+    tables = findings.tables
+    declared = [(t, r) for t in tables for r in t.rows if r.declared]
     lines = []
-    plan = findings.get("interim")
+    plan = findings.interim
     if plan:
         lines += [
-            f"**Interim: {plan['seeds']} of {plan['planned']} planned seeds.** No comparison of the declared "
+            f"**Interim: {plan.seeds} of {plan.planned} planned seeds.** No comparison of the declared "
             "family is worded as a direction or as equivalent until every planned seed is in.",
             "",
         ]
-    if findings.get("family"):
+    if findings.family:
         lines += [_family_line(findings, declared), ""]
         shown = declared
     else:
-        lines += [f"No declared family: every comparison against `{findings['baseline']}` is descriptive.", ""]
-        shown = [(t, r) for t in tables if t["name"] == "test" for r in t["rows"]]
-    shown = [(t, r) for t, r in shown if r.get("mean_difference") is not None]
-    exploratory = bool(findings.get("exploratory_rule")) and any(r.get("exploratory") for _, r in shown)
+        lines += [f"No declared family: every comparison against `{findings.baseline}` is descriptive.", ""]
+        shown = [(t, r) for t in tables if t.name == "test" for r in t.rows]
+    shown = [(t, r) for t, r in shown if r.mean_difference is not None]
+    exploratory = bool(findings.exploratory_rule) and any(r.exploratory for _, r in shown)
     head = ["comparison", "measure", "Δ [95% interval]", "seeds that way", "Holm p", "verdict (declared)"]
     if exploratory:
         head.append("exploratory reading")
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += [_table_row(t, r, findings, exploratory) for t, r in shown]
     lines.append("")
-    if shown and all(len(r["per_seed"]) <= 1 for _, r in shown):
+    if shown and all(len(r.per_seed) <= 1 for _, r in shown):
         lines += ["One seed per configuration: no test and no interval; every row is that trained model.", ""]
     lines += _notes(findings, exploratory)
     return "\n".join(lines)
 
 
-def _p_text(r: dict) -> str:
+def _p_text(r: ComparisonRow) -> str:
     """The row's p, labelled: unadjusted, beside the Holm-adjusted p of a declared row."""
-    if r["p_value"] is None:
+    if r.p_value is None:
         return ""
-    declared = r.get("declared") and r.get("p_holm") is not None
-    holm = f"Holm {format_p(r['p_holm'])} by the family's rule" if declared else "not declared"
-    return f", p {format_p(r['p_value'])} (against no difference, unadjusted; {holm})"
+    declared = r.declared and r.p_holm is not None
+    holm = f"Holm {format_p(r.p_holm)} by the family's rule" if declared else "not declared"
+    return f", p {format_p(r.p_value)} (against no difference, unadjusted; {holm})"
 
 
-def _power_text(r: dict, metric: str, alpha: float, margin: Optional[float]) -> str:
+def _power_text(r: ComparisonRow, metric: str, alpha: float, margin: Optional[float]) -> str:
     """What the row's seeds can see by the current rule: the smallest true difference worded a
     direction 80% of the time at two-sided `alpha` (Holm's first step); for a declared row with a
     margin, the power to show ±m if the true difference were 0, and the seeds that would need."""
-    if r.get("detectable") is None:
+    power = r.power
+    if power is None:
         return ""
-    size = f"{fmt_number(r['detectable'], metric).lstrip('+')} {unit_of(metric)}"
+    size = f"{fmt_number(power.detectable, metric).lstrip('+')} {unit_of(metric)}"
     text = f"; detectable {size} at 80% power (two-sided α {alpha:.2g})"
-    if r.get("equivalence_power") is not None:
-        seeds = r.get("seeds_for_equivalence")
+    if power.equivalence_power is not None:
+        seeds = power.seeds_for_equivalence
         reach = f"{seeds} seeds for 80%" if seeds else "out of reach"
         m = fmt_number(margin, metric).lstrip("+")
-        text += f", power to show ±{m} if the true difference were 0: {r['equivalence_power']:.0%} ({reach})"
+        text += f", power to show ±{m} if the true difference were 0: {power.equivalence_power:.0%} ({reach})"
     return text
 
 
-def _row_sentence(r: dict, metric: str, findings: dict, alpha: float) -> str:
-    n = len(r["per_seed"])
+def _row_sentence(r: ComparisonRow, metric: str, findings: Findings, alpha: float) -> str:
+    n = len(r.per_seed)
     lower = " (lower is better)" if metric == "NLL" else ""
-    margin = (findings.get("equivalence_margin") or {}).get(metric)
+    margin = findings.equivalence_margin.get(metric)
     sentence = (
-        f"- `{r['config']}` against `{findings['baseline']}`, {r['compared_on']}: mean difference "
-        f"{fmt_number(r['mean_difference'], metric)} {unit_of(metric)}{lower} over {n} seed{'s' if n != 1 else ''}"
+        f"- `{r.config}` against `{findings.baseline}`, {r.compared_on}: mean difference "
+        f"{fmt_number(r.mean_difference, metric)} {unit_of(metric)}{lower} over {n} seed{'s' if n != 1 else ''}"
         + _p_text(r)
         + _power_text(r, metric, alpha, margin)
-        + f" — {r['finding']}."
+        + f" — {r.finding}."
     )
-    if r.get("exploratory"):
-        sentence += f" Exploratory (rule `{r['exploratory']['rule']}`): {r['exploratory']['finding']}."
+    if r.exploratory:
+        sentence += f" Exploratory (rule `{r.exploratory.rule}`): {r.exploratory.finding}."
     return sentence
 
 
-def sentences_markdown(findings: dict) -> str:
+def sentences_markdown(findings: Findings) -> str:
     """Each declared comparison (or, without a family, each test-set row) in full: its p, what its
     seeds can detect and its finding, then the current rule's exploratory finding where there is one."""
-    tables = findings["tables"]
-    if findings.get("family"):
-        shown = [(t, r) for t in tables for r in t["rows"] if r.get("declared")]
+    tables = findings.tables
+    if findings.family:
+        shown = [(t, r) for t in tables for r in t.rows if r.declared]
     else:
-        shown = [(t, r) for t in tables if t["name"] == "test" for r in t["rows"]]
+        shown = [(t, r) for t in tables if t.name == "test" for r in t.rows]
     return "\n".join(
-        _row_sentence(r, t["metric"], findings, t.get("alpha") or 0.05)
-        for t, r in shown
-        if r.get("mean_difference") is not None
+        _row_sentence(r, t.metric, findings, t.alpha or 0.05) for t, r in shown if r.mean_difference is not None
     )

@@ -7,8 +7,12 @@ seeds; the baseline's comparisons added as new copies, `dataclasses.replace`) ->
 study/serialize.py writes the JSON and CSV files from them). No stage writes into a record it was
 given: every field is set when the record is made. Mappings inside a record are read-only views
 (`frozen_map`), sequences are tuples. `JsonObject` marks what is still raw JSON as a file holds it
-(a metrics.jsonl line, scores.json), read once into a record. (The findings' rows and the family
-rule's readings are still dicts: tests/study/test_records.py lists those modules.)"""
+(a metrics.jsonl line, scores.json), read once into a record. The findings are records too: a
+`ComparisonRow` per configuration and measure (its `SeedDifference`s and study/seed_test.SeedTest),
+in a `FindingsTable` per measure, in the `Findings` report; the wording (study/verdicts.py) gives
+each row a `Reading` per rule and its `RowPower` on a new copy. study/serialize.py writes them all.
+Still raw JSON: the family file's headline entries (study/family.py) and what tools/ and
+study/calibration.py read back from an archived findings JSON."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Optional
 
 from settings.config import ExperimentConfig
+from study.seed_test import SeedTest
 
 JsonObject = Mapping[str, Any]  # a parsed JSON object as a run's file holds it, before it is a record
 
@@ -203,3 +208,142 @@ class Configuration:
 
     def std(self, column: str) -> Optional[float]:
         return self.stats[column].std if column in self.stats else None
+
+
+@dataclass(frozen=True)
+class SeedDifference:
+    """One seed's difference from the baseline's run of that seed, and its own paired bootstrap p
+    (sacreBLEU's, descriptive: it holds the trained models fixed)."""
+
+    seed: Any
+    difference: float
+    p_value: Optional[float]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One rule's verdict of a findings row (study/verdicts.py): its decision p and equivalence p,
+    each Holm-adjusted over the declared family, what the rule lets the row say and its words."""
+
+    rule: str
+    p_rule: Optional[float] = None
+    p_holm: Optional[float] = None
+    p_equivalence: Optional[float] = None
+    p_equivalence_holm: Optional[float] = None
+    outcome: Optional[str] = None
+    finding: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class RowPower:
+    """A tested row's planning figures by the current rule (study/verdicts.row_power); the
+    equivalence figures only for a declared row with a margin."""
+
+    detectable: float
+    seeds_needed: Optional[int]
+    equivalence_power: Optional[float] = None
+    seeds_for_equivalence: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """A row of a findings table: a configuration against the baseline on one measure (study/findings.py),
+    over the seeds both ran; `reading` (the family's rule), `exploratory` (the current rule's, beside an
+    older rule's), `declared` and `power` are set by the wording (study/verdicts.py) on new copies."""
+
+    config: str
+    compared_on: str
+    seeds: tuple = ()
+    num_sentences: int = 0
+    mean_difference: Optional[float] = None
+    per_seed: tuple[SeedDifference, ...] = ()
+    seed_test: Optional[SeedTest] = None
+    lower_is_better: bool = False
+    encoding: str = ""
+    untested: Optional[str] = None  # why a row with too few units was not tested (its finding until worded)
+    unit: Optional[str] = None  # the NLL beyond training's resampled unit (pair or input)
+    joined_range: Optional[str] = None
+    from_declaring_commit: bool = True
+    declared: bool = False
+    reading: Optional[Reading] = None
+    exploratory: Optional[Reading] = None
+    power: Optional[RowPower] = None
+
+    @property
+    def p_value(self) -> Optional[float]:
+        """The seed-level test's p against no difference (None: not tested, or one seed)."""
+        return self.seed_test.p_value if self.seed_test is not None else None
+
+    @property
+    def differences(self) -> tuple[float, ...]:
+        return tuple(s.difference for s in self.per_seed)
+
+    @property
+    def finding(self) -> Optional[str]:
+        return self.reading.finding if self.reading is not None else self.untested
+
+    @property
+    def outcome(self) -> Optional[str]:
+        return self.reading.outcome if self.reading is not None else None
+
+    @property
+    def p_holm(self) -> Optional[float]:
+        return self.reading.p_holm if self.reading is not None else None
+
+
+@dataclass(frozen=True)
+class FindingsTable:
+    """One findings table (a measure); `family_rows` (its declared rows) and `alpha` (Holm's first
+    step, the α of its detectable effects) set by the wording."""
+
+    name: str
+    title: str
+    metric: str
+    rows: tuple[ComparisonRow, ...]
+    family_rows: Optional[int] = None
+    alpha: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class RuleText:
+    """A decision rule's name and its one-sentence summary, for the pages."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Interim:
+    """A study still missing planned seeds: the fewest planned seeds a declared comparison holds."""
+
+    seeds: int
+    planned: int
+
+
+@dataclass(frozen=True)
+class Findings:
+    """The findings report (study/findings.findings_report): the method's settings beside the
+    tables, in the order <prefix>_findings.json lists them (study/serialize.findings_json)."""
+
+    baseline: str
+    metric: str
+    alpha: float
+    test: str
+    correction: str
+    family: Optional[str]
+    decision_rule: RuleText
+    exploratory_rule: Optional[RuleText]
+    family_size: int
+    family_unmatched: tuple[str, ...]
+    tie_margin: Mapping[str, float]
+    equivalence_margin: Mapping[str, float]
+    equivalence_test: str
+    planned_seeds: Optional[tuple[int, ...]]
+    planned_device: Optional[str]
+    planned_precision: Optional[str]
+    interim: Optional[Interim]
+    descriptive_p: str
+    n_samples: int
+    bootstrap_seed: int
+    rule: str
+    tables: tuple[FindingsTable, ...]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from study.equivalence import equivalence_p
-from study.seed_test import ALPHA, planned_se, seed_p, shared_variance
+from study.seed_test import ALPHA, SeedTest, planned_se, seed_p, shared_variance
 
 
 @dataclass(frozen=True)
@@ -38,12 +38,12 @@ class Rule:
     against_tie: bool  # the decision p tests beyond ±tie (True) or against no difference (False)
     veto: bool  # no direction when a seed lies beyond the tie margin the other way
 
-    def known(self, seed_test: dict) -> float:
+    def known(self, seed_test: SeedTest) -> float:
         """The known part of this rule's SE² for a row's seed test."""
-        return shared_variance(seed_test) if self.welch else seed_test["v_sent"]
+        return shared_variance(seed_test) if self.welch else seed_test.v_sent
 
-    def se(self, seed_test: dict) -> float:
-        return planned_se(seed_test["seed_sd"], max(self.known(seed_test), 0.0), seed_test["n"])[0]
+    def se(self, seed_test: SeedTest) -> float:
+        return planned_se(seed_test.seed_sd, max(self.known(seed_test), 0.0), seed_test.n)[0]
 
     def decision_p(self, diffs, known, tie: float) -> np.ndarray:
         """The p Holm adjusts over the family, per row of `diffs [..., n]`."""

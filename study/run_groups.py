@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import Any, Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 from study.degradation import degradation_stats, run_degradation
 from study.findings import find_row
-from study.records import BucketStats, Configuration, PositionNll, RunRecord, TeacherForcedStats, frozen_map
+from study.records import BucketStats, Configuration, Findings, PositionNll, RunRecord, TeacherForcedStats, frozen_map
 from study.run_outputs import output_lines
 from study.run_records import CompareError, config_label
 from study.run_stats import seed_wins, stats, test_folder
@@ -145,14 +145,14 @@ def add_seed_wins(groups: Sequence[Configuration], baseline: Configuration, marg
 
 
 def add_significance(
-    groups: Sequence[Configuration], baseline: Configuration, findings: Mapping[str, Any]
+    groups: Sequence[Configuration], baseline: Configuration, findings: Findings
 ) -> list[Configuration]:
     """Each group with its p vs the baseline on the test set and per k: the findings' p over all
     shared seeds, so that one comparison has one p wherever it is printed (k = 1 is the test set)."""
 
     def p_of(label: str, k: int) -> Optional[float]:
         row = find_row(findings, "test", label, "test set") if k == 1 else find_row(findings, "concat", label, f"k={k}")
-        return row["p_value"] if row else None
+        return row.p_value if row else None
 
     return [
         g

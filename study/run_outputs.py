@@ -24,8 +24,7 @@ class Outputs:
     """Per-sentence BLEU statistics of a run's test outputs (read once), with their references, its
     per-input teacher-forced NLL beyond training and its per-pair sums (read once)."""
 
-    def __init__(self, proven: Optional[frozenset[str]] = None) -> None:
-        self.proven = proven  # the run folders trained from a commit that declared the family (None: no file)
+    def __init__(self) -> None:
         self._cache: dict[tuple[str, int], Optional[tuple[np.ndarray, list[str]]]] = {}
         self._beyond: dict[str, Optional[Mapping[tuple[int, int], tuple[float, float]]]] = {}
         self._pairs: dict[str, Optional[PairSums]] = {}

@@ -46,8 +46,11 @@ DEFAULT_TIE_MARGIN = {"sacreBLEU": 0.1, "NLL": 0.01}
 DEFAULT_EFFECT = {"sacreBLEU": 1.0, "NLL": 0.05}  # the effect whose seeds-needed is reported
 
 
-@dataclass
+@dataclass(frozen=True)
 class SeedTest:
+    """A row's seed-level test (`seed_test`); `se_seed_veto` is the older rule's SE (study/rules.py), set
+    by the wording (study/verdicts.py) on a new copy where the family's rule is that one."""
+
     n: int
     mean: float  # mean over seeds of d_s
     seed_sd: Optional[float]  # s_d (None for one seed)
@@ -59,6 +62,7 @@ class SeedTest:
     v_shared: Optional[float] = None  # the test set's noise every seed shares (more seeds never shrink it)
     v_int: Optional[float] = None  # each seed's own test-set noise (inside s_d)
     df: Optional[float] = None  # Welch-Satterthwaite degrees of freedom (None: infinite)
+    se_seed_veto: Optional[float] = None  # the seed_veto rule's SE (only where the family's rule is it)
 
 
 def t_quantile(q: float, df) -> float:
@@ -116,9 +120,9 @@ def split_variance(
     return max(0.0, v_sent - v_int / n), v_int
 
 
-def shared_variance(t: dict) -> float:
+def shared_variance(t: SeedTest) -> float:
     """The known part of a row's SE²: v_shared, or the joint variance v_sent where it was not split."""
-    return t["v_shared"] if t.get("v_shared") is not None else t["v_sent"]
+    return t.v_shared if t.v_shared is not None else t.v_sent
 
 
 def seed_test(diffs: Sequence[float], v_sent: float, per_seed_variance: Optional[Sequence[float]] = None) -> SeedTest:

@@ -1,17 +1,31 @@
 """The one serializer of a study's records (study/records.py) to the files compare.py writes:
 <prefix>.json (`summary_json`), <prefix>.csv (`summary_csv`) and <prefix>_findings.json
 (`findings_json`). Their bytes are those of the archived summaries (key order, which keys a case has,
-numbers as json/csv write them): `make results-check` recomputes every archived study and compares."""
+numbers as json/csv write them): `make results-check` recomputes every archived study and compares.
+A findings row's keys follow the order the rows were once built in place: a row not tested carries its
+finding before `unit` and `joined_range`, a worded row after its reading's p values; the seed test's
+`se_seed_veto` only under the older rule, the power figures only where a row has them."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from dataclasses import asdict
-from typing import Optional, Sequence
+from dataclasses import asdict, fields
+from typing import Mapping, Optional, Sequence
 
-from study.records import Configuration, JsonObject, RunRecord, Stats, TeacherForcedStats
+from study.records import (
+    ComparisonRow,
+    Configuration,
+    Findings,
+    FindingsTable,
+    Interim,
+    JsonObject,
+    RuleText,
+    RunRecord,
+    Stats,
+    TeacherForcedStats,
+)
 from study.seed_provenance import spans
 from study.summary_tables import SIGNATURE, has_teacher_forced, numeric_columns
 
@@ -140,3 +154,62 @@ def summary_csv(groups: Sequence[Configuration]) -> str:
         writer.writeheader()
         writer.writerows(rows)
         return f.getvalue()
+
+
+def _seed_test(row: ComparisonRow) -> Optional[JsonObject]:
+    if row.seed_test is None:
+        return None
+    return {k: v for k, v in asdict(row.seed_test).items() if k != "se_seed_veto" or v is not None}
+
+
+def _row(r: ComparisonRow) -> JsonObject:
+    """A findings row as <prefix>_findings.json holds it (see the module's docstring for its key order)."""
+    untested = r.untested is not None
+    finding = {"finding": r.finding} if untested or r.reading is not None else {}
+    reading = {k: v for k, v in asdict(r.reading).items() if k != "finding"} if r.reading is not None else {}
+    equivalence = r.power is not None and r.power.equivalence_power is not None
+    power = {k: v for k, v in asdict(r.power).items() if equivalence or "equivalence" not in k} if r.power else {}
+    return {
+        "config": r.config,
+        "encoding": r.encoding,
+        "compared_on": r.compared_on,
+        "seeds": list(r.seeds),
+        "num_sentences": r.num_sentences,
+        "mean_difference": r.mean_difference,
+        "per_seed": [asdict(s) for s in r.per_seed],
+        "seed_test": _seed_test(r),
+        "p_value": r.p_value,
+        "lower_is_better": r.lower_is_better,
+        **(finding if untested else {}),
+        **({"unit": r.unit} if r.unit is not None else {}),
+        "joined_range": r.joined_range,
+        "from_declaring_commit": r.from_declaring_commit,
+        "declared": r.declared,
+        **reading,
+        **({} if untested else finding),
+        **({"exploratory": asdict(r.exploratory)} if r.exploratory is not None else {}),
+        **power,
+    }
+
+
+def _table(t: FindingsTable) -> JsonObject:
+    return {f.name: [_row(r) for r in t.rows] if f.name == "rows" else getattr(t, f.name) for f in fields(t)}
+
+
+def _value(x):
+    """A field of the findings report as JSON holds it: records as objects, read-only maps as objects,
+    tuples as lists."""
+    if isinstance(x, (RuleText, Interim)):
+        return asdict(x)
+    if isinstance(x, Mapping):
+        return dict(x)
+    return list(x) if isinstance(x, tuple) else x
+
+
+def findings_json(findings: Findings) -> str:
+    """<prefix>_findings.json: the method's settings, then the tables (study/records.Findings's order)."""
+    out = {
+        f.name: [_table(t) for t in findings.tables] if f.name == "tables" else _value(getattr(findings, f.name))
+        for f in fields(findings)
+    }
+    return json.dumps(out, indent=2) + "\n"

@@ -2,8 +2,9 @@
 carries (how the seeds fall against the tie margin, the 95% interval), and what a rule
 (study/rules.py) lets a declared row say.
 
-A reading is one rule's verdict of a row: {rule, p_rule (the decision p, unadjusted), p_holm,
-p_equivalence, p_equivalence_holm, outcome, finding} (study/verdicts.py makes them)."""
+A reading is one rule's verdict of a row (study/records.Reading: rule, p_rule (the decision p,
+unadjusted), p_holm, p_equivalence, p_equivalence_holm, outcome, finding; study/verdicts.py makes
+them); a row is a study/records.ComparisonRow."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from study.records import ComparisonRow, Reading
 from study.rules import RULES
 from study.seed_test import ALPHA, ONE_SEED
 
@@ -38,21 +40,20 @@ def seed_signs(diffs: Sequence[float], margin: float) -> tuple[int, int, int]:
     return above, below, len(diffs) - above - below
 
 
-def describe(row: dict, metric: str, margin: float) -> str:
+def describe(row: ComparisonRow, metric: str, margin: float) -> str:
     """A descriptive row: the seeds' signs against the tie margin and the 95% interval; no verdict."""
-    diffs = [s["difference"] for s in row["per_seed"]]
-    above, below, within = seed_signs(diffs, margin)
+    above, below, within = seed_signs(row.differences, margin)
     m = fmt_number(margin, metric).lstrip("+")
     signs = f"seeds: {above} above +{m}, {below} below -{m}, {within} within"
-    if row["seed_test"]["p_value"] is None:
+    if row.p_value is None:
         return f"{ONE_SEED}; {signs}"
-    low, high = row["seed_test"]["low"], row["seed_test"]["high"]
+    low, high = row.seed_test.low, row.seed_test.high
     return f"{signs}; 95% interval {fmt_number(low, metric)} to {fmt_number(high, metric)}"
 
 
 def outcome(
-    row: dict,
-    reading: dict,
+    row: ComparisonRow,
+    reading: Reading,
     margin: float,
     declared: bool,
     equivalence: Optional[float] = None,
@@ -63,28 +64,27 @@ def outcome(
     'equivalent' (the equivalence rows' Holm p < ALPHA, study/equivalence.py), 'both' (a small
     real difference inside the margin), or 'inconclusive' (neither, for a study that declares an
     equivalence margin)."""
-    if row.get("mean_difference") is None:
+    if row.mean_difference is None:
         return "not tested"
-    if not declared or row["seed_test"]["p_value"] is None or reading.get("p_holm") is None:
+    if not declared or row.p_value is None or reading.p_holm is None:
         return "descriptive"
     if withheld:
         return "withheld"
-    diffs = np.array([s["difference"] for s in row["per_seed"]])
-    sign = bool(RULES[reading["rule"]].direction(diffs, reading["p_holm"], margin))
-    p_eq = reading.get("p_equivalence_holm")
+    sign = bool(RULES[reading.rule].direction(np.array(row.differences), reading.p_holm, margin))
+    p_eq = reading.p_equivalence_holm
     equal = p_eq is not None and p_eq < ALPHA
     if sign:
         return "both" if equal else "direction"
     return "equivalent" if equal else "inconclusive" if equivalence is not None else "descriptive"
 
 
-def direction_words(row: dict, reading: dict, metric: str, margin: float) -> str:
+def direction_words(row: ComparisonRow, reading: Reading, metric: str, margin: float) -> str:
     """'ahead'/'behind' (lower is better for NLL) and how far, in the reading's rule's words."""
-    up = row["mean_difference"] > 0
+    up = row.mean_difference > 0
     way = "ahead" if up != (metric == "NLL") else "behind"
-    if RULES[reading["rule"]].veto:  # the older rule's words: unanimous beyond the margin, or on average
-        above, below, _ = seed_signs([s["difference"] for s in row["per_seed"]], margin)
-        how = "in every seed" if (above if up else below) == len(row["per_seed"]) else "on average"
+    if RULES[reading.rule].veto:  # the older rule's words: unanimous beyond the margin, or on average
+        above, below, _ = seed_signs(row.differences, margin)
+        how = "in every seed" if (above if up else below) == len(row.per_seed) else "on average"
     else:
         how = f"by more than {fmt_number(margin, metric).lstrip('+')} {unit_of(metric)}"  # the tie margin
     return f"{way} {how}"
@@ -96,8 +96,8 @@ def within_words(equivalence: Optional[float], metric: str) -> str:
 
 
 def verdict(
-    row: dict,
-    reading: dict,
+    row: ComparisonRow,
+    reading: Reading,
     metric: str,
     margin: float,
     declared: bool,
@@ -109,17 +109,17 @@ def verdict(
     followed by the descriptive part (the seeds against the tie margin, the 95% interval)."""
     said = outcome(row, reading, margin, declared, equivalence, withheld)
     if said == "not tested":
-        return row.get("finding") or "not tested"
+        return row.untested or "not tested"
     text = describe(row, metric, margin)
     if said == "descriptive":
         return text
     if said == "withheld":
         return f"{withheld}; {text}"
     within = within_words(equivalence, metric)
-    p_eq = format_p(reading.get("p_equivalence_holm"))
+    p_eq = format_p(reading.p_equivalence_holm)
     if said == "inconclusive":
-        why = f"Holm p {format_p(reading['p_holm'])}"
-        if RULES[reading["rule"]].veto and reading["p_holm"] < ALPHA:  # the test passed, the veto did not
+        why = f"Holm p {format_p(reading.p_holm)}"
+        if RULES[reading.rule].veto and reading.p_holm < ALPHA:  # the test passed, the veto did not
             why += ", but a seed lies beyond the tie margin the other way"
         return (
             f"inconclusive: no direction worded ({why}) and not shown equivalent within {within} "
@@ -128,7 +128,7 @@ def verdict(
     equal = f"equivalent within {within} (equivalence Holm p {p_eq}, declared)"
     if said == "equivalent":
         return f"{equal}; {text}"
-    way = f"{direction_words(row, reading, metric, margin)} (Holm p {format_p(reading['p_holm'])}, declared)"
+    way = f"{direction_words(row, reading, metric, margin)} (Holm p {format_p(reading.p_holm)}, declared)"
     if said == "both":
         return f"{way} and {equal}: a small difference inside the margin; {text}"
     return f"{way}; {text}"

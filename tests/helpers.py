@@ -374,20 +374,20 @@ def config_error(path: Path, overrides: list[str]) -> str:
 
 def finding_row(
     diffs: list[float], v_shared: float = 0.0005, v_int: float = 0.01, config: str = "a", compared_on: str = "test set"
-) -> dict:
-    """A findings row (study/findings.py's shape) of per-seed differences `diffs`, its seed-level
+):
+    """A findings row (study/records.ComparisonRow) of per-seed differences `diffs`, its seed-level
     test from the test set's shared and per-seed noise, as the bootstrap would have split them."""
+    from study.records import ComparisonRow, SeedDifference
     from study.seed_test import seed_test
 
     n = len(diffs)
     test = seed_test(diffs, v_shared + v_int / n, [v_shared + v_int] * n)
-    return {
-        "config": config,
-        "compared_on": compared_on,
-        "seeds": list(range(n)),
-        "num_sentences": 100,
-        "mean_difference": float(sum(diffs) / n),
-        "per_seed": [{"seed": i, "difference": float(d), "p_value": None} for i, d in enumerate(diffs)],
-        "seed_test": vars(test),
-        "p_value": test.p_value,
-    }
+    return ComparisonRow(
+        config=config,
+        compared_on=compared_on,
+        seeds=tuple(range(n)),
+        num_sentences=100,
+        mean_difference=float(sum(diffs) / n),
+        per_seed=tuple(SeedDifference(i, float(d), None) for i, d in enumerate(diffs)),
+        seed_test=test,
+    )

@@ -84,11 +84,14 @@ worker() {
         --set training.num_threads=1 >"runs/.$run.log" 2>&1); then
       (
         flock 9
+        # the run, and the study's summary recomputed with it (compare.py: interim until its look)
         $PY tools/archive.py pack "$TREE/runs/$STUDY/$run" --runs "$TREE/runs" --results results >/dev/null &&
-          git add "results/$STUDY/$run" "results/$STUDY/test_sets" &&
+          $PY compare.py "results/$STUDY/*" --family "configs/$STUDY/findings/headline.yaml" \
+            --output "results/$STUDY/summary" --overwrite >/dev/null 2>&1 &&
+          git add "results/$STUDY/$run" "results/$STUDY/test_sets" "results/$STUDY/"summary* "results/$STUDY/.harness_written.json" &&
           for try in 1 2 3 4 5; do
-            git commit -q -m "archive $STUDY/$run (trained and tested at $COMMIT)" \
-              -- "results/$STUDY/$run" "results/$STUDY/test_sets" && break
+            git commit -q -m "archive $STUDY/$run (trained and tested at $COMMIT)" -- "results/$STUDY/$run" \
+              "results/$STUDY/test_sets" "results/$STUDY/"summary* "results/$STUDY/.harness_written.json" && break
             sleep 5
           done
       ) 9>"$MAIN/../.study_archive.lock"

@@ -80,7 +80,7 @@ def falls(rule: Rule, demo, ns, dist: str = "normal") -> list[str]:
     """Where the chance of the right direction (test-set rows) falls by more than 2 MC SE from one n
     to the next."""
     rows, tie = demo
-    test_set = [i for i, r in enumerate(rows) if r["name"].endswith("test set")]
+    test_set = [i for i, r in enumerate(rows) if r.name.endswith("test set")]
     chances = {n: [right_direction(rule, rows, tie, n, dist)[i] for i in test_set] for n in ns}
     print(f"{rule.name}, {dist}, right direction by seeds:", chances)
     out = []
@@ -107,14 +107,14 @@ def test_the_chance_of_the_right_direction_rises_with_seeds_t3(demo):
 
 
 def test_the_interval_covers_at_its_level(demo):
-    test_set = [r for r in demo[0] if r["name"].endswith("test set")]
+    test_set = [r for r in demo[0] if r.name.endswith("test set")]
     normal = {n: coverage(test_set, n, "normal") for n in (5, 20)}
     print(f"95% interval coverage, normal: {normal}; t(3): {[coverage(test_set, n, 't3') for n in (5, 20)]}")
     assert all(0.935 <= c <= 0.965 for c in normal.values()), normal
 
 
 def test_counting_the_test_sets_noise_twice_fails_the_coverage(demo):
-    test_set = [r for r in demo[0] if r["name"].endswith("test set")]
+    test_set = [r for r in demo[0] if r.name.endswith("test set")]
     twice = [coverage(test_set, n, "normal", count_v_int_twice=True) for n in (5, 20)]
     assert all(c > 0.965 for c in twice), twice
 

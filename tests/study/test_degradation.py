@@ -94,7 +94,7 @@ def test_a_comparison_counts_only_the_cells_every_run_scored_whole(tmp_path):
     a, b = write_run(tmp_path / "a", rows(cut=True)), write_run(tmp_path / "b", rows(cut=False))
     keep = dict((label, keep) for label, keep, _ in selections(read_pair_sums(a)))["all k"]
     got = compare_degradation([(a, b)], Outputs(), keep, 200, 1)
-    assert got["mean_difference"] == pytest.approx(0.0) and got["num_sentences"] == 12
+    assert got.mean_difference == pytest.approx(0.0) and got.num_sentences == 12
     alone = read_pair_sums(b).units(keep)  # by itself, b counts the cell a lost
     assert alone[0, 1] == 6
 

@@ -9,6 +9,7 @@ import pytest
 
 from settings.config import ConfigError
 from study.family import load_family
+from study.records import ComparisonRow
 
 
 def test_family_file_errors_are_one_line(tmp_path):
@@ -18,8 +19,8 @@ def test_family_file_errors_are_one_line(tmp_path):
     )
     family = load_family(str(good))
     assert family.baseline == "sinusoidal" and family.tie_margin == {"sacreBLEU": 0.1, "NLL": 0.02}
-    assert family.declares("test", {"compared_on": "test set", "config": "x"})
-    assert not family.declares("test", {"compared_on": "k=2", "config": "x"})
+    assert family.declares("test", ComparisonRow(config="x", compared_on="test set"))
+    assert not family.declares("test", ComparisonRow(config="x", compared_on="k=2"))
     assert family.seeds is None and family.equivalence == {}
     plan = tmp_path / "plan.yaml"
     plan.write_text(

@@ -40,18 +40,18 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     joined = Configuration(tuple(run("j", s, 0.5, 44) for s in (1, 2, 3)), "length/alibi_concat", "alibi")
     family = Family(headline=[{"table": "teacher_forced"}])  # declared: it may be worded as a direction
     findings = compute_findings([base, good, same, joined], base, n_samples=2000, family=family)
-    (table,) = [t for t in findings["tables"] if t["name"] == "teacher_forced"]
-    rows = {r["config"]: r for r in table["rows"]}
+    (table,) = [t for t in findings.tables if t.name == "teacher_forced"]
+    rows = {r.config: r for r in table.rows}
     assert "length/alibi_concat" not in rows
-    assert rows["length/alibi"]["num_sentences"] == len(inputs)
-    assert all(s["difference"] < -0.01 for s in rows["length/alibi"]["per_seed"])
-    assert rows["length/alibi"]["mean_difference"] == pytest.approx(-0.3, abs=0.06)
-    assert rows["length/alibi"]["finding"].startswith("ahead by more than 0.010 nats (Holm p")  # lower NLL is ahead
-    assert rows["length/copy"]["p_value"] == 1.0 and rows["length/copy"]["finding"].startswith("seeds: 0 above")
+    assert rows["length/alibi"].num_sentences == len(inputs)
+    assert all(d < -0.01 for d in rows["length/alibi"].differences)
+    assert rows["length/alibi"].mean_difference == pytest.approx(-0.3, abs=0.06)
+    assert rows["length/alibi"].finding.startswith("ahead by more than 0.010 nats (Holm p")  # lower NLL is ahead
+    assert rows["length/copy"].p_value == 1.0 and rows["length/copy"].finding.startswith("seeds: 0 above")
     text = findings_markdown(findings)
     assert "Δ NLL (lower is better), mean over seeds" in text and "lower is better for NLL" in text
     undeclared = compute_findings([base, good], base, n_samples=2000)  # no family: descriptive
-    assert not undeclared["tables"][-1]["rows"][0]["finding"].startswith("ahead")
+    assert not undeclared.tables[-1].rows[0].finding.startswith("ahead")
     # a run that recorded no training length writes only the header: no data, never "ahead"
     from study.run_outputs import nll_beyond
 
@@ -70,10 +70,14 @@ def test_a_degradation_selection_speaks_for_its_own_k_or_the_first_beyond_the_jo
 
 
 def test_a_row_is_found_by_table_configuration_and_comparison() -> None:
-    from study.findings import find_row
+    from types import SimpleNamespace
 
-    row = {"config": "demo/rope", "compared_on": "k=4", "p": 0.01}
-    findings = {"tables": [{"name": "test", "rows": []}, {"name": "concat", "rows": [row]}]}
+    from study.findings import find_row
+    from study.records import ComparisonRow, FindingsTable
+
+    row = ComparisonRow(config="demo/rope", compared_on="k=4")
+    tables = (FindingsTable("test", "", "sacreBLEU", ()), FindingsTable("concat", "", "sacreBLEU", (row,)))
+    findings = SimpleNamespace(tables=tables)
     assert find_row(findings, "concat", "demo/rope", "k=4") is row
     assert find_row(findings, "test", "demo/rope", "k=4") is None
     assert find_row(findings, "concat", "demo/learnable", "k=4") is None

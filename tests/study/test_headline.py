@@ -10,11 +10,12 @@ from __future__ import annotations
 from study.family import Family
 from study.findings import findings_report
 from study.headline import headline_markdown, sentences_markdown
+from study.records import Findings, FindingsTable
 from study.verdicts import word_tables
 from tests.helpers import finding_row
 
 
-def report(rows: list[dict], rule: str = "seed_veto", path: str | None = "headline.yaml", seeds=None) -> dict:
+def report(rows: list, rule: str = "seed_veto", path: str | None = "headline.yaml", seeds=None) -> Findings:
     family = Family(
         path=path,
         headline=[{"table": "test", "compared_on": "test set"}] if path else [],
@@ -22,8 +23,8 @@ def report(rows: list[dict], rule: str = "seed_veto", path: str | None = "headli
         rule=rule,
         seeds=seeds,
     )
-    tables = [{"name": "test", "title": "test set", "metric": "sacreBLEU", "rows": rows}]
-    size, missing, plan = word_tables(tables, family)
+    tables = [FindingsTable("test", "test set", "sacreBLEU", tuple(rows))]
+    tables, size, missing, plan = word_tables(tables, family)
     return findings_report("sinusoidal", family, size, missing, 1000, 1, tables, plan)
 
 

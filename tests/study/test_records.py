@@ -16,19 +16,9 @@ from study.run_groups import add_seed_wins, mark_baseline
 from tools.code_measures import dict_signatures, keyed_writes
 
 STUDY = Path(__file__).resolve().parents[2] / "study"
-# Modules still passing the findings rows as dicts (issue 68 part 2, stage b: ComparisonRow and the
-# family rule's readings as records is not done yet): each is exempt from both checks until it is.
-NOT_YET_RECORDS = {
-    "findings.py": "the findings tables' rows are dicts (stage b)",
-    "verdicts.py": "the family rule writes each reading into its row (stage b)",
-    "wording.py": "reads a findings row and a reading as dicts (stage b)",
-    "headline.py": "reads the findings report as a dict (stage b)",
-    "findings_markdown.py": "reads the findings report as a dict (stage b)",
-    "rules.py": "a row's seed test as a dict (stage b)",
-    "seed_test.py": "a row's seed test as a dict (stage b)",
-    "family.py": "Family.matching reads a findings row (stage b)",
-    "calibration.py": "the archived findings JSON's declared rows as dicts (stage b)",
-}
+# Modules exempt from both checks while they still pass dicts between functions (issue 68 part 2):
+# none since the findings' rows, tables and readings are records (stage b); the list can only shrink.
+NOT_YET_RECORDS: dict[str, str] = {}
 
 
 def findings_in(root: Path, find) -> list[str]:

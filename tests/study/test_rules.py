@@ -6,6 +6,7 @@ rule, a file naming none is read with `seed_veto`, and an unknown rule is one li
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from scipy import stats
 from settings.config import ConfigError
 from study.family import load_family
 from study.rules import BEYOND_TIE, CURRENT, RULES, SEED_VETO, UNNAMED
+from study.seed_test import SeedTest
 
 D = np.array([0.9, 1.0, 0.8, 1.1, 0.95, 0.85, 1.05, -0.3])  # a clear lead with one seed the other way
 
@@ -23,7 +25,8 @@ def test_seed_veto_is_the_rule_of_e649a19():
     se = math.sqrt(D.var(ddof=1) / len(D) + v_sent)
     want = 2 * stats.t.sf(abs(D.mean()) / se, len(D) - 1)
     assert float(SEED_VETO.decision_p(D, v_sent, 0.1)) == pytest.approx(want)
-    assert SEED_VETO.se({"seed_sd": float(D.std(ddof=1)), "n": len(D), "v_sent": v_sent}) == pytest.approx(se)
+    test = SeedTest(len(D), 0.0, float(D.std(ddof=1)), v_sent, None, None, None, None)
+    assert SEED_VETO.se(test) == pytest.approx(se)
     assert SEED_VETO.direction(D, 0.001, 0.1) == 0  # a seed beyond the tie margin the other way vetoes
     assert SEED_VETO.direction(D[:-1], 0.001, 0.1) == 1 and SEED_VETO.direction(-D[:-1], 0.001, 0.1) == -1
 
@@ -37,9 +40,9 @@ def test_beyond_tie_tests_beyond_the_margin_and_never_vetoes():
     assert float(BEYOND_TIE.decision_p(D, v_shared, 0.1)) == pytest.approx(want)
     assert BEYOND_TIE.direction(D, 0.001, 0.1) == 1  # one seed the other way is descriptive, not a veto
     assert BEYOND_TIE.direction(D, 0.2, 0.1) == 0
-    row = {"seed_sd": 1.0, "n": 4, "v_sent": 0.5, "v_shared": 0.1}
+    row = SeedTest(4, 0.0, 1.0, 0.5, None, None, None, None, v_shared=0.1)
     assert BEYOND_TIE.known(row) == 0.1 and SEED_VETO.known(row) == 0.5
-    assert BEYOND_TIE.known({**row, "v_shared": None}) == 0.5  # not split: bounded by the joint variance
+    assert BEYOND_TIE.known(replace(row, v_shared=None)) == 0.5  # not split: bounded by the joint variance
     assert CURRENT is BEYOND_TIE and UNNAMED is SEED_VETO and set(RULES) == {"beyond_tie", "seed_veto"}
 
 

@@ -38,6 +38,12 @@ def test_runs_are_grouped_by_key_and_seed_and_labels_told_apart(tmp_path: Path) 
 
 def test_the_findings_p_is_copied_into_new_configurations(tmp_path: Path) -> None:
     groups = group_runs([run(tmp_path, "s", "b", 1, "sinusoidal"), run(tmp_path, "r", "a", 1)])
-    findings = {"tables": [{"name": "test", "rows": [{"config": "r", "compared_on": "test set", "p_value": 0.25}]}]}
+    from types import SimpleNamespace
+
+    from study.records import ComparisonRow, FindingsTable
+    from study.seed_test import SeedTest
+
+    tested = ComparisonRow("r", "test set", seed_test=SeedTest(2, 0.1, 0.1, 0.01, 0.1, 0.25, None, None))
+    findings = SimpleNamespace(tables=(FindingsTable("test", "test set", "sacreBLEU", (tested,)),))
     base, rope = add_significance(groups, groups[0], findings)
     assert rope.p_value == 0.25 and base.p_value is None and groups[1].p_value is None

@@ -4,10 +4,13 @@ family's alpha."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from study.equivalence import equivalence_power
 from study.family import Family
+from study.records import FindingsTable, Reading
 from study.seed_test import ALPHA, detectable_effect
 from study.significance import holm
 from study.verdicts import apply_rule, word_tables
@@ -19,25 +22,21 @@ def _family() -> Family:
     return Family(headline=[{"table": "test", "compared_on": "test set"}], equivalence={"sacreBLEU": 1.0})
 
 
-def _row(diffs: list[float], v_sent: float = 0.001, config: str = "a") -> dict:
+def _row(diffs: list[float], v_sent: float = 0.001, config: str = "a"):
     return finding_row(diffs, v_sent / 2, v_sent / 2 * len(diffs), config)
 
 
 def test_the_four_outcomes_are_worded():
-    tables = [
-        {
-            "name": "test",
-            "metric": "sacreBLEU",
-            "rows": [
-                _row([0.05, -0.04, 0.02, 0.01, -0.03, 0.0], config="close"),  # equivalent
-                _row([3.0, 3.2, 2.9, 3.1, 3.05, 2.95], config="far"),  # ahead
-                _row([0.30, 0.32, 0.29, 0.31, 0.30, 0.31], config="small"),  # both
-                _row([2.0, -2.5, 1.5, -1.0, 3.0, -2.0], config="noisy"),  # neither
-            ],
-        }
-    ]
-    apply_rule(tables, _family())
-    close, far, small, noisy = (r["finding"] for r in tables[0]["rows"])
+    rows = (
+        _row([0.05, -0.04, 0.02, 0.01, -0.03, 0.0], config="close"),  # equivalent
+        _row([3.0, 3.2, 2.9, 3.1, 3.05, 2.95], config="far"),  # ahead
+        _row([0.30, 0.32, 0.29, 0.31, 0.30, 0.31], config="small"),  # both
+        _row([2.0, -2.5, 1.5, -1.0, 3.0, -2.0], config="noisy"),  # neither
+    )
+    tables = [FindingsTable("test", "test set", "sacreBLEU", rows)]
+    worded, _ = apply_rule(tables, _family())
+    assert tables == [FindingsTable("test", "test set", "sacreBLEU", rows)]  # its input as it was
+    close, far, small, noisy = (r.finding for r in worded[0].rows)
     assert close.startswith("equivalent within ±1.00 BLEU (equivalence Holm p")
     assert far.startswith("ahead by more than 0.10 BLEU") and "equivalent" not in far
     assert small.startswith("ahead by more than 0.10 BLEU") and "and equivalent within ±1.00 BLEU" in small
@@ -45,13 +44,13 @@ def test_the_four_outcomes_are_worded():
     assert noisy.startswith("inconclusive: no direction") and "not shown equivalent within ±1.00 BLEU" in noisy
     # interim: the same rows word no verdict while a planned seed is missing
     planned = Family(headline=_family().headline, equivalence={"sacreBLEU": 1.0}, seeds=list(range(8)))
-    apply_rule(tables, planned)
-    assert all(r["finding"].startswith("interim (6 of 8 planned seeds): no verdict") for r in tables[0]["rows"])
+    worded, _ = apply_rule(tables, planned)
+    assert all(r.finding.startswith("interim (6 of 8 planned seeds): no verdict") for r in worded[0].rows)
     # a row whose runs were not trained from a commit that declared the family: descriptive
-    tables[0]["rows"][1]["from_declaring_commit"] = False
-    apply_rule(tables, _family())
-    assert tables[0]["rows"][1]["finding"].startswith("descriptive: not every run")
-    reading = {"rule": "beyond_tie", "p_holm": None}
+    unproven = (rows[0], replace(rows[1], from_declaring_commit=False), *rows[2:])
+    worded, _ = apply_rule([FindingsTable("test", "test set", "sacreBLEU", unproven)], _family())
+    assert worded[0].rows[1].finding.startswith("descriptive: not every run")
+    reading = Reading("beyond_tie")
     assert verdict(_row([1.0, 1.0]), reading, "sacreBLEU", 0.1, declared=False).startswith("seeds:")
 
 
@@ -59,16 +58,23 @@ def test_a_declared_configuration_without_rows_counts_in_holm_and_keeps_the_stud
     """A declared configuration not run yet (or without the baseline's seeds) has no row: it still counts
     in Holm's family (as p = 1), and a planned study stays interim (it holds none of the seeds)."""
     entry = {"table": "test", "compared_on": "test set", "configs": ["a", "b"]}
-    tables = [{"name": "test", "metric": "sacreBLEU", "rows": [_row([3.0, 3.2, 2.9, 3.1, 3.05, 2.95])]}]
-    assert apply_rule(tables, Family(headline=[entry])) == 2
-    (a,) = tables[0]["rows"]
-    assert a["p_holm"] == pytest.approx(min(1.0, 2 * a["p_rule"]))  # the decision p (beyond the tie margin)
+    tables = [FindingsTable("test", "test set", "sacreBLEU", (_row([3.0, 3.2, 2.9, 3.1, 3.05, 2.95]),))]
+
+    def apply(family: Family, configs=None):
+        worded, size = apply_rule(tables, family, configs)
+        return size, worded[0].rows[0]
+
+    size, a = apply(Family(headline=[entry]))
+    assert size == 2 and a.p_holm == pytest.approx(min(1.0, 2 * a.reading.p_rule))  # the decision p (beyond ±tie)
     planned = Family(headline=[entry], seeds=list(range(6)))
-    assert apply_rule(tables, planned) == 2 and a["finding"].startswith("interim (6 of 6 planned seeds)")
+    size, a = apply(planned)
+    assert size == 2 and a.finding.startswith("interim (6 of 6 planned seeds)")
     # an entry naming no configs: checked against the compared configurations, when they are given
     every = Family(headline=[{"table": "test", "compared_on": "test set"}], seeds=list(range(6)))
-    assert apply_rule(tables, every, configs=["a"]) == 1 and a["outcome"] == "direction"
-    assert apply_rule(tables, every, configs=["a", "c"]) == 2 and a["outcome"] == "withheld"
+    size, a = apply(every, ["a"])
+    assert size == 1 and a.outcome == "direction"
+    size, a = apply(every, ["a", "c"])
+    assert size == 2 and a.outcome == "withheld"
 
 
 def test_each_row_prints_its_power_at_its_family_alpha():
@@ -82,27 +88,21 @@ def test_each_row_prints_its_power_at_its_family_alpha():
         ],
         equivalence={"sacreBLEU": 1.0},
     )
+    test_rows = (_row([0.1, -0.2, 0.3, 0.0, 0.1], 0.01, "a"), _row([1.0, 1.2, 0.8, 1.1, 0.9], 0.01, "b"))
+    nll = replace(_row([0.01, 0.02, 0.0, 0.01, 0.02], 1e-5, "a"), compared_on="all k")
     tables = [
-        {
-            "name": "test",
-            "metric": "sacreBLEU",
-            "rows": [_row([0.1, -0.2, 0.3, 0.0, 0.1], 0.01, "a"), _row([1.0, 1.2, 0.8, 1.1, 0.9], 0.01, "b")],
-        },
-        {
-            "name": "degradation",
-            "metric": "NLL",
-            "rows": [{**_row([0.01, 0.02, 0.0, 0.01, 0.02], 1e-5, "a"), "compared_on": "all k"}],
-        },
+        FindingsTable("test", "test set", "sacreBLEU", test_rows),
+        FindingsTable("degradation", "degradation", "NLL", (nll,)),
     ]
-    size, _, plan = word_tables(tables, family, ["a", "b"])
+    tables, size, _, plan = word_tables(tables, family, ["a", "b"])
     assert size == 3 and plan is None
-    a = tables[0]["rows"][0]
-    t = a["seed_test"]
-    assert a["detectable"] == pytest.approx(detectable_effect(t["se"], t["df"], ALPHA / 3, 0.1))
-    want = equivalence_power(1.0, t["seed_sd"], t["n"], t["v_shared"], ALPHA / 2)
-    assert a["equivalence_power"] == pytest.approx(want)
-    assert "equivalence_power" not in tables[1]["rows"][0]  # NLL: no margin declared, no equivalence test
-    b = tables[0]["rows"][1]
-    adjusted = holm([a["p_equivalence"], b["p_equivalence"]])
-    assert [a["p_equivalence_holm"], b["p_equivalence_holm"]] == pytest.approx(adjusted)
-    assert tables[1]["rows"][0]["p_equivalence"] is None  # the equivalence family is apart: NLL has no margin
+    a = tables[0].rows[0]
+    t = a.seed_test
+    assert a.power.detectable == pytest.approx(detectable_effect(t.se, t.df, ALPHA / 3, 0.1))
+    want = equivalence_power(1.0, t.seed_sd, t.n, t.v_shared, ALPHA / 2)
+    assert a.power.equivalence_power == pytest.approx(want)
+    assert tables[1].rows[0].power.equivalence_power is None  # NLL: no margin declared, no equivalence test
+    b = tables[0].rows[1]
+    adjusted = holm([a.reading.p_equivalence, b.reading.p_equivalence])
+    assert [a.reading.p_equivalence_holm, b.reading.p_equivalence_holm] == pytest.approx(adjusted)
+    assert tables[1].rows[0].reading.p_equivalence is None  # the equivalence family is apart: NLL has no margin
