@@ -14,7 +14,8 @@ Its modules in reading order:
 - the tests over seeds: significance (sacreBLEU's paired bootstrap, over seeds; Holm), seed_test (the
   seed-level test and its variance model), equivalence (TOST);
 - the family and its rule: rules (the decision rules, by name), family (the declared family file),
-  declared (the family stood in each run's commit), calibration (the rules simulated);
+  declared (the family stood in each run's commit), calibration (the rules simulated), sequential
+  (group-sequential boundaries) and sequential_family (a family decided look by look);
 - the words: wording, verdicts (the family's rule over the rows), findings (the rows),
   headline, findings_markdown;
 - the pages: summary_tables, length_report, comparison_plots, serialize (the JSON and CSV files)."""
