@@ -95,7 +95,7 @@ def test_no_hand_written_result_outside_the_generated_blocks() -> None:
     # the check sees a figure or a verdict typed into the README's results prose, a study page's
     # method text or the results index, and an edited generated sentence
     for name, first in (
-        ("README.md", "Three studies, archived in"),
+        ("README.md", "Four studies in `results/`, each with a page"),
         (DEMO_PAGE, "The demo trains on all source"),
         ("results/README.md", "The question is about encodings"),
     ):
