@@ -88,10 +88,13 @@ worker() {
         $PY tools/archive.py pack "$TREE/runs/$STUDY/$run" --runs "$TREE/runs" --results results >/dev/null &&
           $PY compare.py "results/$STUDY/*" --family "configs/$STUDY/findings/headline.yaml" \
             --output "results/$STUDY/summary" --overwrite >/dev/null 2>&1 &&
-          git add "results/$STUDY/$run" "results/$STUDY/test_sets" "results/$STUDY/"summary* "results/$STUDY/.harness_written.json" &&
+          $PY tools/readme_results.py render >/dev/null &&  # the pages' generated blocks (make readme)
+          git add "results/$STUDY/$run" "results/$STUDY/test_sets" "results/$STUDY/"summary* \
+            "results/$STUDY/.harness_written.json" README.md "results/$STUDY/README.md" &&
           for try in 1 2 3 4 5; do
             git commit -q -m "archive $STUDY/$run (trained and tested at $COMMIT)" -- "results/$STUDY/$run" \
-              "results/$STUDY/test_sets" "results/$STUDY/"summary* "results/$STUDY/.harness_written.json" && break
+              "results/$STUDY/test_sets" "results/$STUDY/"summary* "results/$STUDY/.harness_written.json" \
+              README.md "results/$STUDY/README.md" && break
             sleep 5
           done
       ) 9>"$MAIN/../.study_archive.lock"
