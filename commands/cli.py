@@ -220,7 +220,7 @@ def setting_flag_overrides(args: argparse.Namespace) -> list[Override]:
     for key, info, _ in flag_settings():
         value = getattr(args, _flag_dest(info), None)
         if value is not None:
-            out.append(Override(tuple(key.split(".")), value, f"{key}={value}"))
+            out.append(Override.of(key, value))
     return out
 
 

@@ -87,10 +87,10 @@ def decoding_overrides(args: argparse.Namespace) -> list[Override]:
     overrides = given + flagged
     if args.nbest and args.nbest > 1:
         if not args.strategy and "decoding.strategy" not in set_keys:
-            overrides.append(Override(("decoding", "strategy"), "beam", "decoding.strategy=beam"))
+            overrides.append(Override.of("decoding.strategy", "beam"))
         if not args.beam_size and "decoding.beam_size" not in set_keys:
             size = max(args.nbest, 5)
-            overrides.append(Override(("decoding", "beam_size"), size, f"decoding.beam_size={size}"))
+            overrides.append(Override.of("decoding.beam_size", size))
     return overrides
 
 

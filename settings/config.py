@@ -76,6 +76,12 @@ class Override:
     value: Any
     text: str
 
+    @classmethod
+    def of(cls, key: str, value: Any, text: Optional[str] = None) -> Override:
+        """A typed value set in code (a flag argparse typed, a variant's recorded setting): never turned
+        into text and read back; `text` (default `key=value`) is what a message quotes."""
+        return cls(tuple(key.split(".")), value, text if text is not None else f"{key}={value}")
+
     @property
     def key(self) -> str:
         return ".".join(self.keys)

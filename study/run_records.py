@@ -92,7 +92,7 @@ def summarise_run(
     name, test-time settings), the record of the run tested so, in <run>/<folder>/ (`run_variants`):
     its settings make it a configuration of its own."""
     test_dir, settings = variant or ("test", {})
-    overrides = [Override(tuple(k.split(".")), v, f"{k}={json.dumps(v)}") for k, v in settings.items()]
+    overrides = [Override.of(k, v, f"{k}={json.dumps(v)}") for k, v in settings.items()]
     cfg = load_config(raw=to_dict(config), overrides=overrides) if overrides else config
     try:
         records = JsonlLogger(run_dir / run_files.METRICS).history()
