@@ -19,6 +19,7 @@ below 2(1 - Phi(c_k)) (`nominal_levels`). Under an O'Brien-Fleming shape a first
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -74,6 +75,7 @@ def _crossing(grid: np.ndarray, mass: np.ndarray, sd: float, root_t: float, targ
     return float(optimize.brentq(excess, 0.0, 40.0, xtol=1e-12)) if excess(0.0) > 0 else 0.0
 
 
+@functools.lru_cache(maxsize=1024)  # pure, and asked again for each look and raised level of a family
 def boundaries(fractions: tuple[float, ...], alpha: float = 0.05, spending: str = "obrien-fleming") -> Boundaries:
     """Two-sided boundaries spending `alpha` (alpha/2 per side) over looks at `fractions` (increasing,
     the last 1)."""

@@ -20,7 +20,6 @@ every comparison is decided or the last look is reached."""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -108,7 +107,6 @@ class Graph:
         return Graph(tuple(float(x) for x in w), tuple(tuple(float(x) for x in row) for row in g))
 
 
-@functools.lru_cache(maxsize=4096)
 def nominal_level(fractions: tuple[float, ...], alpha: float, spending: str, look: int) -> float:
     """The two-sided nominal level of `look` for a hypothesis tested at level `alpha` (0 when alpha is 0)."""
     if alpha <= 0:
