@@ -116,18 +116,22 @@ def _family_line(findings: Findings, declared: list) -> str:
     how = "with Holm's correction over the family"
     plan = findings.sequential
     if plan is not None:
+        spent = SPENDING_NAMES[plan.spending]
+        if plan.spending_equivalence != plan.spending:
+            spent += f" (directions), {SPENDING_NAMES[plan.spending_equivalence]} (equivalence)"
         how = (
-            f"look by look (seeds {', '.join(map(str, plan.looks))}): Holm's procedure as a graph across the "
-            f"comparisons, each one's α spent across the looks ({plan.spending} for directions, "
-            f"{plan.spending_equivalence} for equivalence; Maurer & Bretz 2013)"
+            f"look by look (at {', '.join(map(str, plan.looks))} seeds): Holm's procedure as a graph across the "
+            f"comparisons, α spent across the looks {spent} (Maurer & Bretz 2013)"
         )
-        counted += f"; {_where_it_stands(plan)}"
-        withheld = f", {rest} without a verdict yet" if rest else ""
+        withheld = (f", {rest} without a verdict yet" if rest else "") + f"; {_where_it_stands(plan)}"
     return (
         f"Declared family `{findings.family}`: {findings.family_size} comparisons against "
         f"`{findings.baseline}`, decided by rule `{findings.decision_rule.name}` {how}: "
         f"{counted}{withheld}."
     )
+
+
+SPENDING_NAMES = {"obrien-fleming": "O'Brien–Fleming-type", "pocock": "Pocock-type"}  # Lan–DeMets spending
 
 
 def _where_it_stands(plan: LookPlan) -> str:
