@@ -72,20 +72,22 @@ def holm_rows(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def draw(rows: list[DeclaredRow], means: list[float], n: int, dist: str, rng) -> list[np.ndarray]:
-    """[STUDIES, n] per-seed differences of each row under the variance model."""
+def draw(
+    rows: list[DeclaredRow], means: list[float], n: int, dist: str, rng, studies: int = STUDIES
+) -> list[np.ndarray]:
+    """[studies, n] per-seed differences of each row under the variance model."""
     out = []
     for r, mean in zip(rows, means):
         if dist == "normal":
-            e = rng.standard_normal((STUDIES, n))
+            e = rng.standard_normal((studies, n))
         else:
-            e = rng.standard_t(3, (STUDIES, n)) / math.sqrt(3.0)
+            e = rng.standard_t(3, (studies, n)) / math.sqrt(3.0)
         effect_sd = math.sqrt(max(r.seed_sd**2 - r.v_int, 0.0))
         out.append(
             mean
             + effect_sd * e
-            + math.sqrt(r.v_int) * rng.standard_normal((STUDIES, n))
-            + math.sqrt(r.v_shared) * rng.standard_normal((STUDIES, 1))
+            + math.sqrt(r.v_int) * rng.standard_normal((studies, n))
+            + math.sqrt(r.v_shared) * rng.standard_normal((studies, 1))
         )
     return out
 

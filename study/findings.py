@@ -31,6 +31,7 @@ from study.records import (
     Findings,
     FindingsTable,
     Interim,
+    LookPlan,
     RuleText,
     RunRecord,
     SeedDifference,
@@ -40,6 +41,7 @@ from study.rules import CURRENT, RULES
 from study.run_outputs import Outputs, source_lengths, training_length
 from study.run_stats import joined_range, joined_training_k
 from study.seed_test import ALPHA, MODEL, seed_test
+from study.sequential_findings import read_looks, restricted
 from study.significance import DEFAULT_SEED, paired_bootstrap_ratio, paired_bootstrap_seeds
 from study.verdicts import word_tables
 
@@ -240,6 +242,21 @@ def compute_findings(
     family = family or Family()
     # a declared row needs its runs' proof (study/declared.py)
     context = Comparison(Outputs(), declaring_runs(groups, family.path), n_samples, seed)
+    configs = [g.label for g in groups if g.label != baseline.label]
+
+    def build(seeds: Optional[Sequence]) -> list[FindingsTable]:  # the tables of the runs of `seeds` (None: all)
+        chosen = list(groups) if seeds is None else restricted(groups, seeds)
+        return findings_tables(chosen, next(g for g in chosen if g.label == baseline.label), context)
+
+    tables, looks = read_looks(build, family, configs) if family.plan else (build(None), None)
+    worded, size, missing, plan = word_tables(tables, family, configs, looks)
+    return findings_report(baseline.label, family, size, missing, n_samples, seed, worded, plan, looks)
+
+
+def findings_tables(
+    groups: Sequence[Configuration], baseline: Configuration, context: Comparison
+) -> list[FindingsTable]:
+    """The findings tables (not yet worded) of every configuration against `baseline`."""
     others = [g for g in groups if g.label != baseline.label]
     ks = sorted({k for g in groups for r in g.runs for k in r.concat if k > 1})
     buckets = next((r.by_source_length for r in baseline.runs if r.by_source_length), ())
@@ -268,9 +285,7 @@ def compute_findings(
         )
     nll_rows = nll_beyond_rows(others, baseline, context, same_length)
     tables.append(_table("teacher_forced", NLL_BEYOND_TITLE, nll_rows, "NLL"))
-    tables = [t for t in tables if t.rows]
-    worded, size, missing, plan = word_tables(tables, family, [g.label for g in others])
-    return findings_report(baseline.label, family, size, missing, n_samples, seed, worded, plan)
+    return [t for t in tables if t.rows]
 
 
 def findings_report(
@@ -282,6 +297,7 @@ def findings_report(
     seed: int,
     tables: Sequence[FindingsTable],
     plan: Optional[Interim] = None,
+    looks: Optional[LookPlan] = None,
 ) -> Findings:
     """The findings report: the method's settings beside the tables."""
     return Findings(
@@ -310,6 +326,7 @@ def findings_report(
         bootstrap_seed=seed,
         rule=RULE,
         tables=tuple(tables),
+        sequential=looks,
     )
 
 

@@ -3,7 +3,7 @@ per measure with its smallest detectable effect, then how the rows were computed
 
 from __future__ import annotations
 
-from study.headline import sentences_markdown
+from study.headline import look_cell, sentences_markdown
 from study.records import ComparisonRow, Findings, FindingsTable
 from study.wording import fmt_number, format_p, unit_of
 
@@ -60,6 +60,7 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
         per_seed = ", ".join(f"{s.seed}: {fmt_number(s.difference, metric)}" for s in r.per_seed)
         seed_p = ", ".join(f"{s.seed}: {format_p(s.p_value)}" for s in r.per_seed)
         holm_p = format_p(r.p_holm) if r.declared else "not declared"
+        holm_p = f"at {look_cell(r)}" if r.look is not None else holm_p
         other = f" {r.exploratory.finding if r.exploratory else '–'} |" if exploratory else ""
         lines.append(
             f"| {r.config} | {r.compared_on} (n={r.num_sentences}) | "
@@ -91,6 +92,15 @@ def method_markdown(findings: Findings) -> str:
     rule = findings.decision_rule
     exploratory = findings.exploratory_rule
     rules = f" Decision rule `{rule.name}` (the family's): {rule.text}." if findings.family else ""
+    plan = findings.sequential
+    if plan is not None:
+        rules += (
+            f" Sequential plan: looks at {', '.join(map(str, plan.looks))} seeds, the first of the family's "
+            f"declared seeds at each; each comparison's p against its boundary at the look instead of Holm's "
+            f"adjusted p (Holm's procedure as a graph across the comparisons, α spent across the looks: "
+            f"{plan.spending} for directions, {plan.spending_equivalence} for equivalence; Maurer & Bretz 2013), "
+            "a decision final at its look; repeated 95% intervals beside the naive ones (study/sequential_family.py)."
+        )
     if exploratory:
         rules += (
             f" Exploratory finding: rule `{exploratory.name}` ({exploratory.text}), read after these runs "
@@ -113,7 +123,12 @@ def findings_markdown(findings: Findings) -> str:
     rows were computed and worded."""
     parts = []
     plan = findings.interim
-    if plan:
+    if plan and plan.look is not None:
+        parts.append(
+            f"**Interim: look {plan.look} of the sequential plan not reached ({plan.seeds} of its {plan.planned} "
+            f"seeds)** of the declared family (`{findings.family}`): a declared comparison is worded only at a look."
+        )
+    elif plan:
         parts.append(
             f"**Interim: {plan.seeds} of {plan.planned} planned seeds** of the declared family "
             f"(`{findings.family}`): no comparison is worded as a direction or as equivalent until every "

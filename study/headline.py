@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from study.records import ComparisonRow, Findings, FindingsTable, Reading
+from study.records import ComparisonRow, Findings, FindingsTable, LookPlan, Reading
 from study.wording import direction_words, fmt_number, format_p, seed_signs, unit_of, within_words
 
 
@@ -30,6 +30,8 @@ def short_verdict(
         return direction if said == "direction" else f"{direction} and {within}"
     if said == "equivalent":
         return within
+    if said == "withheld" and row.look is not None and row.from_declaring_commit:  # a sequential plan's
+        return "no verdict before the first look" if row.look.look == 0 else f"open until look {row.look.look + 1}"
     if said == "withheld":  # (its reason is the finding's first words, after a joined-range note)
         finding = reading.finding.split("; ", 1)[1] if row.joined_range else reading.finding
         return finding.split(":", 1)[0] if finding.startswith("interim") else finding.split(";", 1)[0]
@@ -37,11 +39,25 @@ def short_verdict(
 
 
 def _interval(r: ComparisonRow, metric: str) -> str:
+    """Δ [its 95% interval]: a sequential family's row at a look, the repeated one."""
     t = r.seed_test
     mean = fmt_number(r.mean_difference, metric)
     if t.low is None:
         return mean
-    return f"{mean} [{fmt_number(t.low, metric)}, {fmt_number(t.high, metric)}]"
+    low, high = (r.look.repeated_low, r.look.repeated_high) if r.look and r.look.look else (t.low, t.high)
+    return f"{mean} [{fmt_number(low, metric)}, {fmt_number(high, metric)}]"
+
+
+def look_cell(r: ComparisonRow) -> str:
+    """Where a sequential family's declared row stands: the look that decided it and its seeds, the
+    look it is open after, or the first look it waits for."""
+    look = r.look
+    if look.look == 0:
+        return f"before look 1 ({look.seeds} of {look.next_seeds} seeds)"
+    at = f"look {look.look} of {look.looks} ({look.seeds} seeds)"
+    if look.decided:
+        return at
+    return f"{at}, undecided" if look.last else f"open after {at}"
 
 
 def _seeds_that_way(r: ComparisonRow, metric: str, margin: float) -> str:
@@ -59,6 +75,8 @@ def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, explorato
     equivalence = findings.equivalence_margin.get(metric)
     lower = ", lower is better" if metric == "NLL" else ""
     holm = format_p(r.p_holm) if r.declared else "not declared"
+    if findings.sequential is not None:
+        holm = look_cell(r) if r.look is not None else "not declared"
     cells = [
         f"`{r.config}`",
         f"{r.compared_on} ({unit_of(metric)}{lower})",
@@ -95,12 +113,35 @@ def _family_line(findings: Findings, declared: list) -> str:
     rest = len(counts) - sum(said.values())
     counted = ", ".join(f"{n} {'directions' if k == 'direction' and n != 1 else k}" for k, n in said.items())
     withheld = f", {rest} without a verdict (interim or not from the declaring commit)" if rest else ""
+    how = "with Holm's correction over the family"
+    plan = findings.sequential
+    if plan is not None:
+        spent = SPENDING_NAMES[plan.spending]
+        if plan.spending_equivalence != plan.spending:
+            spent += f" (directions), {SPENDING_NAMES[plan.spending_equivalence]} (equivalence)"
+        how = (
+            f"look by look (at {', '.join(map(str, plan.looks))} seeds): Holm's procedure as a graph across the "
+            f"comparisons, α spent across the looks {spent} (Maurer & Bretz 2013)"
+        )
+        withheld = (f", {rest} without a verdict yet" if rest else "") + f"; {_where_it_stands(plan)}"
     return (
         f"Declared family `{findings.family}`: {findings.family_size} comparisons against "
-        f"`{findings.baseline}`, decided by rule `{findings.decision_rule.name}` with Holm's correction over the "
-        "family: "
+        f"`{findings.baseline}`, decided by rule `{findings.decision_rule.name}` {how}: "
         f"{counted}{withheld}."
     )
+
+
+SPENDING_NAMES = {"obrien-fleming": "O'Brien–Fleming-type", "pocock": "Pocock-type"}  # Lan–DeMets spending
+
+
+def _where_it_stands(plan: LookPlan) -> str:
+    """A sequential study's state: stopped at a look (and why), or the look it waits for."""
+    if plan.stopped:
+        why = "the last look" if plan.taken == len(plan.looks) else "every comparison decided"
+        beyond = f"; seeds archived beyond it, not counted: {', '.join(map(str, plan.not_counted))}"
+        at = f"look {plan.taken} of {len(plan.looks)} ({plan.looks[plan.taken - 1]} seeds, {why})"
+        return f"stopped at {at}{beyond if plan.not_counted else ''}"
+    return f"going on to look {plan.reached + 1} of {len(plan.looks)} ({plan.looks[plan.reached]} seeds)"
 
 
 def _notes(findings: Findings, exploratory: bool) -> list[str]:
@@ -112,6 +153,15 @@ def _notes(findings: Findings, exploratory: bool) -> list[str]:
         "descriptive (how many seeds lie beyond the tie margin on the side of the mean).",
         f"Holm p and verdict: rule `{rule.name}`, the rule the family was declared under: {rule.text}.",
     ]
+    if findings.sequential is not None:
+        notes[1:] = [
+            "A row at a look holds the first seeds of the family's declared list up to that look (the one that "
+            "decided it, or the latest reached while it is open), and its interval is the repeated 95% interval "
+            "there (Jennison & Turnbull), which holds whichever look the study stops at; the plain one is "
+            "labelled naive on the study page.",
+            f"Verdict: rule `{rule.name}`'s tests (beyond the tie margin; TOST at ±m), each p unadjusted against "
+            "its boundary at the look, which the plan's spending and the comparisons already decided set.",
+        ]
     if exploratory:
         other = findings.exploratory_rule
         notes.append(
@@ -128,7 +178,14 @@ def headline_markdown(findings: Findings) -> str:
     declared = [(t, r) for t in tables for r in t.rows if r.declared]
     lines = []
     plan = findings.interim
-    if plan:
+    if plan and plan.look is not None:
+        lines += [
+            f"**Interim: look {plan.look} of {len(findings.sequential.looks)} not reached ({plan.seeds} of its "
+            f"{plan.planned} seeds).** A declared comparison is worded only at a planned look, and once decided "
+            "it stays so.",
+            "",
+        ]
+    elif plan:
         lines += [
             f"**Interim: {plan.seeds} of {plan.planned} planned seeds.** No comparison of the declared "
             "family is worded as a direction or as equivalent until every planned seed is in.",
@@ -143,6 +200,8 @@ def headline_markdown(findings: Findings) -> str:
     shown = [(t, r) for t, r in shown if r.mean_difference is not None]
     exploratory = bool(findings.exploratory_rule) and any(r.exploratory for _, r in shown)
     head = ["comparison", "measure", "Δ [95% interval]", "seeds that way", "Holm p", "verdict (declared)"]
+    if findings.sequential is not None:
+        head[2:5] = ["Δ [repeated 95% interval]", "seeds that way", "decided at"]
     if exploratory:
         head.append("exploratory reading")
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -160,6 +219,8 @@ def _p_text(r: ComparisonRow) -> str:
         return ""
     declared = r.declared and r.p_holm is not None
     holm = f"Holm {format_p(r.p_holm)} by the family's rule" if declared else "not declared"
+    if r.look is not None:
+        holm = "decided look by look"
     return f", p {format_p(r.p_value)} (against no difference, unadjusted; {holm})"
 
 

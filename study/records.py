@@ -246,6 +246,28 @@ class RowPower:
 
 
 @dataclass(frozen=True)
+class LookReading:
+    """A declared row of a sequential family (study/sequential_findings.py): the look whose seeds the
+    row holds (1-based; 0: before the first look) of the plan's `looks`, whether it was decided there,
+    the level each test had to pass at that look (its boundary, on the p scale; None: not tested
+    there), and the repeated 95% interval at that look (Jennison & Turnbull), whose coverage holds
+    whichever look the study stops at."""
+
+    look: int
+    looks: int
+    seeds: int
+    decided: bool
+    last: bool  # the plan's last look
+    direction: int = 0  # decided: +1 / -1 (the mean difference's sign), 0 none
+    equivalent: bool = False
+    next_seeds: Optional[int] = None  # the next look's seeds (an open row)
+    boundary: Optional[float] = None
+    boundary_equivalence: Optional[float] = None
+    repeated_low: Optional[float] = None
+    repeated_high: Optional[float] = None
+
+
+@dataclass(frozen=True)
 class ComparisonRow:
     """A row of a findings table: a configuration against the baseline on one measure (study/findings.py),
     over the seeds both ran; `reading` (the family's rule), `exploratory` (the current rule's, beside an
@@ -268,6 +290,7 @@ class ComparisonRow:
     reading: Optional[Reading] = None
     exploratory: Optional[Reading] = None
     power: Optional[RowPower] = None
+    look: Optional[LookReading] = None  # a sequential family's declared row: its look (study/sequential_findings.py)
 
     @property
     def p_value(self) -> Optional[float]:
@@ -314,10 +337,29 @@ class RuleText:
 
 @dataclass(frozen=True)
 class Interim:
-    """A study still missing planned seeds: the fewest planned seeds a declared comparison holds."""
+    """A study still missing planned seeds: the fewest planned seeds a declared comparison holds, of
+    the plan's (or, a sequential plan, of its next look's: `look`, 1-based)."""
 
     seeds: int
     planned: int
+    look: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class LookPlan:
+    """Where a sequential family stands (study/sequential_findings.py): its looks (seeds per
+    configuration) and spending, the looks every declared comparison's seeds reached, the looks the
+    decisions read (the study stops at the first where every comparison is decided, or at the last),
+    and the planned seeds archived beyond a stop (not counted)."""
+
+    looks: tuple[int, ...]
+    spending: str
+    spending_equivalence: str
+    reached: int
+    taken: int
+    stopped: bool
+    held: int = 0  # going on: the fewest of the next look's seeds a declared comparison holds
+    not_counted: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -347,3 +389,4 @@ class Findings:
     bootstrap_seed: int
     rule: str
     tables: tuple[FindingsTable, ...]
+    sequential: Optional[LookPlan] = None  # a sequential family's plan and where it stands

@@ -53,7 +53,7 @@ class Boundaries:
     spending: str
     alpha: float
 
-    @property
+    @functools.cached_property  # computed once: a simulated family asks it at every look and level
     def nominal(self) -> tuple[float, ...]:
         return tuple(float(2 * stats.norm.sf(c)) for c in self.z)
 

@@ -21,7 +21,7 @@ every comparison is decided or the last look is reached."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -64,12 +64,16 @@ class LookTests:
 @dataclass(frozen=True)
 class Decision:
     """Where a comparison was decided: the look (0-based) and its seeds, the direction (+1 / -1, 0:
-    none) and whether it was found equivalent. `look` None: the last look came without a decision."""
+    none) and whether it was found equivalent. `look` None: no decision at the looks taken."""
 
     look: Optional[int] = None
     seeds: Optional[int] = None
     direction: int = 0
     equivalent: bool = False
+    # the nominal levels its difference and equivalence p faced at its decision (or, open, at the last
+    # look taken): a p below its level rejects
+    boundary: Optional[float] = None
+    boundary_equivalence: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -114,30 +118,28 @@ def nominal_level(fractions: tuple[float, ...], alpha: float, spending: str, loo
     return boundaries(fractions, alpha=alpha, spending=spending).nominal[look]
 
 
+def _level(graph: Graph, i: int, plan: Plan, look: int, equivalence: bool) -> float:
+    """The nominal level hypothesis i's p must pass at `look` with its current weight."""
+    alpha = (plan.alpha_equivalence if equivalence else plan.alpha) * graph.weights[i]
+    if equivalence:  # TOST is two one-sided tests each at the level: a two-sided design at twice it, halved
+        return nominal_level(plan.fractions, 2 * alpha, plan.spending_equivalence, look) / 2
+    return nominal_level(plan.fractions, alpha, plan.spending, look)
+
+
 def _reject_at_look(
     graph: Graph, p: Sequence[float], open_: set[int], plan: Plan, look: int, equivalence: bool
-) -> tuple[Graph, set[int]]:
-    """Reject within one family at one look until nothing more is rejected: (the graph after, the rejected)."""
-    alpha = plan.alpha_equivalence if equivalence else plan.alpha
-    spending = plan.spending_equivalence if equivalence else plan.spending
+) -> tuple[Graph, Mapping[int, float], set[int]]:
+    """Reject within one family at one look until nothing more is rejected: (the graph after, the
+    level each open hypothesis faced last: the one it was rejected at, or the one it did not pass)."""
+    levels = {i: _level(graph, i, plan, look, equivalence) for i in open_}
     rejected: set[int] = set()
     while True:
-        found = None
-        for i in sorted(open_ - rejected):
-            level = alpha * graph.weights[i]
-            # TOST is two one-sided tests each at the level: the design of a two-sided test at twice it, halved
-            nominal = (
-                nominal_level(plan.fractions, 2 * level, spending, look) / 2
-                if equivalence
-                else nominal_level(plan.fractions, level, spending, look)
-            )
-            if p[i] < nominal:
-                found = i
-                break
+        found = next((i for i in sorted(open_ - rejected) if p[i] < levels[i]), None)
         if found is None:
-            return graph, rejected
+            return graph, levels, rejected
         rejected.add(found)
         graph = graph.without(found)
+        levels = {i: levels[i] if i in rejected else _level(graph, i, plan, look, equivalence) for i in open_}
 
 
 def decide(plan: Plan, looks: Sequence[LookTests]) -> tuple[tuple[Decision, ...], int]:
@@ -151,10 +153,22 @@ def decide(plan: Plan, looks: Sequence[LookTests]) -> tuple[tuple[Decision, ...]
     taken = 0
     for k, tests in enumerate(looks[: len(plan.looks)]):
         taken = k + 1
-        difference, ahead = _reject_at_look(difference, tests.decision_p, open_, plan, k, equivalence=False)
-        equivalence, within = _reject_at_look(equivalence, tests.equivalence_p, open_, plan, k, equivalence=True)
+        difference, levels, ahead = _reject_at_look(difference, tests.decision_p, open_, plan, k, equivalence=False)
+        equivalence, levels_eq, within = _reject_at_look(
+            equivalence, tests.equivalence_p, open_, plan, k, equivalence=True
+        )
+        for i in sorted(open_):
+            decided = i in ahead or i in within
+            direction = tests.sign[i] if i in ahead else 0
+            decisions[i] = Decision(
+                k if decided else None,
+                plan.looks[k] if decided else None,
+                direction,
+                i in within,
+                levels[i],
+                levels_eq[i],
+            )
         for i in sorted(ahead | within):
-            decisions[i] = Decision(k, plan.looks[k], tests.sign[i] if i in ahead else 0, i in within)
             # the null of the other family that was not rejected closes without passing its weight on
             difference = difference if i in ahead else difference.closed(i)
             equivalence = equivalence if i in within else equivalence.closed(i)

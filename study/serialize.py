@@ -4,7 +4,8 @@
 numbers as json/csv write them): `make results-check` recomputes every archived study and compares.
 A findings row's keys follow the order the rows were once built in place: a row not tested carries its
 finding before `unit` and `joined_range`, a worded row after its reading's p values; the seed test's
-`se_seed_veto` only under the older rule, the power figures only where a row has them."""
+`se_seed_veto` only under the older rule, the power figures only where a row has them; a sequential
+family's `look` per declared row and `sequential` after the tables."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from study.records import (
     FindingsTable,
     Interim,
     JsonObject,
+    LookPlan,
     RuleText,
     RunRecord,
     Stats,
@@ -189,6 +191,7 @@ def _row(r: ComparisonRow) -> JsonObject:
         **({} if untested else finding),
         **({"exploratory": asdict(r.exploratory)} if r.exploratory is not None else {}),
         **power,
+        **({"look": asdict(r.look)} if r.look is not None else {}),
     }
 
 
@@ -199,7 +202,9 @@ def _table(t: FindingsTable) -> JsonObject:
 def _value(x):
     """A field of the findings report as JSON holds it: records as objects, read-only maps as objects,
     tuples as lists."""
-    if isinstance(x, (RuleText, Interim)):
+    if isinstance(x, Interim):  # (a sequential plan's next look only where there is one)
+        return {k: v for k, v in asdict(x).items() if k != "look" or v is not None}
+    if isinstance(x, (RuleText, LookPlan)):
         return asdict(x)
     if isinstance(x, Mapping):
         return dict(x)
@@ -211,5 +216,6 @@ def findings_json(findings: Findings) -> str:
     out = {
         f.name: [_table(t) for t in findings.tables] if f.name == "tables" else _value(getattr(findings, f.name))
         for f in fields(findings)
+        if f.name != "sequential" or findings.sequential is not None  # (a sequential family's only)
     }
     return json.dumps(out, indent=2) + "\n"

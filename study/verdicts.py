@@ -17,11 +17,11 @@ import numpy as np
 
 from study.equivalence import equivalence_power, seeds_for_equivalence
 from study.family import Family
-from study.records import ComparisonRow, FindingsTable, Interim, Reading, RowPower
+from study.records import ComparisonRow, FindingsTable, Interim, LookPlan, Reading, RowPower
 from study.rules import CURRENT, RULES, Rule
 from study.seed_test import ALPHA, detectable_effect, seeds_needed, shared_variance
 from study.significance import holm
-from study.wording import outcome, verdict
+from study.wording import look_outcome, look_verdict, outcome, verdict
 from utils.runtime import log
 
 NOT_FROM_DECLARING_COMMIT = "descriptive: not every run of it was trained from a commit that declared the family"
@@ -29,12 +29,15 @@ Tables = Sequence[FindingsTable]
 Cell = tuple[int, int]  # (table, row) of a row in its tables
 
 
-def interim(tables: Tables, family: Family, missing: int = 0) -> Optional[Interim]:
+def interim(tables: Tables, family: Family, missing: int = 0, looks: Optional[LookPlan] = None) -> Optional[Interim]:
     """The plan's seeds when the family plans seeds that some declared comparison does not have yet
     (the fewest planned seeds any declared row holds; a declared comparison with no row at all, e.g.
-    a configuration not run yet, holds none), else None: the study is complete."""
-    if not family.seeds:
+    a configuration not run yet, holds none), else None: the study is complete. A sequential family
+    (`looks`) is complete once it stopped; until then it counts the seeds of its next look."""
+    if not family.seeds or (looks is not None and looks.stopped):
         return None
+    if looks is not None:  # the next look (1-based), its seeds and the fewest a declared comparison holds
+        return Interim(0 if missing else looks.held, looks.looks[looks.reached], looks.reached + 1)
     planned = set(family.seeds)
     held = [len(planned & set(r.seeds)) for t in tables for r in t.rows if r.declared]
     fewest = 0 if missing else min(held, default=0)
@@ -97,6 +100,8 @@ def _readings(tables: Tables, family: Family, rule: Rule, absent: list[str]) -> 
     equivalent = [c for c in declared if family.equivalence.get(tables[c[0]].metric)]
     stand_ins = [None for metric in absent if family.equivalence.get(metric)]
     holm_equivalence = dict(zip(equivalent, _holm([p_equivalence.get(c) for c in equivalent] + stand_ins)))
+    if family.plan:  # a sequential family is decided look by look (study/sequential_family.py), not by Holm's p
+        holm_rule, holm_equivalence = {}, {}
     return {
         c: Reading(rule.name, p_rule.get(c), holm_rule.get(c), p_equivalence.get(c), holm_equivalence.get(c))
         for c in cells
@@ -118,9 +123,14 @@ def _word(
     for (i, j), reading in readings.items():
         t, r = tables[i], tables[i].rows[j]
         margin, equivalence = family.tie_margin[t.metric], family.equivalence.get(t.metric)
-        withheld = _withheld(r, family, plan)
-        said = outcome(r, reading, margin, r.declared, equivalence, withheld)
-        finding = verdict(r, reading, t.metric, margin, r.declared, equivalence, withheld)
+        if r.look is not None:  # a sequential family's declared row, worded at its look
+            withheld = None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
+            said = look_outcome(r, withheld)
+            finding = look_verdict(r, reading, t.metric, margin, equivalence, withheld)
+        else:
+            withheld = _withheld(r, family, plan)
+            said = outcome(r, reading, margin, r.declared, equivalence, withheld)
+            finding = verdict(r, reading, t.metric, margin, r.declared, equivalence, withheld)
         finding = f"{r.joined_range}; {finding}" if r.joined_range else finding
         worded[i, j] = replace(reading, outcome=said, finding=finding)
     return worded
@@ -132,7 +142,7 @@ def _rows_with(tables: Tables, change) -> tuple[FindingsTable, ...]:
 
 
 def apply_rule(
-    tables: Tables, family: Family, configs: Optional[list[str]] = None
+    tables: Tables, family: Family, configs: Optional[list[str]] = None, looks: Optional[LookPlan] = None
 ) -> tuple[tuple[FindingsTable, ...], int]:
     """New tables whose every row has its reading by the family's rule (its p, Holm p, equivalence p,
     outcome and finding) and, for a declared row of a family under an older rule, the current rule's
@@ -140,7 +150,7 @@ def apply_rule(
     p = 1: `missing_rows`)."""
     tables = _rows_with(tables, lambda i, j, r: replace(r, declared=family.declares(tables[i].name, r)))
     missing = missing_rows(tables, family, configs)
-    absent, plan, rule = _absent(missing), interim(tables, family, len(missing)), RULES[family.rule]
+    absent, plan, rule = _absent(missing), interim(tables, family, len(missing), looks), RULES[family.rule]
     readings = _word(tables, family, _readings(tables, family, rule, absent), plan)
     current = _word(tables, family, _readings(tables, family, CURRENT, absent), plan) if rule is not CURRENT else {}
 
@@ -201,13 +211,14 @@ def row_power(
 
 
 def word_tables(
-    tables: Tables, family: Family, configs: Optional[list[str]] = None
+    tables: Tables, family: Family, configs: Optional[list[str]] = None, looks: Optional[LookPlan] = None
 ) -> tuple[tuple[FindingsTable, ...], int, list[str], Optional[Interim]]:
-    """Every row worded by the rule (Holm over the declared family) with its power (at Holm's first
-    step, `alpha` of each table), as new tables; returns (the tables, the family's size, the declared
-    entries no row matched, the interim plan or None)."""
+    """Every row worded by the rule (Holm over the declared family; a sequential family's declared
+    rows at their looks, `looks`) with its power (at Holm's first step, `alpha` of each table), as new
+    tables; returns (the tables, the family's size, the declared entries no row matched, the interim
+    plan or None)."""
     check_entries(tables, family)
-    tables, size = apply_rule(tables, family, configs)
+    tables, size = apply_rule(tables, family, configs, looks)
     unmatched_entries = unmatched(tables, family)
     for entry in unmatched_entries:
         log(f"compare.py: the declared headline comparison {entry} of {family.path} matches no row of these runs")
@@ -230,4 +241,4 @@ def word_tables(
         )
         for t in tables
     )
-    return worded, size, unmatched_entries, interim(worded, family, len(missing))
+    return worded, size, unmatched_entries, interim(worded, family, len(missing), looks)

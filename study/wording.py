@@ -132,3 +132,63 @@ def verdict(
     if said == "both":
         return f"{way} and {equal}: a small difference inside the margin; {text}"
     return f"{way}; {text}"
+
+
+def look_outcome(row: ComparisonRow, withheld: Optional[str] = None) -> str:
+    """What a sequential family's declared row says at its look (study/records.LookReading): its
+    decision ('direction', 'equivalent', 'both'), 'inconclusive' (the last look came without one),
+    or 'withheld' (open until a later look, or `withheld` says why not)."""
+    look = row.look
+    if row.mean_difference is None:
+        return "not tested"
+    if withheld or not look.decided:
+        return "inconclusive" if look.last and not withheld else "withheld"
+    return "both" if look.direction and look.equivalent else "direction" if look.direction else "equivalent"
+
+
+def _g(x: Optional[float]) -> str:
+    """A p or a boundary to two significant digits (a boundary is often below 0.001)."""
+    return "–" if x is None else f"{x:.2g}"
+
+
+def look_verdict(
+    row: ComparisonRow,
+    reading: Reading,
+    metric: str,
+    margin: float,
+    equivalence: Optional[float] = None,
+    withheld: Optional[str] = None,
+) -> str:
+    """The finding of a sequential family's declared row: its decision and the look that made it
+    (the seeds, each p against the boundary it had to pass there), or why there is none yet; then the
+    seeds against the tie margin, the naive 95% interval and the repeated one (valid whichever look
+    the study stops at)."""
+    look = row.look
+    text = describe(row, metric, margin)
+    if row.p_value is not None and look.repeated_low is not None:
+        low, high = fmt_number(look.repeated_low, metric), fmt_number(look.repeated_high, metric)
+        text = f"{text.replace('95% interval', 'naive 95% interval')}; repeated 95% interval {low} to {high}"
+    said = look_outcome(row, withheld)
+    if said == "not tested":
+        return row.untested or "not tested"
+    if withheld:
+        return f"{withheld}; {text}"
+    if look.look == 0:
+        return f"interim ({look.seeds} of the {look.next_seeds} seeds of the first look): no verdict; {text}"
+    at = f"look {look.look} of {look.looks}, {look.seeds} seeds"
+    direction_p = f"p {_g(reading.p_rule)} against its boundary {_g(look.boundary)}"
+    equal_p = f"equivalence p {_g(reading.p_equivalence)} against {_g(look.boundary_equivalence)}"
+    if said == "withheld":
+        until = f"no verdict until the look at {look.next_seeds} seeds"
+        return f"open after {at} ({direction_p}, {equal_p}): {until}; {text}"
+    if said == "inconclusive":
+        return (
+            f"inconclusive: the last look ({at}) came without a decision ({direction_p}, {equal_p}); "
+            f"neither a direction nor equivalent within {within_words(equivalence, metric)}; {text}"
+        )
+    words = []
+    if look.direction:
+        words.append(f"{direction_words(row, reading, metric, margin)} ({direction_p})")
+    if look.equivalent:
+        words.append(f"equivalent within {within_words(equivalence, metric)} ({equal_p})")
+    return f"{' and '.join(words)}, decided at {at} (declared); {text}"

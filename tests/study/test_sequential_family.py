@@ -16,6 +16,11 @@ def look_tests(decision_p, equivalence_p=None, sign=None) -> LookTests:
     return LookTests(tuple(decision_p), tuple(equivalence_p or (1.0,) * m), tuple(sign or (1,) * m))
 
 
+def said(decisions) -> list[tuple]:
+    """Each decision's look, seeds, direction and equivalence."""
+    return [(d.look, d.seeds, d.direction, d.equivalent) for d in decisions]
+
+
 def test_holm_is_a_graph_whose_rejections_pass_their_weight_on() -> None:
     graph = Graph.holm(3)
     assert graph.weights == pytest.approx((1 / 3,) * 3)
@@ -32,7 +37,9 @@ def test_one_look_is_holms_procedure() -> None:
     assert taken == 1 and [d.direction for d in decisions] == [1, 0, 0]
     decisions, _ = decide(Plan(looks=(10,)), [look_tests((0.01, 0.04, 0.02))])
     assert [d.direction for d in decisions] == [1, 1, 1]  # 0.02 < 0.025, then 0.04 < 0.05
-    assert decisions[0] == Decision(look=0, seeds=10, direction=1, equivalent=False)
+    assert decisions[0] == Decision(0, 10, 1, False, pytest.approx(0.05 / 3), pytest.approx(0.05 / 3))
+    # the level each passed: Holm's steps, α/3, α/2, then the whole α
+    assert [d.boundary for d in decisions] == pytest.approx([0.05 / 3, 0.05, 0.05 / 2])
 
 
 def test_equivalence_does_not_pass_on_the_difference_familys_share() -> None:
@@ -50,10 +57,10 @@ def test_the_study_stops_when_every_comparison_is_decided() -> None:
     plan = Plan(looks=(8, 12, 16, 20), spending="pocock", spending_equivalence="pocock")
     early = [look_tests((1e-6, 0.9), (0.9, 1e-6)), look_tests((0.9, 0.9)), look_tests((1e-9, 1e-9))]
     decisions, taken = decide(plan, early)
-    assert taken == 1 and decisions[0] == Decision(0, 8, 1, False) and decisions[1] == Decision(0, 8, 0, True)
+    assert taken == 1 and said(decisions) == [(0, 8, 1, False), (0, 8, 0, True)]
     late = [look_tests((0.5, 0.5)), look_tests((0.5, 1e-6), sign=(1, -1)), look_tests((1e-7, 0.5))]
     decisions, taken = decide(plan, late)
-    assert taken == 3 and decisions[1] == Decision(1, 12, -1, False) and decisions[0] == Decision(2, 16, 1, False)
+    assert taken == 3 and said(decisions) == [(2, 16, 1, False), (1, 12, -1, False)]
     decisions, taken = decide(plan, [look_tests((0.5, 0.5))] * 4)
     assert taken == 4 and all(d.look is None for d in decisions)
 
