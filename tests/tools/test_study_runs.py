@@ -1,0 +1,159 @@
+"""The study runner (tools/study_runs.sh with tools/study_plan.py) on a tiny sequential study in a
+copy of the project: it trains look by look from one frozen commit, archives and commits each run,
+stops when the plan says so, and a kill at any moment followed by the same command ends with the
+same runs and the same summary as a runner never stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT, TINY_CORPUS
+
+STUDY = "tiny_seq"
+FAMILY = """baseline: sinusoidal
+rule: beyond_tie
+headline:
+  - table: test
+    compared_on: test set
+seeds: [5, 3, 1]
+looks: [2, 3]
+equivalence: {sacreBLEU: 1.0, NLL: 0.1}
+device: cpu
+precision: fp32
+"""
+TINY = {  # tests/helpers.tiny_overrides as a config (the runner passes no --set but its thread count)
+    "data": {"max_train_pairs": 400, "valid_size": 12, "test_size": 10},
+    "tokenizer": {"vocab_size": 400},
+    "model": {"d_model": 32, "num_heads": 4, "ffn_dim": 64, "num_encoder_layers": 1, "num_decoder_layers": 1},
+    "training": {
+        "max_steps": 4,
+        "validate_every_steps": 2,
+        "max_tokens": 300,
+        "bleu_sentences": 4,
+        "log_every": 2,
+        "keep_best": 2,
+        "tensorboard_images_every": 0,
+        "bleu_max_len_b": 5,
+        "bleu_max_len_a": 1.0,
+    },
+    "decoding": {"beam_size": 2, "max_len_b": 5, "max_len_a": 1.0},
+}
+# the same commit (hash) in every copy: fixed names and dates
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
+
+
+def project_copy(where: Path, cache: Path) -> tuple[Path, str]:
+    """A git repository holding this project's files (not its archive) and the tiny study, committed."""
+    import yaml
+
+    repo = where / "repo"
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    for name in listed:
+        if not name.startswith("results/") and (ROOT / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, repo / name)
+    (repo / ".venv").symlink_to(Path(sys.prefix))  # the environment running the tests
+    folder = repo / "configs" / STUDY
+    (folder / "findings").mkdir(parents=True)
+    (folder / "findings" / "headline.yaml").write_text(FAMILY)
+    for encoding in ("sinusoidal", "rope"):
+        config = {
+            "base": f"../demo/{encoding}.yaml",
+            "name": f"{STUDY}/{encoding}",
+            "seed": 5,
+            **TINY,
+            "data": {**TINY["data"], "path": str(TINY_CORPUS), "cache_dir": str(cache)},
+        }
+        (folder / f"{encoding}.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    env = {**os.environ, **GIT_ENV}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "tiny study"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    return repo, commit
+
+
+def runner(repo: Path, commit: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        ["bash", "tools/study_runs.sh", STUDY, commit, "1", "tomorrow"],
+        cwd=repo,
+        env={**os.environ, **GIT_ENV},
+        start_new_session=True,  # its own process group: the kill reaches the runs it started
+    )
+
+
+def outcome(repo: Path) -> tuple[list[str], dict, str, str]:
+    """(the archived runs git holds, each run's test BLEU, the summary's findings JSON, what is left
+    uncommitted under the study's archive)."""
+    files = subprocess.run(
+        ["git", "ls-files", f"results/{STUDY}"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    runs = sorted({f.split("/")[2] for f in files if f.endswith("/provenance.json")})
+    bleu = {}
+    for run in runs:
+        text = subprocess.run(
+            [sys.executable, "tools/archive.py", "cat", f"results/{STUDY}/{run}/test/scores.json"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        bleu[run] = json.loads(text)["sacrebleu"]
+    findings = (repo / "results" / STUDY / "summary_findings.json").read_text()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", f"results/{STUDY}"], cwd=repo, capture_output=True, text=True
+    ).stdout
+    return runs, bleu, findings, dirty
+
+
+@pytest.mark.slow
+def test_a_killed_runner_ends_with_the_same_runs_and_summary(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    reference, commit = project_copy(tmp_path / "whole", cache)
+    assert runner(reference, commit).wait(timeout=600) == 0
+    runs, bleu, findings, dirty = outcome(reference)
+    plan = json.loads(findings)["sequential"]
+    looked = plan["looks"][plan["taken"] - 1]
+    seeds = [5, 3, 1][:looked]  # the declared order, up to the look the plan stopped at
+    assert plan["stopped"] and runs == sorted(
+        f"{c}{'' if s == 5 else f'_seed{s}'}" for c in ("rope", "sinusoidal") for s in seeds
+    )
+    assert dirty == ""  # every run and the summary committed
+    log = (tmp_path / "whole" / f"study_{STUDY}.log").read_text()
+    assert "nothing left to train (the plan is complete or stopped)" in log
+
+    killed, same = project_copy(tmp_path / "killed", cache)
+    assert same == commit
+    first = runner(killed, commit)
+    # kill it once the second run has started (one run archived, one in training)
+    log = tmp_path / "killed" / f"study_{STUDY}.log"
+    deadline = time.time() + 300
+    while time.time() < deadline and (not log.exists() or log.read_text().count(": start ") < 2):
+        time.sleep(0.5)
+    time.sleep(2)
+    os.killpg(first.pid, signal.SIGTERM)
+    first.wait(timeout=120)
+    assert runner(killed, commit).wait(timeout=600) == 0
+    assert outcome(killed) == (runs, bleu, findings, "")
+    # stopped after archiving its last run but before committing it: the next start commits it
+    subprocess.run(["git", "reset", "-q", "--mixed", "HEAD~1"], cwd=killed, check=True)
+    assert outcome(killed)[3] != ""
+    assert runner(killed, commit).wait(timeout=600) == 0
+    assert outcome(killed) == (runs, bleu, findings, "")

@@ -1,0 +1,117 @@
+#!/usr/bin/env python
+"""Which runs of a declared study to train now (tools/study_runs.sh asks it before each pass): one
+line `CONFIG SEED RUN` per run, none when the study needs no more.
+
+  python tools/study_plan.py demo_confirm fe14428    # the runs to train from commit fe14428
+
+The study is configs/<study>/: its configurations (every *.yaml there, the family's baseline first)
+and its family (findings/headline.yaml). A run is done when results/<study>/<run>/provenance.json
+records the commit. A fixed-seed family: every planned seed of every configuration not yet done. A
+sequential family (`looks`, study/sequential_findings.py): the seeds of the next look only — the first
+n_k of the declared list, in that order — for the baseline and the configurations of the declared
+comparisons still open, as results/<study>/summary_findings.json (compare.py, recomputed by the
+runner after each run) says; none once the plan stopped. Before any summary: the first look, every
+configuration. Exit 2 with one line for a study without a family or configurations."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def configurations(study: str, family) -> list[str]:
+    """The study's configurations (file stems), the baseline's first: the baseline and those the
+    family's headline entries name, or, where no entry names any, every config of configs/<study>/
+    that no other there takes as its `base:`."""
+    import yaml
+
+    folder = ROOT / "configs" / study
+    named = {c.removeprefix(f"{study}/") for h in family.headline for c in h.get("configs") or ()}
+    if named:
+        stems = sorted(named | {family.baseline.removeprefix(f"{study}/")})
+    else:
+        files = sorted(folder.glob("*.yaml"))
+        bases = {(folder / str((yaml.safe_load(f.read_text(encoding="utf-8")) or {}).get("base"))).resolve() for f in files}
+        stems = [f.stem for f in files if f.resolve() not in bases]
+    return sorted(stems, key=lambda s: s != family.baseline and f"{study}/{s}" != family.baseline)
+
+
+def run_name(config: str, seed: int, own: int) -> str:
+    """A sweep's run folder name: the config's own seed has no suffix."""
+    return config if seed == own else f"{config}_seed{seed}"
+
+
+def done(results: Path, run: str, commit: str) -> bool:
+    try:
+        return commit in (results / run / "provenance.json").read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
+def still_needed(summary: Path, study: str, configs: list[str], looks: tuple[int, ...]) -> tuple[Optional[int], set]:
+    """(the seeds of the look to train towards, the configurations it needs) of a sequential study by
+    its summary (None seeds: stopped); no summary yet: the first look, every configuration."""
+    try:
+        findings = json.loads(summary.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return looks[0], set(configs)
+    plan = findings.get("sequential")
+    if plan is None:
+        return looks[0], set(configs)
+    if plan["stopped"]:
+        return None, set()
+    rows = [r for t in findings["tables"] for r in t["rows"] if r.get("look")]
+    open_ = {r["config"].removeprefix(f"{study}/") for r in rows if not r["look"]["decided"]}
+    baseline = findings["baseline"].removeprefix(f"{study}/")
+    return looks[plan["reached"]], ({baseline} | open_) if rows else set(configs)
+
+
+def plan_runs(study: str, commit: str, results: Path) -> list[tuple[str, int, str]]:
+    """(config, seed, run folder name) of each run to train now, seed-major in the declared order."""
+    from settings.config import load_config
+    from study.family import load_family
+
+    family = load_family(str(ROOT / "configs" / study / "findings" / "headline.yaml"))
+    configs = configurations(study, family)
+    if not configs or not family.seeds:
+        raise ValueError(f"configs/{study}: no configurations, or a family without planned seeds")
+    own = load_config(ROOT / "configs" / study / f"{configs[0]}.yaml").seed
+    seeds, needed = list(family.seeds), set(configs)
+    if family.looks:
+        upto, needed = still_needed(results / "summary_findings.json", study, configs, family.looks)
+        seeds = seeds[:upto] if upto is not None else []
+    return [
+        (c, s, run_name(c, s, own))
+        for s in seeds
+        for c in configs
+        if c in needed and not done(results, run_name(c, s, own), commit)
+    ]
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("study", help="the study under configs/ (e.g. demo_confirm, report/trio)")
+    parser.add_argument("commit", help="the full commit its runs are trained from")
+    parser.add_argument("--results", default=None, help="its archive (default results/<study>)")
+    args = parser.parse_args(argv)
+    from settings.config import ConfigError
+
+    try:
+        units = plan_runs(args.study, args.commit, Path(args.results or ROOT / "results" / args.study))
+    except ValueError as e:  # (a family file's error is a ConfigError: main_guard's one line)
+        raise ConfigError(f"study_plan.py: {e}") from None
+    for config, seed, run in units:
+        print(config, seed, run)
+    return 0
+
+
+if __name__ == "__main__":
+    from commands.cli import main_guard
+
+    raise SystemExit(main_guard(main))
