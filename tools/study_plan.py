@@ -37,7 +37,8 @@ def configurations(study: str, family) -> list[str]:
         stems = sorted(named | {family.baseline.removeprefix(f"{study}/")})
     else:
         files = sorted(folder.glob("*.yaml"))
-        bases = {(folder / str((yaml.safe_load(f.read_text(encoding="utf-8")) or {}).get("base"))).resolve() for f in files}
+        raw = [yaml.safe_load(f.read_text(encoding="utf-8")) or {} for f in files]
+        bases = {(folder / str(config.get("base"))).resolve() for config in raw}
         stems = [f.stem for f in files if f.resolve() not in bases]
     return sorted(stems, key=lambda s: s != family.baseline and f"{study}/{s}" != family.baseline)
 
