@@ -1,0 +1,72 @@
+"""Which runs the study runner trains now (tools/study_plan.py): a study's configurations, a fixed
+plan's missing seeds, a sequential plan's next look for the comparisons still open, nothing once it
+stopped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.helpers import ROOT, run
+
+COMMIT = "f" * 40
+
+
+def plan(study: str, results: Path) -> list[tuple[str, str, str]]:
+    proc = run([str(ROOT / "tools" / "study_plan.py"), study, COMMIT, "--results", str(results)])
+    assert proc.returncode == 0, proc.stderr
+    return [tuple(line.split()) for line in proc.stdout.splitlines()]
+
+
+def archive(results: Path, *runs: str, commit: str = COMMIT) -> None:
+    for name in runs:
+        (results / name).mkdir(parents=True)
+        (results / name / "provenance.json").write_text(json.dumps({"code": {"commit": commit}}))
+
+
+def summary(results: Path, reached: int, stopped: bool, open_configs: tuple[str, ...]) -> None:
+    rows = [
+        {"config": f"demo_confirm/{c}", "look": {"decided": c not in open_configs}} for c in ("learnable", "rope")
+    ]
+    findings = {
+        "baseline": "demo_confirm/sinusoidal",
+        "sequential": {"looks": [8, 12, 16, 20], "reached": reached, "stopped": stopped},
+        "tables": [{"rows": rows}],
+    }
+    (results / "summary_findings.json").write_text(json.dumps(findings))
+
+
+def test_a_fixed_plan_trains_every_missing_seed_of_its_configurations(tmp_path: Path) -> None:
+    results = tmp_path / "length"
+    archive(results, "sinusoidal", "rope_seed1")
+    archive(results, "alibi", commit="0" * 40)  # trained from another commit: not this study's
+    units = plan("length", results)
+    configs = sorted({c for c, _, _ in units})
+    # the family's baseline and the configurations its entries name (not every config of the folder)
+    assert configs == ["alibi", "learnable", "rope", "sinusoidal", "sinusoidal_concat", "t5_bias"]
+    assert units[0] == ("alibi", "1234", "alibi")  # seed-major, the baseline first within a seed
+    assert units[5] == ("sinusoidal", "1", "sinusoidal_seed1")
+    assert ("sinusoidal", "1234", "sinusoidal") not in units and ("rope", "1", "rope_seed1") not in units
+    assert ("alibi", "1234", "alibi") in units and len(units) == 6 * 12 - 2
+    # a folder whose entries name none: every config that is no other's base (configs/demo/base.yaml)
+    assert sorted({c for c, _, _ in plan("demo", tmp_path / "demo")}) == ["learnable", "rope", "sinusoidal"]
+
+
+def test_a_sequential_plan_trains_its_next_look_for_the_comparisons_still_open(tmp_path: Path) -> None:
+    results = tmp_path / "demo_confirm"
+    results.mkdir()
+    first = plan("demo_confirm", results)  # no summary yet: the first look, every configuration
+    assert len(first) == 8 * 3 and first[:3] == [(c, "101", c) for c in ("sinusoidal", "learnable", "rope")]
+    summary(results, reached=1, stopped=False, open_configs=("rope",))  # learnable decided at look 1
+    archive(results, *(f"{c}_seed{s}" for s in range(102, 109) for c in ("sinusoidal", "learnable", "rope")))
+    archive(results, "sinusoidal", "learnable", "rope")
+    units = plan("demo_confirm", results)
+    assert [(c, s) for c, s, _ in units] == [(c, str(s)) for s in range(109, 113) for c in ("sinusoidal", "rope")]
+    summary(results, reached=2, stopped=True, open_configs=())
+    assert plan("demo_confirm", results) == []  # stopped: nothing more
+
+
+def test_a_study_without_a_family_is_one_line() -> None:
+    proc = run([str(ROOT / "tools" / "study_plan.py"), "no_such_study", COMMIT])
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "configs/no_such_study/findings/headline.yaml" in proc.stderr
