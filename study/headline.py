@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 from study.records import ComparisonRow, Findings, FindingsTable, LookPlan, Reading
+from study.sequential import spending_text
 from study.wording import direction_words, fmt_number, format_p, seed_signs, unit_of, within_words
 
 
@@ -116,12 +117,10 @@ def _family_line(findings: Findings, declared: list) -> str:
     how = "with Holm's correction over the family"
     plan = findings.sequential
     if plan is not None:
-        spent = SPENDING_NAMES[plan.spending]
-        if plan.spending_equivalence != plan.spending:
-            spent += f" (directions), {SPENDING_NAMES[plan.spending_equivalence]} (equivalence)"
+        spent = spending_text(plan.spending, plan.spending_equivalence)
         how = (
             f"look by look (at {', '.join(map(str, plan.looks))} seeds): Holm's procedure as a graph across the "
-            f"comparisons, α spent across the looks {spent} (Maurer & Bretz 2013)"
+            f"comparisons, α spent across the looks by Lan–DeMets spending of the {spent} type (Maurer & Bretz 2013)"
         )
         withheld = (f", {rest} without a verdict yet" if rest else "") + f"; {_where_it_stands(plan)}"
     return (
@@ -129,9 +128,6 @@ def _family_line(findings: Findings, declared: list) -> str:
         f"`{findings.baseline}`, decided by rule `{findings.decision_rule.name}` {how}: "
         f"{counted}{withheld}."
     )
-
-
-SPENDING_NAMES = {"obrien-fleming": "O'Brien–Fleming-type", "pocock": "Pocock-type"}  # Lan–DeMets spending
 
 
 def _where_it_stands(plan: LookPlan) -> str:
@@ -220,7 +216,7 @@ def _p_text(r: ComparisonRow) -> str:
     declared = r.declared and r.p_holm is not None
     holm = f"Holm {format_p(r.p_holm)} by the family's rule" if declared else "not declared"
     if r.look is not None:
-        holm = "decided look by look"
+        holm = "decided look by look against its boundary, below"
     return f", p {format_p(r.p_value)} (against no difference, unadjusted; {holm})"
 
 

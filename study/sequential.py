@@ -41,6 +41,14 @@ def pocock(t: float, alpha: float) -> float:
 
 
 SPENDING: dict[str, Callable[[float, float], float]] = {"obrien-fleming": obrien_fleming, "pocock": pocock}
+SPENDING_NAMES = {"obrien-fleming": "O'Brien–Fleming", "pocock": "Pocock"}  # as the pages name them
+
+
+def spending_text(spending: str, spending_equivalence: str) -> str:
+    """A plan's spending functions in words: one name, or which family spends how."""
+    if spending == spending_equivalence:
+        return SPENDING_NAMES[spending]
+    return f"{SPENDING_NAMES[spending]} (directions) / {SPENDING_NAMES[spending_equivalence]} (equivalence)"
 
 
 @dataclass(frozen=True)

@@ -46,11 +46,11 @@ from study.calibration import CALIBRATED, DISTRIBUTIONS, DeclaredRow, declared_r
 from study.family import load_family
 from study.rules import BEYOND_TIE
 from study.seed_test import ALPHA
+from study.sequential import spending_text
 from study.sequential_family import LookTests, Plan, decide
 
 STUDIES = 10_000  # simulated families per setting on the page
 ROOT = Path(__file__).resolve().parents[1]
-SPENDING_NAMES = {"obrien-fleming": "O'Brien–Fleming", "pocock": "Pocock"}
 SEEDS = {"direction": 1, "equivalence": 2, "power": 3}  # each property's rng seed (with the distribution's)
 
 
@@ -190,9 +190,7 @@ def sequential_calibration_markdown(
     tie, margin = family.tie_margin["sacreBLEU"], family.equivalence["sacreBLEU"]
     plans = (plan, fixed(plan))
     looks = "-".join(str(n) for n in plan.looks)
-    spending = SPENDING_NAMES[plan.spending]
-    if plan.spending_equivalence != plan.spending:
-        spending += f" (directions) / {SPENDING_NAMES[plan.spending_equivalence]} (equivalence)"
+    spending = spending_text(plan.spending, plan.spending_equivalence)
     lines = [
         f"Simulated: the family of `{_shown(family_path)}` (looks at {looks} seeds, {spending} spending) on "
         f"its {len(rows)} declared comparisons, each with the seed SD, v_shared and v_int of its test-set "

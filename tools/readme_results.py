@@ -59,6 +59,10 @@ DOCUMENTS = (README, "results/README.md", *PAGES)  # the files with generated bl
 # The decision rules' calibration by simulation of the demo's family (study/calibration.py), in
 # results/README.md: recomputed from the demo's findings with them
 CALIBRATION = "results/calibration.md"
+# The confirmatory demo's sequential plan calibrated by simulation (study/sequential_calibration.py)
+# at the twenty-seed demo's rows, on its page
+SEQUENTIAL_CALIBRATION = "results/demo_confirm/sequential_calibration.md"
+SEQUENTIAL_FAMILY = "configs/demo_confirm/findings/headline.yaml"
 
 
 # Blocks generated from code rather than from a file: the config keys' roles, from the schema.
@@ -272,10 +276,16 @@ def recompute(out_root: Path) -> None:
 
     (out_root / CALIBRATION).write_text(calibration_markdown(out_root / CALIBRATED), encoding="utf-8")
     print(f"{CALIBRATION}: the rules simulated on {CALIBRATED}")
+    from study.sequential_calibration import sequential_calibration_markdown
+
+    text = sequential_calibration_markdown(out_root / CALIBRATED, ROOT / SEQUENTIAL_FAMILY)
+    (out_root / SEQUENTIAL_CALIBRATION).write_text(text, encoding="utf-8")
+    print(f"{SEQUENTIAL_CALIBRATION}: {SEQUENTIAL_FAMILY}'s plan simulated on {CALIBRATED}")
 
 
 def changed_files(fresh_root: Path) -> list[str]:
-    names = [f"{prefix}{suffix}" for prefix, *_ in STUDIES for suffix in COMPARED] + [CALIBRATION]
+    names = [f"{prefix}{suffix}" for prefix, *_ in STUDIES for suffix in COMPARED]
+    names += [CALIBRATION, SEQUENTIAL_CALIBRATION]
     return [
         name
         for name in names
