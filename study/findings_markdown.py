@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from study.headline import look_cell, sentences_markdown
 from study.records import ComparisonRow, Findings, FindingsTable
+from study.sequential import spending_text
 from study.wording import fmt_number, format_p, unit_of
 
 
@@ -97,8 +98,9 @@ def method_markdown(findings: Findings) -> str:
         rules += (
             f" Sequential plan: looks at {', '.join(map(str, plan.looks))} seeds, the first of the family's "
             f"declared seeds at each; each comparison's p against its boundary at the look instead of Holm's "
-            f"adjusted p (Holm's procedure as a graph across the comparisons, α spent across the looks: "
-            f"{plan.spending} for directions, {plan.spending_equivalence} for equivalence; Maurer & Bretz 2013), "
+            f"adjusted p (Holm's procedure as a graph across the comparisons, α spent across the looks by "
+            f"{spending_text(plan.spending, plan.spending_equivalence)}-type Lan–DeMets spending; Maurer & Bretz "
+            "2013), "
             "a decision final at its look; repeated 95% intervals beside the naive ones (study/sequential_family.py)."
         )
     if exploratory:

@@ -391,3 +391,24 @@ def finding_row(
         per_seed=tuple(SeedDifference(i, float(d), None) for i, d in enumerate(diffs)),
         seed_test=test,
     )
+
+
+NLL_INPUTS = [(k, i) for k in (1, 2, 4) for i in range(20)]  # (k, input) of nll_beyond_run's test outputs
+
+
+def nll_beyond_run(root: Path, name: str, seed: int, better: float, rng, length: int = 21):
+    """A run record whose test/teacher_forced_beyond.tsv (written under root/<name>_seed<seed>/) has a
+    teacher-forced NLL beyond training `better` nats below 4 per token on each of NLL_INPUTS, with
+    noise from `rng` (a random.Random), trained on `length` tokens."""
+    from study.records import RunRecord, RunTeacherForced, frozen_map
+
+    folder = root / f"{name}_seed{seed}" / "test"
+    folder.mkdir(parents=True)
+    lines = ["k\tinput\ttokens\tnll_no_eos_sum"]
+    for k, i in NLL_INPUTS:
+        tokens = rng.randint(1, 9)
+        lines.append(f"{k}\t{i}\t{tokens}\t{tokens * (4.0 - better + rng.uniform(-0.2, 0.2)):.6f}")
+    (folder / "teacher_forced_beyond.tsv").write_text("\n".join(lines) + "\n")
+    return RunRecord(
+        run=str(folder.parent), seed=seed, teacher_forced=RunTeacherForced(length, (), None, (), frozen_map({}))
+    )

@@ -4,12 +4,15 @@
 # the next starts (issue 57):
 #   0. the packages the machine lacks, from the carried wheels (.whl/), and what the machine is
 #   1. make test-gpu: the tests that need CUDA and those a GPU changes         -> $OUT/test_gpu.log
-#   2. the trio's planned seeds in waves (seeds 1234 and 1, then 2 and 3, then 4: whole seeds first),
-#      N runs side by side on the GPU (sweep.py --launcher local --runs_per_gpu N); after each wave the
-#      finished runs are archived (tools/archive.py pack)                   -> $OUT/trio_runs.tar.xz
+#   2. the trio's runs its sequential plan wants (tools/study_plan.py: the seeds of the next look, for
+#      the comparisons still open), in waves of whole seeds, at most N runs side by side on the GPU
+#      (sweep.py --launcher local); after each wave the finished runs are archived (tools/archive.py
+#      pack), the family recomputed (compare.py) and the plan asked again, until it stops or the time
+#      runs out                                                             -> $OUT/trio_runs.tar.xz
 #   3. the README's "(needs a GPU)" commands, if time is left (tools/readme_check.py --gpu)
 # A wave that would not finish in the time left is not started; a run cut short is not archived (the
-# next GPU loan runs it again: the same command resumes with what the archive lacks).
+# next GPU loan runs it again: the same command, with the archive brought back, resumes with what the
+# plan still wants).
 #
 # Here, before the call (the GPU machine's copy of the tree has no .git):
 #   python tools/code_snapshot.py     # the commit the runs record (a clean tree: exit 0)
@@ -18,15 +21,15 @@
 # Back here: tar -xJf <files_at>/trio_runs.tar.xz -C /tmp/trio && python tools/archive.py pack ... (docs/GPU.md)
 #
 #   tools/gpu_study.sh SECONDS [N]    SECONDS: the time this command may take in all; N: runs per GPU (6)
-# A dry run on a CPU: GPU_STUDY_EXTRA="--gpus_per_run 0 --set training.device=cpu ..." (tiny settings).
+# A dry run on a CPU: GPU_STUDY_EXTRA="--gpus_per_run 0 --set training.device=cpu ..." (tiny settings),
+# GPU_STUDY_SKIP_TESTS=1 to leave out steps 1 and 3.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 START=$(date +%s) BUDGET=${1:-540} N=${2:-6}
 OUT=${OUT:-/tmp/gpu_study_out}
 PY=${PYTHON:-python3}
 EXTRA=(${GPU_STUDY_EXTRA:-})
-CONFIGS=(configs/report/trio/sinusoidal.yaml configs/report/trio/learnable.yaml configs/report/trio/rope.yaml)
-WAVES=("1234 1" "2 3" "4")
+STUDY=report/trio
 WAVE_SECONDS=${GPU_STUDY_WAVE_SECONDS:-270}  # one wave of N report-size runs, trained and tested
 mkdir -p "$OUT"
 left() { echo $((BUDGET - ($(date +%s) - START))); }
@@ -46,32 +49,52 @@ fi
 say "step 0 done: $(tail -1 "$OUT/device.txt")"
 
 # 1. the GPU tests
-timeout $(($(left) - WAVE_SECONDS - 30)) make -s test-gpu PYTHON="$PY" >"$OUT/test_gpu.log" 2>&1
-say "step 1 done: make test-gpu exit $? ($(tail -1 "$OUT/test_gpu.log"))"
+if [ -z "${GPU_STUDY_SKIP_TESTS:-}" ]; then
+  timeout $(($(left) - WAVE_SECONDS - 30)) make -s test-gpu PYTHON="$PY" >"$OUT/test_gpu.log" 2>&1
+  say "step 1 done: make test-gpu exit $? ($(tail -1 "$OUT/test_gpu.log"))"
+fi
 
-# 2. the trio, wave by wave
-archive() {
-  rm -rf /tmp/gpu_study_archive && mkdir -p /tmp/gpu_study_archive/results
-  $PY tools/archive.py pack runs/report/trio --results /tmp/gpu_study_archive/results >>"$OUT/sweep.log" 2>&1 &&
-    tar -C /tmp/gpu_study_archive -cJf "$OUT/trio_runs.tar.xz" results
+# 2. the trio, wave by wave, as its plan wants (the runs of earlier loans are in results/ already)
+RESULTS=/tmp/gpu_study_archive/results
+COMMIT=$($PY -c "import json; print(json.load(open('.code_snapshot.json'))['commit'])" 2>/dev/null || echo no-snapshot-commit)
+rm -rf /tmp/gpu_study_archive && mkdir -p "$RESULTS/$STUDY"
+[ -d "results/$STUDY" ] && cp -r "results/$STUDY/." "$RESULTS/$STUDY/"
+archive() {  # the runs finished so far, the family recomputed with them (the plan reads it), packed
+  $PY tools/archive.py pack "runs/$STUDY" --results "$RESULTS" >>"$OUT/sweep.log" 2>&1
+  $PY compare.py "$RESULTS/$STUDY/*" --family "configs/$STUDY/findings/headline.yaml" \
+    --output "$RESULTS/$STUDY/summary" --overwrite >>"$OUT/sweep.log" 2>&1
+  tar -C /tmp/gpu_study_archive -cJf "$OUT/trio_runs.tar.xz" results
 }
-for wave in "${WAVES[@]}"; do
+while :; do
+  # a wave: the plan's next runs, whole seeds, at most N
+  wave=$($PY tools/study_plan.py "$STUDY" "$COMMIT" --results "$RESULTS/$STUDY" --at_most "$N") ||
+    { say "step 2: the plan failed"; break; }
+  [ -n "$wave" ] || { say "step 2: the plan wants no more runs (stopped, or every planned seed in)"; break; }
   if [ "$(left)" -lt $((WAVE_SECONDS + 20)) ]; then
-    say "step 2: wave '$wave' not started ($(left) s left, a wave takes about $WAVE_SECONDS)"
+    say "step 2: the next wave not started ($(left) s left, a wave takes about $WAVE_SECONDS)"
     break
   fi
-  say "step 2: wave seeds $wave, $N runs per GPU"
-  # shellcheck disable=SC2086
-  timeout $(($(left) - 15)) $PY sweep.py "${CONFIGS[@]}" --seeds $wave --launcher local --runs_per_gpu "$N" \
-    "${EXTRA[@]}" >>"$OUT/sweep.log" 2>&1
-  code=$?
+  say "step 2: a wave of $(echo "$wave" | wc -l) runs: $(echo "$wave" | awk '{print $3}' | tr '\n' ' ')"
+  # one sweep per run of the wave, side by side, sharing the GPU (a config's own seed: no --seeds,
+  # its run folder has no _seed suffix, as the plan names it)
+  pids=()
+  while read -r config seed run; do
+    seeds=(); [ "$run" = "$config" ] || seeds=(--seeds "$seed")
+    timeout $(($(left) - 15)) $PY sweep.py "configs/$STUDY/$config.yaml" "${seeds[@]}" --launcher local \
+      --runs_per_gpu 1 "${EXTRA[@]}" >>"$OUT/sweep.log" 2>&1 &
+    pids+=($!)
+  done <<<"$wave"
+  code=0
+  for pid in "${pids[@]}"; do wait "$pid" || code=$?; done
+  before=$(ls "$RESULTS/$STUDY"/*/provenance.json 2>/dev/null | wc -l)
   archive
-  say "step 2: wave seeds $wave exit $code; archived: $(ls -d runs/report/trio/*/ 2>/dev/null | wc -l) run folders"
-  [ $code -eq 0 ] || break
+  archived=$(ls "$RESULTS/$STUDY"/*/provenance.json 2>/dev/null | wc -l)
+  say "step 2: wave exit $code; archived: $archived runs"
+  [ $code -eq 0 ] && [ "$archived" -gt "$before" ] || break
 done
 
 # 3. the README's GPU commands
-if [ "$(left)" -gt 60 ]; then
+if [ "$(left)" -gt 60 ] && [ -z "${GPU_STUDY_SKIP_TESTS:-}" ]; then
   timeout $(($(left) - 10)) $PY tools/readme_check.py --gpu >"$OUT/readme_gpu.log" 2>&1
   say "step 3 done: readme_check --gpu exit $?"
 fi

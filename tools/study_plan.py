@@ -3,6 +3,7 @@
 line `CONFIG SEED RUN` per run, none when the study needs no more.
 
   python tools/study_plan.py demo_confirm fe14428    # the runs to train from commit fe14428
+  python tools/study_plan.py report/trio <commit> --at_most 6   # whole seeds, at most 6 runs (a GPU wave)
 
 The study is configs/<study>/: its configurations (every *.yaml there, the family's baseline first)
 and its family (findings/headline.yaml). A run is done when results/<study>/<run>/provenance.json
@@ -87,12 +88,31 @@ def plan_runs(study: str, commit: str, results: Path) -> list[tuple[str, int, st
     if family.looks:
         upto, needed = still_needed(results / "summary_findings.json", study, configs, family.looks)
         seeds = seeds[:upto] if upto is not None else []
-    return [
+    units = [
         (c, s, run_name(c, s, own))
         for s in seeds
         for c in configs
         if c in needed and not done(results, run_name(c, s, own), commit)
     ]
+    if family.looks and seeds and not units:  # every run of the look is in, yet the look was not reached
+        print(
+            f"study_plan.py: every run of the look at {len(seeds)} seeds is archived, but results/{study}/"
+            f"summary_findings.json does not reach it: run compare.py on them (a declared comparison without "
+            f"a tested row keeps a look from being reached)",
+            file=sys.stderr,
+        )
+    return units
+
+
+def whole_seeds(units: list[tuple[str, int, str]], at_most: int) -> list[tuple[str, int, str]]:
+    """The first units, whole seeds only, at most `at_most` of them (the first seed whole in any case)."""
+    seeds = list(dict.fromkeys(seed for _, seed, _ in units))
+    chosen: list[int] = []
+    for seed in seeds:
+        if chosen and sum(s in (*chosen, seed) for _, s, _ in units) > at_most:
+            break
+        chosen = [*chosen, seed]
+    return [u for u in units if u[1] in chosen]
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -100,6 +120,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("study", help="the study under configs/ (e.g. demo_confirm, report/trio)")
     parser.add_argument("commit", help="the full commit its runs are trained from")
     parser.add_argument("--results", default=None, help="its archive (default results/<study>)")
+    parser.add_argument(
+        "--at_most", type=int, default=None, help="the first whole seeds only, at most this many runs (a GPU's wave)"
+    )
     args = parser.parse_args(argv)
     from settings.config import ConfigError
 
@@ -107,7 +130,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         units = plan_runs(args.study, args.commit, Path(args.results or ROOT / "results" / args.study))
     except ValueError as e:  # (a family file's error is a ConfigError: main_guard's one line)
         raise ConfigError(f"study_plan.py: {e}") from None
-    for config, seed, run in units:
+    for config, seed, run in units if args.at_most is None else whole_seeds(units, args.at_most):
         print(config, seed, run)
     return 0
 

@@ -8,6 +8,8 @@ import random
 
 import pytest
 
+from tests.helpers import NLL_INPUTS, nll_beyond_run
+
 
 def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     """compare.py's findings: the teacher-forced NLL beyond training, pooled over every k, tested
@@ -16,22 +18,13 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     from study.family import Family
     from study.findings import compute_findings
     from study.findings_markdown import findings_markdown
-    from study.records import Configuration, RunRecord, RunTeacherForced, frozen_map
+    from study.records import Configuration, RunRecord
 
     rng = random.Random(5)
-    inputs = [(k, i) for k in (1, 2, 4) for i in range(20)]
+    inputs = NLL_INPUTS
 
     def run(name: str, seed: int, better: float, length: int = 21) -> RunRecord:
-        folder = tmp_path / f"{name}_seed{seed}" / "test"
-        folder.mkdir(parents=True)
-        lines = ["k\tinput\ttokens\tnll_no_eos_sum"]
-        for k, i in inputs:
-            tokens = rng.randint(1, 9)
-            lines.append(f"{k}\t{i}\t{tokens}\t{tokens * (4.0 - better + rng.uniform(-0.2, 0.2)):.6f}")
-        (folder / "teacher_forced_beyond.tsv").write_text("\n".join(lines) + "\n")
-        return RunRecord(
-            run=str(folder.parent), seed=seed, teacher_forced=RunTeacherForced(length, (), None, (), frozen_map({}))
-        )
+        return nll_beyond_run(tmp_path, name, seed, better, rng, length)
 
     base = Configuration(tuple(run("s", s, 0.0) for s in (1, 2, 3)), "length/sinusoidal", "sinusoidal")
     good = Configuration(tuple(run("a", s, 0.3) for s in (1, 2, 3)), "length/alibi", "alibi")

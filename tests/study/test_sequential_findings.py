@@ -10,6 +10,8 @@ import random
 
 import pytest
 
+from tests.helpers import nll_beyond_run
+
 SEEDS = [5, 3, 1, 4, 2]  # declared order: the first look (3 seeds) is 5, 3, 1 â€” not the lowest seeds
 
 
@@ -17,22 +19,11 @@ SEEDS = [5, 3, 1, 4, 2]  # declared order: the first look (3 seeds) is 5, 3, 1 â
 def study(tmp_path):
     """make(config, seeds, effect(seed)) -> a configuration of runs whose teacher-forced NLL beyond
     training is lower by effect(seed) nats than the baseline's, on 60 inputs."""
-    from study.records import Configuration, RunRecord, RunTeacherForced, frozen_map
+    from study.records import Configuration
 
-    inputs = [(k, i) for k in (1, 2, 4) for i in range(20)]
-
-    def run(name: str, seed: int, better: float) -> RunRecord:
-        rng = random.Random(seed)  # the same inputs' noise in every configuration of a seed
-        folder = tmp_path / f"{name}_seed{seed}" / "test"
-        folder.mkdir(parents=True)
-        lines = ["k\tinput\ttokens\tnll_no_eos_sum"]
-        for k, i in inputs:
-            tokens = rng.randint(1, 9)
-            lines.append(f"{k}\t{i}\t{tokens}\t{tokens * (4.0 - better + rng.uniform(-0.2, 0.2)):.6f}")
-        (folder / "teacher_forced_beyond.tsv").write_text("\n".join(lines) + "\n")
-        return RunRecord(
-            run=str(folder.parent), seed=seed, teacher_forced=RunTeacherForced(21, (), None, (), frozen_map({}))
-        )
+    def run(name: str, seed: int, better: float):
+        # the same inputs' noise in every configuration of a seed
+        return nll_beyond_run(tmp_path, name, seed, better, random.Random(seed))
 
     def make(name: str, seeds, effect) -> Configuration:
         return Configuration(tuple(run(name, s, effect(s)) for s in seeds), f"study/{name}", name)

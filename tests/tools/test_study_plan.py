@@ -25,9 +25,7 @@ def archive(results: Path, *runs: str, commit: str = COMMIT) -> None:
 
 
 def summary(results: Path, reached: int, stopped: bool, open_configs: tuple[str, ...]) -> None:
-    rows = [
-        {"config": f"demo_confirm/{c}", "look": {"decided": c not in open_configs}} for c in ("learnable", "rope")
-    ]
+    rows = [{"config": f"demo_confirm/{c}", "look": {"decided": c not in open_configs}} for c in ("learnable", "rope")]
     findings = {
         "baseline": "demo_confirm/sinusoidal",
         "sequential": {"looks": [8, 12, 16, 20], "reached": reached, "stopped": stopped},
@@ -70,3 +68,17 @@ def test_a_study_without_a_family_is_one_line() -> None:
     proc = run([str(ROOT / "tools" / "study_plan.py"), "no_such_study", COMMIT])
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "configs/no_such_study/findings/headline.yaml" in proc.stderr
+
+
+def test_a_gpu_wave_is_whole_seeds(tmp_path: Path) -> None:
+    results = tmp_path / "demo_confirm"
+    results.mkdir()
+    proc = run(
+        [str(ROOT / "tools" / "study_plan.py"), "demo_confirm", COMMIT, "--results", str(results), "--at_most", "7"]
+    )
+    seeds = [line.split()[1] for line in proc.stdout.splitlines()]
+    assert seeds == ["101"] * 3 + ["102"] * 3  # a third seed would make 9 runs
+    proc = run(
+        [str(ROOT / "tools" / "study_plan.py"), "demo_confirm", COMMIT, "--results", str(results), "--at_most", "2"]
+    )
+    assert len(proc.stdout.splitlines()) == 3  # the first seed whole in any case

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, TINY_CORPUS
+from tests.helpers import ROOT, tiny_overrides
 
 STUDY = "tiny_seq"
 FAMILY = """baseline: sinusoidal
@@ -30,23 +30,6 @@ equivalence: {sacreBLEU: 1.0, NLL: 0.1}
 device: cpu
 precision: fp32
 """
-TINY = {  # tests/helpers.tiny_overrides as a config (the runner passes no --set but its thread count)
-    "data": {"max_train_pairs": 400, "valid_size": 12, "test_size": 10},
-    "tokenizer": {"vocab_size": 400},
-    "model": {"d_model": 32, "num_heads": 4, "ffn_dim": 64, "num_encoder_layers": 1, "num_decoder_layers": 1},
-    "training": {
-        "max_steps": 4,
-        "validate_every_steps": 2,
-        "max_tokens": 300,
-        "bleu_sentences": 4,
-        "log_every": 2,
-        "keep_best": 2,
-        "tensorboard_images_every": 0,
-        "bleu_max_len_b": 5,
-        "bleu_max_len_a": 1.0,
-    },
-    "decoding": {"beam_size": 2, "max_len_b": 5, "max_len_a": 1.0},
-}
 # the same commit (hash) in every copy: fixed names and dates
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -74,14 +57,14 @@ def project_copy(where: Path, cache: Path) -> tuple[Path, str]:
     folder = repo / "configs" / STUDY
     (folder / "findings").mkdir(parents=True)
     (folder / "findings" / "headline.yaml").write_text(FAMILY)
+    tiny = {}  # tests/helpers.tiny_overrides as a config (the runner passes no --set but its thread count)
+    for flag in tiny_overrides(Path("unused"), cache, steps=4)[1::2]:  # (each follows a --set)
+        key, value = flag.split("=", 1)
+        *sections, leaf = key.split(".")
+        if sections:  # (run_dir: the sweep's own, runs/<name>_seed<N>)
+            tiny.setdefault(sections[0], {})[leaf] = yaml.safe_load(value)
     for encoding in ("sinusoidal", "rope"):
-        config = {
-            "base": f"../demo/{encoding}.yaml",
-            "name": f"{STUDY}/{encoding}",
-            "seed": 5,
-            **TINY,
-            "data": {**TINY["data"], "path": str(TINY_CORPUS), "cache_dir": str(cache)},
-        }
+        config = {"base": f"../demo/{encoding}.yaml", "name": f"{STUDY}/{encoding}", "seed": 5, **tiny}
         (folder / f"{encoding}.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     env = {**os.environ, **GIT_ENV}
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "tiny study"]):
