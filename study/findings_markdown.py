@@ -49,11 +49,14 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
     rule = findings.decision_rule.name
     exploratory = findings.exploratory_rule
     extra = f" exploratory finding (rule `{exploratory.name}`) |" if exploratory else ""
+    holm = f"p, Holm (declared, rule `{rule}`)"
+    if findings.sequential is not None:  # a sequential family's declared rows are decided at a look
+        holm = f"look (declared, rule `{rule}`, sequential)"
     lines = [
         f"Against `{findings.baseline}`, {t.title}:",
         "",
         f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
-        f"p against no difference (two-sided, unadjusted) | p, Holm (declared, rule `{rule}`) | "
+        f"p against no difference (two-sided, unadjusted) | {holm} | "
         f"equivalent within {within} (declared) | detectable Δ, 80% power | {seed_p_title} | finding |{extra}",
         "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if exploratory else ""),
     ]
