@@ -50,8 +50,10 @@ def run_name(config: str, seed: int, own: int) -> str:
 
 
 def done(results: Path, run: str, commit: str) -> bool:
+    from utils.run_files import PROVENANCE
+
     try:
-        return commit in (results / run / "provenance.json").read_text(encoding="utf-8")
+        return commit in (results / run / PROVENANCE).read_text(encoding="utf-8")
     except OSError:
         return False
 

@@ -4,6 +4,8 @@ stopped."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -12,10 +14,14 @@ from tests.helpers import ROOT, run
 COMMIT = "f" * 40
 
 
-def plan(study: str, results: Path) -> list[tuple[str, str, str]]:
-    proc = run([str(ROOT / "tools" / "study_plan.py"), study, COMMIT, "--results", str(results)])
-    assert proc.returncode == 0, proc.stderr
-    return [tuple(line.split()) for line in proc.stdout.splitlines()]
+def plan(study: str, results: Path, at_most=None) -> list[tuple[str, str, str]]:
+    """What `tools/study_plan.py STUDY COMMIT --results RESULTS [--at_most N]` prints, line by line."""
+    from tools.study_plan import main
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main([study, COMMIT, "--results", str(results), *(["--at_most", str(at_most)] if at_most else [])]) == 0
+    return [tuple(line.split()) for line in printed.getvalue().splitlines()]
 
 
 def archive(results: Path, *runs: str, commit: str = COMMIT) -> None:
@@ -73,12 +79,6 @@ def test_a_study_without_a_family_is_one_line() -> None:
 def test_a_gpu_wave_is_whole_seeds(tmp_path: Path) -> None:
     results = tmp_path / "demo_confirm"
     results.mkdir()
-    proc = run(
-        [str(ROOT / "tools" / "study_plan.py"), "demo_confirm", COMMIT, "--results", str(results), "--at_most", "7"]
-    )
-    seeds = [line.split()[1] for line in proc.stdout.splitlines()]
+    seeds = [seed for _, seed, _ in plan("demo_confirm", results, at_most=7)]
     assert seeds == ["101"] * 3 + ["102"] * 3  # a third seed would make 9 runs
-    proc = run(
-        [str(ROOT / "tools" / "study_plan.py"), "demo_confirm", COMMIT, "--results", str(results), "--at_most", "2"]
-    )
-    assert len(proc.stdout.splitlines()) == 3  # the first seed whole in any case
+    assert len(plan("demo_confirm", results, at_most=2)) == 3  # the first seed whole in any case
