@@ -111,15 +111,19 @@ def read_looks(
     everything = tuple(build(None))
     keys = sorted(_declared(everything, family))
     at_looks: list[Tables] = []
+    tests: list[LookTests] = []  # each reached look's, computed once
     decisions: tuple[Decision, ...] = tuple(Decision() for _ in keys)
     taken = 0
     for n in plan.looks:  # a look is reached when the comparisons still open hold its seeds
         still_open = [key for key, d in zip(keys, decisions) if d.look is None]
+        if not still_open:  # every comparison decided: no later look is built
+            break
         tables = tuple(build(family.seeds[:n]))
-        if not still_open or not _reached(tables, family, family.seeds[:n], still_open, configs):
+        if not _reached(tables, family, family.seeds[:n], still_open, configs):
             break
         at_looks.append(tables)
-        decisions, taken = decide(plan, [look_tests(t, family, keys) for t in at_looks])
+        tests.append(look_tests(tables, family, keys))
+        decisions, taken = decide(plan, tests)
     still_open = [key for key, d in zip(keys, decisions) if d.look is None]
     following = set(family.seeds[: plan.looks[min(len(at_looks), len(plan.looks) - 1)]])
     declared = _declared(everything, family)
@@ -130,13 +134,13 @@ def read_looks(
         waiting = {
             key: replace(r, look=LookReading(0, len(plan.looks), len(first & set(r.seeds)), False, False,
                                              next_seeds=plan.looks[0]))
-            for key, (_, r) in _declared(everything, family).items()
+            for key, (_, r) in declared.items()
         }  # fmt: skip
         return _with_rows(everything, waiting), state
     stopped = not still_open or taken == len(plan.looks)
     base = at_looks[taken - 1] if stopped else everything
     rows = {key: _at_look(at_looks, key, decision, taken, family, stopped) for key, decision in zip(keys, decisions)}
     counted = set(family.seeds[: plan.looks[taken - 1]]) if stopped else set(family.seeds)
-    archived = {s for _, r in _declared(everything, family).values() for s in r.seeds}
+    archived = {s for _, r in declared.values() for s in r.seeds}
     beyond = [s for s in family.seeds if s in archived and s not in counted]  # in the declared order
     return _with_rows(base, rows), replace(state, taken=taken, stopped=stopped, not_counted=tuple(beyond))
