@@ -204,3 +204,42 @@ def test_a_stop_delivered_to_another_thread_still_waits_for_the_publication() ->
     finally:
         signal.signal(signal.SIGTERM, before)
     assert seen == ["published", "stopped"]
+
+
+def test_a_journal_writing_through_a_link_outside_is_finished_only_where_it_was_begun(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """compare.py writes a summary file that is a link through to its target (`targets`), which may lie
+    outside the folder: a journal so begun is finished where it was begun, and in a copy of the folder
+    (or the folder moved) refused in one line naming it, writing nothing (issue 75: no reader writes
+    outside the folder it is in; utils/journal.py)."""
+    import shutil
+
+    import utils.publish
+    from utils.errors import HarnessError
+
+    folder, outside = tmp_path / "runs", tmp_path / "elsewhere" / "kept.md"
+    folder.mkdir()
+    outside.parent.mkdir()
+    outside.write_text("old")
+    (folder / "summary.md").symlink_to(outside)
+
+    def killed(what: str, path: Path) -> None:  # (a kill at the first move: the journal is there)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(utils.publish, "write_point", killed)
+        with pytest.raises(KeyboardInterrupt), OutputSet(folder / "summary") as out:
+            (out.staging / "summary.md").write_text("new")
+            (out.staging / "summary.csv").write_text("rows")
+            out.publish(targets={out.staging / "summary.md": outside.resolve()})
+    assert journal_file(folder / "summary").exists() and outside.read_text() == "old"
+
+    copy = shutil.copytree(folder, tmp_path / "copy", symlinks=True)
+    before = files(copy)
+    with pytest.raises(HarnessError, match=f"was begun in {folder} and names {outside}, outside {copy}"):
+        finish_publishing(copy / "summary", writer="compare.py")
+    assert outside.read_text() == "old" and files(copy) == before  # nothing of it done in the copy
+
+    assert finish_publishing(folder / "summary") and outside.read_text() == "new"  # where it was begun
+    assert (folder / "summary.csv").read_text() == "rows" and (folder / "summary.md").is_symlink()
