@@ -144,7 +144,7 @@ def compare(
     # one writer per output set: a second compare.py into it refuses in one line
     with SetLock(out, "compare.py") if out is not None else contextlib.nullcontext():
         if out is not None:
-            if finish_publishing(out, record_as_written):
+            if finish_publishing(out, record_as_written, "compare.py"):
                 print(f"completed {out}.*, which a compare.py stopped while publishing them had left half published")
             check_outputs(out, overwrite)  # refused before minutes of bootstrap, not after
         declared = load_family(family)

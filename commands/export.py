@@ -189,7 +189,7 @@ def export(
     new folder, or with `overwrite` in place of an earlier export (replaced once the new one is whole);
     `format` pytorch or ctranslate2, with the test-time `overrides` applied."""
     refuse_together(argparse.Namespace(run=run, model_path=model_path), "the model to export", "--run", "--model_path")
-    if finish_publishing(Path(output)):  # an export.py killed while publishing: its export is whole now
+    if finish_publishing(Path(output), writer="export.py"):  # one killed while publishing: its export is whole now
         log(f"completed {output}, which an export.py stopped while publishing it had left half published")
     out = check_export_target(Path(output), overwrite)
     source = find_model(model_path, run)  # a --run that is no run, or has no checkpoint: one line

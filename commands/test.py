@@ -173,7 +173,7 @@ def test_checkpoint(args: TestRequest, source: ModelSource, out_dir: Path, run: 
     check_concat_fits(args, cfg, len(pairs))
     check_writable(out_dir)
     lock_output()
-    if finish_publishing(out_dir):  # a test.py killed while publishing: its set is whole now
+    if finish_publishing(out_dir, writer="test.py"):  # a test.py killed while publishing: its set is whole now
         log(f"completed {out_dir}, which a test.py stopped while publishing it had left half published")
     done = None if args.overwrite else same_test_done(args, cfg, ckpt, test_set, out_dir)
     if done is not None:  # the same command again (after a kill, or a sweep's rerun): nothing to redo

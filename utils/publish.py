@@ -5,7 +5,9 @@ part of the old one.
 How (a journal, rolled forward): the command writes the whole set into a staging folder beside it
 (`.<name>.staging/`, the set's own layout inside). Then it publishes: a journal
 (`.<name>.publishing.json`, written atomically) lists every move (a staged file to its place) and
-every file of the earlier set that the new one drops; the moves are renames in the same folder
+every file of the earlier set that the new one drops, named relative to its own folder (it travels
+with it: a moved folder's journal is finished where it now is, a copy's in the copy, never outside
+the folder; utils/journal.py); the moves are renames in the same folder
 tree, the drops unlinks; then the journal is deleted and the staging folder with it.
 - killed before the journal exists: the earlier set stands untouched; the staging folder is the
   command's own leftover, removed by its next run (`OutputSet.__enter__`);
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import shutil
 import signal
@@ -35,6 +36,7 @@ from typing import Callable, Iterable, Iterator, Optional
 
 from utils.errors import HarnessError
 from utils.files import atomic_write_text, remove_own_temporaries
+from utils.journal import journal_text, read_plan
 from utils.run_folder import JOURNAL_SUFFIX, STAGING_SUFFIX, RunLock
 from utils.runtime import log
 from utils.write_points import write_point
@@ -105,32 +107,32 @@ def _deliver(signum: int, handler) -> None:
         os.kill(os.getpid(), signum)  # the default action (the handler is back in place)
 
 
-def finish_publishing(place: Path, on_published: Optional[Callable[[list[Path], list[Path]], None]] = None) -> bool:
+def finish_publishing(
+    place: Path, on_published: Optional[Callable[[list[Path], list[Path]], None]] = None, writer: str = "its command"
+) -> bool:
     """Complete a publication a kill interrupted (its journal is there): do the moves whose staged
     file is still there and the removals, then delete the journal and the staging folder. Returns
     whether there was one. `on_published(moved targets, removed)` runs before the journal goes (a
-    record of what was written: redone if a kill comes in between). A stop waits until it is done."""
+    record of what was written: redone if a kill comes in between). A stop waits until it is done.
+    A journal is followed where it now is, never outside its folder (utils/journal.py: a folder
+    moved or copied since); one that cannot be is refused (HarnessError naming `writer`)."""
     with stops_held():
-        return _finish(place, on_published)
+        return _finish(place, on_published, writer)
 
 
-def _finish(place: Path, on_published: Optional[Callable[[list[Path], list[Path]], None]]) -> bool:
+def _finish(place: Path, on_published: Optional[Callable[[list[Path], list[Path]], None]], writer: str) -> bool:
     journal = journal_file(place)
     try:
-        plan = json.loads(journal.read_text(encoding="utf-8"))
-    except (FileNotFoundError, NotADirectoryError):  # (no journal; a place under a file is refused elsewhere)
+        plan = read_plan(journal, staging_folder(place), writer)
+    except FileNotFoundError:  # (no journal; a place under a file is refused elsewhere)
         return False
-    except (OSError, ValueError):
-        plan = None  # torn or damaged: atomic writes never leave one, so it is not ours to follow
-    if not (isinstance(plan, dict) and isinstance(plan.get("moves"), list) and isinstance(plan.get("removes"), list)):
-        plan = None
-    if plan is not None:
-        targets = [Path(t) for _, t in plan["moves"]]
-        for staged, target in plan["moves"]:
-            if Path(staged).is_file():
-                _move(Path(staged), Path(target))
-                write_point("published", Path(target))
-        removed = [Path(p) for p in plan["removes"]]
+    if plan is not None:  # (None: damaged, not ours to follow)
+        moves, removed = plan
+        targets = [target for _, target in moves]
+        for staged, target in moves:
+            if staged.is_file():
+                _move(staged, target)
+                write_point("published", target)
         for path in removed:
             if path.is_file() or path.is_symlink():
                 path.unlink()
@@ -161,7 +163,7 @@ def settle(place: Path, reader: str, writer: str, lock_folder: Optional[Path] = 
             f"({place.parent} is not writable here): run the same {writer} command where it can write, or ask "
             f"the folder's owner to"
         )
-    finish_publishing(place)
+    finish_publishing(place, writer=writer)
     log(f"{reader}: completed {place}, which a stopped {writer} had left half published")
     return True
 
@@ -236,19 +238,20 @@ class OutputSet:
     def publish(self, drops: Iterable[Path] = (), targets: Optional[dict[Path, Path]] = None) -> list[Path]:
         """Publish every file written in the staging folder; `drops`: files of the earlier set that
         the new one does not have (removed at the same moment). `targets` maps a staged file to a
-        place other than its mirror (a link's resolved target). Returns the published paths."""
+        place other than its mirror (a link's resolved target: one outside the folder is followed only
+        where the journal was written, utils/journal.py). Returns the published paths."""
         targets = targets or {}
         moves = []
         for staged in sorted(p for p in self.staging.rglob("*") if p.is_file()):
             target = targets.get(staged) or self.place.parent / staged.relative_to(self.staging)
             with open(staged, "rb") as f:
                 os.fsync(f.fileno())  # on disk before the journal points at it
-            moves.append((str(staged), str(target)))
-        published = {Path(t) for _, t in moves}
-        journal = {"moves": moves, "removes": sorted(str(p) for p in drops if Path(p) not in published)}
+            moves.append((staged, Path(target)))
+        published = {t for _, t in moves}
+        journal = journal_text(self.place.parent, moves, [Path(p) for p in drops if Path(p) not in published])
         with stops_held():  # from the journal on, a stop waits until the set is published
-            atomic_write_text(journal_file(self.place), json.dumps(journal, indent=1) + "\n")
-            _finish(self.place, self.on_published)
+            atomic_write_text(journal_file(self.place), journal)
+            _finish(self.place, self.on_published, "its command")
         return sorted(published)
 
 

@@ -21,7 +21,8 @@ import pytest
 from helpers import copy_of, scored_and_sinusoidal
 from in_process import run_in_process
 
-from utils.publish import journal_file, pending_in
+from utils.journal import read_plan
+from utils.publish import journal_file, pending_in, staging_folder
 from utils.run_folder import JOURNAL_SUFFIX
 
 TIMINGS = ("translate_seconds", "sentences_per_second", "seconds")
@@ -127,15 +128,14 @@ def as_published(folder: Path, view: Path, names: str = "*") -> Path:
             (view / path.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, view / path.relative_to(folder))
     place = folder if names == "*" else folder / names.rstrip("*")
-    journal = journal_file(place)
-    if journal.exists():
-        plan = json.loads(journal.read_text())
-        for staged, target in plan["moves"]:
-            if Path(staged).exists():
-                (view / Path(target).relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(staged, view / Path(target).relative_to(folder))
-        for dropped in plan["removes"]:
-            (view / Path(dropped).relative_to(folder)).unlink(missing_ok=True)
+    if journal_file(place).exists():
+        moves, removes = read_plan(journal_file(place), staging_folder(place), "its command")
+        for staged, target in moves:
+            if staged.exists():
+                (view / target.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(staged, view / target.relative_to(folder))
+        for dropped in removes:
+            (view / dropped.relative_to(folder)).unlink(missing_ok=True)
     return view
 
 
