@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.code_measures import import_circles, module_imports
+from tools.code_measures import import_circles, literals, module_imports
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("train", "test", "inference", "visualize", "compare", "sweep", "average", "export")
@@ -218,18 +218,7 @@ def literal_spellings(root: Path, names: set[str], owner: str = "utils/run_files
         if relative.startswith(("tests/", ".venv/")) or relative == owner:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        prose = set()
-        for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-                prose.add(id(body[0].value))  # a docstring
-            if isinstance(node, ast.JoinedStr):
-                prose.update(id(part) for part in ast.walk(node))
-        found += [
-            f"{relative}:{n.lineno} {n.value}"
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and n.value in names and id(n) not in prose
-        ]
+        found += [f"{relative}:{line} {value}" for line, value in literals(tree, names)]
     return found
 
 

@@ -26,8 +26,12 @@ each .py file under a package, function bodies included, by its shape only (no t
   followed, and a module importing itself is no arrow. "Between packages": the arrows whose target is
   in another top-level package;
 - circles (total only): strongly connected components of the import graph with more than one module;
+- floors (total only): the longest chain of imports, in modules (one importing no project module: 1);
 - importlib calls: calls through `importlib` (`importlib.import_module(...)`, `importlib.util...`, or
   a name imported from importlib): modules loaded by name, arrows the import graph does not see.
+
+tools/study_measures.py counts, with these helpers, the figures of study/ that issue 76 names (stage
+back-edges, file access by layer, text parsed back, identity literals, design branches, ...).
 """
 
 from __future__ import annotations
@@ -122,6 +126,20 @@ def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return circles
 
 
+def floors(graph: dict[str, set[str]]) -> int:
+    """The longest chain of imports, in modules (a graph with a circle has none: 0)."""
+    if import_circles(graph):
+        return 0
+    depth: dict[str, int] = {}
+
+    def floor(v: str) -> int:
+        if v not in depth:
+            depth[v] = 1 + max((floor(w) for w in graph[v] if w in graph), default=0)
+        return depth[v]
+
+    return max((floor(v) for v in graph), default=0)
+
+
 def dotted(node: ast.AST) -> str:
     """'a.b.c' of a name or an attribute chain on one ('' for anything else)."""
     if isinstance(node, ast.Name):
@@ -133,6 +151,25 @@ def dotted(node: ast.AST) -> str:
 
 def is_str(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def prose(tree: ast.Module) -> set[int]:
+    """The ids of the docstrings' and f-strings' constants: prose, not a name in use."""
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and is_str(body[0].value):
+            found.add(id(body[0].value))
+        if isinstance(node, ast.JoinedStr):
+            found.update(id(part) for part in ast.walk(node))
+    return found
+
+
+def literals(tree: ast.Module, names: set[str], skip: set[int] = frozenset()) -> list[tuple[int, str]]:
+    """(line, value) of each str constant that is one of `names`, not prose and not in `skip`."""
+    skip = prose(tree) | set(skip)
+    found = [n for n in ast.walk(tree) if is_str(n) and n.value in names and id(n) not in skip]
+    return [(n.lineno, n.value) for n in sorted(found, key=lambda n: (n.lineno, n.col_offset))]
 
 
 def dict_typed(node: ast.AST) -> bool:
@@ -178,9 +215,24 @@ def keyed_writes(tree: ast.Module) -> list[tuple[int, str]]:
     return found
 
 
+def keyed_reads(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, what) of each string-keyed read: `x["k"]` read (not `Literal["a"]`), `.get("k")`."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and is_str(node.slice) and isinstance(node.ctx, ast.Load):
+            if dotted(node.value).rsplit(".", 1)[-1] != "Literal":
+                found.append((node.lineno, f"[{node.slice.value!r}]"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            if node.args and is_str(node.args[0]):
+                found.append((node.lineno, f".get({node.args[0].value!r})"))
+    return found
+
+
 def module_figures(tree: ast.Module) -> Counter:
     """The per-module figures (the module docstring's list) of one parsed module."""
-    figures = Counter()
+    reads = keyed_reads(tree)
+    figures = Counter(subscript_reads=sum(not w.startswith(".") for _, w in reads))
+    figures["get_reads"] = len(reads) - figures["subscript_reads"]
     importlib_roots = {"importlib"} | {
         alias.asname or alias.name
         for n in ast.walk(tree)
@@ -189,19 +241,22 @@ def module_figures(tree: ast.Module) -> Counter:
     }
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and is_str(node.slice):
-            literal_type = dotted(node.value).rsplit(".", 1)[-1] == "Literal"
-            figures["subscript_reads"] += isinstance(node.ctx, ast.Load) and not literal_type
             figures["string_key_writes"] += isinstance(node.ctx, ast.Store)
         elif isinstance(node, ast.Call):
             method = node.func.attr if isinstance(node.func, ast.Attribute) else None
             keyed = bool(node.args) and is_str(node.args[0])
-            figures["get_reads"] += method == "get" and keyed
             figures["string_key_writes"] += method == "setdefault" and keyed
             figures["update_calls"] += method == "update"
             figures["importlib_calls"] += dotted(node.func).split(".")[0] in importlib_roots
     figures["dict_signatures"] = len(dict_signatures(tree))
     figures["string_keyed_reads"] = figures["subscript_reads"] + figures["get_reads"]
     return figures
+
+
+def commit_of(root: Path) -> str | None:
+    """The short hash of the checkout's HEAD (None outside a git checkout)."""
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return commit.stdout.strip() or None
 
 
 def measure(root: Path) -> dict:
@@ -219,12 +274,11 @@ def measure(root: Path) -> dict:
     for row in rows.values():
         total.update(row)
     circles = import_circles(graph)
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return {
         "root": str(root),
-        "commit": commit.stdout.strip() or None,
+        "commit": commit_of(root),
         "packages": {package: dict(row) for package, row in rows.items()},
-        "total": {**total, "circles": len(circles)},
+        "total": {**total, "circles": len(circles), "floors": floors(graph)},
         "circles": circles,
     }
 
@@ -238,8 +292,8 @@ def markdown(figures: dict) -> str:
     lines.append("")
     lines.append(
         f"Import graph at {figures['commit'] or figures['root']}: {total['modules']} modules, {total['arrows']} arrows "
-        f"({total['arrows_between_packages']} between packages), {total['circles']} circles"
-        + "".join(f"\n- circle: {' -> '.join(c)}" for c in figures["circles"])
+        f"({total['arrows_between_packages']} between packages), {total['circles']} circles, "
+        f"{total['floors']} floors" + "".join(f"\n- circle: {' -> '.join(c)}" for c in figures["circles"])
     )
     return "\n".join(lines)
 
