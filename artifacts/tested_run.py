@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from artifacts.checkpoint import checkpoint_step
-from settings.config import flatten
+from settings.config import flatten, load_config
 from settings.key_roles import refused_on_resume
 from utils import run_files
+from utils.errors import HarnessError
 from utils.metrics import METRIC_SIGN
 from utils.runtime import JsonlLogger
 from utils.stored_files import read_text
@@ -36,39 +37,47 @@ def best_validation(valid: Sequence[JsonObject], metric: str) -> Optional[JsonOb
     return max(scored, key=lambda r: sign * r[metric]) if scored else valid[-1]
 
 
+def tested_step(scores: JsonObject, folder: str) -> Optional[int]:
+    """The training step of the checkpoint the test in the run's <folder>/ scored as the run's best
+    (best_* or its last_* where none was scored yet); None for a checkpoint chosen by name (tested into
+    test_<its name>/, an averaged one, an export): no later training makes that test stale."""
+    checkpoint = scores.get("checkpoint")
+    if not isinstance(checkpoint, str) or folder == f"test_{Path(checkpoint).stem}":
+        return None
+    return checkpoint_step(Path(checkpoint)) if Path(checkpoint).name.startswith(("best_", "last_")) else None
+
+
 def stale_test(scores: JsonObject, records: Sequence[JsonObject], metric: str, folder: str) -> Optional[str]:
     """Why the test whose scores.json is `scores` (in the run's folder `folder`: test, test_<name>)
     is stale, by the run's metrics.jsonl `records` (JsonlLogger.history) and its checkpoint_metric:
     it scored the checkpoint of step s, and a validation after s is better, so training kept a new
-    best. None when current, or when the test scored a checkpoint chosen by name (test_<its name>/,
-    an averaged one, an export)."""
-    checkpoint = scores.get("checkpoint")
-    if not isinstance(checkpoint, str) or folder == f"test_{Path(checkpoint).stem}":
-        return None
-    tested = checkpoint_step(Path(checkpoint))
-    if tested is None or not Path(checkpoint).name.startswith(("best_", "last_")):
-        return None
+    best. None when current, or not judged (`tested_step`)."""
+    tested = tested_step(scores, folder)
     valid = [r for r in records if r.get("event") == "valid" and isinstance(r.get("step"), int)]
     best = best_validation(valid, metric)
-    if best is None or best["step"] <= tested:
+    if tested is None or best is None or best["step"] <= tested:
         return None
     end = next((r for r in reversed(records) if r.get("event") == "end"), {})
     return (
-        f"{folder}/ scored the checkpoint of step {tested} ({Path(checkpoint).name}), but training went on"
+        f"{folder}/ scored the checkpoint of step {tested} ({Path(scores['checkpoint']).name}), but training went on"
         + (f" to step {end['step']}" if isinstance(end.get("step"), int) else "")
         + f" and its best checkpoint is now the one of step {best['step']} (by {metric})"
     )
 
 
-def run_stale_test(run_dir: Path, folder: str, metric: str) -> Optional[str]:
-    """`stale_test` of the run folder's <folder>/ (plain or archived), its records read here; None
-    where they do not read (their readers name a damaged file)."""
+def run_stale_test(run_dir: Path, folder: str, metric: Optional[str] = None) -> Optional[str]:
+    """`stale_test` of the run folder's <folder>/ (plain or archived), its records read here (and its
+    checkpoint_metric from config.yaml, unless given, where there is a step to judge); None where
+    they do not read (their readers name a damaged file)."""
     try:
         scores = json.loads(read_text(run_dir / folder / run_files.SCORES) or "{}")
+        if not isinstance(scores, dict) or tested_step(scores, folder) is None:
+            return None
         records = JsonlLogger(run_dir / run_files.METRICS).history()
-    except (ValueError, OSError):
+        metric = metric or load_config(run_dir / run_files.CONFIG).training.checkpoint_metric
+    except (ValueError, OSError, HarnessError):
         return None
-    return stale_test(scores, records, metric, folder) if isinstance(scores, dict) else None
+    return stale_test(scores, records, metric, folder)
 
 
 def untrained_changes(trained: JsonObject, recorded: JsonObject) -> list[tuple[str, Any, Any]]:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from artifacts.tested_run import run_stale_test
-from settings.config import load_config
 from study.records import RunRecord, Stats
 from utils import run_files
 from utils.errors import HarnessError
@@ -38,9 +37,8 @@ def stale_note(runs: Sequence[RunRecord]) -> list[str]:
 def refuse_stale_tests(run_dir: Path, folders: Sequence[Path], reader: str) -> None:
     """HarnessError naming the first of the run's test `folders` whose test is stale (artifacts/tested_run.py)
     and the test.py command that re-tests it, for a `reader` that must not keep it (tools/archive.py pack)."""
-    metric = load_config(run_dir / run_files.CONFIG).training.checkpoint_metric
     for folder in folders:
-        why = run_stale_test(run_dir, folder.name, metric)
+        why = run_stale_test(run_dir, folder.name)
         if why:
             raise HarnessError(f"{run_dir}: {why}: {reader} keeps only current tests; {retest_hint(folder)}")
 
