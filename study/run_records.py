@@ -30,7 +30,7 @@ from study.records import (
     frozen_map,
 )
 from study.run_outputs import output_lines
-from study.run_stats import STALE_MARK, retest_hint, training_minutes
+from study.run_stats import retest_hint, stale_note, training_minutes
 from utils import run_files
 from utils.errors import HarnessError
 from utils.metrics import HEADLINE, METRICS
@@ -134,7 +134,9 @@ def check_tested_model(run_dir: Path, test_dir: str, scores: JsonObject, cfg: Ex
     """A run is the model its test scored: config.yaml (editable) must state what <test>/scores.json
     records of it (its encoding, its model settings), else the row would be labelled and grouped as
     another model. CompareError naming the file and the first key that differs."""
-    for key, tested, said in untrained_changes(recorded_model(scores), to_dict(cfg))[:1]:
+    changed = untrained_changes(recorded_model(scores), to_dict(cfg))
+    if changed:
+        key, tested, said = changed[0]
         raise CompareError(
             f"{run_dir / run_files.CONFIG}: {key} is {said!r}, but {run_dir / test_dir / run_files.SCORES} records "
             f"{tested!r} (the model trained and tested): restore config.yaml to what the run was trained with"
@@ -166,13 +168,8 @@ def read_runs(patterns: Sequence[str]) -> list[RunRecord]:
                 rows += [summarise_run(path, config, variant) for variant in run_variants(path, config)]
     for line in skipped:
         print(f"note: compare.py skipped {line}", file=sys.stderr)
-    for row in rows:  # a stale test's figures are marked in the tables and kept out of the paired tests
-        if row.stale_test:
-            print(
-                f"note: {row.run}: {row.stale_test}: its test figures are marked {STALE_MARK} and left out of the "
-                f"paired tests and findings; {retest_hint(row.test_dir)}",
-                file=sys.stderr,
-            )
+    for line in stale_note(rows):  # a stale test: marked in the tables, kept out of the paired tests
+        print(f"note: {line}", file=sys.stderr)
     for row in rows:  # an untested run's row has empty test columns: said, not left to be noticed
         if not row.variant and not stored_exists(Path(row.test_dir) / run_files.SCORES):
             print(

@@ -25,10 +25,11 @@ STALE_MARK = "§"  # a row holding a stale test (artifacts/tested_run.py), said 
 
 
 def stale_note(runs: Sequence[RunRecord]) -> list[str]:
-    """The lines under a table naming each run whose test is stale and the command that re-tests it."""
+    """The lines under a table (and compare.py's notes) naming each run whose test is stale and the
+    command that re-tests it."""
     return [
-        f"{STALE_MARK} `{r.name}`: {r.stale_test}: its test figures are left out of the paired tests "
-        f"and findings; {retest_hint(test_folder(r))}."
+        f"{STALE_MARK} `{r.name}`: {r.stale_test}: its test figures are left out of the paired "
+        f"tests and findings; {retest_hint(test_folder(r))}."
         for r in runs
         if r.stale_test
     ]
