@@ -14,10 +14,10 @@ from artifacts.export import CONFIG, WEIGHTS, is_export
 from artifacts.export_reading import check_export_files, export_tokenizer, read_export_config, reexport_hint
 from artifacts.lookup import ModelSource, run_dir_of_checkpoint
 from artifacts.test_time import check_model_matches, test_time_config
+from artifacts.tested_run import untrained_changes
 from decoding.backend import DecodingBackend, HarnessDecoder
 from decoding.ctranslate2_backend import CTranslate2Model
-from settings.config import ConfigError, ExperimentConfig, Override, flatten, load_config, parse_override
-from settings.key_roles import refused_on_resume
+from settings.config import ConfigError, ExperimentConfig, Override, load_config, parse_override
 from settings.yaml_files import read_yaml
 from utils import run_files
 from utils.publish import settle
@@ -173,13 +173,9 @@ def check_checkpoint_of_run(path: str | Path, saved: dict) -> None:
     if path.is_dir() or not is_run_folder(run_dir):  # a loose checkpoint beside a user's own config.yaml
         return
     run_config = run_dir / run_files.CONFIG
-    trained, recorded = flatten(saved), flatten(read_yaml(run_config))
-    both = set(trained) & set(recorded)  # a key only one names: written by another release, not another run
-    diff, refused, _ = refused_on_resume(
-        {k: trained[k] for k in both}, {k: recorded[k] for k in both}, trained.get("model.positional.name")
-    )
+    refused = untrained_changes(saved, read_yaml(run_config))
     if refused:
-        details = "; ".join(f"{k}: {diff[k][0]!r} -> {diff[k][1]!r}" for k in refused[:6])
+        details = "; ".join(f"{k}: {old!r} -> {new!r}" for k, old, new in refused[:6])
         raise CheckpointError(
             f"{path} is not a checkpoint of the run {run_config.parent}: it was trained with other "
             f"experiment settings than {run_config} has (checkpoint -> config.yaml: {details}"

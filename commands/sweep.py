@@ -29,7 +29,8 @@ rather than submitting them twice. submitit's logs go to <sweep folder>/submitit
 id>_* (sweep folder: the folder of --output, else --runs_root, else runs/).
 
 Under every launcher, a sweep never deletes a run. A run that trained to its end and has
-test/scores.json is skipped; one with a last checkpoint is resumed (training continues if it is not
+test/scores.json is skipped (tested again where its test is stale: training went on to a better
+checkpoint since, artifacts/tested_run.py); one with a last checkpoint is resumed (training continues if it is not
 finished, e.g. after a Ctrl-C), then tested; one that kept only best checkpoints is tested as it is;
 one that never saved a checkpoint starts again. A run folder holding files that are not the
 harness's, or a run of another configuration (its config.yaml differs in experiment keys), is

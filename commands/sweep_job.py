@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 
 import submitit
 
+from artifacts.tested_run import run_stale_test
 from commands.cli import EXIT_INTERRUPTED, describe_failure
 from commands.test import run_test
 from commands.test_request import TestRequest
@@ -139,6 +140,9 @@ def triage(config: str, cfg) -> tuple[str, str]:
                 f"{run_dir} finished training with other settings than this sweep's ({trained_otherwise}): "
                 f"give this sweep another --runs_root, or start that run over"
             )
+        stale = run_stale_test(run_dir, "test", cfg.training.checkpoint_metric)
+        if stale:  # trained further after its test (train.py --run): the test is of an earlier best
+            return "test", f"{run_dir}: {stale}: tested again"
         tested_otherwise = test_changes(run_dir, cfg)
         if tested_otherwise:
             return "test", f"{run_dir} was scored with other test-time settings ({tested_otherwise}): tested again"
@@ -224,10 +228,15 @@ def score_variants(run_dir: Path, variants: Sequence[tuple[str, list[str]]], ove
             continue
         if stored_exists(out / run_files.SCORES):
             changed = test_changes(run_dir, cfg, out.name)
-            if not changed:
+            stale = run_stale_test(run_dir, out.name, cfg.training.checkpoint_metric)
+            if not changed and not stale:
                 log(f"sweep: {out} is scored: skipped")
                 continue
-            log(f"sweep: {out} was scored with other test-time settings ({changed}): tested again")
+            log(
+                f"sweep: {run_dir}: {stale}: tested again"
+                if stale
+                else f"sweep: {out} was scored with other test-time settings ({changed}): tested again"
+            )
         log(f"sweep: testing {run_dir} as variant {name} ({' '.join(variant)})")
         rc = run_test(TestRequest(run=str(run_dir), overrides=wanted, output=str(out), overwrite=True))
         if rc:

@@ -301,6 +301,7 @@ def score_and_write(
             split=test_set.get("split"),
             checkpoint=str(ckpt),
             positional=cfg.model.positional.name,
+            model=to_dict(cfg.model),  # what was trained (and tested): readers hold config.yaml against it
             decoding=to_dict(cfg.decoding),
             test_time_overrides=test_time_settings(args.overrides),
         )

@@ -146,9 +146,9 @@ def compare_degradation(
 
 def _pairs(group: Configuration, baseline: Configuration, has: Callable[[RunRecord], bool]) -> list[Pair]:
     """(run, baseline run) of every seed both configurations ran with outputs for this comparison,
-    one pair per seed (a seed run twice counts once: its first run)."""
-    base = _first_by_seed(r for r in baseline.runs if r.seed is not None and has(r))
-    mine = _first_by_seed(r for r in group.runs if r.seed in base and has(r))
+    one pair per seed (a seed run twice counts once: its first run; a stale test is none)."""
+    base = _first_by_seed(r for r in baseline.runs if r.seed is not None and not r.stale_test and has(r))
+    mine = _first_by_seed(r for r in group.runs if r.seed in base and not r.stale_test and has(r))
     return [(r, base[seed]) for seed, r in mine.items()]
 
 

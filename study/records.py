@@ -135,6 +135,7 @@ class RunRecord:
     by_source_length: tuple[SourceBucket, ...] = ()
     concat: Mapping[int, KScore] = field(default_factory=_empty)
     teacher_forced: Optional[RunTeacherForced] = None
+    stale_test: str = ""  # why its test scored a checkpoint no longer its best (artifacts/tested_run.py)
 
     def value(self, column: str) -> Any:
         """A numeric column of the main table (study/summary_tables.numeric_columns) or a score."""

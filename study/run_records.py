@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+from artifacts.tested_run import best_validation, recorded_model, stale_test, untrained_changes
 from evaluation.teacher_forced import pool_nll
 from settings.config import ExperimentConfig, Override, flatten, load_config, to_dict
 from settings.key_roles import configuration_settings
@@ -29,10 +30,10 @@ from study.records import (
     frozen_map,
 )
 from study.run_outputs import output_lines
-from study.run_stats import retest_hint, training_minutes
+from study.run_stats import retest_hint, stale_note, training_minutes
 from utils import run_files
 from utils.errors import HarnessError
-from utils.metrics import HEADLINE, METRIC_SIGN, METRICS
+from utils.metrics import HEADLINE, METRICS
 from utils.provenance import run_provenance
 from utils.publish import settle_run
 from utils.runtime import JsonlLogger
@@ -54,15 +55,6 @@ def experiment_settings(config: Mapping[str, Any]) -> Mapping[str, Any]:
     """A run's resolved config (nested, as config.yaml holds it; flattened) without the keys that do
     not tell configurations apart: its seed, name, folder and how it ran (settings/key_roles.py)."""
     return configuration_settings(flatten(config), config.get("model", {}).get("positional", {}).get("name"))
-
-
-def best_validation(valid: Sequence[JsonObject], metric: str) -> Optional[JsonObject]:
-    """The validation record the run's best checkpoint was chosen by (its finite best by `metric`)."""
-    if not valid:
-        return None
-    sign = METRIC_SIGN[metric]
-    scored = [r for r in valid if r.get(metric) is not None and math.isfinite(r[metric])]
-    return max(scored, key=lambda r: sign * r[metric]) if scored else valid[-1]
 
 
 def read_scores(run_dir: Path, test_dir: str) -> JsonObject:
@@ -108,6 +100,7 @@ def summarise_run(
     if settings:
         name += " [" + ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in settings.items()) + "]"
     scores = read_scores(run_dir, test_dir)
+    check_tested_model(run_dir, test_dir, scores, cfg)
     decoding = scores.get("decoding")  # runs decoded differently are different configurations
     resolved = {**to_dict(cfg), **({"decoding": decoding} if isinstance(decoding, dict) else {})}
     return RunRecord(
@@ -133,7 +126,21 @@ def summarise_run(
         by_source_length=tuple(source_bucket(b) for b in scores.get("by_source_length") or ()),
         concat=frozen_map((c["k"], KScore(c.get(HEADLINE), c.get("length_ratio"))) for c in scores.get("concat") or ()),
         teacher_forced=run_teacher_forced(scores.get("teacher_forced")),
+        stale_test=stale_test(scores, records, cfg.training.checkpoint_metric, test_dir) or "",
     )
+
+
+def check_tested_model(run_dir: Path, test_dir: str, scores: JsonObject, cfg: ExperimentConfig) -> None:
+    """A run is the model its test scored: config.yaml (editable) must state what <test>/scores.json
+    records of it (its encoding, its model settings), else the row would be labelled and grouped as
+    another model. CompareError naming the file and the first key that differs."""
+    changed = untrained_changes(recorded_model(scores), to_dict(cfg))
+    if changed:
+        key, tested, said = changed[0]
+        raise CompareError(
+            f"{run_dir / run_files.CONFIG}: {key} is {said!r}, but {run_dir / test_dir / run_files.SCORES} records "
+            f"{tested!r} (the model trained and tested): restore config.yaml to what the run was trained with"
+        )
 
 
 def source_bucket(b: JsonObject) -> SourceBucket:
@@ -161,6 +168,8 @@ def read_runs(patterns: Sequence[str]) -> list[RunRecord]:
                 rows += [summarise_run(path, config, variant) for variant in run_variants(path, config)]
     for line in skipped:
         print(f"note: compare.py skipped {line}", file=sys.stderr)
+    for line in stale_note(rows):  # a stale test: marked in the tables, kept out of the paired tests
+        print(f"note: {line}", file=sys.stderr)
     for row in rows:  # an untested run's row has empty test columns: said, not left to be noticed
         if not row.variant and not stored_exists(Path(row.test_dir) / run_files.SCORES):
             print(

@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from artifacts.tested_run import run_stale_test
 from study.records import RunRecord, Stats
 from utils import run_files
 from utils.errors import HarnessError
@@ -18,6 +19,29 @@ def test_folder(run: RunRecord) -> Path:
     """Where a compared run's test outputs are: <run>/test/, or <run>/test_<name>/ for a variant
     (the same trained run tested with other test-time settings)."""
     return Path(run.test_dir or Path(run.run) / "test")
+
+
+STALE_MARK = "§"  # a row holding a stale test (artifacts/tested_run.py), said under the table
+
+
+def stale_note(runs: Sequence[RunRecord]) -> list[str]:
+    """The lines under a table (and compare.py's notes) naming each run whose test is stale and the
+    command that re-tests it."""
+    return [
+        f"{STALE_MARK} `{r.name}`: {r.stale_test}: its test figures are left out of the paired "
+        f"tests and findings; {retest_hint(test_folder(r))}."
+        for r in runs
+        if r.stale_test
+    ]
+
+
+def refuse_stale_tests(run_dir: Path, folders: Sequence[Path], reader: str) -> None:
+    """HarnessError naming the first of the run's test `folders` whose test is stale (artifacts/tested_run.py)
+    and the test.py command that re-tests it, for a `reader` that must not keep it (tools/archive.py pack)."""
+    for folder in folders:
+        why = run_stale_test(run_dir, folder.name)
+        if why:
+            raise HarnessError(f"{run_dir}: {why}: {reader} keeps only current tests; {retest_hint(folder)}")
 
 
 def retest_hint(path: str | Path) -> str:
@@ -65,9 +89,11 @@ def seed_wins(
     """(wins, pairs): over the seeds `runs` share with `baseline_runs`, how many of its runs score
     more than `margin` (the tie margin) above the baseline's run with the same seed (None when no
     scored seed is shared)."""
-    base = {r.seed: score(r) for r in baseline_runs if r.seed is not None}
+    base = {r.seed: score(r) for r in baseline_runs if r.seed is not None and not r.stale_test}
     pairs = [
-        (score(r), base[r.seed]) for r in runs if r.seed in base and score(r) is not None and base[r.seed] is not None
+        (score(r), base[r.seed])
+        for r in runs
+        if r.seed in base and not r.stale_test and score(r) is not None and base[r.seed] is not None
     ]
     return (sum(a - b > margin for a, b in pairs), len(pairs)) if pairs else None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Mapping, Optional, Sequence
 
 from study.records import Configuration, Stats
+from study.run_stats import STALE_MARK, stale_note
 from study.seed_provenance import mark_label, spans_note
 from study.wording import format_p
 from utils.metrics import HEADLINE, METRICS, metric_digits
@@ -103,7 +104,7 @@ def markdown_table(
         titles.insert(at, TF_COLUMN)
     lines = ["| " + " | ".join(titles) + " |", "|" + "|".join("---" for _ in titles) + "|"]
     for g in groups:
-        cells = [mark_label(g), g.encoding, str(g.n)]
+        cells = [mark_label(g) + (f" {STALE_MARK}" if any(r.stale_test for r in g.runs) else ""), g.encoding, str(g.n)]
         cells += [
             cell(k, g.mean(k), g.std(k)) + ("†" if g.variant and k in TRAINING else "") for k in numeric_columns()
         ]
@@ -120,6 +121,7 @@ def markdown_table(
             "those test-time settings)."
         )
     lines += spans_note(groups)
+    lines += stale_note(runs)
     if any(g.n > 1 for g in groups):
         lines.append("Figures are mean ± sample standard deviation over a configuration's seeds (`seeds`).")
     if baseline is not None and any(g.p_value is not None for g in groups):

@@ -111,18 +111,29 @@ def copy_of(run_dir: Path, target: Path) -> Path:
 def scored_and_sinusoidal(trained_run: Path, folder: Path) -> tuple[Path, Path]:
     """`trained_run` scored once by test.py (no teacher-forced diagnostic: cheaper), and a copy of it
     in `folder` whose config.yaml says sinusoidal: two configurations compare.py pairs sentence by sentence."""
-    import re
 
     from in_process import run_in_process
 
     proc = run_in_process(["test.py", "--run", str(trained_run), "--set", "evaluation.teacher_forced=false"])
     assert proc.returncode == 0, proc.stderr[-2000:]
-    other = copy_of(trained_run, folder / "sinusoidal")
-    config = other / "config.yaml"
-    text = re.sub(r"(  positional:\n)(    .*\n)+", r"\1    name: sinusoidal\n", config.read_text())
-    assert "name: sinusoidal" in text
+    return trained_run, relabelled(copy_of(trained_run, folder / "sinusoidal"))
+
+
+def relabelled(run_dir: Path, encoding: str = "sinusoidal") -> Path:
+    """A tested run made to stand for another encoding: its config.yaml and what each of its tests
+    recorded of the model (scores.json: compare.py refuses a config.yaml that says otherwise)."""
+    import re
+
+    config = run_dir / "config.yaml"
+    text = re.sub(r"(  positional:\n)(    .*\n)+", rf"\1    name: {encoding}\n", config.read_text())
+    assert f"name: {encoding}" in text
     config.write_text(text)
-    return trained_run, other
+    for path in run_dir.glob("test*/scores.json"):
+        scores = json.loads(path.read_text())
+        scores["positional"] = encoding
+        scores.get("model", {})["positional"] = {"name": encoding}
+        path.write_text(json.dumps(scores, indent=2) + "\n")
+    return run_dir
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

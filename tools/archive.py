@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from commands.cli import main_guard  # noqa: E402
+from study.run_stats import refuse_stale_tests  # noqa: E402
 from utils import run_files  # noqa: E402
 from utils.errors import HarnessError  # noqa: E402
 from utils.files import atomic_output  # noqa: E402
@@ -283,6 +284,7 @@ def pack(sources: list[Path], results: Path, runs_root: Optional[Path]) -> None:
         for run in runs:
             if not tested_folders(run):
                 continue
+            refuse_stale_tests(run, tested_folders(run), "tools/archive.py pack")  # (its checkpoints stay behind)
             target = run if runs_root is None else results / _under(run, runs_root)
             before = _tree_size(target)
             size = pack_run(run, target)

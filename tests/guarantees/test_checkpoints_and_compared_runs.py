@@ -71,6 +71,36 @@ def test_a_checkpoint_of_another_experiment_is_refused_in_a_run(sinusoidal_run: 
     assert not (tmp_path / "e").exists() and not (tmp_path / "a.pt").exists()
 
 
+@pytest.mark.parametrize("recorded", ["model", "encoding only"])
+def test_compare_reads_a_run_as_the_model_its_test_scored_not_an_edited_config(
+    tested_run: Path, tmp_path: Path, recorded: str
+) -> None:
+    """Issue 75, case 5: config.yaml is editable, scores.json records the model test.py scored (its
+    settings; a test written before they were recorded, its encoding): compare.py refuses a
+    config.yaml that says another encoding or model setting, in one line naming the file and key,
+    for a run with its checkpoints or archived without them."""
+    run_dir = copy_of(tested_run, tmp_path / "rope")
+    shutil.rmtree(run_dir / "checkpoints")  # as archived: the test's own record is what is left
+    scores_path = run_dir / "test" / "scores.json"
+    scores = json.loads(scores_path.read_text())
+    assert scores["model"]["positional"]["name"] == "rope" and scores["model"]["d_model"] == 32
+    if recorded != "model":
+        del scores["model"]
+        scores_path.write_text(json.dumps(scores))
+    assert run(["compare.py", str(run_dir), "--no_significance"]).returncode == 0
+    config = run_dir / "config.yaml"
+    as_trained = config.read_text()
+    edits = {"model.positional.name": re.sub(r"(  positional:\n)(    .*\n)+", r"\1    name: none\n", as_trained)}
+    if recorded == "model":
+        edits["model.d_model"] = as_trained.replace("d_model: 32", "d_model: 64")
+    for key, text in edits.items():
+        assert text != as_trained
+        config.write_text(text)
+        message = one_error_line(run(["compare.py", str(run_dir), "--no_significance"]))
+        assert message.startswith(f"error: {config}: {key} is ") and str(scores_path) in message, message
+        assert "restore config.yaml" in message, message
+
+
 # ---- 2. compare.py: what it skipped, and a run given twice
 
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 from pathlib import Path
 
 import pytest
-from helpers import one_error_line, rewrite_test_output
+from helpers import one_error_line, relabelled, rewrite_test_output
 from in_process import run_in_process
 
 
@@ -30,10 +29,7 @@ def baseline(tested: Path, tmp_path_factory) -> Path:
     """A copy of the tested run labelled sinusoidal: compare.py reads both runs' files sentence by sentence."""
     other = tmp_path_factory.mktemp("files") / "sinusoidal"
     shutil.copytree(tested, other)
-    config = other / "config.yaml"
-    text = re.sub(r"(  positional:\n)(    .*\n)+", r"\1    name: sinusoidal\n", config.read_text())
-    config.write_text(text)
-    return other
+    return relabelled(other)
 
 
 def test_scores_record_every_file_test_py_wrote(tested: Path) -> None:

@@ -87,3 +87,42 @@ def test_a_new_test_replaces_every_file_of_the_earlier_one(trained_run: Path, tm
     assert sorted(json.loads((run / "test" / "scores.json").read_text())["files"]) == [
         p for p in left if "." in p and p != "scores.json"
     ]
+
+
+def test_a_test_left_stale_by_more_training_is_marked_refused_by_the_archive_and_retested(
+    trained_run: Path, tmp_path: Path
+) -> None:
+    """Issue 75, case 4: tested at step 6, then trained on to step 12 (`train.py --run`, a better
+    checkpoint kept): compare.py exits 0 but marks the row and names the test.py command that re-tests
+    it (on stderr and in summary.md); the archive refuses it in one line, creating nothing; a sweep
+    tests it again, after which the run reads current and packs."""
+    runs_root = tmp_path / "runs"
+    run = runs_root / "demo" / "rope"
+    shutil.copytree(trained_run, run)
+    shutil.rmtree(run / "test", ignore_errors=True)
+    assert run_in_process(["test.py", "--run", str(run), "--set", "evaluation.teacher_forced=false"]).returncode == 0
+    proc = run_in_process(["train.py", "--run", str(run), "--set", "training.max_steps=12"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    retest = f"python test.py --run {run} --overwrite"
+
+    summary = tmp_path / "summary"
+    proc = run_in_process(["compare.py", str(run), "--output", str(summary)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "test/ scored the checkpoint of step 6" in proc.stderr and retest in proc.stderr, proc.stderr[-2000:]
+    table = (tmp_path / "summary.md").read_text()
+    assert "| demo/rope §" in table or "rope §" in table, table
+    assert "§ `" in table and "test/ scored the checkpoint of step 6" in table and retest in table, table
+
+    results = tmp_path / "results"
+    pack = ["tools/archive.py", "pack", str(runs_root / "demo"), "--runs", str(runs_root), "--results", str(results)]
+    message = one_error_line(run_in_process(pack))
+    assert "test/ scored the checkpoint of step 6" in message and retest in message, message
+    assert not (results / "demo" / "rope").exists()
+
+    sets = [s for s in tiny_overrides(run, tmp_path / "cache", steps=12)[1::2] if not s.startswith("run_dir=")]
+    sets.append("evaluation.teacher_forced=false")  # as tested: only the stale checkpoint makes it test again
+    proc = run_in_process(["sweep.py", ROPE, "--runs_root", str(runs_root), *with_sets([], *sets)])
+    assert proc.returncode == 0 and "of step 6" in proc.stdout and "tested again" in proc.stdout, proc.stdout[-2000:]
+    proc = run_in_process(["compare.py", str(run)])
+    assert proc.returncode == 0 and "§" not in proc.stdout and "scored the checkpoint" not in proc.stderr
+    assert run_in_process(pack).returncode == 0

@@ -75,3 +75,24 @@ def test_a_row_is_found_by_table_configuration_and_comparison() -> None:
     assert find_row(findings, "test", "demo/rope", "k=4") is None
     assert find_row(findings, "concat", "demo/learnable", "k=4") is None
     assert find_row(findings, "buckets", "demo/rope", "k=4") is None
+
+
+def test_a_stale_test_is_left_out_of_the_paired_tests(tmp_path):
+    """A run whose test scored a checkpoint training has since bettered (RunRecord.stale_test,
+    artifacts/tested_run.py) is marked in the tables but paired with no baseline seed: its seed
+    counts in no comparison, as if untested, until test.py scores it again."""
+    from dataclasses import replace
+
+    from study.findings import compute_findings
+    from study.records import Configuration
+    from study.run_stats import seed_wins
+
+    rng = random.Random(5)
+    base = Configuration(tuple(nll_beyond_run(tmp_path, "s", s, 0.0, rng) for s in (1, 2, 3)), "length/sinusoidal")
+    runs = [nll_beyond_run(tmp_path, "a", s, 0.3, rng) for s in (1, 2, 3)]
+    runs[1] = replace(runs[1], stale_test="test/ scored the checkpoint of step 6, ...")
+    good = Configuration(tuple(runs), "length/alibi", "alibi")
+    (table,) = [t for t in compute_findings([base, good], base, n_samples=200).tables if t.name == "teacher_forced"]
+    (row,) = [r for r in table.rows if r.config == "length/alibi"]
+    assert len(row.differences) == 2  # seeds 1 and 3: seed 2's stale test is not compared
+    assert seed_wins(good.runs, base.runs, lambda r: 1.0) == (0, 2)

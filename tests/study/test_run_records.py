@@ -1,6 +1,6 @@
 """compare.py's runs read (study/run_records.py): a run's scores.json read with every
 registered metric checked to be a number (a damaged or hand-edited file is one line with the test.py
-command that rewrites it), and the validation record its best checkpoint was chosen by."""
+command that rewrites it)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from study.run_records import CompareError, best_validation, read_scores
+from study.run_records import CompareError, read_scores
 
 
 def scores_at(tmp_path: Path, text: str) -> Path:
@@ -34,15 +34,3 @@ def test_scores_are_read_and_their_metrics_checked(tmp_path: Path) -> None:
         with pytest.raises(CompareError) as error:
             read_scores(run, "test")
         assert says in str(error.value) and f"python test.py --run {run} --overwrite" in str(error.value)
-
-
-def test_the_best_validation_record_by_the_checkpoint_metric() -> None:
-    valid = [
-        {"step": 100, "valid_loss": 3.0, "valid_bleu": 10.0},
-        {"step": 200, "valid_loss": 2.5, "valid_bleu": 9.0},
-        {"step": 300, "valid_loss": float("nan"), "valid_bleu": None},
-    ]
-    assert best_validation(valid, "valid_loss")["step"] == 200  # lower is better
-    assert best_validation(valid, "valid_bleu")["step"] == 100  # higher is better
-    assert best_validation([], "valid_loss") is None
-    assert best_validation([{"step": 5, "valid_bleu": None}], "valid_bleu")["step"] == 5  # none scored: the last
