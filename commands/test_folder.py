@@ -63,6 +63,19 @@ def output_folder(args: TestRequest, ckpt: Path) -> tuple[Path, Optional[Path]]:
     return out_dir, run
 
 
+def same_checkpoint(recorded, ckpt: Path, out_dir: Path) -> bool:
+    """Whether scores.json's `checkpoint` (recorded as given) names `ckpt`. A test folder inside the
+    checkpoint's own run names it by its place in the run (checkpoints/<name>), so that a moved or
+    copied run still holds this test; a folder elsewhere may hold another run's test, so there the
+    path must match as given."""
+    if not isinstance(recorded, str):
+        return False
+    run = run_dir_of_checkpoint(ckpt).resolve()
+    if ckpt.parent.name == "checkpoints" and run in out_dir.resolve().parents:
+        return Path(recorded).parent.name == "checkpoints" and Path(recorded).name == ckpt.name
+    return recorded == str(ckpt)
+
+
 def same_test_done(args: TestRequest, cfg, ckpt: Path, test_set: dict, out_dir: Path) -> Optional[dict]:
     """The scores of the test in `out_dir` if it is this very request's (the checkpoint, test set,
     test-time settings and k's it would write), else None."""
@@ -73,7 +86,7 @@ def same_test_done(args: TestRequest, cfg, ckpt: Path, test_set: dict, out_dir: 
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
     same = (
         isinstance(scores, dict)
-        and scores.get("checkpoint") == str(ckpt)
+        and same_checkpoint(scores.get("checkpoint"), ckpt, out_dir)
         and scores.get("test_set") == test_set
         and scores.get("test_time_overrides") == test_time_settings(args.overrides)
         and [row.get("k") for row in scores.get("concat", [])] == sorted(set(concat))

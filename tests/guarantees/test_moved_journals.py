@@ -115,3 +115,19 @@ def test_a_moved_export_is_finished_where_it_now_is_or_refused(trained_run: Path
         assert f"completed {moved}, which a stopped export.py" in proc.stdout + proc.stderr
         assert comparable(moved, trained_run) == new and not journal_file(moved).exists()
         assert comparable(out, trained_run) != new and journal_file(out).exists()  # the original: untouched
+
+
+def test_a_moved_run_still_holds_its_test(retest: tuple, tmp_path: Path) -> None:
+    """`mv R R2; test.py --run R2`: the test R2 holds is this request's (scores.json names its checkpoint
+    by the path it was given, so a moved run used to ask for --overwrite); a test folder outside the run
+    (--output) still needs its checkpoint's path as given."""
+    tested, _ = retest
+    moved = copy_of(tested, tmp_path / "R2")
+    again = run_in_process(["test.py", "--run", str(moved), "--concat", "1", "--set", "decoding.strategy=greedy"])
+    assert again.returncode == 0 and "already holds this test" in again.stdout, again.stderr[-2000:]
+    outside = tmp_path / "outside"
+    shutil.copytree(moved / "test", outside)
+    elsewhere = run_in_process(
+        ["test.py", "--run", str(moved), "--concat", "1", "--set", "decoding.strategy=greedy", "--output", str(outside)]
+    )
+    assert elsewhere.returncode == 2 and "--overwrite" in elsewhere.stderr, elsewhere.stdout
