@@ -44,9 +44,11 @@ def killed_packs(tmp_path: Path, every: bool):
     assert in_forked_process([*pack, str(plain)]) == 0
     (plain / "demo" / "rope" / "test" / "scores.json.xz").unlink()
     (plain / "demo" / "rope" / "test" / "scores.json").write_text('{"bleu": 1}\n')
-    in_place = ["tools/archive.py", "pack", "--in-place"]
-    for name, start, command in (("into", results, lambda case: [*pack, str(case)]), ("in_place", plain, None)):
-        command = command or (lambda case: [*in_place, str(case / "demo")])
+    flows = (
+        ("into", results, lambda case: [*pack, str(case)]),
+        ("in_place", plain, lambda case: ["tools/archive.py", "pack", "--in-place", str(case / "demo")]),
+    )
+    for name, start, command in flows:
         points = write_points(command(shutil.copytree(start, tmp_path / f"{name}_once")), tmp_path / f"{name}.log")
         for i, n in enumerate(sample(points, every)):  # each reader at every other point (both see a journal)
             case = shutil.copytree(start, tmp_path / f"{name}{n}")
