@@ -22,7 +22,9 @@ compare.py's sets (utils/publish.py: a kill leaves the earlier archived run or t
 same command finishes it); the run read from and the archived run are held by their run locks
 while it is packed; a test set of the source that a stopped test.py left half published is finished
 first (the readers' rule), or refused in one line; an input that is no folder of runs is one line,
-exit 2.
+exit 2. Every reader of an archived run (unpack, cat, compare.py) finishes a pack's journal the same
+way, or names the command that does. pack checks each file it stores against the run's own records
+(tools/archive_inputs.py) before it writes anything; unpack refuses a source that is no run.
 """
 
 from __future__ import annotations
@@ -39,11 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from commands.cli import main_guard  # noqa: E402
-from study.run_stats import refuse_stale_tests  # noqa: E402
+from tools.archive_inputs import RUN_FILES, is_run, logical_files, runs_to_pack, stored_run_files, tested_folders  # noqa: E402
 from utils import run_files  # noqa: E402
 from utils.errors import HarnessError  # noqa: E402
 from utils.files import atomic_output  # noqa: E402
-from utils.publish import OutputSet, pending_in, settle, settle_run  # noqa: E402
+from utils.publish import ARCHIVE_PACK, OutputSet, settle_run  # noqa: E402
 from utils.run_folder import RunLock  # noqa: E402
 from utils.stored_files import (  # noqa: E402
     BUNDLE,
@@ -56,7 +58,6 @@ from utils.stored_files import (  # noqa: E402
     bundle_members,
     content_name,
     encode_columns,
-    logical_name,
     make_bundle,
     pointer_digest,
     read_stored_text,
@@ -66,13 +67,6 @@ from utils.stored_files import (  # noqa: E402
     stored_form,
 )
 
-RUN_FILES = (
-    run_files.CONFIG,
-    run_files.METRICS,
-    run_files.DATA_REPORT,
-    run_files.TRAINING_LENGTHS,
-    run_files.PROVENANCE,
-)
 # the same in every run of a study (the test set's texts, the corpus report): stored once by content
 SHARED = (run_files.REFERENCES, run_files.SOURCES, run_files.DATA_REPORT)
 TABLES = (".tsv", run_files.SOURCE_LENGTHS)  # numbers by column where they decode exactly
@@ -85,25 +79,6 @@ XZ_PRESET = 9 | lzma.PRESET_EXTREME
 # tests about 840 KB), and 16 MiB stay free for what a GPU job carries.
 TREE_BUDGET = 48 * 2**20
 RUN_BUDGET = 400_000
-
-
-def tested_folders(run: Path) -> list[Path]:
-    """A run's scored test folders: test/ and each test_<name>/ holding scores."""
-    return [
-        d for d in [run / "test", *sorted(run.glob("test_*"))] if d.is_dir() and stored_exists(d / run_files.SCORES)
-    ]
-
-
-def logical_files(folder: Path) -> list[Path]:
-    """The files of a test folder (and its concat/k<K>/) by their plain names, each once."""
-    names = set()
-    for path in folder.rglob("*"):
-        if path.is_file() and not path.name.startswith("."):
-            if path.name.endswith(BUNDLE):
-                names.update(path.parent / member for member in bundle_members(path))
-            else:
-                names.add(path.with_name(logical_name(path.name)))
-    return sorted(names)
 
 
 def archived_form(name: str, text: str) -> tuple[str, Optional[bytes]]:
@@ -179,7 +154,7 @@ def pack_run(source: Path, target: Path) -> int:
             f"{source} holds {', '.join(n for n in DROPPED if (source / n).exists())}: packing it in place "
             f"would delete them; --in-place is for runs already archived (results/), `pack` copies a run"
         )
-    command = "tools/archive.py pack"
+    command = ARCHIVE_PACK
     with contextlib.ExitStack() as locks:
         for run in dict.fromkeys([source.resolve(), target.resolve()]):  # (one lock when in place)
             locks.enter_context(RunLock(run, command))
@@ -248,15 +223,31 @@ def unpack_run(source: Path, target: Path) -> None:
     beside `target` and put in place whole: a stopped unpack leaves no `target`, so it runs again."""
     if target.exists():
         raise HarnessError(f"{target} exists: unpack into a new folder")
+    settle_run(source, "tools/archive.py unpack")  # a pack (or test.py) stopped while publishing it: finished first
+    if not is_run(source):
+        raise HarnessError(
+            f"{source} is {'no run folder (no config.yaml)' if source.is_dir() else 'not a folder'}: "
+            f"give an archived run, e.g. results/demo/rope; nothing unpacked"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     build = building(target, "unpacking")
-    files = [source / name for name in RUN_FILES] + [p for f in tested_folders(source) for p in logical_files(f)]
-    for path in files:
-        if stored_exists(path):
-            out = build / path.relative_to(source)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(read_text(path), encoding="utf-8", newline="")
+    for path in stored_run_files(source):
+        out = build / path.relative_to(source)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(read_text(path), encoding="utf-8", newline="")
     publish(build, target)
+
+
+def cat(file: Path) -> str:
+    """A stored file's text, its run settled first (the readers' rule: a stopped pack or test.py finished)."""
+    run = next((p for p in file.parents if is_run(p)), None)
+    if run is not None:
+        with contextlib.redirect_stdout(sys.stderr):  # (what it says: not part of the text printed)
+            settle_run(run, "tools/archive.py cat")
+    text = read_text(file)
+    if text is None:
+        raise HarnessError(f"{file}: no such file in any stored form ({', '.join(FORMS[1:])})")
+    return text
 
 
 def prune_store(study: Path) -> list[Path]:
@@ -276,20 +267,13 @@ def pack(sources: list[Path], results: Path, runs_root: Optional[Path]) -> None:
     same place under `results` (None: re-store archived runs in place) and say what was added."""
     total_before = _tree_size(results)
     studies = set()
-    for folder in sources:
-        for place in pending_in(folder):  # a run this tool was publishing when stopped: finished first
-            settle(place, "tools/archive.py pack", "tools/archive.py pack", lock_folder=place)
-        runs = [folder] if (folder / run_files.CONFIG).is_file() else sorted(p for p in folder.iterdir() if p.is_dir())
-        runs = [run for run in runs if not run.name.startswith(".")]  # (a pack cut short leaves .<run>.packing)
-        for run in runs:
-            if not tested_folders(run):
-                continue
-            refuse_stale_tests(run, tested_folders(run), "tools/archive.py pack")  # (its checkpoints stay behind)
-            target = run if runs_root is None else results / _under(run, runs_root)
-            before = _tree_size(target)
-            size = pack_run(run, target)
-            studies.add(target.parent)
-            print(f"archived {run} -> {target} ({size / 1e3:.0f} KB, {(size - before) / 1e3:+.0f} KB)")
+    runs = [run for folder in sources for run in runs_to_pack(folder)]  # all checked before any is written
+    for run in runs:
+        target = run if runs_root is None else results / _under(run, runs_root)
+        before = _tree_size(target)
+        size = pack_run(run, target)
+        studies.add(target.parent)
+        print(f"archived {run} -> {target} ({size / 1e3:.0f} KB, {(size - before) / 1e3:+.0f} KB)")
     for study in sorted(studies):
         for p in prune_store(study):
             print(f"removed {p} (no archived run names it)")
@@ -359,10 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "unpack":
             unpack_run(args.run, args.target)
         elif args.command == "cat":
-            text = read_text(args.file)
-            if text is None:
-                raise HarnessError(f"{args.file}: no such file in any stored form ({', '.join(FORMS[1:])})")
-            sys.stdout.write(text)
+            sys.stdout.write(cat(args.file))
         else:
             missing = [f for f in args.folders if not f.is_dir()]
             if missing:

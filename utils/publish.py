@@ -168,8 +168,14 @@ def settle(place: Path, reader: str, writer: str, lock_folder: Optional[Path] = 
     return True
 
 
+ARCHIVE_PACK = "tools/archive.py pack"  # the writer of a run folder as a whole (an archived run)
+
+
 def settle_run(run: Path, reader: str) -> None:
-    """`settle` every set of a run folder (its test folders, test.py's) under the run's lock rule."""
+    """`settle` a run folder under the run's lock rule: the run itself, which a stopped
+    `tools/archive.py pack` left half published into the archive (its journal beside the run), then
+    each of its sets (its test folders, test.py's)."""
+    settle(run, reader, ARCHIVE_PACK, lock_folder=run)
     for place in pending_in(run):
         settle(place, reader, "test.py", lock_folder=run)
 

@@ -463,7 +463,7 @@ def archivable_run(run: Path, hypothesis: str) -> None:
     """A tested run as test.py leaves it (plain files), small enough to pack many times."""
     (run / "test" / "concat" / "k2").mkdir(parents=True)
     for name in ("config.yaml", "metrics.jsonl", "training_lengths.json", "provenance.json"):
-        (run / name).write_text(f"{name}\n")
+        (run / name).write_text('{"event": "end"}\n' if name.endswith(".jsonl") else f'{{"file": "{name}"}}\n')
     (run / "data_report.json").write_text('{"corpus": 1}\n')
     for folder in ("test", "test/concat/k2"):
         (run / folder / "hypotheses.txt").write_text(f"{hypothesis}\n")

@@ -5,13 +5,14 @@ study by content; archiving again changes no file."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, one_error_line
 
 from settings.config import is_written_config
 from tools.archive import pack
@@ -20,13 +21,18 @@ from utils.run_folder import LOCK_FILES
 from utils.stored_files import ARCHIVED, read_text
 
 PAIRS = "k\tpair\tnll\n1\t0\t1.250000\n1\t1\t0.500000\n"
+RECORDS = {
+    "metrics.jsonl": '{"event": "end"}\n',
+    "training_lengths.json": "{}\n",
+    "provenance.json": '{"sessions": []}\n',
+}
 
 
 def make_run(run: Path, hypothesis: str) -> None:
     for folder in ("test", "test_yarn4", "checkpoints", "test/concat/k2"):
         (run / folder).mkdir(parents=True)
     for name in ("config.yaml", "metrics.jsonl", "training_lengths.json", "provenance.json", "checkpoints/best.pt"):
-        (run / name).write_text(name)
+        (run / name).write_text(RECORDS.get(name, name))
     (run / "data_report.json").write_text('{"corpus": "the same for every run"}\n')
     for folder in ("test", "test_yarn4", "test/concat/k2"):
         (run / folder / "hypotheses.txt").write_text(f"{hypothesis}\n")
@@ -213,3 +219,65 @@ def test_the_archive_tool_refuses_in_one_line_and_finishes_what_a_stopped_test_l
         proc = run_in_process(["tools/archive.py", *args])
         assert proc.returncode == 2 and "is not UTF-8 text" in proc.stderr and "Traceback" not in proc.stderr, args
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def recorded_run(run: Path) -> Path:
+    """make_run's run with the records test.py writes: each output file's rows and sha256 in scores.json."""
+    from commands.test_folder import file_records
+
+    make_run(run, "a")
+    for folder in ("test", "test_yarn4"):
+        (run / folder / "scores.json").unlink()
+        scores = {"sacrebleu": 1.0, "files": file_records(run / folder)}
+        (run / folder / "scores.json").write_text(json.dumps(scores))
+    return run
+
+
+@pytest.mark.parametrize(
+    "damage, named",
+    [
+        ("test/hypotheses.txt", "test/hypotheses.txt is not the file test.py wrote"),  # edited after test.py
+        ("test/concat/k2/hypotheses.txt", "test/concat/k2/hypotheses.txt is missing, though"),
+        ("test_yarn4/scores.json", "test_yarn4/scores.json is not readable JSON"),
+        ("metrics.jsonl", "metrics.jsonl:2: not a JSON object"),
+        ("training_lengths.json", "training_lengths.json is not JSON"),
+    ],
+)
+def test_pack_refuses_a_run_that_fails_its_own_records(tmp_path: Path, damage: str, named: str) -> None:
+    """Issue 75 (case 3): a file that fails the run's records (the sha256 scores.json holds, JSON, JSON
+    lines) is one line naming it, exit 2, and nothing of the pack is archived (not even a good run
+    beside it); the run as test.py left it is archived."""
+    from in_process import run_in_process
+
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    recorded_run(runs / "st" / "good")
+    bad = recorded_run(runs / "st" / "bad")
+    pack = ["tools/archive.py", "pack", str(runs / "st"), "--runs", str(runs), "--results", str(results)]
+    assert run_in_process(pack).returncode == 0  # (as test.py left them)
+    shutil.rmtree(results)
+    if damage.endswith("hypotheses.txt") and "concat" in damage:
+        (bad / damage).unlink()
+    elif damage == "metrics.jsonl":
+        (bad / damage).write_text('{"event": "end"}\n{"event": "valid", "st\n')  # a torn line
+    else:
+        text = (bad / damage).read_text()
+        (bad / damage).write_text(text + "edited\n" if damage.endswith(".txt") else text[: len(text) // 2])
+    refused = run_in_process(pack)
+    assert one_error_line(refused).startswith(f"error: {bad / named}"), refused.stderr
+    assert not results.exists()
+
+
+def test_every_subcommand_refuses_a_missing_source_or_a_folder_that_is_no_run(tmp_path: Path) -> None:
+    """Issue 75 (case 3): unpack of a run the archive lacks, or of a folder that is no run, and pack of
+    a folder holding no run: one line, exit 2, nothing created."""
+    from in_process import run_in_process
+
+    (tmp_path / "results" / "st" / "test_sets").mkdir(parents=True)
+    target = tmp_path / "plain" / "r1"
+    for source, said in (("r1", "is not a folder"), ("test_sets", "is no run folder (no config.yaml)")):
+        proc = run_in_process(["tools/archive.py", "unpack", str(tmp_path / "results" / "st" / source), str(target)])
+        assert said in one_error_line(proc) and not (tmp_path / "plain").exists()
+    proc = run_in_process(["tools/archive.py", "pack", str(tmp_path / "results" / "st"), "--results", str(target)])
+    assert "holds no run" in one_error_line(proc) and not (tmp_path / "plain").exists()
+    proc = run_in_process(["tools/archive.py", "cat", str(tmp_path / "results" / "st" / "r1" / "config.yaml")])
+    assert "no such file" in one_error_line(proc)
