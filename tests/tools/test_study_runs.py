@@ -137,6 +137,12 @@ def test_a_killed_runner_ends_with_the_same_runs_and_summary(tmp_path: Path) -> 
     time.sleep(2)
     os.killpg(first.pid, signal.SIGTERM)
     first.wait(timeout=120)
+    while time.time() < deadline + 120:  # until the runs it started have stopped too: they hold the
+        try:  # study's lock while they train, so a runner started beside them is refused
+            os.killpg(first.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
     assert runner(killed, commit).wait(timeout=600) == 0
     assert outcome(killed) == (runs, bleu, findings, "")
     # stopped after archiving its last run but before committing it: the next start commits it
