@@ -25,6 +25,8 @@ from typing import Optional
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from commands.cli import main_guard  # noqa: E402
+
 
 def configurations(study: str, family) -> list[str]:
     """The study's configurations (file stems), the baseline's first: the baseline and those the
@@ -44,6 +46,12 @@ def configurations(study: str, family) -> list[str]:
     return sorted(stems, key=lambda s: s != family.baseline and f"{study}/{s}" != family.baseline)
 
 
+RECOMPUTE = (
+    "compute it again (python compare.py 'results/{study}/*' --family configs/{study}/findings/headline.yaml "
+    "--output results/{study}/summary --overwrite; tools/study_runs.sh does so when it starts)"
+)
+
+
 def run_name(config: str, seed: int, own: int) -> str:
     """A sweep's run folder name: the config's own seed has no suffix."""
     return config if seed == own else f"{config}_seed{seed}"
@@ -60,20 +68,36 @@ def done(results: Path, run: str, commit: str) -> bool:
 
 def still_needed(summary: Path, study: str, configs: list[str], looks: tuple[int, ...]) -> tuple[Optional[int], set]:
     """(the seeds of the look to train towards, the configurations it needs) of a sequential study by
-    its summary (None seeds: stopped); no summary yet: the first look, every configuration."""
+    its summary (None seeds: stopped); no summary yet: the first look, every configuration. A summary
+    of another plan (other looks) or one that is not compare.py's is a HarnessError naming it."""
+    from utils.errors import HarnessError
+
     try:
         findings = json.loads(summary.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except OSError:
         return looks[0], set(configs)
-    plan = findings.get("sequential")
-    if plan is None:
-        return looks[0], set(configs)
-    if plan["stopped"]:
-        return None, set()
-    rows = [r for t in findings["tables"] for r in t["rows"] if r.get("look")]
-    open_ = {r["config"].removeprefix(f"{study}/") for r in rows if not r["look"]["decided"]}
-    baseline = findings["baseline"].removeprefix(f"{study}/")
-    return looks[plan["reached"]], ({baseline} | open_) if rows else set(configs)
+    except ValueError as e:
+        raise HarnessError(f"study_plan.py: {summary} is not JSON ({e}): {RECOMPUTE.format(study=study)}") from None
+    try:
+        plan = findings.get("sequential")
+        if plan is None:
+            return looks[0], set(configs)
+        if tuple(plan["looks"]) != tuple(looks):
+            raise HarnessError(
+                f"study_plan.py: {summary} was computed for the looks {list(plan['looks'])}, the family declares "
+                f"{list(looks)}: {RECOMPUTE.format(study=study)}"
+            )
+        if plan["stopped"]:
+            return None, set()
+        rows = [r for t in findings["tables"] for r in t["rows"] if r.get("look")]
+        open_ = {r["config"].removeprefix(f"{study}/") for r in rows if not r["look"]["decided"]}
+        baseline = findings["baseline"].removeprefix(f"{study}/")
+        return looks[plan["reached"]], ({baseline} | open_) if rows else set(configs)
+    except (KeyError, TypeError, AttributeError, IndexError) as e:
+        raise HarnessError(
+            f"study_plan.py: {summary} does not say where a sequential plan stands ({type(e).__name__}: {e}): "
+            f"{RECOMPUTE.format(study=study)}"
+        ) from None
 
 
 def plan_runs(study: str, commit: str, results: Path) -> list[tuple[str, int, str]]:
@@ -97,11 +121,10 @@ def plan_runs(study: str, commit: str, results: Path) -> list[tuple[str, int, st
         if c in needed and not done(results, run_name(c, s, own), commit)
     ]
     if family.looks and seeds and not units:  # every run of the look is in, yet the look was not reached
-        print(
-            f"study_plan.py: every run of the look at {len(seeds)} seeds is archived, but results/{study}/"
-            f"summary_findings.json does not reach it: run compare.py on them (a declared comparison without "
-            f"a tested row keeps a look from being reached)",
-            file=sys.stderr,
+        raise ValueError(
+            f"every run of the look at {len(seeds)} seeds is archived, but results/{study}/summary_findings.json "
+            f"does not reach it (a declared comparison without a tested row keeps a look from being reached, and "
+            f"a missing summary reads as no look yet): {RECOMPUTE.format(study=study)}"
         )
     return units
 
@@ -138,6 +161,4 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    from commands.cli import main_guard
-
     raise SystemExit(main_guard(main))

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from tests.helpers import ROOT, run
+from tests.in_process import run_in_process
 
 COMMIT = "f" * 40
 
@@ -82,3 +83,31 @@ def test_a_gpu_wave_is_whole_seeds(tmp_path: Path) -> None:
     seeds = [seed for _, seed, _ in plan("demo_confirm", results, at_most=7)]
     assert seeds == ["101"] * 3 + ["102"] * 3  # a third seed would make 9 runs
     assert len(plan("demo_confirm", results, at_most=2)) == 3  # the first seed whole in any case
+
+
+def test_a_summary_of_another_plan_is_one_line(tmp_path: Path) -> None:
+    """Never a traceback: a summary of a longer plan (more looks than the family's), a summary that is
+    not JSON, and every run of a look archived with no summary that reaches it (a deleted one) are one
+    line naming the summary and the compare.py command that computes it again."""
+    results = tmp_path / "demo_confirm"
+    results.mkdir()
+    summary(results, reached=4, stopped=False, open_configs=("rope",))
+    findings = json.loads((results / "summary_findings.json").read_text())
+    findings["sequential"]["looks"] = [8, 12, 16, 20, 24]  # a plan of five looks, reached its fourth
+    (results / "summary_findings.json").write_text(json.dumps(findings))
+    script = str(ROOT / "tools" / "study_plan.py")
+    for broken in (None, "{not json"):
+        if broken:
+            (results / "summary_findings.json").write_text(broken)
+        proc = run_in_process([script, "demo_confirm", COMMIT, "--results", str(results)])
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "summary_findings.json" in proc.stderr and "compare.py 'results/demo_confirm/*'" in proc.stderr
+        assert broken or "computed for the looks [8, 12, 16, 20, 24], the family declares [8, 12, 16, 20]" in (
+            proc.stderr
+        )
+    (results / "summary_findings.json").unlink()  # deleted after the first look was archived
+    archive(results, *(f"{c}_seed{s}" for s in range(102, 109) for c in ("sinusoidal", "learnable", "rope")))
+    archive(results, "sinusoidal", "learnable", "rope")
+    proc = run_in_process([script, "demo_confirm", COMMIT, "--results", str(results)])
+    assert proc.returncode == 2 and proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "does not reach it" in proc.stderr and "compare.py" in proc.stderr

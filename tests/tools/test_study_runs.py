@@ -121,6 +121,10 @@ def test_a_killed_runner_ends_with_the_same_runs_and_summary(tmp_path: Path) -> 
     assert dirty == ""  # every run and the summary committed
     log = (tmp_path / "whole" / f"study_{STUDY}.log").read_text()
     assert "nothing left to train (the plan is complete or stopped)" in log
+    # each commit names the commit whose code computed its summary: the one it was made on
+    made = subprocess.run(["git", "log", "--format=%P %s", f"{commit}..HEAD"], cwd=reference, capture_output=True)
+    for parent, message in (line.split(" ", 1) for line in made.stdout.decode().splitlines()):
+        assert message.startswith("archive ") and message.endswith(f"; summary computed at {parent}"), message
 
     killed, same = project_copy(tmp_path / "killed", cache)
     assert same == commit
@@ -133,10 +137,20 @@ def test_a_killed_runner_ends_with_the_same_runs_and_summary(tmp_path: Path) -> 
     time.sleep(2)
     os.killpg(first.pid, signal.SIGTERM)
     first.wait(timeout=120)
+    while time.time() < deadline + 120:  # until the runs it started have stopped too: they hold the
+        try:  # study's lock while they train, so a runner started beside them is refused
+            os.killpg(first.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
     assert runner(killed, commit).wait(timeout=600) == 0
     assert outcome(killed) == (runs, bleu, findings, "")
     # stopped after archiving its last run but before committing it: the next start commits it
     subprocess.run(["git", "reset", "-q", "--mixed", "HEAD~1"], cwd=killed, check=True)
     assert outcome(killed)[3] != ""
+    assert runner(killed, commit).wait(timeout=600) == 0
+    assert outcome(killed) == (runs, bleu, findings, "")
+    # a summary deleted: computed again (not read as "no look yet", every run of the first look in: done)
+    (killed / "results" / STUDY / "summary_findings.json").unlink()
     assert runner(killed, commit).wait(timeout=600) == 0
     assert outcome(killed) == (runs, bleu, findings, "")
