@@ -296,9 +296,10 @@ def run_slurm(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
     missing = [i for i in range(len(jobs)) if i not in watched]
     if missing:
         check_slurm_request(options)
-        submitted = submit_array([jobs[i] for i in missing], [run_dirs[i] for i in missing], options)
-        watched.update(zip(missing, submitted))
     try:
+        if missing:  # (a Ctrl-C meanwhile stops the sweep once every job is submitted and recorded)
+            submitted = submit_array([jobs[i] for i in missing], [run_dirs[i] for i in missing], options)
+            watched.update(zip(missing, submitted))
         outcomes = watch_slurm(watched, run_dirs)
     except KeyboardInterrupt:  # the jobs are the cluster's now: they go on
         log(
