@@ -4,7 +4,11 @@ asked); `slurm` (commands/slurm.py) submits them as one SLURM job array. Both wa
 each job's Outcome; submitit's logs (one stdout/stderr per job) go to the sweep's log folder.
 
 A job that ends without a result (stopped by a signal after its checkpoint, killed, cancelled) is
-reported as interrupted: its run is resumed by the next sweep, never taken for finished."""
+reported as interrupted: its run is resumed by the next sweep, never taken for finished.
+
+A Ctrl-C is never lost: while the sweep starts a job it waits (ctrl_c_deferred), and a local job
+stopped before its handlers were in place reads the stop the sweep left for it
+(commands/sweep_job.stop_request)."""
 
 from __future__ import annotations
 
@@ -15,9 +19,10 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from settings.config import ConfigError
+from utils.publish import stops_held
 from utils.runtime import log
 
 POLL_SECONDS = 2.0
@@ -84,6 +89,21 @@ def visible_devices(slot: tuple[int, ...]) -> list[int]:
     return [int(seen[i]) for i in slot]
 
 
+@contextlib.contextmanager
+def ctrl_c_deferred() -> Iterator[None]:
+    """Ctrl-C (and SIGTERM) wait until the block ends, then stop the sweep (utils.publish.stops_held),
+    and the processes the block starts inherit SIGINT blocked: a terminal's Ctrl-C, sent to the whole
+    process group, never kills a local job's controller (which kills its job a second later) or
+    sbatch; a local job unblocks it once its own handlers are in place (SweepJob). Blocked, not
+    ignored: an ignored SIGINT was discarded, and the sweep went on starting jobs."""
+    with stops_held():
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)  # one sent meanwhile: stops_held delivers it
+
+
 def outcome_of(job, run_dir: str):
     """The Outcome a finished submitit job returned, or one saying how it ended without one."""
     import submitit
@@ -136,6 +156,8 @@ def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
     import submitit
     import torch
 
+    from commands.sweep_job import stop_request
+
     gpus = torch.cuda.device_count()
     per_run = options.gpus_per_run if options.gpus_per_run is not None else min(gpus, 1)
     if per_run > 0 and gpus == 0:
@@ -160,14 +182,11 @@ def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
                 index, slot = waiting.pop(0), free.pop(0)
                 if slot:
                     executor.update_parameters(visible_gpus=visible_devices(slot))
-                # The job's controller ignores Ctrl-C (it would kill its job a second later); so does the
-                # job until SweepJob turns SIGINT/SIGTERM into a clean stop. Ctrl-C reaches the jobs as
+                # The job's controller never takes Ctrl-C (it would kill its job a second later); the job
+                # does once SweepJob turns SIGINT/SIGTERM into a clean stop. Ctrl-C reaches the jobs as
                 # SIGTERM through their controllers, below.
-                previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-                try:
+                with ctrl_c_deferred():
                     running[index] = (executor.submit(jobs[index]), slot)
-                finally:
-                    signal.signal(signal.SIGINT, previous)
                 log(
                     f"sweep: started {run_dirs[index]} (job {running[index][0].job_id}"
                     + (f", GPU {','.join(map(str, visible_devices(slot)))})" if slot else ")")
@@ -181,6 +200,8 @@ def run_local(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
     except KeyboardInterrupt:  # Ctrl-C: each running run checkpoints and stops (resumable), as train.py does
         log(f"sweep: stopping {len(running)} running job(s); each saves a checkpoint (run the sweep again to resume)")
         for job, _ in running.values():
+            with contextlib.suppress(OSError):
+                stop_request(job.paths).touch()  # first: read by a job whose handlers were not in place
             with contextlib.suppress(OSError):
                 os.kill(int(job.job_id), signal.SIGTERM)  # the controller passes it on to its job
         while not all(job.done() for job, _ in running.values()):

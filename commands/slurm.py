@@ -11,7 +11,6 @@ import getpass
 import io
 import json
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from commands import launchers
-from commands.launchers import LaunchOptions, collect, minutes
+from commands.launchers import LaunchOptions, collect, ctrl_c_deferred, minutes
 from settings.config import ConfigError
 from utils.errors import EXIT_INTERRUPTED
 from utils.files import atomic_write_text
@@ -208,17 +207,16 @@ def submit_array(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions
     executor.update_parameters(**parameters)
     # Ctrl-C waits until every job is submitted and recorded: a job submitted but not recorded would
     # be submitted again by the next sweep
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        with contextlib.redirect_stderr(io.StringIO()), executor.batch():  # (submitit prints sbatch's refusal)
-            submitted = [executor.submit(job) for job in jobs]
-        for run_dir, job in zip(run_dirs, submitted):
-            atomic_write_text(job_record(run_dir), json.dumps({"job_id": job.job_id, "log_dir": str(options.log_dir)}))
+        with ctrl_c_deferred():
+            with contextlib.redirect_stderr(io.StringIO()), executor.batch():  # (submitit prints sbatch's refusal)
+                submitted = [executor.submit(job) for job in jobs]
+            for run_dir, job in zip(run_dirs, submitted):
+                record = {"job_id": job.job_id, "log_dir": str(options.log_dir)}
+                atomic_write_text(job_record(run_dir), json.dumps(record))
     except FailedJobError as e:
         first = next((line for line in str(e).splitlines() if "error" in line.lower()), str(e).strip()[:300])
         raise ConfigError(f"--launcher slurm: sbatch refused the sweep's jobs ({first.strip()})") from None
-    finally:
-        signal.signal(signal.SIGINT, previous)
     array = submitted[0].job_id.split("_")[0]
     log(f"sweep: submitted {len(submitted)} SLURM job(s) (array {array}); logs in {options.log_dir}")
     return submitted
@@ -298,9 +296,10 @@ def run_slurm(jobs: Sequence, run_dirs: Sequence[str], options: LaunchOptions) -
     missing = [i for i in range(len(jobs)) if i not in watched]
     if missing:
         check_slurm_request(options)
-        submitted = submit_array([jobs[i] for i in missing], [run_dirs[i] for i in missing], options)
-        watched.update(zip(missing, submitted))
     try:
+        if missing:  # (a Ctrl-C meanwhile stops the sweep once every job is submitted and recorded)
+            submitted = submit_array([jobs[i] for i in missing], [run_dirs[i] for i in missing], options)
+            watched.update(zip(missing, submitted))
         outcomes = watch_slurm(watched, run_dirs)
     except KeyboardInterrupt:  # the jobs are the cluster's now: they go on
         log(

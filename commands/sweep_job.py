@@ -32,6 +32,7 @@ from utils.publish import clear_orphans, settle_run
 from utils.run_folder import RunFolder, RunLock
 from utils.runtime import JsonlLogger, log
 from utils.stored_files import read_text, stored_exists
+from utils.write_points import start_point
 
 
 @dataclass
@@ -244,6 +245,22 @@ def score_variants(run_dir: Path, variants: Sequence[tuple[str, list[str]]], ove
     return 0
 
 
+def stop_request(paths) -> Path:
+    """The file by which the sweep asks a local job (its submitit JobPaths) to stop, written before
+    the job's SIGTERM: the job reads it once its handlers are in place (SweepJob), so a stop sent
+    before then still stops it (submitit's handler drops a SIGTERM there, and a controller that has
+    not started its job yet passes it to no one)."""
+    return paths.folder / f"{paths.job_id}_stop"
+
+
+def stop_requested() -> bool:
+    """Whether the sweep asked this local job to stop (stop_request); False outside a job."""
+    try:
+        return stop_request(submitit.JobEnvironment().paths).exists()
+    except RuntimeError:  # not in a submitit job (called directly)
+        return False
+
+
 def ignore_stop_signals() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
@@ -285,13 +302,9 @@ class SweepJob(submitit.helpers.Checkpointable):
 
     def __call__(self) -> Outcome:
         os.chdir(self.workdir)
-        # Outside training (its start-up, testing) SIGINT / SIGTERM end the job at once, without a
-        # result (interrupted): submitit would ignore SIGTERM, and a local job inherits an ignored
-        # SIGINT. While it trains, training's own handlers stop it after a checkpoint.
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.default_int_handler)
+        start_point("sweep job")  # (tests stop a job here: submitit drops SIGTERM until `started`)
         requeue = signal.getsignal(signal.SIGUSR2)  # submitit's checkpoint-and-requeue, while training defers it
-        outcome = guarded(self.run_dir, lambda: run_one(self.config, self.overrides, self.variants))
+        outcome = guarded(self.run_dir, self.started)
         if outcome.status == "interrupted":
             ignore_stop_signals()  # the job ends now: a second SIGTERM must not end it with a traceback
             end = last_end(Path(outcome.run_dir)) or {}
@@ -299,6 +312,18 @@ class SweepJob(submitit.helpers.Checkpointable):
                 requeue(signal.SIGUSR2, None)  # calls self.checkpoint(), requeues the job and exits
             raise SystemExit(EXIT_INTERRUPTED)  # no result: the job is not over (SLURM reruns a requeued one)
         return outcome
+
+    def started(self) -> Outcome:
+        """run_one, once SIGINT / SIGTERM end the job at once, without a result (interrupted), outside
+        training (its start-up, testing; while it trains, training's own handlers stop it after a
+        checkpoint): submitit's handler would drop SIGTERM, and a local job inherits SIGINT blocked
+        (launchers.ctrl_c_deferred). A stop the sweep asked for before (stop_request) ends it here."""
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a Ctrl-C held since the job started ends it
+        if stop_requested():
+            raise KeyboardInterrupt
+        return run_one(self.config, self.overrides, self.variants)
 
     @property
     def run_dir(self) -> str:

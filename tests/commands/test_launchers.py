@@ -12,6 +12,7 @@ from launcher_jobs import Fails, VisibleDevices
 
 from commands import launchers
 from commands.launchers import LaunchOptions, gpu_slots, minutes, run_local
+from commands.sweep_job import stop_request
 from settings.config import ConfigError
 
 
@@ -76,6 +77,35 @@ def test_a_job_that_raised_is_failed_not_interrupted(tmp_path: Path, monkeypatch
     assert outcome.status == "failed" and "FileExistsError: runs/x/config.yaml exists" in outcome.message
 
 
+def test_a_ctrl_c_while_a_job_starts_stops_the_sweep(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C while the local launcher starts a job (the job's controller must not take it): the sweep
+    stops once that job is started and recorded (it stops the job and raises KeyboardInterrupt)
+    instead of dropping the Ctrl-C and starting the next job."""
+    import signal
+
+    import submitit
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parents[1]), str(Path(__file__).parents[2])]))
+    monkeypatch.setattr(launchers, "POLL_SECONDS", 0.1)
+    submit, started = submitit.LocalExecutor.submit, []
+
+    def ctrl_c_while_submitting(executor, job):
+        started.append(submit(executor, job))
+        os.kill(os.getpid(), signal.SIGINT)  # before the launcher has recorded the job
+        return started[-1]
+
+    monkeypatch.setattr(submitit.LocalExecutor, "submit", ctrl_c_while_submitting)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # (the suite may run with it ignored)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            options = LaunchOptions(launcher="local", log_dir=tmp_path, gpus_per_run=0, parallel=2)
+            run_local([VisibleDevices(), VisibleDevices()], ["a", "b"], options)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert len(started) == 1 and started[0].done()  # the second never started; the first was waited for
+    assert stop_request(started[0].paths).exists()
+
+
 def test_training_gives_its_signals_back(tmp_path: Path) -> None:
     """train_run stops cleanly on SIGINT/SIGTERM/SIGUSR2 while it trains, and hands them back after:
     in a sweep job, submitit's requeue-on-SIGUSR2 must work again while the run is tested."""
@@ -137,11 +167,12 @@ def test_a_signal_just_before_the_first_step_still_stops_training(tmp_path: Path
 
 
 @contextlib.contextmanager
-def long_local_sweep(tmp_path: Path):
-    """A sweep of one 100,000-step local job, in a process group of its own. It takes SIGINT as a
-    terminal's Ctrl-C would even when the suite was started where SIGINT is ignored (a background
-    job of a non-interactive shell; children inherit that, and Python then installs no handler).
-    Whatever of it still runs at the end is killed, so a failure leaves no training behind."""
+def long_local_sweep(tmp_path: Path, **env: str):
+    """A sweep of one 100,000-step local job, in a process group of its own (`env`: added to its
+    environment). It takes SIGINT as a terminal's Ctrl-C would even when the suite was started where
+    SIGINT is ignored (a background job of a non-interactive shell; children inherit that, and Python
+    then installs no handler). Whatever of it still runs at the end is killed, so a failure leaves no
+    training behind."""
     import signal
     import subprocess
     import sys
@@ -170,7 +201,7 @@ def long_local_sweep(tmp_path: Path):
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "OMP_NUM_THREADS": "1"},
+            env={**os.environ, "OMP_NUM_THREADS": "1", **env},
             start_new_session=True,
         )
     finally:
@@ -215,17 +246,28 @@ def test_ctrl_c_stops_local_jobs_with_a_checkpoint(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ctrl_c_stops_a_local_job_before_it_trains(tmp_path: Path) -> None:
-    """Ctrl-C while a job starts its run (before training's own handlers): the job ends at once,
-    without a result, and the sweep reports it interrupted instead of waiting for the whole budget."""
+def test_ctrl_c_stops_a_local_job_before_its_handlers(tmp_path: Path) -> None:
+    """Ctrl-C while a job starts, before it handles stops (submitit's handler drops SIGTERM there, and
+    a job its controller has not started yet gets none): the job stops as its handlers come in place,
+    never trains, and the sweep reports it interrupted (exit 4). The job waits at its start point
+    until the stop has reached it, so the stop lands in that window every time."""
     import signal
 
-    with long_local_sweep(tmp_path) as proc:
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    with long_local_sweep(tmp_path, HARNESS_PAUSE_AT="sweep job", HARNESS_PAUSE_DIR=str(pause)) as proc:
         logs = tmp_path / "runs" / "submitit"
-        wait_for(
-            lambda: any("sweep: training" in f.read_text() for f in logs.glob("*/*_log.out")), proc, "the job's start"
-        )
+        wait_for(lambda: (pause / "sweep job.reached").exists(), proc, "the job's start point")
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)  # (a job that ignored it would train 100,000 steps)
+        wait_for(
+            lambda: any("Bypassing signal SIGTERM" in f.read_text() for f in logs.glob("*/*_log.*")),
+            proc,
+            "the stop at the job (submitit's handler logs it)",
+        )
+        (pause / "sweep job.go").touch()
+        log = next(logs.glob("*/*_log.out"))
+        wait_for(lambda: proc.poll() is not None or "sweep: training" in log.read_text(), proc, "the job's end")
+        assert "sweep: training" not in log.read_text(), "the job went on to train after the stop"
+        out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 4, out[-3000:]
-        assert "stopped (Ctrl-C)" in out and not (tmp_path / "runs" / "demo" / "sinusoidal" / "test").exists()
+        assert "stopped (Ctrl-C)" in out and not (tmp_path / "runs" / "demo" / "sinusoidal").exists()

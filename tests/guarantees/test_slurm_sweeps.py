@@ -113,6 +113,37 @@ def test_a_flag_sbatch_refuses_is_named(tmp_path: Path, monkeypatch) -> None:
     assert not (tmp_path / "bin" / "sbatch.submitted").exists()
 
 
+def test_a_ctrl_c_while_submitting_stops_once_the_jobs_are_recorded(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C while sbatch submits the array (stand-ins for sbatch and srun that accept it): the sweep
+    stops once every job is submitted and recorded, instead of dropping the Ctrl-C (and the next
+    sweep waits for the recorded jobs rather than submitting them twice)."""
+    import os
+
+    import submitit
+    from launcher_jobs import Fails
+
+    (tmp_path / "bin").mkdir()
+    for name in ("sbatch", "srun"):
+        (tmp_path / "bin" / name).write_text('#!/bin/sh\necho "Submitted batch job 4242"\n')
+        (tmp_path / "bin" / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    submit = submitit.SlurmExecutor._submit_command
+
+    def ctrl_c_while_submitting(executor, command):
+        os.kill(os.getpid(), signal.SIGINT)
+        return submit(executor, command)
+
+    monkeypatch.setattr(submitit.SlurmExecutor, "_submit_command", ctrl_c_while_submitting)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # (the suite may run with it ignored)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            options = launchers.LaunchOptions(launcher="slurm", log_dir=tmp_path / "logs")
+            slurm.submit_array([Fails(), Fails()], [str(tmp_path / "r1"), str(tmp_path / "r2")], options)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert all(json.loads(slurm.job_record(str(tmp_path / r)).read_text())["job_id"] for r in ("r1", "r2"))
+
+
 def test_a_signal_in_a_job_is_one_line_and_no_result(capsys) -> None:
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
