@@ -147,9 +147,10 @@ def test_an_archived_run_copied_back_is_the_harness_own_and_keeps_what_only_the_
     make_run(run, "a")
     (run / "provenance.json").unlink()
     pack([tmp_path / "runs" / "st"], tmp_path / "results", tmp_path / "runs")
-    (tmp_path / "results" / "st" / "r1" / "provenance.json").write_text('{"sessions": []}\n')
+    backfilled = '{"sessions": [{"device_kind": "cpu"}], "inferred": ["device_kind"]}\n'
+    (tmp_path / "results" / "st" / "r1" / "provenance.json").write_text(backfilled)
     pack([tmp_path / "runs" / "st"], tmp_path / "results", tmp_path / "runs")
-    assert (tmp_path / "results" / "st" / "r1" / "provenance.json").read_text() == '{"sessions": []}\n'
+    assert (tmp_path / "results" / "st" / "r1" / "provenance.json").read_text() == backfilled
 
 
 def test_an_unpack_that_stops_midway_leaves_no_run_and_runs_again(tmp_path: Path) -> None:
