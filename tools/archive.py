@@ -275,6 +275,12 @@ def pack(sources: list[Path], results: Path, runs_root: Optional[Path]) -> None:
     same place under `results` (None: re-store archived runs in place) and say what was added."""
     total_before = _tree_size(results)
     studies = set()
+    for folder in sources if runs_root is not None else ():  # the archive written into the runs it reads
+        if folder.resolve() in (results.resolve(), *results.resolve().parents):
+            raise HarnessError(
+                f"--results {results} is inside {folder}, which this pack reads: give a --results outside the "
+                f"runs (default: results)"
+            )
     for folder in sources:
         for place in pending_in(folder):  # a run this tool was publishing when stopped: finished first
             settle(place, "tools/archive.py pack", "tools/archive.py pack", lock_folder=place)

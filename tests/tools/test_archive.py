@@ -214,3 +214,25 @@ def test_the_archive_tool_refuses_in_one_line_and_finishes_what_a_stopped_test_l
         proc = run_in_process(["tools/archive.py", *args])
         assert proc.returncode == 2 and "is not UTF-8 text" in proc.stderr and "Traceback" not in proc.stderr, args
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("inside", ["st/r1/archive", "st/archive", "st"])
+def test_an_archive_inside_the_runs_it_packs_is_refused(tmp_path: Path, capsys, inside: str) -> None:
+    """Issue 75: `pack runs/st --results runs/st/r1/archive` was accepted: the archive written into the
+    run it archives (a later pack of that run reads its own archive as the run's files). Refused in
+    one line, nothing written."""
+    from tools.archive import main
+
+    run = tmp_path / "runs" / "st" / "r1"
+    make_run(run, "a")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    results = tmp_path / "runs" / inside
+    assert (
+        main(["pack", str(tmp_path / "runs" / "st"), "--runs", str(tmp_path / "runs"), "--results", str(results)]) == 2
+    )
+    assert (
+        f"error: --results {results} is inside {tmp_path / 'runs' / 'st'}, which this pack reads"
+        in capsys.readouterr().err
+    )
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert main(["pack", str(run), "--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results")]) == 0
