@@ -147,6 +147,7 @@ def fill_export(cfg, tokenizer, model, staging: Path, facts: dict, backend: str 
     with naming_file(staging / "tokenizer.json"):
         tokenizer.save(staging)
     config["files"] = export_file_hashes(staging)  # what belongs together: a swapped file is named on load
+    config[CONFIG_RECORD] = config_digest(config)  # config.json itself: an edited model or decoding is named too
     with naming_file(staging / CONFIG):
         (staging / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     params = sum(p.numel() for p in model.parameters())
@@ -166,6 +167,20 @@ def save_weights(model, path: Path) -> None:
         for name in removed:
             del state[name]
     save_file({k: v.contiguous() for k, v in state.items()}, str(path), metadata={"format": EXPORT_FORMAT})
+
+
+CONFIG_RECORD = "config_sha256"  # (a key of its own: a harness before it reads `files` as paths only)
+
+
+def config_digest(meta: dict) -> str:
+    """sha256 of what config.json says, but its records of hashes: the model and data config, the
+    backend and what a CTranslate2 conversion baked in, the facts the card states. The JSON is read
+    back as written (its numbers round-trip), so the digest of the file read is that of the dict
+    written."""
+    import hashlib
+
+    said = {key: value for key, value in meta.items() if key not in ("files", CONFIG_RECORD)}
+    return hashlib.sha256(json.dumps(said, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def export_file_hashes(folder: Path) -> dict[str, str]:

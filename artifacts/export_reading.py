@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from artifacts.checkpoint import CheckpointError
-from artifacts.export import CONFIG, EXPORT_FORMAT, EXPORT_VERSION, is_own_export
+from artifacts.export import CONFIG, CONFIG_RECORD, EXPORT_FORMAT, EXPORT_VERSION, config_digest, is_own_export
 from utils.files import file_sha256
 
 
@@ -40,13 +40,30 @@ def read_export_config(path: Path) -> dict:
         )
     if not isinstance(meta.get("config"), dict):
         raise CheckpointError(f"{path / CONFIG} holds no 'config' section; {reexport_hint(path, meta)}")
+    check_export_config(path, meta)  # before a model is built from it
     return meta
+
+
+def check_export_config(path: Path, meta: dict) -> None:
+    """config.json is the one the export was written with (`config_sha256`: its content but the records
+    of hashes): a hand-edited model, decoding or backend would build and decode another model under
+    this export's name. An export written before the record (issue 75) has none and is read by the
+    earlier rule, its other files checked: refusing it would strand every such export whose checkpoint
+    is gone, and export.py's command writes it again with the record."""
+    recorded = meta.get(CONFIG_RECORD)
+    if recorded is not None and recorded != config_digest(meta):
+        raise CheckpointError(
+            f"{path / CONFIG} is not the config.json this export was written with (its {CONFIG_RECORD} "
+            f"differs: edited?); restore it, or {reexport_hint(path, meta)}"
+        )
 
 
 def check_export_files(path: Path, meta: dict) -> None:
     """Every file the export's config.json records (`files`: sha256 of the weights, tokenizer,
-    CTranslate2 model and vocabularies; exports before that record none) is the one it was written
-    with: a damaged or swapped-in file (another run's tokenizer.json) is one line naming it."""
+    CTranslate2 model and vocabularies; exports before that record none), and config.json itself, is
+    the one it was written with: a damaged or swapped-in file (another run's tokenizer.json) is one
+    line naming it."""
+    check_export_config(path, meta)
     for name, digest in (meta.get("files") or {}).items():
         file = path / name
         if not file.is_file() or file_sha256(file) != digest:

@@ -34,7 +34,7 @@ from settings.schema import (  # re-exported (__all__): callers import the schem
     TrainingConfig,
 )
 from settings.types import numbers_from_text
-from settings.yaml_files import StrictLoader, deep_merge, read_yaml
+from settings.yaml_files import NumbersLoader, deep_merge, read_yaml
 from utils.errors import ConfigError, HarnessError
 from utils.files import atomic_write_text
 
@@ -69,8 +69,9 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class Override:
-    """One `--set key.sub=value`, parsed once: its dotted path, its value (read as YAML) and the text
-    as given (errors quote it; a job's command line carries it)."""
+    """One `--set key.sub=value`, parsed once: its dotted path, its value (read as YAML, its numbers as
+    YAML 1.2 reads them: settings/yaml_files.NumbersLoader) and the text as given (errors quote it; a
+    job's command line carries it)."""
 
     keys: tuple[str, ...]
     value: Any
@@ -103,8 +104,8 @@ def parse_override(text: str | Override) -> Override:
         raise ConfigError(f"override {text!r} has an empty key")
     if not value.strip():
         return Override(keys, None, text)
-    try:  # the file's loader: a key given twice or an alias bomb is refused here too
-        return Override(keys, yaml.load(value, Loader=StrictLoader), text)
+    try:  # the file's loader (a key given twice or an alias bomb is refused here too), numbers as YAML 1.2
+        return Override(keys, yaml.load(value, Loader=NumbersLoader), text)
     except yaml.YAMLError as e:
         quote = f"; quote a text: --set '{key.strip()}=\"...\"'"
         hint = "" if isinstance(e, yaml.constructor.ConstructorError) else quote

@@ -5,6 +5,7 @@ the schema's dataclasses."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import yaml
@@ -118,6 +119,21 @@ class StrictLoader(yaml.SafeLoader):
                 )
             seen[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep=deep)
+
+
+class NumbersLoader(StrictLoader):
+    """StrictLoader reading numbers as YAML 1.2 does: `1e-1`, `1E5`, `-.5`, `1.0e5` are floats (YAML 1.1,
+    PyYAML's, reads them as text: `--set model.dropout=1e-1` was the text '1e-1', unequal to the trained
+    0.1). Only floats change: an int, a bool or null reads as before (1.1's resolvers are tried first).
+    `--set` values are read with it; config files keep StrictLoader, whose float keys read such text as
+    a number anyway (settings/types.py), so a committed config means what it meant."""
+
+
+NumbersLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$"),
+    list("-+0123456789."),
+)
 
 
 def deep_merge(base: dict, override: dict) -> dict:

@@ -30,6 +30,7 @@ import numpy as np
 
 from study.rules import BEYOND_TIE, SEED_VETO, Rule
 from study.seed_test import ALPHA, SeedTest, standard_error, t_quantile
+from utils.markdown import table_head, table_row
 
 STUDIES = 2000  # simulated families per setting
 DISTRIBUTIONS = ("normal", "t3")
@@ -176,34 +177,41 @@ def calibration_markdown(findings_path: Path, ns: tuple[int, ...] = (5, 10, 20, 
         f"Simulated: the {len(rows)} declared BLEU rows of `{name}` as archived, "
         f"{STUDIES:,} families per setting, tie margin {tie:g} BLEU (`study/calibration.py`).",
         "",
-        "| seeds | direction worded at a true difference of 0 (normal / t(3)) | on an edge of the tie margin "
-        "(normal / t(3); allowed 2.5%) | against 0 instead of beyond the margin, on an edge (normal) | "
-        "on an edge, one comparison alone (exact integration, no Monte Carlo) |",
-        "|---|---|---|---|---|",
+        *table_head(
+            [
+                "seeds",
+                "direction worded at a true difference of 0 (normal / t(3))",
+                "on an edge of the tie margin (normal / t(3); allowed 2.5%)",
+                "against 0 instead of beyond the margin, on an edge (normal)",
+                "on an edge, one comparison alone (exact integration, no Monte Carlo)",
+            ]
+        ),
     ]
     for n in ns:
         new = {d: false_directions(BEYOND_TIE, rows, tie, n, d) for d in DISTRIBUTIONS}
         zero = false_directions(AGAINST_ZERO, rows, tie, n, "normal")
         exact = [edge_rate_exact(r, n) for r in rows]
-        lines.append(
-            f"| {n} | {_percent(new['normal']['0'])} / {_percent(new['t3']['0'])} | "
-            f"{_percent(new['normal']['±tie'])} / {_percent(new['t3']['±tie'])} | {_percent(zero['±tie'])} | "
-            f"{_percent(min(exact))}–{_percent(max(exact))} |"
-        )
+        cells = [f"{_percent(new['normal'][at])} / {_percent(new['t3'][at])}" for at in ("0", "±tie")]
+        lines.append(table_row([n, *cells, _percent(zero["±tie"]), f"{_percent(min(exact))}–{_percent(max(exact))}"]))
     names = ", ".join(f"`{r.name}`" for r in test_set)
     lines += [
         "",
-        f"| seeds | chance of the observed direction, {names}: `beyond_tie` | the same, `seed_veto` | "
-        "95% interval covers the true difference (normal / t(3)) | with v_int/n counted again (normal) |",
-        "|---|---|---|---|---|",
+        *table_head(
+            [
+                "seeds",
+                f"chance of the observed direction, {names}: `beyond_tie`",
+                "the same, `seed_veto`",
+                "95% interval covers the true difference (normal / t(3))",
+                "with v_int/n counted again (normal)",
+            ]
+        ),
     ]
     for n in ns:
         new, old = right_direction(BEYOND_TIE, rows, tie, n), right_direction(SEED_VETO, rows, tie, n)
         pick = [i for i, r in enumerate(rows) if r in test_set]
         cover = {d: coverage(test_set, n, d) for d in DISTRIBUTIONS}
         twice = coverage(test_set, n, "normal", count_v_int_twice=True)
-        lines.append(
-            f"| {n} | {' / '.join(f'{new[i]:.2f}' for i in pick)} | {' / '.join(f'{old[i]:.2f}' for i in pick)} | "
-            f"{_percent(cover['normal'])} / {_percent(cover['t3'])} | {_percent(twice)} |"
-        )
+        directions = [" / ".join(f"{chance[i]:.2f}" for i in pick) for chance in (new, old)]
+        cover_cell = f"{_percent(cover['normal'])} / {_percent(cover['t3'])}"
+        lines.append(table_row([n, *directions, cover_cell, _percent(twice)]))
     return "\n".join(lines) + "\n"

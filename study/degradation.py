@@ -23,6 +23,7 @@ import numpy as np
 from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
 from study.records import Configuration, RunRecord, Stats, frozen_map
 from study.run_stats import joined_training_k, retest_hint, stats, test_folder
+from utils.markdown import table_head, table_row
 from utils.metrics import bucket_label
 from utils.stored_files import read_lines
 
@@ -280,10 +281,9 @@ def degradation_table(groups: Sequence[Configuration]) -> str:
         "Degradation: a test pair's teacher-forced NLL inside an input of k joined pairs minus the same tokens' "
         "NLL alone, nats per token (EOS renormalised out; mean ± std over seeds; lower is better):",
         "",
-        "| config | seeds | " + " | ".join(labels) + " |",
-        "|---|---|" + "|".join("---" for _ in labels) + "|",
+        *table_head(["config", "seeds", *labels]),
     ]
     for g in have:
         n = max(s.n for s in g.degradation.values())
-        lines.append(f"| {g.label} | {n} | " + " | ".join(cell(g.degradation.get(x)) for x in labels) + " |")
+        lines.append(table_row([g.label, n, *(cell(g.degradation.get(x)) for x in labels)]))
     return "\n".join(lines + [x for s in alone_sentences(groups) for x in ("", s)])

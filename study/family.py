@@ -5,8 +5,9 @@ precision, margins), read under the configs' rules.
 The file is read by the configs' strict YAML reader (a key given twice is an error, aliases that
 expand beyond a config's size are refused) and checked against a typed schema: margins and effects
 finite numbers keyed by the units the tables spell (sacreBLEU, NLL), each headline entry a known
-table with `configs` a list of configurations that exist under configs/, seeds distinct integers.
-Every error is one line naming the file and the key."""
+table with `configs` a list of configurations that exist under configs/, the baseline an encoding or
+such a configuration, seeds distinct integers train.py takes as a seed (0 to 2^32 - 1). Every error
+is one line naming the file and the key, when the family is read: before the runner trains a run."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from settings.schema import MAX_SEED
 from study.records import ComparisonRow, JsonObject
 from study.rules import CURRENT, RULES, UNNAMED
 from study.seed_test import ALPHA, DEFAULT_EFFECT, DEFAULT_TIE_MARGIN
@@ -155,6 +157,27 @@ def _headline(path: str, entries) -> list[Mapping[str, Any]]:
     return list(entries)
 
 
+def _baseline(path: str, baseline) -> Optional[str]:
+    """The declared baseline, checked as compare.py matches it: an encoding, or a configuration's
+    label (configs/<label>.yaml). A name that is neither would match no run, ever: the study would stay
+    interim under a note instead of failing where it is written."""
+    from models.positional_encodings import POSITIONAL_ENCODINGS
+    from settings.config import ConfigError
+    from settings.errors import suggest
+
+    if baseline is None:
+        return None
+    if not isinstance(baseline, str):
+        raise ConfigError(f"{path}: baseline must be a configuration label or an encoding, got {baseline!r}")
+    encodings = sorted(POSITIONAL_ENCODINGS)
+    if baseline not in encodings and not (CONFIGS / f"{baseline}.yaml").is_file():
+        raise ConfigError(
+            f"{path}: baseline {baseline!r} is neither an encoding ({', '.join(encodings)}) nor a "
+            f"configuration (configs/{baseline}.yaml does not exist).{suggest(baseline, encodings)}"
+        )
+    return baseline
+
+
 def load_family(path: Optional[str]) -> Family:
     """The family declared in `path` (YAML), or an empty one (every row descriptive)."""
     if path is None:
@@ -171,15 +194,18 @@ def load_family(path: Optional[str]) -> Family:
     margins = {**DEFAULT_TIE_MARGIN, **_measures(path, "tie_margin", data.get("tie_margin"), positive=False)}
     effects = {**DEFAULT_EFFECT, **_measures(path, "effect", data.get("effect"), positive=False)}
     equivalence = _measures(path, "equivalence", data.get("equivalence"), positive=True)
-    baseline = data.get("baseline")
-    if baseline is not None and not isinstance(baseline, str):
-        raise ConfigError(f"{path}: baseline must be a configuration label or an encoding, got {baseline!r}")
+    baseline = _baseline(path, data.get("baseline"))
     seeds = data.get("seeds")
     listed = isinstance(seeds, list) and seeds and all(type(x) is int for x in seeds)
     if seeds is not None and (not listed or len(set(seeds)) != len(seeds)):
         raise ConfigError(
             f"{path}: seeds must be a non-empty list of distinct integers (the planned seeds), got {seeds!r}"
         )
+    for seed in seeds or []:
+        if not 0 <= seed <= MAX_SEED:  # train.py's bounds on `seed` (settings/schema.py)
+            raise ConfigError(
+                f"{path}: seeds holds {seed}, which train.py refuses as a seed: each is an integer from 0 to {MAX_SEED}"
+            )
     device, precision = data.get("device"), data.get("precision")
     if device not in (None, "cpu", "cuda", "mps"):
         raise ConfigError(f"{path}: device must be cpu, cuda or mps (the device kind of every run), got {device!r}")
@@ -269,7 +295,12 @@ def family_json_schema() -> Mapping[str, Any]:
         "tie_margin": measures(False),
         "effect": measures(False),
         "equivalence": measures(True),
-        "seeds": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "uniqueItems": True},
+        "seeds": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
+            "minItems": 1,
+            "uniqueItems": True,
+        },
         "looks": {"type": "array", "items": {"type": "integer", "minimum": 2}, "minItems": 1, "uniqueItems": True},
         "spending": {"enum": list(SPENDING)},
         "spending_equivalence": {"enum": list(SPENDING)},

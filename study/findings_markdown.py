@@ -7,6 +7,7 @@ from study.headline import look_cell, sentences_markdown
 from study.records import ComparisonRow, Findings, FindingsTable
 from study.sequential import spending_text
 from study.wording import fmt_number, format_p, unit_of
+from utils.markdown import table_head, table_row
 
 
 def equivalence_cell(r: ComparisonRow, metric: str) -> str:
@@ -48,29 +49,40 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
     within = f"±{fmt_number(margins[metric], metric).lstrip('+')} {unit}" if metric in margins else "no margin"
     rule = findings.decision_rule.name
     exploratory = findings.exploratory_rule
-    extra = f" exploratory finding (rule `{exploratory.name}`) |" if exploratory else ""
     holm = f"p, Holm (declared, rule `{rule}`)"
     if findings.sequential is not None:  # a sequential family's declared rows are decided at a look
         holm = f"look (declared, rule `{rule}`, sequential)"
     lines = [
         f"Against `{findings.baseline}`, {t.title}:",
         "",
-        f"| config | compared on | Δ {metric}{lower}, mean over seeds | Δ per seed | "
-        f"p against no difference (two-sided, unadjusted) | {holm} | "
-        f"equivalent within {within} (declared) | detectable Δ, 80% power | {seed_p_title} | finding |{extra}",
-        "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if exploratory else ""),
+        *table_head(
+            [
+                "config",
+                "compared on",
+                f"Δ {metric}{lower}, mean over seeds",
+                "Δ per seed",
+                "p against no difference (two-sided, unadjusted)",
+                holm,
+                f"equivalent within {within} (declared)",
+                "detectable Δ, 80% power",
+                seed_p_title,
+                "finding",
+                *([f"exploratory finding (rule `{exploratory.name}`)"] if exploratory else []),
+            ]
+        ),
     ]
     for r in t.rows:
         per_seed = ", ".join(f"{s.seed}: {fmt_number(s.difference, metric)}" for s in r.per_seed)
         seed_p = ", ".join(f"{s.seed}: {format_p(s.p_value)}" for s in r.per_seed)
         holm_p = format_p(r.p_holm) if r.declared else "not declared"
         holm_p = f"at {look_cell(r)}" if r.look is not None else holm_p
-        other = f" {r.exploratory.finding if r.exploratory else '–'} |" if exploratory else ""
+        other = [r.exploratory.finding if r.exploratory else "–"] if exploratory else []
+        cells = [format_p(r.p_value), holm_p, equivalence_cell(r, metric), detectable_cell(r, metric)]
         lines.append(
-            f"| {r.config} | {r.compared_on} (n={r.num_sentences}) | "
-            f"{fmt_number(r.mean_difference, metric)} | {per_seed or '–'} | "
-            f"{format_p(r.p_value)} | {holm_p} | {equivalence_cell(r, metric)} | "
-            f"{detectable_cell(r, metric)} | {seed_p or '–'} | {r.finding} |{other}"
+            table_row(
+                [r.config, f"{r.compared_on} (n={r.num_sentences})", fmt_number(r.mean_difference, metric)]
+                + [per_seed or "–", *cells, seed_p or "–", r.finding, *other]
+            )
         )
     if t.alpha is not None:
         lines += ["", f"Detectable Δ and the seeds for the declared effect at two-sided α = {t.alpha:.2g}."]

@@ -17,6 +17,7 @@ from typing import Optional
 from study.records import ComparisonRow, Findings, FindingsTable, LookPlan, Reading
 from study.sequential import spending_text
 from study.wording import direction_words, fmt_number, format_p, seed_signs, unit_of, within_words
+from utils.markdown import table_head, table_row
 
 
 def short_verdict(
@@ -93,7 +94,7 @@ def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, explorato
         else:
             same = other.outcome == r.outcome  # a direction's sign is the mean's under both
             cells.append("same verdict" if same else _exploratory_cell(other, r, metric, margin, equivalence))
-    return "| " + " | ".join(cells) + " |"
+    return table_row(cells)
 
 
 def _exploratory_cell(
@@ -200,7 +201,7 @@ def headline_markdown(findings: Findings) -> str:
         head[2:5] = ["Δ [repeated 95% interval]", "seeds that way", "decided at"]
     if exploratory:
         head.append("exploratory reading")
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += table_head(head)
     lines += [_table_row(t, r, findings, exploratory) for t, r in shown]
     lines.append("")
     if shown and all(len(r.per_seed) <= 1 for _, r in shown):

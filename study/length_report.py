@@ -18,6 +18,7 @@ from study.records import ConcatStats, Configuration, RunRecord, frozen_map
 from study.run_stats import seed_wins, stats, test_folder
 from study.wording import format_p
 from utils import run_files
+from utils.markdown import table_head, table_row
 from utils.stored_files import read_lines
 
 
@@ -84,19 +85,11 @@ def concat_tables(groups: Sequence[Configuration], baseline: Configuration, n_sa
     ks = concat_ks(groups)
     if not ks:
         return ""
-    head = (
-        "| config | encoding | "
-        + " | ".join(f"k={k}" for k in ks)
-        + " |\n|---|---|"
-        + "|".join("---" for _ in ks)
-        + "|"
-    )
+    head = table_head(["config", "encoding", *(f"k={k}" for k in ks)])
 
     def table(render: Callable[[Configuration, ConcatStats], str]) -> str:
-        rows = [
-            f"| {g.label} | {g.encoding} | " + " | ".join(render(g, g.concat[k]) for k in ks) + " |" for g in groups
-        ]
-        return head + "\n" + "\n".join(rows)
+        rows = [table_row([g.label, g.encoding, *(render(g, g.concat[k]) for k in ks)]) for g in groups]
+        return "\n".join(head + rows)
 
     def against(g: Configuration, c: ConcatStats) -> str:
         if g.label == baseline.label:

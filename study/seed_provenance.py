@@ -10,6 +10,7 @@ from typing import Sequence
 
 from study.records import Configuration
 from utils.errors import HarnessError
+from utils.markdown import table_head, table_row
 
 MIXABLE = ("device", "precision")  # what --mixed may allow inside one row
 MARK = "‡"
@@ -63,21 +64,16 @@ def spans_note(groups: Sequence[Configuration]) -> list[str]:
 def provenance_markdown(groups: Sequence[Configuration]) -> str:
     """Per configuration: each seed's device, precision, code version, training dates and what was
     inferred rather than recorded."""
-    lines = [
-        "| configuration | seed | device | precision | code | trained | inferred |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    lines = table_head(["configuration", "seed", "device", "precision", "code", "trained", "inferred"])
     for g in groups:
         if g.variant:
             continue  # the same trained runs as their base row
         for r in g.runs:
             p = r.provenance
             dates = p.dates
-            lines.append(
-                f"| {g.label} | {r.seed} | {'/'.join(p.device)} | {'/'.join(p.precision)} | "
-                f"{'/'.join(p.code)} | {' to '.join(dates[:: max(1, len(dates) - 1)]) or 'unknown'} | "
-                f"{', '.join(p.inferred) or '-'} |"
-            )
+            trained = " to ".join(dates[:: max(1, len(dates) - 1)]) or "unknown"
+            cells = ["/".join(p.device), "/".join(p.precision), "/".join(p.code), trained, ", ".join(p.inferred) or "-"]
+            lines.append(table_row([g.label, r.seed, *cells]))
     lines += [
         "",
         "code: the first 12 hex digits of the code fingerprint (a hash of the project's files outside "

@@ -48,6 +48,7 @@ from study.rules import BEYOND_TIE
 from study.seed_test import ALPHA
 from study.sequential import spending_text
 from study.sequential_family import LookTests, Plan, decide
+from utils.markdown import table_head, table_row
 
 STUDIES = 10_000  # simulated families per setting on the page
 ROOT = Path(__file__).resolve().parents[1]
@@ -200,10 +201,15 @@ def sequential_calibration_markdown(
         f"Holm) on the same draws (`study/sequential_calibration.py`; the test beside it holds the sequential "
         "rates to the allowed rate plus 2 Monte-Carlo SE).",
         "",
-        f"| worded where it is not true (each comparison in turn) | sequential {looks} (normal / t(3)) | "
-        f"fixed {plan.looks[-1]} (normal / t(3)) | {looks} with every look at the full α, no spending (normal) "
-        "| allowed |",
-        "|---|---|---|---|---|",
+        *table_head(
+            [
+                "worded where it is not true (each comparison in turn)",
+                f"sequential {looks} (normal / t(3))",
+                f"fixed {plan.looks[-1]} (normal / t(3))",
+                f"{looks} with every look at the full α, no spending (normal)",
+                "allowed",
+            ]
+        ),
     ]
     at_means = "the others at their observed means"
     for equivalence, others, what, allowed in (
@@ -215,16 +221,17 @@ def sequential_calibration_markdown(
         with without_spending():
             unspent = edge_rates(plans[:1], rows, tie, margin, "normal", studies, equivalence, others)[0]
         cells = [_pair(rates["normal"][k], rates["t3"][k], ".1%") for k in range(len(plans))]
-        lines.append(f"| {what} | {cells[0]} | {cells[1]} | {unspent:.1%} | {allowed:.1%} |")
+        lines.append(table_row([what, *cells[:2], f"{unspent:.1%}", f"{allowed:.1%}"]))
     found = {d: power(plans, rows, tie, margin, d, studies) for d in DISTRIBUTIONS}
     lines += [
         "",
-        f"| at the observed means | sequential {looks} (normal / t(3)) | fixed {plan.looks[-1]} (normal / t(3)) |",
-        "|---|---|---|",
+        *table_head(
+            ["at the observed means", f"sequential {looks} (normal / t(3))", f"fixed {plan.looks[-1]} (normal / t(3))"]
+        ),
     ]
     for i, r in enumerate(rows):
         cells = [_pair(found["normal"][k][0][i], found["t3"][k][0][i], ".2f") for k in range(len(plans))]
-        lines.append(f"| chance of the observed direction, `{r.name}` ({r.mean:+.2f} BLEU) | {cells[0]} | {cells[1]} |")
+        lines.append(table_row([f"chance of the observed direction, `{r.name}` ({r.mean:+.2f} BLEU)", *cells[:2]]))
     cells = [_pair(found["normal"][k][1], found["t3"][k][1], ".1f") for k in range(len(plans))]
-    lines.append(f"| expected seeds per encoding | {cells[0]} | {cells[1]} |")
+    lines.append(table_row(["expected seeds per encoding", *cells[:2]]))
     return "\n".join(lines) + "\n"

@@ -12,6 +12,7 @@ from study.records import Configuration, Stats
 from study.run_stats import STALE_MARK, stale_note
 from study.seed_provenance import mark_label, spans_note
 from study.wording import format_p
+from utils.markdown import table_head, table_row
 from utils.metrics import HEADLINE, METRICS, metric_digits
 
 
@@ -102,7 +103,7 @@ def markdown_table(
     at = titles.index(numeric_columns()["longer_bleu"]) + 1
     if tf:
         titles.insert(at, TF_COLUMN)
-    lines = ["| " + " | ".join(titles) + " |", "|" + "|".join("---" for _ in titles) + "|"]
+    lines = table_head(titles)
     for g in groups:
         cells = [mark_label(g) + (f" {STALE_MARK}" if any(r.stale_test for r in g.runs) else ""), g.encoding, str(g.n)]
         cells += [
@@ -112,7 +113,7 @@ def markdown_table(
             cells.insert(at, tf_cell(g.teacher_forced.nll_beyond if g.teacher_forced else None))
         cells.append("baseline" if g.is_baseline else fmt("p_value", g.p_value))
         cells.append("baseline" if g.is_baseline else fmt("seeds_above", g.seeds_above))
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(table_row(cells))
     runs = [r for g in groups for r in g.runs]
     lines.append("")
     if any(g.variant for g in groups):
@@ -154,17 +155,11 @@ def bucket_table(groups: Sequence[Configuration]) -> str:
         return ""
     labels = [b.bucket for b in rows[0].by_source_length]
     counts = {b.bucket: b.num_sentences for b in rows[0].by_source_length}
-    lines = [
-        "| config | encoding | " + " | ".join(f"{lab} (n={counts[lab]})" for lab in labels) + " |",
-        "|---|---|" + "|".join("---" for _ in labels) + "|",
-    ]
+    lines = table_head(["config", "encoding", *(f"{lab} (n={counts[lab]})" for lab in labels)])
     for g in rows:
         by = {b.bucket: b for b in g.by_source_length}
-        lines.append(
-            f"| {g.label} | {g.encoding} | "
-            + " | ".join(cell(HEADLINE, by[lab].mean, by[lab].std) if lab in by else "–" for lab in labels)
-            + " |"
-        )
+        cells = [cell(HEADLINE, by[lab].mean, by[lab].std) if lab in by else "–" for lab in labels]
+        lines.append(table_row([g.label, g.encoding, *cells]))
     return "Test sacreBLEU by source length (subword tokens):\n\n" + "\n".join(lines)
 
 
@@ -175,14 +170,10 @@ def teacher_forced_tables(groups: Sequence[Configuration]) -> str:
     if not rows:
         return ""
     buckets = sorted({(b.start, b.bucket) for g in rows for b in g.teacher_forced.by_position})
-    lines = [
-        "| config | encoding | " + " | ".join(label for _, label in buckets) + " |",
-        "|---|---|" + "|".join("---" for _ in buckets) + "|",
-    ]
+    lines = table_head(["config", "encoding", *(label for _, label in buckets)])
     for g in rows:
         by = {b.start: b.nll for b in g.teacher_forced.by_position}
-        cells = [tf_cell(by.get(lo)) for lo, _ in buckets]
-        lines.append(f"| {g.label} | {g.encoding} | " + " | ".join(cells) + " |")
+        lines.append(table_row([g.label, g.encoding, *(tf_cell(by.get(lo)) for lo, _ in buckets)]))
     lengths = sorted({g.teacher_forced.training_length for g in rows} - {None})
     text = (
         "Teacher-forced NLL by target position (decoder positions, 0 = BOS; EOS renormalised out, pooled "
@@ -193,14 +184,9 @@ def teacher_forced_tables(groups: Sequence[Configuration]) -> str:
     )
     ks = sorted({k for g in rows for k in g.teacher_forced.boundary_p_eos}, key=int)
     if ks:
-        lines = [
-            "| config | encoding | " + " | ".join(f"k={k}" for k in ks) + " |",
-            "|---|---|" + "|".join("---" for _ in ks) + "|",
-        ]
+        lines = table_head(["config", "encoding", *(f"k={k}" for k in ks)])
         lines += [
-            f"| {g.label} | {g.encoding} | "
-            + " | ".join(tf_cell(g.teacher_forced.boundary_p_eos.get(k)) for k in ks)
-            + " |"
+            table_row([g.label, g.encoding, *(tf_cell(g.teacher_forced.boundary_p_eos.get(k)) for k in ks)])
             for g in rows
         ]
         text += (

@@ -267,6 +267,12 @@ def pack(sources: list[Path], results: Path, runs_root: Optional[Path]) -> None:
     same place under `results` (None: re-store archived runs in place) and say what was added."""
     total_before = _tree_size(results)
     studies = set()
+    for folder in sources if runs_root is not None else ():  # the archive written into the runs it reads
+        if folder.resolve() in (results.resolve(), *results.resolve().parents):
+            raise HarnessError(
+                f"--results {results} is inside {folder}, which this pack reads: give a --results outside the "
+                f"runs (default: results)"
+            )
     runs = [run for folder in sources for run in runs_to_pack(folder)]  # all checked before any is written
     for run in runs:
         target = run if runs_root is None else results / _under(run, runs_root)

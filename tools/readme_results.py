@@ -70,15 +70,22 @@ def _key_roles_table() -> str:
     """The config keys' roles and their keys as a markdown table, from the schema."""
     from settings.key_roles import default_option_role, schema_roles
     from settings.schema import ROLES
+    from utils.markdown import table_head, table_row
 
     by_role: dict[str, list[str]] = {}
     for key, role in schema_roles().items():
         by_role.setdefault(role, []).append(key)
     yes = {True: "yes", False: "no"}
     lines = [
-        "| role | a resume may change it | test.py / inference.py `--set` may change it | tells configurations "
-        "apart (compare.py) | keys |",
-        "|---|---|---|---|---|",
+        *table_head(
+            [
+                "role",
+                "a resume may change it",
+                "test.py / inference.py `--set` may change it",
+                "tells configurations apart (compare.py)",
+                "keys",
+            ]
+        )
     ]
     for role, (resume, test, groups) in ROLES.items():
         keys = by_role.get(role, [])
@@ -89,7 +96,7 @@ def _key_roles_table() -> str:
             if all(r == role for k, r in schema_roles().items() if k.startswith(s + "."))
         ]
         shown += [f"`{k}`" for k in keys if "." not in k or f"`{k.split('.')[0]}.*`" not in shown]
-        lines.append(f"| {role} | {yes[resume]} | {yes[test]} | {yes[groups]} | {', '.join(shown)} |")
+        lines.append(table_row([role, yes[resume], yes[test], yes[groups], ", ".join(shown)]))
     return "\n".join(lines) + (
         f"\n\nAn encoding's options are {default_option_role()} keys unless its `Options` field declares "
         "another role (SHAPE's `inference_shift` is an inference key)."

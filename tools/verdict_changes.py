@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from utils.markdown import table_head, table_row  # noqa: E402
 
 
 def verdict_of(row: dict) -> str:
@@ -65,12 +68,12 @@ QUIET = {None, "descriptive", "not tested"}  # no verdict either way: a row adde
 
 def changes(before: dict[tuple, str], after: dict[tuple, str]) -> list[str]:
     """The markdown table of the rows whose verdict differs."""
-    lines = ["| findings | table | config | compared on | before | after |", "|---|---|---|---|---|---|"]
+    lines = table_head(["findings", "table", "config", "compared on", "before", "after"])
     for key in sorted(set(before) | set(after)):
         old: Optional[str] = before.get(key)
         new: Optional[str] = after.get(key)
         if old != new and not {old, new} <= QUIET:
-            lines.append("| " + " | ".join(key) + f" | {old or '(no row)'} | {new or '(no row)'} |")
+            lines.append(table_row([*key, old or "(no row)", new or "(no row)"]))
     return lines
 
 

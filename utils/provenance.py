@@ -146,8 +146,9 @@ def _now() -> str:
 
 def read_provenance(run_dir: Path) -> Optional[dict]:
     """The run's provenance.json (None when it has none: a run trained before it existed). A file that
-    is there but damaged or not of this shape ({"sessions": [{...}, ...]}) is refused in one line
-    naming it, never read as "unknown" (which would let compare.py pool its seeds with any device's)."""
+    is there but damaged, not of this shape ({"sessions": [{...}, ...]}) or with no session is refused
+    in one line naming it, never read as "unknown" (which would let compare.py pool its seeds with any
+    device's)."""
     from utils.errors import HarnessError
 
     path = Path(run_dir) / FILE
@@ -161,6 +162,8 @@ def read_provenance(run_dir: Path) -> Optional[dict]:
     sessions = data.get("sessions") if isinstance(data, dict) else None
     if not isinstance(sessions, list) or not all(isinstance(x, dict) for x in sessions):
         raise HarnessError(f'{path} is not a provenance record ({{"sessions": [{{...}}, ...]}}): {RESTORE}')
+    if not sessions:  # train.py writes the file with its first session: none is a record of nothing
+        raise HarnessError(f"{path} records no session of train.py: {RESTORE}")
     return data
 
 

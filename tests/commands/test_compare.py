@@ -574,3 +574,29 @@ def test_each_runs_config_is_read_once(swept: Path, monkeypatch) -> None:
     rows = run_records.read_runs([str(swept / "runs" / "demo" / "*")])
     assert sorted(read) == sorted({Path(r.run).name for r in rows}) and len(read) == 4
     assert sum(r.variant for r in rows) == 2  # the rope runs' test_ntk3/, read with no second read of their config
+
+
+def test_a_cell_holding_a_pipe_stays_one_cell_in_every_table(tmp_path: Path) -> None:
+    """Issue 75: a run named `demo/ro|pe` shifted every later cell of its row in summary.md (20 fields
+    under a 19-column header). Every table is rendered by utils/markdown.py, which escapes `|` (and
+    turns a line break into <br>): each row of each written page has its header's columns."""
+    import re
+
+    from in_process import run_in_process
+
+    from utils.markdown import table_row
+
+    for name in ("rope", "sinusoidal", "test_sets"):
+        shutil.copytree(ROOT / "results" / "demo" / name, tmp_path / name)
+    config = tmp_path / "rope" / "config.yaml"
+    config.write_text(config.read_text().replace("name: demo/rope\n", 'name: "demo/ro|pe"\n'))
+    runs = [str(tmp_path / "rope"), str(tmp_path / "sinusoidal")]
+    proc = run_in_process(["compare.py", *runs, "--bootstrap_samples", "20", "--output", str(tmp_path / "out")])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    pages = sorted(tmp_path.glob("out*.md"))
+    for page in pages:
+        for table in re.findall(r"(?:^\|.*\n?)+", page.read_text(), flags=re.M):
+            widths = {len(re.findall(r"(?<!\\)\|", line)) for line in table.splitlines()}
+            assert len(widths) == 1, (page.name, table)
+    assert len(pages) >= 3 and "demo/ro\\|pe" in (tmp_path / "out.md").read_text()
+    assert table_row(["a|b", "c\nd"]) == "| a\\|b | c<br>d |"

@@ -148,3 +148,23 @@ def test_a_runs_conversion_with_a_damaged_file_is_converted_again(trained_run: P
     assert "converting again" in again.stdout
     assert again.stdout.splitlines()[-1] == first.stdout.splitlines()[-1]  # the same translation
     assert vocabulary.read_text() != "[]"
+
+
+def test_an_export_with_an_edited_config_json_is_refused_naming_it(trained_run: Path, tmp_path: Path) -> None:
+    """Issue 75: config.json was not in the export's records: `positional: {name: none}` written into it
+    loaded and translated with another model, exit 0. Its content is recorded now (config_sha256): an
+    edit is one line naming the file and the export.py command; an export written before the record
+    reads by the earlier rule (its other files checked)."""
+    out = tmp_path / "exp"
+    assert run(["export.py", "--run", str(trained_run), "--output", str(out)]).returncode == 0
+    written = json.loads((out / "config.json").read_text())
+    edited = json.loads(json.dumps(written))
+    edited["config"]["model"]["positional"] = {"name": "none"}
+    (out / "config.json").write_text(json.dumps(edited, indent=2) + "\n")
+    message = one_error_line(run(["inference.py", "--model_path", str(out), "--src_text", "bonjour"]))
+    assert f"{out / 'config.json'} is not the config.json this export was written with" in message, message
+    assert f"python export.py --model_path <the folder holding that run>/{written['exported_from']}" in message
+    older = {key: value for key, value in written.items() if key != "config_sha256"}
+    (out / "config.json").write_text(json.dumps(older, indent=2) + "\n")
+    proc = run(["inference.py", "--model_path", str(out), "--src_text", "bonjour"])
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -118,3 +118,19 @@ def test_a_run_that_cannot_be_written_is_tested_into_another_folder(
     assert (out / "scores.json").is_file() and sorted(p.name for p in run_dir.iterdir()) == before
     line = one_error_line(run(["test.py", "--run", str(run_dir), "--overwrite"]))
     assert "Read-only file system" in line and f"test.py writes its scores into {run_dir}/test unless --output" in line
+
+
+def test_numbers_in_set_read_as_yaml_1_2_reads_them(trained_run: Path, tmp_path: Path) -> None:
+    """Issue 75: `--set model.dropout=1e-1` on a run trained with 0.1 was refused as a change (YAML 1.1
+    reads `1e-1` as the text '1e-1'); numbers in --set read as YAML 1.2 reads them, so the trained value
+    again is fine, while another value (2e-1) is still refused in one line."""
+    from helpers import one_error_line
+    from in_process import run_in_process
+
+    out = tmp_path / "same"
+    same = ["--set", "model.dropout=1e-1", "--set", "decoding.max_len_a=1E0", "--set", "decoding.beam_size=1"]
+    proc = run_in_process(["test.py", "--run", str(trained_run), *same, "--output", str(out)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((out / "scores.json").read_text())["decoding"]["beam_size"] == 1
+    other = run_in_process(["test.py", "--run", str(trained_run), "--set", "model.dropout=2e-1", "--output", str(out)])
+    assert "model.dropout=0.2 (" in one_error_line(other) and "has model.dropout=0.1" in one_error_line(other)

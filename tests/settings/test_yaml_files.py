@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+import yaml
 
 from models.positional_encodings.rotary import RopeOptions
 from settings.config import ConfigError, ModelConfig, PositionalConfig, load_config
@@ -75,3 +76,18 @@ def test_yaml_file_scientific_notation_is_a_float(tmp_path: Path):
     """Same as above, written in a config file (`lr: 5e-4`)."""
     path = write(tmp_path / "sci.yaml", "model: {d_model: 32, num_heads: 4}\ntraining: {lr: 5e-4}\n")
     assert load_config(path).training.lr == pytest.approx(5e-4)
+
+
+def test_set_values_read_numbers_as_yaml_1_2_and_nothing_else_changes() -> None:
+    """Issue 75: `--set` values read floats as YAML 1.2 does (1.1 reads `1e-1` as text); ints, bools,
+    null and text read as before, and config files keep their reader (StrictLoader)."""
+    from settings.config import parse_override
+    from settings.yaml_files import StrictLoader
+
+    floats = {"1e-1": 0.1, "1E5": 1e5, "-1e-3": -1e-3, ".5": 0.5, "-.5": -0.5, "+1.0e5": 1e5, "0.1": 0.1}
+    same = {"10": 10, "010": 8, "0x1F": 31, "-3": -3, "yes": True, "false": False, "null": None, "1e": "1e"}
+    for text, value in {**floats, **same}.items():
+        read = parse_override(f"k={text}").value
+        assert read == value and type(read) is type(value), (text, read)
+    assert yaml.load("1e-1", Loader=StrictLoader) == "1e-1"  # a config file's text, read by its float keys
+    assert parse_override("k=[1e-1, {a: 2E0}]").value == [0.1, {"a": 2.0}]

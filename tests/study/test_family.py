@@ -4,12 +4,15 @@ file and key."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from settings.config import ConfigError
 from study.family import load_family
 from study.records import ComparisonRow
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_family_file_errors_are_one_line(tmp_path):
@@ -93,3 +96,31 @@ def test_a_sequential_plan_is_read_and_checked(tmp_path) -> None:
         with pytest.raises(ConfigError, match=re.escape(says)) as e:
             load_family(str(bad))
         assert "\n" not in str(e.value) and str(bad) in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("seeds: [1, -3]\n", "seeds holds -3, which train.py refuses as a seed: each is an integer from 0 to"),
+        (f"seeds: [1, {10**23}]\n", f"seeds holds {10**23}, which train.py refuses as a seed"),
+        ("baseline: sinusiodal\n", "baseline 'sinusiodal' is neither an encoding"),
+        ("baseline: demo/ropee\n", "nor a configuration (configs/demo/ropee.yaml does not exist)"),
+    ],
+)
+def test_a_family_is_refused_when_read_as_the_commands_would_refuse_it_later(tmp_path, text: str, says: str) -> None:
+    """Issue 75: a seed train.py refuses (-3, 10^23) was accepted and failed only when the runner
+    reached its look (never, for a later look); a misspelled baseline was accepted with a note (the
+    study interim for good). compare.py --family refuses both in one line naming the file and key."""
+    from helpers import one_error_line
+    from in_process import run_in_process
+
+    family = tmp_path / "headline.yaml"
+    family.write_text("headline: [{table: test}]\n" + text)
+    runs = [str(ROOT / "results" / "demo" / name) for name in ("sinusoidal", "rope")]
+    line = one_error_line(run_in_process(["compare.py", *runs, "--family", str(family), "--no_significance"]))
+    assert str(family) in line and says in line
+    if "sinusiodal" in text:
+        assert "Did you mean 'sinusoidal'?" in line
+    for good in ("baseline: sinusoidal\nseeds: [0, 4294967295]\n", "baseline: demo/rope\n"):
+        family.write_text("headline: [{table: test}]\n" + good)
+        assert load_family(str(family)).baseline in ("sinusoidal", "demo/rope")

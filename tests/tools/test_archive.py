@@ -153,9 +153,10 @@ def test_an_archived_run_copied_back_is_the_harness_own_and_keeps_what_only_the_
     make_run(run, "a")
     (run / "provenance.json").unlink()
     pack([tmp_path / "runs" / "st"], tmp_path / "results", tmp_path / "runs")
-    (tmp_path / "results" / "st" / "r1" / "provenance.json").write_text('{"sessions": []}\n')
+    backfilled = '{"sessions": [{"device_kind": "cpu"}], "inferred": ["device_kind"]}\n'
+    (tmp_path / "results" / "st" / "r1" / "provenance.json").write_text(backfilled)
     pack([tmp_path / "runs" / "st"], tmp_path / "results", tmp_path / "runs")
-    assert (tmp_path / "results" / "st" / "r1" / "provenance.json").read_text() == '{"sessions": []}\n'
+    assert (tmp_path / "results" / "st" / "r1" / "provenance.json").read_text() == backfilled
 
 
 def test_an_unpack_that_stops_midway_leaves_no_run_and_runs_again(tmp_path: Path) -> None:
@@ -281,3 +282,25 @@ def test_every_subcommand_refuses_a_missing_source_or_a_folder_that_is_no_run(tm
     assert "holds no run" in one_error_line(proc) and not (tmp_path / "plain").exists()
     proc = run_in_process(["tools/archive.py", "cat", str(tmp_path / "results" / "st" / "r1" / "config.yaml")])
     assert "no such file" in one_error_line(proc)
+
+
+@pytest.mark.parametrize("inside", ["st/r1/archive", "st/archive", "st"])
+def test_an_archive_inside_the_runs_it_packs_is_refused(tmp_path: Path, capsys, inside: str) -> None:
+    """Issue 75: `pack runs/st --results runs/st/r1/archive` was accepted: the archive written into the
+    run it archives (a later pack of that run reads its own archive as the run's files). Refused in
+    one line, nothing written."""
+    from tools.archive import main
+
+    run = tmp_path / "runs" / "st" / "r1"
+    make_run(run, "a")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    results = tmp_path / "runs" / inside
+    assert (
+        main(["pack", str(tmp_path / "runs" / "st"), "--runs", str(tmp_path / "runs"), "--results", str(results)]) == 2
+    )
+    assert (
+        f"error: --results {results} is inside {tmp_path / 'runs' / 'st'}, which this pack reads"
+        in capsys.readouterr().err
+    )
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert main(["pack", str(run), "--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results")]) == 0

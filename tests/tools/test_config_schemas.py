@@ -90,7 +90,12 @@ def test_a_valid_config_is_valid_under_both() -> None:
 def test_family_schema_refuses_what_load_family_refuses(tmp_path: Path) -> None:
     from study.family import load_family
 
-    for bad in ({"headline": [{"table": "nope"}]}, {"headline": [{"table": "test"}], "seeds": [1, 1]}, {"x": 1}):
+    seeds = ([1, 1], [-3], [2**32])  # (a seed train.py refuses: issue 75)
+    for bad in (
+        {"headline": [{"table": "nope"}]},
+        *({"headline": [{"table": "test"}], "seeds": s} for s in seeds),
+        {"x": 1},
+    ):
         path = tmp_path / "family.yaml"
         path.write_text(yaml.safe_dump(bad), encoding="utf-8")
         with pytest.raises(ConfigError):

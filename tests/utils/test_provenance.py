@@ -93,6 +93,7 @@ def test_seeds_on_different_device_kinds_are_refused_without_mixed(two_seeds: Pa
         ('{"sessions": [', "is unreadable (not JSON text)"),
         ('{"sessions": [1, 2]}', "is not a provenance record"),
         ('["a list"]', "is not a provenance record"),
+        ('{"sessions": []}', "records no session of train.py"),  # issue 75: pooled with the CUDA seed
     ],
 )
 def test_a_damaged_provenance_is_refused_never_read_as_unknown(two_seeds: Path, damage: str, says: str) -> None:
