@@ -5,11 +5,9 @@ test_launchers.py, test_slurm.py and tests/guarantees/test_slurm_sweeps.py.)"""
 from __future__ import annotations
 
 import ast
-import traceback
-from collections import Counter
 from pathlib import Path
 
-from helpers import ROOT, tiny_overrides
+from helpers import ROOT, tiny_overrides, validations_by_command
 from in_process import run_in_process
 
 
@@ -43,26 +41,6 @@ def test_sweep_help_prints_its_examples_intact() -> None:
     proc = run_in_process(["sweep.py", "--help"])
     assert proc.returncode == 0
     assert "configs/demo/learnable.yaml configs/demo/rope.yaml \\\n      --output runs/demo/summary" in proc.stdout
-
-
-def validations_by_command(monkeypatch) -> Counter:
-    """A counter of whole-config validations (settings.config.from_raw, which load_config and only it
-    calls), by whose they are: test.py's (`run_test`: the checkpoint's config, with the test-time
-    overrides), compare.py's (the run folders' config.yaml it summarises), a sweep job's look at an
-    existing run folder (`triage`), else the sweep's own."""
-    import settings.config
-
-    counted: Counter = Counter()
-    real = settings.config.from_raw
-    owners = {"run_test": "test.py", "compare": "compare.py", "triage": "run folder"}
-
-    def from_raw(raw):
-        names = [frame.name for frame in traceback.extract_stack()]
-        counted[next((owners[n] for n in names if n in owners), "sweep")] += 1
-        return real(raw)
-
-    monkeypatch.setattr(settings.config, "from_raw", from_raw)
-    return counted
 
 
 def test_a_sweep_validates_each_config_and_variant_once(tmp_path: Path, monkeypatch) -> None:
