@@ -20,6 +20,14 @@ def test_time_config(saved: dict, overrides: Sequence[str | Override], checkpoin
     model, or other data, under this model's name: CheckpointError naming the key. An override equal
     to the trained value is fine."""
     overrides = [parse_override(o) for o in overrides]  # (an Override is kept as it is: parsed once)
+    refuse_trained_keys(saved, overrides, checkpoint)
+    return load_config(raw=saved, overrides=overrides)
+
+
+def refuse_trained_keys(saved: dict, overrides: Sequence[Override], checkpoint: str) -> None:
+    """CheckpointError naming each override that would change what the model was trained with (test
+    time may change only how it is decoded and scored), without validating the config: sweep.py
+    checks a --variant so before any training."""
     trained = flatten(saved)
     encoding = trained.get("model.positional.name")
     asked = {key: value for override in overrides for key, value in override.leaves().items()}
@@ -30,7 +38,6 @@ def test_time_config(saved: dict, overrides: Sequence[str | Override], checkpoin
     ]
     if refused:
         raise CheckpointError("--set " + test_time_refusal(refused, encoding, checkpoint))
-    return load_config(raw=saved, overrides=overrides)
 
 
 def test_time_refusal(refused: list[tuple[str, object, object]], encoding: Optional[str], checkpoint: str) -> str:

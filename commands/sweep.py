@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -55,104 +54,10 @@ from commands.launch_flags import LAUNCH_FLAGS, add_launch_flags, launch_options
 from commands.launchers import LaunchOptions, run_local
 from commands.slurm import forget_finished_run, run_slurm
 from commands.sweep_job import Outcome, SweepJob, run_one, triage
-from settings.config import ConfigError, load_config, parse_override
+from commands.sweep_plan import RunPlan, check_variants, expand_runs, plan_variants
 from utils.runtime import log
-from utils.user_paths import check_home_expanded
 
 ROOT = Path(__file__).resolve().parents[1]  # the project, for the jobs' PYTHONPATH
-
-
-def expand_runs(
-    configs: list[str], overrides: list[str], seeds: Optional[list[int]], runs_root: Optional[str]
-) -> list[tuple[str, list[str], str]]:
-    """(config, overrides, run folder) per run: one per config, or one per config and seed with its
-    own run folder."""
-    check_given_once(configs, seeds)
-    runs = []
-    for config in configs:
-        cfg = load_config(config, overrides)
-        base = Path(cfg.run_dir) if cfg.run_dir else Path(runs_root or "runs") / cfg.name
-        if not seeds:
-            run_overrides = overrides if cfg.run_dir or not runs_root else [*overrides, f"run_dir={base}"]
-            runs.append((config, run_overrides, str(load_config(config, run_overrides).resolved_run_dir)))
-            continue
-        for seed in seeds:
-            folder = Path(f"{base}_seed{seed}")
-            runs.append((config, [*overrides, f"seed={seed}", f"run_dir={folder}"], str(folder)))
-    folders: dict[Path, str] = {}
-    for config, _, run_dir in runs:
-        check_home_expanded(run_dir, f"{config}: run_dir")  # two runs in one folder would be one run trained twice
-        folder = Path(run_dir).resolve()
-        if folder in folders:
-            raise ConfigError(
-                f"{config} and {folders[folder]} would both run in {folder}: give each config its own "
-                f"name or run_dir, or use --runs_root"
-            )
-        folders[folder] = config
-    return runs
-
-
-def check_given_once(configs: list[str], seeds: Optional[list[int]]) -> None:
-    """A config or seed named twice would be one run trained twice (said as what the user typed,
-    not as a folder clash); a pattern the shell left unexpanded matched no config."""
-    for config in configs:
-        if not Path(config).exists() and any(c in config for c in "*?["):
-            raise ConfigError(
-                f"{config} matches no config file; check the pattern (the shell passes one that "
-                f"matches nothing as it is)"
-            )
-    repeated = sorted({s for s in seeds or [] if list(seeds).count(s) > 1})
-    if repeated:
-        raise ConfigError(f"--seeds names seed {repeated[0]} more than once; give each seed once")
-    seen: dict[Path, str] = {}
-    for config in configs:
-        key = Path(config).resolve()
-        if key in seen:
-            also = "" if seen[key] == config else f" (also as {seen[key]})"
-            raise ConfigError(f"{config} is given twice{also}; give each config once (use --seeds for repeats)")
-        seen[key] = config
-
-
-def check_variants(given: list[list[str]]) -> list[tuple[str, list[str]]]:
-    """--variant NAME KEY=VALUE ... as (name, overrides); the name becomes a folder name."""
-    variants = []
-    for name, *overrides in given:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) or "=" in name:
-            raise ConfigError(
-                f"--variant {name}: give a name first (letters, digits, _ . -), then KEY=VALUE "
-                f"overrides, e.g. --variant yarn4 model.positional.scaling=yarn"
-            )
-        if not overrides:
-            raise ConfigError(f"--variant {name}: give the test-time overrides after the name (KEY=VALUE ...)")
-        for override in overrides:
-            parse_override(override)  # one line naming a malformed KEY=VALUE
-        if any(name == seen for seen, _ in variants):
-            raise ConfigError(
-                f"--variant {name} given twice: each variant is a folder of its own (<run>/test_{name}/); "
-                f"give each a name of its own"
-            )
-        variants.append((name, overrides))
-    return variants
-
-
-def check_variants_test_time(runs: list[tuple[str, list[str], str]], variants) -> None:
-    """A --variant is the trained run tested otherwise: one that changes the model or the data is
-    refused now, by the rule test.py applies, not after hours of training."""
-    from artifacts.checkpoint import CheckpointError
-    from artifacts.test_time import test_time_config
-    from settings.config import to_dict
-
-    for config, run_overrides, _ in runs:
-        trained = to_dict(load_config(config, run_overrides))
-        for name, variant_overrides in variants:
-            try:  # a variant whose keys the run's encoding does not take is not tested there (sweep_job)
-                load_config(config, [*run_overrides, *variant_overrides])
-            except ConfigError:
-                continue
-            try:
-                test_time_config(trained, variant_overrides, config)
-            except CheckpointError as e:
-                raise ConfigError(f"--variant {name}: {e}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -197,35 +102,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def absolute(config: str, overrides: list[str], run_dir: str) -> tuple[str, list[str]]:
-    """A run's config and run folder as absolute paths, so that a job finds them wherever it runs."""
-    return str(Path(config).resolve()), [*overrides, f"run_dir={Path(run_dir).resolve()}"]
-
-
-def run_serial(runs: list[tuple[str, list[str], str]], variants) -> list[Outcome]:
+def run_serial(runs: list[RunPlan]) -> list[Outcome]:
     """One run after another in this process; the first run that fails or is interrupted stops the sweep."""
     outcomes = []
-    for config, overrides, _ in runs:
-        outcomes.append(run_one(config, overrides, variants))
+    for plan in runs:
+        outcomes.append(run_one(plan))
         if outcomes[-1].status in ("failed", "interrupted"):
             break
     return outcomes
 
 
-def run_as_jobs(runs: list[tuple[str, list[str], str]], variants, options: LaunchOptions) -> list[Outcome]:
+def run_as_jobs(runs: list[RunPlan], options: LaunchOptions) -> list[Outcome]:
     """The runs that need work as submitit jobs (local or slurm); the others are settled here."""
     outcomes, jobs, run_dirs = [], [], []
-    for config, overrides, run_dir in runs:
-        action, why = triage(config, load_config(config, overrides))
+    for plan in runs:
+        run_dir = str(plan.run_dir)
+        action, why = triage(plan.config, plan.cfg)
         if action == "left_alone":
             log(f"sweep: left alone: {why}")
             outcomes.append(Outcome(run_dir, "left_alone", message=why))
-        elif action == "finished" and not variants:
+        elif action == "finished" and not plan.variants:
             log(f"sweep: {why}: skipped")
             forget_finished_run(run_dir)
             outcomes.append(Outcome(run_dir, "scored"))
         else:
-            jobs.append(SweepJob(*absolute(config, overrides, run_dir), variants, workdir=os.getcwd()))
+            jobs.append(SweepJob(plan.absolute(), workdir=os.getcwd()))
             run_dirs.append(run_dir)
     if jobs:
         options.log_dir.mkdir(parents=True, exist_ok=True)
@@ -266,14 +167,14 @@ def sweep(
     variants = check_variants([list(v) for v in variant])
     options = launch or launch_options(output, runs_root)
     runs = expand_runs(list(configs), list(overrides), list(seeds) if seeds else None, runs_root)
-    check_variants_test_time(runs, variants)
+    runs = plan_variants(runs, variants)
     try:
-        outcomes = run_serial(runs, variants) if options.launcher == "serial" else run_as_jobs(runs, variants, options)
+        outcomes = run_serial(runs) if options.launcher == "serial" else run_as_jobs(runs, options)
     except KeyboardInterrupt:
         log("sweep: stopped (Ctrl-C); run the same command again to resume")
         return EXIT_INTERRUPTED
     by_run = {o.run_dir: o for o in outcomes}
-    order = [run_dir for _, _, run_dir in runs]  # the summary lists runs in sweep order
+    order = [str(plan.run_dir) for plan in runs]  # the summary lists runs in sweep order
     return settle([by_run[d] for d in order if d in by_run], len(order), options.launcher == "serial", output, family)
 
 

@@ -19,10 +19,20 @@ import submitit
 
 from artifacts.tested_run import run_stale_test
 from commands.cli import EXIT_INTERRUPTED, describe_failure
+from commands.sweep_plan import RunPlan, Variant
 from commands.test import run_test
 from commands.test_request import TestRequest
 from commands.train import train
-from settings.config import flatten, is_written_config, load_config, parse_override, to_dict
+from settings.config import (
+    ExperimentConfig,
+    Override,
+    dump_text,
+    flatten,
+    is_written_config,
+    load_config,
+    parse_override,
+    to_dict,
+)
 from settings.key_roles import refused_on_resume, role_of
 from settings.schema import INFERENCE, RUNTIME
 from training.handlers import budget_reached
@@ -46,21 +56,17 @@ class Outcome:
     message: str = ""
 
 
-def overrides_for_testing(overrides: Sequence[str], encoding: str) -> list[str]:
+def overrides_for_testing(overrides: Sequence[str | Override], encoding: str) -> list[str | Override]:
     """The overrides that change how test.py decodes and scores (settings/key_roles.py); the others
     (seed, run_dir, model.*, training.*) made the trained run."""
     return [o for o in overrides if role_of(parse_override(o).key, encoding) in (INFERENCE, RUNTIME)]
 
 
-def compared_with_run(run_dir: Path, cfg) -> tuple[Optional[str], Optional[str]]:
-    """How the run in `run_dir` differs from `cfg` ('key: old -> new; ...' each, None when it does not):
-    (its experiment keys: another configuration, whatever a resume may make; the keys a resume may
-    change (learning rate, budget, cadence, ...), test-time and runtime keys aside: a finished run
-    trained otherwise than this sweep asks). One comparison of its config.yaml for both."""
-    try:
-        saved = load_config(run_dir / run_files.CONFIG)
-    except HarnessError as e:
-        return f"its config.yaml does not load: {e}", None
+def compared_with_run(saved: ExperimentConfig, cfg) -> tuple[Optional[str], Optional[str]]:
+    """How the run whose config.yaml is `saved` differs from `cfg` ('key: old -> new; ...' each, None
+    when it does not): (its experiment keys: another configuration, whatever a resume may make; the
+    keys a resume may change (learning rate, budget, cadence, ...), test-time and runtime keys aside:
+    a finished run trained otherwise than this sweep asks). One comparison for both."""
     encoding = saved.model.positional.name
     changed, refused, _ = refused_on_resume(flatten(to_dict(saved)), flatten(to_dict(cfg)), encoding)
     training = [
@@ -75,15 +81,13 @@ def compared_with_run(run_dir: Path, cfg) -> tuple[Optional[str], Optional[str]]
     return listed(refused), listed(training)
 
 
-def training_finished(run_dir: Path, cfg) -> bool:
-    """Whether the run's training reached its end (its budget or early stopping) rather than being
-    stopped by a signal (runs logged before the harness recorded this count as finished), and the
-    budget this sweep asks for (max_steps / epochs) is no larger than the one it trained to."""
+def training_finished(run_dir: Path, cfg, saved: ExperimentConfig) -> bool:
+    """Whether the run's training (its config.yaml: `saved`) reached its end (its budget or early
+    stopping) rather than being stopped by a signal (runs logged before the harness recorded this
+    count as finished), and the budget this sweep asks for (max_steps / epochs) is no larger than
+    the one it trained to."""
     last = last_end(run_dir)
-    try:
-        trained = load_config(run_dir / run_files.CONFIG).training
-    except HarnessError:
-        return False
+    trained = saved.training
     if last is None or not last.get("finished", True):
         return False
     wanted = cfg.training
@@ -132,10 +136,16 @@ def triage(config: str, cfg) -> tuple[str, str]:
     folder = RunFolder.inspect(run_dir, is_written_config)
     if folder.state == "foreign":
         return "left_alone", folder.describe_foreign()
-    differences, trained_otherwise = compared_with_run(run_dir, cfg) if folder.state != "absent" else (None, None)
+    saved, differences, trained_otherwise = None, None, None
+    if folder.state != "absent":  # its config.yaml, read once
+        try:
+            saved = load_config(run_dir / run_files.CONFIG)
+            differences, trained_otherwise = compared_with_run(saved, cfg)
+        except HarnessError as e:
+            differences = f"its config.yaml does not load: {e}"
     if differences:  # compare before skipping: a folder of another experiment is not this run
         return "left_alone", f"{run_dir} holds a run of another configuration than {config} ({differences})"
-    if stored_exists(run_dir / "test" / run_files.SCORES) and training_finished(run_dir, cfg):
+    if saved and stored_exists(run_dir / "test" / run_files.SCORES) and training_finished(run_dir, cfg, saved):
         if trained_otherwise:  # its scores would pass for this sweep's settings
             return "left_alone", (
                 f"{run_dir} finished training with other settings than this sweep's ({trained_otherwise}): "
@@ -173,10 +183,10 @@ def finish_own_sets(run_dir: Path) -> None:
             log(f"sweep: removed {folder}, which a stopped test left unpublished")
 
 
-def run_one(config: str, overrides: Sequence[str], variants: Sequence[tuple[str, list[str]]] = ()) -> Outcome:
-    """Train (or resume) and test one run of a sweep, then test it once per variant."""
-    cfg = load_config(config, overrides)
-    run_dir = cfg.resolved_run_dir
+def run_one(plan: RunPlan) -> Outcome:
+    """Train (or resume) and test one run of a sweep, then test it once per variant; its config as
+    the sweep validated it (`plan.cfg`), never loaded again."""
+    config, cfg, run_dir = plan.config, plan.cfg, plan.run_dir
     finish_own_sets(run_dir)
     action, why = triage(config, cfg)
     if action == "left_alone":
@@ -189,7 +199,7 @@ def run_one(config: str, overrides: Sequence[str], variants: Sequence[tuple[str,
             log(f"sweep: {why}")
         else:
             log(f"sweep: {'resuming' if action == 'resume' else 'training'} {why}")
-            rc = train(config=config, overrides=overrides, resume=action == "resume")
+            rc = train(config=config, cfg=cfg, resume=action == "resume")
             if rc == EXIT_INTERRUPTED:
                 return Outcome(
                     str(run_dir),
@@ -203,27 +213,44 @@ def run_one(config: str, overrides: Sequence[str], variants: Sequence[tuple[str,
         # the rest (seed, run_dir, model.*, training.*) made the run and is in its checkpoint.
         rc = run_test(
             TestRequest(
-                run=str(run_dir), overrides=overrides_for_testing(overrides, cfg.model.positional.name), overwrite=True
+                run=str(run_dir),
+                overrides=overrides_for_testing(plan.overrides, cfg.model.positional.name),
+                overwrite=True,
             )
         )  # replaces only <run>/test/
         if rc:
             return Outcome(str(run_dir), "failed", rc, f"{run_dir}: testing ended with exit code {rc}")
-    rc = score_variants(run_dir, variants, overrides)
+    rc = score_variants(run_dir, plan.variants, plan.overrides, cfg)
     if rc:
         return Outcome(str(run_dir), "failed", rc, f"{run_dir}: testing a variant ended with exit code {rc}")
     return Outcome(str(run_dir), "scored")
 
 
-def score_variants(run_dir: Path, variants: Sequence[tuple[str, list[str]]], overrides: Sequence[str]) -> int:
+def score_variants(
+    run_dir: Path,
+    variants: Sequence[Variant],
+    overrides: Sequence[str | Override],
+    trained_as: Optional[ExperimentConfig] = None,
+) -> int:
     """Test a scored run once per variant into <run>/test_<name>/: skipped where that was scored with
     the same test-time settings, tested again where they changed (as the main test is), not tested
-    where the run's encoding does not take one of the variant's keys."""
-    for name, variant in variants:
-        out = run_dir / f"test_{name}"
+    where the run's encoding does not take one of the variant's keys. A variant planned for the run
+    (commands/sweep_plan.py) keeps its config where the run was trained as `trained_as` (its config.yaml
+    is that config, written); otherwise the run folder's config decides."""
+    written = trained_as is not None and read_text(run_dir / run_files.CONFIG) == dump_text(trained_as)
+    trained = trained_as if written else None
+    for variant in variants:
+        name, out = variant.name, run_dir / f"test_{variant.name}"
         try:
-            encoding = load_config(run_dir / run_files.CONFIG, variant).model.positional.name
-            wanted = [*overrides_for_testing(overrides, encoding), *variant]
-            cfg = load_config(run_dir / run_files.CONFIG, wanted)
+            if trained is None:  # the folder's config (read once), as trained
+                trained = load_config(run_dir / run_files.CONFIG)
+            wanted = [*overrides_for_testing(overrides, trained.model.positional.name), *variant.overrides]
+            if written and variant.planned:
+                cfg = variant.tested
+                if cfg is None:
+                    raise HarnessError(variant.why_not)
+            else:
+                cfg = load_config(raw=to_dict(trained), overrides=wanted)
         except HarnessError as e:
             log(f"sweep: variant {name} does not apply to {run_dir} ({e}): not tested")
             continue
@@ -238,7 +265,7 @@ def score_variants(run_dir: Path, variants: Sequence[tuple[str, list[str]]], ove
                 if stale
                 else f"sweep: {out} was scored with other test-time settings ({changed}): tested again"
             )
-        log(f"sweep: testing {run_dir} as variant {name} ({' '.join(variant)})")
+        log(f"sweep: testing {run_dir} as variant {name} ({variant})")
         rc = run_test(TestRequest(run=str(run_dir), overrides=wanted, output=str(out), overwrite=True))
         if rc:
             return rc
@@ -295,10 +322,8 @@ class SweepJob(submitit.helpers.Checkpointable):
     job again, and it resumes. On SIGUSR2 it then asks submitit to requeue it (submitit's own handler,
     deferred until the checkpoint is saved)."""
 
-    def __init__(
-        self, config: str, overrides: Sequence[str], variants: Sequence[tuple[str, list[str]]], workdir: str
-    ) -> None:
-        self.config, self.overrides, self.variants, self.workdir = config, list(overrides), list(variants), workdir
+    def __init__(self, plan: RunPlan, workdir: str) -> None:
+        self.plan, self.workdir = plan, workdir  # (the plan typed and validated by the sweep: it pickles)
 
     def __call__(self) -> Outcome:
         os.chdir(self.workdir)
@@ -323,13 +348,12 @@ class SweepJob(submitit.helpers.Checkpointable):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a Ctrl-C held since the job started ends it
         if stop_requested():
             raise KeyboardInterrupt
-        return run_one(self.config, self.overrides, self.variants)
+        return run_one(self.plan)
 
     @property
     def run_dir(self) -> str:
-        """The run folder (the sweep passes it as the last run_dir= override, absolute)."""
-        given = [o.split("=", 1)[1] for o in self.overrides if o.startswith("run_dir=")]
-        return given[-1] if given else str(load_config(self.config, self.overrides).resolved_run_dir)
+        """The run folder (absolute: RunPlan.absolute)."""
+        return str(self.plan.run_dir)
 
     def __repr__(self) -> str:
-        return f"SweepJob({self.config} {' '.join(self.overrides)})"
+        return f"SweepJob({self.plan.config} {' '.join(o.text for o in self.plan.overrides)})"

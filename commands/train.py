@@ -61,15 +61,17 @@ def train(
     overrides: Sequence[str] = (),
     resume: bool = False,
     overwrite: bool = False,
+    cfg: Optional[ExperimentConfig] = None,
 ) -> int:
-    """Train one run, as train.py does (a sweep's jobs call this): 0 when training finished,
-    EXIT_INTERRUPTED when a signal stopped it after a checkpoint (resumable, not finished)."""
+    """Train one run, as train.py does (a sweep's jobs call this, with `cfg`: `config` with its
+    overrides, validated already, never loaded again): 0 when training finished, EXIT_INTERRUPTED
+    when a signal stopped it after a checkpoint (resumable, not finished)."""
     if resume and run is None and config is None:
         raise ConfigError("--resume needs --run runs/<name> or --config <file.yaml>")
     if run is None and config is None:
         raise ConfigError("say what to train: --config <file.yaml>, or --run runs/<name> to continue a run")
     resume = resume or run is not None  # `--run` names an existing run: continue it
-    cfg = resolve_config(config, run, overrides)
+    cfg = cfg if cfg is not None else resolve_config(config, run, overrides)
     if config is not None and (overwrite or resume):
         check_config_names_its_folder(Path(config), cfg, "--overwrite" if overwrite else "--resume")
     return train_run(cfg, resume=resume, overwrite=overwrite)

@@ -61,6 +61,7 @@ __all__ = [
     "parse_override",
     "to_dict",
     "validate",
+    "with_set",
 ]
 
 
@@ -166,11 +167,28 @@ def load_config(
         cfg = from_raw(raw)
         validate(cfg)
     except ConfigError as e:
-        source = error_source(str(e), path, patch)
-        if source is None:
-            raise
-        raise ConfigError(f"{source}: {e}") from None
+        raise named_source(e, path, patch) from None
     return cfg
+
+
+def with_set(cfg: ExperimentConfig, overrides: Sequence[Override]) -> ExperimentConfig:
+    """`cfg` with top-level keys that no check across keys reads (`seed`, `run_dir`) set by typed
+    overrides, each checked as load_config checks it (its type and bounds, the error naming the
+    override), the sections kept as validated: one config validated once gives a sweep's runs of
+    it, one per seed and run folder."""
+    values = {o.key: o.value for o in overrides}
+    if any(len(o.keys) != 1 or o.key not in ("seed", "run_dir") for o in overrides):
+        raise ValueError(f"with_set sets seed and run_dir only, not {sorted(values)}")
+    try:
+        return dataclasses.replace(cfg, **values)
+    except pydantic.ValidationError as e:
+        raise named_source(validation_error(e, values, "", ExperimentConfig), None, list(overrides)) from None
+
+
+def named_source(error: ConfigError, path: Optional[str | Path], overrides: list[Override]) -> ConfigError:
+    """`error` prefixed with where its value was given (`error_source`), or as it is."""
+    source = error_source(str(error), path, overrides)
+    return error if source is None else ConfigError(f"{source}: {error}")
 
 
 def error_source(message: str, path: Optional[str | Path], overrides: list[Override]) -> Optional[str]:

@@ -423,3 +423,26 @@ def nll_beyond_run(root: Path, name: str, seed: int, better: float, rng, length:
     return RunRecord(
         run=str(folder.parent), seed=seed, teacher_forced=RunTeacherForced(length, (), None, (), frozen_map({}))
     )
+
+
+def validations_by_command(monkeypatch) -> dict[str, int]:
+    """A counter of whole-config validations (settings.config.from_raw, which load_config and only it
+    calls), by whose they are: test.py's (`run_test`: the checkpoint's config, with the test-time
+    overrides), compare.py's (the run folders' config.yaml it summarises), a sweep job's look at an
+    existing run folder (`triage`), else the sweep's own."""
+    import traceback
+    from collections import Counter
+
+    import settings.config
+
+    counted: Counter = Counter()
+    real = settings.config.from_raw
+    owners = {"run_test": "test.py", "compare": "compare.py", "triage": "run folder"}
+
+    def from_raw(raw):
+        names = [frame.name for frame in traceback.extract_stack()]
+        counted[next((owners[n] for n in names if n in owners), "sweep")] += 1
+        return real(raw)
+
+    monkeypatch.setattr(settings.config, "from_raw", from_raw)
+    return counted

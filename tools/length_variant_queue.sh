@@ -33,8 +33,9 @@ while true; do
 import sys
 from pathlib import Path
 from commands.sweep_job import score_variants
-variants = [(f"{s}4", [f"model.positional.scaling={s}", "model.positional.scaling_factor=4"])
-            for s in ("linear", "ntk", "yarn")]
+from commands.sweep_plan import check_variants
+variants = check_variants([[f"{s}4", f"model.positional.scaling={s}", "model.positional.scaling_factor=4"]
+                           for s in ("linear", "ntk", "yarn")])
 sys.exit(score_variants(Path(sys.argv[1]), variants, []))
 PY
     pending=1

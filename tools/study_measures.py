@@ -36,8 +36,8 @@ that moves a module updates them in the same commit, and the counts then say wha
 - optional fields: the fields of the dataclasses of RECORD_MODULES annotated `Optional[...]` or
   `X | None`, of all their fields;
 - lines: study/'s physical lines; compare's imports: the names commands/compare.py imports from
-  study (and from how many modules); load_config sites: its calls in SWEEP_MODULES (a sweep
-  validating one config N times is a runtime figure, not counted here).
+  study (and from how many modules); load_config sites: its calls in SWEEP_MODULES (how often a
+  sweep validates one config is a runtime figure: tests/commands/test_sweep.py counts it).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ DESIGN_NAMES = {"sequential", "look", "looks", "plan"}
 DESIGN_OWNERS = tuple(f"study.sequential{s}" for s in ("", "_family", "_findings", "_calibration"))
 KEYED_MODULES = ("study.family", "study.sequential_family", "study.verdicts")  # the family and verdict code
 RECORD_MODULES = ("study.records",)
-COMPARE, SWEEP_MODULES = "commands.compare", ("commands.sweep", "commands.sweep_job")
+COMPARE, SWEEP_MODULES = "commands.compare", ("commands.sweep", "commands.sweep_plan", "commands.sweep_job")
 
 
 def stage(module: str, stage_of: dict[str, str] = STAGE_OF) -> str | None:

@@ -5,8 +5,9 @@ test_launchers.py, test_slurm.py and tests/guarantees/test_slurm_sweeps.py.)"""
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
-from helpers import ROOT
+from helpers import ROOT, tiny_overrides, validations_by_command
 from in_process import run_in_process
 
 
@@ -40,3 +41,37 @@ def test_sweep_help_prints_its_examples_intact() -> None:
     proc = run_in_process(["sweep.py", "--help"])
     assert proc.returncode == 0
     assert "configs/demo/learnable.yaml configs/demo/rope.yaml \\\n      --output runs/demo/summary" in proc.stdout
+
+
+def test_a_sweep_validates_each_config_and_variant_once(tmp_path: Path, monkeypatch) -> None:
+    """Issue 76: a one-config sweep validated its config 5 times (and 5 more per --variant), its
+    overrides passed on as text and parsed again by each step. The sweep now validates each config
+    once (its seeds and run folders typed updates) and each variant once per run, and hands them
+    typed to training and to the variants' checks (commands/sweep_plan.py); test.py validates the
+    config it tests (the checkpoint's own), compare.py each run folder's config.yaml it summarises
+    (and its variant's);
+    run again, the sweep reads each run folder's config.yaml once."""
+    from commands.sweep import sweep
+
+    sets = tiny_overrides(tmp_path / "unused", tmp_path / "cache", steps=2)[1::2]
+    sets = [s for s in sets if not s.startswith("run_dir=")]
+    asked = dict(
+        configs=["configs/demo/rope.yaml"],
+        overrides=sets,
+        seeds=[1, 2],
+        variant=[["greedy", "decoding.beam_size=1"]],
+        runs_root=str(tmp_path / "runs"),
+        output=str(tmp_path / "summary"),
+    )
+    counted = validations_by_command(monkeypatch)
+    assert sweep(**asked) == 0
+    assert [p.parent.parent.name for p in sorted((tmp_path / "runs").rglob("test_greedy/scores.json"))] == [
+        "rope_seed1",
+        "rope_seed2",
+    ]
+    # the sweep: the config, then the variant for each run; test.py: each run and its variant; compare.py:
+    # each run's config.yaml and its variant (study/run_records.py)
+    assert counted == {"sweep": 1 + 2, "test.py": 2 * 2, "compare.py": 2 * 2}
+    counted.clear()
+    assert sweep(**asked) == 0  # every run and variant scored: skipped
+    assert counted == {"sweep": 1 + 2, "run folder": 2, "compare.py": 2 * 2}

@@ -36,6 +36,7 @@ def test_a_variant_is_tested_again_when_its_settings_change(trained_run, tmp_pat
     from helpers import copy_of
 
     from commands.sweep_job import score_variants
+    from commands.sweep_plan import check_variants
     from utils.stored_files import read_text
 
     run = copy_of(trained_run, tmp_path / "run")
@@ -44,12 +45,12 @@ def test_a_variant_is_tested_again_when_its_settings_change(trained_run, tmp_pat
     def beam_of_variant() -> int:
         return json.loads(read_text(run / "test_v" / "scores.json"))["decoding"]["beam_size"]
 
-    assert score_variants(run, [("v", ["decoding.beam_size=1"])], sets) == 0
+    assert score_variants(run, check_variants([["v", "decoding.beam_size=1"]]), sets) == 0
     assert beam_of_variant() == 1
     capsys.readouterr()
-    assert score_variants(run, [("v", ["decoding.beam_size=1"])], sets) == 0  # the same: skipped
+    assert score_variants(run, check_variants([["v", "decoding.beam_size=1"]]), sets) == 0  # the same: skipped
     assert f"{run / 'test_v'} is scored: skipped" in capsys.readouterr().out
-    assert score_variants(run, [("v", ["decoding.beam_size=3"])], sets) == 0
+    assert score_variants(run, check_variants([["v", "decoding.beam_size=3"]]), sets) == 0
     assert (
         "was scored with other test-time settings (decoding.beam_size: 1 -> 3): tested again" in capsys.readouterr().out
     )

@@ -5,7 +5,7 @@ scored, exported or averaged as a model (artifacts/checkpoint.py: check_finite_w
 all); checkpoints of other shapes are not averaged; a cut or binary test output is one
 line naming it (study/run_outputs.py: output_lines, paired_lines); a checkpoint that is a
 folder, a `checkpoints` that is a file and a newer export are named as such; a sweep given one seed
-or one config twice says so (commands/sweep.py: check_given_once)."""
+or one config twice says so (commands/sweep_plan.py: check_given_once)."""
 
 from __future__ import annotations
 

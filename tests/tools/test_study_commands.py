@@ -12,7 +12,6 @@ import os
 import re
 import shlex
 import subprocess
-from pathlib import Path
 
 import pytest
 from helpers import ROOT
@@ -76,10 +75,8 @@ def produced() -> dict[str, dict]:
         for command in readme_commands():
             for argv in sweep_argvs(command):
                 args = sweep.build_parser().parse_args(argv)
-                for config, overrides, run_dir in sweep.expand_runs(
-                    args.configs, args.overrides, args.seeds, args.runs_root
-                ):
-                    out[str(Path(run_dir))] = settings(to_dict(load_config(config, overrides)))
+                for run in sweep.expand_runs(args.configs, args.overrides, args.seeds, args.runs_root):
+                    out[str(run.run_dir)] = settings(to_dict(run.cfg))
     finally:
         os.chdir(cwd)
     return out
