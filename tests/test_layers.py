@@ -113,8 +113,8 @@ def test_no_modules_import_each_other(tmp_path: Path) -> None:
         ("utils/m.py", "def f():\n    from models.positional_encodings import POSITIONAL_ENCODINGS\n"),  # lazily
         ("data/m.py", "import training.engine\n"),
         ("decoding/m.py", "from evaluation import metrics\n"),  # across one floor the wrong way
-        ("evaluation/m.py", "from study.findings import find_row\n"),  # scoring one model judges no study
-        ("training/m.py", "def f():\n    import study.run_groups\n"),  # nor does training, lazily either
+        ("evaluation/m.py", "from study.judge.verdicts import word_tables\n"),  # scoring one model judges no study
+        ("training/m.py", "def f():\n    import study.read.run_groups\n"),  # nor does training, lazily either
         ("study/m.py", "from training.run import train_run\n"),  # study and training: one floor, apart
         ("commands/m.py", "import compare\n"),  # an entry script, from a package
         ("tests/test_m.py", "from train import main\n"),  # ... or from a test
