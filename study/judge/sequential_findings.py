@@ -18,8 +18,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from study.judge.verdicts import missing_rows
-from study.read.family import Family
+from study.read.family import Family, missing_rows
 from study.records import ComparisonRow, Configuration, FindingsTable, LookPlan, LookReading
 from study.stats.rules import CURRENT
 from study.stats.seed_test import ALPHA

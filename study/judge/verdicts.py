@@ -16,7 +16,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from study.judge.wording import look_outcome, look_verdict, outcome, verdict
-from study.read.family import Family
+from study.read.family import Family, missing_rows
 from study.records import ComparisonRow, FindingsTable, Interim, LookPlan, Reading, RowPower
 from study.stats.equivalence import equivalence_power, seeds_for_equivalence
 from study.stats.rules import CURRENT, RULES, Rule
@@ -45,22 +45,6 @@ def interim(tables: Tables, family: Family, missing: int = 0, looks: Optional[Lo
 
 
 METRIC_OF = {"degradation": "NLL", "teacher_forced": "NLL"}  # the other tables are sacreBLEU
-
-
-def missing_rows(tables: Tables, family: Family, configs: Optional[list[str]] = None) -> list[tuple[str, str]]:
-    """(table, config) of every declared comparison that has no row: an entry naming its `compared_on`,
-    for each configuration it names (or, for an entry naming none, each compared configuration:
-    `configs`), with no such row.
-    They count in Holm's family as p = 1 and keep a planned study interim."""
-    have = {(t.name, r.config, r.compared_on) for t in tables for r in t.rows}
-    out = []
-    for h in family.headline:
-        if h.get("compared_on") is None:
-            continue
-        for config in h.get("configs") or configs or []:  # (no list given: only the configs an entry names)
-            if (h["table"], config, h["compared_on"]) not in have:
-                out.append((h["table"], config))
-    return out
 
 
 def _absent(missing: list[tuple[str, str]]) -> list[str]:

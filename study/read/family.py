@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from settings.schema import MAX_SEED
-from study.records import ComparisonRow, JsonObject
+from study.records import ComparisonRow, FindingsTable, JsonObject
 from study.stats.rules import CURRENT, RULES, UNNAMED
 from study.stats.seed_test import ALPHA, DEFAULT_EFFECT, DEFAULT_TIE_MARGIN
 from study.stats.sequential import SPENDING
@@ -87,6 +87,24 @@ class Family:
 
     def declares(self, table: str, row: ComparisonRow) -> bool:
         return bool(self.matching(table, row))
+
+
+def missing_rows(
+    tables: Sequence[FindingsTable], family: Family, configs: Optional[list[str]] = None
+) -> list[tuple[str, str]]:
+    """(table, config) of every declared comparison that has no row: an entry naming its `compared_on`,
+    for each configuration it names (or, for an entry naming none, each compared configuration:
+    `configs`), with no such row.
+    They count in Holm's family as p = 1 and keep a planned study interim."""
+    have = {(t.name, r.config, r.compared_on) for t in tables for r in t.rows}
+    out = []
+    for h in family.headline:
+        if h.get("compared_on") is None:
+            continue
+        for config in h.get("configs") or configs or []:  # (no list given: only the configs an entry names)
+            if (h["table"], config, h["compared_on"]) not in have:
+                out.append((h["table"], config))
+    return out
 
 
 def _read(path: str):
