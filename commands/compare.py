@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from commands.cli import command_parser, parse_command
-from study.judge.findings import compute_findings
+from study.judge.report import add_significance, compute_findings
 from study.pages.comparison_plots import PLOT_SUFFIXES, write_plots
 from study.pages.findings_markdown import findings_markdown
 from study.pages.headline import headline_markdown
@@ -52,7 +52,6 @@ from study.read.degradation import degradation_table
 from study.read.family import load_family
 from study.read.run_groups import (
     add_seed_wins,
-    add_significance,
     baseline_of,
     check_same_references,
     group_runs,

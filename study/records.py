@@ -138,7 +138,7 @@ class RunRecord:
     stale_test: str = ""  # why its test scored a checkpoint no longer its best (artifacts/tested_run.py)
 
     def value(self, column: str) -> Any:
-        """A numeric column of the main table (study/summary_tables.numeric_columns) or a score."""
+        """A numeric column of the main table (study/read/run_stats.numeric_columns) or a score."""
         return self.scores.get(column) if column in self.scores else getattr(self, column, None)
 
 

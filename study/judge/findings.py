@@ -22,49 +22,17 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from study.judge.sequential_findings import read_looks, restricted
-from study.judge.verdicts import word_tables
-from study.read.declared import declaring_runs
 from study.read.degradation import selections
-from study.read.family import Family
 from study.read.run_outputs import Outputs, source_lengths, training_length
 from study.read.run_stats import joined_range, joined_training_k
-from study.records import (
-    ComparisonRow,
-    Configuration,
-    Findings,
-    FindingsTable,
-    Interim,
-    LookPlan,
-    RuleText,
-    RunRecord,
-    SeedDifference,
-    frozen_map,
-)
-from study.stats.rules import CURRENT, RULES
-from study.stats.seed_test import ALPHA, MODEL, seed_test
-from study.stats.significance import DEFAULT_SEED, paired_bootstrap_ratio, paired_bootstrap_seeds
+from study.records import ComparisonRow, Configuration, FindingsTable, RunRecord, SeedDifference
+from study.stats.seed_test import seed_test
+from study.stats.significance import paired_bootstrap_ratio, paired_bootstrap_seeds
 
 # One rule for every row: tested only when at least this many units (sentences, test pairs or inputs)
 # carry its measure; fewer and resampling says little (one: every resample is that unit)
 MIN_SENTENCES = 10
-RULE = (
-    "Finding, by the rule the family names: 'ahead'/'behind' only for a comparison declared in the study's "
-    "headline family whose decision p, Holm-adjusted over that family, is below "
-    f"{ALPHA} (lower is better for NLL); 'equivalent within ±m' only for a declared comparison whose equivalence p "
-    "(two one-sided seed-level tests against -m and +m, the larger p) is below "
-    f"{ALPHA} after Holm's correction over the equivalence rows, apart; both for a small difference inside the "
-    "margin, 'inconclusive' for neither. No verdict while the study is interim (a declared comparison lacks "
-    "some of the family's planned seeds), nor for a row whose runs were not all trained from a commit that "
-    "declared the family. Every other row gives how the seeds fall against the tie margin and the 95% "
-    "interval of the mean difference, and no verdict."
-)
 Pair = tuple[RunRecord, RunRecord]  # a run and the baseline's run of the same seed
-
-EQUIVALENCE_TEST = (
-    "TOST (Schuirmann 1987): the seed-level statistic of the family's rule tested one-sided against -m and "
-    "against +m; equivalence p = max(p_lower, p_upper); Holm over the declared rows apart"
-)
 
 
 def _row(seeds: list, n_units: int, combined, per_seed: list, lower_is_better: bool = False) -> ComparisonRow:
@@ -231,28 +199,6 @@ class Comparison:
         return self.proven is None or all(r.run in self.proven for pair in pairs for r in pair)
 
 
-def compute_findings(
-    groups: Sequence[Configuration],
-    baseline: Configuration,
-    n_samples: int = 10000,
-    seed: int = DEFAULT_SEED,
-    family: Optional[Family] = None,
-) -> Findings:
-    """Every configuration against `baseline` (compare.py's groups), as tables of findings."""
-    family = family or Family()
-    # a declared row needs its runs' proof (study/read/declared.py)
-    context = Comparison(Outputs(), declaring_runs(groups, family.path), n_samples, seed)
-    configs = [g.label for g in groups if g.label != baseline.label]
-
-    def build(seeds: Optional[Sequence]) -> list[FindingsTable]:  # the tables of the runs of `seeds` (None: all)
-        chosen = list(groups) if seeds is None else restricted(groups, seeds)
-        return findings_tables(chosen, next(g for g in chosen if g.label == baseline.label), context)
-
-    tables, looks = read_looks(build, family, configs) if family.plan else (build(None), None)
-    worded, size, missing, plan = word_tables(tables, family, configs, looks)
-    return findings_report(baseline.label, family, size, missing, n_samples, seed, worded, plan, looks)
-
-
 def findings_tables(
     groups: Sequence[Configuration], baseline: Configuration, context: Comparison
 ) -> list[FindingsTable]:
@@ -286,48 +232,6 @@ def findings_tables(
     nll_rows = nll_beyond_rows(others, baseline, context, same_length)
     tables.append(_table("teacher_forced", NLL_BEYOND_TITLE, nll_rows, "NLL"))
     return [t for t in tables if t.rows]
-
-
-def findings_report(
-    baseline: str,
-    family: Family,
-    size: int,
-    missing: Sequence[str],
-    n_samples: int,
-    seed: int,
-    tables: Sequence[FindingsTable],
-    plan: Optional[Interim] = None,
-    looks: Optional[LookPlan] = None,
-) -> Findings:
-    """The findings report: the method's settings beside the tables."""
-    return Findings(
-        baseline=baseline,
-        metric="sacreBLEU",
-        alpha=ALPHA,
-        test=MODEL,
-        correction="holm, over the declared headline family only",
-        family=family.path,
-        decision_rule=RuleText(family.rule, RULES[family.rule].summary),
-        exploratory_rule=(
-            None if family.path is None or family.rule == CURRENT.name else RuleText(CURRENT.name, CURRENT.summary)
-        ),
-        family_size=size,
-        family_unmatched=tuple(missing),
-        tie_margin=frozen_map(family.tie_margin),
-        equivalence_margin=frozen_map(family.equivalence),
-        equivalence_test=EQUIVALENCE_TEST,
-        planned_seeds=tuple(family.seeds) if family.seeds is not None else None,
-        planned_device=family.device,
-        planned_precision=family.precision,
-        interim=plan,
-        descriptive_p="sacreBLEU's paired bootstrap per seed (sacrebleu --paired-bs: Koehn's statistic, one "
-        "tail; it holds each trained model fixed), descriptive only",
-        n_samples=n_samples,
-        bootstrap_seed=seed,
-        rule=RULE,
-        tables=tuple(tables),
-        sequential=looks,
-    )
 
 
 def _labelled(
@@ -407,10 +311,3 @@ def nll_beyond_rows(
         if result is not None:
             rows.append(_labelled(g, "teacher-forced NLL beyond training, all k", result, pairs, None, context))
     return rows
-
-
-def find_row(findings: Findings, table: str, config: str, compared_on: str) -> Optional[ComparisonRow]:
-    for t in findings.tables:
-        if t.name == table:
-            return next((r for r in t.rows if r.config == config and r.compared_on == compared_on), None)
-    return None

@@ -15,7 +15,8 @@ import json
 from dataclasses import asdict, fields
 from typing import Mapping, Optional, Sequence
 
-from study.pages.summary_tables import SIGNATURE, has_teacher_forced, numeric_columns
+from study.pages.summary_tables import SIGNATURE, has_teacher_forced
+from study.read.run_stats import numeric_columns
 from study.read.seed_provenance import spans
 from study.records import (
     ComparisonRow,

@@ -6,30 +6,14 @@ runs); the per-k tables of the length protocol are in study/pages/length_report.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 from study.judge.wording import format_p
-from study.read.run_stats import STALE_MARK, stale_note
+from study.read.run_stats import STALE_MARK, numeric_columns, stale_note
 from study.read.seed_provenance import mark_label, spans_note
 from study.records import Configuration, Stats
 from utils.markdown import table_head, table_row
 from utils.metrics import HEADLINE, METRICS, metric_digits
-
-
-def numeric_columns() -> Mapping[str, str]:
-    """The numeric columns, key -> table title (means and stds over a configuration's seeds): the
-    training figures, every registered test metric (utils/metrics.py), then the rest."""
-    return {
-        "train_loss": "train loss",
-        "valid_loss": "valid loss",
-        "valid_accuracy": "valid acc",
-        **{m.name: f"test {m.label}" for m in METRICS},
-        "longer_bleu": "BLEU longer-than-training",
-        "params": "params",
-        "train_minutes": "train min",
-        "tokens_per_sec": "tgt tokens/s",
-        "steps": "steps",
-    }
 
 
 def columns() -> list[tuple[str, str]]:

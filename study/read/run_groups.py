@@ -9,13 +9,11 @@ from collections import Counter
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from study.judge.findings import find_row
-from study.pages.summary_tables import numeric_columns
 from study.read.degradation import degradation_stats, run_degradation
 from study.read.run_outputs import output_lines
 from study.read.run_records import CompareError, config_label
-from study.read.run_stats import seed_wins, stats, test_folder
-from study.records import BucketStats, Configuration, Findings, PositionNll, RunRecord, TeacherForcedStats, frozen_map
+from study.read.run_stats import numeric_columns, seed_wins, stats, test_folder
+from study.records import BucketStats, Configuration, PositionNll, RunRecord, TeacherForcedStats, frozen_map
 from utils import run_files
 from utils.metrics import HEADLINE
 
@@ -140,27 +138,5 @@ def add_seed_wins(groups: Sequence[Configuration], baseline: Configuration, marg
         g
         if g.label == baseline.label
         else replace(g, seeds_above=seed_wins(g.runs, baseline.runs, lambda r: r.value(HEADLINE), margin))
-        for g in groups
-    ]
-
-
-def add_significance(
-    groups: Sequence[Configuration], baseline: Configuration, findings: Findings
-) -> list[Configuration]:
-    """Each group with its p vs the baseline on the test set and per k: the findings' p over all
-    shared seeds, so that one comparison has one p wherever it is printed (k = 1 is the test set)."""
-
-    def p_of(label: str, k: int) -> Optional[float]:
-        row = find_row(findings, "test", label, "test set") if k == 1 else find_row(findings, "concat", label, f"k={k}")
-        return row.p_value if row else None
-
-    return [
-        g
-        if g.label == baseline.label
-        else replace(
-            g,
-            p_value=p_of(g.label, 1),
-            concat=frozen_map((k, replace(c, p_value=p_of(g.label, k))) for k, c in g.concat.items()),
-        )
         for g in groups
     ]

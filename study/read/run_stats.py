@@ -1,4 +1,5 @@
-"""Statistics over the runs of a comparison, shared by compare.py's tables (overall, per k)."""
+"""Statistics over the runs of a comparison (a configuration's numeric columns over its seeds), shared by
+compare.py's tables (overall, per k)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,24 @@ from artifacts.tested_run import run_stale_test
 from study.records import RunRecord, Stats
 from utils import run_files
 from utils.errors import HarnessError
+from utils.metrics import METRICS
 from utils.stored_files import read_text
+
+
+def numeric_columns() -> Mapping[str, str]:
+    """The numeric columns, key -> table title (means and stds over a configuration's seeds): the
+    training figures, every registered test metric (utils/metrics.py), then the rest."""
+    return {
+        "train_loss": "train loss",
+        "valid_loss": "valid loss",
+        "valid_accuracy": "valid acc",
+        **{m.name: f"test {m.label}" for m in METRICS},
+        "longer_bleu": "BLEU longer-than-training",
+        "params": "params",
+        "train_minutes": "train min",
+        "tokens_per_sec": "tgt tokens/s",
+        "steps": "steps",
+    }
 
 
 def test_folder(run: RunRecord) -> Path:

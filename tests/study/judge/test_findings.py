@@ -1,6 +1,5 @@
 """The findings (study/judge/findings.py): the teacher-forced NLL beyond training tested per input over
-every k; the rows' labels (the selection's k, a joined-pair study's k) and a row looked up by table,
-configuration and comparison."""
+every k; the rows' labels (the selection's k, a joined-pair study's k)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     """compare.py's findings: the teacher-forced NLL beyond training, pooled over every k, tested
     by resampling inputs; lower is ahead. Declared, a configuration 0.3 nats better in every seed
     is found ahead in every seed; the baseline against a copy of itself is level (p 1)."""
-    from study.judge.findings import compute_findings
+    from study.judge.report import compute_findings
     from study.pages.findings_markdown import findings_markdown
     from study.read.family import Family
     from study.records import Configuration, RunRecord
@@ -62,28 +61,13 @@ def test_a_degradation_selection_speaks_for_its_own_k_or_the_first_beyond_the_jo
     assert _selection_k("all k", joined=2) is None
 
 
-def test_a_row_is_found_by_table_configuration_and_comparison() -> None:
-    from types import SimpleNamespace
-
-    from study.judge.findings import find_row
-    from study.records import ComparisonRow, FindingsTable
-
-    row = ComparisonRow(config="demo/rope", compared_on="k=4")
-    tables = (FindingsTable("test", "", "sacreBLEU", ()), FindingsTable("concat", "", "sacreBLEU", (row,)))
-    findings = SimpleNamespace(tables=tables)
-    assert find_row(findings, "concat", "demo/rope", "k=4") is row
-    assert find_row(findings, "test", "demo/rope", "k=4") is None
-    assert find_row(findings, "concat", "demo/learnable", "k=4") is None
-    assert find_row(findings, "buckets", "demo/rope", "k=4") is None
-
-
 def test_a_stale_test_is_left_out_of_the_paired_tests(tmp_path):
     """A run whose test scored a checkpoint training has since bettered (RunRecord.stale_test,
     artifacts/tested_run.py) is marked in the tables but paired with no baseline seed: its seed
     counts in no comparison, as if untested, until test.py scores it again."""
     from dataclasses import replace
 
-    from study.judge.findings import compute_findings
+    from study.judge.report import compute_findings
     from study.read.run_stats import seed_wins
     from study.records import Configuration
 

@@ -32,7 +32,7 @@ def study(tmp_path):
 
 
 def findings_of(groups, looks=(3, 5), **family):
-    from study.judge.findings import compute_findings
+    from study.judge.report import compute_findings
     from study.read.family import Family
 
     declared = Family(

@@ -7,7 +7,7 @@ show ±m if the true difference were 0."""
 
 from __future__ import annotations
 
-from study.judge.findings import findings_report
+from study.judge.report import findings_report
 from study.judge.verdicts import word_tables
 from study.pages.headline import headline_markdown, sentences_markdown
 from study.read.family import Family

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from study.pages.serialize import summary_csv, summary_json
-from study.pages.summary_tables import numeric_columns
+from study.read.run_stats import numeric_columns
 from study.records import Configuration, RunRecord, Stats, frozen_map
 
 

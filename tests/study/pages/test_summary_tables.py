@@ -5,7 +5,8 @@ baseline row and a variant's training columns marked †, and the CSV rows of th
 from __future__ import annotations
 
 from study.pages.serialize import csv_rows
-from study.pages.summary_tables import cell, columns, fmt, markdown_table, numeric_columns
+from study.pages.summary_tables import cell, columns, fmt, markdown_table
+from study.read.run_stats import numeric_columns
 from study.records import Configuration, RunRecord, Stats, frozen_map
 from utils.metrics import METRICS
 

@@ -1,6 +1,6 @@
 """The group stage (study/read/run_groups.py): runs grouped into configurations by their group key, in
 order of first appearance and by seed, labels told apart where two share a name; the baseline picked
-and marked; the findings' p copied back into new configurations."""
+and marked."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from study.read.run_groups import add_significance, group_runs, mark_baseline, pick_baseline
+from study.read.run_groups import group_runs, mark_baseline, pick_baseline
 from study.read.run_records import CompareError
 from study.records import RunRecord, frozen_map
 
@@ -34,16 +34,3 @@ def test_runs_are_grouped_by_key_and_seed_and_labels_told_apart(tmp_path: Path) 
         pick_baseline(groups, "alibi")
     marked = mark_baseline(groups, groups[1])
     assert [g.is_baseline for g in marked] == [False, True, False] and not any(g.is_baseline for g in groups)
-
-
-def test_the_findings_p_is_copied_into_new_configurations(tmp_path: Path) -> None:
-    groups = group_runs([run(tmp_path, "s", "b", 1, "sinusoidal"), run(tmp_path, "r", "a", 1)])
-    from types import SimpleNamespace
-
-    from study.records import ComparisonRow, FindingsTable
-    from study.stats.seed_test import SeedTest
-
-    tested = ComparisonRow("r", "test set", seed_test=SeedTest(2, 0.1, 0.1, 0.01, 0.1, 0.25, None, None))
-    findings = SimpleNamespace(tables=(FindingsTable("test", "test set", "sacreBLEU", (tested,)),))
-    base, rope = add_significance(groups, groups[0], findings)
-    assert rope.p_value == 0.25 and base.p_value is None and groups[1].p_value is None
