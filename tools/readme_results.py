@@ -279,13 +279,16 @@ def recompute(out_root: Path) -> None:
         if rc != 0:
             raise SystemExit(f"error: compare.py {runs} --output {out} failed")
         print(f"compare.py {runs} --output {out}: done")
+    from study.read.archived import declared_rows
+    from study.read.family import load_family
     from study.simulate.calibration import CALIBRATED, calibration_markdown
 
-    (out_root / CALIBRATION).write_text(calibration_markdown(out_root / CALIBRATED), encoding="utf-8")
+    rows, tie = declared_rows(out_root / CALIBRATED)
+    (out_root / CALIBRATION).write_text(calibration_markdown(rows, tie), encoding="utf-8")
     print(f"{CALIBRATION}: the rules simulated on {CALIBRATED}")
     from study.simulate.sequential_calibration import sequential_calibration_markdown
 
-    text = sequential_calibration_markdown(out_root / CALIBRATED, ROOT / SEQUENTIAL_FAMILY)
+    text = sequential_calibration_markdown(rows, load_family(str(ROOT / SEQUENTIAL_FAMILY)))
     (out_root / SEQUENTIAL_CALIBRATION).write_text(text, encoding="utf-8")
     print(f"{SEQUENTIAL_CALIBRATION}: {SEQUENTIAL_FAMILY}'s plan simulated on {CALIBRATED}")
 

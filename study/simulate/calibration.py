@@ -1,6 +1,7 @@
 """The decision rules (study/stats/rules.py) calibrated by simulating a declared family whole.
 
-The family simulated is a study's declared rows as archived (its findings JSON): each row with its
+The family simulated is a study's declared rows as archived (its findings JSON, read by
+study/read/archived.py: declared_rows): each row with its
 own seed SD s_d, the test set's shared noise v_shared and each seed's own test-set noise v_int,
 taken as known. Per simulated study and row, under the variance model of study/stats/seed_test.py:
 d_s = δ + e_s + w_s + u, e_s the seed effect (normal, or t(3) scaled to unit variance) of variance
@@ -20,14 +21,13 @@ results`)."""
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Mapping
 
 import numpy as np
 
+from study.read.archived import DeclaredRow
 from study.stats.rules import BEYOND_TIE, SEED_VETO, Rule
 from study.stats.seed_test import ALPHA, SeedTest, standard_error, t_quantile
 from utils.markdown import table_head, table_row
@@ -35,31 +35,6 @@ from utils.markdown import table_head, table_row
 STUDIES = 2000  # simulated families per setting
 DISTRIBUTIONS = ("normal", "t3")
 AGAINST_ZERO = replace(BEYOND_TIE, name="against_zero", against_tie=False)  # the rule without its margin
-
-
-@dataclass(frozen=True)
-class DeclaredRow:
-    """A declared sacreBLEU row of an archived findings JSON, as the simulation reads it: its name
-    ("config, compared on"), observed mean, seed SD s_d, shared and per-seed test-set noise."""
-
-    name: str
-    mean: float
-    seed_sd: float
-    v_shared: float
-    v_int: float
-
-
-def declared_rows(findings_path: Path) -> tuple[list[DeclaredRow], float]:
-    """The declared sacreBLEU rows of a findings JSON (the file, read as JSON) and their tie margin."""
-    findings = json.loads(Path(findings_path).read_text(encoding="utf-8"))
-    rows = []
-    for t in findings["tables"]:
-        for r in t["rows"]:
-            s = r.get("seed_test")
-            if r.get("declared") and t["metric"] == "sacreBLEU" and s and s.get("v_shared") is not None:
-                name = f"{r['config']}, {r['compared_on']}"
-                rows.append(DeclaredRow(name, s["mean"], s["seed_sd"], s["v_shared"], s["v_int"]))
-    return rows, findings["tie_margin"]["sacreBLEU"]
 
 
 def holm_rows(p: np.ndarray) -> np.ndarray:
@@ -168,10 +143,12 @@ def _percent(x: float) -> str:
 CALIBRATED = "results/demo/summary_findings.json"  # the family results/README.md's figures simulate
 
 
-def calibration_markdown(findings_path: Path, ns: tuple[int, ...] = (5, 10, 20, 40), name: str = CALIBRATED) -> str:
+def calibration_markdown(
+    rows: list[DeclaredRow], tie: float, ns: tuple[int, ...] = (5, 10, 20, 40), name: str = CALIBRATED
+) -> str:
     """The three calibrations of the current rule (and the older rule beside it) on the declared rows
-    of `findings_path` (shown as `name`), as markdown tables."""
-    rows, tie = declared_rows(findings_path)
+    of an archived findings JSON and its tie margin (study/read/archived.py: declared_rows; shown as
+    `name`), as markdown tables."""
     test_set = [r for r in rows if r.name.endswith("test set")]
     lines = [
         f"Simulated: the {len(rows)} declared BLEU rows of `{name}` as archived, "

@@ -2,7 +2,7 @@
 
 The family simulated is a declared family file's plan (its looks n_1 < ... < n_K, each family of
 tests' spending, its tie margin and equivalence margin m) over the declared sacreBLEU test-set rows
-of an archived findings JSON (study/calibration.declared_rows): each row with its own seed SD s_d,
+of an archived findings JSON (study/read/archived.py: declared_rows): each row with its own seed SD s_d,
 the test set's shared noise v_shared and each seed's own test-set noise v_int, taken as known. Per
 simulated family and row, under the variance model of study/stats/seed_test.py, n_K per-seed differences
 d_s = δ + e_s + w_s + u are drawn (study/calibration.draw: e_s the seed effect, normal or t(3)
@@ -41,8 +41,9 @@ from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
-from study.read.family import load_family
-from study.simulate.calibration import CALIBRATED, DISTRIBUTIONS, DeclaredRow, declared_rows, draw
+from study.read.archived import DeclaredRow
+from study.read.family import Family
+from study.simulate.calibration import CALIBRATED, DISTRIBUTIONS, draw
 from study.stats import sequential_family
 from study.stats.rules import BEYOND_TIE
 from study.stats.seed_test import ALPHA
@@ -165,9 +166,9 @@ def power(
     ]
 
 
-def rows_on_test_set(findings_path: Path) -> list[DeclaredRow]:
-    """The declared sacreBLEU rows of a findings JSON compared on the test set."""
-    return [r for r in declared_rows(findings_path)[0] if r.name.endswith("test set")]
+def rows_on_test_set(rows: Sequence[DeclaredRow]) -> list[DeclaredRow]:
+    """The declared sacreBLEU rows of a findings JSON (study/read/archived.py) compared on the test set."""
+    return [r for r in rows if r.name.endswith("test set")]
 
 
 def _shown(path: Path) -> str:
@@ -180,12 +181,12 @@ def _pair(a: float, b: float, fmt: str) -> str:
 
 
 def sequential_calibration_markdown(
-    findings_path: Path, family_path: Path, name: str = CALIBRATED, studies: int = STUDIES
+    rows: Sequence[DeclaredRow], family: Family, name: str = CALIBRATED, studies: int = STUDIES
 ) -> str:
-    """The error rates, power and seeds of `family_path`'s sequential plan beside the fixed design, on
-    the declared test-set rows of `findings_path` (shown as `name`), as markdown tables."""
-    family = load_family(str(family_path))
-    plan, rows = family.plan, rows_on_test_set(findings_path)
+    """The error rates, power and seeds of `family`'s sequential plan beside the fixed design, on the
+    declared test-set rows of an archived findings JSON (study/read/archived.py: declared_rows; shown as
+    `name`), as markdown tables."""
+    plan, rows, family_path = family.plan, rows_on_test_set(rows), family.path
     if plan is None:
         raise ValueError(f"{family_path}: no sequential plan (looks) to calibrate")
     tie, margin = family.tie_margin["sacreBLEU"], family.equivalence["sacreBLEU"]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from study.pages.length_report import add_concat_stats, check_same_inputs, concat_ks, concat_tables
+from study.pages.length_report import concat_tables
+from study.read.run_groups import add_concat_stats, check_same_inputs, concat_ks
 from study.records import Configuration, KScore, RunRecord, frozen_map
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from study.read.archived import declared_rows
 from study.read.family import load_family
 from study.simulate.calibration import DISTRIBUTIONS, decide, draw, holm_rows, mc_bound
 from study.simulate.sequential_calibration import (
@@ -45,7 +46,7 @@ SEED = {"direction": 11, "equivalence": 12, "power": 13}
 @pytest.fixture(scope="module")
 def confirm():
     family = load_family(str(FAMILY))
-    rows = rows_on_test_set(DEMO)
+    rows = rows_on_test_set(declared_rows(DEMO)[0])
     assert family.plan.looks == (8, 12, 16, 20) and len(rows) == 2, "the declared plan and the demo as archived"
     return family.plan, rows, family.tie_margin["sacreBLEU"], family.equivalence["sacreBLEU"]
 
@@ -112,7 +113,8 @@ def test_the_plan_stops_early_for_little_power(confirm) -> None:
 
 
 def test_the_page_renders_the_same_bytes_again() -> None:
-    first = sequential_calibration_markdown(DEMO, FAMILY, studies=100)
-    assert first == sequential_calibration_markdown(DEMO, FAMILY, studies=100)
+    rows, family = declared_rows(DEMO)[0], load_family(str(FAMILY))
+    first = sequential_calibration_markdown(rows, family, studies=100)
+    assert first == sequential_calibration_markdown(rows, family, studies=100)
     assert "configs/demo_confirm/findings/headline.yaml" in first and "| expected seeds per encoding |" in first
     assert first.count("\n|") == 10  # two tables, each a header, its rule and 3 rows
