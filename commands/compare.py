@@ -43,12 +43,12 @@ from typing import Optional, Sequence
 from commands.cli import command_parser, parse_command
 from study.judge.report import add_significance, compute_findings
 from study.pages.comparison_plots import PLOT_SUFFIXES, write_plots
+from study.pages.degradation_table import degradation_table
 from study.pages.findings_markdown import findings_markdown
 from study.pages.headline import headline_markdown
 from study.pages.length_report import concat_tables
 from study.pages.serialize import findings_json, summary_csv, summary_json
 from study.pages.summary_tables import bucket_table, markdown_table, teacher_forced_tables
-from study.read.degradation import degradation_table
 from study.read.family import load_family
 from study.read.run_groups import (
     add_concat_stats,

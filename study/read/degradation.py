@@ -11,6 +11,9 @@ that contains it: per pair, (sum over k of NLL joined - NLL alone, sum over k of
 
 What it still mixes: the joined input's source is longer, and the preceding sentences are context
 the pair alone did not have; the measure moves with both, not only with the positions.
+
+Read and pooled per run here (the read layer); compare.py's table of it and the sentence beside it are
+study/pages/degradation_table.py.
 """
 
 from __future__ import annotations
@@ -22,8 +25,7 @@ import numpy as np
 
 from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
 from study.read.run_stats import joined_training_k, retest_hint, stats, test_folder
-from study.records import Configuration, RunRecord, Stats, frozen_map
-from utils.markdown import table_head, table_row
+from study.records import RunRecord, Stats, frozen_map
 from utils.metrics import bucket_label
 from utils.stored_files import read_lines
 
@@ -190,100 +192,3 @@ def degradation_stats(per_run: Sequence[Optional[Mapping[str, float]]]) -> Optio
         return None
     labels = list(dict.fromkeys(label for d in have for label in d if label != ALONE))
     return frozen_map((label, stats([d.get(label) for d in have])) for label in labels)
-
-
-@dataclass(frozen=True)
-class Correlation:
-    """Pearson's r within configurations, over `runs` runs of `configs` configurations."""
-
-    r: float
-    runs: int
-    configs: int
-    df: int
-    p: float
-
-
-def alone_correlation(groups: Sequence[Configuration]) -> Optional[Correlation]:
-    """Within configurations: Pearson's r between a run's NLL alone and its degradation pooled over k,
-    each as the run's deviation from its configuration's mean (configurations with two runs or more;
-    variants, the same trained runs tested again, left out). None under three such runs."""
-    xs, ys, configs = [], [], 0
-    for g in groups:
-        if g.variant:
-            continue
-        runs = [d for d in g.degradation_runs if d and ALONE in d and "all k" in d]
-        if len(runs) < 2:
-            continue
-        configs += 1
-        alone, degradation = np.array([d[ALONE] for d in runs]), np.array([d["all k"] for d in runs])
-        xs += list(alone - alone.mean())
-        ys += list(degradation - degradation.mean())
-    df = len(xs) - configs - 1  # each configuration's mean took one degree of freedom
-    if df < 1 or np.std(xs) == 0 or np.std(ys) == 0:
-        return None
-    from scipy.stats import t
-
-    r = float(np.corrcoef(xs, ys)[0, 1])
-    p = 0.0 if abs(r) >= 1 else float(2 * t.sf(abs(r) * np.sqrt(df / (1 - r * r)), df))
-    return Correlation(r, len(xs), configs, df, p)
-
-
-def alone_sentence(corr: Optional[Correlation], trained_on: str = "") -> str:
-    """What the within-configuration correlation says: r with its p (Pearson's t-test, two-sided), and
-    a relation worded only where p < 0.05."""
-    if corr is None:
-        return ""
-    r, p = corr.r, corr.p
-    if p >= 0.05:
-        meaning = "not distinguishable from no relation at these seeds"
-    elif r < 0:
-        meaning = (
-            "a run that predicts the pairs worse alone degrades less inside joins, so a model that is better at "
-            "k = 1 can look worse on this measure"
-        )
-    else:
-        meaning = "a run that predicts the pairs worse alone also degrades more inside joins"
-    p_text = "<0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
-    return (
-        f"Within configurations{trained_on} (each run against its configuration's mean), a run's NLL alone "
-        f"(k = 1, the same tokens) and its degradation pooled over k correlate r = {r:+.2f} over {corr.runs} "
-        f"runs of {corr.configs} configuration{'s' if corr.configs != 1 else ''} (p {p_text}, two-sided, "
-        f"{corr.df} degrees of freedom): {meaning}."
-    )
-
-
-def alone_sentences(groups: Sequence[Configuration]) -> list[str]:
-    """`alone_sentence` for the configurations trained on single sentences and, apart (joined-pair
-    training changes what a join is to the model), for those trained on joined pairs."""
-    by_kind = {" trained on single sentences": [], " trained on joined pairs": []}
-    for g in groups:
-        joined = joined_training_k(g.runs[0]) > 1
-        kind = " trained on joined pairs" if joined else " trained on single sentences"
-        by_kind[kind] = [*by_kind[kind], g]
-    said = [alone_sentence(alone_correlation(members), kind) for kind, members in by_kind.items()]
-    return [s for s in said if s]
-
-
-def degradation_table(groups: Sequence[Configuration]) -> str:
-    """Markdown: each configuration's degradation (nats per token, mean ± std over seeds) pooled over
-    k, per k and by where the pair starts; empty when no run has PAIRS_FILE."""
-    have = [g for g in groups if g.degradation]
-    if not have:
-        return ""
-    labels = list(dict.fromkeys(label for g in have for label in g.degradation))
-
-    def cell(s: Optional[Stats]) -> str:
-        if not s or s.mean is None:
-            return "–"
-        return f"{s.mean:+.3f}" + (f" ± {s.std:.3f}" if s.std is not None else "")
-
-    lines = [
-        "Degradation: a test pair's teacher-forced NLL inside an input of k joined pairs minus the same tokens' "
-        "NLL alone, nats per token (EOS renormalised out; mean ± std over seeds; lower is better):",
-        "",
-        *table_head(["config", "seeds", *labels]),
-    ]
-    for g in have:
-        n = max(s.n for s in g.degradation.values())
-        lines.append(table_row([g.label, n, *(cell(g.degradation.get(x)) for x in labels)]))
-    return "\n".join(lines + [x for s in alone_sentences(groups) for x in ("", s)])

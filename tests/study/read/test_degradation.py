@@ -4,15 +4,13 @@ with the test pair as the unit, the selections by where a pair starts, and damag
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
 from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
 from settings.config import from_raw
 from study.read.degradation import degradation_stats, pooled, read_pair_sums, run_degradation, selections
-from study.records import Configuration, RunRecord, RunTeacherForced, frozen_map
+from study.records import RunRecord, RunTeacherForced, frozen_map
 
 # k, pair, start, tokens, nll_sum, nll_no_eos_sum, beyond_tokens, beyond_nll_no_eos_sum
 ROWS = [
@@ -164,30 +162,3 @@ def test_joined_pair_training_gets_a_pooled_row_beyond_its_range_and_marks_insid
     assert joined_range(4, 8) == "beyond the joined training range (k > 4)"
     assert joined_range(4, 1) is None and joined_range(1, 8) is None  # the test set; no joined training
     assert joined_range(4, None).startswith("pools k inside and beyond")
-
-
-def test_nll_alone_and_degradation_are_correlated_within_configurations():
-    from study.read.degradation import ALONE, alone_correlation, alone_sentence
-
-    # two configurations whose means differ a lot; within each, a worse NLL alone goes with less degradation
-    def runs(alone, degradation):
-        return [{ALONE: a, "all k": d} for a, d in zip(alone, degradation)]
-
-    def group(alone, degradation, variant=False) -> Configuration:
-        return Configuration((), "x", variant=variant, degradation_runs=runs(alone, degradation))
-
-    groups = [
-        group([2.0, 2.1, 2.2], [0.50, 0.45, 0.40]),
-        group([3.0, 3.1, 3.2], [0.90, 0.86, 0.80]),
-        group([9.0, 0.0, 5.0], [0.0, 9.0, 1.0], variant=True),  # the same runs: left out
-    ]
-    corr = alone_correlation(groups)
-    assert corr.runs == 6 and corr.configs == 2 and corr.r < -0.95  # pooled over configs it is > 0
-    assert corr.df == 3 and corr.p < 0.05
-    said = alone_sentence(corr)
-    assert f"r = {corr.r:+.2f} over 6 runs of 2 configurations (p " in said and "degrades less" in said
-    weak = alone_sentence(replace(corr, r=-0.39, p=0.08, df=19))
-    assert "not distinguishable from no relation" in weak and "degrades less" not in weak
-    assert alone_correlation([]) is None and alone_sentence(None) == ""
-    flat = [group([2.0, 2.1, 2.2], [0.5, 0.5, 0.5])]
-    assert alone_correlation(flat) is None  # no spread: no r
