@@ -11,7 +11,7 @@ Runs whose resolved config.yaml files are equal except for `seed`, `name`, `run_
 settings (where and how they ran: training.device, num_threads, data.cache_dir, ...) are one
 configuration (the seeds of one experiment): one row, labelled by the run name without a seed suffix
 (`_seed2`, `-s2`, `/seed2`), numbers as `mean ± std` (sample std) with the number of seeds.
-`p vs baseline` is the seed-level test of test sacreBLEU (study/seed_test.py): Student's t over
+`p vs baseline` is the seed-level test of test sacreBLEU (study/stats/seed_test.py): Student's t over
 the per-seed differences with the test set's joint-bootstrap variance added, two-sided, over the
 seeds both configurations were run with (none with one seed). `seeds above baseline` counts the
 seeds where this configuration is above the baseline by more than the tie margin. The findings
@@ -41,27 +41,27 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from commands.cli import command_parser, parse_command
-from study.comparison_plots import PLOT_SUFFIXES, write_plots
-from study.degradation import degradation_table
-from study.family import load_family
-from study.findings import compute_findings
-from study.findings_markdown import findings_markdown
-from study.headline import headline_markdown
-from study.length_report import add_concat_stats, concat_tables
-from study.records import Configuration, Findings
-from study.run_groups import (
+from study.judge.report import add_significance, compute_findings
+from study.pages.comparison_plots import PLOT_SUFFIXES, write_plots
+from study.pages.degradation_table import degradation_table
+from study.pages.findings_markdown import findings_markdown
+from study.pages.headline import headline_markdown
+from study.pages.length_report import concat_tables
+from study.pages.serialize import findings_json, summary_csv, summary_json
+from study.pages.summary_tables import bucket_table, markdown_table, teacher_forced_tables
+from study.read.family import load_family
+from study.read.run_groups import (
+    add_concat_stats,
     add_seed_wins,
-    add_significance,
     baseline_of,
     check_same_references,
     group_runs,
     mark_baseline,
     pick_baseline,
 )
-from study.run_records import CompareError, read_runs
-from study.seed_provenance import MIXABLE, check_mixed, provenance_markdown
-from study.serialize import findings_json, summary_csv, summary_json
-from study.summary_tables import bucket_table, markdown_table, teacher_forced_tables
+from study.read.run_records import CompareError, read_runs
+from study.read.seed_provenance import MIXABLE, check_mixed, provenance_markdown
+from study.records import Configuration, Findings
 from utils.files import (
     WRITTEN_RECORD,
     WriteError,

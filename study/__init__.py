@@ -2,20 +2,16 @@
 tables, findings and plots of a comparison over configurations and seeds. Above evaluation/ (it reads
 its metrics and its teacher-forced files); training/ and evaluation/ never import it (tests/test_layers.py).
 
-What passes between its stages are frozen records (records: RunRecord, Configuration, the findings'
-rows), each stage returning new ones: read (run_records) -> group (run_groups) -> test (findings) ->
-word (verdicts) -> render (the pages; serialize writes the JSON and CSV files).
-
-Its modules in reading order:
-- the runs: records (the typed records), run_stats (a run's folders and statistics over runs),
-  degradation (the length study's headline measure), run_outputs (a run's test outputs, read once),
-  seed_provenance (what made each seed of a row), run_records (run folders read into records),
-  run_groups (records grouped into configurations);
-- the tests over seeds: significance (sacreBLEU's paired bootstrap, over seeds; Holm), seed_test (the
-  seed-level test and its variance model), equivalence (TOST);
-- the family and its rule: rules (the decision rules, by name), family (the declared family file),
-  declared (the family stood in each run's commit), calibration (the rules simulated), sequential
-  (group-sequential boundaries) and sequential_family (a family decided look by look);
-- the words: wording, verdicts (the family's rule over the rows), findings (the rows),
-  headline, findings_markdown;
-- the pages: summary_tables, length_report, comparison_plots, serialize (the JSON and CSV files)."""
+What passes between its layers are frozen records (records.py, at its root: RunRecord, Configuration,
+the findings' rows), each stage returning new ones. Its layers, each a package, in import order (a
+layer imports only those before it; tests/test_layers.py holds it):
+- stats: the statistics, pure functions of numbers (significance, seed_test, equivalence, rules,
+  sequential, sequential_family);
+- records.py: the typed records;
+- read: every file, stored output and git fact read into records, and the records grouped into
+  configurations (run_stats, degradation, run_outputs, seed_provenance, run_records, run_groups,
+  family, declared);
+- judge: the rows tested over seeds and worded by the family's rule (findings, sequential_findings,
+  wording, verdicts); beside it, simulate: the rules simulated (calibration, sequential_calibration);
+- pages: the text and plots of a study (headline, findings_markdown, summary_tables, length_report,
+  comparison_plots, serialize: the JSON and CSV files)."""

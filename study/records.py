@@ -1,18 +1,18 @@
 """The study as typed records (issue 68): what passes between its stages, each frozen.
 
-read (study/run_records.py: a `RunRecord` per run folder and tested variant) -> group
-(study/run_groups.py: a `Configuration` per configuration, its runs and their statistics over
+read (study/read/run_records.py: a `RunRecord` per run folder and tested variant) -> group
+(study/read/run_groups.py: a `Configuration` per configuration, its runs and their statistics over
 seeds; the baseline's comparisons added as new copies, `dataclasses.replace`) -> test
-(study/findings.py) -> word (study/verdicts.py) -> render (the pages read the records;
-study/serialize.py writes the JSON and CSV files from them). No stage writes into a record it was
+(study/judge/findings.py) -> word (study/judge/verdicts.py) -> render (the pages read the records;
+study/pages/serialize.py writes the JSON and CSV files from them). No stage writes into a record it was
 given: every field is set when the record is made. Mappings inside a record are read-only views
 (`frozen_map`), sequences are tuples. `JsonObject` marks what is still raw JSON as a file holds it
 (a metrics.jsonl line, scores.json), read once into a record. The findings are records too: a
 `ComparisonRow` per configuration and measure (its `SeedDifference`s and study/seed_test.SeedTest),
-in a `FindingsTable` per measure, in the `Findings` report; the wording (study/verdicts.py) gives
-each row a `Reading` per rule and its `RowPower` on a new copy. study/serialize.py writes them all.
-Still raw JSON: the family file's headline entries (study/family.py) and what tools/ and
-study/calibration.py read back from an archived findings JSON."""
+in a `FindingsTable` per measure, in the `Findings` report; the wording (study/judge/verdicts.py) gives
+each row a `Reading` per rule and its `RowPower` on a new copy. study/pages/serialize.py writes them all.
+Still raw JSON: the family file's headline entries (study/read/family.py) and what tools/ and
+study/simulate/calibration.py read back from an archived findings JSON."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Optional
 
 from settings.config import ExperimentConfig
-from study.seed_test import SeedTest
+from study.stats.seed_test import SeedTest
 
 JsonObject = Mapping[str, Any]  # a parsed JSON object as a run's file holds it, before it is a record
 
@@ -138,7 +138,7 @@ class RunRecord:
     stale_test: str = ""  # why its test scored a checkpoint no longer its best (artifacts/tested_run.py)
 
     def value(self, column: str) -> Any:
-        """A numeric column of the main table (study/summary_tables.numeric_columns) or a score."""
+        """A numeric column of the main table (study/read/run_stats.numeric_columns) or a score."""
         return self.scores.get(column) if column in self.scores else getattr(self, column, None)
 
 
@@ -189,7 +189,7 @@ class Configuration:
     stats: Mapping[str, Stats] = field(default_factory=_empty)  # numeric column -> over the runs
     by_source_length: Optional[tuple[BucketStats, ...]] = None
     teacher_forced: Optional[TeacherForcedStats] = None
-    degradation_runs: tuple[Optional[Mapping[str, float]], ...] = ()  # per run (study/degradation.py)
+    degradation_runs: tuple[Optional[Mapping[str, float]], ...] = ()  # per run (study/read/degradation.py)
     degradation: Optional[Mapping[str, Stats]] = None
     is_baseline: bool = False
     seeds_above: Optional[tuple[int, int]] = None
@@ -223,7 +223,7 @@ class SeedDifference:
 
 @dataclass(frozen=True)
 class Reading:
-    """One rule's verdict of a findings row (study/verdicts.py): its decision p and equivalence p,
+    """One rule's verdict of a findings row (study/judge/verdicts.py): its decision p and equivalence p,
     each Holm-adjusted over the declared family, what the rule lets the row say and its words."""
 
     rule: str
@@ -248,7 +248,7 @@ class RowPower:
 
 @dataclass(frozen=True)
 class LookReading:
-    """A declared row of a sequential family (study/sequential_findings.py): the look whose seeds the
+    """A declared row of a sequential family (study/judge/sequential_findings.py): the look whose seeds the
     row holds (1-based; 0: before the first look) of the plan's `looks`, whether it was decided there,
     the level each test had to pass at that look (its boundary, on the p scale; None: not tested
     there), and the repeated 95% interval at that look (Jennison & Turnbull), whose coverage holds
@@ -270,9 +270,9 @@ class LookReading:
 
 @dataclass(frozen=True)
 class ComparisonRow:
-    """A row of a findings table: a configuration against the baseline on one measure (study/findings.py),
+    """A row of a findings table: a configuration against the baseline on one measure (study/judge/findings.py),
     over the seeds both ran; `reading` (the family's rule), `exploratory` (the current rule's, beside an
-    older rule's), `declared` and `power` are set by the wording (study/verdicts.py) on new copies."""
+    older rule's), `declared` and `power` are set by the wording (study/judge/verdicts.py) on new copies."""
 
     config: str
     compared_on: str
@@ -291,7 +291,9 @@ class ComparisonRow:
     reading: Optional[Reading] = None
     exploratory: Optional[Reading] = None
     power: Optional[RowPower] = None
-    look: Optional[LookReading] = None  # a sequential family's declared row: its look (study/sequential_findings.py)
+    look: Optional[LookReading] = (
+        None  # a sequential family's declared row: its look (study/judge/sequential_findings.py)
+    )
 
     @property
     def p_value(self) -> Optional[float]:
@@ -348,7 +350,7 @@ class Interim:
 
 @dataclass(frozen=True)
 class LookPlan:
-    """Where a sequential family stands (study/sequential_findings.py): its looks (seeds per
+    """Where a sequential family stands (study/judge/sequential_findings.py): its looks (seeds per
     configuration) and spending, the looks every declared comparison's seeds reached, the looks the
     decisions read (the study stops at the first where every comparison is decided, or at the last),
     and the planned seeds archived beyond a stop (not counted)."""

@@ -389,7 +389,7 @@ def finding_row(
     """A findings row (study/records.ComparisonRow) of per-seed differences `diffs`, its seed-level
     test from the test set's shared and per-seed noise, as the bootstrap would have split them."""
     from study.records import ComparisonRow, SeedDifference
-    from study.seed_test import seed_test
+    from study.stats.seed_test import seed_test
 
     n = len(diffs)
     test = seed_test(diffs, v_shared + v_int / n, [v_shared + v_int] * n)

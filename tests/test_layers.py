@@ -7,7 +7,9 @@ A package imports only itself and the packages listed for it below (function-lev
 count); an entry script imports only `commands`; no module anywhere in the project (tests,
 benchmarks and tools included) imports an entry script: other code calls the command's function in
 commands/<name>.py; and no two modules import each other, however indirectly (function-level
-imports count): within a package too, the modules form layers."""
+imports count): within a package too, the modules form layers. study/ names its layers, one package
+each (docs/DESIGN.md, "The study's layers"): stats <- records <- read <- judge, simulate <- pages,
+and only its read layer opens a file, reads a stored output or runs git."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tools.code_measures import import_circles, literals, module_imports
+from tools.study_measures import back_edges, file_access
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("train", "test", "inference", "visualize", "compare", "sweep", "average", "export")
@@ -113,8 +116,8 @@ def test_no_modules_import_each_other(tmp_path: Path) -> None:
         ("utils/m.py", "def f():\n    from models.positional_encodings import POSITIONAL_ENCODINGS\n"),  # lazily
         ("data/m.py", "import training.engine\n"),
         ("decoding/m.py", "from evaluation import metrics\n"),  # across one floor the wrong way
-        ("evaluation/m.py", "from study.findings import find_row\n"),  # scoring one model judges no study
-        ("training/m.py", "def f():\n    import study.run_groups\n"),  # nor does training, lazily either
+        ("evaluation/m.py", "from study.judge.verdicts import word_tables\n"),  # scoring one model judges no study
+        ("training/m.py", "def f():\n    import study.read.run_groups\n"),  # nor does training, lazily either
         ("study/m.py", "from training.run import train_run\n"),  # study and training: one floor, apart
         ("commands/m.py", "import compare\n"),  # an entry script, from a package
         ("tests/test_m.py", "from train import main\n"),  # ... or from a test
@@ -268,3 +271,106 @@ def test_the_encodings_are_imported_by_name_never_for_a_side_effect(tmp_path: Pa
         "commands/c.py:1 import models.positional_encodings",
         "utils/r.py:2 import importlib",
     ]
+
+
+# study/'s layers (a package each; records.py and the package's __init__ at its root): the layers each may import
+STUDY_MAY_IMPORT = {
+    "stats": {"stats"},
+    "records": {"stats", "records"},
+    "read": {"stats", "records", "read"},
+    "judge": {"stats", "records", "read", "judge"},
+    "simulate": {"stats", "records", "read", "simulate"},
+    "pages": {"stats", "records", "read", "judge", "pages"},
+}
+STUDY_READS = "read"  # the one layer that opens a file, reads a stored output or runs git
+STUDY_WRITES = {
+    "study/pages/comparison_plots.py"
+}  # the pages' one writer: the plots' PNGs (compare.py writes the text)
+
+
+def study_layer(module: str) -> str:
+    """The layer of a study module: its package under study/ (a module at the root but records.py: its
+    own name, in no layer), records for the package's own __init__ and records.py."""
+    return "records" if module in ("study", "study.records") else module.split(".")[1]
+
+
+def study_layer_violations(root: Path) -> list[str]:
+    """'a imports b (layer -> layer)' for each import of a study module against STUDY_MAY_IMPORT, and each
+    module outside the layers (a flat module at study/'s root other than records.py)."""
+    graph = module_imports(root, ("study",))
+    wrong = [f"{m} is in no layer" for m in sorted(graph) if study_layer(m) not in STUDY_MAY_IMPORT]
+    for a in sorted(graph):
+        for b in sorted(graph[a]):
+            if study_layer(a) in STUDY_MAY_IMPORT and study_layer(b) not in STUDY_MAY_IMPORT[study_layer(a)]:
+                wrong.append(f"{a} imports {b} ({study_layer(a)} -> {study_layer(b)})")
+    return wrong
+
+
+def study_file_access(root: Path) -> list[str]:
+    """'file:line what' of each read of a file, a stored output or git in study/ outside its read layer,
+    and each write outside it and STUDY_WRITES (study/** read recursively)."""
+    found = []
+    for path in sorted((root / "study").rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        for line, what in file_access(ast.parse(path.read_text(encoding="utf-8"))):
+            writes = what.startswith("write")
+            if path.parent.name != STUDY_READS and (not writes or relative not in STUDY_WRITES):
+                found.append(f"{relative}:{line} {what}")
+    return found
+
+
+def test_study_imports_its_layers_in_order() -> None:
+    """Issue 76: study/ was 28 flat modules whose imports ran against their stated order (5 back-edges);
+    its layers are packages now, each importing only those below it, and inside judge/ the rows are
+    tested before they are worded (tools/study_measures.py: STAGE_OF)."""
+    assert study_layer_violations(ROOT) == []
+    assert {study_layer(m) for m in module_imports(ROOT, ("study",))} == set(STUDY_MAY_IMPORT)
+    assert back_edges(module_imports(ROOT, ("study",))) == []
+
+
+def test_only_the_read_layer_of_study_touches_files_and_git() -> None:
+    assert study_file_access(ROOT) == []
+
+
+@pytest.mark.parametrize(
+    "module, source",
+    [
+        ("study/stats/m.py", "from study.records import RunRecord\n"),  # statistics know no record
+        ("study/read/m.py", "def f():\n    from study.judge.verdicts import word_tables\n"),  # lazily too
+        ("study/judge/m.py", "from study.pages.headline import headline_markdown\n"),
+        ("study/judge/n.py", "import study.simulate.calibration\n"),  # judge and simulate: side by side
+        ("study/pages/m.py", "from study.simulate.calibration import draw\n"),
+        ("study/records.py", "from study.read.family import Family\n"),
+        ("study/flat.py", ""),  # a module outside the layers
+    ],
+)
+def test_the_study_layer_checker_fails_on_a_back_edge(tmp_path: Path, module: str, source: str) -> None:
+    targets = ("records", "read/family", "judge/verdicts", "pages/headline", "simulate/calibration")
+    for name in (f"study/{t}.py" for t in targets):  # what the sources import, empty
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("", encoding="utf-8")
+    assert study_layer_violations(tmp_path) == []
+    (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / module).write_text(source, encoding="utf-8")
+    assert len(study_layer_violations(tmp_path)) == 1
+
+
+@pytest.mark.parametrize(
+    "module, source",
+    [
+        ("study/judge/m.py", "def f(p):\n    return open(p).read()\n"),
+        ("study/pages/m.py", "from utils.stored_files import read_lines\n\n\ndef f(p):\n    return read_lines(p)\n"),
+        ("study/simulate/deep/m.py", "def f(p):\n    return p.read_text()\n"),  # any depth
+        ("study/records.py", "import subprocess\n\n\ndef f():\n    return subprocess.run(['git', 'log'])\n"),
+        ("study/judge/m.py", "def f(p):\n    p.write_text('x')\n"),  # a write beside the plots
+    ],
+)
+def test_the_study_file_checker_fails_on_a_read_outside_the_read_layer(
+    tmp_path: Path, module: str, source: str
+) -> None:
+    (tmp_path / module).parent.mkdir(parents=True)
+    (tmp_path / module).write_text(source, encoding="utf-8")
+    assert len(study_file_access(tmp_path)) == 1
+    (tmp_path / "study" / "read").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "study" / "read" / "ok.py").write_text("def f(p):\n    return open(p).read()\n", encoding="utf-8")
+    assert len(study_file_access(tmp_path)) == 1  # the read layer reads

@@ -3,7 +3,7 @@ checks before it stores a run: each file against the run's own records, so that 
 keeps what its readers would refuse once the run and its checkpoints are gone. A file that fails is
 one line naming it and what restores it; nothing of that pack is written.
 
-- every `*.json` is JSON; a test folder's `scores.json` as compare.py reads it (study/run_records.py:
+- every `*.json` is JSON; a test folder's `scores.json` as compare.py reads it (study/read/run_records.py:
   an object, its metrics numbers), its `files` record a mapping;
 - `metrics.jsonl` is one JSON object a line, as train.py appends them (utils/runtime.JsonlLogger);
 - every output file a test folder's `scores.json` records (test.py: its rows and sha256) is there and
@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from study.run_records import read_scores
-from study.run_stats import refuse_stale_tests, retest_hint
+from study.read.run_records import read_scores
+from study.read.run_stats import refuse_stale_tests, retest_hint
 from utils import run_files
 from utils.errors import HarnessError
 from utils.publish import ARCHIVE_PACK, pending_in, settle_run

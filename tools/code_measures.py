@@ -45,7 +45,19 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("commands", "training", "evaluation", "artifacts", "decoding", "models", "data", "tokenizer", "utils")
+LAYERS = (
+    "commands",
+    "study",
+    "training",
+    "evaluation",
+    "artifacts",
+    "decoding",
+    "settings",
+    "models",
+    "data",
+    "tokenizer",
+    "utils",
+)
 NOT_PRODUCTION = {"tests", "benchmarks", "tools"}
 DICT_NAMES = {"dict", "Dict"}
 WRAPPERS = {"list", "List", "Sequence", "Iterable", "Iterator", "Optional", "Union"}

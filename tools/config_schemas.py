@@ -18,7 +18,7 @@ from pydantic import TypeAdapter
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from settings.schema import ExperimentConfig  # noqa: E402
-from study.family import family_json_schema  # noqa: E402
+from study.read.family import family_json_schema  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

@@ -56,10 +56,10 @@ README = "README.md"
 # results index (the method shared by the studies) and every study page.
 RESULT_TEXT = (README, "results/README.md", *PAGES)
 DOCUMENTS = (README, "results/README.md", *PAGES)  # the files with generated blocks
-# The decision rules' calibration by simulation of the demo's family (study/calibration.py), in
+# The decision rules' calibration by simulation of the demo's family (study/simulate/calibration.py), in
 # results/README.md: recomputed from the demo's findings with them
 CALIBRATION = "results/calibration.md"
-# The confirmatory demo's sequential plan calibrated by simulation (study/sequential_calibration.py)
+# The confirmatory demo's sequential plan calibrated by simulation (study/simulate/sequential_calibration.py)
 # at the twenty-seed demo's rows, on its page
 SEQUENTIAL_CALIBRATION = "results/demo_confirm/sequential_calibration.md"
 SEQUENTIAL_FAMILY = "configs/demo_confirm/findings/headline.yaml"
@@ -279,13 +279,16 @@ def recompute(out_root: Path) -> None:
         if rc != 0:
             raise SystemExit(f"error: compare.py {runs} --output {out} failed")
         print(f"compare.py {runs} --output {out}: done")
-    from study.calibration import CALIBRATED, calibration_markdown
+    from study.read.archived import declared_rows
+    from study.read.family import load_family
+    from study.simulate.calibration import CALIBRATED, calibration_markdown
 
-    (out_root / CALIBRATION).write_text(calibration_markdown(out_root / CALIBRATED), encoding="utf-8")
+    rows, tie = declared_rows(out_root / CALIBRATED)
+    (out_root / CALIBRATION).write_text(calibration_markdown(rows, tie), encoding="utf-8")
     print(f"{CALIBRATION}: the rules simulated on {CALIBRATED}")
-    from study.sequential_calibration import sequential_calibration_markdown
+    from study.simulate.sequential_calibration import sequential_calibration_markdown
 
-    text = sequential_calibration_markdown(out_root / CALIBRATED, ROOT / SEQUENTIAL_FAMILY)
+    text = sequential_calibration_markdown(rows, load_family(str(ROOT / SEQUENTIAL_FAMILY)))
     (out_root / SEQUENTIAL_CALIBRATION).write_text(text, encoding="utf-8")
     print(f"{SEQUENTIAL_CALIBRATION}: {SEQUENTIAL_FAMILY}'s plan simulated on {CALIBRATED}")
 

@@ -5,8 +5,9 @@ tree (tools/code_measures.py's way: the files only, so an older commit is measur
   python tools/study_measures.py --root /tmp/before --json before.json
 
 Each figure is a list of places ('file:line what'), counted by its shape only. The tables below
-(STAGE_OF, READ_STAGES, the owners, the names) describe the code as it is at 9aebd7e; a refactor
-that moves a module updates them in the same commit, and the counts then say what still holds.
+(STAGE_OF, READ_STAGES, the owners, the names) describe the code as it is (study/'s layers, one
+package each); a refactor that moves a module updates them in the same commit, and the counts then
+say what still holds.
 
 - graph: study/'s modules, the import arrows between them (any depth), circles, and floors (the
   longest chain of imports, counted in modules: a module importing no study module is floor 1);
@@ -63,20 +64,18 @@ from tools.code_measures import (  # noqa: E402
     module_imports,
 )
 
-STAGES = ("statistics", "records", "read", "group", "test", "word", "render")
-STAGE_OF = {  # study/'s modules by stage: today's documented order read -> group -> test -> word -> render
-    f"study.{module}": stage
-    for stage, modules in {
-        "statistics": "significance seed_test equivalence rules sequential sequential_family",
-        "records": "records",
-        "read": "run_records run_outputs run_stats family",
-        "group": "run_groups degradation seed_provenance",
-        "test": "findings sequential_findings declared calibration sequential_calibration",
-        "word": "verdicts wording",
-        "render": "headline findings_markdown summary_tables length_report comparison_plots serialize",
-    }.items()
-    for module in modules.split()
-} | {"study": "records"}  # the package's own __init__
+STAGES = ("statistics", "records", "read", "test", "word", "simulate", "pages")
+STAGE_OF = {  # study/'s layers (docs/DESIGN.md, "The study's layers"); judge/ in two: tested, then worded
+    "study": "records",  # the package's own __init__
+    "study.stats": "statistics",
+    "study.records": "records",
+    "study.read": "read",
+    "study.judge": "word",
+    "study.judge.findings": "test",
+    "study.judge.sequential_findings": "test",
+    "study.simulate": "simulate",
+    "study.pages": "pages",
+}
 READ_STAGES = {"read"}
 FILE_METHODS = {"read_text", "read_bytes", "open", "glob", "rglob", "iterdir", "exists", "is_file", "is_dir", "stat"}
 WRITE_METHODS = {"write_text", "write_bytes", "savefig", "mkdir", "unlink", "rmdir", "touch", "symlink_to"}
@@ -91,10 +90,15 @@ LABEL_JOINS = {"find_row"}
 MEASURES, MEASURE_OWNERS = {"NLL", "sacreBLEU"}, ("utils.metrics",)
 TABLES, TABLE_OWNERS = {"degradation", "test", "concat", "buckets", "teacher_forced"}, ()
 OUTCOMES = {"direction", "both", "equivalent", "withheld", "inconclusive", "descriptive", "not tested"}
-OUTCOME_OWNERS = ("study.wording",)
+OUTCOME_OWNERS = ("study.judge.wording",)
 DESIGN_NAMES = {"sequential", "look", "looks", "plan"}
-DESIGN_OWNERS = tuple(f"study.sequential{s}" for s in ("", "_family", "_findings", "_calibration"))
-KEYED_MODULES = ("study.family", "study.sequential_family", "study.verdicts")  # the family and verdict code
+DESIGN_OWNERS = (
+    "study.stats.sequential",
+    "study.stats.sequential_family",
+    "study.judge.sequential_findings",
+    "study.simulate.sequential_calibration",
+)
+KEYED_MODULES = ("study.read.family", "study.stats.sequential_family", "study.judge.verdicts")  # family, verdicts
 RECORD_MODULES = ("study.records",)
 COMPARE, SWEEP_MODULES = "commands.compare", ("commands.sweep", "commands.sweep_plan", "commands.sweep_job")
 

@@ -8,7 +8,7 @@ line `CONFIG SEED RUN` per run, none when the study needs no more.
 The study is configs/<study>/: its configurations (every *.yaml there, the family's baseline first)
 and its family (findings/headline.yaml). A run is done when results/<study>/<run>/provenance.json
 records the commit. A fixed-seed family: every planned seed of every configuration not yet done. A
-sequential family (`looks`, study/sequential_findings.py): the seeds of the next look only — the first
+sequential family (`looks`, study/judge/sequential_findings.py): the seeds of the next look only — the first
 n_k of the declared list, in that order — for the baseline and the configurations of the declared
 comparisons still open, as results/<study>/summary_findings.json (compare.py, recomputed by the
 runner after each run) says; none once the plan stopped. Before any summary: the first look, every
@@ -103,7 +103,7 @@ def still_needed(summary: Path, study: str, configs: list[str], looks: tuple[int
 def plan_runs(study: str, commit: str, results: Path) -> list[tuple[str, int, str]]:
     """(config, seed, run folder name) of each run to train now, seed-major in the declared order."""
     from settings.config import load_config
-    from study.family import load_family
+    from study.read.family import load_family
 
     family = load_family(str(ROOT / "configs" / study / "findings" / "headline.yaml"))
     configs = configurations(study, family)

@@ -5,7 +5,7 @@ checkout: it asks before it trains anything, and again before each summary it co
   python tools/study_ready.py demo_confirm fe14428    # nothing printed, exit 0: ready
 
 One line and exit 2 when the commit holds no family of the study, when the family here reads
-otherwise than in that commit (compared parsed, as study/declared.py compares it: a run trained
+otherwise than in that commit (compared parsed, as study/read/declared.py compares it: a run trained
 from the commit would prove another declaration, and every row of the summary would be withheld),
 or when this checkout's code has uncommitted changes (tracked files outside results/ and runs/, as
 utils/provenance.py counts code, and the study's page): the summary is computed and its pages
@@ -62,7 +62,7 @@ def uncommitted_code(study: str) -> list[str]:
 
 def family_refusal(study: str, commit: str) -> Optional[str]:
     """Why the study's family here does not stand in `commit` (None: it does)."""
-    from study.declared import _declaration_at, stood_in
+    from study.read.declared import _declaration_at, stood_in
 
     family = family_path(study)
     if not (ROOT / family).is_file():

@@ -3,7 +3,7 @@
 # commit it as soon as it is tested (a stop loses at most the runs in progress; the same command again
 # resumes with what is archived). Every run of a study is trained from the same commit, so its seeds
 # share one code fingerprint (provenance.json) and the family file stands in that commit
-# (tests/study/test_declared.py).
+# (tests/study/read/test_declared.py).
 #
 #   tools/study_runs.sh STUDY COMMIT WORKERS DEADLINE
 #     STUDY     any study with a family, configs/<study>/findings/headline.yaml (demo, length,

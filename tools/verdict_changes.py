@@ -79,7 +79,7 @@ def changes(before: dict[tuple, str], after: dict[tuple, str]) -> list[str]:
 
 def exploratory(files: dict[str, str]) -> tuple[dict[tuple, str], dict[tuple, str]]:
     """({key: declared verdict}, {key: the current rule's exploratory verdict}) of every declared row of
-    a family declared under an older rule (study/rules.py) whose outcome the current rule changes."""
+    a family declared under an older rule (study/stats/rules.py) whose outcome the current rule changes."""
     declared, current = {}, {}
     for name, text in files.items():
         for table in json.loads(text)["tables"]:

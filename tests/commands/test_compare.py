@@ -20,8 +20,8 @@ from helpers import ROOT, read_jsonl, rewrite_test_output, tiny_overrides, with_
 
 from commands import compare
 from commands.cli import main_guard
-from study import run_groups, run_records
-from study.wording import format_p
+from study.judge.wording import format_p
+from study.read import run_groups, run_records
 
 CONFIGS = {"demo/sinusoidal": "configs/demo/sinusoidal.yaml", "demo/rope": "configs/demo/rope.yaml"}
 SEEDS = (1, 2)
@@ -36,7 +36,7 @@ def sweep_overrides(cache_dir: Path) -> list[str]:
         x for v in tiny_overrides(Path("unused"), cache_dir)[1::2] if not v.startswith("run_dir=") for x in ("--set", v)
     ]
     # the length protocol, through sweep -> test -> compare; 20 test pairs, so that k = 2 has the 10
-    # inputs a bootstrap test needs (study/findings.py: MIN_SENTENCES)
+    # inputs a bootstrap test needs (study/judge/findings.py: MIN_SENTENCES)
     return with_sets(sets, "evaluation.concat=[1,2]", "data.test_size=20")
 
 
@@ -266,7 +266,7 @@ def test_plots_are_real_images(swept: Path) -> None:
 
 @pytest.mark.slow
 def test_bootstrap_of_a_system_against_itself_is_not_significant(swept: Path) -> None:
-    from study.significance import paired_bootstrap_seeds, sentence_stats
+    from study.stats.significance import paired_bootstrap_seeds, sentence_stats
 
     test_dir = run_dir(swept, "demo/rope", 1) / "test"
     hyps = (test_dir / "hypotheses.txt").read_text().splitlines()
@@ -472,7 +472,7 @@ def test_plots_tell_joined_pair_randomized_and_scaled_runs_apart() -> None:
     configurations each get a line style and marker of their own (never a plain run's, nor each
     other's), scaled variants of one encoding distinct colours; one panel per kind."""
     from settings.config import from_raw
-    from study.comparison_plots import group_styles, panels_by_kind
+    from study.pages.comparison_plots import group_styles, panels_by_kind
     from study.records import Configuration, RunRecord
 
     def group(encoding, prob=0.0, randomized=False, variant=False):
@@ -507,7 +507,7 @@ def test_plots_tell_joined_pair_randomized_and_scaled_runs_apart() -> None:
 def test_train_minutes_sum_every_session_of_a_resumed_run() -> None:
     """A run resumed after a kill: the killed session left no `end` record, so its time is counted
     from its `start` to its last record; each finished session by its own train_seconds."""
-    from study.run_stats import training_minutes
+    from study.read.run_stats import training_minutes
 
     records = [
         {"event": "start", "time": 100.0},

@@ -3,7 +3,7 @@ real entry point. An `--output=~/...` the shell left unexpanded is refused, not 
 folder here (utils/user_paths.py: check_home_expanded); a checkpoint or export with NaN weights is never
 scored, exported or averaged as a model (artifacts/checkpoint.py: check_finite_weights, one text for
 all); checkpoints of other shapes are not averaged; a cut or binary test output is one
-line naming it (study/run_outputs.py: output_lines, paired_lines); a checkpoint that is a
+line naming it (study/read/run_outputs.py: output_lines, paired_lines); a checkpoint that is a
 folder, a `checkpoints` that is a file and a newer export are named as such; a sweep given one seed
 or one config twice says so (commands/sweep_plan.py: check_given_once)."""
 

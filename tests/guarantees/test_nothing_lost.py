@@ -137,7 +137,7 @@ def test_a_resume_supersedes_what_an_interrupted_attempt_logged_after_its_checkp
     from tensorboard.util.tensor_util import make_ndarray
 
     from artifacts.checkpoint import checkpoint_step
-    from study import run_records
+    from study.read import run_records
     from utils.runtime import JsonlLogger
 
     run_dir = tmp_path / "run"

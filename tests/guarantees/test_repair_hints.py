@@ -1,5 +1,5 @@
 """Hints that repair: a damaged test output is named with a
-test.py command that repairs it as it stands (study/run_stats.py: retest_hint); an empty
+test.py command that repairs it as it stands (study/read/run_stats.py: retest_hint); an empty
 held-out split names where its pairs come from, not the Tatoeba path; tokenizer.name: ~/tok is
 read from the home folder, as data paths are."""
 

@@ -9,7 +9,7 @@ from helpers import ROOT
 from settings.config import load_config, to_dict
 from settings.key_roles import option_role, role_of
 from settings.schema import RUNTIME, TRAINING, ModelConfig
-from study.run_records import experiment_settings
+from study.read.run_records import experiment_settings
 from tools.config_schemas import json_schema
 from tools.readme_results import _key_roles_table
 

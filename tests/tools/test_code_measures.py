@@ -63,7 +63,7 @@ def test_packages_are_found_and_the_layers_come_first(tmp_path: Path) -> None:
     for folder in ("utils", "commands", "study", "tests", "tools", "benchmarks", ".venv", "zeta"):
         write(tmp_path, {f"{folder}/__init__.py": ""})
     (tmp_path / "configs").mkdir()  # no __init__.py: no package
-    assert cm.packages(tmp_path) == ("commands", "utils", "study", "zeta")
+    assert cm.packages(tmp_path) == ("commands", "study", "utils", "zeta")  # the layers in order, then the rest
 
 
 def test_import_graph_arrows_and_circles(tmp_path: Path) -> None:

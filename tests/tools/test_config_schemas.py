@@ -88,7 +88,7 @@ def test_a_valid_config_is_valid_under_both() -> None:
 
 
 def test_family_schema_refuses_what_load_family_refuses(tmp_path: Path) -> None:
-    from study.family import load_family
+    from study.read.family import load_family
 
     seeds = ([1, 1], [-3], [2**32])  # (a seed train.py refuses: issue 75)
     for bad in (

@@ -16,19 +16,19 @@ def places(counter, source: str) -> list[int]:
 
 
 def test_stages_back_edges_and_floors() -> None:
-    stage_of = {"study.read": "read", "study.group": "group", "study.pages": "render", "study.records": "records"}
+    stage_of = {"study.read": "read", "study.judge": "test", "study.pages": "pages", "study.records": "records"}
     assert sm.stage("study.read.runs", stage_of) == "read"  # a package names its modules' stage
     assert sm.stage("study.readme", stage_of) is None  # a prefix is a dotted one
     graph = {
-        "study.read.runs": {"study.records", "study.group"},  # read -> group: back
-        "study.group": {"study.read.runs", "study.pages"},  # group -> render: back (and a circle)
-        "study.pages": {"study.group", "study.other"},  # an unstaged module: no stage, no edge counted
+        "study.read.runs": {"study.records", "study.judge"},  # read -> test: back
+        "study.judge": {"study.read.runs", "study.pages"},  # test -> pages: back (and a circle)
+        "study.pages": {"study.judge", "study.other"},  # an unstaged module: no stage, no edge counted
         "study.records": set(),
         "study.other": set(),
     }
     assert sm.back_edges(graph, stage_of) == [
-        "study.group -> study.pages (group -> render)",
-        "study.read.runs -> study.group (read -> group)",
+        "study.judge -> study.pages (test -> pages)",
+        "study.read.runs -> study.judge (read -> test)",
     ]
     assert sm.floors(graph) == 0  # a circle has no floors
     chain = {"a": {"b", "c"}, "b": {"c"}, "c": {"d"}, "d": set(), "e": set()}
@@ -165,18 +165,23 @@ class NotARecord:
 
 
 def test_study_imports_and_calls() -> None:
-    source = """from study.findings import compute_findings, find_row
+    source = """from study.judge.findings import compute_findings, find_row
 import study.records
 from utils.metrics import HEADLINE
 
 
 def f(x):
-    from study import serialize
+    from study.pages import serialize
     load_config(x), settings.load_config(x), load_configs(x)
 """
     tree = ast.parse(source)
     names = [w for _, w in sm.study_imports(tree)]
-    assert names == ["study.findings.compute_findings", "study.findings.find_row", "study.records", "study.serialize"]
+    assert names == [
+        "study.judge.findings.compute_findings",
+        "study.judge.findings.find_row",
+        "study.records",
+        "study.pages.serialize",
+    ]
     assert [line for line, _ in sm.calls_of(tree, "load_config")] == [8, 8]  # not load_configs
 
 
@@ -185,14 +190,14 @@ def test_main_prints_every_figure_and_writes_the_json(tmp_path: Path, capsys) ->
         tmp_path / "project",
         {
             "study/__init__.py": "",
-            "study/run_records.py": "def read(p):\n    return open(p).read()\n",  # the read layer may read
-            "study/degradation.py": "from study.findings import rows\nfrom utils.stored_files import read_lines\n\n\n"
-            "def f(p):\n    return read_lines(p)\n",  # group: a back-edge, and a read outside the read layer
-            "study/findings.py": 'def rows(t):\n    return t["x"], t.get("y") if t.sequential else "NLL"\n',
+            "study/read/run_records.py": "def read(p):\n    return open(p).read()\n",  # the read layer may read
+            "study/judge/findings.py": "from study.pages.tables import rows\n"
+            "from utils.stored_files import read_lines\n\n\ndef f(p):\n    return read_lines(p)\n",  # back, reads
+            "study/pages/tables.py": 'def rows(t):\n    return t["x"], t.get("y") if t.sequential else "NLL"\n',
             "study/records.py": "from dataclasses import dataclass\n\n\n@dataclass\nclass R:\n    a: int | None\n",
             "study/new.py": "",
             "commands/__init__.py": "",
-            "commands/compare.py": "from study.findings import rows\nfrom study.records import R\n",
+            "commands/compare.py": "from study.pages.tables import rows\nfrom study.records import R\n",
         },
     )
     assert sm.main(["--root", str(root), "--json", str(tmp_path / "m.json")]) == 0
@@ -201,10 +206,12 @@ def test_main_prints_every_figure_and_writes_the_json(tmp_path: Path, capsys) ->
     assert measured["unstaged"] == ["study.new"]
     counts = {name: (f["count"], f.get("modules")) for name, f in measured["figures"].items()}
     assert counts["stage back-edges"] == (1, 1)
-    assert measured["figures"]["stage back-edges"]["where"] == ["study.degradation -> study.findings (group -> test)"]
+    assert measured["figures"]["stage back-edges"]["where"] == [
+        "study.judge.findings -> study.pages.tables (test -> pages)"
+    ]
     assert counts["file, stored-output or git reads outside the read layer"] == (1, 1)
     assert measured["figures"]["file, stored-output or git reads outside the read layer"]["where"] == [
-        "study/degradation.py:6 stored read_lines"
+        "study/judge/findings.py:6 stored read_lines"
     ]
     assert counts["design branches outside the design"] == (1, 1)
     assert counts['"NLL" and "sacreBLEU" literals outside the measure table'] == (1, 1)

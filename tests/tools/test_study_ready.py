@@ -65,10 +65,10 @@ def test_bad_arguments_are_one_line(repo: Path, original) -> None:
 
 def test_uncommitted_code_is_refused(repo: Path, original) -> None:
     commit = original[1]
-    with open(repo / "study" / "family.py", "a") as f:
+    with open(repo / "study" / "read" / "family.py", "a") as f:
         f.write("# an edit\n")
-    assert "uncommitted changes in study/family.py:" in refused(repo, STUDY, commit, "1", "tomorrow")
-    git(repo, "checkout", "study/family.py")
+    assert "uncommitted changes in study/read/family.py:" in refused(repo, STUDY, commit, "1", "tomorrow")
+    git(repo, "checkout", "study/read/family.py")
     with open(repo / "README.md", "a") as f:  # it would be committed with the pages it renders
         f.write("WIP\n")
     assert "uncommitted changes in README.md:" in refused(repo, STUDY, commit, "1", "tomorrow")
@@ -92,7 +92,7 @@ def test_a_family_unlike_the_commits_is_refused(repo: Path, original) -> None:
     assert unlike in refused(repo, STUDY, commit, "1", "now +1 hour")
     git(repo, "commit", "-q", "-am", "another plan")  # committed after the runs' commit
     assert unlike in refused(repo, STUDY, commit, "1", "tomorrow")
-    family.write_text("# a comment\n" + text)  # read parsed, as study/declared.py reads it: the same family
+    family.write_text("# a comment\n" + text)  # read parsed, as study/read/declared.py reads it: the same family
     git(repo, "commit", "-q", "-am", "a comment")
     ready = subprocess.run([sys.executable, "tools/study_ready.py", STUDY, commit], cwd=repo, capture_output=True)
     assert ready.returncode == 0, ready.stderr

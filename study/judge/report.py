@@ -1,0 +1,130 @@
+"""The findings report of a study: its rows tested over seeds (study/judge/findings.py), read look by
+look for a sequential family (study/judge/sequential_findings.py), worded by the family's rule
+(study/judge/verdicts.py), with the method's settings beside them (`compute_findings`); and the
+findings' p copied back into the configurations, so that one comparison has one p wherever it is
+printed (`add_significance`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional, Sequence
+
+from study.judge.findings import Comparison, findings_tables
+from study.judge.sequential_findings import read_looks, restricted
+from study.judge.verdicts import word_tables
+from study.read.declared import declaring_runs
+from study.read.family import Family
+from study.read.run_outputs import Outputs
+from study.records import ComparisonRow, Configuration, Findings, FindingsTable, Interim, LookPlan, RuleText, frozen_map
+from study.stats.rules import CURRENT, RULES
+from study.stats.seed_test import ALPHA, MODEL
+from study.stats.significance import DEFAULT_SEED
+
+RULE = (
+    "Finding, by the rule the family names: 'ahead'/'behind' only for a comparison declared in the study's "
+    "headline family whose decision p, Holm-adjusted over that family, is below "
+    f"{ALPHA} (lower is better for NLL); 'equivalent within ±m' only for a declared comparison whose equivalence p "
+    "(two one-sided seed-level tests against -m and +m, the larger p) is below "
+    f"{ALPHA} after Holm's correction over the equivalence rows, apart; both for a small difference inside the "
+    "margin, 'inconclusive' for neither. No verdict while the study is interim (a declared comparison lacks "
+    "some of the family's planned seeds), nor for a row whose runs were not all trained from a commit that "
+    "declared the family. Every other row gives how the seeds fall against the tie margin and the 95% "
+    "interval of the mean difference, and no verdict."
+)
+EQUIVALENCE_TEST = (
+    "TOST (Schuirmann 1987): the seed-level statistic of the family's rule tested one-sided against -m and "
+    "against +m; equivalence p = max(p_lower, p_upper); Holm over the declared rows apart"
+)
+
+
+def compute_findings(
+    groups: Sequence[Configuration],
+    baseline: Configuration,
+    n_samples: int = 10000,
+    seed: int = DEFAULT_SEED,
+    family: Optional[Family] = None,
+) -> Findings:
+    """Every configuration against `baseline` (compare.py's groups), as tables of findings."""
+    family = family or Family()
+    # a declared row needs its runs' proof (study/read/declared.py)
+    context = Comparison(Outputs(), declaring_runs(groups, family.path), n_samples, seed)
+    configs = [g.label for g in groups if g.label != baseline.label]
+
+    def build(seeds: Optional[Sequence]) -> list[FindingsTable]:  # the tables of the runs of `seeds` (None: all)
+        chosen = list(groups) if seeds is None else restricted(groups, seeds)
+        return findings_tables(chosen, next(g for g in chosen if g.label == baseline.label), context)
+
+    tables, looks = read_looks(build, family, configs) if family.plan else (build(None), None)
+    worded, size, missing, plan = word_tables(tables, family, configs, looks)
+    return findings_report(baseline.label, family, size, missing, n_samples, seed, worded, plan, looks)
+
+
+def findings_report(
+    baseline: str,
+    family: Family,
+    size: int,
+    missing: Sequence[str],
+    n_samples: int,
+    seed: int,
+    tables: Sequence[FindingsTable],
+    plan: Optional[Interim] = None,
+    looks: Optional[LookPlan] = None,
+) -> Findings:
+    """The findings report: the method's settings beside the tables."""
+    return Findings(
+        baseline=baseline,
+        metric="sacreBLEU",
+        alpha=ALPHA,
+        test=MODEL,
+        correction="holm, over the declared headline family only",
+        family=family.path,
+        decision_rule=RuleText(family.rule, RULES[family.rule].summary),
+        exploratory_rule=(
+            None if family.path is None or family.rule == CURRENT.name else RuleText(CURRENT.name, CURRENT.summary)
+        ),
+        family_size=size,
+        family_unmatched=tuple(missing),
+        tie_margin=frozen_map(family.tie_margin),
+        equivalence_margin=frozen_map(family.equivalence),
+        equivalence_test=EQUIVALENCE_TEST,
+        planned_seeds=tuple(family.seeds) if family.seeds is not None else None,
+        planned_device=family.device,
+        planned_precision=family.precision,
+        interim=plan,
+        descriptive_p="sacreBLEU's paired bootstrap per seed (sacrebleu --paired-bs: Koehn's statistic, one "
+        "tail; it holds each trained model fixed), descriptive only",
+        n_samples=n_samples,
+        bootstrap_seed=seed,
+        rule=RULE,
+        tables=tuple(tables),
+        sequential=looks,
+    )
+
+
+def find_row(findings: Findings, table: str, config: str, compared_on: str) -> Optional[ComparisonRow]:
+    for t in findings.tables:
+        if t.name == table:
+            return next((r for r in t.rows if r.config == config and r.compared_on == compared_on), None)
+    return None
+
+
+def add_significance(
+    groups: Sequence[Configuration], baseline: Configuration, findings: Findings
+) -> list[Configuration]:
+    """Each group with its p vs the baseline on the test set and per k: the findings' p over all
+    shared seeds, so that one comparison has one p wherever it is printed (k = 1 is the test set)."""
+
+    def p_of(label: str, k: int) -> Optional[float]:
+        row = find_row(findings, "test", label, "test set") if k == 1 else find_row(findings, "concat", label, f"k={k}")
+        return row.p_value if row else None
+
+    return [
+        g
+        if g.label == baseline.label
+        else replace(
+            g,
+            p_value=p_of(g.label, 1),
+            concat=frozen_map((k, replace(c, p_value=p_of(g.label, k))) for k, c in g.concat.items()),
+        )
+        for g in groups
+    ]

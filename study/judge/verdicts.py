@@ -1,0 +1,228 @@
+"""Wording the findings tables (study/judge/findings.py computes the rows) by the family's named rule
+(study/stats/rules.py): Holm's correction over the declared family, once over the rule's decision p
+and once, apart, over the equivalence tests (study/stats/equivalence.py); the study's plan (an
+interim study words no verdict, and a row whose runs were not trained from a commit that declared the
+family stays descriptive). A family declared under an older rule also gets the current rule's
+reading of each declared row, labelled exploratory (`exploratory`: the rule changed after its runs).
+Each row's smallest detectable effect and, for a declared row, the power of showing equivalence and
+the seeds either would need, by the current rule. Every stage returns new rows and tables
+(`dataclasses.replace`, study/records.py): a `Reading` per row and rule, never written into a row."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+from study.judge.wording import look_outcome, look_verdict, outcome, verdict
+from study.read.family import Family, missing_rows
+from study.records import ComparisonRow, FindingsTable, Interim, LookPlan, Reading, RowPower
+from study.stats.equivalence import equivalence_power, seeds_for_equivalence
+from study.stats.rules import CURRENT, RULES, Rule
+from study.stats.seed_test import ALPHA, detectable_effect, seeds_needed, shared_variance
+from study.stats.significance import holm
+from utils.runtime import log
+
+NOT_FROM_DECLARING_COMMIT = "descriptive: not every run of it was trained from a commit that declared the family"
+Tables = Sequence[FindingsTable]
+Cell = tuple[int, int]  # (table, row) of a row in its tables
+
+
+def interim(tables: Tables, family: Family, missing: int = 0, looks: Optional[LookPlan] = None) -> Optional[Interim]:
+    """The plan's seeds when the family plans seeds that some declared comparison does not have yet
+    (the fewest planned seeds any declared row holds; a declared comparison with no row at all, e.g.
+    a configuration not run yet, holds none), else None: the study is complete. A sequential family
+    (`looks`) is complete once it stopped; until then it counts the seeds of its next look."""
+    if not family.seeds or (looks is not None and looks.stopped):
+        return None
+    if looks is not None:  # the next look (1-based), its seeds and the fewest a declared comparison holds
+        return Interim(0 if missing else looks.held, looks.looks[looks.reached], looks.reached + 1)
+    planned = set(family.seeds)
+    held = [len(planned & set(r.seeds)) for t in tables for r in t.rows if r.declared]
+    fewest = 0 if missing else min(held, default=0)
+    return None if fewest == len(planned) else Interim(fewest, len(planned))
+
+
+METRIC_OF = {"degradation": "NLL", "teacher_forced": "NLL"}  # the other tables are sacreBLEU
+
+
+def _absent(missing: list[tuple[str, str]]) -> list[str]:
+    """The metric of each declared comparison without a row: p = 1 in each Holm family it belongs to."""
+    return [METRIC_OF.get(table, "sacreBLEU") for table, _ in missing]
+
+
+def _equivalence_size(tables: Tables, family: Family, absent: list[str]) -> int:
+    """The size of the equivalence tests' Holm family: the declared rows (and stand-ins) of a measure
+    with a margin."""
+    rows = [r for t in tables for r in t.rows if r.declared and family.equivalence.get(t.metric)]
+    return len(rows) + sum(bool(family.equivalence.get(metric)) for metric in absent)
+
+
+def _holm(ps: list[Optional[float]]) -> list[Optional[float]]:
+    """Holm over `ps` (a p of None counts as 1: the family is the size declared, and its adjusted p
+    stays None)."""
+    adjusted = holm([p if p is not None else 1.0 for p in ps])
+    return [a if p is not None else None for p, a in zip(ps, adjusted)]
+
+
+def _readings(tables: Tables, family: Family, rule: Rule, absent: list[str]) -> Mapping[Cell, Reading]:
+    """{(table, row): reading} of every row under `rule`: the decision p and the equivalence p of each
+    declared row, each Holm-adjusted over the family (a declared comparison without a row: p = 1)."""
+    cells = [(i, j) for i, t in enumerate(tables) for j in range(len(t.rows))]
+    declared = [(i, j) for i, j in cells if tables[i].rows[j].declared]
+    p_rule, p_equivalence = {}, {}
+    for i, j in declared:
+        r, metric = tables[i].rows[j], tables[i].metric
+        if r.p_value is None:
+            continue
+        diffs, known = np.array(r.differences), rule.known(r.seed_test)
+        p_rule[i, j] = float(rule.decision_p(diffs, known, family.tie_margin[metric]))
+        if family.equivalence.get(metric):
+            p_equivalence[i, j] = float(rule.equivalence_p(diffs, known, family.equivalence[metric]))
+    holm_rule = dict(zip(declared, _holm([p_rule.get(c) for c in declared] + [None] * len(absent))))
+    equivalent = [c for c in declared if family.equivalence.get(tables[c[0]].metric)]
+    stand_ins = [None for metric in absent if family.equivalence.get(metric)]
+    holm_equivalence = dict(zip(equivalent, _holm([p_equivalence.get(c) for c in equivalent] + stand_ins)))
+    if family.plan:  # a sequential family is decided look by look (study/stats/sequential_family.py), not by Holm's p
+        holm_rule, holm_equivalence = {}, {}
+    return {
+        c: Reading(rule.name, p_rule.get(c), holm_rule.get(c), p_equivalence.get(c), holm_equivalence.get(c))
+        for c in cells
+    }
+
+
+def _withheld(r: ComparisonRow, family: Family, plan: Optional[Interim]) -> Optional[str]:
+    if plan:
+        held = len(set(family.seeds) & set(r.seeds))
+        return f"interim ({held} of {plan.planned} planned seeds): no verdict"
+    return None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
+
+
+def _word(
+    tables: Tables, family: Family, readings: Mapping[Cell, Reading], plan: Optional[Interim]
+) -> Mapping[Cell, Reading]:
+    """Each reading with its outcome and finding."""
+    worded = {}
+    for (i, j), reading in readings.items():
+        t, r = tables[i], tables[i].rows[j]
+        margin, equivalence = family.tie_margin[t.metric], family.equivalence.get(t.metric)
+        if r.look is not None:  # a sequential family's declared row, worded at its look
+            withheld = None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
+            said = look_outcome(r, withheld)
+            finding = look_verdict(r, reading, t.metric, margin, equivalence, withheld)
+        else:
+            withheld = _withheld(r, family, plan)
+            said = outcome(r, reading, margin, r.declared, equivalence, withheld)
+            finding = verdict(r, reading, t.metric, margin, r.declared, equivalence, withheld)
+        finding = f"{r.joined_range}; {finding}" if r.joined_range else finding
+        worded[i, j] = replace(reading, outcome=said, finding=finding)
+    return worded
+
+
+def _rows_with(tables: Tables, change) -> tuple[FindingsTable, ...]:
+    """New tables whose rows are `change(i, j, row)`."""
+    return tuple(replace(t, rows=tuple(change(i, j, r) for j, r in enumerate(t.rows))) for i, t in enumerate(tables))
+
+
+def apply_rule(
+    tables: Tables, family: Family, configs: Optional[list[str]] = None, looks: Optional[LookPlan] = None
+) -> tuple[tuple[FindingsTable, ...], int]:
+    """New tables whose every row has its reading by the family's rule (its p, Holm p, equivalence p,
+    outcome and finding) and, for a declared row of a family under an older rule, the current rule's
+    reading (`exploratory`); and the family's size (a declared comparison without a row counts, as
+    p = 1: `missing_rows`)."""
+    tables = _rows_with(tables, lambda i, j, r: replace(r, declared=family.declares(tables[i].name, r)))
+    missing = missing_rows(tables, family, configs)
+    absent, plan, rule = _absent(missing), interim(tables, family, len(missing), looks), RULES[family.rule]
+    readings = _word(tables, family, _readings(tables, family, rule, absent), plan)
+    current = _word(tables, family, _readings(tables, family, CURRENT, absent), plan) if rule is not CURRENT else {}
+
+    def read(i: int, j: int, r: ComparisonRow) -> ComparisonRow:
+        test = r.seed_test
+        if rule.veto and r.p_value is not None:  # the older rule's SE, in a field of its own
+            test = replace(test, se_seed_veto=rule.se(test))
+        return replace(
+            r, seed_test=test, reading=readings[i, j], exploratory=current.get((i, j)) if r.declared else None
+        )
+
+    declared = sum(r.declared for t in tables for r in t.rows)
+    return _rows_with(tables, read), declared + len(missing)
+
+
+def check_entries(tables: Tables, family: Family) -> None:
+    """A declared entry whose table has rows but none compared on its label is a typo (`test sett`, a
+    non-breaking space): refused in one line naming the labels there are, never a smaller family."""
+    from settings.config import ConfigError
+
+    for i, h in enumerate(family.headline):
+        labels = sorted({r.compared_on for t in tables if t.name == h["table"] for r in t.rows})
+        if labels and h.get("compared_on") is not None and h["compared_on"] not in labels:
+            raise ConfigError(
+                f"{family.path}: headline[{i}].compared_on {h['compared_on']!r} is no row of the {h['table']} table "
+                f"(its rows: {', '.join(map(repr, labels))}); correct it: a declared comparison that matches "
+                f"nothing would leave the family smaller than declared"
+            )
+
+
+def unmatched(tables: Tables, family: Family) -> list[str]:
+    """The headline entries that match no row (a typo, or a measure these runs did not record)."""
+    return [str(h) for h in family.headline if not any(h in family.matching(t.name, r) for t in tables for r in t.rows)]
+
+
+def row_power(
+    r: ComparisonRow, metric: str, alpha: float, alpha_equivalence: float, family: Family
+) -> Optional[RowPower]:
+    """A tested row's planning figures by the current rule (study/stats/rules.py): the smallest true
+    difference its seeds word as a direction 80% of the time (two-sided at `alpha`, beyond the tie
+    margin) and the seeds the declared effect would need; for a declared row with an equivalence margin,
+    the power of showing equivalence if the true difference were 0 and the seeds that would need."""
+    t = r.seed_test
+    if not t or t.se is None:
+        return None
+    shared, tie = shared_variance(t), family.tie_margin[metric]
+    power = RowPower(
+        detectable_effect(t.se, t.df, alpha, tie), seeds_needed(family.effect[metric], t.seed_sd, shared, alpha, tie)
+    )
+    margin = family.equivalence.get(metric)
+    if not (r.declared and margin):
+        return power
+    return replace(
+        power,
+        equivalence_power=equivalence_power(margin, t.seed_sd, t.n, shared, alpha_equivalence),
+        seeds_for_equivalence=seeds_for_equivalence(margin, t.seed_sd, shared, alpha_equivalence),
+    )
+
+
+def word_tables(
+    tables: Tables, family: Family, configs: Optional[list[str]] = None, looks: Optional[LookPlan] = None
+) -> tuple[tuple[FindingsTable, ...], int, list[str], Optional[Interim]]:
+    """Every row worded by the rule (Holm over the declared family; a sequential family's declared
+    rows at their looks, `looks`) with its power (at Holm's first step, `alpha` of each table), as new
+    tables; returns (the tables, the family's size, the declared entries no row matched, the interim
+    plan or None)."""
+    check_entries(tables, family)
+    tables, size = apply_rule(tables, family, configs, looks)
+    unmatched_entries = unmatched(tables, family)
+    for entry in unmatched_entries:
+        log(f"compare.py: the declared headline comparison {entry} of {family.path} matches no row of these runs")
+    if family.path and family.rule != CURRENT.name:
+        log(
+            f"compare.py: {family.path} is decided by rule {family.rule} (the rule it was declared under; a file "
+            f"naming none was declared before rules had names), with the current rule's reading beside it, "
+            f"labelled exploratory; a new family names `rule: {CURRENT.name}`"
+        )
+    missing = missing_rows(tables, family, configs)
+    alpha = ALPHA / size if size else ALPHA  # Holm's first step: what the strongest declared row must pass
+    equivalent = _equivalence_size(tables, family, _absent(missing))
+    alpha_equivalence = ALPHA / equivalent if equivalent else ALPHA  # the same for the equivalence family
+    worded = tuple(
+        replace(
+            t,
+            rows=tuple(replace(r, power=row_power(r, t.metric, alpha, alpha_equivalence, family)) for r in t.rows),
+            family_rows=sum(r.declared for r in t.rows),
+            alpha=alpha,
+        )
+        for t in tables
+    )
+    return worded, size, unmatched_entries, interim(worded, family, len(missing), looks)

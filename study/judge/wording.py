@@ -1,0 +1,194 @@
+"""Wording a row of the findings: numbers in their metric's digits, the descriptive part every row
+carries (how the seeds fall against the tie margin, the 95% interval), and what a rule
+(study/stats/rules.py) lets a declared row say.
+
+A reading is one rule's verdict of a row (study/records.Reading: rule, p_rule (the decision p,
+unadjusted), p_holm, p_equivalence, p_equivalence_holm, outcome, finding; study/judge/verdicts.py makes
+them); a row is a study/records.ComparisonRow."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from study.records import ComparisonRow, Reading
+from study.stats.rules import RULES
+from study.stats.seed_test import ALPHA, ONE_SEED
+
+
+def fmt_number(x: Optional[float], metric: str) -> str:
+    """A difference in its metric's digits, signed (NLL to 3 decimals, BLEU to 2); – for none."""
+    return "–" if x is None else f"{x:+.3f}" if metric == "NLL" else f"{x:+.2f}"
+
+
+def unit_of(metric: str) -> str:
+    return "nats" if metric == "NLL" else "BLEU"
+
+
+def format_p(p: Optional[float]) -> str:
+    """A p-value to the digits that carry information."""
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+
+
+def seed_signs(diffs: Sequence[float], margin: float) -> tuple[int, int, int]:
+    """Seeds above +margin, below -margin, and within."""
+    above = sum(d > margin for d in diffs)
+    below = sum(d < -margin for d in diffs)
+    return above, below, len(diffs) - above - below
+
+
+def describe(row: ComparisonRow, metric: str, margin: float) -> str:
+    """A descriptive row: the seeds' signs against the tie margin and the 95% interval; no verdict."""
+    above, below, within = seed_signs(row.differences, margin)
+    m = fmt_number(margin, metric).lstrip("+")
+    signs = f"seeds: {above} above +{m}, {below} below -{m}, {within} within"
+    if row.p_value is None:
+        return f"{ONE_SEED}; {signs}"
+    low, high = row.seed_test.low, row.seed_test.high
+    return f"{signs}; 95% interval {fmt_number(low, metric)} to {fmt_number(high, metric)}"
+
+
+def outcome(
+    row: ComparisonRow,
+    reading: Reading,
+    margin: float,
+    declared: bool,
+    equivalence: Optional[float] = None,
+    withheld: Optional[str] = None,
+) -> str:
+    """What the reading's rule lets a row say: 'not tested', 'descriptive' (not declared, or no test),
+    'withheld' (declared, but `withheld` says why not), 'direction' (the rule's direction test),
+    'equivalent' (the equivalence rows' Holm p < ALPHA, study/stats/equivalence.py), 'both' (a small
+    real difference inside the margin), or 'inconclusive' (neither, for a study that declares an
+    equivalence margin)."""
+    if row.mean_difference is None:
+        return "not tested"
+    if not declared or row.p_value is None or reading.p_holm is None:
+        return "descriptive"
+    if withheld:
+        return "withheld"
+    sign = bool(RULES[reading.rule].direction(np.array(row.differences), reading.p_holm, margin))
+    p_eq = reading.p_equivalence_holm
+    equal = p_eq is not None and p_eq < ALPHA
+    if sign:
+        return "both" if equal else "direction"
+    return "equivalent" if equal else "inconclusive" if equivalence is not None else "descriptive"
+
+
+def direction_words(row: ComparisonRow, reading: Reading, metric: str, margin: float) -> str:
+    """'ahead'/'behind' (lower is better for NLL) and how far, in the reading's rule's words."""
+    up = row.mean_difference > 0
+    way = "ahead" if up != (metric == "NLL") else "behind"
+    if RULES[reading.rule].veto:  # the older rule's words: unanimous beyond the margin, or on average
+        above, below, _ = seed_signs(row.differences, margin)
+        how = "in every seed" if (above if up else below) == len(row.per_seed) else "on average"
+    else:
+        how = f"by more than {fmt_number(margin, metric).lstrip('+')} {unit_of(metric)}"  # the tie margin
+    return f"{way} {how}"
+
+
+def within_words(equivalence: Optional[float], metric: str) -> str:
+    """'±m unit' of an equivalence margin ('' without one)."""
+    return f"±{fmt_number(equivalence, metric).lstrip('+')} {unit_of(metric)}" if equivalence else ""
+
+
+def verdict(
+    row: ComparisonRow,
+    reading: Reading,
+    metric: str,
+    margin: float,
+    declared: bool,
+    equivalence: Optional[float] = None,
+    withheld: Optional[str] = None,
+) -> str:
+    """The finding of one row under a reading, worded by its `outcome`: the direction with its Holm p;
+    'equivalent within ±m' with the equivalence Holm p; both; 'inconclusive' with both p; each
+    followed by the descriptive part (the seeds against the tie margin, the 95% interval)."""
+    said = outcome(row, reading, margin, declared, equivalence, withheld)
+    if said == "not tested":
+        return row.untested or "not tested"
+    text = describe(row, metric, margin)
+    if said == "descriptive":
+        return text
+    if said == "withheld":
+        return f"{withheld}; {text}"
+    within = within_words(equivalence, metric)
+    p_eq = format_p(reading.p_equivalence_holm)
+    if said == "inconclusive":
+        why = f"Holm p {format_p(reading.p_holm)}"
+        if RULES[reading.rule].veto and reading.p_holm < ALPHA:  # the test passed, the veto did not
+            why += ", but a seed lies beyond the tie margin the other way"
+        return (
+            f"inconclusive: no direction worded ({why}) and not shown equivalent within {within} "
+            f"(equivalence Holm p {p_eq}); {text}"
+        )
+    equal = f"equivalent within {within} (equivalence Holm p {p_eq}, declared)"
+    if said == "equivalent":
+        return f"{equal}; {text}"
+    way = f"{direction_words(row, reading, metric, margin)} (Holm p {format_p(reading.p_holm)}, declared)"
+    if said == "both":
+        return f"{way} and {equal}: a small difference inside the margin; {text}"
+    return f"{way}; {text}"
+
+
+def look_outcome(row: ComparisonRow, withheld: Optional[str] = None) -> str:
+    """What a sequential family's declared row says at its look (study/records.LookReading): its
+    decision ('direction', 'equivalent', 'both'), 'inconclusive' (the last look came without one),
+    or 'withheld' (open until a later look, or `withheld` says why not)."""
+    look = row.look
+    if row.mean_difference is None:
+        return "not tested"
+    if withheld or not look.decided:
+        return "inconclusive" if look.last and not withheld else "withheld"
+    return "both" if look.direction and look.equivalent else "direction" if look.direction else "equivalent"
+
+
+def _g(x: Optional[float]) -> str:
+    """A p or a boundary to two significant digits (a boundary is often below 0.001)."""
+    return "–" if x is None else f"{x:.2g}"
+
+
+def look_verdict(
+    row: ComparisonRow,
+    reading: Reading,
+    metric: str,
+    margin: float,
+    equivalence: Optional[float] = None,
+    withheld: Optional[str] = None,
+) -> str:
+    """The finding of a sequential family's declared row: its decision and the look that made it
+    (the seeds, each p against the boundary it had to pass there), or why there is none yet; then the
+    seeds against the tie margin, the naive 95% interval and the repeated one (valid whichever look
+    the study stops at)."""
+    look = row.look
+    text = describe(row, metric, margin)
+    if row.p_value is not None and look.repeated_low is not None:
+        low, high = fmt_number(look.repeated_low, metric), fmt_number(look.repeated_high, metric)
+        text = f"{text.replace('95% interval', 'naive 95% interval')}; repeated 95% interval {low} to {high}"
+    said = look_outcome(row, withheld)
+    if said == "not tested":
+        return row.untested or "not tested"
+    if withheld:
+        return f"{withheld}; {text}"
+    if look.look == 0:
+        return f"interim ({look.seeds} of the {look.next_seeds} seeds of the first look): no verdict; {text}"
+    at = f"look {look.look} of {look.looks}, {look.seeds} seeds"
+    direction_p = f"p {_g(reading.p_rule)} against its boundary {_g(look.boundary)}"
+    equal_p = f"equivalence p {_g(reading.p_equivalence)} against {_g(look.boundary_equivalence)}"
+    if said == "withheld":
+        until = f"no verdict until the look at {look.next_seeds} seeds"
+        return f"open after {at} ({direction_p}, {equal_p}): {until}; {text}"
+    if said == "inconclusive":
+        return (
+            f"inconclusive: the last look ({at}) came without a decision ({direction_p}, {equal_p}); "
+            f"neither a direction nor equivalent within {within_words(equivalence, metric)}; {text}"
+        )
+    words = []
+    if look.direction:
+        words.append(f"{direction_words(row, reading, metric, margin)} ({direction_p})")
+    if look.equivalent:
+        words.append(f"equivalent within {within_words(equivalence, metric)} ({equal_p})")
+    return f"{' and '.join(words)}, decided at {at} (declared); {text}"

@@ -1,0 +1,161 @@
+"""The findings as markdown (`<prefix>_findings.md`): each declared comparison in full, one table
+per measure with its smallest detectable effect, then how the rows were computed."""
+
+from __future__ import annotations
+
+from study.judge.wording import fmt_number, format_p, unit_of
+from study.pages.headline import look_cell, sentences_markdown
+from study.records import ComparisonRow, Findings, FindingsTable
+from study.stats.sequential import spending_text
+from utils.markdown import table_head, table_row
+
+
+def equivalence_cell(r: ComparisonRow, metric: str) -> str:
+    """A declared row's equivalence test: its Holm p, the power to show ±m if the true difference were
+    0, the seeds 80% power would need ('–' for a row that is not declared or a study without a margin)."""
+    if r.reading is None or r.reading.p_equivalence is None:
+        return "–"
+    figures = r.power
+    seeds = figures.seeds_for_equivalence if figures else None
+    need = f"{seeds} seeds for 80%" if seeds else "out of reach at any seed count"
+    power = (
+        f"power {figures.equivalence_power:.0%} if the true difference were 0"
+        if figures and figures.equivalence_power is not None
+        else ""
+    )
+    return f"Holm p {format_p(r.reading.p_equivalence_holm)}; {power}; {need}"
+
+
+def detectable_cell(r: ComparisonRow, metric: str) -> str:
+    """The smallest true difference this row's seeds find 80% of the time, and the seeds the
+    declared effect would need."""
+    if r.power is None:
+        return "–"
+    need = r.power.seeds_needed
+    return f"{fmt_number(r.power.detectable, metric).lstrip('+')} ({need or '∞'} seeds for the declared effect)"
+
+
+def table_markdown(t: FindingsTable, findings: Findings) -> str:
+    """One findings table: a row per comparison, then the α its detectable effects are at."""
+    metric = t.metric
+    unit = unit_of(metric)
+    margins = findings.equivalence_margin
+    lower = " (lower is better)" if metric == "NLL" else ""
+    seed_p_title = (
+        "sacreBLEU's paired bootstrap p per seed (one tail, model fixed)"
+        if metric == "sacreBLEU"
+        else "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)"
+    )
+    within = f"±{fmt_number(margins[metric], metric).lstrip('+')} {unit}" if metric in margins else "no margin"
+    rule = findings.decision_rule.name
+    exploratory = findings.exploratory_rule
+    holm = f"p, Holm (declared, rule `{rule}`)"
+    if findings.sequential is not None:  # a sequential family's declared rows are decided at a look
+        holm = f"look (declared, rule `{rule}`, sequential)"
+    lines = [
+        f"Against `{findings.baseline}`, {t.title}:",
+        "",
+        *table_head(
+            [
+                "config",
+                "compared on",
+                f"Δ {metric}{lower}, mean over seeds",
+                "Δ per seed",
+                "p against no difference (two-sided, unadjusted)",
+                holm,
+                f"equivalent within {within} (declared)",
+                "detectable Δ, 80% power",
+                seed_p_title,
+                "finding",
+                *([f"exploratory finding (rule `{exploratory.name}`)"] if exploratory else []),
+            ]
+        ),
+    ]
+    for r in t.rows:
+        per_seed = ", ".join(f"{s.seed}: {fmt_number(s.difference, metric)}" for s in r.per_seed)
+        seed_p = ", ".join(f"{s.seed}: {format_p(s.p_value)}" for s in r.per_seed)
+        holm_p = format_p(r.p_holm) if r.declared else "not declared"
+        holm_p = f"at {look_cell(r)}" if r.look is not None else holm_p
+        other = [r.exploratory.finding if r.exploratory else "–"] if exploratory else []
+        cells = [format_p(r.p_value), holm_p, equivalence_cell(r, metric), detectable_cell(r, metric)]
+        lines.append(
+            table_row(
+                [r.config, f"{r.compared_on} (n={r.num_sentences})", fmt_number(r.mean_difference, metric)]
+                + [per_seed or "–", *cells, seed_p or "–", r.finding, *other]
+            )
+        )
+    if t.alpha is not None:
+        lines += ["", f"Detectable Δ and the seeds for the declared effect at two-sided α = {t.alpha:.2g}."]
+    return "\n".join(lines)
+
+
+def method_markdown(findings: Findings) -> str:
+    """How the rows were computed and worded."""
+    margins = findings.equivalence_margin
+    family = (
+        f"the headline family declared in `{findings.family}` ({findings.family_size} comparisons)"
+        if findings.family
+        else "no declared headline family (every row is descriptive)"
+    )
+    tie = ", ".join(f"{v:g} {unit_of(k)}" for k, v in findings.tie_margin.items())
+    equivalence = (
+        f" Equivalence: {findings.equivalence_test}; margins "
+        + ", ".join(f"±{v:g} {unit_of(k)}" for k, v in margins.items())
+        + ". The power of equivalence is the power to show ±m if the true difference were 0, at Holm's first step."
+        if margins
+        else ""
+    )
+    rule = findings.decision_rule
+    exploratory = findings.exploratory_rule
+    rules = f" Decision rule `{rule.name}` (the family's): {rule.text}." if findings.family else ""
+    plan = findings.sequential
+    if plan is not None:
+        rules += (
+            f" Sequential plan: looks at {', '.join(map(str, plan.looks))} seeds, the first of the family's "
+            f"declared seeds at each; each comparison's p against its boundary at the look instead of Holm's "
+            f"adjusted p (Holm's procedure as a graph across the comparisons, α spent across the looks by "
+            f"{spending_text(plan.spending, plan.spending_equivalence)}-type Lan–DeMets spending; Maurer & Bretz "
+            "2013), "
+            "a decision final at its look; repeated 95% intervals beside the naive ones (study/sequential_family.py)."
+        )
+    if exploratory:
+        rules += (
+            f" Exploratory finding: rule `{exploratory.name}` ({exploratory.text}), read after these runs "
+            "(the rule changed after them); it does not replace the declared finding."
+        )
+    return (
+        f"p against no difference and the 95% interval: {findings.test}; {findings.n_samples:,} bootstrap "
+        f"resamples (seed {findings.bootstrap_seed}); assumes independent, roughly normal seed effects (Dror et "
+        f"al. 2018). The interval is per row, not Holm-adjusted. Holm's correction runs over {family}.{rules}"
+        f"{equivalence} Detectable Δ: the smallest true difference the current rule words as a direction 80% of "
+        f"the time at Holm's first step (two-sided, beyond the tie margin). Tie margin: {tie} (the smallest mean "
+        f"difference worth a direction). p per seed: "
+        f"{findings.descriptive_p} (for NLL the same resampling of its units). The NLL tables resample "
+        f"test pairs (degradation) or inputs (absolute NLL beyond training). {findings.rule}"
+    )
+
+
+def findings_markdown(findings: Findings) -> str:
+    """The findings as markdown: whether the study is interim, one table per measure, then how the
+    rows were computed and worded."""
+    parts = []
+    plan = findings.interim
+    if plan and plan.look is not None:
+        parts.append(
+            f"**Interim: look {plan.look} of the sequential plan not reached ({plan.seeds} of its {plan.planned} "
+            f"seeds)** of the declared family (`{findings.family}`): a declared comparison is worded only at a look."
+        )
+    elif plan:
+        parts.append(
+            f"**Interim: {plan.seeds} of {plan.planned} planned seeds** of the declared family "
+            f"(`{findings.family}`): no comparison is worded as a direction or as equivalent until every "
+            "planned seed is in."
+        )
+    sentences = sentences_markdown(findings)
+    if sentences:
+        parts.append(
+            ("Declared comparisons, in full:" if findings.family else "Test-set rows, in full:") + "\n\n" + sentences
+        )
+    parts += [table_markdown(t, findings) for t in findings.tables]
+    parts.append(method_markdown(findings))
+    return "\n\n".join(parts)

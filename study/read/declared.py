@@ -1,0 +1,76 @@
+"""Declared before, provably: a study's family file must stand, as it is now, in the commit every run
+of it was trained from.
+
+A run records the commit it was trained from in its provenance.json (utils/provenance.py), one
+session per start or resume. The family (configs/<study>/findings/headline.yaml) was declared
+before the run when `git show <commit>:<family file>` reads as the same declaration (compared
+parsed, so a corrected comment does not undo it) in every session's commit, with no uncommitted
+changes to the code. A run without that proof (trained before provenance existed, from a commit
+without the family, from a changed tree, outside a git checkout) marks its comparisons descriptive
+(study/judge/verdicts.py); tests/study/read/test_declared.py checks the archive.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence
+
+import yaml
+
+from study.records import Configuration
+from utils.provenance import ROOT, git_output, read_provenance
+
+
+def family_in_repository(path: str) -> Optional[str]:
+    """The family file's path inside this checkout (None: it is not in it)."""
+    try:
+        return Path(path).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return None
+
+
+_DECLARATIONS: dict[tuple[str, str], object] = {}  # (commit, path) -> the family as it read then
+
+
+def _declaration_at(commit: str, relative: str) -> Optional[object]:
+    """The family file as it read in `commit`, parsed (None: git could not show it; not remembered,
+    so a slow or failed git call is asked again)."""
+    key = (commit, relative)
+    if key not in _DECLARATIONS:
+        text = git_output("show", f"{commit}:{relative}")
+        if text is None:
+            return None
+        try:
+            _DECLARATIONS[key] = yaml.safe_load(text)
+        except yaml.YAMLError:
+            return None
+    return _DECLARATIONS[key]
+
+
+def stood_in(commit: Optional[str], family_path: str, now: Optional[object] = None) -> bool:
+    """Whether the family file read then as it reads now (`now`: its parsed text, read once by the
+    caller that checks many runs) in `commit`."""
+    relative = family_in_repository(family_path)
+    if not commit or relative is None:
+        return False
+    then = _declaration_at(commit, relative)
+    if now is None:
+        now = yaml.safe_load(Path(family_path).read_text(encoding="utf-8"))
+    return then is not None and then == now
+
+
+def run_declared(run_dir: Path, family_path: str, now: Optional[object] = None) -> bool:
+    """Whether every session of the run was trained, unchanged, from a commit holding the family."""
+    sessions = (read_provenance(run_dir) or {}).get("sessions") or []
+    return bool(sessions) and all(
+        s.get("uncommitted_changes") is False and stood_in(s.get("commit"), family_path, now) for s in sessions
+    )
+
+
+def declaring_runs(groups: Sequence[Configuration], family_path: Optional[str]) -> Optional[frozenset[str]]:
+    """The run folders trained from a commit that declared the family (read by study/judge/findings.py's
+    rows); None without a family file (nothing to prove)."""
+    if family_path is None:
+        return None
+    now = yaml.safe_load(Path(family_path).read_text(encoding="utf-8"))
+    return frozenset(r.run for g in groups for r in g.runs if run_declared(Path(r.run), family_path, now))

@@ -1,0 +1,84 @@
+"""The decision rules that word a declared comparison, by name.
+
+A family file names its rule (`rule:` in configs/<study>/findings/headline.yaml), so that changing the
+code never changes what a committed family concludes; a family file without one was declared under
+`seed_veto`, and is read with that rule and its standard error. Each rule has a Holm-corrected
+decision p per declared comparison (over the family), an equivalence p (TOST at ±m, Holm apart) and
+a direction test:
+
+- `beyond_tie` (the current rule): SE = sqrt(s_d²/n + v_shared) with Welch–Satterthwaite df
+  (study/stats/seed_test.py). A direction ("ahead/behind by more than the tie margin") when the
+  Holm-adjusted p of the test beyond the tie margin, p = min(1, 2 P(t > (|mean| - tie) / SE)), is
+  below α. The tie margin is the smallest mean difference worth a direction; how many seeds fall
+  each way is descriptive. Its power rises with the number of seeds, and a direction is worded where
+  the true |difference| is within the tie margin in at most α/2 of studies
+  (tests/study/simulate/test_calibration.py).
+- `seed_veto` (every family declared before 2026-12, as of commit e649a19): SE = sqrt(s_d²/n + v_sent)
+  with n - 1 df, the test against no difference, and a direction only when no seed's difference lies
+  beyond the tie margin the other way. v_sent = v_shared + v_int/n counts each seed's own test-set
+  noise a second time (s_d already holds it), and the veto's chance of passing falls towards 0 as
+  seeds are added; kept only to read the families declared under it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from study.stats.equivalence import equivalence_p
+from study.stats.seed_test import ALPHA, SeedTest, planned_se, seed_p, shared_variance
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    summary: str  # the rule in one sentence, for the pages
+    welch: bool  # SE² = s_d²/n + v_shared with Welch df (True), or s_d²/n + v_sent with n - 1 df
+    against_tie: bool  # the decision p tests beyond ±tie (True) or against no difference (False)
+    veto: bool  # no direction when a seed lies beyond the tie margin the other way
+
+    def known(self, seed_test: SeedTest) -> float:
+        """The known part of this rule's SE² for a row's seed test."""
+        return shared_variance(seed_test) if self.welch else seed_test.v_sent
+
+    def se(self, seed_test: SeedTest) -> float:
+        return planned_se(seed_test.seed_sd, max(self.known(seed_test), 0.0), seed_test.n)[0]
+
+    def decision_p(self, diffs, known, tie: float) -> np.ndarray:
+        """The p Holm adjusts over the family, per row of `diffs [..., n]`."""
+        return seed_p(diffs, known, tie if self.against_tie else 0.0, welch=self.welch)
+
+    def equivalence_p(self, diffs, known, margin: float) -> np.ndarray:
+        return equivalence_p(diffs, known, margin, welch=self.welch)
+
+    def direction(self, diffs, p_adjusted, tie: float, alpha: float = ALPHA) -> np.ndarray:
+        """+1 / -1 where the rule words a direction (mean difference up / down), 0 where it does not.
+        Vectorised over rows of `diffs [..., n]`."""
+        d = np.asarray(diffs, dtype=np.float64)
+        mean = d.mean(-1)
+        says = (np.asarray(p_adjusted) < alpha) & (mean != 0)
+        if self.veto:
+            says &= ~np.where(mean > 0, (d < -tie).any(-1), (d > tie).any(-1))
+        return np.where(says, np.sign(mean), 0).astype(int)
+
+
+BEYOND_TIE = Rule(
+    "beyond_tie",
+    "a direction when the Holm-adjusted p of the test beyond the tie margin (SE = sqrt(s_d²/n + v_shared), "
+    "Welch–Satterthwaite df) is below 0.05",
+    welch=True,
+    against_tie=True,
+    veto=False,
+)
+SEED_VETO = Rule(
+    "seed_veto",
+    "a direction when the Holm-adjusted p of the test against no difference (SE = sqrt(s_d²/n + v_sent), "
+    "n − 1 df) is below 0.05 and no seed lies beyond the tie margin the other way",
+    welch=False,
+    against_tie=False,
+    veto=True,
+)
+RULES = {r.name: r for r in (BEYOND_TIE, SEED_VETO)}
+CURRENT = BEYOND_TIE  # what a new family names, and the exploratory reading beside an older family's
+UNNAMED = SEED_VETO  # the rule of a family file that names none (declared before rules had names)

@@ -1,0 +1,87 @@
+"""A study's results at a glance and in full (study/pages/headline.py), generated from its findings:
+one table row per declared comparison with its interval, the seeds that way, the Holm p and the
+declared verdict, the current rule's exploratory reading beside a family declared under an older
+rule; the family line counts the verdicts and says 'without a verdict' only when some are; interim
+studies say so first; without a family, the test-set rows; the full sentences label the power to
+show ±m if the true difference were 0."""
+
+from __future__ import annotations
+
+from study.judge.report import findings_report
+from study.judge.verdicts import word_tables
+from study.pages.headline import headline_markdown, sentences_markdown
+from study.read.family import Family
+from study.records import Findings, FindingsTable
+from tests.helpers import finding_row
+
+
+def report(rows: list, rule: str = "seed_veto", path: str | None = "headline.yaml", seeds=None) -> Findings:
+    family = Family(
+        path=path,
+        headline=[{"table": "test", "compared_on": "test set"}] if path else [],
+        equivalence={"sacreBLEU": 1.0} if path else {},
+        rule=rule,
+        seeds=seeds,
+    )
+    tables = [FindingsTable("test", "test set", "sacreBLEU", tuple(rows))]
+    tables, size, missing, plan = word_tables(tables, family)
+    return findings_report("sinusoidal", family, size, missing, 1000, 1, tables, plan)
+
+
+VETOED = [0.9, 1.0, 0.8, 1.1, 0.95, 0.85, 1.05, -0.3]  # a clear lead with one seed the other way
+
+
+def test_the_table_shows_the_declared_verdict_and_the_exploratory_reading_where_it_differs():
+    findings = report(
+        [finding_row(VETOED, config="rope"), finding_row([2.0, 2.2, 1.9, 2.1, 2.05, 1.95, 2.0, 2.1], config="alibi")]
+    )
+    lines = headline_markdown(findings).splitlines()
+    assert lines[0] == (
+        "Declared family `headline.yaml`: 2 comparisons against `sinusoidal`, decided by rule `seed_veto` with "
+        "Holm's correction over the family: 1 direction, 0 equivalent, 0 both, 1 inconclusive."
+    )  # every row counted: no "without a verdict"
+    assert lines[2].startswith(
+        "| comparison | measure | Δ [95% interval] | seeds that way | Holm p | verdict (declared) |"
+    )
+    rope, alibi = lines[4], lines[5]
+    assert rope.startswith("| `rope` | test set (BLEU) | +0.79 [") and "| 7 of 8 above +0.10 |" in rope
+    assert "| inconclusive | ahead by more than 0.10 BLEU (Holm p" in rope
+    assert alibi.endswith("| ahead in every seed | same verdict |")
+    text = "\n".join(lines)
+    assert "rule `seed_veto`, the rule the family was declared under" in text
+    assert "Exploratory: rule `beyond_tie`" in text and "√(s_d²/n + v_shared)" in text
+
+
+def test_a_family_under_the_current_rule_has_no_exploratory_column():
+    findings = report([finding_row(VETOED, config="rope")], rule="beyond_tie")
+    text = headline_markdown(findings)
+    assert "exploratory" not in text.lower()
+    assert "| ahead by more than 0.10 BLEU |" in text  # no veto: one seed the other way does not stop it
+
+
+def test_an_interim_study_says_so_first_and_counts_the_withheld():
+    findings = report([finding_row(VETOED, config="rope")], seeds=list(range(12)))
+    lines = headline_markdown(findings).splitlines()
+    assert lines[0] == (
+        "**Interim: 8 of 12 planned seeds.** No comparison of the declared family is worded as a direction or "
+        "as equivalent until every planned seed is in."
+    )
+    assert lines[2].endswith("0 inconclusive, 1 without a verdict (interim or not from the declaring commit).")
+    assert "| interim (8 of 12 planned seeds) |" in lines[6]
+
+
+def test_without_a_family_every_row_is_descriptive_and_one_seed_is_said():
+    findings = report([finding_row([3.03], config="rope")], path=None)
+    lines = headline_markdown(findings).splitlines()
+    assert lines[0] == "No declared family: every comparison against `sinusoidal` is descriptive."
+    assert lines[4] == "| `rope` | test set (BLEU) | +3.03 | 1 of 1 above +0.10 | not declared | descriptive |"
+    assert "One seed per configuration: no test and no interval; every row is that trained model." in lines
+
+
+def test_the_sentences_label_every_p_and_the_power_to_show_equivalence():
+    findings = report([finding_row(VETOED, config="rope")])
+    (sentence,) = sentences_markdown(findings).splitlines()
+    assert sentence.startswith("- `rope` against `sinusoidal`, test set: mean difference +0.79 BLEU over 8 seeds, p ")
+    assert "(against no difference, unadjusted; Holm " in sentence and "by the family's rule)" in sentence
+    assert "power to show ±1.00 if the true difference were 0: " in sentence
+    assert "Exploratory (rule `beyond_tie`): ahead by more than 0.10 BLEU (Holm p" in sentence
