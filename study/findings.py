@@ -24,7 +24,7 @@ import numpy as np
 
 from study.declared import declaring_runs
 from study.degradation import selections
-from study.family import Family
+from study.family import NO_FAMILY, Family
 from study.records import (
     ComparisonRow,
     Configuration,
@@ -239,7 +239,7 @@ def compute_findings(
     family: Optional[Family] = None,
 ) -> Findings:
     """Every configuration against `baseline` (compare.py's groups), as tables of findings."""
-    family = family or Family()
+    family = family or NO_FAMILY
     # a declared row needs its runs' proof (study/declared.py)
     context = Comparison(Outputs(), declaring_runs(groups, family.path), n_samples, seed)
     configs = [g.label for g in groups if g.label != baseline.label]
@@ -313,8 +313,8 @@ def findings_report(
         ),
         family_size=size,
         family_unmatched=tuple(missing),
-        tie_margin=frozen_map(family.tie_margin),
-        equivalence_margin=frozen_map(family.equivalence),
+        tie_margin=frozen_map(family.tie_margin.given()),
+        equivalence_margin=frozen_map(family.equivalence.given()),
         equivalence_test=EQUIVALENCE_TEST,
         planned_seeds=tuple(family.seeds) if family.seeds is not None else None,
         planned_device=family.device,

@@ -7,7 +7,7 @@ show ±m if the true difference were 0."""
 
 from __future__ import annotations
 
-from study.family import Family
+from study.family import NO_FAMILY, Family
 from study.findings import findings_report
 from study.headline import headline_markdown, sentences_markdown
 from study.records import Findings, FindingsTable
@@ -16,13 +16,15 @@ from tests.helpers import finding_row
 
 
 def report(rows: list, rule: str = "seed_veto", path: str | None = "headline.yaml", seeds=None) -> Findings:
-    family = Family(
-        path=path,
-        headline=[{"table": "test", "compared_on": "test set"}] if path else [],
-        equivalence={"sacreBLEU": 1.0} if path else {},
-        rule=rule,
-        seeds=seeds,
-    )
+    if path is None:  # no family declared
+        family = NO_FAMILY.model_copy(update={"rule": rule, "seeds": seeds})
+    else:
+        family = Family(
+            headline=[{"table": "test", "compared_on": "test set"}],
+            equivalence={"sacreBLEU": 1.0},
+            rule=rule,
+            seeds=seeds,
+        ).at(path)
     tables = [FindingsTable("test", "test set", "sacreBLEU", tuple(rows))]
     tables, size, missing, plan = word_tables(tables, family)
     return findings_report("sinusoidal", family, size, missing, 1000, 1, tables, plan)
