@@ -196,12 +196,9 @@ class Family(BaseModel):
         family._path = path
         return family
 
-    def matching(self, table: str, row: ComparisonRow) -> list[HeadlineEntry]:
-        """The headline entries that declare this row."""
-        return [h for h in self.headline if h.matches(table, row)]
-
     def declares(self, table: str, row: ComparisonRow) -> bool:
-        return bool(self.matching(table, row))
+        """Whether a headline entry declares this row of `table`."""
+        return any(h.matches(table, row) for h in self.headline)
 
 
 NO_FAMILY = Family.model_construct(headline=(), rule=CURRENT.name)  # no family declared: every row descriptive

@@ -110,3 +110,16 @@ def test_each_row_prints_its_power_at_its_family_alpha():
     adjusted = holm([a.reading.p_equivalence, b.reading.p_equivalence])
     assert [a.reading.p_equivalence_holm, b.reading.p_equivalence_holm] == pytest.approx(adjusted)
     assert tables[1].rows[0].reading.p_equivalence is None  # the equivalence family is apart: NLL has no margin
+
+
+def test_an_entry_no_row_matches_is_named_as_the_file_writes_it():
+    """Issue 76: the findings name a declared entry that matched no row as the mapping the file gives
+    (its keys given, in the schema's order; lists as lists), as when entries were dicts: the text
+    summary_findings.json holds for it does not change with the entries typed."""
+    family = Family(
+        headline=[{"table": "test", "compared_on": "test set"}, {"configs": ["b"], "table": "concat"}],
+        rule=CURRENT.name,
+    )
+    tables = [FindingsTable("test", "test set", "sacreBLEU", (_row([3.0, 3.2, 2.9]),))]
+    _, _, unmatched, _ = word_tables(tables, family)
+    assert unmatched == ["{'table': 'concat', 'configs': ['b']}"]
