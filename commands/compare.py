@@ -148,7 +148,7 @@ def compare(
                 print(f"completed {out}.*, which a compare.py stopped while publishing them had left half published")
             check_outputs(out, overwrite)  # refused before minutes of bootstrap, not after
         declared = load_family(family)
-        margin = declared.tie_margin["sacreBLEU"]
+        margin = declared.tie_margin.sacreBLEU
         try:
             rows = read_runs(runs)  # a damaged test output is a one-line error naming it
             groups = group_runs(rows)  # reads each run's per-pair sums: a damaged file is a one-line error

@@ -11,8 +11,8 @@ given: every field is set when the record is made. Mappings inside a record are 
 `ComparisonRow` per configuration and measure (its `SeedDifference`s and study/seed_test.SeedTest),
 in a `FindingsTable` per measure, in the `Findings` report; the wording (study/judge/verdicts.py) gives
 each row a `Reading` per rule and its `RowPower` on a new copy. study/pages/serialize.py writes them all.
-Still raw JSON: the family file's headline entries (study/read/family.py) and what tools/ and
-study/simulate/calibration.py read back from an archived findings JSON."""
+Still raw JSON: what tools/ and study/simulate/calibration.py read back from an archived findings JSON
+(the family file is a typed model of its own: study/read/family.py)."""
 
 from __future__ import annotations
 

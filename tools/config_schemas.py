@@ -18,9 +18,10 @@ from pydantic import TypeAdapter
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from settings.schema import ExperimentConfig  # noqa: E402
-from study.read.family import family_json_schema  # noqa: E402
+from study.read.family import Family  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
 def json_schema(overlay: bool = False) -> dict:
@@ -36,13 +37,13 @@ def json_schema(overlay: bool = False) -> dict:
         path = {"type": "string", "minLength": 1}
         base = {"anyOf": [path, {"type": "array", "items": path}], "description": "config file(s) to put this over"}
         schema["properties"] = {"base": base, **schema["properties"]}
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+    return {"$schema": DRAFT, **schema}
 
 
 def schemas() -> dict[str, str]:
     """{file name under configs/: its text}."""
     made = {"schema.json": json_schema(), "overlay.schema.json": json_schema(overlay=True)}
-    made["family.schema.json"] = family_json_schema()
+    made["family.schema.json"] = {"$schema": DRAFT, **Family.model_json_schema()}  # (study/read/family.py)
     return {name: json.dumps(schema, indent=1) + "\n" for name, schema in made.items()}
 
 

@@ -35,7 +35,7 @@ def configurations(study: str, family) -> list[str]:
     import yaml
 
     folder = ROOT / "configs" / study
-    named = {c.removeprefix(f"{study}/") for h in family.headline for c in h.get("configs") or ()}
+    named = {c.removeprefix(f"{study}/") for h in family.headline for c in h.configs or ()}
     if named:
         stems = sorted(named | {family.baseline.removeprefix(f"{study}/")})
     else:

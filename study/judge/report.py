@@ -13,7 +13,7 @@ from study.judge.findings import Comparison, findings_tables
 from study.judge.sequential_findings import read_looks, restricted
 from study.judge.verdicts import word_tables
 from study.read.declared import declaring_runs
-from study.read.family import Family
+from study.read.family import NO_FAMILY, Family
 from study.read.run_outputs import Outputs
 from study.records import ComparisonRow, Configuration, Findings, FindingsTable, Interim, LookPlan, RuleText, frozen_map
 from study.stats.rules import CURRENT, RULES
@@ -45,7 +45,7 @@ def compute_findings(
     family: Optional[Family] = None,
 ) -> Findings:
     """Every configuration against `baseline` (compare.py's groups), as tables of findings."""
-    family = family or Family()
+    family = family or NO_FAMILY
     # a declared row needs its runs' proof (study/read/declared.py)
     context = Comparison(Outputs(), declaring_runs(groups, family.path), n_samples, seed)
     configs = [g.label for g in groups if g.label != baseline.label]
@@ -84,8 +84,8 @@ def findings_report(
         ),
         family_size=size,
         family_unmatched=tuple(missing),
-        tie_margin=frozen_map(family.tie_margin),
-        equivalence_margin=frozen_map(family.equivalence),
+        tie_margin=frozen_map(family.tie_margin.given()),
+        equivalence_margin=frozen_map(family.equivalence.given()),
         equivalence_test=EQUIVALENCE_TEST,
         planned_seeds=tuple(family.seeds) if family.seeds is not None else None,
         planned_device=family.device,

@@ -57,8 +57,8 @@ def look_tests(tables: Tables, family: Family, keys: Sequence[Key]) -> LookTests
     for key in keys:
         t, r = declared[key]
         diffs, known = np.array(r.differences), CURRENT.known(r.seed_test)
-        decision.append(float(CURRENT.decision_p(diffs, known, family.tie_margin[t.metric])))
-        margin = family.equivalence.get(t.metric)
+        decision.append(float(CURRENT.decision_p(diffs, known, family.tie_margin.of(t.metric))))
+        margin = family.equivalence.of(t.metric)
         equivalence.append(float(CURRENT.equivalence_p(diffs, known, margin)) if margin else 1.0)
         sign.append(int(np.sign(r.mean_difference)))
     return LookTests(tuple(decision), tuple(equivalence), tuple(sign))

@@ -55,8 +55,8 @@ def _absent(missing: list[tuple[str, str]]) -> list[str]:
 def _equivalence_size(tables: Tables, family: Family, absent: list[str]) -> int:
     """The size of the equivalence tests' Holm family: the declared rows (and stand-ins) of a measure
     with a margin."""
-    rows = [r for t in tables for r in t.rows if r.declared and family.equivalence.get(t.metric)]
-    return len(rows) + sum(bool(family.equivalence.get(metric)) for metric in absent)
+    rows = [r for t in tables for r in t.rows if r.declared and family.equivalence.of(t.metric)]
+    return len(rows) + sum(bool(family.equivalence.of(metric)) for metric in absent)
 
 
 def _holm(ps: list[Optional[float]]) -> list[Optional[float]]:
@@ -77,12 +77,12 @@ def _readings(tables: Tables, family: Family, rule: Rule, absent: list[str]) -> 
         if r.p_value is None:
             continue
         diffs, known = np.array(r.differences), rule.known(r.seed_test)
-        p_rule[i, j] = float(rule.decision_p(diffs, known, family.tie_margin[metric]))
-        if family.equivalence.get(metric):
-            p_equivalence[i, j] = float(rule.equivalence_p(diffs, known, family.equivalence[metric]))
+        p_rule[i, j] = float(rule.decision_p(diffs, known, family.tie_margin.of(metric)))
+        if family.equivalence.of(metric):
+            p_equivalence[i, j] = float(rule.equivalence_p(diffs, known, family.equivalence.of(metric)))
     holm_rule = dict(zip(declared, _holm([p_rule.get(c) for c in declared] + [None] * len(absent))))
-    equivalent = [c for c in declared if family.equivalence.get(tables[c[0]].metric)]
-    stand_ins = [None for metric in absent if family.equivalence.get(metric)]
+    equivalent = [c for c in declared if family.equivalence.of(tables[c[0]].metric)]
+    stand_ins = [None for metric in absent if family.equivalence.of(metric)]
     holm_equivalence = dict(zip(equivalent, _holm([p_equivalence.get(c) for c in equivalent] + stand_ins)))
     if family.plan:  # a sequential family is decided look by look (study/stats/sequential_family.py), not by Holm's p
         holm_rule, holm_equivalence = {}, {}
@@ -106,7 +106,7 @@ def _word(
     worded = {}
     for (i, j), reading in readings.items():
         t, r = tables[i], tables[i].rows[j]
-        margin, equivalence = family.tie_margin[t.metric], family.equivalence.get(t.metric)
+        margin, equivalence = family.tie_margin.of(t.metric), family.equivalence.of(t.metric)
         if r.look is not None:  # a sequential family's declared row, worded at its look
             withheld = None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
             said = look_outcome(r, withheld)
@@ -156,10 +156,10 @@ def check_entries(tables: Tables, family: Family) -> None:
     from settings.config import ConfigError
 
     for i, h in enumerate(family.headline):
-        labels = sorted({r.compared_on for t in tables if t.name == h["table"] for r in t.rows})
-        if labels and h.get("compared_on") is not None and h["compared_on"] not in labels:
+        labels = sorted({r.compared_on for t in tables if t.name == h.table for r in t.rows})
+        if labels and h.compared_on is not None and h.compared_on not in labels:
             raise ConfigError(
-                f"{family.path}: headline[{i}].compared_on {h['compared_on']!r} is no row of the {h['table']} table "
+                f"{family.path}: headline[{i}].compared_on {h.compared_on!r} is no row of the {h.table} table "
                 f"(its rows: {', '.join(map(repr, labels))}); correct it: a declared comparison that matches "
                 f"nothing would leave the family smaller than declared"
             )
@@ -167,7 +167,7 @@ def check_entries(tables: Tables, family: Family) -> None:
 
 def unmatched(tables: Tables, family: Family) -> list[str]:
     """The headline entries that match no row (a typo, or a measure these runs did not record)."""
-    return [str(h) for h in family.headline if not any(h in family.matching(t.name, r) for t in tables for r in t.rows)]
+    return [h.as_written() for h in family.headline if not any(h.matches(t.name, r) for t in tables for r in t.rows)]
 
 
 def row_power(
@@ -180,11 +180,11 @@ def row_power(
     t = r.seed_test
     if not t or t.se is None:
         return None
-    shared, tie = shared_variance(t), family.tie_margin[metric]
+    shared, tie = shared_variance(t), family.tie_margin.of(metric)
     power = RowPower(
-        detectable_effect(t.se, t.df, alpha, tie), seeds_needed(family.effect[metric], t.seed_sd, shared, alpha, tie)
+        detectable_effect(t.se, t.df, alpha, tie), seeds_needed(family.effect.of(metric), t.seed_sd, shared, alpha, tie)
     )
-    margin = family.equivalence.get(metric)
+    margin = family.equivalence.of(metric)
     if not (r.declared and margin):
         return power
     return replace(

@@ -1,72 +1,187 @@
 """A study's declared family (configs/<study>/findings/headline.yaml): the comparisons that may be
 worded, the rule that words them (study/stats/rules.py), and the study's plan (seeds, device,
-precision, margins), read under the configs' rules.
+precision, margins, a sequential design's looks), read under the configs' rules.
 
-The file is read by the configs' strict YAML reader (a key given twice is an error, aliases that
-expand beyond a config's size are refused) and checked against a typed schema: margins and effects
-finite numbers keyed by the units the tables spell (sacreBLEU, NLL), each headline entry a known
-table with `configs` a list of configurations that exist under configs/, the baseline an encoding or
-such a configuration, seeds distinct integers train.py takes as a seed (0 to 2^32 - 1). Every error
-is one line naming the file and the key, when the family is read: before the runner trains a run."""
+`Family` is the file as a frozen pydantic model, as settings/ holds a config: each key's type and
+bounds once, here, and configs/family.schema.json generated from it (`make config-schema`). The
+file is read by the configs' strict YAML reader (a key given twice is an error, aliases that expand
+beyond a config's size are refused); margins and effects are finite numbers keyed by the units the
+tables spell, each headline entry a known table, seeds distinct integers train.py takes as a seed
+(0 to 2^32 - 1). What one key's type cannot say (seeds distinct, the looks against the seeds and
+the rule, the configurations and baseline that must exist under configs/) is checked once, in
+`Family._rules`. Every error is one line naming the file and the key, when the family is read:
+before the runner trains a run."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Annotated, Any, ClassVar, Literal, Mapping, Optional, Sequence
 
+import pydantic
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
+from pydantic_core import PydanticCustomError
+
+from settings.errors import _raw as written
 from settings.schema import MAX_SEED
-from study.records import ComparisonRow, FindingsTable, JsonObject
+from study.records import ComparisonRow, FindingsTable, frozen_map
 from study.stats.rules import CURRENT, RULES, UNNAMED
-from study.stats.seed_test import ALPHA, DEFAULT_EFFECT, DEFAULT_TIE_MARGIN
+from study.stats.seed_test import ALPHA
 from study.stats.sequential import SPENDING
-from study.stats.sequential_family import Plan
+from study.stats.sequential_family import Plan, Spending
 
-FAMILY_KEYS = (
-    "baseline",
-    "headline",
-    "rule",
-    "tie_margin",
-    "effect",
-    "equivalence",
-    "seeds",
-    "looks",
-    "spending",
-    "spending_equivalence",
-    "device",
-    "precision",
-)
 TABLES = ("degradation", "test", "concat", "buckets", "teacher_forced")  # study/judge/findings.py's tables
-UNITS = ("sacreBLEU", "NLL")  # the metrics the tables are in
+DEVICES = ("cpu", "cuda", "mps")
 PRECISIONS = ("fp32", "bf16", "fp16")
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+# strict (no "5" for 5, no true for 1), no unknown key, no nan or inf; frozen: a family is read once
+FROZEN = ConfigDict(frozen=True, strict=True, extra="forbid", allow_inf_nan=False)
+# a YAML list, held as a tuple (a strict tuple takes no other sequence: a YAML set is refused)
+Listed = BeforeValidator(lambda value: tuple(value) if isinstance(value, list) else value)
+Label = Annotated[str, Field(min_length=1)]
+NonNegative = Annotated[float, Field(ge=0)]
+Positive = Annotated[float, Field(gt=0)]
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]  # train.py's bounds on `seed` (settings/schema.py)
+Distinct = Field(min_length=1, json_schema_extra={"uniqueItems": True})
 
 
-@dataclass
-class Family:
-    """A study's headline comparisons, declared before its runs (configs/<study>/findings/headline.yaml)."""
+class Measures(BaseModel):
+    """A number per measure of the findings tables, keyed by the unit the tables spell."""
 
-    path: Optional[str] = None
-    baseline: Optional[str] = None
-    headline: list[dict] = field(default_factory=list)  # {table, compared_on?, configs?}
-    tie_margin: dict = field(default_factory=lambda: dict(DEFAULT_TIE_MARGIN))
-    effect: dict = field(default_factory=lambda: dict(DEFAULT_EFFECT))
-    # the plan, declared with the comparisons: every seed each configuration runs with (until all
-    # exist the pages are interim and word no verdict), the device kind and precision of every run,
-    # and each measure's equivalence margin m ("equivalent within ±m" is a finding of its own)
-    seeds: Optional[list[int]] = None
-    device: Optional[str] = None
-    precision: Optional[str] = None
-    equivalence: dict = field(default_factory=dict)
+    model_config = FROZEN
+    BOUND: ClassVar[str] = ">= 0"  # as the error says it
+
+    def given(self) -> Mapping[str, float]:
+        """{unit: number} of the measures that have one, in the tables' order (read-only)."""
+        return frozen_map((unit, value) for unit, value in self if value is not None)
+
+    def of(self, metric: str) -> Optional[float]:
+        """The number of a table's measure (None: none given)."""
+        return self.given().get(metric)
+
+
+class TieMargin(Measures):
+    """The smallest mean difference worth a direction: a seed closer to the baseline than this is a tie."""
+
+    sacreBLEU: NonNegative = 0.1
+    NLL: NonNegative = 0.01
+
+
+class Effect(Measures):
+    """The difference whose seeds-needed each table reports."""
+
+    sacreBLEU: NonNegative = 1.0
+    NLL: NonNegative = 0.05
+
+
+class Equivalence(Measures):
+    """m of "equivalent within ±m" (two one-sided seed-level tests); a measure left out has none."""
+
+    BOUND: ClassVar[str] = "> 0"
+    # (None when left out; written null is no margin, and refused)
+    sacreBLEU: Positive = None  # type: ignore[assignment]
+    NLL: Positive = None  # type: ignore[assignment]
+
+
+UNITS = tuple(TieMargin.model_fields)  # the metrics the tables are in
+
+
+class HeadlineEntry(BaseModel):
+    """One declared comparison: the rows of `table` compared on `compared_on` (left out: every row of
+    the table), of the configurations `configs` (left out: every configuration compared)."""
+
+    model_config = FROZEN
+    table: Literal[TABLES]
+    compared_on: Label = None  # type: ignore[assignment]  (None when left out; null is no row label, and refused)
+    configs: Optional[Annotated[tuple[Label, ...], Listed]] = None
+
+    def matches(self, table: str, row: ComparisonRow) -> bool:
+        return (
+            self.table == table
+            and (self.compared_on is None or self.compared_on == row.compared_on)
+            and (self.configs is None or row.config in self.configs)
+        )
+
+    def as_written(self) -> str:
+        """The entry as the file gives it (the findings name an entry no row matched so)."""
+        return str(self.model_dump(mode="json", exclude_unset=True))
+
+
+class Family(BaseModel):
+    """A study's headline comparisons, declared before its runs, and its plan."""
+
+    model_config = ConfigDict(**FROZEN, title="A study's declared family (configs/<study>/findings/headline.yaml)")
+    baseline: Optional[Label] = None  # an encoding, or a configuration's label (configs/<label>.yaml)
+    headline: Annotated[tuple[HeadlineEntry, ...], Field(min_length=1), Listed]
     # the decision rule the family was declared under (a file naming none: study/rules.UNNAMED)
-    rule: str = CURRENT.name
+    rule: Literal[tuple(RULES)] = UNNAMED.name
+    tie_margin: TieMargin = TieMargin()
+    effect: Effect = Effect()
+    # each measure's equivalence margin m ("equivalent within ±m" is a finding of its own)
+    equivalence: Equivalence = Equivalence()
+    # the plan, declared with the comparisons: every seed each configuration runs with (until all exist
+    # the pages are interim and word no verdict), in the order a sequential plan's looks take them
+    seeds: Optional[Annotated[tuple[Seed, ...], Distinct, Listed]] = None
     # a sequential plan (study/stats/sequential_family.py): the seeds per configuration at each look, the
-    # first n_k of `seeds` (None: one look, at every planned seed), and how each family of tests spends
-    # its alpha over the looks
-    looks: Optional[tuple[int, ...]] = None
-    spending: str = "obrien-fleming"
-    spending_equivalence: str = "obrien-fleming"
+    # first n_k of `seeds` (None: one look, at every planned seed), and how each family of tests
+    # spends its alpha over the looks
+    looks: Optional[Annotated[tuple[Annotated[int, Field(ge=2)], ...], Distinct, Listed]] = None
+    spending: Spending = "obrien-fleming"
+    spending_equivalence: Spending = "obrien-fleming"
+    # the device kind and precision of every run
+    device: Optional[Literal[DEVICES]] = None
+    precision: Optional[Literal[PRECISIONS]] = None
+    _path: Optional[str] = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _rules(self, info: ValidationInfo) -> Family:
+        """What one key's type cannot say, each checked here once: the seeds distinct; a sequential
+        plan's looks increasing, the last every planned seed, under the current rule; and, read from a
+        file (`info.context`: the configs folder), each configuration and the baseline existing."""
+        if self.seeds is not None and len(set(self.seeds)) != len(self.seeds):
+            raise _refused(refusal("seeds", value=list(self.seeds)))
+        if self.looks is None:
+            given = [key for key in ("spending", "spending_equivalence") if key in self.model_fields_set]
+            if given:
+                raise _refused(f"{given[0]} is a sequential plan's: give looks too (e.g. looks: [8, 12, 16, 20])")
+        else:
+            if any(b <= a for a, b in zip(self.looks, self.looks[1:])):
+                raise _refused(refusal("looks", value=list(self.looks)))
+            if self.seeds is None or len(self.seeds) != self.looks[-1]:
+                planned = "no seeds" if self.seeds is None else f"{len(self.seeds)} seeds"
+                last = f"the last look ({self.looks[-1]}) is every planned seed"
+                raise _refused(f"{last}, but the family plans {planned}")
+            if self.rule != CURRENT.name:
+                raise _refused(
+                    f"a sequential plan (looks) is read under the rule {CURRENT.name}: add rule: {CURRENT.name}"
+                )
+        if info.context is not None:
+            self._exist(info.context)
+        return self
+
+    def _exist(self, configs: Path) -> None:
+        """Each named configuration exists, and the baseline is one or an encoding, as compare.py
+        matches it. A name that is neither would match no run, ever: the study would stay interim
+        under a note instead of failing where it is written."""
+        from models.positional_encodings import POSITIONAL_ENCODINGS
+        from settings.errors import suggest
+
+        for i, h in enumerate(self.headline):
+            for c in h.configs or ():
+                if not (configs / f"{c}.yaml").is_file():
+                    raise _refused(f"headline[{i}].configs names {c}, but configs/{c}.yaml does not exist")
+        encodings = sorted(POSITIONAL_ENCODINGS)
+        if self.baseline is not None and self.baseline not in encodings:
+            if not (configs / f"{self.baseline}.yaml").is_file():
+                raise _refused(
+                    f"baseline {self.baseline!r} is neither an encoding ({', '.join(encodings)}) nor a configuration "
+                    f"(configs/{self.baseline}.yaml does not exist).{suggest(self.baseline, encodings)}"
+                )
+
+    @property
+    def path(self) -> Optional[str]:
+        """The file it was read from (None: no family declared)."""
+        return self._path
 
     @property
     def plan(self) -> Optional[Plan]:
@@ -75,18 +190,18 @@ class Family:
             return None
         return Plan(self.looks, self.spending, self.spending_equivalence, ALPHA, ALPHA)
 
-    def matching(self, table: str, row: ComparisonRow) -> list[Mapping[str, Any]]:
-        """The headline entries that declare this row."""
-        return [
-            h
-            for h in self.headline
-            if h["table"] == table
-            and (h.get("compared_on") is None or h["compared_on"] == row.compared_on)
-            and (h.get("configs") is None or row.config in h["configs"])
-        ]
+    def at(self, path: str) -> Family:
+        """This family, read from `path`."""
+        family = self.model_copy()
+        family._path = path
+        return family
 
     def declares(self, table: str, row: ComparisonRow) -> bool:
-        return bool(self.matching(table, row))
+        """Whether a headline entry declares this row of `table`."""
+        return any(h.matches(table, row) for h in self.headline)
+
+
+NO_FAMILY = Family.model_construct(headline=(), rule=CURRENT.name)  # no family declared: every row descriptive
 
 
 def missing_rows(
@@ -99,12 +214,91 @@ def missing_rows(
     have = {(t.name, r.config, r.compared_on) for t in tables for r in t.rows}
     out = []
     for h in family.headline:
-        if h.get("compared_on") is None:
+        if h.compared_on is None:
             continue
-        for config in h.get("configs") or configs or []:  # (no list given: only the configs an entry names)
-            if (h["table"], config, h["compared_on"]) not in have:
-                out.append((h["table"], config))
+        for config in h.configs or configs or []:  # (no list given: only the configs an entry names)
+            if (h.table, config, h.compared_on) not in have:
+                out.append((h.table, config))
     return out
+
+
+FAMILY_KEYS = tuple(Family.model_fields)
+# what a key must be, as the one line refusing it says ({value}: the value as written)
+NOT_A_FAMILY = "expected a mapping with a non-empty 'headline' list of comparisons"
+SHAPES = {
+    "baseline": "baseline must be a configuration label or an encoding, got {value!r}",
+    "headline": NOT_A_FAMILY + " ({{table: test|concat|degradation|..., compared_on: ..., configs: [...]}})",
+    "rule": "rule {value!r} is not a decision rule; use {rules} (study/stats/rules.py; a new family names {current})",
+    "seeds": "seeds must be a non-empty list of distinct integers (the planned seeds), got {value!r}",
+    "seed": "seeds holds {value}, which train.py refuses as a seed: each is an integer from 0 to {max_seed}",
+    "looks": "looks must be increasing seed counts of at least 2 (e.g. [8, 12, 16, 20]), got {value!r}",
+    "spending": "spending {value!r} is not a spending function; use {spending}",
+    "spending_equivalence": "spending_equivalence {value!r} is not a spending function; use {spending}",
+    "device": "device must be {devices} (the device kind of every run), got {value!r}",
+    "precision": "precision must be one of {precisions}, got {value!r}",
+    "measures": "{key} must be a mapping of units ({units}) to numbers, got {value!r}",
+    "unit": "{key}.{unit} is not a unit of the tables; use {unit_choices}",
+    "measure": "{key}.{unit} must be a finite number {bound}, got {value!r}",
+    "entry": "headline[{i}] must be {{table: ..., compared_on: ..., configs: [...]}} (table required), got {value!r}",
+    "table": "headline[{i}].table {value!r} is not a findings table ({tables})",
+    "compared_on": "headline[{i}].compared_on must be a row label (e.g. 'test set', 'k=4')",
+    "configs": "headline[{i}].configs must be a list of configurations, e.g. [length/rope], got {value!r}",
+}
+CHOICES = {  # the choices the lines name
+    "rules": " or ".join(RULES),
+    "current": CURRENT.name,
+    "max_seed": MAX_SEED,
+    "spending": " or ".join(SPENDING),
+    "devices": f"{', '.join(DEVICES[:-1])} or {DEVICES[-1]}",
+    "precisions": ", ".join(PRECISIONS),
+    "units": ", ".join(UNITS),
+    "unit_choices": " or ".join(UNITS),
+    "tables": ", ".join(TABLES),
+}
+
+
+def refusal(shape: str, **given: Any) -> str:
+    """The line of `shape` (SHAPES) for what was given."""
+    return SHAPES[shape].format(**CHOICES, **given)
+
+
+def _refused(line: str) -> PydanticCustomError:
+    """A rule of `Family._rules` broken: its line, as pydantic's error."""
+    return PydanticCustomError("family", "{line}", {"line": line})
+
+
+@dataclass(frozen=True)
+class Refused:
+    """One of pydantic's errors (its ErrorDetails), as fields."""
+
+    type: str
+    loc: tuple
+    msg: str
+    input: Any
+    ctx: Optional[dict] = None
+
+
+def _line(error: Refused, raw: Any) -> str:
+    """The one line (after the file's name) saying what `error` refuses in `raw` (the file as read)."""
+    loc, kind = error.loc, error.type
+    if kind == "family":  # a rule of `Family._rules`: its line
+        return error.msg
+    if not loc:
+        return NOT_A_FAMILY
+    key, value = loc[0], written(raw, loc[:1])
+    if key == "headline" and len(loc) > 1:
+        i, part, entry = loc[1], (loc[2:] or ("",))[0], written(raw, loc[:2])
+        part = "entry" if part not in ("table", "compared_on", "configs") or kind == "missing" else part
+        return refusal(part, i=i, value=entry if part == "entry" else entry.get(part))
+    measures = Family.model_fields[key].annotation
+    if isinstance(measures, type) and issubclass(measures, Measures):
+        if len(loc) == 1:
+            return refusal("measures", key=key, value=value)
+        shape = "unit" if kind == "extra_forbidden" else "measure"
+        return refusal(shape, key=key, unit=loc[1], bound=measures.BOUND, value=error.input)
+    if key == "seeds" and len(loc) > 1 and kind in ("greater_than_equal", "less_than_equal"):
+        return refusal("seed", value=error.input)
+    return refusal(key, value=value)
 
 
 def _read(path: str):
@@ -125,212 +319,22 @@ def _read(path: str):
         raise ConfigError(f"{path}: not valid YAML ({' '.join(str(e).split())}); fix the file") from None
 
 
-def _measures(path: str, key: str, given, positive: bool) -> Mapping[str, float]:
-    """A {unit: number} mapping of the family (tie_margin, effect, equivalence), checked."""
-    from settings.config import ConfigError
-
-    if given is None:
-        return {}
-    if not isinstance(given, dict):
-        raise ConfigError(f"{path}: {key} must be a mapping of units ({', '.join(UNITS)}) to numbers, got {given!r}")
-    for unit, value in given.items():
-        if unit not in UNITS:
-            raise ConfigError(f"{path}: {key}.{unit} is not a unit of the tables; use {' or '.join(UNITS)}")
-        finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        if not finite or value < 0 or (positive and value == 0):
-            raise ConfigError(
-                f"{path}: {key}.{unit} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}"
-            )
-    return dict(given)
-
-
-def _headline(path: str, entries) -> list[Mapping[str, Any]]:
-    from settings.config import ConfigError
-
-    if not isinstance(entries, list) or not entries:
-        raise ConfigError(
-            f"{path}: expected a mapping with a non-empty 'headline' list of comparisons "
-            f"({{table: test|concat|degradation|..., compared_on: ..., configs: [...]}})"
-        )
-    for i, h in enumerate(entries):
-        if not isinstance(h, dict) or "table" not in h or set(h) - {"table", "compared_on", "configs"}:
-            raise ConfigError(
-                f"{path}: headline[{i}] must be {{table: ..., compared_on: ..., configs: [...]}} "
-                f"(table required), got {h!r}"
-            )
-        if h["table"] not in TABLES:
-            raise ConfigError(
-                f"{path}: headline[{i}].table {h['table']!r} is not a findings table ({', '.join(TABLES)})"
-            )
-        if "compared_on" in h and not isinstance(h["compared_on"], str):
-            raise ConfigError(f"{path}: headline[{i}].compared_on must be a row label (e.g. 'test set', 'k=4')")
-        configs = h.get("configs")
-        if configs is not None and (not isinstance(configs, list) or not all(isinstance(c, str) for c in configs)):
-            raise ConfigError(
-                f"{path}: headline[{i}].configs must be a list of configurations, e.g. [length/rope], got {configs!r}"
-            )
-        for c in configs or []:
-            if not (CONFIGS / f"{c}.yaml").is_file():
-                raise ConfigError(f"{path}: headline[{i}].configs names {c}, but configs/{c}.yaml does not exist")
-    return list(entries)
-
-
-def _baseline(path: str, baseline) -> Optional[str]:
-    """The declared baseline, checked as compare.py matches it: an encoding, or a configuration's
-    label (configs/<label>.yaml). A name that is neither would match no run, ever: the study would stay
-    interim under a note instead of failing where it is written."""
-    from models.positional_encodings import POSITIONAL_ENCODINGS
-    from settings.config import ConfigError
-    from settings.errors import suggest
-
-    if baseline is None:
-        return None
-    if not isinstance(baseline, str):
-        raise ConfigError(f"{path}: baseline must be a configuration label or an encoding, got {baseline!r}")
-    encodings = sorted(POSITIONAL_ENCODINGS)
-    if baseline not in encodings and not (CONFIGS / f"{baseline}.yaml").is_file():
-        raise ConfigError(
-            f"{path}: baseline {baseline!r} is neither an encoding ({', '.join(encodings)}) nor a "
-            f"configuration (configs/{baseline}.yaml does not exist).{suggest(baseline, encodings)}"
-        )
-    return baseline
-
-
-def load_family(path: Optional[str]) -> Family:
-    """The family declared in `path` (YAML), or an empty one (every row descriptive)."""
+def load_family(path: Optional[str], configs: Path = CONFIGS) -> Family:
+    """The family declared in `path` (YAML; its configurations under `configs`), or none (NO_FAMILY:
+    every row descriptive)."""
     if path is None:
-        return Family()
+        return NO_FAMILY
     from settings.config import ConfigError
 
-    data = _read(path)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping with a non-empty 'headline' list of comparisons")
-    unknown = set(data) - set(FAMILY_KEYS)
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; the keys are {', '.join(FAMILY_KEYS)}")
-    headline = _headline(path, data.get("headline"))
-    margins = {**DEFAULT_TIE_MARGIN, **_measures(path, "tie_margin", data.get("tie_margin"), positive=False)}
-    effects = {**DEFAULT_EFFECT, **_measures(path, "effect", data.get("effect"), positive=False)}
-    equivalence = _measures(path, "equivalence", data.get("equivalence"), positive=True)
-    baseline = _baseline(path, data.get("baseline"))
-    seeds = data.get("seeds")
-    listed = isinstance(seeds, list) and seeds and all(type(x) is int for x in seeds)
-    if seeds is not None and (not listed or len(set(seeds)) != len(seeds)):
-        raise ConfigError(
-            f"{path}: seeds must be a non-empty list of distinct integers (the planned seeds), got {seeds!r}"
-        )
-    for seed in seeds or []:
-        if not 0 <= seed <= MAX_SEED:  # train.py's bounds on `seed` (settings/schema.py)
+    raw = _read(path)
+    try:
+        family = Family.model_validate(raw, context=configs)
+    except pydantic.ValidationError as e:
+        errors = [Refused(**error) for error in e.errors(include_url=False)]
+        unknown = sorted(str(e.loc[0]) for e in errors if e.type == "extra_forbidden" and len(e.loc) == 1)
+        if unknown:
             raise ConfigError(
-                f"{path}: seeds holds {seed}, which train.py refuses as a seed: each is an integer from 0 to {MAX_SEED}"
-            )
-    device, precision = data.get("device"), data.get("precision")
-    if device not in (None, "cpu", "cuda", "mps"):
-        raise ConfigError(f"{path}: device must be cpu, cuda or mps (the device kind of every run), got {device!r}")
-    if precision not in (None, *PRECISIONS):
-        raise ConfigError(f"{path}: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    rule = data.get("rule", UNNAMED.name)
-    if rule not in RULES:
-        raise ConfigError(
-            f"{path}: rule {rule!r} is not a decision rule; use {' or '.join(RULES)} (study/stats/rules.py; "
-            f"a new family names {CURRENT.name})"
-        )
-    looks, spending, spending_equivalence = _looks(path, data, seeds, rule)
-    return Family(
-        str(path),
-        baseline,
-        headline,
-        margins,
-        effects,
-        seeds,
-        device,
-        precision,
-        equivalence,
-        rule,
-        looks,
-        spending,
-        spending_equivalence,
-    )
-
-
-def _looks(
-    path: str, data: JsonObject, seeds: Optional[list[int]], rule: str
-) -> tuple[Optional[tuple[int, ...]], str, str]:
-    """(looks, spending, spending_equivalence) of a sequential plan, checked: increasing seed counts,
-    the last every planned seed, under the current rule."""
-    from settings.config import ConfigError
-
-    looks = data.get("looks")
-    spending = {key: data.get(key, "obrien-fleming") for key in ("spending", "spending_equivalence")}
-    for key, value in spending.items():
-        if value not in SPENDING:
-            raise ConfigError(f"{path}: {key} {value!r} is not a spending function; use {' or '.join(SPENDING)}")
-    if looks is None:
-        given = [key for key in spending if key in data]
-        if given:
-            raise ConfigError(
-                f"{path}: {given[0]} is a sequential plan's: give looks too (e.g. looks: [8, 12, 16, 20])"
-            )
-        return None, spending["spending"], spending["spending_equivalence"]
-    counts = isinstance(looks, list) and looks and all(type(n) is int for n in looks)
-    if not counts or looks[0] < 2 or any(b <= a for a, b in zip(looks, looks[1:])):
-        raise ConfigError(
-            f"{path}: looks must be increasing seed counts of at least 2 (e.g. [8, 12, 16, 20]), got {looks!r}"
-        )
-    if seeds is None or len(seeds) != looks[-1]:
-        planned = "no seeds" if seeds is None else f"{len(seeds)} seeds"
-        raise ConfigError(f"{path}: the last look ({looks[-1]}) is every planned seed, but the family plans {planned}")
-    if rule != CURRENT.name:
-        raise ConfigError(
-            f"{path}: a sequential plan (looks) is read under the rule {CURRENT.name}: add rule: {CURRENT.name}"
-        )
-    return tuple(looks), spending["spending"], spending["spending_equivalence"]
-
-
-def family_json_schema() -> Mapping[str, Any]:
-    """The JSON Schema of a family file (configs/family.schema.json, for editors), drawn from the
-    constants load_family checks against; load_family's own checks go further (configs that exist)."""
-    text = {"type": "string", "minLength": 1}
-
-    def measures(above_zero: bool) -> Mapping[str, Any]:
-        number = {"type": "number", ("exclusiveMinimum" if above_zero else "minimum"): 0}
-        return {"type": "object", "properties": dict.fromkeys(UNITS, number), "additionalProperties": False}
-
-    entry = {
-        "type": "object",
-        "properties": {
-            "table": {"enum": list(TABLES)},
-            "compared_on": text,
-            "configs": {"type": "array", "items": text},
-        },
-        "required": ["table"],
-        "additionalProperties": False,
-    }
-    properties = {
-        "baseline": text,
-        "headline": {"type": "array", "items": entry, "minItems": 1},
-        "rule": {"enum": list(RULES)},
-        "tie_margin": measures(False),
-        "effect": measures(False),
-        "equivalence": measures(True),
-        "seeds": {
-            "type": "array",
-            "items": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
-            "minItems": 1,
-            "uniqueItems": True,
-        },
-        "looks": {"type": "array", "items": {"type": "integer", "minimum": 2}, "minItems": 1, "uniqueItems": True},
-        "spending": {"enum": list(SPENDING)},
-        "spending_equivalence": {"enum": list(SPENDING)},
-        "device": {"enum": ["cpu", "cuda", "mps"]},
-        "precision": {"enum": list(PRECISIONS)},
-    }
-    assert tuple(properties) == FAMILY_KEYS  # one list of keys
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "A study's declared family (configs/<study>/findings/headline.yaml)",
-        "type": "object",
-        "properties": properties,
-        "required": ["headline"],
-        "additionalProperties": False,
-    }
+                f"{path}: unknown key(s) {', '.join(unknown)}; the keys are {', '.join(FAMILY_KEYS)}"
+            ) from None
+        raise ConfigError(f"{path}: {_line(errors[0], raw)}") from None
+    return family.at(str(path))

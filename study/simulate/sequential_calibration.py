@@ -189,7 +189,7 @@ def sequential_calibration_markdown(
     plan, rows, family_path = family.plan, rows_on_test_set(rows), family.path
     if plan is None:
         raise ValueError(f"{family_path}: no sequential plan (looks) to calibrate")
-    tie, margin = family.tie_margin["sacreBLEU"], family.equivalence["sacreBLEU"]
+    tie, margin = family.tie_margin.sacreBLEU, family.equivalence.sacreBLEU
     plans = (plan, fixed(plan))
     looks = "-".join(str(n) for n in plan.looks)
     spending = spending_text(plan.spending, plan.spending_equivalence)

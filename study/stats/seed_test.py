@@ -41,9 +41,6 @@ MODEL = (
     "test set's noise every seed shares (from the sentence bootstrap)"
 )
 ONE_SEED = "one seed: this trained model, not the encoding"
-# Tie margins when a study declares none: the smallest mean difference worth a direction
-DEFAULT_TIE_MARGIN = {"sacreBLEU": 0.1, "NLL": 0.01}
-DEFAULT_EFFECT = {"sacreBLEU": 1.0, "NLL": 0.05}  # the effect whose seeds-needed is reported
 
 
 @dataclass(frozen=True)

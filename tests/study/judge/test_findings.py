@@ -30,7 +30,9 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     same = Configuration(base.runs, "length/copy", "sinusoidal")
     # trained on joined pairs: longer training lengths, so "beyond" means other tokens: not tested
     joined = Configuration(tuple(run("j", s, 0.5, 44) for s in (1, 2, 3)), "length/alibi_concat", "alibi")
-    family = Family(headline=[{"table": "teacher_forced"}])  # declared: it may be worded as a direction
+    family = Family(
+        headline=[{"table": "teacher_forced"}], rule="beyond_tie"
+    )  # declared: it may be worded as a direction
     findings = compute_findings([base, good, same, joined], base, n_samples=2000, family=family)
     (table,) = [t for t in findings.tables if t.name == "teacher_forced"]
     rows = {r.config: r for r in table.rows}

@@ -13,13 +13,16 @@ from study.judge.wording import verdict
 from study.read.family import Family
 from study.records import FindingsTable, Reading
 from study.stats.equivalence import equivalence_power
+from study.stats.rules import CURRENT
 from study.stats.seed_test import ALPHA, detectable_effect
 from study.stats.significance import holm
 from tests.helpers import finding_row
 
 
 def _family() -> Family:
-    return Family(headline=[{"table": "test", "compared_on": "test set"}], equivalence={"sacreBLEU": 1.0})
+    return Family(
+        headline=[{"table": "test", "compared_on": "test set"}], equivalence={"sacreBLEU": 1.0}, rule=CURRENT.name
+    )
 
 
 def _row(diffs: list[float], v_sent: float = 0.001, config: str = "a"):
@@ -43,7 +46,7 @@ def test_the_four_outcomes_are_worded():
     assert "a small difference inside the margin" in small
     assert noisy.startswith("inconclusive: no direction") and "not shown equivalent within ±1.00 BLEU" in noisy
     # interim: the same rows word no verdict while a planned seed is missing
-    planned = Family(headline=_family().headline, equivalence={"sacreBLEU": 1.0}, seeds=list(range(8)))
+    planned = _family().model_copy(update={"seeds": tuple(range(8))})
     worded, _ = apply_rule(tables, planned)
     assert all(r.finding.startswith("interim (6 of 8 planned seeds): no verdict") for r in worded[0].rows)
     # a row whose runs were not trained from a commit that declared the family: descriptive
@@ -64,13 +67,13 @@ def test_a_declared_configuration_without_rows_counts_in_holm_and_keeps_the_stud
         worded, size = apply_rule(tables, family, configs)
         return size, worded[0].rows[0]
 
-    size, a = apply(Family(headline=[entry]))
+    size, a = apply(Family(headline=[entry], rule=CURRENT.name))
     assert size == 2 and a.p_holm == pytest.approx(min(1.0, 2 * a.reading.p_rule))  # the decision p (beyond ±tie)
-    planned = Family(headline=[entry], seeds=list(range(6)))
+    planned = Family(headline=[entry], seeds=list(range(6)), rule=CURRENT.name)
     size, a = apply(planned)
     assert size == 2 and a.finding.startswith("interim (6 of 6 planned seeds)")
     # an entry naming no configs: checked against the compared configurations, when they are given
-    every = Family(headline=[{"table": "test", "compared_on": "test set"}], seeds=list(range(6)))
+    every = Family(headline=[{"table": "test", "compared_on": "test set"}], seeds=list(range(6)), rule=CURRENT.name)
     size, a = apply(every, ["a"])
     assert size == 1 and a.outcome == "direction"
     size, a = apply(every, ["a", "c"])
@@ -87,6 +90,7 @@ def test_each_row_prints_its_power_at_its_family_alpha():
             {"table": "degradation", "compared_on": "all k", "configs": ["a"]},
         ],
         equivalence={"sacreBLEU": 1.0},
+        rule=CURRENT.name,
     )
     test_rows = (_row([0.1, -0.2, 0.3, 0.0, 0.1], 0.01, "a"), _row([1.0, 1.2, 0.8, 1.1, 0.9], 0.01, "b"))
     nll = replace(_row([0.01, 0.02, 0.0, 0.01, 0.02], 1e-5, "a"), compared_on="all k")
@@ -106,3 +110,16 @@ def test_each_row_prints_its_power_at_its_family_alpha():
     adjusted = holm([a.reading.p_equivalence, b.reading.p_equivalence])
     assert [a.reading.p_equivalence_holm, b.reading.p_equivalence_holm] == pytest.approx(adjusted)
     assert tables[1].rows[0].reading.p_equivalence is None  # the equivalence family is apart: NLL has no margin
+
+
+def test_an_entry_no_row_matches_is_named_as_the_file_writes_it():
+    """Issue 76: the findings name a declared entry that matched no row as the mapping the file gives
+    (its keys given, in the schema's order; lists as lists), as when entries were dicts: the text
+    summary_findings.json holds for it does not change with the entries typed."""
+    family = Family(
+        headline=[{"table": "test", "compared_on": "test set"}, {"configs": ["b"], "table": "concat"}],
+        rule=CURRENT.name,
+    )
+    tables = [FindingsTable("test", "test set", "sacreBLEU", (_row([3.0, 3.2, 2.9]),))]
+    _, _, unmatched, _ = word_tables(tables, family)
+    assert unmatched == ["{'table': 'concat', 'configs': ['b']}"]

@@ -10,19 +10,21 @@ from __future__ import annotations
 from study.judge.report import findings_report
 from study.judge.verdicts import word_tables
 from study.pages.headline import headline_markdown, sentences_markdown
-from study.read.family import Family
+from study.read.family import NO_FAMILY, Family
 from study.records import Findings, FindingsTable
 from tests.helpers import finding_row
 
 
 def report(rows: list, rule: str = "seed_veto", path: str | None = "headline.yaml", seeds=None) -> Findings:
-    family = Family(
-        path=path,
-        headline=[{"table": "test", "compared_on": "test set"}] if path else [],
-        equivalence={"sacreBLEU": 1.0} if path else {},
-        rule=rule,
-        seeds=seeds,
-    )
+    if path is None:  # no family declared
+        family = NO_FAMILY.model_copy(update={"rule": rule, "seeds": seeds})
+    else:
+        family = Family(
+            headline=[{"table": "test", "compared_on": "test set"}],
+            equivalence={"sacreBLEU": 1.0},
+            rule=rule,
+            seeds=seeds,
+        ).at(path)
     tables = [FindingsTable("test", "test set", "sacreBLEU", tuple(rows))]
     tables, size, missing, plan = word_tables(tables, family)
     return findings_report("sinusoidal", family, size, missing, 1000, 1, tables, plan)

@@ -33,7 +33,7 @@ def study_runs(family_file: Path) -> list[tuple[Path, str]]:
     """(run folder, config label) of every archived run of the family's configurations."""
     study = study_of(family_file)
     family = load_family(str(family_file))
-    named = [h.get("configs") for h in family.headline]
+    named = [h.configs for h in family.headline]
     wanted = None if any(c is None for c in named) else {c for cs in named for c in cs}
     out = []
     for config in sorted((ROOT / "results" / study).glob("*/config.yaml")):

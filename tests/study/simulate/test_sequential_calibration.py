@@ -48,7 +48,7 @@ def confirm():
     family = load_family(str(FAMILY))
     rows = rows_on_test_set(declared_rows(DEMO)[0])
     assert family.plan.looks == (8, 12, 16, 20) and len(rows) == 2, "the declared plan and the demo as archived"
-    return family.plan, rows, family.tie_margin["sacreBLEU"], family.equivalence["sacreBLEU"]
+    return family.plan, rows, family.tie_margin.sacreBLEU, family.equivalence.sacreBLEU
 
 
 def bound(rate: float, rows: int) -> float:

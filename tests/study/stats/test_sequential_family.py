@@ -100,9 +100,3 @@ def test_a_repeated_interval_is_wider_than_the_plain_one() -> None:
     early = repeated_interval(0.8, 0.2, 19, 0.003)
     assert early[0] < plain[0] < 0.8 < plain[1] < early[1]
     assert plain[1] - 0.8 == pytest.approx(stats.t.isf(0.025, 19) * 0.2)
-
-
-@pytest.mark.parametrize("looks", [(), (12, 8), (1, 4)])
-def test_a_plan_that_is_not_one_is_refused(looks: tuple) -> None:
-    with pytest.raises(ValueError):
-        Plan(looks=looks)
