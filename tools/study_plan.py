@@ -37,7 +37,8 @@ def configurations(study: str, family) -> list[str]:
     folder = ROOT / "configs" / study
     named = {c.removeprefix(f"{study}/") for h in family.headline for c in h.configs or ()}
     if named:
-        stems = sorted(named | {family.baseline.removeprefix(f"{study}/")})
+        baseline = {family.baseline.removeprefix(f"{study}/")} if family.baseline else set()  # (none: compare.py's)
+        stems = sorted(named | baseline)
     else:
         files = sorted(folder.glob("*.yaml"))
         raw = [yaml.safe_load(f.read_text(encoding="utf-8")) or {} for f in files]

@@ -111,3 +111,13 @@ def test_a_summary_of_another_plan_is_one_line(tmp_path: Path) -> None:
     proc = run_in_process([script, "demo_confirm", COMMIT, "--results", str(results)])
     assert proc.returncode == 2 and proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "does not reach it" in proc.stderr and "compare.py" in proc.stderr
+
+
+def test_a_family_without_a_baseline_names_its_entries_configurations() -> None:
+    """A family that declares no baseline (compare.py then takes its default) and names configurations:
+    those, never a crash on the missing baseline."""
+    from study.read.family import Family, HeadlineEntry
+    from tools.study_plan import configurations
+
+    family = Family(headline=(HeadlineEntry(table="test", configs=("demo/rope", "demo/learnable")),), rule="beyond_tie")
+    assert configurations("demo", family) == ["learnable", "rope"]
