@@ -22,7 +22,7 @@ from utils import run_files
 from utils.errors import HarnessError
 from utils.publish import ARCHIVE_PACK, pending_in, settle_run
 from utils.runtime import JsonlLogger
-from utils.stored_files import BUNDLE, bundle_members, content_record, logical_name, read_text, stored_exists
+from utils.stored_files import BUNDLE, bundle_members, logical_name, read_text, stored_exists, unlike_record
 
 RUN_FILES = (
     run_files.CONFIG,
@@ -109,8 +109,8 @@ def check_records(run: Path) -> None:
             text = texts.get(path)
             if text is None:
                 raise HarnessError(f"{path} is missing, though {scores_path} records it; {retest_hint(path)}")
-            found = content_record(text.encode("utf-8"))
-            if not isinstance(record, dict) or found != {"rows": record.get("rows"), "sha256": record.get("sha256")}:
+            found = unlike_record(text, record)
+            if found is not None:
                 raise HarnessError(
                     f"{path} is not the file test.py wrote ({found['rows']} lines, sha256 {found['sha256'][:12]}...; "
                     f"{scores_path} records another): edited or cut since the test? {retest_hint(path)}"
