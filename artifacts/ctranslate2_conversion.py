@@ -24,7 +24,7 @@ from settings.config import Override, to_dict
 from utils.errors import HarnessError
 from utils.files import file_sha256
 from utils.run_folder import RunLock, is_run_folder
-from utils.runtime import log
+from utils.run_log import log
 
 
 def read_ctranslate2_export(path: Path, meta: dict, overrides: list[Override], device: str, allowed: bool):

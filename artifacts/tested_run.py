@@ -21,7 +21,7 @@ from settings.key_roles import refused_on_resume
 from utils import run_files
 from utils.errors import HarnessError
 from utils.metrics import METRIC_SIGN
-from utils.runtime import JsonlLogger
+from utils.run_log import JsonlLogger
 from utils.stored_files import read_text
 
 JsonObject = Mapping[str, Any]

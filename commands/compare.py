@@ -73,7 +73,7 @@ from utils.files import (
     remove_own_temporaries,
 )
 from utils.publish import OutputSet, SetLock, finish_publishing
-from utils.runtime import log
+from utils.run_log import log
 
 REPORT_SUFFIXES = (".md", ".json", ".csv", "_findings.md", "_findings.json", "_headline.md", "_provenance.md")
 WRITER = "compare.py"  # the name its files are recorded under: --overwrite replaces only those

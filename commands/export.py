@@ -46,7 +46,7 @@ from utils.errors import HarnessError
 from utils.files import check_output_folder
 from utils.metrics import HEADLINE, METRICS
 from utils.publish import finish_publishing
-from utils.runtime import JsonlLogger, log
+from utils.run_log import JsonlLogger, log
 
 
 def build_parser() -> argparse.ArgumentParser:

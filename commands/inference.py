@@ -43,7 +43,8 @@ from evaluation.translate import Translation, translate
 from settings.config import Override, parse_override
 from utils.errors import HarnessError, WriteError
 from utils.files import atomic_output, check_target, remove_own_temporaries, special_kind
-from utils.runtime import device_at_test_time, log
+from utils.run_log import log
+from utils.runtime import device_at_test_time
 
 
 def build_parser() -> argparse.ArgumentParser:

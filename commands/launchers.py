@@ -23,7 +23,7 @@ from typing import Iterator, Optional, Sequence
 
 from settings.config import ConfigError
 from utils.publish import stops_held
-from utils.runtime import log
+from utils.run_log import log
 
 POLL_SECONDS = 2.0
 # SLURM's time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S

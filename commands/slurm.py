@@ -22,7 +22,7 @@ from commands.launchers import LaunchOptions, collect, ctrl_c_deferred, minutes
 from settings.config import ConfigError
 from utils.errors import EXIT_INTERRUPTED
 from utils.files import atomic_write_text
-from utils.runtime import log
+from utils.run_log import log
 
 DEFAULT_SLURM_TIME = "1440"  # minutes a job may run when --time is not given
 # squeue's view of a job: its array task id, state, wait status (exit code << 8 | signal), pending reason

@@ -55,7 +55,7 @@ from commands.launchers import LaunchOptions, run_local
 from commands.slurm import forget_finished_run, run_slurm
 from commands.sweep_job import Outcome, SweepJob, run_one, triage
 from commands.sweep_plan import RunPlan, check_variants, expand_runs, plan_variants
-from utils.runtime import log
+from utils.run_log import log
 
 ROOT = Path(__file__).resolve().parents[1]  # the project, for the jobs' PYTHONPATH
 

@@ -40,7 +40,7 @@ from utils import run_files
 from utils.errors import HarnessError
 from utils.publish import clear_orphans, settle_run
 from utils.run_folder import RunFolder, RunLock
-from utils.runtime import JsonlLogger, log
+from utils.run_log import JsonlLogger, log
 from utils.stored_files import read_text, stored_exists
 from utils.write_points import start_point
 

@@ -73,7 +73,8 @@ from utils.files import atomic_write_text, remove_own_temporaries
 from utils.metrics import HEADLINE, metric_line
 from utils.publish import OutputSet, clear_leftovers, finish_publishing, journal_file
 from utils.run_folder import RunLock, is_run_folder
-from utils.runtime import device_at_test_time, log
+from utils.run_log import log
+from utils.runtime import device_at_test_time
 
 
 def build_parser() -> argparse.ArgumentParser:

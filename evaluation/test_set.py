@@ -18,7 +18,7 @@ from decoding.backend import DecodingBackend
 from evaluation.translate import Translation, translate
 from utils.files import atomic_write_text
 from utils.metrics import METRICS, metric_line, score_by_length, score_subset, score_translations
-from utils.runtime import log, make_writable_folder
+from utils.run_log import log, make_writable_folder
 
 Pair = tuple[str, str]
 

@@ -163,7 +163,7 @@ def final_params(run_dir: Path):
 
 def losses(run_dir: Path) -> dict[int, float]:
     """Training loss per step of the run its checkpoints continue (JsonlLogger.history)."""
-    from utils.runtime import JsonlLogger
+    from utils.run_log import JsonlLogger
 
     return {r["step"]: r["loss"] for r in JsonlLogger(run_dir / "metrics.jsonl").history() if r["event"] == "train"}
 

@@ -21,7 +21,7 @@ from study.read.run_stats import refuse_stale_tests, retest_hint
 from utils import run_files
 from utils.errors import HarnessError
 from utils.publish import ARCHIVE_PACK, pending_in, settle_run
-from utils.runtime import JsonlLogger
+from utils.run_log import JsonlLogger
 from utils.stored_files import BUNDLE, bundle_members, logical_name, read_text, stored_exists, unlike_record
 
 RUN_FILES = (

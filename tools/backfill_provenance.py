@@ -35,7 +35,7 @@ from tools.archive import logical_files, tested_folders  # noqa: E402
 from utils import run_files  # noqa: E402
 from utils.files import atomic_write_text  # noqa: E402
 from utils.provenance import FILE, SCHEMA  # noqa: E402
-from utils.runtime import JsonlLogger  # noqa: E402
+from utils.run_log import JsonlLogger  # noqa: E402
 from utils.stored_files import read_text  # noqa: E402
 
 GPU_FLOPS = 1.5e11

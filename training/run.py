@@ -46,7 +46,8 @@ from utils import run_files
 from utils.errors import EXIT_INTERRUPTED, HarnessError
 from utils.files import atomic_write_text, remove_stale_temporaries
 from utils.run_folder import LOCK_FILES, RunFolder, RunLock
-from utils.runtime import JsonlLogger, log, pick_device, rank0_first, seed_everything, skip_cudnn_attention
+from utils.run_log import JsonlLogger, log
+from utils.runtime import pick_device, rank0_first, seed_everything, skip_cudnn_attention
 
 # Start-up errors that end every rank with the same one-line message (commands.cli.main_guard)
 EXPECTED_ERRORS = (HarnessError, FileExistsError)

@@ -38,7 +38,7 @@ from utils.errors import HarnessError
 from utils.files import atomic_write_text, remove_own_temporaries
 from utils.journal import journal_text, read_plan
 from utils.run_folder import JOURNAL_SUFFIX, STAGING_SUFFIX, RunLock
-from utils.runtime import log
+from utils.run_log import log
 from utils.write_points import write_point
 
 

@@ -23,7 +23,7 @@ import yaml
 
 from utils import run_files
 from utils.errors import ConfigError, HarnessError
-from utils.runtime import JsonlLogger, make_writable_folder
+from utils.run_log import JsonlLogger, make_writable_folder
 from utils.stored_files import ARCHIVED
 
 # Written by train.py (config, tokenizer, checkpoints, logs, data report) and test.py (<split>/,

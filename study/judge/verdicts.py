@@ -22,7 +22,7 @@ from study.stats.equivalence import equivalence_power, seeds_for_equivalence
 from study.stats.rules import CURRENT, RULES, Rule
 from study.stats.seed_test import ALPHA, detectable_effect, seeds_needed, shared_variance
 from study.stats.significance import holm
-from utils.runtime import log
+from utils.run_log import log
 
 NOT_FROM_DECLARING_COMMIT = "descriptive: not every run of it was trained from a commit that declared the family"
 Tables = Sequence[FindingsTable]

@@ -13,12 +13,14 @@ without the family, from a changed tree, outside a git checkout) marks its compa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import yaml
 
-from study.records import Configuration
 from utils.provenance import ROOT, git_output, read_provenance
+
+if TYPE_CHECKING:  # (an annotation only: tools/study_ready.py reads a family without torch)
+    from study.records import Configuration
 
 
 def family_in_repository(path: str) -> Optional[str]:

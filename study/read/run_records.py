@@ -36,7 +36,7 @@ from utils.errors import HarnessError
 from utils.metrics import HEADLINE, METRICS
 from utils.provenance import run_provenance
 from utils.publish import settle_run
-from utils.runtime import JsonlLogger
+from utils.run_log import JsonlLogger
 from utils.stored_files import STORE, read_text, stored_exists
 
 SEED_SUFFIX = re.compile(r"[_\-/.](?:seed|s)[_\-=]?\d+$", re.IGNORECASE)

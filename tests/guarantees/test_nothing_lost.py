@@ -138,7 +138,7 @@ def test_a_resume_supersedes_what_an_interrupted_attempt_logged_after_its_checkp
 
     from artifacts.checkpoint import checkpoint_step
     from study.read import run_records
-    from utils.runtime import JsonlLogger
+    from utils.run_log import JsonlLogger
 
     run_dir = tmp_path / "run"
     first = train(run_dir, tmp_path / "cache", "training.validate_every_steps=4", "training.keep_last=4", steps=16)
