@@ -1,7 +1,8 @@
 """A command killed at any moment leaves its outputs whole or absent, and the same command finishes
 them (utils/publish.py). Deterministic, not timed: `HARNESS_KILL_AT=N` makes the process SIGKILL
 itself at its N-th write point (utils/write_points.py), in a forked copy of this process
-(no interpreter start, no torch import per kill). After each death:
+(no interpreter start, no torch import per kill; each input's plots rendered once: tests/plots_once.py).
+After each death:
 - every published output set is exactly one call's: the earlier set or the new one, byte for byte
   (scores.json compared without its timings), never a mix and never unparseable;
 - the same command again finishes with exit 0 and the result of an uninterrupted call.
@@ -17,6 +18,7 @@ import os
 import shutil
 from pathlib import Path
 
+import plots_once
 import pytest
 from helpers import copy_of, scored_and_sinusoidal
 from in_process import run_in_process
@@ -39,6 +41,7 @@ def without_timings(value):
 
 def in_forked_process(args: list[str], kill_at: int | None = None, log: Path | None = None) -> int:
     """Exit code of `python args...` run in a fork of this process (-9: killed at write point `kill_at`)."""
+    plots = plots_once.cache()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         code = 99
@@ -48,6 +51,7 @@ def in_forked_process(args: list[str], kill_at: int | None = None, log: Path | N
             import utils.write_points
 
             utils.write_points._write_points = 0
+            plots_once.render_plots_once(plots)
             for module in (commands.export, artifacts.ctranslate2_conversion):  # (the checkout may change meanwhile:
                 module.harness_commit = lambda: "the harness's commit"  # an export records it)
             os.environ.pop("HARNESS_KILL_AT", None)
