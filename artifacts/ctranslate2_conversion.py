@@ -94,7 +94,10 @@ def converted(cfg, tokenizer, model, ckpt: Path):
         log(f"converting {ckpt.name} for CTranslate2 into {folder}")
         facts = {"exported_from": f"{run_dir.name}/checkpoints/{ckpt.name}" if in_run else ckpt.name}
         facts.update(commit=harness_commit(), source=source)
-        write_export(cfg, tokenizer, model, folder, facts, replace=is_export(folder), backend="ctranslate2")
+        writer = "the command decoding with decoding.backend ctranslate2"
+        write_export(
+            cfg, tokenizer, model, folder, facts, replace=is_export(folder), backend="ctranslate2", writer=writer
+        )
         return CTranslate2Model(folder / CTRANSLATE2, export_facts(folder)["ctranslate2"], in_memory=True)
     finally:
         if lock is not None:

@@ -77,7 +77,15 @@ def harness_commit() -> Optional[str]:
 
 
 def write_export(
-    cfg, tokenizer, model, out_dir: Path, facts: dict, replace: bool = False, backend: str = "pytorch", again=False
+    cfg,
+    tokenizer,
+    model,
+    out_dir: Path,
+    facts: dict,
+    replace: bool = False,
+    backend: str = "pytorch",
+    again=False,
+    writer: str = "export.py",
 ) -> bool:
     """Write the folder beside `out_dir` and publish it whole (utils/publish.py): a failed or killed
     export leaves nothing of itself, and an error names the file at `out_dir` (never the staging
@@ -87,12 +95,13 @@ def write_export(
     (a path relative to the run's parent), training (`training_budget`), test_scores, commit,
     and for a CTranslate2 export `source` (the checkpoint's size and time, to tell a stale copy);
     `metrics` (the card's order and format of test_scores' metrics; not stored in config.json).
-    `backend`: pytorch (safetensors) or ctranslate2 (decoding/ctranslate2_spec.py)."""
+    `backend`: pytorch (safetensors) or ctranslate2 (decoding/ctranslate2_spec.py); `writer`: the command
+    writing it, named in a refusal (utils/publish.OutputSet)."""
     out_dir = Path(out_dir)
     staging = None
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
-        with OutputSet(out_dir) as outputs:  # a kill leaves the earlier export or this one (utils/publish.py)
+        with OutputSet(out_dir, writer) as outputs:  # a kill leaves the earlier export or this one (utils/publish.py)
             staging = outputs.staged_folder()
             fill_export(cfg, tokenizer, model, staging, facts, backend)
             follow_umask(staging)  # mkdtemp and safetensors make them private (0700, 0600)

@@ -236,7 +236,7 @@ def write_reports(
     texts[named(out, "_provenance.md")] = provenance_markdown(groups) + "\n"
     targets = check_outputs(out, overwrite)
     names = list(targets)
-    with OutputSet(out, on_published=record_as_written) as outputs:  # a kill: the earlier set or this one
+    with OutputSet(out, "compare.py", on_published=record_as_written) as outputs:  # a kill: the earlier set or this one
         staged = outputs.staging / out.name
         for path, text in texts.items():
             atomic_write_text(named(staged, path.name[len(out.name) :]), text)

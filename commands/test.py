@@ -284,7 +284,7 @@ def score_and_write(
         f"scoring {len(pairs):,} pairs of {test_set} with {ckpt} on {device}"
         + (f" ({len(set(documents))} documents)" if documents else "")
     )
-    with OutputSet(out_dir) as outputs:
+    with OutputSet(out_dir, "test.py") as outputs:
         staged = outputs.staged_folder()
         scores = evaluate(decoder, tokenizer, pairs, documents, cfg, device, staged, concat)
         if cfg.evaluation.teacher_forced:  # the references' likelihood per target position, whatever the search does

@@ -159,7 +159,7 @@ def pack_run(source: Path, target: Path) -> int:
         for run in dict.fromkeys([source.resolve(), target.resolve()]):  # (one lock when in place)
             locks.enter_context(RunLock(run, command))
         settle_run(source, command)  # a test set a stopped test.py left half published: finished first
-        with OutputSet(target) as out:  # a pack stopped while publishing this run: finished first
+        with OutputSet(target, command) as out:  # a pack stopped while publishing this run: finished first
             build = out.staged_folder()
             stage_run(source, target, build)
             staged = {p.relative_to(build) for p in build.rglob("*") if p.is_file()}

@@ -213,20 +213,24 @@ def clear_leftovers(place: Path) -> None:
 class OutputSet:
     """The set published as `place` (a folder, or a prefix of names in its parent): write every
     file into the staging folder (laid out as `place`'s parent), then `publish(...)`; an exception
-    publishes nothing.
+    publishes nothing. `writer`: the command writing it, named in a refusal to finish a publication a
+    stopped one left (utils/journal.py).
 
-        with OutputSet(run / "test") as out:
+        with OutputSet(run / "test", "test.py") as out:
             write(out.staged_folder() / "scores.json", ...)   # published as run/test/scores.json
             out.publish(drops=earlier_files)
     """
 
-    def __init__(self, place: Path, on_published: Optional[Callable[[list[Path], list[Path]], None]] = None):
+    def __init__(
+        self, place: Path, writer: str, on_published: Optional[Callable[[list[Path], list[Path]], None]] = None
+    ):
         self.place = Path(place)
+        self.writer = writer
         self.staging = staging_folder(self.place)
         self.on_published = on_published
 
     def __enter__(self) -> "OutputSet":
-        finish_publishing(self.place, self.on_published)  # a publication a kill interrupted: completed
+        finish_publishing(self.place, self.on_published, self.writer)  # a publication a kill interrupted: completed
         clear_leftovers(self.place)
         self.staging.mkdir(parents=True)
         return self
@@ -257,7 +261,7 @@ class OutputSet:
         journal = journal_text(self.place.parent, moves, [Path(p) for p in drops if Path(p) not in published])
         with stops_held():  # from the journal on, a stop waits until the set is published
             atomic_write_text(journal_file(self.place), journal)
-            _finish(self.place, self.on_published, "its command")
+            _finish(self.place, self.on_published, self.writer)
         return sorted(published)
 
 

@@ -66,7 +66,7 @@ def test_a_journal_writing_through_a_link_outside_is_finished_only_where_it_was_
 
     with monkeypatch.context() as patched:
         patched.setattr(utils.publish, "write_point", killed)
-        with pytest.raises(KeyboardInterrupt), OutputSet(folder / "summary") as out:
+        with pytest.raises(KeyboardInterrupt), OutputSet(folder / "summary", "compare.py") as out:
             (out.staging / "summary.md").write_text("new")
             (out.staging / "summary.csv").write_text("rows")
             out.publish(targets={out.staging / "summary.md": outside.resolve()})
@@ -76,6 +76,9 @@ def test_a_journal_writing_through_a_link_outside_is_finished_only_where_it_was_
     before = files(copy)
     with pytest.raises(HarnessError, match=f"was begun in {folder} and names {outside}, outside {copy}"):
         finish_publishing(copy / "summary", writer="compare.py")
+    # (the command entering the set names itself: run the same command again where it was begun)
+    with pytest.raises(HarnessError, match=r"a stopped compare\.py left unfinished.*run compare\.py again there"):
+        OutputSet(copy / "summary", "compare.py").__enter__()
     assert outside.read_text() == "old" and files(copy) == before  # nothing of it done in the copy
 
     assert finish_publishing(folder / "summary") and outside.read_text() == "new"  # where it was begun

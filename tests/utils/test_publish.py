@@ -22,7 +22,7 @@ def test_a_set_replaces_the_earlier_one_whole_and_drops_what_it_no_longer_has(tm
     (place / "concat" / "k8").mkdir(parents=True)
     (place / "scores.json").write_text("old")
     (place / "concat" / "k8" / "hypotheses.txt").write_text("old k8")
-    with OutputSet(place) as out:
+    with OutputSet(place, "compare.py") as out:
         (out.staged_folder() / "scores.json").write_text("new")
         (out.staged_folder() / "hypotheses.txt").write_text("new hyps")
         published = out.publish(drops=[place / "scores.json", place / "concat" / "k8" / "hypotheses.txt"])
@@ -37,7 +37,7 @@ def test_an_exception_publishes_nothing_and_leaves_nothing(tmp_path: Path) -> No
     place.mkdir()
     (place / "scores.json").write_text("old")
     with pytest.raises(RuntimeError):
-        with OutputSet(place) as out:
+        with OutputSet(place, "compare.py") as out:
             (out.staged_folder() / "scores.json").write_text("half")
             raise RuntimeError("decoding failed")
     assert files(tmp_path) == {"test/scores.json": "old"}
@@ -77,7 +77,7 @@ def test_a_prefix_set_publishes_beside_other_files(tmp_path: Path) -> None:
     """compare.py's summary is a set of names in a folder it shares: the files of the set are
     published, the others stay."""
     (tmp_path / "notes.md").write_text("yours")
-    with OutputSet(tmp_path / "summary") as out:
+    with OutputSet(tmp_path / "summary", "compare.py") as out:
         (out.staging / "summary.md").write_text("table")
         (out.staging / "summary.csv").write_text("rows")
         out.publish()
