@@ -69,6 +69,7 @@ STAGE_OF = {  # study/'s layers (docs/DESIGN.md, "The study's layers"); judge/ i
     "study": "records",  # the package's own __init__
     "study.stats": "statistics",
     "study.records": "records",
+    "study.terms": "records",  # the measures, tables and outcomes, beside the records
     "study.read": "read",
     "study.judge": "word",
     "study.judge.findings": "test",
@@ -87,8 +88,8 @@ PARSE_METHODS |= {"removeprefix", "removesuffix", "find", "index"}
 TEXT_NAMES = {"label", "labels", "finding", "text", "sentence", "verdict", "compared_on", "reason", "cell", "title"}
 LABEL_FIELDS = {"compared_on"}
 LABEL_JOINS = {"find_row"}
-MEASURES, MEASURE_OWNERS = {"NLL", "sacreBLEU"}, ("utils.metrics",)
-TABLES, TABLE_OWNERS = {"degradation", "test", "concat", "buckets", "teacher_forced"}, ()
+MEASURES, MEASURE_OWNERS = {"NLL", "sacreBLEU"}, ("utils.metrics", "study.terms")  # the measure table: terms.Measure
+TABLES, TABLE_OWNERS = {"degradation", "test", "concat", "buckets", "teacher_forced"}, ("study.terms",)  # terms.Table
 OUTCOMES = {"direction", "both", "equivalent", "withheld", "inconclusive", "descriptive", "not tested"}
 OUTCOME_OWNERS = ("study.judge.wording",)
 DESIGN_NAMES = {"sequential", "look", "looks", "plan"}
