@@ -95,16 +95,30 @@ def test_measure_and_table_literals_outside_prose_and_a_files_keys() -> None:
 METRIC_OF = {"degradation": "NLL", "teacher_forced": "NLL"}
 
 
-def f(t, tables, path, scores, test_dir):
+def f(t, tables, path, scores, test_dir, variant):
     """"NLL", quoted in a docstring."""
     shown = [x for x in tables if x.name == "test"]
     unit = f"NLL{t.suffix}" if t.metric == "sacreBLEU" else "NLL"
 
     folder = test_dir / "concat", scores.get("buckets"), scores["teacher_forced"], path.name == "test"
+    run_dir, table = variant or ("test", "test")  # a folder's name; a table's
+    written = {"concat": t.concat, "x": "buckets"}, ["degradation", "n"]  # a JSON's keys, a CSV's columns
 '''
     tree = ast.parse(source)
     assert sm.literals(tree, sm.MEASURES) == [(2, "NLL"), (2, "NLL"), (8, "sacreBLEU"), (8, "NLL")]
-    assert sm.literals(tree, sm.TABLES, sm.file_keys(tree)) == [(2, "degradation"), (2, "teacher_forced"), (7, "test")]
+    tables = [(2, "degradation"), (2, "teacher_forced"), (7, "test"), (11, "test")]
+    assert sm.literals(tree, sm.TABLES, sm.file_keys(tree)) == [
+        *tables,
+        (12, "concat"),
+        (12, "buckets"),
+        (12, "degradation"),
+    ]
+    # in the serializer (WRITERS) a dict's keys and a list's items are the files' keys: a dict's value is not
+    assert sm.literals(tree, sm.TABLES, sm.file_keys(tree, written=True)) == [
+        (7, "test"),
+        (11, "test"),
+        (12, "buckets"),
+    ]
 
 
 def test_outcome_strings_compared() -> None:
