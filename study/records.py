@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from settings.config import ExperimentConfig
 from study.stats.seed_test import SeedTest
+from study.terms import Measure, Outcome, Table
 
 JsonObject = Mapping[str, Any]  # a parsed JSON object as a run's file holds it, before it is a record
 
@@ -231,7 +232,7 @@ class Reading:
     p_holm: Optional[float] = None
     p_equivalence: Optional[float] = None
     p_equivalence_holm: Optional[float] = None
-    outcome: Optional[str] = None
+    outcome: Optional[Outcome] = None
     finding: Optional[str] = None
 
 
@@ -309,7 +310,7 @@ class ComparisonRow:
         return self.reading.finding if self.reading is not None else self.untested
 
     @property
-    def outcome(self) -> Optional[str]:
+    def outcome(self) -> Optional[Outcome]:
         return self.reading.outcome if self.reading is not None else None
 
     @property
@@ -322,9 +323,9 @@ class FindingsTable:
     """One findings table (a measure); `family_rows` (its declared rows) and `alpha` (Holm's first
     step, the α of its detectable effects) set by the wording."""
 
-    name: str
+    name: Table
     title: str
-    metric: str
+    metric: Measure
     rows: tuple[ComparisonRow, ...]
     family_rows: Optional[int] = None
     alpha: Optional[float] = None
@@ -371,7 +372,7 @@ class Findings:
     tables, in the order <prefix>_findings.json lists them (study/serialize.findings_json)."""
 
     baseline: str
-    metric: str
+    metric: Measure
     alpha: float
     test: str
     correction: str

@@ -27,8 +27,10 @@ say what still holds.
   a tuple key of, a row label (an attribute or str key in LABEL_FIELDS);
 - measure literals, table literals: str constants exactly equal to one of MEASURES or TABLES outside
   their owner (docstrings and f-string text are prose); a table name is not counted where it is a
-  path component (`/`), a key read (`x["test"]`, `.get("concat")`: a file's key) or compared
-  with the `.name` of a path, folder or file;
+  path component (`/`), a key read (`x["test"]`, `.get("concat")`: a file's key), compared
+  with the `.name` of a path, folder or file or given to a name like one (`test_dir = "test"`),
+  nor in WRITERS (the serializer) where it is a key of a dict display or an item of a list display
+  (the JSON's keys, the CSV's columns);
 - outcome comparisons: ==, !=, in, not in with an OUTCOMES string (or a tuple/list/set of them)
   as an operand, outside OUTCOME_OWNERS;
 - design branches: an if/elif, conditional expression, while or comprehension condition whose test
@@ -69,6 +71,7 @@ STAGE_OF = {  # study/'s layers (docs/DESIGN.md, "The study's layers"); judge/ i
     "study": "records",  # the package's own __init__
     "study.stats": "statistics",
     "study.records": "records",
+    "study.terms": "records",  # the measures, tables and outcomes, beside the records
     "study.read": "read",
     "study.judge": "word",
     "study.judge.findings": "test",
@@ -87,8 +90,8 @@ PARSE_METHODS |= {"removeprefix", "removesuffix", "find", "index"}
 TEXT_NAMES = {"label", "labels", "finding", "text", "sentence", "verdict", "compared_on", "reason", "cell", "title"}
 LABEL_FIELDS = {"compared_on"}
 LABEL_JOINS = {"find_row"}
-MEASURES, MEASURE_OWNERS = {"NLL", "sacreBLEU"}, ("utils.metrics",)
-TABLES, TABLE_OWNERS = {"degradation", "test", "concat", "buckets", "teacher_forced"}, ()
+MEASURES, MEASURE_OWNERS = {"NLL", "sacreBLEU"}, ("utils.metrics", "study.terms")  # the measure table: terms.Measure
+TABLES, TABLE_OWNERS = {"degradation", "test", "concat", "buckets", "teacher_forced"}, ("study.terms",)  # terms.Table
 OUTCOMES = {"direction", "both", "equivalent", "withheld", "inconclusive", "descriptive", "not tested"}
 OUTCOME_OWNERS = ("study.judge.wording",)
 DESIGN_NAMES = {"sequential", "look", "looks", "plan"}
@@ -98,6 +101,7 @@ DESIGN_OWNERS = (
     "study.judge.sequential_findings",
     "study.simulate.sequential_calibration",
 )
+WRITERS = ("study.pages.serialize",)  # the one serializer: its dict keys and lists spell the files' keys
 KEYED_MODULES = ("study.read.family", "study.stats.sequential_family", "study.judge.verdicts")  # family, verdicts
 RECORD_MODULES = ("study.records",)
 COMPARE, SWEEP_MODULES = "commands.compare", ("commands.sweep", "commands.sweep_plan", "commands.sweep_job")
@@ -212,9 +216,17 @@ def label_joins(tree: ast.Module) -> list[tuple[int, str]]:
     return sorted(found.items())
 
 
-def file_keys(tree: ast.Module) -> set[int]:
+def path_named(node: ast.AST) -> bool:
+    """Whether an expression is named like a path, folder or file (`run.path.name`, `test_dir`)."""
+    name = dotted(node).lower() if isinstance(node, (ast.Name, ast.Attribute)) else ""
+    return any(word in name for word in ("path", "dir", "folder", "file"))
+
+
+def file_keys(tree: ast.Module, written: bool = False) -> set[int]:
     """The ids of str constants that name a file's part: a path component (`/`), a key read
-    (`x["k"]`, `.get("k")`), a name compared with a path's, folder's or file's `.name`."""
+    (`x["k"]`, `.get("k")`), a name compared with a path's, folder's or file's `.name` or given to a
+    name like one (`folder, settings = variant or ("test", {})`); with `written` (the serializer: it
+    spells the files' keys), also the keys of a dict display and the items of a list display."""
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
@@ -225,9 +237,18 @@ def file_keys(tree: ast.Module) -> set[int]:
             found.update(id(a) for a in node.args[:1])
         elif isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
-            named = [dotted(o) for o in operands if isinstance(o, ast.Attribute) and o.attr == "name"]
-            if any(word in n.lower() for n in named for word in ("path", "dir", "folder", "file")):
+            if any(isinstance(o, ast.Attribute) and o.attr == "name" and path_named(o) for o in operands):
                 found.update(id(o) for o in operands)
+        elif isinstance(node, ast.Assign):  # `test_dir = "test"`, `folder, x = variant or ("test", {})`
+            values = node.value.values if isinstance(node.value, ast.BoolOp) else [node.value]
+            for target, value in ((t, v) for t in node.targets for v in values):
+                tuples = isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+                pairs = zip(target.elts, value.elts) if tuples else [(target, value)]
+                found.update(id(v) for n, v in pairs if path_named(n))
+        elif written and isinstance(node, ast.Dict):
+            found.update(id(k) for k in node.keys if k is not None)
+        elif written and isinstance(node, ast.List):
+            found.update(id(e) for e in node.elts)
     return found
 
 
@@ -321,6 +342,7 @@ def measure_study(root: Path) -> dict:
     access = {m: file_access(trees[m]) for m in study}
     optional = {m: optional_fields(trees[m]) for m in study if not outside(RECORD_MODULES)(m)}
     imports, edges = count(study_imports, [COMPARE]), back_edges(graph)
+    tables = {m: literals(trees[m], TABLES, file_keys(trees[m], m in WRITERS)) for m in judged}
     figures = {
         "stage back-edges": {"count": len(edges), "modules": len({e.split(" ")[0] for e in edges}), "where": edges},
         "file, stored-output or git reads outside the read layer": figure(
@@ -334,7 +356,7 @@ def measure_study(root: Path) -> dict:
         '"NLL" and "sacreBLEU" literals outside the measure table': count(
             lambda t: literals(t, MEASURES), keep=outside(MEASURE_OWNERS)
         ),
-        "findings-table name literals": count(lambda t: literals(t, TABLES, file_keys(t)), keep=outside(TABLE_OWNERS)),
+        "findings-table name literals": figure(tables, files, root, outside(TABLE_OWNERS)),
         "outcome strings compared outside wording": count(outcome_comparisons, keep=outside(OUTCOME_OWNERS)),
         "design branches outside the design": count(design_branches, keep=outside(DESIGN_OWNERS)),
         "string-keyed reads in the family and verdict code": count(keyed_reads, KEYED_MODULES),

@@ -28,6 +28,7 @@ from study.read.run_stats import joined_range, joined_training_k
 from study.records import ComparisonRow, Configuration, FindingsTable, RunRecord, SeedDifference
 from study.stats.seed_test import seed_test
 from study.stats.significance import paired_bootstrap_ratio, paired_bootstrap_seeds
+from study.terms import Table
 
 # One rule for every row: tested only when at least this many units (sentences, test pairs or inputs)
 # carry its measure; fewer and resampling says little (one: every resample is that unit)
@@ -169,8 +170,8 @@ def compare_pair(
     return _row(seeds, n, combined, per_seed)
 
 
-def _table(name: str, title: str, rows: list[ComparisonRow], metric: str = "sacreBLEU") -> FindingsTable:
-    return FindingsTable(name, title, metric, tuple(rows))
+def _table(name: Table, title: str, rows: list[ComparisonRow]) -> FindingsTable:
+    return FindingsTable(name, title, name.measure, tuple(rows))
 
 
 DEGRADATION_TITLE = (
@@ -216,21 +217,21 @@ def findings_tables(
 
     degradation = degradation_rows(others, baseline, context, same_length)
     tables = [
-        _table("degradation", DEGRADATION_TITLE, degradation, "NLL"),
-        _table("test", "test set", rows([("test set", 1, None)])),
+        _table(Table.DEGRADATION, DEGRADATION_TITLE, degradation),
+        _table(Table.TEST, "test set", rows([("test set", 1, None)])),
     ]
     if ks:
-        tables.append(_table("concat", "inputs of k test pairs joined", rows([(f"k={k}", k, None) for k in ks])))
+        tables.append(_table(Table.CONCAT, "inputs of k test pairs joined", rows([(f"k={k}", k, None) for k in ks])))
     if buckets:
         tables.append(
             _table(
-                "buckets",
+                Table.BUCKETS,
                 "test set by source length (subword tokens)",
                 rows([(f"{b.bucket} tokens", 1, (b.min_len, b.max_len)) for b in buckets]),
             )
         )
     nll_rows = nll_beyond_rows(others, baseline, context, same_length)
-    tables.append(_table("teacher_forced", NLL_BEYOND_TITLE, nll_rows, "NLL"))
+    tables.append(_table(Table.TEACHER_FORCED, NLL_BEYOND_TITLE, nll_rows))
     return [t for t in tables if t.rows]
 
 

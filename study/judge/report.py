@@ -19,6 +19,7 @@ from study.records import ComparisonRow, Configuration, Findings, FindingsTable,
 from study.stats.rules import CURRENT, RULES
 from study.stats.seed_test import ALPHA, MODEL
 from study.stats.significance import DEFAULT_SEED
+from study.terms import Measure, Table
 
 RULE = (
     "Finding, by the rule the family names: 'ahead'/'behind' only for a comparison declared in the study's "
@@ -73,7 +74,7 @@ def findings_report(
     """The findings report: the method's settings beside the tables."""
     return Findings(
         baseline=baseline,
-        metric="sacreBLEU",
+        metric=Measure.SACREBLEU,
         alpha=ALPHA,
         test=MODEL,
         correction="holm, over the declared headline family only",
@@ -101,7 +102,7 @@ def findings_report(
     )
 
 
-def find_row(findings: Findings, table: str, config: str, compared_on: str) -> Optional[ComparisonRow]:
+def find_row(findings: Findings, table: Table, config: str, compared_on: str) -> Optional[ComparisonRow]:
     for t in findings.tables:
         if t.name == table:
             return next((r for r in t.rows if r.config == config and r.compared_on == compared_on), None)
@@ -115,7 +116,8 @@ def add_significance(
     shared seeds, so that one comparison has one p wherever it is printed (k = 1 is the test set)."""
 
     def p_of(label: str, k: int) -> Optional[float]:
-        row = find_row(findings, "test", label, "test set") if k == 1 else find_row(findings, "concat", label, f"k={k}")
+        table, compared_on = (Table.TEST, "test set") if k == 1 else (Table.CONCAT, f"k={k}")
+        row = find_row(findings, table, label, compared_on)
         return row.p_value if row else None
 
     return [

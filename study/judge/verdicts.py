@@ -22,6 +22,7 @@ from study.stats.equivalence import equivalence_power, seeds_for_equivalence
 from study.stats.rules import CURRENT, RULES, Rule
 from study.stats.seed_test import ALPHA, detectable_effect, seeds_needed, shared_variance
 from study.stats.significance import holm
+from study.terms import Measure, Table
 from utils.run_log import log
 
 NOT_FROM_DECLARING_COMMIT = "descriptive: not every run of it was trained from a commit that declared the family"
@@ -44,15 +45,12 @@ def interim(tables: Tables, family: Family, missing: int = 0, looks: Optional[Lo
     return None if fewest == len(planned) else Interim(fewest, len(planned))
 
 
-METRIC_OF = {"degradation": "NLL", "teacher_forced": "NLL"}  # the other tables are sacreBLEU
+def _absent(missing: list[tuple[str, str]]) -> list[Measure]:
+    """The measure of each declared comparison without a row: p = 1 in each Holm family it belongs to."""
+    return [Table(table).measure for table, _ in missing]
 
 
-def _absent(missing: list[tuple[str, str]]) -> list[str]:
-    """The metric of each declared comparison without a row: p = 1 in each Holm family it belongs to."""
-    return [METRIC_OF.get(table, "sacreBLEU") for table, _ in missing]
-
-
-def _equivalence_size(tables: Tables, family: Family, absent: list[str]) -> int:
+def _equivalence_size(tables: Tables, family: Family, absent: list[Measure]) -> int:
     """The size of the equivalence tests' Holm family: the declared rows (and stand-ins) of a measure
     with a margin."""
     rows = [r for t in tables for r in t.rows if r.declared and family.equivalence.of(t.metric)]
@@ -66,7 +64,7 @@ def _holm(ps: list[Optional[float]]) -> list[Optional[float]]:
     return [a if p is not None else None for p, a in zip(ps, adjusted)]
 
 
-def _readings(tables: Tables, family: Family, rule: Rule, absent: list[str]) -> Mapping[Cell, Reading]:
+def _readings(tables: Tables, family: Family, rule: Rule, absent: list[Measure]) -> Mapping[Cell, Reading]:
     """{(table, row): reading} of every row under `rule`: the decision p and the equivalence p of each
     declared row, each Holm-adjusted over the family (a declared comparison without a row: p = 1)."""
     cells = [(i, j) for i, t in enumerate(tables) for j in range(len(t.rows))]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from study.records import Configuration
+from study.terms import Measure
 from utils.files import atomic_output
 from utils.metrics import HEADLINE
 
@@ -181,7 +182,7 @@ def concat_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
     y = list(range(len(with_k)))[::-1]
     for col, k in enumerate(ks):
         for row, (key, std, title) in enumerate(
-            (("bleu", "bleu_std", "sacreBLEU"), ("ratio", "ratio_std", "length ratio"))
+            (("bleu", "bleu_std", Measure.SACREBLEU), ("ratio", "ratio_std", "length ratio"))
         ):
             concat_panel(axes[row][col], groups, styles, with_k, y, k, key, std)
             axes[row][col].set_title(f"k={k}: {title}", fontsize=8)

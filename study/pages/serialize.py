@@ -31,6 +31,7 @@ from study.records import (
     Stats,
     TeacherForcedStats,
 )
+from study.terms import Measure
 
 CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")  # per k, in the CSV
 
@@ -99,7 +100,7 @@ def summary_json(groups: Sequence[Configuration], baseline: Optional[Configurati
         "significance": {
             "test": "seed-level t-test over the seeds both ran, the test set's joint-bootstrap variance "
             "added, two-sided (see *_findings.json)",
-            "metric": "sacreBLEU",
+            "metric": Measure.SACREBLEU,
             "n_samples": n_samples,
         },
         "groups": out,

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from study.terms import Measure
+
 
 @dataclass(frozen=True)
 class DeclaredRow:
@@ -27,7 +29,7 @@ def declared_rows(findings_path: Path) -> tuple[list[DeclaredRow], float]:
     for t in findings["tables"]:
         for r in t["rows"]:
             s = r.get("seed_test")
-            if r.get("declared") and t["metric"] == "sacreBLEU" and s and s.get("v_shared") is not None:
+            if r.get("declared") and t["metric"] == Measure.SACREBLEU and s and s.get("v_shared") is not None:
                 name = f"{r['config']}, {r['compared_on']}"
                 rows.append(DeclaredRow(name, s["mean"], s["seed_sd"], s["v_shared"], s["v_int"]))
-    return rows, findings["tie_margin"]["sacreBLEU"]
+    return rows, findings["tie_margin"][Measure.SACREBLEU]

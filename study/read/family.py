@@ -29,8 +29,9 @@ from study.stats.rules import CURRENT, RULES, UNNAMED
 from study.stats.seed_test import ALPHA
 from study.stats.sequential import SPENDING
 from study.stats.sequential_family import Plan, Spending
+from study.terms import Table
 
-TABLES = ("degradation", "test", "concat", "buckets", "teacher_forced")  # study/judge/findings.py's tables
+TABLES = tuple(t.value for t in Table)  # study/judge/findings.py's tables, as a family file names them
 DEVICES = ("cpu", "cuda", "mps")
 PRECISIONS = ("fp32", "bf16", "fp16")
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
