@@ -10,18 +10,22 @@ given: every field is set when the record is made. Mappings inside a record are 
 (a metrics.jsonl line, scores.json), read once into a record. The findings are records too: a
 `ComparisonRow` per configuration and measure (its `SeedDifference`s and study/seed_test.SeedTest),
 in a `FindingsTable` per measure, in the `Findings` report; the wording (study/judge/verdicts.py) gives
-each row a `Reading` per rule and its `RowPower` on a new copy. study/pages/serialize.py writes them all.
+each row a `Reading` per rule and its `RowPower` on a new copy. A row is known by its `RowKey` (table,
+configuration, `Selection`), never by its label, and a withheld verdict keeps its reason (`Withheld`).
+study/pages/serialize.py writes them all.
 Still raw JSON: what tools/ and study/simulate/calibration.py read back from an archived findings JSON
 (the family file is a typed model of its own: study/read/family.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, ClassVar, Iterable, Mapping, Optional, Union
 
 from settings.config import ExperimentConfig
 from study.stats.seed_test import SeedTest
+from utils.metrics import bucket_label
 
 JsonObject = Mapping[str, Any]  # a parsed JSON object as a run's file holds it, before it is a record
 
@@ -183,18 +187,20 @@ class Configuration:
     are set by the stages that compare it with the baseline, each on a new copy."""
 
     runs: tuple[RunRecord, ...]
-    label: str
+    label: str  # as the pages name it (told apart from another of the same name)
     encoding: str = ""
     variant: bool = False
     stats: Mapping[str, Stats] = field(default_factory=_empty)  # numeric column -> over the runs
     by_source_length: Optional[tuple[BucketStats, ...]] = None
     teacher_forced: Optional[TeacherForcedStats] = None
-    degradation_runs: tuple[Optional[Mapping[str, float]], ...] = ()  # per run (study/read/degradation.py)
-    degradation: Optional[Mapping[str, Stats]] = None
+    # per run (study/read/degradation.py): each span's degradation and its NLL alone (degradation.ALONE)
+    degradation_runs: tuple[Optional[Mapping[Span | str, float]], ...] = ()
+    degradation: Optional[Mapping[Span, Stats]] = None
     is_baseline: bool = False
     seeds_above: Optional[tuple[int, int]] = None
     p_value: Optional[float] = None
     concat: Mapping[int, ConcatStats] = field(default_factory=_empty)
+    name: str = ""  # its runs' name without their seeds (study/read/run_records.config_label): configs/<name>.yaml
 
     @property
     def n(self) -> int:
@@ -221,6 +227,24 @@ class SeedDifference:
     p_value: Optional[float]
 
 
+class Withholding(Enum):
+    """Why a declared row's verdict is withheld (study/judge/verdicts.py decides it; study/judge/wording.py
+    words it)."""
+
+    INTERIM = "interim"  # the study lacks planned seeds
+    NOT_FROM_DECLARING_COMMIT = "not from the declaring commit"  # some run of it was trained before the family
+
+
+@dataclass(frozen=True)
+class Withheld:
+    """The reason a verdict is withheld and what its words need (an interim study: the planned seeds
+    the row holds, of those planned)."""
+
+    why: Withholding
+    held: int = 0
+    planned: int = 0
+
+
 @dataclass(frozen=True)
 class Reading:
     """One rule's verdict of a findings row (study/judge/verdicts.py): its decision p and equivalence p,
@@ -233,6 +257,7 @@ class Reading:
     p_equivalence_holm: Optional[float] = None
     outcome: Optional[str] = None
     finding: Optional[str] = None
+    withheld: Optional[Withheld] = None  # why its verdict is withheld (None: it is not, or a look is still open)
 
 
 @dataclass(frozen=True)
@@ -269,13 +294,103 @@ class LookReading:
 
 
 @dataclass(frozen=True)
+class WholeTestSet:
+    """A row on the whole test set (k = 1)."""
+
+    label: ClassVar[str] = "test set"
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A row on the inputs of k joined test pairs."""
+
+    k: int
+
+    @property
+    def label(self) -> str:
+        return f"k={self.k}"
+
+
+@dataclass(frozen=True)
+class LengthBucket:
+    """A row on a source-length bucket of the test set (as scores.json names it)."""
+
+    bucket: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.bucket} tokens"
+
+
+class SpanKind(Enum):
+    """Which (pair, k) cells a degradation selection pools (study/read/degradation.py), its words."""
+
+    ALL_K = "all k"
+    BEYOND_JOINED = "beyond joined training (k > {k})"
+    AT_K = "k={k}"
+    START_WITHIN = "start within training"
+    START_BEYOND = "start beyond training"
+    START_BUCKET = "start {bucket}"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A degradation selection: its kind, the k it names (AT_K: its own; BEYOND_JOINED: the most
+    pairs training joined) and, by start position (START_BUCKET), the positions [lo, hi)."""
+
+    kind: SpanKind
+    k: int = 0
+    start: tuple[int, Optional[int]] = (0, None)
+
+    @property
+    def column(self) -> str:
+        """Its name in the degradation table and the summary JSON."""
+        return self.kind.value.format(k=self.k, bucket=bucket_label(*self.start))
+
+    @property
+    def label(self) -> str:
+        return f"degradation, {self.column}"
+
+    @property
+    def at_k(self) -> Optional[int]:
+        """The k it speaks for: its own, one beyond the joined range, or None (pooled over k)."""
+        return {SpanKind.AT_K: self.k, SpanKind.BEYOND_JOINED: self.k + 1}.get(self.kind)
+
+
+ALL_K = Span(SpanKind.ALL_K)
+
+
+@dataclass(frozen=True)
+class NllBeyond:
+    """A row on the teacher-forced NLL beyond the training length, pooled over k."""
+
+    label: ClassVar[str] = "teacher-forced NLL beyond training, all k"
+
+
+Selection = Union[WholeTestSet, Joined, LengthBucket, Span, NllBeyond]  # what a row is compared on
+
+
+@dataclass(frozen=True)
+class RowKey:
+    """Which findings row: its table, its configuration and its selection; every join of rows is by
+    key, and its label (`compared_on`) is made from it for the pages and the findings JSON only."""
+
+    table: str
+    config: str
+    on: Selection
+
+    @property
+    def label(self) -> str:
+        return self.on.label
+
+
+@dataclass(frozen=True)
 class ComparisonRow:
     """A row of a findings table: a configuration against the baseline on one measure (study/judge/findings.py),
     over the seeds both ran; `reading` (the family's rule), `exploratory` (the current rule's, beside an
     older rule's), `declared` and `power` are set by the wording (study/judge/verdicts.py) on new copies."""
 
-    config: str
-    compared_on: str
+    key: RowKey
     seeds: tuple = ()
     num_sentences: int = 0
     mean_difference: Optional[float] = None
@@ -294,6 +409,15 @@ class ComparisonRow:
     look: Optional[LookReading] = (
         None  # a sequential family's declared row: its look (study/judge/sequential_findings.py)
     )
+
+    @property
+    def config(self) -> str:
+        return self.key.config
+
+    @property
+    def compared_on(self) -> str:
+        """Its label, for the pages and the findings JSON."""
+        return self.key.label
 
     @property
     def p_value(self) -> Optional[float]:
@@ -393,3 +517,7 @@ class Findings:
     rule: str
     tables: tuple[FindingsTable, ...]
     sequential: Optional[LookPlan] = None  # a sequential family's plan and where it stands
+
+    def row(self, key: RowKey) -> Optional[ComparisonRow]:
+        """The row of `key` (None: no such row)."""
+        return next((r for t in self.tables for r in t.rows if r.key == key), None)

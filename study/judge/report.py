@@ -15,7 +15,18 @@ from study.judge.verdicts import word_tables
 from study.read.declared import declaring_runs
 from study.read.family import NO_FAMILY, Family
 from study.read.run_outputs import Outputs
-from study.records import ComparisonRow, Configuration, Findings, FindingsTable, Interim, LookPlan, RuleText, frozen_map
+from study.records import (
+    Configuration,
+    Findings,
+    FindingsTable,
+    Interim,
+    Joined,
+    LookPlan,
+    RowKey,
+    RuleText,
+    WholeTestSet,
+    frozen_map,
+)
 from study.stats.rules import CURRENT, RULES
 from study.stats.seed_test import ALPHA, MODEL
 from study.stats.significance import DEFAULT_SEED
@@ -101,21 +112,14 @@ def findings_report(
     )
 
 
-def find_row(findings: Findings, table: str, config: str, compared_on: str) -> Optional[ComparisonRow]:
-    for t in findings.tables:
-        if t.name == table:
-            return next((r for r in t.rows if r.config == config and r.compared_on == compared_on), None)
-    return None
-
-
 def add_significance(
     groups: Sequence[Configuration], baseline: Configuration, findings: Findings
 ) -> list[Configuration]:
     """Each group with its p vs the baseline on the test set and per k: the findings' p over all
     shared seeds, so that one comparison has one p wherever it is printed (k = 1 is the test set)."""
 
-    def p_of(label: str, k: int) -> Optional[float]:
-        row = find_row(findings, "test", label, "test set") if k == 1 else find_row(findings, "concat", label, f"k={k}")
+    def p_of(config: str, k: int) -> Optional[float]:
+        row = findings.row(RowKey("test", config, WholeTestSet()) if k == 1 else RowKey("concat", config, Joined(k)))
         return row.p_value if row else None
 
     return [

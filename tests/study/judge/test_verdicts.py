@@ -11,7 +11,7 @@ import pytest
 from study.judge.verdicts import apply_rule, word_tables
 from study.judge.wording import verdict
 from study.read.family import Family
-from study.records import FindingsTable, Reading
+from study.records import ALL_K, FindingsTable, Reading, RowKey
 from study.stats.equivalence import equivalence_power
 from study.stats.rules import CURRENT
 from study.stats.seed_test import ALPHA, detectable_effect
@@ -87,13 +87,14 @@ def test_each_row_prints_its_power_at_its_family_alpha():
     family = Family(
         headline=[
             {"table": "test", "compared_on": "test set"},
-            {"table": "degradation", "compared_on": "all k", "configs": ["a"]},
+            {"table": "degradation", "compared_on": "degradation, all k", "configs": ["a"]},
         ],
         equivalence={"sacreBLEU": 1.0},
         rule=CURRENT.name,
     )
     test_rows = (_row([0.1, -0.2, 0.3, 0.0, 0.1], 0.01, "a"), _row([1.0, 1.2, 0.8, 1.1, 0.9], 0.01, "b"))
-    nll = replace(_row([0.01, 0.02, 0.0, 0.01, 0.02], 1e-5, "a"), compared_on="all k")
+    nll = _row([0.01, 0.02, 0.0, 0.01, 0.02], 1e-5, "a")
+    nll = replace(nll, key=RowKey("degradation", "a", ALL_K))
     tables = [
         FindingsTable("test", "test set", "sacreBLEU", test_rows),
         FindingsTable("degradation", "degradation", "NLL", (nll,)),
