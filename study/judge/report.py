@@ -15,11 +15,11 @@ from study.judge.verdicts import word_tables
 from study.read.declared import declaring_runs
 from study.read.family import NO_FAMILY, Family
 from study.read.run_outputs import Outputs
-from study.records import ComparisonRow, Configuration, Findings, FindingsTable, Interim, LookPlan, RuleText, frozen_map
+from study.records import Configuration, Findings, FindingsTable, Interim, LookPlan, RuleText, frozen_map
 from study.stats.rules import CURRENT, RULES
 from study.stats.seed_test import ALPHA, MODEL
 from study.stats.significance import DEFAULT_SEED
-from study.terms import Measure, Table
+from study.terms import Joined, Measure, RowKey, Table, WholeTestSet
 
 RULE = (
     "Finding, by the rule the family names: 'ahead'/'behind' only for a comparison declared in the study's "
@@ -102,22 +102,15 @@ def findings_report(
     )
 
 
-def find_row(findings: Findings, table: Table, config: str, compared_on: str) -> Optional[ComparisonRow]:
-    for t in findings.tables:
-        if t.name == table:
-            return next((r for r in t.rows if r.config == config and r.compared_on == compared_on), None)
-    return None
-
-
 def add_significance(
     groups: Sequence[Configuration], baseline: Configuration, findings: Findings
 ) -> list[Configuration]:
     """Each group with its p vs the baseline on the test set and per k: the findings' p over all
     shared seeds, so that one comparison has one p wherever it is printed (k = 1 is the test set)."""
 
-    def p_of(label: str, k: int) -> Optional[float]:
-        table, compared_on = (Table.TEST, "test set") if k == 1 else (Table.CONCAT, f"k={k}")
-        row = find_row(findings, table, label, compared_on)
+    def p_of(config: str, k: int) -> Optional[float]:
+        key = RowKey(Table.TEST, config, WholeTestSet()) if k == 1 else RowKey(Table.CONCAT, config, Joined(k))
+        row = findings.row(key)
         return row.p_value if row else None
 
     return [

@@ -15,7 +15,7 @@ import numpy as np
 from study.records import ComparisonRow, Reading
 from study.stats.rules import RULES
 from study.stats.seed_test import ALPHA, ONE_SEED
-from study.terms import Measure, Outcome
+from study.terms import Measure, Outcome, Withheld, Withholding
 
 
 def fmt_number(x: Optional[float], metric: str) -> str:
@@ -41,15 +41,34 @@ def seed_signs(diffs: Sequence[float], margin: float) -> tuple[int, int, int]:
     return above, below, len(diffs) - above - below
 
 
-def describe(row: ComparisonRow, metric: str, margin: float) -> str:
-    """A descriptive row: the seeds' signs against the tie margin and the 95% interval; no verdict."""
+def describe(row: ComparisonRow, metric: str, margin: float, interval: str = "95% interval") -> str:
+    """A descriptive row: the seeds' signs against the tie margin and the 95% interval (so named:
+    `interval`); no verdict."""
     above, below, within = seed_signs(row.differences, margin)
     m = fmt_number(margin, metric).lstrip("+")
     signs = f"seeds: {above} above +{m}, {below} below -{m}, {within} within"
     if row.p_value is None:
         return f"{ONE_SEED}; {signs}"
     low, high = row.seed_test.low, row.seed_test.high
-    return f"{signs}; 95% interval {fmt_number(low, metric)} to {fmt_number(high, metric)}"
+    return f"{signs}; {interval} {fmt_number(low, metric)} to {fmt_number(high, metric)}"
+
+
+def withheld_reason(withheld: Withheld) -> str:
+    """Why a verdict is withheld, in a few words (the headline's verdict cell)."""
+    if withheld.why is Withholding.INTERIM:
+        return f"interim ({withheld.held} of {withheld.planned} planned seeds)"
+    return "descriptive: not every run of it was trained from a commit that declared the family"
+
+
+def withheld_words(withheld: Withheld) -> str:
+    """Why a verdict is withheld, as a finding begins."""
+    reason = withheld_reason(withheld)
+    return f"{reason}: no verdict" if withheld.why is Withholding.INTERIM else reason
+
+
+def withheld_if(said: Outcome, withheld: Optional[Withheld]) -> Optional[Withheld]:
+    """The reason a reading keeps: `withheld` where its outcome `said` is 'withheld' for it, else none."""
+    return withheld if said == Outcome.WITHHELD else None
 
 
 def outcome(
@@ -58,7 +77,7 @@ def outcome(
     margin: float,
     declared: bool,
     equivalence: Optional[float] = None,
-    withheld: Optional[str] = None,
+    withheld: Optional[Withheld] = None,
 ) -> Outcome:
     """What the reading's rule lets a row say: 'not tested', 'descriptive' (not declared, or no test),
     'withheld' (declared, but `withheld` says why not), 'direction' (the rule's direction test),
@@ -105,7 +124,7 @@ def verdict(
     margin: float,
     declared: bool,
     equivalence: Optional[float] = None,
-    withheld: Optional[str] = None,
+    withheld: Optional[Withheld] = None,
 ) -> str:
     """The finding of one row under a reading, worded by its `outcome`: the direction with its Holm p;
     'equivalent within ±m' with the equivalence Holm p; both; 'inconclusive' with both p; each
@@ -117,7 +136,7 @@ def verdict(
     if said == Outcome.DESCRIPTIVE:
         return text
     if said == Outcome.WITHHELD:
-        return f"{withheld}; {text}"
+        return f"{withheld_words(withheld)}; {text}"
     within = within_words(equivalence, metric)
     p_eq = format_p(reading.p_equivalence_holm)
     if said == Outcome.INCONCLUSIVE:
@@ -137,7 +156,7 @@ def verdict(
     return f"{way}; {text}"
 
 
-def look_outcome(row: ComparisonRow, withheld: Optional[str] = None) -> Outcome:
+def look_outcome(row: ComparisonRow, withheld: Optional[Withheld] = None) -> Outcome:
     """What a sequential family's declared row says at its look (study/records.LookReading): its
     decision ('direction', 'equivalent', 'both'), 'inconclusive' (the last look came without one),
     or 'withheld' (open until a later look, or `withheld` says why not)."""
@@ -162,22 +181,23 @@ def look_verdict(
     metric: str,
     margin: float,
     equivalence: Optional[float] = None,
-    withheld: Optional[str] = None,
+    withheld: Optional[Withheld] = None,
 ) -> str:
     """The finding of a sequential family's declared row: its decision and the look that made it
     (the seeds, each p against the boundary it had to pass there), or why there is none yet; then the
     seeds against the tie margin, the naive 95% interval and the repeated one (valid whichever look
     the study stops at)."""
     look = row.look
-    text = describe(row, metric, margin)
-    if row.p_value is not None and look.repeated_low is not None:
+    repeated = row.p_value is not None and look.repeated_low is not None
+    text = describe(row, metric, margin, "naive 95% interval" if repeated else "95% interval")
+    if repeated:
         low, high = fmt_number(look.repeated_low, metric), fmt_number(look.repeated_high, metric)
-        text = f"{text.replace('95% interval', 'naive 95% interval')}; repeated 95% interval {low} to {high}"
+        text = f"{text}; repeated 95% interval {low} to {high}"
     said = look_outcome(row, withheld)
     if said == Outcome.NOT_TESTED:
         return row.untested or said.value
     if withheld:
-        return f"{withheld}; {text}"
+        return f"{withheld_words(withheld)}; {text}"
     if look.look == 0:
         return f"interim ({look.seeds} of the {look.next_seeds} seeds of the first look): no verdict; {text}"
     at = f"look {look.look} of {look.looks}, {look.seeds} seeds"

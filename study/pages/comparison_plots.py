@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from study.records import Configuration
-from study.terms import Measure
+from study.terms import Measure, Span, SpanKind
 from utils.files import atomic_output
 from utils.metrics import HEADLINE
 
@@ -235,18 +235,19 @@ def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style])
     seeds with its 95% interval (Student's t over the seeds), the configurations side by side."""
     from scipy.stats import t
 
-    with_k = [i for i, g in enumerate(groups) if any(label.startswith("k=") for label in g.degradation or {})]
+    with_k = [i for i, g in enumerate(groups) if any(s.kind is SpanKind.AT_K for s in g.degradation or {})]
     if not with_k:
         return None
     fig, axes, panels = kind_panels(groups, with_k, 5.0)
     for ax, kind, members in panels:
         for slot, i in enumerate(members):
             g, style = groups[i], styles[i]
-            ks = sorted(int(label[2:]) for label in g.degradation if label.startswith("k="))
+            ks = sorted(s.k for s in g.degradation if s.kind is SpanKind.AT_K)
             shift = 1 + 0.06 * (slot - (len(members) - 1) / 2) / max(1, len(members))  # side by side on log2 k
             means, halves = [], []
             for k in ks:
-                values = [d[f"k={k}"] for d in g.degradation_runs if d and f"k={k}" in d]
+                at_k = Span(SpanKind.AT_K, k)
+                values = [d[at_k] for d in g.degradation_runs if d and at_k in d]
                 ax.plot(
                     [k * shift] * len(values),
                     values,
@@ -257,7 +258,7 @@ def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style])
                     color=style["color"],
                 )
                 means.append(sum(values) / len(values))
-                sd = g.degradation[f"k={k}"].std
+                sd = g.degradation[at_k].std
                 halves.append(t.ppf(0.975, len(values) - 1) * sd / len(values) ** 0.5 if sd is not None else 0.0)
             ax.errorbar(
                 [k * shift for k in ks],

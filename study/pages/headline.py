@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Optional
 
-from study.judge.wording import direction_words, fmt_number, format_p, seed_signs, unit_of, within_words
+from study.judge.wording import (
+    direction_words,
+    fmt_number,
+    format_p,
+    seed_signs,
+    unit_of,
+    withheld_reason,
+    within_words,
+)
 from study.records import ComparisonRow, Findings, FindingsTable, LookPlan, Reading
 from study.stats.sequential import spending_text
 from study.terms import Measure, Outcome, Table
@@ -35,9 +43,8 @@ def short_verdict(
         return within
     if said == Outcome.WITHHELD and row.look is not None and row.from_declaring_commit:  # a sequential plan's
         return "no verdict before the first look" if row.look.look == 0 else f"open until look {row.look.look + 1}"
-    if said == Outcome.WITHHELD:  # (its reason is the finding's first words, after a joined-range note)
-        finding = reading.finding.split("; ", 1)[1] if row.joined_range else reading.finding
-        return finding.split(":", 1)[0] if finding.startswith("interim") else finding.split(";", 1)[0]
+    if said == Outcome.WITHHELD:
+        return withheld_reason(reading.withheld)
     return str(said or Outcome.DESCRIPTIVE)
 
 

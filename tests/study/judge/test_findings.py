@@ -56,11 +56,13 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
 
 
 def test_a_degradation_selection_speaks_for_its_own_k_or_the_first_beyond_the_joined_range() -> None:
-    from study.judge.findings import _selection_k
+    from study.terms import ALL_K, Span, SpanKind
 
-    assert _selection_k("k=4", joined=2) == 4
-    assert _selection_k("beyond joined training (k > 2)", joined=2) == 3
-    assert _selection_k("all k", joined=2) is None
+    assert Span(SpanKind.AT_K, 4).at_k == 4 and Span(SpanKind.AT_K, 4).label == "degradation, k=4"
+    beyond = Span(SpanKind.BEYOND_JOINED, 2)
+    assert beyond.at_k == 3 and beyond.column == "beyond joined training (k > 2)"
+    assert ALL_K.at_k is None and ALL_K.label == "degradation, all k"
+    assert Span(SpanKind.START_BUCKET, start=(8, None)).column == "start 8+"
 
 
 def test_a_stale_test_is_left_out_of_the_paired_tests(tmp_path):
