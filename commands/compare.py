@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -49,18 +48,10 @@ from study.pages.headline import headline_markdown
 from study.pages.length_report import concat_tables
 from study.pages.serialize import findings_json, summary_csv, summary_json
 from study.pages.summary_tables import bucket_table, markdown_table, teacher_forced_tables
-from study.read.family import load_family
-from study.read.run_groups import (
-    add_concat_stats,
-    add_seed_wins,
-    baseline_of,
-    check_same_references,
-    group_runs,
-    mark_baseline,
-    pick_baseline,
-)
-from study.read.run_records import CompareError, read_runs
-from study.read.seed_provenance import MIXABLE, check_mixed, provenance_markdown
+from study.read.run_groups import baseline_of
+from study.read.run_records import CompareError
+from study.read.seed_provenance import MIXABLE, provenance_markdown
+from study.read.study import read_study
 from study.records import Configuration, Findings
 from utils.files import (
     WRITTEN_RECORD,
@@ -147,29 +138,15 @@ def compare(
             if finish_publishing(out, record_as_written, "compare.py"):
                 print(f"completed {out}.*, which a compare.py stopped while publishing them had left half published")
             check_outputs(out, overwrite)  # refused before minutes of bootstrap, not after
-        declared = load_family(family)
-        margin = declared.tie_margin.sacreBLEU
-        try:
-            rows = read_runs(runs)  # a damaged test output is a one-line error naming it
-            groups = group_runs(rows)  # reads each run's per-pair sums: a damaged file is a one-line error
-            check_mixed(groups, list(mixed))
-            base = pick_baseline(groups, baseline or baseline_present(groups, declared.baseline, family))
-            if baseline and declared.baseline and pick_baseline(groups, declared.baseline) is not base:
-                raise CompareError(
-                    f"--baseline {baseline} contradicts the family's declared baseline {declared.baseline} ({family}): "
-                    f"drop --baseline, or compare without --family"
-                )
-            groups = mark_baseline(groups, base)  # each stage returns new records (study/records.py)
-            groups = add_seed_wins(groups, base, margin)
-            groups = add_concat_stats(groups, base, check_inputs=not no_significance, margin=margin)
-            findings = None
-            if not no_significance:
-                check_same_references(groups)
-                findings = compute_findings(groups, base, bootstrap_samples, family=declared)
-                groups = add_significance(groups, base, findings)
-            base = baseline_of(groups)
-        except ValueError as e:  # references that differ between runs, a damaged per-run file
-            raise CompareError(str(e)) from None
+        study = read_study(runs, family, baseline, mixed, significance=not no_significance)
+        groups, findings = study.groups, None
+        if not no_significance:
+            try:
+                findings = compute_findings(study, bootstrap_samples)
+                groups = add_significance(groups, study.baseline, findings)
+            except ValueError as e:  # references that differ between runs
+                raise CompareError(str(e)) from None
+        base = baseline_of(groups)
         table = summary_markdown(groups, base, bootstrap_samples)
         print(table)
         if findings is not None:
@@ -179,23 +156,6 @@ def compare(
             if written:
                 print("\nwrote " + ", ".join(map(str, written)))
     return 0
-
-
-def baseline_present(groups: Sequence[Configuration], declared: Optional[str], family: Optional[str]) -> Optional[str]:
-    """The family's declared baseline, or None (the default) while it has no run yet: a study whose
-    planned runs are still missing is interim, and its tables are descriptive until they exist."""
-    if declared is None:
-        return None
-    try:
-        pick_baseline(groups, declared)
-    except CompareError:
-        print(
-            f"note: {family} declares the baseline {declared}, which has no run among these yet: the tables "
-            f"compare with {pick_baseline(groups, None).label} and word no finding (interim)",
-            file=sys.stderr,
-        )
-        return None
-    return declared
 
 
 def summary_markdown(groups: Sequence[Configuration], baseline: Configuration, bootstrap_samples: int) -> str:
