@@ -8,8 +8,8 @@ count); an entry script imports only `commands`; no module anywhere in the proje
 benchmarks and tools included) imports an entry script: other code calls the command's function in
 commands/<name>.py; and no two modules import each other, however indirectly (function-level
 imports count): within a package too, the modules form layers. study/ names its layers, one package
-each (docs/DESIGN.md, "The study's layers"): stats <- records <- read <- judge, simulate <- pages,
-and only its read layer opens a file, reads a stored output or runs git."""
+each (docs/DESIGN.md, "The study's layers"): stats <- records <- read <- judge, simulate <- pages <- run
+(the recipe), and only its read layer opens a file, reads a stored output or runs git."""
 
 from __future__ import annotations
 
@@ -269,6 +269,7 @@ STUDY_MAY_IMPORT = {
     "judge": {"stats", "records", "read", "judge"},
     "simulate": {"stats", "records", "read", "simulate"},
     "pages": {"stats", "records", "read", "judge", "pages"},
+    "run": {"stats", "records", "read", "judge", "pages"},  # study/run.py: read -> judge -> pages, in one call
 }
 STUDY_READS = "read"  # the one layer that opens a file, reads a stored output or runs git
 STUDY_WRITES = {

@@ -64,7 +64,7 @@ from tools.code_measures import (  # noqa: E402
     module_imports,
 )
 
-STAGES = ("statistics", "records", "read", "test", "word", "simulate", "pages")
+STAGES = ("statistics", "records", "read", "test", "word", "simulate", "pages", "recipe")
 STAGE_OF = {  # study/'s layers (docs/DESIGN.md, "The study's layers"); judge/ in two: tested, then worded
     "study": "records",  # the package's own __init__
     "study.stats": "statistics",
@@ -75,6 +75,7 @@ STAGE_OF = {  # study/'s layers (docs/DESIGN.md, "The study's layers"); judge/ i
     "study.judge.sequential_findings": "test",
     "study.simulate": "simulate",
     "study.pages": "pages",
+    "study.run": "recipe",  # read -> judge -> pages, in one call (compare.py's)
 }
 READ_STAGES = {"read"}
 FILE_METHODS = {"read_text", "read_bytes", "open", "glob", "rglob", "iterdir", "exists", "is_file", "is_dir", "stat"}
