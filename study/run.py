@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from study.judge.report import add_significance, compute_findings
 from study.pages.comparison_plots import PLOT_SUFFIXES, write_plots
@@ -22,7 +22,7 @@ from study.read.run_groups import baseline_of
 from study.read.run_records import CompareError
 from study.read.seed_provenance import MIXABLE, provenance_markdown
 from study.read.study import read_study
-from study.records import Configuration, Findings
+from study.records import Configuration, Findings, frozen_map
 
 __all__ = ["MIXABLE", "PLOT_SUFFIXES", "CompareError", "StudyResult", "judge_study"]  # what compare.py asks
 
@@ -53,20 +53,28 @@ class StudyResult:
     def findings_text(self) -> Optional[str]:
         return None if self.findings is None else findings_markdown(self.findings)
 
-    def pages(self) -> dict[str, str]:
+    def pages(self) -> Mapping[str, str]:
         """{suffix of the output prefix: its text}: the summary as .md, .json and .csv, the findings and
         headline files, the seeds' provenance; in this order."""
-        texts = {
-            ".md": self.summary() + "\n",
-            ".json": summary_json(self.groups, self.baseline, self.bootstrap_samples),
-            ".csv": summary_csv(self.groups),
-        }
-        if self.findings is not None:
-            texts["_findings.md"] = findings_markdown(self.findings) + "\n"
-            texts["_findings.json"] = findings_json(self.findings)
-            texts["_headline.md"] = headline_markdown(self.findings) + "\n"
-        texts["_provenance.md"] = provenance_markdown(self.groups) + "\n"
-        return texts
+        found = self.findings
+        judged = (
+            []
+            if found is None
+            else [
+                ("_findings.md", findings_markdown(found) + "\n"),
+                ("_findings.json", findings_json(found)),
+                ("_headline.md", headline_markdown(found) + "\n"),
+            ]
+        )
+        return frozen_map(
+            [
+                (".md", self.summary() + "\n"),
+                (".json", summary_json(self.groups, self.baseline, self.bootstrap_samples)),
+                (".csv", summary_csv(self.groups)),
+                *judged,
+                ("_provenance.md", provenance_markdown(self.groups) + "\n"),
+            ]
+        )
 
     def write_plots(self, prefix: Path) -> list[Path]:
         """The plots under `prefix` (study/pages/comparison_plots.py: each only where it has data)."""
