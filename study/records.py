@@ -131,9 +131,9 @@ class RunRecord:
     steps: Optional[int] = None
     valid_curve: tuple[ValidPoint, ...] = ()
     provenance: Provenance = field(default_factory=Provenance)
-    scores: Mapping[str, Any] = field(
+    scores: Mapping[str, Optional[float | str]] = field(
         default_factory=_empty
-    )  # every registered metric (utils/metrics.py) and its `about` text
+    )  # every registered metric (utils/metrics.py): its value, and its `about` text
     longer_bleu: Optional[float] = None
     by_source_length: tuple[SourceBucket, ...] = ()
     concat: Mapping[int, KScore] = field(default_factory=_empty)

@@ -35,6 +35,9 @@ say what still holds.
   as an operand, outside OUTCOME_OWNERS;
 - design branches: an if/elif, conditional expression, while or comprehension condition whose test
   names DESIGN_NAMES (an attribute or a variable), outside DESIGN_OWNERS;
+- raw JSON data: an annotation (field, variable, argument, return) typed `Mapping[str, Any]` (dict,
+  Dict, MutableMapping; at any depth) or a study/ alias of it (`JsonObject`), outside the read layer
+  and RAW_OWNERS (the serializer);
 - string-keyed reads (code_measures' `x["k"]` and `.get("k")`), in KEYED_MODULES and all study/;
 - optional fields: the fields of the dataclasses of RECORD_MODULES annotated `Optional[...]` or
   `X | None`, of all their fields;
@@ -66,7 +69,7 @@ from tools.code_measures import (  # noqa: E402
     module_imports,
 )
 
-STAGES = ("statistics", "records", "read", "test", "word", "simulate", "pages")
+STAGES = ("statistics", "records", "read", "test", "word", "simulate", "pages", "recipe")
 STAGE_OF = {  # study/'s layers (docs/DESIGN.md, "The study's layers"); judge/ in two: tested, then worded
     "study": "records",  # the package's own __init__
     "study.stats": "statistics",
@@ -78,6 +81,7 @@ STAGE_OF = {  # study/'s layers (docs/DESIGN.md, "The study's layers"); judge/ i
     "study.judge.sequential_findings": "test",
     "study.simulate": "simulate",
     "study.pages": "pages",
+    "study.run": "recipe",  # read -> judge -> pages, in one call (compare.py's)
 }
 READ_STAGES = {"read"}
 FILE_METHODS = {"read_text", "read_bytes", "open", "glob", "rglob", "iterdir", "exists", "is_file", "is_dir", "stat"}
@@ -104,6 +108,7 @@ DESIGN_OWNERS = (
 WRITERS = ("study.pages.serialize",)  # the one serializer: its dict keys and lists spell the files' keys
 KEYED_MODULES = ("study.read.family", "study.stats.sequential_family", "study.judge.verdicts")  # family, verdicts
 RECORD_MODULES = ("study.records",)
+RAW_OWNERS = ("study.pages.serialize",)  # beside the read layer, the one place that may hold raw JSON (it writes it)
 COMPARE, SWEEP_MODULES = "commands.compare", ("commands.sweep", "commands.sweep_plan", "commands.sweep_job")
 
 
@@ -160,6 +165,59 @@ def file_access(tree: ast.Module) -> list[tuple[int, str]]:
             continue
         found.append((node.lineno, f"{kind} {name or method}"))
     return found
+
+
+RAW_MAPPINGS = {"Mapping", "MutableMapping", "dict", "Dict"}  # X[str, Any]: raw JSON, not yet a record
+
+
+def is_raw(node: ast.AST, aliases: set[str] = frozenset()) -> bool:
+    """Whether a type expression holds `Mapping[str, Any]` (or dict, Dict, MutableMapping; `typing.`
+    spelled or not; at any depth: `Optional[list[Mapping[str, Any]]]`, or as its quoted text) or a name
+    in `aliases`."""
+    if is_str(node):
+        try:
+            return is_raw(ast.parse(node.value, mode="eval").body, aliases)
+        except SyntaxError:
+            return False
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in aliases:
+            return True
+        if isinstance(n, ast.Subscript) and dotted(n.value).rsplit(".", 1)[-1] in RAW_MAPPINGS:
+            args = n.slice.elts if isinstance(n.slice, ast.Tuple) else []
+            if len(args) == 2 and dotted(args[0]) == "str" and dotted(args[1]).rsplit(".", 1)[-1] == "Any":
+                return True
+    return False
+
+
+def raw_aliases(tree: ast.Module) -> set[str]:
+    """The names a module's top level binds to a raw mapping type (`JsonObject = Mapping[str, Any]`)."""
+    return {
+        t.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and is_raw(node.value)
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name)
+    }
+
+
+def raw_json(tree: ast.Module, aliases: set[str] = frozenset()) -> list[tuple[int, str]]:
+    """(line, 'what name') of each annotation (a field, a variable, an argument, a return) typed as raw
+    JSON: `Mapping[str, Any]` or an alias of it (`aliases`: study/'s, `raw_aliases`) at any depth."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and is_raw(node.annotation, aliases):
+            found.append((node.lineno, f"annotation {ast.unparse(node.target)}"))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            arguments += [a for a in (node.args.vararg, node.args.kwarg) if a is not None]
+            found += [
+                (a.lineno, f"argument {node.name}({a.arg})")
+                for a in arguments
+                if a.annotation and is_raw(a.annotation, aliases)
+            ]
+            if node.returns is not None and is_raw(node.returns, aliases):
+                found.append((node.lineno, f"return of {node.name}"))
+    return sorted(found)
 
 
 def text_named(node: ast.AST) -> bool:
@@ -327,6 +385,12 @@ def figure(places: dict[str, list[tuple[int, str]]], files: dict[str, Path], roo
     return {"count": len(where), "modules": len(kept), "where": where}
 
 
+def graph_figures(graph: dict) -> dict:
+    """The import graph's size: modules, arrows, floors and circles."""
+    edges = sum(len(v) for v in graph.values())
+    return {"modules": len(graph), "edges": edges, "floors": floors(graph), "circles": len(import_circles(graph))}
+
+
 def measure_study(root: Path) -> dict:
     """Every figure of the module docstring, of the checkout at `root`."""
     files = module_files(root, ("study", "commands"))
@@ -341,6 +405,7 @@ def measure_study(root: Path) -> dict:
     reader = outside(tuple(m for m in study if stage(m) in READ_STAGES))
     access = {m: file_access(trees[m]) for m in study}
     optional = {m: optional_fields(trees[m]) for m in study if not outside(RECORD_MODULES)(m)}
+    aliases = set().union(*(raw_aliases(trees[m]) for m in study))
     imports, edges = count(study_imports, [COMPARE]), back_edges(graph)
     tables = {m: literals(trees[m], TABLES, file_keys(trees[m], m in WRITERS)) for m in judged}
     figures = {
@@ -359,6 +424,9 @@ def measure_study(root: Path) -> dict:
         "findings-table name literals": figure(tables, files, root, outside(TABLE_OWNERS)),
         "outcome strings compared outside wording": count(outcome_comparisons, keep=outside(OUTCOME_OWNERS)),
         "design branches outside the design": count(design_branches, keep=outside(DESIGN_OWNERS)),
+        "Mapping[str, Any] data outside the read layer and the serializer": figure(
+            {m: raw_json(trees[m], aliases) for m in study}, files, root, lambda m: reader(m) and outside(RAW_OWNERS)(m)
+        ),
         "string-keyed reads in the family and verdict code": count(keyed_reads, KEYED_MODULES),
         "string-keyed reads in study/": count(keyed_reads, study),
         "Optional fields of the records": {
@@ -375,12 +443,7 @@ def measure_study(root: Path) -> dict:
     return {
         "root": str(root),
         "commit": commit_of(root),
-        "graph": {
-            "modules": len(graph),
-            "edges": sum(len(v) for v in graph.values()),
-            "floors": floors(graph),
-            "circles": len(import_circles(graph)),
-        },
+        "graph": graph_figures(graph),
         "unstaged": sorted(m for m in study if stage(m) is None),
         "figures": figures,
     }

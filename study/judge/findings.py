@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from study.read.degradation import selections
-from study.read.run_outputs import Outputs, source_lengths, training_length
+from study.read.run_outputs import StudyOutputs, training_length
 from study.read.run_stats import joined_range, joined_training_k
 from study.records import ComparisonRow, Configuration, FindingsTable, RunRecord, SeedDifference
 from study.stats.seed_test import seed_test
@@ -65,7 +65,7 @@ def compare_ratio(
     return _row(seeds, n, combined, per_seed, lower_is_better=True)
 
 
-def compare_nll(pairs: list[Pair], outputs: Outputs, n_samples: int, seed: int) -> Optional[ComparisonRow]:
+def compare_nll(pairs: list[Pair], outputs: StudyOutputs, n_samples: int, seed: int) -> Optional[ComparisonRow]:
     """The teacher-forced NLL beyond the training length, pooled over every k; the statistic the
     token-weighted mean NLL. The unit resampled is the test pair (carrying every input that holds
     it) where every run has test.py's per-pair sums, else (runs tested before them) an input of any
@@ -95,7 +95,7 @@ def compare_nll(pairs: list[Pair], outputs: Outputs, n_samples: int, seed: int) 
 
 
 def compare_degradation(
-    pairs: list[Pair], outputs: Outputs, keep, n_samples: int, seed: int
+    pairs: list[Pair], outputs: StudyOutputs, keep, n_samples: int, seed: int
 ) -> Optional[ComparisonRow]:
     """The degradation of one selection (study/read/degradation.py), system vs baseline per seed; the
     unit resampled is the test pair; every run counts the same (pair, k) cells: those all of them
@@ -133,7 +133,7 @@ def _first_by_seed(runs: Iterable[RunRecord]) -> Mapping[Any, RunRecord]:
 
 def compare_pair(
     pairs: list[Pair],
-    outputs: Outputs,
+    outputs: StudyOutputs,
     k: int,
     n_samples: int,
     seed: int,
@@ -150,8 +150,8 @@ def compare_pair(
             )
         subset = None
         if bucket is not None:
-            lengths = source_lengths(run)
-            if lengths != source_lengths(base) or lengths is None or len(lengths) != len(refs):
+            lengths = outputs.lengths(run)
+            if lengths != outputs.lengths(base) or lengths is None or len(lengths) != len(refs):
                 continue  # no (or differing) per-sentence lengths: this bucket is not tested for the pair
             lo, hi = bucket
             subset = np.array([n >= lo and (hi is None or n <= hi) for n in lengths])
@@ -190,11 +190,12 @@ NLL_BEYOND_TITLE = (
 
 @dataclass(frozen=True)
 class Comparison:
-    """What every row of one findings report is compared in: the runs' outputs (read once), the run
-    folders trained from a commit that declared the family (study/read/declared.py; None without a family
-    file: nothing to prove) and the bootstrap's samples and seed."""
+    """What every row of one findings report is compared in: the runs' outputs (read before, once:
+    study/read/run_outputs.read_outputs), the run folders trained from a commit that declared the family
+    (study/read/declared.py; None without a family file: nothing to prove) and the bootstrap's samples
+    and seed."""
 
-    outputs: Outputs
+    outputs: StudyOutputs
     proven: Optional[frozenset[str]]
     n_samples: int
     seed: int

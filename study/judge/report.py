@@ -12,9 +12,8 @@ from typing import Optional, Sequence
 from study.judge.findings import Comparison, findings_tables
 from study.judge.sequential_findings import read_looks, restricted
 from study.judge.verdicts import word_tables
-from study.read.declared import declaring_runs
-from study.read.family import NO_FAMILY, Family
-from study.read.run_outputs import Outputs
+from study.read.family import Family
+from study.read.study import Study
 from study.records import Configuration, Findings, FindingsTable, Interim, LookPlan, RuleText, frozen_map
 from study.stats.rules import CURRENT, RULES
 from study.stats.seed_test import ALPHA, MODEL
@@ -38,17 +37,11 @@ EQUIVALENCE_TEST = (
 )
 
 
-def compute_findings(
-    groups: Sequence[Configuration],
-    baseline: Configuration,
-    n_samples: int = 10000,
-    seed: int = DEFAULT_SEED,
-    family: Optional[Family] = None,
-) -> Findings:
-    """Every configuration against `baseline` (compare.py's groups), as tables of findings."""
-    family = family or NO_FAMILY
-    # a declared row needs its runs' proof (study/read/declared.py)
-    context = Comparison(Outputs(), declaring_runs(groups, family.path), n_samples, seed)
+def compute_findings(study: Study, n_samples: int = 10000, seed: int = DEFAULT_SEED) -> Findings:
+    """Every configuration of `study` against its baseline, as tables of findings (from what
+    study/read/study.py read: the runs' outputs and the declaring commits' proof)."""
+    family, groups, baseline = study.family, study.groups, study.baseline
+    context = Comparison(study.outputs, study.proven, n_samples, seed)
     configs = [g.label for g in groups if g.label != baseline.label]
 
     def build(seeds: Optional[Sequence]) -> list[FindingsTable]:  # the tables of the runs of `seeds` (None: all)

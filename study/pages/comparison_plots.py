@@ -8,7 +8,7 @@ and marker per kind, legends outside the data. Input: compare.py's configuration
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Sequence, TypedDict, Union
 
 from study.records import Configuration
 from study.terms import Measure, Span, SpanKind
@@ -36,7 +36,15 @@ def kind_of(group: Configuration) -> str:
     return "single sentences"
 
 
-Style = Mapping[str, Any]  # matplotlib's keyword arguments of a configuration's line: color, linestyle, marker
+Colour = Union[str, tuple[float, float, float, float]]  # a matplotlib colour: a name ("C0") or RGBA
+
+
+class Style(TypedDict):
+    """A configuration's line in every plot, as matplotlib's keyword arguments."""
+
+    color: Colour
+    linestyle: str
+    marker: str
 
 
 def group_styles(groups: Sequence[Configuration]) -> list[Style]:

@@ -178,6 +178,35 @@ class NotARecord:
     assert total == 7  # Row's a-e and g, Other's h; not the ClassVar, not a plain class's
 
 
+def test_raw_json_is_an_annotation_of_a_mapping_of_any_or_its_alias() -> None:
+    source = """import typing
+from typing import Any, Mapping
+
+JsonObject = Mapping[str, Any]
+Row = Mapping[str, float]
+
+
+class R:
+    a: Mapping[str, Any]
+    b: Row
+    c: "Optional[dict[str, Any]]"
+
+
+def f(x: JsonObject, *, y: Mapping[str, float], **z: typing.Dict[str, typing.Any]) -> list[JsonObject]:
+    w: int = 0
+"""
+    tree = ast.parse(source)
+    assert sm.raw_aliases(tree) == {"JsonObject"}
+    assert sm.raw_json(tree) == [(9, "annotation a"), (11, "annotation c"), (14, "argument f(z)")]
+    assert sm.raw_json(tree, {"JsonObject"}) == [
+        (9, "annotation a"),
+        (11, "annotation c"),
+        (14, "argument f(x)"),
+        (14, "argument f(z)"),
+        (14, "return of f"),
+    ]
+
+
 def test_study_imports_and_calls() -> None:
     source = """from study.judge.findings import compute_findings, find_row
 import study.records

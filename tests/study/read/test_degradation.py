@@ -10,7 +10,7 @@ import pytest
 from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
 from settings.config import from_raw
 from study.read.degradation import degradation_stats, pooled, read_pair_sums, run_degradation, selections
-from study.records import RunRecord, RunTeacherForced, frozen_map
+from study.records import Configuration, RunRecord, RunTeacherForced, frozen_map
 from study.terms import ALL_K, Span, SpanKind
 
 # k, pair, start, tokens, nll_sum, nll_no_eos_sum, beyond_tokens, beyond_nll_no_eos_sum
@@ -81,7 +81,7 @@ def test_a_comparison_counts_only_the_cells_every_run_scored_whole(tmp_path):
     """A pair cut at the decoder's limit in one run is left out of every run of the comparison, so
     both sides hold the same tokens (here the runs differ only in that cell: no difference)."""
     from study.judge.findings import compare_degradation
-    from study.read.run_outputs import Outputs
+    from study.read.run_outputs import read_outputs
 
     def rows(cut: bool):
         out = []
@@ -92,7 +92,8 @@ def test_a_comparison_counts_only_the_cells_every_run_scored_whole(tmp_path):
 
     a, b = write_run(tmp_path / "a", rows(cut=True)), write_run(tmp_path / "b", rows(cut=False))
     keep = dict((span, keep) for span, keep, _ in selections(read_pair_sums(a)))[ALL_K]
-    got = compare_degradation([(a, b)], Outputs(), keep, 200, 1)
+    base = Configuration((b,), "b")
+    got = compare_degradation([(a, b)], read_outputs([base, Configuration((a,), "a")], base), keep, 200, 1)
     assert got.mean_difference == pytest.approx(0.0) and got.num_sentences == 12
     alone = read_pair_sums(b).units(keep)  # by itself, b counts the cell a lost
     assert alone[0, 1] == 6
