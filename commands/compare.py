@@ -36,32 +36,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
 from commands.cli import command_parser, parse_command
-from study.judge.report import add_significance, compute_findings
-from study.pages.comparison_plots import PLOT_SUFFIXES, write_plots
-from study.pages.degradation_table import degradation_table
-from study.pages.findings_markdown import findings_markdown
-from study.pages.headline import headline_markdown
-from study.pages.length_report import concat_tables
-from study.pages.serialize import findings_json, summary_csv, summary_json
-from study.pages.summary_tables import bucket_table, markdown_table, teacher_forced_tables
-from study.read.family import load_family
-from study.read.run_groups import (
-    add_concat_stats,
-    add_seed_wins,
-    baseline_of,
-    check_same_references,
-    group_runs,
-    mark_baseline,
-    pick_baseline,
-)
-from study.read.run_records import CompareError, read_runs
-from study.read.seed_provenance import MIXABLE, check_mixed, provenance_markdown
-from study.records import Configuration, Findings
+from study.run import MIXABLE, PLOT_SUFFIXES, CompareError, StudyResult, judge_study
 from utils.files import (
     WRITTEN_RECORD,
     WriteError,
@@ -147,100 +126,30 @@ def compare(
             if finish_publishing(out, record_as_written, "compare.py"):
                 print(f"completed {out}.*, which a compare.py stopped while publishing them had left half published")
             check_outputs(out, overwrite)  # refused before minutes of bootstrap, not after
-        declared = load_family(family)
-        margin = declared.tie_margin.sacreBLEU
-        try:
-            rows = read_runs(runs)  # a damaged test output is a one-line error naming it
-            groups = group_runs(rows)  # reads each run's per-pair sums: a damaged file is a one-line error
-            check_mixed(groups, list(mixed))
-            base = pick_baseline(groups, baseline or baseline_present(groups, declared.baseline, family))
-            if baseline and declared.baseline and pick_baseline(groups, declared.baseline) is not base:
-                raise CompareError(
-                    f"--baseline {baseline} contradicts the family's declared baseline {declared.baseline} ({family}): "
-                    f"drop --baseline, or compare without --family"
-                )
-            groups = mark_baseline(groups, base)  # each stage returns new records (study/records.py)
-            groups = add_seed_wins(groups, base, margin)
-            groups = add_concat_stats(groups, base, check_inputs=not no_significance, margin=margin)
-            findings = None
-            if not no_significance:
-                check_same_references(groups)
-                findings = compute_findings(groups, base, bootstrap_samples, family=declared)
-                groups = add_significance(groups, base, findings)
-            base = baseline_of(groups)
-        except ValueError as e:  # references that differ between runs, a damaged per-run file
-            raise CompareError(str(e)) from None
-        table = summary_markdown(groups, base, bootstrap_samples)
-        print(table)
-        if findings is not None:
-            print("\n" + findings_markdown(findings))
+        result = judge_study(runs, family, baseline, bootstrap_samples, not no_significance, mixed)
+        print(result.summary())
+        if result.findings is not None:
+            print("\n" + result.findings_text())
         if out is not None:
-            written = write_reports(out, table, groups, base, findings, bootstrap_samples, overwrite)
+            written = write_reports(out, result, overwrite)
             if written:
                 print("\nwrote " + ", ".join(map(str, written)))
     return 0
 
 
-def baseline_present(groups: Sequence[Configuration], declared: Optional[str], family: Optional[str]) -> Optional[str]:
-    """The family's declared baseline, or None (the default) while it has no run yet: a study whose
-    planned runs are still missing is interim, and its tables are descriptive until they exist."""
-    if declared is None:
-        return None
-    try:
-        pick_baseline(groups, declared)
-    except CompareError:
-        print(
-            f"note: {family} declares the baseline {declared}, which has no run among these yet: the tables "
-            f"compare with {pick_baseline(groups, None).label} and word no finding (interim)",
-            file=sys.stderr,
-        )
-        return None
-    return declared
-
-
-def summary_markdown(groups: Sequence[Configuration], baseline: Configuration, bootstrap_samples: int) -> str:
-    """summary.md: the degradation table first (the length study's headline measure), the main
-    table, then the tables per length bucket, per k of joined inputs and teacher-forced NLL."""
-    tables = [
-        degradation_table(groups),
-        markdown_table(groups, baseline, bootstrap_samples),
-        bucket_table(groups),
-        concat_tables(groups, baseline, bootstrap_samples),
-        teacher_forced_tables(groups),
-    ]
-    return "\n\n".join(t for t in tables if t)
-
-
-def write_reports(
-    out: Path,
-    table: str,
-    groups: Sequence[Configuration],
-    baseline: Configuration,
-    findings: Optional[Findings],
-    bootstrap_samples: int,
-    overwrite: bool,
-) -> list[Path]:
+def write_reports(out: Path, result: StudyResult, overwrite: bool) -> list[Path]:
     """Write <out>.md/.json/.csv, the findings and headline files, and the plots; returns the paths.
     Every file of the prefix passes the write guard first, plots included: with --overwrite only
     what compare.py recorded writing (and nobody edited since) is replaced; an earlier output of
     its own that this summary no longer has (a plot without data now) is removed, not left stale."""
-    texts = {
-        named(out, ".md"): table + "\n",
-        named(out, ".json"): summary_json(groups, baseline, bootstrap_samples),
-        named(out, ".csv"): summary_csv(groups),
-    }
-    if findings is not None:
-        texts[named(out, "_findings.md")] = findings_markdown(findings) + "\n"
-        texts[named(out, "_findings.json")] = findings_json(findings)
-        texts[named(out, "_headline.md")] = headline_markdown(findings) + "\n"
-    texts[named(out, "_provenance.md")] = provenance_markdown(groups) + "\n"
+    texts = {named(out, suffix): text for suffix, text in result.pages().items()}
     targets = check_outputs(out, overwrite)
     names = list(targets)
     with OutputSet(out, "compare.py", on_published=record_as_written) as outputs:  # a kill: the earlier set or this one
         staged = outputs.staging / out.name
         for path, text in texts.items():
             atomic_write_text(named(staged, path.name[len(out.name) :]), text)
-        plots = write_plots(groups, staged)
+        plots = result.write_plots(staged)
         written = list(texts) + [named(out, p.name[len(out.name) :]) for p in plots]
         stale = [targets[p] for p in names if p not in written and targets[p].is_file()]
         stale = [p for p in stale if is_unchanged_output(p, WRITER)]  # (a user's file is never removed)

@@ -10,8 +10,9 @@ layer imports only those before it; tests/test_layers.py holds it):
 - records.py: the typed records;
 - read: every file, stored output and git fact read into records, and the records grouped into
   configurations (run_stats, degradation, run_outputs, seed_provenance, run_records, run_groups,
-  family, declared);
+  family, declared; study: the whole study read in one call);
 - judge: the rows tested over seeds and worded by the family's rule (findings, sequential_findings,
   wording, verdicts); beside it, simulate: the rules simulated (calibration, sequential_calibration);
 - pages: the text and plots of a study (headline, findings_markdown, summary_tables, length_report,
-  comparison_plots, serialize: the JSON and CSV files)."""
+  comparison_plots, serialize: the JSON and CSV files);
+- run.py: the recipe on top (compare.py's one call): read -> judge -> pages, in that order."""

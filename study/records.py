@@ -10,7 +10,9 @@ given: every field is set when the record is made. Mappings inside a record are 
 (a metrics.jsonl line, scores.json), read once into a record. The findings are records too: a
 `ComparisonRow` per configuration and measure (its `SeedDifference`s and study/seed_test.SeedTest),
 in a `FindingsTable` per measure, in the `Findings` report; the wording (study/judge/verdicts.py) gives
-each row a `Reading` per rule and its `RowPower` on a new copy. study/pages/serialize.py writes them all.
+each row a `Reading` per rule and its `RowPower` on a new copy. A row is known by its `RowKey` (table,
+configuration, `Selection`), never by its label, and a withheld verdict keeps its reason (`Withheld`).
+study/pages/serialize.py writes them all.
 Still raw JSON: what tools/ and study/simulate/calibration.py read back from an archived findings JSON
 (the family file is a typed model of its own: study/read/family.py)."""
 
@@ -22,6 +24,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from settings.config import ExperimentConfig
 from study.stats.seed_test import SeedTest
+from study.terms import Measure, Outcome, RowKey, Span, Table, Withheld
 
 JsonObject = Mapping[str, Any]  # a parsed JSON object as a run's file holds it, before it is a record
 
@@ -128,9 +131,9 @@ class RunRecord:
     steps: Optional[int] = None
     valid_curve: tuple[ValidPoint, ...] = ()
     provenance: Provenance = field(default_factory=Provenance)
-    scores: Mapping[str, Any] = field(
+    scores: Mapping[str, Optional[float | str]] = field(
         default_factory=_empty
-    )  # every registered metric (utils/metrics.py) and its `about` text
+    )  # every registered metric (utils/metrics.py): its value, and its `about` text
     longer_bleu: Optional[float] = None
     by_source_length: tuple[SourceBucket, ...] = ()
     concat: Mapping[int, KScore] = field(default_factory=_empty)
@@ -183,18 +186,20 @@ class Configuration:
     are set by the stages that compare it with the baseline, each on a new copy."""
 
     runs: tuple[RunRecord, ...]
-    label: str
+    label: str  # as the pages name it (told apart from another of the same name)
     encoding: str = ""
     variant: bool = False
     stats: Mapping[str, Stats] = field(default_factory=_empty)  # numeric column -> over the runs
     by_source_length: Optional[tuple[BucketStats, ...]] = None
     teacher_forced: Optional[TeacherForcedStats] = None
-    degradation_runs: tuple[Optional[Mapping[str, float]], ...] = ()  # per run (study/read/degradation.py)
-    degradation: Optional[Mapping[str, Stats]] = None
+    # per run (study/read/degradation.py): each span's degradation and its NLL alone (degradation.ALONE)
+    degradation_runs: tuple[Optional[Mapping[Span | str, float]], ...] = ()
+    degradation: Optional[Mapping[Span, Stats]] = None
     is_baseline: bool = False
     seeds_above: Optional[tuple[int, int]] = None
     p_value: Optional[float] = None
     concat: Mapping[int, ConcatStats] = field(default_factory=_empty)
+    name: str = ""  # its runs' name without their seeds (study/read/run_records.config_label): configs/<name>.yaml
 
     @property
     def n(self) -> int:
@@ -231,8 +236,9 @@ class Reading:
     p_holm: Optional[float] = None
     p_equivalence: Optional[float] = None
     p_equivalence_holm: Optional[float] = None
-    outcome: Optional[str] = None
+    outcome: Optional[Outcome] = None
     finding: Optional[str] = None
+    withheld: Optional[Withheld] = None  # why its verdict is withheld (None: it is not, or a look is still open)
 
 
 @dataclass(frozen=True)
@@ -274,8 +280,7 @@ class ComparisonRow:
     over the seeds both ran; `reading` (the family's rule), `exploratory` (the current rule's, beside an
     older rule's), `declared` and `power` are set by the wording (study/judge/verdicts.py) on new copies."""
 
-    config: str
-    compared_on: str
+    key: RowKey
     seeds: tuple = ()
     num_sentences: int = 0
     mean_difference: Optional[float] = None
@@ -296,6 +301,15 @@ class ComparisonRow:
     )
 
     @property
+    def config(self) -> str:
+        return self.key.config
+
+    @property
+    def compared_on(self) -> str:
+        """Its label, for the pages and the findings JSON."""
+        return self.key.label
+
+    @property
     def p_value(self) -> Optional[float]:
         """The seed-level test's p against no difference (None: not tested, or one seed)."""
         return self.seed_test.p_value if self.seed_test is not None else None
@@ -309,7 +323,7 @@ class ComparisonRow:
         return self.reading.finding if self.reading is not None else self.untested
 
     @property
-    def outcome(self) -> Optional[str]:
+    def outcome(self) -> Optional[Outcome]:
         return self.reading.outcome if self.reading is not None else None
 
     @property
@@ -322,9 +336,9 @@ class FindingsTable:
     """One findings table (a measure); `family_rows` (its declared rows) and `alpha` (Holm's first
     step, the α of its detectable effects) set by the wording."""
 
-    name: str
+    name: Table
     title: str
-    metric: str
+    metric: Measure
     rows: tuple[ComparisonRow, ...]
     family_rows: Optional[int] = None
     alpha: Optional[float] = None
@@ -371,7 +385,7 @@ class Findings:
     tables, in the order <prefix>_findings.json lists them (study/serialize.findings_json)."""
 
     baseline: str
-    metric: str
+    metric: Measure
     alpha: float
     test: str
     correction: str
@@ -393,3 +407,7 @@ class Findings:
     rule: str
     tables: tuple[FindingsTable, ...]
     sequential: Optional[LookPlan] = None  # a sequential family's plan and where it stands
+
+    def row(self, key: RowKey) -> Optional[ComparisonRow]:
+        """The row of `key` (None: no such row)."""
+        return next((r for t in self.tables for r in t.rows if r.key == key), None)

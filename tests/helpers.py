@@ -383,19 +383,17 @@ def config_error(path: Path, overrides: list[str]) -> str:
     return str(info.value)
 
 
-def finding_row(
-    diffs: list[float], v_shared: float = 0.0005, v_int: float = 0.01, config: str = "a", compared_on: str = "test set"
-):
-    """A findings row (study/records.ComparisonRow) of per-seed differences `diffs`, its seed-level
-    test from the test set's shared and per-seed noise, as the bootstrap would have split them."""
+def finding_row(diffs: list[float], v_shared: float = 0.0005, v_int: float = 0.01, config: str = "a"):
+    """A findings row (study/records.ComparisonRow) of the test table of per-seed differences `diffs`,
+    its seed-level test from the test set's shared and per-seed noise, as the bootstrap would have split them."""
     from study.records import ComparisonRow, SeedDifference
     from study.stats.seed_test import seed_test
+    from study.terms import RowKey, WholeTestSet
 
     n = len(diffs)
     test = seed_test(diffs, v_shared + v_int / n, [v_shared + v_int] * n)
     return ComparisonRow(
-        config=config,
-        compared_on=compared_on,
+        key=RowKey("test", config, WholeTestSet()),
         seeds=tuple(range(n)),
         num_sentences=100,
         mean_difference=float(sum(diffs) / n),

@@ -8,8 +8,8 @@ count); an entry script imports only `commands`; no module anywhere in the proje
 benchmarks and tools included) imports an entry script: other code calls the command's function in
 commands/<name>.py; and no two modules import each other, however indirectly (function-level
 imports count): within a package too, the modules form layers. study/ names its layers, one package
-each (docs/DESIGN.md, "The study's layers"): stats <- records <- read <- judge, simulate <- pages,
-and only its read layer opens a file, reads a stored output or runs git."""
+each (docs/DESIGN.md, "The study's layers"): stats <- records <- read <- judge, simulate <- pages <- run
+(the recipe), and only its read layer opens a file, reads a stored output or runs git."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tools.code_measures import LAYERS, import_circles, literals, module_imports
-from tools.study_measures import back_edges, file_access
+from tools.study_measures import back_edges, file_access, raw_aliases, raw_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("train", "test", "inference", "visualize", "compare", "sweep", "average", "export")
@@ -269,22 +269,24 @@ STUDY_MAY_IMPORT = {
     "judge": {"stats", "records", "read", "judge"},
     "simulate": {"stats", "records", "read", "simulate"},
     "pages": {"stats", "records", "read", "judge", "pages"},
+    "run": {"stats", "records", "read", "judge", "pages"},  # study/run.py: read -> judge -> pages, in one call
 }
 STUDY_READS = "read"  # the one layer that opens a file, reads a stored output or runs git
+STUDY_RAW = {"study/pages/serialize.py"}  # beside the read layer, the one module that may hold raw JSON: it writes it
 STUDY_WRITES = {
     "study/pages/comparison_plots.py"
 }  # the pages' one writer: the plots' PNGs (compare.py writes the text)
 
 
 def study_layer(module: str) -> str:
-    """The layer of a study module: its package under study/ (a module at the root but records.py: its
-    own name, in no layer), records for the package's own __init__ and records.py."""
-    return "records" if module in ("study", "study.records") else module.split(".")[1]
+    """The layer of a study module: its package under study/ (a module at the root but records.py and
+    terms.py: its own name, in no layer), records for the package's own __init__, records.py and terms.py."""
+    return "records" if module in ("study", "study.records", "study.terms") else module.split(".")[1]
 
 
 def study_layer_violations(root: Path) -> list[str]:
     """'a imports b (layer -> layer)' for each import of a study module against STUDY_MAY_IMPORT, and each
-    module outside the layers (a flat module at study/'s root other than records.py)."""
+    module outside the layers (a flat module at study/'s root other than records.py and terms.py)."""
     graph = module_imports(root, ("study",))
     wrong = [f"{m} is in no layer" for m in sorted(graph) if study_layer(m) not in STUDY_MAY_IMPORT]
     for a in sorted(graph):
@@ -307,6 +309,19 @@ def study_file_access(root: Path) -> list[str]:
     return found
 
 
+def study_raw_json(root: Path) -> list[str]:
+    """'file:line what' of each annotation in study/ typed as raw JSON (`Mapping[str, Any]`, or an alias
+    of it such as records.JsonObject) outside the read layer and STUDY_RAW: past the read, data are records."""
+    trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in sorted((root / "study").rglob("*.py"))}
+    aliases = set().union(*map(raw_aliases, trees.values()))
+    found = []
+    for path, tree in trees.items():
+        relative = path.relative_to(root).as_posix()
+        if path.parent.name != STUDY_READS and relative not in STUDY_RAW:
+            found += [f"{relative}:{line} {what}" for line, what in raw_json(tree, aliases)]
+    return found
+
+
 def test_study_imports_its_layers_in_order() -> None:
     """Issue 76: study/ was 28 flat modules whose imports ran against their stated order (5 back-edges);
     its layers are packages now, each importing only those below it, and inside judge/ the rows are
@@ -318,6 +333,7 @@ def test_study_imports_its_layers_in_order() -> None:
 
 def test_only_the_read_layer_of_study_touches_files_and_git() -> None:
     assert study_file_access(ROOT) == []
+    assert study_raw_json(ROOT) == []  # nor holds raw JSON (but the serializer, which writes it)
 
 
 @pytest.mark.parametrize(
@@ -362,3 +378,29 @@ def test_the_study_file_checker_fails_on_a_read_outside_the_read_layer(
     (tmp_path / "study" / "read").mkdir(parents=True, exist_ok=True)
     (tmp_path / "study" / "read" / "ok.py").write_text("def f(p):\n    return open(p).read()\n", encoding="utf-8")
     assert len(study_file_access(tmp_path)) == 1  # the read layer reads
+
+
+@pytest.mark.parametrize(
+    "module, source",
+    [
+        ("study/judge/m.py", "from typing import Any, Mapping\n\n\ndef f(row: Mapping[str, Any]) -> None: ...\n"),
+        ("study/pages/m.py", "import typing\n\n\ndef f() -> typing.Optional[list[dict[str, typing.Any]]]: ...\n"),
+        (
+            "study/records.py",
+            "from dataclasses import dataclass\n\n\n@dataclass\nclass R:\n    x: 'Mapping[str, Any]'\n",
+        ),
+        ("study/simulate/m.py", "from study.records import JsonObject\n\nrows: list[JsonObject] = []\n"),  # an alias
+    ],
+)
+def test_the_study_raw_json_checker_fails_on_a_mapping_of_any_outside_the_read_layer(
+    tmp_path: Path, module: str, source: str
+) -> None:
+    (tmp_path / "study" / "read").mkdir(parents=True)
+    (tmp_path / "study" / "read" / "ok.py").write_text(  # the read layer reads raw JSON into records
+        "from typing import Any, Mapping\n\nJsonObject = Mapping[str, Any]\n\n\ndef f(x: JsonObject) -> None: ...\n",
+        encoding="utf-8",
+    )
+    assert study_raw_json(tmp_path) == []
+    (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / module).write_text(source, encoding="utf-8")
+    assert len(study_raw_json(tmp_path)) == 1

@@ -27,12 +27,17 @@ say what still holds.
   a tuple key of, a row label (an attribute or str key in LABEL_FIELDS);
 - measure literals, table literals: str constants exactly equal to one of MEASURES or TABLES outside
   their owner (docstrings and f-string text are prose); a table name is not counted where it is a
-  path component (`/`), a key read (`x["test"]`, `.get("concat")`: a file's key) or compared
-  with the `.name` of a path, folder or file;
+  path component (`/`), a key read (`x["test"]`, `.get("concat")`: a file's key), compared
+  with the `.name` of a path, folder or file or given to a name like one (`test_dir = "test"`),
+  nor in WRITERS (the serializer) where it is a key of a dict display or an item of a list display
+  (the JSON's keys, the CSV's columns);
 - outcome comparisons: ==, !=, in, not in with an OUTCOMES string (or a tuple/list/set of them)
   as an operand, outside OUTCOME_OWNERS;
 - design branches: an if/elif, conditional expression, while or comprehension condition whose test
   names DESIGN_NAMES (an attribute or a variable), outside DESIGN_OWNERS;
+- raw JSON data: an annotation (field, variable, argument, return) typed `Mapping[str, Any]` (dict,
+  Dict, MutableMapping; at any depth) or a study/ alias of it (`JsonObject`), outside the read layer
+  and RAW_OWNERS (the serializer);
 - string-keyed reads (code_measures' `x["k"]` and `.get("k")`), in KEYED_MODULES and all study/;
 - optional fields: the fields of the dataclasses of RECORD_MODULES annotated `Optional[...]` or
   `X | None`, of all their fields;
@@ -64,17 +69,19 @@ from tools.code_measures import (  # noqa: E402
     module_imports,
 )
 
-STAGES = ("statistics", "records", "read", "test", "word", "simulate", "pages")
+STAGES = ("statistics", "records", "read", "test", "word", "simulate", "pages", "recipe")
 STAGE_OF = {  # study/'s layers (docs/DESIGN.md, "The study's layers"); judge/ in two: tested, then worded
     "study": "records",  # the package's own __init__
     "study.stats": "statistics",
     "study.records": "records",
+    "study.terms": "records",  # the measures, tables and outcomes, beside the records
     "study.read": "read",
     "study.judge": "word",
     "study.judge.findings": "test",
     "study.judge.sequential_findings": "test",
     "study.simulate": "simulate",
     "study.pages": "pages",
+    "study.run": "recipe",  # read -> judge -> pages, in one call (compare.py's)
 }
 READ_STAGES = {"read"}
 FILE_METHODS = {"read_text", "read_bytes", "open", "glob", "rglob", "iterdir", "exists", "is_file", "is_dir", "stat"}
@@ -87,8 +94,8 @@ PARSE_METHODS |= {"removeprefix", "removesuffix", "find", "index"}
 TEXT_NAMES = {"label", "labels", "finding", "text", "sentence", "verdict", "compared_on", "reason", "cell", "title"}
 LABEL_FIELDS = {"compared_on"}
 LABEL_JOINS = {"find_row"}
-MEASURES, MEASURE_OWNERS = {"NLL", "sacreBLEU"}, ("utils.metrics",)
-TABLES, TABLE_OWNERS = {"degradation", "test", "concat", "buckets", "teacher_forced"}, ()
+MEASURES, MEASURE_OWNERS = {"NLL", "sacreBLEU"}, ("utils.metrics", "study.terms")  # the measure table: terms.Measure
+TABLES, TABLE_OWNERS = {"degradation", "test", "concat", "buckets", "teacher_forced"}, ("study.terms",)  # terms.Table
 OUTCOMES = {"direction", "both", "equivalent", "withheld", "inconclusive", "descriptive", "not tested"}
 OUTCOME_OWNERS = ("study.judge.wording",)
 DESIGN_NAMES = {"sequential", "look", "looks", "plan"}
@@ -98,8 +105,10 @@ DESIGN_OWNERS = (
     "study.judge.sequential_findings",
     "study.simulate.sequential_calibration",
 )
+WRITERS = ("study.pages.serialize",)  # the one serializer: its dict keys and lists spell the files' keys
 KEYED_MODULES = ("study.read.family", "study.stats.sequential_family", "study.judge.verdicts")  # family, verdicts
 RECORD_MODULES = ("study.records",)
+RAW_OWNERS = ("study.pages.serialize",)  # beside the read layer, the one place that may hold raw JSON (it writes it)
 COMPARE, SWEEP_MODULES = "commands.compare", ("commands.sweep", "commands.sweep_plan", "commands.sweep_job")
 
 
@@ -158,6 +167,59 @@ def file_access(tree: ast.Module) -> list[tuple[int, str]]:
     return found
 
 
+RAW_MAPPINGS = {"Mapping", "MutableMapping", "dict", "Dict"}  # X[str, Any]: raw JSON, not yet a record
+
+
+def is_raw(node: ast.AST, aliases: set[str] = frozenset()) -> bool:
+    """Whether a type expression holds `Mapping[str, Any]` (or dict, Dict, MutableMapping; `typing.`
+    spelled or not; at any depth: `Optional[list[Mapping[str, Any]]]`, or as its quoted text) or a name
+    in `aliases`."""
+    if is_str(node):
+        try:
+            return is_raw(ast.parse(node.value, mode="eval").body, aliases)
+        except SyntaxError:
+            return False
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in aliases:
+            return True
+        if isinstance(n, ast.Subscript) and dotted(n.value).rsplit(".", 1)[-1] in RAW_MAPPINGS:
+            args = n.slice.elts if isinstance(n.slice, ast.Tuple) else []
+            if len(args) == 2 and dotted(args[0]) == "str" and dotted(args[1]).rsplit(".", 1)[-1] == "Any":
+                return True
+    return False
+
+
+def raw_aliases(tree: ast.Module) -> set[str]:
+    """The names a module's top level binds to a raw mapping type (`JsonObject = Mapping[str, Any]`)."""
+    return {
+        t.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and is_raw(node.value)
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name)
+    }
+
+
+def raw_json(tree: ast.Module, aliases: set[str] = frozenset()) -> list[tuple[int, str]]:
+    """(line, 'what name') of each annotation (a field, a variable, an argument, a return) typed as raw
+    JSON: `Mapping[str, Any]` or an alias of it (`aliases`: study/'s, `raw_aliases`) at any depth."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and is_raw(node.annotation, aliases):
+            found.append((node.lineno, f"annotation {ast.unparse(node.target)}"))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            arguments += [a for a in (node.args.vararg, node.args.kwarg) if a is not None]
+            found += [
+                (a.lineno, f"argument {node.name}({a.arg})")
+                for a in arguments
+                if a.annotation and is_raw(a.annotation, aliases)
+            ]
+            if node.returns is not None and is_raw(node.returns, aliases):
+                found.append((node.lineno, f"return of {node.name}"))
+    return sorted(found)
+
+
 def text_named(node: ast.AST) -> bool:
     """Whether an expression is named like rendered text: `x.label`, `finding`, `h["compared_on"]`, ..."""
     if isinstance(node, ast.Subscript) and is_str(node.slice):
@@ -212,9 +274,17 @@ def label_joins(tree: ast.Module) -> list[tuple[int, str]]:
     return sorted(found.items())
 
 
-def file_keys(tree: ast.Module) -> set[int]:
+def path_named(node: ast.AST) -> bool:
+    """Whether an expression is named like a path, folder or file (`run.path.name`, `test_dir`)."""
+    name = dotted(node).lower() if isinstance(node, (ast.Name, ast.Attribute)) else ""
+    return any(word in name for word in ("path", "dir", "folder", "file"))
+
+
+def file_keys(tree: ast.Module, written: bool = False) -> set[int]:
     """The ids of str constants that name a file's part: a path component (`/`), a key read
-    (`x["k"]`, `.get("k")`), a name compared with a path's, folder's or file's `.name`."""
+    (`x["k"]`, `.get("k")`), a name compared with a path's, folder's or file's `.name` or given to a
+    name like one (`folder, settings = variant or ("test", {})`); with `written` (the serializer: it
+    spells the files' keys), also the keys of a dict display and the items of a list display."""
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
@@ -225,9 +295,18 @@ def file_keys(tree: ast.Module) -> set[int]:
             found.update(id(a) for a in node.args[:1])
         elif isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
-            named = [dotted(o) for o in operands if isinstance(o, ast.Attribute) and o.attr == "name"]
-            if any(word in n.lower() for n in named for word in ("path", "dir", "folder", "file")):
+            if any(isinstance(o, ast.Attribute) and o.attr == "name" and path_named(o) for o in operands):
                 found.update(id(o) for o in operands)
+        elif isinstance(node, ast.Assign):  # `test_dir = "test"`, `folder, x = variant or ("test", {})`
+            values = node.value.values if isinstance(node.value, ast.BoolOp) else [node.value]
+            for target, value in ((t, v) for t in node.targets for v in values):
+                tuples = isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+                pairs = zip(target.elts, value.elts) if tuples else [(target, value)]
+                found.update(id(v) for n, v in pairs if path_named(n))
+        elif written and isinstance(node, ast.Dict):
+            found.update(id(k) for k in node.keys if k is not None)
+        elif written and isinstance(node, ast.List):
+            found.update(id(e) for e in node.elts)
     return found
 
 
@@ -306,6 +385,12 @@ def figure(places: dict[str, list[tuple[int, str]]], files: dict[str, Path], roo
     return {"count": len(where), "modules": len(kept), "where": where}
 
 
+def graph_figures(graph: dict) -> dict:
+    """The import graph's size: modules, arrows, floors and circles."""
+    edges = sum(len(v) for v in graph.values())
+    return {"modules": len(graph), "edges": edges, "floors": floors(graph), "circles": len(import_circles(graph))}
+
+
 def measure_study(root: Path) -> dict:
     """Every figure of the module docstring, of the checkout at `root`."""
     files = module_files(root, ("study", "commands"))
@@ -320,7 +405,9 @@ def measure_study(root: Path) -> dict:
     reader = outside(tuple(m for m in study if stage(m) in READ_STAGES))
     access = {m: file_access(trees[m]) for m in study}
     optional = {m: optional_fields(trees[m]) for m in study if not outside(RECORD_MODULES)(m)}
+    aliases = set().union(*(raw_aliases(trees[m]) for m in study))
     imports, edges = count(study_imports, [COMPARE]), back_edges(graph)
+    tables = {m: literals(trees[m], TABLES, file_keys(trees[m], m in WRITERS)) for m in judged}
     figures = {
         "stage back-edges": {"count": len(edges), "modules": len({e.split(" ")[0] for e in edges}), "where": edges},
         "file, stored-output or git reads outside the read layer": figure(
@@ -334,9 +421,12 @@ def measure_study(root: Path) -> dict:
         '"NLL" and "sacreBLEU" literals outside the measure table': count(
             lambda t: literals(t, MEASURES), keep=outside(MEASURE_OWNERS)
         ),
-        "findings-table name literals": count(lambda t: literals(t, TABLES, file_keys(t)), keep=outside(TABLE_OWNERS)),
+        "findings-table name literals": figure(tables, files, root, outside(TABLE_OWNERS)),
         "outcome strings compared outside wording": count(outcome_comparisons, keep=outside(OUTCOME_OWNERS)),
         "design branches outside the design": count(design_branches, keep=outside(DESIGN_OWNERS)),
+        "Mapping[str, Any] data outside the read layer and the serializer": figure(
+            {m: raw_json(trees[m], aliases) for m in study}, files, root, lambda m: reader(m) and outside(RAW_OWNERS)(m)
+        ),
         "string-keyed reads in the family and verdict code": count(keyed_reads, KEYED_MODULES),
         "string-keyed reads in study/": count(keyed_reads, study),
         "Optional fields of the records": {
@@ -353,12 +443,7 @@ def measure_study(root: Path) -> dict:
     return {
         "root": str(root),
         "commit": commit_of(root),
-        "graph": {
-            "modules": len(graph),
-            "edges": sum(len(v) for v in graph.values()),
-            "floors": floors(graph),
-            "circles": len(import_circles(graph)),
-        },
+        "graph": graph_figures(graph),
         "unstaged": sorted(m for m in study if stage(m) is None),
         "figures": figures,
     }

@@ -18,21 +18,24 @@ interval (study/judge/wording.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from study.read.degradation import selections
-from study.read.run_outputs import Outputs, source_lengths, training_length
+from study.read.run_outputs import StudyOutputs, training_length
 from study.read.run_stats import joined_range, joined_training_k
 from study.records import ComparisonRow, Configuration, FindingsTable, RunRecord, SeedDifference
 from study.stats.seed_test import seed_test
 from study.stats.significance import paired_bootstrap_ratio, paired_bootstrap_seeds
+from study.terms import Joined, LengthBucket, NllBeyond, RowKey, Selection, Table, WholeTestSet
 
 # One rule for every row: tested only when at least this many units (sentences, test pairs or inputs)
 # carry its measure; fewer and resampling says little (one: every resample is that unit)
 MIN_SENTENCES = 10
 Pair = tuple[RunRecord, RunRecord]  # a run and the baseline's run of the same seed
+UNKEYED = RowKey("", "", WholeTestSet())  # a row's key until its table and configuration set it (`_keyed`)
 
 
 def _row(seeds: list, n_units: int, combined, per_seed: list, lower_is_better: bool = False) -> ComparisonRow:
@@ -41,12 +44,12 @@ def _row(seeds: list, n_units: int, combined, per_seed: list, lower_is_better: b
     test set's noise into the part every seed shares and the part more seeds average out)."""
     test = seed_test(combined.per_seed, combined.variance, [r.variance for r in per_seed])
     per_seed = tuple(SeedDifference(s, d, r.p_value) for s, d, r in zip(seeds, combined.per_seed, per_seed))
-    return ComparisonRow("", "", tuple(seeds), n_units, combined.difference, per_seed, test, lower_is_better)
+    return ComparisonRow(UNKEYED, tuple(seeds), n_units, combined.difference, per_seed, test, lower_is_better)
 
 
 def _untested(seeds: list, n_units: int, lower_is_better: bool = False) -> ComparisonRow:
     untested = f"not tested (fewer than {MIN_SENTENCES} units carry it)"
-    return ComparisonRow("", "", tuple(seeds), n_units, lower_is_better=lower_is_better, untested=untested)
+    return ComparisonRow(UNKEYED, tuple(seeds), n_units, lower_is_better=lower_is_better, untested=untested)
 
 
 def compare_ratio(
@@ -62,7 +65,7 @@ def compare_ratio(
     return _row(seeds, n, combined, per_seed, lower_is_better=True)
 
 
-def compare_nll(pairs: list[Pair], outputs: Outputs, n_samples: int, seed: int) -> Optional[ComparisonRow]:
+def compare_nll(pairs: list[Pair], outputs: StudyOutputs, n_samples: int, seed: int) -> Optional[ComparisonRow]:
     """The teacher-forced NLL beyond the training length, pooled over every k; the statistic the
     token-weighted mean NLL. The unit resampled is the test pair (carrying every input that holds
     it) where every run has test.py's per-pair sums, else (runs tested before them) an input of any
@@ -92,7 +95,7 @@ def compare_nll(pairs: list[Pair], outputs: Outputs, n_samples: int, seed: int) 
 
 
 def compare_degradation(
-    pairs: list[Pair], outputs: Outputs, keep, n_samples: int, seed: int
+    pairs: list[Pair], outputs: StudyOutputs, keep, n_samples: int, seed: int
 ) -> Optional[ComparisonRow]:
     """The degradation of one selection (study/read/degradation.py), system vs baseline per seed; the
     unit resampled is the test pair; every run counts the same (pair, k) cells: those all of them
@@ -130,7 +133,7 @@ def _first_by_seed(runs: Iterable[RunRecord]) -> Mapping[Any, RunRecord]:
 
 def compare_pair(
     pairs: list[Pair],
-    outputs: Outputs,
+    outputs: StudyOutputs,
     k: int,
     n_samples: int,
     seed: int,
@@ -147,8 +150,8 @@ def compare_pair(
             )
         subset = None
         if bucket is not None:
-            lengths = source_lengths(run)
-            if lengths != source_lengths(base) or lengths is None or len(lengths) != len(refs):
+            lengths = outputs.lengths(run)
+            if lengths != outputs.lengths(base) or lengths is None or len(lengths) != len(refs):
                 continue  # no (or differing) per-sentence lengths: this bucket is not tested for the pair
             lo, hi = bucket
             subset = np.array([n >= lo and (hi is None or n <= hi) for n in lengths])
@@ -169,8 +172,9 @@ def compare_pair(
     return _row(seeds, n, combined, per_seed)
 
 
-def _table(name: str, title: str, rows: list[ComparisonRow], metric: str = "sacreBLEU") -> FindingsTable:
-    return FindingsTable(name, title, metric, tuple(rows))
+def _table(name: Table, title: str, rows: Callable[[Table], list[ComparisonRow]]) -> FindingsTable:
+    """The table `name` of the rows `rows(name)` (each keyed by its table), in its measure."""
+    return FindingsTable(name, title, name.measure, tuple(rows(name)))
 
 
 DEGRADATION_TITLE = (
@@ -186,11 +190,12 @@ NLL_BEYOND_TITLE = (
 
 @dataclass(frozen=True)
 class Comparison:
-    """What every row of one findings report is compared in: the runs' outputs (read once), the run
-    folders trained from a commit that declared the family (study/read/declared.py; None without a family
-    file: nothing to prove) and the bootstrap's samples and seed."""
+    """What every row of one findings report is compared in: the runs' outputs (read before, once:
+    study/read/run_outputs.read_outputs), the run folders trained from a commit that declared the family
+    (study/read/declared.py; None without a family file: nothing to prove) and the bootstrap's samples
+    and seed."""
 
-    outputs: Outputs
+    outputs: StudyOutputs
     proven: Optional[frozenset[str]]
     n_samples: int
     seed: int
@@ -211,56 +216,47 @@ def findings_tables(
     def same_length(r: RunRecord) -> bool:  # "beyond" is then the same tokens of the same inputs
         return training_length(r) is not None and training_length(r) == lengths.get(r.seed)
 
-    def rows(comparisons: list[tuple[str, int, Optional[tuple]]]) -> list[ComparisonRow]:
-        return bleu_rows(others, baseline, context, comparisons)
+    def rows(comparisons: list[tuple[Selection, int, Optional[tuple]]]) -> Callable[[str], list[ComparisonRow]]:
+        return partial(bleu_rows, others, baseline, context, comparisons)
 
-    degradation = degradation_rows(others, baseline, context, same_length)
     tables = [
-        _table("degradation", DEGRADATION_TITLE, degradation, "NLL"),
-        _table("test", "test set", rows([("test set", 1, None)])),
+        _table(Table.DEGRADATION, DEGRADATION_TITLE, partial(degradation_rows, others, baseline, context, same_length)),
+        _table(Table.TEST, "test set", rows([(WholeTestSet(), 1, None)])),
     ]
     if ks:
-        tables.append(_table("concat", "inputs of k test pairs joined", rows([(f"k={k}", k, None) for k in ks])))
+        tables.append(_table(Table.CONCAT, "inputs of k test pairs joined", rows([(Joined(k), k, None) for k in ks])))
     if buckets:
         tables.append(
             _table(
-                "buckets",
+                Table.BUCKETS,
                 "test set by source length (subword tokens)",
-                rows([(f"{b.bucket} tokens", 1, (b.min_len, b.max_len)) for b in buckets]),
+                rows([(LengthBucket(b.bucket), 1, (b.min_len, b.max_len)) for b in buckets]),
             )
         )
-    nll_rows = nll_beyond_rows(others, baseline, context, same_length)
-    tables.append(_table("teacher_forced", NLL_BEYOND_TITLE, nll_rows, "NLL"))
+    nll_rows = partial(nll_beyond_rows, others, baseline, context, same_length)
+    tables.append(_table(Table.TEACHER_FORCED, NLL_BEYOND_TITLE, nll_rows))
     return [t for t in tables if t.rows]
 
 
-def _labelled(
+def _keyed(
+    key: RowKey,
     group: Configuration,
-    compared_on: str,
     result: ComparisonRow,
     pairs: Sequence[Pair],
     k: Optional[int],
     context: Comparison,
     joined: int = 1,
 ) -> ComparisonRow:
-    """A row: which configuration, on what, where k sits against its joined-pair training range, and
-    whether every run of it was trained from a commit that declared the study's family
+    """A row: its key (table, configuration, on what), where k sits against its joined-pair training
+    range, and whether every run of it was trained from a commit that declared the study's family
     (`Comparison.proven`)."""
     return replace(
         result,
-        config=group.label,
+        key=key,
         encoding=group.encoding,
-        compared_on=compared_on,
         joined_range=joined_range(joined, k),
         from_declaring_commit=context.from_declaring_commit(pairs),
     )
-
-
-def _selection_k(label: str, joined: int) -> Optional[int]:
-    """The k a degradation selection speaks for: its own, one beyond the joined range, or None (pooled)."""
-    if label.startswith("k="):
-        return int(label[2:])
-    return joined + 1 if label.startswith("beyond joined") else None
 
 
 def _joined(group: Configuration, baseline: Configuration) -> int:
@@ -268,21 +264,21 @@ def _joined(group: Configuration, baseline: Configuration) -> int:
 
 
 def bleu_rows(
-    others: Sequence[Configuration], baseline: Configuration, context: Comparison, comparisons: list
+    others: Sequence[Configuration], baseline: Configuration, context: Comparison, comparisons: list, table: str
 ) -> list[ComparisonRow]:
-    """Each configuration against the baseline on each (label, k, source-length bucket) comparison."""
+    """Each configuration against the baseline on each (selection, k, source-length bucket) comparison."""
     out, outputs = [], context.outputs
     for g in others:
-        for label, k, bucket in comparisons:
+        for on, k, bucket in comparisons:
             pairs = _pairs(g, baseline, lambda r, k=k: outputs.get(r, k) is not None)
             result = compare_pair(pairs, outputs, k, context.n_samples, context.seed, bucket) if pairs else None
             if result is not None:
-                out.append(_labelled(g, label, result, pairs, k, context, _joined(g, baseline)))
+                out.append(_keyed(RowKey(table, g.label, on), g, result, pairs, k, context, _joined(g, baseline)))
     return out
 
 
 def degradation_rows(
-    others: Sequence[Configuration], baseline: Configuration, context: Comparison, same_length
+    others: Sequence[Configuration], baseline: Configuration, context: Comparison, same_length, table: str
 ) -> list[ComparisonRow]:
     """Each configuration's degradation against the baseline's, per selection of (pair, k) cells."""
     rows, outputs = [], context.outputs
@@ -291,17 +287,16 @@ def degradation_rows(
         if not pairs:
             continue
         joined = _joined(g, baseline)
-        for label, keep, needs_length in selections(outputs.pairs(pairs[0][0]), joined_k=joined):
+        for span, keep, needs_length in selections(outputs.pairs(pairs[0][0]), joined_k=joined):
             chosen = [(r, b) for r, b in pairs if not needs_length or same_length(r)]
             result = compare_degradation(chosen, outputs, keep, context.n_samples, context.seed) if chosen else None
             if result is not None:
-                k = _selection_k(label, joined)
-                rows.append(_labelled(g, f"degradation, {label}", result, chosen, k, context, joined))
+                rows.append(_keyed(RowKey(table, g.label, span), g, result, chosen, span.at_k, context, joined))
     return rows
 
 
 def nll_beyond_rows(
-    others: Sequence[Configuration], baseline: Configuration, context: Comparison, same_length
+    others: Sequence[Configuration], baseline: Configuration, context: Comparison, same_length, table: str
 ) -> list[ComparisonRow]:
     """The encoding itself, whatever the search does: the references' NLL beyond training, all k."""
     rows, outputs = [], context.outputs
@@ -309,5 +304,5 @@ def nll_beyond_rows(
         pairs = _pairs(g, baseline, lambda r: outputs.beyond(r) is not None and same_length(r))
         result = compare_nll(pairs, outputs, context.n_samples, context.seed) if pairs else None
         if result is not None:
-            rows.append(_labelled(g, "teacher-forced NLL beyond training, all k", result, pairs, None, context))
+            rows.append(_keyed(RowKey(table, g.label, NllBeyond()), g, result, pairs, None, context))
     return rows

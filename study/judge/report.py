@@ -12,13 +12,13 @@ from typing import Optional, Sequence
 from study.judge.findings import Comparison, findings_tables
 from study.judge.sequential_findings import read_looks, restricted
 from study.judge.verdicts import word_tables
-from study.read.declared import declaring_runs
-from study.read.family import NO_FAMILY, Family
-from study.read.run_outputs import Outputs
-from study.records import ComparisonRow, Configuration, Findings, FindingsTable, Interim, LookPlan, RuleText, frozen_map
+from study.read.family import Family
+from study.read.study import Study
+from study.records import Configuration, Findings, FindingsTable, Interim, LookPlan, RuleText, frozen_map
 from study.stats.rules import CURRENT, RULES
 from study.stats.seed_test import ALPHA, MODEL
 from study.stats.significance import DEFAULT_SEED
+from study.terms import Joined, Measure, RowKey, Table, WholeTestSet
 
 RULE = (
     "Finding, by the rule the family names: 'ahead'/'behind' only for a comparison declared in the study's "
@@ -37,17 +37,11 @@ EQUIVALENCE_TEST = (
 )
 
 
-def compute_findings(
-    groups: Sequence[Configuration],
-    baseline: Configuration,
-    n_samples: int = 10000,
-    seed: int = DEFAULT_SEED,
-    family: Optional[Family] = None,
-) -> Findings:
-    """Every configuration against `baseline` (compare.py's groups), as tables of findings."""
-    family = family or NO_FAMILY
-    # a declared row needs its runs' proof (study/read/declared.py)
-    context = Comparison(Outputs(), declaring_runs(groups, family.path), n_samples, seed)
+def compute_findings(study: Study, n_samples: int = 10000, seed: int = DEFAULT_SEED) -> Findings:
+    """Every configuration of `study` against its baseline, as tables of findings (from what
+    study/read/study.py read: the runs' outputs and the declaring commits' proof)."""
+    family, groups, baseline = study.family, study.groups, study.baseline
+    context = Comparison(study.outputs, study.proven, n_samples, seed)
     configs = [g.label for g in groups if g.label != baseline.label]
 
     def build(seeds: Optional[Sequence]) -> list[FindingsTable]:  # the tables of the runs of `seeds` (None: all)
@@ -73,7 +67,7 @@ def findings_report(
     """The findings report: the method's settings beside the tables."""
     return Findings(
         baseline=baseline,
-        metric="sacreBLEU",
+        metric=Measure.SACREBLEU,
         alpha=ALPHA,
         test=MODEL,
         correction="holm, over the declared headline family only",
@@ -101,21 +95,15 @@ def findings_report(
     )
 
 
-def find_row(findings: Findings, table: str, config: str, compared_on: str) -> Optional[ComparisonRow]:
-    for t in findings.tables:
-        if t.name == table:
-            return next((r for r in t.rows if r.config == config and r.compared_on == compared_on), None)
-    return None
-
-
 def add_significance(
     groups: Sequence[Configuration], baseline: Configuration, findings: Findings
 ) -> list[Configuration]:
     """Each group with its p vs the baseline on the test set and per k: the findings' p over all
     shared seeds, so that one comparison has one p wherever it is printed (k = 1 is the test set)."""
 
-    def p_of(label: str, k: int) -> Optional[float]:
-        row = find_row(findings, "test", label, "test set") if k == 1 else find_row(findings, "concat", label, f"k={k}")
+    def p_of(config: str, k: int) -> Optional[float]:
+        key = RowKey(Table.TEST, config, WholeTestSet()) if k == 1 else RowKey(Table.CONCAT, config, Joined(k))
+        row = findings.row(key)
         return row.p_value if row else None
 
     return [

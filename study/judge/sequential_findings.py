@@ -24,9 +24,9 @@ from study.stats.rules import CURRENT
 from study.stats.seed_test import ALPHA
 from study.stats.sequential import boundaries
 from study.stats.sequential_family import Decision, LookTests, decide, repeated_interval
+from study.terms import RowKey
 
 Tables = Sequence[FindingsTable]
-Key = tuple[str, str, str]  # (table, config, compared on): a declared comparison, the same at every look
 
 
 def restricted(groups: Sequence[Configuration], seeds: Sequence) -> list[Configuration]:
@@ -35,12 +35,12 @@ def restricted(groups: Sequence[Configuration], seeds: Sequence) -> list[Configu
     return [replace(g, runs=tuple(r for r in g.runs if r.seed in keep)) for g in groups]
 
 
-def _declared(tables: Tables, family: Family) -> Mapping[Key, tuple[FindingsTable, ComparisonRow]]:
-    return {(t.name, r.config, r.compared_on): (t, r) for t in tables for r in t.rows if family.declares(t.name, r)}
+def _declared(tables: Tables, family: Family) -> Mapping[RowKey, tuple[FindingsTable, ComparisonRow]]:
+    return {r.key: (t, r) for t in tables for r in t.rows if family.declares(r.key)}
 
 
 def _reached(
-    tables: Tables, family: Family, seeds: Sequence, keys: Sequence[Key], configs: Optional[list[str]]
+    tables: Tables, family: Family, seeds: Sequence, keys: Sequence[RowKey], configs: Optional[list[str]]
 ) -> bool:
     """Every declared comparison still open (`keys`) has a tested row holding every one of the look's seeds."""
     declared = _declared(tables, family)
@@ -49,7 +49,7 @@ def _reached(
     return bool(keys) and held and tested and not missing_rows(tables, family, configs)
 
 
-def look_tests(tables: Tables, family: Family, keys: Sequence[Key]) -> LookTests:
+def look_tests(tables: Tables, family: Family, keys: Sequence[RowKey]) -> LookTests:
     """The declared rows' unadjusted tests at one look, in `keys`' order, by the current rule (a row
     whose measure has no equivalence margin: equivalence p 1, it can only be decided by a direction)."""
     declared = _declared(tables, family)
@@ -88,7 +88,7 @@ def _look_reading(row: ComparisonRow, decision: Decision, look: int, family: Fam
 
 
 def _at_look(
-    at_looks: Sequence[Tables], key: Key, decision: Decision, taken: int, family: Family, stopped: bool
+    at_looks: Sequence[Tables], key: RowKey, decision: Decision, taken: int, family: Family, stopped: bool
 ) -> ComparisonRow:
     """A declared comparison's row at the look that decided it (open: the last look taken), with its reading."""
     look = decision.look if decision.look is not None else taken - 1
@@ -96,9 +96,9 @@ def _at_look(
     return replace(row, look=_look_reading(row, decision, look, family, stopped))
 
 
-def _with_rows(tables: Tables, rows: Mapping[Key, ComparisonRow]) -> tuple[FindingsTable, ...]:
+def _with_rows(tables: Tables, rows: Mapping[RowKey, ComparisonRow]) -> tuple[FindingsTable, ...]:
     """The tables with each row whose key is in `rows` replaced by it."""
-    return tuple(replace(t, rows=tuple(rows.get((t.name, r.config, r.compared_on), r) for r in t.rows)) for t in tables)
+    return tuple(replace(t, rows=tuple(rows.get(r.key, r) for r in t.rows)) for t in tables)
 
 
 def read_looks(
@@ -108,7 +108,7 @@ def read_looks(
     the findings tables of the runs of `seeds` (None: every run)."""
     plan = family.plan
     everything = tuple(build(None))
-    keys = sorted(_declared(everything, family))
+    keys = sorted(_declared(everything, family), key=lambda k: (k.table, k.config, k.label))  # one fixed order
     at_looks: list[Tables] = []
     tests: list[LookTests] = []  # each reached look's, computed once
     decisions: tuple[Decision, ...] = tuple(Decision() for _ in keys)

@@ -15,16 +15,16 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from study.judge.wording import look_outcome, look_verdict, outcome, verdict
+from study.judge.wording import look_outcome, look_verdict, outcome, verdict, withheld_if
 from study.read.family import Family, missing_rows
 from study.records import ComparisonRow, FindingsTable, Interim, LookPlan, Reading, RowPower
 from study.stats.equivalence import equivalence_power, seeds_for_equivalence
 from study.stats.rules import CURRENT, RULES, Rule
 from study.stats.seed_test import ALPHA, detectable_effect, seeds_needed, shared_variance
 from study.stats.significance import holm
+from study.terms import Measure, Table, Withheld, Withholding
 from utils.run_log import log
 
-NOT_FROM_DECLARING_COMMIT = "descriptive: not every run of it was trained from a commit that declared the family"
 Tables = Sequence[FindingsTable]
 Cell = tuple[int, int]  # (table, row) of a row in its tables
 
@@ -44,15 +44,12 @@ def interim(tables: Tables, family: Family, missing: int = 0, looks: Optional[Lo
     return None if fewest == len(planned) else Interim(fewest, len(planned))
 
 
-METRIC_OF = {"degradation": "NLL", "teacher_forced": "NLL"}  # the other tables are sacreBLEU
+def _absent(missing: list[tuple[str, str]]) -> list[Measure]:
+    """The measure of each declared comparison without a row: p = 1 in each Holm family it belongs to."""
+    return [Table(table).measure for table, _ in missing]
 
 
-def _absent(missing: list[tuple[str, str]]) -> list[str]:
-    """The metric of each declared comparison without a row: p = 1 in each Holm family it belongs to."""
-    return [METRIC_OF.get(table, "sacreBLEU") for table, _ in missing]
-
-
-def _equivalence_size(tables: Tables, family: Family, absent: list[str]) -> int:
+def _equivalence_size(tables: Tables, family: Family, absent: list[Measure]) -> int:
     """The size of the equivalence tests' Holm family: the declared rows (and stand-ins) of a measure
     with a margin."""
     rows = [r for t in tables for r in t.rows if r.declared and family.equivalence.of(t.metric)]
@@ -66,7 +63,7 @@ def _holm(ps: list[Optional[float]]) -> list[Optional[float]]:
     return [a if p is not None else None for p, a in zip(ps, adjusted)]
 
 
-def _readings(tables: Tables, family: Family, rule: Rule, absent: list[str]) -> Mapping[Cell, Reading]:
+def _readings(tables: Tables, family: Family, rule: Rule, absent: list[Measure]) -> Mapping[Cell, Reading]:
     """{(table, row): reading} of every row under `rule`: the decision p and the equivalence p of each
     declared row, each Holm-adjusted over the family (a declared comparison without a row: p = 1)."""
     cells = [(i, j) for i, t in enumerate(tables) for j in range(len(t.rows))]
@@ -92,10 +89,12 @@ def _readings(tables: Tables, family: Family, rule: Rule, absent: list[str]) -> 
     }
 
 
-def _withheld(r: ComparisonRow, family: Family, plan: Optional[Interim]) -> Optional[str]:
+NOT_FROM_DECLARING_COMMIT = Withheld(Withholding.NOT_FROM_DECLARING_COMMIT)
+
+
+def _withheld(r: ComparisonRow, family: Family, plan: Optional[Interim]) -> Optional[Withheld]:
     if plan:
-        held = len(set(family.seeds) & set(r.seeds))
-        return f"interim ({held} of {plan.planned} planned seeds): no verdict"
+        return Withheld(Withholding.INTERIM, len(set(family.seeds) & set(r.seeds)), plan.planned)
     return None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
 
 
@@ -116,7 +115,7 @@ def _word(
             said = outcome(r, reading, margin, r.declared, equivalence, withheld)
             finding = verdict(r, reading, t.metric, margin, r.declared, equivalence, withheld)
         finding = f"{r.joined_range}; {finding}" if r.joined_range else finding
-        worded[i, j] = replace(reading, outcome=said, finding=finding)
+        worded[i, j] = replace(reading, outcome=said, finding=finding, withheld=withheld_if(said, withheld))
     return worded
 
 
@@ -132,7 +131,7 @@ def apply_rule(
     outcome and finding) and, for a declared row of a family under an older rule, the current rule's
     reading (`exploratory`); and the family's size (a declared comparison without a row counts, as
     p = 1: `missing_rows`)."""
-    tables = _rows_with(tables, lambda i, j, r: replace(r, declared=family.declares(tables[i].name, r)))
+    tables = _rows_with(tables, lambda i, j, r: replace(r, declared=family.declares(r.key)))
     missing = missing_rows(tables, family, configs)
     absent, plan, rule = _absent(missing), interim(tables, family, len(missing), looks), RULES[family.rule]
     readings = _word(tables, family, _readings(tables, family, rule, absent), plan)
@@ -156,8 +155,9 @@ def check_entries(tables: Tables, family: Family) -> None:
     from settings.config import ConfigError
 
     for i, h in enumerate(family.headline):
-        labels = sorted({r.compared_on for t in tables if t.name == h.table for r in t.rows})
-        if labels and h.compared_on is not None and h.compared_on not in labels:
+        keys = [r.key for t in tables if t.name == h.table for r in t.rows]
+        if keys and not any(h.names(key) for key in keys):
+            labels = sorted({key.label for key in keys})
             raise ConfigError(
                 f"{family.path}: headline[{i}].compared_on {h.compared_on!r} is no row of the {h.table} table "
                 f"(its rows: {', '.join(map(repr, labels))}); correct it: a declared comparison that matches "
@@ -167,7 +167,7 @@ def check_entries(tables: Tables, family: Family) -> None:
 
 def unmatched(tables: Tables, family: Family) -> list[str]:
     """The headline entries that match no row (a typo, or a measure these runs did not record)."""
-    return [h.as_written() for h in family.headline if not any(h.matches(t.name, r) for t in tables for r in t.rows)]
+    return [h.as_written() for h in family.headline if not any(h.matches(r.key) for t in tables for r in t.rows)]
 
 
 def row_power(

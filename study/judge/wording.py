@@ -15,15 +15,16 @@ import numpy as np
 from study.records import ComparisonRow, Reading
 from study.stats.rules import RULES
 from study.stats.seed_test import ALPHA, ONE_SEED
+from study.terms import Measure, Outcome, Withheld, Withholding
 
 
 def fmt_number(x: Optional[float], metric: str) -> str:
-    """A difference in its metric's digits, signed (NLL to 3 decimals, BLEU to 2); – for none."""
-    return "–" if x is None else f"{x:+.3f}" if metric == "NLL" else f"{x:+.2f}"
+    """A difference in its measure's digits (study/terms.Measure, or its name), signed; – for none."""
+    return "–" if x is None else f"{x:+.{Measure(metric).digits}f}"
 
 
 def unit_of(metric: str) -> str:
-    return "nats" if metric == "NLL" else "BLEU"
+    return Measure(metric).unit
 
 
 def format_p(p: Optional[float]) -> str:
@@ -40,15 +41,34 @@ def seed_signs(diffs: Sequence[float], margin: float) -> tuple[int, int, int]:
     return above, below, len(diffs) - above - below
 
 
-def describe(row: ComparisonRow, metric: str, margin: float) -> str:
-    """A descriptive row: the seeds' signs against the tie margin and the 95% interval; no verdict."""
+def describe(row: ComparisonRow, metric: str, margin: float, interval: str = "95% interval") -> str:
+    """A descriptive row: the seeds' signs against the tie margin and the 95% interval (so named:
+    `interval`); no verdict."""
     above, below, within = seed_signs(row.differences, margin)
     m = fmt_number(margin, metric).lstrip("+")
     signs = f"seeds: {above} above +{m}, {below} below -{m}, {within} within"
     if row.p_value is None:
         return f"{ONE_SEED}; {signs}"
     low, high = row.seed_test.low, row.seed_test.high
-    return f"{signs}; 95% interval {fmt_number(low, metric)} to {fmt_number(high, metric)}"
+    return f"{signs}; {interval} {fmt_number(low, metric)} to {fmt_number(high, metric)}"
+
+
+def withheld_reason(withheld: Withheld) -> str:
+    """Why a verdict is withheld, in a few words (the headline's verdict cell)."""
+    if withheld.why is Withholding.INTERIM:
+        return f"interim ({withheld.held} of {withheld.planned} planned seeds)"
+    return "descriptive: not every run of it was trained from a commit that declared the family"
+
+
+def withheld_words(withheld: Withheld) -> str:
+    """Why a verdict is withheld, as a finding begins."""
+    reason = withheld_reason(withheld)
+    return f"{reason}: no verdict" if withheld.why is Withholding.INTERIM else reason
+
+
+def withheld_if(said: Outcome, withheld: Optional[Withheld]) -> Optional[Withheld]:
+    """The reason a reading keeps: `withheld` where its outcome `said` is 'withheld' for it, else none."""
+    return withheld if said == Outcome.WITHHELD else None
 
 
 def outcome(
@@ -57,31 +77,33 @@ def outcome(
     margin: float,
     declared: bool,
     equivalence: Optional[float] = None,
-    withheld: Optional[str] = None,
-) -> str:
+    withheld: Optional[Withheld] = None,
+) -> Outcome:
     """What the reading's rule lets a row say: 'not tested', 'descriptive' (not declared, or no test),
     'withheld' (declared, but `withheld` says why not), 'direction' (the rule's direction test),
     'equivalent' (the equivalence rows' Holm p < ALPHA, study/stats/equivalence.py), 'both' (a small
     real difference inside the margin), or 'inconclusive' (neither, for a study that declares an
     equivalence margin)."""
     if row.mean_difference is None:
-        return "not tested"
+        return Outcome.NOT_TESTED
     if not declared or row.p_value is None or reading.p_holm is None:
-        return "descriptive"
+        return Outcome.DESCRIPTIVE
     if withheld:
-        return "withheld"
+        return Outcome.WITHHELD
     sign = bool(RULES[reading.rule].direction(np.array(row.differences), reading.p_holm, margin))
     p_eq = reading.p_equivalence_holm
     equal = p_eq is not None and p_eq < ALPHA
     if sign:
-        return "both" if equal else "direction"
-    return "equivalent" if equal else "inconclusive" if equivalence is not None else "descriptive"
+        return Outcome.BOTH if equal else Outcome.DIRECTION
+    if equal:
+        return Outcome.EQUIVALENT
+    return Outcome.INCONCLUSIVE if equivalence is not None else Outcome.DESCRIPTIVE
 
 
 def direction_words(row: ComparisonRow, reading: Reading, metric: str, margin: float) -> str:
     """'ahead'/'behind' (lower is better for NLL) and how far, in the reading's rule's words."""
     up = row.mean_difference > 0
-    way = "ahead" if up != (metric == "NLL") else "behind"
+    way = "ahead" if up != Measure(metric).lower_is_better else "behind"
     if RULES[reading.rule].veto:  # the older rule's words: unanimous beyond the margin, or on average
         above, below, _ = seed_signs(row.differences, margin)
         how = "in every seed" if (above if up else below) == len(row.per_seed) else "on average"
@@ -102,22 +124,22 @@ def verdict(
     margin: float,
     declared: bool,
     equivalence: Optional[float] = None,
-    withheld: Optional[str] = None,
+    withheld: Optional[Withheld] = None,
 ) -> str:
     """The finding of one row under a reading, worded by its `outcome`: the direction with its Holm p;
     'equivalent within ±m' with the equivalence Holm p; both; 'inconclusive' with both p; each
     followed by the descriptive part (the seeds against the tie margin, the 95% interval)."""
     said = outcome(row, reading, margin, declared, equivalence, withheld)
-    if said == "not tested":
-        return row.untested or "not tested"
+    if said == Outcome.NOT_TESTED:
+        return row.untested or said.value
     text = describe(row, metric, margin)
-    if said == "descriptive":
+    if said == Outcome.DESCRIPTIVE:
         return text
-    if said == "withheld":
-        return f"{withheld}; {text}"
+    if said == Outcome.WITHHELD:
+        return f"{withheld_words(withheld)}; {text}"
     within = within_words(equivalence, metric)
     p_eq = format_p(reading.p_equivalence_holm)
-    if said == "inconclusive":
+    if said == Outcome.INCONCLUSIVE:
         why = f"Holm p {format_p(reading.p_holm)}"
         if RULES[reading.rule].veto and reading.p_holm < ALPHA:  # the test passed, the veto did not
             why += ", but a seed lies beyond the tie margin the other way"
@@ -126,24 +148,26 @@ def verdict(
             f"(equivalence Holm p {p_eq}); {text}"
         )
     equal = f"equivalent within {within} (equivalence Holm p {p_eq}, declared)"
-    if said == "equivalent":
+    if said == Outcome.EQUIVALENT:
         return f"{equal}; {text}"
     way = f"{direction_words(row, reading, metric, margin)} (Holm p {format_p(reading.p_holm)}, declared)"
-    if said == "both":
+    if said == Outcome.BOTH:
         return f"{way} and {equal}: a small difference inside the margin; {text}"
     return f"{way}; {text}"
 
 
-def look_outcome(row: ComparisonRow, withheld: Optional[str] = None) -> str:
+def look_outcome(row: ComparisonRow, withheld: Optional[Withheld] = None) -> Outcome:
     """What a sequential family's declared row says at its look (study/records.LookReading): its
     decision ('direction', 'equivalent', 'both'), 'inconclusive' (the last look came without one),
     or 'withheld' (open until a later look, or `withheld` says why not)."""
     look = row.look
     if row.mean_difference is None:
-        return "not tested"
+        return Outcome.NOT_TESTED
     if withheld or not look.decided:
-        return "inconclusive" if look.last and not withheld else "withheld"
-    return "both" if look.direction and look.equivalent else "direction" if look.direction else "equivalent"
+        return Outcome.INCONCLUSIVE if look.last and not withheld else Outcome.WITHHELD
+    if look.direction:
+        return Outcome.BOTH if look.equivalent else Outcome.DIRECTION
+    return Outcome.EQUIVALENT
 
 
 def _g(x: Optional[float]) -> str:
@@ -157,31 +181,32 @@ def look_verdict(
     metric: str,
     margin: float,
     equivalence: Optional[float] = None,
-    withheld: Optional[str] = None,
+    withheld: Optional[Withheld] = None,
 ) -> str:
     """The finding of a sequential family's declared row: its decision and the look that made it
     (the seeds, each p against the boundary it had to pass there), or why there is none yet; then the
     seeds against the tie margin, the naive 95% interval and the repeated one (valid whichever look
     the study stops at)."""
     look = row.look
-    text = describe(row, metric, margin)
-    if row.p_value is not None and look.repeated_low is not None:
+    repeated = row.p_value is not None and look.repeated_low is not None
+    text = describe(row, metric, margin, "naive 95% interval" if repeated else "95% interval")
+    if repeated:
         low, high = fmt_number(look.repeated_low, metric), fmt_number(look.repeated_high, metric)
-        text = f"{text.replace('95% interval', 'naive 95% interval')}; repeated 95% interval {low} to {high}"
+        text = f"{text}; repeated 95% interval {low} to {high}"
     said = look_outcome(row, withheld)
-    if said == "not tested":
-        return row.untested or "not tested"
+    if said == Outcome.NOT_TESTED:
+        return row.untested or said.value
     if withheld:
-        return f"{withheld}; {text}"
+        return f"{withheld_words(withheld)}; {text}"
     if look.look == 0:
         return f"interim ({look.seeds} of the {look.next_seeds} seeds of the first look): no verdict; {text}"
     at = f"look {look.look} of {look.looks}, {look.seeds} seeds"
     direction_p = f"p {_g(reading.p_rule)} against its boundary {_g(look.boundary)}"
     equal_p = f"equivalence p {_g(reading.p_equivalence)} against {_g(look.boundary_equivalence)}"
-    if said == "withheld":
+    if said == Outcome.WITHHELD:
         until = f"no verdict until the look at {look.next_seeds} seeds"
         return f"open after {at} ({direction_p}, {equal_p}): {until}; {text}"
-    if said == "inconclusive":
+    if said == Outcome.INCONCLUSIVE:
         return (
             f"inconclusive: the last look ({at}) came without a decision ({direction_p}, {equal_p}); "
             f"neither a direction nor equivalent within {within_words(equivalence, metric)}; {text}"

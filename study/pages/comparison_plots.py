@@ -8,9 +8,10 @@ and marker per kind, legends outside the data. Input: compare.py's configuration
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Sequence, TypedDict, Union
 
 from study.records import Configuration
+from study.terms import Measure, Span, SpanKind
 from utils.files import atomic_output
 from utils.metrics import HEADLINE
 
@@ -35,7 +36,15 @@ def kind_of(group: Configuration) -> str:
     return "single sentences"
 
 
-Style = Mapping[str, Any]  # matplotlib's keyword arguments of a configuration's line: color, linestyle, marker
+Colour = Union[str, tuple[float, float, float, float]]  # a matplotlib colour: a name ("C0") or RGBA
+
+
+class Style(TypedDict):
+    """A configuration's line in every plot, as matplotlib's keyword arguments."""
+
+    color: Colour
+    linestyle: str
+    marker: str
 
 
 def group_styles(groups: Sequence[Configuration]) -> list[Style]:
@@ -181,7 +190,7 @@ def concat_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
     y = list(range(len(with_k)))[::-1]
     for col, k in enumerate(ks):
         for row, (key, std, title) in enumerate(
-            (("bleu", "bleu_std", "sacreBLEU"), ("ratio", "ratio_std", "length ratio"))
+            (("bleu", "bleu_std", Measure.SACREBLEU), ("ratio", "ratio_std", "length ratio"))
         ):
             concat_panel(axes[row][col], groups, styles, with_k, y, k, key, std)
             axes[row][col].set_title(f"k={k}: {title}", fontsize=8)
@@ -234,18 +243,19 @@ def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style])
     seeds with its 95% interval (Student's t over the seeds), the configurations side by side."""
     from scipy.stats import t
 
-    with_k = [i for i, g in enumerate(groups) if any(label.startswith("k=") for label in g.degradation or {})]
+    with_k = [i for i, g in enumerate(groups) if any(s.kind is SpanKind.AT_K for s in g.degradation or {})]
     if not with_k:
         return None
     fig, axes, panels = kind_panels(groups, with_k, 5.0)
     for ax, kind, members in panels:
         for slot, i in enumerate(members):
             g, style = groups[i], styles[i]
-            ks = sorted(int(label[2:]) for label in g.degradation if label.startswith("k="))
+            ks = sorted(s.k for s in g.degradation if s.kind is SpanKind.AT_K)
             shift = 1 + 0.06 * (slot - (len(members) - 1) / 2) / max(1, len(members))  # side by side on log2 k
             means, halves = [], []
             for k in ks:
-                values = [d[f"k={k}"] for d in g.degradation_runs if d and f"k={k}" in d]
+                at_k = Span(SpanKind.AT_K, k)
+                values = [d[at_k] for d in g.degradation_runs if d and at_k in d]
                 ax.plot(
                     [k * shift] * len(values),
                     values,
@@ -256,7 +266,7 @@ def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style])
                     color=style["color"],
                 )
                 means.append(sum(values) / len(values))
-                sd = g.degradation[f"k={k}"].std
+                sd = g.degradation[at_k].std
                 halves.append(t.ppf(0.975, len(values) - 1) * sd / len(values) ** 0.5 if sd is not None else 0.0)
             ax.errorbar(
                 [k * shift for k in ks],

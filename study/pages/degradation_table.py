@@ -12,6 +12,7 @@ import numpy as np
 from study.read.degradation import ALONE
 from study.read.run_stats import joined_training_k
 from study.records import Configuration, Stats
+from study.terms import ALL_K
 from utils.markdown import table_head, table_row
 
 
@@ -34,11 +35,11 @@ def alone_correlation(groups: Sequence[Configuration]) -> Optional[Correlation]:
     for g in groups:
         if g.variant:
             continue
-        runs = [d for d in g.degradation_runs if d and ALONE in d and "all k" in d]
+        runs = [d for d in g.degradation_runs if d and ALONE in d and ALL_K in d]
         if len(runs) < 2:
             continue
         configs += 1
-        alone, degradation = np.array([d[ALONE] for d in runs]), np.array([d["all k"] for d in runs])
+        alone, degradation = np.array([d[ALONE] for d in runs]), np.array([d[ALL_K] for d in runs])
         xs += list(alone - alone.mean())
         ys += list(degradation - degradation.mean())
     df = len(xs) - configs - 1  # each configuration's mean took one degree of freedom
@@ -93,7 +94,7 @@ def degradation_table(groups: Sequence[Configuration]) -> str:
     have = [g for g in groups if g.degradation]
     if not have:
         return ""
-    labels = list(dict.fromkeys(label for g in have for label in g.degradation))
+    spans = list(dict.fromkeys(span for g in have for span in g.degradation))
 
     def cell(s: Optional[Stats]) -> str:
         if not s or s.mean is None:
@@ -104,9 +105,9 @@ def degradation_table(groups: Sequence[Configuration]) -> str:
         "Degradation: a test pair's teacher-forced NLL inside an input of k joined pairs minus the same tokens' "
         "NLL alone, nats per token (EOS renormalised out; mean ± std over seeds; lower is better):",
         "",
-        *table_head(["config", "seeds", *labels]),
+        *table_head(["config", "seeds", *(span.column for span in spans)]),
     ]
     for g in have:
         n = max(s.n for s in g.degradation.values())
-        lines.append(table_row([g.label, n, *(cell(g.degradation.get(x)) for x in labels)]))
+        lines.append(table_row([g.label, n, *(cell(g.degradation.get(x)) for x in spans)]))
     return "\n".join(lines + [x for s in alone_sentences(groups) for x in ("", s)])

@@ -7,6 +7,7 @@ from study.judge.wording import fmt_number, format_p, unit_of
 from study.pages.headline import look_cell, sentences_markdown
 from study.records import ComparisonRow, Findings, FindingsTable
 from study.stats.sequential import spending_text
+from study.terms import Measure
 from utils.markdown import table_head, table_row
 
 
@@ -40,10 +41,10 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
     metric = t.metric
     unit = unit_of(metric)
     margins = findings.equivalence_margin
-    lower = " (lower is better)" if metric == "NLL" else ""
+    lower = " (lower is better)" if Measure(metric).lower_is_better else ""
     seed_p_title = (
         "sacreBLEU's paired bootstrap p per seed (one tail, model fixed)"
-        if metric == "sacreBLEU"
+        if metric == Measure.SACREBLEU
         else "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)"
     )
     within = f"±{fmt_number(margins[metric], metric).lstrip('+')} {unit}" if metric in margins else "no margin"

@@ -14,9 +14,18 @@ from __future__ import annotations
 
 from typing import Optional
 
-from study.judge.wording import direction_words, fmt_number, format_p, seed_signs, unit_of, within_words
+from study.judge.wording import (
+    direction_words,
+    fmt_number,
+    format_p,
+    seed_signs,
+    unit_of,
+    withheld_reason,
+    within_words,
+)
 from study.records import ComparisonRow, Findings, FindingsTable, LookPlan, Reading
 from study.stats.sequential import spending_text
+from study.terms import Measure, Outcome, Table
 from utils.markdown import table_head, table_row
 
 
@@ -27,17 +36,16 @@ def short_verdict(
     within ±m', both, 'inconclusive', 'interim' or why it is withheld, 'descriptive'."""
     said = reading.outcome if reading is not None else None
     within = f"equivalent within {within_words(equivalence, metric)}"
-    if said in ("direction", "both"):
+    if said in (Outcome.DIRECTION, Outcome.BOTH):
         direction = direction_words(row, reading, metric, margin)
-        return direction if said == "direction" else f"{direction} and {within}"
-    if said == "equivalent":
+        return direction if said == Outcome.DIRECTION else f"{direction} and {within}"
+    if said == Outcome.EQUIVALENT:
         return within
-    if said == "withheld" and row.look is not None and row.from_declaring_commit:  # a sequential plan's
+    if said == Outcome.WITHHELD and row.look is not None and row.from_declaring_commit:  # a sequential plan's
         return "no verdict before the first look" if row.look.look == 0 else f"open until look {row.look.look + 1}"
-    if said == "withheld":  # (its reason is the finding's first words, after a joined-range note)
-        finding = reading.finding.split("; ", 1)[1] if row.joined_range else reading.finding
-        return finding.split(":", 1)[0] if finding.startswith("interim") else finding.split(";", 1)[0]
-    return said or "descriptive"
+    if said == Outcome.WITHHELD:
+        return withheld_reason(reading.withheld)
+    return str(said or Outcome.DESCRIPTIVE)
 
 
 def _interval(r: ComparisonRow, metric: str) -> str:
@@ -75,7 +83,7 @@ def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, explorato
     metric = t.metric
     margin = findings.tie_margin[metric]
     equivalence = findings.equivalence_margin.get(metric)
-    lower = ", lower is better" if metric == "NLL" else ""
+    lower = ", lower is better" if Measure(metric).lower_is_better else ""
     holm = format_p(r.p_holm) if r.declared else "not declared"
     if findings.sequential is not None:
         holm = look_cell(r) if r.look is not None else "not declared"
@@ -105,15 +113,15 @@ def _exploratory_cell(
     holm = f"Holm p {format_p(other.p_holm)}"
     equal = f"equivalence Holm p {format_p(other.p_equivalence_holm)}"
     outcome = other.outcome
-    ps = holm if outcome == "direction" else equal if outcome == "equivalent" else f"{holm}, {equal}"
+    ps = holm if outcome == Outcome.DIRECTION else equal if outcome == Outcome.EQUIVALENT else f"{holm}, {equal}"
     return f"{said} ({ps})"
 
 
 def _family_line(findings: Findings, declared: list) -> str:
     counts = [r.outcome for _, r in declared]
-    said = {k: counts.count(k) for k in ("direction", "equivalent", "both", "inconclusive")}
+    said = {k: counts.count(k) for k in Outcome if k.worded}
     rest = len(counts) - sum(said.values())
-    counted = ", ".join(f"{n} {'directions' if k == 'direction' and n != 1 else k}" for k, n in said.items())
+    counted = ", ".join(f"{n} {'directions' if k == Outcome.DIRECTION and n != 1 else k}" for k, n in said.items())
     withheld = f", {rest} without a verdict (interim or not from the declaring commit)" if rest else ""
     how = "with Holm's correction over the family"
     plan = findings.sequential
@@ -193,7 +201,7 @@ def headline_markdown(findings: Findings) -> str:
         shown = declared
     else:
         lines += [f"No declared family: every comparison against `{findings.baseline}` is descriptive.", ""]
-        shown = [(t, r) for t in tables if t.name == "test" for r in t.rows]
+        shown = [(t, r) for t in tables if t.name == Table.TEST for r in t.rows]
     shown = [(t, r) for t, r in shown if r.mean_difference is not None]
     exploratory = bool(findings.exploratory_rule) and any(r.exploratory for _, r in shown)
     head = ["comparison", "measure", "Δ [95% interval]", "seeds that way", "Holm p", "verdict (declared)"]
@@ -240,7 +248,7 @@ def _power_text(r: ComparisonRow, metric: str, alpha: float, margin: Optional[fl
 
 def _row_sentence(r: ComparisonRow, metric: str, findings: Findings, alpha: float) -> str:
     n = len(r.per_seed)
-    lower = " (lower is better)" if metric == "NLL" else ""
+    lower = " (lower is better)" if Measure(metric).lower_is_better else ""
     margin = findings.equivalence_margin.get(metric)
     sentence = (
         f"- `{r.config}` against `{findings.baseline}`, {r.compared_on}: mean difference "
@@ -261,7 +269,7 @@ def sentences_markdown(findings: Findings) -> str:
     if findings.family:
         shown = [(t, r) for t in tables for r in t.rows if r.declared]
     else:
-        shown = [(t, r) for t in tables if t.name == "test" for r in t.rows]
+        shown = [(t, r) for t in tables if t.name == Table.TEST for r in t.rows]
     return "\n".join(
         _row_sentence(r, t.metric, findings, t.alpha or 0.05) for t, r in shown if r.mean_difference is not None
     )

@@ -26,11 +26,13 @@ from study.records import (
     Interim,
     JsonObject,
     LookPlan,
+    Reading,
     RuleText,
     RunRecord,
     Stats,
     TeacherForcedStats,
 )
+from study.terms import ALL_K, Measure
 
 CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")  # per k, in the CSV
 
@@ -99,7 +101,7 @@ def summary_json(groups: Sequence[Configuration], baseline: Optional[Configurati
         "significance": {
             "test": "seed-level t-test over the seeds both ran, the test set's joint-bootstrap variance "
             "added, two-sided (see *_findings.json)",
-            "metric": "sacreBLEU",
+            "metric": Measure.SACREBLEU,
             "n_samples": n_samples,
         },
         "groups": out,
@@ -108,7 +110,7 @@ def summary_json(groups: Sequence[Configuration], baseline: Optional[Configurati
 
 
 def _degradation(g: Configuration) -> Optional[JsonObject]:
-    return {label: asdict(s) for label, s in g.degradation.items()} if g.degradation is not None else None
+    return {span.column: asdict(s) for span, s in g.degradation.items()} if g.degradation is not None else None
 
 
 def csv_rows(groups: Sequence[Configuration]) -> tuple[list[str], list[JsonObject]]:
@@ -128,7 +130,7 @@ def csv_rows(groups: Sequence[Configuration]) -> tuple[list[str], list[JsonObjec
     for g in groups:
         wins = g.seeds_above
         nll = g.teacher_forced.nll_beyond if g.teacher_forced else Stats(None, None)
-        pooled = (g.degradation or {}).get("all k") or Stats(None, None)
+        pooled = (g.degradation or {}).get(ALL_K) or Stats(None, None)
         rows.append(
             {
                 "label": g.label,
@@ -165,11 +167,19 @@ def _seed_test(row: ComparisonRow) -> Optional[JsonObject]:
     return {k: v for k, v in asdict(row.seed_test).items() if k != "se_seed_veto" or v is not None}
 
 
+WORDED_ONLY = ("withheld",)  # a reading's fields the JSON holds in its finding's words only
+
+
+def _reading(reading: Reading, *left_out: str) -> JsonObject:
+    """A reading as the findings JSON holds it (less `left_out`)."""
+    return {k: v for k, v in asdict(reading).items() if k not in (*WORDED_ONLY, *left_out)}
+
+
 def _row(r: ComparisonRow) -> JsonObject:
     """A findings row as <prefix>_findings.json holds it (see the module's docstring for its key order)."""
     untested = r.untested is not None
     finding = {"finding": r.finding} if untested or r.reading is not None else {}
-    reading = {k: v for k, v in asdict(r.reading).items() if k != "finding"} if r.reading is not None else {}
+    reading = _reading(r.reading, "finding") if r.reading is not None else {}
     equivalence = r.power is not None and r.power.equivalence_power is not None
     power = {k: v for k, v in asdict(r.power).items() if equivalence or "equivalence" not in k} if r.power else {}
     return {
@@ -190,7 +200,7 @@ def _row(r: ComparisonRow) -> JsonObject:
         "declared": r.declared,
         **reading,
         **({} if untested else finding),
-        **({"exploratory": asdict(r.exploratory)} if r.exploratory is not None else {}),
+        **({"exploratory": _reading(r.exploratory)} if r.exploratory is not None else {}),
         **power,
         **({"look": asdict(r.look)} if r.look is not None else {}),
     }

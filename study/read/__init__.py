@@ -4,4 +4,5 @@ tests/test_layers.py holds it). run_stats (a run's folders and statistics over r
 length study's per-pair sums, read and pooled per run), run_outputs (a run's test outputs, read
 once), seed_provenance (what made each seed of a row), run_records (run folders read into records),
 run_groups (records grouped into configurations, with their statistics over seeds), family (the
-declared family file) and declared (the family stood in each run's commit: git)."""
+declared family file), declared (the family stood in each run's commit: git) and study (all of it, read
+in one call: `read_study`)."""

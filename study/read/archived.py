@@ -6,18 +6,23 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
+
+from study.terms import Measure, Table
 
 
 @dataclass(frozen=True)
 class DeclaredRow:
     """A declared sacreBLEU row of an archived findings JSON, as the simulation reads it: its name
-    ("config, compared on"), observed mean, seed SD s_d, shared and per-seed test-set noise."""
+    ("config, compared on"), observed mean, seed SD s_d, shared and per-seed test-set noise, and its
+    table."""
 
     name: str
     mean: float
     seed_sd: float
     v_shared: float
     v_int: float
+    table: str = ""
 
 
 def declared_rows(findings_path: Path) -> tuple[list[DeclaredRow], float]:
@@ -27,7 +32,12 @@ def declared_rows(findings_path: Path) -> tuple[list[DeclaredRow], float]:
     for t in findings["tables"]:
         for r in t["rows"]:
             s = r.get("seed_test")
-            if r.get("declared") and t["metric"] == "sacreBLEU" and s and s.get("v_shared") is not None:
+            if r.get("declared") and t["metric"] == Measure.SACREBLEU and s and s.get("v_shared") is not None:
                 name = f"{r['config']}, {r['compared_on']}"
-                rows.append(DeclaredRow(name, s["mean"], s["seed_sd"], s["v_shared"], s["v_int"]))
-    return rows, findings["tie_margin"]["sacreBLEU"]
+                rows.append(DeclaredRow(name, s["mean"], s["seed_sd"], s["v_shared"], s["v_int"], t["name"]))
+    return rows, findings["tie_margin"][Measure.SACREBLEU]
+
+
+def rows_on_test_set(rows: Sequence[DeclaredRow]) -> list[DeclaredRow]:
+    """The rows compared on the whole test set: those of its table."""
+    return [r for r in rows if r.table == Table.TEST]

@@ -26,7 +26,7 @@ import numpy as np
 from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
 from study.read.run_stats import joined_training_k, retest_hint, stats, test_folder
 from study.records import RunRecord, Stats, frozen_map
-from utils.metrics import bucket_label
+from study.terms import ALL_K, Span, SpanKind
 from utils.stored_files import read_lines
 
 
@@ -132,26 +132,28 @@ def check_pair_rows(rows: np.ndarray, path, run: RunRecord) -> None:
 
 def selections(
     sums: PairSums, buckets: bool = False, joined_k: int = 1
-) -> list[tuple[str, Callable[[int, np.ndarray], np.ndarray], bool]]:
-    """(label, keep, needs the same training length) of every degradation row: pooled over k first
+) -> list[tuple[Span, Callable[[int, np.ndarray], np.ndarray], bool]]:
+    """(span, keep, needs the same training length) of every degradation row: pooled over k first
     (the headline), then, for joined-pair training of up to `joined_k` pairs, pooled over the k
     beyond it, then each k, then by where the pair's target starts (within or beyond the decoder's
     training length; with `buckets`, also per target-position bucket of the start)."""
-    out: list = [("all k", lambda k, s: np.ones(len(s), bool), False)]
+    out: list = [(ALL_K, lambda k, s: np.ones(len(s), bool), False)]
     if joined_k > 1 and any(k > joined_k for k in sums.joined):
-        out.append((f"beyond joined training (k > {joined_k})", lambda k, s: np.full(len(s), k > joined_k), False))
-    out += [(f"k={k}", (lambda kk: lambda k, s: np.full(len(s), k == kk))(k), False) for k in sorted(sums.joined)]
+        beyond = Span(SpanKind.BEYOND_JOINED, joined_k)
+        out.append((beyond, lambda k, s: np.full(len(s), k > joined_k), False))
+    at_k = [Span(SpanKind.AT_K, k) for k in sorted(sums.joined)]
+    out += [(at, (lambda kk: lambda k, s: np.full(len(s), k == kk))(at.k), False) for at in at_k]
     length = sums.training_length
     if length:
         out += [
-            ("start within training", lambda k, s: s < length, True),
-            ("start beyond training", lambda k, s: s >= length, True),
+            (Span(SpanKind.START_WITHIN), lambda k, s: s < length, True),
+            (Span(SpanKind.START_BEYOND), lambda k, s: s >= length, True),
         ]
     edges = sums.position_buckets if buckets else []
     for lo, hi in zip(edges, [*edges[1:], None]):
         out.append(
             (
-                f"start {bucket_label(lo, hi)}",
+                Span(SpanKind.START_BUCKET, start=(lo, hi)),
                 (lambda a, b: lambda k, s: (s >= a) & (s < b if b is not None else True))(lo, hi),
                 False,
             )
@@ -165,30 +167,30 @@ def pooled(units: np.ndarray) -> Optional[float]:
     return float(units[:, 0].sum() / tokens) if tokens > 0 else None
 
 
-ALONE = "NLL alone"  # a run's own k = 1 quality on the same tokens (per run only: not a degradation column)
+ALONE = "NLL alone"  # a run's own k = 1 quality on the same tokens (per run only, beside its spans: no column)
 
 
-def run_degradation(run: RunRecord) -> Optional[Mapping[str, float]]:
+def run_degradation(run: RunRecord) -> Optional[Mapping[Span | str, float]]:
     """A run's pooled degradation per selection (with the start-position buckets and, for joined-pair
     training, beyond its joined range) and its NLL alone (ALONE), None without PAIRS_FILE."""
     sums = read_pair_sums(run)
     if sums is None:
         return None
     out = {}
-    for label, keep, _ in selections(sums, buckets=True, joined_k=joined_training_k(run)):
+    for span, keep, _ in selections(sums, buckets=True, joined_k=joined_training_k(run)):
         value = pooled(sums.units(keep))
         if value is not None:
-            out[label] = value
+            out[span] = value
     if sums.alone_tokens.sum() > 0:
         out[ALONE] = float(sums.alone_nll.sum() / sums.alone_tokens.sum())
     return frozen_map(out)
 
 
-def degradation_stats(per_run: Sequence[Optional[Mapping[str, float]]]) -> Optional[Mapping[str, Stats]]:
+def degradation_stats(per_run: Sequence[Optional[Mapping[Span | str, float]]]) -> Optional[Mapping[Span, Stats]]:
     """Mean, sample std and count over a configuration's runs (`run_degradation` of each) of each
     selection's degradation."""
     have = [d for d in per_run if d]
     if not have:
         return None
-    labels = list(dict.fromkeys(label for d in have for label in d if label != ALONE))
-    return frozen_map((label, stats([d.get(label) for d in have])) for label in labels)
+    spans = list(dict.fromkeys(span for d in have for span in d if span != ALONE))
+    return frozen_map((span, stats([d.get(span) for d in have])) for span in spans)

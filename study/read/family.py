@@ -24,13 +24,14 @@ from pydantic_core import PydanticCustomError
 
 from settings.errors import _raw as written
 from settings.schema import MAX_SEED
-from study.records import ComparisonRow, FindingsTable, frozen_map
+from study.records import FindingsTable, frozen_map
 from study.stats.rules import CURRENT, RULES, UNNAMED
 from study.stats.seed_test import ALPHA
 from study.stats.sequential import SPENDING
 from study.stats.sequential_family import Plan, Spending
+from study.terms import RowKey, Table
 
-TABLES = ("degradation", "test", "concat", "buckets", "teacher_forced")  # study/judge/findings.py's tables
+TABLES = tuple(t.value for t in Table)  # study/judge/findings.py's tables, as a family file names them
 DEVICES = ("cpu", "cuda", "mps")
 PRECISIONS = ("fp32", "bf16", "fp16")
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -95,12 +96,13 @@ class HeadlineEntry(BaseModel):
     compared_on: Label = None  # type: ignore[assignment]  (None when left out; null is no row label, and refused)
     configs: Optional[Annotated[tuple[Label, ...], Listed]] = None
 
-    def matches(self, table: str, row: ComparisonRow) -> bool:
-        return (
-            self.table == table
-            and (self.compared_on is None or self.compared_on == row.compared_on)
-            and (self.configs is None or row.config in self.configs)
-        )
+    def names(self, key: RowKey) -> bool:
+        """Whether the entry names the row of `key` whatever its configuration: its table, and the row
+        the file spells `compared_on` (the one place the file's spelling of a row meets its key)."""
+        return self.table == key.table and (self.compared_on is None or self.compared_on == key.label)
+
+    def matches(self, key: RowKey) -> bool:
+        return self.names(key) and (self.configs is None or key.config in self.configs)
 
     def as_written(self) -> str:
         """The entry as the file gives it (the findings name an entry no row matched so)."""
@@ -196,9 +198,9 @@ class Family(BaseModel):
         family._path = path
         return family
 
-    def declares(self, table: str, row: ComparisonRow) -> bool:
-        """Whether a headline entry declares this row of `table`."""
-        return any(h.matches(table, row) for h in self.headline)
+    def declares(self, key: RowKey) -> bool:
+        """Whether a headline entry declares the row of `key`."""
+        return any(h.matches(key) for h in self.headline)
 
 
 NO_FAMILY = Family.model_construct(headline=(), rule=CURRENT.name)  # no family declared: every row descriptive
@@ -211,13 +213,13 @@ def missing_rows(
     for each configuration it names (or, for an entry naming none, each compared configuration:
     `configs`), with no such row.
     They count in Holm's family as p = 1 and keep a planned study interim."""
-    have = {(t.name, r.config, r.compared_on) for t in tables for r in t.rows}
+    have = [r.key for t in tables for r in t.rows]
     out = []
     for h in family.headline:
         if h.compared_on is None:
             continue
         for config in h.configs or configs or []:  # (no list given: only the configs an entry names)
-            if (h.table, config, h.compared_on) not in have:
+            if not any(h.names(key) and key.config == config for key in have):
                 out.append((h.table, config))
     return out
 

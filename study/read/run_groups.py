@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import Callable, Optional, Sequence
 
 from study.read.degradation import degradation_stats, run_degradation
@@ -38,20 +39,22 @@ def group_runs(rows: Sequence[RunRecord]) -> list[Configuration]:
         tuple(sorted(runs, key=lambda r: (r.seed is None, r.seed if r.seed is not None else 0, r.run)))
         for runs in keyed.values()
     ]
-    labels = [config_label(runs[0].name) for runs in order]
-    counts = Counter(labels)
+    names = [config_label(runs[0].name) for runs in order]
+    counts = Counter(names)
     # two configurations with one name (e.g. different --set): told apart by folder, then by number
-    labels = [f"{x} ({config_label(runs[0].run)})" if counts[x] > 1 else x for x, runs in zip(labels, order)]
+    labels = [f"{x} ({config_label(runs[0].run)})" if counts[x] > 1 else x for x, runs in zip(names, order)]
     labels = [f"{x} #{i + 1}" if labels.count(x) > 1 else x for i, x in enumerate(labels)]
-    return [configuration(runs, label) for runs, label in zip(order, labels)]
+    return [configuration(runs, label, name) for runs, label, name in zip(order, labels, names)]
 
 
-def configuration(runs: tuple[RunRecord, ...], label: str) -> Configuration:
-    """A configuration of `runs` (sorted by seed) and their statistics over seeds."""
+def configuration(runs: tuple[RunRecord, ...], label: str, name: str = "") -> Configuration:
+    """A configuration of `runs` (sorted by seed), named `name` (default: its label), and their
+    statistics over seeds."""
     degradation_runs = tuple(run_degradation(r) for r in runs)  # per run, for the plot and r
     return Configuration(
         runs=runs,
         label=label,
+        name=name or label,
         encoding=runs[0].encoding,
         variant=runs[0].variant,
         stats=frozen_map((key, stats([r.value(key) for r in runs])) for key in numeric_columns()),
@@ -101,7 +104,7 @@ def pick_baseline(groups: Sequence[Configuration], wanted: Optional[str]) -> Con
         for field in ("label", "encoding"):
             match = [g for g in groups if getattr(g, field) == wanted]
             if len(match) > 1:  # an encoding several share (length/sinusoidal, length/sinusoidal_concat)
-                match = [g for g in match if g.label.rsplit("/", 1)[-1] == wanted] or match
+                match = [g for g in match if PurePosixPath(g.name).name == wanted] or match
             if len(match) > 1:  # still several: which one is the user's call, not the first one's
                 raise CompareError(
                     f"--baseline {wanted!r} matches {len(match)} configurations "

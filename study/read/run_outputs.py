@@ -6,49 +6,82 @@ each source's length."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
 from evaluation.teacher_forced import BEYOND_FILE
 from study.read.degradation import PairSums, read_pair_sums
 from study.read.run_stats import retest_hint, test_folder
-from study.records import RunRecord
+from study.records import Configuration, RunRecord, frozen_map
 from study.stats.significance import sentence_stats
 from utils import run_files
 from utils.stored_files import StoredFileError, read_lines
 
+SentenceStats = tuple[np.ndarray, list[str]]  # per-sentence BLEU statistics of the outputs, their references
+NllBeyond = Mapping[tuple[int, int], tuple[float, float]]  # {(k, input): (NLL sum, tokens)} beyond training
 
-class Outputs:
-    """Per-sentence BLEU statistics of a run's test outputs (read once), with their references, its
-    per-input teacher-forced NLL beyond training and its per-pair sums (read once)."""
 
-    def __init__(self) -> None:
-        self._cache: dict[tuple[str, int], Optional[tuple[np.ndarray, list[str]]]] = {}
-        self._beyond: dict[str, Optional[Mapping[tuple[int, int], tuple[float, float]]]] = {}
-        self._pairs: dict[str, Optional[PairSums]] = {}
+@dataclass(frozen=True)
+class RunOutputs:
+    """What the findings compare of one run's test folder, each file read once: per k (1: the test set)
+    the per-sentence BLEU statistics of its outputs with their references, its per-pair sums, its
+    per-input teacher-forced NLL beyond training and each source's length (None: not written)."""
 
-    def beyond(self, run: RunRecord) -> Optional[Mapping[tuple[int, int], tuple[float, float]]]:
-        key = str(test_folder(run))
-        if key not in self._beyond:
-            self._beyond[key] = nll_beyond(run)
-        return self._beyond[key]
+    sentences: Mapping[int, Optional[SentenceStats]]
+    pairs: Optional[PairSums]
+    beyond: Optional[NllBeyond]
+    lengths: Optional[list[int]]
+
+
+@dataclass(frozen=True)
+class StudyOutputs:
+    """The outputs of every run a study's findings pair with the baseline's, read (`read_outputs`)
+    before anything is tested, by test folder: the findings look them up, they never read."""
+
+    runs: Mapping[str, RunOutputs] = field(default_factory=lambda: frozen_map({}))
+
+    def of(self, run: RunRecord) -> RunOutputs:
+        return self.runs[str(test_folder(run))]  # (a run that was not read: a KeyError, never a silent None)
+
+    def get(self, run: RunRecord, k: int) -> Optional[SentenceStats]:
+        """(stats, references) of the test set (k = 1) or of its k-inputs; None when not written."""
+        return self.of(run).sentences[k]
 
     def pairs(self, run: RunRecord) -> Optional[PairSums]:
-        key = str(test_folder(run))
-        if key not in self._pairs:
-            self._pairs[key] = read_pair_sums(run)
-        return self._pairs[key]
+        return self.of(run).pairs
 
-    def get(self, run: RunRecord, k: int) -> Optional[tuple[np.ndarray, list[str]]]:
-        """(stats, references) of the test set (k = 1) or of its k-inputs; None when not written."""
-        key = (str(test_folder(run)), k)
-        if key not in self._cache:
-            folder = test_folder(run) / ("" if k == 1 else f"concat/k{k}")
-            hyps, refs = paired_lines(folder)
-            self._cache[key] = None if hyps is None or refs is None else (sentence_stats(hyps, refs), refs)
-        return self._cache[key]
+    def beyond(self, run: RunRecord) -> Optional[NllBeyond]:
+        return self.of(run).beyond
+
+    def lengths(self, run: RunRecord) -> Optional[list[int]]:
+        return self.of(run).lengths
+
+
+def read_outputs(groups: Sequence[Configuration], baseline: Configuration) -> StudyOutputs:
+    """The outputs of every run the findings may pair (study/judge/findings.py): the baseline's runs
+    with a seed and a current test, and the other configurations' with a current test and a seed the
+    baseline has (none when there is no other configuration); each at the test set and every k some
+    run scored, its source lengths where the baseline's test split the test set by them."""
+    base = [r for r in baseline.runs if r.seed is not None and not r.stale_test]
+    others = [r for g in groups if g.label != baseline.label for r in g.runs]
+    mine = [r for r in others if r.seed in {b.seed for b in base} and not r.stale_test]
+    ks = sorted({1} | {k for g in groups for r in g.runs for k in r.concat})
+    with_lengths = any(r.by_source_length for r in baseline.runs)
+    read: dict[str, RunOutputs] = {}
+    for run in [*base, *mine] if others else []:
+        if str(test_folder(run)) not in read:
+            lengths = source_lengths(run) if with_lengths else None
+            sentences = frozen_map((k, _sentences(run, k)) for k in ks)
+            read[str(test_folder(run))] = RunOutputs(sentences, read_pair_sums(run), nll_beyond(run), lengths)
+    return StudyOutputs(frozen_map(read))
+
+
+def _sentences(run: RunRecord, k: int) -> Optional[SentenceStats]:
+    hyps, refs = paired_lines(test_folder(run) / ("" if k == 1 else f"concat/k{k}"))
+    return None if hyps is None or refs is None else (sentence_stats(hyps, refs), refs)
 
 
 def paired_lines(folder) -> tuple[Optional[list[str]], Optional[list[str]]]:
@@ -87,7 +120,7 @@ def source_lengths(run: RunRecord) -> Optional[list[int]]:
         ) from None
 
 
-def nll_beyond(run: RunRecord) -> Optional[Mapping[tuple[int, int], tuple[float, float]]]:
+def nll_beyond(run: RunRecord) -> Optional[NllBeyond]:
     """A run's teacher-forced NLL beyond its training length per input: {(k, input): (NLL sum,
     tokens)} (test.py's BEYOND_FILE), or None when it was not written."""
     lines = output_lines(test_folder(run) / BEYOND_FILE)

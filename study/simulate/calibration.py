@@ -27,7 +27,7 @@ from typing import Mapping
 
 import numpy as np
 
-from study.read.archived import DeclaredRow
+from study.read.archived import DeclaredRow, rows_on_test_set
 from study.stats.rules import BEYOND_TIE, SEED_VETO, Rule
 from study.stats.seed_test import ALPHA, SeedTest, standard_error, t_quantile
 from utils.markdown import table_head, table_row
@@ -149,7 +149,7 @@ def calibration_markdown(
     """The three calibrations of the current rule (and the older rule beside it) on the declared rows
     of an archived findings JSON and its tie margin (study/read/archived.py: declared_rows; shown as
     `name`), as markdown tables."""
-    test_set = [r for r in rows if r.name.endswith("test set")]
+    test_set = rows_on_test_set(rows)
     lines = [
         f"Simulated: the {len(rows)} declared BLEU rows of `{name}` as archived, "
         f"{STUDIES:,} families per setting, tie margin {tie:g} BLEU (`study/calibration.py`).",

@@ -41,7 +41,7 @@ from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
-from study.read.archived import DeclaredRow
+from study.read.archived import DeclaredRow, rows_on_test_set
 from study.read.family import Family
 from study.simulate.calibration import CALIBRATED, DISTRIBUTIONS, draw
 from study.stats import sequential_family
@@ -164,11 +164,6 @@ def power(
         ([float(np.mean(o.direction[:, i] == np.sign(r.mean))) for i, r in enumerate(rows)], float(np.mean(o.seeds)))
         for o in outcomes
     ]
-
-
-def rows_on_test_set(rows: Sequence[DeclaredRow]) -> list[DeclaredRow]:
-    """The declared sacreBLEU rows of a findings JSON (study/read/archived.py) compared on the test set."""
-    return [r for r in rows if r.name.endswith("test set")]
 
 
 def _shown(path: Path) -> str:

@@ -95,16 +95,30 @@ def test_measure_and_table_literals_outside_prose_and_a_files_keys() -> None:
 METRIC_OF = {"degradation": "NLL", "teacher_forced": "NLL"}
 
 
-def f(t, tables, path, scores, test_dir):
+def f(t, tables, path, scores, test_dir, variant):
     """"NLL", quoted in a docstring."""
     shown = [x for x in tables if x.name == "test"]
     unit = f"NLL{t.suffix}" if t.metric == "sacreBLEU" else "NLL"
 
     folder = test_dir / "concat", scores.get("buckets"), scores["teacher_forced"], path.name == "test"
+    run_dir, table = variant or ("test", "test")  # a folder's name; a table's
+    written = {"concat": t.concat, "x": "buckets"}, ["degradation", "n"]  # a JSON's keys, a CSV's columns
 '''
     tree = ast.parse(source)
     assert sm.literals(tree, sm.MEASURES) == [(2, "NLL"), (2, "NLL"), (8, "sacreBLEU"), (8, "NLL")]
-    assert sm.literals(tree, sm.TABLES, sm.file_keys(tree)) == [(2, "degradation"), (2, "teacher_forced"), (7, "test")]
+    tables = [(2, "degradation"), (2, "teacher_forced"), (7, "test"), (11, "test")]
+    assert sm.literals(tree, sm.TABLES, sm.file_keys(tree)) == [
+        *tables,
+        (12, "concat"),
+        (12, "buckets"),
+        (12, "degradation"),
+    ]
+    # in the serializer (WRITERS) a dict's keys and a list's items are the files' keys: a dict's value is not
+    assert sm.literals(tree, sm.TABLES, sm.file_keys(tree, written=True)) == [
+        (7, "test"),
+        (11, "test"),
+        (12, "buckets"),
+    ]
 
 
 def test_outcome_strings_compared() -> None:
@@ -164,6 +178,35 @@ class NotARecord:
     assert total == 7  # Row's a-e and g, Other's h; not the ClassVar, not a plain class's
 
 
+def test_raw_json_is_an_annotation_of_a_mapping_of_any_or_its_alias() -> None:
+    source = """import typing
+from typing import Any, Mapping
+
+JsonObject = Mapping[str, Any]
+Row = Mapping[str, float]
+
+
+class R:
+    a: Mapping[str, Any]
+    b: Row
+    c: "Optional[dict[str, Any]]"
+
+
+def f(x: JsonObject, *, y: Mapping[str, float], **z: typing.Dict[str, typing.Any]) -> list[JsonObject]:
+    w: int = 0
+"""
+    tree = ast.parse(source)
+    assert sm.raw_aliases(tree) == {"JsonObject"}
+    assert sm.raw_json(tree) == [(9, "annotation a"), (11, "annotation c"), (14, "argument f(z)")]
+    assert sm.raw_json(tree, {"JsonObject"}) == [
+        (9, "annotation a"),
+        (11, "annotation c"),
+        (14, "argument f(x)"),
+        (14, "argument f(z)"),
+        (14, "return of f"),
+    ]
+
+
 def test_study_imports_and_calls() -> None:
     source = """from study.judge.findings import compute_findings, find_row
 import study.records
@@ -196,13 +239,14 @@ def test_main_prints_every_figure_and_writes_the_json(tmp_path: Path, capsys) ->
             "study/pages/tables.py": 'def rows(t):\n    return t["x"], t.get("y") if t.sequential else "NLL"\n',
             "study/records.py": "from dataclasses import dataclass\n\n\n@dataclass\nclass R:\n    a: int | None\n",
             "study/new.py": "",
+            "study/terms.py": 'NLL, TEST = "NLL", "test"\n',  # the owner of the measures and tables
             "commands/__init__.py": "",
             "commands/compare.py": "from study.pages.tables import rows\nfrom study.records import R\n",
         },
     )
     assert sm.main(["--root", str(root), "--json", str(tmp_path / "m.json")]) == 0
     measured = json.loads((tmp_path / "m.json").read_text(encoding="utf-8"))
-    assert measured["graph"] == {"modules": 6, "edges": 1, "floors": 2, "circles": 0}
+    assert measured["graph"] == {"modules": 7, "edges": 1, "floors": 2, "circles": 0}
     assert measured["unstaged"] == ["study.new"]
     counts = {name: (f["count"], f.get("modules")) for name, f in measured["figures"].items()}
     assert counts["stage back-edges"] == (1, 1)
@@ -215,15 +259,16 @@ def test_main_prints_every_figure_and_writes_the_json(tmp_path: Path, capsys) ->
     ]
     assert counts["design branches outside the design"] == (1, 1)
     assert counts['"NLL" and "sacreBLEU" literals outside the measure table'] == (1, 1)
+    assert counts["findings-table name literals"] == (0, 0)
     assert counts["string-keyed reads in study/"] == (2, 1)
     assert (counts["Optional fields of the records"], measured["figures"]["Optional fields of the records"]["of"]) == (
         (1, 1),
         1,
     )
-    assert counts["lines of study/"] == (16, None)
+    assert counts["lines of study/"] == (17, None)
     assert counts["names commands/compare.py imports from study"] == (2, 2)
     table = capsys.readouterr().out.splitlines()
-    assert table[0].startswith("study/ at ") and "6 modules, 1 import arrows, 2 floors, 0 circles" in table[0]
+    assert table[0].startswith("study/ at ") and "7 modules, 1 import arrows, 2 floors, 0 circles" in table[0]
     assert "| stage back-edges | 1 | 1 |" in table
     assert "| Optional fields of the records | 1 of 1 | 1 |" in table
 

@@ -17,6 +17,7 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     from study.judge.report import compute_findings
     from study.pages.findings_markdown import findings_markdown
     from study.read.family import Family
+    from study.read.study import read_compared
     from study.records import Configuration, RunRecord
 
     rng = random.Random(5)
@@ -33,7 +34,7 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     family = Family(
         headline=[{"table": "teacher_forced"}], rule="beyond_tie"
     )  # declared: it may be worded as a direction
-    findings = compute_findings([base, good, same, joined], base, n_samples=2000, family=family)
+    findings = compute_findings(read_compared([base, good, same, joined], base, family), n_samples=2000)
     (table,) = [t for t in findings.tables if t.name == "teacher_forced"]
     rows = {r.config: r for r in table.rows}
     assert "length/alibi_concat" not in rows
@@ -44,7 +45,7 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
     assert rows["length/copy"].p_value == 1.0 and rows["length/copy"].finding.startswith("seeds: 0 above")
     text = findings_markdown(findings)
     assert "Δ NLL (lower is better), mean over seeds" in text and "lower is better for NLL" in text
-    undeclared = compute_findings([base, good], base, n_samples=2000)  # no family: descriptive
+    undeclared = compute_findings(read_compared([base, good], base), n_samples=2000)  # no family: descriptive
     assert not undeclared.tables[-1].rows[0].finding.startswith("ahead")
     # a run that recorded no training length writes only the header: no data, never "ahead"
     from study.read.run_outputs import nll_beyond
@@ -56,11 +57,13 @@ def test_findings_test_the_nll_beyond_training_per_input(tmp_path):
 
 
 def test_a_degradation_selection_speaks_for_its_own_k_or_the_first_beyond_the_joined_range() -> None:
-    from study.judge.findings import _selection_k
+    from study.terms import ALL_K, Span, SpanKind
 
-    assert _selection_k("k=4", joined=2) == 4
-    assert _selection_k("beyond joined training (k > 2)", joined=2) == 3
-    assert _selection_k("all k", joined=2) is None
+    assert Span(SpanKind.AT_K, 4).at_k == 4 and Span(SpanKind.AT_K, 4).label == "degradation, k=4"
+    beyond = Span(SpanKind.BEYOND_JOINED, 2)
+    assert beyond.at_k == 3 and beyond.column == "beyond joined training (k > 2)"
+    assert ALL_K.at_k is None and ALL_K.label == "degradation, all k"
+    assert Span(SpanKind.START_BUCKET, start=(8, None)).column == "start 8+"
 
 
 def test_a_stale_test_is_left_out_of_the_paired_tests(tmp_path):
@@ -71,6 +74,7 @@ def test_a_stale_test_is_left_out_of_the_paired_tests(tmp_path):
 
     from study.judge.report import compute_findings
     from study.read.run_stats import seed_wins
+    from study.read.study import read_compared
     from study.records import Configuration
 
     rng = random.Random(5)
@@ -78,7 +82,8 @@ def test_a_stale_test_is_left_out_of_the_paired_tests(tmp_path):
     runs = [nll_beyond_run(tmp_path, "a", s, 0.3, rng) for s in (1, 2, 3)]
     runs[1] = replace(runs[1], stale_test="test/ scored the checkpoint of step 6, ...")
     good = Configuration(tuple(runs), "length/alibi", "alibi")
-    (table,) = [t for t in compute_findings([base, good], base, n_samples=200).tables if t.name == "teacher_forced"]
+    findings = compute_findings(read_compared([base, good], base), n_samples=200)
+    (table,) = [t for t in findings.tables if t.name == "teacher_forced"]
     (row,) = [r for r in table.rows if r.config == "length/alibi"]
     assert len(row.differences) == 2  # seeds 1 and 3: seed 2's stale test is not compared
     assert seed_wins(good.runs, base.runs, lambda r: 1.0) == (0, 2)

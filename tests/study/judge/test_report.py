@@ -16,29 +16,37 @@ def run(tmp_path: Path, name: str, key: str, seed: int, encoding: str = "rope") 
     return RunRecord(run=str(tmp_path / name), seed=seed, name=name, group_key=key, encoding=encoding, scores=scores)
 
 
-def test_a_row_is_found_by_table_configuration_and_comparison() -> None:
-    from types import SimpleNamespace
+def test_a_row_is_found_by_its_key_table_configuration_and_selection() -> None:
+    from dataclasses import replace
 
-    from study.judge.report import find_row
+    from study.judge.report import findings_report
+    from study.read.family import NO_FAMILY
     from study.records import ComparisonRow, FindingsTable
+    from study.terms import Joined, LengthBucket, RowKey, WholeTestSet
 
-    row = ComparisonRow(config="demo/rope", compared_on="k=4")
+    row = ComparisonRow(RowKey("concat", "demo/rope", Joined(4)))
     tables = (FindingsTable("test", "", "sacreBLEU", ()), FindingsTable("concat", "", "sacreBLEU", (row,)))
-    findings = SimpleNamespace(tables=tables)
-    assert find_row(findings, "concat", "demo/rope", "k=4") is row
-    assert find_row(findings, "test", "demo/rope", "k=4") is None
-    assert find_row(findings, "concat", "demo/learnable", "k=4") is None
-    assert find_row(findings, "buckets", "demo/rope", "k=4") is None
+    findings = findings_report("demo/sinusoidal", NO_FAMILY, 0, (), 10, 1, tables)
+    assert findings.row(RowKey("concat", "demo/rope", Joined(4))) is row and row.compared_on == "k=4"
+    assert findings.row(RowKey("test", "demo/rope", Joined(4))) is None
+    assert findings.row(RowKey("concat", "demo/learnable", Joined(4))) is None
+    assert findings.row(RowKey("concat", "demo/rope", Joined(2))) is None
+    # a bucket named like a k is no k: rows are told apart by their selection, not their label's words
+    assert findings.row(replace(row.key, on=LengthBucket("k=4"))) is None
+    assert findings.row(RowKey("concat", "demo/rope", WholeTestSet())) is None
 
 
 def test_the_findings_p_is_copied_into_new_configurations(tmp_path: Path) -> None:
     groups = group_runs([run(tmp_path, "s", "b", 1, "sinusoidal"), run(tmp_path, "r", "a", 1)])
-    from types import SimpleNamespace
-
+    from study.judge.report import findings_report
+    from study.read.family import NO_FAMILY
     from study.records import ComparisonRow, FindingsTable
     from study.stats.seed_test import SeedTest
+    from study.terms import RowKey, WholeTestSet
 
-    tested = ComparisonRow("r", "test set", seed_test=SeedTest(2, 0.1, 0.1, 0.01, 0.1, 0.25, None, None))
-    findings = SimpleNamespace(tables=(FindingsTable("test", "test set", "sacreBLEU", (tested,)),))
+    test = SeedTest(2, 0.1, 0.1, 0.01, 0.1, 0.25, None, None)
+    tested = ComparisonRow(RowKey("test", "r", WholeTestSet()), seed_test=test)
+    tables = (FindingsTable("test", "test set", "sacreBLEU", (tested,)),)
+    findings = findings_report("s", NO_FAMILY, 0, (), 10, 1, tables)
     base, rope = add_significance(groups, groups[0], findings)
     assert rope.p_value == 0.25 and base.p_value is None and groups[1].p_value is None

@@ -34,6 +34,7 @@ def study(tmp_path):
 def findings_of(groups, looks=(3, 5), **family):
     from study.judge.report import compute_findings
     from study.read.family import Family
+    from study.read.study import read_compared
 
     declared = Family(
         headline=[{"table": "teacher_forced"}],
@@ -43,7 +44,7 @@ def findings_of(groups, looks=(3, 5), **family):
         rule="beyond_tie",
         **family,
     )
-    return compute_findings(groups, groups[0], n_samples=1000, family=declared)
+    return compute_findings(read_compared(groups, groups[0], declared), n_samples=1000)
 
 
 def rows_of(findings):

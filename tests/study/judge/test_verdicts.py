@@ -16,6 +16,7 @@ from study.stats.equivalence import equivalence_power
 from study.stats.rules import CURRENT
 from study.stats.seed_test import ALPHA, detectable_effect
 from study.stats.significance import holm
+from study.terms import ALL_K, RowKey
 from tests.helpers import finding_row
 
 
@@ -87,13 +88,14 @@ def test_each_row_prints_its_power_at_its_family_alpha():
     family = Family(
         headline=[
             {"table": "test", "compared_on": "test set"},
-            {"table": "degradation", "compared_on": "all k", "configs": ["a"]},
+            {"table": "degradation", "compared_on": "degradation, all k", "configs": ["a"]},
         ],
         equivalence={"sacreBLEU": 1.0},
         rule=CURRENT.name,
     )
     test_rows = (_row([0.1, -0.2, 0.3, 0.0, 0.1], 0.01, "a"), _row([1.0, 1.2, 0.8, 1.1, 0.9], 0.01, "b"))
-    nll = replace(_row([0.01, 0.02, 0.0, 0.01, 0.02], 1e-5, "a"), compared_on="all k")
+    nll = _row([0.01, 0.02, 0.0, 0.01, 0.02], 1e-5, "a")
+    nll = replace(nll, key=RowKey("degradation", "a", ALL_K))
     tables = [
         FindingsTable("test", "test set", "sacreBLEU", test_rows),
         FindingsTable("degradation", "degradation", "NLL", (nll,)),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from study.records import Configuration
+from study.terms import ALL_K
 
 
 def test_nll_alone_and_degradation_are_correlated_within_configurations():
@@ -15,7 +16,7 @@ def test_nll_alone_and_degradation_are_correlated_within_configurations():
 
     # two configurations whose means differ a lot; within each, a worse NLL alone goes with less degradation
     def runs(alone, degradation):
-        return [{ALONE: a, "all k": d} for a, d in zip(alone, degradation)]
+        return [{ALONE: a, ALL_K: d} for a, d in zip(alone, degradation)]
 
     def group(alone, degradation, variant=False) -> Configuration:
         return Configuration((), "x", variant=variant, degradation_runs=runs(alone, degradation))

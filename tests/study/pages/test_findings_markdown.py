@@ -18,6 +18,7 @@ from study.records import (
     frozen_map,
 )
 from study.stats.seed_test import SeedTest
+from study.terms import RowKey, WholeTestSet
 
 
 def row(config: str = "rope", declared: bool = True, detectable=0.66, exploratory=None, **given) -> ComparisonRow:
@@ -28,8 +29,7 @@ def row(config: str = "rope", declared: bool = True, detectable=0.66, explorator
     reading = Reading("beyond_tie", None, 0.0008, p_eq, p_eq_holm, "inconclusive", "inconclusive")
     power = RowPower(detectable, 14, power_eq, seeds_eq) if detectable is not None else None
     return ComparisonRow(
-        config=config,
-        compared_on="test set",
+        key=RowKey("test", config, WholeTestSet()),
         seeds=(1, 2),
         num_sentences=2000,
         mean_difference=0.82,

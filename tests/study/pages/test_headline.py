@@ -87,3 +87,22 @@ def test_the_sentences_label_every_p_and_the_power_to_show_equivalence():
     assert "(against no difference, unadjusted; Holm " in sentence and "by the family's rule)" in sentence
     assert "power to show ±1.00 if the true difference were 0: " in sentence
     assert "Exploratory (rule `beyond_tie`): ahead by more than 0.10 BLEU (Holm p" in sentence
+
+
+def test_a_withheld_verdict_is_worded_from_its_reason_not_from_its_finding() -> None:
+    """Issue 76: the headline's cell says why a verdict is withheld from the reason the verdict code
+    stored (study/records.Withheld), never by splitting the worded finding."""
+    from study.pages.headline import short_verdict
+    from study.records import Reading
+    from study.terms import Withheld, Withholding
+
+    row = finding_row(VETOED, config="rope")
+    interim = Reading(
+        "beyond_tie", outcome="withheld", finding="reworded", withheld=Withheld(Withholding.INTERIM, 3, 12)
+    )
+    assert short_verdict(interim, row, "sacreBLEU", 0.1, None) == "interim (3 of 12 planned seeds)"
+    commit = Reading(
+        "beyond_tie", outcome="withheld", finding="x; y", withheld=Withheld(Withholding.NOT_FROM_DECLARING_COMMIT)
+    )
+    said = short_verdict(commit, row, "sacreBLEU", 0.1, None)
+    assert said == "descriptive: not every run of it was trained from a commit that declared the family"

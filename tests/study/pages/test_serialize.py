@@ -9,6 +9,7 @@ import json
 from study.pages.serialize import summary_csv, summary_json
 from study.read.run_stats import numeric_columns
 from study.records import Configuration, RunRecord, Stats, frozen_map
+from study.terms import ALL_K
 
 
 def group(label: str, **extra) -> Configuration:
@@ -24,7 +25,7 @@ def test_the_json_keys_and_their_order() -> None:
     assert list(report["groups"][1]) == [*keys, "by_source_length", "concat", "per_run"]  # no teacher-forced runs
     assert report["groups"][1]["seeds_above"] == [1, 1] and report["groups"][0]["concat"] is None
     assert list(report["groups"][0]["per_run"][0]) == ["run", "seed", *numeric_columns()]
-    degraded = group("rope", degradation=frozen_map({"all k": Stats(0.1, 0.01, 2)}))
+    degraded = group("rope", degradation=frozen_map({ALL_K: Stats(0.1, 0.01, 2)}))
     report = json.loads(summary_json([base, degraded], base, 100))
     assert report["groups"][0]["degradation"] is None
     assert report["groups"][1]["degradation"] == {"all k": {"mean": 0.1, "std": 0.01, "n": 2}}

@@ -10,7 +10,8 @@ import pytest
 from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
 from settings.config import from_raw
 from study.read.degradation import degradation_stats, pooled, read_pair_sums, run_degradation, selections
-from study.records import RunRecord, RunTeacherForced, frozen_map
+from study.records import Configuration, RunRecord, RunTeacherForced, frozen_map
+from study.terms import ALL_K, Span, SpanKind
 
 # k, pair, start, tokens, nll_sum, nll_no_eos_sum, beyond_tokens, beyond_nll_no_eos_sum
 ROWS = [
@@ -34,7 +35,7 @@ def write_run(tmp_path, rows=ROWS, training_length=4):
 
 def test_one_pair_at_one_k_by_hand(tmp_path):
     sums = read_pair_sums(write_run(tmp_path))
-    k2 = dict((label, keep) for label, keep, _ in selections(sums))["k=2"]
+    k2 = dict((span, keep) for span, keep, _ in selections(sums))[Span(SpanKind.AT_K, 2)]
     units = sums.units(k2)
     # pair 0: (NLL joined - NLL alone) / tokens = (5.0 - 3.0) / 2, the EOS-renormalised sums
     assert units[0].tolist() == pytest.approx([2.0, 2.0])
@@ -44,7 +45,7 @@ def test_one_pair_at_one_k_by_hand(tmp_path):
 
 def test_pooled_over_k_the_unit_is_the_pair_and_cut_pairs_are_left_out(tmp_path):
     sums = read_pair_sums(write_run(tmp_path))
-    keep = dict((label, keep) for label, keep, _ in selections(sums))
+    keep = dict((span.column, keep) for span, keep, _ in selections(sums))
     everything = sums.units(keep["all k"])
     # pair 0 at k = 2 and 3: (5.0 - 3.0) + (6.0 - 3.0) over 2 + 2 tokens; pair 1 only at k = 2
     assert np.allclose(everything, [[5.0, 4.0], [4.5, 3.0]])
@@ -52,8 +53,8 @@ def test_pooled_over_k_the_unit_is_the_pair_and_cut_pairs_are_left_out(tmp_path)
     assert np.allclose(sums.units(keep["start beyond training"]), [[0.0, 0.0], [4.5, 3.0]])
     assert np.allclose(sums.units(keep["start within training"]), [[5.0, 4.0], [0.0, 0.0]])
     got = run_degradation(write_run(tmp_path / "b"))
-    assert got["all k"] == pytest.approx(9.5 / 7) and got["start 4-7"] == pytest.approx(1.5)
-    assert "start 8+" not in got  # no pair starts there
+    assert got[ALL_K] == pytest.approx(9.5 / 7) and got[Span(SpanKind.START_BUCKET, start=(4, 8))] == pytest.approx(1.5)
+    assert Span(SpanKind.START_BUCKET, start=(8, None)) not in got  # no pair starts there
 
 
 def test_seeds_are_averaged_and_a_run_without_the_file_is_left_out(tmp_path):
@@ -61,8 +62,8 @@ def test_seeds_are_averaged_and_a_run_without_the_file_is_left_out(tmp_path):
     b = write_run(tmp_path / "b", [r if r[:2] != (2, 0) else (2, 0, 0, 2, 5.2, 7.0, 0, 0.0) for r in ROWS])
     stats = degradation_stats([run_degradation(r) for r in (a, b, RunRecord(run=str(tmp_path / "none"), seed=3))])
     values = [9.5 / 7, 11.5 / 7]  # pair 0 at k = 2 is 2.0 worse in b
-    assert stats["all k"].n == 2 and stats["all k"].mean == pytest.approx(np.mean(values))
-    assert stats["all k"].std == pytest.approx(np.std(values, ddof=1))
+    assert stats[ALL_K].n == 2 and stats[ALL_K].mean == pytest.approx(np.mean(values))
+    assert stats[ALL_K].std == pytest.approx(np.std(values, ddof=1))
 
 
 def test_a_damaged_file_is_named(tmp_path):
@@ -80,7 +81,7 @@ def test_a_comparison_counts_only_the_cells_every_run_scored_whole(tmp_path):
     """A pair cut at the decoder's limit in one run is left out of every run of the comparison, so
     both sides hold the same tokens (here the runs differ only in that cell: no difference)."""
     from study.judge.findings import compare_degradation
-    from study.read.run_outputs import Outputs
+    from study.read.run_outputs import read_outputs
 
     def rows(cut: bool):
         out = []
@@ -90,8 +91,9 @@ def test_a_comparison_counts_only_the_cells_every_run_scored_whole(tmp_path):
         return out
 
     a, b = write_run(tmp_path / "a", rows(cut=True)), write_run(tmp_path / "b", rows(cut=False))
-    keep = dict((label, keep) for label, keep, _ in selections(read_pair_sums(a)))["all k"]
-    got = compare_degradation([(a, b)], Outputs(), keep, 200, 1)
+    keep = dict((span, keep) for span, keep, _ in selections(read_pair_sums(a)))[ALL_K]
+    base = Configuration((b,), "b")
+    got = compare_degradation([(a, b)], read_outputs([base, Configuration((a,), "a")], base), keep, 200, 1)
     assert got.mean_difference == pytest.approx(0.0) and got.num_sentences == 12
     alone = read_pair_sums(b).units(keep)  # by itself, b counts the cell a lost
     assert alone[0, 1] == 6
@@ -146,12 +148,13 @@ def test_joined_pair_training_gets_a_pooled_row_beyond_its_range_and_marks_insid
     from study.read.run_stats import joined_range, joined_training_k
 
     sums = read_pair_sums(write_run(tmp_path))
-    labels = [label for label, _, _ in selections(sums, joined_k=2)]
-    assert labels[:2] == ["all k", "beyond joined training (k > 2)"]  # pooled over k = 3 only
-    keep = dict((label, keep) for label, keep, _ in selections(sums, joined_k=2))
-    assert np.allclose(sums.units(keep["beyond joined training (k > 2)"]), sums.units(keep["k=3"]))
-    assert "beyond joined training (k > 3)" not in [x for x, _, _ in selections(sums, joined_k=3)]  # no k beyond
-    assert all(not x.startswith("beyond joined") for x, _, _ in selections(sums))  # single sentences: none
+    beyond = Span(SpanKind.BEYOND_JOINED, 2)
+    spans = [span for span, _, _ in selections(sums, joined_k=2)]
+    assert spans[:2] == [ALL_K, beyond] and beyond.column == "beyond joined training (k > 2)"  # pooled over k = 3
+    keep = dict((span, keep) for span, keep, _ in selections(sums, joined_k=2))
+    assert np.allclose(sums.units(keep[beyond]), sums.units(keep[Span(SpanKind.AT_K, 3)]))
+    assert all(x.kind is not SpanKind.BEYOND_JOINED for x, _, _ in selections(sums, joined_k=3))  # no k beyond
+    assert all(x.kind is not SpanKind.BEYOND_JOINED for x, _, _ in selections(sums))  # single sentences: none
 
     def trained(**joins) -> RunRecord:
         return RunRecord(run="r", config=from_raw({"data": {"train_concat": joins}}))

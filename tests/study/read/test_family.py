@@ -11,7 +11,7 @@ import pytest
 
 from settings.config import ConfigError
 from study.read.family import Family, load_family
-from study.records import ComparisonRow
+from study.terms import Joined, RowKey, WholeTestSet
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -98,8 +98,8 @@ def test_family_file_errors_are_one_line(tmp_path):
     )
     family = load_family(str(good))
     assert family.baseline == "sinusoidal" and family.tie_margin.given() == {"sacreBLEU": 0.1, "NLL": 0.02}
-    assert family.declares("test", ComparisonRow(config="x", compared_on="test set"))
-    assert not family.declares("test", ComparisonRow(config="x", compared_on="k=2"))
+    assert family.declares(RowKey("test", "x", WholeTestSet()))
+    assert not family.declares(RowKey("concat", "x", Joined(2))) and not family.declares(RowKey("test", "x", Joined(2)))
     assert family.seeds is None and family.equivalence.given() == {}
     plan = tmp_path / "plan.yaml"
     plan.write_text(

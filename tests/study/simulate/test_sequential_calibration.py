@@ -21,14 +21,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from study.read.archived import declared_rows
+from study.read.archived import declared_rows, rows_on_test_set
 from study.read.family import load_family
 from study.simulate.calibration import DISTRIBUTIONS, decide, draw, holm_rows, mc_bound
 from study.simulate.sequential_calibration import (
     edge_rates,
     fixed,
     power,
-    rows_on_test_set,
     run,
     sequential_calibration_markdown,
     without_spending,

@@ -1,0 +1,97 @@
+"""A whole study read in one call (`read_study`): its family file, every run folder's record, the runs
+grouped into configurations with the baseline picked and marked (and their statistics over seeds), the
+runs' outputs the findings compare and the run folders trained from a commit that declared the family
+(git). Nothing after it (study/judge/, study/simulate/, study/pages/) opens a file, reads a stored
+output or runs git: they are given the `Study`."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from study.read.declared import declaring_runs
+from study.read.family import NO_FAMILY, Family, load_family
+from study.read.run_groups import (
+    add_concat_stats,
+    add_seed_wins,
+    baseline_of,
+    check_same_references,
+    group_runs,
+    mark_baseline,
+    pick_baseline,
+)
+from study.read.run_outputs import StudyOutputs, read_outputs
+from study.read.run_records import CompareError, read_runs
+from study.read.seed_provenance import check_mixed
+from study.records import Configuration
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study as read: its family (NO_FAMILY: none declared), its configurations (the baseline marked,
+    each with its seed wins and joined-input statistics), the baseline, the outputs its findings compare
+    (none read without significance tests) and the run folders trained from a commit that declared the
+    family (None: no family file, nothing to prove)."""
+
+    family: Family
+    groups: tuple[Configuration, ...]
+    baseline: Configuration
+    outputs: StudyOutputs
+    proven: Optional[frozenset[str]]
+
+
+def read_study(
+    runs: Sequence[str],
+    family: Optional[str] = None,
+    baseline: Optional[str] = None,
+    mixed: Sequence[str] = (),
+    significance: bool = True,
+) -> Study:
+    """The study of the run folders `runs` (paths or glob patterns) under the family file `family`, as
+    compare.py reads it: with `significance`, also what its findings compare (the references checked
+    the same first). A damaged file, references that differ: a one-line CompareError."""
+    declared = load_family(family)
+    margin = declared.tie_margin.sacreBLEU
+    try:
+        groups = group_runs(read_runs(runs))  # a damaged test output, or per-pair sums: one line naming it
+        check_mixed(groups, list(mixed))
+        base = pick_baseline(groups, baseline or baseline_present(groups, declared.baseline, family))
+        if baseline and declared.baseline and pick_baseline(groups, declared.baseline) is not base:
+            raise CompareError(
+                f"--baseline {baseline} contradicts the family's declared baseline {declared.baseline} ({family}): "
+                f"drop --baseline, or compare without --family"
+            )
+        groups = mark_baseline(groups, base)  # each stage returns new records (study/records.py)
+        groups = add_seed_wins(groups, base, margin)
+        groups = add_concat_stats(groups, base, check_inputs=significance, margin=margin)
+        if not significance:
+            return Study(declared, tuple(groups), baseline_of(groups), StudyOutputs(), None)
+        check_same_references(groups)
+        return read_compared(groups, baseline_of(groups), declared)
+    except ValueError as e:  # references that differ between runs, a damaged per-run file
+        raise CompareError(str(e)) from None
+
+
+def read_compared(groups: Sequence[Configuration], baseline: Configuration, family: Family = NO_FAMILY) -> Study:
+    """The study of configurations already read: what its findings compare, each against `baseline`
+    (the runs' outputs and the declaring commits' proof), read once."""
+    proven = declaring_runs(groups, family.path)  # a declared row needs its runs' proof (study/read/declared.py)
+    return Study(family, tuple(groups), baseline, read_outputs(groups, baseline), proven)
+
+
+def baseline_present(groups: Sequence[Configuration], declared: Optional[str], family: Optional[str]) -> Optional[str]:
+    """The family's declared baseline, or None (the default) while it has no run yet: a study whose
+    planned runs are still missing is interim, and its tables are descriptive until they exist."""
+    if declared is None:
+        return None
+    try:
+        pick_baseline(groups, declared)
+    except CompareError:
+        print(
+            f"note: {family} declares the baseline {declared}, which has no run among these yet: the tables "
+            f"compare with {pick_baseline(groups, None).label} and word no finding (interim)",
+            file=sys.stderr,
+        )
+        return None
+    return declared

@@ -1,0 +1,103 @@
+"""A study judged in one call (compare.py's recipe), at the top of study/'s layers: read (the whole study,
+once: study/read/study.py) -> judge (the findings from what was read, then their p copied into the
+configurations) -> pages (the tables, findings, headline, provenance and plots of `StudyResult`), in
+this order only: the baseline is marked before the seed wins, the findings exist before their p is
+copied, the pages are made of the judged records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+from study.judge.report import add_significance, compute_findings
+from study.pages.comparison_plots import PLOT_SUFFIXES, write_plots
+from study.pages.degradation_table import degradation_table
+from study.pages.findings_markdown import findings_markdown
+from study.pages.headline import headline_markdown
+from study.pages.length_report import concat_tables
+from study.pages.serialize import findings_json, summary_csv, summary_json
+from study.pages.summary_tables import bucket_table, markdown_table, teacher_forced_tables
+from study.read.run_groups import baseline_of
+from study.read.run_records import CompareError
+from study.read.seed_provenance import MIXABLE, provenance_markdown
+from study.read.study import read_study
+from study.records import Configuration, Findings, frozen_map
+
+__all__ = ["MIXABLE", "PLOT_SUFFIXES", "CompareError", "StudyResult", "judge_study"]  # what compare.py asks
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """A judged study: its configurations (the baseline's p copied into the others), its baseline, its
+    findings (None without significance tests) and the bootstrap's samples; its pages on request."""
+
+    groups: tuple[Configuration, ...]
+    baseline: Configuration
+    findings: Optional[Findings]
+    bootstrap_samples: int
+
+    def summary(self) -> str:
+        """summary.md: the degradation table first (the length study's headline measure), the main
+        table, then the tables per length bucket, per k of joined inputs and teacher-forced NLL."""
+        groups, baseline, samples = self.groups, self.baseline, self.bootstrap_samples
+        tables = [
+            degradation_table(groups),
+            markdown_table(groups, baseline, samples),
+            bucket_table(groups),
+            concat_tables(groups, baseline, samples),
+            teacher_forced_tables(groups),
+        ]
+        return "\n\n".join(t for t in tables if t)
+
+    def findings_text(self) -> Optional[str]:
+        return None if self.findings is None else findings_markdown(self.findings)
+
+    def pages(self) -> Mapping[str, str]:
+        """{suffix of the output prefix: its text}: the summary as .md, .json and .csv, the findings and
+        headline files, the seeds' provenance; in this order."""
+        found = self.findings
+        judged = (
+            []
+            if found is None
+            else [
+                ("_findings.md", findings_markdown(found) + "\n"),
+                ("_findings.json", findings_json(found)),
+                ("_headline.md", headline_markdown(found) + "\n"),
+            ]
+        )
+        return frozen_map(
+            [
+                (".md", self.summary() + "\n"),
+                (".json", summary_json(self.groups, self.baseline, self.bootstrap_samples)),
+                (".csv", summary_csv(self.groups)),
+                *judged,
+                ("_provenance.md", provenance_markdown(self.groups) + "\n"),
+            ]
+        )
+
+    def write_plots(self, prefix: Path) -> list[Path]:
+        """The plots under `prefix` (study/pages/comparison_plots.py: each only where it has data)."""
+        return write_plots(self.groups, prefix)
+
+
+def judge_study(
+    runs: Sequence[str],
+    family: Optional[str] = None,
+    baseline: Optional[str] = None,
+    bootstrap_samples: int = 10000,
+    significance: bool = True,
+    mixed: Sequence[str] = (),
+) -> StudyResult:
+    """The study of the run folders `runs` (paths or glob patterns) under the family file `family`,
+    read once, judged (with `significance`: the findings, over `bootstrap_samples` resamples) and
+    ready for its pages. Every expected failure: a one-line CompareError (or the family's ConfigError)."""
+    study = read_study(runs, family, baseline, mixed, significance)
+    groups, findings = list(study.groups), None
+    if significance:
+        try:
+            findings = compute_findings(study, bootstrap_samples)
+            groups = add_significance(groups, study.baseline, findings)
+        except ValueError as e:  # runs scored on different references or teacher-forced test sets
+            raise CompareError(str(e)) from None
+    return StudyResult(tuple(groups), baseline_of(groups), findings, bootstrap_samples)

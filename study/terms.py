@@ -1,0 +1,185 @@
+"""The study's terms as values, each spelled here once: the measures a findings table compares in
+(`Measure`, built on utils/metrics.Metric), the findings tables (`Table`) and what a row's reading
+says (`Outcome`), why a verdict is withheld (`Withheld`) and which row a finding is (`RowKey`: its
+table, configuration and selection, whose label is made only for the pages). Measure, Table and
+Outcome are `StrEnum`s whose value is the text the findings JSON, the pages and the family file
+spell, so a record holds the member and writes the same bytes (json.dumps and an f-string give the
+value); a member equals its text, so a family file's `table: test` matches `Table.TEST`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+from typing import ClassVar, Optional, Union
+
+from utils.metrics import HEADLINE, METRICS, Metric, bucket_label
+
+_BLEU = next(m for m in METRICS if m.name == HEADLINE)  # a study compares in the headline metric
+_NLL = Metric("nll_no_eos", "NLL", 3, -1)  # teacher-forced NLL per token, EOS renormalised out (nats)
+
+
+class Measure(StrEnum):
+    """A measure of the findings tables: its value is its name as shown, the findings JSON's `metric`
+    and the key of each of the family's numbers per measure (tie_margin, effect, equivalence:
+    study/read/family.py), all of which apply to every measure; its Metric gives the digits shown and
+    which way is better."""
+
+    metric: Metric
+    unit: str  # a difference's unit on the pages
+
+    def __new__(cls, metric: Metric, unit: str) -> Measure:
+        member = str.__new__(cls, metric.label)
+        member._value_ = metric.label
+        member.metric, member.unit = metric, unit
+        return member
+
+    SACREBLEU = (_BLEU, "BLEU")
+    NLL = (_NLL, "nats")
+
+    @property
+    def digits(self) -> int:
+        return self.metric.digits
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.metric.direction < 0
+
+
+class Table(StrEnum):
+    """A findings table (study/judge/findings.py builds them, a family file's headline entries name them)."""
+
+    DEGRADATION = "degradation"  # a pair's NLL joined minus alone
+    TEST = "test"  # the test set
+    CONCAT = "concat"  # inputs of k test pairs joined
+    BUCKETS = "buckets"  # the test set by source length
+    TEACHER_FORCED = "teacher_forced"  # the NLL beyond the training length
+
+    @property
+    def measure(self) -> Measure:
+        return Measure.NLL if self in (Table.DEGRADATION, Table.TEACHER_FORCED) else Measure.SACREBLEU
+
+
+class Outcome(StrEnum):
+    """What a rule lets a row say (study/judge/wording.py: `outcome`, `look_outcome`)."""
+
+    DIRECTION = "direction"  # the rule's direction test
+    EQUIVALENT = "equivalent"  # shown equivalent within the margin
+    BOTH = "both"  # a small real difference inside the margin
+    INCONCLUSIVE = "inconclusive"  # neither, with an equivalence margin (or a sequential plan's last look)
+    WITHHELD = "withheld"  # declared, but not worded yet (interim, not from the declaring commit, ...)
+    DESCRIPTIVE = "descriptive"  # not declared, or no test
+    NOT_TESTED = "not tested"  # no difference to test
+
+    @property
+    def worded(self) -> bool:
+        """Whether it is a verdict: a direction, equivalent, both or inconclusive."""
+        return self in (Outcome.DIRECTION, Outcome.EQUIVALENT, Outcome.BOTH, Outcome.INCONCLUSIVE)
+
+
+class Withholding(Enum):
+    """Why a declared row's verdict is withheld (study/judge/verdicts.py decides it; study/judge/wording.py
+    words it)."""
+
+    INTERIM = "interim"  # the study lacks planned seeds
+    NOT_FROM_DECLARING_COMMIT = "not from the declaring commit"  # some run of it was trained before the family
+
+
+@dataclass(frozen=True)
+class Withheld:
+    """The reason a verdict is withheld and what its words need (an interim study: the planned seeds
+    the row holds, of those planned)."""
+
+    why: Withholding
+    held: int = 0
+    planned: int = 0
+
+
+@dataclass(frozen=True)
+class WholeTestSet:
+    """A row on the whole test set (k = 1)."""
+
+    label: ClassVar[str] = "test set"
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A row on the inputs of k joined test pairs."""
+
+    k: int
+
+    @property
+    def label(self) -> str:
+        return f"k={self.k}"
+
+
+@dataclass(frozen=True)
+class LengthBucket:
+    """A row on a source-length bucket of the test set (as scores.json names it)."""
+
+    bucket: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.bucket} tokens"
+
+
+class SpanKind(Enum):
+    """Which (pair, k) cells a degradation selection pools (study/read/degradation.py), its words."""
+
+    ALL_K = "all k"
+    BEYOND_JOINED = "beyond joined training (k > {k})"
+    AT_K = "k={k}"
+    START_WITHIN = "start within training"
+    START_BEYOND = "start beyond training"
+    START_BUCKET = "start {bucket}"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A degradation selection: its kind, the k it names (AT_K: its own; BEYOND_JOINED: the most
+    pairs training joined) and, by start position (START_BUCKET), the positions [lo, hi)."""
+
+    kind: SpanKind
+    k: int = 0
+    start: tuple[int, Optional[int]] = (0, None)
+
+    @property
+    def column(self) -> str:
+        """Its name in the degradation table and the summary JSON."""
+        return self.kind.value.format(k=self.k, bucket=bucket_label(*self.start))
+
+    @property
+    def label(self) -> str:
+        return f"degradation, {self.column}"
+
+    @property
+    def at_k(self) -> Optional[int]:
+        """The k it speaks for: its own, one beyond the joined range, or None (pooled over k)."""
+        return {SpanKind.AT_K: self.k, SpanKind.BEYOND_JOINED: self.k + 1}.get(self.kind)
+
+
+ALL_K = Span(SpanKind.ALL_K)
+
+
+@dataclass(frozen=True)
+class NllBeyond:
+    """A row on the teacher-forced NLL beyond the training length, pooled over k."""
+
+    label: ClassVar[str] = "teacher-forced NLL beyond training, all k"
+
+
+Selection = Union[WholeTestSet, Joined, LengthBucket, Span, NllBeyond]  # what a row is compared on
+
+
+@dataclass(frozen=True)
+class RowKey:
+    """Which findings row: its table, its configuration and its selection; every join of rows is by
+    key, and its label (`compared_on`) is made from it for the pages and the findings JSON only."""
+
+    table: Table
+    config: str
+    on: Selection
+
+    @property
+    def label(self) -> str:
+        return self.on.label
