@@ -93,10 +93,11 @@ class FixedDesign:
         return r.seed_test.low, r.seed_test.high
 
     def headline_p_cell(self, r: ComparisonRow) -> str:
+        """The cell beside a row that says what decides it (the headline's; `table_p_cell`: the findings
+        table's)."""
         return format_p(r.p_holm) if r.declared else "not declared"
 
-    def table_p_cell(self, r: ComparisonRow) -> str:
-        return format_p(r.p_holm) if r.declared else "not declared"
+    table_p_cell = headline_p_cell
 
     def p_column(self, rule: str) -> str:
         return f"p, Holm (declared, rule `{rule}`)"
