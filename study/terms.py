@@ -60,7 +60,7 @@ class Table(StrEnum):
 
 
 class Outcome(StrEnum):
-    """What a rule lets a row say (study/judge/wording.py: `outcome`, `look_outcome`)."""
+    """What a rule lets a row say (study/judge/wording.py: `outcome`; study/judge/design.py: `look_outcome`)."""
 
     DIRECTION = "direction"  # the rule's direction test
     EQUIVALENT = "equivalent"  # shown equivalent within the margin

@@ -100,6 +100,7 @@ OUTCOMES = {"direction", "both", "equivalent", "withheld", "inconclusive", "desc
 OUTCOME_OWNERS = ("study.judge.wording",)
 DESIGN_NAMES = {"sequential", "look", "looks", "plan"}
 DESIGN_OWNERS = (
+    "study.judge.design",  # the design object: fixed or sequential, chosen once
     "study.stats.sequential",
     "study.stats.sequential_family",
     "study.judge.sequential_findings",

@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional, Sequence
 
+from study.judge.design import design_for
 from study.judge.findings import Comparison, findings_tables
-from study.judge.sequential_findings import read_looks, restricted
+from study.judge.sequential_findings import restricted
 from study.judge.verdicts import word_tables
 from study.read.family import Family
 from study.read.study import Study
@@ -48,9 +49,9 @@ def compute_findings(study: Study, n_samples: int = 10000, seed: int = DEFAULT_S
         chosen = list(groups) if seeds is None else restricted(groups, seeds)
         return findings_tables(chosen, next(g for g in chosen if g.label == baseline.label), context)
 
-    tables, looks = read_looks(build, family, configs) if family.plan else (build(None), None)
-    worded, size, missing, plan = word_tables(tables, family, configs, looks)
-    return findings_report(baseline.label, family, size, missing, n_samples, seed, worded, plan, looks)
+    tables, design = design_for(family).read(build, family, configs)
+    worded, size, missing, plan = word_tables(tables, family, configs, design)
+    return findings_report(baseline.label, family, size, missing, n_samples, seed, worded, plan, design.looks)
 
 
 def findings_report(

@@ -15,33 +15,19 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from study.judge.wording import look_outcome, look_verdict, outcome, verdict, withheld_if
+from study.judge.design import FIXED, Design
+from study.judge.wording import withheld_if
 from study.read.family import Family, missing_rows
-from study.records import ComparisonRow, FindingsTable, Interim, LookPlan, Reading, RowPower
+from study.records import ComparisonRow, FindingsTable, Interim, Reading, RowPower
 from study.stats.equivalence import equivalence_power, seeds_for_equivalence
 from study.stats.rules import CURRENT, RULES, Rule
 from study.stats.seed_test import ALPHA, detectable_effect, seeds_needed, shared_variance
 from study.stats.significance import holm
-from study.terms import Measure, Table, Withheld, Withholding
+from study.terms import Measure, Table
 from utils.run_log import log
 
 Tables = Sequence[FindingsTable]
 Cell = tuple[int, int]  # (table, row) of a row in its tables
-
-
-def interim(tables: Tables, family: Family, missing: int = 0, looks: Optional[LookPlan] = None) -> Optional[Interim]:
-    """The plan's seeds when the family plans seeds that some declared comparison does not have yet
-    (the fewest planned seeds any declared row holds; a declared comparison with no row at all, e.g.
-    a configuration not run yet, holds none), else None: the study is complete. A sequential family
-    (`looks`) is complete once it stopped; until then it counts the seeds of its next look."""
-    if not family.seeds or (looks is not None and looks.stopped):
-        return None
-    if looks is not None:  # the next look (1-based), its seeds and the fewest a declared comparison holds
-        return Interim(0 if missing else looks.held, looks.looks[looks.reached], looks.reached + 1)
-    planned = set(family.seeds)
-    held = [len(planned & set(r.seeds)) for t in tables for r in t.rows if r.declared]
-    fewest = 0 if missing else min(held, default=0)
-    return None if fewest == len(planned) else Interim(fewest, len(planned))
 
 
 def _absent(missing: list[tuple[str, str]]) -> list[Measure]:
@@ -63,7 +49,9 @@ def _holm(ps: list[Optional[float]]) -> list[Optional[float]]:
     return [a if p is not None else None for p, a in zip(ps, adjusted)]
 
 
-def _readings(tables: Tables, family: Family, rule: Rule, absent: list[Measure]) -> Mapping[Cell, Reading]:
+def _readings(
+    tables: Tables, family: Family, rule: Rule, absent: list[Measure], design: Design
+) -> Mapping[Cell, Reading]:
     """{(table, row): reading} of every row under `rule`: the decision p and the equivalence p of each
     declared row, each Holm-adjusted over the family (a declared comparison without a row: p = 1)."""
     cells = [(i, j) for i, t in enumerate(tables) for j in range(len(t.rows))]
@@ -81,39 +69,22 @@ def _readings(tables: Tables, family: Family, rule: Rule, absent: list[Measure])
     equivalent = [c for c in declared if family.equivalence.of(tables[c[0]].metric)]
     stand_ins = [None for metric in absent if family.equivalence.of(metric)]
     holm_equivalence = dict(zip(equivalent, _holm([p_equivalence.get(c) for c in equivalent] + stand_ins)))
-    if family.plan:  # a sequential family is decided look by look (study/stats/sequential_family.py), not by Holm's p
-        holm_rule, holm_equivalence = {}, {}
+    holm_rule, holm_equivalence = design.adjusted(holm_rule, holm_equivalence)  # (a sequential design: by look)
     return {
         c: Reading(rule.name, p_rule.get(c), holm_rule.get(c), p_equivalence.get(c), holm_equivalence.get(c))
         for c in cells
     }
 
 
-NOT_FROM_DECLARING_COMMIT = Withheld(Withholding.NOT_FROM_DECLARING_COMMIT)
-
-
-def _withheld(r: ComparisonRow, family: Family, plan: Optional[Interim]) -> Optional[Withheld]:
-    if plan:
-        return Withheld(Withholding.INTERIM, len(set(family.seeds) & set(r.seeds)), plan.planned)
-    return None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
-
-
 def _word(
-    tables: Tables, family: Family, readings: Mapping[Cell, Reading], plan: Optional[Interim]
+    tables: Tables, family: Family, readings: Mapping[Cell, Reading], plan: Optional[Interim], design: Design
 ) -> Mapping[Cell, Reading]:
-    """Each reading with its outcome and finding."""
+    """Each reading with its outcome and finding, worded by the design."""
     worded = {}
     for (i, j), reading in readings.items():
         t, r = tables[i], tables[i].rows[j]
         margin, equivalence = family.tie_margin.of(t.metric), family.equivalence.of(t.metric)
-        if r.look is not None:  # a sequential family's declared row, worded at its look
-            withheld = None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
-            said = look_outcome(r, withheld)
-            finding = look_verdict(r, reading, t.metric, margin, equivalence, withheld)
-        else:
-            withheld = _withheld(r, family, plan)
-            said = outcome(r, reading, margin, r.declared, equivalence, withheld)
-            finding = verdict(r, reading, t.metric, margin, r.declared, equivalence, withheld)
+        withheld, said, finding = design.word(r, reading, t.metric, margin, equivalence, family, plan)
         finding = f"{r.joined_range}; {finding}" if r.joined_range else finding
         worded[i, j] = replace(reading, outcome=said, finding=finding, withheld=withheld_if(said, withheld))
     return worded
@@ -125,7 +96,7 @@ def _rows_with(tables: Tables, change) -> tuple[FindingsTable, ...]:
 
 
 def apply_rule(
-    tables: Tables, family: Family, configs: Optional[list[str]] = None, looks: Optional[LookPlan] = None
+    tables: Tables, family: Family, configs: Optional[list[str]] = None, design: Design = FIXED
 ) -> tuple[tuple[FindingsTable, ...], int]:
     """New tables whose every row has its reading by the family's rule (its p, Holm p, equivalence p,
     outcome and finding) and, for a declared row of a family under an older rule, the current rule's
@@ -133,9 +104,12 @@ def apply_rule(
     p = 1: `missing_rows`)."""
     tables = _rows_with(tables, lambda i, j, r: replace(r, declared=family.declares(r.key)))
     missing = missing_rows(tables, family, configs)
-    absent, plan, rule = _absent(missing), interim(tables, family, len(missing), looks), RULES[family.rule]
-    readings = _word(tables, family, _readings(tables, family, rule, absent), plan)
-    current = _word(tables, family, _readings(tables, family, CURRENT, absent), plan) if rule is not CURRENT else {}
+    absent, plan, rule = _absent(missing), design.interim(tables, family, len(missing)), RULES[family.rule]
+    readings = _word(tables, family, _readings(tables, family, rule, absent, design), plan, design)
+    if rule is not CURRENT:
+        current = _word(tables, family, _readings(tables, family, CURRENT, absent, design), plan, design)
+    else:
+        current = {}
 
     def read(i: int, j: int, r: ComparisonRow) -> ComparisonRow:
         test = r.seed_test
@@ -195,14 +169,14 @@ def row_power(
 
 
 def word_tables(
-    tables: Tables, family: Family, configs: Optional[list[str]] = None, looks: Optional[LookPlan] = None
+    tables: Tables, family: Family, configs: Optional[list[str]] = None, design: Design = FIXED
 ) -> tuple[tuple[FindingsTable, ...], int, list[str], Optional[Interim]]:
     """Every row worded by the rule (Holm over the declared family; a sequential family's declared
-    rows at their looks, `looks`) with its power (at Holm's first step, `alpha` of each table), as new
-    tables; returns (the tables, the family's size, the declared entries no row matched, the interim
-    plan or None)."""
+    rows at their looks: `design`, study/judge/design.py) with its power (at Holm's first step, `alpha`
+    of each table), as new tables; returns (the tables, the family's size, the declared entries no row
+    matched, the interim plan or None)."""
     check_entries(tables, family)
-    tables, size = apply_rule(tables, family, configs, looks)
+    tables, size = apply_rule(tables, family, configs, design)
     unmatched_entries = unmatched(tables, family)
     for entry in unmatched_entries:
         log(f"compare.py: the declared headline comparison {entry} of {family.path} matches no row of these runs")
@@ -225,4 +199,4 @@ def word_tables(
         )
         for t in tables
     )
-    return worded, size, unmatched_entries, interim(worded, family, len(missing), looks)
+    return worded, size, unmatched_entries, design.interim(worded, family, len(missing))

@@ -3,10 +3,10 @@ per measure with its smallest detectable effect, then how the rows were computed
 
 from __future__ import annotations
 
+from study.judge.design import design_of
 from study.judge.wording import fmt_number, format_p, unit_of
-from study.pages.headline import look_cell, sentences_markdown
+from study.pages.headline import sentences_markdown
 from study.records import ComparisonRow, Findings, FindingsTable
-from study.stats.sequential import spending_text
 from study.terms import Measure
 from utils.markdown import table_head, table_row
 
@@ -38,6 +38,7 @@ def detectable_cell(r: ComparisonRow, metric: str) -> str:
 
 def table_markdown(t: FindingsTable, findings: Findings) -> str:
     """One findings table: a row per comparison, then the α its detectable effects are at."""
+    design = design_of(findings)
     metric = t.metric
     unit = unit_of(metric)
     margins = findings.equivalence_margin
@@ -50,9 +51,7 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
     within = f"±{fmt_number(margins[metric], metric).lstrip('+')} {unit}" if metric in margins else "no margin"
     rule = findings.decision_rule.name
     exploratory = findings.exploratory_rule
-    holm = f"p, Holm (declared, rule `{rule}`)"
-    if findings.sequential is not None:  # a sequential family's declared rows are decided at a look
-        holm = f"look (declared, rule `{rule}`, sequential)"
+    holm = design.p_column(rule)
     lines = [
         f"Against `{findings.baseline}`, {t.title}:",
         "",
@@ -75,8 +74,7 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
     for r in t.rows:
         per_seed = ", ".join(f"{s.seed}: {fmt_number(s.difference, metric)}" for s in r.per_seed)
         seed_p = ", ".join(f"{s.seed}: {format_p(s.p_value)}" for s in r.per_seed)
-        holm_p = format_p(r.p_holm) if r.declared else "not declared"
-        holm_p = f"at {look_cell(r)}" if r.look is not None else holm_p
+        holm_p = design.table_p_cell(r)
         other = [r.exploratory.finding if r.exploratory else "–"] if exploratory else []
         cells = [format_p(r.p_value), holm_p, equivalence_cell(r, metric), detectable_cell(r, metric)]
         lines.append(
@@ -109,16 +107,7 @@ def method_markdown(findings: Findings) -> str:
     rule = findings.decision_rule
     exploratory = findings.exploratory_rule
     rules = f" Decision rule `{rule.name}` (the family's): {rule.text}." if findings.family else ""
-    plan = findings.sequential
-    if plan is not None:
-        rules += (
-            f" Sequential plan: looks at {', '.join(map(str, plan.looks))} seeds, the first of the family's "
-            f"declared seeds at each; each comparison's p against its boundary at the look instead of Holm's "
-            f"adjusted p (Holm's procedure as a graph across the comparisons, α spent across the looks by "
-            f"{spending_text(plan.spending, plan.spending_equivalence)}-type Lan–DeMets spending; Maurer & Bretz "
-            "2013), "
-            "a decision final at its look; repeated 95% intervals beside the naive ones (study/sequential_family.py)."
-        )
+    rules += design_of(findings).plan_paragraph()
     if exploratory:
         rules += (
             f" Exploratory finding: rule `{exploratory.name}` ({exploratory.text}), read after these runs "
@@ -139,19 +128,7 @@ def method_markdown(findings: Findings) -> str:
 def findings_markdown(findings: Findings) -> str:
     """The findings as markdown: whether the study is interim, one table per measure, then how the
     rows were computed and worded."""
-    parts = []
-    plan = findings.interim
-    if plan and plan.look is not None:
-        parts.append(
-            f"**Interim: look {plan.look} of the sequential plan not reached ({plan.seeds} of its {plan.planned} "
-            f"seeds)** of the declared family (`{findings.family}`): a declared comparison is worded only at a look."
-        )
-    elif plan:
-        parts.append(
-            f"**Interim: {plan.seeds} of {plan.planned} planned seeds** of the declared family "
-            f"(`{findings.family}`): no comparison is worded as a direction or as equivalent until every "
-            "planned seed is in."
-        )
+    parts = design_of(findings).interim_paragraph(findings.interim, findings.family)
     sentences = sentences_markdown(findings)
     if sentences:
         parts.append(

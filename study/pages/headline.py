@@ -14,26 +14,24 @@ from __future__ import annotations
 
 from typing import Optional
 
-from study.judge.wording import (
-    direction_words,
-    fmt_number,
-    format_p,
-    seed_signs,
-    unit_of,
-    withheld_reason,
-    within_words,
-)
-from study.records import ComparisonRow, Findings, FindingsTable, LookPlan, Reading
-from study.stats.sequential import spending_text
+from study.judge.design import FIXED, Design, design_of
+from study.judge.wording import direction_words, fmt_number, format_p, seed_signs, unit_of, within_words
+from study.records import ComparisonRow, Findings, FindingsTable, Reading
 from study.terms import Measure, Outcome, Table
 from utils.markdown import table_head, table_row
 
 
 def short_verdict(
-    reading: Optional[Reading], row: ComparisonRow, metric: str, margin: float, equivalence: Optional[float]
+    reading: Optional[Reading],
+    row: ComparisonRow,
+    metric: str,
+    margin: float,
+    equivalence: Optional[float],
+    design: Design = FIXED,
 ) -> str:
     """A reading's verdict in a few words: the direction (study/judge/wording.py's words), 'equivalent
-    within ±m', both, 'inconclusive', 'interim' or why it is withheld, 'descriptive'."""
+    within ±m', both, 'inconclusive', 'interim' or why it is withheld (the design's words),
+    'descriptive'."""
     said = reading.outcome if reading is not None else None
     within = f"equivalent within {within_words(equivalence, metric)}"
     if said in (Outcome.DIRECTION, Outcome.BOTH):
@@ -41,33 +39,19 @@ def short_verdict(
         return direction if said == Outcome.DIRECTION else f"{direction} and {within}"
     if said == Outcome.EQUIVALENT:
         return within
-    if said == Outcome.WITHHELD and row.look is not None and row.from_declaring_commit:  # a sequential plan's
-        return "no verdict before the first look" if row.look.look == 0 else f"open until look {row.look.look + 1}"
     if said == Outcome.WITHHELD:
-        return withheld_reason(reading.withheld)
+        return design.withheld_cell(row, reading)
     return str(said or Outcome.DESCRIPTIVE)
 
 
-def _interval(r: ComparisonRow, metric: str) -> str:
-    """Δ [its 95% interval]: a sequential family's row at a look, the repeated one."""
+def _interval(r: ComparisonRow, metric: str, design: Design) -> str:
+    """Δ [the 95% interval the design shows]."""
     t = r.seed_test
     mean = fmt_number(r.mean_difference, metric)
     if t.low is None:
         return mean
-    low, high = (r.look.repeated_low, r.look.repeated_high) if r.look and r.look.look else (t.low, t.high)
+    low, high = design.interval(r)
     return f"{mean} [{fmt_number(low, metric)}, {fmt_number(high, metric)}]"
-
-
-def look_cell(r: ComparisonRow) -> str:
-    """Where a sequential family's declared row stands: the look that decided it and its seeds, the
-    look it is open after, or the first look it waits for."""
-    look = r.look
-    if look.look == 0:
-        return f"before look 1 ({look.seeds} of {look.next_seeds} seeds)"
-    at = f"look {look.look} of {look.looks} ({look.seeds} seeds)"
-    if look.decided:
-        return at
-    return f"{at}, undecided" if look.last else f"open after {at}"
 
 
 def _seeds_that_way(r: ComparisonRow, metric: str, margin: float) -> str:
@@ -80,20 +64,18 @@ def _seeds_that_way(r: ComparisonRow, metric: str, margin: float) -> str:
 
 
 def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, exploratory: bool) -> str:
+    design = design_of(findings)
     metric = t.metric
     margin = findings.tie_margin[metric]
     equivalence = findings.equivalence_margin.get(metric)
     lower = ", lower is better" if Measure(metric).lower_is_better else ""
-    holm = format_p(r.p_holm) if r.declared else "not declared"
-    if findings.sequential is not None:
-        holm = look_cell(r) if r.look is not None else "not declared"
     cells = [
         f"`{r.config}`",
         f"{r.compared_on} ({unit_of(metric)}{lower})",
-        _interval(r, metric),
+        _interval(r, metric, design),
         _seeds_that_way(r, metric, margin),
-        holm,
-        short_verdict(r.reading, r, metric, margin, equivalence),
+        design.headline_p_cell(r),
+        short_verdict(r.reading, r, metric, margin, equivalence, design),
     ]
     if exploratory:
         other = r.exploratory
@@ -101,15 +83,15 @@ def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, explorato
             cells.append("–")
         else:
             same = other.outcome == r.outcome  # a direction's sign is the mean's under both
-            cells.append("same verdict" if same else _exploratory_cell(other, r, metric, margin, equivalence))
+            cells.append("same verdict" if same else _exploratory_cell(other, r, metric, margin, equivalence, design))
     return table_row(cells)
 
 
 def _exploratory_cell(
-    other: Reading, r: ComparisonRow, metric: str, margin: float, equivalence: Optional[float]
+    other: Reading, r: ComparisonRow, metric: str, margin: float, equivalence: Optional[float], design: Design
 ) -> str:
     """The current rule's verdict with the Holm p it rests on (both p for 'both', both for neither)."""
-    said = short_verdict(other, r, metric, margin, equivalence)
+    said = short_verdict(other, r, metric, margin, equivalence, design)
     holm = f"Holm p {format_p(other.p_holm)}"
     equal = f"equivalence Holm p {format_p(other.p_equivalence_holm)}"
     outcome = other.outcome
@@ -122,31 +104,12 @@ def _family_line(findings: Findings, declared: list) -> str:
     said = {k: counts.count(k) for k in Outcome if k.worded}
     rest = len(counts) - sum(said.values())
     counted = ", ".join(f"{n} {'directions' if k == Outcome.DIRECTION and n != 1 else k}" for k, n in said.items())
-    withheld = f", {rest} without a verdict (interim or not from the declaring commit)" if rest else ""
-    how = "with Holm's correction over the family"
-    plan = findings.sequential
-    if plan is not None:
-        spent = spending_text(plan.spending, plan.spending_equivalence)
-        how = (
-            f"look by look (at {', '.join(map(str, plan.looks))} seeds): Holm's procedure as a graph across the "
-            f"comparisons, α spent across the looks by Lan–DeMets spending of the {spent} type (Maurer & Bretz 2013)"
-        )
-        withheld = (f", {rest} without a verdict yet" if rest else "") + f"; {_where_it_stands(plan)}"
+    how, withheld = design_of(findings).family_words(rest)
     return (
         f"Declared family `{findings.family}`: {findings.family_size} comparisons against "
         f"`{findings.baseline}`, decided by rule `{findings.decision_rule.name}` {how}: "
         f"{counted}{withheld}."
     )
-
-
-def _where_it_stands(plan: LookPlan) -> str:
-    """A sequential study's state: stopped at a look (and why), or the look it waits for."""
-    if plan.stopped:
-        why = "the last look" if plan.taken == len(plan.looks) else "every comparison decided"
-        beyond = f"; seeds archived beyond it, not counted: {', '.join(map(str, plan.not_counted))}"
-        at = f"look {plan.taken} of {len(plan.looks)} ({plan.looks[plan.taken - 1]} seeds, {why})"
-        return f"stopped at {at}{beyond if plan.not_counted else ''}"
-    return f"going on to look {plan.reached + 1} of {len(plan.looks)} ({plan.looks[plan.reached]} seeds)"
 
 
 def _notes(findings: Findings, exploratory: bool) -> list[str]:
@@ -156,17 +119,8 @@ def _notes(findings: Findings, exploratory: bool) -> list[str]:
         "Δ: the mean over seeds of each seed's difference from the baseline on the same test sentences; its 95% "
         "interval uses SE = √(s_d²/n + v_shared) with Welch–Satterthwaite degrees of freedom. Seeds that way: "
         "descriptive (how many seeds lie beyond the tie margin on the side of the mean).",
-        f"Holm p and verdict: rule `{rule.name}`, the rule the family was declared under: {rule.text}.",
+        *design_of(findings).verdict_notes(rule.name, rule.text),
     ]
-    if findings.sequential is not None:
-        notes[1:] = [
-            "A row at a look holds the first seeds of the family's declared list up to that look (the one that "
-            "decided it, or the latest reached while it is open), and its interval is the repeated 95% interval "
-            "there (Jennison & Turnbull), which holds whichever look the study stops at; the plain one is "
-            "labelled naive on the study page.",
-            f"Verdict: rule `{rule.name}`'s tests (beyond the tie margin; TOST at ±m), each p unadjusted against "
-            "its boundary at the look, which the plan's spending and the comparisons already decided set.",
-        ]
     if exploratory:
         other = findings.exploratory_rule
         notes.append(
@@ -181,21 +135,8 @@ def headline_markdown(findings: Findings) -> str:
     (or, without a family, per test-set row), then which SE each number uses."""
     tables = findings.tables
     declared = [(t, r) for t in tables for r in t.rows if r.declared]
-    lines = []
-    plan = findings.interim
-    if plan and plan.look is not None:
-        lines += [
-            f"**Interim: look {plan.look} of {len(findings.sequential.looks)} not reached ({plan.seeds} of its "
-            f"{plan.planned} seeds).** A declared comparison is worded only at a planned look, and once decided "
-            "it stays so.",
-            "",
-        ]
-    elif plan:
-        lines += [
-            f"**Interim: {plan.seeds} of {plan.planned} planned seeds.** No comparison of the declared "
-            "family is worded as a direction or as equivalent until every planned seed is in.",
-            "",
-        ]
+    design = design_of(findings)
+    lines = design.headline_interim(findings.interim)
     if findings.family:
         lines += [_family_line(findings, declared), ""]
         shown = declared
@@ -204,9 +145,7 @@ def headline_markdown(findings: Findings) -> str:
         shown = [(t, r) for t in tables if t.name == Table.TEST for r in t.rows]
     shown = [(t, r) for t, r in shown if r.mean_difference is not None]
     exploratory = bool(findings.exploratory_rule) and any(r.exploratory for _, r in shown)
-    head = ["comparison", "measure", "Δ [95% interval]", "seeds that way", "Holm p", "verdict (declared)"]
-    if findings.sequential is not None:
-        head[2:5] = ["Δ [repeated 95% interval]", "seeds that way", "decided at"]
+    head = ["comparison", "measure", *design.headline_columns, "verdict (declared)"]
     if exploratory:
         head.append("exploratory reading")
     lines += table_head(head)
@@ -218,15 +157,11 @@ def headline_markdown(findings: Findings) -> str:
     return "\n".join(lines)
 
 
-def _p_text(r: ComparisonRow) -> str:
-    """The row's p, labelled: unadjusted, beside the Holm-adjusted p of a declared row."""
+def _p_text(r: ComparisonRow, design: Design) -> str:
+    """The row's p, labelled: unadjusted, beside what decides it (the design's words)."""
     if r.p_value is None:
         return ""
-    declared = r.declared and r.p_holm is not None
-    holm = f"Holm {format_p(r.p_holm)} by the family's rule" if declared else "not declared"
-    if r.look is not None:
-        holm = "decided look by look against its boundary, below"
-    return f", p {format_p(r.p_value)} (against no difference, unadjusted; {holm})"
+    return f", p {format_p(r.p_value)} (against no difference, unadjusted; {design.p_words(r)})"
 
 
 def _power_text(r: ComparisonRow, metric: str, alpha: float, margin: Optional[float]) -> str:
@@ -253,7 +188,7 @@ def _row_sentence(r: ComparisonRow, metric: str, findings: Findings, alpha: floa
     sentence = (
         f"- `{r.config}` against `{findings.baseline}`, {r.compared_on}: mean difference "
         f"{fmt_number(r.mean_difference, metric)} {unit_of(metric)}{lower} over {n} seed{'s' if n != 1 else ''}"
-        + _p_text(r)
+        + _p_text(r, design_of(findings))
         + _power_text(r, metric, alpha, margin)
         + f" — {r.finding}."
     )

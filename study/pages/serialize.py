@@ -15,6 +15,7 @@ import json
 from dataclasses import asdict, fields
 from typing import Mapping, Optional, Sequence
 
+from study.judge.design import Design, design_of
 from study.pages.summary_tables import SIGNATURE, has_teacher_forced
 from study.read.run_stats import numeric_columns
 from study.read.seed_provenance import spans
@@ -175,7 +176,7 @@ def _reading(reading: Reading, *left_out: str) -> JsonObject:
     return {k: v for k, v in asdict(reading).items() if k not in (*WORDED_ONLY, *left_out)}
 
 
-def _row(r: ComparisonRow) -> JsonObject:
+def _row(r: ComparisonRow, design: Design) -> JsonObject:
     """A findings row as <prefix>_findings.json holds it (see the module's docstring for its key order)."""
     untested = r.untested is not None
     finding = {"finding": r.finding} if untested or r.reading is not None else {}
@@ -202,12 +203,12 @@ def _row(r: ComparisonRow) -> JsonObject:
         **({} if untested else finding),
         **({"exploratory": _reading(r.exploratory)} if r.exploratory is not None else {}),
         **power,
-        **({"look": asdict(r.look)} if r.look is not None else {}),
+        **{key: asdict(record) for key, record in design.row_records(r)},
     }
 
 
-def _table(t: FindingsTable) -> JsonObject:
-    return {f.name: [_row(r) for r in t.rows] if f.name == "rows" else getattr(t, f.name) for f in fields(t)}
+def _table(t: FindingsTable, design: Design) -> JsonObject:
+    return {f.name: [_row(r, design) for r in t.rows] if f.name == "rows" else getattr(t, f.name) for f in fields(t)}
 
 
 def _value(x):
@@ -224,9 +225,11 @@ def _value(x):
 
 def findings_json(findings: Findings) -> str:
     """<prefix>_findings.json: the method's settings, then the tables (study/records.Findings's order)."""
+    design = design_of(findings)
+    tables = [_table(t, design) for t in findings.tables]
     out = {
-        f.name: [_table(t) for t in findings.tables] if f.name == "tables" else _value(getattr(findings, f.name))
+        f.name: tables if f.name == "tables" else _value(getattr(findings, f.name))
         for f in fields(findings)
-        if f.name != "sequential" or findings.sequential is not None  # (a sequential family's only)
+        if design.serializes(f.name)
     }
     return json.dumps(out, indent=2) + "\n"

@@ -240,13 +240,14 @@ def test_main_prints_every_figure_and_writes_the_json(tmp_path: Path, capsys) ->
             "study/records.py": "from dataclasses import dataclass\n\n\n@dataclass\nclass R:\n    a: int | None\n",
             "study/new.py": "",
             "study/terms.py": 'NLL, TEST = "NLL", "test"\n',  # the owner of the measures and tables
+            "study/judge/design.py": "def cell(r):\n    return r.look if r.look is not None else 0\n",  # its home
             "commands/__init__.py": "",
             "commands/compare.py": "from study.pages.tables import rows\nfrom study.records import R\n",
         },
     )
     assert sm.main(["--root", str(root), "--json", str(tmp_path / "m.json")]) == 0
     measured = json.loads((tmp_path / "m.json").read_text(encoding="utf-8"))
-    assert measured["graph"] == {"modules": 7, "edges": 1, "floors": 2, "circles": 0}
+    assert measured["graph"] == {"modules": 8, "edges": 1, "floors": 2, "circles": 0}
     assert measured["unstaged"] == ["study.new"]
     counts = {name: (f["count"], f.get("modules")) for name, f in measured["figures"].items()}
     assert counts["stage back-edges"] == (1, 1)
@@ -265,10 +266,10 @@ def test_main_prints_every_figure_and_writes_the_json(tmp_path: Path, capsys) ->
         (1, 1),
         1,
     )
-    assert counts["lines of study/"] == (17, None)
+    assert counts["lines of study/"] == (19, None)
     assert counts["names commands/compare.py imports from study"] == (2, 2)
     table = capsys.readouterr().out.splitlines()
-    assert table[0].startswith("study/ at ") and "7 modules, 1 import arrows, 2 floors, 0 circles" in table[0]
+    assert table[0].startswith("study/ at ") and "8 modules, 1 import arrows, 2 floors, 0 circles" in table[0]
     assert "| stage back-edges | 1 | 1 |" in table
     assert "| Optional fields of the records | 1 of 1 | 1 |" in table
 

@@ -1,0 +1,361 @@
+"""The study's design, one object chosen once from the family (`design_for`) or from its findings
+(`design_of`): a fixed design (every planned seed, then one decision by Holm's adjusted p) or a
+sequential one (study/judge/sequential_findings.py reads the looks, study/stats/sequential_family.py
+decides at each). The object owns what differs between them: the tables it decides on, the interim
+state, whether Holm's adjusted p decides, how a declared row is worded, and the few words and cells of
+the pages that differ (the Holm p cell or the look cell, the interval shown, the family line, the plan
+paragraph, the JSON fields), so that neither the judge nor the pages ask which design they have."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Optional, Sequence, Union
+
+from study.judge.sequential_findings import read_looks
+from study.judge.wording import (
+    describe,
+    direction_words,
+    fmt_number,
+    format_p,
+    outcome,
+    verdict,
+    withheld_reason,
+    withheld_words,
+    within_words,
+)
+from study.read.family import Family
+from study.records import ComparisonRow, Findings, FindingsTable, Interim, LookPlan, LookReading, Reading
+from study.stats.sequential import spending_text
+from study.terms import Outcome, Withheld, Withholding
+
+Tables = Sequence[FindingsTable]
+Build = Callable[[Optional[Sequence]], Tables]  # the findings tables of the runs of some seeds (None: all)
+Adjusted = Mapping[tuple[int, int], float]  # {(table, row): a Holm-adjusted p}
+NOT_FROM_DECLARING_COMMIT = Withheld(Withholding.NOT_FROM_DECLARING_COMMIT)
+
+
+def _withheld(r: ComparisonRow, family: Family, plan: Optional[Interim]) -> Optional[Withheld]:
+    if plan:
+        return Withheld(Withholding.INTERIM, len(set(family.seeds) & set(r.seeds)), plan.planned)
+    return None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
+
+
+@dataclass(frozen=True)
+class FixedDesign:
+    """Every planned seed, then one decision: Holm's adjusted p over the declared family."""
+
+    looks: Optional[LookPlan] = None  # (a sequential design's state; none here)
+
+    # deciding
+    def read(self, build: Build, family: Family, configs: Optional[list[str]] = None) -> tuple[Tables, FixedDesign]:
+        """The tables to decide on (every run) and the design with its state."""
+        return build(None), self
+
+    def interim(self, tables: Tables, family: Family, missing: int = 0) -> Optional[Interim]:
+        """The plan's seeds when the family plans seeds that some declared comparison does not have yet
+        (the fewest planned seeds any declared row holds; a declared comparison with no row at all, e.g.
+        a configuration not run yet, holds none), else None: the study is complete."""
+        if not family.seeds:
+            return None
+        planned = set(family.seeds)
+        held = [len(planned & set(r.seeds)) for t in tables for r in t.rows if r.declared]
+        fewest = 0 if missing else min(held, default=0)
+        return None if fewest == len(planned) else Interim(fewest, len(planned))
+
+    def adjusted(self, holm_rule: Adjusted, holm_equivalence: Adjusted) -> tuple[Adjusted, Adjusted]:
+        """The Holm-adjusted p that decide a declared row: all of them."""
+        return holm_rule, holm_equivalence
+
+    def word(
+        self,
+        r: ComparisonRow,
+        reading: Reading,
+        metric: str,
+        margin: float,
+        equivalence: Optional[float],
+        family: Family,
+        plan: Optional[Interim],
+    ) -> tuple[Optional[Withheld], Outcome, str]:
+        """A row's reason for a withheld verdict, its outcome and its finding."""
+        withheld = _withheld(r, family, plan)
+        said = outcome(r, reading, margin, r.declared, equivalence, withheld)
+        return withheld, said, verdict(r, reading, metric, margin, r.declared, equivalence, withheld)
+
+    # the pages' words and cells
+    headline_columns = ("Δ [95% interval]", "seeds that way", "Holm p")
+
+    def withheld_cell(self, row: ComparisonRow, reading: Reading) -> str:
+        """A withheld verdict in a few words (the headline's verdict cell)."""
+        return withheld_reason(reading.withheld)
+
+    def interval(self, r: ComparisonRow) -> tuple[Optional[float], Optional[float]]:
+        """The 95% interval the headline shows beside Δ."""
+        return r.seed_test.low, r.seed_test.high
+
+    def headline_p_cell(self, r: ComparisonRow) -> str:
+        """The cell beside a row that says what decides it (the headline's; `table_p_cell`: the findings
+        table's)."""
+        return format_p(r.p_holm) if r.declared else "not declared"
+
+    table_p_cell = headline_p_cell
+
+    def p_column(self, rule: str) -> str:
+        return f"p, Holm (declared, rule `{rule}`)"
+
+    def p_words(self, r: ComparisonRow) -> str:
+        """What decides a row, beside its unadjusted p."""
+        declared = r.declared and r.p_holm is not None
+        return f"Holm {format_p(r.p_holm)} by the family's rule" if declared else "not declared"
+
+    def family_words(self, rest: int) -> tuple[str, str]:
+        """(how the family is decided, the rows without a verdict) of the family line."""
+        withheld = f", {rest} without a verdict (interim or not from the declaring commit)" if rest else ""
+        return "with Holm's correction over the family", withheld
+
+    def verdict_notes(self, rule_name: str, rule_text: str) -> list[str]:
+        return [f"Holm p and verdict: rule `{rule_name}`, the rule the family was declared under: {rule_text}."]
+
+    def headline_interim(self, plan: Optional[Interim]) -> list[str]:
+        """The headline's lines on an interim study (none for a complete one)."""
+        return [self._interim_headline(plan), ""] if plan else []
+
+    def interim_paragraph(self, plan: Optional[Interim], family: Optional[str]) -> list[str]:
+        """The findings page's paragraph on an interim study (none for a complete one)."""
+        return [self._interim_paragraph(plan, family)] if plan else []
+
+    def _interim_headline(self, plan: Interim) -> str:
+        return (
+            f"**Interim: {plan.seeds} of {plan.planned} planned seeds.** No comparison of the declared "
+            "family is worded as a direction or as equivalent until every planned seed is in."
+        )
+
+    def _interim_paragraph(self, plan: Interim, family: Optional[str]) -> str:
+        return (
+            f"**Interim: {plan.seeds} of {plan.planned} planned seeds** of the declared family "
+            f"(`{family}`): no comparison is worded as a direction or as equivalent until every "
+            "planned seed is in."
+        )
+
+    def plan_paragraph(self) -> str:
+        return ""
+
+    def row_records(self, r: ComparisonRow) -> tuple[tuple[str, LookReading], ...]:
+        """A row's design fields in <prefix>_findings.json: (key, record) pairs."""
+        return ()
+
+    def serializes(self, field: str) -> bool:
+        """Whether the findings JSON holds a field of study/records.Findings."""
+        return field != "sequential"  # (a sequential family's only)
+
+
+FIXED = FixedDesign()
+
+
+@dataclass(frozen=True)
+class SequentialDesign(FixedDesign):
+    """Looks at planned seed counts (`looks`: where the plan stands once read), each declared row
+    decided at a look by its p against the boundary there; a row the family does not declare is worded
+    as in the fixed design."""
+
+    def read(
+        self, build: Build, family: Family, configs: Optional[list[str]] = None
+    ) -> tuple[Tables, SequentialDesign]:
+        tables, looks = read_looks(build, family, configs)
+        return tables, SequentialDesign(looks)
+
+    def interim(self, tables: Tables, family: Family, missing: int = 0) -> Optional[Interim]:
+        """Complete once the plan stopped; until then the seeds of its next look (1-based) and the
+        fewest of them a declared comparison holds."""
+        looks = self.looks
+        if not family.seeds or looks.stopped:
+            return None
+        return Interim(0 if missing else looks.held, looks.looks[looks.reached], looks.reached + 1)
+
+    def adjusted(self, holm_rule: Adjusted, holm_equivalence: Adjusted) -> tuple[Adjusted, Adjusted]:
+        """None: a sequential family is decided look by look (study/stats/sequential_family.py)."""
+        return {}, {}
+
+    def word(
+        self,
+        r: ComparisonRow,
+        reading: Reading,
+        metric: str,
+        margin: float,
+        equivalence: Optional[float],
+        family: Family,
+        plan: Optional[Interim],
+    ) -> tuple[Optional[Withheld], Outcome, str]:
+        if r.look is None:  # a row the family does not declare
+            return super().word(r, reading, metric, margin, equivalence, family, plan)
+        withheld = None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
+        return withheld, look_outcome(r, withheld), look_verdict(r, reading, metric, margin, equivalence, withheld)
+
+    headline_columns = ("Δ [repeated 95% interval]", "seeds that way", "decided at")
+
+    def withheld_cell(self, row: ComparisonRow, reading: Reading) -> str:
+        if row.look is not None and row.from_declaring_commit:
+            return "no verdict before the first look" if row.look.look == 0 else f"open until look {row.look.look + 1}"
+        return super().withheld_cell(row, reading)
+
+    def interval(self, r: ComparisonRow) -> tuple[Optional[float], Optional[float]]:
+        """A row at a look: its repeated 95% interval."""
+        return (r.look.repeated_low, r.look.repeated_high) if r.look and r.look.look else super().interval(r)
+
+    def headline_p_cell(self, r: ComparisonRow) -> str:
+        return look_cell(r) if r.look is not None else "not declared"
+
+    def table_p_cell(self, r: ComparisonRow) -> str:
+        return f"at {look_cell(r)}" if r.look is not None else super().table_p_cell(r)
+
+    def p_column(self, rule: str) -> str:  # a sequential family's declared rows are decided at a look
+        return f"look (declared, rule `{rule}`, sequential)"
+
+    def p_words(self, r: ComparisonRow) -> str:
+        return "decided look by look against its boundary, below" if r.look is not None else super().p_words(r)
+
+    def family_words(self, rest: int) -> tuple[str, str]:
+        plan = self.looks
+        spent = spending_text(plan.spending, plan.spending_equivalence)
+        how = (
+            f"look by look (at {', '.join(map(str, plan.looks))} seeds): Holm's procedure as a graph across the "
+            f"comparisons, α spent across the looks by Lan–DeMets spending of the {spent} type (Maurer & Bretz 2013)"
+        )
+        return how, (f", {rest} without a verdict yet" if rest else "") + f"; {self._where_it_stands()}"
+
+    def _where_it_stands(self) -> str:
+        """A sequential study's state: stopped at a look (and why), or the look it waits for."""
+        plan = self.looks
+        if plan.stopped:
+            why = "the last look" if plan.taken == len(plan.looks) else "every comparison decided"
+            beyond = f"; seeds archived beyond it, not counted: {', '.join(map(str, plan.not_counted))}"
+            at = f"look {plan.taken} of {len(plan.looks)} ({plan.looks[plan.taken - 1]} seeds, {why})"
+            return f"stopped at {at}{beyond if plan.not_counted else ''}"
+        return f"going on to look {plan.reached + 1} of {len(plan.looks)} ({plan.looks[plan.reached]} seeds)"
+
+    def verdict_notes(self, rule_name: str, rule_text: str) -> list[str]:
+        return [
+            "A row at a look holds the first seeds of the family's declared list up to that look (the one that "
+            "decided it, or the latest reached while it is open), and its interval is the repeated 95% interval "
+            "there (Jennison & Turnbull), which holds whichever look the study stops at; the plain one is "
+            "labelled naive on the study page.",
+            f"Verdict: rule `{rule_name}`'s tests (beyond the tie margin; TOST at ±m), each p unadjusted against "
+            "its boundary at the look, which the plan's spending and the comparisons already decided set.",
+        ]
+
+    def _interim_headline(self, plan: Interim) -> str:
+        return (
+            f"**Interim: look {plan.look} of {len(self.looks.looks)} not reached ({plan.seeds} of its "
+            f"{plan.planned} seeds).** A declared comparison is worded only at a planned look, and once decided "
+            "it stays so."
+        )
+
+    def _interim_paragraph(self, plan: Interim, family: Optional[str]) -> str:
+        return (
+            f"**Interim: look {plan.look} of the sequential plan not reached ({plan.seeds} of its {plan.planned} "
+            f"seeds)** of the declared family (`{family}`): a declared comparison is worded only at a look."
+        )
+
+    def plan_paragraph(self) -> str:
+        plan = self.looks
+        return (
+            f" Sequential plan: looks at {', '.join(map(str, plan.looks))} seeds, the first of the family's "
+            f"declared seeds at each; each comparison's p against its boundary at the look instead of Holm's "
+            f"adjusted p (Holm's procedure as a graph across the comparisons, α spent across the looks by "
+            f"{spending_text(plan.spending, plan.spending_equivalence)}-type Lan–DeMets spending; Maurer & Bretz "
+            "2013), "
+            "a decision final at its look; repeated 95% intervals beside the naive ones (study/sequential_family.py)."
+        )
+
+    def row_records(self, r: ComparisonRow) -> tuple[tuple[str, LookReading], ...]:
+        return (("look", r.look),) if r.look is not None else ()
+
+    def serializes(self, field: str) -> bool:
+        return True
+
+
+Design = Union[FixedDesign, SequentialDesign]
+
+
+def design_for(family: Family) -> Design:
+    """The family's design, before its runs are read: sequential where it plans looks."""
+    return SequentialDesign() if family.plan else FIXED
+
+
+def design_of(findings: Findings) -> Design:
+    """The design a findings report was decided under, with its state."""
+    return SequentialDesign(findings.sequential) if findings.sequential is not None else FIXED
+
+
+def look_cell(r: ComparisonRow) -> str:
+    """Where a sequential family's declared row stands: the look that decided it and its seeds, the
+    look it is open after, or the first look it waits for."""
+    look = r.look
+    if look.look == 0:
+        return f"before look 1 ({look.seeds} of {look.next_seeds} seeds)"
+    at = f"look {look.look} of {look.looks} ({look.seeds} seeds)"
+    if look.decided:
+        return at
+    return f"{at}, undecided" if look.last else f"open after {at}"
+
+
+def look_outcome(row: ComparisonRow, withheld: Optional[Withheld] = None) -> Outcome:
+    """What a sequential family's declared row says at its look (study/records.LookReading): its
+    decision ('direction', 'equivalent', 'both'), 'inconclusive' (the last look came without one),
+    or 'withheld' (open until a later look, or `withheld` says why not)."""
+    look = row.look
+    if row.mean_difference is None:
+        return Outcome.NOT_TESTED
+    if withheld or not look.decided:
+        return Outcome.INCONCLUSIVE if look.last and not withheld else Outcome.WITHHELD
+    if look.direction:
+        return Outcome.BOTH if look.equivalent else Outcome.DIRECTION
+    return Outcome.EQUIVALENT
+
+
+def _g(x: Optional[float]) -> str:
+    """A p or a boundary to two significant digits (a boundary is often below 0.001)."""
+    return "–" if x is None else f"{x:.2g}"
+
+
+def look_verdict(
+    row: ComparisonRow,
+    reading: Reading,
+    metric: str,
+    margin: float,
+    equivalence: Optional[float] = None,
+    withheld: Optional[Withheld] = None,
+) -> str:
+    """The finding of a sequential family's declared row: its decision and the look that made it
+    (the seeds, each p against the boundary it had to pass there), or why there is none yet; then the
+    seeds against the tie margin, the naive 95% interval and the repeated one (valid whichever look
+    the study stops at)."""
+    look = row.look
+    repeated = row.p_value is not None and look.repeated_low is not None
+    text = describe(row, metric, margin, "naive 95% interval" if repeated else "95% interval")
+    if repeated:
+        low, high = fmt_number(look.repeated_low, metric), fmt_number(look.repeated_high, metric)
+        text = f"{text}; repeated 95% interval {low} to {high}"
+    said = look_outcome(row, withheld)
+    if said == Outcome.NOT_TESTED:
+        return row.untested or said.value
+    if withheld:
+        return f"{withheld_words(withheld)}; {text}"
+    if look.look == 0:
+        return f"interim ({look.seeds} of the {look.next_seeds} seeds of the first look): no verdict; {text}"
+    at = f"look {look.look} of {look.looks}, {look.seeds} seeds"
+    direction_p = f"p {_g(reading.p_rule)} against its boundary {_g(look.boundary)}"
+    equal_p = f"equivalence p {_g(reading.p_equivalence)} against {_g(look.boundary_equivalence)}"
+    if said == Outcome.WITHHELD:
+        until = f"no verdict until the look at {look.next_seeds} seeds"
+        return f"open after {at} ({direction_p}, {equal_p}): {until}; {text}"
+    if said == Outcome.INCONCLUSIVE:
+        return (
+            f"inconclusive: the last look ({at}) came without a decision ({direction_p}, {equal_p}); "
+            f"neither a direction nor equivalent within {within_words(equivalence, metric)}; {text}"
+        )
+    words = []
+    if look.direction:
+        words.append(f"{direction_words(row, reading, metric, margin)} ({direction_p})")
+    if look.equivalent:
+        words.append(f"equivalent within {within_words(equivalence, metric)} ({equal_p})")
+    return f"{' and '.join(words)}, decided at {at} (declared); {text}"
