@@ -116,7 +116,7 @@ class RunRecord:
 
     run: str
     seed: Optional[int] = None
-    test_dir: Optional[str] = None
+    test_dir: str = ""  # the folder its test scores are in ("": the run's test/)
     name: str = ""
     variant: bool = False
     config: ExperimentConfig = field(default_factory=ExperimentConfig)
@@ -151,22 +151,23 @@ class BucketStats:
 
     bucket: str
     num_sentences: int
-    mean: Optional[float]
-    std: Optional[float]
+    bleu: Stats
 
 
 @dataclass(frozen=True)
 class ConcatStats:
-    """A configuration at one k of joined inputs: sacreBLEU and length ratio over its seeds, and
-    against the baseline (p_value from the findings, None until they exist and for the baseline)."""
+    """A configuration at one k of joined inputs: sacreBLEU and length ratio over its seeds (n: of
+    sacreBLEU's), and against the baseline (p_value from the findings, None until they exist and for
+    the baseline; seeds_above None for the baseline and where no scored seed is shared)."""
 
-    bleu: Optional[float]
-    bleu_std: Optional[float]
-    ratio: Optional[float]
-    ratio_std: Optional[float]
-    n: int
+    bleu: Stats
+    ratio: Stats
     p_value: Optional[float] = None
     seeds_above: Optional[tuple[int, int]] = None
+
+    @property
+    def n(self) -> int:
+        return self.bleu.n
 
 
 @dataclass(frozen=True)
@@ -190,11 +191,11 @@ class Configuration:
     encoding: str = ""
     variant: bool = False
     stats: Mapping[str, Stats] = field(default_factory=_empty)  # numeric column -> over the runs
-    by_source_length: Optional[tuple[BucketStats, ...]] = None
+    by_source_length: tuple[BucketStats, ...] = ()  # (): no run has source-length buckets
     teacher_forced: Optional[TeacherForcedStats] = None
     # per run (study/read/degradation.py): each span's degradation and its NLL alone (degradation.ALONE)
     degradation_runs: tuple[Optional[Mapping[Span | str, float]], ...] = ()
-    degradation: Optional[Mapping[Span, Stats]] = None
+    degradation: Mapping[Span, Stats] = field(default_factory=_empty)  # empty: no run has the pair sums
     is_baseline: bool = False
     seeds_above: Optional[tuple[int, int]] = None
     p_value: Optional[float] = None

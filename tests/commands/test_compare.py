@@ -490,10 +490,10 @@ def test_plots_tell_joined_pair_randomized_and_scaled_runs_apart() -> None:
         group("xpos", prob=0.25),
     ]
     alibi, alibi_concat, rope, rope_randomized, linear, yarn, xpos_concat = group_styles(groups)
-    assert alibi_concat["color"] == alibi["color"] and alibi["color"] != rope["color"]
-    kinds = {(st["linestyle"], st["marker"]) for st in (alibi, alibi_concat, rope_randomized, linear)}
-    assert len(kinds) == 4 and rope_randomized["color"] == rope["color"]
-    assert linear["color"] != yarn["color"] and xpos_concat["linestyle"] == alibi_concat["linestyle"]
+    assert alibi_concat.color == alibi.color and alibi.color != rope.color
+    kinds = {(st.linestyle, st.marker) for st in (alibi, alibi_concat, rope_randomized, linear)}
+    assert len(kinds) == 4 and rope_randomized.color == rope.color
+    assert linear.color != yarn.color and xpos_concat.linestyle == alibi_concat.linestyle
     assert [k for k, _ in panels_by_kind(groups)] == [
         "single sentences",
         "joined pairs",
@@ -501,7 +501,7 @@ def test_plots_tell_joined_pair_randomized_and_scaled_runs_apart() -> None:
         "scaled at inference",
     ]
     many = group_styles([group(f"e{i:02d}") for i in range(15)])
-    assert len({str(st["color"]) for st in many}) == 15
+    assert len({str(st.color) for st in many}) == 15
 
 
 def test_train_minutes_sum_every_session_of_a_resumed_run() -> None:
