@@ -69,8 +69,8 @@ class SourceBucket:
 
     bucket: str
     num_sentences: int
-    sacrebleu: Optional[float]
-    min_len: Optional[int] = None
+    sacrebleu: Optional[float]  # None: no sentence of the bucket scored
+    min_len: Optional[int] = None  # min_len, max_len None: scored before test.py wrote the edges
     max_len: Optional[int] = None
 
 
@@ -78,7 +78,7 @@ class SourceBucket:
 class KScore:
     """A run's scores on the inputs of k joined test pairs."""
 
-    sacrebleu: Optional[float]
+    sacrebleu: Optional[float]  # None (either): the entry lacks it, as an older or damaged file may
     length_ratio: Optional[float]
 
 
@@ -95,9 +95,9 @@ class PositionNll:
 class RunTeacherForced:
     """A run's teacher-forced diagnostic pooled over k (study/run_records.run_teacher_forced)."""
 
-    training_length: Optional[int]
+    training_length: Optional[int]  # None: the report names no decoder training length
     position_buckets: tuple[int, ...]
-    nll_beyond: Optional[float]
+    nll_beyond: Optional[float]  # None: no target token at or beyond the training length
     by_position: tuple[PositionNll, ...]
     boundary_p_eos: Mapping[str, float]  # k (as scores.json spells it) -> p(EOS)
 
@@ -106,7 +106,7 @@ class RunTeacherForced:
 class ValidPoint:
     """A validation record of metrics.jsonl as the curves plot reads it."""
 
-    step: Optional[int] = None
+    step: Optional[int] = None  # None: the line names no step
     valid_loss: Optional[float] = None  # (None: not computed at that step)
 
 
@@ -116,12 +116,14 @@ class RunRecord:
 
     run: str
     seed: Optional[int] = None
-    test_dir: Optional[str] = None
+    test_dir: str = ""  # the folder its test scores are in ("": the run's test/)
     name: str = ""
     variant: bool = False
     config: ExperimentConfig = field(default_factory=ExperimentConfig)
     group_key: str = ""  # its configuration (study/run_records.experiment_settings), as sorted JSON
     encoding: str = ""
+    # the training figures, each None where metrics.jsonl lacks it (no end record, no validation, no
+    # train speed: a run stopped early or logged by an older train.py); the table shows "–"
     train_loss: Optional[float] = None
     valid_loss: Optional[float] = None
     valid_accuracy: Optional[float] = None
@@ -134,10 +136,10 @@ class RunRecord:
     scores: Mapping[str, Optional[float | str]] = field(
         default_factory=_empty
     )  # every registered metric (utils/metrics.py): its value, and its `about` text
-    longer_bleu: Optional[float] = None
+    longer_bleu: Optional[float] = None  # None: not scored on pairs longer than training
     by_source_length: tuple[SourceBucket, ...] = ()
     concat: Mapping[int, KScore] = field(default_factory=_empty)
-    teacher_forced: Optional[RunTeacherForced] = None
+    teacher_forced: Optional[RunTeacherForced] = None  # None: tested without the diagnostic
     stale_test: str = ""  # why its test scored a checkpoint no longer its best (artifacts/tested_run.py)
 
     def value(self, column: str) -> Any:
@@ -151,22 +153,23 @@ class BucketStats:
 
     bucket: str
     num_sentences: int
-    mean: Optional[float]
-    std: Optional[float]
+    bleu: Stats
 
 
 @dataclass(frozen=True)
 class ConcatStats:
-    """A configuration at one k of joined inputs: sacreBLEU and length ratio over its seeds, and
-    against the baseline (p_value from the findings, None until they exist and for the baseline)."""
+    """A configuration at one k of joined inputs: sacreBLEU and length ratio over its seeds (n: of
+    sacreBLEU's), and against the baseline (p_value from the findings, None until they exist and for
+    the baseline; seeds_above None for the baseline and where no scored seed is shared)."""
 
-    bleu: Optional[float]
-    bleu_std: Optional[float]
-    ratio: Optional[float]
-    ratio_std: Optional[float]
-    n: int
+    bleu: Stats
+    ratio: Stats
     p_value: Optional[float] = None
     seeds_above: Optional[tuple[int, int]] = None
+
+    @property
+    def n(self) -> int:
+        return self.bleu.n
 
 
 @dataclass(frozen=True)
@@ -174,7 +177,7 @@ class TeacherForcedStats:
     """A configuration's pooled teacher-forced figures over the runs that have them (`runs`)."""
 
     runs: int
-    training_length: Optional[int]
+    training_length: Optional[int]  # None: no run names its decoder training length
     nll_beyond: Stats
     by_position: tuple[PositionNll, ...]  # nll: Stats
     boundary_p_eos: Mapping[str, Stats]
@@ -190,11 +193,11 @@ class Configuration:
     encoding: str = ""
     variant: bool = False
     stats: Mapping[str, Stats] = field(default_factory=_empty)  # numeric column -> over the runs
-    by_source_length: Optional[tuple[BucketStats, ...]] = None
-    teacher_forced: Optional[TeacherForcedStats] = None
+    by_source_length: tuple[BucketStats, ...] = ()  # (): no run has source-length buckets
+    teacher_forced: Optional[TeacherForcedStats] = None  # None: no run has the diagnostic
     # per run (study/read/degradation.py): each span's degradation and its NLL alone (degradation.ALONE)
     degradation_runs: tuple[Optional[Mapping[Span | str, float]], ...] = ()
-    degradation: Optional[Mapping[Span, Stats]] = None
+    degradation: Mapping[Span, Stats] = field(default_factory=_empty)  # empty: no run has the pair sums
     is_baseline: bool = False
     seeds_above: Optional[tuple[int, int]] = None
     p_value: Optional[float] = None
@@ -223,7 +226,7 @@ class SeedDifference:
 
     seed: Any
     difference: float
-    p_value: Optional[float]
+    p_value: float  # (significance.BootstrapResult's, always computed)
 
 
 @dataclass(frozen=True)

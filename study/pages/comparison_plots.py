@@ -7,19 +7,44 @@ and marker per kind, legends outside the data. Input: compare.py's configuration
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence, TypedDict, Union
+from typing import Callable, Mapping, Sequence, Union
 
-from study.records import Configuration
+from study.records import ConcatStats, Configuration, Stats
 from study.terms import Measure, Span, SpanKind
 from utils.files import atomic_output
 from utils.metrics import HEADLINE
 
+Colour = Union[str, tuple[float, float, float, float]]  # a matplotlib colour: a name ("C0") or RGBA
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How a kind of run is drawn: its line style and marker."""
+
+    linestyle: str
+    marker: str
+
+
+@dataclass(frozen=True)
+class Style:
+    """A configuration's line in every plot: its colour (by encoding), line style and marker (by kind)."""
+
+    color: Colour
+    linestyle: str
+    marker: str
+
+    def line(self) -> Mapping[str, Colour]:
+        """As matplotlib's keyword arguments."""
+        return {"color": self.color, "linestyle": self.linestyle, "marker": self.marker}
+
+
 KINDS = {  # how a configuration was trained or tested: its line style and marker in every plot
-    "single sentences": {"linestyle": "-", "marker": "o"},
-    "joined pairs": {"linestyle": "--", "marker": "s"},
-    "randomized positions": {"linestyle": ":", "marker": "^"},
-    "scaled at inference": {"linestyle": "-.", "marker": "D"},
+    "single sentences": Kind("-", "o"),
+    "joined pairs": Kind("--", "s"),
+    "randomized positions": Kind(":", "^"),
+    "scaled at inference": Kind("-.", "D"),
 }
 
 
@@ -34,17 +59,6 @@ def kind_of(group: Configuration) -> str:
     if cfg.model.positional.options.get("randomized"):  # (an option of some encodings only)
         return "randomized positions"
     return "single sentences"
-
-
-Colour = Union[str, tuple[float, float, float, float]]  # a matplotlib colour: a name ("C0") or RGBA
-
-
-class Style(TypedDict):
-    """A configuration's line in every plot, as matplotlib's keyword arguments."""
-
-    color: Colour
-    linestyle: str
-    marker: str
 
 
 def group_styles(groups: Sequence[Configuration]) -> list[Style]:
@@ -67,7 +81,8 @@ def group_styles(groups: Sequence[Configuration]) -> list[Style]:
         else palette[encodings.index(g.encoding) % len(palette)]
         for i, g in enumerate(groups)
     ]
-    return [{"color": colour, **KINDS[kind_of(g)]} for colour, g in zip(colours, groups)]
+    kinds = [KINDS[kind_of(g)] for g in groups]
+    return [Style(colour, kind.linestyle, kind.marker) for colour, kind in zip(colours, kinds)]
 
 
 def panels_by_kind(groups: Sequence[Configuration]) -> list[tuple[str, list[int]]]:
@@ -142,8 +157,8 @@ def bleu_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
             [yy],
             xerr=[g.std(HEADLINE) or 0.0],
             capsize=3,
-            marker=styles[i]["marker"],
-            color=styles[i]["color"],
+            marker=styles[i].marker,
+            color=styles[i].color,
             linestyle="none",
         )
         if g.is_baseline:
@@ -163,13 +178,13 @@ def length_buckets_figure(groups: Sequence[Configuration], styles: Sequence[Styl
     labels = [b.bucket for b in groups[bucketed[0]].by_source_length]
     for ax, kind, members in panels:
         for i in members:
-            by = {b.bucket: b.mean for b in groups[i].by_source_length}
+            by = {b.bucket: b.bleu.mean for b in groups[i].by_source_length}
             ax.plot(
                 labels,
                 [by.get(lab) if by.get(lab) is not None else float("nan") for lab in labels],
                 label=groups[i].label,
                 markersize=4,
-                **styles[i],
+                **styles[i].line(),
             )
         ax.set(xlabel="source length (subword tokens)", title=kind)
         ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
@@ -189,15 +204,13 @@ def concat_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
     )
     y = list(range(len(with_k)))[::-1]
     for col, k in enumerate(ks):
-        for row, (key, std, title) in enumerate(
-            (("bleu", "bleu_std", Measure.SACREBLEU), ("ratio", "ratio_std", "length ratio"))
-        ):
-            concat_panel(axes[row][col], groups, styles, with_k, y, k, key, std)
+        for row, (of, title) in enumerate(((_bleu, Measure.SACREBLEU), (_ratio, "length ratio"))):
+            concat_panel(axes[row][col], groups, styles, with_k, y, k, of)
             axes[row][col].set_title(f"k={k}: {title}", fontsize=8)
     axes[0][0].set_yticks(y, [f"{groups[i].label} (n={groups[i].n})" for i in with_k], fontsize=7)
     fig.suptitle(
         "Inputs of k joined test pairs (mean ± std over seeds; dotted: the baseline; markers: "
-        + ", ".join(f"{v['marker']} {k}" for k, v in KINDS.items())
+        + ", ".join(f"{v.marker} {k}" for k, v in KINDS.items())
         + ")",
         fontsize=9,
     )
@@ -211,31 +224,39 @@ def concat_panel(
     with_k: list[int],
     y: list[int],
     k: int,
-    key: str,
-    std: str,
+    of: Callable[[ConcatStats], Stats],
 ) -> None:
-    """One configuration per row at one k: the mean of `key` (a ConcatStats field) with its std over seeds."""
+    """One configuration per row at one k: the mean of a measure (`of`: sacreBLEU or the length
+    ratio) with its std over seeds."""
     for yy, i in zip(y, with_k):
         c = groups[i].concat.get(k)
-        if c is None or getattr(c, key) is None:
+        if c is None or of(c).mean is None:
             continue
         st = styles[i]
         ax.errorbar(
-            [getattr(c, key)],
+            [of(c).mean],
             [yy],
-            xerr=[getattr(c, std) or 0.0],
-            marker=st["marker"],
-            color=st["color"],
+            xerr=[of(c).std or 0.0],
+            marker=st.marker,
+            color=st.color,
             markersize=4,
             capsize=2,
             linestyle="none",
         )
-    base = next((getattr(groups[i].concat.get(k), key, None) for i in with_k if groups[i].is_baseline), None)
-    if base is not None:
-        ax.axvline(base, color="grey", linewidth=0.8, linestyle=":")
-    if key == "ratio":
+    base = next((groups[i].concat.get(k) for i in with_k if groups[i].is_baseline), None)
+    if base is not None and of(base).mean is not None:
+        ax.axvline(of(base).mean, color="grey", linewidth=0.8, linestyle=":")
+    if of is _ratio:
         ax.axvline(1.0, color="black", linewidth=0.6)
     ax.tick_params(labelsize=7)
+
+
+def _bleu(c: ConcatStats) -> Stats:
+    return c.bleu
+
+
+def _ratio(c: ConcatStats) -> Stats:
+    return c.ratio
 
 
 def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
@@ -243,7 +264,7 @@ def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style])
     seeds with its 95% interval (Student's t over the seeds), the configurations side by side."""
     from scipy.stats import t
 
-    with_k = [i for i, g in enumerate(groups) if any(s.kind is SpanKind.AT_K for s in g.degradation or {})]
+    with_k = [i for i, g in enumerate(groups) if any(s.kind is SpanKind.AT_K for s in g.degradation)]
     if not with_k:
         return None
     fig, axes, panels = kind_panels(groups, with_k, 5.0)
@@ -263,7 +284,7 @@ def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style])
                     marker=".",
                     markersize=3,
                     alpha=0.45,
-                    color=style["color"],
+                    color=style.color,
                 )
                 means.append(sum(values) / len(values))
                 sd = g.degradation[at_k].std
@@ -275,7 +296,7 @@ def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style])
                 markersize=4,
                 capsize=2,
                 label=f"{g.label} (n={g.n})",
-                **style,
+                **style.line(),
             )
         ax.axhline(0.0, color="black", linewidth=0.6)
         ax.set_xscale("log", base=2)
@@ -306,7 +327,7 @@ def teacher_forced_figure(groups: Sequence[Configuration], styles: Sequence[Styl
                 markersize=3,
                 capsize=2,
                 label=groups[i].label,
-                **styles[i],
+                **styles[i].line(),
             )
             if tf.training_length:
                 lengths.add(tf.training_length)

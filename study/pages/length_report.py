@@ -45,9 +45,9 @@ def concat_tables(groups: Sequence[Configuration], baseline: Configuration, n_sa
     return "\n\n".join(
         [
             "Length extrapolation: test sacreBLEU on inputs of k consecutive test pairs joined "
-            "(mean ± std over seeds):\n\n" + table(lambda g, c: _cell(c.bleu, c.bleu_std, 2)),
+            "(mean ± std over seeds):\n\n" + table(lambda g, c: _cell(c.bleu.mean, c.bleu.std, 2)),
             "Hypothesis/reference length ratio (sacreBLEU's; below 1 = output too short):\n\n"
-            + table(lambda g, c: _cell(c.ratio, c.ratio_std, 3)),
+            + table(lambda g, c: _cell(c.ratio.mean, c.ratio.std, 3)),
             f"Against `{baseline.label}` per k: same-seed runs above it by more than the tie margin (seeds/shared "
             f"seeds), and the seed-level p (two-sided, uncorrected; k = 1 is the test set; the findings word them):\n\n"
             + table(against),

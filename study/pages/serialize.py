@@ -20,7 +20,9 @@ from study.pages.summary_tables import SIGNATURE, has_teacher_forced
 from study.read.run_stats import numeric_columns
 from study.read.seed_provenance import spans
 from study.records import (
+    BucketStats,
     ComparisonRow,
+    ConcatStats,
     Configuration,
     Findings,
     FindingsTable,
@@ -81,10 +83,28 @@ def _group(g: Configuration) -> JsonObject:
         "p_value": g.p_value,
         "seeds_above": list(g.seeds_above) if g.seeds_above else None,
         "is_baseline": g.is_baseline,
-        "by_source_length": [asdict(b) for b in g.by_source_length] if g.by_source_length is not None else None,
-        "concat": {k: asdict(c) for k, c in g.concat.items()} or None,
+        "by_source_length": [_bucket(b) for b in g.by_source_length] or None,
+        "concat": {k: _concat(c) for k, c in g.concat.items()} or None,
         "per_run": [{k: r.value(k) for k in per_run} for r in g.runs],
         **({"seeds_span": spans(g)} if spans(g) else {}),
+    }
+
+
+def _bucket(b: BucketStats) -> JsonObject:
+    return {"bucket": b.bucket, "num_sentences": b.num_sentences, "mean": b.bleu.mean, "std": b.bleu.std}
+
+
+def _concat(c: ConcatStats) -> JsonObject:
+    """A k's figures as the JSON and CSV write them: each measure's mean and std side by side."""
+    bleu, ratio = c.bleu, c.ratio
+    return {
+        "bleu": bleu.mean,
+        "bleu_std": bleu.std,
+        "ratio": ratio.mean,
+        "ratio_std": ratio.std,
+        "n": c.n,
+        "p_value": c.p_value,
+        "seeds_above": c.seeds_above,
     }
 
 
@@ -111,7 +131,7 @@ def summary_json(groups: Sequence[Configuration], baseline: Optional[Configurati
 
 
 def _degradation(g: Configuration) -> Optional[JsonObject]:
-    return {span.column: asdict(s) for span, s in g.degradation.items()} if g.degradation is not None else None
+    return {span.column: asdict(s) for span, s in g.degradation.items()} or None
 
 
 def csv_rows(groups: Sequence[Configuration]) -> tuple[list[str], list[JsonObject]]:
@@ -144,7 +164,7 @@ def csv_rows(groups: Sequence[Configuration]) -> tuple[list[str], list[JsonObjec
                 "runs": ";".join(r.run for r in g.runs),
                 "sacrebleu_signature": g.runs[0].scores.get(SIGNATURE),
                 **{f: v for k in numeric_columns() for f, v in ((k, g.mean(k)), (f"{k}_std", g.std(k)))},
-                **{f"k{k}_{key}": getattr(c, key) for k, c in g.concat.items() for key in CONCAT_CSV},
+                **{f"k{k}_{key}": _concat(c)[key] for k, c in g.concat.items() for key in CONCAT_CSV},
                 **({"tf_nll_beyond": nll.mean, "tf_nll_beyond_std": nll.std} if tf else {}),
                 **({"degradation": pooled.mean, "degradation_std": pooled.std} if degradation else {}),
             }

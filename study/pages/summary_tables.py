@@ -142,7 +142,7 @@ def bucket_table(groups: Sequence[Configuration]) -> str:
     lines = table_head(["config", "encoding", *(f"{lab} (n={counts[lab]})" for lab in labels)])
     for g in rows:
         by = {b.bucket: b for b in g.by_source_length}
-        cells = [cell(HEADLINE, by[lab].mean, by[lab].std) if lab in by else "–" for lab in labels]
+        cells = [cell(HEADLINE, by[lab].bleu.mean, by[lab].bleu.std) if lab in by else "–" for lab in labels]
         lines.append(table_row([g.label, g.encoding, *cells]))
     return "Test sacreBLEU by source length (subword tokens):\n\n" + "\n".join(lines)
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Optional, Sequence
 
+from study.read.run_files_read import from_json
+from study.records import JsonObject
 from study.terms import Measure, Table
 
 
@@ -25,17 +27,56 @@ class DeclaredRow:
     table: str = ""
 
 
+@dataclass(frozen=True)
+class ArchivedSeedTest:
+    """What the simulation reads of a row's seed test (study/stats/seed_test.SeedTest as written)."""
+
+    mean: float
+    seed_sd: float
+    v_shared: Optional[float] = None  # None (and v_int): archived before the test-set noise was written
+    v_int: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class ArchivedRow:
+    """A findings row as the JSON holds it: what names it, whether it was declared, its seed test."""
+
+    config: str
+    compared_on: str
+    declared: bool = False
+    seed_test: Optional[JsonObject] = None  # None: no seed test (a row with one seed)
+
+
+@dataclass(frozen=True)
+class ArchivedTable:
+    """A findings table as the JSON holds it: its name, measure and rows."""
+
+    name: str
+    metric: str
+    rows: tuple[JsonObject, ...] = ()
+
+
+@dataclass(frozen=True)
+class ArchivedFindings:
+    """What the simulation reads of a findings JSON: its tables and the family's tie margins."""
+
+    tables: tuple[JsonObject, ...]
+    tie_margin: Mapping[str, float]  # unit -> margin
+
+
 def declared_rows(findings_path: Path) -> tuple[list[DeclaredRow], float]:
     """The declared sacreBLEU rows of a findings JSON (the file, read as JSON) and their tie margin."""
-    findings = json.loads(Path(findings_path).read_text(encoding="utf-8"))
+    findings = from_json(ArchivedFindings, json.loads(Path(findings_path).read_text(encoding="utf-8")))
     rows = []
-    for t in findings["tables"]:
-        for r in t["rows"]:
-            s = r.get("seed_test")
-            if r.get("declared") and t["metric"] == Measure.SACREBLEU and s and s.get("v_shared") is not None:
-                name = f"{r['config']}, {r['compared_on']}"
-                rows.append(DeclaredRow(name, s["mean"], s["seed_sd"], s["v_shared"], s["v_int"], t["name"]))
-    return rows, findings["tie_margin"][Measure.SACREBLEU]
+    for t in (from_json(ArchivedTable, t) for t in findings.tables):
+        for r in (from_json(ArchivedRow, r) for r in t.rows):
+            if not (r.declared and t.metric == Measure.SACREBLEU and r.seed_test):
+                continue
+            s = from_json(ArchivedSeedTest, r.seed_test)
+            if s.v_shared is not None:
+                name = f"{r.config}, {r.compared_on}"
+                rows.append(DeclaredRow(name, s.mean, s.seed_sd, s.v_shared, s.v_int, t.name))
+    return rows, findings.tie_margin[Measure.SACREBLEU]
 
 
 def rows_on_test_set(rows: Sequence[DeclaredRow]) -> list[DeclaredRow]:

@@ -186,11 +186,11 @@ def run_degradation(run: RunRecord) -> Optional[Mapping[Span | str, float]]:
     return frozen_map(out)
 
 
-def degradation_stats(per_run: Sequence[Optional[Mapping[Span | str, float]]]) -> Optional[Mapping[Span, Stats]]:
+def degradation_stats(per_run: Sequence[Optional[Mapping[Span | str, float]]]) -> Mapping[Span, Stats]:
     """Mean, sample std and count over a configuration's runs (`run_degradation` of each) of each
-    selection's degradation."""
+    selection's degradation (empty: no run has one)."""
     have = [d for d in per_run if d]
     if not have:
-        return None
+        return frozen_map({})
     spans = list(dict.fromkeys(span for d in have for span in d if span != ALONE))
     return frozen_map((span, stats([d.get(span) for d in have])) for span in spans)

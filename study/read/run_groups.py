@@ -65,15 +65,15 @@ def configuration(runs: tuple[RunRecord, ...], label: str, name: str = "") -> Co
     )
 
 
-def bucket_stats(runs: Sequence[RunRecord]) -> Optional[tuple[BucketStats, ...]]:
-    """Mean/std test sacreBLEU per source-length bucket over a group's runs (None if no run has buckets)."""
+def bucket_stats(runs: Sequence[RunRecord]) -> tuple[BucketStats, ...]:
+    """Mean/std test sacreBLEU per source-length bucket over a group's runs (none if no run has buckets)."""
     with_buckets = [r.by_source_length for r in runs if r.by_source_length]
     if not with_buckets:
-        return None
+        return ()
     out = []
     for b in with_buckets[0]:
         s = stats([next((x.sacrebleu for x in bs if x.bucket == b.bucket), None) for bs in with_buckets])
-        out.append(BucketStats(b.bucket, b.num_sentences, s.mean, s.std))
+        out.append(BucketStats(b.bucket, b.num_sentences, s))
     return tuple(out)
 
 
@@ -197,7 +197,7 @@ def add_concat_stats(
         scored = [r.concat[k] for r in g.runs if k in r.concat]
         bleu, ratio = stats([x.sacrebleu for x in scored]), stats([x.length_ratio for x in scored])
         wins = None if g.label == baseline.label else seed_wins(g.runs, baseline.runs, bleu_at(k), margin)
-        return ConcatStats(bleu.mean, bleu.std, ratio.mean, ratio.std, bleu.n, seeds_above=wins)
+        return ConcatStats(bleu, ratio, seeds_above=wins)
 
     return [replace(g, concat=frozen_map((k, at(g, k)) for k in ks)) if ks else g for g in groups]
 

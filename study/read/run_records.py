@@ -18,6 +18,16 @@ from artifacts.tested_run import best_validation, recorded_model, stale_test, un
 from evaluation.teacher_forced import pool_nll
 from settings.config import ExperimentConfig, Override, flatten, load_config, to_dict
 from settings.key_roles import configuration_settings
+from study.read.run_files_read import (
+    ForcedAtK,
+    ForcedBucket,
+    ForcedReport,
+    LogLine,
+    ScoresFile,
+    TrainingLength,
+    from_json,
+    log_lines,
+)
 from study.read.run_outputs import output_lines
 from study.read.run_stats import retest_hint, stale_note, training_minutes
 from study.records import (
@@ -33,7 +43,7 @@ from study.records import (
 )
 from utils import run_files
 from utils.errors import HarnessError
-from utils.metrics import HEADLINE, METRICS
+from utils.metrics import METRICS
 from utils.provenance import run_provenance
 from utils.publish import settle_run
 from utils.run_log import JsonlLogger
@@ -92,16 +102,20 @@ def summarise_run(
         raise CompareError(
             f"{run_dir / 'metrics.jsonl'} is not a log of JSON lines ({e}); leave the run out or repair the line"
         ) from None
-    valid = [r for r in records if r["event"] == "valid"]
-    end = next((r for r in reversed(records) if r["event"] == "end"), {})
-    speeds = [r["tokens_per_sec"] for r in records if r["event"] == "train" and r.get("tokens_per_sec") is not None]
-    best = best_validation(valid, cfg.training.checkpoint_metric) or {}
+    lines = log_lines(records)
+    valid = [line for line in lines if line.event == "valid"]
+    end = next((line for line in reversed(lines) if line.event == "end"), LogLine("end"))
+    speeds = [line.tokens_per_sec for line in lines if line.event == "train" and line.tokens_per_sec is not None]
+    metric = cfg.training.checkpoint_metric
+    chosen = best_validation([r for r, line in zip(records, lines) if line.event == "valid"], metric)
+    best = from_json(LogLine, chosen) if chosen else LogLine("valid")
     name = cfg.name or run_dir.name
     if settings:
         name += " [" + ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in settings.items()) + "]"
     scores = read_scores(run_dir, test_dir)
     check_tested_model(run_dir, test_dir, scores, cfg)
-    decoding = scores.get("decoding")  # runs decoded differently are different configurations
+    parts = from_json(ScoresFile, scores)
+    decoding = parts.decoding  # runs decoded differently are different configurations
     resolved = {**to_dict(cfg), **({"decoding": decoding} if isinstance(decoding, dict) else {})}
     return RunRecord(
         run=str(run_dir),
@@ -112,22 +126,22 @@ def summarise_run(
         config=cfg,
         group_key=json.dumps(experiment_settings(resolved), sort_keys=True),
         encoding=cfg.model.positional.name,
-        train_loss=end.get("final_train_loss"),
-        valid_loss=best.get("valid_loss"),
-        valid_accuracy=best.get("valid_accuracy"),
-        params=end.get("params"),
-        train_minutes=training_minutes(records),
+        train_loss=end.final_train_loss,
+        valid_loss=best.valid_loss,
+        valid_accuracy=best.valid_accuracy,
+        params=end.params,
+        train_minutes=training_minutes(lines),
         tokens_per_sec=statistics.fmean(speeds) if speeds else None,
-        steps=end.get("step"),
-        valid_curve=tuple(ValidPoint(r.get("step"), r.get("valid_loss")) for r in valid),
+        steps=end.step,
+        valid_curve=tuple(ValidPoint(line.step, line.valid_loss) for line in valid),
         provenance=Provenance(
             **{k: tuple(v) for k, v in run_provenance(run_dir).items()}
         ),  # study/read/seed_provenance.py
         scores=frozen_map((key, scores.get(key)) for m in METRICS for key in (m.name, m.about) if key),
-        longer_bleu=(scores.get("longer_than_training") or {}).get(HEADLINE),
-        by_source_length=tuple(source_bucket(b) for b in scores.get("by_source_length") or ()),
-        concat=frozen_map((c["k"], KScore(c.get(HEADLINE), c.get("length_ratio"))) for c in scores.get("concat") or ()),
-        teacher_forced=run_teacher_forced(scores.get("teacher_forced")),
+        longer_bleu=parts.longer_bleu(),
+        by_source_length=tuple(from_json(SourceBucket, b) for b in parts.by_source_length or ()),
+        concat=frozen_map((c.k, KScore(c.sacrebleu, c.length_ratio)) for c in parts.concat_scores()),
+        teacher_forced=run_teacher_forced(parts.teacher_forced),
         stale_test=stale_test(scores, records, cfg.training.checkpoint_metric, test_dir) or "",
     )
 
@@ -143,10 +157,6 @@ def check_tested_model(run_dir: Path, test_dir: str, scores: JsonObject, cfg: Ex
             f"{run_dir / run_files.CONFIG}: {key} is {said!r}, but {run_dir / test_dir / run_files.SCORES} records "
             f"{tested!r} (the model trained and tested): restore config.yaml to what the run was trained with"
         )
-
-
-def source_bucket(b: JsonObject) -> SourceBucket:
-    return SourceBucket(b["bucket"], b["num_sentences"], b.get(HEADLINE), b.get("min_len"), b.get("max_len"))
 
 
 def read_runs(patterns: Sequence[str]) -> list[RunRecord]:
@@ -235,37 +245,42 @@ def run_variants(run_dir: Path, config: ExperimentConfig) -> list[tuple[str, Map
             continue  # not readable: not offered as a variant (its own run's scores are checked)
         if not isinstance(scores, dict):
             continue
+        parts = from_json(ScoresFile, scores)
         # what it changed (a sweep's --set that the run was trained with is not a change)
-        settings = {k: v for k, v in (scores.get("test_time_overrides") or {}).items() if trained.get(k) != v}
-        if scores.get("split") and settings:
+        settings = {k: v for k, v in (parts.test_time_overrides or {}).items() if trained.get(k) != v}
+        if parts.split and settings:
             variants.append((folder.name, settings))
     return variants
 
 
-def run_teacher_forced(report: Optional[JsonObject]) -> Optional[RunTeacherForced]:
+def run_teacher_forced(teacher_forced: Optional[JsonObject]) -> Optional[RunTeacherForced]:
     """A run's teacher-forced diagnostic (evaluation/teacher_forced.py) pooled over k = 1 and every
     joined k, token-weighted, EOS renormalised out, boundaries excluded: NLL beyond the decoder's
     training length, NLL per target-position bucket, and p(EOS) at the boundaries per k. None for
     runs tested without it (older runs)."""
-    if not isinstance(report, dict) or not report.get("k"):
+    report = from_json(ForcedReport, teacher_forced)
+    if not isinstance(teacher_forced, dict) or not report.k:
         return None
-    entries = list(report["k"].values())
+    at_k = {k: from_json(ForcedAtK, e) for k, e in report.k.items()}
+    entries = list(at_k.values())
     labels: dict[int, str] = {}  # each bucket's start -> its label where first seen
-    for b in (b for e in entries for b in e["buckets"]):
-        labels[b["from"]] = labels.get(b["from"], b["bucket"])
+    for b in (from_json(ForcedBucket, b) for e in entries for b in e.buckets):
+        labels[b.start] = labels.get(b.start, b.bucket)
     return RunTeacherForced(
-        training_length=(report.get("training_length") or {}).get("target") or None,
-        position_buckets=tuple(report.get("position_buckets") or ()),
-        nll_beyond=pool_nll(e.get("beyond_training") for e in entries),
+        training_length=from_json(TrainingLength, report.training_length).target or None,
+        position_buckets=tuple(report.position_buckets or ()),
+        nll_beyond=pool_nll(e.beyond_training for e in entries),
         by_position=tuple(
-            PositionNll(labels[lo], lo, pool_nll([b for e in entries for b in e["buckets"] if b["from"] == lo]))
+            PositionNll(labels[lo], lo, pool_nll([b for e in entries for b in e.buckets if _start(b) == lo]))
             for lo in sorted(labels)
         ),
-        boundary_p_eos=frozen_map(
-            (k, e["boundary"]["p_eos"]) for k, e in sorted(report["k"].items(), key=_k_order) if e.get("boundary")
-        ),
+        boundary_p_eos=frozen_map((k, e.boundary_p_eos()) for k, e in sorted(at_k.items(), key=_k_order) if e.boundary),
     )
 
 
-def _k_order(item: tuple[str, JsonObject]) -> int:
+def _start(bucket: JsonObject) -> int:
+    return from_json(ForcedBucket, bucket).start
+
+
+def _k_order(item: tuple[str, ForcedAtK]) -> int:
     return int(item[0])  # scores.json's k keys are strings: "2" before "10"

@@ -7,9 +7,10 @@ import json
 import shlex
 import statistics
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from artifacts.tested_run import run_stale_test
+from study.read.run_files_read import LogLine
 from study.records import RunRecord, Stats
 from utils import run_files
 from utils.errors import HarnessError
@@ -116,21 +117,23 @@ def seed_wins(
     return (sum(a - b > margin for a, b in pairs), len(pairs)) if pairs else None
 
 
-def training_minutes(records: Sequence[Mapping[str, Any]]) -> Optional[float]:
-    """Minutes of training over every session of a run (a resumed run has several): a session's own
-    `end` record, else (stopped without one) the time from its `start` to its last record."""
-    sessions: list[list[Mapping[str, Any]]] = []
-    for r in records:
-        if r["event"] == "start" or not sessions:
+def training_minutes(lines: Sequence[LogLine]) -> Optional[float]:
+    """Minutes of training over every session of a run (a resumed run has several), from its
+    metrics.jsonl lines: a session's own `end` record, else (stopped without one) the time from its
+    `start` to its last record."""
+    sessions: list[list[LogLine]] = []
+    for line in lines:
+        if line.event == "start" or not sessions:
             sessions.append([])
-        sessions[-1].append(r)
+        sessions[-1].append(line)
     total, counted = 0.0, False
     for session in sessions:
-        end = next((r for r in session if r["event"] == "end" and r.get("train_seconds") is not None), None)
+        end = next((line for line in session if line.event == "end" and line.train_seconds is not None), None)
+        first, last = session[0], session[-1]
         if end is not None:
-            total, counted = total + end["train_seconds"], True
-        elif session[0]["event"] == "start" and len(session) > 1 and "time" in session[0] and "time" in session[-1]:
-            total, counted = total + session[-1]["time"] - session[0]["time"], True
+            total, counted = total + end.train_seconds, True
+        elif first.event == "start" and len(session) > 1 and first.time is not None and last.time is not None:
+            total, counted = total + last.time - first.time, True
     return total / 60 if counted else None
 
 

@@ -490,10 +490,10 @@ def test_plots_tell_joined_pair_randomized_and_scaled_runs_apart() -> None:
         group("xpos", prob=0.25),
     ]
     alibi, alibi_concat, rope, rope_randomized, linear, yarn, xpos_concat = group_styles(groups)
-    assert alibi_concat["color"] == alibi["color"] and alibi["color"] != rope["color"]
-    kinds = {(st["linestyle"], st["marker"]) for st in (alibi, alibi_concat, rope_randomized, linear)}
-    assert len(kinds) == 4 and rope_randomized["color"] == rope["color"]
-    assert linear["color"] != yarn["color"] and xpos_concat["linestyle"] == alibi_concat["linestyle"]
+    assert alibi_concat.color == alibi.color and alibi.color != rope.color
+    kinds = {(st.linestyle, st.marker) for st in (alibi, alibi_concat, rope_randomized, linear)}
+    assert len(kinds) == 4 and rope_randomized.color == rope.color
+    assert linear.color != yarn.color and xpos_concat.linestyle == alibi_concat.linestyle
     assert [k for k, _ in panels_by_kind(groups)] == [
         "single sentences",
         "joined pairs",
@@ -501,12 +501,13 @@ def test_plots_tell_joined_pair_randomized_and_scaled_runs_apart() -> None:
         "scaled at inference",
     ]
     many = group_styles([group(f"e{i:02d}") for i in range(15)])
-    assert len({str(st["color"]) for st in many}) == 15
+    assert len({str(st.color) for st in many}) == 15
 
 
 def test_train_minutes_sum_every_session_of_a_resumed_run() -> None:
     """A run resumed after a kill: the killed session left no `end` record, so its time is counted
     from its `start` to its last record; each finished session by its own train_seconds."""
+    from study.read.run_files_read import log_lines
     from study.read.run_stats import training_minutes
 
     records = [
@@ -516,9 +517,9 @@ def test_train_minutes_sum_every_session_of_a_resumed_run() -> None:
         {"event": "train", "time": 1100.0},
         {"event": "end", "time": 1130.0, "train_seconds": 120.0, "total_train_seconds": 120.0},
     ]
-    assert training_minutes(records) == pytest.approx((300.0 + 120.0) / 60)
-    assert training_minutes(records[2:]) == pytest.approx(2.0)
-    assert training_minutes([{"event": "start", "time": 5.0}]) is None
+    assert training_minutes(log_lines(records)) == pytest.approx((300.0 + 120.0) / 60)
+    assert training_minutes(log_lines(records[2:])) == pytest.approx(2.0)
+    assert training_minutes(log_lines([{"event": "start", "time": 5.0}])) is None
 
 
 @pytest.mark.slow

@@ -32,8 +32,8 @@ def test_each_configuration_has_its_kind_and_its_panel() -> None:
 def test_colours_by_encoding_styles_by_kind_and_variants_apart() -> None:
     groups = [group("rope"), group("rope", joined=True), group("alibi"), group("rope", variant=True)]
     styles = group_styles(groups)
-    assert styles[0]["color"] == styles[1]["color"] != styles[2]["color"]  # one colour per encoding
-    assert styles[0]["linestyle"] != styles[1]["linestyle"]  # its kind: single sentences vs joined pairs
-    assert styles[3]["color"] not in (styles[0]["color"], styles[2]["color"]) and styles[3]["marker"] == "D"
+    assert styles[0].color == styles[1].color != styles[2].color  # one colour per encoding
+    assert styles[0].linestyle != styles[1].linestyle  # its kind: single sentences vs joined pairs
+    assert styles[3].color not in (styles[0].color, styles[2].color) and styles[3].marker == "D"
     many = group_styles([group(f"enc{i}") for i in range(12)])
-    assert len({str(s["color"]) for s in many}) == 12  # tab20 beyond ten encodings
+    assert len({str(s.color) for s in many}) == 12  # tab20 beyond ten encodings

@@ -30,8 +30,8 @@ def test_per_k_means_wins_and_tables(tmp_path: Path) -> None:
                          "rope", "rope")  # fmt: skip
     assert concat_ks([base, rope]) == [1, 4]
     base, rope = add_concat_stats([base, rope], base, margin=0.1)
-    assert rope.concat[4].bleu == 13.0 and rope.concat[4].seeds_above == (1, 2)
-    assert base.concat[1].bleu_std == pytest.approx(1.4142136) and base.concat[1].seeds_above is None
+    assert rope.concat[4].bleu.mean == 13.0 and rope.concat[4].seeds_above == (1, 2)
+    assert base.concat[1].bleu.std == pytest.approx(1.4142136) and base.concat[1].seeds_above is None
     tables = concat_tables([base, rope], base)
     assert "| rope | rope | 31.00 ± 0.00 | 13.00 ± 2.83 |" in tables
     assert "| sinusoidal | sinusoidal | baseline | baseline |" in tables and "| rope | rope | 1/2 | 1/2 |" in tables

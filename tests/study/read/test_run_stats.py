@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from settings.config import from_raw
+from study.read.run_files_read import log_lines
 from study.read.run_stats import joined_range, joined_training_k, mean_std, retest_hint, seed_wins, training_minutes
 from study.records import RunRecord
 
@@ -38,8 +39,8 @@ def test_training_minutes_add_up_every_session_of_a_resumed_run() -> None:
         {"event": "start", "time": 1000.0},  # resumed, stopped without an end record
         {"event": "step", "time": 1060.0},
     ]
-    assert training_minutes(records) == pytest.approx(3.0)
-    assert training_minutes([{"event": "start", "time": 5.0}]) is None
+    assert training_minutes(log_lines(records)) == pytest.approx(3.0)
+    assert training_minutes(log_lines([{"event": "start", "time": 5.0}])) is None
 
 
 def test_the_joined_training_range_of_a_k() -> None:
