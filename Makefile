@@ -22,7 +22,7 @@ SWEEP ?=
 # Each RoPE run also tested stretched at inference, no retraining (<run>/test_<name>/, rows of their own)
 LENGTH_VARIANTS := $(foreach s,linear ntk yarn,--variant $(s)4 model.positional.scaling=$(s) model.positional.scaling_factor=4)
 
-.PHONY: config-schema demo demo-seeds length length-headline archive results readme results-check readme-check test test-fast test-gpu lint bench venv clean-demo
+.PHONY: config-schema demo demo-seeds length length-headline archive results readme results-check readme-check test test-fast test-durations test-gpu lint bench venv clean-demo
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -57,7 +57,7 @@ length-headline: length
 	$(PY) compare.py "runs/length/*" --family configs/length/findings/headline.yaml --output runs/length/summary --overwrite
 
 # One pytest worker per core (pytest-xdist), each test module on one worker (its fixtures built once),
-# in the order tests/conftest.py gives them (the modules with long tests first)
+# in the order tests/conftest.py gives them (the modules that took longest first: tests/durations.json)
 XDIST := -n auto --dist loadfile --no-loadscope-reorder
 test: venv
 	$(PY) -m pytest -q $(XDIST)
@@ -72,6 +72,13 @@ test-gpu:
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# The seconds each test module takes, from one run of the whole suite, into tests/durations.json
+# (tests/conftest.py starts the longest first, so that the two workers end together): after adding or
+# lengthening a long test
+test-durations: venv
+	$(PY) -m pytest -q $(XDIST) --junitxml=.pytest_cache/durations.xml
+	$(PY) tools/test_durations.py .pytest_cache/durations.xml
 
 # The same without the tests marked slow (pytest.ini): the quick check while working
 test-fast: venv

@@ -6,6 +6,7 @@ tests/test_layers.py); docs/TESTS.md says what each costs."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -31,19 +32,18 @@ sys.dont_write_bytecode = False
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Modules with tests marked slow run first, those with the fewest tests first (a few long
-    integration tests: the SLURM cluster, torchrun, the README's commands), then the others in their
-    usual order; a module's own tests keep theirs. Under pytest-xdist (`make test`: --dist loadfile
-    --no-loadscope-reorder) the long modules so start at once on some worker: xdist's own order
-    (most tests first) left them for last, one worker running them while the other had finished."""
+    """Test modules run longest first, by the seconds each took in a whole run (tests/durations.json,
+    written by `make test-durations`); a module the table lacks (a new one) runs after them, and a
+    module's own tests keep their order. Under pytest-xdist (`make test`: --dist loadfile
+    --no-loadscope-reorder) each module goes whole to the next free worker, so the two workers end
+    together: xdist's own order (most tests first) left a long module for last on one worker while the
+    other had finished."""
     modules: dict[str, list] = {}
     for item in items:
         modules.setdefault(item.nodeid.split("::")[0], []).append(item)
-
-    def priority(tests: list) -> tuple[int, int]:
-        return (0, len(tests)) if any(t.get_closest_marker("slow") for t in tests) else (1, 0)
-
-    items[:] = [item for tests in sorted(modules.values(), key=priority) for item in tests]
+    seconds = json.loads((ROOT / "tests" / "durations.json").read_text())
+    order = sorted(modules, key=lambda module: -seconds.get(module, 0.0))  # (stable: the rest as collected)
+    items[:] = [item for module in order for item in modules[module]]
     if any(item.get_closest_marker("gpu") for item in items):
         import torch
 
