@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -29,6 +30,13 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 # (__pycache__/, ignored by git), written once and read by every later start.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+# A shell without job control starts a background command (`make test &`, a CI step's script) with
+# Ctrl-C ignored, and an ignored signal stays ignored in every process started after: the commands the
+# tests stop with SIGINT would ignore it, and whether one did depended on which earlier test had left a
+# handler in this worker. The suite runs as a terminal does: Ctrl-C handled (reset to its default at
+# each command's exec), in the controller and in every worker.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -57,6 +65,28 @@ def pytest_collection_modifyitems(config, items) -> None:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)
+
+
+@pytest.fixture(autouse=True)
+def signals_left_as_found(request):
+    """A test that leaves this worker's SIGINT/SIGTERM/SIGUSR2 handled otherwise, or blocked, fails
+    here (and they are put back): every later command this worker starts would inherit an ignored or
+    blocked Ctrl-C, and a later test that stops one would fail by chance, by which module ran first."""
+    handlers = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    changed = [sig.name for sig in STOP_SIGNALS if signal.getsignal(sig) is not handlers[sig]]
+    still_blocked = sorted(sig.name for sig in signal.pthread_sigmask(signal.SIG_SETMASK, blocked) - blocked)
+    for sig in STOP_SIGNALS:
+        if handlers[sig] is not None:
+            signal.signal(sig, handlers[sig])
+    assert not changed and not still_blocked, (
+        f"{request.node.nodeid} left {', '.join(changed) or 'no handler'} changed and "
+        f"{', '.join(still_blocked) or 'no signal'} blocked in the pytest worker"
+    )
 
 
 @pytest.fixture(autouse=True, scope="session")
