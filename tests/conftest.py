@@ -72,20 +72,21 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)
 
 @pytest.fixture(autouse=True)
 def signals_left_as_found(request):
-    """A test that leaves this worker's SIGINT/SIGTERM/SIGUSR2 handled otherwise, or blocked, fails
-    here (and they are put back): every later command this worker starts would inherit an ignored or
-    blocked Ctrl-C, and a later test that stops one would fail by chance, by which module ran first."""
+    """A test that leaves SIGINT, SIGTERM or SIGUSR2 ignored or blocked in this worker fails here:
+    both pass to every command the worker starts after (a Python handler does not: exec resets it), and
+    a later test that stops one would fail by chance, by which module ran first. Handlers a test left
+    (an entry point's main_guard called in-process) are put back."""
     handlers = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     yield
-    changed = [sig.name for sig in STOP_SIGNALS if signal.getsignal(sig) is not handlers[sig]]
+    ignored = [sig.name for sig in STOP_SIGNALS if signal.getsignal(sig) == signal.SIG_IGN != handlers[sig]]
     still_blocked = sorted(sig.name for sig in signal.pthread_sigmask(signal.SIG_SETMASK, blocked) - blocked)
     for sig in STOP_SIGNALS:
         if handlers[sig] is not None:
             signal.signal(sig, handlers[sig])
-    assert not changed and not still_blocked, (
-        f"{request.node.nodeid} left {', '.join(changed) or 'no handler'} changed and "
-        f"{', '.join(still_blocked) or 'no signal'} blocked in the pytest worker"
+    assert not ignored and not still_blocked, (
+        f"{request.node.nodeid} left {', '.join(ignored) or 'no signal'} ignored and "
+        f"{', '.join(still_blocked) or 'no signal'} blocked in the pytest worker (the commands it starts inherit them)"
     )
 
 
