@@ -255,7 +255,7 @@ def run_teacher_forced(teacher_forced: Optional[JsonObject]) -> Optional[RunTeac
     buckets = [(from_json(ForcedBucket, b), b) for e in at_k.values() for b in e.buckets]
     labels: dict[int, str] = {}  # each bucket's start -> its label where first seen
     for b, _ in buckets:
-        labels.setdefault(b.start, b.bucket)
+        labels[b.start] = labels.get(b.start, b.bucket)
     return RunTeacherForced(
         training_length=from_json(TrainingLength, report.training_length).target or None,
         position_buckets=tuple(report.position_buckets or ()),
