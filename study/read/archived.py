@@ -15,9 +15,8 @@ from study.terms import Measure, Table
 
 @dataclass(frozen=True)
 class DeclaredRow:
-    """A declared sacreBLEU row of an archived findings JSON, as the simulation reads it: its name
-    ("config, compared on"), observed mean, seed SD s_d, shared and per-seed test-set noise, and its
-    table."""
+    """A declared row as the simulation reads it: its name ("config, compared on"), observed mean, seed
+    SD s_d, shared and per-seed test-set noise, and its table."""
 
     name: str
     mean: float
@@ -28,9 +27,7 @@ class DeclaredRow:
 
 
 @dataclass(frozen=True)
-class ArchivedSeedTest:
-    """What the simulation reads of a row's seed test (study/stats/seed_test.SeedTest as written)."""
-
+class ArchivedSeedTest:  # study/stats/seed_test.SeedTest as written
     mean: float
     seed_sd: float
     v_shared: Optional[float] = None  # None (and v_int): archived before the test-set noise was written
@@ -39,8 +36,6 @@ class ArchivedSeedTest:
 
 @dataclass(frozen=True)
 class ArchivedRow:
-    """A findings row as the JSON holds it: what names it, whether it was declared, its seed test."""
-
     config: str
     compared_on: str
     declared: bool = False
@@ -49,8 +44,6 @@ class ArchivedRow:
 
 @dataclass(frozen=True)
 class ArchivedTable:
-    """A findings table as the JSON holds it: its name, measure and rows."""
-
     name: str
     metric: str
     rows: tuple[JsonObject, ...] = ()
@@ -58,14 +51,12 @@ class ArchivedTable:
 
 @dataclass(frozen=True)
 class ArchivedFindings:
-    """What the simulation reads of a findings JSON: its tables and the family's tie margins."""
-
     tables: tuple[JsonObject, ...]
     tie_margin: Mapping[str, float]  # unit -> margin
 
 
 def declared_rows(findings_path: Path) -> tuple[list[DeclaredRow], float]:
-    """The declared sacreBLEU rows of a findings JSON (the file, read as JSON) and their tie margin."""
+    """The declared sacreBLEU rows of a findings JSON and their tie margin."""
     findings = from_json(ArchivedFindings, json.loads(Path(findings_path).read_text(encoding="utf-8")))
     rows = []
     for t in (from_json(ArchivedTable, t) for t in findings.tables):

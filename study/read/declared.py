@@ -1,14 +1,8 @@
 """Declared before, provably: a study's family file must stand, as it is now, in the commit every run
-of it was trained from.
-
-A run records the commit it was trained from in its provenance.json (utils/provenance.py), one
-session per start or resume. The family (configs/<study>/findings/headline.yaml) was declared
-before the run when `git show <commit>:<family file>` reads as the same declaration (compared
-parsed, so a corrected comment does not undo it) in every session's commit, with no uncommitted
-changes to the code. A run without that proof (trained before provenance existed, from a commit
-without the family, from a changed tree, outside a git checkout) marks its comparisons descriptive
-(study/judge/verdicts.py); tests/study/read/test_declared.py checks the archive.
-"""
+of it was trained from (provenance.json records each session's commit: utils/provenance.py). It does
+when `git show <commit>:<family file>` parses to the same declaration (a corrected comment does not
+undo it) in every session's commit, with no uncommitted changes to the code; a run without that proof
+marks its comparisons descriptive (study/judge/verdicts.py)."""
 
 from __future__ import annotations
 
@@ -21,15 +15,6 @@ from utils.provenance import ROOT, git_output, read_provenance
 
 if TYPE_CHECKING:  # (an annotation only: tools/study_ready.py reads a family without torch)
     from study.records import Configuration
-
-
-def family_in_repository(path: str) -> Optional[str]:
-    """The family file's path inside this checkout (None: it is not in it)."""
-    try:
-        return Path(path).resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        return None
-
 
 _DECLARATIONS: dict[tuple[str, str], object] = {}  # (commit, path) -> the family as it read then
 
@@ -49,16 +34,19 @@ def _declaration_at(commit: str, relative: str) -> Optional[object]:
     return _DECLARATIONS[key]
 
 
+def _now(family_path: str) -> object:
+    return yaml.safe_load(Path(family_path).read_text(encoding="utf-8"))
+
+
 def stood_in(commit: Optional[str], family_path: str, now: Optional[object] = None) -> bool:
-    """Whether the family file read then as it reads now (`now`: its parsed text, read once by the
-    caller that checks many runs) in `commit`."""
-    relative = family_in_repository(family_path)
-    if not commit or relative is None:
+    """Whether the family file read in `commit` as it reads now (`now`: parsed once by a caller that
+    checks many runs)."""
+    try:
+        relative = Path(family_path).resolve().relative_to(ROOT).as_posix()
+    except ValueError:  # not in this checkout
         return False
-    then = _declaration_at(commit, relative)
-    if now is None:
-        now = yaml.safe_load(Path(family_path).read_text(encoding="utf-8"))
-    return then is not None and then == now
+    then = _declaration_at(commit, relative) if commit else None
+    return then is not None and then == (_now(family_path) if now is None else now)
 
 
 def run_declared(run_dir: Path, family_path: str, now: Optional[object] = None) -> bool:
@@ -70,9 +58,8 @@ def run_declared(run_dir: Path, family_path: str, now: Optional[object] = None) 
 
 
 def declaring_runs(groups: Sequence[Configuration], family_path: Optional[str]) -> Optional[frozenset[str]]:
-    """The run folders trained from a commit that declared the family (read by study/judge/findings.py's
-    rows); None without a family file (nothing to prove)."""
+    """The run folders trained from a commit that declared the family; None without a family file."""
     if family_path is None:
         return None
-    now = yaml.safe_load(Path(family_path).read_text(encoding="utf-8"))
+    now = _now(family_path)
     return frozenset(r.run for g in groups for r in g.runs if run_declared(Path(r.run), family_path, now))

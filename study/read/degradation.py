@@ -11,9 +11,6 @@ that contains it: per pair, (sum over k of NLL joined - NLL alone, sum over k of
 
 What it still mixes: the joined input's source is longer, and the preceding sentences are context
 the pair alone did not have; the measure moves with both, not only with the positions.
-
-Read and pooled per run here (the read layer); compare.py's table of it and the sentence beside it are
-study/pages/degradation_table.py.
 """
 
 from __future__ import annotations
@@ -46,8 +43,7 @@ class PairSums:
         return len(self.alone_tokens)
 
     def scored(self, k: int) -> np.ndarray:
-        """[pairs] bool: the pairs whose every token after the first was scored inside the join at k
-        (the same tokens as alone; a joined target cut at the decoder's limit is not)."""
+        """[pairs] bool: the pairs whose every token after the first was scored inside the join at k."""
         pair, _, tokens, _ = self.joined[k]
         out = np.zeros(self.num_pairs, dtype=bool)
         out[pair] = (tokens == self.alone_tokens[pair]) & (tokens > 0)
@@ -56,10 +52,9 @@ class PairSums:
     def units(
         self, keep: Callable[[int, np.ndarray], np.ndarray], allowed: Optional[Mapping[int, np.ndarray]] = None
     ) -> np.ndarray:
-        """[pairs, 2]: per test pair, (sum of NLL joined - NLL alone, sum of tokens) over the k and
-        start positions `keep(k, starts)` selects (a boolean mask over that k's rows), among the
-        pairs `allowed[k]` (default: those this run scored whole at k; a comparison passes the pairs
-        every run of it scored whole, so both sides hold the same tokens)."""
+        """[pairs, 2]: per test pair, (sum of NLL joined - NLL alone, sum of tokens) over the k and start
+        positions `keep(k, starts)` selects, among the pairs `allowed[k]` (default: those this run scored
+        whole at k; a comparison passes those every run of it scored whole: both sides, the same tokens)."""
         out = np.zeros((self.num_pairs, 2))
         for k, (pair, start, tokens, nll) in self.joined.items():
             cells = allowed.get(k) if allowed is not None else self.scored(k)
@@ -73,7 +68,7 @@ class PairSums:
 
 
 def read_pair_sums(run: RunRecord) -> Optional[PairSums]:
-    """A run's PAIRS_FILE, or None when its test did not write one (runs tested before it existed)."""
+    """A run's PAIRS_FILE, or None when its test did not write one."""
     path = test_folder(run) / PAIRS_FILE
     lines = read_lines(path)
     if lines is None:
@@ -106,9 +101,8 @@ def read_pair_sums(run: RunRecord) -> Optional[PairSums]:
 
 
 def check_pair_rows(rows: np.ndarray, path, run: RunRecord) -> None:
-    """The per-pair sums are what test.py wrote, or refused naming the file and line: finite numbers,
-    counts that are whole and not negative, NLL sums not negative, every pair scored alone once, and
-    every k the run's scores.json scored (a file cut at a line boundary loses whole k)."""
+    """The per-pair sums are what test.py wrote (every k scores.json scored: a file cut at a line
+    boundary loses whole k), or refused naming the file and line."""
     bad = ~np.isfinite(rows).all(1)
     counts = rows[:, [0, 1, 2, 3, 6]]
     bad |= ((counts < 0) | (counts != np.round(counts))).any(1) | (rows[:, [4, 5, 7]] < 0).any(1)
@@ -134,15 +128,14 @@ def selections(
     sums: PairSums, buckets: bool = False, joined_k: int = 1
 ) -> list[tuple[Span, Callable[[int, np.ndarray], np.ndarray], bool]]:
     """(span, keep, needs the same training length) of every degradation row: pooled over k first
-    (the headline), then, for joined-pair training of up to `joined_k` pairs, pooled over the k
-    beyond it, then each k, then by where the pair's target starts (within or beyond the decoder's
-    training length; with `buckets`, also per target-position bucket of the start)."""
+    (the headline), then over the k beyond a joined-pair training of `joined_k` pairs, each k, and by
+    where the target starts (within or beyond training; with `buckets`, per position bucket)."""
     out: list = [(ALL_K, lambda k, s: np.ones(len(s), bool), False)]
     if joined_k > 1 and any(k > joined_k for k in sums.joined):
         beyond = Span(SpanKind.BEYOND_JOINED, joined_k)
         out.append((beyond, lambda k, s: np.full(len(s), k > joined_k), False))
-    at_k = [Span(SpanKind.AT_K, k) for k in sorted(sums.joined)]
-    out += [(at, (lambda kk: lambda k, s: np.full(len(s), k == kk))(at.k), False) for at in at_k]
+    at_k = lambda at: lambda k, s: np.full(len(s), k == at)
+    out += [(Span(SpanKind.AT_K, k), at_k(k), False) for k in sorted(sums.joined)]
     length = sums.training_length
     if length:
         out += [
@@ -150,14 +143,10 @@ def selections(
             (Span(SpanKind.START_BEYOND), lambda k, s: s >= length, True),
         ]
     edges = sums.position_buckets if buckets else []
-    for lo, hi in zip(edges, [*edges[1:], None]):
-        out.append(
-            (
-                Span(SpanKind.START_BUCKET, start=(lo, hi)),
-                (lambda a, b: lambda k, s: (s >= a) & (s < b if b is not None else True))(lo, hi),
-                False,
-            )
-        )
+    starts = lambda lo, hi: lambda k, s: (s >= lo) & (s < hi if hi is not None else True)
+    out += [
+        (Span(SpanKind.START_BUCKET, start=bounds), starts(*bounds), False) for bounds in zip(edges, [*edges[1:], None])
+    ]
     return out
 
 
@@ -171,8 +160,7 @@ ALONE = "NLL alone"  # a run's own k = 1 quality on the same tokens (per run onl
 
 
 def run_degradation(run: RunRecord) -> Optional[Mapping[Span | str, float]]:
-    """A run's pooled degradation per selection (with the start-position buckets and, for joined-pair
-    training, beyond its joined range) and its NLL alone (ALONE), None without PAIRS_FILE."""
+    """A run's pooled degradation per selection and its NLL alone (ALONE), None without PAIRS_FILE."""
     sums = read_pair_sums(run)
     if sums is None:
         return None
@@ -187,8 +175,7 @@ def run_degradation(run: RunRecord) -> Optional[Mapping[Span | str, float]]:
 
 
 def degradation_stats(per_run: Sequence[Optional[Mapping[Span | str, float]]]) -> Mapping[Span, Stats]:
-    """Mean, sample std and count over a configuration's runs (`run_degradation` of each) of each
-    selection's degradation (empty: no run has one)."""
+    """Each selection's `stats` over a configuration's runs (`run_degradation` of each)."""
     have = [d for d in per_run if d]
     if not have:
         return frozen_map({})

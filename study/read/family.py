@@ -1,19 +1,12 @@
 """A study's declared family (configs/<study>/findings/headline.yaml): the comparisons that may be
-worded, the rule that words them (study/stats/rules.py), and the study's plan (seeds, device,
-precision, margins, a sequential design's looks), read under the configs' rules.
-
-`Family` is the file as a frozen pydantic model, as settings/ holds a config: each key's type and
-bounds once, here, and configs/family.schema.json generated from it (`make config-schema`). The
-file is read by the configs' strict YAML reader (a key given twice is an error, aliases that expand
-beyond a config's size are refused); margins and effects are finite numbers keyed by the units the
-tables spell, each headline entry a known table, seeds distinct integers train.py takes as a seed
-(0 to 2^32 - 1). What one key's type cannot say (seeds distinct, the looks against the seeds and
-the rule, the configurations and baseline that must exist under configs/) is checked once, in
-`Family._rules`. Every error is one line naming the file and the key, when the family is read:
-before the runner trains a run."""
+worded, the rule that words them (study/stats/rules.py) and the study's plan, as a frozen pydantic
+model (as settings/ holds a config; configs/family.schema.json is generated from it). The file is read
+by the configs' strict YAML reader; what one key's type cannot say is checked once, in
+`Family._rules`; every error is one line naming the file and key, before the runner trains a run."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Mapping, Optional, Sequence
@@ -29,7 +22,8 @@ from study.stats.rules import CURRENT, RULES, UNNAMED
 from study.stats.seed_test import ALPHA
 from study.stats.sequential import SPENDING
 from study.stats.sequential_family import Plan, Spending
-from study.terms import RowKey, Table
+from study.terms import Joined, LengthBucket, NllBeyond, RowKey, Selection, Span, SpanKind, Table, WholeTestSet
+from utils.metrics import bucket_label
 
 TABLES = tuple(t.value for t in Table)  # study/judge/findings.py's tables, as a family file names them
 DEVICES = ("cpu", "cuda", "mps")
@@ -53,11 +47,10 @@ class Measures(BaseModel):
     BOUND: ClassVar[str] = ">= 0"  # as the error says it
 
     def given(self) -> Mapping[str, float]:
-        """{unit: number} of the measures that have one, in the tables' order (read-only)."""
+        """{unit: number} of the measures that have one, in the tables' order."""
         return frozen_map((unit, value) for unit, value in self if value is not None)
 
     def of(self, metric: str) -> Optional[float]:
-        """The number of a table's measure (None: none given)."""
         return self.given().get(metric)
 
 
@@ -87,6 +80,24 @@ class Equivalence(Measures):
 UNITS = tuple(TieMargin.model_fields)  # the metrics the tables are in
 
 
+def selection_of(compared_on: str) -> Optional[Selection]:
+    """The selection whose row label a family file spells (None: no row's, a typo that
+    study/judge/verdicts.check_entries refuses against the rows): of the selections the numbers in it
+    could make, the one whose label reads back exactly as written ("k=04" names no row)."""
+    numbers = [int(n) for n in re.findall(r"\d+", compared_on)]
+    ks = numbers[:1] or [0]
+    starts = [(numbers[0], numbers[1] + 1 if len(numbers) > 1 else None)] if numbers else []
+    candidates = [
+        WholeTestSet(),
+        NllBeyond(),
+        *(Joined(k) for k in ks),
+        *(LengthBucket(bucket_label(*start)) for start in starts),
+        *(Span(kind, k) for kind in SpanKind for k in ks),
+        *(Span(SpanKind.START_BUCKET, start=start) for start in starts),
+    ]
+    return next((on for on in candidates if on.label == compared_on), None)
+
+
 class HeadlineEntry(BaseModel):
     """One declared comparison: the rows of `table` compared on `compared_on` (left out: every row of
     the table), of the configurations `configs` (left out: every configuration compared)."""
@@ -95,17 +106,21 @@ class HeadlineEntry(BaseModel):
     table: Literal[TABLES]
     compared_on: Label = None  # type: ignore[assignment]  (None when left out; null is no row label, and refused)
     configs: Optional[Annotated[tuple[Label, ...], Listed]] = None
+    _on: Optional[Selection] = PrivateAttr(None)  # the selection `compared_on` names, read with the file
+
+    @model_validator(mode="after")
+    def _selection(self) -> HeadlineEntry:
+        self._on = None if self.compared_on is None else selection_of(self.compared_on)
+        return self
 
     def names(self, key: RowKey) -> bool:
-        """Whether the entry names the row of `key` whatever its configuration: its table, and the row
-        the file spells `compared_on` (the one place the file's spelling of a row meets its key)."""
-        return self.table == key.table and (self.compared_on is None or self.compared_on == key.label)
+        """Whether the entry names the row of `key` whatever its configuration: its table and selection."""
+        return self.table == key.table and (self.compared_on is None or self._on == key.on)
 
     def matches(self, key: RowKey) -> bool:
         return self.names(key) and (self.configs is None or key.config in self.configs)
 
     def as_written(self) -> str:
-        """The entry as the file gives it (the findings name an entry no row matched so)."""
         return str(self.model_dump(mode="json", exclude_unset=True))
 
 
@@ -133,13 +148,13 @@ class Family(BaseModel):
     # the device kind and precision of every run
     device: Optional[Literal[DEVICES]] = None
     precision: Optional[Literal[PRECISIONS]] = None
-    _path: Optional[str] = PrivateAttr(None)
+    _path: Optional[str] = PrivateAttr(None)  # the file it was read from (None: no family declared)
 
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo) -> Family:
-        """What one key's type cannot say, each checked here once: the seeds distinct; a sequential
-        plan's looks increasing, the last every planned seed, under the current rule; and, read from a
-        file (`info.context`: the configs folder), each configuration and the baseline existing."""
+        """What one key's type cannot say: the seeds distinct; a sequential plan's looks increasing, the
+        last every planned seed, under the current rule; and, read from a file (`info.context`: the
+        configs folder), each configuration and the baseline existing."""
         if self.seeds is not None and len(set(self.seeds)) != len(self.seeds):
             raise _refused(refusal("seeds", value=list(self.seeds)))
         if self.looks is None:
@@ -162,9 +177,8 @@ class Family(BaseModel):
         return self
 
     def _exist(self, configs: Path) -> None:
-        """Each named configuration exists, and the baseline is one or an encoding, as compare.py
-        matches it. A name that is neither would match no run, ever: the study would stay interim
-        under a note instead of failing where it is written."""
+        """Each named configuration exists, and the baseline is one or an encoding: a name that is
+        neither would match no run, ever (the study interim under a note, not failing where written)."""
         from models.positional_encodings import POSITIONAL_ENCODINGS
         from settings.errors import suggest
 
@@ -182,7 +196,6 @@ class Family(BaseModel):
 
     @property
     def path(self) -> Optional[str]:
-        """The file it was read from (None: no family declared)."""
         return self._path
 
     @property
@@ -193,13 +206,11 @@ class Family(BaseModel):
         return Plan(self.looks, self.spending, self.spending_equivalence, ALPHA, ALPHA)
 
     def at(self, path: str) -> Family:
-        """This family, read from `path`."""
         family = self.model_copy()
         family._path = path
         return family
 
     def declares(self, key: RowKey) -> bool:
-        """Whether a headline entry declares the row of `key`."""
         return any(h.matches(key) for h in self.headline)
 
 
@@ -209,10 +220,9 @@ NO_FAMILY = Family.model_construct(headline=(), rule=CURRENT.name)  # no family 
 def missing_rows(
     tables: Sequence[FindingsTable], family: Family, configs: Optional[list[str]] = None
 ) -> list[tuple[str, str]]:
-    """(table, config) of every declared comparison that has no row: an entry naming its `compared_on`,
-    for each configuration it names (or, for an entry naming none, each compared configuration:
-    `configs`), with no such row.
-    They count in Holm's family as p = 1 and keep a planned study interim."""
+    """(table, config) of every declared comparison with no row: an entry naming its `compared_on`, for
+    each configuration it names (naming none: each compared configuration, `configs`). They count in
+    Holm's family as p = 1 and keep a planned study interim."""
     have = [r.key for t in tables for r in t.rows]
     out = []
     for h in family.headline:
@@ -224,7 +234,6 @@ def missing_rows(
     return out
 
 
-FAMILY_KEYS = tuple(Family.model_fields)
 # what a key must be, as the one line refusing it says ({value}: the value as written)
 NOT_A_FAMILY = "expected a mapping with a non-empty 'headline' list of comparisons"
 SHAPES = {
@@ -260,7 +269,6 @@ CHOICES = {  # the choices the lines name
 
 
 def refusal(shape: str, **given: Any) -> str:
-    """The line of `shape` (SHAPES) for what was given."""
     return SHAPES[shape].format(**CHOICES, **given)
 
 
@@ -322,8 +330,7 @@ def _read(path: str):
 
 
 def load_family(path: Optional[str], configs: Path = CONFIGS) -> Family:
-    """The family declared in `path` (YAML; its configurations under `configs`), or none (NO_FAMILY:
-    every row descriptive)."""
+    """The family declared in `path` (its configurations under `configs`), or NO_FAMILY."""
     if path is None:
         return NO_FAMILY
     from settings.config import ConfigError
@@ -336,7 +343,7 @@ def load_family(path: Optional[str], configs: Path = CONFIGS) -> Family:
         unknown = sorted(str(e.loc[0]) for e in errors if e.type == "extra_forbidden" and len(e.loc) == 1)
         if unknown:
             raise ConfigError(
-                f"{path}: unknown key(s) {', '.join(unknown)}; the keys are {', '.join(FAMILY_KEYS)}"
+                f"{path}: unknown key(s) {', '.join(unknown)}; the keys are {', '.join(Family.model_fields)}"
             ) from None
         raise ConfigError(f"{path}: {_line(errors[0], raw)}") from None
     return family.at(str(path))

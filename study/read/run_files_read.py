@@ -1,8 +1,6 @@
-"""A run's JSON files as typed values, read once where they are parsed (study/read/run_records.py):
-a metrics.jsonl line (`LogLine`) and what the study reads of a <test>/scores.json (`ScoresFile`, its
-concat, source-length and teacher-forced parts), each a frozen dataclass filled from the JSON object
-by its field names (`from_json`). A key an older run's file lacks takes the field's default, so every
-run folder the reader took before still reads; code past this module reads attributes, not keys."""
+"""A run's JSON files as typed values (a metrics.jsonl line, what the study reads of a scores.json),
+each a frozen dataclass filled from the JSON object by its field names (`from_json`). A key an older
+run's file lacks takes the field's default, so every run folder read before still reads."""
 
 from __future__ import annotations
 
@@ -16,9 +14,8 @@ T = TypeVar("T")
 
 
 def from_json(cls: type[T], obj: Optional[JsonObject]) -> T:
-    """`cls` (a dataclass) from a JSON object by its fields' names (a field's metadata `key` where the
-    JSON's key is no Python name: "from"); a key the object lacks (or no object, None)
-    takes the field's default. Values are taken as the file holds them."""
+    """`cls` (a dataclass) from a JSON object by its fields' names (metadata `key` where the JSON's key
+    is no Python name: "from"); a key the object lacks (or no object) takes the field's default."""
     obj = obj if isinstance(obj, dict) else {}
     given = {}
     for f in fields(cls):
@@ -32,7 +29,7 @@ def from_json(cls: type[T], obj: Optional[JsonObject]) -> T:
 
 @dataclass(frozen=True)
 class LogLine:
-    """A metrics.jsonl record (utils/run_log.py) as compare.py reads it; None: the line lacks the key."""
+    """A metrics.jsonl record (utils/run_log.py); None: the line lacks the key."""
 
     event: str
     time: Optional[float] = None
@@ -46,31 +43,25 @@ class LogLine:
 
 
 def log_lines(records: Sequence[JsonObject]) -> list[LogLine]:
-    """metrics.jsonl's records (JsonlLogger.history) as typed lines, in order."""
     return [from_json(LogLine, r) for r in records]
 
 
 @dataclass(frozen=True)
-class ConcatScore:
-    """One k of scores.json's `concat` list: the inputs of k joined test pairs."""
-
+class ConcatScore:  # one k of scores.json's `concat` list
     k: int
     sacrebleu: Optional[float] = None  # (utils/metrics.HEADLINE)
     length_ratio: Optional[float] = None
 
 
 @dataclass(frozen=True)
-class ForcedBucket:
-    """A target-position bucket of one k of scores.json's `teacher_forced` report."""
-
+class ForcedBucket:  # a target-position bucket of one k of scores.json's `teacher_forced` report
     start: int = field(metadata={"key": "from"})
     bucket: str
 
 
 @dataclass(frozen=True)
 class ForcedAtK:
-    """One k of the teacher-forced report: its position buckets (as written: pooled by
-    evaluation/teacher_forced.pool_nll), the part beyond the training length and the boundary."""
+    """One k of the teacher-forced report (its parts as written: pooled by teacher_forced.pool_nll)."""
 
     buckets: tuple[JsonObject, ...] = ()
     beyond_training: Optional[JsonObject] = None
@@ -92,8 +83,7 @@ class TrainingLength:
 
 @dataclass(frozen=True)
 class ForcedReport:
-    """scores.json's `teacher_forced` report (evaluation/teacher_forced.py): per k (keys as written,
-    "2"), the decoder's training length and the position buckets' edges."""
+    """scores.json's `teacher_forced` report (evaluation/teacher_forced.py), per k (keys as written: "2")."""
 
     k: Optional[JsonObject] = None  # None or empty: no k was scored (then no report)
     training_length: Optional[JsonObject] = None
@@ -102,8 +92,8 @@ class ForcedReport:
 
 @dataclass(frozen=True)
 class ScoresFile:
-    """What the study reads of a <test>/scores.json beyond its metrics (read_scores checks those);
-    None: a run tested before the part was written (its row's cells stay empty)."""
+    """What the study reads of a <test>/scores.json beyond its metrics; None: tested before the part
+    was written (its row's cells stay empty)."""
 
     decoding: Any = None
     longer_than_training: Optional[JsonObject] = None
@@ -114,7 +104,6 @@ class ScoresFile:
     split: Optional[str] = None
 
     def longer_bleu(self) -> Optional[float]:
-        """Test sacreBLEU on the pairs longer than training (None: not scored)."""
         return (self.longer_than_training or {}).get(HEADLINE)
 
     def concat_scores(self) -> list[ConcatScore]:

@@ -1,15 +1,14 @@
-"""The group stage of a comparison: the runs' records (study/read/run_records.py) grouped into one
-`Configuration` per configuration (its seeds, study/records.py), the baseline picked and marked, and
-the per-seed statistics every table and finding uses (seed wins, the per-bucket and teacher-forced
-pools, each k of the length protocol: `add_concat_stats`, once the runs are known to share each k's
-joined inputs). Each function returns new configurations; none is written into."""
+"""The runs' records grouped into one `Configuration` per configuration (its seeds), the baseline
+picked and marked, and the per-seed statistics every table and finding uses (seed wins, the bucket and
+teacher-forced pools, each k once the runs are known to share its joined inputs). Each function
+returns new configurations; none is written into."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from pathlib import PurePosixPath
-from typing import Callable, Optional, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Iterable, Optional, Sequence
 
 from study.read.degradation import degradation_stats, run_degradation
 from study.read.run_outputs import output_lines
@@ -48,8 +47,7 @@ def group_runs(rows: Sequence[RunRecord]) -> list[Configuration]:
 
 
 def configuration(runs: tuple[RunRecord, ...], label: str, name: str = "") -> Configuration:
-    """A configuration of `runs` (sorted by seed), named `name` (default: its label), and their
-    statistics over seeds."""
+    """A configuration of `runs` (sorted by seed) and their statistics over seeds."""
     degradation_runs = tuple(run_degradation(r) for r in runs)  # per run, for the plot and r
     return Configuration(
         runs=runs,
@@ -66,7 +64,7 @@ def configuration(runs: tuple[RunRecord, ...], label: str, name: str = "") -> Co
 
 
 def bucket_stats(runs: Sequence[RunRecord]) -> tuple[BucketStats, ...]:
-    """Mean/std test sacreBLEU per source-length bucket over a group's runs (none if no run has buckets)."""
+    """Test sacreBLEU per source-length bucket over a group's runs (none if no run has buckets)."""
     with_buckets = [r.by_source_length for r in runs if r.by_source_length]
     if not with_buckets:
         return ()
@@ -78,8 +76,8 @@ def bucket_stats(runs: Sequence[RunRecord]) -> tuple[BucketStats, ...]:
 
 
 def teacher_forced_stats(runs: Sequence[RunRecord]) -> Optional[TeacherForcedStats]:
-    """Mean/std over a group's runs of their pooled teacher-forced figures (None if no run has them);
-    the training length where the runs agree on it."""
+    """A group's pooled teacher-forced figures over its runs (None if no run has them); the training
+    length where the runs agree on it."""
     tf = [r.teacher_forced for r in runs if r.teacher_forced]
     if not tf:
         return None
@@ -121,7 +119,7 @@ def pick_baseline(groups: Sequence[Configuration], wanted: Optional[str]) -> Con
 
 
 def mark_baseline(groups: Sequence[Configuration], baseline: Configuration) -> list[Configuration]:
-    """The groups with `baseline` marked as the one the others are compared with (labels are unique)."""
+    """The groups with `baseline` marked (labels are unique)."""
     return [replace(g, is_baseline=g.label == baseline.label) for g in groups]
 
 
@@ -129,24 +127,30 @@ def baseline_of(groups: Sequence[Configuration]) -> Configuration:
     return next(g for g in groups if g.is_baseline)
 
 
+def _differing(references: Iterable[tuple[str, Optional[list[str]]]]) -> Optional[tuple[str, str]]:
+    """(first, other): the first run whose references (None: not written) differ from the first's."""
+    first = None
+    for run, lines in references:
+        if first is None and lines is not None:
+            first = (run, lines)
+        elif lines is not None and lines != first[1]:
+            return first[0], run
+    return None
+
+
 def check_same_references(groups: Sequence[Configuration]) -> None:
     """Runs scored on different test sets cannot be compared: CompareError naming two of them."""
-    refs_by_run = {
-        str(test_folder(r)): output_lines(test_folder(r) / run_files.REFERENCES) for g in groups for r in g.runs
-    }
-    have = [(run, refs) for run, refs in refs_by_run.items() if refs is not None]
-    for run, refs in have[1:]:
-        if refs != have[0][1]:
-            raise CompareError(
-                f"test references differ between {have[0][0]} and {run}: runs scored on different "
-                f"test sets cannot be compared (pass --no_significance to tabulate them anyway)"
-            )
+    folders = dict.fromkeys(str(test_folder(r)) for g in groups for r in g.runs)
+    differ = _differing([(folder, output_lines(Path(folder) / run_files.REFERENCES)) for folder in folders])
+    if differ:
+        raise CompareError(
+            f"test references differ between {differ[0]} and {differ[1]}: runs scored on different "
+            f"test sets cannot be compared (pass --no_significance to tabulate them anyway)"
+        )
 
 
 def add_seed_wins(groups: Sequence[Configuration], baseline: Configuration, margin: float = 0.0) -> list[Configuration]:
-    """Each group with its `seeds_above` = (wins, pairs): over the seeds it shares with the baseline,
-    how many of its runs have a higher test sacreBLEU than the baseline's run with the same seed
-    (None when no seed is shared or no run is scored)."""
+    """Each group with its test sacreBLEU's `seeds_above` (`seed_wins`) against the baseline."""
     return [
         g
         if g.label == baseline.label
@@ -156,39 +160,27 @@ def add_seed_wins(groups: Sequence[Configuration], baseline: Configuration, marg
 
 
 def concat_ks(groups: Sequence[Configuration]) -> list[int]:
-    """Every k scored by at least one run, ascending."""
     return sorted({k for g in groups for r in g.runs for k in r.concat})
-
-
-def _k_outputs(run: RunRecord, k: int) -> tuple[Optional[list[str]], Optional[list[str]]]:
-    folder = test_folder(run) / "concat" / f"k{k}"
-    return read_lines(folder / run_files.HYPOTHESES), read_lines(folder / run_files.REFERENCES)
 
 
 def check_same_inputs(groups: Sequence[Configuration]) -> None:
     """Runs averaged or compared at one k must have been scored on the same k-inputs (the same
     test set, the same joining order): otherwise raise ValueError naming two runs that differ."""
     for k in concat_ks(groups):
-        first = None
-        for r in (r for g in groups for r in g.runs if k in r.concat):
-            refs = _k_outputs(r, k)[1]
-            if refs is None:
-                continue
-            if first is None:
-                first = (r.run, refs)
-            elif refs != first[1]:
-                raise ValueError(
-                    f"the k={k} references differ between {first[0]} and {r.run}: runs scored on "
-                    f"different joined inputs (another test set or evaluation.concat_seed) cannot be "
-                    f"compared (pass --no_significance to tabulate them anyway)"
-                )
+        runs = [r for g in groups for r in g.runs if k in r.concat]
+        differ = _differing((r.run, read_lines(test_folder(r) / f"concat/k{k}" / run_files.REFERENCES)) for r in runs)
+        if differ:
+            raise ValueError(
+                f"the k={k} references differ between {differ[0]} and {differ[1]}: runs scored on "
+                f"different joined inputs (another test set or evaluation.concat_seed) cannot be "
+                f"compared (pass --no_significance to tabulate them anyway)"
+            )
 
 
 def add_concat_stats(
     groups: Sequence[Configuration], baseline: Configuration, check_inputs: bool = True, margin: float = 0.0
 ) -> list[Configuration]:
-    """Each group with its `concat` = {k: ConcatStats} for every k some run scored (p_value None
-    here: compare.py copies it from the findings, study/run_groups.add_significance)."""
+    """Each group with its `concat` = {k: ConcatStats} for every k some run scored."""
     if check_inputs:
         check_same_inputs(groups)
     ks = concat_ks(groups)
@@ -196,12 +188,8 @@ def add_concat_stats(
     def at(g: Configuration, k: int) -> ConcatStats:
         scored = [r.concat[k] for r in g.runs if k in r.concat]
         bleu, ratio = stats([x.sacrebleu for x in scored]), stats([x.length_ratio for x in scored])
-        wins = None if g.label == baseline.label else seed_wins(g.runs, baseline.runs, bleu_at(k), margin)
+        bleu_at = lambda r: r.concat[k].sacrebleu if k in r.concat else None
+        wins = None if g.label == baseline.label else seed_wins(g.runs, baseline.runs, bleu_at, margin)
         return ConcatStats(bleu, ratio, seeds_above=wins)
 
     return [replace(g, concat=frozen_map((k, at(g, k)) for k in ks)) if ks else g for g in groups]
-
-
-def bleu_at(k: int) -> Callable[[RunRecord], Optional[float]]:
-    """A run's test sacreBLEU on the inputs of k joined pairs (None where it did not score them)."""
-    return lambda r: r.concat[k].sacrebleu if k in r.concat else None

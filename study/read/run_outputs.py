@@ -1,7 +1,4 @@
-"""What the findings read from a run's test folder (never one half published), each file once:
-per-sentence BLEU statistics of its outputs with their references (the test set and each k), its
-teacher-forced NLL beyond training per input (BEYOND_FILE) and its per-pair sums (PAIRS_FILE), and
-each source's length."""
+"""What the findings compare of a run's test folder, each file read once, before anything is tested."""
 
 from __future__ import annotations
 
@@ -26,8 +23,7 @@ NllBeyond = Mapping[tuple[int, int], tuple[float, float]]  # {(k, input): (NLL s
 
 @dataclass(frozen=True)
 class RunOutputs:
-    """What the findings compare of one run's test folder, each file read once: per k (1: the test set)
-    the per-sentence BLEU statistics of its outputs with their references, its per-pair sums, its
+    """One run's test outputs: per k (1: the test set) its sentence statistics, its per-pair sums, its
     per-input teacher-forced NLL beyond training and each source's length (None: not written)."""
 
     sentences: Mapping[int, Optional[SentenceStats]]
@@ -38,8 +34,7 @@ class RunOutputs:
 
 @dataclass(frozen=True)
 class StudyOutputs:
-    """The outputs of every run a study's findings pair with the baseline's, read (`read_outputs`)
-    before anything is tested, by test folder: the findings look them up, they never read."""
+    """The outputs of every run the findings pair with the baseline's, by test folder."""
 
     runs: Mapping[str, RunOutputs] = field(default_factory=lambda: frozen_map({}))
 
@@ -47,7 +42,6 @@ class StudyOutputs:
         return self.runs[str(test_folder(run))]  # (a run that was not read: a KeyError, never a silent None)
 
     def get(self, run: RunRecord, k: int) -> Optional[SentenceStats]:
-        """(stats, references) of the test set (k = 1) or of its k-inputs; None when not written."""
         return self.of(run).sentences[k]
 
     def pairs(self, run: RunRecord) -> Optional[PairSums]:
@@ -61,10 +55,9 @@ class StudyOutputs:
 
 
 def read_outputs(groups: Sequence[Configuration], baseline: Configuration) -> StudyOutputs:
-    """The outputs of every run the findings may pair (study/judge/findings.py): the baseline's runs
-    with a seed and a current test, and the other configurations' with a current test and a seed the
-    baseline has (none when there is no other configuration); each at the test set and every k some
-    run scored, its source lengths where the baseline's test split the test set by them."""
+    """The outputs of every run the findings may pair: the baseline's with a seed and a current test,
+    the others' with a current test and a seed the baseline has (none without another configuration);
+    each at every k some run scored, its source lengths where the baseline's test split by them."""
     base = [r for r in baseline.runs if r.seed is not None and not r.stale_test]
     others = [r for g in groups if g.label != baseline.label for r in g.runs]
     mine = [r for r in others if r.seed in {b.seed for b in base} and not r.stale_test]
@@ -85,8 +78,7 @@ def _sentences(run: RunRecord, k: int) -> Optional[SentenceStats]:
 
 
 def paired_lines(folder) -> tuple[Optional[list[str]], Optional[list[str]]]:
-    """A test folder's hypotheses and references (None where not written), one line per pair each:
-    a file cut short, grown or not UTF-8 is named (test.py writes exactly one line per pair)."""
+    """A test folder's hypotheses and references (None where not written), one line per pair each."""
     files = [folder / run_files.HYPOTHESES, folder / run_files.REFERENCES]
     hyps, refs = map(output_lines, files)
     if hyps is not None and refs is not None and len(hyps) != len(refs):
@@ -98,9 +90,8 @@ def paired_lines(folder) -> tuple[Optional[list[str]], Optional[list[str]]]:
 
 
 def output_lines(path) -> Optional[list[str]]:
-    """The lines of a test output file in any stored form (None when not written); a damaged one
-    (not UTF-8, a cut xz stream) is named in one line (utils/stored_files.py); a plain one, as test.py
-    wrote it, with the command that writes it again."""
+    """The lines of a test output file in any stored form (None when not written); a damaged plain one
+    is named with the command that writes it again."""
     try:
         return read_lines(path)
     except StoredFileError as e:
@@ -121,9 +112,9 @@ def source_lengths(run: RunRecord) -> Optional[list[int]]:
 
 
 def nll_beyond(run: RunRecord) -> Optional[NllBeyond]:
-    """A run's teacher-forced NLL beyond its training length per input: {(k, input): (NLL sum,
-    tokens)} (test.py's BEYOND_FILE), or None when it was not written."""
-    lines = output_lines(test_folder(run) / BEYOND_FILE)
+    """A run's BEYOND_FILE, or None when it was not written."""
+    path = test_folder(run) / BEYOND_FILE
+    lines = output_lines(path)
     if lines is None or len(lines) < 2:  # not written, or no token beyond (no training length recorded)
         return None
     found = {}
@@ -133,13 +124,13 @@ def nll_beyond(run: RunRecord) -> Optional[NllBeyond]:
             found[int(k), int(i)] = (float(x), float(n))
         except ValueError:
             raise ValueError(
-                f"{test_folder(run) / BEYOND_FILE} line {number} is damaged (k, input, tokens, NLL sum per line "
-                f"expected); {retest_hint(test_folder(run))}"
+                f"{path} line {number} is damaged (k, input, tokens, NLL sum per line expected); "
+                f"{retest_hint(test_folder(run))}"
             ) from None
         if not (math.isfinite(float(x)) and float(x) >= 0 and float(n) >= 0):
             raise ValueError(
-                f"{test_folder(run) / BEYOND_FILE} line {number}: an NLL sum must be finite and not negative, "
-                f"got {x.strip()} over {n} tokens; {retest_hint(test_folder(run))}"
+                f"{path} line {number}: an NLL sum must be finite and not negative, got {x.strip()} over {n} "
+                f"tokens; {retest_hint(test_folder(run))}"
             )
     return found
 

@@ -1,7 +1,5 @@
-"""The read stage of a comparison (compare.py's input side): a `RunRecord` (study/records.py) per
-run folder and per test-time variant tested into <run>/test_<name>/, each read once from the run's
-config, metrics.jsonl, provenance.json and <test>/scores.json; a folder that is no run is named, the
-same run given twice is refused. study/read/run_groups.py groups the records into configurations."""
+"""A `RunRecord` per run folder and per test-time variant tested into <run>/test_<name>/, each read
+once from the run's config, metrics.jsonl, provenance.json and <test>/scores.json."""
 
 from __future__ import annotations
 
@@ -62,8 +60,8 @@ def config_label(name: str) -> str:
 
 
 def experiment_settings(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A run's resolved config (nested, as config.yaml holds it; flattened) without the keys that do
-    not tell configurations apart: its seed, name, folder and how it ran (settings/key_roles.py)."""
+    """A run's resolved config, flattened, without the keys that do not tell configurations apart
+    (its seed, name, folder and how it ran: settings/key_roles.py)."""
     return configuration_settings(flatten(config), config.get("model", {}).get("positional", {}).get("name"))
 
 
@@ -89,10 +87,9 @@ def read_scores(run_dir: Path, test_dir: str) -> JsonObject:
 def summarise_run(
     run_dir: Path, config: ExperimentConfig, variant: Optional[tuple[str, Mapping[str, Any]]] = None
 ) -> RunRecord:
-    """The record of a run folder whose config.yaml reads as `config` (read once, through the loader,
-    so runs saved with an older spelling of a key group with today's runs). With `variant` (folder
-    name, test-time settings), the record of the run tested so, in <run>/<folder>/ (`run_variants`):
-    its settings make it a configuration of its own."""
+    """The record of a run folder whose config.yaml reads as `config` (through the loader: an older
+    spelling of a key groups with today's runs); with `variant` (folder, test-time settings: `run_variants`),
+    of the run tested so, a configuration of its own."""
     test_dir, settings = variant or ("test", {})
     overrides = [Override.of(k, v, f"{k}={json.dumps(v)}") for k, v in settings.items()]
     cfg = load_config(raw=to_dict(config), overrides=overrides) if overrides else config
@@ -134,9 +131,7 @@ def summarise_run(
         tokens_per_sec=statistics.fmean(speeds) if speeds else None,
         steps=end.step,
         valid_curve=tuple(ValidPoint(line.step, line.valid_loss) for line in valid),
-        provenance=Provenance(
-            **{k: tuple(v) for k, v in run_provenance(run_dir).items()}
-        ),  # study/read/seed_provenance.py
+        provenance=Provenance(**{k: tuple(v) for k, v in run_provenance(run_dir).items()}),
         scores=frozen_map((key, scores.get(key)) for m in METRICS for key in (m.name, m.about) if key),
         longer_bleu=parts.longer_bleu(),
         by_source_length=tuple(from_json(SourceBucket, b) for b in parts.by_source_length or ()),
@@ -147,9 +142,8 @@ def summarise_run(
 
 
 def check_tested_model(run_dir: Path, test_dir: str, scores: JsonObject, cfg: ExperimentConfig) -> None:
-    """A run is the model its test scored: config.yaml (editable) must state what <test>/scores.json
-    records of it (its encoding, its model settings), else the row would be labelled and grouped as
-    another model. CompareError naming the file and the first key that differs."""
+    """A run is the model its test scored: config.yaml (editable) must state what scores.json records
+    of its model, else the row would be labelled and grouped as another model."""
     changed = untrained_changes(recorded_model(scores), to_dict(cfg))
     if changed:
         key, tested, said = changed[0]
@@ -160,9 +154,8 @@ def check_tested_model(run_dir: Path, test_dir: str, scores: JsonObject, cfg: Ex
 
 
 def read_runs(patterns: Sequence[str]) -> list[RunRecord]:
-    """A record per run folder the patterns name (each once), and one per variant it was tested as.
-    A folder that is not a run is named on stderr with the reason; none left is a CompareError; the
-    same run given twice (a copied folder) is refused, not counted as two seeds."""
+    """A record per run folder the patterns name (each once), and one per variant it was tested as; a
+    folder that is not a run is named on stderr, none left is a CompareError."""
     rows, seen, skipped = [], set(), []
     for pattern in patterns:
         matches = sorted(glob.glob(pattern))
@@ -214,8 +207,8 @@ def not_a_run(path: Path) -> Optional[str]:
 
 def check_no_copies(rows: Sequence[RunRecord]) -> None:
     """Two folders with one configuration, one seed and the same test hypotheses are one run given
-    twice (a copied folder): counted as two seeds they would shrink the spread and fake a second
-    seed. Test outputs, not checkpoints, are compared: archived runs keep no checkpoints."""
+    twice (a copied folder), refused: as two seeds they would fake a second seed. (Test outputs, not
+    checkpoints: archived runs keep none.)"""
     seen: dict[tuple[str, str], list[tuple[str, list[str]]]] = {}
     for row in rows:
         hyps = None if row.variant else output_lines(Path(row.test_dir) / run_files.HYPOTHESES)
@@ -232,9 +225,8 @@ def check_no_copies(rows: Sequence[RunRecord]) -> None:
 
 
 def run_variants(run_dir: Path, config: ExperimentConfig) -> list[tuple[str, Mapping[str, Any]]]:
-    """(folder, settings) of each variant of a run trained with `config`: a test_<name>/ of its own
-    test split scored with test-time --set overrides (sweep.py --variant); test_<file>/ of other
-    test sets are not."""
+    """(folder, settings) of each test_<name>/ of a run's own test split scored with test-time --set
+    overrides (sweep.py --variant); test_<file>/ of other test sets are not variants."""
     trained = flatten(to_dict(config))
     variants = []
     for folder in sorted(p for p in run_dir.glob("test_*") if p.is_dir()):
@@ -254,33 +246,23 @@ def run_variants(run_dir: Path, config: ExperimentConfig) -> list[tuple[str, Map
 
 
 def run_teacher_forced(teacher_forced: Optional[JsonObject]) -> Optional[RunTeacherForced]:
-    """A run's teacher-forced diagnostic (evaluation/teacher_forced.py) pooled over k = 1 and every
-    joined k, token-weighted, EOS renormalised out, boundaries excluded: NLL beyond the decoder's
-    training length, NLL per target-position bucket, and p(EOS) at the boundaries per k. None for
-    runs tested without it (older runs)."""
+    """A run's teacher-forced diagnostic (evaluation/teacher_forced.py) pooled over every k,
+    token-weighted, EOS renormalised out, boundaries excluded (None: tested without it)."""
     report = from_json(ForcedReport, teacher_forced)
     if not isinstance(teacher_forced, dict) or not report.k:
         return None
-    at_k = {k: from_json(ForcedAtK, e) for k, e in report.k.items()}
-    entries = list(at_k.values())
+    at_k = {k: from_json(ForcedAtK, e) for k, e in report.k.items()}  # in the order written
+    buckets = [(from_json(ForcedBucket, b), b) for e in at_k.values() for b in e.buckets]
     labels: dict[int, str] = {}  # each bucket's start -> its label where first seen
-    for b in (from_json(ForcedBucket, b) for e in entries for b in e.buckets):
+    for b, _ in buckets:
         labels[b.start] = labels.get(b.start, b.bucket)
     return RunTeacherForced(
         training_length=from_json(TrainingLength, report.training_length).target or None,
         position_buckets=tuple(report.position_buckets or ()),
-        nll_beyond=pool_nll(e.beyond_training for e in entries),
+        nll_beyond=pool_nll(e.beyond_training for e in at_k.values()),
         by_position=tuple(
-            PositionNll(labels[lo], lo, pool_nll([b for e in entries for b in e.buckets if _start(b) == lo]))
-            for lo in sorted(labels)
+            PositionNll(labels[lo], lo, pool_nll([raw for b, raw in buckets if b.start == lo])) for lo in sorted(labels)
         ),
-        boundary_p_eos=frozen_map((k, e.boundary_p_eos()) for k, e in sorted(at_k.items(), key=_k_order) if e.boundary),
+        # scores.json's k keys are strings: "2" before "10"
+        boundary_p_eos=frozen_map((k, at_k[k].boundary_p_eos()) for k in sorted(at_k, key=int) if at_k[k].boundary),
     )
-
-
-def _start(bucket: JsonObject) -> int:
-    return from_json(ForcedBucket, bucket).start
-
-
-def _k_order(item: tuple[str, ForcedAtK]) -> int:
-    return int(item[0])  # scores.json's k keys are strings: "2" before "10"

@@ -1,5 +1,4 @@
-"""Statistics over the runs of a comparison (a configuration's numeric columns over its seeds), shared by
-compare.py's tables (overall, per k)."""
+"""A run's folders and statistics over the runs of a comparison (a configuration's columns over its seeds)."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ from utils.stored_files import read_text
 
 
 def numeric_columns() -> Mapping[str, str]:
-    """The numeric columns, key -> table title (means and stds over a configuration's seeds): the
-    training figures, every registered test metric (utils/metrics.py), then the rest."""
+    """The numeric columns (key -> table title): training figures, every test metric (utils/metrics.py), the rest."""
     return {
         "train_loss": "train loss",
         "valid_loss": "valid loss",
@@ -35,8 +33,7 @@ def numeric_columns() -> Mapping[str, str]:
 
 
 def test_folder(run: RunRecord) -> Path:
-    """Where a compared run's test outputs are: <run>/test/, or <run>/test_<name>/ for a variant
-    (the same trained run tested with other test-time settings)."""
+    """<run>/test/, or <run>/test_<name>/ for a variant (tested with other test-time settings)."""
     return Path(run.test_dir or Path(run.run) / "test")
 
 
@@ -44,8 +41,7 @@ STALE_MARK = "§"  # a row holding a stale test (artifacts/tested_run.py), said 
 
 
 def stale_note(runs: Sequence[RunRecord]) -> list[str]:
-    """The lines under a table (and compare.py's notes) naming each run whose test is stale and the
-    command that re-tests it."""
+    """The lines under a table naming each run whose test is stale and the command that re-tests it."""
     return [
         f"{STALE_MARK} `{r.name}`: {r.stale_test}: its test figures are left out of the paired "
         f"tests and findings; {retest_hint(test_folder(r))}."
@@ -55,8 +51,7 @@ def stale_note(runs: Sequence[RunRecord]) -> list[str]:
 
 
 def refuse_stale_tests(run_dir: Path, folders: Sequence[Path], reader: str) -> None:
-    """HarnessError naming the first of the run's test `folders` whose test is stale (artifacts/tested_run.py)
-    and the test.py command that re-tests it, for a `reader` that must not keep it (tools/archive.py pack)."""
+    """HarnessError naming the first of `folders` whose test is stale, for a `reader` that must not keep it."""
     for folder in folders:
         why = run_stale_test(run_dir, folder.name)
         if why:
@@ -64,8 +59,7 @@ def refuse_stale_tests(run_dir: Path, folders: Sequence[Path], reader: str) -> N
 
 
 def retest_hint(path: str | Path) -> str:
-    """How to write again the test outputs that hold `path` (a file or folder in <run>/test/ or in a
-    variant's <run>/test_<name>/): the test.py command, to run as it stands, or leave the run out."""
+    """How to write again the test outputs that hold `path`: the test.py command, or leave the run out."""
     path = Path(path)
     test_dir = next((p for p in (path, *path.parents) if is_test_folder(p)), None)
     if test_dir is None:
@@ -82,7 +76,6 @@ def retest_hint(path: str | Path) -> str:
 
 
 def is_test_folder(path: Path) -> bool:
-    """<run>/test/ or <run>/test_<name>/, the folders compare.py reads."""
     return (path.name == "test" or path.name.startswith("test_")) and (path.parent / run_files.CONFIG).is_file()
 
 
@@ -95,7 +88,6 @@ def mean_std(values: Sequence) -> tuple[Optional[float], Optional[float], int]:
 
 
 def stats(values: Sequence) -> Stats:
-    """`mean_std` as a record."""
     return Stats(*mean_std(values))
 
 
@@ -105,9 +97,8 @@ def seed_wins(
     score: Callable[[RunRecord], Optional[float]],
     margin: float = 0.0,
 ) -> Optional[tuple[int, int]]:
-    """(wins, pairs): over the seeds `runs` share with `baseline_runs`, how many of its runs score
-    more than `margin` (the tie margin) above the baseline's run with the same seed (None when no
-    scored seed is shared)."""
+    """(wins, pairs): over the seeds `runs` share with `baseline_runs`, how many score more than `margin`
+    (the tie margin) above the baseline's run with the same seed (None when no scored seed is shared)."""
     base = {r.seed: score(r) for r in baseline_runs if r.seed is not None and not r.stale_test}
     pairs = [
         (score(r), base[r.seed])
@@ -118,9 +109,8 @@ def seed_wins(
 
 
 def training_minutes(lines: Sequence[LogLine]) -> Optional[float]:
-    """Minutes of training over every session of a run (a resumed run has several), from its
-    metrics.jsonl lines: a session's own `end` record, else (stopped without one) the time from its
-    `start` to its last record."""
+    """Minutes of training over every session of a run: a session's own `end` record, else (stopped
+    without one) the time from its `start` to its last record."""
     sessions: list[list[LogLine]] = []
     for line in lines:
         if line.event == "start" or not sessions:
@@ -144,8 +134,7 @@ def joined_training_k(run: RunRecord) -> int:
 
 
 def joined_range(joined_k: int, k: Optional[int]) -> Optional[str]:
-    """Where k joined test pairs sit against a joined-pair training range of `joined_k` (None: no
-    joined-pair training, or the test set itself); `k` None: pooled over every k."""
+    """Where k joined test pairs (None: pooled over every k) sit against a joined-pair training range."""
     if joined_k <= 1 or k == 1:
         return None
     if k is None:

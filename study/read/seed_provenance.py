@@ -1,8 +1,6 @@
-"""What made each seed of a row (compare.py): runs trained on different device kinds (CPU / CUDA) or
-at different precisions are not seeds of one configuration unless `--mixed` names that difference;
-a row whose seeds span code versions or device names is marked in the table (‡) and said under it;
-and `<prefix>_provenance.md` lists, per configuration, the code, device, precision and dates of its
-seeds, with what was inferred for runs archived before provenance.json (utils/provenance.py)."""
+"""What made each seed of a row: runs trained on different device kinds or precisions are not seeds of
+one configuration unless `--mixed` names that difference; a row whose seeds span code versions or
+device names is marked (‡) and said under the table; `<prefix>_provenance.md` lists each seed's."""
 
 from __future__ import annotations
 
@@ -38,13 +36,9 @@ def check_mixed(groups: Sequence[Configuration], mixed: Sequence[str]) -> None:
 
 
 def spans(group: Configuration) -> list[str]:
-    """What the seeds of a row span ("code versions", "devices"): empty for a homogeneous row."""
-    out = []
-    if len(_values(group, "code")) > 1:
-        out.append("code versions")
-    if len(_values(group, "device")) > 1 or len(_values(group, "precision")) > 1:
-        out.append("devices or precisions")
-    return out
+    """What the seeds of a row span: empty for a homogeneous row."""
+    devices = len(_values(group, "device")) > 1 or len(_values(group, "precision")) > 1
+    return ["code versions"] * (len(_values(group, "code")) > 1) + ["devices or precisions"] * devices
 
 
 def mark_label(group: Configuration) -> str:
@@ -53,17 +47,14 @@ def mark_label(group: Configuration) -> str:
 
 def spans_note(groups: Sequence[Configuration]) -> list[str]:
     """The lines under the main table naming each marked row and what its seeds span."""
-    lines = []
-    for g in groups:
-        if spans(g):
-            parts = [f"{r.seed}: {'/'.join(r.provenance.device)}, code {'/'.join(r.provenance.code)}" for r in g.runs]
-            lines.append(f"{MARK} `{g.label}`: its seeds span {' and '.join(spans(g))} ({'; '.join(parts)}).")
-    return lines
+    seeds = lambda g: "; ".join(
+        f"{r.seed}: {'/'.join(r.provenance.device)}, code {'/'.join(r.provenance.code)}" for r in g.runs
+    )
+    return [f"{MARK} `{g.label}`: its seeds span {' and '.join(spans(g))} ({seeds(g)})." for g in groups if spans(g)]
 
 
 def provenance_markdown(groups: Sequence[Configuration]) -> str:
-    """Per configuration: each seed's device, precision, code version, training dates and what was
-    inferred rather than recorded."""
+    """Per configuration: each seed's device, precision, code version, training dates and what was inferred."""
     lines = table_head(["configuration", "seed", "device", "precision", "code", "trained", "inferred"])
     for g in groups:
         if g.variant:

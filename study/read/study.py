@@ -1,8 +1,5 @@
-"""A whole study read in one call (`read_study`): its family file, every run folder's record, the runs
-grouped into configurations with the baseline picked and marked (and their statistics over seeds), the
-runs' outputs the findings compare and the run folders trained from a commit that declared the family
-(git). Nothing after it (study/judge/, study/simulate/, study/pages/) opens a file, reads a stored
-output or runs git: they are given the `Study`."""
+"""A whole study read in one call (`read_study`): nothing after it (study/judge/, study/simulate/,
+study/pages/) opens a file, reads a stored output or runs git: they are given the `Study`."""
 
 from __future__ import annotations
 
@@ -29,10 +26,9 @@ from study.records import Configuration
 
 @dataclass(frozen=True)
 class Study:
-    """A study as read: its family (NO_FAMILY: none declared), its configurations (the baseline marked,
-    each with its seed wins and joined-input statistics), the baseline, the outputs its findings compare
-    (none read without significance tests) and the run folders trained from a commit that declared the
-    family (None: no family file, nothing to prove)."""
+    """A study as read: its family, its configurations (the baseline marked), the baseline, the outputs
+    its findings compare (none without significance tests) and the run folders trained from a commit
+    that declared the family (None: no family file, nothing to prove)."""
 
     family: Family
     groups: tuple[Configuration, ...]
@@ -48,9 +44,8 @@ def read_study(
     mixed: Sequence[str] = (),
     significance: bool = True,
 ) -> Study:
-    """The study of the run folders `runs` (paths or glob patterns) under the family file `family`, as
-    compare.py reads it: with `significance`, also what its findings compare (the references checked
-    the same first). A damaged file, references that differ: a one-line CompareError."""
+    """The study of the run folders `runs` (paths or glob patterns) under the family file `family`: with
+    `significance`, also what its findings compare. A damaged file, references that differ: a CompareError."""
     declared = load_family(family)
     margin = declared.tie_margin.sacreBLEU
     try:
@@ -74,15 +69,13 @@ def read_study(
 
 
 def read_compared(groups: Sequence[Configuration], baseline: Configuration, family: Family = NO_FAMILY) -> Study:
-    """The study of configurations already read: what its findings compare, each against `baseline`
-    (the runs' outputs and the declaring commits' proof), read once."""
-    proven = declaring_runs(groups, family.path)  # a declared row needs its runs' proof (study/read/declared.py)
+    """The study of configurations already read, with what its findings compare against `baseline`."""
+    proven = declaring_runs(groups, family.path)
     return Study(family, tuple(groups), baseline, read_outputs(groups, baseline), proven)
 
 
 def baseline_present(groups: Sequence[Configuration], declared: Optional[str], family: Optional[str]) -> Optional[str]:
-    """The family's declared baseline, or None (the default) while it has no run yet: a study whose
-    planned runs are still missing is interim, and its tables are descriptive until they exist."""
+    """The family's declared baseline, or None (the default) while it has no run yet (the study interim)."""
     if declared is None:
         return None
     try:

@@ -187,3 +187,23 @@ def test_the_family_is_a_frozen_typed_model_whose_rules_hold_however_it_is_made(
         Family(headline=[{"table": "test"}], seeds=seeds, looks=(8, 16), rule="beyond_tie")
     made = Family(headline=[{"table": "test", "configs": ["x/none"]}], seeds=seeds, looks=(8, 20), rule="beyond_tie")
     assert made.plan.looks == (8, 20) and made.path is None
+
+
+def test_an_entry_names_its_rows_by_the_selection_its_compared_on_spells() -> None:
+    """Issue 76: a headline entry's `compared_on` is read into its typed selection when the family is
+    loaded, and rows are matched by selection, never by label; only a row label's exact spelling names
+    it (a near miss names no row, and study/judge/verdicts.check_entries refuses it in one line)."""
+    from study.read.family import HeadlineEntry, selection_of
+    from study.terms import ALL_K, LengthBucket, NllBeyond, Span, SpanKind
+
+    every = [WholeTestSet(), Joined(4), LengthBucket("0-7"), LengthBucket("128+"), NllBeyond(), ALL_K]
+    every += [Span(SpanKind.BEYOND_JOINED, 4), Span(SpanKind.AT_K, 8), Span(SpanKind.START_WITHIN)]
+    every += [Span(SpanKind.START_BEYOND), Span(SpanKind.START_BUCKET, start=(16, 24))]
+    every += [Span(SpanKind.START_BUCKET, start=(128, None))]
+    assert [selection_of(on.label) for on in every] == every
+    near_misses = ("k=04", "test sett", "k = 4", "degradation, k=4 ", "7 tokens")
+    assert [selection_of(text) for text in near_misses] == [None] * 5
+    entry = HeadlineEntry(table="concat", compared_on="k=4")
+    assert entry.names(RowKey("concat", "x", Joined(4))) and not entry.names(RowKey("concat", "x", Joined(8)))
+    assert not entry.names(RowKey("degradation", "x", Span(SpanKind.AT_K, 4)))
+    assert not HeadlineEntry(table="concat", compared_on="k=04").names(RowKey("concat", "x", Joined(4)))
