@@ -100,8 +100,7 @@ def write_plots(groups: Sequence[Configuration], prefix: Path) -> list[Path]:
 
 
 def kind_panels(groups: Sequence[Configuration], indices: list[int], width: float):
-    """A figure of one panel per kind of run among groups[indices], room below each for its legend:
-    (figure, first row of axes, [(axis, kind, group indices)])."""
+    """One panel per kind among groups[indices], room below each for its legend: (figure, axes, panels)."""
     panels = panels_by_kind([groups[i] for i in indices])
     rows = max(len(m) for _, m in panels)
     fig, axes = _pyplot().subplots(
@@ -158,8 +157,7 @@ def length_buckets_figure(groups: Sequence[Configuration], styles: Sequence[Styl
 
 
 def concat_figure(groups: Sequence[Configuration], styles: Sequence[Style], with_k: list[int]):
-    """One panel per k of joined inputs: configurations down the side, BLEU (top row) and length
-    ratio (bottom), each the mean with its std over seeds."""
+    """One panel per k of joined inputs: configurations down the side, BLEU above the length ratio."""
     ks = sorted({k for i in with_k for k, c in groups[i].concat.items() if c.bleu is not None})
     fig, axes = _pyplot().subplots(
         2, len(ks), figsize=(1.9 * len(ks) + 3.0, 0.22 * len(with_k) * 2 + 2.0), sharey=True, squeeze=False

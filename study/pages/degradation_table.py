@@ -86,8 +86,7 @@ def alone_sentences(groups: Sequence[Configuration]) -> list[str]:
 
 
 def degradation_table(groups: Sequence[Configuration]) -> str:
-    """Markdown: each configuration's degradation (nats per token, mean ± std over seeds) pooled over
-    k, per k and by where the pair starts; empty when no run has PAIRS_FILE."""
+    """Each configuration's degradation pooled over k, per k and by where the pair starts ("": none)."""
     have = [g for g in groups if g.degradation]
     if not have:
         return ""

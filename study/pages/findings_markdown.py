@@ -23,8 +23,7 @@ def equivalence_cell(r: ComparisonRow, metric: str) -> str:
 
 
 def detectable_cell(r: ComparisonRow, metric: str) -> str:
-    """The smallest true difference this row's seeds find 80% of the time, and the seeds the
-    declared effect would need."""
+    """The smallest true difference this row's seeds find 80% of the time; the seeds for the declared effect."""
     if r.power is None:
         return "–"
     need = r.power.seeds_needed
@@ -117,8 +116,7 @@ def method_markdown(findings: Findings) -> str:
 
 
 def findings_markdown(findings: Findings) -> str:
-    """The findings as markdown: whether the study is interim, one table per measure, then how the
-    rows were computed and worded."""
+    """Whether the study is interim, the rows in full, a table per measure, then how they were computed."""
     parts = design_of(findings).interim_paragraph(findings.interim, findings.family)
     sentences = sentences_markdown(findings)
     if sentences:

@@ -122,8 +122,7 @@ def _notes(findings: Findings, exploratory: bool) -> str:
 
 
 def headline_markdown(findings: Findings) -> str:
-    """The study's results at a glance: the family line, a table row per shown comparison, which SE each
-    number uses."""
+    """The family line, a table row per shown comparison, then which SE each number uses."""
     design = design_of(findings)
     lines = design.headline_interim(findings.interim)
     if findings.family:
@@ -177,6 +176,5 @@ def _row_sentence(r: ComparisonRow, metric: str, findings: Findings, alpha: floa
 
 
 def sentences_markdown(findings: Findings) -> str:
-    """Each shown comparison in full: its p, what its seeds can detect and its finding, then the current
-    rule's exploratory finding where there is one."""
+    """Each shown comparison in full: its p, what its seeds can detect, its finding (and the exploratory one)."""
     return "\n".join(_row_sentence(r, t.metric, findings, t.alpha or 0.05) for t, r in _shown(findings))

@@ -205,8 +205,7 @@ def _table(t: FindingsTable, design: Design) -> JsonObject:
 
 
 def _value(x):
-    """A field of the findings report as JSON holds it: records as objects, read-only maps as objects,
-    tuples as lists."""
+    """A field of the findings report as JSON holds it: records and read-only maps as objects, tuples as lists."""
     if isinstance(x, Interim):  # (a sequential plan's next look only where there is one)
         return {k: v for k, v in asdict(x).items() if k != "look" or v is not None}
     if isinstance(x, (RuleText, LookPlan)):

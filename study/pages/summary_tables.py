@@ -139,8 +139,7 @@ def bucket_table(groups: Sequence[Configuration]) -> str:
 
 
 def teacher_forced_tables(groups: Sequence[Configuration]) -> str:
-    """Markdown: teacher-forced NLL per target-position bucket and boundary p(EOS) per k, one row per
-    configuration (mean ± std over seeds); empty when no run has the diagnostic."""
+    """Teacher-forced NLL per target-position bucket and boundary p(EOS) per k ("" when no run has them)."""
     rows = [g for g in groups if g.teacher_forced]
     if not rows:
         return ""
