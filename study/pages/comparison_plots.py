@@ -1,56 +1,38 @@
-"""The comparison plots written by compare.py: test BLEU per configuration with error bars,
-BLEU per source-length bucket, BLEU and length ratio per k (inputs of k joined test pairs), the
-teacher-forced NLL against target position, and validation loss per configuration. Readable at thirty
-configurations: small multiples (one panel per k, or per kind of training: single sentences,
-joined pairs, randomized positions, scaled at inference), one colour per encoding, one line style
-and marker per kind, legends outside the data. Input: compare.py's configurations (study/records.py)."""
+"""The comparison plots written by compare.py, readable at thirty configurations: small multiples (one
+panel per k, or per kind of training), one colour per encoding, one line style and marker per kind,
+legends outside the data. Input: compare.py's configurations (study/records.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence, Union
+from typing import Sequence, Union
 
-from study.records import ConcatStats, Configuration, Stats
+from study.records import Configuration
 from study.terms import Measure, Span, SpanKind
 from utils.files import atomic_output
 from utils.metrics import HEADLINE
-
-Colour = Union[str, tuple[float, float, float, float]]  # a matplotlib colour: a name ("C0") or RGBA
-
-
-@dataclass(frozen=True)
-class Kind:
-    """How a kind of run is drawn: its line style and marker."""
-
-    linestyle: str
-    marker: str
 
 
 @dataclass(frozen=True)
 class Style:
     """A configuration's line in every plot: its colour (by encoding), line style and marker (by kind)."""
 
-    color: Colour
+    color: Union[str, tuple[float, float, float, float]]  # a matplotlib colour: a name ("C0") or RGBA
     linestyle: str
     marker: str
 
-    def line(self) -> Mapping[str, Colour]:
-        """As matplotlib's keyword arguments."""
-        return {"color": self.color, "linestyle": self.linestyle, "marker": self.marker}
 
-
-KINDS = {  # how a configuration was trained or tested: its line style and marker in every plot
-    "single sentences": Kind("-", "o"),
-    "joined pairs": Kind("--", "s"),
-    "randomized positions": Kind(":", "^"),
-    "scaled at inference": Kind("-.", "D"),
+KINDS = {  # how a configuration was trained or tested: its (line style, marker) in every plot
+    "single sentences": ("-", "o"),
+    "joined pairs": ("--", "s"),
+    "randomized positions": (":", "^"),
+    "scaled at inference": ("-.", "D"),
 }
 
 
 def kind_of(group: Configuration) -> str:
-    """single sentences, joined pairs (data.train_concat), randomized positions, or scaled at
-    inference (a variant: the same trained run tested with other settings)."""
+    """A variant is the same trained run tested with other settings."""
     if group.variant:
         return "scaled at inference"
     cfg = group.runs[0].config
@@ -62,9 +44,8 @@ def kind_of(group: Configuration) -> str:
 
 
 def group_styles(groups: Sequence[Configuration]) -> list[Style]:
-    """Per group: one colour per encoding (the same in every panel; tab20 beyond ten encodings),
-    line style and marker by how it was trained or tested (KINDS), so that a joined-pair run, a
-    randomized one and a scaled one never look like one another."""
+    """One colour per encoding (the same in every panel; tab20 beyond ten encodings), line style and
+    marker by kind, so that a joined-pair run, a randomized one and a scaled one never look alike."""
     from matplotlib import colormaps
 
     encodings = list(dict.fromkeys(g.encoding for g in groups))
@@ -74,31 +55,20 @@ def group_styles(groups: Sequence[Configuration]) -> list[Style]:
         else [colormaps["tab20"](i) for i in (*range(0, 20, 2), *range(1, 20, 2))]
     )
     # the variants share their encoding (and colour): told apart by a colour of their own, in order
-    variants = [i for i, g in enumerate(groups) if kind_of(g) == "scaled at inference"]
+    variants = [i for i, g in enumerate(groups) if g.variant]
     colours = [
         colormaps["Dark2"](variants.index(i) % 8)
         if i in variants
         else palette[encodings.index(g.encoding) % len(palette)]
         for i, g in enumerate(groups)
     ]
-    kinds = [KINDS[kind_of(g)] for g in groups]
-    return [Style(colour, kind.linestyle, kind.marker) for colour, kind in zip(colours, kinds)]
+    return [Style(colour, *KINDS[kind_of(g)]) for colour, g in zip(colours, groups)]
 
 
 def panels_by_kind(groups: Sequence[Configuration]) -> list[tuple[str, list[int]]]:
     """(kind, indices of its groups) for every kind present, in KINDS order: one panel each."""
     kinds = [kind_of(g) for g in groups]
     return [(k, [i for i, x in enumerate(kinds) if x == k]) for k in KINDS if k in kinds]
-
-
-PLOT_SUFFIXES = (
-    "_bleu.png",
-    "_length_buckets.png",
-    "_concat.png",
-    "_degradation.png",
-    "_teacher_forced.png",
-    "_curves.png",
-)
 
 
 def _pyplot():
@@ -111,18 +81,15 @@ def _pyplot():
 
 
 def write_plots(groups: Sequence[Configuration], prefix: Path) -> list[Path]:
-    """PREFIX_bleu.png, PREFIX_length_buckets.png, PREFIX_concat.png, PREFIX_degradation.png,
-    PREFIX_teacher_forced.png, PREFIX_curves.png (each only when there is data for it)."""
+    """PREFIX + each of PLOT_SUFFIXES, each only when some configuration has data for it."""
     plt = _pyplot()
     styles = group_styles(groups)
     written = []
-    for suffix, figure in zip(
-        PLOT_SUFFIXES,
-        (bleu_figure, length_buckets_figure, concat_figure, degradation_figure, teacher_forced_figure, curves_figure),
-    ):
-        fig = figure(groups, styles)
-        if fig is None:
+    for suffix, (has, figure) in PLOTS.items():
+        drawn = [i for i, g in enumerate(groups) if has(g)]
+        if not drawn:
             continue
+        fig = figure(groups, styles, drawn)
         path = prefix.with_name(prefix.name + suffix)
         fig.tight_layout()
         with atomic_output(path, "wb", encoding=None) as f:  # whole or not at all
@@ -133,8 +100,7 @@ def write_plots(groups: Sequence[Configuration], prefix: Path) -> list[Path]:
 
 
 def kind_panels(groups: Sequence[Configuration], indices: list[int], width: float):
-    """A figure of one panel per kind of run among groups[indices], room below each for its legend:
-    (figure, first row of axes, [(axis, kind, group indices)])."""
+    """One panel per kind among groups[indices], room below each for its legend: (figure, axes, panels)."""
     panels = panels_by_kind([groups[i] for i in indices])
     rows = max(len(m) for _, m in panels)
     fig, axes = _pyplot().subplots(
@@ -143,11 +109,12 @@ def kind_panels(groups: Sequence[Configuration], indices: list[int], width: floa
     return fig, axes[0], [(ax, kind, [indices[m] for m in members]) for ax, (kind, members) in zip(axes[0], panels)]
 
 
-def bleu_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
+def _seeds_label(g: Configuration) -> str:
+    return f"{g.label} (n={g.n})"
+
+
+def bleu_figure(groups: Sequence[Configuration], styles: Sequence[Style], scored: list[int]):
     """Test sacreBLEU, one row per configuration: readable at any number of them."""
-    scored = [i for i, g in enumerate(groups) if g.mean(HEADLINE) is not None]
-    if not scored:
-        return None
     fig, ax = _pyplot().subplots(figsize=(7.0, 0.28 * len(scored) + 1.2))
     y = list(range(len(scored)))[::-1]
     for yy, i in zip(y, scored):
@@ -163,17 +130,14 @@ def bleu_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
         )
         if g.is_baseline:
             ax.axvline(g.mean(HEADLINE), color="grey", linewidth=0.8, linestyle=":")
-    ax.set_yticks(y, [f"{groups[i].label} (n={groups[i].n})" for i in scored], fontsize=8)
+    ax.set_yticks(y, [_seeds_label(groups[i]) for i in scored], fontsize=8)
     ax.set_xlabel("test sacreBLEU")
     ax.set_title("Test sacreBLEU (mean ± std over seeds; dotted: the baseline)", fontsize=10)
     return fig
 
 
-def length_buckets_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
+def length_buckets_figure(groups: Sequence[Configuration], styles: Sequence[Style], bucketed: list[int]):
     """Test sacreBLEU per source-length bucket, one panel per kind of run."""
-    bucketed = [i for i, g in enumerate(groups) if g.by_source_length]
-    if not bucketed:
-        return None
     fig, axes, panels = kind_panels(groups, bucketed, 4.2)
     labels = [b.bucket for b in groups[bucketed[0]].by_source_length]
     for ax, kind, members in panels:
@@ -184,7 +148,7 @@ def length_buckets_figure(groups: Sequence[Configuration], styles: Sequence[Styl
                 [by.get(lab) if by.get(lab) is not None else float("nan") for lab in labels],
                 label=groups[i].label,
                 markersize=4,
-                **styles[i].line(),
+                **asdict(styles[i]),
             )
         ax.set(xlabel="source length (subword tokens)", title=kind)
         ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
@@ -192,81 +156,50 @@ def length_buckets_figure(groups: Sequence[Configuration], styles: Sequence[Styl
     return fig
 
 
-def concat_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
-    """One panel per k of joined inputs: configurations down the side, BLEU (top row) and length
-    ratio (bottom)."""
-    with_k = [i for i, g in enumerate(groups) if any(c.bleu is not None for c in g.concat.values())]
-    if not with_k:
-        return None
+def concat_figure(groups: Sequence[Configuration], styles: Sequence[Style], with_k: list[int]):
+    """One panel per k of joined inputs: configurations down the side, BLEU above the length ratio."""
     ks = sorted({k for i in with_k for k, c in groups[i].concat.items() if c.bleu is not None})
     fig, axes = _pyplot().subplots(
         2, len(ks), figsize=(1.9 * len(ks) + 3.0, 0.22 * len(with_k) * 2 + 2.0), sharey=True, squeeze=False
     )
     y = list(range(len(with_k)))[::-1]
     for col, k in enumerate(ks):
-        for row, (of, title) in enumerate(((_bleu, Measure.SACREBLEU), (_ratio, "length ratio"))):
-            concat_panel(axes[row][col], groups, styles, with_k, y, k, of)
-            axes[row][col].set_title(f"k={k}: {title}", fontsize=8)
-    axes[0][0].set_yticks(y, [f"{groups[i].label} (n={groups[i].n})" for i in with_k], fontsize=7)
+        for row, (of, title) in enumerate((("bleu", Measure.SACREBLEU), ("ratio", "length ratio"))):
+            ax = axes[row][col]
+            for yy, i in zip(y, with_k):
+                c = groups[i].concat.get(k)
+                if c is None or getattr(c, of).mean is None:
+                    continue
+                ax.errorbar(
+                    [getattr(c, of).mean],
+                    [yy],
+                    xerr=[getattr(c, of).std or 0.0],
+                    marker=styles[i].marker,
+                    color=styles[i].color,
+                    markersize=4,
+                    capsize=2,
+                    linestyle="none",
+                )
+            base = next((groups[i].concat.get(k) for i in with_k if groups[i].is_baseline), None)
+            if base is not None and getattr(base, of).mean is not None:
+                ax.axvline(getattr(base, of).mean, color="grey", linewidth=0.8, linestyle=":")
+            if of == "ratio":
+                ax.axvline(1.0, color="black", linewidth=0.6)
+            ax.tick_params(labelsize=7)
+            ax.set_title(f"k={k}: {title}", fontsize=8)
+    axes[0][0].set_yticks(y, [_seeds_label(groups[i]) for i in with_k], fontsize=7)
+    markers = ", ".join(f"{marker} {kind}" for kind, (_, marker) in KINDS.items())
     fig.suptitle(
-        "Inputs of k joined test pairs (mean ± std over seeds; dotted: the baseline; markers: "
-        + ", ".join(f"{v.marker} {k}" for k, v in KINDS.items())
-        + ")",
-        fontsize=9,
+        f"Inputs of k joined test pairs (mean ± std over seeds; dotted: the baseline; markers: {markers})", fontsize=9
     )
     return fig
 
 
-def concat_panel(
-    ax,
-    groups: Sequence[Configuration],
-    styles: Sequence[Style],
-    with_k: list[int],
-    y: list[int],
-    k: int,
-    of: Callable[[ConcatStats], Stats],
-) -> None:
-    """One configuration per row at one k: the mean of a measure (`of`: sacreBLEU or the length
-    ratio) with its std over seeds."""
-    for yy, i in zip(y, with_k):
-        c = groups[i].concat.get(k)
-        if c is None or of(c).mean is None:
-            continue
-        st = styles[i]
-        ax.errorbar(
-            [of(c).mean],
-            [yy],
-            xerr=[of(c).std or 0.0],
-            marker=st.marker,
-            color=st.color,
-            markersize=4,
-            capsize=2,
-            linestyle="none",
-        )
-    base = next((groups[i].concat.get(k) for i in with_k if groups[i].is_baseline), None)
-    if base is not None and of(base).mean is not None:
-        ax.axvline(of(base).mean, color="grey", linewidth=0.8, linestyle=":")
-    if of is _ratio:
-        ax.axvline(1.0, color="black", linewidth=0.6)
-    ax.tick_params(labelsize=7)
-
-
-def _bleu(c: ConcatStats) -> Stats:
-    return c.bleu
-
-
-def _ratio(c: ConcatStats) -> Stats:
-    return c.ratio
-
-
-def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
+def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style], with_k: list[int]):
     """The length study's headline measure by k, one panel per kind: each seed a point, the mean over
     seeds with its 95% interval (Student's t over the seeds), the configurations side by side."""
     from scipy.stats import t
 
-    with_k = [i for i, g in enumerate(groups) if any(s.kind is SpanKind.AT_K for s in g.degradation)]
-    if not with_k:
-        return None
     fig, axes, panels = kind_panels(groups, with_k, 5.0)
     for ax, kind, members in panels:
         for slot, i in enumerate(members):
@@ -295,8 +228,8 @@ def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style])
                 yerr=halves,
                 markersize=4,
                 capsize=2,
-                label=f"{g.label} (n={g.n})",
-                **style.line(),
+                label=_seeds_label(g),
+                **asdict(style),
             )
         ax.axhline(0.0, color="black", linewidth=0.6)
         ax.set_xscale("log", base=2)
@@ -309,11 +242,8 @@ def degradation_figure(groups: Sequence[Configuration], styles: Sequence[Style])
     return fig
 
 
-def teacher_forced_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
+def teacher_forced_figure(groups: Sequence[Configuration], styles: Sequence[Style], forced: list[int]):
     """Teacher-forced NLL by target position, one panel per kind; the training length(s) as lines."""
-    forced = [i for i, g in enumerate(groups) if g.teacher_forced]
-    if not forced:
-        return None
     fig, axes, panels = kind_panels(groups, forced, 4.5)
     for ax, kind, members in panels:
         lengths = set()
@@ -327,7 +257,7 @@ def teacher_forced_figure(groups: Sequence[Configuration], styles: Sequence[Styl
                 markersize=3,
                 capsize=2,
                 label=groups[i].label,
-                **styles[i].line(),
+                **asdict(styles[i]),
             )
             if tf.training_length:
                 lengths.add(tf.training_length)
@@ -343,17 +273,14 @@ def teacher_forced_figure(groups: Sequence[Configuration], styles: Sequence[Styl
     return fig
 
 
-def curves_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
+def curves_figure(groups: Sequence[Configuration], styles: Sequence[Style], trained: list[int]):
     """Validation loss, one panel per configuration (a variant has its base's training), one line per seed."""
-    trained = [g for g in groups if not g.variant and any(r.valid_curve for r in g.runs)]
-    if not trained:
-        return None
     cols = min(6, len(trained))
     rows = -(-len(trained) // cols)
     fig, axes = _pyplot().subplots(
         rows, cols, figsize=(2.6 * cols + 0.5, 2.1 * rows + 0.8), sharex=True, sharey=True, squeeze=False
     )
-    for ax, g in zip(axes.flat, trained):
+    for ax, g in zip(axes.flat, (groups[i] for i in trained)):
         for j, r in enumerate(g.runs):
             loss = [(e.step, e.valid_loss) for e in r.valid_curve if e.valid_loss is not None]
             if loss:
@@ -369,3 +296,14 @@ def curves_figure(groups: Sequence[Configuration], styles: Sequence[Style]):
         ax.set_ylabel("valid loss", fontsize=8)
     fig.suptitle("Validation loss per configuration, one line per seed", fontsize=9)
     return fig
+
+
+PLOTS = {  # suffix: (which configurations it draws, the figure), in the order written
+    "_bleu.png": (lambda g: g.mean(HEADLINE) is not None, bleu_figure),
+    "_length_buckets.png": (lambda g: g.by_source_length, length_buckets_figure),
+    "_concat.png": (lambda g: any(c.bleu is not None for c in g.concat.values()), concat_figure),
+    "_degradation.png": (lambda g: any(s.kind is SpanKind.AT_K for s in g.degradation), degradation_figure),
+    "_teacher_forced.png": (lambda g: g.teacher_forced, teacher_forced_figure),
+    "_curves.png": (lambda g: not g.variant and any(r.valid_curve for r in g.runs), curves_figure),
+}
+PLOT_SUFFIXES = tuple(PLOTS)

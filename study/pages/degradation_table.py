@@ -1,6 +1,5 @@
-"""The degradation table of compare.py (the length study's headline measure, study/read/degradation.py:
-each configuration's pooled degradation per selection, mean ± std over its seeds) and the sentence on
-how a run's NLL alone goes with its degradation, within configurations (Pearson's r)."""
+"""The degradation table of compare.py (the length study's headline measure, study/read/degradation.py)
+and how a run's NLL alone goes with its degradation, within configurations (Pearson's r)."""
 
 from __future__ import annotations
 
@@ -9,9 +8,11 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from study.judge.wording import format_p
+from study.pages.summary_tables import mean_std_cell
 from study.read.degradation import ALONE
 from study.read.run_stats import joined_training_k
-from study.records import Configuration, Stats
+from study.records import Configuration
 from study.terms import ALL_K
 from utils.markdown import table_head, table_row
 
@@ -33,10 +34,8 @@ def alone_correlation(groups: Sequence[Configuration]) -> Optional[Correlation]:
     variants, the same trained runs tested again, left out). None under three such runs."""
     xs, ys, configs = [], [], 0
     for g in groups:
-        if g.variant:
-            continue
         runs = [d for d in g.degradation_runs if d and ALONE in d and ALL_K in d]
-        if len(runs) < 2:
+        if g.variant or len(runs) < 2:
             continue
         configs += 1
         alone, degradation = np.array([d[ALONE] for d in runs]), np.array([d[ALL_K] for d in runs])
@@ -67,11 +66,10 @@ def alone_sentence(corr: Optional[Correlation], trained_on: str = "") -> str:
         )
     else:
         meaning = "a run that predicts the pairs worse alone also degrades more inside joins"
-    p_text = "<0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
     return (
         f"Within configurations{trained_on} (each run against its configuration's mean), a run's NLL alone "
         f"(k = 1, the same tokens) and its degradation pooled over k correlate r = {r:+.2f} over {corr.runs} "
-        f"runs of {corr.configs} configuration{'s' if corr.configs != 1 else ''} (p {p_text}, two-sided, "
+        f"runs of {corr.configs} configuration{'s' if corr.configs != 1 else ''} (p {format_p(p)}, two-sided, "
         f"{corr.df} degrees of freedom): {meaning}."
     )
 
@@ -79,28 +77,20 @@ def alone_sentence(corr: Optional[Correlation], trained_on: str = "") -> str:
 def alone_sentences(groups: Sequence[Configuration]) -> list[str]:
     """`alone_sentence` for the configurations trained on single sentences and, apart (joined-pair
     training changes what a join is to the model), for those trained on joined pairs."""
-    by_kind = {" trained on single sentences": [], " trained on joined pairs": []}
-    for g in groups:
-        joined = joined_training_k(g.runs[0]) > 1
-        kind = " trained on joined pairs" if joined else " trained on single sentences"
-        by_kind[kind] = [*by_kind[kind], g]
-    said = [alone_sentence(alone_correlation(members), kind) for kind, members in by_kind.items()]
+    kinds = {" trained on single sentences": False, " trained on joined pairs": True}
+    said = [
+        alone_sentence(alone_correlation([g for g in groups if (joined_training_k(g.runs[0]) > 1) == joined]), kind)
+        for kind, joined in kinds.items()
+    ]
     return [s for s in said if s]
 
 
 def degradation_table(groups: Sequence[Configuration]) -> str:
-    """Markdown: each configuration's degradation (nats per token, mean ± std over seeds) pooled over
-    k, per k and by where the pair starts; empty when no run has PAIRS_FILE."""
+    """Each configuration's degradation pooled over k, per k and by where the pair starts ("": none)."""
     have = [g for g in groups if g.degradation]
     if not have:
         return ""
     spans = list(dict.fromkeys(span for g in have for span in g.degradation))
-
-    def cell(s: Optional[Stats]) -> str:
-        if not s or s.mean is None:
-            return "–"
-        return f"{s.mean:+.3f}" + (f" ± {s.std:.3f}" if s.std is not None else "")
-
     lines = [
         "Degradation: a test pair's teacher-forced NLL inside an input of k joined pairs minus the same tokens' "
         "NLL alone, nats per token (EOS renormalised out; mean ± std over seeds; lower is better):",
@@ -109,5 +99,5 @@ def degradation_table(groups: Sequence[Configuration]) -> str:
     ]
     for g in have:
         n = max(s.n for s in g.degradation.values())
-        lines.append(table_row([g.label, n, *(cell(g.degradation.get(x)) for x in spans)]))
+        lines.append(table_row([g.label, n, *(mean_std_cell(g.degradation.get(x), sign="+") for x in spans)]))
     return "\n".join(lines + [x for s in alone_sentences(groups) for x in ("", s)])

@@ -16,20 +16,14 @@ def equivalence_cell(r: ComparisonRow, metric: str) -> str:
     0, the seeds 80% power would need ('–' for a row that is not declared or a study without a margin)."""
     if r.reading is None or r.reading.p_equivalence is None:
         return "–"
-    figures = r.power
-    seeds = figures.seeds_for_equivalence if figures else None
+    equivalence_power, seeds = (r.power.equivalence_power, r.power.seeds_for_equivalence) if r.power else (None, None)
     need = f"{seeds} seeds for 80%" if seeds else "out of reach at any seed count"
-    power = (
-        f"power {figures.equivalence_power:.0%} if the true difference were 0"
-        if figures and figures.equivalence_power is not None
-        else ""
-    )
+    power = f"power {equivalence_power:.0%} if the true difference were 0" if equivalence_power is not None else ""
     return f"Holm p {format_p(r.reading.p_equivalence_holm)}; {power}; {need}"
 
 
 def detectable_cell(r: ComparisonRow, metric: str) -> str:
-    """The smallest true difference this row's seeds find 80% of the time, and the seeds the
-    declared effect would need."""
+    """The smallest true difference this row's seeds find 80% of the time; the seeds for the declared effect."""
     if r.power is None:
         return "–"
     need = r.power.seeds_needed
@@ -40,7 +34,6 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
     """One findings table: a row per comparison, then the α its detectable effects are at."""
     design = design_of(findings)
     metric = t.metric
-    unit = unit_of(metric)
     margins = findings.equivalence_margin
     lower = " (lower is better)" if Measure(metric).lower_is_better else ""
     seed_p_title = (
@@ -48,10 +41,9 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
         if metric == Measure.SACREBLEU
         else "p per seed: sacreBLEU's paired bootstrap on the NLL (one tail, model fixed)"
     )
+    unit = unit_of(metric)
     within = f"±{fmt_number(margins[metric], metric).lstrip('+')} {unit}" if metric in margins else "no margin"
-    rule = findings.decision_rule.name
     exploratory = findings.exploratory_rule
-    holm = design.p_column(rule)
     lines = [
         f"Against `{findings.baseline}`, {t.title}:",
         "",
@@ -62,7 +54,7 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
                 f"Δ {metric}{lower}, mean over seeds",
                 "Δ per seed",
                 "p against no difference (two-sided, unadjusted)",
-                holm,
+                design.p_column(findings.decision_rule.name),
                 f"equivalent within {within} (declared)",
                 "detectable Δ, 80% power",
                 seed_p_title,
@@ -74,9 +66,8 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
     for r in t.rows:
         per_seed = ", ".join(f"{s.seed}: {fmt_number(s.difference, metric)}" for s in r.per_seed)
         seed_p = ", ".join(f"{s.seed}: {format_p(s.p_value)}" for s in r.per_seed)
-        holm_p = design.table_p_cell(r)
         other = [r.exploratory.finding if r.exploratory else "–"] if exploratory else []
-        cells = [format_p(r.p_value), holm_p, equivalence_cell(r, metric), detectable_cell(r, metric)]
+        cells = [format_p(r.p_value), design.table_p_cell(r), equivalence_cell(r, metric), detectable_cell(r, metric)]
         lines.append(
             table_row(
                 [r.config, f"{r.compared_on} (n={r.num_sentences})", fmt_number(r.mean_difference, metric)]
@@ -89,7 +80,6 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
 
 
 def method_markdown(findings: Findings) -> str:
-    """How the rows were computed and worded."""
     margins = findings.equivalence_margin
     family = (
         f"the headline family declared in `{findings.family}` ({findings.family_size} comparisons)"
@@ -126,8 +116,7 @@ def method_markdown(findings: Findings) -> str:
 
 
 def findings_markdown(findings: Findings) -> str:
-    """The findings as markdown: whether the study is interim, one table per measure, then how the
-    rows were computed and worded."""
+    """Whether the study is interim, the rows in full, a table per measure, then how they were computed."""
     parts = design_of(findings).interim_paragraph(findings.interim, findings.family)
     sentences = sentences_markdown(findings)
     if sentences:

@@ -1,14 +1,7 @@
 """What a study's results say, generated from its findings by fixed templates (no result sentence of
-the README is written by hand):
-
-- `headline_markdown`: the table a reader takes in at a glance (compare.py writes it as
-  <prefix>_headline.md; the README and the study page copy it verbatim): one row per declared
-  comparison with its mean difference and 95% interval, the seeds that way, the Holm p and the
-  verdict (declared; the current rule's exploratory reading where it differs);
-- `sentences_markdown`: each declared comparison in full, with its p (unadjusted and Holm) and what
-  its seeds can detect (the top of <prefix>_findings.md, on the study page).
-
-Terms (family, declared, tie margin, Holm, TOST, exploratory) are defined in results/README.md."""
+the README is written by hand): `headline_markdown`, the table a reader takes in at a glance
+(<prefix>_headline.md, copied verbatim by the README and the study page), and `sentences_markdown`, each
+declared comparison in full (the top of <prefix>_findings.md). Terms are defined in results/README.md."""
 
 from __future__ import annotations
 
@@ -21,6 +14,16 @@ from study.terms import Measure, Outcome, Table
 from utils.markdown import table_head, table_row
 
 
+def _shown(findings: Findings) -> list[tuple[FindingsTable, ComparisonRow]]:
+    """The rows the pages show: the declared ones (without a family, the test set's) that have a difference."""
+    return [
+        (t, r)
+        for t in findings.tables
+        for r in t.rows
+        if (r.declared if findings.family else t.name == Table.TEST) and r.mean_difference is not None
+    ]
+
+
 def short_verdict(
     reading: Optional[Reading],
     row: ComparisonRow,
@@ -29,9 +32,7 @@ def short_verdict(
     equivalence: Optional[float],
     design: Design = FIXED,
 ) -> str:
-    """A reading's verdict in a few words: the direction (study/judge/wording.py's words), 'equivalent
-    within ±m', both, 'inconclusive', 'interim' or why it is withheld (the design's words),
-    'descriptive'."""
+    """A reading's verdict in a few words (why it is withheld: the design's words)."""
     said = reading.outcome if reading is not None else None
     within = f"equivalent within {within_words(equivalence, metric)}"
     if said in (Outcome.DIRECTION, Outcome.BOTH):
@@ -45,10 +46,8 @@ def short_verdict(
 
 
 def _interval(r: ComparisonRow, metric: str, design: Design) -> str:
-    """Δ [the 95% interval the design shows]."""
-    t = r.seed_test
     mean = fmt_number(r.mean_difference, metric)
-    if t.low is None:
+    if r.seed_test.low is None:
         return mean
     low, high = design.interval(r)
     return f"{mean} [{fmt_number(low, metric)}, {fmt_number(high, metric)}]"
@@ -77,30 +76,22 @@ def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, explorato
         design.headline_p_cell(r),
         short_verdict(r.reading, r, metric, margin, equivalence, design),
     ]
-    if exploratory:
-        other = r.exploratory
-        if other is None:
-            cells.append("–")
-        else:
-            same = other.outcome == r.outcome  # a direction's sign is the mean's under both
-            cells.append("same verdict" if same else _exploratory_cell(other, r, metric, margin, equivalence, design))
+    other = r.exploratory
+    if exploratory and other is None:
+        cells.append("–")
+    elif exploratory and other.outcome == r.outcome:  # a direction's sign is the mean's under both
+        cells.append("same verdict")
+    elif exploratory:  # the current rule's verdict with the Holm p it rests on (both for 'both' and for neither)
+        said = short_verdict(other, r, metric, margin, equivalence, design)
+        holm = f"Holm p {format_p(other.p_holm)}"
+        equal = f"equivalence Holm p {format_p(other.p_equivalence_holm)}"
+        said_by = {Outcome.DIRECTION: holm, Outcome.EQUIVALENT: equal}.get(other.outcome, f"{holm}, {equal}")
+        cells.append(f"{said} ({said_by})")
     return table_row(cells)
 
 
-def _exploratory_cell(
-    other: Reading, r: ComparisonRow, metric: str, margin: float, equivalence: Optional[float], design: Design
-) -> str:
-    """The current rule's verdict with the Holm p it rests on (both p for 'both', both for neither)."""
-    said = short_verdict(other, r, metric, margin, equivalence, design)
-    holm = f"Holm p {format_p(other.p_holm)}"
-    equal = f"equivalence Holm p {format_p(other.p_equivalence_holm)}"
-    outcome = other.outcome
-    ps = holm if outcome == Outcome.DIRECTION else equal if outcome == Outcome.EQUIVALENT else f"{holm}, {equal}"
-    return f"{said} ({ps})"
-
-
-def _family_line(findings: Findings, declared: list) -> str:
-    counts = [r.outcome for _, r in declared]
+def _family_line(findings: Findings) -> str:
+    counts = [r.outcome for t in findings.tables for r in t.rows if r.declared]
     said = {k: counts.count(k) for k in Outcome if k.worded}
     rest = len(counts) - sum(said.values())
     counted = ", ".join(f"{n} {'directions' if k == Outcome.DIRECTION and n != 1 else k}" for k, n in said.items())
@@ -112,7 +103,7 @@ def _family_line(findings: Findings, declared: list) -> str:
     )
 
 
-def _notes(findings: Findings, exploratory: bool) -> list[str]:
+def _notes(findings: Findings, exploratory: bool) -> str:
     """Which SE each number uses, and where the terms are defined."""
     rule = findings.decision_rule
     notes = [
@@ -127,23 +118,18 @@ def _notes(findings: Findings, exploratory: bool) -> list[str]:
             f"Exploratory: rule `{other.name}` ({other.text}), read after these runs — not what the family declared."
         )
     notes.append("Terms: the glossary of results/README.md; every row in full: the study page's findings.")
-    return [" ".join(notes)]
+    return " ".join(notes)
 
 
 def headline_markdown(findings: Findings) -> str:
-    """The study's results at a glance: the family line, then one table row per declared comparison
-    (or, without a family, per test-set row), then which SE each number uses."""
-    tables = findings.tables
-    declared = [(t, r) for t in tables for r in t.rows if r.declared]
+    """The family line, a table row per shown comparison, then which SE each number uses."""
     design = design_of(findings)
     lines = design.headline_interim(findings.interim)
     if findings.family:
-        lines += [_family_line(findings, declared), ""]
-        shown = declared
+        lines += [_family_line(findings), ""]
     else:
         lines += [f"No declared family: every comparison against `{findings.baseline}` is descriptive.", ""]
-        shown = [(t, r) for t in tables if t.name == Table.TEST for r in t.rows]
-    shown = [(t, r) for t, r in shown if r.mean_difference is not None]
+    shown = _shown(findings)
     exploratory = bool(findings.exploratory_rule) and any(r.exploratory for _, r in shown)
     head = ["comparison", "measure", *design.headline_columns, "verdict (declared)"]
     if exploratory:
@@ -153,21 +139,12 @@ def headline_markdown(findings: Findings) -> str:
     lines.append("")
     if shown and all(len(r.per_seed) <= 1 for _, r in shown):
         lines += ["One seed per configuration: no test and no interval; every row is that trained model.", ""]
-    lines += _notes(findings, exploratory)
-    return "\n".join(lines)
-
-
-def _p_text(r: ComparisonRow, design: Design) -> str:
-    """The row's p, labelled: unadjusted, beside what decides it (the design's words)."""
-    if r.p_value is None:
-        return ""
-    return f", p {format_p(r.p_value)} (against no difference, unadjusted; {design.p_words(r)})"
+    return "\n".join([*lines, _notes(findings, exploratory)])
 
 
 def _power_text(r: ComparisonRow, metric: str, alpha: float, margin: Optional[float]) -> str:
-    """What the row's seeds can see by the current rule: the smallest true difference worded a
-    direction 80% of the time at two-sided `alpha` (Holm's first step); for a declared row with a
-    margin, the power to show ±m if the true difference were 0, and the seeds that would need."""
+    """What the row's seeds can see by the current rule: the smallest true difference worded a direction
+    80% of the time at two-sided `alpha` (Holm's first step); with a margin, the power to show ±m at 0."""
     power = r.power
     if power is None:
         return ""
@@ -185,10 +162,11 @@ def _row_sentence(r: ComparisonRow, metric: str, findings: Findings, alpha: floa
     n = len(r.per_seed)
     lower = " (lower is better)" if Measure(metric).lower_is_better else ""
     margin = findings.equivalence_margin.get(metric)
+    p_words = design_of(findings).p_words(r) if r.p_value is not None else ""  # beside what decides it
     sentence = (
         f"- `{r.config}` against `{findings.baseline}`, {r.compared_on}: mean difference "
         f"{fmt_number(r.mean_difference, metric)} {unit_of(metric)}{lower} over {n} seed{'s' if n != 1 else ''}"
-        + _p_text(r, design_of(findings))
+        + (f", p {format_p(r.p_value)} (against no difference, unadjusted; {p_words})" if p_words else "")
         + _power_text(r, metric, alpha, margin)
         + f" — {r.finding}."
     )
@@ -198,13 +176,5 @@ def _row_sentence(r: ComparisonRow, metric: str, findings: Findings, alpha: floa
 
 
 def sentences_markdown(findings: Findings) -> str:
-    """Each declared comparison (or, without a family, each test-set row) in full: its p, what its
-    seeds can detect and its finding, then the current rule's exploratory finding where there is one."""
-    tables = findings.tables
-    if findings.family:
-        shown = [(t, r) for t in tables for r in t.rows if r.declared]
-    else:
-        shown = [(t, r) for t in tables if t.name == Table.TEST for r in t.rows]
-    return "\n".join(
-        _row_sentence(r, t.metric, findings, t.alpha or 0.05) for t, r in shown if r.mean_difference is not None
-    )
+    """Each shown comparison in full: its p, what its seeds can detect, its finding (and the exploratory one)."""
+    return "\n".join(_row_sentence(r, t.metric, findings, t.alpha or 0.05) for t, r in _shown(findings))

@@ -1,11 +1,8 @@
-"""The one serializer of a study's records (study/records.py) to the files compare.py writes:
-<prefix>.json (`summary_json`), <prefix>.csv (`summary_csv`) and <prefix>_findings.json
-(`findings_json`). Their bytes are those of the archived summaries (key order, which keys a case has,
-numbers as json/csv write them): `make results-check` recomputes every archived study and compares.
-A findings row's keys follow the order the rows were once built in place: a row not tested carries its
-finding before `unit` and `joined_range`, a worded row after its reading's p values; the seed test's
-`se_seed_veto` only under the older rule, the power figures only where a row has them; a sequential
-family's `look` per declared row and `sequential` after the tables."""
+"""The one serializer of a study's records (study/records.py): <prefix>.json, .csv and _findings.json, byte
+for byte the archived summaries' (key order, which keys a case has; `make results-check` compares). A
+findings row's keys keep the order rows were once built in: a row not tested has its finding before `unit`
+and `joined_range`, a worded row after its reading's p values; `se_seed_veto` only under the older rule,
+power figures only where a row has them; a sequential family's `look` per declared row, `sequential` last."""
 
 from __future__ import annotations
 
@@ -31,27 +28,21 @@ from study.records import (
     LookPlan,
     Reading,
     RuleText,
-    RunRecord,
     Stats,
-    TeacherForcedStats,
 )
 from study.terms import ALL_K, Measure
 
 CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")  # per k, in the CSV
 
 
-def _stats(s: Optional[Stats]) -> Optional[JsonObject]:
-    return asdict(s) if s is not None else None
-
-
-def _teacher_forced(tf: TeacherForcedStats, runs: Sequence[RunRecord]) -> JsonObject:
-    """A configuration's teacher-forced figures, with each run's own (`per_run`)."""
+def _teacher_forced(g: Configuration) -> JsonObject:
+    tf = g.teacher_forced
     return {
         "runs": tf.runs,
         "training_length": tf.training_length,
-        "nll_beyond": _stats(tf.nll_beyond),
+        "nll_beyond": asdict(tf.nll_beyond),
         "by_position": [{"bucket": b.bucket, "from": b.start, **asdict(b.nll)} for b in tf.by_position],
-        "boundary_p_eos": {k: _stats(s) for k, s in tf.boundary_p_eos.items()},
+        "boundary_p_eos": {k: asdict(s) for k, s in tf.boundary_p_eos.items()},
         "per_run": [
             {
                 "run": r.run,
@@ -64,13 +55,13 @@ def _teacher_forced(tf: TeacherForcedStats, runs: Sequence[RunRecord]) -> JsonOb
                 ],
                 "boundary_p_eos": dict(r.teacher_forced.boundary_p_eos),
             }
-            for r in runs
+            for r in g.runs
             if r.teacher_forced
         ],
     }
 
 
-def _group(g: Configuration) -> JsonObject:
+def _group(g: Configuration, tf: bool, degradation: bool) -> JsonObject:
     per_run = ("run", "seed", *numeric_columns())
     return {
         "label": g.label,
@@ -87,6 +78,9 @@ def _group(g: Configuration) -> JsonObject:
         "concat": {k: _concat(c) for k, c in g.concat.items()} or None,
         "per_run": [{k: r.value(k) for k in per_run} for r in g.runs],
         **({"seeds_span": spans(g)} if spans(g) else {}),
+        **({"teacher_forced": _teacher_forced(g) if g.teacher_forced else None} if tf else {}),
+        # per selection (all k, each k, by start): mean, std, n
+        **({"degradation": {s.column: asdict(x) for s, x in g.degradation.items()} or None} if degradation else {}),
     }
 
 
@@ -96,12 +90,11 @@ def _bucket(b: BucketStats) -> JsonObject:
 
 def _concat(c: ConcatStats) -> JsonObject:
     """A k's figures as the JSON and CSV write them: each measure's mean and std side by side."""
-    bleu, ratio = c.bleu, c.ratio
     return {
-        "bleu": bleu.mean,
-        "bleu_std": bleu.std,
-        "ratio": ratio.mean,
-        "ratio_std": ratio.std,
+        "bleu": c.bleu.mean,
+        "bleu_std": c.bleu.std,
+        "ratio": c.ratio.mean,
+        "ratio_std": c.ratio.std,
         "n": c.n,
         "p_value": c.p_value,
         "seeds_above": c.seeds_above,
@@ -111,12 +104,7 @@ def _concat(c: ConcatStats) -> JsonObject:
 def summary_json(groups: Sequence[Configuration], baseline: Optional[Configuration], n_samples: int) -> str:
     """<prefix>.json: the main table's numbers per configuration and per run; the teacher-forced
     figures and the degradation only when some configuration has them (older runs' report as it was)."""
-    out = [_group(g) for g in groups]
-    if has_teacher_forced(groups):
-        out = [{**o, "teacher_forced": _teacher_forced(g.teacher_forced, g.runs) if g.teacher_forced else None}
-               for g, o in zip(groups, out)]  # fmt: skip
-    if any(g.degradation for g in groups):  # per selection (all k, each k, by start): mean, std, n
-        out = [{**o, "degradation": _degradation(g)} for g, o in zip(groups, out)]
+    tf, degradation = has_teacher_forced(groups), any(g.degradation for g in groups)
     report = {
         "baseline": baseline.label if baseline else None,
         "significance": {
@@ -125,51 +113,41 @@ def summary_json(groups: Sequence[Configuration], baseline: Optional[Configurati
             "metric": Measure.SACREBLEU,
             "n_samples": n_samples,
         },
-        "groups": out,
+        "groups": [_group(g, tf, degradation) for g in groups],
     }
     return json.dumps(report, indent=2) + "\n"
 
 
-def _degradation(g: Configuration) -> Optional[JsonObject]:
-    return {span.column: asdict(s) for span, s in g.degradation.items()} or None
-
-
 def csv_rows(groups: Sequence[Configuration]) -> tuple[list[str], list[JsonObject]]:
-    """The CSV's columns, and a row per configuration: the main table's numbers, then per k of the
-    length protocol, then the teacher-forced and degradation columns where some configuration has them."""
-    fields = (
-        ["label", "encoding", "n"]
-        + [f for k in numeric_columns() for f in (k, f"{k}_std")]
-        + ["p_value", "seeds_above", "seeds_compared", "is_baseline", "runs", "sacrebleu_signature"]
-    )
+    """The CSV's columns (every row has them all), and a row per configuration: the main table's numbers,
+    then per k of the length protocol, then the teacher-forced and degradation columns where some
+    configuration has them (only then: older runs' CSV stays as it was)."""
     ks = sorted({k for g in groups for k in g.concat})
-    fields += [f"k{k}_{key}" for k in ks for key in CONCAT_CSV]
     tf, degradation = has_teacher_forced(groups), any(g.degradation for g in groups)
-    fields += ["tf_nll_beyond", "tf_nll_beyond_std"] if tf else []  # only then: older runs' CSV stays as it was
-    fields += ["degradation", "degradation_std"] if degradation else []  # the length study's headline, all k
     rows = []
     for g in groups:
-        wins = g.seeds_above
+        wins = g.seeds_above or (None, None)
+        concat = {k: _concat(c) for k, c in g.concat.items()}
         nll = g.teacher_forced.nll_beyond if g.teacher_forced else Stats(None, None)
-        pooled = (g.degradation or {}).get(ALL_K) or Stats(None, None)
+        pooled = (g.degradation or {}).get(ALL_K) or Stats(None, None)  # the length study's headline, all k
         rows.append(
             {
                 "label": g.label,
                 "encoding": g.encoding,
                 "n": g.n,
+                **{f: v for k in numeric_columns() for f, v in ((k, g.mean(k)), (f"{k}_std", g.std(k)))},
                 "p_value": g.p_value,
-                "seeds_above": wins[0] if wins else None,
-                "seeds_compared": wins[1] if wins else None,
+                "seeds_above": wins[0],
+                "seeds_compared": wins[1],
                 "is_baseline": g.is_baseline,
                 "runs": ";".join(r.run for r in g.runs),
                 "sacrebleu_signature": g.runs[0].scores.get(SIGNATURE),
-                **{f: v for k in numeric_columns() for f, v in ((k, g.mean(k)), (f"{k}_std", g.std(k)))},
-                **{f"k{k}_{key}": _concat(c)[key] for k, c in g.concat.items() for key in CONCAT_CSV},
+                **{f"k{k}_{key}": concat.get(k, {}).get(key) for k in ks for key in CONCAT_CSV},
                 **({"tf_nll_beyond": nll.mean, "tf_nll_beyond_std": nll.std} if tf else {}),
                 **({"degradation": pooled.mean, "degradation_std": pooled.std} if degradation else {}),
             }
         )
-    return fields, rows
+    return list(rows[0]) if rows else [], rows
 
 
 def summary_csv(groups: Sequence[Configuration]) -> str:
@@ -180,12 +158,6 @@ def summary_csv(groups: Sequence[Configuration]) -> str:
         writer.writeheader()
         writer.writerows(rows)
         return f.getvalue()
-
-
-def _seed_test(row: ComparisonRow) -> Optional[JsonObject]:
-    if row.seed_test is None:
-        return None
-    return {k: v for k, v in asdict(row.seed_test).items() if k != "se_seed_veto" or v is not None}
 
 
 WORDED_ONLY = ("withheld",)  # a reading's fields the JSON holds in its finding's words only
@@ -203,6 +175,7 @@ def _row(r: ComparisonRow, design: Design) -> JsonObject:
     reading = _reading(r.reading, "finding") if r.reading is not None else {}
     equivalence = r.power is not None and r.power.equivalence_power is not None
     power = {k: v for k, v in asdict(r.power).items() if equivalence or "equivalence" not in k} if r.power else {}
+    seed_test = asdict(r.seed_test) if r.seed_test is not None else None
     return {
         "config": r.config,
         "encoding": r.encoding,
@@ -211,7 +184,7 @@ def _row(r: ComparisonRow, design: Design) -> JsonObject:
         "num_sentences": r.num_sentences,
         "mean_difference": r.mean_difference,
         "per_seed": [asdict(s) for s in r.per_seed],
-        "seed_test": _seed_test(r),
+        "seed_test": seed_test and {k: v for k, v in seed_test.items() if k != "se_seed_veto" or v is not None},
         "p_value": r.p_value,
         "lower_is_better": r.lower_is_better,
         **(finding if untested else {}),
@@ -232,8 +205,7 @@ def _table(t: FindingsTable, design: Design) -> JsonObject:
 
 
 def _value(x):
-    """A field of the findings report as JSON holds it: records as objects, read-only maps as objects,
-    tuples as lists."""
+    """A field of the findings report as JSON holds it: records and read-only maps as objects, tuples as lists."""
     if isinstance(x, Interim):  # (a sequential plan's next look only where there is one)
         return {k: v for k, v in asdict(x).items() if k != "look" or v is not None}
     if isinstance(x, (RuleText, LookPlan)):

@@ -1,8 +1,5 @@
-"""compare.py's tables: the main table (one row per configuration, mean ± std over its seeds, the
-p-value and same-seed wins against the baseline), scores per source-length bucket, the teacher-forced
-diagnostic (only when some run has it: a main-table column, NLL by target position, boundary p(EOS)
-per k), and the same numbers as CSV rows and a JSON report. Input: compare.py's groups (one per configuration, with its
-runs); the per-k tables of the length protocol are in study/pages/length_report.py."""
+"""compare.py's tables: the main table (mean ± std over each configuration's seeds, p and same-seed
+wins against the baseline), scores per source-length bucket and the teacher-forced diagnostic."""
 
 from __future__ import annotations
 
@@ -30,7 +27,6 @@ def columns() -> list[tuple[str, str]]:
 
 # columns of the training itself: a variant row (the same trained run tested with other settings) shows its base's
 TRAINING = ("train_loss", "valid_loss", "valid_accuracy", "params", "train_minutes", "tokens_per_sec", "steps")
-CONCAT_CSV = ("bleu", "bleu_std", "ratio", "ratio_std", "p_value")
 SIGNATURE = next(m.about for m in METRICS if m.name == HEADLINE)  # sacreBLEU's signature (utils/metrics.py)
 TF_COLUMN = "TF NLL beyond training"  # after "BLEU longer-than-training", when some run has the diagnostic
 TF_NOTE = (
@@ -38,6 +34,15 @@ TF_NOTE = (
     "decoder's training length, EOS renormalised out, pooled token-weighted over k = 1 and every joined k, "
     "sentence boundaries of joined inputs excluded (test.py, evaluation/teacher_forced.py)."
 )
+FORMATS = {  # how each figure that is not a registered metric (those in their own digits) is shown
+    **dict.fromkeys(("train_loss", "valid_loss", "valid_accuracy"), "{:.4f}".format),
+    "longer_bleu": "{:.2f}".format,
+    "train_minutes": "{:.1f}".format,
+    **dict.fromkeys(("tokens_per_sec", "steps"), "{:.0f}".format),
+    "params": lambda value: f"{value / 1e6:.2f}M",
+    "p_value": format_p,
+    "seeds_above": lambda value: f"{value[0]}/{value[1]}",
+}
 
 
 def fmt(key: str, value) -> str:
@@ -45,21 +50,7 @@ def fmt(key: str, value) -> str:
         return "–"
     if key in metric_digits():
         return f"{value:.{metric_digits()[key]}f}"
-    if key in ("train_loss", "valid_loss", "valid_accuracy"):
-        return f"{value:.4f}"
-    if key == "longer_bleu":
-        return f"{value:.2f}"
-    if key == "train_minutes":
-        return f"{value:.1f}"
-    if key in ("tokens_per_sec", "steps"):
-        return f"{value:.0f}"
-    if key == "params":
-        return f"{value / 1e6:.2f}M"
-    if key == "p_value":
-        return format_p(value)
-    if key == "seeds_above":
-        return f"{value[0]}/{value[1]}"
-    return str(value)
+    return FORMATS.get(key, str)(value)
 
 
 def cell(key: str, mean, std) -> str:
@@ -72,11 +63,11 @@ def has_teacher_forced(groups: Sequence[Configuration]) -> bool:
     return any(g.teacher_forced for g in groups)
 
 
-def tf_cell(stats: Optional[Stats], digits: int = 3) -> str:
-    """mean ± std of a teacher-forced figure over seeds, "–" when no run has it."""
+def mean_std_cell(stats: Optional[Stats], digits: int = 3, sign: str = "") -> str:
+    """A figure's mean ± std over seeds in `digits` (the mean `sign`ed: "+"), "–" when no run has it."""
     if not stats or stats.mean is None:
         return "–"
-    return f"{stats.mean:.{digits}f}" + (f" ± {stats.std:.{digits}f}" if stats.std is not None else "")
+    return f"{stats.mean:{sign}.{digits}f}" + (f" ± {stats.std:.{digits}f}" if stats.std is not None else "")
 
 
 def markdown_table(
@@ -94,7 +85,7 @@ def markdown_table(
             cell(k, g.mean(k), g.std(k)) + ("†" if g.variant and k in TRAINING else "") for k in numeric_columns()
         ]
         if tf:
-            cells.insert(at, tf_cell(g.teacher_forced.nll_beyond if g.teacher_forced else None))
+            cells.insert(at, mean_std_cell(g.teacher_forced.nll_beyond if g.teacher_forced else None))
         cells.append("baseline" if g.is_baseline else fmt("p_value", g.p_value))
         cells.append("baseline" if g.is_baseline else fmt("seeds_above", g.seeds_above))
         lines.append(table_row(cells))
@@ -148,8 +139,7 @@ def bucket_table(groups: Sequence[Configuration]) -> str:
 
 
 def teacher_forced_tables(groups: Sequence[Configuration]) -> str:
-    """Markdown: teacher-forced NLL per target-position bucket and boundary p(EOS) per k, one row per
-    configuration (mean ± std over seeds); empty when no run has the diagnostic."""
+    """Teacher-forced NLL per target-position bucket and boundary p(EOS) per k ("" when no run has them)."""
     rows = [g for g in groups if g.teacher_forced]
     if not rows:
         return ""
@@ -157,7 +147,7 @@ def teacher_forced_tables(groups: Sequence[Configuration]) -> str:
     lines = table_head(["config", "encoding", *(label for _, label in buckets)])
     for g in rows:
         by = {b.start: b.nll for b in g.teacher_forced.by_position}
-        lines.append(table_row([g.label, g.encoding, *(tf_cell(by.get(lo)) for lo, _ in buckets)]))
+        lines.append(table_row([g.label, g.encoding, *(mean_std_cell(by.get(lo)) for lo, _ in buckets)]))
     lengths = sorted({g.teacher_forced.training_length for g in rows} - {None})
     text = (
         "Teacher-forced NLL by target position (decoder positions, 0 = BOS; EOS renormalised out, pooled "
@@ -170,7 +160,7 @@ def teacher_forced_tables(groups: Sequence[Configuration]) -> str:
     if ks:
         lines = table_head(["config", "encoding", *(f"k={k}" for k in ks)])
         lines += [
-            table_row([g.label, g.encoding, *(tf_cell(g.teacher_forced.boundary_p_eos.get(k)) for k in ks)])
+            table_row([g.label, g.encoding, *(mean_std_cell(g.teacher_forced.boundary_p_eos.get(k)) for k in ks)])
             for g in rows
         ]
         text += (
