@@ -1,13 +1,13 @@
 """The decision rules (study/stats/rules.py) calibrated by simulating a declared family whole.
 
 The family simulated is a study's declared rows as archived (its findings JSON, read by
-study/read/archived.py: declared_rows): each row with its
-own seed SD s_d, the test set's shared noise v_shared and each seed's own test-set noise v_int,
-taken as known. Per simulated study and row, under the variance model of study/stats/seed_test.py:
-d_s = δ + e_s + w_s + u, e_s the seed effect (normal, or t(3) scaled to unit variance) of variance
-s_d² - v_int, w_s ~ N(0, v_int) per seed, u ~ N(0, v_shared) once for every seed; then the rule as
-the findings apply it: its decision p, Holm over the family's rows, its direction test. Three
-properties (tests/study/simulate/test_calibration.py checks them, with a mutation that fails each):
+study/read/archived.py: declared_rows): each row with its own seed SD s_d, the test set's shared
+noise v_shared and each seed's own test-set noise v_int, taken as known. Per simulated study and row,
+under the variance model of study/stats/seed_test.py: d_s = δ + e_s + w_s + u, e_s the seed effect
+(normal, or t(3) scaled to unit variance) of variance s_d² - v_int, w_s ~ N(0, v_int) per seed,
+u ~ N(0, v_shared) once for every seed; then the rule as the findings apply it: its decision p, Holm
+over the family's rows, its direction test. Three properties (tests/study/simulate/test_calibration.py
+checks them, with a mutation that fails each):
 
 - false directions: how often a direction is worded for a row whose true difference is 0 or on an
   edge of the tie margin, the other rows at their observed means (Holm then passes the row nearly
@@ -16,8 +16,7 @@ properties (tests/study/simulate/test_calibration.py checks them, with a mutatio
   not fall as seeds are added;
 - coverage: how often the 95% interval of a row covers its true difference.
 
-`calibration_markdown` writes the figures for results/README.md (results/calibration.md, `make
-results`)."""
+`calibration_markdown` writes the figures for results/README.md (results/calibration.md)."""
 
 from __future__ import annotations
 
@@ -29,63 +28,51 @@ import numpy as np
 
 from study.read.archived import DeclaredRow, rows_on_test_set
 from study.stats.rules import BEYOND_TIE, SEED_VETO, Rule
-from study.stats.seed_test import ALPHA, SeedTest, standard_error, t_quantile
+from study.stats.seed_test import ALPHA, SeedTest, chi2_ratios, standard_error, t_quantile
+from study.stats.significance import holm_rows
 from utils.markdown import table_head, table_row
 
 STUDIES = 2000  # simulated families per setting
 DISTRIBUTIONS = ("normal", "t3")
 AGAINST_ZERO = replace(BEYOND_TIE, name="against_zero", against_tie=False)  # the rule without its margin
-
-
-def holm_rows(p: np.ndarray) -> np.ndarray:
-    """Holm's adjusted p along the last axis (study/significance.holm, vectorised)."""
-    k = p.shape[-1]
-    order = np.argsort(p, -1)
-    ranked = np.take_along_axis(p, order, -1) * (k - np.arange(k))
-    adjusted = np.minimum(1.0, np.maximum.accumulate(ranked, -1))
-    out = np.empty_like(adjusted)
-    np.put_along_axis(out, order, adjusted, -1)
-    return out
+CALIBRATED = "results/demo/summary_findings.json"  # the family results/README.md's figures simulate
 
 
 def draw(
     rows: list[DeclaredRow], means: list[float], n: int, dist: str, rng, studies: int = STUDIES
 ) -> list[np.ndarray]:
     """[studies, n] per-seed differences of each row under the variance model."""
-    out = []
-    for r, mean in zip(rows, means):
+
+    def effects() -> np.ndarray:  # unit variance
         if dist == "normal":
-            e = rng.standard_normal((studies, n))
-        else:
-            e = rng.standard_t(3, (studies, n)) / math.sqrt(3.0)
-        effect_sd = math.sqrt(max(r.seed_sd**2 - r.v_int, 0.0))
-        out.append(
-            mean
-            + effect_sd * e
-            + math.sqrt(r.v_int) * rng.standard_normal((studies, n))
-            + math.sqrt(r.v_shared) * rng.standard_normal((studies, 1))
-        )
-    return out
+            return rng.standard_normal((studies, n))
+        return rng.standard_t(3, (studies, n)) / math.sqrt(3.0)
 
-
-def _seed_test(r: DeclaredRow, n: int) -> SeedTest:
-    """What a rule's known variance reads of a row's seed test at n seeds (v_sent = v_shared + v_int/n)."""
-    return SeedTest(n, r.mean, r.seed_sd, r.v_shared + r.v_int / n, None, None, None, None, r.v_shared, r.v_int)
+    return [
+        mean
+        + math.sqrt(max(r.seed_sd**2 - r.v_int, 0.0)) * effects()
+        + math.sqrt(r.v_int) * rng.standard_normal((studies, n))
+        + math.sqrt(r.v_shared) * rng.standard_normal((studies, 1))
+        for r, mean in zip(rows, means)
+    ]
 
 
 def decide(rule: Rule, rows: list[DeclaredRow], diffs: list[np.ndarray], tie: float) -> np.ndarray:
     """[STUDIES, rows] of +1/-1/0: the rule's direction for each row of each simulated family."""
     n = diffs[0].shape[-1]
-    known = [rule.known(_seed_test(r, n)) for r in rows]
-    p = np.stack([rule.decision_p(d, v, tie) for d, v in zip(diffs, known)], -1)
+    # what the rule's known variance reads of each row's seed test at n seeds (v_sent = v_shared + v_int/n)
+    seed_tests = [
+        SeedTest(n, r.mean, r.seed_sd, r.v_shared + r.v_int / n, None, None, None, None, r.v_shared, r.v_int)
+        for r in rows
+    ]
+    p = np.stack([rule.decision_p(d, rule.known(t), tie) for d, t in zip(diffs, seed_tests)], -1)
     adjusted = holm_rows(p)
     return np.stack([rule.direction(d, adjusted[:, i], tie) for i, d in enumerate(diffs)], -1)
 
 
 def false_directions(rule: Rule, rows: list[DeclaredRow], tie: float, n: int, dist: str) -> Mapping[str, float]:
-    """{'0': rate, '±tie': rate}: how often a direction is worded for a row whose true difference is 0,
-    or on either edge of the tie margin (the edges pooled: mirror images), each row in turn with the
-    others at their observed means, pooled over the rows."""
+    """{'0': rate, '±tie': rate}: how often a direction is worded for a row whose true difference is 0 or
+    on either edge of the tie margin (mirror images, pooled), each row in turn, the others at their means."""
     rng = np.random.default_rng(n)
     said: dict[str, list] = {"0": [], "±tie": []}
     for delta in (0.0, tie, -tie):
@@ -99,21 +86,17 @@ def false_directions(rule: Rule, rows: list[DeclaredRow], tie: float, n: int, di
 
 def right_direction(rule: Rule, rows: list[DeclaredRow], tie: float, n: int, dist: str = "normal") -> list[float]:
     """The chance of each row's observed direction at the observed means, over n seeds."""
-    rng = np.random.default_rng(100 + n)
-    said = decide(rule, rows, draw(rows, [r.mean for r in rows], n, dist, rng), tie)
+    said = decide(rule, rows, draw(rows, [r.mean for r in rows], n, dist, np.random.default_rng(100 + n)), tie)
     return [float(np.mean(said[:, i] == np.sign(r.mean))) for i, r in enumerate(rows)]
 
 
 def coverage(rows: list[DeclaredRow], n: int, dist: str, count_v_int_twice: bool = False) -> float:
-    """The share of studies whose 95% interval covers the true difference (pooled over `rows`, each at
-    its observed mean); `count_v_int_twice` adds v_int/n to the SE again (the older rule's SE)."""
-    rng = np.random.default_rng(200 + n)
+    """The share of studies whose 95% interval covers the true difference (`rows` pooled, each at its
+    mean); `count_v_int_twice` adds v_int/n to the SE again (the older rule's SE)."""
     covered = []
-    for r, d in zip(rows, draw(rows, [r.mean for r in rows], n, dist, rng)):
-        known = r.v_shared + (r.v_int / n if count_v_int_twice else 0.0)
-        mean, se, df = standard_error(d, known)
-        half = np.array([t_quantile(1 - ALPHA / 2, x) for x in df]) * se
-        covered.append(np.abs(mean - r.mean) <= half)
+    for r, d in zip(rows, draw(rows, [r.mean for r in rows], n, dist, np.random.default_rng(200 + n))):
+        mean, se, df = standard_error(d, r.v_shared + (r.v_int / n if count_v_int_twice else 0.0))
+        covered.append(np.abs(mean - r.mean) <= np.array([t_quantile(1 - ALPHA / 2, x) for x in df]) * se)
     return float(np.mean(covered))
 
 
@@ -121,13 +104,12 @@ def edge_rate_exact(row: DeclaredRow, n: int) -> float:
     """The current rule's chance of a direction for one comparison alone (a family of one) whose true
     difference lies on the edge of the tie margin, by numerical integration over s_d's χ²(n - 1)
     distribution with normal seed effects: the Welch–Satterthwaite df's own error, without Monte Carlo."""
-    from scipy.stats import chi2, norm
+    from scipy.stats import norm
 
-    ratio = chi2.ppf((np.arange(20000) + 0.5) / 20000, n - 1) / (n - 1)
     seed_part = row.seed_sd**2 / n
+    ratio = chi2_ratios(n - 1, 20000)
     se_hat = np.sqrt(seed_part * ratio + row.v_shared)
-    df = se_hat**4 * (n - 1) / (seed_part * ratio) ** 2
-    crit = np.array([t_quantile(1 - ALPHA / 2, x) for x in df])
+    crit = np.array([t_quantile(1 - ALPHA / 2, x) for x in se_hat**4 * (n - 1) / (seed_part * ratio) ** 2])
     return float(np.mean(norm.sf(crit * se_hat / math.sqrt(seed_part + row.v_shared))))
 
 
@@ -140,15 +122,10 @@ def _percent(x: float) -> str:
     return f"{x:.1%}"
 
 
-CALIBRATED = "results/demo/summary_findings.json"  # the family results/README.md's figures simulate
-
-
 def calibration_markdown(
     rows: list[DeclaredRow], tie: float, ns: tuple[int, ...] = (5, 10, 20, 40), name: str = CALIBRATED
 ) -> str:
-    """The three calibrations of the current rule (and the older rule beside it) on the declared rows
-    of an archived findings JSON and its tie margin (study/read/archived.py: declared_rows; shown as
-    `name`), as markdown tables."""
+    """The three calibrations of the current rule (the older rule beside it), as markdown tables."""
     test_set = rows_on_test_set(rows)
     lines = [
         f"Simulated: the {len(rows)} declared BLEU rows of `{name}` as archived, "
@@ -183,12 +160,13 @@ def calibration_markdown(
             ]
         ),
     ]
+    pick = [i for i, r in enumerate(rows) if r in test_set]
     for n in ns:
         new, old = right_direction(BEYOND_TIE, rows, tie, n), right_direction(SEED_VETO, rows, tie, n)
-        pick = [i for i, r in enumerate(rows) if r in test_set]
         cover = {d: coverage(test_set, n, d) for d in DISTRIBUTIONS}
         twice = coverage(test_set, n, "normal", count_v_int_twice=True)
         directions = [" / ".join(f"{chance[i]:.2f}" for i in pick) for chance in (new, old)]
-        cover_cell = f"{_percent(cover['normal'])} / {_percent(cover['t3'])}"
-        lines.append(table_row([n, *directions, cover_cell, _percent(twice)]))
+        lines.append(
+            table_row([n, *directions, f"{_percent(cover['normal'])} / {_percent(cover['t3'])}", _percent(twice)])
+        )
     return "\n".join(lines) + "\n"

@@ -2,17 +2,13 @@
 
 The family simulated is a declared family file's plan (its looks n_1 < ... < n_K, each family of
 tests' spending, its tie margin and equivalence margin m) over the declared sacreBLEU test-set rows
-of an archived findings JSON (study/read/archived.py: declared_rows): each row with its own seed SD s_d,
-the test set's shared noise v_shared and each seed's own test-set noise v_int, taken as known. Per
-simulated family and row, under the variance model of study/stats/seed_test.py, n_K per-seed differences
-d_s = δ + e_s + w_s + u are drawn (study/calibration.draw: e_s the seed effect, normal or t(3)
-scaled to unit variance, of variance s_d² - v_int; w_s ~ N(0, v_int) per seed; u ~ N(0, v_shared)
-once per family and row, shared by every look). Look k reads the first n_k seeds with the harness's
-own tests (study/rules.BEYOND_TIE, known = v_shared): the decision p beyond the tie margin, the TOST
-p at ±m and the sign of the mean; `study.stats.sequential_family.decide` then decides the family look by
-look (Holm as a graph, each hypothesis' level spent over the looks, the study stopping once every
-comparison is decided), one call per family. Beside it, the fixed design on the same draws: one look
-at the plan's n_K seeds (`Plan((n_K,))`, which is Holm's procedure). Properties
+of an archived findings JSON, drawn as study/simulate/calibration.py draws them (n_K per-seed
+differences per family and row under the variance model, u shared by every look). Look k reads the
+first n_k seeds with the harness's own tests (study/rules.BEYOND_TIE, known = v_shared): the decision
+p beyond the tie margin, the TOST p at ±m and the sign of the mean; `study.stats.sequential_family.
+decide` then decides the family look by look (Holm as a graph, each hypothesis' level spent over the
+looks, the study stopping once every comparison is decided). Beside it, the fixed design on the same
+draws: one look at the plan's n_K seeds (`Plan((n_K,))`, which is Holm's procedure). Properties
 (tests/study/simulate/test_sequential_calibration.py checks them, with a mutation that fails them):
 
 - false directions: how often a direction is worded, at any look, for a row whose true difference
@@ -24,20 +20,16 @@ at the plan's n_K seeds (`Plan((n_K,))`, which is Holm's procedure). Properties
 - power and cost: the chance of each row's observed direction at the observed means, and the seeds
   per encoding the family runs on average before it stops.
 
-The mutation, every look tested at the hypothesis' full level (`without_spending`), words a false
-direction in about 3.5% of the demo's families and a false equivalence in about 6.4% at the worst
-case. With the others at their observed means it stays near 3.9% for equivalence, below α: they are
-rarely found equivalent (a row keeps α/2), and a row at ±m is mostly closed first by a direction
-beyond the tie margin, after which it is never worded equivalent.
-
-`sequential_calibration_markdown` writes the figures for the study page."""
+The mutation, every look tested at the hypothesis' full level (`without_spending`), fails the false
+directions and the worst case, not equivalence with the others at their observed means: they are
+rarely found equivalent (a row keeps α/2), and a row at ±m is mostly closed first by a direction."""
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import ContextManager, Optional, Sequence
+from unittest import mock
 
 import numpy as np
 
@@ -68,107 +60,75 @@ class Outcome:
 
 def fixed(plan: Plan) -> Plan:
     """The fixed design beside a sequential plan: one look, at its most seeds (Holm's procedure)."""
-    return Plan((plan.looks[-1],), plan.spending, plan.spending_equivalence, plan.alpha, plan.alpha_equivalence)
+    return replace(plan, looks=plan.looks[-1:])
 
 
 def run(plan: Plan, rows: Sequence[DeclaredRow], diffs: Sequence[np.ndarray], tie: float, margin: float) -> Outcome:
-    """Each family of `diffs` (per row [studies, >= n_K] per-seed differences) decided by `plan`, the
-    tests of look k on the first n_k seeds: vectorised over families, then one `decide` per family."""
+    """Each family of `diffs` (per row [studies, >= n_K]) decided by `plan`, look k on the first n_k seeds."""
     p_dir, p_eq, sign = [], [], []  # each [looks, rows, studies]
     for n in plan.looks:
         seen = [d[:, :n] for d in diffs]
         p_dir.append([BEYOND_TIE.decision_p(d, r.v_shared, tie) for d, r in zip(seen, rows)])
         p_eq.append([BEYOND_TIE.equivalence_p(d, r.v_shared, margin) for d, r in zip(seen, rows)])
         sign.append([np.sign(d.mean(-1)).astype(int) for d in seen])
-    p_dir, p_eq, sign = (np.transpose(np.asarray(a), (2, 0, 1)).tolist() for a in (p_dir, p_eq, sign))
-    studies = len(p_dir)
-    direction = np.zeros((studies, len(rows)), dtype=int)
-    equivalent = np.zeros((studies, len(rows)), dtype=bool)
-    seeds = np.zeros(studies, dtype=int)
-    for s in range(studies):
-        looks = [LookTests(tuple(a), tuple(b), tuple(c)) for a, b, c in zip(p_dir[s], p_eq[s], sign[s])]
-        decisions, taken = decide(plan, looks)
-        direction[s] = [d.direction for d in decisions]
-        equivalent[s] = [d.equivalent for d in decisions]
-        seeds[s] = plan.looks[taken - 1]
-    return Outcome(direction, equivalent, seeds)
+    tests = zip(*(np.transpose(np.asarray(a), (2, 0, 1)).tolist() for a in (p_dir, p_eq, sign)))
+    families = [decide(plan, [LookTests(*map(tuple, look)) for look in zip(*family)]) for family in tests]
+    return Outcome(
+        np.array([[d.direction for d in decisions] for decisions, _ in families]),
+        np.array([[d.equivalent for d in decisions] for decisions, _ in families]),
+        np.array([plan.looks[taken - 1] for _, taken in families]),
+    )
 
 
-def simulate(
-    plans: Sequence[Plan],
-    rows: Sequence[DeclaredRow],
-    means: Sequence[float],
-    tie: float,
-    margin: float,
-    dist: str,
-    studies: int,
-    rng,
-) -> list[Outcome]:
-    """`studies` families drawn at `means` (the most seeds any plan reads), each plan deciding the same draws."""
-    diffs = draw(list(rows), list(means), max(p.looks[-1] for p in plans), dist, rng, studies)
-    return [run(plan, rows, diffs, tie, margin) for plan in plans]
+@dataclass(frozen=True)
+class Simulation:
+    """`plans` deciding the same simulated families of the declared `rows`, with the family's tie
+    margin and equivalence margin m, `studies` families per setting."""
+
+    plans: Sequence[Plan]
+    rows: Sequence[DeclaredRow]
+    tie: float
+    margin: float
+    studies: int
+
+    def outcomes(self, means: Sequence[float], dist: str, rng) -> list[Outcome]:
+        """Families drawn at `means` (the most seeds any plan reads), each plan deciding the same draws."""
+        diffs = draw(list(self.rows), list(means), max(p.looks[-1] for p in self.plans), dist, rng, self.studies)
+        return [run(plan, self.rows, diffs, self.tie, self.margin) for plan in self.plans]
+
+    def edge_rates(
+        self, dist: str, equivalence: bool, others: Optional[float] = None, seed: Optional[int] = None
+    ) -> list[float]:
+        """Per plan, how often a row whose true difference is on an edge is worded: a direction at ±tie
+        (`equivalence` False) or "equivalent" at ±m (True); each row in turn, the others at their
+        observed means (`others` None) or all at `others`, the edges and rows pooled."""
+        seed = SEEDS["equivalence" if equivalence else "direction"] if seed is None else seed
+        rng = np.random.default_rng([seed, DISTRIBUTIONS.index(dist)])
+        edge = self.margin if equivalence else self.tie
+        said: list[list[np.ndarray]] = [[] for _ in self.plans]
+        for delta in (edge, -edge):
+            for i in range(len(self.rows)):
+                means = [delta if j == i else r.mean if others is None else others for j, r in enumerate(self.rows)]
+                for out, outcome in zip(said, self.outcomes(means, dist, rng)):
+                    out.append(outcome.equivalent[:, i] if equivalence else outcome.direction[:, i] != 0)
+        return [float(np.mean(s)) for s in said]
+
+    def power(self, dist: str, seed: Optional[int] = None) -> list[tuple[list[float], float]]:
+        """Per plan, (the chance of each row's observed direction, the mean seeds per encoding)."""
+        rng = np.random.default_rng([SEEDS["power"] if seed is None else seed, DISTRIBUTIONS.index(dist)])
+        return [
+            (
+                [float(np.mean(o.direction[:, i] == np.sign(r.mean))) for i, r in enumerate(self.rows)],
+                float(np.mean(o.seeds)),
+            )
+            for o in self.outcomes([r.mean for r in self.rows], dist, rng)
+        ]
 
 
-def edge_rates(
-    plans: Sequence[Plan],
-    rows: Sequence[DeclaredRow],
-    tie: float,
-    margin: float,
-    dist: str,
-    studies: int,
-    equivalence: bool,
-    others: Optional[float] = None,
-    seed: Optional[int] = None,
-) -> list[float]:
-    """Per plan, how often a row whose true difference is on an edge is worded: a direction at ±tie
-    (`equivalence` False) or "equivalent" at ±m (True); each row in turn, the others at their observed
-    means (`others` None) or all at `others`, the edges and rows pooled (2 x rows x `studies` families)."""
-    property_ = "equivalence" if equivalence else "direction"
-    rng = np.random.default_rng([SEEDS[property_] if seed is None else seed, DISTRIBUTIONS.index(dist)])
-    edge = margin if equivalence else tie
-    said: list[list[np.ndarray]] = [[] for _ in plans]
-    for delta in (edge, -edge):
-        for i in range(len(rows)):
-            means = [delta if j == i else r.mean if others is None else others for j, r in enumerate(rows)]
-            for out, outcome in zip(said, simulate(plans, rows, means, tie, margin, dist, studies, rng)):
-                out.append(outcome.equivalent[:, i] if equivalence else outcome.direction[:, i] != 0)
-    return [float(np.mean(s)) for s in said]
-
-
-@contextlib.contextmanager
-def without_spending() -> Iterator[None]:
+def without_spending() -> ContextManager:
     """Within it, `decide` tests every look at a hypothesis' full level (no alpha spent over the looks):
     the mutation the calibration must fail."""
-    spent = sequential_family.nominal_level
-    sequential_family.nominal_level = lambda fractions, alpha, spending, look: alpha
-    try:
-        yield
-    finally:
-        sequential_family.nominal_level = spent
-
-
-def power(
-    plans: Sequence[Plan],
-    rows: Sequence[DeclaredRow],
-    tie: float,
-    margin: float,
-    dist: str,
-    studies: int,
-    seed: Optional[int] = None,
-) -> list[tuple[list[float], float]]:
-    """Per plan, (the chance of each row's observed direction, the mean seeds per encoding) at the
-    observed means."""
-    rng = np.random.default_rng([SEEDS["power"] if seed is None else seed, DISTRIBUTIONS.index(dist)])
-    outcomes = simulate(plans, rows, [r.mean for r in rows], tie, margin, dist, studies, rng)
-    return [
-        ([float(np.mean(o.direction[:, i] == np.sign(r.mean))) for i, r in enumerate(rows)], float(np.mean(o.seeds)))
-        for o in outcomes
-    ]
-
-
-def _shown(path: Path) -> str:
-    path = Path(path).resolve()
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+    return mock.patch.object(sequential_family, "nominal_level", lambda fractions, alpha, spending, look: alpha)
 
 
 def _pair(a: float, b: float, fmt: str) -> str:
@@ -178,30 +138,28 @@ def _pair(a: float, b: float, fmt: str) -> str:
 def sequential_calibration_markdown(
     rows: Sequence[DeclaredRow], family: Family, name: str = CALIBRATED, studies: int = STUDIES
 ) -> str:
-    """The error rates, power and seeds of `family`'s sequential plan beside the fixed design, on the
-    declared test-set rows of an archived findings JSON (study/read/archived.py: declared_rows; shown as
-    `name`), as markdown tables."""
-    plan, rows, family_path = family.plan, rows_on_test_set(rows), family.path
+    """The error rates, power and seeds of `family`'s plan beside the fixed design, as markdown tables."""
+    plan = family.plan
     if plan is None:
-        raise ValueError(f"{family_path}: no sequential plan (looks) to calibrate")
+        raise ValueError(f"{family.path}: no sequential plan (looks) to calibrate")
+    path = Path(family.path).resolve()
     tie, margin = family.tie_margin.sacreBLEU, family.equivalence.sacreBLEU
-    plans = (plan, fixed(plan))
-    looks = "-".join(str(n) for n in plan.looks)
-    spending = spending_text(plan.spending, plan.spending_equivalence)
+    both = Simulation((plan, fixed(plan)), rows_on_test_set(rows), tie, margin, studies)
+    looks, spending = "-".join(str(n) for n in plan.looks), spending_text(plan.spending, plan.spending_equivalence)
+    columns = [f"{design} (normal / t(3))" for design in (f"sequential {looks}", f"fixed {plan.looks[-1]}")]
     lines = [
-        f"Simulated: the family of `{_shown(family_path)}` (looks at {looks} seeds, {spending} spending) on "
-        f"its {len(rows)} declared comparisons, each with the seed SD, v_shared and v_int of its test-set "
-        f"row in `{name}`, under d_s = δ + e_s + w_s + u (seed effects normal or t(3)); "
-        f"{studies:,} families per setting, each decided look by look with the harness's own tests and "
-        f"`study.sequential_family.decide`, beside the fixed design (one look at {plan.looks[-1]} seeds: "
-        f"Holm) on the same draws (`study/sequential_calibration.py`; the test beside it holds the sequential "
-        "rates to the allowed rate plus 2 Monte-Carlo SE).",
+        f"Simulated: the family of `{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}` (looks "
+        f"at {looks} seeds, {spending} spending) on its {len(both.rows)} declared comparisons, each with the seed "
+        f"SD, v_shared and v_int of its test-set row in `{name}`, under d_s = δ + e_s + w_s + u (seed effects "
+        f"normal or t(3)); {studies:,} families per setting, each decided look by look with the harness's own "
+        f"tests and `study.sequential_family.decide`, beside the fixed design (one look at {plan.looks[-1]} "
+        "seeds: Holm) on the same draws (`study/sequential_calibration.py`; the test beside it holds the "
+        "sequential rates to the allowed rate plus 2 Monte-Carlo SE).",
         "",
         *table_head(
             [
                 "worded where it is not true (each comparison in turn)",
-                f"sequential {looks} (normal / t(3))",
-                f"fixed {plan.looks[-1]} (normal / t(3))",
+                *columns,
                 f"{looks} with every look at the full α, no spending (normal)",
                 "allowed",
             ]
@@ -213,21 +171,16 @@ def sequential_calibration_markdown(
         (True, None, f'"equivalent" at ±m (±{margin:g} BLEU), {at_means}', ALPHA),
         (True, 0.0, '"equivalent" at ±m, the others at 0 (found equivalent, they pass their α on)', ALPHA),
     ):
-        rates = {d: edge_rates(plans, rows, tie, margin, d, studies, equivalence, others) for d in DISTRIBUTIONS}
+        rates = {d: both.edge_rates(d, equivalence, others) for d in DISTRIBUTIONS}
         with without_spending():
-            unspent = edge_rates(plans[:1], rows, tie, margin, "normal", studies, equivalence, others)[0]
-        cells = [_pair(rates["normal"][k], rates["t3"][k], ".1%") for k in range(len(plans))]
-        lines.append(table_row([what, *cells[:2], f"{unspent:.1%}", f"{allowed:.1%}"]))
-    found = {d: power(plans, rows, tie, margin, d, studies) for d in DISTRIBUTIONS}
-    lines += [
-        "",
-        *table_head(
-            ["at the observed means", f"sequential {looks} (normal / t(3))", f"fixed {plan.looks[-1]} (normal / t(3))"]
-        ),
-    ]
-    for i, r in enumerate(rows):
-        cells = [_pair(found["normal"][k][0][i], found["t3"][k][0][i], ".2f") for k in range(len(plans))]
-        lines.append(table_row([f"chance of the observed direction, `{r.name}` ({r.mean:+.2f} BLEU)", *cells[:2]]))
-    cells = [_pair(found["normal"][k][1], found["t3"][k][1], ".1f") for k in range(len(plans))]
-    lines.append(table_row(["expected seeds per encoding", *cells[:2]]))
+            unspent = replace(both, plans=(plan,)).edge_rates("normal", equivalence, others)[0]
+        cells = [_pair(rates["normal"][k], rates["t3"][k], ".1%") for k in range(2)]
+        lines.append(table_row([what, *cells, f"{unspent:.1%}", f"{allowed:.1%}"]))
+    found = {d: both.power(d) for d in DISTRIBUTIONS}
+    lines += ["", *table_head(["at the observed means", *columns])]
+    for i, r in enumerate(both.rows):
+        cells = [_pair(found["normal"][k][0][i], found["t3"][k][0][i], ".2f") for k in range(2)]
+        lines.append(table_row([f"chance of the observed direction, `{r.name}` ({r.mean:+.2f} BLEU)", *cells]))
+    cells = [_pair(found["normal"][k][1], found["t3"][k][1], ".1f") for k in range(2)]
+    lines.append(table_row(["expected seeds per encoding", *cells]))
     return "\n".join(lines) + "\n"

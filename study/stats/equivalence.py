@@ -23,19 +23,17 @@ from typing import Optional
 
 import numpy as np
 
-from study.stats.seed_test import POWER, planned_se, standard_error, t_quantile
+from study.stats.seed_test import POWER, chi2_ratios, fewest_seeds, planned_se, standard_error, t_quantile, welch_df
 
 
 def equivalence_p(diffs: np.ndarray, known, margin: float, welch: bool = True) -> np.ndarray:
     """max(p_lower, p_upper) of TOST at ±`margin` for each row of per-seed differences `diffs [..., n]`
-    (n >= 2), `known` the known part of SE² (seed_test.standard_error): vectorised, as seed_test.seed_p."""
+    (n >= 2), `known` the known part of SE²: vectorised, as seed_test.seed_p."""
     from scipy.stats import t
 
     mean, se, df = standard_error(diffs, known, welch)
     with np.errstate(divide="ignore", invalid="ignore"):
-        p_lower = t.sf((mean + margin) / se, df)
-        p_upper = t.cdf((mean - margin) / se, df)
-        p = np.maximum(p_lower, p_upper)
+        p = np.maximum(t.sf((mean + margin) / se, df), t.cdf((mean - margin) / se, df))
     # SE 0: the mean is exact; inside the margin is shown, on or outside it is not
     p = np.where(se > 0, p, np.where(np.abs(mean) < margin, 0.0, 1.0))
     return np.where(np.isfinite(mean) & np.isfinite(se), p, np.nan)
@@ -48,15 +46,12 @@ def equivalence_power(
     difference is `delta`: the mean over seeds ~ N(delta, SE²), SE² = s_d²/n + v_shared, and s_d²
     estimated with n - 1 degrees of freedom; shown when |mean| < m - t_crit SE_hat, averaged over
     4,000 quantiles of s_d_hat² / s_d² ~ chi2(n - 1) / (n - 1), t_crit at each draw's Welch df."""
-    from scipy.stats import chi2, norm, t
+    from scipy.stats import norm, t
 
     spread, _ = planned_se(seed_sd, v_shared, n)
-    ratio = chi2.ppf((np.arange(4000) + 0.5) / 4000, n - 1) / (n - 1)
-    seed_part = seed_sd * seed_sd * ratio / n
+    seed_part = seed_sd * seed_sd * chi2_ratios(n - 1) / n
     se_hat = np.sqrt(seed_part + v_shared)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = np.where(seed_part > 0, se_hat**4 * (n - 1) / seed_part**2, np.inf)
-    reach = margin - t.ppf(1 - alpha, df) * se_hat  # |mean| below this is shown equivalent
+    reach = margin - t.ppf(1 - alpha, welch_df(seed_part, se_hat, n)) * se_hat  # |mean| below it is shown
     if spread <= 0:
         return float(np.mean(abs(delta) < reach))
     inside = norm.cdf((reach - delta) / spread) - norm.cdf((-reach - delta) / spread)
@@ -67,24 +62,12 @@ def seeds_for_equivalence(
     margin: float, seed_sd: float, v_shared: float, alpha: float, target: float = POWER
 ) -> Optional[int]:
     """How many seeds TOST needs to show equivalence within ±`margin` with `target` power when the
-    true difference is 0 (`equivalence_power` at each n); None when no number of seeds reaches it
-    (the test set's noise every seed shares alone leaves less power)."""
-
-    def enough(n: int) -> bool:
-        return equivalence_power(margin, seed_sd, n, v_shared, alpha) >= target
-
+    true difference is 0; None when no number of seeds reaches it (the test set's noise every seed
+    shares alone leaves less power)."""
     from scipy.stats import norm
 
     # infinitely many seeds: the mean ~ N(0, v_shared), shown when |mean| < m - z sqrt(v_shared)
     room = margin - t_quantile(1 - alpha, 100_000) * math.sqrt(v_shared)
     if room <= 0 or (v_shared > 0 and 2 * norm.cdf(room / math.sqrt(v_shared)) - 1 < target):
         return None
-    low, high = 1, 2  # power grows with n: find a bracket, then bisect
-    while not enough(high):
-        low, high = high, high * 2
-        if high > 1 << 20:
-            return None
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (low, mid) if enough(mid) else (mid, high)
-    return high
+    return fewest_seeds(lambda n: equivalence_power(margin, seed_sd, n, v_shared, alpha) >= target, limit=1 << 20)

@@ -8,11 +8,10 @@ a direction test:
 
 - `beyond_tie` (the current rule): SE = sqrt(s_d²/n + v_shared) with Welch–Satterthwaite df
   (study/stats/seed_test.py). A direction ("ahead/behind by more than the tie margin") when the
-  Holm-adjusted p of the test beyond the tie margin, p = min(1, 2 P(t > (|mean| - tie) / SE)), is
-  below α. The tie margin is the smallest mean difference worth a direction; how many seeds fall
-  each way is descriptive. Its power rises with the number of seeds, and a direction is worded where
-  the true |difference| is within the tie margin in at most α/2 of studies
-  (tests/study/simulate/test_calibration.py).
+  Holm-adjusted p of the test beyond the tie margin (the smallest mean difference worth a direction),
+  p = min(1, 2 P(t > (|mean| - tie) / SE)), is below α; how many seeds fall each way is descriptive.
+  Its power rises with the number of seeds, and a direction is worded where the true |difference| is
+  within the tie margin in at most α/2 of studies (tests/study/simulate/test_calibration.py).
 - `seed_veto` (every family declared before 2026-12, as of commit e649a19): SE = sqrt(s_d²/n + v_sent)
   with n - 1 df, the test against no difference, and a direction only when no seed's difference lies
   beyond the tie margin the other way. v_sent = v_shared + v_int/n counts each seed's own test-set
@@ -38,23 +37,20 @@ class Rule:
     against_tie: bool  # the decision p tests beyond ±tie (True) or against no difference (False)
     veto: bool  # no direction when a seed lies beyond the tie margin the other way
 
-    def known(self, seed_test: SeedTest) -> float:
-        """The known part of this rule's SE² for a row's seed test."""
+    def known(self, seed_test: SeedTest) -> float:  # the known part of this rule's SE²
         return shared_variance(seed_test) if self.welch else seed_test.v_sent
 
     def se(self, seed_test: SeedTest) -> float:
         return planned_se(seed_test.seed_sd, max(self.known(seed_test), 0.0), seed_test.n)[0]
 
-    def decision_p(self, diffs, known, tie: float) -> np.ndarray:
-        """The p Holm adjusts over the family, per row of `diffs [..., n]`."""
+    def decision_p(self, diffs, known, tie: float) -> np.ndarray:  # Holm adjusts it over the family
         return seed_p(diffs, known, tie if self.against_tie else 0.0, welch=self.welch)
 
     def equivalence_p(self, diffs, known, margin: float) -> np.ndarray:
         return equivalence_p(diffs, known, margin, welch=self.welch)
 
     def direction(self, diffs, p_adjusted, tie: float, alpha: float = ALPHA) -> np.ndarray:
-        """+1 / -1 where the rule words a direction (mean difference up / down), 0 where it does not.
-        Vectorised over rows of `diffs [..., n]`."""
+        """+1 / -1 where the rule words a direction (mean difference up / down), 0 where it does not."""
         d = np.asarray(diffs, dtype=np.float64)
         mean = d.mean(-1)
         says = (np.asarray(p_adjusted) < alpha) & (mean != 0)

@@ -1,5 +1,5 @@
 """A comparison of two encodings over training seeds: the variance model, the test, its interval and
-its power. The rules that word a comparison from these statistics live in study/stats/rules.py.
+its power (the rules that word a comparison from them: study/stats/rules.py).
 
 The question is about encodings, not about two trained models, so the unit of replication is the
 training seed. Seed s's difference on the same test sentences is modelled as
@@ -12,12 +12,12 @@ sentences, variance v_shared). The spread of the d_s estimates σ² + v_int, nev
 
     Var(mean d) = s_d²/n + v_shared,   SE = sqrt(s_d²/n + v_shared),
 
-each part counted once. v_shared and v_int come from the sentence bootstrap (study/
-significance.py): the joint bootstrap's variance of mean(d) is v_shared + v_int/n and each seed's own
-is v_shared + v_int (split_variance); where a row lacks the per-seed variances, v_shared is bounded by
-the joint variance v_sent (conservative). v_shared is taken as known and s_d² has n - 1 degrees of
-freedom, so T = (mean(d) - μ) / SE is referred to Student's t with the Welch–Satterthwaite degrees of
-freedom df = SE⁴ / ((s_d²/n)² / (n - 1)) (n - 1 without shared noise, more with it). Every p, interval,
+each part counted once. v_shared and v_int come from the sentence bootstrap (study/stats/
+significance.py): the joint bootstrap's variance of mean(d) is v_sent = v_shared + v_int/n and each
+seed's own is v_shared + v_int (split_variance); where a row lacks the per-seed variances, v_shared is
+bounded by v_sent (conservative). v_shared is taken as known and s_d² has n - 1 degrees of freedom, so
+T = (mean(d) - μ) / SE is referred to Student's t with the Welch–Satterthwaite degrees of freedom
+df = SE⁴ / ((s_d²/n)² / (n - 1)) (n - 1 without shared noise, more with it). Every p, interval,
 equivalence test and power of the current rule uses this SE and df. Assumptions: the seed effects
 are independent and roughly normal (tests/study/simulate/test_calibration.py checks the rules with normal
 and t(3) seed effects). References: Dror, Baumer, Shlomov & Reichart, ACL 2018; Reimers & Gurevych,
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -68,17 +68,22 @@ def t_quantile(q: float, df) -> float:
     return float(t.ppf(q, np.inf if df is None else df))
 
 
+def chi2_ratios(df: float, points: int = 4000) -> np.ndarray:
+    """`points` quantiles of χ²(df)/df, an estimated variance over the true one (a power averages over them)."""
+    from scipy.stats import chi2
+
+    return chi2.ppf((np.arange(points) + 0.5) / points, df) / df
+
+
 def welch_df(seed_part, se, n: int):
-    """Degrees of freedom of SE² = seed_part + known (seed_part = s_d²/n with n - 1 df): SE⁴ /
-    (seed_part² / (n - 1)); infinite where the seeds do not vary. Vectorised."""
+    """SE⁴ / (seed_part² / (n - 1)) for SE² = s_d²/n + known; infinite where the seeds do not vary."""
     seed_part = np.asarray(seed_part, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(seed_part > 0, np.asarray(se) ** 4 * (n - 1) / seed_part**2, np.inf)
 
 
 def standard_error(diffs, known, welch: bool = True):
-    """(mean, SE, df) of each row of per-seed differences `diffs [..., n]` (n >= 2) with the known
-    variance `known` added to s_d²/n: Welch–Satterthwaite df, or n - 1 (`welch=False`)."""
+    """(mean, SE, df) of each row of `diffs [..., n]` (n >= 2): SE² = s_d²/n + known, df Welch's or n - 1."""
     d = np.asarray(diffs, dtype=np.float64)
     n = d.shape[-1]
     seed_part = d.var(-1, ddof=1) / n
@@ -88,9 +93,8 @@ def standard_error(diffs, known, welch: bool = True):
 
 
 def beyond_p(mean, se, df, margin: float = 0.0):
-    """Two-sided p of 'the true difference lies beyond ±margin on the side of the mean': min(1,
-    2 P(t_df > (|mean| - margin) / SE)); margin 0 is the usual two-sided test. SE 0 (every seed
-    identical and no shared noise): 0 beyond the margin, 1 otherwise; NaN stays NaN (no test)."""
+    """Two-sided p of 'the true difference lies beyond ±margin on the side of the mean', min(1,
+    2 P(t_df > (|mean| - margin) / SE)) (margin 0: the usual test); SE 0: 0 beyond the margin, else 1."""
     from scipy.stats import t
 
     mean, se = np.asarray(mean, dtype=np.float64), np.asarray(se, dtype=np.float64)
@@ -101,16 +105,14 @@ def beyond_p(mean, se, df, margin: float = 0.0):
 
 
 def seed_p(diffs, known, margin: float = 0.0, welch: bool = True) -> np.ndarray:
-    """beyond_p of each row of `diffs [..., n]`: vectorised, so the calibration simulation runs the very
-    test the findings use."""
+    """beyond_p of each row of `diffs [..., n]` (vectorised: the calibration runs the findings' test)."""
     return beyond_p(*standard_error(diffs, known, welch), margin)
 
 
 def split_variance(
     v_sent: float, per_seed: Optional[Sequence[float]], n: int
 ) -> tuple[Optional[float], Optional[float]]:
-    """(v_shared, v_int) from the joint bootstrap's variance of mean(d) and each seed's own bootstrap
-    variance: mean(per seed) = v_shared + v_int and v_sent = v_shared + v_int / n (None without them)."""
+    """(v_shared, v_int) of v_sent = v_shared + v_int / n and mean(per seed) = v_shared + v_int."""
     if not per_seed or n < 2 or len(per_seed) != n:
         return None, None
     v_int = max(0.0, (float(np.mean(per_seed)) - v_sent) * n / (n - 1))
@@ -123,42 +125,34 @@ def shared_variance(t: SeedTest) -> float:
 
 
 def seed_test(diffs: Sequence[float], v_sent: float, per_seed_variance: Optional[Sequence[float]] = None) -> SeedTest:
-    """The seed-level test of per-seed differences `diffs` with the joint sentence-bootstrap variance
-    `v_sent` and each seed's own bootstrap variance (which split it into v_shared and v_int)."""
+    """The seed-level test of per-seed differences `diffs` (v_sent split by each seed's own variance)."""
     d = np.asarray(diffs, dtype=np.float64)
-    n = len(d)
-    mean = float(d.mean())
-    v_shared, v_int = split_variance(float(v_sent), per_seed_variance, n)
-    known = float(v_sent) if v_shared is None else v_shared
+    n, mean, v_sent = len(d), float(d.mean()), float(v_sent)
+    v_shared, v_int = split_variance(v_sent, per_seed_variance, n)
     if n < 2 or not np.isfinite(d).all():
-        return SeedTest(n, mean, None, float(v_sent), None, None, None, None, v_shared, v_int)
-    _, se, df = (float(x) for x in standard_error(d, known))
-    p = float(beyond_p(mean, se, df))
+        return SeedTest(n, mean, None, v_sent, None, None, None, None, v_shared, v_int)
+    _, se, df = (float(x) for x in standard_error(d, v_sent if v_shared is None else v_shared))
     half = t_quantile(1 - ALPHA / 2, df) * se
-    finite_df = df if math.isfinite(df) else None
-    return SeedTest(
-        n, mean, float(d.std(ddof=1)), float(v_sent), se, p, mean - half, mean + half, v_shared, v_int, finite_df
-    )
+    p, finite_df = float(beyond_p(mean, se, df)), df if math.isfinite(df) else None
+    return SeedTest(n, mean, float(d.std(ddof=1)), v_sent, se, p, mean - half, mean + half, v_shared, v_int, finite_df)
 
 
 def power(effect: float, se: float, df, alpha: float, margin: float = 0.0) -> float:
     """Probability that the two-sided test beyond ±`margin` at `alpha` finds a direction (either way)
     when the true difference is `effect`: with SE_hat² ~ SE² χ²(df)/df, a direction when |mean| - margin
-    > t_crit SE_hat; averaged over 4,000 quantiles of the χ² (scipy's noncentral t returns NaN far in
-    its tails)."""
-    from scipy.stats import chi2, norm
+    > t_crit SE_hat."""
+    from scipy.stats import norm
 
     if se <= 0:
         return float(abs(effect) > margin)
     df = np.inf if df is None or not math.isfinite(df) else df
-    crit = t_quantile(1 - alpha / 2, df)
-    ratio = chi2.ppf((np.arange(4000) + 0.5) / 4000, df) / df if math.isfinite(df) else np.ones(1)
-    reach = margin / se + crit * np.sqrt(ratio)  # |mean| / SE must pass this
+    ratio = chi2_ratios(df) if math.isfinite(df) else np.ones(1)
+    reach = margin / se + t_quantile(1 - alpha / 2, df) * np.sqrt(ratio)  # |mean| / SE must pass this
     return float(np.mean(norm.sf(reach - abs(effect) / se) + norm.cdf(-reach - abs(effect) / se)))
 
 
 def detectable_effect(se: float, df, alpha: float, margin: float = 0.0, target: float = POWER) -> float:
-    """The smallest true difference the test beyond ±`margin` finds with probability `target` (80%)."""
+    """The smallest true difference the test beyond ±`margin` finds with probability `target`."""
     from scipy.optimize import brentq
 
     if se <= 0:
@@ -170,28 +164,30 @@ def detectable_effect(se: float, df, alpha: float, margin: float = 0.0, target: 
 
 
 def planned_se(seed_sd: float, v_shared: float, n: int) -> tuple[float, float]:
-    """(SE, df) at n seeds of the seeds' SD `seed_sd` and the shared test-set variance `v_shared`."""
+    """(SE, df) at n seeds of the seeds' SD and the shared test-set variance."""
     seed_part = seed_sd * seed_sd / n
     se = math.sqrt(seed_part + v_shared)
     return se, float(welch_df(seed_part, se, n))
 
 
-def seeds_needed(
-    effect: float, seed_sd: float, v_shared: float, alpha: float, margin: float = 0.0, target: float = POWER
-) -> Optional[int]:
-    """How many seeds a true difference `effect` needs for `target` power at `alpha` (the test beyond
-    ±`margin`), SE² = seed_sd²/n + v_shared; None when no number of seeds reaches it (the shared
-    test-set noise alone, at infinitely many seeds, leaves less power)."""
-
-    def enough(n: int) -> bool:
-        return power(effect, *planned_se(seed_sd, v_shared, n), alpha, margin) >= target
-
-    if power(effect, math.sqrt(v_shared), None, alpha, margin) < target:
-        return None
-    low, high = 1, 2  # power grows with n: find a bracket, then bisect
+def fewest_seeds(enough: Callable[[int], bool], limit: Optional[int] = None) -> Optional[int]:
+    """The least n >= 2 with enough(n), monotone in n (bracket by doubling, then bisect); None past `limit`."""
+    low, high = 1, 2
     while not enough(high):
         low, high = high, high * 2
+        if limit is not None and high > limit:
+            return None
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (low, mid) if enough(mid) else (mid, high)
     return high
+
+
+def seeds_needed(
+    effect: float, seed_sd: float, v_shared: float, alpha: float, margin: float = 0.0, target: float = POWER
+) -> Optional[int]:
+    """The seeds a true difference `effect` needs for `target` power (the test beyond ±`margin`); None
+    when no number does (the shared test-set noise alone leaves less power)."""
+    if power(effect, math.sqrt(v_shared), None, alpha, margin) < target:
+        return None
+    return fewest_seeds(lambda n: power(effect, *planned_se(seed_sd, v_shared, n), alpha, margin) >= target)

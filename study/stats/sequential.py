@@ -53,13 +53,10 @@ def spending_text(spending: str, spending_equivalence: str) -> str:
 
 @dataclass(frozen=True)
 class Boundaries:
-    """Two-sided symmetric boundaries of a group-sequential test: at look k (information fraction
-    `fractions[k]`) reject when |Z| >= `z[k]`, i.e. when the two-sided p is below `nominal[k]`."""
+    """Two-sided symmetric boundaries: at look k reject when |Z| >= `z[k]`, i.e. when the two-sided p
+    is below `nominal[k]`."""
 
-    fractions: tuple[float, ...]
     z: tuple[float, ...]
-    spending: str
-    alpha: float
 
     @functools.cached_property  # computed once: a simulated family asks it at every look and level
     def nominal(self) -> tuple[float, ...]:
@@ -85,8 +82,7 @@ def _crossing(grid: np.ndarray, mass: np.ndarray, sd: float, root_t: float, targ
 
 @functools.lru_cache(maxsize=1024)  # pure, and asked again for each look and raised level of a family
 def boundaries(fractions: tuple[float, ...], alpha: float = 0.05, spending: str = "obrien-fleming") -> Boundaries:
-    """Two-sided boundaries spending `alpha` (alpha/2 per side) over looks at `fractions` (increasing,
-    the last 1)."""
+    """Two-sided boundaries spending `alpha` (alpha/2 per side) over looks at `fractions`."""
     if spending not in SPENDING:
         raise ValueError(f"spending {spending!r}: choose one of {', '.join(SPENDING)}")
     if not fractions or abs(fractions[-1] - 1.0) > 1e-12 or any(b <= a for a, b in zip(fractions, fractions[1:])):
@@ -105,7 +101,7 @@ def boundaries(fractions: tuple[float, ...], alpha: float = 0.05, spending: str 
         else:  # S_k = S_{k-1} + N(0, t_k - t_{k-1}), from where S_{k-1} did not cross
             density = stats.norm.pdf((new_grid[:, None] - grid[None, :]) / sd) @ mass / sd
         grid, mass, previous = new_grid, density * weights, t
-    return Boundaries(tuple(fractions), tuple(z), spending, alpha)
+    return Boundaries(tuple(z))
 
 
 def t_boundary(nominal: float, df: float) -> float:

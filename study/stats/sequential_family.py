@@ -32,8 +32,8 @@ Spending = Literal[tuple(SPENDING)]  # a spending function's name (study/stats/s
 
 @dataclass(frozen=True)
 class Plan:
-    """Seeds per configuration at each look (the last the most), and how each family spends its alpha:
-    a declared family's (study/read/family.py checks its looks and spending, once, where it reads them)."""
+    """Seeds per configuration at each look (the last the most), and how each family spends its alpha
+    (study/read/family.py checks them where it reads them)."""
 
     looks: tuple[int, ...]
     spending: Spending = "obrien-fleming"  # the difference tests'
@@ -43,14 +43,14 @@ class Plan:
 
     @property
     def fractions(self) -> tuple[float, ...]:
-        """Information fractions n_k / n_max (conservative: the shared test set's variance does not shrink)."""
+        """n_k / n_max (conservative: the shared test set's variance does not shrink)."""
         return tuple(n / self.looks[-1] for n in self.looks)
 
 
 @dataclass(frozen=True)
 class LookTests:
-    """One look's unadjusted tests, one entry per declared comparison: the p beyond the tie margin
-    (two-sided), the TOST p at ±m (the larger one-sided p), and the sign of the mean difference."""
+    """One look's unadjusted tests per declared comparison: the two-sided p beyond the tie margin, the
+    TOST p at ±m and the sign of the mean difference."""
 
     decision_p: tuple[float, ...]
     equivalence_p: tuple[float, ...]
@@ -59,8 +59,8 @@ class LookTests:
 
 @dataclass(frozen=True)
 class Decision:
-    """Where a comparison was decided: the look (0-based) and its seeds, the direction (+1 / -1, 0:
-    none) and whether it was found equivalent. `look` None: no decision at the looks taken."""
+    """Where a comparison was decided (`look` 0-based; None: not at the looks taken), its direction (+1 /
+    -1, 0: none) and whether it was found equivalent."""
 
     look: Optional[int] = None
     seeds: Optional[int] = None
@@ -108,7 +108,7 @@ class Graph:
 
 
 def nominal_level(fractions: tuple[float, ...], alpha: float, spending: str, look: int) -> float:
-    """The two-sided nominal level of `look` for a hypothesis tested at level `alpha` (0 when alpha is 0)."""
+    """The two-sided nominal level of `look` for a hypothesis tested at level `alpha`."""
     if alpha <= 0:
         return 0.0
     return boundaries(fractions, alpha=alpha, spending=spending).nominal[look]
@@ -125,8 +125,8 @@ def _level(graph: Graph, i: int, plan: Plan, look: int, equivalence: bool) -> fl
 def _reject_at_look(
     graph: Graph, p: Sequence[float], open_: set[int], plan: Plan, look: int, equivalence: bool
 ) -> tuple[Graph, Mapping[int, float], set[int]]:
-    """Reject within one family at one look until nothing more is rejected: (the graph after, the
-    level each open hypothesis faced last: the one it was rejected at, or the one it did not pass)."""
+    """Reject within one family at one look until nothing more is: (the graph after, the level each open
+    hypothesis faced last: the one it was rejected at or did not pass, the rejected ones)."""
     levels = {i: _level(graph, i, plan, look, equivalence) for i in open_}
     rejected: set[int] = set()
     while True:
@@ -146,24 +146,16 @@ def decide(plan: Plan, looks: Sequence[LookTests]) -> tuple[tuple[Decision, ...]
     difference, equivalence = Graph.holm(m), Graph.holm(m)
     decisions = [Decision() for _ in range(m)]
     open_ = set(range(m))
-    taken = 0
     for k, tests in enumerate(looks[: len(plan.looks)]):
-        taken = k + 1
         difference, levels, ahead = _reject_at_look(difference, tests.decision_p, open_, plan, k, equivalence=False)
         equivalence, levels_eq, within = _reject_at_look(
             equivalence, tests.equivalence_p, open_, plan, k, equivalence=True
         )
         for i in sorted(open_):
-            decided = i in ahead or i in within
+            look = k if i in ahead or i in within else None
+            seeds = None if look is None else plan.looks[k]
             direction = tests.sign[i] if i in ahead else 0
-            decisions[i] = Decision(
-                k if decided else None,
-                plan.looks[k] if decided else None,
-                direction,
-                i in within,
-                levels[i],
-                levels_eq[i],
-            )
+            decisions[i] = Decision(look, seeds, direction, i in within, levels[i], levels_eq[i])
         for i in sorted(ahead | within):
             # the null of the other family that was not rejected closes without passing its weight on
             difference = difference if i in ahead else difference.closed(i)
@@ -171,7 +163,7 @@ def decide(plan: Plan, looks: Sequence[LookTests]) -> tuple[tuple[Decision, ...]
         open_ -= ahead | within
         if not open_:
             break
-    return tuple(decisions), taken
+    return tuple(decisions), k + 1
 
 
 def repeated_interval(mean: float, se: float, df: float, nominal: float) -> tuple[float, float]:

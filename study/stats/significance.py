@@ -13,17 +13,14 @@ per-seed BLEU differences (seed variation is averaged out instead of testing eac
 
 from __future__ import annotations
 
+import functools
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 DEFAULT_SEED = 12345  # sacreBLEU's SACREBLEU_SEED default
 MAX_ORDER = 4  # BLEU-4: stats are [sys_len, ref_len, correct_1..4, total_1..4]
-_LOG_OF_ZERO = -9999999999.0  # sacrebleu.utils.my_log(0)
-_COUNTS_CACHE: OrderedDict[tuple[int, int, int], np.ndarray] = OrderedDict()
-_COUNTS_CACHE_SIZE = 4
 
 # numpy's SIMD exp/log (AVX-512) differ from libm by one ulp on a few percent of inputs, and
 # sacreBLEU calls math.exp/math.log: these element-wise wrappers keep the scores bit-identical.
@@ -42,13 +39,10 @@ def sentence_stats(hypotheses: list[str], references: list[str]) -> np.ndarray:
 
 
 def bleu_from_stats(totals: np.ndarray, *, float32: bool = True) -> np.ndarray:
-    """BLEU score(s) [...] of summed statistics [..., 10], as BLEU()._compute_score_from_stats does.
-
-    float32=True (default) reproduces the bootstrap resamples of ``_paired_bs_test``: sacreBLEU
-    holds the statistics in float32 arrays there, so the n-gram precisions are float32 arithmetic
-    (NumPy 2 keeps ``100. * np.float32`` in float32). float32=False reproduces the observed corpus
-    score, computed from Python ints, hence float64 precisions.
-    """
+    """BLEU score(s) [...] of summed statistics [..., 10], as BLEU()._compute_score_from_stats does:
+    float32=True the bootstrap resamples of ``_paired_bs_test`` (float32 statistics, so float32 n-gram
+    precisions: NumPy 2 keeps ``100. * np.float32`` in float32), False the observed corpus score
+    (Python ints, hence float64 precisions)."""
     dtype = np.float32 if float32 else np.float64
     t = np.asarray(totals, dtype=dtype)
     if t.shape[-1:] != (2 + 2 * MAX_ORDER,):
@@ -82,27 +76,22 @@ def bleu_from_stats(totals: np.ndarray, *, float32: bool = True) -> np.ndarray:
 
 
 def resample_counts(n: int, n_samples: int, seed: int = DEFAULT_SEED) -> np.ndarray:
-    """[n_samples, n] float32: how often each sentence is drawn in each bootstrap resample.
+    """[n_samples, n] float32: how often each sentence is drawn in each bootstrap resample, from exactly
+    sacreBLEU's draws, ``default_rng(seed).choice(n, (n_samples, n))``, so that ``counts @ stats`` equals
+    its per-resample sums. Memoised (read-only): a report asks the same for every system and bucket."""
+    return _resample_counts(int(n), int(n_samples), int(seed))
 
-    Built from exactly sacreBLEU's draws, ``default_rng(seed).choice(n, (n_samples, n))``, so that
-    ``counts @ stats`` equals its per-resample sums. The last few results are memoised (read-only)
-    because a report asks for the same (n, n_samples, seed) for every system and bucket.
-    """
-    key = (int(n), int(n_samples), int(seed))
-    if key in _COUNTS_CACHE:
-        _COUNTS_CACHE.move_to_end(key)
-        return _COUNTS_CACHE[key]
-    idx = np.random.default_rng(key[2]).choice(key[0], size=(key[1], key[0]), replace=True)
-    counts = np.empty((key[1], key[0]), dtype=np.float32)
-    chunk = max(1, (1 << 18) // max(key[0], 1))  # a block of rows at a time: small, cache-warm buffers
-    for start in range(0, key[1], chunk):
+
+@functools.lru_cache(maxsize=4)
+def _resample_counts(n: int, n_samples: int, seed: int) -> np.ndarray:
+    idx = np.random.default_rng(seed).choice(n, size=(n_samples, n), replace=True)
+    counts = np.empty((n_samples, n), dtype=np.float32)
+    chunk = max(1, (1 << 18) // max(n, 1))  # a block of rows at a time: small, cache-warm buffers
+    for start in range(0, n_samples, chunk):
         block = idx[start : start + chunk]
-        flat = (block + key[0] * np.arange(block.shape[0])[:, None]).ravel()
+        flat = (block + n * np.arange(block.shape[0])[:, None]).ravel()
         counts[start : start + block.shape[0]] = np.bincount(flat, minlength=block.size).reshape(block.shape)
     counts.flags.writeable = False
-    _COUNTS_CACHE[key] = counts
-    while len(_COUNTS_CACHE) > _COUNTS_CACHE_SIZE:
-        _COUNTS_CACHE.popitem(last=False)
     return counts
 
 
@@ -112,8 +101,7 @@ class BootstrapResult:
     difference: float  # observed mean over seeds of system BLEU minus baseline BLEU
     per_seed: list[float]  # observed per-seed differences
     n_samples: int
-    # variance of the mean difference over seeds across the resamples (the same resampled sentences
-    # for every seed): the test set's share of its uncertainty (study/stats/seed_test.py: v_sent)
+    # the resamples' variance of the mean difference over seeds: the test set's share (seed_test.py: v_sent)
     variance: float = 0.0
 
 
@@ -126,6 +114,16 @@ def _seed_mean(x: np.ndarray) -> np.ndarray:
     return mean
 
 
+def _statistics(systems: list[np.ndarray], baselines: list[np.ndarray], width: int, units: str) -> list[np.ndarray]:
+    """The systems' then the baselines' per-unit statistics, each `[n, width]`."""
+    if not systems or len(systems) != len(baselines):
+        raise ValueError(f"need one baseline per system seed, got {len(systems)} and {len(baselines)}")
+    stats = [np.asarray(a, dtype=np.float64) for a in (*systems, *baselines)]
+    if any(a.shape != (stats[0].shape[0], width) for a in stats):
+        raise ValueError(f"all statistics must be [n, {width}]{units}")
+    return stats
+
+
 def paired_bootstrap_seeds(
     systems: list[np.ndarray],
     baselines: list[np.ndarray],
@@ -133,23 +131,14 @@ def paired_bootstrap_seeds(
     seed: int = DEFAULT_SEED,
     subset: np.ndarray | None = None,
 ) -> BootstrapResult:
-    """Paired bootstrap test of system vs baseline BLEU, one combined test over seeds.
-
-    systems[s], baselines[s]: sentence_stats of seed s's system and baseline outputs (same
-    references, same n). subset: optional boolean mask or index array; the test then runs on those
-    m sentences exactly as sacreBLEU would on the subset files (counts drawn for n=m).
-    With one seed the p-value equals sacreBLEU's ``PairedTest(test_type="bs")``.
-    """
-    if not systems or len(systems) != len(baselines):
-        raise ValueError(f"need one baseline per system seed, got {len(systems)} and {len(baselines)}")
-    stats = [np.asarray(a, dtype=np.float64) for a in (*systems, *baselines)]
-    n = stats[0].shape[0]
-    if any(a.shape != (n, 2 + 2 * MAX_ORDER) for a in stats):
-        raise ValueError("all statistics must be [n, 10] for the same n sentences")
+    """The test of system vs baseline BLEU over seeds: systems[s], baselines[s] are seed s's
+    sentence_stats (same references); `subset` (a boolean mask or indices) tests those m sentences
+    exactly as sacreBLEU would the subset files (counts drawn for n=m)."""
+    stats = _statistics(systems, baselines, 2 + 2 * MAX_ORDER, " for the same n sentences")
     if subset is not None:
         subset = np.asarray(subset)
-        if subset.dtype == bool and subset.shape != (n,):
-            raise ValueError(f"boolean subset of length {subset.shape} for {n} sentences")
+        if subset.dtype == bool and subset.shape != (len(stats[0]),):
+            raise ValueError(f"boolean subset of length {subset.shape} for {len(stats[0])} sentences")
         stats = [a[subset] for a in stats]
     return _paired_bootstrap(stats, len(systems), bleu_from_stats, n_samples, seed)
 
@@ -159,12 +148,7 @@ def paired_bootstrap_ratio(
 ) -> BootstrapResult:
     """The same test for a ratio of sums, e.g. a token-weighted mean NLL: systems[s], baselines[s]
     are `[n, 2]` (numerator, denominator) per unit (sentence or input); score = sum(num) / sum(den)."""
-    if not systems or len(systems) != len(baselines):
-        raise ValueError(f"need one baseline per system seed, got {len(systems)} and {len(baselines)}")
-    stats = [np.asarray(a, dtype=np.float64) for a in (*systems, *baselines)]
-    if any(a.shape != (stats[0].shape[0], 2) for a in stats):
-        raise ValueError("all statistics must be [n, 2] (numerator, denominator) for the same n units")
-
+    stats = _statistics(systems, baselines, 2, " (numerator, denominator) for the same n units")
     if any(a[:, 1].sum() <= 0 for a in stats):
         raise ValueError("a system or baseline has no denominator (no tokens) to take a ratio of")
 
@@ -176,8 +160,7 @@ def paired_bootstrap_ratio(
 
 
 def _paired_bootstrap(stats: list[np.ndarray], n_seeds: int, score, n_samples: int, seed: int) -> BootstrapResult:
-    """stats: the systems' then the baselines' per-unit statistics `[m, d]`; score(sums, float32)
-    turns summed statistics `[..., d]` into scores (float32=False for the observed ones)."""
+    """score(sums, float32) turns summed statistics `[..., d]` into scores (float32=False: observed)."""
     m = stats[0].shape[0]
     if m == 0:
         raise ValueError("no sentences to test")
@@ -192,26 +175,31 @@ def _paired_bootstrap(stats: list[np.ndarray], n_seeds: int, score, n_samples: i
     resampled_mean = _seed_mean(scores[:, :n_seeds] - scores[:, n_seeds:])
     finite = resampled_mean[np.isfinite(resampled_mean)]
     variance = float(np.var(finite, ddof=1)) if finite.size > 1 else 0.0
-    if np.all(per_seed == 0):  # identical scores: nothing to attribute to chance (sacreBLEU's p of 1)
-        return BootstrapResult(1.0, difference, per_seed.tolist(), n_samples, variance)
-    sample = np.abs(resampled_mean)
-    centred = sample - sample.mean()  # the null hypothesis: resampled differences centred on 0
-    count = int(np.sum(centred > abs(difference)))
-    return BootstrapResult((count + 1) / (n_samples + 1), difference, per_seed.tolist(), n_samples, variance)
+    p_value = 1.0  # identical scores: nothing to attribute to chance (sacreBLEU's p of 1)
+    if not np.all(per_seed == 0):
+        sample = np.abs(resampled_mean)
+        centred = sample - sample.mean()  # the null hypothesis: resampled differences centred on 0
+        p_value = (int(np.sum(centred > abs(difference))) + 1) / (n_samples + 1)
+    return BootstrapResult(p_value, difference, per_seed.tolist(), n_samples, variance)
+
+
+def holm_rows(p: np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p along the last axis (step-down: the k-th smallest p times the number
+    of hypotheses still standing, a running maximum so that a larger raw p never gets a smaller
+    adjusted one, capped at 1), order preserved: vectorised for the calibration's simulated families."""
+    k = p.shape[-1]
+    order = np.argsort(p, -1)
+    ranked = np.take_along_axis(p, order, -1) * (k - np.arange(k))
+    adjusted = np.minimum(1.0, np.maximum.accumulate(ranked, -1))
+    out = np.empty_like(adjusted)
+    np.put_along_axis(out, order, adjusted, -1)
+    return out
 
 
 def holm(p_values: list[float | None]) -> list[float | None]:
-    """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1), order preserved.
-
-    None entries (tests that were not run) are left out of the family and stay None.
-    """
+    """holm_rows of one family; None entries (tests that were not run) are left out and stay None."""
     present = [i for i, p in enumerate(p_values) if p is not None]
-    order = sorted(present, key=lambda i: p_values[i])
     adjusted: list[float | None] = [None] * len(p_values)
-    running = 0.0
-    for rank, i in enumerate(order):
-        # The k-th smallest p is multiplied by the number of hypotheses still standing; the running
-        # maximum keeps a larger raw p from getting a smaller adjusted one.
-        running = max(running, min(1.0, (len(order) - rank) * p_values[i]))
-        adjusted[i] = running
+    for i, p in zip(present, holm_rows(np.array([p_values[i] for i in present], dtype=np.float64))):
+        adjusted[i] = float(p)
     return adjusted

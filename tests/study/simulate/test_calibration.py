@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from study.read.archived import declared_rows
@@ -26,13 +25,11 @@ from study.simulate.calibration import (
     calibration_markdown,
     coverage,
     false_directions,
-    holm_rows,
     mc_bound,
     right_direction,
 )
 from study.stats.rules import BEYOND_TIE, SEED_VETO, Rule
 from study.stats.seed_test import ALPHA
-from study.stats.significance import holm
 
 ROOT = Path(__file__).resolve().parents[3]
 DEMO = ROOT / "results/demo/summary_findings.json"
@@ -43,11 +40,6 @@ def demo():
     rows, tie = declared_rows(DEMO)
     assert len(rows) == 4 and tie == 0.1, "the demo's family as archived (make results)"
     return rows, tie
-
-
-def test_vectorised_holm_equals_the_harness_holm():
-    p = np.random.default_rng(0).uniform(size=(50, 4)) ** 3
-    assert holm_rows(p) == pytest.approx(np.array([holm(list(row)) for row in p]))
 
 
 def too_often(rule: Rule, demo, ns, dists) -> list[str]:

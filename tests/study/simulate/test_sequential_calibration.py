@@ -23,17 +23,17 @@ import pytest
 
 from study.read.archived import declared_rows, rows_on_test_set
 from study.read.family import load_family
-from study.simulate.calibration import DISTRIBUTIONS, decide, draw, holm_rows, mc_bound
+from study.simulate.calibration import DISTRIBUTIONS, decide, draw, mc_bound
 from study.simulate.sequential_calibration import (
-    edge_rates,
+    Simulation,
     fixed,
-    power,
     run,
     sequential_calibration_markdown,
     without_spending,
 )
 from study.stats.rules import BEYOND_TIE
 from study.stats.seed_test import ALPHA
+from study.stats.significance import holm_rows
 
 ROOT = Path(__file__).resolve().parents[3]
 DEMO = ROOT / "results/demo/summary_findings.json"
@@ -68,10 +68,8 @@ def rates(confirm, equivalence: bool, others=None) -> dict[str, list[float]]:
     """{distribution: [sequential rate, fixed rate]} on the edges."""
     plan, rows, tie, margin = confirm
     seed = SEED["equivalence" if equivalence else "direction"]
-    found = {
-        d: edge_rates((plan, fixed(plan)), rows, tie, margin, d, STUDIES, equivalence, others, seed)
-        for d in DISTRIBUTIONS
-    }
+    both = Simulation((plan, fixed(plan)), rows, tie, margin, STUDIES)
+    found = {d: both.edge_rates(d, equivalence, others, seed) for d in DISTRIBUTIONS}
     kind = "equivalent at ±m" if equivalence else "direction at ±tie"
     at = "means" if others is None else others
     for d, (sequential, one_look) in found.items():
@@ -92,19 +90,20 @@ def test_no_equivalence_at_the_margin(confirm, others) -> None:
 
 def test_every_look_at_the_full_level_fails_both_calibrations(confirm) -> None:
     plan, rows, tie, margin = confirm
+    sequential = Simulation((plan,), rows, tie, margin, STUDIES)
     with without_spending():
-        direction = edge_rates([plan], rows, tie, margin, "normal", STUDIES, False, None, SEED["direction"])[0]
-        equivalent = edge_rates([plan], rows, tie, margin, "normal", STUDIES, True, 0.0, SEED["equivalence"])[0]
+        direction = sequential.edge_rates("normal", False, None, SEED["direction"])[0]
+        equivalent = sequential.edge_rates("normal", True, 0.0, SEED["equivalence"])[0]
     print(f"no spending: direction at ±tie {direction:.2%}, equivalent at ±m (others at 0) {equivalent:.2%}")
     assert direction > bound(ALPHA / 2, len(rows)) and equivalent > bound(ALPHA, len(rows))
     # the switch is undone: the plan spends again
-    assert edge_rates([plan], rows, tie, margin, "normal", STUDIES, False, None, SEED["direction"])[0] < direction
+    assert sequential.edge_rates("normal", False, None, SEED["direction"])[0] < direction
 
 
 def test_the_plan_stops_early_for_little_power(confirm) -> None:
     plan, rows, tie, margin = confirm
     for d in DISTRIBUTIONS:
-        found = power((plan, fixed(plan)), rows, tie, margin, d, STUDIES, SEED["power"])
+        found = Simulation((plan, fixed(plan)), rows, tie, margin, STUDIES).power(d, SEED["power"])
         (sequential, seeds), (one_look, all_seeds) = found
         print(f"{d}: observed direction {sequential} in {seeds:.1f} seeds; fixed {one_look} in {all_seeds:.0f}")
         assert all_seeds == 20 and seeds < 15

@@ -12,6 +12,7 @@ from study.stats.significance import (
     DEFAULT_SEED,
     bleu_from_stats,
     holm,
+    holm_rows,
     paired_bootstrap_seeds,
     resample_counts,
     sentence_stats,
@@ -262,6 +263,8 @@ def test_holm_by_hand():
     assert holm([0.5, 0.6]) == [1.0, 1.0]
     assert holm([None, 0.2]) == [None, 0.2]
     assert holm([]) == [] and holm([None]) == [None]
+    p = np.array([[0.01, 0.04, 0.03], [0.5, 0.6, 0.001]])  # vectorised: each row a family of its own
+    assert holm_rows(p) == pytest.approx(np.array([[0.03, 0.06, 0.06], [1.0, 1.0, 0.003]]))
 
 
 def test_holm_is_monotone_and_never_below_the_raw_p():
