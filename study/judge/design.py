@@ -1,10 +1,8 @@
-"""The study's design, one object chosen once from the family (`design_for`) or from its findings
-(`design_of`): a fixed design (every planned seed, then one decision by Holm's adjusted p) or a
-sequential one (study/judge/sequential_findings.py reads the looks, study/stats/sequential_family.py
-decides at each). The object owns what differs between them: the tables it decides on, the interim
-state, whether Holm's adjusted p decides, how a declared row is worded, and the few words and cells of
-the pages that differ (the Holm p cell or the look cell, the interval shown, the family line, the plan
-paragraph, the JSON fields), so that neither the judge nor the pages ask which design they have."""
+"""The study's design, chosen once from the family (`design_for`) or its findings (`design_of`): fixed
+(every planned seed, then one decision by Holm's adjusted p) or sequential (study/judge/
+sequential_findings.py reads the looks, study/stats/sequential_family.py decides at each). It owns what
+differs between them (the tables decided on, the interim state, how a declared row is worded, the
+pages' few differing words and cells), so that neither the judge nor the pages ask which they have."""
 
 from __future__ import annotations
 
@@ -31,13 +29,8 @@ from study.terms import Outcome, Withheld, Withholding
 Tables = Sequence[FindingsTable]
 Build = Callable[[Optional[Sequence]], Tables]  # the findings tables of the runs of some seeds (None: all)
 Adjusted = Mapping[tuple[int, int], float]  # {(table, row): a Holm-adjusted p}
+Worded = tuple[Optional[Withheld], Outcome, str]  # a row's reason for a withheld verdict, outcome, finding
 NOT_FROM_DECLARING_COMMIT = Withheld(Withholding.NOT_FROM_DECLARING_COMMIT)
-
-
-def _withheld(r: ComparisonRow, family: Family, plan: Optional[Interim]) -> Optional[Withheld]:
-    if plan:
-        return Withheld(Withholding.INTERIM, len(set(family.seeds) & set(r.seeds)), plan.planned)
-    return None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
 
 
 @dataclass(frozen=True)
@@ -46,15 +39,12 @@ class FixedDesign:
 
     looks: Optional[LookPlan] = None  # (a sequential design's state; none here)
 
-    # deciding
     def read(self, build: Build, family: Family, configs: Optional[list[str]] = None) -> tuple[Tables, FixedDesign]:
-        """The tables to decide on (every run) and the design with its state."""
         return build(None), self
 
     def interim(self, tables: Tables, family: Family, missing: int = 0) -> Optional[Interim]:
-        """The plan's seeds when the family plans seeds that some declared comparison does not have yet
-        (the fewest planned seeds any declared row holds; a declared comparison with no row at all, e.g.
-        a configuration not run yet, holds none), else None: the study is complete."""
+        """The fewest planned seeds a declared comparison holds (one with no row at all holds none), of the
+        plan's, while some lacks some; None: complete."""
         if not family.seeds:
             return None
         planned = set(family.seeds)
@@ -63,21 +53,15 @@ class FixedDesign:
         return None if fewest == len(planned) else Interim(fewest, len(planned))
 
     def adjusted(self, holm_rule: Adjusted, holm_equivalence: Adjusted) -> tuple[Adjusted, Adjusted]:
-        """The Holm-adjusted p that decide a declared row: all of them."""
+        """The Holm-adjusted p that decide a declared row."""
         return holm_rule, holm_equivalence
 
-    def word(
-        self,
-        r: ComparisonRow,
-        reading: Reading,
-        metric: str,
-        margin: float,
-        equivalence: Optional[float],
-        family: Family,
-        plan: Optional[Interim],
-    ) -> tuple[Optional[Withheld], Outcome, str]:
-        """A row's reason for a withheld verdict, its outcome and its finding."""
-        withheld = _withheld(r, family, plan)
+    def word(self, r: ComparisonRow, reading: Reading, metric: str, family: Family, plan: Optional[Interim]) -> Worded:
+        if plan:
+            withheld = Withheld(Withholding.INTERIM, len(set(family.seeds) & set(r.seeds)), plan.planned)
+        else:
+            withheld = None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
+        margin, equivalence = family.tie_margin.of(metric), family.equivalence.of(metric)
         said = outcome(r, reading, margin, r.declared, equivalence, withheld)
         return withheld, said, verdict(r, reading, metric, margin, r.declared, equivalence, withheld)
 
@@ -85,7 +69,6 @@ class FixedDesign:
     headline_columns = ("Δ [95% interval]", "seeds that way", "Holm p")
 
     def withheld_cell(self, row: ComparisonRow, reading: Reading) -> str:
-        """A withheld verdict in a few words (the headline's verdict cell)."""
         return withheld_reason(reading.withheld)
 
     def interval(self, r: ComparisonRow) -> tuple[Optional[float], Optional[float]]:
@@ -93,8 +76,7 @@ class FixedDesign:
         return r.seed_test.low, r.seed_test.high
 
     def headline_p_cell(self, r: ComparisonRow) -> str:
-        """The cell beside a row that says what decides it (the headline's; `table_p_cell`: the findings
-        table's)."""
+        """What decides a row (the headline's cell; `table_p_cell`: the findings table's)."""
         return format_p(r.p_holm) if r.declared else "not declared"
 
     table_p_cell = headline_p_cell
@@ -103,7 +85,6 @@ class FixedDesign:
         return f"p, Holm (declared, rule `{rule}`)"
 
     def p_words(self, r: ComparisonRow) -> str:
-        """What decides a row, beside its unadjusted p."""
         declared = r.declared and r.p_holm is not None
         return f"Holm {format_p(r.p_holm)} by the family's rule" if declared else "not declared"
 
@@ -117,35 +98,32 @@ class FixedDesign:
 
     def headline_interim(self, plan: Optional[Interim]) -> list[str]:
         """The headline's lines on an interim study (none for a complete one)."""
-        return [self._interim_headline(plan), ""] if plan else []
+        return [self._interim(plan, None)[0], ""] if plan else []
 
     def interim_paragraph(self, plan: Optional[Interim], family: Optional[str]) -> list[str]:
         """The findings page's paragraph on an interim study (none for a complete one)."""
-        return [self._interim_paragraph(plan, family)] if plan else []
+        return [self._interim(plan, family)[1]] if plan else []
 
-    def _interim_headline(self, plan: Interim) -> str:
+    def _interim(self, plan: Interim, family: Optional[str]) -> tuple[str, str]:
+        """(the headline's line, the findings page's paragraph) on an interim study."""
         return (
             f"**Interim: {plan.seeds} of {plan.planned} planned seeds.** No comparison of the declared "
-            "family is worded as a direction or as equivalent until every planned seed is in."
-        )
-
-    def _interim_paragraph(self, plan: Interim, family: Optional[str]) -> str:
-        return (
+            "family is worded as a direction or as equivalent until every planned seed is in.",
             f"**Interim: {plan.seeds} of {plan.planned} planned seeds** of the declared family "
             f"(`{family}`): no comparison is worded as a direction or as equivalent until every "
-            "planned seed is in."
+            "planned seed is in.",
         )
 
     def plan_paragraph(self) -> str:
         return ""
 
     def row_records(self, r: ComparisonRow) -> tuple[tuple[str, LookReading], ...]:
-        """A row's design fields in <prefix>_findings.json: (key, record) pairs."""
+        """A row's design fields in <prefix>_findings.json."""
         return ()
 
     def serializes(self, field: str) -> bool:
         """Whether the findings JSON holds a field of study/records.Findings."""
-        return field != "sequential"  # (a sequential family's only)
+        return field != "sequential"
 
 
 FIXED = FixedDesign()
@@ -153,9 +131,8 @@ FIXED = FixedDesign()
 
 @dataclass(frozen=True)
 class SequentialDesign(FixedDesign):
-    """Looks at planned seed counts (`looks`: where the plan stands once read), each declared row
-    decided at a look by its p against the boundary there; a row the family does not declare is worded
-    as in the fixed design."""
+    """Looks at planned seed counts (`looks`: where the plan stands once read), each declared row decided
+    at a look by its p against the boundary there; a row the family does not declare is worded as fixed."""
 
     def read(
         self, build: Build, family: Family, configs: Optional[list[str]] = None
@@ -164,8 +141,8 @@ class SequentialDesign(FixedDesign):
         return tables, SequentialDesign(looks)
 
     def interim(self, tables: Tables, family: Family, missing: int = 0) -> Optional[Interim]:
-        """Complete once the plan stopped; until then the seeds of its next look (1-based) and the
-        fewest of them a declared comparison holds."""
+        """Complete once the plan stopped; until then the fewest seeds of its next look a declared
+        comparison holds."""
         looks = self.looks
         if not family.seeds or looks.stopped:
             return None
@@ -175,20 +152,12 @@ class SequentialDesign(FixedDesign):
         """None: a sequential family is decided look by look (study/stats/sequential_family.py)."""
         return {}, {}
 
-    def word(
-        self,
-        r: ComparisonRow,
-        reading: Reading,
-        metric: str,
-        margin: float,
-        equivalence: Optional[float],
-        family: Family,
-        plan: Optional[Interim],
-    ) -> tuple[Optional[Withheld], Outcome, str]:
+    def word(self, r: ComparisonRow, reading: Reading, metric: str, family: Family, plan: Optional[Interim]) -> Worded:
         if r.look is None:  # a row the family does not declare
-            return super().word(r, reading, metric, margin, equivalence, family, plan)
+            return super().word(r, reading, metric, family, plan)
         withheld = None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
-        return withheld, look_outcome(r, withheld), look_verdict(r, reading, metric, margin, equivalence, withheld)
+        said = look_outcome(r, withheld)
+        return withheld, said, look_verdict(r, said, reading, metric, family, withheld)
 
     headline_columns = ("Δ [repeated 95% interval]", "seeds that way", "decided at")
 
@@ -220,17 +189,13 @@ class SequentialDesign(FixedDesign):
             f"look by look (at {', '.join(map(str, plan.looks))} seeds): Holm's procedure as a graph across the "
             f"comparisons, α spent across the looks by Lan–DeMets spending of the {spent} type (Maurer & Bretz 2013)"
         )
-        return how, (f", {rest} without a verdict yet" if rest else "") + f"; {self._where_it_stands()}"
-
-    def _where_it_stands(self) -> str:
-        """A sequential study's state: stopped at a look (and why), or the look it waits for."""
-        plan = self.looks
-        if plan.stopped:
+        where = f"going on to look {plan.reached + 1} of {len(plan.looks)} ({plan.looks[plan.reached]} seeds)"
+        if plan.stopped:  # at a look, and why
             why = "the last look" if plan.taken == len(plan.looks) else "every comparison decided"
             beyond = f"; seeds archived beyond it, not counted: {', '.join(map(str, plan.not_counted))}"
             at = f"look {plan.taken} of {len(plan.looks)} ({plan.looks[plan.taken - 1]} seeds, {why})"
-            return f"stopped at {at}{beyond if plan.not_counted else ''}"
-        return f"going on to look {plan.reached + 1} of {len(plan.looks)} ({plan.looks[plan.reached]} seeds)"
+            where = f"stopped at {at}{beyond if plan.not_counted else ''}"
+        return how, (f", {rest} without a verdict yet" if rest else "") + f"; {where}"
 
     def verdict_notes(self, rule_name: str, rule_text: str) -> list[str]:
         return [
@@ -242,17 +207,13 @@ class SequentialDesign(FixedDesign):
             "its boundary at the look, which the plan's spending and the comparisons already decided set.",
         ]
 
-    def _interim_headline(self, plan: Interim) -> str:
+    def _interim(self, plan: Interim, family: Optional[str]) -> tuple[str, str]:
         return (
             f"**Interim: look {plan.look} of {len(self.looks.looks)} not reached ({plan.seeds} of its "
             f"{plan.planned} seeds).** A declared comparison is worded only at a planned look, and once decided "
-            "it stays so."
-        )
-
-    def _interim_paragraph(self, plan: Interim, family: Optional[str]) -> str:
-        return (
+            "it stays so.",
             f"**Interim: look {plan.look} of the sequential plan not reached ({plan.seeds} of its {plan.planned} "
-            f"seeds)** of the declared family (`{family}`): a declared comparison is worded only at a look."
+            f"seeds)** of the declared family (`{family}`): a declared comparison is worded only at a look.",
         )
 
     def plan_paragraph(self) -> str:
@@ -262,8 +223,8 @@ class SequentialDesign(FixedDesign):
             f"declared seeds at each; each comparison's p against its boundary at the look instead of Holm's "
             f"adjusted p (Holm's procedure as a graph across the comparisons, α spent across the looks by "
             f"{spending_text(plan.spending, plan.spending_equivalence)}-type Lan–DeMets spending; Maurer & Bretz "
-            "2013), "
-            "a decision final at its look; repeated 95% intervals beside the naive ones (study/sequential_family.py)."
+            "2013), a decision final at its look; repeated 95% intervals beside the naive ones "
+            "(study/sequential_family.py)."
         )
 
     def row_records(self, r: ComparisonRow) -> tuple[tuple[str, LookReading], ...]:
@@ -287,8 +248,7 @@ def design_of(findings: Findings) -> Design:
 
 
 def look_cell(r: ComparisonRow) -> str:
-    """Where a sequential family's declared row stands: the look that decided it and its seeds, the
-    look it is open after, or the first look it waits for."""
+    """Where a declared row stands: the look that decided it, the look it is open after, or the first one."""
     look = r.look
     if look.look == 0:
         return f"before look 1 ({look.seeds} of {look.next_seeds} seeds)"
@@ -299,9 +259,8 @@ def look_cell(r: ComparisonRow) -> str:
 
 
 def look_outcome(row: ComparisonRow, withheld: Optional[Withheld] = None) -> Outcome:
-    """What a sequential family's declared row says at its look (study/records.LookReading): its
-    decision ('direction', 'equivalent', 'both'), 'inconclusive' (the last look came without one),
-    or 'withheld' (open until a later look, or `withheld` says why not)."""
+    """What a declared row says at its look: its decision, 'inconclusive' (the last look came without
+    one), or 'withheld' (open until a later look, or `withheld` says why not)."""
     look = row.look
     if row.mean_difference is None:
         return Outcome.NOT_TESTED
@@ -318,24 +277,17 @@ def _g(x: Optional[float]) -> str:
 
 
 def look_verdict(
-    row: ComparisonRow,
-    reading: Reading,
-    metric: str,
-    margin: float,
-    equivalence: Optional[float] = None,
-    withheld: Optional[Withheld] = None,
+    row: ComparisonRow, said: Outcome, reading: Reading, metric: str, family: Family, withheld: Optional[Withheld]
 ) -> str:
-    """The finding of a sequential family's declared row: its decision and the look that made it
-    (the seeds, each p against the boundary it had to pass there), or why there is none yet; then the
-    seeds against the tie margin, the naive 95% interval and the repeated one (valid whichever look
-    the study stops at)."""
-    look = row.look
+    """A declared row's finding: its decision and the look that made it (each p against its boundary
+    there), or why there is none yet; then the seeds against the tie margin, the naive 95% interval and
+    the repeated one (valid whichever look the study stops at)."""
+    look, margin, equivalence = row.look, family.tie_margin.of(metric), family.equivalence.of(metric)
     repeated = row.p_value is not None and look.repeated_low is not None
     text = describe(row, metric, margin, "naive 95% interval" if repeated else "95% interval")
     if repeated:
         low, high = fmt_number(look.repeated_low, metric), fmt_number(look.repeated_high, metric)
         text = f"{text}; repeated 95% interval {low} to {high}"
-    said = look_outcome(row, withheld)
     if said == Outcome.NOT_TESTED:
         return row.untested or said.value
     if withheld:

@@ -1,8 +1,6 @@
-"""The findings report of a study: its rows tested over seeds (study/judge/findings.py), read look by
-look for a sequential family (study/judge/sequential_findings.py), worded by the family's rule
-(study/judge/verdicts.py), with the method's settings beside them (`compute_findings`); and the
-findings' p copied back into the configurations, so that one comparison has one p wherever it is
-printed (`add_significance`)."""
+"""The findings report of a study: its rows tested, read by its design and worded, with the method's
+settings beside them (`compute_findings`); and the findings' p copied back into the configurations,
+so that one comparison has one p wherever it is printed (`add_significance`)."""
 
 from __future__ import annotations
 
@@ -39,13 +37,12 @@ EQUIVALENCE_TEST = (
 
 
 def compute_findings(study: Study, n_samples: int = 10000, seed: int = DEFAULT_SEED) -> Findings:
-    """Every configuration of `study` against its baseline, as tables of findings (from what
-    study/read/study.py read: the runs' outputs and the declaring commits' proof)."""
+    """Every configuration of `study` against its baseline, as tables of findings."""
     family, groups, baseline = study.family, study.groups, study.baseline
     context = Comparison(study.outputs, study.proven, n_samples, seed)
     configs = [g.label for g in groups if g.label != baseline.label]
 
-    def build(seeds: Optional[Sequence]) -> list[FindingsTable]:  # the tables of the runs of `seeds` (None: all)
+    def build(seeds: Optional[Sequence]) -> list[FindingsTable]:  # (None: every seed)
         chosen = list(groups) if seeds is None else restricted(groups, seeds)
         return findings_tables(chosen, next(g for g in chosen if g.label == baseline.label), context)
 
@@ -99,8 +96,7 @@ def findings_report(
 def add_significance(
     groups: Sequence[Configuration], baseline: Configuration, findings: Findings
 ) -> list[Configuration]:
-    """Each group with its p vs the baseline on the test set and per k: the findings' p over all
-    shared seeds, so that one comparison has one p wherever it is printed (k = 1 is the test set)."""
+    """Each group with the findings' p against the baseline on the test set (k = 1) and per k."""
 
     def p_of(config: str, k: int) -> Optional[float]:
         key = RowKey(Table.TEST, config, WholeTestSet()) if k == 1 else RowKey(Table.CONCAT, config, Joined(k))

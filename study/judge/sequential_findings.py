@@ -1,15 +1,13 @@
-"""A sequential family's findings look by look (study/stats/sequential_family.py decides; this reads the
-runs for it): look k reads the first n_k seeds of the family's declared, ordered seed list — never
-whichever runs finished first — and is reached once every declared comparison holds all of them.
-At each reached look the declared rows' unadjusted tests (the current rule's p beyond the tie margin,
-the TOST p at ±m, the sign) go to `decide`, which says what each look decides and where the study
-stops: at the first look where every declared comparison is decided, or at the last.
+"""A sequential family's findings look by look (study/stats/sequential_family.py decides): look k reads
+the first n_k seeds of the family's declared seed list — never whichever runs finished first — and is
+reached once every declared comparison holds all of them. At each reached look the declared rows'
+unadjusted tests (the current rule's p beyond the tie margin, the TOST p at ±m, the sign) go to
+`decide`; the study stops at the first look where every declared comparison is decided, or the last.
 
-The tables presented: a declared row at the look that decided it (its seeds, its p, the boundary it
-passed and its repeated 95% interval), or at the latest look reached while it is open, or with every
-seed in before the first look (no verdict); the other rows over the seeds of the look the study
-stopped at, or over every seed while it goes on. Seeds archived beyond a stop are listed, not counted
-(`LookPlan.not_counted`)."""
+A declared row is presented at the look that decided it (its p, the boundary it passed, its repeated
+95% interval), or at the latest look reached while open, or before the first look (no verdict); the
+other rows over the seeds of the look the study stopped at, or over every seed while it goes on.
+Seeds archived beyond a stop are listed, not counted."""
 
 from __future__ import annotations
 
@@ -20,7 +18,7 @@ import numpy as np
 
 from study.read.family import Family, missing_rows
 from study.records import ComparisonRow, Configuration, FindingsTable, LookPlan, LookReading
-from study.stats.rules import CURRENT
+from study.stats.rules import CURRENT, Rule
 from study.stats.seed_test import ALPHA
 from study.stats.sequential import boundaries
 from study.stats.sequential_family import Decision, LookTests, decide, repeated_interval
@@ -33,6 +31,19 @@ def restricted(groups: Sequence[Configuration], seeds: Sequence) -> list[Configu
     """Each configuration with only its runs of `seeds` (a look's)."""
     keep = set(seeds)
     return [replace(g, runs=tuple(r for r in g.runs if r.seed in keep)) for g in groups]
+
+
+def rule_ps(rule: Rule, r: ComparisonRow, metric: str, family: Family) -> tuple[float, Optional[float]]:
+    """A tested row's decision p beyond the tie margin and equivalence p at ±m by `rule`, unadjusted (None:
+    its measure has no equivalence margin)."""
+    diffs, known, margin = np.array(r.differences), rule.known(r.seed_test), family.equivalence.of(metric)
+    p = float(rule.decision_p(diffs, known, family.tie_margin.of(metric)))
+    return p, float(rule.equivalence_p(diffs, known, margin)) if margin else None
+
+
+def with_rows(tables: Tables, change: Callable[[int, int, ComparisonRow], ComparisonRow]) -> tuple[FindingsTable, ...]:
+    """New tables whose rows are `change(table index, row index, row)`."""
+    return tuple(replace(t, rows=tuple(change(i, j, r) for j, r in enumerate(t.rows))) for i, t in enumerate(tables))
 
 
 def _declared(tables: Tables, family: Family) -> Mapping[RowKey, tuple[FindingsTable, ComparisonRow]]:
@@ -52,26 +63,23 @@ def _reached(
 def look_tests(tables: Tables, family: Family, keys: Sequence[RowKey]) -> LookTests:
     """The declared rows' unadjusted tests at one look, in `keys`' order, by the current rule (a row
     whose measure has no equivalence margin: equivalence p 1, it can only be decided by a direction)."""
-    declared = _declared(tables, family)
-    decision, equivalence, sign = [], [], []
-    for key in keys:
-        t, r = declared[key]
-        diffs, known = np.array(r.differences), CURRENT.known(r.seed_test)
-        decision.append(float(CURRENT.decision_p(diffs, known, family.tie_margin.of(t.metric))))
-        margin = family.equivalence.of(t.metric)
-        equivalence.append(float(CURRENT.equivalence_p(diffs, known, margin)) if margin else 1.0)
-        sign.append(int(np.sign(r.mean_difference)))
-    return LookTests(tuple(decision), tuple(equivalence), tuple(sign))
+    rows = [_declared(tables, family)[key] for key in keys]
+    ps = [rule_ps(CURRENT, r, t.metric, family) for t, r in rows]
+    equivalence = tuple(1.0 if p is None else p for _, p in ps)
+    return LookTests(tuple(p for p, _ in ps), equivalence, tuple(int(np.sign(r.mean_difference)) for _, r in rows))
 
 
-def _look_reading(row: ComparisonRow, decision: Decision, look: int, family: Family, stopped: bool) -> LookReading:
-    """A declared row's reading at `look` (0-based): decided there, or open after it."""
+def _at_look(
+    at_looks: Sequence[Tables], key: RowKey, decision: Decision, taken: int, family: Family, stopped: bool
+) -> ComparisonRow:
+    """A declared comparison's row at the look that decided it (open: the last look taken), with its reading."""
     plan = family.plan
-    last = look == len(plan.looks) - 1
+    look = decision.look if decision.look is not None else taken - 1
+    row, last = _declared(at_looks[look], family)[key][1], look == len(plan.looks) - 1
     test = row.seed_test
     nominal = boundaries(plan.fractions, alpha=ALPHA, spending=plan.spending).nominal[look]  # the row alone
     low, high = repeated_interval(test.mean, test.se, test.df if test.df is not None else float("inf"), nominal)
-    return LookReading(
+    reading = LookReading(
         look + 1,
         len(plan.looks),
         plan.looks[look],
@@ -85,27 +93,14 @@ def _look_reading(row: ComparisonRow, decision: Decision, look: int, family: Fam
         low,
         high,
     )
-
-
-def _at_look(
-    at_looks: Sequence[Tables], key: RowKey, decision: Decision, taken: int, family: Family, stopped: bool
-) -> ComparisonRow:
-    """A declared comparison's row at the look that decided it (open: the last look taken), with its reading."""
-    look = decision.look if decision.look is not None else taken - 1
-    _, row = _declared(at_looks[look], family)[key]
-    return replace(row, look=_look_reading(row, decision, look, family, stopped))
-
-
-def _with_rows(tables: Tables, rows: Mapping[RowKey, ComparisonRow]) -> tuple[FindingsTable, ...]:
-    """The tables with each row whose key is in `rows` replaced by it."""
-    return tuple(replace(t, rows=tuple(rows.get(r.key, r) for r in t.rows)) for t in tables)
+    return replace(row, look=reading)
 
 
 def read_looks(
     build: Callable[[Optional[Sequence]], Tables], family: Family, configs: Optional[list[str]] = None
 ) -> tuple[tuple[FindingsTable, ...], LookPlan]:
-    """The tables to word (see the module's docstring) and where the plan stands; `build(seeds)` makes
-    the findings tables of the runs of `seeds` (None: every run)."""
+    """The tables to word and where the plan stands; `build(seeds)`: the findings tables of the runs of
+    `seeds` (None: every run)."""
     plan = family.plan
     everything = tuple(build(None))
     keys = sorted(_declared(everything, family), key=lambda k: (k.table, k.config, k.label))  # one fixed order
@@ -135,11 +130,12 @@ def read_looks(
                                              next_seeds=plan.looks[0]))
             for key, (_, r) in declared.items()
         }  # fmt: skip
-        return _with_rows(everything, waiting), state
+        return with_rows(everything, lambda i, j, r: waiting.get(r.key, r)), state
     stopped = not still_open or taken == len(plan.looks)
     base = at_looks[taken - 1] if stopped else everything
     rows = {key: _at_look(at_looks, key, decision, taken, family, stopped) for key, decision in zip(keys, decisions)}
     counted = set(family.seeds[: plan.looks[taken - 1]]) if stopped else set(family.seeds)
     archived = {s for _, r in declared.values() for s in r.seeds}
     beyond = [s for s in family.seeds if s in archived and s not in counted]  # in the declared order
-    return _with_rows(base, rows), replace(state, taken=taken, stopped=stopped, not_counted=tuple(beyond))
+    state = replace(state, taken=taken, stopped=stopped, not_counted=tuple(beyond))
+    return with_rows(base, lambda i, j, r: rows.get(r.key, r)), state

@@ -1,32 +1,26 @@
-"""Wording the findings tables (study/judge/findings.py computes the rows) by the family's named rule
-(study/stats/rules.py): Holm's correction over the declared family, once over the rule's decision p
-and once, apart, over the equivalence tests (study/stats/equivalence.py); the study's plan (an
-interim study words no verdict, and a row whose runs were not trained from a commit that declared the
-family stays descriptive). A family declared under an older rule also gets the current rule's
-reading of each declared row, labelled exploratory (`exploratory`: the rule changed after its runs).
-Each row's smallest detectable effect and, for a declared row, the power of showing equivalence and
-the seeds either would need, by the current rule. Every stage returns new rows and tables
-(`dataclasses.replace`, study/records.py): a `Reading` per row and rule, never written into a row."""
+"""Wording the findings tables by the family's named rule (study/stats/rules.py): Holm's correction
+over the declared family, once over the rule's decision p and once, apart, over the equivalence tests
+(study/stats/equivalence.py). A family declared under an older rule also gets the current rule's
+reading of each declared row, labelled exploratory (the rule changed after its runs). Each row's
+smallest detectable effect and, for a declared row, the power of showing equivalence and the seeds
+either would need, by the current rule. A `Reading` per row and rule, in new rows and tables."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping, Optional, Sequence
-
-import numpy as np
+from typing import Mapping, Optional
 
 from study.judge.design import FIXED, Design
-from study.judge.wording import withheld_if
+from study.judge.sequential_findings import Tables, rule_ps, with_rows
 from study.read.family import Family, missing_rows
 from study.records import ComparisonRow, FindingsTable, Interim, Reading, RowPower
 from study.stats.equivalence import equivalence_power, seeds_for_equivalence
 from study.stats.rules import CURRENT, RULES, Rule
 from study.stats.seed_test import ALPHA, detectable_effect, seeds_needed, shared_variance
 from study.stats.significance import holm
-from study.terms import Measure, Table
+from study.terms import Measure, Outcome, Table
 from utils.run_log import log
 
-Tables = Sequence[FindingsTable]
 Cell = tuple[int, int]  # (table, row) of a row in its tables
 
 
@@ -35,81 +29,51 @@ def _absent(missing: list[tuple[str, str]]) -> list[Measure]:
     return [Table(table).measure for table, _ in missing]
 
 
-def _equivalence_size(tables: Tables, family: Family, absent: list[Measure]) -> int:
-    """The size of the equivalence tests' Holm family: the declared rows (and stand-ins) of a measure
-    with a margin."""
-    rows = [r for t in tables for r in t.rows if r.declared and family.equivalence.of(t.metric)]
-    return len(rows) + sum(bool(family.equivalence.of(metric)) for metric in absent)
-
-
 def _holm(ps: list[Optional[float]]) -> list[Optional[float]]:
-    """Holm over `ps` (a p of None counts as 1: the family is the size declared, and its adjusted p
-    stays None)."""
+    """Holm over `ps` (a p of None counts as 1: the family is the size declared; its adjusted p stays None)."""
     adjusted = holm([p if p is not None else 1.0 for p in ps])
     return [a if p is not None else None for p, a in zip(ps, adjusted)]
 
 
 def _readings(
-    tables: Tables, family: Family, rule: Rule, absent: list[Measure], design: Design
+    tables: Tables, family: Family, rule: Rule, absent: list[Measure], plan: Optional[Interim], design: Design
 ) -> Mapping[Cell, Reading]:
-    """{(table, row): reading} of every row under `rule`: the decision p and the equivalence p of each
-    declared row, each Holm-adjusted over the family (a declared comparison without a row: p = 1)."""
+    """{(table, row): reading} of every row under `rule`: each declared row's decision p and equivalence p,
+    each Holm-adjusted over its family, then worded by the design (outcome, finding, why withheld)."""
     cells = [(i, j) for i, t in enumerate(tables) for j in range(len(t.rows))]
     declared = [(i, j) for i, j in cells if tables[i].rows[j].declared]
     p_rule, p_equivalence = {}, {}
     for i, j in declared:
-        r, metric = tables[i].rows[j], tables[i].metric
-        if r.p_value is None:
-            continue
-        diffs, known = np.array(r.differences), rule.known(r.seed_test)
-        p_rule[i, j] = float(rule.decision_p(diffs, known, family.tie_margin.of(metric)))
-        if family.equivalence.of(metric):
-            p_equivalence[i, j] = float(rule.equivalence_p(diffs, known, family.equivalence.of(metric)))
+        r = tables[i].rows[j]
+        if r.p_value is not None:
+            p_rule[i, j], p_equivalence[i, j] = rule_ps(rule, r, tables[i].metric, family)
     holm_rule = dict(zip(declared, _holm([p_rule.get(c) for c in declared] + [None] * len(absent))))
     equivalent = [c for c in declared if family.equivalence.of(tables[c[0]].metric)]
     stand_ins = [None for metric in absent if family.equivalence.of(metric)]
     holm_equivalence = dict(zip(equivalent, _holm([p_equivalence.get(c) for c in equivalent] + stand_ins)))
     holm_rule, holm_equivalence = design.adjusted(holm_rule, holm_equivalence)  # (a sequential design: by look)
-    return {
-        c: Reading(rule.name, p_rule.get(c), holm_rule.get(c), p_equivalence.get(c), holm_equivalence.get(c))
-        for c in cells
-    }
-
-
-def _word(
-    tables: Tables, family: Family, readings: Mapping[Cell, Reading], plan: Optional[Interim], design: Design
-) -> Mapping[Cell, Reading]:
-    """Each reading with its outcome and finding, worded by the design."""
     worded = {}
-    for (i, j), reading in readings.items():
-        t, r = tables[i], tables[i].rows[j]
-        margin, equivalence = family.tie_margin.of(t.metric), family.equivalence.of(t.metric)
-        withheld, said, finding = design.word(r, reading, t.metric, margin, equivalence, family, plan)
+    for i, j in cells:
+        r, c = tables[i].rows[j], (i, j)
+        reading = Reading(rule.name, p_rule.get(c), holm_rule.get(c), p_equivalence.get(c), holm_equivalence.get(c))
+        withheld, said, finding = design.word(r, reading, tables[i].metric, family, plan)
         finding = f"{r.joined_range}; {finding}" if r.joined_range else finding
-        worded[i, j] = replace(reading, outcome=said, finding=finding, withheld=withheld_if(said, withheld))
+        withheld = withheld if said == Outcome.WITHHELD else None
+        worded[c] = replace(reading, outcome=said, finding=finding, withheld=withheld)
     return worded
-
-
-def _rows_with(tables: Tables, change) -> tuple[FindingsTable, ...]:
-    """New tables whose rows are `change(i, j, row)`."""
-    return tuple(replace(t, rows=tuple(change(i, j, r) for j, r in enumerate(t.rows))) for i, t in enumerate(tables))
 
 
 def apply_rule(
     tables: Tables, family: Family, configs: Optional[list[str]] = None, design: Design = FIXED
 ) -> tuple[tuple[FindingsTable, ...], int]:
-    """New tables whose every row has its reading by the family's rule (its p, Holm p, equivalence p,
-    outcome and finding) and, for a declared row of a family under an older rule, the current rule's
-    reading (`exploratory`); and the family's size (a declared comparison without a row counts, as
-    p = 1: `missing_rows`)."""
-    tables = _rows_with(tables, lambda i, j, r: replace(r, declared=family.declares(r.key)))
+    """New tables whose every row has its reading by the family's rule and, a declared row of a family
+    under an older rule, the current rule's (`exploratory`); and the family's size (a declared
+    comparison without a row counts, as p = 1: `missing_rows`)."""
+    tables = with_rows(tables, lambda i, j, r: replace(r, declared=family.declares(r.key)))
     missing = missing_rows(tables, family, configs)
     absent, plan, rule = _absent(missing), design.interim(tables, family, len(missing)), RULES[family.rule]
-    readings = _word(tables, family, _readings(tables, family, rule, absent, design), plan, design)
-    if rule is not CURRENT:
-        current = _word(tables, family, _readings(tables, family, CURRENT, absent, design), plan, design)
-    else:
-        current = {}
+    readings = _readings(tables, family, rule, absent, plan, design)
+    current = _readings(tables, family, CURRENT, absent, plan, design) if rule is not CURRENT else {}
 
     def read(i: int, j: int, r: ComparisonRow) -> ComparisonRow:
         test = r.seed_test
@@ -120,7 +84,7 @@ def apply_rule(
         )
 
     declared = sum(r.declared for t in tables for r in t.rows)
-    return _rows_with(tables, read), declared + len(missing)
+    return with_rows(tables, read), declared + len(missing)
 
 
 def check_entries(tables: Tables, family: Family) -> None:
@@ -147,10 +111,10 @@ def unmatched(tables: Tables, family: Family) -> list[str]:
 def row_power(
     r: ComparisonRow, metric: str, alpha: float, alpha_equivalence: float, family: Family
 ) -> Optional[RowPower]:
-    """A tested row's planning figures by the current rule (study/stats/rules.py): the smallest true
-    difference its seeds word as a direction 80% of the time (two-sided at `alpha`, beyond the tie
-    margin) and the seeds the declared effect would need; for a declared row with an equivalence margin,
-    the power of showing equivalence if the true difference were 0 and the seeds that would need."""
+    """A tested row's planning figures by the current rule: the smallest true difference its seeds word as
+    a direction 80% of the time (two-sided at `alpha`, beyond the tie margin) and the seeds the declared
+    effect would need; a declared row with an equivalence margin, the power of showing equivalence if the
+    true difference were 0 and the seeds that would need."""
     t = r.seed_test
     if not t or t.se is None:
         return None
@@ -171,10 +135,8 @@ def row_power(
 def word_tables(
     tables: Tables, family: Family, configs: Optional[list[str]] = None, design: Design = FIXED
 ) -> tuple[tuple[FindingsTable, ...], int, list[str], Optional[Interim]]:
-    """Every row worded by the rule (Holm over the declared family; a sequential family's declared
-    rows at their looks: `design`, study/judge/design.py) with its power (at Holm's first step, `alpha`
-    of each table), as new tables; returns (the tables, the family's size, the declared entries no row
-    matched, the interim plan or None)."""
+    """Every row worded by the rule and the design, with its power at Holm's first step (each table's
+    `alpha`): (the new tables, the family's size, the declared entries no row matched, the interim plan)."""
     check_entries(tables, family)
     tables, size = apply_rule(tables, family, configs, design)
     unmatched_entries = unmatched(tables, family)
@@ -188,7 +150,8 @@ def word_tables(
         )
     missing = missing_rows(tables, family, configs)
     alpha = ALPHA / size if size else ALPHA  # Holm's first step: what the strongest declared row must pass
-    equivalent = _equivalence_size(tables, family, _absent(missing))
+    measures = [t.metric for t in tables for r in t.rows if r.declared] + _absent(missing)
+    equivalent = sum(bool(family.equivalence.of(m)) for m in measures)  # the equivalence tests' Holm family
     alpha_equivalence = ALPHA / equivalent if equivalent else ALPHA  # the same for the equivalence family
     worded = tuple(
         replace(

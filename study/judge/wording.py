@@ -1,10 +1,6 @@
-"""Wording a row of the findings: numbers in their metric's digits, the descriptive part every row
-carries (how the seeds fall against the tie margin, the 95% interval), and what a rule
-(study/stats/rules.py) lets a declared row say.
-
-A reading is one rule's verdict of a row (study/records.Reading: rule, p_rule (the decision p,
-unadjusted), p_holm, p_equivalence, p_equivalence_holm, outcome, finding; study/judge/verdicts.py makes
-them); a row is a study/records.ComparisonRow."""
+"""Wording a row of the findings: numbers in their measure's digits, the descriptive part every row
+carries (the seeds against the tie margin, the 95% interval), and what one rule's reading
+(study/records.Reading, study/judge/verdicts.py makes them) lets a declared row say."""
 
 from __future__ import annotations
 
@@ -42,8 +38,7 @@ def seed_signs(diffs: Sequence[float], margin: float) -> tuple[int, int, int]:
 
 
 def describe(row: ComparisonRow, metric: str, margin: float, interval: str = "95% interval") -> str:
-    """A descriptive row: the seeds' signs against the tie margin and the 95% interval (so named:
-    `interval`); no verdict."""
+    """A descriptive row: the seeds' signs against the tie margin and the 95% interval (so named: `interval`)."""
     above, below, within = seed_signs(row.differences, margin)
     m = fmt_number(margin, metric).lstrip("+")
     signs = f"seeds: {above} above +{m}, {below} below -{m}, {within} within"
@@ -66,11 +61,6 @@ def withheld_words(withheld: Withheld) -> str:
     return f"{reason}: no verdict" if withheld.why is Withholding.INTERIM else reason
 
 
-def withheld_if(said: Outcome, withheld: Optional[Withheld]) -> Optional[Withheld]:
-    """The reason a reading keeps: `withheld` where its outcome `said` is 'withheld' for it, else none."""
-    return withheld if said == Outcome.WITHHELD else None
-
-
 def outcome(
     row: ComparisonRow,
     reading: Reading,
@@ -79,11 +69,8 @@ def outcome(
     equivalence: Optional[float] = None,
     withheld: Optional[Withheld] = None,
 ) -> Outcome:
-    """What the reading's rule lets a row say: 'not tested', 'descriptive' (not declared, or no test),
-    'withheld' (declared, but `withheld` says why not), 'direction' (the rule's direction test),
-    'equivalent' (the equivalence rows' Holm p < ALPHA, study/stats/equivalence.py), 'both' (a small
-    real difference inside the margin), or 'inconclusive' (neither, for a study that declares an
-    equivalence margin)."""
+    """What the reading's rule lets a row say (study/terms.Outcome): 'equivalent' where the equivalence
+    rows' Holm p < ALPHA (study/stats/equivalence.py); 'inconclusive' only with an equivalence margin."""
     if row.mean_difference is None:
         return Outcome.NOT_TESTED
     if not declared or row.p_value is None or reading.p_holm is None:
@@ -126,9 +113,8 @@ def verdict(
     equivalence: Optional[float] = None,
     withheld: Optional[Withheld] = None,
 ) -> str:
-    """The finding of one row under a reading, worded by its `outcome`: the direction with its Holm p;
-    'equivalent within ±m' with the equivalence Holm p; both; 'inconclusive' with both p; each
-    followed by the descriptive part (the seeds against the tie margin, the 95% interval)."""
+    """The finding of one row under a reading, worded by its `outcome` with the Holm p that decided it,
+    then the descriptive part."""
     said = outcome(row, reading, margin, declared, equivalence, withheld)
     if said == Outcome.NOT_TESTED:
         return row.untested or said.value
