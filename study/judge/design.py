@@ -24,7 +24,18 @@ from study.judge.wording import (
     within_words,
 )
 from study.read.family import Family
-from study.records import ComparisonRow, Findings, FindingsTable, Interim, LookPlan, LookReading, Reading
+from study.records import (
+    ComparisonRow,
+    Findings,
+    FindingsTable,
+    Interim,
+    LookInterim,
+    LookPlan,
+    LookReading,
+    Reading,
+    RuleP,
+    SequentialFindings,
+)
 from study.stats.sequential import spending_text
 from study.terms import Outcome, Withheld, Withholding
 
@@ -69,7 +80,7 @@ class FixedDesign:
     def word(
         self,
         r: ComparisonRow,
-        reading: Reading,
+        reading: RuleP,
         metric: str,
         margin: float,
         equivalence: Optional[float],
@@ -169,7 +180,7 @@ class SequentialDesign(FixedDesign):
         looks = self.looks
         if not family.seeds or looks.stopped:
             return None
-        return Interim(0 if missing else looks.held, looks.looks[looks.reached], looks.reached + 1)
+        return LookInterim(0 if missing else looks.held, looks.looks[looks.reached], looks.reached + 1)
 
     def adjusted(self, holm_rule: Adjusted, holm_equivalence: Adjusted) -> tuple[Adjusted, Adjusted]:
         """None: a sequential family is decided look by look (study/stats/sequential_family.py)."""
@@ -178,7 +189,7 @@ class SequentialDesign(FixedDesign):
     def word(
         self,
         r: ComparisonRow,
-        reading: Reading,
+        reading: RuleP,
         metric: str,
         margin: float,
         equivalence: Optional[float],
@@ -283,7 +294,7 @@ def design_for(family: Family) -> Design:
 
 def design_of(findings: Findings) -> Design:
     """The design a findings report was decided under, with its state."""
-    return SequentialDesign(findings.sequential) if findings.sequential is not None else FIXED
+    return SequentialDesign(findings.sequential) if isinstance(findings, SequentialFindings) else FIXED
 
 
 def look_cell(r: ComparisonRow) -> str:
@@ -319,7 +330,7 @@ def _g(x: Optional[float]) -> str:
 
 def look_verdict(
     row: ComparisonRow,
-    reading: Reading,
+    reading: RuleP,
     metric: str,
     margin: float,
     equivalence: Optional[float] = None,

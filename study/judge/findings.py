@@ -26,7 +26,7 @@ import numpy as np
 from study.read.degradation import selections
 from study.read.run_outputs import StudyOutputs, training_length
 from study.read.run_stats import joined_range, joined_training_k
-from study.records import ComparisonRow, Configuration, FindingsTable, RunRecord, SeedDifference
+from study.records import ComparisonRow, Configuration, FindingsTable, RowTest, RunRecord, SeedDifference
 from study.stats.seed_test import seed_test
 from study.stats.significance import paired_bootstrap_ratio, paired_bootstrap_seeds
 from study.terms import Joined, LengthBucket, NllBeyond, RowKey, Selection, Table, WholeTestSet
@@ -44,7 +44,7 @@ def _row(seeds: list, n_units: int, combined, per_seed: list, lower_is_better: b
     test set's noise into the part every seed shares and the part more seeds average out)."""
     test = seed_test(combined.per_seed, combined.variance, [r.variance for r in per_seed])
     per_seed = tuple(SeedDifference(s, d, r.p_value) for s, d, r in zip(seeds, combined.per_seed, per_seed))
-    return ComparisonRow(UNKEYED, tuple(seeds), n_units, combined.difference, per_seed, test, lower_is_better)
+    return ComparisonRow(UNKEYED, tuple(seeds), n_units, per_seed, RowTest(combined.difference, test), lower_is_better)
 
 
 def _untested(seeds: list, n_units: int, lower_is_better: bool = False) -> ComparisonRow:

@@ -18,7 +18,7 @@ import numpy as np
 from study.judge.design import FIXED, Design
 from study.judge.wording import withheld_if
 from study.read.family import Family, missing_rows
-from study.records import ComparisonRow, FindingsTable, Interim, Reading, RowPower
+from study.records import ComparisonRow, FindingsTable, Interim, JudgedRow, Reading, RowPower, RuleP
 from study.stats.equivalence import equivalence_power, seeds_for_equivalence
 from study.stats.rules import CURRENT, RULES, Rule
 from study.stats.seed_test import ALPHA, detectable_effect, seeds_needed, shared_variance
@@ -51,7 +51,7 @@ def _holm(ps: list[Optional[float]]) -> list[Optional[float]]:
 
 def _readings(
     tables: Tables, family: Family, rule: Rule, absent: list[Measure], design: Design
-) -> Mapping[Cell, Reading]:
+) -> Mapping[Cell, RuleP]:
     """{(table, row): reading} of every row under `rule`: the decision p and the equivalence p of each
     declared row, each Holm-adjusted over the family (a declared comparison without a row: p = 1)."""
     cells = [(i, j) for i, t in enumerate(tables) for j in range(len(t.rows))]
@@ -71,13 +71,13 @@ def _readings(
     holm_equivalence = dict(zip(equivalent, _holm([p_equivalence.get(c) for c in equivalent] + stand_ins)))
     holm_rule, holm_equivalence = design.adjusted(holm_rule, holm_equivalence)  # (a sequential design: by look)
     return {
-        c: Reading(rule.name, p_rule.get(c), holm_rule.get(c), p_equivalence.get(c), holm_equivalence.get(c))
+        c: RuleP(rule.name, p_rule.get(c), holm_rule.get(c), p_equivalence.get(c), holm_equivalence.get(c))
         for c in cells
     }
 
 
 def _word(
-    tables: Tables, family: Family, readings: Mapping[Cell, Reading], plan: Optional[Interim], design: Design
+    tables: Tables, family: Family, readings: Mapping[Cell, RuleP], plan: Optional[Interim], design: Design
 ) -> Mapping[Cell, Reading]:
     """Each reading with its outcome and finding, worded by the design."""
     worded = {}
@@ -86,7 +86,7 @@ def _word(
         margin, equivalence = family.tie_margin.of(t.metric), family.equivalence.of(t.metric)
         withheld, said, finding = design.word(r, reading, t.metric, margin, equivalence, family, plan)
         finding = f"{r.joined_range}; {finding}" if r.joined_range else finding
-        worded[i, j] = replace(reading, outcome=said, finding=finding, withheld=withheld_if(said, withheld))
+        worded[i, j] = reading.worded(said, finding, withheld_if(said, withheld))
     return worded
 
 
@@ -111,13 +111,10 @@ def apply_rule(
     else:
         current = {}
 
-    def read(i: int, j: int, r: ComparisonRow) -> ComparisonRow:
-        test = r.seed_test
+    def read(i: int, j: int, r: ComparisonRow) -> JudgedRow:
         if rule.veto and r.p_value is not None:  # the older rule's SE, in a field of its own
-            test = replace(test, se_seed_veto=rule.se(test))
-        return replace(
-            r, seed_test=test, reading=readings[i, j], exploratory=current.get((i, j)) if r.declared else None
-        )
+            r = replace(r, tested=replace(r.tested, seed_test=replace(r.seed_test, se_seed_veto=rule.se(r.seed_test))))
+        return r.judged(readings[i, j], current.get((i, j)) if r.declared else None)
 
     declared = sum(r.declared for t in tables for r in t.rows)
     return _rows_with(tables, read), declared + len(missing)
