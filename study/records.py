@@ -1,20 +1,6 @@
-"""The study as typed records (issue 68): what passes between its stages, each frozen.
-
-read (study/read/run_records.py: a `RunRecord` per run folder and tested variant) -> group
-(study/read/run_groups.py: a `Configuration` per configuration, its runs and their statistics over
-seeds; the baseline's comparisons added as new copies, `dataclasses.replace`) -> test
-(study/judge/findings.py) -> word (study/judge/verdicts.py) -> render (the pages read the records;
-study/pages/serialize.py writes the JSON and CSV files from them). No stage writes into a record it was
-given: every field is set when the record is made. Mappings inside a record are read-only views
-(`frozen_map`), sequences are tuples. `JsonObject` marks what is still raw JSON as a file holds it
-(a metrics.jsonl line, scores.json), read once into a record. The findings are records too: a
-`ComparisonRow` per configuration and measure (its `SeedDifference`s and study/seed_test.SeedTest),
-in a `FindingsTable` per measure, in the `Findings` report; the wording (study/judge/verdicts.py) gives
-each row a `Reading` per rule and its `RowPower` on a new copy. A row is known by its `RowKey` (table,
-configuration, `Selection`), never by its label, and a withheld verdict keeps its reason (`Withheld`).
-study/pages/serialize.py writes them all.
-Still raw JSON: what tools/ and study/simulate/calibration.py read back from an archived findings JSON
-(the family file is a typed model of its own: study/read/family.py)."""
+"""The study as typed records (issue 68), each frozen: a stage returns new ones, never writing into those it
+was given; mappings are read-only views (`frozen_map`), sequences tuples. Still raw JSON (`JsonObject`): a
+run's file before it is a record, and what tools/ and study/simulate/ read back from a findings JSON."""
 
 from __future__ import annotations
 
@@ -23,19 +9,15 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Optional
 
 from settings.config import ExperimentConfig
-from study.stats.seed_test import SeedTest
+from study.stats.seed_test import ALPHA, SeedTest
 from study.terms import Measure, Outcome, RowKey, Span, Table, Withheld
 
 JsonObject = Mapping[str, Any]  # a parsed JSON object as a run's file holds it, before it is a record
 
 
-def frozen_map(items: Mapping | Iterable[tuple]) -> Mapping:
+def frozen_map(items: Mapping | Iterable[tuple] = ()) -> Mapping:
     """A read-only mapping (in the given order): a record's mapping cannot be written through either."""
     return MappingProxyType(dict(items))
-
-
-def _empty() -> Mapping:
-    return frozen_map({})
 
 
 @dataclass(frozen=True)
@@ -59,7 +41,6 @@ class Provenance:
     inferred: tuple[str, ...] = ()
 
     def values(self, what: str) -> tuple[str, ...]:
-        """One of the fields by name (device_kind, device, precision, code)."""
         return getattr(self, what)
 
 
@@ -76,24 +57,20 @@ class SourceBucket:
 
 @dataclass(frozen=True)
 class KScore:
-    """A run's scores on the inputs of k joined test pairs."""
-
     sacrebleu: Optional[float]  # None (either): the entry lacks it, as an older or damaged file may
     length_ratio: Optional[float]
 
 
 @dataclass(frozen=True)
 class PositionNll:
-    """Teacher-forced NLL of a target-position bucket starting at `start` (one run's, or a Stats)."""
-
-    bucket: str
+    bucket: str  # of target positions, from `start`
     start: int
-    nll: Any  # a run's pooled NLL (Optional[float]), or a configuration's Stats over its runs
+    nll: Any  # its teacher-forced NLL: a run's pooled (Optional[float]), or a configuration's Stats over its runs
 
 
 @dataclass(frozen=True)
 class RunTeacherForced:
-    """A run's teacher-forced diagnostic pooled over k (study/run_records.run_teacher_forced)."""
+    """A run's teacher-forced diagnostic pooled over k."""
 
     training_length: Optional[int]  # None: the report names no decoder training length
     position_buckets: tuple[int, ...]
@@ -104,10 +81,8 @@ class RunTeacherForced:
 
 @dataclass(frozen=True)
 class ValidPoint:
-    """A validation record of metrics.jsonl as the curves plot reads it."""
-
-    step: Optional[int] = None  # None: the line names no step
-    valid_loss: Optional[float] = None  # (None: not computed at that step)
+    step: int
+    valid_loss: float
 
 
 @dataclass(frozen=True)
@@ -115,15 +90,14 @@ class RunRecord:
     """One run folder (or one test-time variant of it): what compare.py reads of it, once."""
 
     run: str
-    seed: Optional[int] = None
+    seed: int = 0  # its config's (settings/schema.py: always an int)
     test_dir: str = ""  # the folder its test scores are in ("": the run's test/)
     name: str = ""
     variant: bool = False
     config: ExperimentConfig = field(default_factory=ExperimentConfig)
-    group_key: str = ""  # its configuration (study/run_records.experiment_settings), as sorted JSON
+    group_key: str = ""  # its configuration (study/read/run_records.experiment_settings), as sorted JSON
     encoding: str = ""
-    # the training figures, each None where metrics.jsonl lacks it (no end record, no validation, no
-    # train speed: a run stopped early or logged by an older train.py); the table shows "–"
+    # the training figures, each None where metrics.jsonl lacks it (a run stopped early, an older train.py)
     train_loss: Optional[float] = None
     valid_loss: Optional[float] = None
     valid_accuracy: Optional[float] = None
@@ -133,12 +107,11 @@ class RunRecord:
     steps: Optional[int] = None
     valid_curve: tuple[ValidPoint, ...] = ()
     provenance: Provenance = field(default_factory=Provenance)
-    scores: Mapping[str, Optional[float | str]] = field(
-        default_factory=_empty
-    )  # every registered metric (utils/metrics.py): its value, and its `about` text
+    # every registered metric (utils/metrics.py): its value, and its `about` text
+    scores: Mapping[str, Optional[float | str]] = field(default_factory=frozen_map)
     longer_bleu: Optional[float] = None  # None: not scored on pairs longer than training
     by_source_length: tuple[SourceBucket, ...] = ()
-    concat: Mapping[int, KScore] = field(default_factory=_empty)
+    concat: Mapping[int, KScore] = field(default_factory=frozen_map)  # on the inputs of k joined test pairs
     teacher_forced: Optional[RunTeacherForced] = None  # None: tested without the diagnostic
     stale_test: str = ""  # why its test scored a checkpoint no longer its best (artifacts/tested_run.py)
 
@@ -149,23 +122,19 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class BucketStats:
-    """Test sacreBLEU over a configuration's runs in one source-length bucket."""
-
     bucket: str
     num_sentences: int
-    bleu: Stats
+    bleu: Stats  # test sacreBLEU over the runs
 
 
 @dataclass(frozen=True)
 class ConcatStats:
-    """A configuration at one k of joined inputs: sacreBLEU and length ratio over its seeds (n: of
-    sacreBLEU's), and against the baseline (p_value from the findings, None until they exist and for
-    the baseline; seeds_above None for the baseline and where no scored seed is shared)."""
+    """A configuration at one k of joined inputs over its seeds, and against the baseline (None: the baseline)."""
 
     bleu: Stats
     ratio: Stats
-    p_value: Optional[float] = None
-    seeds_above: Optional[tuple[int, int]] = None
+    p_value: Optional[float] = None  # (None: also until the findings exist)
+    seeds_above: Optional[tuple[int, int]] = None  # (None: also where no scored seed is shared)
 
     @property
     def n(self) -> int:
@@ -174,9 +143,7 @@ class ConcatStats:
 
 @dataclass(frozen=True)
 class TeacherForcedStats:
-    """A configuration's pooled teacher-forced figures over the runs that have them (`runs`)."""
-
-    runs: int
+    runs: int  # the runs with the diagnostic, pooled
     training_length: Optional[int]  # None: no run names its decoder training length
     nll_beyond: Stats
     by_position: tuple[PositionNll, ...]  # nll: Stats
@@ -185,23 +152,22 @@ class TeacherForcedStats:
 
 @dataclass(frozen=True)
 class Configuration:
-    """The runs of one configuration (its seeds) and their statistics; the fields after `stats`
-    are set by the stages that compare it with the baseline, each on a new copy."""
+    """The runs of one configuration (its seeds) and their statistics, then how it compares with the baseline."""
 
     runs: tuple[RunRecord, ...]
     label: str  # as the pages name it (told apart from another of the same name)
     encoding: str = ""
     variant: bool = False
-    stats: Mapping[str, Stats] = field(default_factory=_empty)  # numeric column -> over the runs
+    stats: Mapping[str, Stats] = field(default_factory=frozen_map)  # numeric column -> over the runs
     by_source_length: tuple[BucketStats, ...] = ()  # (): no run has source-length buckets
     teacher_forced: Optional[TeacherForcedStats] = None  # None: no run has the diagnostic
     # per run (study/read/degradation.py): each span's degradation and its NLL alone (degradation.ALONE)
     degradation_runs: tuple[Optional[Mapping[Span | str, float]], ...] = ()
-    degradation: Mapping[Span, Stats] = field(default_factory=_empty)  # empty: no run has the pair sums
+    degradation: Mapping[Span, Stats] = field(default_factory=frozen_map)  # empty: no run has the pair sums
     is_baseline: bool = False
     seeds_above: Optional[tuple[int, int]] = None
     p_value: Optional[float] = None
-    concat: Mapping[int, ConcatStats] = field(default_factory=_empty)
+    concat: Mapping[int, ConcatStats] = field(default_factory=frozen_map)
     name: str = ""  # its runs' name without their seeds (study/read/run_records.config_label): configs/<name>.yaml
 
     @property
@@ -221,33 +187,35 @@ class Configuration:
 
 @dataclass(frozen=True)
 class SeedDifference:
-    """One seed's difference from the baseline's run of that seed, and its own paired bootstrap p
-    (sacreBLEU's, descriptive: it holds the trained models fixed)."""
-
     seed: Any
     difference: float
-    p_value: float  # (significance.BootstrapResult's, always computed)
+    p_value: float  # its own paired bootstrap p (sacreBLEU's, descriptive: it holds the trained models fixed)
 
 
 @dataclass(frozen=True)
-class Reading:
-    """One rule's verdict of a findings row (study/judge/verdicts.py): its decision p and equivalence p,
-    each Holm-adjusted over the declared family, what the rule lets the row say and its words."""
+class RuleP:
+    """One rule's decision p and equivalence p of a findings row, each also Holm-adjusted over the family."""
 
     rule: str
     p_rule: Optional[float] = None
     p_holm: Optional[float] = None
     p_equivalence: Optional[float] = None
     p_equivalence_holm: Optional[float] = None
-    outcome: Optional[Outcome] = None
-    finding: Optional[str] = None
+
+    def worded(self, outcome: Outcome, finding: str, withheld: Optional[Withheld] = None) -> Reading:
+        return Reading(**vars(self), outcome=outcome, finding=finding, withheld=withheld)
+
+
+@dataclass(frozen=True)
+class Reading(RuleP):
+    outcome: Outcome = field(kw_only=True)
+    finding: str = field(kw_only=True)
     withheld: Optional[Withheld] = None  # why its verdict is withheld (None: it is not, or a look is still open)
 
 
 @dataclass(frozen=True)
 class RowPower:
-    """A tested row's planning figures by the current rule (study/verdicts.row_power); the
-    equivalence figures only for a declared row with a margin."""
+    """A tested row's planning figures by the current rule (equivalence: a declared row with a margin)."""
 
     detectable: float
     seeds_needed: Optional[int]
@@ -257,11 +225,9 @@ class RowPower:
 
 @dataclass(frozen=True)
 class LookReading:
-    """A declared row of a sequential family (study/judge/sequential_findings.py): the look whose seeds the
-    row holds (1-based; 0: before the first look) of the plan's `looks`, whether it was decided there,
-    the level each test had to pass at that look (its boundary, on the p scale; None: not tested
-    there), and the repeated 95% interval at that look (Jennison & Turnbull), whose coverage holds
-    whichever look the study stops at."""
+    """A sequential family's declared row at the look whose seeds it holds (1-based; 0: before the first):
+    decided there or not, each test's boundary there (on the p scale; None: not tested there), and the
+    repeated 95% interval (Jennison & Turnbull), whose coverage holds whichever look the study stops at."""
 
     look: int
     looks: int
@@ -278,30 +244,28 @@ class LookReading:
 
 
 @dataclass(frozen=True)
+class RowTest:
+    mean_difference: float  # the joint bootstrap's
+    seed_test: SeedTest
+
+
+@dataclass(frozen=True)
 class ComparisonRow:
-    """A row of a findings table: a configuration against the baseline on one measure (study/judge/findings.py),
-    over the seeds both ran; `reading` (the family's rule), `exploratory` (the current rule's, beside an
-    older rule's), `declared` and `power` are set by the wording (study/judge/verdicts.py) on new copies."""
+    """A configuration against the baseline on one measure over the seeds both ran, before it is judged."""
 
     key: RowKey
     seeds: tuple = ()
     num_sentences: int = 0
-    mean_difference: Optional[float] = None
     per_seed: tuple[SeedDifference, ...] = ()
-    seed_test: Optional[SeedTest] = None
+    tested: Optional[RowTest] = None  # None: too few units to test (`untested`)
     lower_is_better: bool = False
     encoding: str = ""
-    untested: Optional[str] = None  # why a row with too few units was not tested (its finding until worded)
+    untested: Optional[str] = None  # why a row with too few units was not tested
     unit: Optional[str] = None  # the NLL beyond training's resampled unit (pair or input)
     joined_range: Optional[str] = None
     from_declaring_commit: bool = True
     declared: bool = False
-    reading: Optional[Reading] = None
-    exploratory: Optional[Reading] = None
-    power: Optional[RowPower] = None
-    look: Optional[LookReading] = (
-        None  # a sequential family's declared row: its look (study/judge/sequential_findings.py)
-    )
+    look: Optional[LookReading] = None
 
     @property
     def config(self) -> str:
@@ -309,68 +273,84 @@ class ComparisonRow:
 
     @property
     def compared_on(self) -> str:
-        """Its label, for the pages and the findings JSON."""
         return self.key.label
+
+    @property
+    def mean_difference(self) -> Optional[float]:
+        return self.tested.mean_difference if self.tested else None
+
+    @property
+    def seed_test(self) -> Optional[SeedTest]:
+        return self.tested.seed_test if self.tested else None
 
     @property
     def p_value(self) -> Optional[float]:
         """The seed-level test's p against no difference (None: not tested, or one seed)."""
-        return self.seed_test.p_value if self.seed_test is not None else None
+        return self.tested.seed_test.p_value if self.tested else None
 
     @property
     def differences(self) -> tuple[float, ...]:
         return tuple(s.difference for s in self.per_seed)
 
-    @property
-    def finding(self) -> Optional[str]:
-        return self.reading.finding if self.reading is not None else self.untested
+    def judged(self, reading: Reading, exploratory: Optional[Reading] = None) -> JudgedRow:
+        return JudgedRow(**vars(self), reading=reading, exploratory=exploratory)
+
+
+@dataclass(frozen=True)
+class JudgedRow(ComparisonRow):
+    """A row read by the family's rule (`reading`) and, beside an older rule, the current one's (`exploratory`)."""
+
+    reading: Reading = field(kw_only=True)
+    exploratory: Optional[Reading] = None
+    power: Optional[RowPower] = None  # the wording's, for a row with a seed-level SE
 
     @property
-    def outcome(self) -> Optional[Outcome]:
-        return self.reading.outcome if self.reading is not None else None
+    def finding(self) -> str:
+        return self.reading.finding
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.reading.outcome
 
     @property
     def p_holm(self) -> Optional[float]:
-        return self.reading.p_holm if self.reading is not None else None
+        return self.reading.p_holm
 
 
 @dataclass(frozen=True)
 class FindingsTable:
-    """One findings table (a measure); `family_rows` (its declared rows) and `alpha` (Holm's first
-    step, the α of its detectable effects) set by the wording."""
-
     name: Table
     title: str
     metric: Measure
     rows: tuple[ComparisonRow, ...]
-    family_rows: Optional[int] = None
-    alpha: Optional[float] = None
+    family_rows: int = 0  # (no row is declared before the wording)
+    alpha: float = ALPHA  # Holm's first step, the α of its detectable effects (before the wording: ALPHA)
 
 
 @dataclass(frozen=True)
 class RuleText:
-    """A decision rule's name and its one-sentence summary, for the pages."""
-
     name: str
-    text: str
+    text: str  # its one-sentence summary
 
 
 @dataclass(frozen=True)
 class Interim:
-    """A study still missing planned seeds: the fewest planned seeds a declared comparison holds, of
-    the plan's (or, a sequential plan, of its next look's: `look`, 1-based)."""
+    """A study still missing planned seeds: the fewest planned seeds a declared comparison holds, of the plan's."""
 
     seeds: int
     planned: int
-    look: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class LookInterim(Interim):
+    look: int  # a sequential plan's next look (1-based), whose seeds are `planned`
 
 
 @dataclass(frozen=True)
 class LookPlan:
-    """Where a sequential family stands (study/judge/sequential_findings.py): its looks (seeds per
-    configuration) and spending, the looks every declared comparison's seeds reached, the looks the
-    decisions read (the study stops at the first where every comparison is decided, or at the last),
-    and the planned seeds archived beyond a stop (not counted)."""
+    """Where a sequential family stands: its looks (seeds per configuration), the looks every declared
+    comparison's seeds reached, the looks taken (the study stops at the first where every comparison is
+    decided, or at the last), and the planned seeds archived beyond a stop (not counted)."""
 
     looks: tuple[int, ...]
     spending: str
@@ -384,8 +364,7 @@ class LookPlan:
 
 @dataclass(frozen=True)
 class Findings:
-    """The findings report (study/findings.findings_report): the method's settings beside the
-    tables, in the order <prefix>_findings.json lists them (study/serialize.findings_json)."""
+    """The findings report: the method's settings beside the tables, in <prefix>_findings.json's order."""
 
     baseline: str
     metric: Measure
@@ -409,8 +388,11 @@ class Findings:
     bootstrap_seed: int
     rule: str
     tables: tuple[FindingsTable, ...]
-    sequential: Optional[LookPlan] = None  # a sequential family's plan and where it stands
 
     def row(self, key: RowKey) -> Optional[ComparisonRow]:
-        """The row of `key` (None: no such row)."""
         return next((r for t in self.tables for r in t.rows if r.key == key), None)
+
+
+@dataclass(frozen=True)
+class SequentialFindings(Findings):
+    sequential: LookPlan  # its plan and where it stands

@@ -1,8 +1,7 @@
-"""A study judged in one call (compare.py's recipe), at the top of study/'s layers: read (the whole study,
-once: study/read/study.py) -> judge (the findings from what was read, then their p copied into the
-configurations) -> pages (the tables, findings, headline, provenance and plots of `StudyResult`), in
-this order only: the baseline is marked before the seed wins, the findings exist before their p is
-copied, the pages are made of the judged records."""
+"""A study judged in one call (compare.py's recipe), at the top of study/'s layers: read the whole study
+once (study/read/study.py), judge it (the findings, then their p copied into the configurations), then
+its pages; in this order only: the findings exist before their p is copied, the pages are made of the
+judged records."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ __all__ = ["MIXABLE", "PLOT_SUFFIXES", "CompareError", "StudyResult", "judge_stu
 
 @dataclass(frozen=True)
 class StudyResult:
-    """A judged study: its configurations (the baseline's p copied into the others), its baseline, its
-    findings (None without significance tests) and the bootstrap's samples; its pages on request."""
+    """A judged study (findings None without significance tests), its pages on request."""
 
     groups: tuple[Configuration, ...]
     baseline: Configuration
@@ -38,8 +36,7 @@ class StudyResult:
     bootstrap_samples: int
 
     def summary(self) -> str:
-        """summary.md: the degradation table first (the length study's headline measure), the main
-        table, then the tables per length bucket, per k of joined inputs and teacher-forced NLL."""
+        """summary.md: the degradation table first (the length study's headline measure)."""
         groups, baseline, samples = self.groups, self.baseline, self.bootstrap_samples
         tables = [
             degradation_table(groups),
@@ -54,30 +51,17 @@ class StudyResult:
         return None if self.findings is None else findings_markdown(self.findings)
 
     def pages(self) -> Mapping[str, str]:
-        """{suffix of the output prefix: its text}: the summary as .md, .json and .csv, the findings and
-        headline files, the seeds' provenance; in this order."""
-        found = self.findings
-        judged = (
-            []
-            if found is None
-            else [
-                ("_findings.md", findings_markdown(found) + "\n"),
-                ("_findings.json", findings_json(found)),
-                ("_headline.md", headline_markdown(found) + "\n"),
-            ]
-        )
-        return frozen_map(
-            [
-                (".md", self.summary() + "\n"),
-                (".json", summary_json(self.groups, self.baseline, self.bootstrap_samples)),
-                (".csv", summary_csv(self.groups)),
-                *judged,
-                ("_provenance.md", provenance_markdown(self.groups) + "\n"),
-            ]
-        )
+        """{suffix of the output prefix: its text}, in the order they are written."""
+        found, groups = self.findings, self.groups
+        pages = [(".md", self.summary() + "\n"), (".json", summary_json(groups, self.baseline, self.bootstrap_samples))]
+        pages.append((".csv", summary_csv(groups)))
+        if found is not None:
+            pages.append(("_findings.md", findings_markdown(found) + "\n"))
+            pages.append(("_findings.json", findings_json(found)))
+            pages.append(("_headline.md", headline_markdown(found) + "\n"))
+        return frozen_map([*pages, ("_provenance.md", provenance_markdown(groups) + "\n")])
 
     def write_plots(self, prefix: Path) -> list[Path]:
-        """The plots under `prefix` (study/pages/comparison_plots.py: each only where it has data)."""
         return write_plots(self.groups, prefix)
 
 
@@ -89,9 +73,8 @@ def judge_study(
     significance: bool = True,
     mixed: Sequence[str] = (),
 ) -> StudyResult:
-    """The study of the run folders `runs` (paths or glob patterns) under the family file `family`,
-    read once, judged (with `significance`: the findings, over `bootstrap_samples` resamples) and
-    ready for its pages. Every expected failure: a one-line CompareError (or the family's ConfigError)."""
+    """The study of the run folders `runs` (paths or glob patterns) under `family`, read once and judged.
+    Every expected failure: a one-line CompareError (or the family's ConfigError)."""
     study = read_study(runs, family, baseline, mixed, significance)
     groups, findings = list(study.groups), None
     if significance:

@@ -1,10 +1,8 @@
-"""The study's terms as values, each spelled here once: the measures a findings table compares in
-(`Measure`, built on utils/metrics.Metric), the findings tables (`Table`) and what a row's reading
-says (`Outcome`), why a verdict is withheld (`Withheld`) and which row a finding is (`RowKey`: its
-table, configuration and selection, whose label is made only for the pages). Measure, Table and
-Outcome are `StrEnum`s whose value is the text the findings JSON, the pages and the family file
-spell, so a record holds the member and writes the same bytes (json.dumps and an f-string give the
-value); a member equals its text, so a family file's `table: test` matches `Table.TEST`."""
+"""The study's terms as values, each spelled here once: the measures (`Measure`, on utils/metrics.Metric),
+the findings tables (`Table`), what a row's reading says (`Outcome`), why a verdict is withheld
+(`Withheld`) and which row a finding is (`RowKey`, whose label is made only for the pages). A StrEnum's
+value is the text the findings JSON, the pages and the family file spell, so a record holds the member
+and writes the same bytes, and a family file's `table: test` matches `Table.TEST`."""
 
 from __future__ import annotations
 
@@ -19,10 +17,8 @@ _NLL = Metric("nll_no_eos", "NLL", 3, -1)  # teacher-forced NLL per token, EOS r
 
 
 class Measure(StrEnum):
-    """A measure of the findings tables: its value is its name as shown, the findings JSON's `metric`
-    and the key of each of the family's numbers per measure (tie_margin, effect, equivalence:
-    study/read/family.py), all of which apply to every measure; its Metric gives the digits shown and
-    which way is better."""
+    """A measure of the findings tables, named as shown; the family's numbers per measure (tie_margin,
+    effect, equivalence: study/read/family.py) are keyed by it. Its Metric gives digits and direction."""
 
     metric: Metric
     unit: str  # a difference's unit on the pages
@@ -72,13 +68,11 @@ class Outcome(StrEnum):
 
     @property
     def worded(self) -> bool:
-        """Whether it is a verdict: a direction, equivalent, both or inconclusive."""
         return self in (Outcome.DIRECTION, Outcome.EQUIVALENT, Outcome.BOTH, Outcome.INCONCLUSIVE)
 
 
 class Withholding(Enum):
-    """Why a declared row's verdict is withheld (study/judge/verdicts.py decides it; study/judge/wording.py
-    words it)."""
+    """Why a declared row's verdict is withheld (study/judge/verdicts.py decides, wording.py words it)."""
 
     INTERIM = "interim"  # the study lacks planned seeds
     NOT_FROM_DECLARING_COMMIT = "not from the declaring commit"  # some run of it was trained before the family
@@ -86,8 +80,7 @@ class Withholding(Enum):
 
 @dataclass(frozen=True)
 class Withheld:
-    """The reason a verdict is withheld and what its words need (an interim study: the planned seeds
-    the row holds, of those planned)."""
+    """A withheld verdict's reason and, for an interim study, the planned seeds the row holds of those planned."""
 
     why: Withholding
     held: int = 0
@@ -96,14 +89,12 @@ class Withheld:
 
 @dataclass(frozen=True)
 class WholeTestSet:
-    """A row on the whole test set (k = 1)."""
-
     label: ClassVar[str] = "test set"
 
 
 @dataclass(frozen=True)
 class Joined:
-    """A row on the inputs of k joined test pairs."""
+    """The inputs of k joined test pairs."""
 
     k: int
 
@@ -114,7 +105,7 @@ class Joined:
 
 @dataclass(frozen=True)
 class LengthBucket:
-    """A row on a source-length bucket of the test set (as scores.json names it)."""
+    """A source-length bucket of the test set (as scores.json names it)."""
 
     bucket: str
 
@@ -163,8 +154,6 @@ ALL_K = Span(SpanKind.ALL_K)
 
 @dataclass(frozen=True)
 class NllBeyond:
-    """A row on the teacher-forced NLL beyond the training length, pooled over k."""
-
     label: ClassVar[str] = "teacher-forced NLL beyond training, all k"
 
 
@@ -173,8 +162,7 @@ Selection = Union[WholeTestSet, Joined, LengthBucket, Span, NllBeyond]  # what a
 
 @dataclass(frozen=True)
 class RowKey:
-    """Which findings row: its table, its configuration and its selection; every join of rows is by
-    key, and its label (`compared_on`) is made from it for the pages and the findings JSON only."""
+    """Which findings row: every join of rows is by key; its label is made from it for the pages only."""
 
     table: Table
     config: str

@@ -386,7 +386,7 @@ def config_error(path: Path, overrides: list[str]) -> str:
 def finding_row(diffs: list[float], v_shared: float = 0.0005, v_int: float = 0.01, config: str = "a"):
     """A findings row (study/records.ComparisonRow) of the test table of per-seed differences `diffs`,
     its seed-level test from the test set's shared and per-seed noise, as the bootstrap would have split them."""
-    from study.records import ComparisonRow, SeedDifference
+    from study.records import ComparisonRow, RowTest, SeedDifference
     from study.stats.seed_test import seed_test
     from study.terms import RowKey, WholeTestSet
 
@@ -396,9 +396,8 @@ def finding_row(diffs: list[float], v_shared: float = 0.0005, v_int: float = 0.0
         key=RowKey("test", config, WholeTestSet()),
         seeds=tuple(range(n)),
         num_sentences=100,
-        mean_difference=float(sum(diffs) / n),
         per_seed=tuple(SeedDifference(i, float(d), None) for i, d in enumerate(diffs)),
-        seed_test=test,
+        tested=RowTest(float(sum(diffs) / n), test),
     )
 
 

@@ -22,7 +22,18 @@ from study.judge.wording import (
     within_words,
 )
 from study.read.family import Family
-from study.records import ComparisonRow, Findings, FindingsTable, Interim, LookPlan, LookReading, Reading
+from study.records import (
+    ComparisonRow,
+    Findings,
+    FindingsTable,
+    Interim,
+    LookInterim,
+    LookPlan,
+    LookReading,
+    Reading,
+    RuleP,
+    SequentialFindings,
+)
 from study.stats.sequential import spending_text
 from study.terms import Outcome, Withheld, Withholding
 
@@ -56,7 +67,7 @@ class FixedDesign:
         """The Holm-adjusted p that decide a declared row."""
         return holm_rule, holm_equivalence
 
-    def word(self, r: ComparisonRow, reading: Reading, metric: str, family: Family, plan: Optional[Interim]) -> Worded:
+    def word(self, r: ComparisonRow, reading: RuleP, metric: str, family: Family, plan: Optional[Interim]) -> Worded:
         if plan:
             withheld = Withheld(Withholding.INTERIM, len(set(family.seeds) & set(r.seeds)), plan.planned)
         else:
@@ -146,13 +157,13 @@ class SequentialDesign(FixedDesign):
         looks = self.looks
         if not family.seeds or looks.stopped:
             return None
-        return Interim(0 if missing else looks.held, looks.looks[looks.reached], looks.reached + 1)
+        return LookInterim(0 if missing else looks.held, looks.looks[looks.reached], looks.reached + 1)
 
     def adjusted(self, holm_rule: Adjusted, holm_equivalence: Adjusted) -> tuple[Adjusted, Adjusted]:
         """None: a sequential family is decided look by look (study/stats/sequential_family.py)."""
         return {}, {}
 
-    def word(self, r: ComparisonRow, reading: Reading, metric: str, family: Family, plan: Optional[Interim]) -> Worded:
+    def word(self, r: ComparisonRow, reading: RuleP, metric: str, family: Family, plan: Optional[Interim]) -> Worded:
         if r.look is None:  # a row the family does not declare
             return super().word(r, reading, metric, family, plan)
         withheld = None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
@@ -244,7 +255,7 @@ def design_for(family: Family) -> Design:
 
 def design_of(findings: Findings) -> Design:
     """The design a findings report was decided under, with its state."""
-    return SequentialDesign(findings.sequential) if findings.sequential is not None else FIXED
+    return SequentialDesign(findings.sequential) if isinstance(findings, SequentialFindings) else FIXED
 
 
 def look_cell(r: ComparisonRow) -> str:
@@ -277,7 +288,7 @@ def _g(x: Optional[float]) -> str:
 
 
 def look_verdict(
-    row: ComparisonRow, said: Outcome, reading: Reading, metric: str, family: Family, withheld: Optional[Withheld]
+    row: ComparisonRow, said: Outcome, reading: RuleP, metric: str, family: Family, withheld: Optional[Withheld]
 ) -> str:
     """A declared row's finding: its decision and the look that made it (each p against its boundary
     there), or why there is none yet; then the seeds against the tie margin, the naive 95% interval and

@@ -18,7 +18,7 @@ import numpy as np
 from study.read.degradation import selections
 from study.read.run_outputs import StudyOutputs, training_length
 from study.read.run_stats import joined_range, joined_training_k
-from study.records import ComparisonRow, Configuration, FindingsTable, RunRecord, SeedDifference
+from study.records import ComparisonRow, Configuration, FindingsTable, RowTest, RunRecord, SeedDifference
 from study.stats.seed_test import seed_test
 from study.stats.significance import paired_bootstrap_ratio, paired_bootstrap_seeds
 from study.terms import Joined, LengthBucket, NllBeyond, RowKey, Selection, Table, WholeTestSet
@@ -44,7 +44,7 @@ def _tested(
     each = [bootstrap([s], [b], n_samples, seed) for s, b in zip(systems, baselines)]
     test = seed_test(combined.per_seed, combined.variance, [r.variance for r in each])
     per_seed = tuple(SeedDifference(s, d, r.p_value) for s, d, r in zip(seeds, combined.per_seed, each))
-    return ComparisonRow(UNKEYED, tuple(seeds), n, combined.difference, per_seed, test, lower)
+    return ComparisonRow(UNKEYED, tuple(seeds), n, per_seed, RowTest(combined.difference, test), lower)
 
 
 def compare_ratio(

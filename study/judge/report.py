@@ -13,7 +13,16 @@ from study.judge.sequential_findings import restricted
 from study.judge.verdicts import word_tables
 from study.read.family import Family
 from study.read.study import Study
-from study.records import Configuration, Findings, FindingsTable, Interim, LookPlan, RuleText, frozen_map
+from study.records import (
+    Configuration,
+    Findings,
+    FindingsTable,
+    Interim,
+    LookPlan,
+    RuleText,
+    SequentialFindings,
+    frozen_map,
+)
 from study.stats.rules import CURRENT, RULES
 from study.stats.seed_test import ALPHA, MODEL
 from study.stats.significance import DEFAULT_SEED
@@ -63,7 +72,7 @@ def findings_report(
     looks: Optional[LookPlan] = None,
 ) -> Findings:
     """The findings report: the method's settings beside the tables."""
-    return Findings(
+    report = Findings(
         baseline=baseline,
         metric=Measure.SACREBLEU,
         alpha=ALPHA,
@@ -89,8 +98,8 @@ def findings_report(
         bootstrap_seed=seed,
         rule=RULE,
         tables=tuple(tables),
-        sequential=looks,
     )
+    return report if looks is None else SequentialFindings(**vars(report), sequential=looks)
 
 
 def add_significance(

@@ -13,7 +13,7 @@ from typing import Mapping, Optional
 from study.judge.design import FIXED, Design
 from study.judge.sequential_findings import Tables, rule_ps, with_rows
 from study.read.family import Family, missing_rows
-from study.records import ComparisonRow, FindingsTable, Interim, Reading, RowPower
+from study.records import ComparisonRow, FindingsTable, Interim, JudgedRow, Reading, RowPower, RuleP
 from study.stats.equivalence import equivalence_power, seeds_for_equivalence
 from study.stats.rules import CURRENT, RULES, Rule
 from study.stats.seed_test import ALPHA, detectable_effect, seeds_needed, shared_variance
@@ -55,11 +55,10 @@ def _readings(
     worded = {}
     for i, j in cells:
         r, c = tables[i].rows[j], (i, j)
-        reading = Reading(rule.name, p_rule.get(c), holm_rule.get(c), p_equivalence.get(c), holm_equivalence.get(c))
+        reading = RuleP(rule.name, p_rule.get(c), holm_rule.get(c), p_equivalence.get(c), holm_equivalence.get(c))
         withheld, said, finding = design.word(r, reading, tables[i].metric, family, plan)
         finding = f"{r.joined_range}; {finding}" if r.joined_range else finding
-        withheld = withheld if said == Outcome.WITHHELD else None
-        worded[c] = replace(reading, outcome=said, finding=finding, withheld=withheld)
+        worded[c] = reading.worded(said, finding, withheld if said == Outcome.WITHHELD else None)
     return worded
 
 
@@ -75,13 +74,10 @@ def apply_rule(
     readings = _readings(tables, family, rule, absent, plan, design)
     current = _readings(tables, family, CURRENT, absent, plan, design) if rule is not CURRENT else {}
 
-    def read(i: int, j: int, r: ComparisonRow) -> ComparisonRow:
-        test = r.seed_test
+    def read(i: int, j: int, r: ComparisonRow) -> JudgedRow:
         if rule.veto and r.p_value is not None:  # the older rule's SE, in a field of its own
-            test = replace(test, se_seed_veto=rule.se(test))
-        return replace(
-            r, seed_test=test, reading=readings[i, j], exploratory=current.get((i, j)) if r.declared else None
-        )
+            r = replace(r, tested=replace(r.tested, seed_test=replace(r.seed_test, se_seed_veto=rule.se(r.seed_test))))
+        return r.judged(readings[i, j], current.get((i, j)) if r.declared else None)
 
     declared = sum(r.declared for t in tables for r in t.rows)
     return with_rows(tables, read), declared + len(missing)

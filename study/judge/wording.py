@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from study.records import ComparisonRow, Reading
+from study.records import ComparisonRow, RuleP
 from study.stats.rules import RULES
 from study.stats.seed_test import ALPHA, ONE_SEED
 from study.terms import Measure, Outcome, Withheld, Withholding
@@ -63,7 +63,7 @@ def withheld_words(withheld: Withheld) -> str:
 
 def outcome(
     row: ComparisonRow,
-    reading: Reading,
+    reading: RuleP,
     margin: float,
     declared: bool,
     equivalence: Optional[float] = None,
@@ -87,7 +87,7 @@ def outcome(
     return Outcome.INCONCLUSIVE if equivalence is not None else Outcome.DESCRIPTIVE
 
 
-def direction_words(row: ComparisonRow, reading: Reading, metric: str, margin: float) -> str:
+def direction_words(row: ComparisonRow, reading: RuleP, metric: str, margin: float) -> str:
     """'ahead'/'behind' (lower is better for NLL) and how far, in the reading's rule's words."""
     up = row.mean_difference > 0
     way = "ahead" if up != Measure(metric).lower_is_better else "behind"
@@ -106,7 +106,7 @@ def within_words(equivalence: Optional[float], metric: str) -> str:
 
 def verdict(
     row: ComparisonRow,
-    reading: Reading,
+    reading: RuleP,
     metric: str,
     margin: float,
     declared: bool,

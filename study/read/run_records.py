@@ -130,7 +130,7 @@ def summarise_run(
         train_minutes=training_minutes(lines),
         tokens_per_sec=statistics.fmean(speeds) if speeds else None,
         steps=end.step,
-        valid_curve=tuple(ValidPoint(line.step, line.valid_loss) for line in valid),
+        valid_curve=tuple(ValidPoint(v.step, v.valid_loss) for v in valid if None not in (v.step, v.valid_loss)),
         provenance=Provenance(**{k: tuple(v) for k, v in run_provenance(run_dir).items()}),
         scores=frozen_map((key, scores.get(key)) for m in METRICS for key in (m.name, m.about) if key),
         longer_bleu=parts.longer_bleu(),

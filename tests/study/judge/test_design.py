@@ -10,7 +10,7 @@ from study.judge.design import FIXED, SequentialDesign, design_for, design_of
 from study.judge.report import findings_report
 from study.judge.verdicts import apply_rule
 from study.read.family import NO_FAMILY, Family
-from study.records import FindingsTable, Interim, LookPlan, LookReading
+from study.records import FindingsTable, LookInterim, LookPlan, LookReading
 from study.stats.rules import CURRENT
 from tests.helpers import finding_row
 
@@ -42,5 +42,5 @@ def test_a_sequential_design_decides_a_declared_row_at_its_look_and_words_the_re
     (fixed,), _ = apply_rule(tables, SEQUENTIAL.model_copy(update={"looks": None}))
     assert rest.finding == fixed.rows[1].finding and not rest.declared
     assert [f(rest) for f in (design.table_p_cell, design.p_words)] == ["not declared"] * 2
-    assert design.interim((worded,), SEQUENTIAL) == Interim(5, 6, 2)  # the next look's seeds
+    assert design.interim((worded,), SEQUENTIAL) == LookInterim(5, 6, 2)  # the next look's seeds
     assert replace(design, looks=replace(GOING_ON, stopped=True)).interim((worded,), SEQUENTIAL) is None

@@ -40,12 +40,12 @@ def test_the_findings_p_is_copied_into_new_configurations(tmp_path: Path) -> Non
     groups = group_runs([run(tmp_path, "s", "b", 1, "sinusoidal"), run(tmp_path, "r", "a", 1)])
     from study.judge.report import findings_report
     from study.read.family import NO_FAMILY
-    from study.records import ComparisonRow, FindingsTable
+    from study.records import ComparisonRow, FindingsTable, RowTest
     from study.stats.seed_test import SeedTest
     from study.terms import RowKey, WholeTestSet
 
     test = SeedTest(2, 0.1, 0.1, 0.01, 0.1, 0.25, None, None)
-    tested = ComparisonRow(RowKey("test", "r", WholeTestSet()), seed_test=test)
+    tested = ComparisonRow(RowKey("test", "r", WholeTestSet()), tested=RowTest(0.1, test))
     tables = (FindingsTable("test", "test set", "sacreBLEU", (tested,)),)
     findings = findings_report("s", NO_FAMILY, 0, (), 10, 1, tables)
     base, rope = add_significance(groups, groups[0], findings)

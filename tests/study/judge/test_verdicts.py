@@ -11,7 +11,7 @@ import pytest
 from study.judge.verdicts import apply_rule, word_tables
 from study.judge.wording import verdict
 from study.read.family import Family
-from study.records import FindingsTable, Reading
+from study.records import FindingsTable, RuleP
 from study.stats.equivalence import equivalence_power
 from study.stats.rules import CURRENT
 from study.stats.seed_test import ALPHA, detectable_effect
@@ -54,7 +54,7 @@ def test_the_four_outcomes_are_worded():
     unproven = (rows[0], replace(rows[1], from_declaring_commit=False), *rows[2:])
     worded, _ = apply_rule([FindingsTable("test", "test set", "sacreBLEU", unproven)], _family())
     assert worded[0].rows[1].finding.startswith("descriptive: not every run")
-    reading = Reading("beyond_tie")
+    reading = RuleP("beyond_tie")
     assert verdict(_row([1.0, 1.0]), reading, "sacreBLEU", 0.1, declared=False).startswith("seeds:")
 
 

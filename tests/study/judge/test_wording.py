@@ -5,12 +5,12 @@ one; the veto's 'inconclusive' says why; undeclared rows are descriptive; NLL is
 from __future__ import annotations
 
 from study.judge.wording import fmt_number, format_p, outcome, seed_signs, verdict
-from study.records import Reading
+from study.records import RuleP
 from tests.helpers import finding_row
 
 
-def reading(rule: str, p_holm=0.001, p_eq=None) -> Reading:
-    return Reading(rule, p_holm=p_holm, p_equivalence_holm=p_eq)
+def reading(rule: str, p_holm=0.001, p_eq=None) -> RuleP:
+    return RuleP(rule, p_holm=p_holm, p_equivalence_holm=p_eq)
 
 
 def test_each_rule_words_a_row_its_own_way():

@@ -11,8 +11,10 @@ from study.records import (
     Findings,
     FindingsTable,
     Interim,
+    JudgedRow,
     Reading,
     RowPower,
+    RowTest,
     RuleText,
     SeedDifference,
     frozen_map,
@@ -21,20 +23,19 @@ from study.stats.seed_test import SeedTest
 from study.terms import RowKey, WholeTestSet
 
 
-def row(config: str = "rope", declared: bool = True, detectable=0.66, exploratory=None, **given) -> ComparisonRow:
+def row(config: str = "rope", declared: bool = True, detectable=0.66, exploratory=None, **given) -> JudgedRow:
     """A worded row; `given`: p_equivalence, p_equivalence_holm, equivalence_power, seeds_for_equivalence."""
     p_eq, p_eq_holm, power_eq, seeds_eq = (
         given.get(k) for k in ("p_equivalence", "p_equivalence_holm", "equivalence_power", "seeds_for_equivalence")
     )
-    reading = Reading("beyond_tie", None, 0.0008, p_eq, p_eq_holm, "inconclusive", "inconclusive")
+    reading = Reading("beyond_tie", None, 0.0008, p_eq, p_eq_holm, outcome="inconclusive", finding="inconclusive")
     power = RowPower(detectable, 14, power_eq, seeds_eq) if detectable is not None else None
-    return ComparisonRow(
+    return JudgedRow(
         key=RowKey("test", config, WholeTestSet()),
         seeds=(1, 2),
         num_sentences=2000,
-        mean_difference=0.82,
         per_seed=(SeedDifference(1, 1.0, 0.01), SeedDifference(2, 0.64, 0.2)),
-        seed_test=SeedTest(2, 0.82, 0.25, 0.01, 0.2, 0.0004, None, None),
+        tested=RowTest(0.82, SeedTest(2, 0.82, 0.25, 0.01, 0.2, 0.0004, None, None)),
         declared=declared,
         reading=reading,
         exploratory=exploratory,
@@ -97,7 +98,7 @@ def test_cells_without_a_test_are_dashes_and_an_interim_study_says_so() -> None:
 
 
 def test_an_older_rule_adds_the_exploratory_finding_column() -> None:
-    r = row(exploratory=Reading("beyond_tie", finding="ahead by more than 0.10 BLEU"))
+    r = row(exploratory=Reading("beyond_tie", outcome="direction", finding="ahead by more than 0.10 BLEU"))
     current = RuleText("beyond_tie", "the current rule")
     text = findings_markdown(findings([r], rule=RuleText("seed_veto", "the older rule"), exploratory=current))
     assert "| finding | exploratory finding (rule `beyond_tie`) |" in text
