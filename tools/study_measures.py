@@ -22,7 +22,9 @@ say what still holds.
 - text parsed back: a line that calls split/rsplit/partition/replace/startswith/endswith/
   removeprefix/removesuffix/find/index/re.* on rendered text, i.e. a receiver named like text
   (TEXT_NAMES, or ending in _label/_text) or with a str argument holding a space or '=' (words of a
-  page, 'k='), or that takes int()/float() of a slice of such a name;
+  page, 'k='), or that takes int()/float() of a slice of such a name; not inside a function of
+  INPUT_READERS, which reads what a user declared (the family file's `compared_on`, read into its
+  selection once, at load), not what the study rendered;
 - label joins: a call of a function in LABEL_JOINS, or a line that compares (==, !=, in), or builds
   a tuple key of, a row label (an attribute or str key in LABEL_FIELDS);
 - measure literals, table literals: str constants exactly equal to one of MEASURES or TABLES outside
@@ -94,6 +96,7 @@ PARSE_METHODS |= {"removeprefix", "removesuffix", "find", "index"}
 TEXT_NAMES = {"label", "labels", "finding", "text", "sentence", "verdict", "compared_on", "reason", "cell", "title"}
 LABEL_FIELDS = {"compared_on"}
 LABEL_JOINS = {"find_row"}
+INPUT_READERS = {"selection_of"}  # study/read/family.py: a family file's `compared_on` -> its Selection
 MEASURES, MEASURE_OWNERS = {"NLL", "sacreBLEU"}, ("utils.metrics", "study.terms")  # the measure table: terms.Measure
 TABLES, TABLE_OWNERS = {"degradation", "test", "concat", "buckets", "teacher_forced"}, ("study.terms",)  # terms.Table
 OUTCOMES = {"direction", "both", "equivalent", "withheld", "inconclusive", "descriptive", "not tested"}
@@ -235,7 +238,11 @@ def text_named(node: ast.AST) -> bool:
 def text_parsed_back(tree: ast.Module) -> list[tuple[int, str]]:
     """(line, what) of each line that parses or patches rendered text (module docstring): one per line."""
     found = {}
+    readers = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name in INPUT_READERS]
+    declared_input = {id(node) for f in readers for node in ast.walk(f)}
     for node in ast.walk(tree):
+        if id(node) in declared_input:
+            continue
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             words = [a.value for a in node.args if is_str(a) and (" " in a.value or "=" in a.value)]
             if node.func.attr in PARSE_METHODS and (text_named(node.func.value) or words):

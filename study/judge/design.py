@@ -53,6 +53,10 @@ class FixedDesign:
     def read(self, build: Build, family: Family, configs: Optional[list[str]] = None) -> tuple[Tables, FixedDesign]:
         return build(None), self
 
+    def record(self, findings: Findings) -> Findings:
+        """The findings as this design's record (a sequential one carries where its plan stands)."""
+        return findings
+
     def interim(self, tables: Tables, family: Family, missing: int = 0) -> Optional[Interim]:
         """The fewest planned seeds a declared comparison holds (one with no row at all holds none), of the
         plan's, while some lacks some; None: complete."""
@@ -150,6 +154,9 @@ class SequentialDesign(FixedDesign):
     ) -> tuple[Tables, SequentialDesign]:
         tables, looks = read_looks(build, family, configs)
         return tables, SequentialDesign(looks)
+
+    def record(self, findings: Findings) -> SequentialFindings:
+        return SequentialFindings(**vars(findings), sequential=self.looks)
 
     def interim(self, tables: Tables, family: Family, missing: int = 0) -> Optional[Interim]:
         """Complete once the plan stopped; until then the fewest seeds of its next look a declared

@@ -13,16 +13,7 @@ from study.judge.sequential_findings import restricted
 from study.judge.verdicts import word_tables
 from study.read.family import Family
 from study.read.study import Study
-from study.records import (
-    Configuration,
-    Findings,
-    FindingsTable,
-    Interim,
-    LookPlan,
-    RuleText,
-    SequentialFindings,
-    frozen_map,
-)
+from study.records import Configuration, Findings, FindingsTable, Interim, RuleText, frozen_map
 from study.stats.rules import CURRENT, RULES
 from study.stats.seed_test import ALPHA, MODEL
 from study.stats.significance import DEFAULT_SEED
@@ -57,7 +48,7 @@ def compute_findings(study: Study, n_samples: int = 10000, seed: int = DEFAULT_S
 
     tables, design = design_for(family).read(build, family, configs)
     worded, size, missing, plan = word_tables(tables, family, configs, design)
-    return findings_report(baseline.label, family, size, missing, n_samples, seed, worded, plan, design.looks)
+    return design.record(findings_report(baseline.label, family, size, missing, n_samples, seed, worded, plan))
 
 
 def findings_report(
@@ -69,10 +60,9 @@ def findings_report(
     seed: int,
     tables: Sequence[FindingsTable],
     plan: Optional[Interim] = None,
-    looks: Optional[LookPlan] = None,
 ) -> Findings:
     """The findings report: the method's settings beside the tables."""
-    report = Findings(
+    return Findings(
         baseline=baseline,
         metric=Measure.SACREBLEU,
         alpha=ALPHA,
@@ -99,7 +89,6 @@ def findings_report(
         rule=RULE,
         tables=tuple(tables),
     )
-    return report if looks is None else SequentialFindings(**vars(report), sequential=looks)
 
 
 def add_significance(

@@ -76,6 +76,17 @@ def test_text_parsed_back_is_a_split_or_a_patch_of_rendered_words() -> None:
     assert places(sm.text_parsed_back, source) == [2, 3, 4, 5, 6, 7]  # one place for line 4's two
 
 
+def test_a_declared_input_read_into_its_selection_is_no_text_parsed_back() -> None:
+    """The family file's `compared_on`, read once at load (INPUT_READERS), is input, not a rendered page."""
+    source = """def selection_of(compared_on):
+    return re.findall("[0-9]+", compared_on)
+
+def elsewhere(compared_on):
+    return re.findall("[0-9]+", compared_on)
+"""
+    assert places(sm.text_parsed_back, source) == [5]
+
+
 def test_label_joins_find_a_row_by_its_label() -> None:
     source = """def f(findings, h, row, t, tables):
     a = find_row(findings, "test", "rope", "test set")

@@ -23,7 +23,8 @@ DECIDED = LookReading(1, 2, 4, True, False, direction=1, boundary=0.003, repeate
 def test_the_design_is_chosen_once_from_the_family_or_its_findings() -> None:
     assert design_for(NO_FAMILY) is FIXED and design_for(SEQUENTIAL) == SequentialDesign()
     assert design_of(findings_report("b", NO_FAMILY, 0, (), 10, 1, [])) is FIXED
-    assert design_of(findings_report("b", SEQUENTIAL, 1, (), 10, 1, [], None, GOING_ON)).looks == GOING_ON
+    sequential = SequentialDesign(GOING_ON).record(findings_report("b", SEQUENTIAL, 1, (), 10, 1, []))
+    assert design_of(sequential).looks == GOING_ON
 
 
 def test_a_sequential_design_decides_a_declared_row_at_its_look_and_words_the_rest_as_fixed() -> None:
