@@ -15,15 +15,16 @@ reviews a sweep:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
-from ignite.engine import Engine, Events
 
-from evaluation.figures import sentence_attention_figures, table_figure
 from settings.config import flatten, to_dict
 from settings.key_roles import hparam_keys
 from utils.metrics import HEADLINE, METRICS
+
+if TYPE_CHECKING:
+    from ignite.engine import Engine
 
 
 def run_hparams(cfg) -> dict:
@@ -48,6 +49,8 @@ def log_model_images(
 ) -> None:
     """Attention maps for `sentence` and the learned positional tables as images at `step`; with
     `projector`, learnable position tables also go to the TensorBoard projector."""
+    from evaluation.figures import sentence_attention_figures, table_figure  # (matplotlib: only where drawn)
+
     if figures:
         was_training = model.training
         model.eval()
@@ -78,6 +81,8 @@ def log_model_images(
 def attach_tensorboard_review(run, tokenizer, valid_split, validation_event, resumed: bool) -> None:
     """HParams session of the run (rank 0), and model images every `tensorboard_images_every`
     validations and at the end (0: never)."""
+    from ignite.engine import Events  # (here: test.py logs its scores through this module without ignite)
+
     every = run.cfg.training.tensorboard_images_every
     if not run.is_main:
         return
