@@ -10,16 +10,15 @@ from __future__ import annotations
 import math
 import pickle
 import random
-import re
 from pathlib import Path
 from typing import Any, Optional
 
 import torch
 
+from artifacts.checkpoint_names import checkpoint_score, checkpoint_step
 from utils.errors import HarnessError
 
 FORMAT_VERSION = 1
-_SCORE = re.compile(r"=(-?\d+(?:\.\d+)?(?:e-?\d+)?)\.pt$")
 
 
 class CheckpointError(HarnessError, RuntimeError):
@@ -147,21 +146,6 @@ def is_finite_score(value) -> bool:
     return value is not None and math.isfinite(value)
 
 
-def checkpoint_score(path: Path) -> Optional[float]:
-    match = _SCORE.search(path.name)
-    return float(match.group(1)) if match else None
-
-
-_STEP = re.compile(r"_checkpoint_(\d+)(?:_|\.pt$)")
-
-
-def checkpoint_step(path: Path) -> Optional[int]:
-    """The training step in a checkpoint's file name (`last_checkpoint_600.pt`,
-    `best_checkpoint_600_valid_loss=-2.39.pt` -> 600)."""
-    match = _STEP.search(path.name)
-    return int(match.group(1)) if match else None
-
-
 def restore_checkpointer(handler, ckpt_dir: Path, prefix: str) -> None:
     """Let an Ignite `Checkpoint` handler know the files it wrote before a resume, so that it keeps
     rotating them (best by the score in the name, last by step) instead of leaving them behind."""
@@ -230,7 +214,7 @@ def read_newest_good_checkpoint(run_dir: str | Path, log=print) -> tuple[Path, d
 def saved_config(ckpt: dict) -> dict:
     """The resolved config a checkpoint holds (`meta.config`), its encoding options completed by the
     encoding so that a checkpoint of an earlier release behaves as it did then."""
-    from models import POSITIONAL_ENCODINGS
+    from models.positional_encodings import POSITIONAL_ENCODINGS
 
     config = ckpt["meta"]["config"]
     model_section = config.get("model", {})

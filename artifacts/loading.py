@@ -87,7 +87,7 @@ def load_model(
     may change only test-time keys (decoding, evaluation, ...: `test_time_config`). A CTranslate2
     export loads as a `CTranslate2Model` where the caller decodes with it (`ctranslate2`), and is
     refused with one line elsewhere (plots and exports need the weights)."""
-    from models import build_model
+    from models.build import build_model
     from tokenizer import tokenizer_from_state_dict
 
     source = as_source(source)
@@ -117,7 +117,7 @@ def read_export(path: Path, overrides: list[Override], device: str, ctranslate2:
     from safetensors.torch import load_model as load_weights
 
     from artifacts.ctranslate2_conversion import read_ctranslate2_export
-    from models import build_model
+    from models.build import build_model
 
     meta = read_export_config(path)
     if meta.get("backend") == CTranslate2Model.name:

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from artifacts.checkpoint import checkpoint_step
+from artifacts.checkpoint_names import checkpoint_step
 from settings.config import flatten, load_config
 from settings.key_roles import refused_on_resume
 from utils import run_files

@@ -41,7 +41,7 @@ def build(case: str, sizes: dict, device: str = "cpu"):
 
 def ours(case: str, sizes: dict):
     """This project's model (sinusoidal for ours_legacy, else the encoding the case names)."""
-    from models import build_model
+    from models.build import build_model
     from settings.config import ModelConfig, PositionalConfig
 
     d, h, n, ffn, vocab = (sizes[k] for k in ("d_model", "num_heads", "layers", "ffn_dim", "vocab"))

@@ -63,14 +63,14 @@ from commands.test_folder import (
     test_time_settings,
 )
 from commands.test_request import TestRequest
-from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, pool_nll, teacher_forced_scores
+from evaluation.teacher_forced import BEYOND_FILE, PAIRS_FILE, check_position_buckets, teacher_forced_scores
 from evaluation.test_set import check_writable, evaluate, overlap_with_training, read_config_split, read_file_pair
 from settings.config import ConfigError, to_dict
 from training.tensorboard_log import log_test_scores
 from utils import run_files
 from utils.errors import HarnessError
 from utils.files import atomic_write_text, remove_own_temporaries
-from utils.metrics import HEADLINE, metric_line
+from utils.metrics import HEADLINE, metric_line, pool_nll
 from utils.publish import OutputSet, clear_leftovers, finish_publishing, journal_file
 from utils.run_folder import RunLock, is_run_folder
 from utils.run_log import log

@@ -272,7 +272,7 @@ def check_request(args: PlotRequest) -> None:
         )
     encoding = POSITIONAL_ENCODINGS[args.encoding]
     try:  # the encoding's own conditions on the head size (e.g. RoPE rotates pairs of dimensions)
-        encoding.check_options(encoding.Options(), head_dim=args.d_model // args.heads, max_len=args.positions)
+        encoding.Options().check(head_dim=args.d_model // args.heads, max_len=args.positions)
     except ValueError as e:
         raise ConfigError(
             f"--encoding {args.encoding} with --d_model {args.d_model} / --heads {args.heads}: {e}"

@@ -38,7 +38,7 @@ from decoding.backend import DecodingBackend
 from evaluation.test_set import protocol_groups
 from settings.config import ConfigError
 from utils.metrics import bucket_label
-from utils.run_folder import TEACHER_FORCED_BEYOND, TEACHER_FORCED_PAIRS
+from utils.run_files import TEACHER_FORCED_BEYOND, TEACHER_FORCED_PAIRS, TSV_HEADERS
 
 DEFINITION = (
     "teacher forcing (tgt_in = BOS + reference, tgt_out = reference + EOS); position t = decoder input "
@@ -49,11 +49,11 @@ DEFINITION = (
     "training_length"
 )
 BEYOND_FILE = TEACHER_FORCED_BEYOND  # per input: k, input, tokens and summed NLL beyond training
-BEYOND_HEADER = "k\tinput\ttokens\tnll_no_eos_sum"
+BEYOND_HEADER = TSV_HEADERS[BEYOND_FILE]
 # per test pair and k: the sums of its target tokens after its first (EOS excluded), the same tokens
 # at k = 1 and inside a joined input, for compare.py's degradation (a pair's NLL joined minus alone)
 PAIRS_FILE = TEACHER_FORCED_PAIRS
-PAIRS_HEADER = "k\tpair\tstart\ttokens\tnll_sum\tnll_no_eos_sum\tbeyond_tokens\tbeyond_nll_no_eos_sum"
+PAIRS_HEADER = TSV_HEADERS[PAIRS_FILE]
 PAIR_STATS = 5  # summed per pair: tokens, nll, nll_no_eos, beyond tokens, beyond nll_no_eos
 STATS = 6  # summed per cell: tokens, nll, correct, tokens_no_eos, nll_no_eos, correct_no_eos
 
@@ -200,15 +200,6 @@ class PositionSums:
             self.per_input.cpu(),
             self.per_pair[:-1].cpu(),
         )
-
-
-def pool_nll(parts, field: str = "nll_no_eos", count: str = "tokens_no_eos") -> Optional[float]:
-    """Token-weighted NLL (EOS renormalised out; `field`/`count` nll/tokens: plain) over summaries or
-    buckets of this report (None ones and empty ones left out), e.g. an entry's buckets, or one
-    summary of every k."""
-    parts = [p for p in parts if p and p.get(field) is not None and p.get(count)]
-    tokens = sum(p[count] for p in parts)
-    return sum(p[field] * p[count] for p in parts) / tokens if tokens else None
 
 
 def _mean(total: float, count: float) -> Optional[float]:

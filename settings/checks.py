@@ -5,7 +5,7 @@ anything is allocated."""
 
 from __future__ import annotations
 
-from models.positional_encodings import POSITIONAL_ENCODINGS
+from models.positional_options import ENCODING_OPTIONS
 from settings.schema import MAX_PARAMETERS, ExperimentConfig
 from utils.errors import ConfigError
 
@@ -56,14 +56,12 @@ def check_model(cfg: ExperimentConfig) -> None:
     pe = m.positional.name
     if m.d_model % m.num_heads:
         raise ConfigError(f"model.d_model ({m.d_model}) must be divisible by model.num_heads ({m.num_heads})")
-    encoding = POSITIONAL_ENCODINGS[pe]  # PositionalConfig.parse checked the name
     try:
         # training.pad_to_multiple rounds a batch's length (the longest input plus BOS) up
         multiple = max(1, cfg.training.pad_to_multiple)
         longest = -(-(cfg.data.max_len + 1) // multiple) * multiple - 1
-        encoding.check_options(
-            encoding.Options(**m.positional.options), head_dim=m.d_model // m.num_heads, max_len=longest
-        )
+        options = ENCODING_OPTIONS[pe](**m.positional.options)  # PositionalConfig.parse checked the name
+        options.check(head_dim=m.d_model // m.num_heads, max_len=longest)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{e} (model.positional.name: {pe})") from None
 

@@ -16,7 +16,7 @@ import dataclasses
 import functools
 from typing import Any, Iterator, Optional
 
-from models.positional_encodings import POSITIONAL_ENCODINGS
+from models.positional_options import ENCODING_OPTIONS
 from settings.schema import EXPERIMENT, ROLES, ExperimentConfig, PositionalConfig, key_info
 from utils.errors import ConfigError
 
@@ -57,7 +57,7 @@ def default_option_role() -> str:
 
 def option_role(encoding: str, option: str) -> str:
     """The role of one of an encoding's options: its `Options` field's own, else the schema's default."""
-    options = POSITIONAL_ENCODINGS[encoding].Options
+    options = ENCODING_OPTIONS[encoding]
     field = next((f for f in dataclasses.fields(options) if f.name == option), None)
     return (field.metadata.get("role") if field is not None else None) or default_option_role()
 
@@ -81,7 +81,7 @@ def changeable_keys(when: str, encoding: Optional[str] = None) -> list[str]:
     """The keys that may change `when` ('resume' or 'test'), a whole section as `section.*`."""
     roles = schema_roles()
     if encoding is not None:
-        for f in dataclasses.fields(POSITIONAL_ENCODINGS[encoding].Options):
+        for f in dataclasses.fields(ENCODING_OPTIONS[encoding]):
             roles[POSITIONAL + f.name] = option_role(encoding, f.name)
     allowed = {k for k, r in roles.items() if ROLES[r][WHEN[when]]}
     out: list[str] = []

@@ -14,7 +14,7 @@ from typing import Any
 import pydantic
 from pydantic_core import core_schema
 
-from models.positional_encodings import POSITIONAL_ENCODINGS
+from models.positional_options import ENCODING_OPTIONS
 from settings.errors import suggest, validation_error
 from settings.types import STRICT, numbers_from_text
 from utils.errors import ConfigError
@@ -44,14 +44,14 @@ class PositionalConfig:
     options: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):  # a section left out gets the encoding's defaults, as a written one does
-        encoding = POSITIONAL_ENCODINGS.get(self.name)
-        if encoding is not None:
-            self.options = {**dataclasses.asdict(encoding.Options()), **self.options}
+        options = ENCODING_OPTIONS.get(self.name)
+        if options is not None:
+            self.options = {**dataclasses.asdict(options()), **self.options}
 
     @classmethod
     def parse(cls, raw: Any, key: str = "model.positional") -> PositionalConfig:
         """`{name: rope, theta: 500.0}` -> PositionalConfig, each option checked as the schema's keys are."""
-        encodings = POSITIONAL_ENCODINGS
+        encodings = ENCODING_OPTIONS
         if not isinstance(raw, dict):
             raise ConfigError(f"{key}: expected a mapping of keys, got {raw!r}")
         options = dict(raw)
@@ -60,11 +60,11 @@ class PositionalConfig:
             raise ConfigError(
                 f"invalid value {name!r} for config key '{key}.name'. Valid choices: {', '.join(sorted(encodings))}"
             )
-        valid = _option_names(encodings[name].Options)
+        valid = _option_names(encodings[name])
         options = _migrate(options, name, valid, key)
         for option in options:
             if option not in valid:
-                takers = sorted(n for n, e in encodings.items() if option in _option_names(e.Options))
+                takers = sorted(n for n, e in encodings.items() if option in _option_names(e))
                 raise ConfigError(
                     f"config key '{key}.{option}' is not an option of the {name!r} encoding"
                     + (f" (it is one of: {', '.join(takers)})" if takers else "")
@@ -72,12 +72,12 @@ class PositionalConfig:
                     + (f"Options of {name!r}: {', '.join(valid)}." if valid else f"{name!r} takes no options.")
                     + suggest(str(option), ["name", *valid])
                 )
-        options = numbers_from_text(options, _options_model(encodings[name].Options))
-        adapter = _options_adapter(encodings[name].Options)
+        options = numbers_from_text(options, _options_model(encodings[name]))
+        adapter = _options_adapter(encodings[name])
         try:
             parsed = adapter.validate_json(json.dumps(options, default=repr), strict=True)
         except pydantic.ValidationError as e:
-            raise validation_error(e, options, f"{key}.", _options_model(encodings[name].Options)) from None
+            raise validation_error(e, options, f"{key}.", _options_model(encodings[name])) from None
         return cls(name=name, options=dataclasses.asdict(parsed))
 
     @classmethod
@@ -91,8 +91,8 @@ class PositionalConfig:
     def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict:
         """One branch per encoding: its `name` and its options (a branch without `name` is sinusoidal)."""
         branches = []
-        for name, encoding in sorted(POSITIONAL_ENCODINGS.items()):
-            options = _options_adapter(encoding.Options).json_schema()
+        for name, encoding_options in sorted(ENCODING_OPTIONS.items()):
+            options = _options_adapter(encoding_options).json_schema()
             branch = {
                 "type": "object",
                 "title": name,

@@ -14,7 +14,7 @@ def pytorch_export(trained, folder: Path, name: str, options: dict, norm_first: 
     """A PyTorch export of a random-weight model with the trained run's tokenizer and `name`
     (`model_keys`: other model.* keys)."""
     from artifacts.export import write_export
-    from models import build_model
+    from models.build import build_model
     from settings.config import load_config, to_dict
 
     cfg, tokenizer = trained

@@ -22,7 +22,7 @@ from data import make_corpus_loader, prepare_splits, tokenizer_cache_path, write
 from data.concat import ConcatPairDataset, plan_train_concat
 from data.packing import PackingCollator
 from data.pipeline import Collator, EpochBatchSampler, PairDataset, UpdateBatches, trainable_pairs
-from models import build_model
+from models.build import build_model
 from settings.config import ConfigError, ExperimentConfig, dump_config, is_written_config, load_config, to_dict
 from settings.key_roles import resume_changes
 from tokenizer import PretrainedTokenizer, load_or_train_tokenizer

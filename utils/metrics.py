@@ -163,3 +163,12 @@ def score_subset(hypotheses: list[str], references: list[str], keep: list[bool])
         **{m.name: m.compute(hyps, refs)[m.name] for m in subset},
         "length_ratio": round(lengths.sys_len / max(1, lengths.ref_len), 4),
     }
+
+
+def pool_nll(parts, field: str = "nll_no_eos", count: str = "tokens_no_eos") -> Optional[float]:
+    """Token-weighted NLL (EOS renormalised out; `field`/`count` nll/tokens: plain) over summaries or
+    buckets of a teacher-forced report, evaluation/teacher_forced.py (None ones and empty ones left
+    out), e.g. an entry's buckets, or one summary of every k."""
+    parts = [p for p in parts if p and p.get(field) is not None and p.get(count)]
+    tokens = sum(p[count] for p in parts)
+    return sum(p[field] * p[count] for p in parts) / tokens if tokens else None

@@ -23,6 +23,11 @@ SOURCES = "sources.txt"
 SOURCE_LENGTHS = "source_lengths.txt"
 TEACHER_FORCED_BEYOND = "teacher_forced_beyond.tsv"  # per input: k, input, tokens and summed NLL beyond training
 TEACHER_FORCED_PAIRS = "teacher_forced_pairs.tsv"  # per pair and k: the NLL of its pair's own tokens
+# the first line of each teacher-forced table: evaluation/teacher_forced.py writes it, study/read/ checks it
+TSV_HEADERS = {
+    TEACHER_FORCED_BEYOND: "k\tinput\ttokens\tnll_no_eos_sum",
+    TEACHER_FORCED_PAIRS: "k\tpair\tstart\ttokens\tnll_sum\tnll_no_eos_sum\tbeyond_tokens\tbeyond_nll_no_eos_sum",
+}
 
 NAMES = {
     name: value for name, value in dict(globals()).items() if name.isupper() and isinstance(value, str)

@@ -7,16 +7,15 @@ the whole sequence; at inference SHAPE uses a fixed shift and CAPE the plain pos
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Optional
 
 import torch
 from torch import Tensor, nn
 
 from models.positional_encodings.base import PositionalEncoding, register
-from models.positional_encodings.randomized import RandomizedOptions, RandomizedPositions
+from models.positional_encodings.randomized import RandomizedPositions
+from models.positional_options import CapeOptions, LearnableOptions, RandomizedOptions, ShapeOptions
 
 
 @register("none")
@@ -58,15 +57,6 @@ class SinusoidalPositionalEncoding(RandomizedPositions, SinusoidalAdded):
         super().__init__(d_model, num_heads, causal)
         self.init_randomized(randomized, max_position)
 
-    @classmethod
-    def check_options(cls, options: RandomizedOptions, *, head_dim: int, max_len: int) -> None:
-        cls.check_randomized(options, max_len)
-
-
-@dataclass
-class LearnableOptions(RandomizedOptions):
-    max_positions: int = 1024  # table size; a longer input is an error
-
 
 @register("learnable")
 class LearnablePositionalEncoding(RandomizedPositions, PositionalEncoding):
@@ -88,20 +78,6 @@ class LearnablePositionalEncoding(RandomizedPositions, PositionalEncoding):
         self.max_positions = max_positions
         self.table = nn.Embedding(max_positions, d_model)
         nn.init.normal_(self.table.weight, std=0.02)
-
-    @classmethod
-    def check_options(cls, options: LearnableOptions, *, head_dim: int, max_len: int) -> None:
-        if options.max_positions < max_len + 1:
-            raise ValueError(
-                f"model.positional.max_positions ({options.max_positions}) must be at least "
-                f"data.max_len + 1 ({max_len + 1}: the longest input plus BOS)"
-            )
-        if options.randomized and options.max_positions < options.max_position:
-            raise ValueError(
-                f"model.positional.max_positions ({options.max_positions}) must be at least "
-                f"max_position ({options.max_position}): randomized positions are drawn up to it"
-            )
-        cls.check_randomized(options, max_len)
 
     def positions(
         self,
@@ -129,16 +105,6 @@ class LearnablePositionalEncoding(RandomizedPositions, PositionalEncoding):
         return self.table.weight[: min(count, self.max_positions)].detach()
 
 
-@dataclass
-class ShapeOptions:
-    max_shift: int = 100  # K: training shifts k ~ U{0..K-1} per sequence (K excluded)
-    # Inference shift: None = K, the authors' choice; 0 keeps inference positions unshifted (this
-    # harness's behaviour before 2026-11-25); any other value is used as is. It changes how a
-    # trained model is evaluated, not the model: its role (settings/schema.py) lets
-    # test.py/inference.py --set change it.
-    inference_shift: Optional[int] = dataclasses.field(default=None, metadata={"role": "inference"})
-
-
 @register("shape")
 class ShapePositionalEncoding(SinusoidalAdded):
     """SHAPE (Kiyono et al. 2021): sinusoidal positions shifted by a random offset k ~ U{0..K-1}
@@ -161,18 +127,6 @@ class ShapePositionalEncoding(SinusoidalAdded):
         self.inference_shift = max_shift if inference_shift is None else inference_shift
 
     @classmethod
-    def check_options(cls, options: ShapeOptions, *, head_dim: int, max_len: int) -> None:
-        if options.max_shift < 1:
-            raise ValueError(
-                f"model.positional.max_shift must be at least 1 (SHAPE draws training shifts "
-                f"from 0..max_shift-1), got {options.max_shift}"
-            )
-        if options.inference_shift is not None and options.inference_shift < 0:
-            raise ValueError(
-                f"model.positional.inference_shift must be >= 0 (or empty: max_shift), got {options.inference_shift}"
-            )
-
-    @classmethod
     def upgrade_checkpoint_options(cls, positional: dict) -> dict:
         # Written before SHAPE followed its authors (2026-11-25), in that release's flat spelling of
         # the options: such models were evaluated unshifted.
@@ -193,13 +147,6 @@ class ShapePositionalEncoding(SinusoidalAdded):
         if training:  # one shift per sequence; a decoder's queries and keys share it
             return positions + torch.randint(0, self.max_shift, (batch, 1), device=device)  # [batch, count]
         return positions + self.inference_shift  # [count]
-
-
-@dataclass
-class CapeOptions:
-    max_global_shift: float = 5.0  # training: every position of a sequence + delta, delta ~ U[-this, this]
-    max_local_shift: float = 0.5  # training: each token + eps, eps ~ U[-this, this]
-    max_global_scaling: float = 1.03  # training: the sequence's positions x lambda, log lambda ~ U[-log this, log this]
 
 
 @register("cape")
@@ -225,16 +172,6 @@ class CapePositionalEncoding(SinusoidalAdded):
         super().__init__(d_model, num_heads, causal)
         self.max_global_shift, self.max_local_shift = max_global_shift, max_local_shift
         self.max_global_scaling = max_global_scaling
-
-    @classmethod
-    def check_options(cls, options: CapeOptions, *, head_dim: int, max_len: int) -> None:
-        for key in ("max_global_shift", "max_local_shift"):
-            if getattr(options, key) < 0:
-                raise ValueError(f"model.positional.{key} must be >= 0, got {getattr(options, key)}")
-        if options.max_global_scaling < 1:
-            raise ValueError(
-                f"model.positional.max_global_scaling must be >= 1 (1: no scaling), got {options.max_global_scaling}"
-            )
 
     def positions(
         self,

@@ -25,14 +25,22 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor, nn
 
-POSITIONAL_ENCODINGS: dict[str, type] = {}  # name -> encoding class: what the config (settings/) validates against
+from models.positional_options import ENCODING_OPTIONS, NoOptions
+
+POSITIONAL_ENCODINGS: dict[str, type] = {}  # name -> encoding class: what build_positional_encoding builds
 
 
 def register(name: str) -> Callable[[type], type]:
-    """Class decorator: make an encoding selectable as `model.positional.name: <name>` (its `Options`
-    and `check_options` are then what config validation uses)."""
+    """Class decorator: make an encoding selectable as `model.positional.name: <name>`. Its `Options`
+    (a dataclass of its keys, models/positional_options.py) are then what config validation uses: a
+    built-in encoding's as `ENCODING_OPTIONS` names them, a new encoding's added there."""
 
     def wrap(cls: type) -> type:
+        declared = ENCODING_OPTIONS.setdefault(name, cls.Options)
+        if declared is not cls.Options:
+            raise TypeError(
+                f"encoding {name!r}: its Options are {cls.Options.__name__}, ENCODING_OPTIONS has {declared.__name__}"
+            )
         POSITIONAL_ENCODINGS[name] = cls
         cls.registry_name = name
         return cls
@@ -56,17 +64,12 @@ class AttentionPositions:
     bias: Optional[Tensor] = None
 
 
-@dataclass
-class NoOptions:
-    """The options of an encoding that has none: only `name` goes in `model.positional`."""
-
-
 class PositionalEncoding(nn.Module):
     """Base class: contributes nothing. Subclasses override the hooks they need.
 
     `Options` is the dataclass of the encoding's own `model.positional` keys (besides `name`); its
     fields are the constructor's keyword arguments, so the config loader can refuse a key that the
-    chosen encoding does not take, and `check_options` states what values can work.
+    chosen encoding does not take, and its `check` states what values can work.
 
     `training_length` (a buffer, so it travels in every checkpoint) is the longest sequence this
     stack saw in training, in positions (0 = not recorded): training sets it from the data, the
@@ -140,11 +143,6 @@ class PositionalEncoding(nn.Module):
     def from_options(cls, options: dict, d_model: int, num_heads: int, causal: bool) -> "PositionalEncoding":
         """Build from the encoding's options (a mapping of `Options` fields; missing ones take defaults)."""
         return cls(d_model, num_heads, causal, **dataclasses.asdict(cls.Options(**options)))
-
-    @classmethod
-    def check_options(cls, options, *, head_dim: int, max_len: int) -> None:
-        """Raise ValueError naming the `model.positional` key when `options` (an `Options`) cannot
-        work with this head size or with inputs of `max_len` tokens; encodings with options override."""
 
     @classmethod
     def upgrade_checkpoint_options(cls, positional: dict) -> dict:

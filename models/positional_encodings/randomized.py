@@ -13,19 +13,12 @@ denser than a training target's (the reference knows its output lengths).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 import torch
 from torch import Tensor
 
 INFERENCE_SEED = 20230101  # any fixed number: inference positions are reproducible
-
-
-@dataclass
-class RandomizedOptions:
-    randomized: bool = False  # positions: a sorted random subset of 0..max_position-1 (Ruoss et al. 2023)
-    max_position: int = 1024  # the range drawn from (with randomized); far above the training lengths
 
 
 def inference_cover(source_lengths: Tensor, decoder: bool) -> Tensor:
@@ -105,11 +98,3 @@ class RandomizedPositions:
         last = drawn.gather(-1, (lengths.clamp(min=1) - 1).clamp(max=drawn.size(-1) - 1)[..., None])
         after = (last + step - lengths[..., None] + 1).clamp(max=self.max_position - 1)
         return torch.where(step < lengths[..., None], drawn, after)
-
-    @staticmethod
-    def check_randomized(options: RandomizedOptions, max_len: int) -> None:
-        if options.randomized and options.max_position < max_len + 1:
-            raise ValueError(
-                f"model.positional.max_position ({options.max_position}) must be at least "
-                f"data.max_len + 1 ({max_len + 1}) to draw a training sequence's positions"
-            )

@@ -7,18 +7,15 @@ down by a per-dimension decay, so scores fade with distance.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Optional
 
 import torch
 from torch import Tensor
 
 from models.positional_encodings.base import AttentionPositions, PositionalEncoding, register
-from models.positional_encodings.randomized import RandomizedOptions, RandomizedPositions
-
-INFERENCE = {"role": "inference"}  # an option that changes how a trained model is run, not the model
+from models.positional_encodings.randomized import RandomizedPositions
+from models.positional_options import RopeOptions, XposOptions
 
 
 def rope_inv_freq(rot_dim: int, theta: float, device=None) -> Tensor:
@@ -66,20 +63,6 @@ def yarn_inv_freq(
     return inv_freq / factor * (1 - keep) + inv_freq * keep
 
 
-@dataclass
-class RopeOptions(RandomizedOptions):
-    theta: float = 10000.0  # base of the rotation frequencies
-    fraction: float = 1.0  # share of each head's dimensions that are rotated
-    layout: Literal["half", "interleaved"] = "half"  # pairing: i with i + d/2 (NeoX), or 2i with 2i+1
-    # Also rotate in cross-attention (queries at target positions, keys at source positions): an
-    # ablation, the original report's variant.
-    cross_attention: bool = False
-    # Inference-time extension, no retraining: linear = position interpolation (Chen et al. 2023),
-    # ntk = NTK-aware base scaling, yarn = YaRN (Peng et al. 2023), by `scaling_factor`.
-    scaling: Literal["none", "linear", "ntk", "yarn"] = dataclasses.field(default="none", metadata=INFERENCE)
-    scaling_factor: float = dataclasses.field(default=2.0, metadata=INFERENCE)
-
-
 @register("rope")
 class RotaryPositionalEncoding(RandomizedPositions, PositionalEncoding):
     """RoPE (Su et al. 2021), per head, in self-attention; in cross-attention only if asked.
@@ -115,26 +98,6 @@ class RotaryPositionalEncoding(RandomizedPositions, PositionalEncoding):
         self.rot_dim = max(2, int(self.head_dim * fraction) // 2 * 2)
         self.use_in_cross_attention = cross_attention
         self.scaling, self.scaling_factor = scaling, scaling_factor
-
-    @classmethod
-    def check_options(cls, options: RopeOptions, *, head_dim: int, max_len: int) -> None:
-        if head_dim % 2:
-            raise ValueError(f"rope needs an even head dimension (model.d_model / model.num_heads), got {head_dim}")
-        if not 0.0 < options.fraction <= 1.0:
-            raise ValueError(f"model.positional.fraction must be in (0, 1], got {options.fraction}")
-        if options.theta <= 0:
-            raise ValueError(f"model.positional.theta must be positive, got {options.theta}")
-        if options.scaling_factor < 1:
-            raise ValueError(
-                f"model.positional.scaling_factor must be >= 1 (how many times longer the "
-                f"inputs are than the training lengths), got {options.scaling_factor}"
-            )
-        cls.check_randomized(options, max_len)
-        if options.randomized and options.scaling != "none":
-            raise ValueError(
-                "model.positional.scaling stretches RoPE past its training positions; with "
-                "randomized: true they already span 0..max_position-1: use scaling: none"
-            )
 
     @property
     def needs_training_length(self) -> bool:
@@ -191,15 +154,6 @@ class RotaryPositionalEncoding(RandomizedPositions, PositionalEncoding):
         return {"q·k (q = k = 1)": k @ q[position]}
 
 
-@dataclass
-class XposOptions:
-    theta: float = 10000.0  # base of the rotation frequencies (as RoPE)
-    fraction: float = 1.0  # share of each head's dimensions that are rotated (and decayed)
-    layout: Literal["half", "interleaved"] = "interleaved"  # torchscale pairs 2i with 2i+1
-    scale_base: float = 512.0  # the decay's length unit (torchscale's scale_base)
-    cross_attention: bool = False  # also in cross-attention (target queries, source keys): an ablation
-
-
 @register("xpos")
 class XposPositionalEncoding(RotaryPositionalEncoding):
     """xPos (Sun et al. 2023): RoPE whose pair i also decays with distance. Queries at position n
@@ -226,14 +180,6 @@ class XposPositionalEncoding(RotaryPositionalEncoding):
             d_model, num_heads, causal, theta=theta, fraction=fraction, layout=layout, cross_attention=cross_attention
         )
         self.scale_base = scale_base
-
-    @classmethod
-    def check_options(cls, options: XposOptions, *, head_dim: int, max_len: int) -> None:
-        super().check_options(
-            RopeOptions(theta=options.theta, fraction=options.fraction), head_dim=head_dim, max_len=max_len
-        )
-        if options.scale_base <= 0:
-            raise ValueError(f"model.positional.scale_base must be positive, got {options.scale_base}")
 
     def _decay(self, positions: Tensor) -> Tensor:
         """zeta^(position / scale_base) per rotated dimension: `[..., rot_dim]`."""

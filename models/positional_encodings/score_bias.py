@@ -10,19 +10,13 @@ with its own parameters where the encoding learns any.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Optional
 
 import torch
 from torch import Tensor, nn
 
 from models.positional_encodings.base import AttentionPositions, PositionalEncoding, register
-
-
-@dataclass
-class ScoreBiasOptions:
-    # Also add the bias in cross-attention (target positions vs source positions): an ablation.
-    cross_attention: bool = False
+from models.positional_options import FireOptions, ScoreBiasOptions, ShawOptions, T5BiasOptions
 
 
 class ScoreBiasEncoding(PositionalEncoding):
@@ -121,12 +115,6 @@ def t5_relative_bucket(relative: Tensor, bidirectional: bool, num_buckets: int, 
     return bucket + torch.where(is_small, distance, large)
 
 
-@dataclass
-class T5BiasOptions(ScoreBiasOptions):
-    num_buckets: int = 32  # distance buckets (split between the two directions in the encoder)
-    max_distance: int = 128  # distances from here on share the last bucket
-
-
 @register("t5_bias")
 class T5RelativeBias(ScoreBiasEncoding):
     """T5 relative position bias: a learned scalar per head and distance bucket, shared by a stack's layers."""
@@ -146,27 +134,10 @@ class T5RelativeBias(ScoreBiasEncoding):
         self.num_buckets, self.max_distance = num_buckets, max_distance
         self.bias_table, self.cross_table = bias_tables(num_buckets, num_heads, cross_attention)
 
-    @classmethod
-    def check_options(cls, options: T5BiasOptions, *, head_dim: int, max_len: int) -> None:
-        # Bidirectional bucketing gives each side num_buckets/2 buckets, half of them exact: at least
-        # one exact bucket per side, and logarithmic buckets need max_distance beyond the exact ones.
-        if options.num_buckets < 4:
-            raise ValueError(f"model.positional.num_buckets must be at least 4, got {options.num_buckets}")
-        if options.max_distance <= options.num_buckets // 2:
-            raise ValueError(
-                f"model.positional.max_distance ({options.max_distance}) must exceed "
-                f"num_buckets / 2 ({options.num_buckets // 2}), the exact buckets"
-            )
-
     def relative_bias(self, relative: Tensor, bidirectional: bool, cross: bool) -> Tensor:
         table = self.cross_table if cross else self.bias_table
         buckets = t5_relative_bucket(relative, bidirectional, self.num_buckets, self.max_distance)
         return table(buckets)  # [..., q_len, k_len, heads]
-
-
-@dataclass
-class ShawOptions(ScoreBiasOptions):
-    clip_distance: int = 16  # offsets beyond +-clip_distance share the outermost value
 
 
 @register("shaw")
@@ -183,11 +154,6 @@ class ShawRelativeBias(ScoreBiasEncoding):
         super().__init__(d_model, num_heads, causal, cross_attention)
         self.clip_distance = clip_distance
         self.bias_table, self.cross_table = bias_tables(2 * clip_distance + 1, num_heads, cross_attention)
-
-    @classmethod
-    def check_options(cls, options: ShawOptions, *, head_dim: int, max_len: int) -> None:
-        if options.clip_distance < 1:
-            raise ValueError(f"model.positional.clip_distance must be at least 1, got {options.clip_distance}")
 
     def relative_bias(self, relative: Tensor, bidirectional: bool, cross: bool) -> Tensor:
         table = self.cross_table if cross else self.bias_table
@@ -223,12 +189,6 @@ class KerpleLogBias(ScoreBiasEncoding):
         return -power * torch.log1p(rate * distance)  # [..., q_len, k_len, heads]
 
 
-@dataclass
-class FireOptions(ScoreBiasOptions):
-    hidden: int = 32  # the MLP's hidden units
-    threshold: float = 64.0  # the learned threshold L's starting value (positions)
-
-
 @register("fire")
 class FireBias(ScoreBiasEncoding):
     """FIRE (Li et al. 2024): bias = MLP(psi(|i - j|) / psi(max(L, i))) with psi(x) = log(c x + 1),
@@ -258,13 +218,6 @@ class FireBias(ScoreBiasEncoding):
     @staticmethod
     def _mlp(hidden: int, heads: int) -> nn.Module:
         return nn.Sequential(nn.Linear(2, hidden), nn.ReLU(), nn.Linear(hidden, heads))
-
-    @classmethod
-    def check_options(cls, options: FireOptions, *, head_dim: int, max_len: int) -> None:
-        if options.hidden < 1:
-            raise ValueError(f"model.positional.hidden must be at least 1, got {options.hidden}")
-        if options.threshold < 1:
-            raise ValueError(f"model.positional.threshold must be at least 1 (positions), got {options.threshold}")
 
     def score_bias(self, q_positions: Tensor, k_positions: Tensor, bidirectional: bool, cross: bool) -> Tensor:
         c = self.log_c.exp()

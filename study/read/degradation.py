@@ -2,7 +2,7 @@
 the pair sits inside a joined input than when it is scored alone, the same tokens on both sides.
 
 test.py writes, per test pair and k, the sums of the pair's target tokens after its first (EOS
-excluded) under teacher forcing (evaluation/teacher_forced.py: PAIRS_FILE): alone (k = 1) and inside
+excluded) under teacher forcing (evaluation/teacher_forced.py: TEACHER_FORCED_PAIRS): alone (k = 1) and inside
 the input of k joined pairs that holds it, with the position where its target starts there. A
 pair's degradation at k is its NLL inside the join minus its NLL alone (EOS renormalised out), per
 token. A pair counts at k only when every one of those tokens was scored there (a joined target cut
@@ -20,10 +20,11 @@ from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from evaluation.teacher_forced import PAIRS_FILE, PAIRS_HEADER
 from study.read.run_stats import joined_training_k, retest_hint, stats, test_folder
 from study.records import RunRecord, Stats, frozen_map
 from study.terms import ALL_K, Span, SpanKind
+from utils.run_files import TEACHER_FORCED_PAIRS as PAIRS_FILE
+from utils.run_files import TSV_HEADERS
 from utils.stored_files import read_lines
 
 
@@ -73,8 +74,8 @@ def read_pair_sums(run: RunRecord) -> Optional[PairSums]:
     lines = read_lines(path)
     if lines is None:
         return None
-    if not lines or lines[0] != PAIRS_HEADER:
-        raise ValueError(f"{path} is damaged (header {PAIRS_HEADER!r} expected); {retest_hint(path)}")
+    if not lines or lines[0] != TSV_HEADERS[PAIRS_FILE]:
+        raise ValueError(f"{path} is damaged (header {TSV_HEADERS[PAIRS_FILE]!r} expected); {retest_hint(path)}")
     try:
         rows = np.array([[float(x) for x in line.split("\t")] for line in lines[1:]]).reshape(-1, 8)
     except ValueError:

@@ -179,14 +179,14 @@ class Family(BaseModel):
     def _exist(self, configs: Path) -> None:
         """Each named configuration exists, and the baseline is one or an encoding: a name that is
         neither would match no run, ever (the study interim under a note, not failing where written)."""
-        from models.positional_encodings import POSITIONAL_ENCODINGS
+        from models.positional_options import ENCODING_OPTIONS
         from settings.errors import suggest
 
         for i, h in enumerate(self.headline):
             for c in h.configs or ():
                 if not (configs / f"{c}.yaml").is_file():
                     raise _refused(f"headline[{i}].configs names {c}, but configs/{c}.yaml does not exist")
-        encodings = sorted(POSITIONAL_ENCODINGS)
+        encodings = sorted(ENCODING_OPTIONS)
         if self.baseline is not None and self.baseline not in encodings:
             if not (configs / f"{self.baseline}.yaml").is_file():
                 raise _refused(

@@ -61,7 +61,7 @@ class ForcedBucket:  # a target-position bucket of one k of scores.json's `teach
 
 @dataclass(frozen=True)
 class ForcedAtK:
-    """One k of the teacher-forced report (its parts as written: pooled by teacher_forced.pool_nll)."""
+    """One k of the teacher-forced report (its parts as written: pooled by utils.metrics.pool_nll)."""
 
     buckets: tuple[JsonObject, ...] = ()
     beyond_training: Optional[JsonObject] = None

@@ -9,7 +9,6 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from evaluation.teacher_forced import BEYOND_FILE
 from study.read.degradation import PairSums, read_pair_sums
 from study.read.run_stats import retest_hint, test_folder
 from study.records import Configuration, RunRecord, frozen_map
@@ -112,8 +111,8 @@ def source_lengths(run: RunRecord) -> Optional[list[int]]:
 
 
 def nll_beyond(run: RunRecord) -> Optional[NllBeyond]:
-    """A run's BEYOND_FILE, or None when it was not written."""
-    path = test_folder(run) / BEYOND_FILE
+    """A run's run_files.TEACHER_FORCED_BEYOND, or None when it was not written."""
+    path = test_folder(run) / run_files.TEACHER_FORCED_BEYOND
     lines = output_lines(path)
     if lines is None or len(lines) < 2:  # not written, or no token beyond (no training length recorded)
         return None

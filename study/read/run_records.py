@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from artifacts.tested_run import best_validation, recorded_model, stale_test, untrained_changes
-from evaluation.teacher_forced import pool_nll
 from settings.config import ExperimentConfig, Override, flatten, load_config, to_dict
 from settings.key_roles import configuration_settings
 from study.read.run_files_read import (
@@ -41,7 +40,7 @@ from study.records import (
 )
 from utils import run_files
 from utils.errors import HarnessError
-from utils.metrics import METRICS
+from utils.metrics import METRICS, pool_nll
 from utils.provenance import run_provenance
 from utils.publish import settle_run
 from utils.run_log import JsonlLogger

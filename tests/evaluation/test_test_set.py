@@ -208,7 +208,7 @@ def test_shape_checkpoints_from_before_the_inference_shift_are_scored_as_trained
     loading it keeps that; a current one gets the authors' shift K."""
     from artifacts.checkpoint import RunMeta
     from artifacts.loading import load_model
-    from models import build_model
+    from models.build import build_model
     from settings.config import load_config, to_dict
     from tokenizer import BPETokenizer
 

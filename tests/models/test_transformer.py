@@ -19,7 +19,7 @@ def test_fire_mlp_keeps_its_own_initialisation_in_the_model():
 def test_separate_embeddings_are_initialised_in_a_fixed_order(monkeypatch) -> None:
     """With share_embeddings false, the source table draws its initial values before the target's,
     every time: the order once followed the objects' addresses (a set), so a seed did not fix it."""
-    from models import build_model
+    from models.build import build_model
 
     cfg = load_config(
         "configs/demo/sinusoidal.yaml",

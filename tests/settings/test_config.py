@@ -8,7 +8,8 @@ import pytest
 import yaml
 from helpers import config_error, small_config
 
-from models import POSITIONAL_ENCODINGS, build_model
+from models.build import build_model
+from models.positional_encodings import POSITIONAL_ENCODINGS
 from settings.config import ConfigError, ExperimentConfig, dump_config, load_config, to_dict
 
 ROOT = Path(__file__).resolve().parents[2]

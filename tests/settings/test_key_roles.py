@@ -12,7 +12,7 @@ import pytest
 from helpers import one_error_line
 from in_process import run_in_process as run
 
-from models import POSITIONAL_ENCODINGS
+from models.positional_encodings import POSITIONAL_ENCODINGS
 from settings.key_roles import changeable_keys, flag_settings, hparam_keys, may_change, option_role, schema_roles
 from settings.schema import ROLES
 

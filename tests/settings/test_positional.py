@@ -13,7 +13,8 @@ import torch
 import yaml
 from helpers import config_error, small_config
 
-from models import POSITIONAL_ENCODINGS, build_model
+from models.build import build_model
+from models.positional_encodings import POSITIONAL_ENCODINGS
 from models.positional_encodings.rotary import RopeOptions
 from settings.config import PositionalConfig, dump_config, load_config
 
@@ -94,16 +95,21 @@ def test_previous_release_flat_option_names_still_load_with_a_note(tmp_path: Pat
 
 
 def test_a_new_encoding_declares_its_options_in_one_place(tmp_path: Path):
-    """The worked example of docs/DESIGN.md: an encoding registered with an Options dataclass and a
-    check_options is configurable, checked and built with no change to the config code."""
+    """The worked example of docs/DESIGN.md: an encoding registered with an Options dataclass and its
+    check is configurable, checked and built with no change to the config code."""
     from dataclasses import dataclass
 
     from models.positional_encodings import POSITIONAL_ENCODINGS as registry
     from models.positional_encodings import SinusoidalPositionalEncoding, register, sinusoidal_table
+    from models.positional_options import ENCODING_OPTIONS, NoOptions
 
     @dataclass
-    class ScaledOptions:
+    class ScaledOptions(NoOptions):
         scale: float = 1.0
+
+        def check(self, *, head_dim, max_len):
+            if self.scale <= 0:
+                raise ValueError(f"model.positional.scale must be positive, got {self.scale}")
 
     @register("scaled_sinusoidal")
     class ScaledSinusoidal(SinusoidalPositionalEncoding):
@@ -112,11 +118,6 @@ def test_a_new_encoding_declares_its_options_in_one_place(tmp_path: Path):
         def __init__(self, d_model, num_heads, causal, scale=1.0):
             super().__init__(d_model, num_heads, causal)
             self.scale = scale
-
-        @classmethod
-        def check_options(cls, options, *, head_dim, max_len):
-            if options.scale <= 0:
-                raise ValueError(f"model.positional.scale must be positive, got {options.scale}")
 
         def add_to_embeddings(self, x, positions):
             return x + self.scale * sinusoidal_table(positions, self.d_model).to(x.dtype)
@@ -142,7 +143,7 @@ def test_a_new_encoding_declares_its_options_in_one_place(tmp_path: Path):
             path, ["model.positional.name=scaled_sinusoidal", "model.positional.theta=2"]
         )
     finally:
-        del registry["scaled_sinusoidal"]
+        del registry["scaled_sinusoidal"], ENCODING_OPTIONS["scaled_sinusoidal"]
 
 
 def test_an_option_written_as_text_that_is_a_number_is_read_as_one(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The model builder (models/__init__.py): the `model` section read once into a Transformer of the
+"""The model builder (models/build.py): the `model` section read once into a Transformer of the
 configured sizes, one encoding per stack (the decoder's causal), and a model too large for this
 machine's memory refused in one line."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-import models
-from models import ModelTooLargeError, build_model
+import models.build
+from models.build import ModelTooLargeError, build_model
 from settings.config import ModelConfig, PositionalConfig
 
 
@@ -32,6 +32,6 @@ def test_a_model_too_large_is_one_line_naming_the_sizes(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory")
 
-    monkeypatch.setattr(models, "_transformer", refuse)
+    monkeypatch.setattr(models.build, "_transformer", refuse)
     with pytest.raises(ModelTooLargeError, match=r"model.d_model=32, model.ffn_dim=48, 6\+6 layers, .* does not fit"):
         build_model(ModelConfig(d_model=32, num_heads=4, ffn_dim=48), 60, 60, 0)
