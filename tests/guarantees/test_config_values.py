@@ -17,7 +17,7 @@ import pytest
 from helpers import ROOT, TINY_CORPUS, one_error_line, tiny_overrides, with_sets
 from in_process import run_in_process as run
 
-from models.positional_encodings import POSITIONAL_ENCODINGS
+from models.positional_options import ENCODING_OPTIONS
 from settings.checks import estimated_parameters
 from settings.config import load_config
 from settings.key_roles import role_of
@@ -80,13 +80,11 @@ def test_every_violation_is_reported_at_once_one_line_each(tmp_path: Path) -> No
 
 
 def test_an_encodings_options_are_checked_by_the_bounds_they_declare(tmp_path: Path, monkeypatch) -> None:
-    rope = POSITIONAL_ENCODINGS["rope"]
-
     @dataclasses.dataclass
-    class BoundedOptions(rope.Options):  # a bound declared as the schema's are (pydantic's Field)
+    class BoundedOptions(ENCODING_OPTIONS["rope"]):  # a bound declared as the schema's are (pydantic's Field)
         theta: Annotated[float, pydantic.Field(gt=1.0)] = 10000.0
 
-    monkeypatch.setattr(rope, "Options", BoundedOptions)
+    monkeypatch.setitem(ENCODING_OPTIONS, "rope", BoundedOptions)
     message, _ = refused(tmp_path, "model.positional.theta=0.5")
     assert message == "error: --set model.positional.theta=0.5: model.positional.theta must be above 1, got 0.5", (
         message
