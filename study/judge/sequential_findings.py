@@ -1,7 +1,7 @@
 """A sequential family's findings look by look (study/stats/sequential_family.py decides): look k reads
 the first n_k seeds of the family's declared seed list — never whichever runs finished first — and is
 reached once every declared comparison holds all of them. At each reached look the declared rows'
-unadjusted tests (the current rule's p beyond the tie margin, the TOST p at ±m, the sign) go to
+unadjusted tests (the family rule's p beyond the tie margin, the TOST p at ±m, the sign) go to
 `decide`; the study stops at the first look where every declared comparison is decided, or the last.
 
 A declared row is presented at the look that decided it (its p, the boundary it passed, its repeated
@@ -18,10 +18,9 @@ import numpy as np
 
 from study.read.family import Family, missing_rows
 from study.records import ComparisonRow, Configuration, FindingsTable, LookPlan, LookReading
-from study.stats.rules import CURRENT, Rule
+from study.stats.rules import RULES, Rule
 from study.stats.seed_test import ALPHA
-from study.stats.sequential import boundaries
-from study.stats.sequential_family import Decision, LookTests, decide, repeated_interval
+from study.stats.sequential_family import Decision, LookTests, decide, nominal_level, repeated_interval
 from study.terms import RowKey
 
 Tables = Sequence[FindingsTable]
@@ -61,10 +60,10 @@ def _reached(
 
 
 def look_tests(tables: Tables, family: Family, keys: Sequence[RowKey]) -> LookTests:
-    """The declared rows' unadjusted tests at one look, in `keys`' order, by the current rule (a row
+    """The declared rows' unadjusted tests at one look, in `keys`' order, by the family's rule (a row
     whose measure has no equivalence margin: equivalence p 1, it can only be decided by a direction)."""
     rows = [_declared(tables, family)[key] for key in keys]
-    ps = [rule_ps(CURRENT, r, t.metric, family) for t, r in rows]
+    ps = [rule_ps(RULES[family.rule], r, t.metric, family) for t, r in rows]
     equivalence = tuple(1.0 if p is None else p for _, p in ps)
     return LookTests(tuple(p for p, _ in ps), equivalence, tuple(int(np.sign(r.mean_difference)) for _, r in rows))
 
@@ -77,8 +76,8 @@ def _at_look(
     look = decision.look if decision.look is not None else taken - 1
     row, last = _declared(at_looks[look], family)[key][1], look == len(plan.looks) - 1
     test = row.seed_test
-    nominal = boundaries(plan.fractions, alpha=ALPHA, spending=plan.spending).nominal[look]  # the row alone
-    low, high = repeated_interval(test.mean, test.se, test.df if test.df is not None else float("inf"), nominal)
+    nominal = nominal_level(plan.fractions, ALPHA, plan.spending, look, plan.exact)  # the row alone
+    low, high = repeated_interval(test.mean, test.se, RULES[family.rule].df(test), nominal)
     reading = LookReading(
         look + 1,
         len(plan.looks),

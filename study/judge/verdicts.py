@@ -114,17 +114,20 @@ def row_power(
     t = r.seed_test
     if not t or t.se is None:
         return None
-    shared, tie = shared_variance(t), family.tie_margin.of(metric)
+    shared, tie, welch = shared_variance(t), family.tie_margin.of(metric), CURRENT.welch
+    level = CURRENT.two_sided(alpha)  # the two-sided t level a decision at alpha asks
+    effect = family.effect.of(metric)
     power = RowPower(
-        detectable_effect(t.se, t.df, alpha, tie), seeds_needed(family.effect.of(metric), t.seed_sd, shared, alpha, tie)
+        detectable_effect(t.se, CURRENT.df(t), level, tie),
+        seeds_needed(effect, t.seed_sd, shared, level, tie, welch=welch),
     )
     margin = family.equivalence.of(metric)
     if not (r.declared and margin):
         return power
     return replace(
         power,
-        equivalence_power=equivalence_power(margin, t.seed_sd, t.n, shared, alpha_equivalence),
-        seeds_for_equivalence=seeds_for_equivalence(margin, t.seed_sd, shared, alpha_equivalence),
+        equivalence_power=equivalence_power(margin, t.seed_sd, t.n, shared, alpha_equivalence, welch=welch),
+        seeds_for_equivalence=seeds_for_equivalence(margin, t.seed_sd, shared, alpha_equivalence, welch=welch),
     )
 
 

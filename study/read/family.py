@@ -168,7 +168,7 @@ class Family(BaseModel):
                 planned = "no seeds" if self.seeds is None else f"{len(self.seeds)} seeds"
                 last = f"the last look ({self.looks[-1]}) is every planned seed"
                 raise _refused(f"{last}, but the family plans {planned}")
-            if self.rule != CURRENT.name:
+            if RULES[self.rule].veto:  # (the older beyond_tie reads the plans declared under it)
                 raise _refused(
                     f"a sequential plan (looks) is read under the rule {CURRENT.name}: add rule: {CURRENT.name}"
                 )
@@ -203,7 +203,8 @@ class Family(BaseModel):
         """The sequential plan, or None for a fixed-seed family (one look once every seed is in)."""
         if self.looks is None:
             return None
-        return Plan(self.looks, self.spending, self.spending_equivalence, ALPHA, ALPHA)
+        exact = RULES[self.rule].both_tails  # its looks' levels spent on the t scale, or z carried by level
+        return Plan(self.looks, self.spending, self.spending_equivalence, ALPHA, ALPHA, exact)
 
     def at(self, path: str) -> Family:
         family = self.model_copy()
@@ -256,7 +257,7 @@ SHAPES = {
     "configs": "headline[{i}].configs must be a list of configurations, e.g. [length/rope], got {value!r}",
 }
 CHOICES = {  # the choices the lines name
-    "rules": " or ".join(RULES),
+    "rules": f"{', '.join(list(RULES)[:-1])} or {list(RULES)[-1]}",
     "current": CURRENT.name,
     "max_seed": MAX_SEED,
     "spending": " or ".join(SPENDING),

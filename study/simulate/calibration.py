@@ -27,14 +27,15 @@ from typing import Mapping
 import numpy as np
 
 from study.read.archived import DeclaredRow, rows_on_test_set
-from study.stats.rules import BEYOND_TIE, SEED_VETO, Rule
-from study.stats.seed_test import ALPHA, SeedTest, chi2_ratios, standard_error, t_quantile
+from study.simulate import edge_rates
+from study.stats.rules import BEYOND_TIE, CURRENT, SEED_VETO, Rule
+from study.stats.seed_test import ALPHA, SeedTest, standard_error, t_quantile
 from study.stats.significance import holm_rows
 from utils.markdown import table_head, table_row
 
 STUDIES = 2000  # simulated families per setting
 DISTRIBUTIONS = ("normal", "t3")
-AGAINST_ZERO = replace(BEYOND_TIE, name="against_zero", against_tie=False)  # the rule without its margin
+AGAINST_ZERO = replace(CURRENT, name="against_zero", against_tie=False)  # the rule without its margin
 CALIBRATED = "results/demo/summary_findings.json"  # the family results/README.md's figures simulate
 
 
@@ -91,26 +92,14 @@ def right_direction(rule: Rule, rows: list[DeclaredRow], tie: float, n: int, dis
 
 
 def coverage(rows: list[DeclaredRow], n: int, dist: str, count_v_int_twice: bool = False) -> float:
-    """The share of studies whose 95% interval covers the true difference (`rows` pooled, each at its
-    mean); `count_v_int_twice` adds v_int/n to the SE again (the older rule's SE)."""
+    """The share of studies whose 95% interval by the current rule (its df) covers the true difference
+    (`rows` pooled, each at its mean); `count_v_int_twice` adds v_int/n to the SE again (the older rule's SE)."""
     covered = []
     for r, d in zip(rows, draw(rows, [r.mean for r in rows], n, dist, np.random.default_rng(200 + n))):
-        mean, se, df = standard_error(d, r.v_shared + (r.v_int / n if count_v_int_twice else 0.0))
+        known = r.v_shared + (r.v_int / n if count_v_int_twice else 0.0)
+        mean, se, df = standard_error(d, known, welch=CURRENT.welch)
         covered.append(np.abs(mean - r.mean) <= np.array([t_quantile(1 - ALPHA / 2, x) for x in df]) * se)
     return float(np.mean(covered))
-
-
-def edge_rate_exact(row: DeclaredRow, n: int) -> float:
-    """The current rule's chance of a direction for one comparison alone (a family of one) whose true
-    difference lies on the edge of the tie margin, by numerical integration over s_d's χ²(n - 1)
-    distribution with normal seed effects: the Welch–Satterthwaite df's own error, without Monte Carlo."""
-    from scipy.stats import norm
-
-    seed_part = row.seed_sd**2 / n
-    ratio = chi2_ratios(n - 1, 20000)
-    se_hat = np.sqrt(seed_part * ratio + row.v_shared)
-    crit = np.array([t_quantile(1 - ALPHA / 2, x) for x in se_hat**4 * (n - 1) / (seed_part * ratio) ** 2])
-    return float(np.mean(norm.sf(crit * se_hat / math.sqrt(seed_part + row.v_shared))))
 
 
 def mc_bound(rate: float, count: int) -> float:
@@ -122,14 +111,68 @@ def _percent(x: float) -> str:
     return f"{x:.1%}"
 
 
+def edge_markdown(rows: list[DeclaredRow], tie: float) -> list[str]:
+    """The exact edge rates (both tails, no Monte Carlo) and the power each rule costs, as markdown lines."""
+    import math
+
+    test_set = rows_on_test_set(rows)
+    head = [
+        "seeds",
+        f"`{CURRENT.name}`: worst case over r (λ = 0)",
+        f"`{CURRENT.name}`: at the demo rows' parameters",
+        f"`{BEYOND_TIE.name}` (Welch df): worst case over r (λ = 0)",
+        f"`{BEYOND_TIE.name}`: at the demo rows' parameters",
+    ]
+    lines = [
+        f'On an edge of the tie margin, one comparison alone, both tails counted ("ahead" or "behind" worded '
+        f"at a true difference of +{tie:g} BLEU): exact integration over s_d² (`study/simulate/edge_rates.py`), "
+        "worst case over r (the seed variance over n·v_shared) in "
+        f"{', '.join('∞' if r == math.inf else f'{r:g}' for r in edge_rates.RATIOS)} with the margin small against "
+        "the SE (λ = 0), and at the demo's test-set rows (their seed SD, v_shared and the tie margin); allowed 2.5%.",
+        "",
+        *table_head(head),
+    ]
+
+    def archived(rule: Rule, n: int) -> str:
+        rates = []
+        for r in test_set:
+            tau = math.sqrt(r.seed_sd**2 / n + r.v_shared)
+            rates.append(edge_rates.edge_rate(rule, n, r.seed_sd**2 / (n * r.v_shared), tie / tau))
+        return f"{min(rates):.2%}–{max(rates):.2%}"
+
+    for n in edge_rates.SEEDS:
+        worst = [edge_rates.worst_edge_rate(rule, n) for rule in (CURRENT, BEYOND_TIE)]
+        at = ["∞" if r == math.inf else f"{r:g}" for _, r in worst]
+        cells = [f"{worst[0][0]:.2%} (r = {at[0]})", archived(CURRENT, n), f"{worst[1][0]:.2%} (r = {at[1]})"]
+        lines.append(table_row([n, *cells, archived(BEYOND_TIE, n)]))
+    names = ", ".join(f"`{r.name}`" for r in test_set)
+    lines += [
+        "",
+        f"What it costs: the chance of the observed direction, one comparison alone at α = 0.05 ({names}, at "
+        "their archived means, seed SDs and v_shared), exact integration:",
+        "",
+        *table_head(["seeds", f"`{CURRENT.name}`", f"`{BEYOND_TIE.name}`"]),
+    ]
+    for n in (5, 8, 12, 20):
+        cells = [
+            " / ".join(f"{edge_rates.power(rule, n, r.mean, r.seed_sd, r.v_shared, tie):.2f}" for r in test_set)
+            for rule in (CURRENT, BEYOND_TIE)
+        ]
+        lines.append(table_row([n, *cells]))
+    return lines
+
+
 def calibration_markdown(
     rows: list[DeclaredRow], tie: float, ns: tuple[int, ...] = (5, 10, 20, 40), name: str = CALIBRATED
 ) -> str:
-    """The three calibrations of the current rule (the older rule beside it), as markdown tables."""
+    """The calibrations of the current rule (the older rules beside it), as markdown tables."""
     test_set = rows_on_test_set(rows)
     lines = [
+        *edge_markdown(rows, tie),
+        "",
         f"Simulated: the {len(rows)} declared BLEU rows of `{name}` as archived, "
-        f"{STUDIES:,} families per setting, tie margin {tie:g} BLEU (`study/calibration.py`).",
+        f"{STUDIES:,} families per setting, tie margin {tie:g} BLEU, the current rule `{CURRENT.name}` "
+        "(`study/simulate/calibration.py`).",
         "",
         *table_head(
             [
@@ -137,23 +180,21 @@ def calibration_markdown(
                 "direction worded at a true difference of 0 (normal / t(3))",
                 "on an edge of the tie margin (normal / t(3); allowed 2.5%)",
                 "against 0 instead of beyond the margin, on an edge (normal)",
-                "on an edge, one comparison alone (exact integration, no Monte Carlo)",
             ]
         ),
     ]
     for n in ns:
-        new = {d: false_directions(BEYOND_TIE, rows, tie, n, d) for d in DISTRIBUTIONS}
+        new = {d: false_directions(CURRENT, rows, tie, n, d) for d in DISTRIBUTIONS}
         zero = false_directions(AGAINST_ZERO, rows, tie, n, "normal")
-        exact = [edge_rate_exact(r, n) for r in rows]
         cells = [f"{_percent(new['normal'][at])} / {_percent(new['t3'][at])}" for at in ("0", "±tie")]
-        lines.append(table_row([n, *cells, _percent(zero["±tie"]), f"{_percent(min(exact))}–{_percent(max(exact))}"]))
+        lines.append(table_row([n, *cells, _percent(zero["±tie"])]))
     names = ", ".join(f"`{r.name}`" for r in test_set)
     lines += [
         "",
         *table_head(
             [
                 "seeds",
-                f"chance of the observed direction, {names}: `beyond_tie`",
+                f"chance of the observed direction, {names}: `{CURRENT.name}`",
                 "the same, `seed_veto`",
                 "95% interval covers the true difference (normal / t(3))",
                 "with v_int/n counted again (normal)",
@@ -162,7 +203,7 @@ def calibration_markdown(
     ]
     pick = [i for i, r in enumerate(rows) if r in test_set]
     for n in ns:
-        new, old = right_direction(BEYOND_TIE, rows, tie, n), right_direction(SEED_VETO, rows, tie, n)
+        new, old = right_direction(CURRENT, rows, tie, n), right_direction(SEED_VETO, rows, tie, n)
         cover = {d: coverage(test_set, n, d) for d in DISTRIBUTIONS}
         twice = coverage(test_set, n, "normal", count_v_int_twice=True)
         directions = [" / ".join(f"{chance[i]:.2f}" for i in pick) for chance in (new, old)]

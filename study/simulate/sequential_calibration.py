@@ -128,7 +128,7 @@ class Simulation:
 def without_spending() -> ContextManager:
     """Within it, `decide` tests every look at a hypothesis' full level (no alpha spent over the looks):
     the mutation the calibration must fail."""
-    return mock.patch.object(sequential_family, "nominal_level", lambda fractions, alpha, spending, look: alpha)
+    return mock.patch.object(sequential_family, "nominal_level", lambda fractions, alpha, spending, look, exact: alpha)
 
 
 def _pair(a: float, b: float, fmt: str) -> str:

@@ -40,18 +40,19 @@ def equivalence_p(diffs: np.ndarray, known, margin: float, welch: bool = True) -
 
 
 def equivalence_power(
-    margin: float, seed_sd: float, n: int, v_shared: float, alpha: float, delta: float = 0.0
+    margin: float, seed_sd: float, n: int, v_shared: float, alpha: float, delta: float = 0.0, welch: bool = True
 ) -> float:
     """Probability that TOST at `alpha` shows equivalence within ±`margin` over `n` seeds when the true
     difference is `delta`: the mean over seeds ~ N(delta, SE²), SE² = s_d²/n + v_shared, and s_d²
     estimated with n - 1 degrees of freedom; shown when |mean| < m - t_crit SE_hat, averaged over
-    4,000 quantiles of s_d_hat² / s_d² ~ chi2(n - 1) / (n - 1), t_crit at each draw's Welch df."""
+    4,000 quantiles of s_d_hat² / s_d² ~ chi2(n - 1) / (n - 1), t_crit at each draw's Welch df (or n - 1)."""
     from scipy.stats import norm, t
 
     spread, _ = planned_se(seed_sd, v_shared, n)
     seed_part = seed_sd * seed_sd * chi2_ratios(n - 1) / n
     se_hat = np.sqrt(seed_part + v_shared)
-    reach = margin - t.ppf(1 - alpha, welch_df(seed_part, se_hat, n)) * se_hat  # |mean| below it is shown
+    df = welch_df(seed_part, se_hat, n) if welch else n - 1
+    reach = margin - t.ppf(1 - alpha, df) * se_hat  # |mean| below it is shown
     if spread <= 0:
         return float(np.mean(abs(delta) < reach))
     inside = norm.cdf((reach - delta) / spread) - norm.cdf((-reach - delta) / spread)
@@ -59,7 +60,7 @@ def equivalence_power(
 
 
 def seeds_for_equivalence(
-    margin: float, seed_sd: float, v_shared: float, alpha: float, target: float = POWER
+    margin: float, seed_sd: float, v_shared: float, alpha: float, target: float = POWER, welch: bool = True
 ) -> Optional[int]:
     """How many seeds TOST needs to show equivalence within ±`margin` with `target` power when the
     true difference is 0; None when no number of seeds reaches it (the test set's noise every seed
@@ -70,4 +71,6 @@ def seeds_for_equivalence(
     room = margin - t_quantile(1 - alpha, 100_000) * math.sqrt(v_shared)
     if room <= 0 or (v_shared > 0 and 2 * norm.cdf(room / math.sqrt(v_shared)) - 1 < target):
         return None
-    return fewest_seeds(lambda n: equivalence_power(margin, seed_sd, n, v_shared, alpha) >= target, limit=1 << 20)
+    return fewest_seeds(
+        lambda n: equivalence_power(margin, seed_sd, n, v_shared, alpha, welch=welch) >= target, limit=1 << 20
+    )

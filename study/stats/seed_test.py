@@ -163,11 +163,11 @@ def detectable_effect(se: float, df, alpha: float, margin: float = 0.0, target: 
     return float(brentq(lambda e: power(e, se, df, alpha, margin) - target, 0.0, hi, xtol=se * 1e-6))
 
 
-def planned_se(seed_sd: float, v_shared: float, n: int) -> tuple[float, float]:
-    """(SE, df) at n seeds of the seeds' SD and the shared test-set variance."""
+def planned_se(seed_sd: float, v_shared: float, n: int, welch: bool = True) -> tuple[float, float]:
+    """(SE, df) at n seeds of the seeds' SD and the shared test-set variance (df Welch's or n - 1)."""
     seed_part = seed_sd * seed_sd / n
     se = math.sqrt(seed_part + v_shared)
-    return se, float(welch_df(seed_part, se, n))
+    return se, float(welch_df(seed_part, se, n)) if welch else n - 1.0
 
 
 def fewest_seeds(enough: Callable[[int], bool], limit: Optional[int] = None) -> Optional[int]:
@@ -184,10 +184,16 @@ def fewest_seeds(enough: Callable[[int], bool], limit: Optional[int] = None) -> 
 
 
 def seeds_needed(
-    effect: float, seed_sd: float, v_shared: float, alpha: float, margin: float = 0.0, target: float = POWER
+    effect: float,
+    seed_sd: float,
+    v_shared: float,
+    alpha: float,
+    margin: float = 0.0,
+    target: float = POWER,
+    welch: bool = True,
 ) -> Optional[int]:
-    """The seeds a true difference `effect` needs for `target` power (the test beyond ±`margin`); None
-    when no number does (the shared test-set noise alone leaves less power)."""
+    """The seeds a true difference `effect` needs for `target` power (the test beyond ±`margin`, its df
+    Welch's or n - 1); None when no number does (the shared test-set noise alone leaves less power)."""
     if power(effect, math.sqrt(v_shared), None, alpha, margin) < target:
         return None
-    return fewest_seeds(lambda n: power(effect, *planned_se(seed_sd, v_shared, n), alpha, margin) >= target)
+    return fewest_seeds(lambda n: power(effect, *planned_se(seed_sd, v_shared, n, welch), alpha, margin) >= target)

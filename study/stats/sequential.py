@@ -104,6 +104,21 @@ def boundaries(fractions: tuple[float, ...], alpha: float = 0.05, spending: str 
     return Boundaries(tuple(z))
 
 
+@functools.lru_cache(maxsize=1024)
+def spent_levels(
+    fractions: tuple[float, ...], alpha: float = 0.05, spending: str = "obrien-fleming"
+) -> tuple[float, ...]:
+    """Each look's two-sided level on the t scale: its share of the spending, 2 (f(t_k) - f(t_{k-1})) of
+    one side's alpha/2. A test whose chance of crossing at a look is at most its level (the seed test of
+    `beyond_tie_exact`, exact at its worst case) then crosses at some look in at most alpha of studies,
+    whatever the correlation between looks (the union bound; what it costs against the normal-scale
+    boundaries: results/sequential_calibration.md)."""
+    boundaries(fractions, alpha, spending)  # (the same checks of the fractions and the spending's name)
+    spend, side = SPENDING[spending], alpha / 2
+    points = (0.0, *fractions)
+    return tuple(2 * (spend(t, side) - spend(previous, side)) for previous, t in zip(points, points[1:]))
+
+
 def t_boundary(nominal: float, df: float) -> float:
     """The |t| a seed-level test with `df` degrees of freedom needs to reach a look's nominal two-sided level."""
     return float(stats.t.isf(nominal / 2, df))

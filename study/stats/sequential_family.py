@@ -13,10 +13,12 @@ are then those of their raised level, at this look and the later ones. A compari
 "equivalent" does not pass on its share of the difference family (its difference null was not
 rejected), nor a direction its share of the equivalence family.
 
-A p is compared with its look's nominal level (study/stats/sequential.py: the normal-scale boundary
-carried to the seed-level t by its level). A comparison is decided at the first look where either
-of its nulls is rejected (both may be, at that look); the decision is final, and the study stops when
-every comparison is decided or the last look is reached."""
+A p is compared with its look's level: under `beyond_tie_exact` the look's share of the spending
+(study/stats/sequential.py: spent_levels; the t test is exact at its worst case, so the plan's error is at
+most alpha by the union bound), under the older `beyond_tie` the normal-scale boundary carried to the
+seed-level t by its nominal level (slightly liberal at few seeds). A comparison is decided at the first
+look where either of its nulls is rejected (both may be, at that look); the decision is final, and the
+study stops when every comparison is decided or the last look is reached."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from typing import Literal, Mapping, Optional, Sequence
 
 import numpy as np
 
-from study.stats.sequential import SPENDING, boundaries, t_boundary
+from study.stats.sequential import SPENDING, boundaries, spent_levels, t_boundary
 
 Spending = Literal[tuple(SPENDING)]  # a spending function's name (study/stats/sequential.py)
 
@@ -40,6 +42,7 @@ class Plan:
     spending_equivalence: Spending = "obrien-fleming"
     alpha: float = 0.05
     alpha_equivalence: float = 0.05
+    exact: bool = False  # each look's level its share of the spending (t scale), or the z boundary by level
 
     @property
     def fractions(self) -> tuple[float, ...]:
@@ -107,10 +110,13 @@ class Graph:
         return Graph(tuple(float(x) for x in w), tuple(tuple(float(x) for x in row) for row in g))
 
 
-def nominal_level(fractions: tuple[float, ...], alpha: float, spending: str, look: int) -> float:
-    """The two-sided nominal level of `look` for a hypothesis tested at level `alpha`."""
+def nominal_level(fractions: tuple[float, ...], alpha: float, spending: str, look: int, exact: bool = False) -> float:
+    """The two-sided level of `look` for a hypothesis tested at level `alpha` (`exact`: its share of the
+    spending; else the normal-scale boundary's nominal level)."""
     if alpha <= 0:
         return 0.0
+    if exact:
+        return spent_levels(fractions, alpha=alpha, spending=spending)[look]
     return boundaries(fractions, alpha=alpha, spending=spending).nominal[look]
 
 
@@ -118,8 +124,8 @@ def _level(graph: Graph, i: int, plan: Plan, look: int, equivalence: bool) -> fl
     """The nominal level hypothesis i's p must pass at `look` with its current weight."""
     alpha = (plan.alpha_equivalence if equivalence else plan.alpha) * graph.weights[i]
     if equivalence:  # TOST is two one-sided tests each at the level: a two-sided design at twice it, halved
-        return nominal_level(plan.fractions, 2 * alpha, plan.spending_equivalence, look) / 2
-    return nominal_level(plan.fractions, alpha, plan.spending, look)
+        return nominal_level(plan.fractions, 2 * alpha, plan.spending_equivalence, look, plan.exact) / 2
+    return nominal_level(plan.fractions, alpha, plan.spending, look, plan.exact)
 
 
 def _reject_at_look(

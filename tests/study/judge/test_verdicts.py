@@ -104,8 +104,9 @@ def test_each_row_prints_its_power_at_its_family_alpha():
     assert size == 3 and plan is None
     a = tables[0].rows[0]
     t = a.seed_test
-    assert a.power.detectable == pytest.approx(detectable_effect(t.se, t.df, ALPHA / 3, 0.1))
-    want = equivalence_power(1.0, t.seed_sd, t.n, t.v_shared, ALPHA / 2)
+    # the current rule's: Student's t at n - 1 df, both tails on an edge (the two-sided level halved)
+    assert a.power.detectable == pytest.approx(detectable_effect(t.se, t.n - 1, ALPHA / 3 / 2, 0.1))
+    want = equivalence_power(1.0, t.seed_sd, t.n, t.v_shared, ALPHA / 2, welch=False)
     assert a.power.equivalence_power == pytest.approx(want)
     assert tables[1].rows[0].power.equivalence_power is None  # NLL: no margin declared, no equivalence test
     b = tables[0].rows[1]

@@ -12,6 +12,7 @@ from study.judge.verdicts import word_tables
 from study.pages.headline import headline_markdown, sentences_markdown
 from study.read.family import NO_FAMILY, Family
 from study.records import Findings, FindingsTable
+from study.stats.rules import CURRENT
 from tests.helpers import finding_row
 
 
@@ -51,11 +52,11 @@ def test_the_table_shows_the_declared_verdict_and_the_exploratory_reading_where_
     assert alibi.endswith("| ahead in every seed | same verdict |")
     text = "\n".join(lines)
     assert "rule `seed_veto`, the rule the family was declared under" in text
-    assert "Exploratory: rule `beyond_tie`" in text and "√(s_d²/n + v_shared)" in text
+    assert f"Exploratory: rule `{CURRENT.name}`" in text and "√(s_d²/n + v_shared)" in text
 
 
 def test_a_family_under_the_current_rule_has_no_exploratory_column():
-    findings = report([finding_row(VETOED, config="rope")], rule="beyond_tie")
+    findings = report([finding_row(VETOED, config="rope")], rule=CURRENT.name)
     text = headline_markdown(findings)
     assert "exploratory" not in text.lower()
     assert "| ahead by more than 0.10 BLEU |" in text  # no veto: one seed the other way does not stop it
@@ -86,7 +87,7 @@ def test_the_sentences_label_every_p_and_the_power_to_show_equivalence():
     assert sentence.startswith("- `rope` against `sinusoidal`, test set: mean difference +0.79 BLEU over 8 seeds, p ")
     assert "(against no difference, unadjusted; Holm " in sentence and "by the family's rule)" in sentence
     assert "power to show ±1.00 if the true difference were 0: " in sentence
-    assert "Exploratory (rule `beyond_tie`): ahead by more than 0.10 BLEU (Holm p" in sentence
+    assert f"Exploratory (rule `{CURRENT.name}`): ahead by more than 0.10 BLEU (Holm p" in sentence
 
 
 def test_a_withheld_verdict_is_worded_from_its_reason_not_from_its_finding() -> None:

@@ -71,7 +71,7 @@ REFUSED = [
     (T + "baseline: 5\n", "baseline must be a configuration label or an encoding, got 5", True),
     (T + "baseline: sinusiodal\n", "baseline 'sinusiodal' is neither an encoding", False),
     (T + "baseline: demo/ropee\n", "nor a configuration (configs/demo/ropee.yaml does not exist)", False),
-    (T + "rule: nope\n", "rule 'nope' is not a decision rule; use beyond_tie or seed_veto", True),
+    (T + "rule: nope\n", "rule 'nope' is not a decision rule; use beyond_tie_exact, beyond_tie or seed_veto", True),
     (T + "rule: null\n", "rule None is not a decision rule", True),
     ("headline: [\n", "not valid YAML", False),
 ]

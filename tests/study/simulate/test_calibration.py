@@ -1,5 +1,8 @@
-"""The decision rules calibrated by simulating the demo's declared family whole (study/
-calibration.py), each property with a mutation that must fail it:
+"""The decision rules calibrated, each property with a mutation that must fail it. Exactly (study/
+simulate/edge_rates.py, integration over s_d², no Monte Carlo): the current rule words a direction on an
+edge of the tie margin, both tails counted, in at most α/2 of studies at every n of 3-40, every ratio r of
+the seed variance to n·v_shared and every margin-to-SE λ; mutation: Welch–Satterthwaite df (the older
+`beyond_tie`). By simulating the demo's declared family whole (study/simulate/calibration.py):
 
 1. a direction is worded where the true difference is 0 or on an edge of the tie margin in at most
    2.5% (+ 2 Monte-Carlo SE; the edges pooled) of studies; mutation: the test against 0 instead of
@@ -28,7 +31,8 @@ from study.simulate.calibration import (
     mc_bound,
     right_direction,
 )
-from study.stats.rules import BEYOND_TIE, SEED_VETO, Rule
+from study.simulate import edge_rates
+from study.stats.rules import BEYOND_TIE, CURRENT, SEED_VETO, Rule
 from study.stats.seed_test import ALPHA
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,8 +59,25 @@ def too_often(rule: Rule, demo, ns, dists) -> list[str]:
     return failed
 
 
+@pytest.mark.parametrize("n", edge_rates.SEEDS)
+def test_a_direction_on_an_edge_within_alpha_half_at_every_r_exactly(n):
+    worst = max(edge_rates.edge_rate(CURRENT, n, r, lam) for r in edge_rates.RATIOS for lam in (0.0, 0.3, 1.0))
+    print(f"{CURRENT.name}, n={n}: worst edge rate {worst:.6f}")
+    assert worst <= ALPHA / 2 + 1e-9  # exactly α/2 at r = ∞, λ = 0 (Student's t at n - 1 df)
+    assert worst >= ALPHA / 2 - 1e-6  # and no more conservative than that at its worst
+
+
+@pytest.mark.parametrize("n", (5, 40))
+def test_welch_df_fail_the_exact_edge_calibration(n):
+    """At the demo's 5 seeds Welch–Satterthwaite's df word a direction on the edge in 5.8% (λ = 0) and, at
+    the demo rows' own λ, 3.5-3.7%; at 40 seeds, both tails, still 5.0% at λ = 0."""
+    rate, at = edge_rates.worst_edge_rate(BEYOND_TIE, n)
+    print(f"{BEYOND_TIE.name}, n={n}: worst edge rate {rate:.4f} at r={at}")
+    assert rate > ALPHA / 2 * 1.5
+
+
 def test_no_direction_within_the_tie_margin(demo):
-    assert too_often(BEYOND_TIE, demo, (5, 20), ("normal", "t3")) == []
+    assert too_often(CURRENT, demo, (5, 20), ("normal", "t3")) == []
 
 
 def test_the_test_against_zero_fails_the_tie_margin_calibration(demo):
@@ -65,7 +86,7 @@ def test_the_test_against_zero_fails_the_tie_margin_calibration(demo):
 
 @pytest.mark.slow
 def test_no_direction_within_the_tie_margin_at_every_n(demo):
-    assert too_often(BEYOND_TIE, demo, (5, 10, 20, 40), ("normal", "t3")) == []
+    assert too_often(CURRENT, demo, (5, 10, 20, 40), ("normal", "t3")) == []
 
 
 def falls(rule: Rule, demo, ns, dist: str = "normal") -> list[str]:
@@ -84,9 +105,9 @@ def falls(rule: Rule, demo, ns, dist: str = "normal") -> list[str]:
 
 
 def test_the_chance_of_the_right_direction_rises_with_seeds(demo):
-    assert falls(BEYOND_TIE, demo, (5, 10, 20, 40)) == []
+    assert falls(CURRENT, demo, (5, 10, 20, 40)) == []
     rows, tie = demo
-    assert min(right_direction(BEYOND_TIE, rows, tie, 20)) > 0.9  # the demo's 20 seeds word all four nearly always
+    assert min(right_direction(CURRENT, rows, tie, 20)) > 0.9  # the demo's 20 seeds word all four nearly always
 
 
 def test_the_veto_fails_the_power_calibration(demo):
@@ -95,7 +116,7 @@ def test_the_veto_fails_the_power_calibration(demo):
 
 @pytest.mark.slow
 def test_the_chance_of_the_right_direction_rises_with_seeds_t3(demo):
-    assert falls(BEYOND_TIE, demo, (5, 10, 20, 40, 80), "t3") == []
+    assert falls(CURRENT, demo, (5, 10, 20, 40, 80), "t3") == []
 
 
 def test_the_interval_covers_at_its_level(demo):
