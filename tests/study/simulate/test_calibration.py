@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from study.read.archived import declared_rows
+from study.simulate import edge_rates
 from study.simulate.calibration import (
     AGAINST_ZERO,
     STUDIES,
@@ -31,7 +32,6 @@ from study.simulate.calibration import (
     mc_bound,
     right_direction,
 )
-from study.simulate import edge_rates
 from study.stats.rules import BEYOND_TIE, CURRENT, SEED_VETO, Rule
 from study.stats.seed_test import ALPHA
 

@@ -70,7 +70,8 @@ def test_a_family_names_its_rule(tmp_path):
     assert load_family(str(path)).rule == "beyond_tie"
     path.write_text("rule: holm\nheadline:\n  - table: test\n", encoding="utf-8")
     with pytest.raises(
-        ConfigError, match=r"headline.yaml: rule 'holm' is not a decision rule; use beyond_tie_exact, beyond_tie or seed_veto"
+        ConfigError,
+        match=r"headline.yaml: rule 'holm' is not a decision rule; use beyond_tie_exact, beyond_tie or seed_veto",
     ):
         load_family(str(path))
 
