@@ -4,7 +4,9 @@
 Each study's tables and findings are written by compare.py from the archived runs in results/
 (`<prefix>.md`, `<prefix>_findings.md`, ... beside the runs) and copied between markers into the
 study's page, results/<study>/README.md (tables, findings, plots and the method text of that
-study), and its result sentences (`<prefix>_headline.md`) also into README.md:
+study). README.md holds, per page, its declared comparisons in one short table (`study_results`, from
+`<prefix>_findings.json` and the headline table) and, once, the rules and the seed test they were decided
+by (`rules_glossary`):
 
     <!-- generated from results/demo/summary.md by `make readme`; do not edit this block -->
     ...the file...
@@ -32,6 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tools.readme_study_blocks import rules_glossary, study_results  # noqa: E402
+
 # (output prefix, run folders, baseline, declared headline family): one compare.py call per study;
 # a study without a family file (the joined-pair arm, the one-seed report size) is descriptive only
 STUDIES = [
@@ -43,8 +47,8 @@ STUDIES = [
     ("results/report/length/concat_summary", "results/report/length/*_concat*", "length/sinusoidal_concat", None),
 ]
 # The study pages: each holds the tables and findings of these prefixes (the first one's tables, every
-# one's findings), its plots and the method text belonging to it; README.md holds each page's result
-# sentences (the first prefix's _headline.md) and a link to it.
+# one's findings), its plots and the method text belonging to it; README.md holds each page's declared
+# comparisons (a block of the first prefix's _findings.json: `study_results`) and a link to it.
 PAGES = {
     "results/demo/README.md": ("results/demo/summary",),
     "results/length/README.md": ("results/length/summary", "results/length/concat_summary"),
@@ -114,6 +118,10 @@ def _gpu_figures() -> str:
 
 
 GENERATED = {"settings/key_roles.py": _key_roles_table, "benchmarks/figures.py": _gpu_figures}
+# The README's glossary block: the rules and the tests the studies were decided by (tools/readme_study_blocks.py)
+RULES_BLOCK = "study/stats/rules.py"
+
+
 COMPARED = (
     ".md",
     "_findings.md",
@@ -136,8 +144,15 @@ def blocks(readme: str) -> list[tuple[str, str]]:
 
 
 def source_text(file: str, root: Path = ROOT) -> str:
-    """What a block generated from `file` holds: the file's text, or what GENERATED makes of it."""
-    return GENERATED[file]() if file in GENERATED else (root / file).read_text(encoding="utf-8")
+    """What a block generated from `file` holds: the file's text, or what GENERATED, `study_results` (a
+    study's findings in the README) or `rules_glossary` makes of it."""
+    if file in GENERATED:
+        return GENERATED[file]()
+    if file == RULES_BLOCK:
+        return rules_glossary([prefixes[0] for prefixes in PAGES.values()], root)
+    if file.endswith("_findings.json"):
+        return study_results(file, root)
+    return (root / file).read_text(encoding="utf-8")
 
 
 def render(readme: str, root: Path = ROOT) -> str:
@@ -165,8 +180,9 @@ def stale_blocks(text: str, root: Path = ROOT, name: str = README) -> list[str]:
 
 def missing_blocks(texts: dict[str, str]) -> list[str]:
     """The blocks a document lacks: each page its tables, findings and result sentences, the README
-    each page's result sentences and a link to the page."""
-    out = []
+    each page's declared comparisons, a link to the page and the rules' glossary."""
+    readme_files = {f for f, _ in blocks(texts[README])}
+    out = [] if RULES_BLOCK in readme_files else [f"{README} has no block of {RULES_BLOCK}"]
     for page, prefixes in PAGES.items():
         files = {f for f, _ in blocks(texts[page])}
         wanted = [
@@ -176,9 +192,8 @@ def missing_blocks(texts: dict[str, str]) -> list[str]:
             *(f"{p}_findings.md" for p in prefixes),
         ]
         out += [f"{page} has no block of {f}" for f in wanted if f not in files]
-        readme_files = {f for f, _ in blocks(texts[README])}
-        if f"{prefixes[0]}_headline.md" not in readme_files:
-            out.append(f"{README} has no block of {prefixes[0]}_headline.md")
+        if f"{prefixes[0]}_findings.json" not in readme_files:
+            out.append(f"{README} has no block of {prefixes[0]}_findings.json")
         if f"]({page})" not in texts[README]:
             out.append(f"{README} does not link to {page}")
     return out

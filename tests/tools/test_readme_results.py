@@ -12,6 +12,8 @@ import re
 
 from helpers import ROOT
 
+from tools.readme_study_blocks import cells, study_results
+
 spec = importlib.util.spec_from_file_location("readme_results", ROOT / "tools" / "readme_results.py")
 readme_results = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(readme_results)
@@ -39,9 +41,9 @@ def test_every_block_equals_its_committed_file_and_every_study_has_its_blocks() 
     pages = {f: page for page in readme_results.PAGES for f, _ in readme_results.blocks(text(page))}
     for prefix, *_ in readme_results.STUDIES:  # every study's findings are in a page
         assert f"{prefix}_findings.md" in pages, prefix
-    for name in ("demo", "length", "report/length"):  # its tables in its own page, its sentences in the README
+    for name in ("demo", "length", "report/length"):  # its tables in its own page, its comparisons in the README
         assert pages[f"results/{name}/summary.md"] == f"results/{name}/README.md"
-        assert f"results/{name}/summary_headline.md" in {f for f, _ in readme_results.blocks(text("README.md"))}
+        assert f"results/{name}/summary_findings.json" in {f for f, _ in readme_results.blocks(text("README.md"))}
 
 
 def test_an_edited_cell_is_caught() -> None:
@@ -56,10 +58,10 @@ def test_a_missing_block_or_link_is_caught() -> None:
     docs = texts()
     readme = docs["README.md"]
     block = re.search(
-        r"<!-- generated from results/length/summary_headline\.md.*?<!-- end of \S+ -->", readme, re.DOTALL
+        r"<!-- generated from results/length/summary_findings\.json.*?<!-- end of \S+ -->", readme, re.DOTALL
     )
     assert readme_results.missing_blocks({**docs, "README.md": readme.replace(block[0], "")}) == [
-        "README.md has no block of results/length/summary_headline.md"
+        "README.md has no block of results/length/summary_findings.json"
     ]
     unlinked = readme.replace("](results/length/README.md)", "](results/README.md)")
     assert readme_results.missing_blocks({**docs, "README.md": unlinked}) == [
@@ -95,7 +97,7 @@ def test_no_hand_written_result_outside_the_generated_blocks() -> None:
     # the check sees a figure or a verdict typed into the README's results prose, a study page's
     # method text or the results index, and an edited generated sentence
     for name, first in (
-        ("README.md", "Four studies in `results/`, each with a page"),
+        ("README.md", "Each study in `results/` has a page"),
         (DEMO_PAGE, "The demo trains on all source"),
         ("results/README.md", "The question is about encodings"),
     ):
@@ -112,3 +114,55 @@ def test_no_hand_written_result_outside_the_generated_blocks() -> None:
     start = lines.index("## Results") + 1
     end = next(n for n in range(start, len(lines)) if lines[n].startswith("## ")) + 1
     assert {n for n, _ in readme_results.result_lines("README.md", readme)} <= set(range(start, end))
+
+
+def declared_rows(prefix: str) -> list[tuple[str, str]]:
+    findings = json.loads((ROOT / f"{prefix}_findings.json").read_text())
+    return [(r["config"], r["compared_on"]) for t in findings["tables"] for r in t["rows"] if r["declared"]]
+
+
+def test_the_readme_has_a_row_per_declared_comparison_and_the_notes_once() -> None:
+    """README's results: per study page one short table, a row per declared comparison (its verdict and
+    the figures behind it, as the study's headline states them, less the descriptive column), and the
+    notes on intervals and rules once, in its glossary, not under every table."""
+    readme = text("README.md")
+    got = dict(readme_results.blocks(readme))
+    for prefix, *_ in readme_results.PAGES.values():
+        body = got[f"{prefix}_findings.json"]
+        rows = [cells(line) for line in body.splitlines() if line.startswith("| `")]
+        declared = declared_rows(prefix)
+        assert len(rows) == len(declared), prefix
+        headline = [cells(line) for line in text(f"{prefix}_headline.md").splitlines() if line.startswith("| `")]
+        for row, (config, compared), full in zip(rows, declared, headline):
+            assert row[0] == f"`{config}`" and row[1].startswith(compared), (prefix, row)
+            assert len(full) == len(row) + 1 and all(c in full for c in row), (prefix, row)
+        assert "seeds that way" not in body and "Terms:" not in body, prefix
+        if not declared:  # no family: one line, no table and no interval note
+            assert body.startswith("No declared family") and "\n" not in body, prefix
+    assert not any(f.endswith("_headline.md") for f in got)  # the notes stay on the pages
+    for name in ("seed_veto", "beyond_tie"):  # each rule worded once, with the studies it decides
+        assert readme.count(f"- rule `{name}`") == 1, name
+    assert "It decides `demo_confirm` (looks at 8, 12, 16, 20 seeds) look by look" in got[readme_results.RULES_BLOCK]
+
+
+def test_the_readme_table_drops_only_the_descriptive_column(tmp_path) -> None:
+    """A study's README rows are its headline rows less the 'seeds that way' cell; a study without a
+    family gets one line."""
+    prefix = "results/x/summary"
+    (tmp_path / "results/x").mkdir(parents=True)
+    (tmp_path / f"{prefix}_findings.json").write_text(json.dumps({"family": "f.yaml", "tables": []}))
+    (tmp_path / f"{prefix}_headline.md").write_text(
+        "Declared family `f.yaml`: 1 comparison.\n\n| comparison | Δ | seeds that way | verdict |\n"
+        "|---|---|---|---|\n| `x/a` | +1.0 | 3 of 3 above +0.1 | ahead \\| or not |\n\nΔ: the notes."
+    )
+    assert study_results(f"{prefix}_findings.json", tmp_path) == (
+        "Declared family `f.yaml`: 1 comparison.\n\n| comparison | Δ | verdict |\n|---|---|---|\n"
+        "| `x/a` | +1.0 | ahead \\| or not |"
+    )
+    rows = [{"per_seed": [{}]}, {"per_seed": [{}]}]
+    (tmp_path / f"{prefix}_findings.json").write_text(
+        json.dumps({"family": None, "baseline": "x/b", "tables": [{"name": "test", "rows": rows}]})
+    )
+    assert study_results(f"{prefix}_findings.json", tmp_path) == (
+        "No declared family: its 2 comparisons against `x/b` are descriptive, one seed each (no test, no interval)."
+    )

@@ -77,7 +77,7 @@ def test_uncommitted_code_is_refused(repo: Path, original) -> None:
     # a generated block's body changed: what the runner's render writes, not a hand edit (a kill
     # between its render and its commit leaves it so)
     text = (repo / "README.md").read_text()
-    start = text.index("\n", text.index("<!-- generated from results/demo/summary_headline.md")) + 1
+    start = text.index("\n", text.index("<!-- generated from results/demo/summary_findings.json")) + 1
     (repo / "README.md").write_text(text[:start] + "a number\n" + text[start:])
     ready = subprocess.run([sys.executable, "tools/study_ready.py", STUDY, commit], cwd=repo, capture_output=True)
     assert ready.returncode == 0, ready.stderr

@@ -1,0 +1,85 @@
+"""The README's results blocks (tools/readme_results.py renders them): per study page, its declared
+comparisons in one short table (`study_results`: the headline's lines above its table and the table less
+its descriptive column, from `<prefix>_headline.md`, which compare.py wrote), and once, in the README's
+glossary, the rules and the tests the studies were decided by (`rules_glossary`, from their findings).
+The notes under each headline table stay on the study pages."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+DESCRIPTIVE_COLUMN = "seeds that way"  # the headline's descriptive column, left to the study page
+
+
+def study_name(prefix: str) -> str:
+    """A study's name as its folder under results/ spells it (`demo`, `report/length`)."""
+    return prefix.removeprefix("results/").rsplit("/", 1)[0]
+
+
+def _findings(prefix: str, root: Path) -> dict:
+    return json.loads((root / f"{prefix}_findings.json").read_text(encoding="utf-8"))
+
+
+def cells(line: str) -> list[str]:
+    """A markdown table row's cells as written (an escaped `\\|` stays inside its cell)."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def study_results(findings_file: str, root: Path) -> str:
+    """A study's declared comparisons for the README: the headline's lines above its table (the family, how
+    it was decided, what it found) and the table without its descriptive column; the notes under it are the
+    glossary's. A study without a family: one line saying so."""
+    prefix = findings_file.removesuffix("_findings.json")
+    findings = _findings(prefix, root)
+    if not findings.get("family"):
+        rows = [r for t in findings["tables"] if t["name"] == "test" for r in t["rows"]]
+        seeds = ", one seed each (no test, no interval)" if rows and all(len(r["per_seed"]) <= 1 for r in rows) else ""
+        return (
+            f"No declared family: its {len(rows)} comparisons against `{findings['baseline']}` are descriptive{seeds}."
+        )
+    lines = (root / f"{prefix}_headline.md").read_text(encoding="utf-8").splitlines()
+    first = next(n for n, line in enumerate(lines) if line.startswith("|"))
+    end = next((n for n in range(first, len(lines)) if not lines[n].startswith("|")), len(lines))
+    table = [cells(line) for line in lines[first:end]]
+    keep = [i for i, title in enumerate(table[0]) if not title.startswith(DESCRIPTIVE_COLUMN)]
+    rows = ["| " + " | ".join(row[i] for i in keep) + " |" for row in table]
+    return "\n".join([*lines[:first], rows[0], "|" + "---|" * len(keep), *rows[2:]])
+
+
+def rules_glossary(prefixes: list[str], root: Path) -> str:
+    """The rules the studies' declared comparisons were decided by, each once with the studies it decides
+    (a sequential plan: by its boundaries) and those it reads exploratory, then the seed test and the
+    equivalence test, each with its studies: from their findings."""
+    from study.stats.rules import CURRENT
+
+    texts: dict[str, str] = {}
+    said: dict[str, dict[str, list[str]]] = {}
+    tests: dict[str, list[str]] = {}
+    for prefix in prefixes:
+        findings = _findings(prefix, root)
+        if not findings.get("family"):
+            continue
+        study = f"`{study_name(prefix)}`"
+        rule, other, plan = findings["decision_rule"], findings.get("exploratory_rule"), findings.get("sequential")
+        for r, role in ((rule, "sequential" if plan else "decides"), (other, "exploratory")):
+            if r:
+                texts.setdefault(r["name"], r["text"])
+                looks = f" (looks at {', '.join(map(str, plan['looks']))} seeds)" if plan and r is rule else ""
+                said.setdefault(r["name"], {}).setdefault(role, []).append(study + looks)
+        for key in ("test", "equivalence_test"):
+            tests.setdefault(findings[key], []).append(study)
+    words = {
+        "decides": "It decides {}.",
+        "sequential": "It decides {} look by look: each p unadjusted against its boundary at the look, which the "
+        "plan's α spending and the comparisons already decided set, in place of the Holm-adjusted p against α.",
+        "exploratory": "Its reading of {} is exploratory (read after their runs, beside the declared verdict).",
+    }
+    lines = []
+    for name, text in texts.items():
+        current = " (the current rule)" if name == CURRENT.name else ""
+        roles = " ".join(words[role].format(", ".join(studies)) for role, studies in said[name].items())
+        lines.append(f"- rule `{name}`{current}: {text}. {roles}")
+    lines += [f"- {text} ({', '.join(studies)})." for text, studies in tests.items()]
+    return "\n".join(lines)
