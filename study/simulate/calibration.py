@@ -162,6 +162,44 @@ def edge_markdown(rows: list[DeclaredRow], tie: float) -> list[str]:
     return lines
 
 
+def plans_markdown() -> list[str]:
+    """The sequential plans under the current rule, look by look, as markdown lines."""
+    import math
+
+    se = math.sqrt(ALPHA / 2 * (1 - ALPHA / 2) / edge_rates.PLAN_STUDIES)
+    lines = [
+        f"A sequential plan under `{CURRENT.name}` (O'Brien–Fleming spending): each look's level is its share "
+        "of α, so each look's chance of a direction on the edge (λ = 0, both tails) is exactly half its level at "
+        "its worst case (r = ∞) and the plan's is at most α/2 = 2.5% by the union bound; simulated "
+        f"({edge_rates.PLAN_STUDIES:,} studies per setting, one comparison, Monte-Carlo SE {se:.3%} at 2.5%) at "
+        f"r = ∞, 1 and 0, beside `{BEYOND_TIE.name}`'s normal-scale boundaries carried to its Welch t by level.",
+        "",
+        *table_head(
+            [
+                "plan",
+                "look: seeds",
+                "level (decision p)",
+                "exact at the look (r = ∞)",
+                "simulated at the look (r = ∞ / 1 / 0)",
+                f"`{BEYOND_TIE.name}`, z by level: simulated (r = ∞)",
+            ]
+        ),
+    ]
+    for looks in edge_rates.PLANS:
+        plan = "-".join(map(str, looks))
+        exact = edge_rates.look_edge_rates(CURRENT, looks)
+        runs = [edge_rates.plan_edge_rate(CURRENT, looks, r) for r in (math.inf, 1.0, 0.0)]
+        old = edge_rates.plan_edge_rate(BEYOND_TIE, looks)
+        levels = edge_rates.look_levels(CURRENT, looks)
+        for k, n in enumerate(looks):
+            at = " / ".join(f"{run[1][k]:.2%}" for run in runs)
+            cells = [f"{k + 1}: {n}", f"{levels[k]:.4f}", f"{exact[k]:.3%}", at, f"{old[1][k]:.2%}"]
+            lines.append(table_row([plan, *cells]))
+        whole = " / ".join(f"{run[0]:.2%}" for run in runs)
+        lines.append(table_row([plan, "the plan", f"{sum(levels):.4f}", f"≤ {sum(exact):.3%}", whole, f"{old[0]:.2%}"]))
+    return lines
+
+
 def calibration_markdown(
     rows: list[DeclaredRow], tie: float, ns: tuple[int, ...] = (5, 10, 20, 40), name: str = CALIBRATED
 ) -> str:
@@ -169,6 +207,8 @@ def calibration_markdown(
     test_set = rows_on_test_set(rows)
     lines = [
         *edge_markdown(rows, tie),
+        "",
+        *plans_markdown(),
         "",
         f"Simulated: the {len(rows)} declared BLEU rows of `{name}` as archived, "
         f"{STUDIES:,} families per setting, tie margin {tie:g} BLEU, the current rule `{CURRENT.name}` "

@@ -137,3 +137,25 @@ def test_the_page_figures_are_these_simulations(demo):
     """results/calibration.md (results/README.md's block) is calibration_markdown of the archived demo
     family, so the figures the page states are the ones these tests check."""
     assert (ROOT / "results/calibration.md").read_text(encoding="utf-8") == calibration_markdown(*declared_rows(DEMO))
+
+
+@pytest.mark.parametrize("looks", edge_rates.PLANS)
+def test_a_plan_words_a_direction_on_an_edge_within_alpha_half(looks):
+    """Each look's own rate exactly half its level (its worst case, r = ∞), so the plan's is at most α/2
+    (the union bound); simulated too, at r = ∞, 1 and 0, within α/2 + 2 Monte-Carlo SE."""
+    exact = edge_rates.look_edge_rates(CURRENT, looks)
+    assert sum(exact) == pytest.approx(ALPHA / 2, abs=1e-9)
+    assert exact == pytest.approx([level / 2 for level in edge_rates.look_levels(CURRENT, looks)], abs=1e-9)
+    for ratio in (math.inf, 1.0, 0.0):
+        rate, _ = edge_rates.plan_edge_rate(CURRENT, looks, ratio, studies=50_000, seed=1)
+        print(f"{looks}, r={ratio}: {rate:.4f}")
+        assert rate <= mc_bound(ALPHA / 2, 50_000)
+
+
+@pytest.mark.parametrize("looks", edge_rates.PLANS)
+def test_z_boundaries_carried_by_level_fail_the_plan_calibration(looks):
+    """beyond_tie's design: the normal-scale boundary carried to its Welch t by nominal level."""
+    exact = edge_rates.look_edge_rates(BEYOND_TIE, looks)
+    rate, _ = edge_rates.plan_edge_rate(BEYOND_TIE, looks, studies=50_000, seed=1)
+    print(f"{looks}: per look {exact}, plan {rate:.4f}")
+    assert sum(exact) > ALPHA / 2 * 1.5 and rate > mc_bound(ALPHA / 2, 50_000)
