@@ -4,12 +4,13 @@ so that one comparison has one p wherever it is printed (`add_significance`)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Optional, Sequence
 
 from study.judge.design import design_for
 from study.judge.findings import Comparison, findings_tables
-from study.judge.sequential_findings import restricted
+from study.judge.sequential_findings import restricted, with_rows
 from study.judge.verdicts import word_tables
 from study.read.family import Family
 from study.read.study import Study
@@ -42,12 +43,21 @@ def compute_findings(study: Study, n_samples: int = 10000, seed: int = DEFAULT_S
     context = Comparison(study.outputs, study.proven, n_samples, seed)
     configs = [g.label for g in groups if g.label != baseline.label]
 
-    def build(seeds: Optional[Sequence]) -> list[FindingsTable]:  # (None: every seed)
+    @functools.lru_cache(maxsize=None)  # a sequential family under an older rule reads its looks twice
+    def built(seeds: Optional[tuple]) -> tuple[FindingsTable, ...]:
         chosen = list(groups) if seeds is None else restricted(groups, seeds)
-        return findings_tables(chosen, next(g for g in chosen if g.label == baseline.label), context)
+        return tuple(findings_tables(chosen, next(g for g in chosen if g.label == baseline.label), context))
+
+    def build(seeds: Optional[Sequence]) -> tuple[FindingsTable, ...]:  # (None: every seed)
+        return built(None if seeds is None else tuple(seeds))
 
     tables, design = design_for(family).read(build, family, configs)
     worded, size, missing, plan = word_tables(tables, family, configs, design)
+    if family.plan and family.path and family.rule != CURRENT.name:  # the current rule's own looks, exploratory
+        current = family.model_copy(update={"rule": CURRENT.name})
+        again, current_design = design_for(current).read(build, current, configs)
+        readings = {r.key: r.reading for t in word_tables(again, current, configs, current_design)[0] for r in t.rows}
+        worded = with_rows(worded, lambda i, j, r: replace(r, exploratory=readings[r.key]) if r.declared else r)
     return design.record(findings_report(baseline.label, family, size, missing, n_samples, seed, worded, plan))
 
 

@@ -72,7 +72,10 @@ def apply_rule(
     missing = missing_rows(tables, family, configs)
     absent, plan, rule = _absent(missing), design.interim(tables, family, len(missing)), RULES[family.rule]
     readings = _readings(tables, family, rule, absent, plan, design)
-    current = _readings(tables, family, CURRENT, absent, plan, design) if rule is not CURRENT else {}
+    # the current rule's reading beside an older one's; a sequential family's needs its own looks
+    # (study/judge/report.py reads them again under the current rule)
+    older = rule is not CURRENT and not family.plan
+    current = _readings(tables, family, CURRENT, absent, plan, design) if older else {}
 
     def read(i: int, j: int, r: ComparisonRow) -> JudgedRow:
         if rule.veto and r.p_value is not None:  # the older rule's SE, in a field of its own

@@ -86,7 +86,8 @@ def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, explorato
         holm = f"Holm p {format_p(other.p_holm)}"
         equal = f"equivalence Holm p {format_p(other.p_equivalence_holm)}"
         said_by = {Outcome.DIRECTION: holm, Outcome.EQUIVALENT: equal}.get(other.outcome, f"{holm}, {equal}")
-        cells.append(f"{said} ({said_by})")
+        at_looks = other.p_holm is None and other.p_equivalence_holm is None  # a sequential reading: its look
+        cells.append(said if at_looks else f"{said} ({said_by})")
     return table_row(cells)
 
 
