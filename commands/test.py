@@ -28,7 +28,8 @@ never a mix, and the same command again finishes it or says the test is already 
 The work (what sweep.py's jobs call too): `run_test` checks that keep a score honest (only
 test-time keys overridden, the output folder the run's own or the user's, never a file replaced
 unasked, one writer per run folder), decodes and scores the set whole, runs the teacher-forced
-diagnostic and writes scores.json, the run's TensorBoard test scalars and a summary.
+diagnostic and writes scores.json (with the commit, tree state and code fingerprint it was scored at,
+`tested_at`: utils/provenance.code_state), the run's TensorBoard test scalars and a summary.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from utils import run_files
 from utils.errors import HarnessError
 from utils.files import atomic_write_text, remove_own_temporaries
 from utils.metrics import HEADLINE, metric_line, pool_nll
+from utils.provenance import code_state
 from utils.publish import OutputSet, clear_leftovers, finish_publishing, journal_file
 from utils.run_folder import RunLock, is_run_folder
 from utils.run_log import log
@@ -280,6 +282,7 @@ def score_and_write(
     for stale in remove_own_temporaries(folder / name for folder in output_folders(out_dir) for name in OUTPUT_FILES):
         log(f"removed {stale}, left by a test.py that was stopped while writing")
     concat = args.concat if args.concat is not None else cfg.evaluation.concat
+    tested_at = code_state()  # the code that scores: its commit, tree state and fingerprint, as train.py records
     log(
         f"scoring {len(pairs):,} pairs of {test_set} with {ckpt} on {device}"
         + (f" ({len(set(documents))} documents)" if documents else "")
@@ -305,6 +308,7 @@ def score_and_write(
             model=to_dict(cfg.model),  # what was trained (and tested): readers hold config.yaml against it
             decoding=to_dict(cfg.decoding),
             test_time_overrides=test_time_settings(args.overrides),
+            tested_at=tested_at,
         )
         if args.concat_not_scored:
             scores["concat_not_scored"] = list(args.concat_not_scored)

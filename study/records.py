@@ -38,10 +38,20 @@ class Provenance:
     precision: tuple[str, ...] = ("unknown",)
     code: tuple[str, ...] = ("unknown",)
     dates: tuple[str, ...] = ()
+    resumed: tuple[Optional[int], ...] = ()  # the step each resumed training session started at
     inferred: tuple[str, ...] = ()
 
     def values(self, what: str) -> tuple[str, ...]:
         return getattr(self, what)
+
+
+@dataclass(frozen=True)
+class CodeState:
+    """The code a test was scored with (scores.json's `tested_at`: utils/provenance.code_state)."""
+
+    commit: Optional[str] = None
+    uncommitted_changes: Optional[bool] = None
+    code_fingerprint: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,7 @@ class RunRecord:
     concat: Mapping[int, KScore] = field(default_factory=frozen_map)  # on the inputs of k joined test pairs
     teacher_forced: Optional[RunTeacherForced] = None  # None: tested without the diagnostic
     stale_test: str = ""  # why its test scored a checkpoint no longer its best (artifacts/tested_run.py)
+    tested_at: Optional[CodeState] = None  # None: tested before test.py recorded it
 
     def value(self, column: str) -> Any:
         """A numeric column of the main table (study/read/run_stats.numeric_columns) or a score."""
@@ -263,7 +274,8 @@ class ComparisonRow:
     untested: Optional[str] = None  # why a row with too few units was not tested
     unit: Optional[str] = None  # the NLL beyond training's resampled unit (pair or input)
     joined_range: Optional[str] = None
-    from_declaring_commit: bool = True
+    from_declaring_commit: bool = True  # every run of it trained from a commit that declared the family
+    tested_at_declaring_commit: bool = True  # and no run of it tested (as recorded) at a commit that did not
     declared: bool = False
     look: Optional[LookReading] = None
 

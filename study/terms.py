@@ -76,6 +76,7 @@ class Withholding(Enum):
 
     INTERIM = "interim"  # the study lacks planned seeds
     NOT_FROM_DECLARING_COMMIT = "not from the declaring commit"  # some run of it was trained before the family
+    NOT_TESTED_AT_DECLARING_COMMIT = "not tested at the declaring commit"  # some test records another commit
 
 
 @dataclass(frozen=True)

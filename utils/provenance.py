@@ -205,7 +205,8 @@ def end_session(run_dir: Path, step: int, finished: bool) -> None:
 def run_provenance(run_dir: Path) -> dict:
     """What compare.py groups by: the device kinds, device names, precisions and code versions of a
     run's sessions (sorted, distinct; "unknown" where nothing was recorded or inferred), and what its
-    provenance page shows: the sessions' start dates and the fields that were inferred."""
+    provenance page shows: the sessions' start dates, the step each resumed session started at and
+    the fields that were inferred."""
     data = read_provenance(run_dir) or {}
     sessions = data.get("sessions") or []
 
@@ -220,5 +221,6 @@ def run_provenance(run_dir: Path) -> dict:
         "precision": distinct("precision"),
         "code": sorted(c if c.startswith("schema-") else c[:12] for c in map(str, codes) if c != "None") or ["unknown"],
         "dates": sorted({str(s["started"])[:10] for s in sessions if s.get("started")}),
+        "resumed": [s.get("step_started") for s in sessions if s.get("resume")],
         "inferred": list(data.get("inferred") or []),
     }

@@ -42,6 +42,15 @@ Build = Callable[[Optional[Sequence]], Tables]  # the findings tables of the run
 Adjusted = Mapping[tuple[int, int], float]  # {(table, row): a Holm-adjusted p}
 Worded = tuple[Optional[Withheld], Outcome, str]  # a row's reason for a withheld verdict, outcome, finding
 NOT_FROM_DECLARING_COMMIT = Withheld(Withholding.NOT_FROM_DECLARING_COMMIT)
+NOT_TESTED_AT_DECLARING_COMMIT = Withheld(Withholding.NOT_TESTED_AT_DECLARING_COMMIT)
+
+
+def commit_withheld(r: ComparisonRow) -> Optional[Withheld]:
+    """Why a row's runs lack the proof that the family was declared first: some run trained, or tested
+    (as its scores.json records), at a commit that did not declare it; None: they have it."""
+    if not r.from_declaring_commit:
+        return NOT_FROM_DECLARING_COMMIT
+    return None if r.tested_at_declaring_commit else NOT_TESTED_AT_DECLARING_COMMIT
 
 
 @dataclass(frozen=True)
@@ -75,7 +84,7 @@ class FixedDesign:
         if plan:
             withheld = Withheld(Withholding.INTERIM, len(set(family.seeds) & set(r.seeds)), plan.planned)
         else:
-            withheld = None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
+            withheld = commit_withheld(r)
         margin, equivalence = family.tie_margin.of(metric), family.equivalence.of(metric)
         said = outcome(r, reading, margin, r.declared, equivalence, withheld)
         return withheld, said, verdict(r, reading, metric, margin, r.declared, equivalence, withheld)
@@ -173,14 +182,14 @@ class SequentialDesign(FixedDesign):
     def word(self, r: ComparisonRow, reading: RuleP, metric: str, family: Family, plan: Optional[Interim]) -> Worded:
         if r.look is None:  # a row the family does not declare
             return super().word(r, reading, metric, family, plan)
-        withheld = None if r.from_declaring_commit else NOT_FROM_DECLARING_COMMIT
+        withheld = commit_withheld(r)
         said = look_outcome(r, withheld)
         return withheld, said, look_verdict(r, said, reading, metric, family, withheld)
 
     headline_columns = ("Δ [repeated 95% interval]", "seeds that way", "decided at")
 
     def withheld_cell(self, row: ComparisonRow, reading: Reading) -> str:
-        if row.look is not None and row.from_declaring_commit:
+        if row.look is not None and commit_withheld(row) is None:
             return "no verdict before the first look" if row.look.look == 0 else f"open until look {row.look.look + 1}"
         return super().withheld_cell(row, reading)
 

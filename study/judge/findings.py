@@ -155,15 +155,20 @@ NLL_BEYOND_TITLE = (
 class Comparison:
     """What every row of one findings report is compared in: the runs' outputs (read once), the run
     folders trained from a commit that declared the family (study/read/declared.py; None without a
-    family file: nothing to prove) and the bootstrap's samples and seed."""
+    family file: nothing to prove), the bootstrap's samples and seed, and the test folders whose
+    recorded test commit did not declare the family."""
 
     outputs: StudyOutputs
     proven: Optional[frozenset[str]]
     n_samples: int
     seed: int
+    tested_off: frozenset[str] = frozenset()
 
     def from_declaring_commit(self, pairs: Sequence[Pair]) -> bool:
         return self.proven is None or all(r.run in self.proven for pair in pairs for r in pair)
+
+    def tested_at_declaring_commit(self, pairs: Sequence[Pair]) -> bool:
+        return not any(r.test_dir in self.tested_off for pair in pairs for r in pair)
 
 
 Found = Iterable[tuple[Configuration, Selection, Sequence[Pair], ComparisonRow, Optional[str]]]
@@ -186,8 +191,8 @@ class _Rows:
         return max(joined_training_k(r) for r in (*group.runs[:1], *self.baseline.runs[:1]))
 
     def keyed(self, table: Table, found: Found) -> tuple[ComparisonRow, ...]:
-        """Each row with its key and whether every run of it was trained from a commit that declared the
-        study's family."""
+        """Each row with its key and whether every run of it was trained (and, where its test records
+        it, tested) at a commit that declared the study's family."""
         return tuple(
             replace(
                 row,
@@ -195,6 +200,7 @@ class _Rows:
                 encoding=g.encoding,
                 joined_range=where,
                 from_declaring_commit=self.context.from_declaring_commit(pairs),
+                tested_at_declaring_commit=self.context.tested_at_declaring_commit(pairs),
             )
             for g, on, pairs, row, where in found
         )

@@ -40,7 +40,7 @@ EQUIVALENCE_TEST = (
 def compute_findings(study: Study, n_samples: int = 10000, seed: int = DEFAULT_SEED) -> Findings:
     """Every configuration of `study` against its baseline, as tables of findings."""
     family, groups, baseline = study.family, study.groups, study.baseline
-    context = Comparison(study.outputs, study.proven, n_samples, seed)
+    context = Comparison(study.outputs, study.proven, n_samples, seed, study.tested_off)
     configs = [g.label for g in groups if g.label != baseline.label]
 
     @functools.lru_cache(maxsize=None)  # a sequential family under an older rule reads its looks twice

@@ -52,7 +52,8 @@ def withheld_reason(withheld: Withheld) -> str:
     """Why a verdict is withheld, in a few words (the headline's verdict cell)."""
     if withheld.why is Withholding.INTERIM:
         return f"interim ({withheld.held} of {withheld.planned} planned seeds)"
-    return "descriptive: not every run of it was trained from a commit that declared the family"
+    done = "tested at" if withheld.why is Withholding.NOT_TESTED_AT_DECLARING_COMMIT else "trained from"
+    return f"descriptive: not every run of it was {done} a commit that declared the family"
 
 
 def withheld_words(withheld: Withheld) -> str:

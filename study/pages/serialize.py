@@ -2,6 +2,7 @@
 for byte the archived summaries' (key order, which keys a case has; `make results-check` compares). A
 findings row's keys keep the order rows were once built in: a row not tested has its finding before `unit`
 and `joined_range`, a worded row after its reading's p values; `se_seed_veto` only under the older rule,
+`tested_at_declaring_commit` only where false (a test at a commit that did not declare the family),
 power figures only where a row has them; a sequential family's `look` per declared row, `sequential` last."""
 
 from __future__ import annotations
@@ -191,6 +192,7 @@ def _row(r: ComparisonRow, design: Design) -> JsonObject:
         **({"unit": r.unit} if r.unit is not None else {}),
         "joined_range": r.joined_range,
         "from_declaring_commit": r.from_declaring_commit,
+        **({} if r.tested_at_declaring_commit else {"tested_at_declaring_commit": False}),
         "declared": r.declared,
         **reading,
         **({} if untested else finding),

@@ -1,8 +1,10 @@
-"""Declared before, provably: a study's family file must stand, as it is now, in the commit every run
-of it was trained from (provenance.json records each session's commit: utils/provenance.py). It does
-when `git show <commit>:<family file>` parses to the same declaration (a corrected comment does not
-undo it) in every session's commit, with no uncommitted changes to the code; a run without that proof
-marks its comparisons descriptive (study/judge/verdicts.py)."""
+"""Declared before the runs, as recorded: a study's family file must stand, as it is now, in the commit
+every run of it was trained from (provenance.json records each training session's commit:
+utils/provenance.py) and in the commit its test was scored at, where the test records one (scores.json's
+`tested_at`, since issue 77; a test scored before records none and is not held against its run). A
+commit qualifies when `git show <commit>:<family file>` parses to the same declaration (a corrected
+comment does not undo it) and the code had no uncommitted changes; a run without that proof marks its
+comparisons descriptive (study/judge/verdicts.py), its page saying whether training or testing lacks it."""
 
 from __future__ import annotations
 
@@ -49,11 +51,18 @@ def stood_in(commit: Optional[str], family_path: str, now: Optional[object] = No
     return then is not None and then == (_now(family_path) if now is None else now)
 
 
+def qualifies(
+    commit: Optional[str], uncommitted_changes: Optional[bool], family_path: str, now: Optional[object] = None
+) -> bool:
+    """Whether code at `commit`, unchanged, held the family as it reads now (a training session's, a test's)."""
+    return uncommitted_changes is False and stood_in(commit, family_path, now)
+
+
 def run_declared(run_dir: Path, family_path: str, now: Optional[object] = None) -> bool:
     """Whether every session of the run was trained, unchanged, from a commit holding the family."""
     sessions = (read_provenance(run_dir) or {}).get("sessions") or []
     return bool(sessions) and all(
-        s.get("uncommitted_changes") is False and stood_in(s.get("commit"), family_path, now) for s in sessions
+        qualifies(s.get("commit"), s.get("uncommitted_changes"), family_path, now) for s in sessions
     )
 
 
@@ -63,3 +72,17 @@ def declaring_runs(groups: Sequence[Configuration], family_path: Optional[str]) 
         return None
     now = _now(family_path)
     return frozenset(r.run for g in groups for r in g.runs if run_declared(Path(r.run), family_path, now))
+
+
+def tests_off_declaring_commit(groups: Sequence[Configuration], family_path: Optional[str]) -> frozenset[str]:
+    """The test folders whose scores.json records a commit (or tree) that did not declare the family
+    (none without a family file; a test that records none is not among them)."""
+    if family_path is None:
+        return frozenset()
+    now = _now(family_path)
+    tested = [r for g in groups for r in g.runs if r.tested_at is not None]
+    return frozenset(
+        r.test_dir
+        for r in tested
+        if not qualifies(r.tested_at.commit, r.tested_at.uncommitted_changes, family_path, now)
+    )

@@ -102,6 +102,7 @@ class ScoresFile:
     teacher_forced: Optional[JsonObject] = None
     test_time_overrides: Optional[JsonObject] = None
     split: Optional[str] = None
+    tested_at: Optional[JsonObject] = None
 
     def longer_bleu(self) -> Optional[float]:
         return (self.longer_than_training or {}).get(HEADLINE)

@@ -28,6 +28,7 @@ from study.read.run_files_read import (
 from study.read.run_outputs import output_lines
 from study.read.run_stats import retest_hint, stale_note, training_minutes
 from study.records import (
+    CodeState,
     JsonObject,
     KScore,
     PositionNll,
@@ -137,6 +138,7 @@ def summarise_run(
         concat=frozen_map((c.k, KScore(c.sacrebleu, c.length_ratio)) for c in parts.concat_scores()),
         teacher_forced=run_teacher_forced(parts.teacher_forced),
         stale_test=stale_test(scores, records, cfg.training.checkpoint_metric, test_dir) or "",
+        tested_at=from_json(CodeState, parts.tested_at) if isinstance(parts.tested_at, dict) else None,
     )
 
 

@@ -1,6 +1,7 @@
 """What made each seed of a row: runs trained on different device kinds or precisions are not seeds of
 one configuration unless `--mixed` names that difference; a row whose seeds span code versions or
-device names is marked (‡) and said under the table; `<prefix>_provenance.md` lists each seed's."""
+device names is marked (‡) and said under the table; `<prefix>_provenance.md` lists each seed's, the
+runs whose training was resumed and the commit each test was scored at (or that it was not recorded)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from utils.markdown import table_head, table_row
 
 MIXABLE = ("device", "precision")  # what --mixed may allow inside one row
 MARK = "‡"
+TREE = {False: "", True: " with uncommitted changes"}  # a test's recorded tree state, as its note says it
 
 
 class MixedSeedsError(HarnessError):
@@ -65,11 +67,36 @@ def provenance_markdown(groups: Sequence[Configuration]) -> str:
             trained = " to ".join(dates[:: max(1, len(dates) - 1)]) or "unknown"
             cells = ["/".join(p.device), "/".join(p.precision), "/".join(p.code), trained, ", ".join(p.inferred) or "-"]
             lines.append(table_row([g.label, r.seed, *cells]))
+    lines += ["", *session_notes(groups)]
     lines += [
-        "",
         "code: the first 12 hex digits of the code fingerprint (a hash of the project's files outside "
         "results/ and runs/), or, for a run archived before provenance.json, a label of its outputs' "
         "schema; inferred: fields read from the run's logs and outputs, not recorded when it ran "
-        "(tools/backfill_provenance.py).",
+        "(tools/backfill_provenance.py)."
     ]
     return "\n".join(lines)
+
+
+def session_notes(groups: Sequence[Configuration]) -> list[str]:
+    """The lines on what the table leaves out: the runs whose training stopped and resumed (a session
+    each in provenance.json), and the commits the tests were scored at (scores.json's `tested_at`)."""
+    trained = [(g, r) for g in groups if not g.variant for r in g.runs]
+    resumed = [
+        f"`{g.label}` seed {r.seed}" + "".join(f" at step {step}" for step in r.provenance.resumed if step is not None)
+        for g, r in trained
+        if r.provenance.resumed
+    ]
+    tests = [(g, r) for g in groups for r in g.runs]
+    missing = [f"`{g.label}` seed {r.seed}" for g, r in tests if r.tested_at is None]
+    at: dict[str, int] = {}
+    for _, r in tests:
+        if r.tested_at is not None:
+            key = (r.tested_at.commit or "unknown")[:12] + TREE.get(r.tested_at.uncommitted_changes, " (tree unknown)")
+            at[key] = at.get(key, 0) + 1
+    lines = [f"resumed (training stopped, then continued from a checkpoint): {'; '.join(resumed)}."] * bool(resumed)
+    if at:
+        lines.append("tested at: " + "; ".join(f"{key} ({n} test{'s' * (n > 1)})" for key, n in at.items()) + ".")
+    if missing:
+        who = "every run" if len(missing) == len(tests) else ", ".join(missing)
+        lines.append(f"test commit not recorded: {who} (scored before test.py recorded it in scores.json).")
+    return [line for note in lines for line in (note, "")]

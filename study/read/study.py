@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from study.read.declared import declaring_runs
+from study.read.declared import declaring_runs, tests_off_declaring_commit
 from study.read.family import NO_FAMILY, Family, load_family
 from study.read.run_groups import (
     add_concat_stats,
@@ -27,14 +27,16 @@ from study.records import Configuration
 @dataclass(frozen=True)
 class Study:
     """A study as read: its family, its configurations (the baseline marked), the baseline, the outputs
-    its findings compare (none without significance tests) and the run folders trained from a commit
-    that declared the family (None: no family file, nothing to prove)."""
+    its findings compare (none without significance tests), the run folders trained from a commit
+    that declared the family (None: no family file, nothing to prove) and the test folders whose
+    recorded test commit did not declare it."""
 
     family: Family
     groups: tuple[Configuration, ...]
     baseline: Configuration
     outputs: StudyOutputs
     proven: Optional[frozenset[str]]
+    tested_off: frozenset[str] = frozenset()
 
 
 def read_study(
@@ -70,8 +72,8 @@ def read_study(
 
 def read_compared(groups: Sequence[Configuration], baseline: Configuration, family: Family = NO_FAMILY) -> Study:
     """The study of configurations already read, with what its findings compare against `baseline`."""
-    proven = declaring_runs(groups, family.path)
-    return Study(family, tuple(groups), baseline, read_outputs(groups, baseline), proven)
+    proven, tested_off = declaring_runs(groups, family.path), tests_off_declaring_commit(groups, family.path)
+    return Study(family, tuple(groups), baseline, read_outputs(groups, baseline), proven, tested_off)
 
 
 def baseline_present(groups: Sequence[Configuration], declared: Optional[str], family: Optional[str]) -> Optional[str]:
