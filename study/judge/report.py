@@ -27,8 +27,8 @@ RULE = (
     "(two one-sided seed-level tests against -m and +m, the larger p) is below "
     f"{ALPHA} after Holm's correction over the equivalence rows, apart; both for a small difference inside the "
     "margin, 'inconclusive' for neither. No verdict while the study is interim (a declared comparison lacks "
-    "some of the family's planned seeds), nor for a row whose runs were not all trained from a commit that "
-    "declared the family. Every other row gives how the seeds fall against the tie margin and the 95% "
+    "some of the family's planned seeds), nor for a row whose runs were not all trained (and, where the test "
+    "records it, tested) at a commit that declared the family. Every other row gives how the seeds fall against the tie margin and the 95% "
     "interval of the mean difference, and no verdict."
 )
 EQUIVALENCE_TEST = (
