@@ -91,6 +91,9 @@ class FixedDesign:
 
     # the pages' words and cells
     headline_columns = ("Δ [95% interval]", "seeds that way", "Holm p")
+    # the current rule's reading of an older rule's family needs the looks read again under it
+    # (study/judge/report.py); a fixed family's is worded beside its own (study/judge/verdicts.py)
+    current_reads_apart = False
 
     def withheld_cell(self, row: ComparisonRow, reading: Reading) -> str:
         return withheld_reason(reading.withheld)
@@ -187,6 +190,7 @@ class SequentialDesign(FixedDesign):
         return withheld, said, look_verdict(r, said, reading, metric, family, withheld)
 
     headline_columns = ("Δ [repeated 95% interval]", "seeds that way", "decided at")
+    current_reads_apart = True
 
     def withheld_cell(self, row: ComparisonRow, reading: Reading) -> str:
         if row.look is not None and commit_withheld(row) is None:

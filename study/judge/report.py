@@ -28,8 +28,8 @@ RULE = (
     f"{ALPHA} after Holm's correction over the equivalence rows, apart; both for a small difference inside the "
     "margin, 'inconclusive' for neither. No verdict while the study is interim (a declared comparison lacks "
     "some of the family's planned seeds), nor for a row whose runs were not all trained (and, where the test "
-    "records it, tested) at a commit that declared the family. Every other row gives how the seeds fall against the tie margin and the 95% "
-    "interval of the mean difference, and no verdict."
+    "records it, tested) at a commit that declared the family. Every other row gives how the seeds fall "
+    "against the tie margin and the 95% interval of the mean difference, and no verdict."
 )
 EQUIVALENCE_TEST = (
     "TOST (Schuirmann 1987): the seed-level statistic of the family's rule tested one-sided against -m and "
@@ -53,7 +53,7 @@ def compute_findings(study: Study, n_samples: int = 10000, seed: int = DEFAULT_S
 
     tables, design = design_for(family).read(build, family, configs)
     worded, size, missing, plan = word_tables(tables, family, configs, design)
-    if family.plan and family.path and family.rule != CURRENT.name:  # the current rule's own looks, exploratory
+    if design.current_reads_apart and family.path and family.rule != CURRENT.name:  # its own looks, exploratory
         current = family.model_copy(update={"rule": CURRENT.name})
         again, current_design = design_for(current).read(build, current, configs)
         readings = {r.key: r.reading for t in word_tables(again, current, configs, current_design)[0] for r in t.rows}

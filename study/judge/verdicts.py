@@ -72,9 +72,7 @@ def apply_rule(
     missing = missing_rows(tables, family, configs)
     absent, plan, rule = _absent(missing), design.interim(tables, family, len(missing)), RULES[family.rule]
     readings = _readings(tables, family, rule, absent, plan, design)
-    # the current rule's reading beside an older one's; a sequential family's needs its own looks
-    # (study/judge/report.py reads them again under the current rule)
-    older = rule is not CURRENT and not family.plan
+    older = rule is not CURRENT and not design.current_reads_apart  # (a sequential family's: report.py)
     current = _readings(tables, family, CURRENT, absent, plan, design) if older else {}
 
     def read(i: int, j: int, r: ComparisonRow) -> JudgedRow:
