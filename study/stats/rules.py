@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from study.stats.equivalence import equivalence_p
-from study.stats.seed_test import ALPHA, SeedTest, planned_se, seed_p, shared_variance
+from study.stats.seed_test import ALPHA, SeedTest, planned_se, seed_p, shared_variance, t_quantile
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,11 @@ class Rule:
         if not self.welch:
             return seed_test.n - 1.0
         return seed_test.df if seed_test.df is not None else float("inf")
+
+    def interval(self, seed_test: SeedTest, alpha: float = ALPHA) -> tuple[float, float]:
+        """The (1 - alpha) interval of the true difference by this rule's SE and t."""
+        half = t_quantile(1 - alpha / 2, self.df(seed_test)) * self.se(seed_test)
+        return seed_test.mean - half, seed_test.mean + half
 
     def two_sided(self, alpha: float) -> float:
         """The two-sided t level a decision at `alpha` asks of the test beyond the tie margin."""

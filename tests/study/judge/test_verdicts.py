@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from scipy import stats
 
 from study.judge.verdicts import apply_rule, word_tables
 from study.judge.wording import verdict
@@ -104,6 +105,9 @@ def test_each_row_prints_its_power_at_its_family_alpha():
     assert size == 3 and plan is None
     a = tables[0].rows[0]
     t = a.seed_test
+    # the current rule's interval: Student's t at n - 1 df (not the Welch df the seed test carries)
+    half = stats.t.isf(ALPHA / 2, t.n - 1) * t.se
+    assert (t.low, t.high) == pytest.approx((t.mean - half, t.mean + half)) and t.df > t.n - 1
     # the current rule's: Student's t at n - 1 df, both tails on an edge (the two-sided level halved)
     assert a.power.detectable == pytest.approx(detectable_effect(t.se, t.n - 1, ALPHA / 3 / 2, 0.1))
     want = equivalence_power(1.0, t.seed_sd, t.n, t.v_shared, ALPHA / 2, welch=False)
