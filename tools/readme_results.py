@@ -13,7 +13,9 @@ by (`rules_glossary`):
     <!-- end of results/demo/summary.md -->
 
 The text around the blocks is hand-written and explains method only: `check` fails on a metric
-figure or a verdict word there (RESULT_TEXT, METHOD_LINES).
+figure, a verdict word or a claim of how far a study got there (RESULT_TEXT, METHOD_LINES), on an
+exploratory reading that says "declared" or a sequential row with a fixed design's figure
+(study/pages/claims.py), and on a study page the results index does not list.
 
   python tools/readme_results.py render     # README + study page blocks <- committed files  (make readme)
   python tools/readme_results.py recompute  # committed files <- compare.py on results/ (make results)
@@ -200,9 +202,14 @@ def missing_blocks(texts: dict[str, str]) -> list[str]:
 
 
 # What result text may say outside generated blocks: method only. A metric figure (a decimal number
-# or a signed one) or a verdict word there is a hand-written result, unless the line is one of these
-# method sentences (data facts, settings, definitions), matched by a fragment of the line.
-VERDICT_WORDS = re.compile(r"\b(significant|ahead|behind|every seed)\b", re.IGNORECASE)
+# or a signed one), a verdict word or how far a study got (its runs all in, a goal reached, a plan
+# stopped) there is a hand-written result, unless the line is one of these method sentences (data
+# facts, settings, definitions), matched by a fragment of the line.
+VERDICT_WORDS = re.compile(
+    r"\b(significant|ahead|behind|every seed)\b"
+    r"|\b(?:runs|seeds) (?:are|were) (?:all )?in\b|\breached it\b|\bstopped at look\b",
+    re.IGNORECASE,
+)
 FIGURE = re.compile(r"(?<![\w.])[+−±]\s?\d|(?<![\w.-])\d+\.\d+(?![\w.])")
 METHOD_LINES = (
     "Student's t with n − 1 degrees of freedom",
@@ -224,8 +231,7 @@ METHOD_LINES = (
     "a high peak learning rate (2e-3)",
     "length-bucketed 1,500-token batches (0.1% padding)",
     "pre-norm, tied",
-    "The demo model (1.95M parameters)",
-    "`configs/length/` trains the demo model (d_model 128, 2+2 layers, 1.95M parameters",
+    "power 0.99 / 0.94 for the observed learnable / RoPE differences",  # fe14428's message, quoted
     "48.2M parameters (48.5M with the learnable table)",
     "rate 7e-4, 800 updates",
     "runs trained side by side (`nvidia-smi`: 100% busy, 83 GB): all ten trained and tested in 5.7",
@@ -253,6 +259,15 @@ def result_lines(name: str, text: str) -> list[tuple[int, str]]:
         if line.startswith("<!-- end of"):
             generated = False
     return out
+
+
+def unlisted_pages(index: str) -> list[str]:
+    """The study pages the results index (results/README.md) does not link to."""
+    return [
+        f"results/README.md does not list {page}"
+        for page in PAGES
+        if f"]({Path(page).relative_to('results').as_posix()})" not in index
+    ]
 
 
 def hand_written_results(text: str, name: str = README) -> list[str]:
@@ -335,13 +350,18 @@ def check(root: Path = ROOT) -> list[str]:
     failures = [
         f"{name} block differs from its file:\n{d}" for name in DOCUMENTS for d in stale_blocks(texts[name], root, name)
     ]
-    failures += missing_blocks(texts)
+    failures += missing_blocks(texts) + unlisted_pages(texts["results/README.md"])
     failures += [
         f"a result written by hand outside the generated blocks: {line}"
         for name in RESULT_TEXT
         for line in hand_written_results(texts[name], name)
     ]
     failures += [b for name in RESULT_TEXT for b in broken_links(name, texts[name], root)]
+    from study.pages.claims import claim_failures
+
+    failures += [
+        f"a claim the generated text may not make: {c}" for c in claim_failures(root, [p for p, *_ in STUDIES])
+    ]
     return failures
 
 

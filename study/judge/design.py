@@ -87,10 +87,22 @@ class FixedDesign:
             withheld = commit_withheld(r)
         margin, equivalence = family.tie_margin.of(metric), family.equivalence.of(metric)
         said = outcome(r, reading, margin, r.declared, equivalence, withheld)
-        return withheld, said, verdict(r, reading, metric, margin, r.declared, equivalence, withheld)
+        own = reading.rule == family.rule  # (else an exploratory reading: never "declared")
+        return withheld, said, verdict(r, reading, metric, margin, r.declared, equivalence, withheld, own)
 
     # the pages' words and cells
-    headline_columns = ("Δ [95% interval]", "seeds that way", "Holm p")
+    headline_columns = ("Δ [95% interval]", "seeds that way", "Holm p of the direction test")
+    interval_note = "its 95% interval uses SE = √(s_d²/n + v_shared) with Welch–Satterthwaite degrees of freedom."
+
+    def fixed_figures(self, r: ComparisonRow) -> bool:
+        """Whether a row's planning figures (detectable Δ, power and seeds at Holm's first step) are its
+        design's: a fixed design's; never a row decided at a sequential plan's looks."""
+        return True
+
+    def equivalence_cell(self, r: ComparisonRow) -> Optional[str]:
+        """A row's equivalence cell where its design decides it (None: Holm's, the findings table's)."""
+        return None
+
     # the current rule's reading of an older rule's family needs the looks read again under it
     # (study/judge/report.py); a fixed family's is worded beside its own (study/judge/verdicts.py)
     current_reads_apart = False
@@ -121,7 +133,11 @@ class FixedDesign:
         return "with Holm's correction over the family", withheld
 
     def verdict_notes(self, rule_name: str, rule_text: str) -> list[str]:
-        return [f"Holm p and verdict: rule `{rule_name}`, the rule the family was declared under: {rule_text}."]
+        return [
+            f"Holm p of the direction test and verdict: rule `{rule_name}`, the rule the family was declared "
+            f"under: {rule_text}; an equivalence verdict gives its own equivalence Holm p (TOST at ±m), an "
+            "inconclusive one why."
+        ]
 
     def headline_interim(self, plan: Optional[Interim]) -> list[str]:
         """The headline's lines on an interim study (none for a complete one)."""
@@ -190,6 +206,27 @@ class SequentialDesign(FixedDesign):
         return withheld, said, look_verdict(r, said, reading, metric, family, withheld)
 
     headline_columns = ("Δ [repeated 95% interval]", "seeds that way", "decided at")
+    interval_note = (
+        "at a row's look its interval is the repeated 95% interval there (Jennison & Turnbull): it covers that "
+        "comparison's true difference whichever look the study stops at, for each comparison alone, not for the "
+        "family jointly (before the first look: the plain 95% interval, SE = √(s_d²/n + v_shared) with "
+        "Welch–Satterthwaite degrees of freedom)."
+    )
+
+    def fixed_figures(self, r: ComparisonRow) -> bool:
+        return r.look is None
+
+    def equivalence_cell(self, r: ComparisonRow) -> Optional[str]:
+        """A declared row's equivalence test at its look: its p against its boundary there."""
+        if r.look is None or r.reading is None or r.reading.p_equivalence is None:
+            return None
+        look = r.look
+        if look.look == 0:
+            return "before the first look"
+        return (
+            f"p {_g(r.reading.p_equivalence)} against its boundary {_g(look.boundary_equivalence)} at look {look.look}"
+        )
+
     current_reads_apart = True
 
     def withheld_cell(self, row: ComparisonRow, reading: Reading) -> str:
@@ -231,9 +268,8 @@ class SequentialDesign(FixedDesign):
     def verdict_notes(self, rule_name: str, rule_text: str) -> list[str]:
         return [
             "A row at a look holds the first seeds of the family's declared list up to that look (the one that "
-            "decided it, or the latest reached while it is open), and its interval is the repeated 95% interval "
-            "there (Jennison & Turnbull), which holds whichever look the study stops at; the plain one is "
-            "labelled naive on the study page.",
+            "decided it, or the latest reached while it is open); the plain 95% interval at the look is labelled "
+            "naive in the findings.",
             f"Verdict: rule `{rule_name}`'s tests (beyond the tie margin; TOST at ±m), each p unadjusted against "
             "its boundary at the look, which the plan's spending and the comparisons already decided set.",
         ]
@@ -341,4 +377,5 @@ def look_verdict(
         words.append(f"{direction_words(row, reading, metric, margin)} ({direction_p})")
     if look.equivalent:
         words.append(f"equivalent within {within_words(equivalence, metric)} ({equal_p})")
-    return f"{' and '.join(words)}, decided at {at} (declared); {text}"
+    declared = " (declared)" if reading.rule == family.rule else ""  # (an exploratory reading: never declared)
+    return f"{' and '.join(words)}, decided at {at}{declared}; {text}"

@@ -31,6 +31,12 @@ RULE = (
     "records it, tested) at a commit that declared the family. Every other row gives how the seeds fall "
     "against the tie margin and the 95% interval of the mean difference, and no verdict."
 )
+# the findings' `test`: the seed-level model and its sidedness (the p against no difference and the 95%
+# interval are two-sided, and so is each rule's decision p; TOST's are one-sided each, EQUIVALENCE_TEST)
+TEST = (
+    f"{MODEL}; two-sided: p = 2 P(t_df > |T|) against no difference, the 95% interval mean(d) +- t_0.975,df SE; "
+    "each rule's decision p (study/stats/rules.py) is two-sided too"
+)
 EQUIVALENCE_TEST = (
     "TOST (Schuirmann 1987): the seed-level statistic of the family's rule tested one-sided against -m and "
     "against +m; equivalence p = max(p_lower, p_upper); Holm over the declared rows apart"
@@ -76,7 +82,7 @@ def findings_report(
         baseline=baseline,
         metric=Measure.SACREBLEU,
         alpha=ALPHA,
-        test=MODEL,
+        test=TEST,
         correction="holm, over the declared headline family only",
         family=family.path,
         decision_rule=RuleText(family.rule, RULES[family.rule].summary),

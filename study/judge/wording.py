@@ -23,6 +23,11 @@ def unit_of(metric: str) -> str:
     return Measure(metric).unit
 
 
+def format_alpha(alpha: float) -> str:
+    """A level to the digits that tell it apart (0.0125, not 0.013)."""
+    return f"{alpha:.3g}"
+
+
 def format_p(p: Optional[float]) -> str:
     """A p-value to the digits that carry information."""
     if p is None:
@@ -100,6 +105,14 @@ def direction_words(row: ComparisonRow, reading: RuleP, metric: str, margin: flo
     return f"{way} {how}"
 
 
+VETO_WORDS = "a seed lies beyond the tie margin the other way"
+
+
+def vetoed(reading: RuleP) -> bool:
+    """Whether the older rule's veto, not its test, kept a declared row from a direction."""
+    return RULES[reading.rule].veto and reading.p_holm is not None and reading.p_holm < ALPHA
+
+
 def within_words(equivalence: Optional[float], metric: str) -> str:
     """'±m unit' of an equivalence margin ('' without one)."""
     return f"±{fmt_number(equivalence, metric).lstrip('+')} {unit_of(metric)}" if equivalence else ""
@@ -113,9 +126,11 @@ def verdict(
     declared: bool,
     equivalence: Optional[float] = None,
     withheld: Optional[Withheld] = None,
+    own: bool = True,
 ) -> str:
     """The finding of one row under a reading, worded by its `outcome` with the Holm p that decided it,
-    then the descriptive part."""
+    then the descriptive part; a verdict is marked declared only by the family's own rule (`own`), never
+    in another rule's (exploratory) reading."""
     said = outcome(row, reading, margin, declared, equivalence, withheld)
     if said == Outcome.NOT_TESTED:
         return row.untested or said.value
@@ -128,16 +143,17 @@ def verdict(
     p_eq = format_p(reading.p_equivalence_holm)
     if said == Outcome.INCONCLUSIVE:
         why = f"Holm p {format_p(reading.p_holm)}"
-        if RULES[reading.rule].veto and reading.p_holm < ALPHA:  # the test passed, the veto did not
-            why += ", but a seed lies beyond the tie margin the other way"
+        if vetoed(reading):
+            why += f", but {VETO_WORDS}"
         return (
             f"inconclusive: no direction worded ({why}) and not shown equivalent within {within} "
             f"(equivalence Holm p {p_eq}); {text}"
         )
-    equal = f"equivalent within {within} (equivalence Holm p {p_eq}, declared)"
+    declared_tag = ", declared" if own else ""
+    equal = f"equivalent within {within} (equivalence Holm p {p_eq}{declared_tag})"
     if said == Outcome.EQUIVALENT:
         return f"{equal}; {text}"
-    way = f"{direction_words(row, reading, metric, margin)} (Holm p {format_p(reading.p_holm)}, declared)"
+    way = f"{direction_words(row, reading, metric, margin)} (Holm p {format_p(reading.p_holm)}{declared_tag})"
     if said == Outcome.BOTH:
         return f"{way} and {equal}: a small difference inside the margin; {text}"
     return f"{way}; {text}"

@@ -3,17 +3,23 @@ per measure with its smallest detectable effect, then how the rows were computed
 
 from __future__ import annotations
 
-from study.judge.design import design_of
-from study.judge.wording import fmt_number, format_p, unit_of
+from study.judge.design import FIXED, Design, design_of
+from study.judge.wording import fmt_number, format_alpha, format_p, unit_of
 from study.pages.headline import sentences_markdown
 from study.records import ComparisonRow, Findings, FindingsTable
 from study.terms import Measure
 from utils.markdown import table_head, table_row
 
+SEQUENTIAL_CELL = "– (sequential)"
 
-def equivalence_cell(r: ComparisonRow, metric: str) -> str:
+
+def equivalence_cell(r: ComparisonRow, metric: str, design: Design = FIXED) -> str:
     """A declared row's equivalence test: its Holm p, the power to show ±m if the true difference were
-    0, the seeds 80% power would need ('–' for a row that is not declared or a study without a margin)."""
+    0, the seeds 80% power would need ('–' for a row that is not declared or a study without a margin);
+    a row decided at a sequential plan's looks: its p against its boundary there, no fixed-design power."""
+    at_look = design.equivalence_cell(r)
+    if at_look is not None:
+        return at_look
     if r.reading is None or r.reading.p_equivalence is None:
         return "–"
     equivalence_power, seeds = (r.power.equivalence_power, r.power.seeds_for_equivalence) if r.power else (None, None)
@@ -22,8 +28,11 @@ def equivalence_cell(r: ComparisonRow, metric: str) -> str:
     return f"Holm p {format_p(r.reading.p_equivalence_holm)}; {power}; {need}"
 
 
-def detectable_cell(r: ComparisonRow, metric: str) -> str:
-    """The smallest true difference this row's seeds find 80% of the time; the seeds for the declared effect."""
+def detectable_cell(r: ComparisonRow, metric: str, design: Design = FIXED) -> str:
+    """The smallest true difference this row's seeds find 80% of the time; the seeds for the declared effect
+    (a fixed design's figures: none for a row decided at a sequential plan's looks)."""
+    if not design.fixed_figures(r):
+        return SEQUENTIAL_CELL
     if r.power is None:
         return "–"
     need = r.power.seeds_needed
@@ -67,7 +76,12 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
         per_seed = ", ".join(f"{s.seed}: {fmt_number(s.difference, metric)}" for s in r.per_seed)
         seed_p = ", ".join(f"{s.seed}: {format_p(s.p_value)}" for s in r.per_seed)
         other = [r.exploratory.finding if r.exploratory else "–"] if exploratory else []
-        cells = [format_p(r.p_value), design.table_p_cell(r), equivalence_cell(r, metric), detectable_cell(r, metric)]
+        cells = [
+            format_p(r.p_value),
+            design.table_p_cell(r),
+            equivalence_cell(r, metric, design),
+            detectable_cell(r, metric, design),
+        ]
         lines.append(
             table_row(
                 [r.config, f"{r.compared_on} (n={r.num_sentences})", fmt_number(r.mean_difference, metric)]
@@ -75,7 +89,13 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
             )
         )
     if t.alpha is not None:
-        lines += ["", f"Detectable Δ and the seeds for the declared effect at two-sided α = {t.alpha:.2g}."]
+        note = f"Detectable Δ and the seeds for the declared effect at two-sided α = {format_alpha(t.alpha)}."
+        if any(not design.fixed_figures(r) for r in t.rows):
+            note += (
+                f" {SEQUENTIAL_CELL}: a row decided at the sequential plan's looks has no fixed-design figure "
+                "(the plan's power and expected seeds are simulated: study/simulate/sequential_calibration.py)."
+            )
+        lines += ["", note]
     return "\n".join(lines)
 
 

@@ -8,7 +8,17 @@ from __future__ import annotations
 from typing import Optional
 
 from study.judge.design import FIXED, Design, design_of
-from study.judge.wording import direction_words, fmt_number, format_p, seed_signs, unit_of, within_words
+from study.judge.wording import (
+    VETO_WORDS,
+    direction_words,
+    fmt_number,
+    format_alpha,
+    format_p,
+    seed_signs,
+    unit_of,
+    vetoed,
+    within_words,
+)
 from study.records import ComparisonRow, Findings, FindingsTable, Reading
 from study.terms import Measure, Outcome, Table
 from utils.markdown import table_head, table_row
@@ -31,18 +41,31 @@ def short_verdict(
     margin: float,
     equivalence: Optional[float],
     design: Design = FIXED,
+    with_p: bool = False,
 ) -> str:
-    """A reading's verdict in a few words (why it is withheld: the design's words)."""
+    """A reading's verdict in a few words, each part with the test that gave it: equivalence with its
+    equivalence Holm p, a veto's 'inconclusive' with its reason, a direction with its Holm p where no
+    column holds it (`with_p`); why it is withheld: the design's words."""
     said = reading.outcome if reading is not None else None
-    within = f"equivalent within {within_words(equivalence, metric)}"
-    if said in (Outcome.DIRECTION, Outcome.BOTH):
-        direction = direction_words(row, reading, metric, margin)
-        return direction if said == Outcome.DIRECTION else f"{direction} and {within}"
-    if said == Outcome.EQUIVALENT:
-        return within
     if said == Outcome.WITHHELD:
         return design.withheld_cell(row, reading)
-    return str(said or Outcome.DESCRIPTIVE)
+    if said not in (Outcome.DIRECTION, Outcome.BOTH, Outcome.EQUIVALENT, Outcome.INCONCLUSIVE):
+        return str(said or Outcome.DESCRIPTIVE)
+    holm = f"Holm p {format_p(reading.p_holm)}" if with_p and reading.p_holm is not None else ""
+    equal = reading.p_equivalence_holm
+    equal = f"equivalence Holm p {format_p(equal)}" if equal is not None else ""
+    if said == Outcome.INCONCLUSIVE:
+        why = [f"vetoed: {VETO_WORDS}"] if vetoed(reading) else []
+        why += [p for p in (holm, equal) if p]
+        return f"inconclusive ({'; '.join(why)})" if why else "inconclusive"
+    parts = []
+    if said in (Outcome.DIRECTION, Outcome.BOTH):
+        direction = direction_words(row, reading, metric, margin)
+        parts.append(f"{direction} ({holm})" if holm else direction)
+    if said in (Outcome.EQUIVALENT, Outcome.BOTH):
+        within = f"equivalent within {within_words(equivalence, metric)}"
+        parts.append(f"{within} ({equal})" if equal else within)
+    return " and ".join(parts)
 
 
 def _interval(r: ComparisonRow, metric: str, design: Design) -> str:
@@ -81,13 +104,8 @@ def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, explorato
         cells.append("–")
     elif exploratory and other.outcome == r.outcome:  # a direction's sign is the mean's under both
         cells.append("same verdict")
-    elif exploratory:  # the current rule's verdict with the Holm p it rests on (both for 'both' and for neither)
-        said = short_verdict(other, r, metric, margin, equivalence, design)
-        holm = f"Holm p {format_p(other.p_holm)}"
-        equal = f"equivalence Holm p {format_p(other.p_equivalence_holm)}"
-        said_by = {Outcome.DIRECTION: holm, Outcome.EQUIVALENT: equal}.get(other.outcome, f"{holm}, {equal}")
-        at_looks = other.p_holm is None and other.p_equivalence_holm is None  # a sequential reading: its look
-        cells.append(said if at_looks else f"{said} ({said_by})")
+    elif exploratory:  # the current rule's verdict with the Holm p it rests on (no column holds them)
+        cells.append(short_verdict(other, r, metric, margin, equivalence, design, with_p=True))
     return table_row(cells)
 
 
@@ -106,12 +124,13 @@ def _family_line(findings: Findings) -> str:
 
 def _notes(findings: Findings, exploratory: bool) -> str:
     """Which SE each number uses, and where the terms are defined."""
-    rule = findings.decision_rule
+    rule, design = findings.decision_rule, design_of(findings)
     notes = [
-        "Δ: the mean over seeds of each seed's difference from the baseline on the same test sentences; its 95% "
-        "interval uses SE = √(s_d²/n + v_shared) with Welch–Satterthwaite degrees of freedom. Seeds that way: "
-        "descriptive (how many seeds lie beyond the tie margin on the side of the mean).",
-        *design_of(findings).verdict_notes(rule.name, rule.text),
+        f"Δ: the mean over seeds of each seed's difference d from the baseline on the same test sentences (s_d: "
+        f"the SD of the d); "
+        f"{design.interval_note} Seeds that way: descriptive (how many seeds lie beyond the tie margin on the side "
+        "of the mean).",
+        *design.verdict_notes(rule.name, rule.text),
     ]
     if exploratory:
         other = findings.exploratory_rule
@@ -150,7 +169,7 @@ def _power_text(r: ComparisonRow, metric: str, alpha: float, margin: Optional[fl
     if power is None:
         return ""
     size = f"{fmt_number(power.detectable, metric).lstrip('+')} {unit_of(metric)}"
-    text = f"; detectable {size} at 80% power (two-sided α {alpha:.2g})"
+    text = f"; detectable {size} at 80% power (two-sided α {format_alpha(alpha)})"
     if power.equivalence_power is not None:
         seeds = power.seeds_for_equivalence
         reach = f"{seeds} seeds for 80%" if seeds else "out of reach"
@@ -168,7 +187,7 @@ def _row_sentence(r: ComparisonRow, metric: str, findings: Findings, alpha: floa
         f"- `{r.config}` against `{findings.baseline}`, {r.compared_on}: mean difference "
         f"{fmt_number(r.mean_difference, metric)} {unit_of(metric)}{lower} over {n} seed{'s' if n != 1 else ''}"
         + (f", p {format_p(r.p_value)} (against no difference, unadjusted; {p_words})" if p_words else "")
-        + _power_text(r, metric, alpha, margin)
+        + (_power_text(r, metric, alpha, margin) if design_of(findings).fixed_figures(r) else "")
         + f" — {r.finding}."
     )
     if r.exploratory:

@@ -103,8 +103,10 @@ def markdown_table(
     if baseline is not None and any(g.p_value is not None for g in groups):
         lines.append(
             f"p vs baseline: the seed-level test of test sacreBLEU against `{baseline.label}` over the "
-            f"seeds both were run with (Student's t over the per-seed differences, the test set's bootstrap "
-            f"variance added; two-sided, uncorrected; none with one seed) — the findings give the intervals, "
+            f"seeds both were run with (Student's t over the per-seed differences, SE² = s_d²/n + v_shared: the "
+            f"test set's noise every seed shares, from the sentence bootstrap, added to the seeds' spread, with "
+            f"Welch–Satterthwaite degrees of freedom; two-sided, uncorrected; none with one seed) — the findings "
+            f"give the intervals, "
             f"the declared family's Holm correction and what the comparison supports."
         )
     if baseline is not None and any(g.seeds_above is not None for g in groups):

@@ -103,7 +103,15 @@ def test_no_hand_written_result_outside_the_generated_blocks() -> None:
     ):
         doc = text(name)
         prose = next(line for _, line in readme_results.result_lines(name, doc) if line.startswith(first))
-        for typed in ("RoPE is ahead of sinusoidal.", "RoPE gains +0.68 BLEU.", "a gap of 0.68 BLEU"):
+        typed_results = (
+            "RoPE is ahead of sinusoidal.",
+            "RoPE gains +0.68 BLEU.",
+            "a gap of 0.68 BLEU",
+            "All sixty runs are in.",  # how far a study got (issue 77)
+            "The goal is 0.15 nats; not every row reached it.",
+            "The plan stopped at look 2.",
+        )
+        for typed in typed_results:
             assert readme_results.hand_written_results(doc.replace(prose, f"{prose} {typed}", 1), name), (name, typed)
     readme = text("README.md")
     bullet = next(line for line in readme.splitlines() if line.startswith("| `demo/rope` | test set"))
@@ -166,3 +174,11 @@ def test_the_readme_table_drops_only_the_descriptive_column(tmp_path) -> None:
     assert study_results(f"{prefix}_findings.json", tmp_path) == (
         "No declared family: its 2 comparisons against `x/b` are descriptive, one seed each (no test, no interval)."
     )
+
+
+def test_the_results_index_lists_every_study_page() -> None:
+    """Issue 77: results/README.md listed three of the four study pages; `check` fails on one it omits."""
+    index = text("results/README.md")
+    assert readme_results.unlisted_pages(index) == []
+    omitted = index.replace("](demo_confirm/README.md)", "](demo/README.md)")
+    assert readme_results.unlisted_pages(omitted) == ["results/README.md does not list results/demo_confirm/README.md"]

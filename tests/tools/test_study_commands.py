@@ -96,3 +96,10 @@ def test_every_archived_run_comes_from_a_readme_command(produced):
             keys = sorted(k for k in {*archived, *produced[folder]} if archived.get(k) != produced[folder].get(k))
             differ.append(f"{folder}: {', '.join(keys[:5])}")
     assert missing == [] and differ == [], json.dumps({"no study page command": missing, "differs": differ}, indent=1)
+
+
+def test_every_run_a_study_page_command_gives_is_archived(produced):
+    """The converse (issue 77): a study page's command names no run the archive lacks (demo_confirm's page
+    gave `--seeds 102 … 120`, its family's declared seeds, where only 102–112 ran)."""
+    archived = {"runs/" + str(p.parent.relative_to(ROOT / "results")) for p in ROOT.glob("results/**/config.yaml")}
+    assert sorted(set(produced) - archived) == []

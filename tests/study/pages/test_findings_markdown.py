@@ -104,3 +104,12 @@ def test_an_older_rule_adds_the_exploratory_finding_column() -> None:
     assert "| finding | exploratory finding (rule `beyond_tie`) |" in text
     assert "| inconclusive | ahead by more than 0.10 BLEU |" in text
     assert "Exploratory finding: rule `beyond_tie` (the current rule), read after these runs" in text
+
+
+def test_the_level_is_printed_to_the_digits_that_tell_it_apart() -> None:
+    """Issue 77: α 0.0125 (Holm's first step over four comparisons) was printed "0.013"."""
+    from dataclasses import replace
+
+    report = findings([row()])
+    table = replace(report.tables[0], alpha=0.0125)
+    assert "at two-sided α = 0.0125." in findings_markdown(replace(report, tables=(table,)))

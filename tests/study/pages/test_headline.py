@@ -44,11 +44,14 @@ def test_the_table_shows_the_declared_verdict_and_the_exploratory_reading_where_
         "Holm's correction over the family: 1 direction, 0 equivalent, 0 both, 1 inconclusive."
     )  # every row counted: no "without a verdict"
     assert lines[2].startswith(
-        "| comparison | measure | Δ [95% interval] | seeds that way | Holm p | verdict (declared) |"
+        "| comparison | measure | Δ [95% interval] | seeds that way | Holm p of the direction test "
+        "| verdict (declared) |"
     )
     rope, alibi = lines[4], lines[5]
     assert rope.startswith("| `rope` | test set (BLEU) | +0.79 [") and "| 7 of 8 above +0.10 |" in rope
-    assert "| inconclusive | ahead by more than 0.10 BLEU (Holm p" in rope
+    # the veto's reason in the row itself, beside the column's Holm p that passed
+    assert "| inconclusive (vetoed: a seed lies beyond the tie margin the other way; equivalence Holm p" in rope
+    assert "| ahead by more than 0.10 BLEU (Holm p" in rope
     assert alibi.endswith("| ahead in every seed | same verdict |")
     text = "\n".join(lines)
     assert "rule `seed_veto`, the rule the family was declared under" in text
@@ -107,3 +110,18 @@ def test_a_withheld_verdict_is_worded_from_its_reason_not_from_its_finding() -> 
     )
     said = short_verdict(commit, row, "sacreBLEU", 0.1, None)
     assert said == "descriptive: not every run of it was trained from a commit that declared the family"
+
+
+def test_an_equivalence_verdict_gives_its_own_test_and_an_exploratory_reading_is_never_declared():
+    """Issue 77: the headline's p column is the direction test's, so an equivalence verdict carries its
+    equivalence Holm p in its own cell; the exploratory reading (another rule's) never says "declared",
+    in the table, in the full sentence or in the findings record."""
+    close = [0.05, -0.1, 0.12, 0.0, -0.05, 0.08, 0.02, -0.02]
+    findings = report([finding_row(close, config="rope"), finding_row(VETOED, config="alibi")])
+    rope = next(line for line in headline_markdown(findings).splitlines() if line.startswith("| `rope`"))
+    assert "| equivalent within ±1.00 BLEU (equivalence Holm p " in rope
+    (row, vetoed) = findings.tables[0].rows
+    assert row.finding.startswith("equivalent within ±1.00 BLEU (equivalence Holm p ") and ", declared)" in row.finding
+    assert vetoed.exploratory.outcome == "direction" and "declared" not in vetoed.exploratory.finding
+    sentence = sentences_markdown(findings).splitlines()[1]
+    assert "declared" not in sentence.split("Exploratory (rule `beyond_tie`)")[1]
