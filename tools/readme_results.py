@@ -15,7 +15,7 @@ by (`rules_glossary`):
 The text around the blocks is hand-written and explains method only: `check` fails on a metric
 figure, a verdict word or a claim of how far a study got there (RESULT_TEXT, METHOD_LINES), on an
 exploratory reading that says "declared" or a sequential row with a fixed design's figure
-(study/pages/claims.py), and on a study page the results index does not list.
+(tools/page_claims.py), and on a study page the results index does not list.
 
   python tools/readme_results.py render     # README + study page blocks <- committed files  (make readme)
   python tools/readme_results.py recompute  # committed files <- compare.py on results/ (make results)
@@ -357,7 +357,7 @@ def check(root: Path = ROOT) -> list[str]:
         for line in hand_written_results(texts[name], name)
     ]
     failures += [b for name in RESULT_TEXT for b in broken_links(name, texts[name], root)]
-    from study.pages.claims import claim_failures
+    from tools.page_claims import claim_failures
 
     failures += [
         f"a claim the generated text may not make: {c}" for c in claim_failures(root, [p for p, *_ in STUDIES])

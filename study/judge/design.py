@@ -92,7 +92,7 @@ class FixedDesign:
 
     # the pages' words and cells
     headline_columns = ("Δ [95% interval]", "seeds that way", "Holm p of the direction test")
-    interval_note = "its 95% interval uses SE = √(s_d²/n + v_shared) with Welch–Satterthwaite degrees of freedom."
+    interval_note = "its 95% interval uses SE = √(s_d²/n + v_shared) with {df}."
 
     def fixed_figures(self, r: ComparisonRow) -> bool:
         """Whether a row's planning figures (detectable Δ, power and seeds at Holm's first step) are its
@@ -209,8 +209,7 @@ class SequentialDesign(FixedDesign):
     interval_note = (
         "at a row's look its interval is the repeated 95% interval there (Jennison & Turnbull): it covers that "
         "comparison's true difference whichever look the study stops at, for each comparison alone, not for the "
-        "family jointly (before the first look: the plain 95% interval, SE = √(s_d²/n + v_shared) with "
-        "Welch–Satterthwaite degrees of freedom)."
+        "family jointly (before the first look: the plain 95% interval, SE = √(s_d²/n + v_shared) with {df})."
     )
 
     def fixed_figures(self, r: ComparisonRow) -> bool:

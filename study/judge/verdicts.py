@@ -78,7 +78,7 @@ def apply_rule(
     def read(i: int, j: int, r: ComparisonRow) -> JudgedRow:
         if rule.veto and r.p_value is not None:  # the older rule's SE, in a field of its own
             r = replace(r, tested=replace(r.tested, seed_test=replace(r.seed_test, se_seed_veto=rule.se(r.seed_test))))
-        elif not rule.welch and r.p_value is not None:  # the interval by the rule's own t (n - 1 df)
+        elif rule.own_interval and r.p_value is not None:  # the interval by the rule's own t (n - 1 df)
             low, high = rule.interval(r.seed_test)
             r = replace(r, tested=replace(r.tested, seed_test=replace(r.seed_test, low=low, high=high)))
         return r.judged(readings[i, j], current.get((i, j)) if r.declared else None)

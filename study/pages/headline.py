@@ -20,6 +20,7 @@ from study.judge.wording import (
     within_words,
 )
 from study.records import ComparisonRow, Findings, FindingsTable, Reading
+from study.stats.rules import RULES
 from study.terms import Measure, Outcome, Table
 from utils.markdown import table_head, table_row
 
@@ -128,7 +129,8 @@ def _notes(findings: Findings, exploratory: bool) -> str:
     notes = [
         f"Δ: the mean over seeds of each seed's difference d from the baseline on the same test sentences (s_d: "
         f"the SD of the d); "
-        f"{design.interval_note} Seeds that way: descriptive (how many seeds lie beyond the tie margin on the side "
+        f"{design.interval_note.format(df=RULES[rule.name].interval_df)} Seeds that way: descriptive (how many "
+        "seeds lie beyond the tie margin on the side "
         "of the mean).",
         *design.verdict_notes(rule.name, rule.text),
     ]

@@ -36,6 +36,8 @@ import numpy as np
 from study.stats.equivalence import equivalence_p
 from study.stats.seed_test import ALPHA, SeedTest, planned_se, seed_p, shared_variance, t_quantile
 
+WELCH_DF = "Welch–Satterthwaite degrees of freedom"
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -58,6 +60,15 @@ class Rule:
         if not self.welch:
             return seed_test.n - 1.0
         return seed_test.df if seed_test.df is not None else float("inf")
+
+    @property
+    def own_interval(self) -> bool:
+        """Whether the rows' intervals are by this rule's t (else the seed test's, Welch's df)."""
+        return not self.welch and not self.veto
+
+    @property
+    def interval_df(self) -> str:  # the pages' words for the intervals' reference
+        return "n − 1 degrees of freedom (Student's t)" if self.own_interval else WELCH_DF
 
     def interval(self, seed_test: SeedTest, alpha: float = ALPHA) -> tuple[float, float]:
         """The (1 - alpha) interval of the true difference by this rule's SE and t."""

@@ -124,4 +124,4 @@ def test_an_equivalence_verdict_gives_its_own_test_and_an_exploratory_reading_is
     assert row.finding.startswith("equivalent within ±1.00 BLEU (equivalence Holm p ") and ", declared)" in row.finding
     assert vetoed.exploratory.outcome == "direction" and "declared" not in vetoed.exploratory.finding
     sentence = sentences_markdown(findings).splitlines()[1]
-    assert "declared" not in sentence.split("Exploratory (rule `beyond_tie`)")[1]
+    assert "declared" not in sentence.split(f"Exploratory (rule `{CURRENT.name}`)")[1]

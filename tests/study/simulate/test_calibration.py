@@ -1,8 +1,6 @@
-"""The decision rules calibrated, each property with a mutation that must fail it. Exactly (study/
-simulate/edge_rates.py, integration over s_d², no Monte Carlo): the current rule words a direction on an
-edge of the tie margin, both tails counted, in at most α/2 of studies at every n of 3-40, every ratio r of
-the seed variance to n·v_shared and every margin-to-SE λ; mutation: Welch–Satterthwaite df (the older
-`beyond_tie`). By simulating the demo's declared family whole (study/simulate/calibration.py):
+"""The decision rules calibrated by simulating the demo's declared family whole (study/simulate/
+calibration.py; the exact edge rates: tests/study/simulate/test_edge_rates.py), each property with a
+mutation that must fail it:
 
 1. a direction is worded where the true difference is 0 or on an edge of the tie margin in at most
    2.5% (+ 2 Monte-Carlo SE; the edges pooled) of studies; mutation: the test against 0 instead of
@@ -22,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from study.read.archived import declared_rows
-from study.simulate import edge_rates
 from study.simulate.calibration import (
     AGAINST_ZERO,
     STUDIES,
@@ -32,7 +29,7 @@ from study.simulate.calibration import (
     mc_bound,
     right_direction,
 )
-from study.stats.rules import BEYOND_TIE, CURRENT, SEED_VETO, Rule
+from study.stats.rules import CURRENT, SEED_VETO, Rule
 from study.stats.seed_test import ALPHA
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,23 +54,6 @@ def too_often(rule: Rule, demo, ns, dists) -> list[str]:
             count = {"0": len(rows) * STUDIES, "±tie": 2 * len(rows) * STUDIES}
             failed += [f"n={n} {dist} δ={d}" for d, r in rates.items() if r > mc_bound(ALPHA / 2, count[d])]
     return failed
-
-
-@pytest.mark.parametrize("n", edge_rates.SEEDS)
-def test_a_direction_on_an_edge_within_alpha_half_at_every_r_exactly(n):
-    worst = max(edge_rates.edge_rate(CURRENT, n, r, lam) for r in edge_rates.RATIOS for lam in (0.0, 0.3, 1.0))
-    print(f"{CURRENT.name}, n={n}: worst edge rate {worst:.6f}")
-    assert worst <= ALPHA / 2 + 1e-9  # exactly α/2 at r = ∞, λ = 0 (Student's t at n - 1 df)
-    assert worst >= ALPHA / 2 - 1e-6  # and no more conservative than that at its worst
-
-
-@pytest.mark.parametrize("n", (5, 40))
-def test_welch_df_fail_the_exact_edge_calibration(n):
-    """At the demo's 5 seeds Welch–Satterthwaite's df word a direction on the edge in 5.8% (λ = 0) and, at
-    the demo rows' own λ, 3.5-3.7%; at 40 seeds, both tails, still 5.0% at λ = 0."""
-    rate, at = edge_rates.worst_edge_rate(BEYOND_TIE, n)
-    print(f"{BEYOND_TIE.name}, n={n}: worst edge rate {rate:.4f} at r={at}")
-    assert rate > ALPHA / 2 * 1.5
 
 
 def test_no_direction_within_the_tie_margin(demo):
@@ -137,25 +117,3 @@ def test_the_page_figures_are_these_simulations(demo):
     """results/calibration.md (results/README.md's block) is calibration_markdown of the archived demo
     family, so the figures the page states are the ones these tests check."""
     assert (ROOT / "results/calibration.md").read_text(encoding="utf-8") == calibration_markdown(*declared_rows(DEMO))
-
-
-@pytest.mark.parametrize("looks", edge_rates.PLANS)
-def test_a_plan_words_a_direction_on_an_edge_within_alpha_half(looks):
-    """Each look's own rate exactly half its level (its worst case, r = ∞), so the plan's is at most α/2
-    (the union bound); simulated too, at r = ∞, 1 and 0, within α/2 + 2 Monte-Carlo SE."""
-    exact = edge_rates.look_edge_rates(CURRENT, looks)
-    assert sum(exact) == pytest.approx(ALPHA / 2, abs=1e-9)
-    assert exact == pytest.approx([level / 2 for level in edge_rates.look_levels(CURRENT, looks)], abs=1e-9)
-    for ratio in (math.inf, 1.0, 0.0):
-        rate, _ = edge_rates.plan_edge_rate(CURRENT, looks, ratio, studies=50_000, seed=1)
-        print(f"{looks}, r={ratio}: {rate:.4f}")
-        assert rate <= mc_bound(ALPHA / 2, 50_000)
-
-
-@pytest.mark.parametrize("looks", edge_rates.PLANS)
-def test_z_boundaries_carried_by_level_fail_the_plan_calibration(looks):
-    """beyond_tie's design: the normal-scale boundary carried to its Welch t by nominal level."""
-    exact = edge_rates.look_edge_rates(BEYOND_TIE, looks)
-    rate, _ = edge_rates.plan_edge_rate(BEYOND_TIE, looks, studies=50_000, seed=1)
-    print(f"{looks}: per look {exact}, plan {rate:.4f}")
-    assert sum(exact) > ALPHA / 2 * 1.5 and rate > mc_bound(ALPHA / 2, 50_000)

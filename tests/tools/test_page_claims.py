@@ -1,4 +1,4 @@
-"""What the generated text may not claim (study/pages/claims.py, issue 77): an exploratory reading never
+"""What the generated text may not claim (tools/page_claims.py, issue 77): an exploratory reading never
 says "declared", and a row decided at a sequential plan's looks prints no fixed-design figure; on the
 committed findings of every study, and on findings made here through the judge and the pages, so that a
 change of the wording that breaks either fails here."""
@@ -11,7 +11,7 @@ from dataclasses import replace
 from study.judge.design import SequentialDesign
 from study.judge.report import findings_report
 from study.judge.verdicts import word_tables
-from study.pages.claims import claim_failures, exploratory_declared, sequential_fixed_figures
+from tools.page_claims import claim_failures, exploratory_declared, sequential_fixed_figures
 from study.pages.findings_markdown import findings_markdown
 from study.pages.headline import headline_markdown
 from study.pages.serialize import findings_json
