@@ -11,7 +11,6 @@ from dataclasses import replace
 from study.judge.design import SequentialDesign
 from study.judge.report import findings_report
 from study.judge.verdicts import word_tables
-from tools.page_claims import claim_failures, exploratory_declared, sequential_fixed_figures
 from study.pages.findings_markdown import findings_markdown
 from study.pages.headline import headline_markdown
 from study.pages.serialize import findings_json
@@ -19,6 +18,7 @@ from study.read.family import NO_FAMILY, Family
 from study.records import FindingsTable, LookPlan, LookReading
 from study.stats.rules import CURRENT
 from tests.helpers import ROOT, finding_row
+from tools.page_claims import claim_failures, exploratory_declared, sequential_fixed_figures
 
 PREFIXES = [p.relative_to(ROOT).as_posix()[: -len("_findings.json")] for p in ROOT.glob("results/**/*_findings.json")]
 AHEAD = [0.9, 1.0, 0.8, 1.1, 0.95, 0.85, 1.05, -0.3]  # a clear lead, one seed the other way: the veto stops it
