@@ -17,6 +17,8 @@ from pydantic_core import PydanticCustomError
 
 from settings.errors import _raw as written
 from settings.schema import MAX_SEED
+from study.read.test_sets import SHAPE as TEST_SET_SHAPE
+from study.read.test_sets import TestSet, check_names, file_changes
 from study.records import FindingsTable, frozen_map
 from study.stats.rules import CURRENT, RULES, UNNAMED
 from study.stats.seed_test import ALPHA
@@ -106,6 +108,9 @@ class HeadlineEntry(BaseModel):
     table: Literal[TABLES]
     compared_on: Label = None  # type: ignore[assignment]  (None when left out; null is no row label, and refused)
     configs: Optional[Annotated[tuple[Label, ...], Listed]] = None
+    # with declared test_sets: a direction or equivalence claimed across every set (on each, as an
+    # intersection-union test) or per set
+    claim: Literal["across", "per_set"] = "across"
     _on: Optional[Selection] = PrivateAttr(None)  # the selection `compared_on` names, read with the file
 
     @model_validator(mode="after")
@@ -145,6 +150,8 @@ class Family(BaseModel):
     looks: Optional[Annotated[tuple[Annotated[int, Field(ge=2)], ...], Distinct, Listed]] = None
     spending: Spending = "obrien-fleming"
     spending_equivalence: Spending = "obrien-fleming"
+    # the test sets the claims are about (study/read/test_sets.py; None: the configurations' own split)
+    test_sets: Optional[Annotated[tuple[TestSet, ...], Field(min_length=1), Listed]] = None
     # the device kind and precision of every run
     device: Optional[Literal[DEVICES]] = None
     precision: Optional[Literal[PRECISIONS]] = None
@@ -172,6 +179,12 @@ class Family(BaseModel):
                 raise _refused(
                     f"a sequential plan (looks) is read under the rule {CURRENT.name}: add rule: {CURRENT.name}"
                 )
+        claimed = next((i for i, h in enumerate(self.headline) if "claim" in h.model_fields_set), None)
+        if claimed is not None and self.test_sets is None:
+            raise _refused(f"headline[{claimed}].claim is about the declared test sets: give test_sets too")
+        why = check_names(self.test_sets) if self.test_sets else None
+        if why:
+            raise _refused(why)
         if info.context is not None:
             self._exist(info.context)
         return self
@@ -186,6 +199,9 @@ class Family(BaseModel):
             for c in h.configs or ():
                 if not (configs / f"{c}.yaml").is_file():
                     raise _refused(f"headline[{i}].configs names {c}, but configs/{c}.yaml does not exist")
+        changed = file_changes(self.test_sets or (), configs.parent)
+        if changed:
+            raise _refused(changed)
         encodings = sorted(ENCODING_OPTIONS)
         if self.baseline is not None and self.baseline not in encodings:
             if not (configs / f"{self.baseline}.yaml").is_file():
@@ -255,6 +271,10 @@ SHAPES = {
     "table": "headline[{i}].table {value!r} is not a findings table ({tables})",
     "compared_on": "headline[{i}].compared_on must be a row label (e.g. 'test set', 'k=4')",
     "configs": "headline[{i}].configs must be a list of configurations, e.g. [length/rope], got {value!r}",
+    "claim": "headline[{i}].claim must be across or per_set (across the declared test sets or each alone), "
+    "got {value!r}",
+    "test_sets": "test_sets must be a non-empty list of test sets ({{name: ..., src: ..., ref: ..., sha256: ...}}), "
+    "got {value!r}",
 }
 CHOICES = {  # the choices the lines name
     "rules": f"{', '.join(list(RULES)[:-1])} or {list(RULES)[-1]}",
@@ -292,15 +312,17 @@ class Refused:
 def _line(error: Refused, raw: Any) -> str:
     """The one line (after the file's name) saying what `error` refuses in `raw` (the file as read)."""
     loc, kind = error.loc, error.type
-    if kind == "family":  # a rule of `Family._rules`: its line
+    if kind in ("family", "test_set"):  # a rule of `Family._rules` or of a test set: its line
         return error.msg
     if not loc:
         return NOT_A_FAMILY
     key, value = loc[0], written(raw, loc[:1])
     if key == "headline" and len(loc) > 1:
         i, part, entry = loc[1], (loc[2:] or ("",))[0], written(raw, loc[:2])
-        part = "entry" if part not in ("table", "compared_on", "configs") or kind == "missing" else part
+        part = "entry" if part not in ("table", "compared_on", "configs", "claim") or kind == "missing" else part
         return refusal(part, i=i, value=entry if part == "entry" else entry.get(part))
+    if key == "test_sets" and len(loc) > 1:
+        return TEST_SET_SHAPE.format(i=loc[1], value=written(raw, loc[:2]))
     measures = Family.model_fields[key].annotation
     if isinstance(measures, type) and issubclass(measures, Measures):
         if len(loc) == 1:
