@@ -339,6 +339,7 @@ def test_a_declared_family_gets_holm_and_its_sentences(swept: Path, tmp_path: Pa
     assert f"Declared family `{family}`: 4 comparisons" in headline and "| `demo/rope` | k=2 (BLEU) |" in headline
 
 
+@pytest.mark.slow
 def test_a_family_entry_that_matches_no_row_or_a_list_as_a_key_is_one_line(swept: Path, tmp_path: Path, capsys) -> None:
     """Issue 67: an entry compared on `test sett` (or with a non-breaking space) dropped out of the
     family silently ("1 comparisons"); a list used as a key was a traceback. Both: one line, exit 2."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
 from helpers import ROOT, tiny_overrides, validations_by_command
 from in_process import run_in_process
 
@@ -43,6 +44,7 @@ def test_sweep_help_prints_its_examples_intact() -> None:
     assert "configs/demo/learnable.yaml configs/demo/rope.yaml \\\n      --output runs/demo/summary" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_sweep_validates_each_config_and_variant_once(tmp_path: Path, monkeypatch) -> None:
     """Issue 76: a one-config sweep validated its config 5 times (and 5 more per --variant), its
     overrides passed on as text and parsed again by each step. The sweep now validates each config

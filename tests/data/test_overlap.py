@@ -69,6 +69,7 @@ def test_overlap_report_caps_examples_and_handles_missing_or_empty_splits():
     assert exact_duplicates([("a", "b"), ("a", "b"), ("a", "b"), ("a", "c")]) == 2
 
 
+@pytest.mark.slow
 def test_shipped_corpus_has_no_source_leak():
     """The default config on the shipped corpus: no French test/valid sentence (up to case,
     punctuation, spacing) is in train, and test and valid share none. The old pair-level split

@@ -40,6 +40,7 @@ def test_fixed_shape_steps_equal_the_full_decode(name, options):
     assert int(cache.offset) == tgt.size(1) - 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, options", cases())
 def test_fixed_shape_search_finds_what_the_cached_search_finds(name, options):
     """Greedy and beam search (4 beams, 2-best) through the fixed-shape step find the cached step's
@@ -89,6 +90,7 @@ def test_the_cache_keeps_its_layout_until_rows_are_regrouped_or_leave():
         decoder.new_cache()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["alibi", "learnable-randomized"])
 def test_one_decoder_serves_search_after_search(name):
     """A decoder reused over searches of other batches and capacities finds what a fresh one finds:

@@ -42,6 +42,7 @@ def reads(search, model, steps: int, decoder=CachedDecoder, **options) -> CountH
         pytest.param(beam_search, {"beam_size": 3, "no_repeat_ngram": 3, "penalty": "avg"}, id="beam3-no-repeat"),
     ],
 )
+@pytest.mark.slow
 def test_no_reads_between_checks(decoder, name, search, options) -> None:
     """The cached step and the fixed-shape step (decoding.cuda_graphs) alike."""
     model = tiny_model(name)

@@ -343,6 +343,7 @@ def synthetic(beyond: float, position: list[float], p_eos: float, length: int = 
     }
 
 
+@pytest.mark.slow
 def test_compare_adds_the_diagnostic_only_when_runs_have_it(tmp_path: Path):
     """(e) archived runs without it compare as before; with it, a column, two tables, a plot, the JSON."""
     from commands import compare

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import guarantees.test_crash_consistency as crash_tests
+import pytest
 from guarantees.test_crash_consistency import (
     archivable_run,
     archive_view,
@@ -56,6 +57,7 @@ def killed_packs(tmp_path: Path, every: bool):
             yield ("unpack", "cat")[i % 2], case / "demo" / "rope", journal_file(case / "demo" / "rope").is_file()
 
 
+@pytest.mark.slow
 def test_unpack_and_cat_finish_a_pack_killed_at_any_point(tmp_path: Path, every: bool) -> None:
     for reader, run, pending in killed_packs(tmp_path, every):
         expected = archived_as_published(run)  # the new archived run once its journal is written
@@ -73,6 +75,7 @@ def test_unpack_and_cat_finish_a_pack_killed_at_any_point(tmp_path: Path, every:
         assert said == pending and (leftovers(run.parent) == [] or not pending), run  # (else the pack's own)
 
 
+@pytest.mark.slow
 def test_compare_over_the_archive_finishes_a_killed_pack_or_names_who_does(tmp_path: Path) -> None:
     """compare.py over archived demo runs after a pack killed with the new hypotheses published beside
     the earlier scores (and an in-place pack killed with both forms of scores.json there): it finishes

@@ -177,6 +177,7 @@ def reference(untested: Path, tmp_path_factory) -> tuple[list[str], dict]:
     return points, published_test_set(run)
 
 
+@pytest.mark.slow
 def test_points(untested: Path, reference: tuple, tmp_path: Path, every: bool) -> None:
     """test.py killed at each write point, first into an untested run, then over an earlier test
     with other settings (--overwrite): the test folder is absent, the earlier set or the new one,
@@ -230,6 +231,7 @@ def test_readers_never_read_a_half_published_test(untested: Path, reference: tup
     assert published_test_set(run) == whole and pending_in(run) == []
 
 
+@pytest.mark.slow
 def test_export_points(trained_run: Path, tmp_path: Path, every: bool) -> None:
     """export.py killed at each write point, into a new folder and over an earlier export with other
     settings (--overwrite): the folder is absent, the earlier export or the new one, and the same
@@ -378,6 +380,7 @@ def sweep_of_one_run(untested: Path, tmp_path: Path):
     return template, sweep
 
 
+@pytest.mark.slow
 def test_a_sweep_killed_in_its_summary_finishes_it(untested: Path, tmp_path: Path) -> None:
     """sweep.py over a finished, scored run goes straight to its summary (compare.py's set): killed at
     its write points, the same sweep again skips the run and finishes the summary, no --overwrite."""
@@ -398,6 +401,7 @@ def test_a_sweep_killed_in_its_summary_finishes_it(untested: Path, tmp_path: Pat
         assert summary_set_of(root) == new, differences(summary_set_of(root), new)
 
 
+@pytest.mark.slow
 def test_a_sweep_killed_while_publishing_a_test_finishes_it(untested: Path, tmp_path: Path) -> None:
     """Issue 67: sweep.py killed while a seed's test/ was being published (its scores.json already
     moved) skipped the run as finished on every rerun and exited 2 naming a test.py command the user

@@ -32,6 +32,7 @@ def two_runs(trained_run: Path, tmp_path_factory) -> list[str]:
     return [str(p) for p in scored_and_sinusoidal(trained_run, tmp_path_factory.mktemp("compare"))]
 
 
+@pytest.mark.slow
 def test_compare_points(two_runs: list[str], tmp_path: Path, every: bool) -> None:
     """compare.py killed at each write point, into an empty folder and over an earlier summary with
     other contents (--overwrite): the summary set is absent, the earlier one or the new one, and the
@@ -68,6 +69,7 @@ def test_compare_points(two_runs: list[str], tmp_path: Path, every: bool) -> Non
         assert leftovers(over) == [], n
 
 
+@pytest.mark.slow
 def test_archive_points(tmp_path: Path, every: bool) -> None:
     """tools/archive.py pack, into the archive and --in-place, killed at each write point: the archived
     run is the earlier one or the new one, whole (never gone: issue 67), and the same command again

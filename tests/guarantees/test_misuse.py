@@ -119,6 +119,7 @@ def test_03_average_never_replaces_a_training_checkpoint_or_a_users_file(trained
     assert run_in_process(["train.py", "--run", str(run_dir), "--set", "training.max_steps=7"]).returncode == 0
 
 
+@pytest.mark.slow
 def test_04_overwrite_of_the_working_directory_starts_a_new_run_in_it(trained_run: Path, tmp_path: Path) -> None:
     run_dir = copy_run(trained_run, tmp_path)
     corpus = ROOT / "data" / "corpora" / "tatoeba-fr-en" / "fra-eng.tsv.gz"

@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from helpers import one_error_line, snapshot, tiny_overrides, with_sets
 from in_process import run_in_process
 
@@ -89,6 +90,7 @@ def test_a_new_test_replaces_every_file_of_the_earlier_one(trained_run: Path, tm
     ]
 
 
+@pytest.mark.slow
 def test_a_test_left_stale_by_more_training_is_marked_refused_by_the_archive_and_retested(
     trained_run: Path, tmp_path: Path
 ) -> None:

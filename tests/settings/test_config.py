@@ -44,6 +44,7 @@ def test_configs_are_found():
     assert any(p.parent.name == "iwslt2017" for p in ALL_CONFIGS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: str(p.relative_to(CONFIG_DIR)))
 def test_every_config_loads_and_builds_a_model(path: Path):
     cfg = load_config(path)

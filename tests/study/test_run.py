@@ -7,9 +7,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_a_study_is_read_whole_then_judged_and_paged_from_its_records(tmp_path: Path, monkeypatch) -> None:
     import study.run as recipe
 

@@ -244,6 +244,7 @@ def recorded_run(run: Path) -> Path:
         ("training_lengths.json", "training_lengths.json is not JSON"),
     ],
 )
+@pytest.mark.slow
 def test_pack_refuses_a_run_that_fails_its_own_records(tmp_path: Path, damage: str, named: str) -> None:
     """Issue 75 (case 3): a file that fails the run's records (the sha256 scores.json holds, JSON, JSON
     lines) is one line naming it, exit 2, and nothing of the pack is archived (not even a good run

@@ -340,6 +340,7 @@ def test_train_benchmark_profiles_a_case_on_request(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "train.json").read_text())["results"][0]["case"] == "ours_sinusoidal"
 
 
+@pytest.mark.slow
 def test_the_ceiling_benchmark_counts_every_product_of_a_training_step(tmp_path: Path, benchmark_modules) -> None:
     """benchmarks/ceiling.py: the GEMM FLOPs of a step are those of every linear layer's forward and
     two backward products (6 x rows x in x out each), attention's forward and backward are counted,
@@ -361,6 +362,7 @@ def test_the_ceiling_benchmark_counts_every_product_of_a_training_step(tmp_path:
     assert positive(data["matmul_peak_tflops"]) and data["settings"]["tokens"] == 64
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("contender", ["cuda_graphs", "legacy"])
 def test_search_equality_compares_a_trained_models_test_lines(contender, trained_run, tmp_path, benchmark_modules):
     """benchmarks/search_equality.py on a trained run: today's search and the contender (the fixed-shape

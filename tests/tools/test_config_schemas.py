@@ -48,6 +48,7 @@ def test_a_changed_schema_makes_them_stale(monkeypatch) -> None:
     assert config_schemas.main(["--check"]) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: str(p.relative_to(CONFIGS)))
 def test_every_shipped_config_is_valid_as_written_and_resolved(path: Path) -> None:
     validator("overlay.schema.json").validate(as_written(path))

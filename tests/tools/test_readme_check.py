@@ -10,6 +10,7 @@ import importlib.util
 import subprocess
 import sys
 
+import pytest
 from helpers import ROOT
 
 spec = importlib.util.spec_from_file_location("readme_check", ROOT / "tools" / "readme_check.py")
@@ -101,6 +102,7 @@ def test_markers_comments_continuations_and_console_blocks_are_read() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_a_wrong_or_deprecated_flag_fails_the_check() -> None:
     cmds = [
         readme_check.Command(text, "Commands", n)
@@ -120,6 +122,7 @@ def test_a_wrong_or_deprecated_flag_fails_the_check() -> None:
     assert "deprecated" in results[2][1]
 
 
+@pytest.mark.slow
 def test_every_command_of_the_readme_parses() -> None:
     proc = subprocess.run(
         [sys.executable, "tools/readme_check.py", "--parse-only"], cwd=ROOT, capture_output=True, text=True, timeout=600

@@ -79,6 +79,7 @@ def keeps_duck_shape():
     fx_config.use_duck_shape = saved
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device, cuda_graphs", CASES)
 def test_a_compiled_model_trains_as_the_eager_one(device: str, cuda_graphs: bool, keeps_duck_shape) -> None:
     precision = "bf16" if device == "cuda" else "fp32"

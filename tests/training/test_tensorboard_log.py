@@ -11,6 +11,7 @@ import pytest
 from helpers import ROOT, read_jsonl
 
 
+@pytest.mark.slow
 def test_learned_positional_tables_reach_tensorboard(trained_family_runs: dict[str, Path]) -> None:
     """At the end of training: each learned table as an image, and a learnable table in the projector."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -41,6 +42,7 @@ def test_tensorboard_events_hold_training_and_validation_scalars(trained_run: Pa
     assert [e.value for e in acc.Scalars("valid/loss")] == pytest.approx(logged, rel=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["commands.test", "commands.inference"])
 def test_testing_and_translating_start_without_the_training_engine_or_plots(command: str) -> None:
     """test.py logs its scores through this module: importing ignite and matplotlib there (for the

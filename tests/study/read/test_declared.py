@@ -82,6 +82,7 @@ def committed_findings(study: str, family_file: Path) -> list[dict]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family_file", FAMILIES, ids=study_of)
 def test_rows_of_runs_without_the_proof_are_descriptive(family_file):
     study = study_of(family_file)

@@ -12,6 +12,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from helpers import ROOT, tiny_overrides, with_sets
 from in_process import run_in_process
 
@@ -54,6 +55,7 @@ def compare(runs: list[Path], family: Path, out: Path) -> tuple[dict, str, str]:
     return row, Path(f"{out}_headline.md").read_text(), Path(f"{out}_provenance.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_test_at_a_commit_that_did_not_declare_the_family_gets_no_verdict(tmp_path: Path, monkeypatch) -> None:
     repo = tmp_path / "repo"
     family = repo / "configs" / "tiny" / "findings" / "headline.yaml"

@@ -77,17 +77,20 @@ def rates(confirm, equivalence: bool, others=None) -> dict[str, list[float]]:
     return found
 
 
+@pytest.mark.slow
 def test_no_direction_on_an_edge_of_the_tie_margin(confirm) -> None:
     found = rates(confirm, equivalence=False)
     assert all(found[d][0] <= bound(ALPHA / 2, len(confirm[1])) for d in DISTRIBUTIONS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("others", [None, 0.0])
 def test_no_equivalence_at_the_margin(confirm, others) -> None:
     found = rates(confirm, equivalence=True, others=others)
     assert all(found[d][0] <= bound(ALPHA, len(confirm[1])) for d in DISTRIBUTIONS)
 
 
+@pytest.mark.slow
 def test_every_look_at_the_full_level_fails_both_calibrations(confirm) -> None:
     plan, rows, tie, margin = confirm
     sequential = Simulation((plan,), rows, tie, margin, STUDIES)

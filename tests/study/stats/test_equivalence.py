@@ -121,6 +121,7 @@ def test_equivalence_is_found_at_the_printed_power(calibrated):
     assert calibrated[("close encodings", "normal")]["0"] > 0.8  # the simulation can find equivalence
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dropped", ["lower", "upper"])
 def test_dropping_either_one_sided_test_fails_the_calibration(dropped):
     """The mutation check: TOST with one side only says 'equivalent' far too often at one edge."""
