@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from helpers import one_error_line
 from in_process import run_in_process as run
 
@@ -46,6 +47,7 @@ def test_a_run_converts_once_into_its_folder_and_again_when_its_settings_change(
     assert RunFolder.inspect(run_dir, is_written_config).state == "trained"  # resumable, replaceable with --overwrite
 
 
+@pytest.mark.slow
 def test_run_exported_tested_and_compared_through_ctranslate2(trained_run: Path, tmp_path: Path) -> None:
     """The acceptance path on the tiny trained RoPE run: export.py --format ctranslate2, test.py and
     inference.py --model_path on it (the same files and scores as the PyTorch path), test.py --run

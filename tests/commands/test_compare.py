@@ -578,6 +578,7 @@ def test_each_runs_config_is_read_once(swept: Path, monkeypatch) -> None:
     assert sum(r.variant for r in rows) == 2  # the rope runs' test_ntk3/, read with no second read of their config
 
 
+@pytest.mark.slow
 def test_a_cell_holding_a_pipe_stays_one_cell_in_every_table(tmp_path: Path) -> None:
     """Issue 75: a run named `demo/ro|pe` shifted every later cell of its row in summary.md (20 fields
     under a 19-column header). Every table is rendered by utils/markdown.py, which escapes `|` (and

@@ -13,6 +13,7 @@ from in_process import run_in_process as run
 SENTENCES = ["Bonjour !", "Je ne sais pas ce que tu veux dire.", "Où est la gare ?", ""]
 
 
+@pytest.mark.slow
 def test_export_round_trip_translates_identically(trained_run: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     shutil.copytree(trained_run, run_dir)

@@ -77,6 +77,7 @@ def plot(*args: str) -> None:
     assert visualize.main(list(args)) == 0, args
 
 
+@pytest.mark.slow
 def test_plots_of_trained_learned_encodings(trained_family_runs: dict[str, Path], tmp_path: Path) -> None:
     learnable = str(trained_family_runs["learnable"])
     for command in ("pe-heatmap", "pe-mds", "pe-similarity"):

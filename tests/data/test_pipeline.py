@@ -145,6 +145,7 @@ def test_read_corpus_max_train_pairs(tatoeba_file):
     assert read_corpus(cfg) == capped
 
 
+@pytest.mark.slow
 def test_shipped_corpus_sizes(shipped_corpus):
     sizes = {k: len(v) for k, v in shipped_corpus.items()}
     # 167,130 lines, 151 of them repeat an earlier pair (after normalize_text) and are kept once.

@@ -328,6 +328,7 @@ def test_a_sigterm_while_publishing_leaves_one_set_and_the_same_command_finishes
         assert published_test_set(run) == new
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["inference.py", "average.py"])
 def test_single_file_outputs_are_absent_or_whole(trained_run: Path, tmp_path: Path, command: str) -> None:
     """inference.py's translations and average.py's checkpoint are one file each, renamed into place

@@ -603,6 +603,7 @@ def test_resume_with_a_config_compares_it_with_the_run(trained_run: Path, tmp_pa
     assert "model.positional.name: 'rope' -> 'sinusoidal'" in message, message
 
 
+@pytest.mark.slow
 def test_compare_names_damaged_files_and_splits_decodings(trained_run: Path, tmp_path: Path) -> None:
     a, b = copy_run(trained_run, tmp_path, "a"), copy_run(trained_run, tmp_path, "b")
     assert run_in_process(["test.py", "--run", str(a)]).returncode == 0

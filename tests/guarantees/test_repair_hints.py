@@ -29,6 +29,7 @@ def compared_pair(trained_run: Path, tmp_path_factory) -> tuple[Path, Path]:
 # ---- 9. the retest hint is a command that runs as it stands
 
 
+@pytest.mark.slow
 def test_a_cut_test_output_is_named_with_a_command_that_repairs_it(compared_pair, tmp_path: Path) -> None:
     rope, sinusoidal = (copy_of(r, tmp_path / r.name) for r in compared_pair)
     hyps = rope / "test" / "hypotheses.txt"

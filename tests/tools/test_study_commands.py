@@ -82,6 +82,7 @@ def produced() -> dict[str, dict]:
     return out
 
 
+@pytest.mark.slow
 def test_every_archived_run_comes_from_a_readme_command(produced):
     runs = sorted(p.parent for p in ROOT.glob("results/**/config.yaml"))
     assert len(runs) > 60

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import ROOT
 from tools.test_durations import module_path, module_seconds
 
@@ -52,6 +54,7 @@ def test_the_committed_table_names_test_files_of_this_suite() -> None:
     assert not missing, f"tests/durations.json names files that are gone: {missing}; run make test-durations"
 
 
+@pytest.mark.slow
 def test_the_suite_collects_the_longest_modules_first() -> None:
     """tests/conftest.py orders by the table: given last, the longer module is collected first, and a
     module the table lacks after every module it holds."""

@@ -103,6 +103,7 @@ def two_archived_runs(tmp_path_factory) -> Path:
     return study
 
 
+@pytest.mark.slow
 def test_compare_reads_archived_runs_and_names_a_damaged_file(two_archived_runs: Path, tmp_path: Path) -> None:
     study = tmp_path / "demo"
     shutil.copytree(two_archived_runs, study)
