@@ -113,8 +113,6 @@ def _percent(x: float) -> str:
 
 def edge_markdown(rows: list[DeclaredRow], tie: float) -> list[str]:
     """The exact edge rates (both tails, no Monte Carlo) and the power each rule costs, as markdown lines."""
-    import math
-
     test_set = rows_on_test_set(rows)
     head = [
         "seeds",
@@ -136,8 +134,8 @@ def edge_markdown(rows: list[DeclaredRow], tie: float) -> list[str]:
     def archived(rule: Rule, n: int) -> str:
         rates = []
         for r in test_set:
-            tau = math.sqrt(r.seed_sd**2 / n + r.v_shared)
-            rates.append(edge_rates.edge_rate(rule, n, r.seed_sd**2 / (n * r.v_shared), tie / tau))
+            ratio, tau = edge_rates.parameters(n, r.seed_sd, r.v_shared)
+            rates.append(edge_rates.edge_rate(rule, n, ratio, tie / tau))
         return f"{min(rates):.2%}–{max(rates):.2%}"
 
     for n in edge_rates.SEEDS:
@@ -164,8 +162,6 @@ def edge_markdown(rows: list[DeclaredRow], tie: float) -> list[str]:
 
 def plans_markdown() -> list[str]:
     """The sequential plans under the current rule, look by look, as markdown lines."""
-    import math
-
     se = math.sqrt(ALPHA / 2 * (1 - ALPHA / 2) / edge_rates.PLAN_STUDIES)
     lines = [
         f"A sequential plan under `{CURRENT.name}` (O'Brien–Fleming spending): each look's level is its share "

@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from study.stats.rules import Rule
-from study.stats.seed_test import ALPHA
+from study.stats.seed_test import ALPHA, welch_df
 
 RATIOS = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0, math.inf)  # r: seed variance over n·v_shared
 SEEDS = (3, 5, 8, 12, 20, 40)
@@ -38,10 +38,9 @@ def critical(rule: Rule, n: int, alpha: float = ALPHA) -> Callable[[float], floa
         c = float(t.isf(level, n - 1))
         return lambda ratio_hat: c
 
-    def welch(ratio_hat: float) -> float:
-        if ratio_hat == math.inf:
-            return float(t.isf(level, n - 1))
-        return float(t.isf(level, math.inf if ratio_hat <= 0 else (n - 1) * (1 + 1 / ratio_hat) ** 2))
+    def welch(ratio_hat: float) -> float:  # seed_test.welch_df in units of v_shared: seed part r̂, SE² = r̂ + 1
+        df = n - 1 if ratio_hat == math.inf else float(welch_df(ratio_hat, math.sqrt(ratio_hat + 1), n))
+        return float(t.isf(level, df))
 
     return welch
 
@@ -84,10 +83,15 @@ def worst_edge_rate(rule: Rule, n: int, alpha: float = ALPHA) -> tuple[float, fl
     return max((edge_rate(rule, n, r, 0.0, alpha), r) for r in RATIOS)
 
 
+def parameters(n: int, seed_sd: float, v_shared: float) -> tuple[float, float]:
+    """(r, τ) of a comparison over n seeds: the seed variance over n·v_shared, and the mean's true SE."""
+    ratio = seed_sd**2 / (n * v_shared) if v_shared > 0 else math.inf
+    return ratio, math.sqrt(seed_sd**2 / n + v_shared)
+
+
 def power(rule: Rule, n: int, delta: float, seed_sd: float, v_shared: float, tie: float, alpha: float = ALPHA) -> float:
     """P(`rule` words the true direction) for one comparison at true difference `delta` over n seeds."""
-    tau = math.sqrt(seed_sd**2 / n + v_shared)
-    ratio = seed_sd**2 / (n * v_shared) if v_shared > 0 else math.inf
+    ratio, tau = parameters(n, seed_sd, v_shared)
     shift, c = (abs(delta) - tie) / tau, critical(rule, n, alpha)
     return _expect(n, ratio, lambda w, q: _sf(c(ratio * w) * q - shift))
 
@@ -100,9 +104,9 @@ PLAN_STUDIES = 200_000  # simulated studies per setting (Monte-Carlo SE of a 2.5
 
 def look_levels(rule: Rule, looks: tuple[int, ...], alpha: float = ALPHA, spending: str = "obrien-fleming"):
     """Each look's level for `rule`'s decision p (study/stats/sequential_family.py: the level a p must pass)."""
-    from study.stats.sequential_family import nominal_level
+    from study.stats.sequential_family import Plan, nominal_level
 
-    fractions = tuple(n / looks[-1] for n in looks)
+    fractions = Plan(looks).fractions
     return [nominal_level(fractions, alpha, spending, k, rule.both_tails) for k in range(len(looks))]
 
 
