@@ -9,8 +9,8 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Optional
 
 from settings.config import ExperimentConfig
-from study.stats.seed_test import ALPHA, SeedTest
-from study.terms import Measure, Outcome, RowKey, Span, Table, Withheld
+from study.stats.seed_test import ALPHA, MIN_SENTENCES, SeedTest
+from study.terms import Measure, Outcome, RowKey, Span, Table, Withheld, joined_range
 
 JsonObject = Mapping[str, Any]  # a parsed JSON object as a run's file holds it, before it is a record
 
@@ -51,7 +51,6 @@ class CodeState:
 
     commit: Optional[str] = None
     uncommitted_changes: Optional[bool] = None
-    code_fingerprint: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -250,8 +249,7 @@ class LookReading:
     next_seeds: Optional[int] = None  # the next look's seeds (an open row)
     boundary: Optional[float] = None
     boundary_equivalence: Optional[float] = None
-    repeated_low: Optional[float] = None
-    repeated_high: Optional[float] = None
+    repeated: Optional[tuple[float, float]] = None  # the repeated 95% interval (None: before the first look)
 
 
 @dataclass(frozen=True)
@@ -271,9 +269,8 @@ class ComparisonRow:
     tested: Optional[RowTest] = None  # None: too few units to test (`untested`)
     lower_is_better: bool = False
     encoding: str = ""
-    untested: Optional[str] = None  # why a row with too few units was not tested
     unit: Optional[str] = None  # the NLL beyond training's resampled unit (pair or input)
-    joined_range: Optional[str] = None
+    joined_k: int = 1  # the most test pairs its runs' training joined (1: none; study/read/run_stats)
     from_declaring_commit: bool = True  # every run of it trained from a commit that declared the family
     tested_at_declaring_commit: bool = True  # and no run of it tested (as recorded) at a commit that did not
     declared: bool = False
@@ -286,6 +283,15 @@ class ComparisonRow:
     @property
     def compared_on(self) -> str:
         return self.key.label
+
+    @property
+    def joined_range(self) -> Optional[str]:
+        return joined_range(self.joined_k, self.key.on.at_k)
+
+    @property
+    def untested(self) -> Optional[str]:
+        """Why it was not tested (None: it was): too few units carry it."""
+        return None if self.tested else f"not tested (fewer than {MIN_SENTENCES} units carry it)"
 
     @property
     def mean_difference(self) -> Optional[float]:

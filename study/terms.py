@@ -91,6 +91,7 @@ class Withheld:
 @dataclass(frozen=True)
 class WholeTestSet:
     label: ClassVar[str] = "test set"
+    at_k: ClassVar[int] = 1  # the k of joined test pairs a selection speaks for (None: pooled over k)
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,17 @@ class Joined:
     def label(self) -> str:
         return f"k={self.k}"
 
+    @property
+    def at_k(self) -> int:
+        return self.k
+
 
 @dataclass(frozen=True)
 class LengthBucket:
     """A source-length bucket of the test set (as scores.json names it)."""
 
     bucket: str
+    at_k: ClassVar[int] = 1
 
     @property
     def label(self) -> str:
@@ -156,6 +162,18 @@ ALL_K = Span(SpanKind.ALL_K)
 @dataclass(frozen=True)
 class NllBeyond:
     label: ClassVar[str] = "teacher-forced NLL beyond training, all k"
+    at_k: ClassVar[int] = 1  # (no joined range is named: the NLL beyond training is the encoding's own)
+
+
+def joined_range(joined_k: int, k: Optional[int]) -> Optional[str]:
+    """Where k joined test pairs (None: pooled over every k) sit against a joined-pair training range."""
+    if joined_k <= 1 or k == 1:
+        return None
+    if k is None:
+        return f"pools k inside and beyond the joined training range (k <= {joined_k})"
+    if k <= joined_k:
+        return f"inside the joined training range (k <= {joined_k}): not extrapolation"
+    return f"beyond the joined training range (k > {joined_k})"
 
 
 Selection = Union[WholeTestSet, Joined, LengthBucket, Span, NllBeyond]  # what a row is compared on

@@ -235,7 +235,7 @@ class SequentialDesign(FixedDesign):
 
     def interval(self, r: ComparisonRow) -> tuple[Optional[float], Optional[float]]:
         """A row at a look: its repeated 95% interval."""
-        return (r.look.repeated_low, r.look.repeated_high) if r.look and r.look.look else super().interval(r)
+        return r.look.repeated if r.look and r.look.look else super().interval(r)
 
     def headline_p_cell(self, r: ComparisonRow) -> str:
         return look_cell(r) if r.look is not None else "not declared"
@@ -349,10 +349,10 @@ def look_verdict(
     there), or why there is none yet; then the seeds against the tie margin, the naive 95% interval and
     the repeated one (valid whichever look the study stops at)."""
     look, margin, equivalence = row.look, family.tie_margin.of(metric), family.equivalence.of(metric)
-    repeated = row.p_value is not None and look.repeated_low is not None
+    repeated = row.p_value is not None and look.repeated is not None
     text = describe(row, metric, margin, "naive 95% interval" if repeated else "95% interval")
     if repeated:
-        low, high = fmt_number(look.repeated_low, metric), fmt_number(look.repeated_high, metric)
+        low, high = (fmt_number(end, metric) for end in look.repeated)
         text = f"{text}; repeated 95% interval {low} to {high}"
     if said == Outcome.NOT_TESTED:
         return row.untested or said.value

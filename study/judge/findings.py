@@ -17,15 +17,14 @@ import numpy as np
 
 from study.read.degradation import selections
 from study.read.run_outputs import StudyOutputs, training_length
-from study.read.run_stats import joined_range, joined_training_k
+from study.read.run_stats import joined_training_k
 from study.records import ComparisonRow, Configuration, FindingsTable, RowTest, RunRecord, SeedDifference
-from study.stats.seed_test import seed_test
+from study.stats.seed_test import MIN_SENTENCES, seed_test
 from study.stats.significance import paired_bootstrap_ratio, paired_bootstrap_seeds
 from study.terms import Joined, LengthBucket, NllBeyond, RowKey, Selection, Table, WholeTestSet
 
 # One rule for every row: tested only when at least this many units (sentences, test pairs or inputs)
 # carry its measure; fewer and resampling says little (one: every resample is that unit)
-MIN_SENTENCES = 10
 Pair = tuple[RunRecord, RunRecord]  # a run and the baseline's run of the same seed
 Bucket = tuple[int, Optional[int]]  # a source-length bucket's shortest and longest sentence (None: no limit)
 UNKEYED = RowKey("", "", WholeTestSet())  # a row's key until `_Rows.keyed` sets it
@@ -38,8 +37,7 @@ def _tested(
     each seed's own (its p, descriptive; its variance splits the test set's noise into the part every
     seed shares and the part more seeds average out); `lower`: lower is better."""
     if n < MIN_SENTENCES:
-        untested = f"not tested (fewer than {MIN_SENTENCES} units carry it)"
-        return ComparisonRow(UNKEYED, tuple(seeds), n, lower_is_better=lower, untested=untested)
+        return ComparisonRow(UNKEYED, tuple(seeds), n, lower_is_better=lower)
     combined = bootstrap(systems, baselines, n_samples, seed)
     each = [bootstrap([s], [b], n_samples, seed) for s, b in zip(systems, baselines)]
     test = seed_test(combined.per_seed, combined.variance, [r.variance for r in each])
@@ -171,7 +169,7 @@ class Comparison:
         return not any(r.test_dir in self.tested_off for pair in pairs for r in pair)
 
 
-Found = Iterable[tuple[Configuration, Selection, Sequence[Pair], ComparisonRow, Optional[str]]]
+Found = Iterable[tuple[Configuration, Selection, Sequence[Pair], ComparisonRow, int]]  # (..., the joined training k)
 
 
 @dataclass(frozen=True)
@@ -198,11 +196,11 @@ class _Rows:
                 row,
                 key=RowKey(table, g.label, on),
                 encoding=g.encoding,
-                joined_range=where,
+                joined_k=joined,
                 from_declaring_commit=self.context.from_declaring_commit(pairs),
                 tested_at_declaring_commit=self.context.tested_at_declaring_commit(pairs),
             )
-            for g, on, pairs, row, where in found
+            for g, on, pairs, row, joined in found
         )
 
     def bleu(self, comparisons: list[tuple[Selection, int, Optional[Bucket]]]) -> Found:
@@ -213,7 +211,7 @@ class _Rows:
                 pairs = _pairs(g, self.baseline, lambda r, k=k: c.outputs.get(r, k) is not None)
                 result = compare_pair(pairs, c.outputs, k, c.n_samples, c.seed, bucket) if pairs else None
                 if result is not None:
-                    yield g, on, pairs, result, joined_range(self.joined(g), k)
+                    yield g, on, pairs, result, self.joined(g)
 
     def degradation(self) -> Found:
         """Each configuration's degradation against the baseline's, per selection of (pair, k) cells."""
@@ -225,7 +223,7 @@ class _Rows:
                 chosen = [(r, b) for r, b in pairs if not needs_length or self.same_length(r)]
                 result = compare_degradation(chosen, c.outputs, keep, c.n_samples, c.seed) if chosen else None
                 if result is not None:
-                    yield g, span, chosen, result, joined_range(joined, span.at_k)
+                    yield g, span, chosen, result, joined
 
     def nll_beyond(self) -> Found:
         """The encoding itself, whatever the search does: the references' NLL beyond training, all k."""
@@ -234,7 +232,7 @@ class _Rows:
             pairs = _pairs(g, self.baseline, lambda r: c.outputs.beyond(r) is not None and self.same_length(r))
             result = compare_nll(pairs, c.outputs, c.n_samples, c.seed) if pairs else None
             if result is not None:
-                yield g, NllBeyond(), pairs, result, None
+                yield g, NllBeyond(), pairs, result, 1
 
 
 def findings_tables(

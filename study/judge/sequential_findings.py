@@ -89,8 +89,7 @@ def _at_look(
         None if decision.look is not None or stopped or last else plan.looks[look + 1],
         decision.boundary,
         decision.boundary_equivalence,
-        low,
-        high,
+        (low, high),
     )
     return replace(row, look=reading)
 

@@ -198,8 +198,17 @@ def _row(r: ComparisonRow, design: Design) -> JsonObject:
         **({} if untested else finding),
         **({"exploratory": _reading(r.exploratory)} if r.exploratory is not None else {}),
         **power,
-        **{key: asdict(record) for key, record in design.row_records(r)},
+        **{key: _record(record) for key, record in design.row_records(r)},
     }
+
+
+def _record(record) -> JsonObject:
+    """A design's record of a row; a look's repeated interval as its two ends, repeated_low and repeated_high."""
+    out = asdict(record)
+    if "repeated" not in out:
+        return out
+    low, high = out.pop("repeated") or (None, None)
+    return {**out, "repeated_low": low, "repeated_high": high}
 
 
 def _table(t: FindingsTable, design: Design) -> JsonObject:

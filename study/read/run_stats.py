@@ -131,14 +131,3 @@ def joined_training_k(run: RunRecord) -> int:
     """The most test pairs a run's training examples joined (data.train_concat.max_k), 1 without joins."""
     joins = run.config.data.train_concat
     return int(joins.max_k or 2) if joins.prob else 1  # 2: the schema's default max_k
-
-
-def joined_range(joined_k: int, k: Optional[int]) -> Optional[str]:
-    """Where k joined test pairs (None: pooled over every k) sit against a joined-pair training range."""
-    if joined_k <= 1 or k == 1:
-        return None
-    if k is None:
-        return f"pools k inside and beyond the joined training range (k <= {joined_k})"
-    if k <= joined_k:
-        return f"inside the joined training range (k <= {joined_k}): not extrapolation"
-    return f"beyond the joined training range (k > {joined_k})"

@@ -34,6 +34,7 @@ import numpy as np
 
 ALPHA = 0.05
 POWER = 0.8
+MIN_SENTENCES = 10  # a row carried by fewer units (sentences, pairs, inputs) is not tested
 MODEL = (
     "seed-level t-test: T = mean(d) / SE, SE = sqrt(s_d^2/n + v_shared), Student's t with the "
     "Welch-Satterthwaite degrees of freedom SE^4 / ((s_d^2/n)^2 / (n - 1)); d = per-seed differences on the "

@@ -36,7 +36,7 @@ def sweep_overrides(cache_dir: Path) -> list[str]:
         x for v in tiny_overrides(Path("unused"), cache_dir)[1::2] if not v.startswith("run_dir=") for x in ("--set", v)
     ]
     # the length protocol, through sweep -> test -> compare; 20 test pairs, so that k = 2 has the 10
-    # inputs a bootstrap test needs (study/judge/findings.py: MIN_SENTENCES)
+    # inputs a bootstrap test needs (study/stats/seed_test.py: MIN_SENTENCES)
     return with_sets(sets, "evaluation.concat=[1,2]", "data.test_size=20")
 
 

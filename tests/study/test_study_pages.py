@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from study.judge.findings import MIN_SENTENCES
+from study.stats.seed_test import MIN_SENTENCES
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS = sorted(ROOT.glob("results/**/*_findings.json"))

@@ -70,16 +70,7 @@ def test_a_sequential_row_prints_no_fixed_design_figure() -> None:
     ).at("h.yaml")
     plan = LookPlan((4, 8), "obrien-fleming", "obrien-fleming", reached=1, taken=1, stopped=True, held=0)
     look = LookReading(
-        1,
-        2,
-        4,
-        True,
-        False,
-        direction=1,
-        boundary=0.003,
-        boundary_equivalence=0.001,
-        repeated_low=0.5,
-        repeated_high=4.5,
+        1, 2, 4, True, False, direction=1, boundary=0.003, boundary_equivalence=0.001, repeated=(0.5, 4.5)
     )
     decided = replace(finding_row([3.0, 3.2, 2.9, 3.1]), look=look)
     design = SequentialDesign(plan)

@@ -17,7 +17,7 @@ from tests.helpers import finding_row
 ENTRY = {"table": "test", "compared_on": "test set", "configs": ["a"]}
 SEQUENTIAL = Family(headline=[ENTRY], seeds=list(range(6)), looks=(4, 6), rule=CURRENT.name)
 GOING_ON = LookPlan((4, 6), "obrien-fleming", "obrien-fleming", reached=1, taken=1, stopped=False, held=5)
-DECIDED = LookReading(1, 2, 4, True, False, direction=1, boundary=0.003, repeated_low=0.5, repeated_high=4.5)
+DECIDED = LookReading(1, 2, 4, True, False, direction=1, boundary=0.003, repeated=(0.5, 4.5))
 
 
 def test_the_design_is_chosen_once_from_the_family_or_its_findings() -> None:

@@ -64,7 +64,7 @@ def test_a_comparison_is_decided_at_its_first_look_from_the_declared_seeds(study
     assert ahead.outcome == "direction" and "decided at look 1 of 2, 3 seeds (declared)" in ahead.finding
     assert ahead.finding.startswith("ahead by more than 0.010 nats (p ")
     assert level.outcome == "equivalent" and level.finding.startswith("equivalent within ±0.100 nats (equivalence p")
-    low, high = ahead.look.repeated_low, ahead.look.repeated_high
+    low, high = ahead.look.repeated
     assert low < ahead.seed_test.low and high > ahead.seed_test.high  # the repeated interval is the wider one
     plan = findings.sequential
     assert (plan.reached, plan.taken, plan.stopped, plan.not_counted) == (1, 1, True, (4, 2))

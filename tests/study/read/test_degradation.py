@@ -145,7 +145,8 @@ def test_per_pair_sums_that_are_not_what_test_py_wrote_are_refused(tmp_path, dam
 
 
 def test_joined_pair_training_gets_a_pooled_row_beyond_its_range_and_marks_inside(tmp_path):
-    from study.read.run_stats import joined_range, joined_training_k
+    from study.read.run_stats import joined_training_k
+    from study.terms import joined_range
 
     sums = read_pair_sums(write_run(tmp_path))
     beyond = Span(SpanKind.BEYOND_JOINED, 2)

@@ -11,8 +11,9 @@ import pytest
 
 from settings.config import from_raw
 from study.read.run_files_read import log_lines
-from study.read.run_stats import joined_range, joined_training_k, mean_std, retest_hint, seed_wins, training_minutes
+from study.read.run_stats import joined_training_k, mean_std, retest_hint, seed_wins, training_minutes
 from study.records import RunRecord
+from study.terms import joined_range
 
 
 def test_mean_and_sample_std_skip_missing_values() -> None:
