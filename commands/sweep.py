@@ -38,12 +38,15 @@ reported and left alone (exit code 2 once the other runs are done). A training s
 is never tested as finished (exit code 4); run the same command again to continue. The summary is
 written once every run has ended. Pass --set overrides to every run (e.g. --set
 training.max_steps=50 for a smoke test); testing takes only those that may change at test time
-(decoding.*, evaluation.*, ...), since the others are in the trained run already.
+(decoding.*, evaluation.*, ...), since the others are in the trained run already. With --family, every
+run is also tested on each file pair the family's test_sets declare, into <run>/test_set_<name>/ (a
+folder of that name holding another test is refused, never overwritten).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from pathlib import Path
 from typing import Optional, Sequence
@@ -54,7 +57,7 @@ from commands.launch_flags import LAUNCH_FLAGS, add_launch_flags, launch_options
 from commands.launchers import LaunchOptions, run_local
 from commands.slurm import forget_finished_run, run_slurm
 from commands.sweep_job import Outcome, SweepJob, run_one, triage
-from commands.sweep_plan import RunPlan, check_variants, expand_runs, plan_variants
+from commands.sweep_plan import RunPlan, check_variants, declared_file_sets, expand_runs, plan_variants
 from utils.run_log import log
 
 ROOT = Path(__file__).resolve().parents[1]  # the project, for the jobs' PYTHONPATH
@@ -91,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--family",
         metavar="YAML",
         help="the study's declared headline comparisons for the summary's findings (compare.py "
-        "--family, e.g. configs/demo/findings/headline.yaml)",
+        "--family, e.g. configs/demo/findings/headline.yaml); every run is also tested on each file pair "
+        "its test_sets declare, into <run>/test_set_<name>/",
     )
     parser.add_argument(
         "--runs_root",
@@ -121,7 +125,7 @@ def run_as_jobs(runs: list[RunPlan], options: LaunchOptions) -> list[Outcome]:
         if action == "left_alone":
             log(f"sweep: left alone: {why}")
             outcomes.append(Outcome(run_dir, "left_alone", message=why))
-        elif action == "finished" and not plan.variants:
+        elif action == "finished" and not plan.variants and not plan.test_sets:
             log(f"sweep: {why}: skipped")
             forget_finished_run(run_dir)
             outcomes.append(Outcome(run_dir, "scored"))
@@ -168,6 +172,9 @@ def sweep(
     options = launch or launch_options(output, runs_root)
     runs = expand_runs(list(configs), list(overrides), list(seeds) if seeds else None, runs_root)
     runs = plan_variants(runs, variants)
+    if family:
+        sets = declared_file_sets(family)
+        runs = [dataclasses.replace(r, test_sets=sets) for r in runs]
     try:
         outcomes = run_serial(runs) if options.launcher == "serial" else run_as_jobs(runs, options)
     except KeyboardInterrupt:

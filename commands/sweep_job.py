@@ -19,7 +19,7 @@ import submitit
 
 from artifacts.tested_run import run_stale_test
 from commands.cli import EXIT_INTERRUPTED, describe_failure
-from commands.sweep_plan import RunPlan, Variant
+from commands.sweep_plan import FileSet, RunPlan, Variant
 from commands.test import run_test
 from commands.test_request import TestRequest
 from commands.train import train
@@ -96,10 +96,10 @@ def training_finished(run_dir: Path, cfg, saved: ExperimentConfig) -> bool:
     return budget_reached(wanted, last["step"], last["epoch"])
 
 
-def test_changes(run_dir: Path, cfg, folder: str = "test") -> Optional[str]:
+def test_changes(run_dir: Path, cfg, folder: str = "test", concat: Optional[Sequence[int]] = None) -> Optional[str]:
     """How the run's <folder>/scores.json (test/, or a variant's test_<name>/) was scored differently
-    from what `cfg` asks: the search (decoding.*), the k's of joined inputs, the teacher-forced
-    diagnostic. None when the same."""
+    from what `cfg` asks: the search (decoding.*), the k's of joined inputs (`concat`, default the
+    config's), the teacher-forced diagnostic. None when the same."""
     try:
         scores = json.loads(read_text(run_dir / folder / run_files.SCORES) or "")
     except ValueError:
@@ -112,8 +112,9 @@ def test_changes(run_dir: Path, cfg, folder: str = "test") -> Optional[str]:
         if tested.get(k) != wanted.get(k)
     ]
     ks = sorted({row.get("k") for row in scores.get("concat", [])} | set(scores.get("concat_not_scored", [])))
-    if ks != sorted(set(cfg.evaluation.concat)):
-        found.append(f"evaluation.concat: {ks} -> {sorted(set(cfg.evaluation.concat))}")
+    wanted_ks = sorted(set(cfg.evaluation.concat if concat is None else concat))
+    if ks != wanted_ks:
+        found.append(f"evaluation.concat: {ks} -> {wanted_ks}")
     if ("teacher_forced" in scores) != bool(cfg.evaluation.teacher_forced):
         found.append(f"evaluation.teacher_forced: {'teacher_forced' in scores} -> {cfg.evaluation.teacher_forced}")
     return "; ".join(found) or None
@@ -223,6 +224,9 @@ def run_one(plan: RunPlan) -> Outcome:
     rc = score_variants(run_dir, plan.variants, plan.overrides, cfg)
     if rc:
         return Outcome(str(run_dir), "failed", rc, f"{run_dir}: testing a variant ended with exit code {rc}")
+    rc = score_test_sets(run_dir, plan.test_sets, plan.overrides, cfg)
+    if rc:
+        return Outcome(str(run_dir), "failed", rc, f"{run_dir}: testing a declared test set ended with exit code {rc}")
     return Outcome(str(run_dir), "scored")
 
 
@@ -270,6 +274,44 @@ def score_variants(
         if rc:
             return rc
     return 0
+
+
+def score_test_sets(run_dir: Path, sets: Sequence[FileSet], overrides: Sequence[str | Override], cfg) -> int:
+    """Test a scored run on each file pair its family declares, into <run>/test_set_<name>/: skipped
+    where that set was scored with the same model and test-time settings, tested again where they
+    changed. A folder of that name holding anything else (a test.py output of another file, files of
+    the user's) is refused in one line, never overwritten."""
+    wanted = overrides_for_testing(overrides, cfg.model.positional.name)
+    for s in sets:
+        out = run_dir / s.folder
+        if out.exists():
+            held = held_test_set(out)
+            if held is None or held.get("sha256") != {"src": s.sha256[0], "ref": s.sha256[1]}:
+                what = f"a test of {held.get('src') or held.get('split')}" if held else "files that are no test of it"
+                raise HarnessError(
+                    f"{out} holds {what}, not the declared test set {s.name!r} ({s.src}): move it away "
+                    f"(test.py --output elsewhere), then run the sweep again"
+                )
+            if not test_changes(run_dir, cfg, out.name, concat=[1]) and not run_stale_test(
+                run_dir, out.name, cfg.training.checkpoint_metric
+            ):
+                log(f"sweep: {out} is scored: skipped")
+                continue
+        log(f"sweep: testing {run_dir} on the declared test set {s.name} ({s.src})")
+        on_set = dict(src=s.src, ref=s.ref, concat=[1], output=str(out), overwrite=True)
+        rc = run_test(TestRequest(str(run_dir), overrides=wanted, **on_set))
+        if rc:
+            return rc
+    return 0
+
+
+def held_test_set(folder: Path) -> Optional[dict]:
+    """The `test_set` a test folder's scores.json names (None: no readable scores.json)."""
+    try:
+        held = json.loads(read_text(folder / run_files.SCORES) or "").get("test_set")
+    except (ValueError, AttributeError):
+        return None
+    return held if isinstance(held, dict) else None
 
 
 def stop_request(paths) -> Path:

@@ -54,6 +54,39 @@ class Variant:
         return " ".join(o.text for o in self.overrides)
 
 
+SET_FOLDER = "test_set_{}"  # a declared test set's folder in a run: <run>/test_set_<name>/
+
+
+@dataclass(frozen=True)
+class FileSet:
+    """A file pair a study's family declares (study/read/test_sets.py): every run of the sweep is also
+    tested on it, into <run>/test_set_<name>/ (single sentences: no joined inputs); paths absolute,
+    so that a job finds them wherever it runs, and the sha256 of each side as the family declares it."""
+
+    name: str
+    src: str
+    ref: str
+    sha256: tuple[str, str]
+
+    @property
+    def folder(self) -> str:
+        return SET_FOLDER.format(self.name)
+
+
+def declared_file_sets(family: str) -> tuple[FileSet, ...]:
+    """The file pairs the family in `family` declares (its own test split is every run's test/); the
+    family read as compare.py reads it, so a changed or missing file is refused in one line now."""
+    from study.read.family import CONFIGS, load_family
+
+    sets = load_family(family).test_sets or ()
+    root = CONFIGS.parent
+    return tuple(
+        FileSet(s.name, str((root / s.src).resolve()), str((root / s.ref).resolve()), (s.sha256.src, s.sha256.ref))
+        for s in sets
+        if not s.own
+    )
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """One run of a sweep: its config file, its overrides (typed), its config validated once, and its
@@ -63,6 +96,7 @@ class RunPlan:
     overrides: tuple[Override, ...]
     cfg: ExperimentConfig
     variants: tuple[Variant, ...] = ()
+    test_sets: tuple[FileSet, ...] = ()  # the file pairs its study's family declares (sweep.py --family)
 
     @property
     def run_dir(self) -> Path:
@@ -138,6 +172,11 @@ def check_variants(given: list[list[str]]) -> list[Variant]:
             raise ConfigError(
                 f"--variant {name}: give a name first (letters, digits, _ . -), then KEY=VALUE "
                 f"overrides, e.g. --variant yarn4 model.positional.scaling=yarn"
+            )
+        if f"test_{name}".startswith(SET_FOLDER.format("")):
+            raise ConfigError(
+                f"--variant {name}: names starting with set_ are kept for a family's declared test sets "
+                f"(<run>/{SET_FOLDER.format('<name>')}/); give the variant another name"
             )
         if not overrides:
             raise ConfigError(f"--variant {name}: give the test-time overrides after the name (KEY=VALUE ...)")

@@ -70,7 +70,7 @@ from settings.config import ConfigError, to_dict
 from training.tensorboard_log import log_test_scores
 from utils import run_files
 from utils.errors import HarnessError
-from utils.files import atomic_write_text, remove_own_temporaries
+from utils.files import atomic_write_text, file_sha256, remove_own_temporaries
 from utils.metrics import HEADLINE, metric_line, pool_nll
 from utils.provenance import code_state
 from utils.publish import OutputSet, clear_leftovers, finish_publishing, journal_file
@@ -193,7 +193,9 @@ def read_test_set(args: TestRequest, cfg, ckpt: Path) -> tuple[list, Optional[li
     if args.src:
         with rereadable(args.src, args.ref) as (src, ref):
             pairs, documents = read_file_pair({"src": src, "tgt": ref}, cfg.data.src_lang, cfg.data.tgt_lang)
-        test_set = {"src": str(args.src), "ref": str(args.ref)}
+            # the bytes read: a family's declared test set is known by them (study/read/test_sets.py)
+            sha256 = {"src": file_sha256(Path(src)), "ref": file_sha256(Path(ref))}
+        test_set = {"src": str(args.src), "ref": str(args.ref), "sha256": sha256}
     else:
         pairs, documents = read_config_split(cfg.data, args.split)
         test_set = {"split": args.split}

@@ -64,6 +64,11 @@ if [ "$STUDY" = length ]; then  # the length study's test-time variants, each ru
   done
 fi
 log() { echo "$(date -u +%FT%TZ) $*" >>"$LOG"; }
+FAMILY=configs/$STUDY/findings/headline.yaml
+# the folders of the file pairs the family declares (test_sets): sweep.py --family tests every run on each
+# (read with this checkout's code: the family reads the same in COMMIT, tools/study_ready.py)
+SETS=$($PY -c "import sys; from commands.sweep_plan import declared_file_sets as d
+print(' '.join(s.folder for s in d(sys.argv[1])))" "$FAMILY" 2>&1) || die "reading $FAMILY: ${SETS##*$'\n'}"
 
 # The study's summary recomputed from what is archived, its pages rendered, and these committed with
 # the runs named and the commit whose code computed them (under the archive lock: one commit at a time,
@@ -72,7 +77,7 @@ log() { echo "$(date -u +%FT%TZ) $*" >>"$LOG"; }
 publish() {
   local message=$1 why head; shift
   why=$($PY tools/study_ready.py "$STUDY" "$COMMIT" 2>&1) || { log "$STUDY: not committed: ${why#error: }"; return 1; }
-  $PY compare.py "results/$STUDY/*" --family "configs/$STUDY/findings/headline.yaml" \
+  $PY compare.py "results/$STUDY/*" --family "$FAMILY" \
     --output "results/$STUDY/summary" --overwrite >/dev/null 2>"$TREE/runs/.compare.log" ||
     { log "$STUDY: compare.py failed (see $TREE/runs/.compare.log)"; return 1; }
   if [ -e "results/$STUDY/README.md" ]; then  # a study with a page (make readme renders them all)
@@ -109,6 +114,9 @@ resume() {
   for dir in "$TREE/runs/$STUDY"/*/; do
     local run; run=$(basename "$dir")
     [ -e "$dir/test/scores.json" ] || continue
+    local set missing=0
+    for set in $SETS; do [ -e "$dir/$set/scores.json" ] || missing=1; done
+    [ $missing -eq 0 ] || continue  # a declared test set not scored yet: the sweep tests it
     git ls-files --error-unmatch "results/$STUDY/$run/provenance.json" >/dev/null 2>&1 && continue
     $PY tools/archive.py pack "$TREE/runs/$STUDY/$run" --runs "$TREE/runs" --results results >/dev/null 2>&1 ||
       { log "$STUDY: tools/archive.py pack $TREE/runs/$STUDY/$run failed"; return 1; }
@@ -127,7 +135,7 @@ worker() {  # exit status 1: a run of it failed or was not committed
     local seeds=(); [ "$run" = "$c" ] || seeds=(--seeds "$seed")  # the config's own seed: no _seed suffix
     log "worker $w: start $run"
     if (cd "$TREE" && nice -n 5 $PY sweep.py "configs/$STUDY/$c.yaml" "${seeds[@]}" "${EXTRA[@]}" \
-        --set training.num_threads=1 >"runs/.${run}.log" 2>&1); then
+        --family "$FAMILY" --set training.num_threads=1 >"runs/.${run}.log" 2>&1); then
       if (
         flock 9
         $PY tools/archive.py pack "$TREE/runs/$STUDY/$run" --runs "$TREE/runs" --results results >/dev/null &&

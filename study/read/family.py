@@ -352,10 +352,12 @@ def _read(path: str):
         raise ConfigError(f"{path}: not valid YAML ({' '.join(str(e).split())}); fix the file") from None
 
 
-def load_family(path: Optional[str], configs: Path = CONFIGS) -> Family:
-    """The family declared in `path` (its configurations under `configs`), or NO_FAMILY."""
+def load_family(path: Optional[str], configs: Optional[Path] = None) -> Family:
+    """The family declared in `path` (its configurations under `configs`, default the project's
+    configs/, read when called), or NO_FAMILY."""
     if path is None:
         return NO_FAMILY
+    configs = CONFIGS if configs is None else configs
     from settings.config import ConfigError
 
     raw = _read(path)

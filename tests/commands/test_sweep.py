@@ -77,3 +77,51 @@ def test_a_sweep_validates_each_config_and_variant_once(tmp_path: Path, monkeypa
     counted.clear()
     assert sweep(**asked) == 0  # every run and variant scored: skipped
     assert counted == {"sweep": 1 + 2, "run folder": 2, "compare.py": 2 * 2}
+
+
+@pytest.mark.slow
+def test_a_sweep_with_a_family_tests_each_run_on_its_declared_test_sets(tmp_path: Path, monkeypatch) -> None:
+    """Issue 78: sweep.py --family tests every run on each file pair the family declares, into
+    <run>/test_set_<name>/ (the file's bytes recorded, so a changed file is no declared one), once: a
+    second sweep skips it. A folder of that name holding another test is refused in one line, never
+    overwritten; a --variant named set_... (the declared sets' folders) is refused."""
+    import hashlib
+    import json
+
+    import study.read.family
+    from commands.sweep import sweep
+    from settings.config import ConfigError
+    from utils.errors import HarnessError
+
+    (tmp_path / "configs").mkdir()
+    pair = {lang: tmp_path / "data" / f"desc.{lang}" for lang in ("fr", "en")}
+    pair["fr"].parent.mkdir()
+    pair["fr"].write_text("Un chien court .\nLa maison est grande .\n", encoding="utf-8")
+    pair["en"].write_text("A dog runs .\nThe house is big .\n", encoding="utf-8")
+    sha = {side: hashlib.sha256(pair[lang].read_bytes()).hexdigest() for side, lang in (("src", "fr"), ("ref", "en"))}
+    family = tmp_path / "configs" / "headline.yaml"
+    family.write_text(
+        "baseline: sinusoidal\nrule: beyond_tie_exact\nheadline:\n  - {table: test, compared_on: test set}\n"
+        "test_sets:\n  - {name: own}\n"
+        f"  - {{name: desc, src: data/desc.fr, ref: data/desc.en, sha256: {{src: {sha['src']}, ref: {sha['ref']}}}}}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(study.read.family, "CONFIGS", tmp_path / "configs")  # the family's project
+    sets = [s for s in tiny_overrides(tmp_path / "unused", tmp_path / "cache", steps=2)[1::2] if "run_dir=" not in s]
+    asked = dict(configs=["configs/demo/rope.yaml"], overrides=sets, seeds=[1], runs_root=str(tmp_path / "runs"))
+    assert sweep(**asked, family=str(family)) == 0
+    scores = tmp_path / "runs" / "demo" / "rope_seed1" / "test_set_desc" / "scores.json"
+    held = json.loads(scores.read_text(encoding="utf-8"))
+    assert held["test_set"]["sha256"] == sha and held["num_sentences"] == 2
+    assert (scores.parent.parent / "test" / "scores.json").is_file()  # its own split as before
+    written = scores.stat().st_mtime_ns
+    assert sweep(**asked, family=str(family)) == 0
+    assert scores.stat().st_mtime_ns == written  # scored: skipped
+    held["test_set"] = {"src": "other.fr", "ref": "other.en", "sha256": {"src": "0" * 64, "ref": "0" * 64}}
+    scores.write_text(json.dumps(held), encoding="utf-8")  # a test of another file in its folder
+    clash = r"test_set_desc holds a test of other\.fr, not the declared test set 'desc'"
+    with pytest.raises(HarnessError, match=clash):
+        sweep(**asked, family=str(family))
+    assert json.loads(scores.read_text(encoding="utf-8"))["test_set"]["src"] == "other.fr"  # left as it was
+    with pytest.raises(ConfigError, match="names starting with set_ are kept for a family's declared test sets"):
+        sweep(**asked, variant=[["set_desc", "decoding.beam_size=1"]])
