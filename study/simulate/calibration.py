@@ -16,7 +16,8 @@ checks them, with a mutation that fails each):
   not fall as seeds are added;
 - coverage: how often the 95% interval of a row covers its true difference.
 
-`calibration_markdown` writes the figures for results/README.md (results/calibration.md)."""
+`calibration_markdown` writes the figures for results/README.md (results/calibration.md), the across-set
+rule's (study/simulate/across_calibration.py) after them."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from study.read.archived import DeclaredRow, rows_on_test_set
 from study.simulate import edge_rates
+from study.simulate.across_calibration import across_markdown
 from study.stats.rules import BEYOND_TIE, CURRENT, SEED_VETO, Rule
 from study.stats.seed_test import ALPHA, SeedTest, standard_error, t_quantile
 from study.stats.significance import holm_rows
@@ -199,7 +201,8 @@ def plans_markdown() -> list[str]:
 def calibration_markdown(
     rows: list[DeclaredRow], tie: float, ns: tuple[int, ...] = (5, 10, 20, 40), name: str = CALIBRATED
 ) -> str:
-    """The calibrations of the current rule (the older rules beside it), as markdown tables."""
+    """The calibrations of the current rule (the older rules beside it) and of the across-set rule
+    (study/simulate/across_calibration.py), as markdown tables."""
     test_set = rows_on_test_set(rows)
     lines = [
         *edge_markdown(rows, tie),
@@ -246,4 +249,4 @@ def calibration_markdown(
         lines.append(
             table_row([n, *directions, f"{_percent(cover['normal'])} / {_percent(cover['t3'])}", _percent(twice)])
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + across_markdown(rows, tie, name)
