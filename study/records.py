@@ -253,6 +253,19 @@ class LookReading:
 
 
 @dataclass(frozen=True)
+class SetReading:
+    """A declared comparison on one of the test sets its claim spans: the set's row's mean difference, the
+    rule's decision p and the TOST p there (1: no equivalence margin), unadjusted; `tested` False: that
+    set lacks a tested row of the comparison's seeds (its verdict is withheld)."""
+
+    name: str
+    mean: float = 0.0
+    p: float = 1.0
+    equivalence_p: float = 1.0
+    tested: bool = True
+
+
+@dataclass(frozen=True)
 class RowTest:
     mean_difference: float  # the joint bootstrap's
     seed_test: SeedTest
@@ -275,6 +288,7 @@ class ComparisonRow:
     tested_at_declaring_commit: bool = True  # and no run of it tested (as recorded) at a commit that did not
     declared: bool = False
     look: Optional[LookReading] = None
+    sets: tuple[SetReading, ...] = ()  # a claim across test sets: its reading on each (study/judge/across.py)
 
     @property
     def config(self) -> str:

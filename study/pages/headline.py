@@ -10,6 +10,7 @@ from typing import Optional
 from study.judge.design import FIXED, Design, design_of
 from study.judge.wording import (
     VETO_WORDS,
+    depends_words,
     direction_words,
     fmt_number,
     format_alpha,
@@ -50,6 +51,9 @@ def short_verdict(
     said = reading.outcome if reading is not None else None
     if said == Outcome.WITHHELD:
         return design.withheld_cell(row, reading)
+    if said == Outcome.DEPENDS:
+        holm = f" (Holm p {format_p(reading.p_holm)})" if with_p and reading.p_holm is not None else ""
+        return f"{depends_words(row, metric)}{holm}"
     if said not in (Outcome.DIRECTION, Outcome.BOTH, Outcome.EQUIVALENT, Outcome.INCONCLUSIVE):
         return str(said or Outcome.DESCRIPTIVE)
     holm = f"Holm p {format_p(reading.p_holm)}" if with_p and reading.p_holm is not None else ""
@@ -112,7 +116,8 @@ def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, explorato
 
 def _family_line(findings: Findings) -> str:
     counts = [r.outcome for t in findings.tables for r in t.rows if r.declared]
-    said = {k: counts.count(k) for k in Outcome if k.worded}
+    # ("depends on the test set" only where a claim spans test sets and says it)
+    said = {k: counts.count(k) for k in Outcome if k.worded and (k != Outcome.DEPENDS or k in counts)}
     rest = len(counts) - sum(said.values())
     counted = ", ".join(f"{n} {'directions' if k == Outcome.DIRECTION and n != 1 else k}" for k, n in said.items())
     how, withheld = design_of(findings).family_words(rest)
