@@ -10,7 +10,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from settings.config import ExperimentConfig
 from study.stats.seed_test import ALPHA, MIN_SENTENCES, SeedTest
-from study.terms import Measure, Outcome, RowKey, Span, Table, Withheld, joined_range
+from study.terms import Measure, Outcome, RowKey, Span, Table, WholeTestSet, Withheld, joined_range
 
 JsonObject = Mapping[str, Any]  # a parsed JSON object as a run's file holds it, before it is a record
 
@@ -263,6 +263,11 @@ class SetReading:
     p: float = 1.0
     equivalence_p: float = 1.0
     tested: bool = True
+    own: bool = False  # the configurations' own split (the declared row's own key), else a file pair
+
+    def key(self, row: RowKey) -> RowKey:
+        """The key of the comparison `row`'s row on this set."""
+        return row if self.own else RowKey(row.table, row.config, WholeTestSet(self.name))
 
 
 @dataclass(frozen=True)

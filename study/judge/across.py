@@ -15,7 +15,6 @@ from study.read.family import Family
 from study.records import ComparisonRow, FindingsTable, SetReading
 from study.stats.across_sets import DEPENDS, Across, SetRow, across_test
 from study.stats.rules import Rule
-from study.terms import RowKey, WholeTestSet
 
 Tables = Sequence[FindingsTable]
 
@@ -36,12 +35,13 @@ def with_sets(tables: Tables, row: ComparisonRow, rule: Rule, metric: str, famil
     by_key = {r.key: r for t in tables for r in t.rows}
     readings = []
     for s in spans:
-        on = row if s.own else by_key.get(RowKey(row.key.table, row.key.config, WholeTestSet(s.name)))
+        on = by_key.get(SetReading(s.name, own=s.own).key(row.key))
         if on is None or on.p_value is None or set(on.seeds) != set(row.seeds):
-            readings.append(SetReading(s.name, tested=False))
+            readings.append(SetReading(s.name, tested=False, own=s.own))
             continue
         p, p_equivalence = rule_ps(rule, on, metric, family)
-        readings.append(SetReading(s.name, on.mean_difference, p, 1.0 if p_equivalence is None else p_equivalence))
+        p_equivalence = 1.0 if p_equivalence is None else p_equivalence
+        readings.append(SetReading(s.name, on.mean_difference, p, p_equivalence, own=s.own))
     return replace(row, sets=tuple(readings))
 
 

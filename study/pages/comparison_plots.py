@@ -71,7 +71,7 @@ def panels_by_kind(groups: Sequence[Configuration]) -> list[tuple[str, list[int]
     return [(k, [i for i, x in enumerate(kinds) if x == k]) for k in KINDS if k in kinds]
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -82,7 +82,7 @@ def _pyplot():
 
 def write_plots(groups: Sequence[Configuration], prefix: Path) -> list[Path]:
     """PREFIX + each of PLOT_SUFFIXES, each only when some configuration has data for it."""
-    plt = _pyplot()
+    plt = pyplot()
     styles = group_styles(groups)
     written = []
     for suffix, (has, figure) in PLOTS.items():
@@ -103,7 +103,7 @@ def kind_panels(groups: Sequence[Configuration], indices: list[int], width: floa
     """One panel per kind among groups[indices], room below each for its legend: (figure, axes, panels)."""
     panels = panels_by_kind([groups[i] for i in indices])
     rows = max(len(m) for _, m in panels)
-    fig, axes = _pyplot().subplots(
+    fig, axes = pyplot().subplots(
         1, len(panels), figsize=(width * len(panels) + 1.0, 3.6 + 0.16 * rows), sharey=True, squeeze=False
     )
     return fig, axes[0], [(ax, kind, [indices[m] for m in members]) for ax, (kind, members) in zip(axes[0], panels)]
@@ -115,7 +115,7 @@ def _seeds_label(g: Configuration) -> str:
 
 def bleu_figure(groups: Sequence[Configuration], styles: Sequence[Style], scored: list[int]):
     """Test sacreBLEU, one row per configuration: readable at any number of them."""
-    fig, ax = _pyplot().subplots(figsize=(7.0, 0.28 * len(scored) + 1.2))
+    fig, ax = pyplot().subplots(figsize=(7.0, 0.28 * len(scored) + 1.2))
     y = list(range(len(scored)))[::-1]
     for yy, i in zip(y, scored):
         g = groups[i]
@@ -159,7 +159,7 @@ def length_buckets_figure(groups: Sequence[Configuration], styles: Sequence[Styl
 def concat_figure(groups: Sequence[Configuration], styles: Sequence[Style], with_k: list[int]):
     """One panel per k of joined inputs: configurations down the side, BLEU above the length ratio."""
     ks = sorted({k for i in with_k for k, c in groups[i].concat.items() if c.bleu is not None})
-    fig, axes = _pyplot().subplots(
+    fig, axes = pyplot().subplots(
         2, len(ks), figsize=(1.9 * len(ks) + 3.0, 0.22 * len(with_k) * 2 + 2.0), sharey=True, squeeze=False
     )
     y = list(range(len(with_k)))[::-1]
@@ -277,7 +277,7 @@ def curves_figure(groups: Sequence[Configuration], styles: Sequence[Style], trai
     """Validation loss, one panel per configuration (a variant has its base's training), one line per seed."""
     cols = min(6, len(trained))
     rows = -(-len(trained) // cols)
-    fig, axes = _pyplot().subplots(
+    fig, axes = pyplot().subplots(
         rows, cols, figsize=(2.6 * cols + 0.5, 2.1 * rows + 0.8), sharex=True, sharey=True, squeeze=False
     )
     for ax, g in zip(axes.flat, (groups[i] for i in trained)):

@@ -114,6 +114,28 @@ def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, explorato
     return table_row(cells)
 
 
+def _by_set(findings: Findings, across: list[tuple[FindingsTable, ComparisonRow]]) -> list[str]:
+    """A claim across test sets: each set's own row of the comparison beside the verdict (none without one)."""
+    if not across:
+        return []
+    lines = [
+        "By test set (each set's own row: the verdict above holds across the sets only where it holds on each; "
+        "p: the rule's decision p on that set, unadjusted):",
+        "",
+        *table_head(["comparison", "test set", "Δ [95% interval]", "seeds that way", "p (decision)"]),
+    ]
+    for t, r in across:
+        margin = findings.tie_margin.get(t.metric, 0.0)
+        for s in r.sets:
+            on = findings.row(s.key(r.key))
+            if on is None or not s.tested:
+                lines.append(table_row([f"`{r.config}`", s.name, "–", "–", "not tested on every seed"]))
+                continue
+            cells = [_interval(on, t.metric, FIXED), _seeds_that_way(on, t.metric, margin), format_p(s.p)]
+            lines.append(table_row([f"`{r.config}`", s.name, *cells]))
+    return [*lines, ""]
+
+
 def _family_line(findings: Findings) -> str:
     counts = [r.outcome for t in findings.tables for r in t.rows if r.declared]
     # ("depends on the test set" only where a claim spans test sets and says it)
@@ -164,6 +186,7 @@ def headline_markdown(findings: Findings) -> str:
     lines += table_head(head)
     lines += [_table_row(t, r, findings, exploratory) for t, r in shown]
     lines.append("")
+    lines += _by_set(findings, [(t, r) for t, r in shown if r.sets])
     if shown and all(len(r.per_seed) <= 1 for _, r in shown):
         lines += ["One seed per configuration: no test and no interval; every row is that trained model.", ""]
     return "\n".join([*lines, _notes(findings, exploratory)])

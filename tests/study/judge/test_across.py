@@ -33,7 +33,8 @@ def judged(own: list[float], news: list[float] | None, claim: str = "across"):
     if news is not None:
         on_news = finding_row(news, v_shared=0.001)
         rows.append(replace(on_news, key=RowKey(Table.TEST, "a", WholeTestSet("news"))))
-    tables, size, _, _ = word_tables([FindingsTable("test", "test set", "sacreBLEU", tuple(rows))], family(claim), ["a"])
+    test = FindingsTable("test", "test set", "sacreBLEU", tuple(rows))
+    tables, size, _, _ = word_tables([test], family(claim), ["a"])
     declared = [r for r in tables[0].rows if r.declared]
     assert size == 1 and len(declared) == 1  # one comparison: the sets cost no multiplicity
     return declared[0]
@@ -68,3 +69,22 @@ def test_a_set_without_the_comparison_withholds_its_verdict():
     row = judged(AHEAD, None)
     assert row.reading.outcome == Outcome.WITHHELD
     assert row.finding.startswith("descriptive: not every seed of it is tested on the declared test set(s) news")
+
+
+def test_the_headline_shows_each_set_beside_the_verdict_and_the_plot_draws_them(tmp_path):
+    from study.judge.report import findings_report
+    from study.pages.headline import headline_markdown
+    from study.pages.set_plots import write_sets_plot
+
+    own = finding_row(AHEAD, v_shared=0.001)
+    news = replace(finding_row(BEHIND, v_shared=0.001), key=RowKey(Table.TEST, "a", WholeTestSet("news")))
+    tables, size, missing, plan = word_tables([FindingsTable("test", "test set", "sacreBLEU", (own, news))], family())
+    findings = findings_report("b", family(), size, missing, 100, 1, tables, plan)
+    page = headline_markdown(findings)
+    assert "depends on the test set: ahead on own, behind on news" in page
+    assert "| `a` | own | +2.03 [" in page and "| `a` | news | -2.03 [" in page  # each set's own row
+    plot = write_sets_plot(findings, tmp_path / "summary")
+    assert plot == tmp_path / "summary_sets.png" and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (without,) = word_tables([FindingsTable("test", "test set", "sacreBLEU", (own,))], family("per_set"))[:1]
+    plain = findings_report("b", family("per_set"), 1, [], 100, 1, without)
+    assert "By test set" not in headline_markdown(plain) and write_sets_plot(plain, tmp_path / "x") is None
