@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Mapping, Optional, Sequence
 
-from study.judge.across import declared_tests, with_sets
+from study.judge.across import declared_tests, missing_sets, with_sets
 from study.read.family import Family, missing_rows
 from study.records import ComparisonRow, Configuration, FindingsTable, LookPlan, LookReading
 from study.stats.rules import RULES
@@ -44,10 +44,18 @@ def _reached(
     tables: Tables, family: Family, seeds: Sequence, keys: Sequence[RowKey], configs: Optional[list[str]]
 ) -> bool:
     """Every declared comparison still open (`keys`) has a tested row holding every one of the look's seeds."""
-    declared = _declared(tables, family)
+    declared, rule = _declared(tables, family), RULES[family.rule]
     held = all(key in declared and set(seeds) <= set(declared[key][1].seeds) for key in keys)
     tested = all(declared[key][1].p_value is not None for key in keys if key in declared)
-    return bool(keys) and held and tested and not missing_rows(tables, family, configs)
+    # (a claim across test sets: every set's row of those seeds tested too, or the look is not reached)
+    spans = [with_sets(tables, r, rule, t.metric, family) for t, r in (declared[k] for k in keys if k in declared)]
+    return (
+        bool(keys)
+        and held
+        and tested
+        and not any(map(missing_sets, spans))
+        and not missing_rows(tables, family, configs)
+    )
 
 
 def look_tests(tables: Tables, family: Family, keys: Sequence[RowKey]) -> LookTests:
