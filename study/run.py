@@ -11,13 +11,13 @@ from typing import Mapping, Optional, Sequence
 
 from study.judge.report import add_significance, compute_findings
 from study.pages.comparison_plots import PLOT_SUFFIXES as CONFIGURATION_PLOTS
-from study.pages.comparison_plots import write_plots
+from study.pages.comparison_plots import save_figure, write_plots
 from study.pages.degradation_table import degradation_table
 from study.pages.findings_markdown import findings_markdown
 from study.pages.headline import headline_markdown
 from study.pages.length_report import concat_tables
 from study.pages.serialize import findings_json, summary_csv, summary_json
-from study.pages.set_plots import SETS_SUFFIX, write_sets_plot
+from study.pages.set_plots import SETS_SUFFIX, sets_figure
 from study.pages.summary_tables import bucket_table, markdown_table, teacher_forced_tables
 from study.read.run_groups import baseline_of
 from study.read.run_records import CompareError
@@ -66,8 +66,8 @@ class StudyResult:
 
     def write_plots(self, prefix: Path) -> list[Path]:
         written = write_plots(self.groups, prefix)
-        across = write_sets_plot(self.findings, prefix) if self.findings is not None else None
-        return [*written, across] if across else written
+        across = sets_figure(self.findings) if self.findings is not None else None
+        return [*written, save_figure(across, prefix.with_name(prefix.name + SETS_SUFFIX))] if across else written
 
 
 def judge_study(

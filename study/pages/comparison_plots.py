@@ -82,21 +82,23 @@ def pyplot():
 
 def write_plots(groups: Sequence[Configuration], prefix: Path) -> list[Path]:
     """PREFIX + each of PLOT_SUFFIXES, each only when some configuration has data for it."""
-    plt = pyplot()
     styles = group_styles(groups)
     written = []
     for suffix, (has, figure) in PLOTS.items():
         drawn = [i for i, g in enumerate(groups) if has(g)]
         if not drawn:
             continue
-        fig = figure(groups, styles, drawn)
-        path = prefix.with_name(prefix.name + suffix)
-        fig.tight_layout()
-        with atomic_output(path, "wb", encoding=None) as f:  # whole or not at all
-            fig.savefig(f, dpi=100, format="png", bbox_inches="tight")  # (legends outside the axes)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(figure(groups, styles, drawn), prefix.with_name(prefix.name + suffix)))
     return written
+
+
+def save_figure(fig, path: Path) -> Path:
+    """A figure as a PNG at `path`, whole or not at all (the pages' one writer), then closed."""
+    fig.tight_layout()
+    with atomic_output(path, "wb", encoding=None) as f:
+        fig.savefig(f, dpi=100, format="png", bbox_inches="tight")  # (legends outside the axes)
+    pyplot().close(fig)
+    return path
 
 
 def kind_panels(groups: Sequence[Configuration], indices: list[int], width: float):

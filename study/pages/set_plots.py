@@ -1,22 +1,19 @@
 """<prefix>_sets.png: a declared comparison whose claim spans test sets (issue 78), its per-seed differences
 on each set side by side (one panel per comparison; each seed a dot, the mean a bar, the tie margin a
-band), drawn from the findings rows only where a study declares such a claim."""
+band), drawn from the findings rows only where a study declares such a claim (saved by
+study/pages/comparison_plots.save_figure)."""
 
 from __future__ import annotations
-
-from pathlib import Path
-from typing import Optional
 
 from study.pages.comparison_plots import pyplot
 from study.records import Findings
 from study.terms import Measure
-from utils.files import atomic_output
 
 SETS_SUFFIX = "_sets.png"
 
 
-def write_sets_plot(findings: Findings, prefix: Path) -> Optional[Path]:
-    """PREFIX_sets.png, or None where no declared comparison spans test sets."""
+def sets_figure(findings: Findings):
+    """The figure of PREFIX_sets.png, or None where no declared comparison spans test sets."""
     across = [(t, r) for t in findings.tables for r in t.rows if r.declared and r.sets]
     if not across:
         return None
@@ -39,9 +36,4 @@ def write_sets_plot(findings: Findings, prefix: Path) -> Optional[Path]:
         ax.set_ylabel(f"per-seed difference ({Measure(t.metric).unit})")
     axes[0][0].legend(fontsize=7, loc="best")
     fig.suptitle("each seed's difference on each declared test set (bar: the mean)", fontsize=10)
-    path = prefix.with_name(prefix.name + SETS_SUFFIX)
-    fig.tight_layout()
-    with atomic_output(path, "wb", encoding=None) as f:  # whole or not at all
-        fig.savefig(f, dpi=100, format="png", bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return fig

@@ -8,23 +8,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from helpers import finding_row
+from helpers import AHEAD, BEHIND, across_family, across_findings, finding_row
 
 from study.judge.verdicts import word_tables
-from study.read.family import Family
 from study.records import FindingsTable
-from study.stats.rules import CURRENT
 from study.terms import Outcome, RowKey, Table, WholeTestSet
-
-SIDES = {"src": "0" * 64, "ref": "1" * 64}
-
-
-def family(claim: str = "across") -> Family:
-    return Family(
-        headline=[{"table": "test", "compared_on": "test set", "claim": claim}],
-        rule=CURRENT.name,
-        test_sets=[{"name": "own"}, {"name": "news", "src": "n.fr", "ref": "n.en", "sha256": SIDES}],
-    )
 
 
 def judged(own: list[float], news: list[float] | None, claim: str = "across"):
@@ -34,14 +22,12 @@ def judged(own: list[float], news: list[float] | None, claim: str = "across"):
         on_news = finding_row(news, v_shared=0.001)
         rows.append(replace(on_news, key=RowKey(Table.TEST, "a", WholeTestSet("news"))))
     test = FindingsTable("test", "test set", "sacreBLEU", tuple(rows))
-    tables, size, _, _ = word_tables([test], family(claim), ["a"])
+    tables, size, _, _ = word_tables([test], across_family(claim), ["a"])
     declared = [r for r in tables[0].rows if r.declared]
     assert size == 1 and len(declared) == 1  # one comparison: the sets cost no multiplicity
     return declared[0]
 
 
-AHEAD = [2.0, 2.2, 1.9, 2.1, 2.05, 1.95]
-BEHIND = [-2.0, -2.2, -1.9, -2.1, -2.05, -1.95]
 NOTHING = [0.3, -0.4, 0.1, -0.2, 0.35, -0.1]
 
 
@@ -71,20 +57,11 @@ def test_a_set_without_the_comparison_withholds_its_verdict():
     assert row.finding.startswith("descriptive: not every seed of it is tested on the declared test set(s) news")
 
 
-def test_the_headline_shows_each_set_beside_the_verdict_and_the_plot_draws_them(tmp_path):
-    from study.judge.report import findings_report
+def test_the_headline_shows_each_set_beside_the_verdict():
     from study.pages.headline import headline_markdown
-    from study.pages.set_plots import write_sets_plot
 
-    own = finding_row(AHEAD, v_shared=0.001)
-    news = replace(finding_row(BEHIND, v_shared=0.001), key=RowKey(Table.TEST, "a", WholeTestSet("news")))
-    tables, size, missing, plan = word_tables([FindingsTable("test", "test set", "sacreBLEU", (own, news))], family())
-    findings = findings_report("b", family(), size, missing, 100, 1, tables, plan)
+    findings = across_findings()
     page = headline_markdown(findings)
     assert "depends on the test set: ahead on own, behind on news" in page
     assert "| `a` | own | +2.03 [" in page and "| `a` | news | -2.03 [" in page  # each set's own row
-    plot = write_sets_plot(findings, tmp_path / "summary")
-    assert plot == tmp_path / "summary_sets.png" and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    (without,) = word_tables([FindingsTable("test", "test set", "sacreBLEU", (own,))], family("per_set"))[:1]
-    plain = findings_report("b", family("per_set"), 1, [], 100, 1, without)
-    assert "By test set" not in headline_markdown(plain) and write_sets_plot(plain, tmp_path / "x") is None
+    assert "By test set" not in headline_markdown(across_findings("per_set"))
