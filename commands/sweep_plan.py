@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from settings.config import ConfigError, ExperimentConfig, Override, load_config, parse_override, to_dict, with_set
+from study.read.test_sets import SET_FOLDER
 from utils.user_paths import check_home_expanded
 
 
@@ -52,9 +53,6 @@ class Variant:
 
     def __str__(self) -> str:
         return " ".join(o.text for o in self.overrides)
-
-
-SET_FOLDER = "test_set_{}"  # a declared test set's folder in a run: <run>/test_set_<name>/
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from settings.config import ExperimentConfig
 from study.stats.seed_test import ALPHA, MIN_SENTENCES, SeedTest
-from study.terms import Measure, Outcome, RowKey, Span, Table, Withheld, joined_range
+from study.terms import Measure, Outcome, RowKey, Span, Table, WholeTestSet, Withheld, joined_range
 
 JsonObject = Mapping[str, Any]  # a parsed JSON object as a run's file holds it, before it is a record
 
@@ -253,6 +253,24 @@ class LookReading:
 
 
 @dataclass(frozen=True)
+class SetReading:
+    """A declared comparison on one of the test sets its claim spans: the set's row's mean difference, the
+    rule's decision p and the TOST p there (1: no equivalence margin), unadjusted; `tested` False: that
+    set lacks a tested row of the comparison's seeds (its verdict is withheld)."""
+
+    name: str
+    mean: float = 0.0
+    p: float = 1.0
+    equivalence_p: float = 1.0
+    tested: bool = True
+    own: bool = False  # the configurations' own split (the declared row's own key), else a file pair
+
+    def key(self, row: RowKey) -> RowKey:
+        """The key of the comparison `row`'s row on this set."""
+        return row if self.own else RowKey(row.table, row.config, WholeTestSet(self.name))
+
+
+@dataclass(frozen=True)
 class RowTest:
     mean_difference: float  # the joint bootstrap's
     seed_test: SeedTest
@@ -275,6 +293,7 @@ class ComparisonRow:
     tested_at_declaring_commit: bool = True  # and no run of it tested (as recorded) at a commit that did not
     declared: bool = False
     look: Optional[LookReading] = None
+    sets: tuple[SetReading, ...] = ()  # a claim across test sets: its reading on each (study/judge/across.py)
 
     @property
     def config(self) -> str:

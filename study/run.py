@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from study.judge.report import add_significance, compute_findings
-from study.pages.comparison_plots import PLOT_SUFFIXES, write_plots
+from study.pages.comparison_plots import PLOT_SUFFIXES as CONFIGURATION_PLOTS
+from study.pages.comparison_plots import save_figure, write_plots
 from study.pages.degradation_table import degradation_table
 from study.pages.findings_markdown import findings_markdown
 from study.pages.headline import headline_markdown
 from study.pages.length_report import concat_tables
 from study.pages.serialize import findings_json, summary_csv, summary_json
+from study.pages.set_plots import SETS_SUFFIX, sets_figure
 from study.pages.summary_tables import bucket_table, markdown_table, teacher_forced_tables
 from study.read.run_groups import baseline_of
 from study.read.run_records import CompareError
@@ -23,6 +25,7 @@ from study.read.seed_provenance import MIXABLE, provenance_markdown
 from study.read.study import read_study
 from study.records import Configuration, Findings, frozen_map
 
+PLOT_SUFFIXES = (*CONFIGURATION_PLOTS, SETS_SUFFIX)  # every plot compare.py may write
 __all__ = ["MIXABLE", "PLOT_SUFFIXES", "CompareError", "StudyResult", "judge_study"]  # what compare.py asks
 
 
@@ -62,7 +65,9 @@ class StudyResult:
         return frozen_map([*pages, ("_provenance.md", provenance_markdown(groups) + "\n")])
 
     def write_plots(self, prefix: Path) -> list[Path]:
-        return write_plots(self.groups, prefix)
+        written = write_plots(self.groups, prefix)
+        across = sets_figure(self.findings) if self.findings is not None else None
+        return [*written, save_figure(across, prefix.with_name(prefix.name + SETS_SUFFIX))] if across else written
 
 
 def judge_study(

@@ -59,6 +59,7 @@ class Outcome(StrEnum):
     """What a rule lets a row say (study/judge/wording.py: `outcome`; study/judge/design.py: `look_outcome`)."""
 
     DIRECTION = "direction"  # the rule's direction test
+    DEPENDS = "depends on the test set"  # opposite directions on two declared sets (study/stats/across_sets.py)
     EQUIVALENT = "equivalent"  # shown equivalent within the margin
     BOTH = "both"  # a small real difference inside the margin
     INCONCLUSIVE = "inconclusive"  # neither, with an equivalence margin (or a sequential plan's last look)
@@ -68,7 +69,7 @@ class Outcome(StrEnum):
 
     @property
     def worded(self) -> bool:
-        return self in (Outcome.DIRECTION, Outcome.EQUIVALENT, Outcome.BOTH, Outcome.INCONCLUSIVE)
+        return self in (Outcome.DIRECTION, Outcome.DEPENDS, Outcome.EQUIVALENT, Outcome.BOTH, Outcome.INCONCLUSIVE)
 
 
 class Withholding(Enum):
@@ -77,6 +78,7 @@ class Withholding(Enum):
     INTERIM = "interim"  # the study lacks planned seeds
     NOT_FROM_DECLARING_COMMIT = "not from the declaring commit"  # some run of it was trained before the family
     NOT_TESTED_AT_DECLARING_COMMIT = "not tested at the declaring commit"  # some test records another commit
+    MISSING_SET = "a declared test set lacks some of its seeds"  # an across claim without every set's test
 
 
 @dataclass(frozen=True)
@@ -86,12 +88,19 @@ class Withheld:
     why: Withholding
     held: int = 0
     planned: int = 0
+    sets: tuple[str, ...] = ()  # MISSING_SET: the declared sets without a test of every seed
 
 
 @dataclass(frozen=True)
 class WholeTestSet:
-    label: ClassVar[str] = "test set"
+    """A whole test set: the configurations' own split, or (`name`) a file pair the family declares."""
+
+    name: str = ""
     at_k: ClassVar[int] = 1  # the k of joined test pairs a selection speaks for (None: pooled over k)
+
+    @property
+    def label(self) -> str:
+        return f"test set {self.name}" if self.name else "test set"
 
 
 @dataclass(frozen=True)

@@ -443,3 +443,38 @@ def validations_by_command(monkeypatch) -> dict[str, int]:
 
     monkeypatch.setattr(settings.config, "from_raw", from_raw)
     return counted
+
+
+ACROSS_SIDES = {"src": "0" * 64, "ref": "1" * 64}
+
+
+def across_family(claim: str = "across"):
+    """A family declaring the own split and a file pair `news`, its test-set entry claiming `claim`."""
+    from study.read.family import Family
+    from study.stats.rules import CURRENT
+
+    return Family(
+        headline=[{"table": "test", "compared_on": "test set", "claim": claim}],
+        rule=CURRENT.name,
+        test_sets=[{"name": "own"}, {"name": "news", "src": "n.fr", "ref": "n.en", "sha256": ACROSS_SIDES}],
+    )
+
+
+AHEAD = [2.0, 2.2, 1.9, 2.1, 2.05, 1.95]  # per-seed differences far beyond the tie margin, each way
+BEHIND = [-x for x in AHEAD]
+
+
+def across_findings(claim: str = "across"):
+    """The findings report of `a` ahead on the own split and behind on `news` (per set: its own row alone)."""
+    from dataclasses import replace
+
+    from study.judge.report import findings_report
+    from study.judge.verdicts import word_tables
+    from study.records import FindingsTable
+    from study.terms import RowKey, Table, WholeTestSet
+
+    own = finding_row(AHEAD, v_shared=0.001)
+    news = replace(finding_row(BEHIND, v_shared=0.001), key=RowKey(Table.TEST, "a", WholeTestSet("news")))
+    test = FindingsTable("test", "test set", "sacreBLEU", (own, news))
+    tables, size, missing, plan = word_tables([test], across_family(claim))
+    return findings_report("b", across_family(claim), size, missing, 100, 1, tables, plan)

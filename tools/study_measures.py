@@ -81,6 +81,7 @@ STAGE_OF = {  # study/'s layers (docs/DESIGN.md, "The study's layers"); judge/ i
     "study.judge": "word",
     "study.judge.findings": "test",
     "study.judge.sequential_findings": "test",
+    "study.judge.across": "test",
     "study.simulate": "simulate",
     "study.pages": "pages",
     "study.run": "recipe",  # read -> judge -> pages, in one call (compare.py's)

@@ -9,8 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Sequence, Union
 
+from study.judge.across import missing_sets
 from study.judge.sequential_findings import read_looks
 from study.judge.wording import (
+    by_set,
+    depends_words,
     describe,
     direction_words,
     fmt_number,
@@ -34,6 +37,7 @@ from study.records import (
     RuleP,
     SequentialFindings,
 )
+from study.stats.across_sets import DEPENDS
 from study.stats.sequential import spending_text
 from study.terms import Outcome, Withheld, Withholding
 
@@ -47,7 +51,10 @@ NOT_TESTED_AT_DECLARING_COMMIT = Withheld(Withholding.NOT_TESTED_AT_DECLARING_CO
 
 def commit_withheld(r: ComparisonRow) -> Optional[Withheld]:
     """Why a row's runs lack the proof that the family was declared first: some run trained, or tested
-    (as its scores.json records), at a commit that did not declare it; None: they have it."""
+    (as its scores.json records), at a commit that did not declare it; or, a claim across test sets, why
+    it lacks a test: a declared set without a test of every seed; None: they have it."""
+    if missing_sets(r):
+        return Withheld(Withholding.MISSING_SET, sets=missing_sets(r))
     if not r.from_declaring_commit:
         return NOT_FROM_DECLARING_COMMIT
     return None if r.tested_at_declaring_commit else NOT_TESTED_AT_DECLARING_COMMIT
@@ -332,6 +339,8 @@ def look_outcome(row: ComparisonRow, withheld: Optional[Withheld] = None) -> Out
         return Outcome.NOT_TESTED
     if withheld or not look.decided:
         return Outcome.INCONCLUSIVE if look.last and not withheld else Outcome.WITHHELD
+    if look.direction == DEPENDS:
+        return Outcome.DEPENDS
     if look.direction:
         return Outcome.BOTH if look.equivalent else Outcome.DIRECTION
     return Outcome.EQUIVALENT
@@ -354,6 +363,7 @@ def look_verdict(
     if repeated:
         low, high = (fmt_number(end, metric) for end in look.repeated)
         text = f"{text}; repeated 95% interval {low} to {high}"
+    text = f"{text}; {by_set(row, metric)}" if row.sets else text
     if said == Outcome.NOT_TESTED:
         return row.untested or said.value
     if withheld:
@@ -372,7 +382,9 @@ def look_verdict(
             f"neither a direction nor equivalent within {within_words(equivalence, metric)}; {text}"
         )
     words = []
-    if look.direction:
+    if look.direction == DEPENDS:
+        words.append(f"{depends_words(row, metric)} ({direction_p})")
+    elif look.direction:
         words.append(f"{direction_words(row, reading, metric, margin)} ({direction_p})")
     if look.equivalent:
         words.append(f"equivalent within {within_words(equivalence, metric)} ({equal_p})")

@@ -11,6 +11,7 @@ descriptive column (it holds the trained models fixed). Verdicts: study/judge/ve
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import chain
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -235,18 +236,35 @@ class _Rows:
                 yield g, NllBeyond(), pairs, result, 1
 
 
+@dataclass(frozen=True)
+class OnSet:
+    """A declared file pair's configurations, baseline and context (its outputs); `longest`: its length rule."""
+
+    name: str
+    groups: Sequence[Configuration]
+    baseline: Configuration
+    context: Comparison
+    longest: Optional[int] = None  # sources of at most this many subword tokens are compared (None: all)
+
+    def rows(self) -> Found:
+        others = [g for g in self.groups if g.label != self.baseline.label]
+        bucket = None if self.longest is None else (0, self.longest)
+        return _Rows(others, self.baseline, self.context).bleu([(WholeTestSet(self.name), 1, bucket)])
+
+
 def findings_tables(
-    groups: Sequence[Configuration], baseline: Configuration, context: Comparison
+    groups: Sequence[Configuration], baseline: Configuration, context: Comparison, sets: Sequence[OnSet] = ()
 ) -> list[FindingsTable]:
-    """The findings tables (not yet worded) of every configuration against `baseline`; a table with no
-    row (no k > 1 run, no source lengths recorded, ...) is left out."""
+    """The findings tables (not yet worded) of every configuration against `baseline`, the test table also
+    on each declared file pair (`sets`); a table with no row (no k > 1 run, no source lengths recorded,
+    ...) is left out."""
     rows = _Rows([g for g in groups if g.label != baseline.label], baseline, context)
     ks = sorted({k for g in groups for r in g.runs for k in r.concat if k > 1})
     buckets = next((r.by_source_length for r in baseline.runs if r.by_source_length), ())
     by_length = [(LengthBucket(b.bucket), 1, (b.min_len, b.max_len)) for b in buckets]
     tables = [
         (Table.DEGRADATION, DEGRADATION_TITLE, rows.degradation()),
-        (Table.TEST, "test set", rows.bleu([(WholeTestSet(), 1, None)])),
+        (Table.TEST, "test set", chain(rows.bleu([(WholeTestSet(), 1, None)]), *(s.rows() for s in sets))),
         (Table.CONCAT, "inputs of k test pairs joined", rows.bleu([(Joined(k), k, None) for k in ks])),
         (Table.BUCKETS, "test set by source length (subword tokens)", rows.bleu(by_length)),
         (Table.TEACHER_FORCED, NLL_BEYOND_TITLE, rows.nll_beyond()),

@@ -9,10 +9,11 @@ from dataclasses import replace
 from typing import Optional, Sequence
 
 from study.judge.design import design_for
-from study.judge.findings import Comparison, findings_tables
+from study.judge.findings import Comparison, OnSet, findings_tables
 from study.judge.sequential_findings import restricted, with_rows
 from study.judge.verdicts import word_tables
 from study.read.family import Family
+from study.read.set_runs import SetStudy
 from study.read.study import Study
 from study.records import Configuration, Findings, FindingsTable, Interim, RuleText, frozen_map
 from study.stats.rules import CURRENT, RULES
@@ -52,7 +53,13 @@ def compute_findings(study: Study, n_samples: int = 10000, seed: int = DEFAULT_S
     @functools.lru_cache(maxsize=None)  # a sequential family under an older rule reads its looks twice
     def built(seeds: Optional[tuple]) -> tuple[FindingsTable, ...]:
         chosen = list(groups) if seeds is None else restricted(groups, seeds)
-        return tuple(findings_tables(chosen, next(g for g in chosen if g.label == baseline.label), context))
+        on_sets = [on_set(s, seeds) for s in study.sets if s.baseline is not None]
+        return tuple(findings_tables(chosen, next(g for g in chosen if g.label == baseline.label), context, on_sets))
+
+    def on_set(s: SetStudy, seeds: Optional[tuple]) -> OnSet:
+        chosen = list(s.groups) if seeds is None else restricted(s.groups, seeds)
+        base = next(g for g in chosen if g.is_baseline)
+        return OnSet(s.test_set.name, chosen, base, replace(context, outputs=s.outputs), s.test_set.max_source_tokens)
 
     def build(seeds: Optional[Sequence]) -> tuple[FindingsTable, ...]:  # (None: every seed)
         return built(None if seeds is None else tuple(seeds))

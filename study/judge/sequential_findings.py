@@ -14,11 +14,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Mapping, Optional, Sequence
 
-import numpy as np
-
+from study.judge.across import declared_tests, missing_sets, with_sets
 from study.read.family import Family, missing_rows
 from study.records import ComparisonRow, Configuration, FindingsTable, LookPlan, LookReading
-from study.stats.rules import RULES, Rule
+from study.stats.rules import RULES
 from study.stats.seed_test import ALPHA
 from study.stats.sequential_family import Decision, LookTests, decide, nominal_level, repeated_interval
 from study.terms import RowKey
@@ -30,14 +29,6 @@ def restricted(groups: Sequence[Configuration], seeds: Sequence) -> list[Configu
     """Each configuration with only its runs of `seeds` (a look's)."""
     keep = set(seeds)
     return [replace(g, runs=tuple(r for r in g.runs if r.seed in keep)) for g in groups]
-
-
-def rule_ps(rule: Rule, r: ComparisonRow, metric: str, family: Family) -> tuple[float, Optional[float]]:
-    """A tested row's decision p beyond the tie margin and equivalence p at ±m by `rule`, unadjusted (None:
-    its measure has no equivalence margin)."""
-    diffs, known, margin = np.array(r.differences), rule.known(r.seed_test), family.equivalence.of(metric)
-    p = float(rule.decision_p(diffs, known, family.tie_margin.of(metric)))
-    return p, float(rule.equivalence_p(diffs, known, margin)) if margin else None
 
 
 def with_rows(tables: Tables, change: Callable[[int, int, ComparisonRow], ComparisonRow]) -> tuple[FindingsTable, ...]:
@@ -53,19 +44,28 @@ def _reached(
     tables: Tables, family: Family, seeds: Sequence, keys: Sequence[RowKey], configs: Optional[list[str]]
 ) -> bool:
     """Every declared comparison still open (`keys`) has a tested row holding every one of the look's seeds."""
-    declared = _declared(tables, family)
+    declared, rule = _declared(tables, family), RULES[family.rule]
     held = all(key in declared and set(seeds) <= set(declared[key][1].seeds) for key in keys)
     tested = all(declared[key][1].p_value is not None for key in keys if key in declared)
-    return bool(keys) and held and tested and not missing_rows(tables, family, configs)
+    # (a claim across test sets: every set's row of those seeds tested too, or the look is not reached)
+    spans = [with_sets(tables, r, rule, t.metric, family) for t, r in (declared[k] for k in keys if k in declared)]
+    return (
+        bool(keys)
+        and held
+        and tested
+        and not any(map(missing_sets, spans))
+        and not missing_rows(tables, family, configs)
+    )
 
 
 def look_tests(tables: Tables, family: Family, keys: Sequence[RowKey]) -> LookTests:
     """The declared rows' unadjusted tests at one look, in `keys`' order, by the family's rule (a row
     whose measure has no equivalence margin: equivalence p 1, it can only be decided by a direction)."""
-    rows = [_declared(tables, family)[key] for key in keys]
-    ps = [rule_ps(RULES[family.rule], r, t.metric, family) for t, r in rows]
-    equivalence = tuple(1.0 if p is None else p for _, p in ps)
-    return LookTests(tuple(p for p, _ in ps), equivalence, tuple(int(np.sign(r.mean_difference)) for _, r in rows))
+    rule = RULES[family.rule]
+    rows = [(t, with_sets(tables, r, rule, t.metric, family)) for t, r in (_declared(tables, family)[k] for k in keys)]
+    tests = [declared_tests(rule, r, t.metric, family) for t, r in rows]  # (a set lacking its test: p 1)
+    ps = tuple(1.0 if p is None else p for p, _, _ in tests)
+    return LookTests(ps, tuple(1.0 if p is None else p for _, p, _ in tests), tuple(sign for _, _, sign in tests))
 
 
 def _at_look(
@@ -74,7 +74,8 @@ def _at_look(
     """A declared comparison's row at the look that decided it (open: the last look taken), with its reading."""
     plan = family.plan
     look = decision.look if decision.look is not None else taken - 1
-    row, last = _declared(at_looks[look], family)[key][1], look == len(plan.looks) - 1
+    table, row = _declared(at_looks[look], family)[key]
+    row, last = with_sets(at_looks[look], row, RULES[family.rule], table.metric, family), look == len(plan.looks) - 1
     test = row.seed_test
     nominal = nominal_level(plan.fractions, ALPHA, plan.spending, look, plan.exact)  # the row alone
     low, high = repeated_interval(test.mean, test.se, RULES[family.rule].df(test), nominal)

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping, Optional
 
+from study.judge.across import declared_tests, with_sets
 from study.judge.design import FIXED, Design
-from study.judge.sequential_findings import Tables, rule_ps, with_rows
+from study.judge.sequential_findings import Tables, with_rows
 from study.read.family import Family, missing_rows
 from study.records import ComparisonRow, FindingsTable, Interim, JudgedRow, Reading, RowPower, RuleP
 from study.stats.equivalence import equivalence_power, seeds_for_equivalence
@@ -46,7 +47,7 @@ def _readings(
     for i, j in declared:
         r = tables[i].rows[j]
         if r.p_value is not None:
-            p_rule[i, j], p_equivalence[i, j] = rule_ps(rule, r, tables[i].metric, family)
+            p_rule[i, j], p_equivalence[i, j], _ = declared_tests(rule, r, tables[i].metric, family)
     holm_rule = dict(zip(declared, _holm([p_rule.get(c) for c in declared] + [None] * len(absent))))
     equivalent = [c for c in declared if family.equivalence.of(tables[c[0]].metric)]
     stand_ins = [None for metric in absent if family.equivalence.of(metric)]
@@ -68,9 +69,14 @@ def apply_rule(
     """New tables whose every row has its reading by the family's rule and, a declared row of a family
     under an older rule, the current rule's (`exploratory`); and the family's size (a declared
     comparison without a row counts, as p = 1: `missing_rows`)."""
-    tables = with_rows(tables, lambda i, j, r: replace(r, declared=family.declares(r.key)))
+    marked, rule = with_rows(tables, lambda i, j, r: replace(r, declared=family.declares(r.key))), RULES[family.rule]
+
+    def spanned(i: int, j: int, r: ComparisonRow) -> ComparisonRow:  # a declared row with its sets' readings
+        return with_sets(marked, r, rule, marked[i].metric, family) if r.declared else r
+
+    tables = with_rows(marked, spanned)
     missing = missing_rows(tables, family, configs)
-    absent, plan, rule = _absent(missing), design.interim(tables, family, len(missing)), RULES[family.rule]
+    absent, plan = _absent(missing), design.interim(tables, family, len(missing))
     readings = _readings(tables, family, rule, absent, plan, design)
     older = rule is not CURRENT and not design.current_reads_apart  # (a sequential family's: report.py)
     current = _readings(tables, family, CURRENT, absent, plan, design) if older else {}

@@ -8,7 +8,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from study.judge.across import candidate
 from study.records import ComparisonRow, RuleP
+from study.stats.across_sets import Across
 from study.stats.rules import RULES
 from study.stats.seed_test import ALPHA, ONE_SEED
 from study.terms import Measure, Outcome, Withheld, Withholding
@@ -57,6 +59,8 @@ def withheld_reason(withheld: Withheld) -> str:
     """Why a verdict is withheld, in a few words (the headline's verdict cell)."""
     if withheld.why is Withholding.INTERIM:
         return f"interim ({withheld.held} of {withheld.planned} planned seeds)"
+    if withheld.why is Withholding.MISSING_SET:
+        return f"descriptive: not every seed of it is tested on the declared test set(s) {', '.join(withheld.sets)}"
     done = "tested at" if withheld.why is Withholding.NOT_TESTED_AT_DECLARING_COMMIT else "trained from"
     return f"descriptive: not every run of it was {done} a commit that declared the family"
 
@@ -79,11 +83,15 @@ def outcome(
     rows' Holm p < ALPHA (study/stats/equivalence.py); 'inconclusive' only with an equivalence margin."""
     if row.mean_difference is None:
         return Outcome.NOT_TESTED
+    if declared and withheld and withheld.why is Withholding.MISSING_SET:  # (no across p without every set)
+        return Outcome.WITHHELD
     if not declared or row.p_value is None or reading.p_holm is None:
         return Outcome.DESCRIPTIVE
     if withheld:
         return Outcome.WITHHELD
     sign = bool(RULES[reading.rule].direction(np.array(row.differences), reading.p_holm, margin))
+    if sign and row.sets and candidate(row) is Across.DEPENDS:
+        return Outcome.DEPENDS
     p_eq = reading.p_equivalence_holm
     equal = p_eq is not None and p_eq < ALPHA
     if sign:
@@ -102,7 +110,23 @@ def direction_words(row: ComparisonRow, reading: RuleP, metric: str, margin: flo
         how = "in every seed" if (above if up else below) == len(row.per_seed) else "on average"
     else:
         how = f"by more than {fmt_number(margin, metric).lstrip('+')} {unit_of(metric)}"  # the tie margin
-    return f"{way} {how}"
+    across = f" across the declared test sets ({', '.join(s.name for s in row.sets)})" if row.sets else ""
+    return f"{way} {how}{across}"
+
+
+def depends_words(row: ComparisonRow, metric: str) -> str:
+    """'depends on the test set', naming which way on which declared set (by its mean difference)."""
+    lower = Measure(metric).lower_is_better
+    ways = [f"{'ahead' if (s.mean > 0) != lower else 'behind'} on {s.name}" for s in row.sets if s.mean]
+    return f"{Outcome.DEPENDS.value}: {', '.join(ways)}"
+
+
+def by_set(row: ComparisonRow, metric: str) -> str:
+    """A claim across test sets: each set's mean difference and the rule's decision p there, unadjusted."""
+    sets = [
+        f"{s.name} {fmt_number(s.mean, metric)} (p {format_p(s.p)})" if s.tested else f"{s.name} –" for s in row.sets
+    ]
+    return f"by test set: {', '.join(sets)}"
 
 
 VETO_WORDS = "a seed lies beyond the tie margin the other way"
@@ -135,6 +159,7 @@ def verdict(
     if said == Outcome.NOT_TESTED:
         return row.untested or said.value
     text = describe(row, metric, margin)
+    text = f"{text}; {by_set(row, metric)}" if row.sets else text
     if said == Outcome.DESCRIPTIVE:
         return text
     if said == Outcome.WITHHELD:
@@ -154,6 +179,8 @@ def verdict(
     if said == Outcome.EQUIVALENT:
         return f"{equal}; {text}"
     way = f"{direction_words(row, reading, metric, margin)} (Holm p {format_p(reading.p_holm)}{declared_tag})"
+    if said == Outcome.DEPENDS:
+        return f"{depends_words(row, metric)} (Holm p {format_p(reading.p_holm)}{declared_tag}); {text}"
     if said == Outcome.BOTH:
         return f"{way} and {equal}: a small difference inside the margin; {text}"
     return f"{way}; {text}"

@@ -71,7 +71,7 @@ def panels_by_kind(groups: Sequence[Configuration]) -> list[tuple[str, list[int]
     return [(k, [i for i, x in enumerate(kinds) if x == k]) for k in KINDS if k in kinds]
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -82,28 +82,30 @@ def _pyplot():
 
 def write_plots(groups: Sequence[Configuration], prefix: Path) -> list[Path]:
     """PREFIX + each of PLOT_SUFFIXES, each only when some configuration has data for it."""
-    plt = _pyplot()
     styles = group_styles(groups)
     written = []
     for suffix, (has, figure) in PLOTS.items():
         drawn = [i for i, g in enumerate(groups) if has(g)]
         if not drawn:
             continue
-        fig = figure(groups, styles, drawn)
-        path = prefix.with_name(prefix.name + suffix)
-        fig.tight_layout()
-        with atomic_output(path, "wb", encoding=None) as f:  # whole or not at all
-            fig.savefig(f, dpi=100, format="png", bbox_inches="tight")  # (legends outside the axes)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(figure(groups, styles, drawn), prefix.with_name(prefix.name + suffix)))
     return written
+
+
+def save_figure(fig, path: Path) -> Path:
+    """A figure as a PNG at `path`, whole or not at all (the pages' one writer), then closed."""
+    fig.tight_layout()
+    with atomic_output(path, "wb", encoding=None) as f:
+        fig.savefig(f, dpi=100, format="png", bbox_inches="tight")  # (legends outside the axes)
+    pyplot().close(fig)
+    return path
 
 
 def kind_panels(groups: Sequence[Configuration], indices: list[int], width: float):
     """One panel per kind among groups[indices], room below each for its legend: (figure, axes, panels)."""
     panels = panels_by_kind([groups[i] for i in indices])
     rows = max(len(m) for _, m in panels)
-    fig, axes = _pyplot().subplots(
+    fig, axes = pyplot().subplots(
         1, len(panels), figsize=(width * len(panels) + 1.0, 3.6 + 0.16 * rows), sharey=True, squeeze=False
     )
     return fig, axes[0], [(ax, kind, [indices[m] for m in members]) for ax, (kind, members) in zip(axes[0], panels)]
@@ -115,7 +117,7 @@ def _seeds_label(g: Configuration) -> str:
 
 def bleu_figure(groups: Sequence[Configuration], styles: Sequence[Style], scored: list[int]):
     """Test sacreBLEU, one row per configuration: readable at any number of them."""
-    fig, ax = _pyplot().subplots(figsize=(7.0, 0.28 * len(scored) + 1.2))
+    fig, ax = pyplot().subplots(figsize=(7.0, 0.28 * len(scored) + 1.2))
     y = list(range(len(scored)))[::-1]
     for yy, i in zip(y, scored):
         g = groups[i]
@@ -159,7 +161,7 @@ def length_buckets_figure(groups: Sequence[Configuration], styles: Sequence[Styl
 def concat_figure(groups: Sequence[Configuration], styles: Sequence[Style], with_k: list[int]):
     """One panel per k of joined inputs: configurations down the side, BLEU above the length ratio."""
     ks = sorted({k for i in with_k for k, c in groups[i].concat.items() if c.bleu is not None})
-    fig, axes = _pyplot().subplots(
+    fig, axes = pyplot().subplots(
         2, len(ks), figsize=(1.9 * len(ks) + 3.0, 0.22 * len(with_k) * 2 + 2.0), sharey=True, squeeze=False
     )
     y = list(range(len(with_k)))[::-1]
@@ -277,7 +279,7 @@ def curves_figure(groups: Sequence[Configuration], styles: Sequence[Style], trai
     """Validation loss, one panel per configuration (a variant has its base's training), one line per seed."""
     cols = min(6, len(trained))
     rows = -(-len(trained) // cols)
-    fig, axes = _pyplot().subplots(
+    fig, axes = pyplot().subplots(
         rows, cols, figsize=(2.6 * cols + 0.5, 2.1 * rows + 0.8), sharex=True, sharey=True, squeeze=False
     )
     for ax, g in zip(axes.flat, (groups[i] for i in trained)):

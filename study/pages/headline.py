@@ -10,6 +10,7 @@ from typing import Optional
 from study.judge.design import FIXED, Design, design_of
 from study.judge.wording import (
     VETO_WORDS,
+    depends_words,
     direction_words,
     fmt_number,
     format_alpha,
@@ -50,6 +51,9 @@ def short_verdict(
     said = reading.outcome if reading is not None else None
     if said == Outcome.WITHHELD:
         return design.withheld_cell(row, reading)
+    if said == Outcome.DEPENDS:
+        holm = f" (Holm p {format_p(reading.p_holm)})" if with_p and reading.p_holm is not None else ""
+        return f"{depends_words(row, metric)}{holm}"
     if said not in (Outcome.DIRECTION, Outcome.BOTH, Outcome.EQUIVALENT, Outcome.INCONCLUSIVE):
         return str(said or Outcome.DESCRIPTIVE)
     holm = f"Holm p {format_p(reading.p_holm)}" if with_p and reading.p_holm is not None else ""
@@ -110,9 +114,32 @@ def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, explorato
     return table_row(cells)
 
 
+def _by_set(findings: Findings, across: list[tuple[FindingsTable, ComparisonRow]]) -> list[str]:
+    """A claim across test sets: each set's own row of the comparison beside the verdict (none without one)."""
+    if not across:
+        return []
+    lines = [
+        "By test set (each set's own row: the verdict above holds across the sets only where it holds on each; "
+        "p: the rule's decision p on that set, unadjusted):",
+        "",
+        *table_head(["comparison", "test set", "Δ [95% interval]", "seeds that way", "p (decision)"]),
+    ]
+    for t, r in across:
+        margin = findings.tie_margin.get(t.metric, 0.0)
+        for s in r.sets:
+            on = findings.row(s.key(r.key))
+            if on is None or not s.tested:
+                lines.append(table_row([f"`{r.config}`", s.name, "–", "–", "not tested on every seed"]))
+                continue
+            cells = [_interval(on, t.metric, FIXED), _seeds_that_way(on, t.metric, margin), format_p(s.p)]
+            lines.append(table_row([f"`{r.config}`", s.name, *cells]))
+    return [*lines, ""]
+
+
 def _family_line(findings: Findings) -> str:
     counts = [r.outcome for t in findings.tables for r in t.rows if r.declared]
-    said = {k: counts.count(k) for k in Outcome if k.worded}
+    # ("depends on the test set" only where a claim spans test sets and says it)
+    said = {k: counts.count(k) for k in Outcome if k.worded and (k != Outcome.DEPENDS or k in counts)}
     rest = len(counts) - sum(said.values())
     counted = ", ".join(f"{n} {'directions' if k == Outcome.DIRECTION and n != 1 else k}" for k, n in said.items())
     how, withheld = design_of(findings).family_words(rest)
@@ -159,6 +186,7 @@ def headline_markdown(findings: Findings) -> str:
     lines += table_head(head)
     lines += [_table_row(t, r, findings, exploratory) for t, r in shown]
     lines.append("")
+    lines += _by_set(findings, [(t, r) for t, r in shown if r.sets])
     if shown and all(len(r.per_seed) <= 1 for _, r in shown):
         lines += ["One seed per configuration: no test and no interval; every row is that trained model.", ""]
     return "\n".join([*lines, _notes(findings, exploratory)])

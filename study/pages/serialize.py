@@ -194,6 +194,7 @@ def _row(r: ComparisonRow, design: Design) -> JsonObject:
         "from_declaring_commit": r.from_declaring_commit,
         **({} if r.tested_at_declaring_commit else {"tested_at_declaring_commit": False}),
         "declared": r.declared,
+        **({"sets": [asdict(s) for s in r.sets]} if r.sets else {}),  # a claim across test sets: each set's
         **reading,
         **({} if untested else finding),
         **({"exploratory": _reading(r.exploratory)} if r.exploratory is not None else {}),

@@ -230,6 +230,13 @@ class Family(BaseModel):
     def declares(self, key: RowKey) -> bool:
         return any(h.matches(key) for h in self.headline)
 
+    def across(self, key: RowKey) -> tuple[TestSet, ...]:
+        """The test sets a declared row's claim spans (its entry's `claim: across`, with a file pair
+        declared); () for a claim about its own rows alone."""
+        sets = self.test_sets or ()
+        claimed = any(h.matches(key) and h.claim == "across" for h in self.headline)
+        return sets if claimed and any(not s.own for s in sets) else ()
+
 
 NO_FAMILY = Family.model_construct(headline=(), rule=CURRENT.name)  # no family declared: every row descriptive
 

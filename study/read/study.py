@@ -21,6 +21,7 @@ from study.read.run_groups import (
 from study.read.run_outputs import StudyOutputs, read_outputs
 from study.read.run_records import CompareError, read_runs
 from study.read.seed_provenance import check_mixed
+from study.read.set_runs import SetStudy, read_sets
 from study.records import Configuration
 
 
@@ -37,6 +38,7 @@ class Study:
     outputs: StudyOutputs
     proven: Optional[frozenset[str]]
     tested_off: frozenset[str] = frozenset()
+    sets: tuple[SetStudy, ...] = ()  # each declared file pair's side of it (study/read/set_runs.py)
 
 
 def read_study(
@@ -65,15 +67,18 @@ def read_study(
         if not significance:
             return Study(declared, tuple(groups), baseline_of(groups), StudyOutputs(), None)
         check_same_references(groups)
-        return read_compared(groups, baseline_of(groups), declared)
+        return read_compared(groups, baseline_of(groups), declared, read_sets(groups, base, declared.test_sets or ()))
     except ValueError as e:  # references that differ between runs, a damaged per-run file
         raise CompareError(str(e)) from None
 
 
-def read_compared(groups: Sequence[Configuration], baseline: Configuration, family: Family = NO_FAMILY) -> Study:
+def read_compared(
+    groups: Sequence[Configuration], baseline: Configuration, family: Family = NO_FAMILY, sets: Sequence[SetStudy] = ()
+) -> Study:
     """The study of configurations already read, with what its findings compare against `baseline`."""
-    proven, tested_off = declaring_runs(groups, family.path), tests_off_declaring_commit(groups, family.path)
-    return Study(family, tuple(groups), baseline, read_outputs(groups, baseline), proven, tested_off)
+    proven = declaring_runs(groups, family.path)
+    tested_off = tests_off_declaring_commit([*groups, *(g for s in sets for g in s.groups)], family.path)
+    return Study(family, tuple(groups), baseline, read_outputs(groups, baseline), proven, tested_off, tuple(sets))
 
 
 def baseline_present(groups: Sequence[Configuration], declared: Optional[str], family: Optional[str]) -> Optional[str]:

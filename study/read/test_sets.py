@@ -16,6 +16,7 @@ from pydantic_core import PydanticCustomError
 
 FROZEN = ConfigDict(frozen=True, extra="forbid", strict=True)
 SetName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]  # a folder name's part: test_set_<name>/
+SET_FOLDER = "test_set_{}"  # a declared file pair's test in a run: <run>/test_set_<name>/ (sweep.py --family)
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 SHAPE = (
     "test_sets[{i}] must be {{name: ..., src: ..., ref: ..., sha256: {{src: ..., ref: ...}}}} (a name alone: "
@@ -59,6 +60,10 @@ class TestSet(BaseModel):
     def own(self) -> bool:
         """Whether this is the configurations' own test split (no files of its own)."""
         return self.src is None
+
+    @property
+    def folder(self) -> str:
+        return SET_FOLDER.format(self.name)
 
 
 def check_names(sets: tuple[TestSet, ...]) -> Optional[str]:

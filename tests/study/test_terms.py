@@ -41,4 +41,4 @@ def test_a_member_is_written_as_its_text() -> None:
 
 def test_the_worded_outcomes_are_the_verdicts() -> None:
     worded = [o for o in Outcome if o.worded]
-    assert worded == [Outcome.DIRECTION, Outcome.EQUIVALENT, Outcome.BOTH, Outcome.INCONCLUSIVE]
+    assert worded == [Outcome.DIRECTION, Outcome.DEPENDS, Outcome.EQUIVALENT, Outcome.BOTH, Outcome.INCONCLUSIVE]

@@ -1,4 +1,4 @@
-"""The archive's size budget: the tracked tree stays under 48 MiB (a GPU machine takes a 64 MiB copy
+"""The archive's size budget: the tracked tree stays under 56 MiB (a GPU machine takes a 64 MiB copy
 of it, with what a job carries) and no archived run's own files pass 400 KB (tools/archive.py)."""
 
 from __future__ import annotations

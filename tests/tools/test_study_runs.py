@@ -1,10 +1,13 @@
 """The study runner (tools/study_runs.sh with tools/study_plan.py) on a tiny sequential study in a
-copy of the project: it trains look by look from one frozen commit, archives and commits each run,
-stops when the plan says so, and a kill at any moment followed by the same command ends with the
-same runs and the same summary as a runner never stopped."""
+copy of the project: it trains look by look from one frozen commit, tests each run on its own split
+and on the file pair its family declares, archives and commits each run, stops when the plan says so,
+and a kill at any moment followed by the same command ends with the same runs and the same summary as
+a runner never stopped. The summary compares each configuration on both sets and words the declared
+comparison across them (issue 78)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -30,7 +33,11 @@ looks: [2, 3]
 equivalence: {sacreBLEU: 1.0, NLL: 0.1}
 device: cpu
 precision: fp32
+test_sets:
+  - name: own
+  - {name: twin, src: data/test_sets/twin/twin.fr, ref: data/test_sets/twin/twin.en, sha256: {SIDES}}
 """
+SIDES = (("src", "fr"), ("ref", "en"))
 # the same commit (hash) in every copy: fixed names and dates
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -57,7 +64,13 @@ def project_copy(where: Path, cache: Path) -> tuple[Path, str]:
     (repo / ".venv").symlink_to(Path(sys.prefix))  # the environment running the tests
     folder = repo / "configs" / STUDY
     (folder / "findings").mkdir(parents=True)
-    (folder / "findings" / "headline.yaml").write_text(FAMILY)
+    pair = repo / "data" / "test_sets" / "twin"  # a declared file pair of 12 sentences (a row needs 10)
+    pair.mkdir(parents=True)
+    (pair / "twin.fr").write_text("".join(f"Le chat mange {i} pommes .\n" for i in range(12)))
+    (pair / "twin.en").write_text("".join(f"The cat eats {i} apples .\n" for i in range(12)))
+    sides = {side: hashlib.sha256((pair / f"twin.{lang}").read_bytes()).hexdigest() for side, lang in SIDES}
+    family = FAMILY.replace("{SIDES}", "{" + ", ".join(f"{k}: {v}" for k, v in sides.items()) + "}")
+    (folder / "findings" / "headline.yaml").write_text(family)
     tiny = {}  # tests/helpers.tiny_overrides as a config (the runner passes no --set but its thread count)
     for flag in tiny_overrides(Path("unused"), cache, steps=4)[1::2]:  # (each follows a --set)
         key, value = flag.split("=", 1)
@@ -113,6 +126,11 @@ def test_a_killed_runner_ends_with_the_same_runs_and_summary(tmp_path: Path) -> 
         f"{c}{'' if s == 5 else f'_seed{s}'}" for c in ("rope", "sinusoidal") for s in seeds
     )
     assert dirty == ""  # every run and the summary committed
+    # each run tested on the declared pair too, compared there, and the declared comparison read across both
+    assert all((reference / "results" / STUDY / run / "test_set_twin").is_dir() for run in runs)
+    rows = {r["compared_on"]: r for t in json.loads(findings)["tables"] if t["name"] == "test" for r in t["rows"]}
+    assert set(rows) == {"test set", "test set twin"} and rows["test set twin"]["seeds"] == rows["test set"]["seeds"]
+    assert [s["name"] for s in rows["test set"]["sets"]] == ["own", "twin"] and rows["test set"]["declared"]
     log = (tmp_path / "whole" / f"study_{STUDY}.log").read_text()
     assert "nothing left to train (the plan is complete or stopped)" in log
     # each commit names the commit whose code computed its summary: the one it was made on

@@ -1,0 +1,75 @@
+"""A study's runs as tested on each file pair its family declares (issue 78; `test_sets:`, study/read/
+test_sets.py): each run's <run>/test_set_<name>/ read as a record of its own, grouped by configuration
+like the runs' own test split, with the outputs its rows compare. A run without that test is listed
+(a declared comparison holding it gets no verdict); a test of other bytes than the declared files is
+refused in one line, never compared."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from study.read.run_groups import check_same_references, group_runs, mark_baseline
+from study.read.run_outputs import StudyOutputs, read_outputs
+from study.read.run_records import CompareError, read_scores, summarise_run
+from study.read.test_sets import TestSet
+from study.records import Configuration, RunRecord
+from utils import run_files
+from utils.stored_files import stored_exists
+
+
+@dataclass(frozen=True)
+class SetStudy:
+    """One declared file pair: the configurations as tested on it, their baseline (None: the baseline has no
+    test on it), the outputs its rows compare, and each run with no test on it ("<label> seed N")."""
+
+    test_set: TestSet
+    groups: tuple[Configuration, ...]
+    baseline: Optional[Configuration]
+    outputs: StudyOutputs
+    missing: tuple[str, ...] = ()
+
+
+def read_sets(
+    groups: Sequence[Configuration], baseline: Configuration, sets: Sequence[TestSet]
+) -> tuple[SetStudy, ...]:
+    """Each declared file pair's side of the study whose configurations (read on their own split) are `groups`."""
+    return tuple(_read_set(groups, baseline, s) for s in sets if not s.own)
+
+
+def _read_set(groups: Sequence[Configuration], baseline: Configuration, test_set: TestSet) -> SetStudy:
+    rows, missing = [], []
+    for g in groups:
+        for run in (r for r in g.runs if not r.variant):
+            record = _on_set(run, test_set)
+            if record is None:
+                missing.append(f"{g.label} seed {run.seed}")
+            else:
+                rows.append(record)
+    on_set = group_runs(rows) if rows else []
+    base = next((g for g in on_set if g.label == baseline.label), None)
+    if base is None:
+        return SetStudy(test_set, tuple(on_set), None, StudyOutputs(), tuple(missing))
+    on_set = mark_baseline(on_set, base)
+    check_same_references(on_set)
+    base = next(g for g in on_set if g.is_baseline)
+    return SetStudy(test_set, tuple(on_set), base, read_outputs(on_set, base), tuple(missing))
+
+
+def _on_set(run: RunRecord, test_set: TestSet) -> Optional[RunRecord]:
+    """The run as tested on `test_set` (None: no such test); a test of other files is refused."""
+    run_dir = Path(run.run)
+    if not stored_exists(run_dir / test_set.folder / run_files.SCORES):
+        return None
+    held = read_scores(run_dir, test_set.folder).get("test_set")
+    held = held if isinstance(held, dict) else {}
+    sides = held.get("sha256") if isinstance(held.get("sha256"), dict) else {}
+    if (sides.get("src"), sides.get("ref")) != (test_set.sha256.src, test_set.sha256.ref):
+        scored = held.get("src")
+        raise CompareError(
+            f"{run_dir / test_set.folder} scored {scored or 'another test set'}, not the declared test set "
+            f"{test_set.name!r} ({test_set.src}, by its sha256): test the run on the declared files again "
+            f"(sweep.py --family) or leave it out"
+        )
+    return summarise_run(run_dir, run.config, (test_set.folder, {}))

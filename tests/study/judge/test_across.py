@@ -1,0 +1,67 @@
+"""A declared comparison whose claim spans the family's test sets (study/judge/across.py, issue 78): the
+own split's row carries the verdict, read from its rows on every declared set by the intersection–union
+rule (study/stats/across_sets.py) through Holm as any declared p; opposite directions are worded "depends
+on the test set", naming each set's way; a set without a test of every seed withholds the verdict."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from helpers import AHEAD, BEHIND, across_family, across_findings, finding_row
+
+from study.judge.verdicts import word_tables
+from study.records import FindingsTable
+from study.terms import Outcome, RowKey, Table, WholeTestSet
+
+
+def judged(own: list[float], news: list[float] | None, claim: str = "across"):
+    """The declared own-split row of configuration `a` and, unless None, its row on `news`, worded."""
+    rows = [finding_row(own, v_shared=0.001)]
+    if news is not None:
+        on_news = finding_row(news, v_shared=0.001)
+        rows.append(replace(on_news, key=RowKey(Table.TEST, "a", WholeTestSet("news"))))
+    test = FindingsTable("test", "test set", "sacreBLEU", tuple(rows))
+    tables, size, _, _ = word_tables([test], across_family(claim), ["a"])
+    declared = [r for r in tables[0].rows if r.declared]
+    assert size == 1 and len(declared) == 1  # one comparison: the sets cost no multiplicity
+    return declared[0]
+
+
+NOTHING = [0.3, -0.4, 0.1, -0.2, 0.35, -0.1]
+
+
+def test_a_direction_across_holds_on_every_set_and_its_p_is_the_largest():
+    row = judged(AHEAD, [x / 2 for x in AHEAD])
+    assert row.reading.outcome == Outcome.DIRECTION
+    assert row.reading.p_rule == pytest.approx(max(s.p for s in row.sets))  # intersection–union: the largest
+    assert "ahead by more than 0.10 BLEU across the declared test sets (own, news)" in row.finding
+    assert "by test set: own +2.03 (p " in row.finding and ", news +1.02 (p " in row.finding
+
+
+def test_a_direction_on_one_set_only_is_no_direction_across():
+    row = judged(AHEAD, NOTHING)
+    assert row.reading.outcome != Outcome.DIRECTION and row.reading.p_rule > 0.05
+    assert judged(AHEAD, NOTHING, claim="per_set").reading.outcome == Outcome.DIRECTION  # (its own row alone)
+
+
+def test_opposite_directions_are_worded_depends_on_the_test_set():
+    row = judged(AHEAD, BEHIND)
+    assert row.reading.outcome == Outcome.DEPENDS
+    assert row.finding.startswith("depends on the test set: ahead on own, behind on news (Holm p ")
+
+
+def test_a_set_without_the_comparison_withholds_its_verdict():
+    row = judged(AHEAD, None)
+    assert row.reading.outcome == Outcome.WITHHELD
+    assert row.finding.startswith("descriptive: not every seed of it is tested on the declared test set(s) news")
+
+
+def test_the_headline_shows_each_set_beside_the_verdict():
+    from study.pages.headline import headline_markdown
+
+    findings = across_findings()
+    page = headline_markdown(findings)
+    assert "depends on the test set: ahead on own, behind on news" in page
+    assert "| `a` | own | +2.03 [" in page and "| `a` | news | -2.03 [" in page  # each set's own row
+    assert "By test set" not in headline_markdown(across_findings("per_set"))
