@@ -44,6 +44,7 @@ STUDIES = [
     ("results/demo/summary", "results/demo/*", None, "configs/demo/findings/headline.yaml"),
     ("results/length/summary", "results/length/*", None, "configs/length/findings/headline.yaml"),
     ("results/demo_confirm/summary", "results/demo_confirm/*", None, "configs/demo_confirm/findings/headline.yaml"),
+    ("results/demo_across/summary", "results/demo_across/*", None, "configs/demo_across/findings/headline.yaml"),
     ("results/length/concat_summary", "results/length/*_concat*", None, None),  # (default: sinusoidal_concat)
     ("results/report/length/summary", "results/report/length/*", None, None),
     ("results/report/length/concat_summary", "results/report/length/*_concat*", "length/sinusoidal_concat", None),
@@ -55,6 +56,7 @@ PAGES = {
     "results/demo/README.md": ("results/demo/summary",),
     "results/length/README.md": ("results/length/summary", "results/length/concat_summary"),
     "results/demo_confirm/README.md": ("results/demo_confirm/summary",),
+    "results/demo_across/README.md": ("results/demo_across/summary",),
     "results/report/length/README.md": ("results/report/length/summary", "results/report/length/concat_summary"),
 }
 README = "README.md"

@@ -32,6 +32,13 @@ RULE = (
     "records it, tested) at a commit that declared the family. Every other row gives how the seeds fall "
     "against the tie margin and the 95% interval of the mean difference, and no verdict."
 )
+ACROSS = (
+    " A comparison declared across the family's test sets (`claim: across`): 'ahead'/'behind across' only "
+    "where every set's test beyond the tie margin passes that way (an intersection-union test, Berger 1982: its "
+    "p is the largest of its sets' decision p's, so the sets cost no multiplicity), 'equivalent across' likewise "
+    "with TOST, 'depends on the test set' where two sets pass in opposite directions, each set's row beside it; "
+    "no verdict while a declared set lacks the test of one of its seeds."
+)
 # the findings' `test`: the seed-level model and its sidedness (the p against no difference and the 95%
 # interval are two-sided, and so is each rule's decision p; TOST's are one-sided each, EQUIVALENCE_TEST)
 TEST = (
@@ -109,7 +116,7 @@ def findings_report(
         "tail; it holds each trained model fixed), descriptive only",
         n_samples=n_samples,
         bootstrap_seed=seed,
-        rule=RULE,
+        rule=RULE + (ACROSS if any(not s.own for s in family.test_sets or ()) else ""),
         tables=tuple(tables),
     )
 

@@ -28,7 +28,8 @@ def shown_commands() -> list:
 
 def test_the_readme_stays_short_and_links_every_page_its_detail_moved_to() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert len(readme.splitlines()) < 520  # a manual until its results: the results are short tables, the notes once
+    # a manual until its results: the results are short tables (one generated block per study), the notes once
+    assert len(readme.splitlines()) < 535
     for page in readme_commands.PAGES[1:]:
         assert f"]({page})" in readme, page
     moved = [c for c in shown_commands() if c.page == "docs/CTRANSLATE2.md"]
