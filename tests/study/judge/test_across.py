@@ -65,3 +65,26 @@ def test_the_headline_shows_each_set_beside_the_verdict():
     assert "depends on the test set: ahead on own, behind on news" in page
     assert "| `a` | own | +2.03 [" in page and "| `a` | news | -2.03 [" in page  # each set's own row
     assert "By test set" not in headline_markdown(across_findings("per_set"))
+
+
+def test_a_sequential_look_tests_the_claim_across_and_waits_for_every_set():
+    """Each look's tests (`look_tests`) read the declared row across its sets, as Holm does in a fixed study:
+    the intersection–union p with the common sign, "depends" (its sign DEPENDS) where the sets go opposite
+    ways; a look whose seeds a set's row lacks is not reached (`_reached`), so a missing test spends no look."""
+    from study.judge.sequential_findings import _reached, look_tests
+    from study.stats.across_sets import DEPENDS
+
+    planned = across_family().model_copy(update={"seeds": tuple(range(6)), "looks": (6,)})
+
+    def tables(own: list[float], news: list[float]):
+        on_news = replace(finding_row(news, v_shared=0.001), key=RowKey(Table.TEST, "a", WholeTestSet("news")))
+        return [FindingsTable("test", "test set", "sacreBLEU", (finding_row(own, v_shared=0.001), on_news))]
+
+    key = RowKey(Table.TEST, "a", WholeTestSet())
+    both = look_tests(tables(AHEAD, [x / 2 for x in AHEAD]), planned, [key])
+    alone = look_tests([FindingsTable("test", "test set", "sacreBLEU", (finding_row(AHEAD, v_shared=0.001),))],
+                       across_family("per_set"), [key])  # fmt: skip
+    assert both.sign == (1,) and both.decision_p[0] > alone.decision_p[0]  # the larger p: news's, not the own
+    assert look_tests(tables(AHEAD, BEHIND), planned, [key]).sign == (DEPENDS,)
+    assert _reached(tables(AHEAD, AHEAD), planned, range(6), [key], ["a"])
+    assert not _reached(tables(AHEAD, AHEAD[:5]), planned, range(6), [key], ["a"])  # news lacks seed 5
