@@ -121,7 +121,26 @@ def _gpu_figures() -> str:
     return module.gpu_figures()
 
 
-GENERATED = {"settings/key_roles.py": _key_roles_table, "benchmarks/figures.py": _gpu_figures}
+def archived_commands(study: str) -> str:
+    """The sweep commands that give exactly the runs archived under results/<study>/ (a study whose runner
+    adds a run at a time: its page's commands follow the archive), one per configuration: its own seed's
+    run, then the other seeds it holds."""
+    family = f"configs/{study}/findings/headline.yaml"
+    lines = []
+    for config in sorted((ROOT / "configs" / study).glob("*.yaml")):
+        runs = {p.name for p in (ROOT / "results" / study).glob(f"{config.stem}*") if (p / "config.yaml").is_file()}
+        seeds = sorted(int(r.rsplit("_seed", 1)[1]) for r in runs if r.startswith(f"{config.stem}_seed"))
+        command = f"python sweep.py configs/{study}/{config.name} --family {family}"
+        lines += [command] if config.stem in runs else []
+        lines += [f"{command} --seeds {' '.join(map(str, seeds))}"] if seeds else []
+    return "\n".join(["```bash", *lines, "```"])
+
+
+GENERATED = {
+    "settings/key_roles.py": _key_roles_table,
+    "benchmarks/figures.py": _gpu_figures,
+    "results/demo_across/*/config.yaml": lambda: archived_commands("demo_across"),
+}
 # The README's glossary block: the rules and the tests the studies were decided by (tools/readme_study_blocks.py)
 RULES_BLOCK = "study/stats/rules.py"
 

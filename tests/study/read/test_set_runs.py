@@ -33,13 +33,17 @@ def study_on_sets(tmp_path: Path) -> tuple[Path, str]:
     sides = {side: hashlib.sha256(path.read_bytes()).hexdigest() for side, path in pair.items()}
     runs = tmp_path / "results"
     shutil.copytree(ARCHIVED / "test_sets", runs / "test_sets")  # the study's shared references
-    for name in RUNS:
-        shutil.copytree(ARCHIVED / name, runs / name)
-        for folder in ("test_set_twin", "test_set_short"):
-            copy = shutil.copytree(runs / name / "test", runs / name / folder, ignore=shutil.ignore_patterns("concat"))
+    for name in RUNS:  # (each test of single sentences only, as sweep.py tests a pair: reading joined inputs is slow)
+        shutil.copytree(ARCHIVED / name, runs / name, ignore=shutil.ignore_patterns("concat", "teacher_forced_*"))
+        for folder in ("test", "test_set_twin", "test_set_short"):
+            copy = runs / name / folder
+            if folder != "test":
+                shutil.copytree(runs / name / "test", copy)
             scores = json.loads(lzma.decompress((copy / "scores.json.xz").read_bytes()))
-            scores["test_set"] = {"src": str(pair["src"]), "ref": str(pair["ref"]), "sha256": sides}
-            scores["concat"] = [row for row in scores["concat"] if row["k"] == 1]  # as sweep.py tests a pair
+            if folder != "test":
+                scores["test_set"] = {"src": str(pair["src"]), "ref": str(pair["ref"]), "sha256": sides}
+            scores["concat"] = [row for row in scores["concat"] if row["k"] == 1]
+            scores.pop("teacher_forced", None)
             (copy / "scores.json.xz").write_bytes(lzma.compress(json.dumps(scores).encode(), format=lzma.FORMAT_XZ))
     (tmp_path / "configs").mkdir()
     family = tmp_path / "configs" / "headline.yaml"
