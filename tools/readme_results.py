@@ -125,10 +125,12 @@ def archived_commands(study: str) -> str:
     """The sweep commands that give exactly the runs archived under results/<study>/ (a study whose runner
     adds a run at a time: its page's commands follow the archive), one per configuration: its own seed's
     run, then the other seeds it holds."""
+    from utils import run_files
+
     family = f"configs/{study}/findings/headline.yaml"
     lines = []
     for config in sorted((ROOT / "configs" / study).glob("*.yaml")):
-        runs = {p.name for p in (ROOT / "results" / study).glob(f"{config.stem}*") if (p / "config.yaml").is_file()}
+        runs = {p.name for p in (ROOT / "results" / study).glob(f"{config.stem}*") if (p / run_files.CONFIG).is_file()}
         seeds = sorted(int(r.rsplit("_seed", 1)[1]) for r in runs if r.startswith(f"{config.stem}_seed"))
         command = f"python sweep.py configs/{study}/{config.name} --family {family}"
         lines += [command] if config.stem in runs else []

@@ -201,8 +201,15 @@ def plans_markdown() -> list[str]:
 def calibration_markdown(
     rows: list[DeclaredRow], tie: float, ns: tuple[int, ...] = (5, 10, 20, 40), name: str = CALIBRATED
 ) -> str:
-    """The calibrations of the current rule (the older rules beside it) and of the across-set rule
-    (study/simulate/across_calibration.py), as markdown tables."""
+    """results/calibration.md: the calibrations of the current rule (the older rules beside it) and of the
+    across-set rule (study/simulate/across_calibration.py), as markdown tables."""
+    return rules_calibration_markdown(rows, tie, ns, name) + "\n\n" + across_markdown(rows, tie, name)
+
+
+def rules_calibration_markdown(
+    rows: list[DeclaredRow], tie: float, ns: tuple[int, ...] = (5, 10, 20, 40), name: str = CALIBRATED
+) -> str:
+    """The decision rules' calibrations (one comparison per set), the page's part before the across-set rule's."""
     test_set = rows_on_test_set(rows)
     lines = [
         *edge_markdown(rows, tie),
@@ -249,4 +256,4 @@ def calibration_markdown(
         lines.append(
             table_row([n, *directions, f"{_percent(cover['normal'])} / {_percent(cover['t3'])}", _percent(twice)])
         )
-    return "\n".join(lines) + "\n\n" + across_markdown(rows, tie, name)
+    return "\n".join(lines)

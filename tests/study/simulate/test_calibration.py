@@ -23,11 +23,11 @@ from study.read.archived import declared_rows
 from study.simulate.calibration import (
     AGAINST_ZERO,
     STUDIES,
-    calibration_markdown,
     coverage,
     false_directions,
     mc_bound,
     right_direction,
+    rules_calibration_markdown,
 )
 from study.stats.rules import CURRENT, SEED_VETO, Rule
 from study.stats.seed_test import ALPHA
@@ -114,6 +114,9 @@ def test_counting_the_test_sets_noise_twice_fails_the_coverage(demo):
 
 @pytest.mark.slow  # (make results-check recomputes the page too)
 def test_the_page_figures_are_these_simulations(demo):
-    """results/calibration.md (results/README.md's block) is calibration_markdown of the archived demo
-    family, so the figures the page states are the ones these tests check."""
-    assert (ROOT / "results/calibration.md").read_text(encoding="utf-8") == calibration_markdown(*declared_rows(DEMO))
+    """results/calibration.md (results/README.md's block) begins with the rules' calibration of the archived
+    demo family, so the figures the page states are the ones these tests check. (The across-set block after
+    it, 14 s to simulate, is recomputed and compared by `make results-check`; its properties are
+    tests/study/simulate/test_across_calibration.py's.)"""
+    page = (ROOT / "results/calibration.md").read_text(encoding="utf-8")
+    assert page.startswith(rules_calibration_markdown(*declared_rows(DEMO)) + "\n\n")
