@@ -35,6 +35,7 @@ from settings.config import (
 )
 from settings.key_roles import refused_on_resume, role_of
 from settings.schema import INFERENCE, RUNTIME
+from study.read.test_sets import held_sides
 from training.handlers import budget_reached
 from utils import run_files
 from utils.errors import HarnessError
@@ -286,7 +287,7 @@ def score_test_sets(run_dir: Path, sets: Sequence[FileSet], overrides: Sequence[
         out = run_dir / s.folder
         if out.exists():
             held = held_test_set(out)
-            if held is None or held.get("sha256") != {"src": s.sha256[0], "ref": s.sha256[1]}:
+            if held is None or held_sides(held) != s.sha256:
                 what = f"a test of {held.get('src') or held.get('split')}" if held else "files that are no test of it"
                 raise HarnessError(
                     f"{out} holds {what}, not the declared test set {s.name!r} ({s.src}): move it away "

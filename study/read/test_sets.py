@@ -66,6 +66,13 @@ class TestSet(BaseModel):
         return SET_FOLDER.format(self.name)
 
 
+def held_sides(held: object) -> tuple[Optional[str], Optional[str]]:
+    """The (src, ref) sha256 a scores.json `test_set` records of the files it scored (None where it holds none):
+    how a test of a declared file pair is known, by sweep.py before it tests and by compare.py before it reads."""
+    sides = held.get("sha256") if isinstance(held, dict) else None
+    return (sides.get("src"), sides.get("ref")) if isinstance(sides, dict) else (None, None)
+
+
 def check_names(sets: tuple[TestSet, ...]) -> Optional[str]:
     """Why the declared sets cannot stand together (two of one name, two own splits), or None."""
     names = [s.name for s in sets]
