@@ -10,6 +10,7 @@ from typing import Optional
 from study.judge.design import FIXED, Design, design_of
 from study.judge.wording import (
     VETO_WORDS,
+    across_words,
     depends_words,
     direction_words,
     fmt_number,
@@ -68,7 +69,7 @@ def short_verdict(
         direction = direction_words(row, reading, metric, margin)
         parts.append(f"{direction} ({holm})" if holm else direction)
     if said in (Outcome.EQUIVALENT, Outcome.BOTH):
-        within = f"equivalent within {within_words(equivalence, metric)}"
+        within = f"equivalent within {within_words(equivalence, metric)}{across_words(row)}"
         parts.append(f"{within} ({equal})" if equal else within)
     return " and ".join(parts)
 
