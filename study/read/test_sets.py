@@ -92,6 +92,17 @@ def held_sides(held: object) -> tuple[Optional[str], Optional[str]]:
     return (sides.get("src"), sides.get("ref")) if isinstance(sides, dict) else (None, None)
 
 
+def other_sides(held: object, declared: tuple[str, str], paths: tuple[str, str]) -> str:
+    """Which side(s) of a test of other files differ from the declared set (`declared`: its (src, ref) sha256,
+    `paths`: its files), each with the file it scored and both sha256, for the line that refuses it."""
+    named = held if isinstance(held, dict) else {}
+    return "; ".join(
+        f"its {side} {named.get(side) or 'file'} has sha256 {(got or 'none')[:12]}…, the declared {path} {want[:12]}…"
+        for side, got, want, path in zip(("src", "ref"), held_sides(held), declared, paths)
+        if got != want
+    )
+
+
 def check_names(sets: tuple[TestSet, ...]) -> Optional[str]:
     """Why the declared sets cannot stand together (two of one name, two own splits), or None."""
     names = [s.name for s in sets]
