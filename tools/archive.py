@@ -77,8 +77,12 @@ XZ_PRESET = 9 | lzma.PRESET_EXTREME
 # most, with what a job carries) and each archived run's own files (a variant test counts apart).
 # 56 MiB: the twelve-seed length study alone holds about 26 MB (a RoPE run with its three scaled
 # tests about 840 KB); the across-set demo (configs/demo_across, issue 78) up to 60 runs of about
-# 160 KB each, tested on two sets (about 9.5 MB at its last look), on a tree of 44.5 MiB before it;
-# 8 MiB stay free for what a GPU job carries (tools/gpu_study.sh sends runs, not checkpoints).
+# 120 KB each, tested on two sets (about 7 MB at its last look, 28 KB a run for the second set), on a
+# tree of 44.5 MiB before it; 8 MiB stay free for what a GPU job carries (tools/gpu_study.sh sends
+# runs, not checkpoints). Denser forms were measured (demo_across/rope_seed202) and not worth a second
+# stored form: its hypotheses under zstd with the set's references as dictionary 9% smaller (30.6 ->
+# 27.7 KB), the concat/k1 copy 240 bytes of its bundle, teacher_forced_pairs with nll_no_eos stored
+# as its difference from nll_sum 6% smaller (45.0 -> 42.1 KB; larger on the length study's runs).
 TREE_BUDGET = 56 * 2**20
 RUN_BUDGET = 400_000
 

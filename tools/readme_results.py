@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.readme_study_blocks import rules_glossary, study_results  # noqa: E402
+from tools.readme_study_blocks import archived_commands, rules_glossary, study_results  # noqa: E402
 
 # (output prefix, run folders, baseline, declared headline family): one compare.py call per study;
 # a study without a family file (the joined-pair arm, the one-seed report size) is descriptive only
@@ -121,27 +121,10 @@ def _gpu_figures() -> str:
     return module.gpu_figures()
 
 
-def archived_commands(study: str) -> str:
-    """The sweep commands that give exactly the runs archived under results/<study>/ (a study whose runner
-    adds a run at a time: its page's commands follow the archive), one per configuration: its own seed's
-    run, then the other seeds it holds."""
-    from utils import run_files
-
-    family = f"configs/{study}/findings/headline.yaml"
-    lines = []
-    for config in sorted((ROOT / "configs" / study).glob("*.yaml")):
-        runs = {p.name for p in (ROOT / "results" / study).glob(f"{config.stem}*") if (p / run_files.CONFIG).is_file()}
-        seeds = sorted(int(r.rsplit("_seed", 1)[1]) for r in runs if r.startswith(f"{config.stem}_seed"))
-        command = f"python sweep.py configs/{study}/{config.name} --family {family}"
-        lines += [command] if config.stem in runs else []
-        lines += [f"{command} --seeds {' '.join(map(str, seeds))}"] if seeds else []
-    return "\n".join(["```bash", *lines, "```"])
-
-
 GENERATED = {
     "settings/key_roles.py": _key_roles_table,
     "benchmarks/figures.py": _gpu_figures,
-    "results/demo_across/*/config.yaml": lambda: archived_commands("demo_across"),
+    "results/demo_across/*/config.yaml": lambda: archived_commands("demo_across", ROOT),
 }
 # The README's glossary block: the rules and the tests the studies were decided by (tools/readme_study_blocks.py)
 RULES_BLOCK = "study/stats/rules.py"

@@ -1,7 +1,8 @@
 """The README's results blocks (tools/readme_results.py renders them): per study page, its declared
 comparisons in one short table (`study_results`: the headline's lines above its table and the table less
 its descriptive column, from `<prefix>_headline.md`, which compare.py wrote), and once, in the README's
-glossary, the rules and the tests the studies were decided by (`rules_glossary`, from their findings).
+glossary, the rules and the tests the studies were decided by (`rules_glossary`, from their findings);
+a study page's sweep commands from its archive (`archived_commands`).
 The notes under each headline table stay on the study pages."""
 
 from __future__ import annotations
@@ -83,3 +84,20 @@ def rules_glossary(prefixes: list[str], root: Path) -> str:
         lines.append(f"- rule `{name}`{current}: {text}. {roles}")
     lines += [f"- {text} ({', '.join(studies)})." for text, studies in tests.items()]
     return "\n".join(lines)
+
+
+def archived_commands(study: str, root: Path) -> str:
+    """The sweep commands that give exactly the runs archived under results/<study>/ (a study whose runner
+    adds a run at a time: its page's commands follow the archive), one per configuration: its own seed's
+    run, then the other seeds it holds."""
+    from utils import run_files
+
+    family = f"configs/{study}/findings/headline.yaml"
+    lines = []
+    for config in sorted((root / "configs" / study).glob("*.yaml")):
+        runs = {p.name for p in (root / "results" / study).glob(f"{config.stem}*") if (p / run_files.CONFIG).is_file()}
+        seeds = sorted(int(r.rsplit("_seed", 1)[1]) for r in runs if r.startswith(f"{config.stem}_seed"))
+        command = f"python sweep.py configs/{study}/{config.name} --family {family}"
+        lines += [command] if config.stem in runs else []
+        lines += [f"{command} --seeds {' '.join(map(str, seeds))}"] if seeds else []
+    return "\n".join(["```bash", *lines, "```"])
