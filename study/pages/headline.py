@@ -23,7 +23,7 @@ from study.judge.wording import (
 )
 from study.records import ComparisonRow, Findings, FindingsTable, Reading
 from study.stats.rules import RULES
-from study.terms import Measure, Outcome, Table
+from study.terms import Measure, Outcome, Table, Withholding
 from utils.markdown import table_head, table_row
 
 
@@ -143,7 +143,9 @@ def _family_line(findings: Findings) -> str:
     said = {k: counts.count(k) for k in Outcome if k.worded and (k != Outcome.DEPENDS or k in counts)}
     rest = len(counts) - sum(said.values())
     counted = ", ".join(f"{n} {'directions' if k == Outcome.DIRECTION and n != 1 else k}" for k, n in said.items())
-    how, withheld = design_of(findings).family_words(rest)
+    declared = [r.reading.withheld for t in findings.tables for r in t.rows if r.declared and r.reading.withheld]
+    untested = sorted({name for w in declared if w.why == Withholding.MISSING_SET for name in w.sets})
+    how, withheld = design_of(findings).family_words(rest, untested)
     return (
         f"Declared family `{findings.family}`: {findings.family_size} comparisons against "
         f"`{findings.baseline}`, decided by rule `{findings.decision_rule.name}` {how}: "

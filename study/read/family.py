@@ -182,6 +182,14 @@ class Family(BaseModel):
         claimed = next((i for i, h in enumerate(self.headline) if "claim" in h.model_fields_set), None)
         if claimed is not None and self.test_sets is None:
             raise _refused(f"headline[{claimed}].claim is about the declared test sets: give test_sets too")
+        across = next(
+            (i for i, h in enumerate(self.headline) if h.claim == "across" and "claim" in h.model_fields_set), None
+        )
+        if across is not None and len(self.test_sets or ()) < 2:
+            raise _refused(
+                f"headline[{across}].claim: across needs two or more test_sets to span (the family declares one): "
+                f"declare another, or leave claim out"
+            )
         why = check_names(self.test_sets) if self.test_sets else None
         if why:
             raise _refused(why)

@@ -66,6 +66,10 @@ def test_the_headline_shows_each_set_beside_the_verdict():
     assert "depends on the test set: ahead on own, behind on news" in page
     assert "| `a` | own | +2.03 [" in page and "| `a` | news | -2.03 [" in page  # each set's own row
     assert "By test set" not in headline_markdown(across_findings("per_set"))
+    # a set without its test: the family line says so (not "interim or not from the declaring commit")
+    line = next(x for x in headline_markdown(across_findings(news_tested=False)).splitlines() if "Declared" in x)
+    assert "1 without a verdict (interim, not from the declaring commit, or a declared test set without the " in line
+    assert line.endswith("test of some seed: news).")
 
 
 def test_a_sequential_look_tests_the_claim_across_and_waits_for_every_set():

@@ -87,6 +87,9 @@ def test_a_claim_without_declared_sets_is_refused(tmp_path):
         read(configs, HEAD.replace("test set}", "test set, claim: per_set}"))
     with pytest.raises(ConfigError, match=r"headline\[0\]\.claim must be across or per_set"):
         read(configs, HEAD.replace("test set}", "test set, claim: both}"))
+    one = HEAD.replace("test set}", "test set, claim: across}") + "test_sets:\n  - {name: own}\n"
+    with pytest.raises(ConfigError, match=r"headline\[0\]\.claim: across needs two or more test_sets to span"):
+        read(configs, one)  # (a claim across one set is no claim across sets)
 
 
 def test_a_file_changed_since_the_declaration_is_refused(tmp_path):
