@@ -16,7 +16,7 @@ from study.read.run_groups import check_same_references, group_runs, mark_baseli
 from study.read.run_outputs import StudyOutputs, read_outputs
 from study.read.run_records import CompareError, read_scores, summarise_run
 from study.read.run_stats import stats, test_folder
-from study.read.test_sets import TestSet, held_sides
+from study.read.test_sets import TestSet, held_sides, other_sides
 from study.records import Configuration, RunRecord, Stats
 from study.stats.significance import bleu_from_stats
 from utils import run_files
@@ -85,11 +85,12 @@ def _on_set(run: RunRecord, test_set: TestSet) -> Optional[RunRecord]:
     if not stored_exists(run_dir / test_set.folder / run_files.SCORES):
         return None
     held = read_scores(run_dir, test_set.folder).get("test_set")
-    if held_sides(held) != (test_set.sha256.src, test_set.sha256.ref):
-        scored = held.get("src") if isinstance(held, dict) else None
+    declared = (test_set.sha256.src, test_set.sha256.ref)
+    if held_sides(held) != declared:
+        other = other_sides(held, declared, (test_set.src, test_set.ref))
         raise CompareError(
-            f"{run_dir / test_set.folder} scored {scored or 'another test set'}, not the declared test set "
-            f"{test_set.name!r} ({test_set.src}, by its sha256): test the run on the declared files again "
-            f"(sweep.py --family) or leave it out"
+            f"{run_dir / test_set.folder} is a test of other files than the declared test set {test_set.name!r} "
+            f"({other}): move that folder away and test the run on the declared files (sweep.py --family), "
+            f"or leave the run out"
         )
     return summarise_run(run_dir, run.config, (test_set.folder, {}))

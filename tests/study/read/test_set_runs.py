@@ -107,5 +107,19 @@ def test_a_run_without_the_declared_test_is_listed_and_another_test_refused(proj
     held = json.loads(lzma.decompress(scores.read_bytes()))
     held["test_set"] = {"src": "other.fr", "ref": "other.en", "sha256": {"src": "0" * 64, "ref": "0" * 64}}
     scores.write_bytes(lzma.compress(json.dumps(held).encode(), format=lzma.FORMAT_XZ))
-    with pytest.raises(CompareError, match=r"rope/test_set_twin scored other\.fr, not the declared test set 'twin'"):
+    with pytest.raises(
+        CompareError,
+        match=r"rope/test_set_twin is a test of other files than the declared test set 'twin' "
+        r"\(its src other\.fr has sha256 000000000000…",
+    ):
         read_study([str(runs / "*")], family)
+    declared = {
+        side: hashlib.sha256((project / "data" / f"twin.{side}").read_bytes()).hexdigest() for side in ("src", "ref")
+    }
+    held["test_set"]["sha256"]["src"] = declared["src"]  # only the reference differs: the line says so
+    scores.write_bytes(lzma.compress(json.dumps(held).encode(), format=lzma.FORMAT_XZ))
+    with pytest.raises(CompareError) as e:
+        read_study([str(runs / "*")], family)
+    said = str(e.value)
+    assert f"(its ref other.en has sha256 000000000000…, the declared data/twin.ref {declared['ref'][:12]}…)" in said
+    assert "its src" not in said and "\n" not in said
