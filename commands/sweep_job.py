@@ -35,7 +35,7 @@ from settings.config import (
 )
 from settings.key_roles import refused_on_resume, role_of
 from settings.schema import INFERENCE, RUNTIME
-from study.read.test_sets import held_sides
+from study.read.test_sets import held_sides, other_sides
 from training.handlers import budget_reached
 from utils import run_files
 from utils.errors import HarnessError
@@ -288,10 +288,10 @@ def score_test_sets(run_dir: Path, sets: Sequence[FileSet], overrides: Sequence[
         if out.exists():
             held = held_test_set(out)
             if held is None or held_sides(held) != s.sha256:
-                what = f"a test of {held.get('src') or held.get('split')}" if held else "files that are no test of it"
+                other = f"a test of other files ({other_sides(held, s.sha256, (s.src, s.ref))})" if held else None
+                what = other or "files that are no test of it"
                 raise HarnessError(
-                    f"{out} holds {what}, not the declared test set {s.name!r} ({s.src}): move it away "
-                    f"(test.py --output elsewhere), then run the sweep again"
+                    f"{out} holds {what}, not the declared test set {s.name!r}: move it away, then run the sweep again"
                 )
             if not test_changes(run_dir, cfg, out.name, concat=[1]) and not run_stale_test(
                 run_dir, out.name, cfg.training.checkpoint_metric

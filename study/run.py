@@ -18,10 +18,11 @@ from study.pages.headline import headline_markdown
 from study.pages.length_report import concat_tables
 from study.pages.serialize import findings_json, summary_csv, summary_json
 from study.pages.set_plots import SETS_SUFFIX, sets_figure
-from study.pages.summary_tables import bucket_table, markdown_table, teacher_forced_tables
+from study.pages.summary_tables import bucket_table, markdown_table, sets_table, teacher_forced_tables
 from study.read.run_groups import baseline_of
 from study.read.run_records import CompareError
 from study.read.seed_provenance import MIXABLE, provenance_markdown
+from study.read.set_runs import SetStudy
 from study.read.study import read_study
 from study.records import Configuration, Findings, frozen_map
 
@@ -37,6 +38,8 @@ class StudyResult:
     baseline: Configuration
     findings: Optional[Findings]
     bootstrap_samples: int
+    sets: tuple[SetStudy, ...] = ()  # each declared file pair's side (none without significance tests)
+    own_set: str = ""  # the family's name for the configurations' own split
 
     def summary(self) -> str:
         """summary.md: the degradation table first (the length study's headline measure)."""
@@ -44,6 +47,7 @@ class StudyResult:
         tables = [
             degradation_table(groups),
             markdown_table(groups, baseline, samples),
+            sets_table(groups, self.sets, self.own_set),
             bucket_table(groups),
             concat_tables(groups, baseline, samples),
             teacher_forced_tables(groups),
@@ -88,4 +92,5 @@ def judge_study(
             groups = add_significance(groups, study.baseline, findings)
         except ValueError as e:  # runs scored on different references or teacher-forced test sets
             raise CompareError(str(e)) from None
-    return StudyResult(tuple(groups), baseline_of(groups), findings, bootstrap_samples)
+    own = next((s.name for s in study.family.test_sets or () if s.own), "")
+    return StudyResult(tuple(groups), baseline_of(groups), findings, bootstrap_samples, study.sets, own)

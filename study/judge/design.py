@@ -49,6 +49,10 @@ NOT_FROM_DECLARING_COMMIT = Withheld(Withholding.NOT_FROM_DECLARING_COMMIT)
 NOT_TESTED_AT_DECLARING_COMMIT = Withheld(Withholding.NOT_TESTED_AT_DECLARING_COMMIT)
 
 
+def untested_words(untested: Sequence[str]) -> str:
+    return f"a declared test set without the test of some seed: {', '.join(untested)}"
+
+
 def commit_withheld(r: ComparisonRow) -> Optional[Withheld]:
     """Why a row's runs lack the proof that the family was declared first: some run trained, or tested
     (as its scores.json records), at a commit that did not declare it; or, a claim across test sets, why
@@ -134,9 +138,12 @@ class FixedDesign:
         declared = r.declared and r.p_holm is not None
         return f"Holm {format_p(r.p_holm)} by the family's rule" if declared else "not declared"
 
-    def family_words(self, rest: int) -> tuple[str, str]:
-        """(how the family is decided, the rows without a verdict) of the family line."""
-        withheld = f", {rest} without a verdict (interim or not from the declaring commit)" if rest else ""
+    def family_words(self, rest: int, untested: Sequence[str] = ()) -> tuple[str, str]:
+        """(how the family is decided, the rows without a verdict) of the family line; `untested`: the declared
+        test sets some seed of a declared row has no test on."""
+        why = f", or {untested_words(untested)}" if untested else " or not from the declaring commit"
+        why = f"interim, not from the declaring commit{why}" if untested else f"interim{why}"
+        withheld = f", {rest} without a verdict ({why})" if rest else ""
         return "with Holm's correction over the family", withheld
 
     def verdict_notes(self, rule_name: str, rule_text: str) -> list[str]:
@@ -256,7 +263,7 @@ class SequentialDesign(FixedDesign):
     def p_words(self, r: ComparisonRow) -> str:
         return "decided look by look against its boundary, below" if r.look is not None else super().p_words(r)
 
-    def family_words(self, rest: int) -> tuple[str, str]:
+    def family_words(self, rest: int, untested: Sequence[str] = ()) -> tuple[str, str]:
         plan = self.looks
         spent = spending_text(plan.spending, plan.spending_equivalence)
         how = (
@@ -269,7 +276,8 @@ class SequentialDesign(FixedDesign):
             beyond = f"; seeds archived beyond it, not counted: {', '.join(map(str, plan.not_counted))}"
             at = f"look {plan.taken} of {len(plan.looks)} ({plan.looks[plan.taken - 1]} seeds, {why})"
             where = f"stopped at {at}{beyond if plan.not_counted else ''}"
-        return how, (f", {rest} without a verdict yet" if rest else "") + f"; {where}"
+        why = f" ({untested_words(untested)})" if untested else ""
+        return how, (f", {rest} without a verdict yet{why}" if rest else "") + f"; {where}"
 
     def verdict_notes(self, rule_name: str, rule_text: str) -> list[str]:
         return [

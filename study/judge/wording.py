@@ -110,8 +110,13 @@ def direction_words(row: ComparisonRow, reading: RuleP, metric: str, margin: flo
         how = "in every seed" if (above if up else below) == len(row.per_seed) else "on average"
     else:
         how = f"by more than {fmt_number(margin, metric).lstrip('+')} {unit_of(metric)}"  # the tie margin
-    across = f" across the declared test sets ({', '.join(s.name for s in row.sets)})" if row.sets else ""
-    return f"{way} {how}{across}"
+    return f"{way} {how}{across_words(row)}"
+
+
+def across_words(row: ComparisonRow) -> str:
+    """' across the declared test sets (a, b)' of a claim across test sets, said after its direction or
+    equivalence ('' for a claim on its own rows)."""
+    return f" across the declared test sets ({', '.join(s.name for s in row.sets)})" if row.sets else ""
 
 
 def depends_words(row: ComparisonRow, metric: str) -> str:
@@ -175,7 +180,7 @@ def verdict(
             f"(equivalence Holm p {p_eq}); {text}"
         )
     declared_tag = ", declared" if own else ""
-    equal = f"equivalent within {within} (equivalence Holm p {p_eq}{declared_tag})"
+    equal = f"equivalent within {within}{across_words(row)} (equivalence Holm p {p_eq}{declared_tag})"
     if said == Outcome.EQUIVALENT:
         return f"{equal}; {text}"
     way = f"{direction_words(row, reading, metric, margin)} (Holm p {format_p(reading.p_holm)}{declared_tag})"

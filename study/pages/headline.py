@@ -10,6 +10,7 @@ from typing import Optional
 from study.judge.design import FIXED, Design, design_of
 from study.judge.wording import (
     VETO_WORDS,
+    across_words,
     depends_words,
     direction_words,
     fmt_number,
@@ -22,7 +23,7 @@ from study.judge.wording import (
 )
 from study.records import ComparisonRow, Findings, FindingsTable, Reading
 from study.stats.rules import RULES
-from study.terms import Measure, Outcome, Table
+from study.terms import Measure, Outcome, Table, Withholding
 from utils.markdown import table_head, table_row
 
 
@@ -68,7 +69,7 @@ def short_verdict(
         direction = direction_words(row, reading, metric, margin)
         parts.append(f"{direction} ({holm})" if holm else direction)
     if said in (Outcome.EQUIVALENT, Outcome.BOTH):
-        within = f"equivalent within {within_words(equivalence, metric)}"
+        within = f"equivalent within {within_words(equivalence, metric)}{across_words(row)}"
         parts.append(f"{within} ({equal})" if equal else within)
     return " and ".join(parts)
 
@@ -142,7 +143,9 @@ def _family_line(findings: Findings) -> str:
     said = {k: counts.count(k) for k in Outcome if k.worded and (k != Outcome.DEPENDS or k in counts)}
     rest = len(counts) - sum(said.values())
     counted = ", ".join(f"{n} {'directions' if k == Outcome.DIRECTION and n != 1 else k}" for k, n in said.items())
-    how, withheld = design_of(findings).family_words(rest)
+    declared = [r.reading.withheld for t in findings.tables for r in t.rows if r.declared and r.reading.withheld]
+    untested = sorted({name for w in declared if w.why == Withholding.MISSING_SET for name in w.sets})
+    how, withheld = design_of(findings).family_words(rest, untested)
     return (
         f"Declared family `{findings.family}`: {findings.family_size} comparisons against "
         f"`{findings.baseline}`, decided by rule `{findings.decision_rule.name}` {how}: "

@@ -8,6 +8,7 @@ from typing import Optional, Sequence
 from study.judge.wording import format_p
 from study.read.run_stats import STALE_MARK, numeric_columns, stale_note
 from study.read.seed_provenance import mark_label, spans_note
+from study.read.set_runs import SetStudy
 from study.records import Configuration, Stats
 from utils.markdown import table_head, table_row
 from utils.metrics import HEADLINE, METRICS, metric_digits
@@ -171,3 +172,29 @@ def teacher_forced_tables(groups: Sequence[Configuration]) -> str:
             + "\n".join(lines)
         )
     return text
+
+
+def sets_table(groups: Sequence[Configuration], sets: Sequence[SetStudy], own: str) -> str:
+    """Each configuration's scores on each declared test set (`own`: the name of the configurations' own
+    split), beside the sacreBLEU of the sources the family's rows compare there; "" without a file pair."""
+    if not sets:
+        return ""
+    titles = ["test set", "config", "seeds", *(f"test {m.label}" for m in METRICS), "sacreBLEU compared"]
+    lines = table_head(titles)
+    for g in groups:
+        whole = [cell(m.name, g.mean(m.name), g.std(m.name)) for m in METRICS]
+        lines.append(table_row([f"{own or 'own split'} (own split)", g.label, str(g.n), *whole, "(all)"]))
+    for s in sets:
+        for g in s.groups:
+            compared, chosen, total = s.compared_bleu(g)
+            rule = s.test_set.max_source_tokens
+            where = f" (n={total}; compared: {chosen}, sources ≤ {rule} tokens)" if rule else f" (n={total})"
+            whole = [cell(m.name, g.mean(m.name), g.std(m.name)) for m in METRICS]
+            fewer = f" ({compared.n} seeds)" if compared.n != g.n else ""
+            compared_cell = cell(HEADLINE, compared.mean, compared.std) + fewer
+            lines.append(table_row([s.test_set.name + where, g.label, str(g.n), *whole, compared_cell]))
+    return (
+        "Scores on each declared test set (test.py's on the whole set; sacreBLEU compared: on the sources the "
+        "family's rows compare there, subword tokens as test.py counts them; mean ± std over seeds):\n\n"
+        + "\n".join(lines)
+    )

@@ -17,8 +17,8 @@ from pydantic_core import PydanticCustomError
 
 from settings.errors import _raw as written
 from settings.schema import MAX_SEED
-from study.read.test_sets import SHAPE as TEST_SET_SHAPE
 from study.read.test_sets import TestSet, check_names, file_changes
+from study.read.test_sets import refusal as test_set_refusal
 from study.records import FindingsTable, frozen_map
 from study.stats.rules import CURRENT, RULES, UNNAMED
 from study.stats.seed_test import ALPHA
@@ -182,6 +182,14 @@ class Family(BaseModel):
         claimed = next((i for i, h in enumerate(self.headline) if "claim" in h.model_fields_set), None)
         if claimed is not None and self.test_sets is None:
             raise _refused(f"headline[{claimed}].claim is about the declared test sets: give test_sets too")
+        across = next(
+            (i for i, h in enumerate(self.headline) if h.claim == "across" and "claim" in h.model_fields_set), None
+        )
+        if across is not None and len(self.test_sets or ()) < 2:
+            raise _refused(
+                f"headline[{across}].claim: across needs two or more test_sets to span (the family declares one): "
+                f"declare another, or leave claim out"
+            )
         why = check_names(self.test_sets) if self.test_sets else None
         if why:
             raise _refused(why)
@@ -329,7 +337,7 @@ def _line(error: Refused, raw: Any) -> str:
         part = "entry" if part not in ("table", "compared_on", "configs", "claim") or kind == "missing" else part
         return refusal(part, i=i, value=entry if part == "entry" else entry.get(part))
     if key == "test_sets" and len(loc) > 1:
-        return TEST_SET_SHAPE.format(i=loc[1], value=written(raw, loc[:2]))
+        return test_set_refusal(loc[1], (loc[2:] or (None,))[0], written(raw, loc[:2]))
     measures = Family.model_fields[key].annotation
     if isinstance(measures, type) and issubclass(measures, Measures):
         if len(loc) == 1:

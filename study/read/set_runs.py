@@ -10,11 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+import numpy as np
+
 from study.read.run_groups import check_same_references, group_runs, mark_baseline
 from study.read.run_outputs import StudyOutputs, read_outputs
 from study.read.run_records import CompareError, read_scores, summarise_run
-from study.read.test_sets import TestSet, held_sides
-from study.records import Configuration, RunRecord
+from study.read.run_stats import stats, test_folder
+from study.read.test_sets import TestSet, held_sides, other_sides
+from study.records import Configuration, RunRecord, Stats
+from study.stats.significance import bleu_from_stats
 from utils import run_files
 from utils.stored_files import stored_exists
 
@@ -29,6 +33,24 @@ class SetStudy:
     baseline: Optional[Configuration]
     outputs: StudyOutputs
     missing: tuple[str, ...] = ()
+
+    def compared_bleu(self, group: Configuration) -> tuple[Stats, int, int]:
+        """(test sacreBLEU over `group`'s runs on the sources its rows compare: those of at most the set's
+        `max_source_tokens` subword tokens, else all, test.py's own figure; how many sentences those are, of
+        how many).
+        Only the runs whose outputs the findings read count (a seed the baseline lacks, a stale test: none)."""
+        limit, scores, chosen, total = self.test_set.max_source_tokens, [], 0, 0
+        for run in group.runs:
+            if str(test_folder(run)) not in self.outputs.runs or self.outputs.get(run, 1) is None:
+                continue
+            sentences, references = self.outputs.get(run, 1)
+            lengths = self.outputs.lengths(run) if limit is not None else [0] * len(references)
+            if lengths is None or len(lengths) != len(references):
+                continue  # (no source lengths: no selection to score)
+            keep = np.array([n <= limit for n in lengths]) if limit is not None else np.ones(len(references), bool)
+            scores.append(float(bleu_from_stats(sentences[keep].sum(axis=0), float32=False)))
+            chosen, total = int(keep.sum()), len(references)
+        return stats(scores), chosen, total
 
 
 def read_sets(
@@ -63,11 +85,12 @@ def _on_set(run: RunRecord, test_set: TestSet) -> Optional[RunRecord]:
     if not stored_exists(run_dir / test_set.folder / run_files.SCORES):
         return None
     held = read_scores(run_dir, test_set.folder).get("test_set")
-    if held_sides(held) != (test_set.sha256.src, test_set.sha256.ref):
-        scored = held.get("src") if isinstance(held, dict) else None
+    declared = (test_set.sha256.src, test_set.sha256.ref)
+    if held_sides(held) != declared:
+        other = other_sides(held, declared, (test_set.src, test_set.ref))
         raise CompareError(
-            f"{run_dir / test_set.folder} scored {scored or 'another test set'}, not the declared test set "
-            f"{test_set.name!r} ({test_set.src}, by its sha256): test the run on the declared files again "
-            f"(sweep.py --family) or leave it out"
+            f"{run_dir / test_set.folder} is a test of other files than the declared test set {test_set.name!r} "
+            f"({other}): move that folder away and test the run on the declared files (sweep.py --family), "
+            f"or leave the run out"
         )
     return summarise_run(run_dir, run.config, (test_set.folder, {}))

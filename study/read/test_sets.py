@@ -23,6 +23,25 @@ SHAPE = (
     "the configurations' own test split; names: lowercase letters, digits and _, at most 32), got {value!r}"
 )
 
+FIELDS = {  # a bad value of one key of test_sets[i]: its own line, naming the key and what it takes
+    "name": "test_sets[{i}].name must be lowercase letters, digits and _, a letter first, at most 32 (its "
+    "folder is test_set_<name>/), got {value!r}",
+    "src": "test_sets[{i}].src must be a file path relative to the project, got {value!r}",
+    "ref": "test_sets[{i}].ref must be a file path relative to the project, got {value!r}",
+    "sha256": "test_sets[{i}].sha256 must be {{src: ..., ref: ...}}, each the 64 lowercase hex digits `sha256sum` "
+    "prints for that file, got {value!r}",
+    "max_source_tokens": "test_sets[{i}].max_source_tokens must be a whole number of subword tokens, at least 1 "
+    "(leave it out to score every source), got {value!r}",
+}
+
+
+def refusal(i: object, key: object, entry: object) -> str:
+    """The line refusing test_sets[i] as written (`entry`), where pydantic found its `key` bad (None: the
+    entry itself): that key's own line, else the shape of an entry."""
+    if key in FIELDS and isinstance(entry, dict) and key in entry:
+        return FIELDS[key].format(i=i, value=entry[key])
+    return SHAPE.format(i=i, value=entry)
+
 
 class Sides(BaseModel):
     """The sha256 of a pair's source and reference files (`sha256sum` of each, as bytes)."""
@@ -71,6 +90,17 @@ def held_sides(held: object) -> tuple[Optional[str], Optional[str]]:
     how a test of a declared file pair is known, by sweep.py before it tests and by compare.py before it reads."""
     sides = held.get("sha256") if isinstance(held, dict) else None
     return (sides.get("src"), sides.get("ref")) if isinstance(sides, dict) else (None, None)
+
+
+def other_sides(held: object, declared: tuple[str, str], paths: tuple[str, str]) -> str:
+    """Which side(s) of a test of other files differ from the declared set (`declared`: its (src, ref) sha256,
+    `paths`: its files), each with the file it scored and both sha256, for the line that refuses it."""
+    named = held if isinstance(held, dict) else {}
+    return "; ".join(
+        f"its {side} {named.get(side) or 'file'} has sha256 {(got or 'none')[:12]}…, the declared {path} {want[:12]}…"
+        for side, got, want, path in zip(("src", "ref"), held_sides(held), declared, paths)
+        if got != want
+    )
 
 
 def check_names(sets: tuple[TestSet, ...]) -> Optional[str]:

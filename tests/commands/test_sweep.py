@@ -119,7 +119,7 @@ def test_a_sweep_with_a_family_tests_each_run_on_its_declared_test_sets(tmp_path
     assert scores.stat().st_mtime_ns == written  # scored: skipped
     held["test_set"] = {"src": "other.fr", "ref": "other.en", "sha256": {"src": "0" * 64, "ref": "0" * 64}}
     scores.write_text(json.dumps(held), encoding="utf-8")  # a test of another file in its folder
-    clash = r"test_set_desc holds a test of other\.fr, not the declared test set 'desc'"
+    clash = r"test_set_desc holds a test of other files \(its src other\.fr has sha256 000000000000…, the declared "
     with pytest.raises(HarnessError, match=clash):
         sweep(**asked, family=str(family))
     assert json.loads(scores.read_text(encoding="utf-8"))["test_set"]["src"] == "other.fr"  # left as it was

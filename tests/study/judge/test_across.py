@@ -15,14 +15,15 @@ from study.records import FindingsTable
 from study.terms import Outcome, RowKey, Table, WholeTestSet
 
 
-def judged(own: list[float], news: list[float] | None, claim: str = "across"):
-    """The declared own-split row of configuration `a` and, unless None, its row on `news`, worded."""
+def judged(own: list[float], news: list[float] | None, claim: str = "across", family=None):
+    """The declared own-split row of configuration `a` and, unless None, its row on `news`, worded (by
+    `family`, default `across_family(claim)`)."""
     rows = [finding_row(own, v_shared=0.001)]
     if news is not None:
         on_news = finding_row(news, v_shared=0.001)
         rows.append(replace(on_news, key=RowKey(Table.TEST, "a", WholeTestSet("news"))))
     test = FindingsTable("test", "test set", "sacreBLEU", tuple(rows))
-    tables, size, _, _ = word_tables([test], across_family(claim), ["a"])
+    tables, size, _, _ = word_tables([test], family or across_family(claim), ["a"])
     declared = [r for r in tables[0].rows if r.declared]
     assert size == 1 and len(declared) == 1  # one comparison: the sets cost no multiplicity
     return declared[0]
@@ -65,6 +66,10 @@ def test_the_headline_shows_each_set_beside_the_verdict():
     assert "depends on the test set: ahead on own, behind on news" in page
     assert "| `a` | own | +2.03 [" in page and "| `a` | news | -2.03 [" in page  # each set's own row
     assert "By test set" not in headline_markdown(across_findings("per_set"))
+    # a set without its test: the family line says so (not "interim or not from the declaring commit")
+    line = next(x for x in headline_markdown(across_findings(news_tested=False)).splitlines() if "Declared" in x)
+    assert "1 without a verdict (interim, not from the declaring commit, or a declared test set without the " in line
+    assert line.endswith("test of some seed: news).")
 
 
 def test_a_sequential_look_tests_the_claim_across_and_waits_for_every_set():
@@ -88,3 +93,17 @@ def test_a_sequential_look_tests_the_claim_across_and_waits_for_every_set():
     assert look_tests(tables(AHEAD, BEHIND), planned, [key]).sign == (DEPENDS,)
     assert _reached(tables(AHEAD, AHEAD), planned, range(6), [key], ["a"])
     assert not _reached(tables(AHEAD, AHEAD[:5]), planned, range(6), [key], ["a"])  # news lacks seed 5
+
+
+def test_equivalence_across_is_worded_across_the_sets():
+    """'equivalent across' (TOST on every set) says so, in the findings and on the headline page alike."""
+    from study.pages.headline import short_verdict
+    from study.read.family import Equivalence
+
+    near = [0.05, -0.05, 0.02, -0.02, 0.04, -0.04]
+    family = across_family().model_copy(update={"equivalence": Equivalence(sacreBLEU=1.0)})
+    row = judged(near, [-x for x in near], family=family)
+    assert row.reading.outcome == Outcome.EQUIVALENT
+    assert row.finding.startswith("equivalent within ±1.00 BLEU across the declared test sets (own, news) (")
+    cell = short_verdict(row.reading, row, "sacreBLEU", 0.1, 1.0)
+    assert cell.startswith("equivalent within ±1.00 BLEU across the declared test sets (own, news) (equivalence")

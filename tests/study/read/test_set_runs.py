@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
+from study.pages.summary_tables import sets_table
 from study.read.run_records import CompareError
 from study.read.study import read_study
 from study.terms import Table, WholeTestSet
@@ -82,6 +83,18 @@ def test_each_declared_pair_is_read_and_compared_as_rows_of_its_own(project: Pat
     assert not on_twin.declared  # (the declared comparison is the own split's row; the sets stand beside it)
     # a length rule: only the sources of at most 6 subword tokens are compared
     assert 0 < rows["demo_confirm/rope", WholeTestSet("short")].num_sentences < own.num_sentences
+    # the page's scores on each set: without a length rule test.py's sacreBLEU; with one, on the sentences
+    # the rows compare
+    rope = [next(g for g in s.groups if g.label == "demo_confirm/rope") for s in (twin, short)]
+    whole, chosen, total = twin.compared_bleu(rope[0])
+    assert chosen == total == own.num_sentences and whole.n == 2
+    assert whole.mean == pytest.approx(sum(r.scores["sacrebleu"] for r in rope[0].runs) / 2, abs=0.006)
+    bleu, chosen, total = short.compared_bleu(rope[1])
+    assert (chosen, total) == (rows["demo_confirm/rope", WholeTestSet("short")].num_sentences, own.num_sentences)
+    assert bleu.n == 2 and bleu.mean != pytest.approx(whole.mean)
+    table = sets_table(study.groups, study.sets, "own")
+    assert f"| short (n={total}; compared: {chosen}, sources ≤ 6 tokens) | demo_confirm/rope | 2 |" in table
+    assert "| own (own split) | demo_confirm/rope | 2 |" in table and sets_table(study.groups, (), "own") == ""
 
 
 def test_a_run_without_the_declared_test_is_listed_and_another_test_refused(project: Path) -> None:
@@ -94,5 +107,19 @@ def test_a_run_without_the_declared_test_is_listed_and_another_test_refused(proj
     held = json.loads(lzma.decompress(scores.read_bytes()))
     held["test_set"] = {"src": "other.fr", "ref": "other.en", "sha256": {"src": "0" * 64, "ref": "0" * 64}}
     scores.write_bytes(lzma.compress(json.dumps(held).encode(), format=lzma.FORMAT_XZ))
-    with pytest.raises(CompareError, match=r"rope/test_set_twin scored other\.fr, not the declared test set 'twin'"):
+    with pytest.raises(
+        CompareError,
+        match=r"rope/test_set_twin is a test of other files than the declared test set 'twin' "
+        r"\(its src other\.fr has sha256 000000000000…",
+    ):
         read_study([str(runs / "*")], family)
+    declared = {
+        side: hashlib.sha256((project / "data" / f"twin.{side}").read_bytes()).hexdigest() for side in ("src", "ref")
+    }
+    held["test_set"]["sha256"]["src"] = declared["src"]  # only the reference differs: the line says so
+    scores.write_bytes(lzma.compress(json.dumps(held).encode(), format=lzma.FORMAT_XZ))
+    with pytest.raises(CompareError) as e:
+        read_study([str(runs / "*")], family)
+    said = str(e.value)
+    assert f"(its ref other.en has sha256 000000000000…, the declared data/twin.ref {declared['ref'][:12]}…)" in said
+    assert "its src" not in said and "\n" not in said

@@ -56,14 +56,16 @@ def test_declared_sets_are_read_and_a_family_without_them_is_its_own_split(tmp_p
     [
         ("test_sets: []\n", "test_sets must be a non-empty list of test sets"),
         ("test_sets: {name: own}\n", "test_sets must be a non-empty list of test sets"),
-        ("test_sets:\n  - {name: Own}\n", "test_sets[0] must be {name: ..., src: ..., ref: ..., sha256"),
+        ("test_sets:\n  - {name: Own}\n", "test_sets[0].name must be lowercase letters, digits and _"),
+        ("test_sets:\n  - {name: '..'}\n", "test_sets[0].name must be lowercase letters, digits and _"),
+        ("test_sets:\n  - {name: a/b}\n", "test_sets[0].name must be lowercase letters, digits and _"),
         ("test_sets:\n  - {name: own, path: x}\n", "test_sets[0] must be {name: ..., src: ..., ref: ..., sha256"),
         ("test_sets:\n  - {name: desc, src: a.fr}\n", "test set 'desc' gives src but not ref, sha256"),
         ("test_sets:\n  - {name: own}\n  - {name: own}\n", "test_sets names own twice"),
         ("test_sets:\n  - {name: a}\n  - {name: b}\n", "test_sets names the own test split twice"),
         (
             "test_sets:\n  - {name: d, src: a, ref: b, sha256: {src: xyz, ref: xyz}}\n",
-            "test_sets[0] must be {name: ..., src: ..., ref: ..., sha256",
+            "test_sets[0].sha256 must be {src: ..., ref: ...}, each the 64 lowercase hex digits",
         ),
         (
             f"test_sets:\n  - {{name: d, src: no.fr, ref: no.en, sha256: {{src: {'a' * 64}, ref: {'a' * 64}}}}}\n",
@@ -72,6 +74,7 @@ def test_declared_sets_are_read_and_a_family_without_them_is_its_own_split(tmp_p
     ],
 )
 def test_a_bad_declaration_is_one_line(tmp_path, extra, says):
+    """Each refusal names the key at fault (test_sets[i].<key>) where one key is bad."""
     configs, _ = project(tmp_path)
     with pytest.raises(ConfigError, match=re.escape(says)) as e:
         read(configs, HEAD + extra)
@@ -84,6 +87,9 @@ def test_a_claim_without_declared_sets_is_refused(tmp_path):
         read(configs, HEAD.replace("test set}", "test set, claim: per_set}"))
     with pytest.raises(ConfigError, match=r"headline\[0\]\.claim must be across or per_set"):
         read(configs, HEAD.replace("test set}", "test set, claim: both}"))
+    one = HEAD.replace("test set}", "test set, claim: across}") + "test_sets:\n  - {name: own}\n"
+    with pytest.raises(ConfigError, match=r"headline\[0\]\.claim: across needs two or more test_sets to span"):
+        read(configs, one)  # (a claim across one set is no claim across sets)
 
 
 def test_a_file_changed_since_the_declaration_is_refused(tmp_path):
@@ -94,4 +100,14 @@ def test_a_file_changed_since_the_declaration_is_refused(tmp_path):
         read(configs, HEAD + "test_sets:\n" + pair)
     said = str(e.value)
     assert "test set 'desc': data/testsets/desc.en has sha256" in said and "the file changed since" in said
+    assert "\n" not in said
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "'40'", "4.5", "true"])
+def test_a_length_rule_that_is_no_count_of_tokens_is_refused_naming_it(tmp_path, value):
+    configs, pair = project(tmp_path)
+    with pytest.raises(ConfigError) as e:
+        read(configs, HEAD + "test_sets:\n" + pair.replace("max_source_tokens: 40", f"max_source_tokens: {value}"))
+    said = str(e.value)
+    assert "family.yaml: test_sets[0].max_source_tokens must be a whole number of subword tokens, at least 1" in said
     assert "\n" not in said
