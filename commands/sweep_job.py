@@ -225,7 +225,11 @@ def run_one(plan: RunPlan) -> Outcome:
     rc = score_variants(run_dir, plan.variants, plan.overrides, cfg)
     if rc:
         return Outcome(str(run_dir), "failed", rc, f"{run_dir}: testing a variant ended with exit code {rc}")
-    rc = score_test_sets(run_dir, plan.test_sets, plan.overrides, cfg)
+    try:
+        rc = score_test_sets(run_dir, plan.test_sets, plan.overrides, cfg)
+    except HarnessError as e:  # a folder of that name holding another test: this run alone, the others go on
+        log(f"sweep: left alone: {e}")
+        return Outcome(str(run_dir), "left_alone", message=str(e))
     if rc:
         return Outcome(str(run_dir), "failed", rc, f"{run_dir}: testing a declared test set ended with exit code {rc}")
     return Outcome(str(run_dir), "scored")

@@ -5,6 +5,7 @@ test_launchers.py, test_slurm.py and tests/guarantees/test_slurm_sweeps.py.)"""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -80,18 +81,18 @@ def test_a_sweep_validates_each_config_and_variant_once(tmp_path: Path, monkeypa
 
 
 @pytest.mark.slow
-def test_a_sweep_with_a_family_tests_each_run_on_its_declared_test_sets(tmp_path: Path, monkeypatch) -> None:
+def test_a_sweep_with_a_family_tests_each_run_on_its_declared_test_sets(tmp_path: Path, monkeypatch, capsys) -> None:
     """Issue 78: sweep.py --family tests every run on each file pair the family declares, into
     <run>/test_set_<name>/ (the file's bytes recorded, so a changed file is no declared one), once: a
     second sweep skips it. A folder of that name holding another test is refused in one line, never
-    overwritten; a --variant named set_... (the declared sets' folders) is refused."""
+    overwritten, that run left alone and the others scored; a --variant named set_... (the declared
+    sets' folders) is refused."""
     import hashlib
     import json
 
     import study.read.family
     from commands.sweep import sweep
     from settings.config import ConfigError
-    from utils.errors import HarnessError
 
     (tmp_path / "configs").mkdir()
     pair = {lang: tmp_path / "data" / f"desc.{lang}" for lang in ("fr", "en")}
@@ -120,8 +121,11 @@ def test_a_sweep_with_a_family_tests_each_run_on_its_declared_test_sets(tmp_path
     held["test_set"] = {"src": "other.fr", "ref": "other.en", "sha256": {"src": "0" * 64, "ref": "0" * 64}}
     scores.write_text(json.dumps(held), encoding="utf-8")  # a test of another file in its folder
     clash = r"test_set_desc holds a test of other files \(its src other\.fr has sha256 000000000000…, the declared "
-    with pytest.raises(HarnessError, match=clash):
-        sweep(**asked, family=str(family))
+    capsys.readouterr()
+    assert sweep(**{**asked, "seeds": [1, 2]}, family=str(family)) == 2  # that run left alone, the other scored
+    assert re.search(f"sweep: left alone: .*{clash}", capsys.readouterr().out)
     assert json.loads(scores.read_text(encoding="utf-8"))["test_set"]["src"] == "other.fr"  # left as it was
+    other = tmp_path / "runs" / "demo" / "rope_seed2" / "test_set_desc" / "scores.json"
+    assert json.loads(other.read_text(encoding="utf-8"))["test_set"]["sha256"] == sha
     with pytest.raises(ConfigError, match="names starting with set_ are kept for a family's declared test sets"):
         sweep(**asked, variant=[["set_desc", "decoding.beam_size=1"]])
