@@ -95,7 +95,10 @@ def read_text(path: PathLike, allow_blank: bool = False) -> str:
     to an empty line."""
     text = decode_utf8(_read_bytes(path), str(path))
     if not text.strip() and not allow_blank:
-        raise CorpusError(f"{path}: file is empty (no text); point the config at the right file or re-create it")
+        raise CorpusError(
+            f"{path}: file is empty (no text): name the right file (in the config or the flag that gave it) "
+            f"or re-create it"
+        )
     return text
 
 

@@ -294,6 +294,22 @@ def test_16_an_empty_split_is_named(trained_run: Path, tmp_path: Path) -> None:
         )
     )
     assert "data.valid_size" in message and not (tmp_path / "out").exists()
+    empty = tmp_path / "empty.fr"  # a file pair given by flag: the line says where to name another
+    empty.write_text("\n")
+    (tmp_path / "empty.en").write_text("\n")
+    args = [
+        "test.py",
+        "--run",
+        str(trained_run),
+        "--src",
+        str(empty),
+        "--ref",
+        str(tmp_path / "empty.en"),
+        "--output",
+        str(tmp_path / "e"),
+    ]
+    message = one_error_line(run_in_process(args))
+    assert f"{empty}: file is empty (no text): name the right file (in the config or the flag" in message, message
 
 
 # ---- disk full (17): every write whole or not at all
