@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.readme_study_blocks import archived_commands, rules_glossary, study_results  # noqa: E402
+from tools.readme_study_blocks import archived_commands, rules_glossary, study_results, verdicts_line  # noqa: E402
 
 # (output prefix, run folders, baseline, declared headline family): one compare.py call per study;
 # a study without a family file (the joined-pair arm, the one-seed report size) is descriptive only
@@ -125,6 +125,7 @@ GENERATED = {
     "settings/key_roles.py": _key_roles_table,
     "benchmarks/figures.py": _gpu_figures,
     "results/demo_across/*/config.yaml": lambda: archived_commands("demo_across", ROOT),
+    "results/demo_across/summary_headline.md#verdicts": lambda: verdicts_line("demo_across", ROOT),
 }
 # The README's glossary block: the rules and the tests the studies were decided by (tools/readme_study_blocks.py)
 RULES_BLOCK = "study/stats/rules.py"

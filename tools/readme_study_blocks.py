@@ -2,7 +2,8 @@
 comparisons in one short table (`study_results`: the headline's lines above its table and the table less
 its descriptive column, from `<prefix>_headline.md`, which compare.py wrote), and once, in the README's
 glossary, the rules and the tests the studies were decided by (`rules_glossary`, from their findings);
-a study page's sweep commands from its archive (`archived_commands`).
+a study page's sweep commands from its archive (`archived_commands`); the across study's verdicts in the
+README's first results line (`verdicts_line`).
 The notes under each headline table stay on the study pages."""
 
 from __future__ import annotations
@@ -101,3 +102,17 @@ def archived_commands(study: str, root: Path) -> str:
         lines += [command] if config.stem in runs else []
         lines += [f"{command} --seeds {' '.join(map(str, seeds))}"] if seeds else []
     return "\n".join(["```bash", *lines, "```"])
+
+
+def verdicts_line(study: str, root: Path) -> str:
+    """A study's declared verdicts in one line (the README's first results line): where its plan stands
+    while it is interim (the headline's first sentence), then each declared comparison's verdict cell, from
+    results/<study>/summary_headline.md as compare.py wrote it."""
+    lines = (root / "results" / study / "summary_headline.md").read_text(encoding="utf-8").splitlines()
+    first = next(n for n, line in enumerate(lines) if line.startswith("|"))
+    end = next((n for n in range(first, len(lines)) if not lines[n].startswith("|")), len(lines))
+    table = [cells(line) for line in lines[first:end]]
+    at = table[0].index("comparison"), next(i for i, t in enumerate(table[0]) if t.startswith("verdict"))
+    said = "; ".join(f"{row[at[0]]}: {row[at[1]]}" for row in table[2:])
+    interim = re.match(r"\*\*Interim: [^*]*\*\*", lines[0])
+    return f"{interim[0]} {said}." if interim else f"{said}."

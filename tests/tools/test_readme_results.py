@@ -12,7 +12,7 @@ import re
 
 from helpers import ROOT
 
-from tools.readme_study_blocks import cells, study_results
+from tools.readme_study_blocks import cells, study_results, verdicts_line
 
 spec = importlib.util.spec_from_file_location("readme_results", ROOT / "tools" / "readme_results.py")
 readme_results = importlib.util.module_from_spec(spec)
@@ -180,6 +180,23 @@ def test_the_readme_table_drops_only_the_descriptive_column(tmp_path) -> None:
     assert study_results(f"{prefix}_findings.json", tmp_path) == (
         "No declared family: its 2 comparisons against `x/b` are descriptive, one seed each (no test, no interval)."
     )
+
+
+def test_a_studys_verdicts_in_one_line_follow_its_headline(tmp_path) -> None:
+    """The README's first results line: the across study's declared verdict cells, after where its plan
+    stands while it is interim; only the first table of the headline (not its by-test-set table)."""
+    headline = tmp_path / "results" / "x" / "summary_headline.md"
+    headline.parent.mkdir(parents=True)
+    table = (
+        "| comparison | measure | Δ | decided at | verdict (declared) |\n|---|---|---|---|---|\n"
+        "| `x/a` | test set (BLEU) | +1.0 | look 2 | ahead across the declared test sets (t, n) |\n"
+        "| `x/b` | test set (BLEU) | -0.1 | look 2 | inconclusive |\n\nBy test set:\n\n| comparison | test set |\n"
+    )
+    headline.write_text("Declared family `f.yaml`: 2 comparisons.\n\n" + table)
+    said = "`x/a`: ahead across the declared test sets (t, n); `x/b`: inconclusive."
+    assert verdicts_line("x", tmp_path) == said
+    headline.write_text("**Interim: look 1 of 4 not reached (5 of its 8 seeds).** Worded at a look.\n\n" + table)
+    assert verdicts_line("x", tmp_path) == "**Interim: look 1 of 4 not reached (5 of its 8 seeds).** " + said
 
 
 def test_the_results_index_lists_every_study_page() -> None:
