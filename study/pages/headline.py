@@ -97,9 +97,10 @@ def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, explorato
     margin = findings.tie_margin[metric]
     equivalence = findings.equivalence_margin.get(metric)
     lower = ", lower is better" if Measure(metric).lower_is_better else ""
+    own = next((f" {s.name}" for s in r.sets if s.own), "")  # a claim across sets: Δ is its own split's
     cells = [
         f"`{r.config}`",
-        f"{r.compared_on} ({unit_of(metric)}{lower})",
+        f"{r.compared_on}{own} ({unit_of(metric)}{lower})",
         _interval(r, metric, design),
         _seeds_that_way(r, metric, margin),
         design.headline_p_cell(r),

@@ -65,6 +65,7 @@ def test_the_headline_shows_each_set_beside_the_verdict():
     page = headline_markdown(findings)
     assert "depends on the test set: ahead on own, behind on news" in page
     assert "| `a` | own | +2.03 [" in page and "| `a` | news | -2.03 [" in page  # each set's own row
+    assert "| `a` | test set own (BLEU) | +2.03 [" in page  # the declared row's Δ: its own split's, so named
     assert "By test set" not in headline_markdown(across_findings("per_set"))
     # a set without its test: the family line says so (not "interim or not from the declaring commit")
     line = next(x for x in headline_markdown(across_findings(news_tested=False)).splitlines() if "Declared" in x)
