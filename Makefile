@@ -58,9 +58,10 @@ length-headline: length
 
 # One pytest worker per core (pytest-xdist), each test module on one worker (its fixtures built once),
 # in the order tests/conftest.py gives them (the modules that took longest first: tests/durations.json)
+# (the variants marked sampled are the fast tier's subsets of tests that run whole here: pytest.ini)
 XDIST := -n auto --dist loadfile --no-loadscope-reorder
 test: venv
-	$(PY) -m pytest -q $(XDIST)
+	$(PY) -m pytest -q $(XDIST) -m "not sampled"
 
 # The tests that need CUDA (marked gpu; skipped without it) and those that behave differently where a GPU
 # is present (gpu_aware), on a GPU machine (CI has none): tools/gpu_study.sh runs it first, with the
@@ -77,7 +78,7 @@ lint: venv
 # (tests/conftest.py starts the longest first, so that the two workers end together): after adding or
 # lengthening a long test
 test-durations: venv
-	$(PY) -m pytest -q $(XDIST) --junitxml=.pytest_cache/durations.xml
+	$(PY) -m pytest -q $(XDIST) -m "not sampled" --junitxml=.pytest_cache/durations.xml
 	$(PY) tools/test_durations.py .pytest_cache/durations.xml
 
 # The same without the tests marked slow (pytest.ini): the quick check while working

@@ -7,8 +7,9 @@ After each death:
   (scores.json compared without its timings), never a mix and never unparseable;
 - the same command again finishes with exit 0 and the result of an uninterrupted call.
 
-The default suite kills at a sample of each command's write points (the journal's, the first and
-the last rename or drop); the slow tier at every one.
+`make test` kills at every write point of each command; the variant marked `sampled` at a sample of
+them (the journal's, the first and the last rename or drop), a subset of those cases for a quick run
+by hand (`pytest -m sampled tests/guarantees`), which `make test` leaves out (pytest.ini).
 """
 
 from __future__ import annotations
@@ -211,7 +212,12 @@ def test_points(untested: Path, reference: tuple, tmp_path: Path, every: bool) -
         shutil.rmtree(over)
 
 
-@pytest.fixture(params=[False, pytest.param(True, marks=pytest.mark.slow)], ids=["sample", "every"])
+# the sample: the fast tier's (`make test-fast`); every point: the slow tier's, which covers the sample's
+# cases, so that `make test` (-m "not sampled") runs each test once, at every point
+@pytest.fixture(
+    params=[pytest.param(False, marks=pytest.mark.sampled), pytest.param(True, marks=pytest.mark.slow)],
+    ids=["sample", "every"],
+)
 def every(request) -> bool:
     return request.param
 
