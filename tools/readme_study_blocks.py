@@ -106,8 +106,8 @@ def archived_commands(study: str, root: Path) -> str:
 
 def verdicts_line(study: str, root: Path) -> str:
     """A study's declared verdicts in one line (the README's first results line): where its plan stands
-    while it is interim (the headline's first sentence), then each declared comparison's verdict cell, from
-    results/<study>/summary_headline.md as compare.py wrote it."""
+    (interim: the headline's first sentence; a sequential plan that stopped: the look it stopped at), then
+    each declared comparison's verdict cell, from results/<study>/summary_headline.md as compare.py wrote it."""
     lines = (root / "results" / study / "summary_headline.md").read_text(encoding="utf-8").splitlines()
     first = next(n for n, line in enumerate(lines) if line.startswith("|"))
     end = next((n for n in range(first, len(lines)) if not lines[n].startswith("|")), len(lines))
@@ -115,4 +115,6 @@ def verdicts_line(study: str, root: Path) -> str:
     at = table[0].index("comparison"), next(i for i, t in enumerate(table[0]) if t.startswith("verdict"))
     said = "; ".join(f"{row[at[0]]}: {row[at[1]]}" for row in table[2:])
     interim = re.match(r"\*\*Interim: [^*]*\*\*", lines[0])
-    return f"{interim[0]} {said}." if interim else f"{said}."
+    stopped = next((m for m in map(re.compile(r"; stopped at (look \d+ of \d+ \([^)]*\))").search, lines) if m), None)
+    where = interim[0] if interim else f"**Stopped at {stopped[1]}.**" if stopped else ""
+    return f"{where} {said}.".lstrip()

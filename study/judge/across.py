@@ -28,9 +28,10 @@ def rule_ps(rule: Rule, r: ComparisonRow, metric: str, family: Family) -> tuple[
 
 
 def with_sets(tables: Tables, row: ComparisonRow, rule: Rule, metric: str, family: Family) -> ComparisonRow:
-    """A declared row with its reading on each test set its claim spans (unchanged: a claim on its own rows)."""
+    """A declared row with its reading on each test set its claim spans (unchanged: a claim on its own rows,
+    or a row read at a look, which carries that look's sets: `tables` may hold later seeds)."""
     spans = family.across(row.key)
-    if not spans:
+    if not spans or row.sets:
         return row
     by_key = {r.key: r for t in tables for r in t.rows}
     readings = []

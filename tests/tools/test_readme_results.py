@@ -197,6 +197,11 @@ def test_a_studys_verdicts_in_one_line_follow_its_headline(tmp_path) -> None:
     assert verdicts_line("x", tmp_path) == said
     headline.write_text("**Interim: look 1 of 4 not reached (5 of its 8 seeds).** Worded at a look.\n\n" + table)
     assert verdicts_line("x", tmp_path) == "**Interim: look 1 of 4 not reached (5 of its 8 seeds).** " + said
+    stopped = (
+        "Declared family `f.yaml`: ..., 2 decided; stopped at look 3 of 4 (16 seeds, every comparison decided).\n\n"
+    )
+    headline.write_text(stopped + table)
+    assert verdicts_line("x", tmp_path) == "**Stopped at look 3 of 4 (16 seeds, every comparison decided).** " + said
 
 
 def test_the_results_index_lists_every_study_page() -> None:

@@ -108,3 +108,24 @@ def test_equivalence_across_is_worded_across_the_sets():
     assert row.finding.startswith("equivalent within ±1.00 BLEU across the declared test sets (own, news) (")
     cell = short_verdict(row.reading, row, "sacreBLEU", 0.1, 1.0)
     assert cell.startswith("equivalent within ±1.00 BLEU across the declared test sets (own, news) (equivalence")
+
+
+def test_between_looks_the_row_keeps_the_sets_read_at_its_look():
+    """Once seeds of the next look are in on every set, the declared row shown is the last look's, read
+    across the sets at that look: its sets are not read again against every seed archived (which withheld
+    it as if a set lacked a seed's test, on the interim page and in a verdict decided at an earlier look)."""
+    from study.judge.design import design_for
+    from study.terms import Withholding
+
+    planned = across_family().model_copy(update={"seeds": tuple(range(8)), "looks": (6, 8)})
+    own, news = [0.3, -0.1, 0.2, 0.05, 0.15, -0.05, 0.1], [0.2, 0.1, -0.1, 0.3, 0.0, 0.1, -0.2]  # open at look 1
+
+    def build(seeds):
+        n = 7 if seeds is None else len(seeds)  # 7 seeds archived: the first look's 6 and one more
+        on_news = replace(finding_row(news[:n], v_shared=0.001), key=RowKey(Table.TEST, "a", WholeTestSet("news")))
+        return (FindingsTable("test", "test set", "sacreBLEU", (finding_row(own[:n], v_shared=0.001), on_news)),)
+
+    tables, design = design_for(planned).read(build, planned, ["a"])
+    row = next(r for r in word_tables(tables, planned, ["a"], design)[0][0].rows if r.declared)
+    assert row.look.look == 1 and len(row.seeds) == 6 and all(s.tested for s in row.sets)
+    assert row.reading.withheld is None or row.reading.withheld.why != Withholding.MISSING_SET, row.finding
