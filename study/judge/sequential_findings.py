@@ -133,6 +133,9 @@ def read_looks(
     stopped = not still_open or taken == len(plan.looks)
     base = at_looks[taken - 1] if stopped else everything
     rows = {key: _at_look(at_looks, key, decision, taken, family, stopped) for key, decision in zip(keys, decisions)}
+    for key, decision in zip(keys, decisions):  # a claim across test sets: its sets' rows at the same look
+        at = {r.key: r for t in at_looks[decision.look if decision.look is not None else taken - 1] for r in t.rows}
+        rows.update({k: at[k] for k in (s.key(key) for s in rows[key].sets if not s.own) if k in at})
     counted = set(family.seeds[: plan.looks[taken - 1]]) if stopped else set(family.seeds)
     archived = {s for _, r in declared.values() for s in r.seeds}
     beyond = [s for s in family.seeds if s in archived and s not in counted]  # in the declared order

@@ -126,6 +126,9 @@ def test_between_looks_the_row_keeps_the_sets_read_at_its_look():
         return (FindingsTable("test", "test set", "sacreBLEU", (finding_row(own[:n], v_shared=0.001), on_news)),)
 
     tables, design = design_for(planned).read(build, planned, ["a"])
-    row = next(r for r in word_tables(tables, planned, ["a"], design)[0][0].rows if r.declared)
+    worded = word_tables(tables, planned, ["a"], design)[0][0].rows
+    row = next(r for r in worded if r.declared)
     assert row.look.look == 1 and len(row.seeds) == 6 and all(s.tested for s in row.sets)
+    on_news = next(r for r in worded if r.key.on == WholeTestSet("news"))
+    assert len(on_news.seeds) == 6  # the set's row shown beside it: at the same look (its page table and plot)
     assert row.reading.withheld is None or row.reading.withheld.why != Withholding.MISSING_SET, row.finding
