@@ -95,6 +95,12 @@ def _at_look(
     return replace(row, look=reading)
 
 
+def _sets_at_look(at_looks: Sequence[Tables], row: ComparisonRow, look: int) -> Mapping[RowKey, ComparisonRow]:
+    """A claim across test sets: its sets' rows at the look its declared row is read at (later seeds aside)."""
+    at = {r.key: r for t in at_looks[look] for r in t.rows}
+    return {k: at[k] for k in (s.key(row.key) for s in row.sets if not s.own) if k in at}
+
+
 def read_looks(
     build: Callable[[Optional[Sequence]], Tables], family: Family, configs: Optional[list[str]] = None
 ) -> tuple[tuple[FindingsTable, ...], LookPlan]:
@@ -133,9 +139,11 @@ def read_looks(
     stopped = not still_open or taken == len(plan.looks)
     base = at_looks[taken - 1] if stopped else everything
     rows = {key: _at_look(at_looks, key, decision, taken, family, stopped) for key, decision in zip(keys, decisions)}
-    for key, decision in zip(keys, decisions):  # a claim across test sets: its sets' rows at the same look
-        at = {r.key: r for t in at_looks[decision.look if decision.look is not None else taken - 1] for r in t.rows}
-        rows.update({k: at[k] for k in (s.key(key) for s in rows[key].sets if not s.own) if k in at})
+    sets = [
+        _sets_at_look(at_looks, rows[key], d.look if d.look is not None else taken - 1)
+        for key, d in zip(keys, decisions)
+    ]
+    rows = {**rows, **{k: r for found in sets for k, r in found.items()}}
     counted = set(family.seeds[: plan.looks[taken - 1]]) if stopped else set(family.seeds)
     archived = {s for _, r in declared.values() for s in r.seeds}
     beyond = [s for s in family.seeds if s in archived and s not in counted]  # in the declared order
