@@ -29,6 +29,12 @@ def cells(line: str) -> list[str]:
     return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
 
 
+def first_table(lines: list[str]) -> tuple[int, int]:
+    """(first, end) line numbers of a page's first markdown table (a headline's declared comparisons)."""
+    first = next(n for n, line in enumerate(lines) if line.startswith("|"))
+    return first, next((n for n in range(first, len(lines)) if not lines[n].startswith("|")), len(lines))
+
+
 def study_results(findings_file: str, root: Path) -> str:
     """A study's declared comparisons for the README: the headline's lines above its table (the family, how
     it was decided, what it found) and the table without its descriptive column; the notes under it are the
@@ -42,8 +48,7 @@ def study_results(findings_file: str, root: Path) -> str:
             f"No declared family: its {len(rows)} comparisons against `{findings['baseline']}` are descriptive{seeds}."
         )
     lines = (root / f"{prefix}_headline.md").read_text(encoding="utf-8").splitlines()
-    first = next(n for n, line in enumerate(lines) if line.startswith("|"))
-    end = next((n for n in range(first, len(lines)) if not lines[n].startswith("|")), len(lines))
+    first, end = first_table(lines)
     table = [cells(line) for line in lines[first:end]]
     keep = [i for i, title in enumerate(table[0]) if not title.startswith(DESCRIPTIVE_COLUMN)]
     rows = ["| " + " | ".join(row[i] for i in keep) + " |" for row in table]
@@ -109,8 +114,7 @@ def verdicts_line(study: str, root: Path) -> str:
     (interim: the headline's first sentence; a sequential plan that stopped: the look it stopped at), then
     each declared comparison's verdict cell, from results/<study>/summary_headline.md as compare.py wrote it."""
     lines = (root / "results" / study / "summary_headline.md").read_text(encoding="utf-8").splitlines()
-    first = next(n for n, line in enumerate(lines) if line.startswith("|"))
-    end = next((n for n in range(first, len(lines)) if not lines[n].startswith("|")), len(lines))
+    first, end = first_table(lines)
     table = [cells(line) for line in lines[first:end]]
     at = table[0].index("comparison"), next(i for i, t in enumerate(table[0]) if t.startswith("verdict"))
     said = "; ".join(f"{row[at[0]]}: {row[at[1]]}" for row in table[2:])

@@ -141,8 +141,8 @@ class FixedDesign:
     def family_words(self, rest: int, untested: Sequence[str] = ()) -> tuple[str, str]:
         """(how the family is decided, the rows without a verdict) of the family line; `untested`: the declared
         test sets some seed of a declared row has no test on."""
-        why = f", or {untested_words(untested)}" if untested else " or not from the declaring commit"
-        why = f"interim, not from the declaring commit{why}" if untested else f"interim{why}"
+        why = "interim or not from the declaring commit"
+        why = f"interim, not from the declaring commit, or {untested_words(untested)}" if untested else why
         withheld = f", {rest} without a verdict ({why})" if rest else ""
         return "with Holm's correction over the family", withheld
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from study.read.degradation import selections
-from study.read.run_outputs import StudyOutputs, training_length
+from study.read.run_outputs import Bucket, StudyOutputs, in_bucket, training_length
 from study.read.run_stats import joined_training_k
 from study.records import ComparisonRow, Configuration, FindingsTable, RowTest, RunRecord, SeedDifference
 from study.stats.seed_test import MIN_SENTENCES, seed_test
@@ -27,7 +27,6 @@ from study.terms import Joined, LengthBucket, NllBeyond, RowKey, Selection, Tabl
 # One rule for every row: tested only when at least this many units (sentences, test pairs or inputs)
 # carry its measure; fewer and resampling says little (one: every resample is that unit)
 Pair = tuple[RunRecord, RunRecord]  # a run and the baseline's run of the same seed
-Bucket = tuple[int, Optional[int]]  # a source-length bucket's shortest and longest sentence (None: no limit)
 UNKEYED = RowKey("", "", WholeTestSet())  # a row's key until `_Rows.keyed` sets it
 
 
@@ -129,8 +128,7 @@ def compare_pair(
             lengths = outputs.lengths(run)
             if lengths != outputs.lengths(base) or lengths is None or len(lengths) != len(refs):
                 continue  # no (or differing) per-sentence lengths: this bucket is not tested for the pair
-            lo, hi = bucket
-            chosen = np.array([n >= lo and (hi is None or n <= hi) for n in lengths])
+            chosen = in_bucket(lengths, bucket)
             mine, theirs = mine[chosen], theirs[chosen]
         systems.append(mine)
         baselines.append(theirs)

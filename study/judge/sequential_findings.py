@@ -73,7 +73,7 @@ def _at_look(
 ) -> ComparisonRow:
     """A declared comparison's row at the look that decided it (open: the last look taken), with its reading."""
     plan = family.plan
-    look = decision.look if decision.look is not None else taken - 1
+    look = _read_at(decision, taken)
     table, row = _declared(at_looks[look], family)[key]
     row, last = with_sets(at_looks[look], row, RULES[family.rule], table.metric, family), look == len(plan.looks) - 1
     test = row.seed_test
@@ -93,6 +93,11 @@ def _at_look(
         (low, high),
     )
     return replace(row, look=reading)
+
+
+def _read_at(decision: Decision, taken: int) -> int:
+    """The look (0-based) a declared row is read at: the one that decided it, else the last one taken."""
+    return decision.look if decision.look is not None else taken - 1
 
 
 def _sets_at_look(at_looks: Sequence[Tables], row: ComparisonRow, look: int) -> Mapping[RowKey, ComparisonRow]:
@@ -139,10 +144,7 @@ def read_looks(
     stopped = not still_open or taken == len(plan.looks)
     base = at_looks[taken - 1] if stopped else everything
     rows = {key: _at_look(at_looks, key, decision, taken, family, stopped) for key, decision in zip(keys, decisions)}
-    sets = [
-        _sets_at_look(at_looks, rows[key], d.look if d.look is not None else taken - 1)
-        for key, d in zip(keys, decisions)
-    ]
+    sets = [_sets_at_look(at_looks, rows[key], _read_at(d, taken)) for key, d in zip(keys, decisions)]
     rows = {**rows, **{k: r for found in sets for k, r in found.items()}}
     counted = set(family.seeds[: plan.looks[taken - 1]]) if stopped else set(family.seeds)
     archived = {s for _, r in declared.values() for s in r.seeds}

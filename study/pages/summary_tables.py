@@ -181,18 +181,20 @@ def sets_table(groups: Sequence[Configuration], sets: Sequence[SetStudy], own: s
         return ""
     titles = ["test set", "config", "seeds", *(f"test {m.label}" for m in METRICS), "sacreBLEU compared"]
     lines = table_head(titles)
-    for g in groups:
-        whole = [cell(m.name, g.mean(m.name), g.std(m.name)) for m in METRICS]
-        lines.append(table_row([f"{own or 'own split'} (own split)", g.label, str(g.n), *whole, "(all)"]))
+
+    def row(name: str, g: Configuration, compared: str) -> str:
+        return table_row(
+            [name, g.label, str(g.n), *(cell(m.name, g.mean(m.name), g.std(m.name)) for m in METRICS), compared]
+        )
+
+    lines += [row(f"{own or 'own split'} (own split)", g, "(all)") for g in groups]
     for s in sets:
+        rule = s.test_set.max_source_tokens
         for g in s.groups:
             compared, chosen, total = s.compared_bleu(g)
-            rule = s.test_set.max_source_tokens
             where = f" (n={total}; compared: {chosen}, sources ≤ {rule} tokens)" if rule else f" (n={total})"
-            whole = [cell(m.name, g.mean(m.name), g.std(m.name)) for m in METRICS]
             fewer = f" ({compared.n} seeds)" if compared.n != g.n else ""
-            compared_cell = cell(HEADLINE, compared.mean, compared.std) + fewer
-            lines.append(table_row([s.test_set.name + where, g.label, str(g.n), *whole, compared_cell]))
+            lines.append(row(s.test_set.name + where, g, cell(HEADLINE, compared.mean, compared.std) + fewer))
     return (
         "Scores on each declared test set (test.py's on the whole set; sacreBLEU compared: on the sources the "
         "family's rows compare there, subword tokens as test.py counts them; mean ± std over seeds):\n\n"

@@ -53,6 +53,15 @@ class StudyOutputs:
         return self.of(run).lengths
 
 
+Bucket = tuple[int, Optional[int]]  # a source-length bucket's shortest and longest sentence (None: no limit)
+
+
+def in_bucket(lengths: Sequence[int], bucket: Bucket) -> np.ndarray:
+    """Which sentences' sources (their subword lengths, as test.py counted them) fall in `bucket`."""
+    lo, hi = bucket
+    return np.array([n >= lo and (hi is None or n <= hi) for n in lengths], dtype=bool)
+
+
 def read_outputs(groups: Sequence[Configuration], baseline: Configuration) -> StudyOutputs:
     """The outputs of every run the findings may pair: the baseline's with a seed and a current test,
     the others' with a current test and a seed the baseline has (none without another configuration);

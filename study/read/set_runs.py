@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from study.read.run_groups import check_same_references, group_runs, mark_baseline
-from study.read.run_outputs import StudyOutputs, read_outputs
+from study.read.run_outputs import StudyOutputs, in_bucket, read_outputs
 from study.read.run_records import CompareError, read_scores, summarise_run
 from study.read.run_stats import stats, test_folder
 from study.read.test_sets import TestSet, held_sides, other_sides
@@ -44,10 +44,12 @@ class SetStudy:
             if str(test_folder(run)) not in self.outputs.runs or self.outputs.get(run, 1) is None:
                 continue
             sentences, references = self.outputs.get(run, 1)
-            lengths = self.outputs.lengths(run) if limit is not None else [0] * len(references)
-            if lengths is None or len(lengths) != len(references):
-                continue  # (no source lengths: no selection to score)
-            keep = np.array([n <= limit for n in lengths]) if limit is not None else np.ones(len(references), bool)
+            keep = np.ones(len(references), dtype=bool)
+            if limit is not None:  # the rows' selection (study/judge/findings.py: OnSet)
+                lengths = self.outputs.lengths(run)
+                if lengths is None or len(lengths) != len(references):
+                    continue  # (no source lengths: no selection to score)
+                keep = in_bucket(lengths, (0, limit))
             scores.append(float(bleu_from_stats(sentences[keep].sum(axis=0), float32=False)))
             chosen, total = int(keep.sum()), len(references)
         return stats(scores), chosen, total
