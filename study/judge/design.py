@@ -36,6 +36,7 @@ from study.records import (
     Reading,
     RuleP,
     SequentialFindings,
+    SetReading,
 )
 from study.stats.across_sets import DEPENDS
 from study.stats.sequential import spending_text
@@ -124,6 +125,12 @@ class FixedDesign:
     def interval(self, r: ComparisonRow) -> tuple[Optional[float], Optional[float]]:
         """The 95% interval the headline shows beside Δ."""
         return r.seed_test.low, r.seed_test.high
+
+    by_set_column = "Δ [95% interval]"
+
+    def set_interval(self, s: SetReading, on: ComparisonRow) -> tuple[Optional[float], Optional[float]]:
+        """A claim across test sets: the interval beside Δ on set `s` (`on`: the comparison's row there)."""
+        return self.interval(on)
 
     def headline_p_cell(self, r: ComparisonRow) -> str:
         """What decides a row (the headline's cell; `table_p_cell`: the findings table's)."""
@@ -250,6 +257,12 @@ class SequentialDesign(FixedDesign):
     def interval(self, r: ComparisonRow) -> tuple[Optional[float], Optional[float]]:
         """A row at a look: its repeated 95% interval."""
         return r.look.repeated if r.look and r.look.look else super().interval(r)
+
+    by_set_column = "Δ [repeated 95% interval]"
+
+    def set_interval(self, s: SetReading, on: ComparisonRow) -> tuple[Optional[float], Optional[float]]:
+        """Each set at its comparison's look: its repeated 95% interval there (the declared row's level)."""
+        return s.repeated or super().set_interval(s, on)
 
     def headline_p_cell(self, r: ComparisonRow) -> str:
         return look_cell(r) if r.look is not None else "not declared"

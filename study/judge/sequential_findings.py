@@ -76,9 +76,12 @@ def _at_look(
     look = _read_at(decision, taken)
     table, row = _declared(at_looks[look], family)[key]
     row, last = with_sets(at_looks[look], row, RULES[family.rule], table.metric, family), look == len(plan.looks) - 1
-    test = row.seed_test
     nominal = nominal_level(plan.fractions, ALPHA, plan.spending, look, plan.exact)  # the row alone
-    low, high = repeated_interval(test.mean, test.se, RULES[family.rule].df(test), nominal)
+    low, high = _repeated(row, nominal, family)
+    at = {r.key: r for t in at_looks[look] for r in t.rows}  # (each set at the same level: the IUT's)
+    sets = tuple(
+        replace(s, repeated=_repeated(at[s.key(row.key)], nominal, family) if s.tested else None) for s in row.sets
+    )
     reading = LookReading(
         look + 1,
         len(plan.looks),
@@ -92,7 +95,12 @@ def _at_look(
         decision.boundary_equivalence,
         (low, high),
     )
-    return replace(row, look=reading)
+    return replace(row, look=reading, sets=sets)
+
+
+def _repeated(row: ComparisonRow, nominal: float, family: Family) -> tuple[float, float]:
+    test = row.seed_test
+    return repeated_interval(test.mean, test.se, RULES[family.rule].df(test), nominal)
 
 
 def _read_at(decision: Decision, taken: int) -> int:

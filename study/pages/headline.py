@@ -74,11 +74,12 @@ def short_verdict(
     return " and ".join(parts)
 
 
-def _interval(r: ComparisonRow, metric: str, design: Design) -> str:
+def _interval(r: ComparisonRow, metric: str, design: Design, bounds: Optional[tuple] = None) -> str:
+    """Δ with its interval: the design's for the row, or `bounds`."""
     mean = fmt_number(r.mean_difference, metric)
     if r.seed_test.low is None:
         return mean
-    low, high = design.interval(r)
+    low, high = bounds or design.interval(r)
     return f"{mean} [{fmt_number(low, metric)}, {fmt_number(high, metric)}]"
 
 
@@ -120,11 +121,12 @@ def _by_set(findings: Findings, across: list[tuple[FindingsTable, ComparisonRow]
     """A claim across test sets: each set's own row of the comparison beside the verdict (none without one)."""
     if not across:
         return []
+    design = design_of(findings)
     lines = [
         "By test set (each set's own row: the verdict above holds across the sets only where it holds on each; "
         "p: the rule's decision p on that set, unadjusted):",
         "",
-        *table_head(["comparison", "test set", "Δ [95% interval]", "seeds that way", "p (decision)"]),
+        *table_head(["comparison", "test set", design.by_set_column, "seeds that way", "p (decision)"]),
     ]
     for t, r in across:
         margin = findings.tie_margin.get(t.metric, 0.0)
@@ -133,7 +135,8 @@ def _by_set(findings: Findings, across: list[tuple[FindingsTable, ComparisonRow]
             if on is None or not s.tested:
                 lines.append(table_row([f"`{r.config}`", s.name, "–", "–", "not tested on every seed"]))
                 continue
-            cells = [_interval(on, t.metric, FIXED), _seeds_that_way(on, t.metric, margin), format_p(s.p)]
+            interval = _interval(on, t.metric, design, design.set_interval(s, on))
+            cells = [interval, _seeds_that_way(on, t.metric, margin), format_p(s.p)]
             lines.append(table_row([f"`{r.config}`", s.name, *cells]))
     return [*lines, ""]
 

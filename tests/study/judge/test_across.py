@@ -132,3 +132,35 @@ def test_between_looks_the_row_keeps_the_sets_read_at_its_look():
     on_news = next(r for r in worded if r.key.on == WholeTestSet("news"))
     assert len(on_news.seeds) == 6  # the set's row shown beside it: at the same look (its page table and plot)
     assert row.reading.withheld is None or row.reading.withheld.why != Withholding.MISSING_SET, row.finding
+
+
+def test_at_a_look_each_set_shows_its_repeated_interval_beside_the_verdict():
+    """A sequential plan's by-test-set table gives each set's repeated 95% interval at the declared row's
+    look and level (the own split's equals the headline's), so named; a fixed design's, the plain one."""
+    from study.judge.design import FIXED, design_for
+    from study.judge.report import findings_report
+    from study.pages.headline import headline_markdown
+
+    planned = across_family().model_copy(update={"seeds": tuple(range(8)), "looks": (6, 8)})
+    own, news = [0.3, -0.1, 0.2, 0.05, 0.15, -0.05], [0.2, 0.1, -0.1, 0.3, 0.0, 0.1]  # open at look 1
+
+    def build(seeds):
+        on_news = replace(finding_row(news, v_shared=0.001), key=RowKey(Table.TEST, "a", WholeTestSet("news")))
+        return (FindingsTable("test", "test set", "sacreBLEU", (finding_row(own, v_shared=0.001), on_news)),)
+
+    tables, design = design_for(planned).read(build, planned, ["a"])
+    worded, size, missing, plan = word_tables(tables, planned, ["a"], design)
+    row = next(r for t in worded for r in t.rows if r.declared)
+    on_news = next(r for t in worded for r in t.rows if r.key.on == WholeTestSet("news"))
+    own_set, news_set = row.sets
+    assert own_set.repeated == row.look.repeated
+    plain = (on_news.seed_test.low, on_news.seed_test.high)
+    assert news_set.repeated[0] < plain[0] and news_set.repeated[1] > plain[1]  # wider: look 1's level
+    assert design.set_interval(news_set, on_news) == news_set.repeated
+    assert FIXED.set_interval(news_set, on_news) == plain
+    page = headline_markdown(
+        design.record(findings_report("b", planned.at("f.yaml"), size, missing, 9, 1, worded, plan))
+    )
+    low, high = row.look.repeated
+    assert "| comparison | test set | Δ [repeated 95% interval] |" in page
+    assert f"| `a` | own | +0.09 [{low:+.2f}, {high:+.2f}] |" in page
