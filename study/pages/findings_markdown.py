@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from study.judge.design import FIXED, Design, design_of
 from study.judge.wording import fmt_number, format_alpha, format_p, unit_of
-from study.pages.headline import sentences_markdown
+from study.pages.headline import compared_on, sentences_markdown
 from study.records import ComparisonRow, Findings, FindingsTable
 from study.terms import Measure
 from utils.markdown import table_head, table_row
@@ -72,19 +72,24 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
             ]
         ),
     ]
+    # a set's row of a declared claim across test sets is part of that claim, its figures the claim's design's
+    claims = {s.key(r.key): r for r in t.rows if r.declared for s in r.sets if not s.own}
     for r in t.rows:
         per_seed = ", ".join(f"{s.seed}: {fmt_number(s.difference, metric)}" for s in r.per_seed)
         seed_p = ", ".join(f"{s.seed}: {format_p(s.p_value)}" for s in r.per_seed)
         other = [r.exploratory.finding if r.exploratory else "–"] if exploratory else []
+        claim = claims.get(r.key)
         cells = [
             format_p(r.p_value),
-            design.table_p_cell(r),
+            f"in the declared claim across the test sets (its `{compared_on(claim)}` row)"
+            if claim
+            else design.table_p_cell(r),
             equivalence_cell(r, metric, design),
-            detectable_cell(r, metric, design),
+            SEQUENTIAL_CELL if claim and not design.fixed_figures(claim) else detectable_cell(r, metric, design),
         ]
         lines.append(
             table_row(
-                [r.config, f"{r.compared_on} (n={r.num_sentences})", fmt_number(r.mean_difference, metric)]
+                [r.config, f"{compared_on(r)} (n={r.num_sentences})", fmt_number(r.mean_difference, metric)]
                 + [per_seed or "–", *cells, seed_p or "–", r.finding, *other]
             )
         )

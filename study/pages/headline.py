@@ -74,6 +74,11 @@ def short_verdict(
     return " and ".join(parts)
 
 
+def compared_on(r: ComparisonRow) -> str:
+    """What a row compares on; a claim across test sets names its own split (its Δ is that split's)."""
+    return r.compared_on + next((f" {s.name}" for s in r.sets if s.own), "")
+
+
 def _interval(r: ComparisonRow, metric: str, design: Design, bounds: Optional[tuple] = None) -> str:
     """Δ with its interval: the design's for the row, or `bounds`."""
     mean = fmt_number(r.mean_difference, metric)
@@ -98,10 +103,9 @@ def _table_row(t: FindingsTable, r: ComparisonRow, findings: Findings, explorato
     margin = findings.tie_margin[metric]
     equivalence = findings.equivalence_margin.get(metric)
     lower = ", lower is better" if Measure(metric).lower_is_better else ""
-    own = next((f" {s.name}" for s in r.sets if s.own), "")  # a claim across sets: Δ is its own split's
     cells = [
         f"`{r.config}`",
-        f"{r.compared_on}{own} ({unit_of(metric)}{lower})",
+        f"{compared_on(r)} ({unit_of(metric)}{lower})",
         _interval(r, metric, design),
         _seeds_that_way(r, metric, margin),
         design.headline_p_cell(r),

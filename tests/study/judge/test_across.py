@@ -67,6 +67,17 @@ def test_the_headline_shows_each_set_beside_the_verdict():
     assert "| `a` | own | +2.03 [" in page and "| `a` | news | -2.03 [" in page  # each set's own row
     assert "| `a` | test set own (BLEU) | +2.03 [" in page  # the declared row's Δ: its own split's, so named
     assert "By test set" not in headline_markdown(across_findings("per_set"))
+    # the findings table: the set's row is part of the declared claim (not "not declared")
+    from study.pages.findings_markdown import table_markdown
+
+    table = table_markdown(findings.tables[0], findings)
+    assert "| a | test set own (n=100) |" in table  # the declared row names its own split, as the headline does
+    news_row = next(x for x in table.splitlines() if "| test set news (n=" in x)
+    assert "| in the declared claim across the test sets (its `test set own` row) |" in news_row, news_row
+    per_set = across_findings("per_set")
+    assert "| not declared |" in next(
+        x for x in table_markdown(per_set.tables[0], per_set).splitlines() if "| test set news (n=" in x
+    )
     # a set without its test: the family line says so (not "interim or not from the declaring commit")
     line = next(x for x in headline_markdown(across_findings(news_tested=False)).splitlines() if "Declared" in x)
     assert "1 without a verdict (interim, not from the declaring commit, or a declared test set without the " in line
@@ -164,3 +175,9 @@ def test_at_a_look_each_set_shows_its_repeated_interval_beside_the_verdict():
     low, high = row.look.repeated
     assert "| comparison | test set | Δ [repeated 95% interval] |" in page
     assert f"| `a` | own | +0.09 [{low:+.2f}, {high:+.2f}] |" in page
+    # the findings table: the set's row has its claim's design's figures (none of a fixed design's)
+    from study.pages.findings_markdown import table_markdown
+
+    record = design.record(findings_report("b", planned.at("f.yaml"), size, missing, 9, 1, worded, plan))
+    news_row = next(x for x in table_markdown(record.tables[0], record).splitlines() if "| test set news (n=" in x)
+    assert "| in the declared claim across the test sets (its `test set own` row) | – | – (sequential) |" in news_row
