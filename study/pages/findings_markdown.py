@@ -3,6 +3,8 @@ per measure with its smallest detectable effect, then how the rows were computed
 
 from __future__ import annotations
 
+from typing import Optional
+
 from study.judge.design import FIXED, Design, design_of
 from study.judge.wording import fmt_number, format_alpha, format_p, unit_of
 from study.pages.headline import compared_on, sentences_markdown
@@ -37,6 +39,18 @@ def detectable_cell(r: ComparisonRow, metric: str, design: Design = FIXED) -> st
         return "–"
     need = r.power.seeds_needed
     return f"{fmt_number(r.power.detectable, metric).lstrip('+')} ({need or '∞'} seeds for the declared effect)"
+
+
+def _decision_cells(r: ComparisonRow, metric: str, design: Design, claim: Optional[ComparisonRow]) -> list[str]:
+    """A row's decision, equivalence and detectable-Δ cells; a set's row of a declared claim across test
+    sets (`claim`: the claim's declared row): part of that claim, with its design's figures."""
+    if claim is None:
+        return [design.table_p_cell(r), equivalence_cell(r, metric, design), detectable_cell(r, metric, design)]
+    return [
+        f"in the declared claim across the test sets (its `{compared_on(claim)}` row)",
+        equivalence_cell(r, metric, design),
+        detectable_cell(r, metric, design) if design.fixed_figures(claim) else SEQUENTIAL_CELL,
+    ]
 
 
 def table_markdown(t: FindingsTable, findings: Findings) -> str:
@@ -78,15 +92,7 @@ def table_markdown(t: FindingsTable, findings: Findings) -> str:
         per_seed = ", ".join(f"{s.seed}: {fmt_number(s.difference, metric)}" for s in r.per_seed)
         seed_p = ", ".join(f"{s.seed}: {format_p(s.p_value)}" for s in r.per_seed)
         other = [r.exploratory.finding if r.exploratory else "–"] if exploratory else []
-        claim = claims.get(r.key)
-        cells = [
-            format_p(r.p_value),
-            f"in the declared claim across the test sets (its `{compared_on(claim)}` row)"
-            if claim
-            else design.table_p_cell(r),
-            equivalence_cell(r, metric, design),
-            SEQUENTIAL_CELL if claim and not design.fixed_figures(claim) else detectable_cell(r, metric, design),
-        ]
+        cells = [format_p(r.p_value), *_decision_cells(r, metric, design, claims.get(r.key))]
         lines.append(
             table_row(
                 [r.config, f"{compared_on(r)} (n={r.num_sentences})", fmt_number(r.mean_difference, metric)]
