@@ -264,8 +264,8 @@ class SetReading:
     equivalence_p: float = 1.0
     tested: bool = True
     own: bool = False  # the configurations' own split (the declared row's own key), else a file pair
-    # a sequential plan's look: the set's repeated 95% interval there, at its comparison's level (None: fixed)
-    repeated: Optional[tuple[float, float]] = None
+    # a sequential plan's look: the set's repeated 95% interval there, at its comparison's level (): fixed)
+    repeated: tuple[float, ...] = ()
 
     def key(self, row: RowKey) -> RowKey:
         """The key of the comparison `row`'s row on this set."""

@@ -80,7 +80,7 @@ def _at_look(
     low, high = _repeated(row, nominal, family)
     at = {r.key: r for t in at_looks[look] for r in t.rows}  # (each set at the same level: the IUT's)
     sets = tuple(
-        replace(s, repeated=_repeated(at[s.key(row.key)], nominal, family) if s.tested else None) for s in row.sets
+        replace(s, repeated=_repeated(at[s.key(row.key)], nominal, family) if s.tested else ()) for s in row.sets
     )
     reading = LookReading(
         look + 1,
