@@ -225,7 +225,7 @@ def _row_sentence(r: ComparisonRow, metric: str, findings: Findings, alpha: floa
     margin = findings.equivalence_margin.get(metric)
     p_words = design_of(findings).p_words(r) if r.p_value is not None else ""  # beside what decides it
     sentence = (
-        f"- `{r.config}` against `{findings.baseline}`, {r.compared_on}: mean difference "
+        f"- `{r.config}` against `{findings.baseline}`, {compared_on(r)}: mean difference "
         f"{fmt_number(r.mean_difference, metric)} {unit_of(metric)}{lower} over {n} seed{'s' if n != 1 else ''}"
         + (f", p {format_p(r.p_value)} (against no difference, unadjusted; {p_words})" if p_words else "")
         + (_power_text(r, metric, alpha, margin) if design_of(findings).fixed_figures(r) else "")

@@ -69,9 +69,11 @@ def test_the_headline_shows_each_set_beside_the_verdict():
     assert "By test set" not in headline_markdown(across_findings("per_set"))
     # the findings table: the set's row is part of the declared claim (not "not declared")
     from study.pages.findings_markdown import table_markdown
+    from study.pages.headline import sentences_markdown
 
     table = table_markdown(findings.tables[0], findings)
     assert "| a | test set own (n=100) |" in table  # the declared row names its own split, as the headline does
+    assert "- `a` against `b`, test set own: mean difference" in sentences_markdown(findings)  # and in full
     news_row = next(x for x in table.splitlines() if "| test set news (n=" in x)
     assert "| in the declared claim across the test sets (its `test set own` row) |" in news_row, news_row
     per_set = across_findings("per_set")
