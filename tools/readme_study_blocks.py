@@ -112,13 +112,35 @@ def archived_commands(study: str, root: Path) -> str:
 def verdicts_line(study: str, root: Path) -> str:
     """A study's declared verdicts in one line (the README's first results line): where its plan stands
     (interim: the headline's first sentence; a sequential plan that stopped: the look it stopped at), then
-    each declared comparison's verdict cell, from results/<study>/summary_headline.md as compare.py wrote it."""
+    each declared comparison's verdict cell with its Δ on each test set a claim across sets spans (the by-test-set
+    table: what the verdict is about, whatever it is), from results/<study>/summary_headline.md as compare.py
+    wrote it."""
     lines = (root / "results" / study / "summary_headline.md").read_text(encoding="utf-8").splitlines()
     first, end = first_table(lines)
     table = [cells(line) for line in lines[first:end]]
     at = table[0].index("comparison"), next(i for i, t in enumerate(table[0]) if t.startswith("verdict"))
-    said = "; ".join(f"{row[at[0]]}: {row[at[1]]}" for row in table[2:])
+    by_set, measure = _by_set(lines[end:]), table[0].index("measure")
+
+    def sets(row: list[str]) -> str:  # (its unit: the measure cell's, e.g. "test set tatoeba (BLEU)")
+        unit = re.search(r"\(([^,)]*)", row[measure])
+        deltas = by_set.get(row[at[0]])
+        return f" (Δ{f' {unit[1]}' if unit else ''} by test set: {', '.join(deltas)})" if deltas else ""
+
+    said = "; ".join(f"{row[at[0]]}: {row[at[1]]}{sets(row)}" for row in table[2:])
     interim = re.match(r"\*\*Interim: [^*]*\*\*", lines[0])
     stopped = next((m for m in map(re.compile(r"; stopped at (look \d+ of \d+ \([^)]*\))").search, lines) if m), None)
     where = interim[0] if interim else f"**Stopped at {stopped[1]}.**" if stopped else ""
     return f"{where} {said}.".lstrip()
+
+
+def _by_set(lines: list[str]) -> dict[str, list[str]]:
+    """{comparison: ["a +0.9", "b +0.3"]}: each set's Δ from a headline's by-test-set table (none: {})."""
+    start = next((n for n, line in enumerate(lines) if line.startswith("By test set")), None)
+    if start is None:
+        return {}
+    first, end = first_table(lines[start:])
+    rows = [cells(line) for line in lines[start + first + 2 : start + end]]
+    deltas: dict[str, list[str]] = {}
+    for comparison, name, delta, *_ in rows:
+        deltas.setdefault(comparison, []).append(f"{name} {delta.split(' ')[0]}")
+    return deltas

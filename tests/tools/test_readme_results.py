@@ -184,16 +184,22 @@ def test_the_readme_table_drops_only_the_descriptive_column(tmp_path) -> None:
 
 def test_a_studys_verdicts_in_one_line_follow_its_headline(tmp_path) -> None:
     """The README's first results line: the across study's declared verdict cells, after where its plan
-    stands while it is interim; only the first table of the headline (not its by-test-set table)."""
+    stands while it is interim; each comparison's Δ on each test set from the by-test-set table beside it."""
     headline = tmp_path / "results" / "x" / "summary_headline.md"
     headline.parent.mkdir(parents=True)
     table = (
         "| comparison | measure | Δ | decided at | verdict (declared) |\n|---|---|---|---|---|\n"
         "| `x/a` | test set (BLEU) | +1.0 | look 2 | ahead across the declared test sets (t, n) |\n"
-        "| `x/b` | test set (BLEU) | -0.1 | look 2 | inconclusive |\n\nBy test set:\n\n| comparison | test set |\n"
+        "| `x/b` | test set (BLEU) | -0.1 | look 2 | inconclusive |\n\nBy test set (each set's own row):\n\n"
+        "| comparison | test set | Δ [95% interval] | p |\n|---|---|---|---|\n"
+        "| `x/a` | t | +1.0 [+0.5, +1.5] | 0.01 |\n| `x/a` | n | +0.8 [+0.1, +1.5] | 0.04 |\n"
+        "| `x/b` | t | -0.1 [-0.5, +0.3] | 0.6 |\n| `x/b` | n | +0.2 [-0.1, +0.5] | 0.3 |\n\nΔ: notes\n"
     )
     headline.write_text("Declared family `f.yaml`: 2 comparisons.\n\n" + table)
-    said = "`x/a`: ahead across the declared test sets (t, n); `x/b`: inconclusive."
+    said = (
+        "`x/a`: ahead across the declared test sets (t, n) (Δ BLEU by test set: t +1.0, n +0.8); "
+        "`x/b`: inconclusive (Δ BLEU by test set: t -0.1, n +0.2)."
+    )
     assert verdicts_line("x", tmp_path) == said
     headline.write_text("**Interim: look 1 of 4 not reached (5 of its 8 seeds).** Worded at a look.\n\n" + table)
     assert verdicts_line("x", tmp_path) == "**Interim: look 1 of 4 not reached (5 of its 8 seeds).** " + said
