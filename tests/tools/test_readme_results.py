@@ -216,3 +216,20 @@ def test_the_results_index_lists_every_study_page() -> None:
     assert readme_results.unlisted_pages(index) == []
     omitted = index.replace("](demo_confirm/README.md)", "](demo/README.md)")
     assert readme_results.unlisted_pages(omitted) == ["results/README.md does not list results/demo_confirm/README.md"]
+
+
+def test_each_studys_pages_are_compare_pys_as_it_recorded_writing_them() -> None:
+    """results/<study>/.harness_written.json (tracked) records the pages compare.py wrote; a page merged or
+    edited in without compare.py writing it would make the next `compare.py --overwrite` there (the
+    study runner's, a user's) refuse it ("edited since compare.py wrote it") and leave runs uncommitted."""
+    from utils.files import is_unchanged_output
+
+    records = sorted((ROOT / "results").glob("*/.harness_written.json"))
+    assert len(records) >= 4  # demo, demo_confirm, length, demo_across
+    stale = [
+        page.relative_to(ROOT).as_posix()
+        for record in records
+        for page in sorted(record.parent.glob("summary*"))
+        if not is_unchanged_output(page, "compare.py")
+    ]
+    assert stale == [], f"recompute them with compare.py --overwrite (the study page says how): {stale}"
