@@ -283,12 +283,13 @@ class SequentialDesign(FixedDesign):
             f"look by look (at {', '.join(map(str, plan.looks))} seeds): Holm's procedure as a graph across the "
             f"comparisons, α spent across the looks by Lan–DeMets spending of the {spent} type (Maurer & Bretz 2013)"
         )
-        where = f"going on to look {plan.reached + 1} of {len(plan.looks)} ({plan.looks[plan.reached]} seeds)"
-        if plan.stopped:  # at a look, and why
+        if plan.stopped:  # at a look, and why (the last look: no look after it)
             why = "the last look" if plan.taken == len(plan.looks) else "every comparison decided"
             beyond = f"; seeds archived beyond it, not counted: {', '.join(map(str, plan.not_counted))}"
             at = f"look {plan.taken} of {len(plan.looks)} ({plan.looks[plan.taken - 1]} seeds, {why})"
             where = f"stopped at {at}{beyond if plan.not_counted else ''}"
+        else:
+            where = f"going on to look {plan.reached + 1} of {len(plan.looks)} ({plan.looks[plan.reached]} seeds)"
         why = f" ({untested_words(untested)})" if untested else ""
         return how, (f", {rest} without a verdict yet{why}" if rest else "") + f"; {where}"
 

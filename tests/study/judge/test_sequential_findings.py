@@ -114,9 +114,18 @@ def test_a_decided_configuration_needs_no_more_seeds_and_passes_its_alpha_on(stu
     assert 0.03 < row.look.boundary < 0.05
     # alone at the last look with neither test passed: inconclusive, said so with the seeds used
     wide = study("wide", SEEDS, lambda s: 0.05 + 2 * noise[s])
-    row = rows_of(findings_of([base, wide]))["study/wide"]
+    last = findings_of([base, wide])
+    row = rows_of(last)["study/wide"]
     assert row.outcome == "inconclusive" and row.look.look == 2 and not row.look.decided
     assert row.finding.startswith("inconclusive: the last look (look 2 of 2, 5 seeds) came without a decision (p ")
+    # the pages of a plan that ran to its last look (they raised IndexError there: no look after the last)
+    from dataclasses import replace
+
+    from study.pages.headline import headline_markdown
+
+    for done in (findings, last):
+        text = headline_markdown(replace(done, family="configs/study/findings/headline.yaml"))
+        assert "; stopped at look 2 of 2 (5 seeds, the last look)." in text and "going on" not in text
 
 
 def test_the_findings_json_carries_each_look(study) -> None:
