@@ -7,7 +7,7 @@ design) and each look's boundary (sequential) read the same p's."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from study.read.family import Family
 from study.records import ComparisonRow, FindingsTable, SetReading
 from study.stats.across_sets import DEPENDS, Across, SetRow, across_test
 from study.stats.rules import Rule
+from study.terms import RowKey
 
 Tables = Sequence[FindingsTable]
 
@@ -27,13 +28,18 @@ def rule_ps(rule: Rule, r: ComparisonRow, metric: str, family: Family) -> tuple[
     return p, float(rule.equivalence_p(diffs, known, margin)) if margin else None
 
 
+def rows_by_key(tables: Tables) -> Mapping[RowKey, ComparisonRow]:
+    """Every row of `tables` by its key (a look's, or every seed's)."""
+    return {r.key: r for t in tables for r in t.rows}
+
+
 def with_sets(tables: Tables, row: ComparisonRow, rule: Rule, metric: str, family: Family) -> ComparisonRow:
     """A declared row with its reading on each test set its claim spans (unchanged: a claim on its own rows,
     or a row read at a look, which carries that look's sets: `tables` may hold later seeds)."""
     spans = family.across(row.key)
     if not spans or row.sets:
         return row
-    by_key = {r.key: r for t in tables for r in t.rows}
+    by_key = rows_by_key(tables)
     readings = []
     for s in spans:
         on = by_key.get(SetReading(s.name, own=s.own).key(row.key))

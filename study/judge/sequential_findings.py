@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Mapping, Optional, Sequence
 
-from study.judge.across import declared_tests, missing_sets, with_sets
+from study.judge.across import declared_tests, missing_sets, rows_by_key, with_sets
 from study.read.family import Family, missing_rows
 from study.records import ComparisonRow, Configuration, FindingsTable, LookPlan, LookReading
 from study.stats.rules import RULES
@@ -78,7 +78,7 @@ def _at_look(
     row, last = with_sets(at_looks[look], row, RULES[family.rule], table.metric, family), look == len(plan.looks) - 1
     nominal = nominal_level(plan.fractions, ALPHA, plan.spending, look, plan.exact)  # the row alone
     low, high = _repeated(row, nominal, family)
-    at = {r.key: r for t in at_looks[look] for r in t.rows}  # (each set at the same level: the IUT's)
+    at = rows_by_key(at_looks[look])  # (each set at the same level: the IUT's)
     sets = tuple(
         replace(s, repeated=_repeated(at[s.key(row.key)], nominal, family) if s.tested else ()) for s in row.sets
     )
@@ -110,7 +110,7 @@ def _read_at(decision: Decision, taken: int) -> int:
 
 def _sets_at_look(at_looks: Sequence[Tables], row: ComparisonRow, look: int) -> Mapping[RowKey, ComparisonRow]:
     """A claim across test sets: its sets' rows at the look its declared row is read at (later seeds aside)."""
-    at = {r.key: r for t in at_looks[look] for r in t.rows}
+    at = rows_by_key(at_looks[look])
     return {k: at[k] for k in (s.key(row.key) for s in row.sets if not s.own) if k in at}
 
 
