@@ -148,7 +148,7 @@ def paired_bootstrap_ratio(
 ) -> BootstrapResult:
     """The same test for a ratio of sums, e.g. a token-weighted mean NLL: systems[s], baselines[s]
     are `[n, 2]` (numerator, denominator) per unit (sentence or input); score = sum(num) / sum(den)."""
-    stats = _statistics(systems, baselines, 2, " (numerator, denominator) for the same n units")
+    stats = on_exact_grid(_statistics(systems, baselines, 2, " (numerator, denominator) for the same n units"))
     if any(a[:, 1].sum() <= 0 for a in stats):
         raise ValueError("a system or baseline has no denominator (no tokens) to take a ratio of")
 
@@ -156,11 +156,32 @@ def paired_bootstrap_ratio(
         with np.errstate(invalid="ignore", divide="ignore"):  # a resample without tokens: no ratio (NaN)
             return np.where(sums[..., 1] > 0, sums[..., 0] / sums[..., 1], np.nan)
 
-    return _paired_bootstrap(stats, len(systems), ratio, n_samples, seed)
+    return _paired_bootstrap(stats, len(systems), ratio, n_samples, seed, np.float64)
 
 
-def _paired_bootstrap(stats: list[np.ndarray], n_seeds: int, score, n_samples: int, seed: int) -> BootstrapResult:
-    """score(sums, float32) turns summed statistics `[..., d]` into scores (float32=False: observed)."""
+def on_exact_grid(stats: list[np.ndarray]) -> list[np.ndarray]:
+    """Non-integer statistics (an NLL's nats) rounded to multiples of 2^-q, q as large as keeps every
+    resample's sum below 2^52 (at most 2^-30: nothing that shows moves). Every sum of them, in any order,
+    is then exact in float64, so the bootstrap's figures are the same bit for bit on every CPU: a float32
+    (or float64) matmul of raw values rounds its partial sums in an order the BLAS kernel picks
+    (AVX2 and AVX-512 kernels differ in the seventh digit)."""
+    top = max(float(np.abs(a).max(initial=0.0)) for a in stats) * max(len(stats[0]), 1)
+    q = min(30, 52 - math.ceil(math.log2(top))) if top > 0 else 30
+    return [np.ldexp(np.round(np.ldexp(a, q)), -q) for a in stats]
+
+
+def resampled_sums(counts: np.ndarray, stats: list[np.ndarray], dtype=np.float32) -> np.ndarray:
+    """[n_samples, sum of widths]: every resample's sums of every statistic, in one matmul in `dtype`:
+    float32 for BLEU's integer counts (sacreBLEU's arithmetic, exact while a resample's sum stays below
+    2^24), float64 for statistics `on_exact_grid` (exact below 2^52)."""
+    return counts.astype(dtype, copy=False) @ np.concatenate(stats, axis=1).astype(dtype)
+
+
+def _paired_bootstrap(
+    stats: list[np.ndarray], n_seeds: int, score, n_samples: int, seed: int, dtype=np.float32
+) -> BootstrapResult:
+    """score(sums, float32) turns summed statistics `[..., d]` into scores (float32=False: observed); the
+    resamples are summed in `dtype` (`resampled_sums`)."""
     m = stats[0].shape[0]
     if m == 0:
         raise ValueError("no sentences to test")
@@ -168,9 +189,7 @@ def _paired_bootstrap(stats: list[np.ndarray], n_seeds: int, score, n_samples: i
     per_seed = observed[:n_seeds] - observed[n_seeds:]
     difference = float(_seed_mean(per_seed))
 
-    # One matmul sums every resample of every system and seed: [n_samples, 2 * seeds, d].
-    stacked = np.concatenate(stats, axis=1).astype(np.float32)
-    resampled = (resample_counts(m, n_samples, seed) @ stacked).reshape(n_samples, 2 * n_seeds, -1)
+    resampled = resampled_sums(resample_counts(m, n_samples, seed), stats, dtype).reshape(n_samples, 2 * n_seeds, -1)
     scores = score(resampled)
     resampled_mean = _seed_mean(scores[:, :n_seeds] - scores[:, n_seeds:])
     finite = resampled_mean[np.isfinite(resampled_mean)]

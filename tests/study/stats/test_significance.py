@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
@@ -316,3 +318,44 @@ def test_ratio_bootstrap_equals_a_loop_over_resamples(shift, seeds):
     assert paired_bootstrap_ratio(baselines, baselines, n_samples=400).p_value == 1.0
     with pytest.raises(ValueError, match=r"\[n, 2\]"):
         paired_bootstrap_ratio([np.ones((3, 3))], [np.ones((3, 3))])
+
+
+def _nll_like(rng, units: int, seeds: int) -> tuple[list, list]:
+    """[units, 2] (nats, tokens) per seed: non-integer sums, as the NLL tables resample them."""
+    tokens = rng.integers(1, 60, size=units).astype(float)
+    systems = [np.stack([tokens * rng.uniform(0.5, 4.0, units), tokens], 1) for _ in range(seeds)]
+    baselines = [np.stack([tokens * rng.uniform(0.5, 4.0, units), tokens], 1) for _ in range(seeds)]
+    return systems, baselines
+
+
+def test_non_integer_resample_sums_are_exact_whatever_the_order_of_summation():
+    """The NLL tables' bootstrap must give the same bits on every CPU: a BLAS kernel (AVX2 or AVX-512)
+    picks its own order of summation, so every resample's sum has to be exact, which `on_exact_grid`
+    makes it (each value moved by at most 2^-30 relative to the largest sum)."""
+    from study.stats.significance import on_exact_grid, resample_counts, resampled_sums
+
+    systems, baselines = _nll_like(np.random.default_rng(11), 700, 3)
+    raw = [*systems, *baselines]
+    grid = on_exact_grid(raw)
+    assert max(float(np.abs(g - a).max()) for g, a in zip(grid, raw)) <= 2.0**-20
+    counts = resample_counts(700, 300, 5)
+    sums = resampled_sums(counts, grid, np.float64)
+    backwards = resampled_sums(counts[:, ::-1], [g[::-1] for g in grid], np.float64)
+    assert np.array_equal(sums, backwards)
+    flat = np.concatenate(grid, axis=1)
+    for row in (0, 150, 299):  # each against the correctly rounded sum of the exact products
+        exact = [math.fsum(c * x for c, x in zip(counts[row], flat[:, j])) for j in range(flat.shape[1])]
+        assert sums[row].tolist() == exact
+
+
+def test_the_ratio_bootstrap_does_not_depend_on_the_order_it_sums_in(monkeypatch):
+    """The whole test (its p, variance, differences) is the same when each resample is summed backwards."""
+    from study.stats import significance
+
+    systems, baselines = _nll_like(np.random.default_rng(12), 400, 2)
+    forwards = significance.paired_bootstrap_ratio(systems, baselines, n_samples=500, seed=4)
+    summed = significance.resampled_sums
+    monkeypatch.setattr(
+        significance, "resampled_sums", lambda c, stats, dtype: summed(c[:, ::-1], [a[::-1] for a in stats], dtype)
+    )
+    assert significance.paired_bootstrap_ratio(systems, baselines, n_samples=500, seed=4) == forwards
