@@ -296,6 +296,8 @@ class ComparisonRow:
     declared: bool = False
     look: Optional[LookReading] = None
     sets: tuple[SetReading, ...] = ()  # a claim across test sets: its reading on each (study/judge/across.py)
+    # a set's row of such a claim read at a sequential look: its repeated 95% interval there (the claim's level)
+    repeated: tuple[float, ...] = ()
 
     @property
     def config(self) -> str:

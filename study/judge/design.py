@@ -16,7 +16,6 @@ from study.judge.wording import (
     depends_words,
     describe,
     direction_words,
-    fmt_number,
     format_p,
     outcome,
     verdict,
@@ -380,11 +379,7 @@ def look_verdict(
     there), or why there is none yet; then the seeds against the tie margin, the naive 95% interval and
     the repeated one (valid whichever look the study stops at)."""
     look, margin, equivalence = row.look, family.tie_margin.of(metric), family.equivalence.of(metric)
-    repeated = row.p_value is not None and look.repeated is not None
-    text = describe(row, metric, margin, "naive 95% interval" if repeated else "95% interval")
-    if repeated:
-        low, high = (fmt_number(end, metric) for end in look.repeated)
-        text = f"{text}; repeated 95% interval {low} to {high}"
+    text = describe(row, metric, margin, look.repeated or ())
     text = f"{text}; {by_set(row, metric)}" if row.sets else text
     if said == Outcome.NOT_TESTED:
         return row.untested or said.value

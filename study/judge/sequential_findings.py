@@ -109,9 +109,11 @@ def _read_at(decision: Decision, taken: int) -> int:
 
 
 def _sets_at_look(at_looks: Sequence[Tables], row: ComparisonRow, look: int) -> Mapping[RowKey, ComparisonRow]:
-    """A claim across test sets: its sets' rows at the look its declared row is read at (later seeds aside)."""
+    """A claim across test sets: its sets' rows at the look its declared row is read at (later seeds aside),
+    each with its repeated 95% interval there."""
     at = rows_by_key(at_looks[look])
-    return {k: at[k] for k in (s.key(row.key) for s in row.sets if not s.own) if k in at}
+    sets = [(s.key(row.key), s) for s in row.sets if not s.own]
+    return {k: replace(at[k], repeated=s.repeated) for k, s in sets if k in at}
 
 
 def read_looks(

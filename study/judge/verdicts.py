@@ -14,7 +14,7 @@ from study.judge.across import declared_tests, with_sets
 from study.judge.design import FIXED, Design
 from study.judge.sequential_findings import Tables, with_rows
 from study.read.family import Family, missing_rows
-from study.records import ComparisonRow, FindingsTable, Interim, JudgedRow, Reading, RowPower, RuleP
+from study.records import ComparisonRow, FindingsTable, Interim, Reading, RowPower, RuleP
 from study.stats.equivalence import equivalence_power, seeds_for_equivalence
 from study.stats.rules import CURRENT, RULES, Rule
 from study.stats.seed_test import ALPHA, detectable_effect, seeds_needed, shared_variance
@@ -74,23 +74,26 @@ def apply_rule(
     def spanned(i: int, j: int, r: ComparisonRow) -> ComparisonRow:  # a declared row with its sets' readings
         return with_sets(marked, r, rule, marked[i].metric, family) if r.declared else r
 
-    tables = with_rows(marked, spanned)
+    def by_rule(i: int, j: int, r: ComparisonRow) -> ComparisonRow:  # before the wording, which quotes it
+        if rule.veto and r.p_value is not None:  # the older rule's SE, in a field of its own
+            return replace(
+                r, tested=replace(r.tested, seed_test=replace(r.seed_test, se_seed_veto=rule.se(r.seed_test)))
+            )
+        if rule.own_interval and r.p_value is not None:  # the interval by the rule's own t (n - 1 df)
+            low, high = rule.interval(r.seed_test)
+            return replace(r, tested=replace(r.tested, seed_test=replace(r.seed_test, low=low, high=high)))
+        return r
+
+    tables = with_rows(with_rows(marked, spanned), by_rule)
     missing = missing_rows(tables, family, configs)
     absent, plan = _absent(missing), design.interim(tables, family, len(missing))
     readings = _readings(tables, family, rule, absent, plan, design)
     older = rule is not CURRENT and not design.current_reads_apart  # (a sequential family's: report.py)
     current = _readings(tables, family, CURRENT, absent, plan, design) if older else {}
 
-    def read(i: int, j: int, r: ComparisonRow) -> JudgedRow:
-        if rule.veto and r.p_value is not None:  # the older rule's SE, in a field of its own
-            r = replace(r, tested=replace(r.tested, seed_test=replace(r.seed_test, se_seed_veto=rule.se(r.seed_test))))
-        elif rule.own_interval and r.p_value is not None:  # the interval by the rule's own t (n - 1 df)
-            low, high = rule.interval(r.seed_test)
-            r = replace(r, tested=replace(r.tested, seed_test=replace(r.seed_test, low=low, high=high)))
-        return r.judged(readings[i, j], current.get((i, j)) if r.declared else None)
-
     declared = sum(r.declared for t in tables for r in t.rows)
-    return with_rows(tables, read), declared + len(missing)
+    judged = with_rows(tables, lambda i, j, r: r.judged(readings[i, j], current.get((i, j)) if r.declared else None))
+    return judged, declared + len(missing)
 
 
 def check_entries(tables: Tables, family: Family) -> None:

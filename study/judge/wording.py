@@ -44,15 +44,19 @@ def seed_signs(diffs: Sequence[float], margin: float) -> tuple[int, int, int]:
     return above, below, len(diffs) - above - below
 
 
-def describe(row: ComparisonRow, metric: str, margin: float, interval: str = "95% interval") -> str:
-    """A descriptive row: the seeds' signs against the tie margin and the 95% interval (so named: `interval`)."""
+def describe(row: ComparisonRow, metric: str, margin: float, repeated: Sequence[float] = ()) -> str:
+    """A descriptive row: the seeds' signs against the tie margin and the 95% interval; at a sequential look
+    (`repeated`: the repeated 95% interval there) that one is naive, and the repeated one follows."""
     above, below, within = seed_signs(row.differences, margin)
     m = fmt_number(margin, metric).lstrip("+")
     signs = f"seeds: {above} above +{m}, {below} below -{m}, {within} within"
     if row.p_value is None:
         return f"{ONE_SEED}; {signs}"
-    low, high = row.seed_test.low, row.seed_test.high
-    return f"{signs}; {interval} {fmt_number(low, metric)} to {fmt_number(high, metric)}"
+    low, high = (fmt_number(end, metric) for end in (row.seed_test.low, row.seed_test.high))
+    if not repeated:
+        return f"{signs}; 95% interval {low} to {high}"
+    first, last = (fmt_number(end, metric) for end in repeated)
+    return f"{signs}; naive 95% interval {low} to {high}; repeated 95% interval {first} to {last}"
 
 
 def withheld_reason(withheld: Withheld) -> str:
@@ -163,7 +167,7 @@ def verdict(
     said = outcome(row, reading, margin, declared, equivalence, withheld)
     if said == Outcome.NOT_TESTED:
         return row.untested or said.value
-    text = describe(row, metric, margin)
+    text = describe(row, metric, margin, row.repeated)
     text = f"{text}; {by_set(row, metric)}" if row.sets else text
     if said == Outcome.DESCRIPTIVE:
         return text

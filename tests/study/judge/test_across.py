@@ -183,3 +183,8 @@ def test_at_a_look_each_set_shows_its_repeated_interval_beside_the_verdict():
     record = design.record(findings_report("b", planned.at("f.yaml"), size, missing, 9, 1, worded, plan))
     news_row = next(x for x in table_markdown(record.tables[0], record).splitlines() if "| test set news (n=" in x)
     assert "| in the declared claim across the test sets (its `test set own` row) | – | – (sequential) |" in news_row
+    # and its finding names both intervals as the declared row's does: the plain one naive, then the repeated one
+    naive = f"naive 95% interval {plain[0]:+.2f} to {plain[1]:+.2f}"
+    again = f"repeated 95% interval {news_set.repeated[0]:+.2f} to {news_set.repeated[1]:+.2f}"
+    assert on_news.finding.endswith(f"{naive}; {again}"), on_news.finding
+    assert f"| {on_news.finding} |" in news_row

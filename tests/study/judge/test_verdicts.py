@@ -59,6 +59,21 @@ def test_the_four_outcomes_are_worded():
     assert verdict(_row([1.0, 1.0]), reading, "sacreBLEU", 0.1, declared=False).startswith("seeds:")
 
 
+def test_a_finding_quotes_the_interval_its_headline_and_table_show():
+    """Under a rule with its own interval (n - 1 df) every row's finding quotes that interval, the one
+    its headline cell and its findings JSON give, not the seed test's Welch interval it replaced."""
+    from study.judge.design import FIXED
+
+    rows = (_row([0.8, 1.6, 0.2, 1.1, 0.5, 1.9], config="far"), replace(_row([0.3, -0.2, 0.6, 0.1]), declared=False))
+    worded, _ = apply_rule([FindingsTable("test", "test set", "sacreBLEU", rows)], _family())
+    assert CURRENT.own_interval
+    for before, after in zip(rows, worded[0].rows):
+        low, high = CURRENT.interval(before.seed_test)
+        assert (after.seed_test.low, after.seed_test.high) == FIXED.interval(after) == (low, high)
+        assert (low, high) != (before.seed_test.low, before.seed_test.high)  # (Welch's df: another interval)
+        assert after.finding.endswith(f"95% interval {low:+.2f} to {high:+.2f}"), after.finding
+
+
 def test_a_declared_configuration_without_rows_counts_in_holm_and_keeps_the_study_interim():
     """A declared configuration not run yet (or without the baseline's seeds) has no row: it still counts
     in Holm's family (as p = 1), and a planned study stays interim (it holds none of the seeds)."""
