@@ -89,11 +89,14 @@ def _interval(r: ComparisonRow, metric: str, design: Design, bounds: Optional[tu
 
 
 def _seeds_that_way(r: ComparisonRow, metric: str, margin: float) -> str:
-    """'k of n' seeds beyond the tie margin on the side of the mean (descriptive, never a veto)."""
+    """'k of n' seeds beyond the tie margin on the side of the mean (descriptive, never a veto); a mean of
+    exactly 0 has no side: both counts."""
     diffs = r.differences
     above, below, _ = seed_signs(diffs, margin)
-    up = r.mean_difference > 0
     m = fmt_number(margin, metric).lstrip("+")
+    if r.mean_difference == 0:
+        return f"{above} of {len(diffs)} above +{m}, {below} below -{m}"
+    up = r.mean_difference > 0
     return f"{above if up else below} of {len(diffs)} {'above +' if up else 'below -'}{m}"
 
 

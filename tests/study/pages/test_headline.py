@@ -84,6 +84,14 @@ def test_without_a_family_every_row_is_descriptive_and_one_seed_is_said():
     assert "One seed per configuration: no test and no interval; every row is that trained model." in lines
 
 
+def test_a_mean_of_exactly_zero_counts_the_seeds_on_both_sides():
+    """'Seeds that way' follows the mean's sign; a mean of exactly 0 has none, so both counts are given."""
+    findings = report([finding_row([0.5, -0.25, -0.25, 0.0], config="rope"), finding_row([0.5, 0.3, -0.2])])
+    text = headline_markdown(findings)
+    assert "| 1 of 4 above +0.10, 2 below -0.10 |" in text
+    assert "| 2 of 3 above +0.10 |" in text
+
+
 def test_the_sentences_label_every_p_and_the_power_to_show_equivalence():
     findings = report([finding_row(VETOED, config="rope")])
     (sentence,) = sentences_markdown(findings).splitlines()
