@@ -164,7 +164,7 @@ def on_exact_grid(stats: list[np.ndarray]) -> list[np.ndarray]:
     resample's sum below 2^52 (at most 2^-30: nothing that shows moves). Every sum of them, in any order,
     is then exact in float64, so the bootstrap's figures are the same bit for bit on every CPU: a float32
     (or float64) matmul of raw values rounds its partial sums in an order the BLAS kernel picks
-    (AVX2 and AVX-512 kernels differ in the seventh digit)."""
+    (the kernels it picks on two CPUs gave sums that differ in the seventh digit)."""
     top = max(float(np.abs(a).max(initial=0.0)) for a in stats) * max(len(stats[0]), 1)
     q = min(30, 52 - math.ceil(math.log2(top))) if top > 0 else 30
     return [np.ldexp(np.round(np.ldexp(a, q)), -q) for a in stats]
